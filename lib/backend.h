@@ -1,0 +1,33 @@
+/* backend.h: the small device backend interface (host and CUDA), chosen by configure and at run time. */
+#ifndef MATE_BACKEND_H_INCLUDED
+#define MATE_BACKEND_H_INCLUDED
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mate_backend {
+	const char *name;                 /* "host" or "cuda" */
+	/* Number of usable devices (0 for host). */
+	int (*device_count)(void);
+	/* Copies n bytes of device memory at src to host dst, synchronising
+	 * only the given stream (NULL: the default stream). 0 or -1. */
+	int (*copy_to_host)(void *dst, const void *src, size_t n, void *stream);
+	/* Writes a one-line description (runtime/driver versions, devices). */
+	void (*describe)(char *buf, size_t len);
+} mate_backend;
+
+/* The CUDA backend when built with CUDA and a device is present, else the
+ * host one (whose copy is a memcpy). Never NULL. */
+const mate_backend *mate_backend_get(void);
+
+#ifdef HAVE_CUDA
+const mate_backend *mate_backend_cuda(void);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MATE_BACKEND_H_INCLUDED */

@@ -1,0 +1,57 @@
+/* mate_private.h: helpers shared inside libmate; never installed, never reached from a frontend. */
+#ifndef MATE_PRIVATE_H_INCLUDED
+#define MATE_PRIVATE_H_INCLUDED
+
+#include "config.h"
+#include <stddef.h>
+#include <stdint.h>
+#include "mate.h"
+#include "mate_dump.h"
+
+#if defined(__GNUC__)
+#define MATE_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define MATE_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MATE_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MATE_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define MATE_PRINTF(a, b)
+#define MATE_LIKELY(x) (x)
+#define MATE_UNLIKELY(x) (x)
+#define MATE_HIDDEN
+#endif
+
+/* Sets err (if not NULL) and returns code. */
+int mate_set_error(mate_error *err, int code, const char *fmt, ...) MATE_PRINTF(3, 4);
+/* Sets an I/O error from errno: "what: path: strerror"; ENOSPC/EDQUOT give
+ * MATE_ERR_NOSPACE. Returns the code. */
+int mate_set_errno(mate_error *err, int errnum, const char *what, const char *path);
+
+/* Checked arithmetic: return 0 on overflow. */
+static inline int mate_mul_ok(int64_t a, int64_t b, int64_t *out)
+{
+	return !__builtin_mul_overflow(a, b, out);
+}
+static inline int mate_add_ok(int64_t a, int64_t b, int64_t *out)
+{
+	return !__builtin_add_overflow(a, b, out);
+}
+
+/* Writes all of buf to fd, retrying short writes and EINTR. 0 or -errno. */
+int mate_write_all(int fd, const void *buf, size_t len);
+/* Reads exactly len bytes at offset (pread); 0, -errno, or -EIO on EOF. */
+int mate_pread_all(int fd, void *buf, size_t len, uint64_t off);
+
+/* Atomic file output: write to "<path>.tmp.<pid>.<n>", then rename. */
+typedef struct mate_atomic_file {
+	int fd;
+	char *path;
+	char *tmp_path;
+} mate_atomic_file;
+int mate_atomic_open(mate_atomic_file *af, const char *path, mate_error *err);
+int mate_atomic_commit(mate_atomic_file *af, mate_error *err);
+void mate_atomic_abort(mate_atomic_file *af);
+
+/* Internal tensor-value access used by the file formats. */
+mate_value *mate_value_tensor_take(const mate_tensor *t, mate_storage *st);
+
+#endif /* MATE_PRIVATE_H_INCLUDED */

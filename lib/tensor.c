@@ -1,0 +1,128 @@
+/* tensor.c: the strided tensor model: shape, strides, extent, contiguity and gathering. */
+#include "mate_private.h"
+
+#include <string.h>
+
+int
+mate_tensor_init(mate_tensor *t, mate_dtype dt, int ndim, const int64_t *shape,
+    const int64_t *stride, void *data)
+{
+	int64_t s = 1;
+
+	memset(t, 0, sizeof(*t));
+	if (ndim < 0 || ndim > MATE_MAX_DIMS || mate_dtype_size(dt) == 0)
+		return MATE_ERR_ARGUMENT;
+	t->dtype = dt;
+	t->ndim = ndim;
+	t->data = data;
+	for (int i = ndim - 1; i >= 0; i--) {
+		if (shape[i] < 0 || (stride != NULL && stride[i] < 0))
+			return MATE_ERR_ARGUMENT;
+		t->shape[i] = shape[i];
+		t->stride[i] = stride != NULL ? stride[i] : s;
+		if (!mate_mul_ok(s, shape[i] > 0 ? shape[i] : 1, &s))
+			return MATE_ERR_ARGUMENT;
+	}
+	return MATE_OK;
+}
+
+int64_t
+mate_tensor_numel(const mate_tensor *t)
+{
+	int64_t n = 1;
+
+	for (int i = 0; i < t->ndim; i++)
+		if (t->shape[i] < 0 || !mate_mul_ok(n, t->shape[i], &n))
+			return -1;
+	return n;
+}
+
+int64_t
+mate_tensor_nbytes(const mate_tensor *t)
+{
+	int64_t n = mate_tensor_numel(t), b;
+
+	if (n < 0 || !mate_mul_ok(n, (int64_t)mate_dtype_size(t->dtype), &b))
+		return -1;
+	return b;
+}
+
+int
+mate_tensor_is_contiguous(const mate_tensor *t)
+{
+	int64_t expect = 1;
+
+	for (int i = t->ndim - 1; i >= 0; i--) {
+		if (t->shape[i] == 0)
+			return 1;
+		if (t->shape[i] != 1 && t->stride[i] != expect)
+			return 0;
+		expect *= t->shape[i];
+	}
+	return 1;
+}
+
+int64_t
+mate_tensor_storage_extent(const mate_tensor *t)
+{
+	int64_t end = t->offset, span;
+
+	if (t->offset < 0)
+		return -1;
+	for (int i = 0; i < t->ndim; i++) {
+		if (t->stride[i] < 0 || t->shape[i] < 0)
+			return -1;
+		if (t->shape[i] == 0)
+			return t->offset;
+	}
+	for (int i = 0; i < t->ndim; i++) {
+		if (!mate_mul_ok(t->shape[i] - 1, t->stride[i], &span) ||
+		    !mate_add_ok(end, span, &end))
+			return -1;
+	}
+	return end + 1;
+}
+
+void *
+mate_tensor_element(const mate_tensor *t, int64_t i)
+{
+	int64_t off = t->offset;
+
+	for (int d = t->ndim - 1; d >= 0; d--) {
+		int64_t n = t->shape[d];
+		off += (i % n) * t->stride[d];
+		i /= n;
+	}
+	return (char *)t->data + off * (int64_t)mate_dtype_size(t->dtype);
+}
+
+/* Copies the innermost dimension run by run; recursion over outer dims. */
+static char *
+gather(const mate_tensor *t, int d, const char *src, char *dst, size_t es)
+{
+	if (d == t->ndim)
+		return (char *)memcpy(dst, src, es) + es;
+	if (d == t->ndim - 1 && t->stride[d] == 1) {
+		size_t n = (size_t)t->shape[d] * es;
+		memcpy(dst, src, n);
+		return dst + n;
+	}
+	for (int64_t i = 0; i < t->shape[d]; i++)
+		dst = gather(t, d + 1, src + i * t->stride[d] * (int64_t)es, dst, es);
+	return dst;
+}
+
+void
+mate_tensor_copy_contiguous(const mate_tensor *t, void *dst)
+{
+	size_t es = mate_dtype_size(t->dtype);
+	const char *base = (const char *)t->data + t->offset * (int64_t)es;
+
+	if (mate_tensor_numel(t) <= 0)
+		return;
+	if (mate_tensor_is_contiguous(t)) {
+		memcpy(dst, base, (size_t)mate_tensor_nbytes(t));
+		return;
+	}
+	gather(t, 0, base, dst, es);
+}

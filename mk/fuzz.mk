@@ -1,0 +1,14 @@
+## mk/fuzz.mk: libFuzzer targets (configure CC=clang --enable-fuzzing; make fuzz).
+## Each parser of untrusted input adds its target to FUZZ_TARGETS here.
+FUZZER_LINK = -fsanitize=fuzzer
+
+EXTRA_DIST += fuzz/corpus
+
+.PHONY: fuzz
+if ENABLE_FUZZING
+noinst_PROGRAMS += $(FUZZ_TARGETS)
+fuzz: $(FUZZ_TARGETS)
+else
+fuzz:
+	@echo "configure with CC=clang --enable-fuzzing to build the fuzz targets" >&2; exit 1
+endif

@@ -1,0 +1,1 @@
+## mk/safetensors.mk: build and test rules for this area (included by Makefile.am).
