@@ -1,5 +1,5 @@
-## mk/bench.mk: `make bench` builds every benchmark program (areas add to BENCH_PROGRAMS).
-EXTRA_PROGRAMS = $(BENCH_PROGRAMS)
-CLEANFILES += $(BENCH_PROGRAMS)
+## mk/bench.mk: `make bench` builds every benchmark program (areas add to BENCH_BINS).
+EXTRA_PROGRAMS = $(BENCH_BINS)
+CLEANFILES += $(BENCH_BINS)
 .PHONY: bench
-bench: $(BENCH_PROGRAMS) libmate.la
+bench: $(BENCH_BINS) libmate.la
