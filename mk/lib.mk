@@ -7,7 +7,8 @@ libmate_la_SOURCES += \
 	lib/tensor.c \
 	lib/value.c \
 	lib/backend.h \
-	lib/backend.c
+	lib/backend.c \
+	lib/dump_stubs.c
 
 if HAVE_CUDA
 libmate_la_SOURCES += lib/backend_cuda.cu
