@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <locale.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +37,7 @@ struct pt_reader {
 	int failed;
 	uint64_t max_pickle, max_records, nentries;
 	int load_data;
-	uint64_t file_size, declared;
+	uint64_t file_size;
 	char *root;
 	size_t root_len;
 	unsigned char *pickle;
@@ -48,6 +50,7 @@ struct pt_reader {
 };
 
 static int pt_fail(struct pt_reader *r, int code, const char *fmt, ...) MATE_PRINTF(3, 4);
+static int read_data(struct pt_reader *r, void *dst, uint64_t n, const char *name);
 
 /* Records the first error as "path: why"; returns -1. */
 static int
@@ -127,57 +130,57 @@ nomem:
 	return NULL;
 }
 
-/* A storage of n bytes: real memory, or a placeholder without data. */
-static mate_storage *
-new_storage(struct pt_reader *r, uint64_t n, mate_error *err)
-{
-	if (!r->load_data)
-		return mate_storage_wrap(NULL, (size_t)n, err);
-	return mate_storage_new((size_t)n, err);
-}
+/*
+ * The pickle is run twice when data is loaded: first with placeholder
+ * storages, to learn which records it needs and how big they must be, so
+ * nothing is allocated before the zip's own size of a record has been
+ * checked against the pickle; then, after the records were read straight
+ * into their storages, for the final tree. Metadata-only reads run it once.
+ */
 
-/* The unpickler's storage loader: key -> the record's storage. */
+/* First run: note each key's declared size; placeholders without data. */
 static mate_storage *
-load_storage(const char *key, mate_dtype dt, int64_t numel, void *ctx, mate_error *err)
+scan_storage(const char *key, mate_dtype dt, int64_t numel, void *ctx, mate_error *err)
 {
 	struct pt_reader *r = ctx;
 	struct pt_record *rec = rec_find(r, key);
 	uint64_t n = (uint64_t)numel * mate_dtype_size(dt);
 
-	if (rec != NULL && rec->seen) {
-		if (rec->size != n) {
-			mate_set_error(err, MATE_ERR_FORMAT, "record %s/data/%s has %llu bytes, "
-			    "but the pickle declares %llu", r->root, key,
-			    (unsigned long long)rec->size, (unsigned long long)n);
-			return NULL;
-		}
-		rec->referenced = 1;
-		return r->load_data ? mate_storage_ref(rec->st) : mate_storage_wrap(NULL, (size_t)n, err);
-	}
-	if (n > r->file_size - r->declared) {
-		mate_set_error(err, MATE_ERR_FORMAT, "storage '%s' declares %llu bytes, more than "
-		    "the file holds", key, (unsigned long long)n);
-		return NULL;
-	}
-	r->declared += n;
 	if (rec == NULL && (rec = rec_add(r, key)) == NULL)
 		return NULL;
+	if (rec->seen && rec->size != n) {
+		mate_set_error(err, MATE_ERR_FORMAT, "record %s/data/%s has %llu bytes, "
+		    "but the pickle declares %llu", r->root, key,
+		    (unsigned long long)rec->size, (unsigned long long)n);
+		return NULL;
+	}
 	rec->referenced = 1;
 	rec->want = n;
-	rec->st = new_storage(r, n, err);
+	return mate_storage_wrap(NULL, (size_t)n, err);
+}
+
+/* Second run: the storages read from the zip. */
+static mate_storage *
+loaded_storage(const char *key, mate_dtype dt, int64_t numel, void *ctx, mate_error *err)
+{
+	struct pt_reader *r = ctx;
+	struct pt_record *rec = rec_find(r, key);
+
+	if (rec == NULL || rec->st == NULL) {
+		mate_set_error(err, MATE_ERR_FORMAT, "storage '%s' was not loaded", key);
+		return NULL;
+	}
 	return mate_storage_ref(rec->st);
 }
 
 static int
-parse_pickle(struct pt_reader *r)
+run_pickle(struct pt_reader *r, mate_storage_loader load)
 {
 	mate_error perr;
 
-	r->parsed = 1;
 	mate_error_clear(&perr);
-	r->result = mate_pickle_load(r->pickle, r->pickle_len, load_storage, r, &perr);
-	free(r->pickle);
-	r->pickle = NULL;
+	mate_value_free(r->result);
+	r->result = mate_pickle_load(r->pickle, r->pickle_len, load, r, &perr);
 	if (r->result == NULL) {
 		if (r->failed)
 			return -1;
@@ -185,6 +188,30 @@ parse_pickle(struct pt_reader *r)
 		return pt_fail_inner(r);
 	}
 	return 0;
+}
+
+static int
+scan_pickle(struct pt_reader *r)
+{
+	r->parsed = 1;
+	if (run_pickle(r, scan_storage) != 0)
+		return -1;
+	if (r->load_data) {
+		mate_value_free(r->result);
+		r->result = NULL;
+	}
+	return 0;
+}
+
+/* A record's storage: allocated only once its size is known and checked. */
+static int
+load_record(struct pt_reader *r, struct pt_record *rec, const char *name, uint64_t size)
+{
+	if (!r->load_data)
+		return 0;
+	if ((rec->st = mate_storage_new((size_t)size, r->err)) == NULL)
+		return pt_fail_inner(r);
+	return read_data(r, mate_storage_data(rec->st), size, name);
 }
 
 /* ---- entries ------------------------------------------------------------------- */
@@ -281,25 +308,14 @@ entry_record(struct pt_reader *r, const char *key, const char *name, uint64_t si
 		return -1;
 	rec->seen = 1;
 	rec->size = size;
-	if (!r->parsed) {
-		/* Before data.pkl (unusual): keep it in case it is referenced. */
-		if (!r->load_data)
-			return 0;
-		if ((rec->st = new_storage(r, size, r->err)) == NULL)
-			return pt_fail_inner(r);
-		return read_data(r, mate_storage_data(rec->st), size, name);
-	}
+	if (!r->parsed)     /* before data.pkl (unusual): keep it in case it is used */
+		return load_record(r, rec, name, size);
 	if (!rec->referenced)
 		return 0;
 	if (size != rec->want)
 		return pt_fail(r, MATE_ERR_FORMAT, "record %s has %llu bytes, but the pickle "
 		    "declares %llu", name, (unsigned long long)size, (unsigned long long)rec->want);
-	if (!r->load_data)
-		return 0;
-	if (rec->st == NULL)
-		return pt_fail(r, MATE_ERR_NOMEM, "%s: cannot allocate %llu bytes", name,
-		    (unsigned long long)size);
-	return read_data(r, mate_storage_data(rec->st), size, name);
+	return load_record(r, rec, name, size);
 }
 
 /* Sets the root from the first entry, or checks that name is under it. */
@@ -337,7 +353,8 @@ entry(struct pt_reader *r, struct archive_entry *e)
 	if (name == NULL)
 		name = archive_entry_pathname(e);
 	if (name == NULL)
-		return pt_fail(r, MATE_ERR_FORMAT, "zip entry without a name");
+		return pt_fail(r, MATE_ERR_FORMAT, "zip entry %llu: name is not valid UTF-8",
+		    (unsigned long long)r->nentries);
 	if (++r->nentries > r->max_records)
 		return pt_fail(r, MATE_ERR_LIMIT, "more than %llu zip entries",
 		    (unsigned long long)r->max_records);
@@ -359,7 +376,7 @@ entry(struct pt_reader *r, struct archive_entry *e)
 		return entry_byteorder(r, name, size);
 	if (strncmp(rest, "data/", 5) != 0)
 		return 0;
-	if (r->have_pickle && !r->parsed && parse_pickle(r) != 0)
+	if (r->have_pickle && !r->parsed && scan_pickle(r) != 0)
 		return -1;
 	return entry_record(r, rest + 5, name, size);
 }
@@ -374,13 +391,13 @@ finish(struct pt_reader *r)
 		return pt_fail(r, MATE_ERR_FORMAT, "no %s/data.pkl record", r->root);
 	if (!r->have_version)
 		return pt_fail(r, MATE_ERR_FORMAT, "no %s/version record", r->root);
-	if (!r->parsed && parse_pickle(r) != 0)
+	if (!r->parsed && scan_pickle(r) != 0)
 		return -1;
 	for (size_t i = 0; i < r->nrecs; i++)
 		if (r->recs[i]->referenced && !r->recs[i]->seen)
 			return pt_fail(r, MATE_ERR_FORMAT, "missing record %s/data/%s",
 			    r->root, r->recs[i]->key);
-	return 0;
+	return r->load_data ? run_pickle(r, loaded_storage) : 0;
 }
 
 /* ---- the container ------------------------------------------------------------- */
@@ -448,6 +465,32 @@ reader_init(struct pt_reader *r, const char *path, const struct mate_pt_read_opt
 	r->load_data = opts ? opts->load_data : 1;
 }
 
+static locale_t utf8_locale;
+static pthread_once_t utf8_once = PTHREAD_ONCE_INIT;
+
+static void
+utf8_locale_init(void)
+{
+	utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+}
+
+/* libarchive converts zip names (UTF-8 in torch files) to the current
+ * locale, which fails for non-ASCII names in the C locale; this thread
+ * uses C.UTF-8 while reading (uselocale is per thread), where available. */
+static locale_t
+enter_utf8(void)
+{
+	pthread_once(&utf8_once, utf8_locale_init);
+	return utf8_locale != (locale_t)0 ? uselocale(utf8_locale) : (locale_t)0;
+}
+
+static void
+leave_utf8(locale_t old)
+{
+	if (old != (locale_t)0)
+		uselocale(old);
+}
+
 static struct archive *
 new_archive(struct pt_reader *r)
 {
@@ -509,42 +552,68 @@ reader_done(struct pt_reader *r, mate_value *v)
 	return v;
 }
 
+/* Opens the archive (path, or buf/len) and reads it; frees the reader. */
+static mate_value *
+read_zip(struct pt_reader *r, const char *path, const void *buf, size_t len)
+{
+	locale_t old = enter_utf8();
+	mate_value *v = NULL;
+	int rc;
+
+	if ((r->a = new_archive(r)) != NULL) {
+		if (path != NULL)
+			rc = archive_read_open_filename(r->a, path, PT_BLOCK_SIZE);
+		else
+			rc = archive_read_open_memory(r->a, buf, len);
+		if (rc != ARCHIVE_OK)
+			pt_fail_archive(r, "zip");
+		else
+			v = read_archive(r);
+	}
+	v = reader_done(r, v);
+	leave_utf8(old);
+	return v;
+}
+
+/* Reads the first and last bytes of path for the early checks. */
+static int
+read_ends(struct pt_reader *r, const char *path, unsigned char *head, size_t *nhead,
+    unsigned char *tail, size_t *ntail)
+{
+	struct stat sb;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0 || fstat(fd, &sb) != 0) {
+		mate_set_errno(r->err, errno, "cannot open", path);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	r->file_size = (uint64_t)sb.st_size;
+	*nhead = r->file_size < *nhead ? (size_t)r->file_size : *nhead;
+	*ntail = r->file_size < *ntail ? (size_t)r->file_size : *ntail;
+	if ((rc = mate_pread_all(fd, head, *nhead, 0)) == 0)
+		rc = mate_pread_all(fd, tail, *ntail, r->file_size - *ntail);
+	if (rc != 0)
+		mate_set_errno(r->err, -rc, "cannot read", path);
+	close(fd);
+	return rc != 0 ? -1 : 0;
+}
+
 mate_value *
 mate_pt_read(const char *path, const struct mate_pt_read_options *opts, mate_error *err)
 {
 	struct pt_reader r;
 	mate_error local;
 	unsigned char head[4], tail[98];
-	struct stat sb;
-	size_t nhead, ntail;
-	int fd;
+	size_t nhead = sizeof(head), ntail = sizeof(tail);
 
 	reader_init(&r, path, opts, err, &local);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &sb) != 0) {
-		mate_set_errno(r.err, errno, "cannot open", path);
-		if (fd >= 0)
-			close(fd);
+	if (read_ends(&r, path, head, &nhead, tail, &ntail) != 0)
 		return NULL;
-	}
-	r.file_size = (uint64_t)sb.st_size;
-	nhead = r.file_size < sizeof(head) ? (size_t)r.file_size : sizeof(head);
-	ntail = r.file_size < sizeof(tail) ? (size_t)r.file_size : sizeof(tail);
-	if (mate_pread_all(fd, head, nhead, 0) != 0 ||
-	    mate_pread_all(fd, tail, ntail, r.file_size - ntail) != 0) {
-		mate_set_errno(r.err, EIO, "cannot read", path);
-		close(fd);
+	if (check_magic(&r, head, nhead) != 0 || check_entry_count(&r, tail, ntail) != 0)
 		return NULL;
-	}
-	close(fd);
-	if (check_magic(&r, head, nhead) != 0 || check_entry_count(&r, tail, ntail) != 0 ||
-	    (r.a = new_archive(&r)) == NULL)
-		return reader_done(&r, NULL);
-	if (archive_read_open_filename(r.a, path, PT_BLOCK_SIZE) != ARCHIVE_OK) {
-		pt_fail_archive(&r, "zip");
-		return reader_done(&r, NULL);
-	}
-	return reader_done(&r, read_archive(&r));
+	return read_zip(&r, path, NULL, 0);
 }
 
 mate_value *
@@ -558,12 +627,7 @@ mate_pt_read_memory(const void *buf, size_t len, const struct mate_pt_read_optio
 	reader_init(&r, "<memory>", opts, err, &local);
 	r.file_size = len;
 	if (check_magic(&r, buf, len) != 0 ||
-	    check_entry_count(&r, (const unsigned char *)buf + len - ntail, ntail) != 0 ||
-	    (r.a = new_archive(&r)) == NULL)
-		return reader_done(&r, NULL);
-	if (archive_read_open_memory(r.a, buf, len) != ARCHIVE_OK) {
-		pt_fail_archive(&r, "zip");
-		return reader_done(&r, NULL);
-	}
-	return reader_done(&r, read_archive(&r));
+	    check_entry_count(&r, (const unsigned char *)buf + len - ntail, ntail) != 0)
+		return NULL;
+	return read_zip(&r, NULL, buf, len);
 }

@@ -751,7 +751,7 @@ rebuild_tensor(struct pk *pk, int version, pobj **a, size_t n)
 	int ndim, nstride;
 	mate_dtype dt;
 	mate_tensor t;
-	const pobj *st = a[0];
+	const pobj *st;
 
 	if ((version == 1 && n != 4) || (version == 2 && (n < 6 || n > 7)) ||
 	    (version == 3 && (n < 7 || n > 8))) {
@@ -760,6 +760,7 @@ rebuild_tensor(struct pk *pk, int version, pobj **a, size_t n)
 		    version == 1 ? "4" : version == 2 ? "6 or 7" : "7 or 8", n);
 		return NULL;
 	}
+	st = a[0];
 	if (st->kind != PK_STORAGE) {
 		pk_fail(pk, MATE_ERR_FORMAT, "tensor storage is a %s", kind_name(st));
 		return NULL;

@@ -2,3 +2,12 @@
 
 ## reader
 libmate_la_SOURCES += lib/pickle.c lib/dump_pt_read.c
+EXTRA_DIST += tests/pt_build.h
+check_PROGRAMS += tests/test_pickle
+tests_test_pickle_LDADD = libmate.la
+TESTS += tests/test_pickle
+check_PROGRAMS += tests/test_pt_read
+tests_test_pt_read_LDADD = libmate.la
+TESTS += tests/test_pt_read
+TESTS += tests/test_pt_read_interop.py
+EXTRA_DIST += tests/test_pt_read_interop.py

@@ -1,0 +1,441 @@
+/* test_pt_read.c: unit tests for the .pt reader (lib/dump_pt_read.c) on hand-built zips, a real torch file and hostile archives. */
+#include "config.h"
+
+#include <stdint.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mate_dump.h"
+#include "mate_private.h"
+#include "test.h"
+#include "pt_build.h"
+
+static char tmp_path[256];
+
+/* The pickle of {'w': float32 (2, 3) view of storage key, 'v': same key
+ * transposed}; numel is the storage's declared element count. */
+static void
+make_pickle(struct buf *b, const char *key, int64_t numel)
+{
+	int64_t size[2] = { 2, 3 }, stride[2] = { 3, 1 }, tsize[2] = { 3, 2 }, tstride[2] = { 1, 3 };
+
+	memset(b, 0, sizeof(*b));
+	b_op(b, 0x80);
+	b_op(b, 2);
+	b_op(b, '}');
+	b_op(b, '(');
+	p_str(b, "w");
+	p_tensor_v2(b, "FloatStorage", key, numel, 0, 2, size, stride);
+	p_str(b, "v");
+	p_tensor_v2(b, "FloatStorage", key, numel, 0, 2, tsize, tstride);
+	b_op(b, 'u');
+	b_op(b, '.');
+}
+
+static const unsigned char data24[24] = {
+	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23
+};
+
+/* A valid little .pt in out; the entries can be changed by the caller
+ * through e[] before zip_build (see build_with). */
+static size_t
+std_entries(struct zip_entry *e, struct buf *pkl, const char *root, char names[][64])
+{
+	make_pickle(pkl, "0", 6);
+	snprintf(names[0], 64, "%s/data.pkl", root);
+	snprintf(names[1], 64, "%s/data/0", root);
+	snprintf(names[2], 64, "%s/version", root);
+	e[0] = (struct zip_entry){ names[0], pkl->p, pkl->n };
+	e[1] = (struct zip_entry){ names[1], data24, sizeof(data24) };
+	e[2] = (struct zip_entry){ names[2], "3\n", 2 };
+	return 3;
+}
+
+static mate_value *
+read_mem(const struct buf *zip, mate_error *err, int load_data)
+{
+	struct mate_pt_read_options o = { 0 };
+
+	o.load_data = load_data;
+	return mate_pt_read_memory(zip->p, zip->n, &o, err);
+}
+
+static mate_value *
+read_path(const struct buf *zip, mate_error *err, const struct mate_pt_read_options *o)
+{
+	mate_value *v;
+
+	CHECK(write_file(tmp_path, zip->p, zip->n) == 0);
+	v = mate_pt_read(tmp_path, o, err);
+	unlink(tmp_path);
+	return v;
+}
+
+/* The file and memory readers both fail with want in the message. */
+static void
+expect_fail(const struct buf *zip, const char *want, int code)
+{
+	mate_error err;
+	mate_value *v = read_mem(zip, &err, 1);
+
+	CHECK(v == NULL);
+	CHECK_CONTAINS(err.message, want);
+	if (code != 0)
+		CHECK_EQ_INT(err.code, code);
+	mate_value_free(v);
+	v = read_path(zip, &err, NULL);
+	CHECK(v == NULL);
+	CHECK_CONTAINS(err.message, want);
+	mate_value_free(v);
+}
+
+static void
+check_std(mate_value *v)
+{
+	mate_value *w = mate_value_lookup(v, "w"), *t = mate_value_lookup(v, "v");
+
+	CHECK(w != NULL && t != NULL);
+	if (w == NULL || t == NULL)
+		return;
+	CHECK(mate_value_get_storage(w) == mate_value_get_storage(t));
+	CHECK_EQ_INT(mate_storage_size(mate_value_get_storage(w)), 24);
+	CHECK(memcmp(mate_value_get_tensor(w)->data, data24, 24) == 0);
+	CHECK_EQ_INT(mate_value_get_tensor(t)->stride[1], 3);
+}
+
+static void
+test_basic(void)
+{
+	struct zip_entry e[8];
+	char names[8][64];
+	struct buf pkl, zip = { 0 };
+	mate_error err;
+	mate_value *v;
+	struct mate_pt_read_options meta = { 0, 0, 0 };
+	size_t n = std_entries(e, &pkl, "archive", names);
+
+	zip_build(&zip, e, n, 0);
+	v = read_mem(&zip, &err, 1);
+	CHECK(v != NULL);
+	if (v == NULL)
+		fprintf(stderr, "%s\n", err.message);
+	check_std(v);
+	mate_value_free(v);
+	v = read_path(&zip, &err, NULL);
+	CHECK(v != NULL);
+	check_std(v);
+	mate_value_free(v);
+	/* Metadata only: placeholders of the right size, no data. */
+	v = read_path(&zip, &err, &meta);
+	CHECK(v != NULL);
+	CHECK(mate_storage_data(mate_value_get_storage(mate_value_lookup(v, "w"))) == NULL);
+	CHECK_EQ_INT(mate_storage_size(mate_value_get_storage(mate_value_lookup(v, "w"))), 24);
+	CHECK(mate_value_get_storage(mate_value_lookup(v, "w")) ==
+	    mate_value_get_storage(mate_value_lookup(v, "v")));
+	mate_value_free(v);
+	b_free(&zip);
+
+	/* CRC 0 (torch 2.x without CRCs) reads. */
+	zip_build(&zip, e, n, 1);
+	v = read_path(&zip, &err, NULL);
+	CHECK(v != NULL);
+	check_std(v);
+	mate_value_free(v);
+	b_free(&zip);
+
+	/* Custom and UTF-8 roots; version first, "3" without LF; .data/version;
+	 * byteorder; an unreferenced extra record; records before data.pkl. */
+	{
+		struct zip_entry r[6];
+		n = std_entries(e, &pkl, "\xd0\xbc\xd0\xbe\xd0\xb4\xd0\xb5\xd0\xbb\xd1\x8c", names);
+		snprintf(names[3], 64, "%s/.data/version", "\xd0\xbc\xd0\xbe\xd0\xb4\xd0\xb5\xd0\xbb\xd1\x8c");
+		snprintf(names[4], 64, "%s/byteorder", "\xd0\xbc\xd0\xbe\xd0\xb4\xd0\xb5\xd0\xbb\xd1\x8c");
+		snprintf(names[5], 64, "%s/data/99", "\xd0\xbc\xd0\xbe\xd0\xb4\xd0\xb5\xd0\xbb\xd1\x8c");
+		r[0] = (struct zip_entry){ names[3], "3", 1 };
+		r[1] = e[1];
+		r[2] = (struct zip_entry){ names[4], "little", 6 };
+		r[3] = (struct zip_entry){ names[5], "xyz", 3 };
+		r[4] = e[0];
+		zip_build(&zip, r, 5, 0);
+		v = read_path(&zip, &err, NULL);
+		CHECK(v != NULL);
+		if (v == NULL)
+			fprintf(stderr, "%s\n", err.message);
+		check_std(v);
+		mate_value_free(v);
+		b_free(&zip);
+	}
+	b_free(&pkl);
+}
+
+/* Each broken archive gets its own error. */
+static void
+test_structure_errors(void)
+{
+	struct zip_entry e[8];
+	char names[8][64];
+	struct buf pkl, zip = { 0 }, p2;
+	size_t n = std_entries(e, &pkl, "archive", names);
+	struct zip_entry r[8];
+
+	/* Missing version, data.pkl, the data record. */
+	zip_build(&zip, e, 2, 0);
+	expect_fail(&zip, "no archive/version record", MATE_ERR_FORMAT);
+	b_free(&zip);
+	zip_build(&zip, e + 1, 2, 0);
+	expect_fail(&zip, "no archive/data.pkl record", MATE_ERR_FORMAT);
+	b_free(&zip);
+	r[0] = e[0];
+	r[1] = e[2];
+	zip_build(&zip, r, 2, 0);
+	expect_fail(&zip, "missing record archive/data/0", MATE_ERR_FORMAT);
+	b_free(&zip);
+	/* version 99, 0 and junk. */
+	memcpy(r, e, sizeof(e[0]) * n);
+	r[2].data = "99\n";
+	r[2].len = 3;
+	zip_build(&zip, r, n, 0);
+	expect_fail(&zip, "format version 99 is not supported", MATE_ERR_UNSUPPORTED);
+	b_free(&zip);
+	r[2].data = "0";
+	r[2].len = 1;
+	zip_build(&zip, r, n, 0);
+	expect_fail(&zip, "archive/version: not a version number", MATE_ERR_FORMAT);
+	b_free(&zip);
+	r[2].data = "3 x";
+	r[2].len = 3;
+	zip_build(&zip, r, n, 0);
+	expect_fail(&zip, "not a version number", MATE_ERR_FORMAT);
+	b_free(&zip);
+	/* Two roots; no root at all. */
+	memcpy(r, e, sizeof(e[0]) * n);
+	r[1].name = "other/data/0";
+	zip_build(&zip, r, n, 0);
+	expect_fail(&zip, "entry 'other/data/0' is outside the archive root 'archive'", MATE_ERR_FORMAT);
+	b_free(&zip);
+	r[1] = e[1];
+	r[0].name = "data.pkl";
+	zip_build(&zip, r, n, 0);
+	expect_fail(&zip, "entry 'data.pkl' is not in a subdirectory", MATE_ERR_FORMAT);
+	b_free(&zip);
+	/* TorchScript, big-endian, duplicates. */
+	memcpy(r, e, sizeof(e[0]) * n);
+	r[n] = (struct zip_entry){ "archive/constants.pkl", "\x80\x02N.", 4 };
+	zip_build(&zip, r, n + 1, 0);
+	expect_fail(&zip, "TorchScript", MATE_ERR_UNSUPPORTED);
+	b_free(&zip);
+	r[n] = (struct zip_entry){ "archive/byteorder", "big", 3 };
+	zip_build(&zip, r, n + 1, 0);
+	expect_fail(&zip, "big-endian", MATE_ERR_UNSUPPORTED);
+	b_free(&zip);
+	r[n] = (struct zip_entry){ "archive/byteorder", "middle", 6 };
+	zip_build(&zip, r, n + 1, 0);
+	expect_fail(&zip, "must be \"little\" or \"big\"", MATE_ERR_FORMAT);
+	b_free(&zip);
+	r[n] = e[0];
+	zip_build(&zip, r, n + 1, 0);
+	expect_fail(&zip, "duplicate archive/data.pkl", MATE_ERR_FORMAT);
+	b_free(&zip);
+	r[n] = e[1];
+	zip_build(&zip, r, n + 1, 0);
+	expect_fail(&zip, "duplicate record archive/data/0", MATE_ERR_FORMAT);
+	b_free(&zip);
+	/* Record sizes that disagree with the pickle. */
+	memcpy(r, e, sizeof(e[0]) * n);
+	r[1].len = 20;
+	zip_build(&zip, r, n, 0);
+	expect_fail(&zip, "record archive/data/0 has 20 bytes, but the pickle declares 24", 0);
+	b_free(&zip);
+	r[1].len = 24;
+	make_pickle(&p2, "0", 8);       /* numel 8: 32 bytes, record has 24 */
+	r[0].data = p2.p;
+	r[0].len = p2.n;
+	zip_build(&zip, r, n, 0);
+	expect_fail(&zip, "has 24 bytes, but the pickle declares 32", 0);
+	b_free(&zip);
+	b_free(&p2);
+	make_pickle(&p2, "0", 1LL << 40);   /* far more than the file holds */
+	r[0].data = p2.p;
+	r[0].len = p2.n;
+	zip_build(&zip, r, n, 0);
+	expect_fail(&zip, "record archive/data/0 has 24 bytes, but the pickle declares 4398046511104", 0);
+	b_free(&zip);
+	b_free(&p2);
+	/* A hostile pickle inside a good zip. */
+	memset(&p2, 0, sizeof(p2));
+	b_bytes(&p2, "\x80\x02" "cos\nsystem\nX\x02\x00\x00\x00id\x85R.", 27);
+	r[0].data = p2.p;
+	r[0].len = p2.n;
+	zip_build(&zip, r, n, 0);
+	expect_fail(&zip, "global 'os system' is not allowed", MATE_ERR_FORMAT);
+	b_free(&zip);
+	b_free(&p2);
+	b_free(&pkl);
+}
+
+static void
+test_magic(void)
+{
+	struct buf b = { 0 };
+	mate_error err;
+	mate_value *v;
+
+	b_bytes(&b, "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", 15);
+	expect_fail(&b, "legacy torch.save format (pre-1.6) is not supported", MATE_ERR_UNSUPPORTED);
+	b_free(&b);
+	b_bytes(&b, "GIF89a........", 14);
+	expect_fail(&b, "bad magic", MATE_ERR_FORMAT);
+	b_free(&b);
+	b_bytes(&b, "PK", 2);
+	expect_fail(&b, "too short", MATE_ERR_FORMAT);
+	b_free(&b);
+	b_bytes(&b, "PK\003\004 not really a zip at all, just text", 40);
+	expect_fail(&b, "zip", MATE_ERR_FORMAT);
+	b_free(&b);
+	v = mate_pt_read_memory(NULL, 0, NULL, &err);
+	CHECK(v == NULL);
+	CHECK_CONTAINS(err.message, "too short");
+	v = mate_pt_read("/nonexistent/dir/x.pt", NULL, &err);
+	CHECK(v == NULL);
+	CHECK_EQ_INT(err.code, MATE_ERR_IO);
+	CHECK_CONTAINS(err.message, "/nonexistent/dir/x.pt");
+	CHECK_CONTAINS(err.message, "No such file");
+	v = mate_pt_read("/nonexistent/dir/x.pt", NULL, NULL);     /* NULL err is fine */
+	CHECK(v == NULL);
+}
+
+/* A small .pt cut at every byte offset fails cleanly, file and memory. */
+static void
+test_truncation(void)
+{
+	struct zip_entry e[8];
+	char names[8][64];
+	struct buf pkl, zip = { 0 }, cut;
+	size_t n = std_entries(e, &pkl, "archive", names);
+	int failures = 0, messages = 0;
+	mate_error err;
+
+	zip_build(&zip, e, n, 0);
+	for (size_t len = 0; len < zip.n; len++) {
+		mate_value *v;
+
+		cut = (struct buf){ zip.p, len, len };
+		v = read_mem(&cut, &err, 1);
+		failures += v == NULL;
+		messages += err.message[0] != '\0';
+		mate_value_free(v);
+		if (len % 16 == 0 || len + 30 > zip.n) {
+			v = read_path(&cut, &err, NULL);
+			failures += v == NULL;
+			messages += err.message[0] != '\0';
+			mate_value_free(v);
+		}
+	}
+	CHECK_EQ_INT(failures, messages);
+	CHECK(failures > (int)zip.n);
+	{
+		int expected = 0;
+		for (size_t len = 0; len < zip.n; len++)
+			expected += 1 + (len % 16 == 0 || len + 30 > zip.n);
+		CHECK_EQ_INT(failures, expected);
+	}
+	b_free(&zip);
+	b_free(&pkl);
+}
+
+/* 100,000 entries: read in reasonable time, or refused by max_records. */
+static void
+test_many_entries(void)
+{
+	enum { N = 100000 };
+	struct zip_entry *e = calloc(N, sizeof(*e));
+	char (*names)[32] = calloc(N, sizeof(*names));
+	struct buf pkl, zip = { 0 };
+	struct mate_pt_read_options o = { 0, 1000, 1 };
+	mate_error err;
+	mate_value *v;
+	clock_t t0;
+
+	if (e == NULL || names == NULL)
+		abort();
+	make_pickle(&pkl, "0", 6);
+	e[0] = (struct zip_entry){ "archive/data.pkl", pkl.p, pkl.n };
+	e[1] = (struct zip_entry){ "archive/data/0", data24, sizeof(data24) };
+	e[2] = (struct zip_entry){ "archive/version", "3\n", 2 };
+	for (int i = 3; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "archive/data/x%d", i);
+		e[i] = (struct zip_entry){ names[i], "", 0 };
+	}
+	zip_build(&zip, e, N, 0);
+	t0 = clock();
+	v = read_path(&zip, &err, NULL);
+	CHECK(v != NULL);
+	if (v == NULL)
+		fprintf(stderr, "%s\n", err.message);
+	check_std(v);
+	mate_value_free(v);
+	CHECK((double)(clock() - t0) / CLOCKS_PER_SEC < 10);
+	v = read_path(&zip, &err, &o);
+	CHECK(v == NULL);
+	CHECK_EQ_INT(err.code, MATE_ERR_LIMIT);
+	CHECK_CONTAINS(err.message, "100000 zip entries, more than the limit of 1000");
+	b_free(&zip);
+	/* The same limit met while walking the entries (a 3-entry file). */
+	zip_build(&zip, e, 3, 0);
+	o.max_records = 2;
+	v = read_path(&zip, &err, &o);
+	CHECK(v == NULL);
+	CHECK_CONTAINS(err.message, "limit of 2");
+	o.max_records = 0;
+	o.max_pickle_bytes = 10;
+	v = read_path(&zip, &err, &o);
+	CHECK(v == NULL);
+	CHECK_EQ_INT(err.code, MATE_ERR_LIMIT);
+	CHECK_CONTAINS(err.message, "more than the limit of 10");
+	b_free(&zip);
+	b_free(&pkl);
+	free(e);
+	free(names);
+}
+
+/* A real torch 1.13 file from the MATE reference fixtures. */
+static void
+test_fixture(void)
+{
+	char path[1024];
+	const char *src = getenv("top_srcdir");
+	mate_error err;
+	mate_value *v;
+
+	snprintf(path, sizeof(path), "%s/tests/fixtures/mate-reference/mate_dumps/"
+	    "20261121_125033_783_pid23322_gemm_call0001/inputs.pt", src ? src : "..");
+	v = mate_pt_read(path, NULL, &err);
+	CHECK(v != NULL);
+	if (v == NULL) {
+		fprintf(stderr, "%s\n", err.message);
+		return;
+	}
+	CHECK_EQ_INT(mate_value_kind_of(v), MATE_V_DICT);
+	CHECK(mate_value_len(v) >= 1);
+	for (size_t i = 0; i < mate_value_len(v); i++) {
+		const mate_tensor *t = mate_value_get_tensor(mate_value_item(v, i));
+		CHECK(t != NULL);
+		if (t != NULL)
+			CHECK(mate_tensor_storage_extent(t) * 4 <=
+			    (int64_t)mate_storage_size(mate_value_get_storage(mate_value_item(v, i))));
+	}
+	mate_value_free(v);
+}
+
+int
+main(void)
+{
+	snprintf(tmp_path, sizeof(tmp_path), "test_pt_read.%ld.pt", (long)getpid());
+	test_basic();
+	test_structure_errors();
+	test_magic();
+	test_truncation();
+	test_many_entries();
+	test_fixture();
+	return TEST_DONE();
+}
