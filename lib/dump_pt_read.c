@@ -1,4 +1,4 @@
-/* dump_pt_read.c: reads torch.save's zip format (.pt) through libarchive and the restricted unpickler. */
+/* dump_pt_read.c: reads torch.save's zip format (.pt): its central directory directly, compressed archives through libarchive. */
 #include "mate_private.h"
 
 #include <errno.h>
@@ -15,29 +15,49 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+/*
+ * torch writes stored (uncompressed) entries, so the usual path reads the
+ * zip's central directory itself: it learns every record's size before
+ * the pickle runs, runs the pickle once, and pread()s each record straight
+ * into its storage, in file order. An archive with a compressed entry is
+ * handed to libarchive's seekable zip reader instead.
+ */
+
 #define PT_DEFAULT_MAX_PICKLE ((uint64_t)256 << 20)
 #define PT_DEFAULT_MAX_RECORDS 1000000
 #define PT_BLOCK_SIZE (1 << 20)
-#define PT_MAX_SMALL 64               /* version, byteorder */
+#define PT_MAX_SMALL 64                /* version, byteorder */
 #define PT_READ_CHUNK ((size_t)1 << 30)
+#define PT_FALLBACK 1                  /* direct_read(): use libarchive */
+
+/* Zip structures (APPNOTE 4.3). */
+#define ZIP_LFH_SIZE 30
+#define ZIP_CDH_SIZE 46
+#define ZIP_EOCD_SIZE 22
+#define ZIP64_LOCATOR_SIZE 20
+#define ZIP64_EOCD_SIZE 56
+#define ZIP_MAX_COMMENT 65535
 
 /* One <root>/data/<key> record, seen in the zip and/or named by the pickle. */
 struct pt_record {
 	char *key;
 	uint64_t size;        /* the zip entry's size, once seen */
 	uint64_t want;        /* bytes the pickle declares, once referenced */
+	uint64_t lfh;         /* direct path: local header offset */
 	mate_storage *st;     /* the storage it is (or will be) read into */
 	int seen, referenced;
 };
 
 struct pt_reader {
-	struct archive *a;
-	const char *path;     /* for messages */
+	const char *path;     /* the file, or "<memory>", for messages */
 	mate_error *err;
 	int failed;
 	uint64_t max_pickle, max_records, nentries;
 	int load_data;
-	uint64_t file_size;
+	int fd;               /* the file (direct path), or -1 */
+	const unsigned char *mem;   /* or the whole file in memory */
+	uint64_t file_size, cd_offset;
+	struct archive *a;    /* libarchive path */
 	char *root;
 	size_t root_len;
 	unsigned char *pickle;
@@ -50,7 +70,6 @@ struct pt_reader {
 };
 
 static int pt_fail(struct pt_reader *r, int code, const char *fmt, ...) MATE_PRINTF(3, 4);
-static int read_data(struct pt_reader *r, void *dst, uint64_t n, const char *name);
 
 /* Records the first error as "path: why"; returns -1. */
 static int
@@ -69,7 +88,7 @@ pt_fail(struct pt_reader *r, int code, const char *fmt, ...)
 	return -1;
 }
 
-/* Keeps an error someone else (the unpickler) set, adding the path. */
+/* Keeps an error someone else (the unpickler, an allocator) set, adding the path. */
 static int
 pt_fail_inner(struct pt_reader *r)
 {
@@ -81,15 +100,17 @@ pt_fail_inner(struct pt_reader *r)
 	return pt_fail(r, r->err->code != MATE_OK ? r->err->code : MATE_ERR_FORMAT, "%s", msg);
 }
 
-static int
-pt_fail_archive(struct pt_reader *r, const char *what)
+static uint64_t
+le(const unsigned char *p, int n)
 {
-	const char *why = archive_error_string(r->a);
+	uint64_t v = 0;
 
-	return pt_fail(r, MATE_ERR_FORMAT, "%s: %s", what, why != NULL ? why : "zip error");
+	for (int i = n - 1; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
 }
 
-/* ---- records ------------------------------------------------------------------ */
+/* ---- records --------------------------------------------------------------------- */
 
 static struct pt_record *
 rec_find(struct pt_reader *r, const char *key)
@@ -130,49 +151,31 @@ nomem:
 	return NULL;
 }
 
-/*
- * The pickle is run twice when data is loaded: first with placeholder
- * storages, to learn which records it needs and how big they must be, so
- * nothing is allocated before the zip's own size of a record has been
- * checked against the pickle; then, after the records were read straight
- * into their storages, for the final tree. Metadata-only reads run it once.
- */
-
-/* First run: note each key's declared size; placeholders without data. */
-static mate_storage *
-scan_storage(const char *key, mate_dtype dt, int64_t numel, void *ctx, mate_error *err)
+/* A zip entry data/<key> of size bytes; duplicates are refused. */
+static struct pt_record *
+rec_seen(struct pt_reader *r, const char *key, const char *name, uint64_t size)
 {
-	struct pt_reader *r = ctx;
 	struct pt_record *rec = rec_find(r, key);
-	uint64_t n = (uint64_t)numel * mate_dtype_size(dt);
 
+	if (rec != NULL && rec->seen) {
+		pt_fail(r, MATE_ERR_FORMAT, "duplicate record %s", name);
+		return NULL;
+	}
 	if (rec == NULL && (rec = rec_add(r, key)) == NULL)
 		return NULL;
-	if (rec->seen && rec->size != n) {
-		mate_set_error(err, MATE_ERR_FORMAT, "record %s/data/%s has %llu bytes, "
-		    "but the pickle declares %llu", r->root, key,
-		    (unsigned long long)rec->size, (unsigned long long)n);
-		return NULL;
-	}
-	rec->referenced = 1;
-	rec->want = n;
-	return mate_storage_wrap(NULL, (size_t)n, err);
+	rec->seen = 1;
+	rec->size = size;
+	return rec;
 }
 
-/* Second run: the storages read from the zip. */
-static mate_storage *
-loaded_storage(const char *key, mate_dtype dt, int64_t numel, void *ctx, mate_error *err)
+static int
+size_mismatch(struct pt_reader *r, mate_error *err, const char *key, uint64_t has, uint64_t want)
 {
-	struct pt_reader *r = ctx;
-	struct pt_record *rec = rec_find(r, key);
-
-	if (rec == NULL || rec->st == NULL) {
-		mate_set_error(err, MATE_ERR_FORMAT, "storage '%s' was not loaded", key);
-		return NULL;
-	}
-	return mate_storage_ref(rec->st);
+	return mate_set_error(err, MATE_ERR_FORMAT, "record %s/data/%s has %llu bytes, but the "
+	    "pickle declares %llu", r->root, key, (unsigned long long)has, (unsigned long long)want);
 }
 
+/* Runs the pickle with a storage loader; r->result gets the tree. */
 static int
 run_pickle(struct pt_reader *r, mate_storage_loader load)
 {
@@ -190,73 +193,15 @@ run_pickle(struct pt_reader *r, mate_storage_loader load)
 	return 0;
 }
 
-static int
-scan_pickle(struct pt_reader *r)
-{
-	r->parsed = 1;
-	if (run_pickle(r, scan_storage) != 0)
-		return -1;
-	if (r->load_data) {
-		mate_value_free(r->result);
-		r->result = NULL;
-	}
-	return 0;
-}
-
-/* A record's storage: allocated only once its size is known and checked. */
-static int
-load_record(struct pt_reader *r, struct pt_record *rec, const char *name, uint64_t size)
-{
-	if (!r->load_data)
-		return 0;
-	if ((rec->st = mate_storage_new((size_t)size, r->err)) == NULL)
-		return pt_fail_inner(r);
-	return read_data(r, mate_storage_data(rec->st), size, name);
-}
-
-/* ---- entries ------------------------------------------------------------------- */
-
-/* Reads exactly n bytes of the current entry into dst. */
-static int
-read_data(struct pt_reader *r, void *dst, uint64_t n, const char *name)
-{
-	char *p = dst;
-
-	while (n > 0) {
-		size_t want = n > PT_READ_CHUNK ? PT_READ_CHUNK : (size_t)n;
-		la_ssize_t got = archive_read_data(r->a, p, want);
-
-		if (got < 0)
-			return pt_fail_archive(r, name);
-		if (got == 0)
-			return pt_fail(r, MATE_ERR_FORMAT, "%s: truncated record", name);
-		p += got;
-		n -= (uint64_t)got;
-	}
-	return 0;
-}
-
-static int
-read_small(struct pt_reader *r, const char *name, uint64_t size, char *buf)
-{
-	if (size > PT_MAX_SMALL)
-		return pt_fail(r, MATE_ERR_FORMAT, "%s: %llu bytes is too long", name,
-		    (unsigned long long)size);
-	buf[size] = '\0';
-	return read_data(r, buf, size, name);
-}
+/* ---- entries both paths check ----------------------------------------------------- */
 
 /* <root>/version: ASCII decimal in [1, 10], optionally followed by space. */
 static int
-entry_version(struct pt_reader *r, const char *name, uint64_t size)
+check_version(struct pt_reader *r, const char *name, const char *buf)
 {
-	char buf[PT_MAX_SMALL + 1], *end;
+	char *end;
 	unsigned long v;
 
-	if (r->have_version++)
-		return 0;   /* both version and .data/version: the first counts */
-	if (read_small(r, name, size, buf) != 0)
-		return -1;
 	errno = 0;
 	v = buf[0] >= '0' && buf[0] <= '9' ? strtoul(buf, &end, 10) : 0;
 	if (v == 0 || errno != 0 || strspn(end, " \t\r\n") != strlen(end))
@@ -268,12 +213,8 @@ entry_version(struct pt_reader *r, const char *name, uint64_t size)
 }
 
 static int
-entry_byteorder(struct pt_reader *r, const char *name, uint64_t size)
+check_byteorder(struct pt_reader *r, const char *name, const char *buf)
 {
-	char buf[PT_MAX_SMALL + 1];
-
-	if (read_small(r, name, size, buf) != 0)
-		return -1;
 	if (strcmp(buf, "little") == 0)
 		return 0;
 	if (strcmp(buf, "big") == 0)
@@ -282,7 +223,16 @@ entry_byteorder(struct pt_reader *r, const char *name, uint64_t size)
 }
 
 static int
-entry_pickle(struct pt_reader *r, const char *name, uint64_t size)
+check_small(struct pt_reader *r, const char *name, uint64_t size)
+{
+	if (size > PT_MAX_SMALL)
+		return pt_fail(r, MATE_ERR_FORMAT, "%s: %llu bytes is too long", name,
+		    (unsigned long long)size);
+	return 0;
+}
+
+static int
+check_pickle(struct pt_reader *r, const char *name, uint64_t size)
 {
 	if (r->have_pickle++)
 		return pt_fail(r, MATE_ERR_FORMAT, "duplicate %s", name);
@@ -293,29 +243,7 @@ entry_pickle(struct pt_reader *r, const char *name, uint64_t size)
 	if (r->pickle == NULL)
 		return pt_fail(r, MATE_ERR_NOMEM, "out of memory");
 	r->pickle_len = (size_t)size;
-	return read_data(r, r->pickle, size, name);
-}
-
-/* <root>/data/<key>: read straight into the storage the pickle asked for. */
-static int
-entry_record(struct pt_reader *r, const char *key, const char *name, uint64_t size)
-{
-	struct pt_record *rec = rec_find(r, key);
-
-	if (rec != NULL && rec->seen)
-		return pt_fail(r, MATE_ERR_FORMAT, "duplicate record %s", name);
-	if (rec == NULL && (rec = rec_add(r, key)) == NULL)
-		return -1;
-	rec->seen = 1;
-	rec->size = size;
-	if (!r->parsed)     /* before data.pkl (unusual): keep it in case it is used */
-		return load_record(r, rec, name, size);
-	if (!rec->referenced)
-		return 0;
-	if (size != rec->want)
-		return pt_fail(r, MATE_ERR_FORMAT, "record %s has %llu bytes, but the pickle "
-		    "declares %llu", name, (unsigned long long)size, (unsigned long long)rec->want);
-	return load_record(r, rec, name, size);
+	return 0;
 }
 
 /* Sets the root from the first entry, or checks that name is under it. */
@@ -344,46 +272,37 @@ check_root(struct pt_reader *r, const char *name)
 	return name + r->root_len + 1;
 }
 
-static int
-entry(struct pt_reader *r, struct archive_entry *e)
-{
-	const char *name = archive_entry_pathname_utf8(e), *rest;
-	uint64_t size;
+enum pt_kind { PT_OTHER, PT_PICKLE, PT_VERSION, PT_BYTEORDER, PT_RECORD };
 
-	if (name == NULL)
-		name = archive_entry_pathname(e);
-	if (name == NULL)
-		return pt_fail(r, MATE_ERR_FORMAT, "zip entry %llu: name is not valid UTF-8",
-		    (unsigned long long)r->nentries);
+/* What a zip entry is for (*key: a record's key); -1 when it is refused. */
+static int
+classify(struct pt_reader *r, const char *name, const char **key)
+{
+	const char *rest;
+
 	if (++r->nentries > r->max_records)
 		return pt_fail(r, MATE_ERR_LIMIT, "more than %llu zip entries",
 		    (unsigned long long)r->max_records);
 	if ((rest = check_root(r, name)) == NULL)
 		return -1;
-	if (archive_entry_filetype(e) == AE_IFDIR)
-		return 0;
-	if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0)
-		return pt_fail(r, MATE_ERR_FORMAT, "%s: size unknown", name);
-	size = (uint64_t)archive_entry_size(e);
 	if (strcmp(rest, "constants.pkl") == 0)
 		return pt_fail(r, MATE_ERR_UNSUPPORTED, "a TorchScript archive (%s), not a "
 		    "torch.save file", name);
 	if (strcmp(rest, "data.pkl") == 0)
-		return entry_pickle(r, name, size);
+		return PT_PICKLE;
 	if (strcmp(rest, "version") == 0 || strcmp(rest, ".data/version") == 0)
-		return entry_version(r, name, size);
+		return r->have_version++ ? PT_OTHER : PT_VERSION;   /* the first one counts */
 	if (strcmp(rest, "byteorder") == 0)
-		return entry_byteorder(r, name, size);
-	if (strncmp(rest, "data/", 5) != 0)
-		return 0;
-	if (r->have_pickle && !r->parsed && scan_pickle(r) != 0)
-		return -1;
-	return entry_record(r, rest + 5, name, size);
+		return PT_BYTEORDER;
+	if (strncmp(rest, "data/", 5) != 0 || rest[5] == '\0')
+		return PT_OTHER;
+	*key = rest + 5;
+	return PT_RECORD;
 }
 
-/* After the last entry: everything required was there. */
+/* After the last entry: what is required was there. */
 static int
-finish(struct pt_reader *r)
+check_required(struct pt_reader *r)
 {
 	if (r->root == NULL)
 		return pt_fail(r, MATE_ERR_FORMAT, "empty zip archive");
@@ -391,78 +310,513 @@ finish(struct pt_reader *r)
 		return pt_fail(r, MATE_ERR_FORMAT, "no %s/data.pkl record", r->root);
 	if (!r->have_version)
 		return pt_fail(r, MATE_ERR_FORMAT, "no %s/version record", r->root);
-	if (!r->parsed && scan_pickle(r) != 0)
+	return 0;
+}
+
+/* ---- the direct path: the central directory ------------------------------------------ */
+
+/* Reads n bytes at off of the file (or the memory image). */
+static int
+src_read(struct pt_reader *r, uint64_t off, void *dst, uint64_t n, const char *what)
+{
+	int rc;
+
+	if (off > r->file_size || n > r->file_size - off)
+		return pt_fail(r, MATE_ERR_FORMAT, "%s: truncated (%llu bytes at %llu, the file has "
+		    "%llu)", what, (unsigned long long)n, (unsigned long long)off,
+		    (unsigned long long)r->file_size);
+	if (r->mem != NULL) {
+		if (n > 0)
+			memcpy(dst, r->mem + off, (size_t)n);
+		return 0;
+	}
+	if ((rc = mate_pread_all(r->fd, dst, (size_t)n, off)) != 0) {
+		mate_set_errno(r->err, -rc, "cannot read", r->path);
+		r->failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
+/* Finds the end of central directory record; fills its fields. */
+static int
+find_eocd(struct pt_reader *r, uint64_t *eocd, uint64_t *count, uint64_t *cd_size,
+    uint64_t *cd_off)
+{
+	size_t n = r->file_size < ZIP_EOCD_SIZE + ZIP_MAX_COMMENT ? (size_t)r->file_size :
+	    ZIP_EOCD_SIZE + ZIP_MAX_COMMENT;
+	uint64_t base = r->file_size - n;
+	unsigned char *tail = malloc(n > 0 ? n : 1);
+	size_t i;
+
+	if (tail == NULL)
+		return pt_fail(r, MATE_ERR_NOMEM, "out of memory");
+	if (src_read(r, base, tail, n, "zip end record") != 0) {
+		free(tail);
+		return -1;
+	}
+	for (i = n >= ZIP_EOCD_SIZE ? n - ZIP_EOCD_SIZE + 1 : 0; i-- > 0;)
+		if (memcmp(tail + i, "PK\005\006", 4) == 0 &&
+		    i + ZIP_EOCD_SIZE + le(tail + i + 20, 2) == n)
+			break;
+	if (i == (size_t)-1) {
+		free(tail);
+		return pt_fail(r, MATE_ERR_FORMAT, "zip: no end of central directory record "
+		    "(truncated file?)");
+	}
+	*eocd = base + i;
+	*count = le(tail + i + 10, 2);
+	*cd_size = le(tail + i + 12, 4);
+	*cd_off = le(tail + i + 16, 4);
+	if (le(tail + i + 4, 2) != 0 || le(tail + i + 6, 2) != 0 || le(tail + i + 8, 2) != *count) {
+		free(tail);
+		return pt_fail(r, MATE_ERR_UNSUPPORTED, "zip: multi-disk archives are not supported");
+	}
+	free(tail);
+	return 0;
+}
+
+/* ZIP64: a locator before the end record points at the 64-bit end record,
+ * whose fields replace the 32-bit ones. Without a locator those stay. */
+static int
+find_eocd64(struct pt_reader *r, uint64_t *eocd, uint64_t *count, uint64_t *cd_size,
+    uint64_t *cd_off)
+{
+	unsigned char loc[ZIP64_LOCATOR_SIZE], rec[ZIP64_EOCD_SIZE];
+	uint64_t at;
+
+	if (*eocd < ZIP64_LOCATOR_SIZE ||
+	    src_read(r, *eocd - ZIP64_LOCATOR_SIZE, loc, sizeof(loc), "zip64 locator") != 0 ||
+	    memcmp(loc, "PK\006\007", 4) != 0)
+		return 0;
+	at = le(loc + 8, 8);
+	if (at > *eocd - ZIP64_LOCATOR_SIZE ||
+	    *eocd - ZIP64_LOCATOR_SIZE - at < ZIP64_EOCD_SIZE ||
+	    src_read(r, at, rec, sizeof(rec), "zip64 end record") != 0 ||
+	    memcmp(rec, "PK\006\006", 4) != 0)
+		return pt_fail(r, MATE_ERR_FORMAT, "zip: bad ZIP64 end of central directory");
+	if (le(rec + 16, 4) != 0 || le(rec + 20, 4) != 0 || le(rec + 24, 8) != le(rec + 32, 8))
+		return pt_fail(r, MATE_ERR_UNSUPPORTED, "zip: multi-disk archives are not supported");
+	*count = le(rec + 32, 8);
+	*cd_size = le(rec + 40, 8);
+	*cd_off = le(rec + 48, 8);
+	*eocd = at;
+	return 0;
+}
+
+/* Reads the whole central directory into *cd; *count entries. */
+static int
+load_cd(struct pt_reader *r, unsigned char **cd, uint64_t *cd_size, uint64_t *count)
+{
+	uint64_t eocd = 0, cd_off = 0;
+
+	if (find_eocd(r, &eocd, count, cd_size, &cd_off) != 0)
+		return -1;
+	if ((*count == 0xffff || *cd_size == 0xffffffff || cd_off == 0xffffffff) &&
+	    find_eocd64(r, &eocd, count, cd_size, &cd_off) != 0)
+		return -1;
+	if (*count > r->max_records)
+		return pt_fail(r, MATE_ERR_LIMIT, "%llu zip entries, more than the limit of %llu",
+		    (unsigned long long)*count, (unsigned long long)r->max_records);
+	if (cd_off > eocd || *cd_size > eocd - cd_off || *count > *cd_size / ZIP_CDH_SIZE)
+		return pt_fail(r, MATE_ERR_FORMAT, "zip: bad central directory (offset %llu, "
+		    "%llu bytes, %llu entries)", (unsigned long long)cd_off,
+		    (unsigned long long)*cd_size, (unsigned long long)*count);
+	r->cd_offset = cd_off;
+	*cd = malloc(*cd_size > 0 ? (size_t)*cd_size : 1);
+	if (*cd == NULL)
+		return pt_fail(r, MATE_ERR_NOMEM, "out of memory");
+	return src_read(r, cd_off, *cd, *cd_size, "zip central directory");
+}
+
+/* One central directory header, decoded. */
+struct cd_entry {
+	char name[1024];
+	uint64_t size, csize, lfh;
+	unsigned method, flags;
+	size_t len;           /* bytes of the header */
+};
+
+/* The ZIP64 extra field replaces the 32-bit fields that read 0xffffffff. */
+static int
+zip64_extra(const unsigned char *x, size_t n, struct cd_entry *e)
+{
+	while (n >= 4) {
+		size_t id = (size_t)le(x, 2), sz = (size_t)le(x + 2, 2), at = 4;
+
+		if (sz > n - 4)
+			return -1;
+		if (id == 1) {
+			uint64_t *f[3] = { &e->size, &e->csize, &e->lfh };
+			for (int i = 0; i < 3; i++) {
+				if (*f[i] != 0xffffffff)
+					continue;
+				if (at + 8 > 4 + sz)
+					return -1;
+				*f[i] = le(x + at, 8);
+				at += 8;
+			}
+			return 0;
+		}
+		x += 4 + sz;
+		n -= 4 + sz;
+	}
+	return 0;
+}
+
+static int
+parse_cdh(struct pt_reader *r, const unsigned char *p, size_t left, struct cd_entry *e)
+{
+	size_t nlen, xlen, clen;
+
+	if (left < ZIP_CDH_SIZE || memcmp(p, "PK\001\002", 4) != 0)
+		return pt_fail(r, MATE_ERR_FORMAT, "zip: bad central directory header %llu",
+		    (unsigned long long)r->nentries);
+	e->flags = (unsigned)le(p + 8, 2);
+	e->method = (unsigned)le(p + 10, 2);
+	e->csize = le(p + 20, 4);
+	e->size = le(p + 24, 4);
+	nlen = (size_t)le(p + 28, 2);
+	xlen = (size_t)le(p + 30, 2);
+	clen = (size_t)le(p + 32, 2);
+	e->lfh = le(p + 42, 4);
+	e->len = ZIP_CDH_SIZE + nlen + xlen + clen;
+	if (e->len > left || nlen >= sizeof(e->name) || memchr(p + ZIP_CDH_SIZE, 0, nlen) != NULL ||
+	    zip64_extra(p + ZIP_CDH_SIZE + nlen, xlen, e) != 0)
+		return pt_fail(r, MATE_ERR_FORMAT, "zip: bad central directory header %llu",
+		    (unsigned long long)r->nentries);
+	memcpy(e->name, p + ZIP_CDH_SIZE, nlen);
+	e->name[nlen] = '\0';
+	if (e->flags & 1)
+		return pt_fail(r, MATE_ERR_UNSUPPORTED, "%s: encrypted entries are not supported",
+		    e->name);
+	if (e->method != 0)
+		return PT_FALLBACK;
+	if (e->csize != e->size || e->lfh > r->cd_offset ||
+	    r->cd_offset - e->lfh < ZIP_LFH_SIZE || r->cd_offset - e->lfh - ZIP_LFH_SIZE < e->size)
+		return pt_fail(r, MATE_ERR_FORMAT, "%s: bad sizes or offset in the central directory",
+		    e->name);
+	return 0;
+}
+
+/* Where an entry's data starts: after its local header's name and extra. */
+static int
+data_offset(struct pt_reader *r, const char *name, uint64_t lfh, uint64_t size, uint64_t *off)
+{
+	unsigned char h[ZIP_LFH_SIZE];
+
+	if (src_read(r, lfh, h, sizeof(h), name) != 0)
+		return -1;
+	if (memcmp(h, "PK\003\004", 4) != 0)
+		return pt_fail(r, MATE_ERR_FORMAT, "%s: bad local header", name);
+	*off = lfh + ZIP_LFH_SIZE + le(h + 26, 2) + le(h + 28, 2);
+	if (*off > r->cd_offset || r->cd_offset - *off < size)
+		return pt_fail(r, MATE_ERR_FORMAT, "%s: data runs into the central directory", name);
+	return 0;
+}
+
+static int
+read_entry(struct pt_reader *r, const struct cd_entry *e, void *dst)
+{
+	uint64_t off;
+
+	if (data_offset(r, e->name, e->lfh, e->size, &off) != 0)
+		return -1;
+	return src_read(r, off, dst, e->size, e->name);
+}
+
+static int
+direct_small(struct pt_reader *r, const struct cd_entry *e, int kind)
+{
+	char buf[PT_MAX_SMALL + 1];
+
+	if (check_small(r, e->name, e->size) != 0 || read_entry(r, e, buf) != 0)
+		return -1;
+	buf[e->size] = '\0';
+	return kind == PT_VERSION ? check_version(r, e->name, buf) :
+	    check_byteorder(r, e->name, buf);
+}
+
+/* Handles one central directory entry. */
+static int
+direct_entry(struct pt_reader *r, const struct cd_entry *e)
+{
+	const char *key = NULL;
+	struct pt_record *rec;
+	size_t n = strlen(e->name);
+	int kind = classify(r, e->name, &key);
+
+	if (kind < 0 || (n > 0 && e->name[n - 1] == '/'))
+		return kind < 0 ? -1 : 0;      /* a directory */
+	switch (kind) {
+	case PT_PICKLE:
+		if (check_pickle(r, e->name, e->size) != 0)
+			return -1;
+		return read_entry(r, e, r->pickle);
+	case PT_VERSION:
+	case PT_BYTEORDER:
+		return direct_small(r, e, kind);
+	case PT_RECORD:
+		if ((rec = rec_seen(r, key, e->name, e->size)) == NULL)
+			return -1;
+		rec->lfh = e->lfh;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* The loader: every key must name a record of exactly the declared size;
+ * the storage is allocated now and filled after the pickle ran. */
+static mate_storage *
+direct_storage(const char *key, mate_dtype dt, int64_t numel, void *ctx, mate_error *err)
+{
+	struct pt_reader *r = ctx;
+	struct pt_record *rec = rec_find(r, key);
+	uint64_t n = (uint64_t)numel * mate_dtype_size(dt);
+
+	if (rec == NULL || !rec->seen) {
+		mate_set_error(err, MATE_ERR_FORMAT, "missing record %s/data/%s", r->root, key);
+		return NULL;
+	}
+	if (rec->size != n) {
+		size_mismatch(r, err, key, rec->size, n);
+		return NULL;
+	}
+	rec->referenced = 1;
+	if (!r->load_data)
+		return mate_storage_wrap(NULL, (size_t)n, err);
+	rec->st = mate_storage_new_uninit((size_t)n, err);
+	return mate_storage_ref(rec->st);
+}
+
+static int
+by_offset(const void *a, const void *b)
+{
+	const struct pt_record *x = *(struct pt_record *const *)a, *y = *(struct pt_record *const *)b;
+
+	return x->lfh < y->lfh ? -1 : x->lfh > y->lfh;
+}
+
+/* Reads the records the pickle used, in file order, into their storages. */
+static int
+read_records(struct pt_reader *r)
+{
+	struct pt_record **v = malloc((r->nrecs > 0 ? r->nrecs : 1) * sizeof(*v));
+	size_t n = 0;
+	int rc = 0;
+
+	if (v == NULL)
+		return pt_fail(r, MATE_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < r->nrecs; i++)
+		if (r->recs[i]->st != NULL)
+			v[n++] = r->recs[i];
+	qsort(v, n, sizeof(*v), by_offset);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		char name[600];
+		uint64_t off;
+
+		snprintf(name, sizeof(name), "%s/data/%s", r->root, v[i]->key);
+		rc = data_offset(r, name, v[i]->lfh, v[i]->size, &off);
+		if (rc == 0)
+			rc = src_read(r, off, mate_storage_data(v[i]->st), v[i]->size, name);
+	}
+	free(v);
+	return rc;
+}
+
+/* Reads a stored archive; PT_FALLBACK when it has compressed entries. */
+static int
+direct_read(struct pt_reader *r)
+{
+	unsigned char *cd = NULL;
+	uint64_t cd_size = 0, count = 0, at = 0;
+	struct cd_entry *e = malloc(sizeof(*e));
+	int rc = 0;
+
+	if (e == NULL || load_cd(r, &cd, &cd_size, &count) != 0) {
+		if (e == NULL)
+			pt_fail(r, MATE_ERR_NOMEM, "out of memory");
+		free(cd);
+		free(e);
+		return -1;
+	}
+	for (uint64_t i = 0; i < count && rc == 0; i++) {
+		rc = parse_cdh(r, cd + at, (size_t)(cd_size - at), e);
+		if (rc == 0) {
+			at += e->len;
+			rc = direct_entry(r, e);
+		}
+	}
+	free(cd);
+	free(e);
+	if (rc != 0)
+		return rc;
+	if (check_required(r) != 0 || run_pickle(r, direct_storage) != 0)
+		return -1;
+	return r->load_data ? read_records(r) : 0;
+}
+
+/* ---- the libarchive path (compressed archives) ----------------------------------------- */
+
+/*
+ * libarchive streams the entries, so the sizes of the records are only
+ * known as they come. The pickle then runs twice when data is loaded:
+ * first with placeholder storages, to learn which records it needs and
+ * how big they must be, so nothing is allocated before the zip's size of
+ * a record was checked against the pickle; then, after the records were
+ * read into their storages, for the final tree.
+ */
+
+static int
+la_fail(struct pt_reader *r, const char *what)
+{
+	const char *why = archive_error_string(r->a);
+
+	return pt_fail(r, MATE_ERR_FORMAT, "%s: %s", what, why != NULL ? why : "zip error");
+}
+
+/* First run: note each key's declared size; placeholders without data. */
+static mate_storage *
+scan_storage(const char *key, mate_dtype dt, int64_t numel, void *ctx, mate_error *err)
+{
+	struct pt_reader *r = ctx;
+	struct pt_record *rec = rec_find(r, key);
+	uint64_t n = (uint64_t)numel * mate_dtype_size(dt);
+
+	if (rec == NULL && (rec = rec_add(r, key)) == NULL)
+		return NULL;
+	if (rec->seen && rec->size != n) {
+		size_mismatch(r, err, key, rec->size, n);
+		return NULL;
+	}
+	rec->referenced = 1;
+	rec->want = n;
+	return mate_storage_wrap(NULL, (size_t)n, err);
+}
+
+/* Second run: the storages read from the zip. */
+static mate_storage *
+loaded_storage(const char *key, mate_dtype dt, int64_t numel, void *ctx, mate_error *err)
+{
+	struct pt_reader *r = ctx;
+	struct pt_record *rec = rec_find(r, key);
+
+	if (rec == NULL || rec->st == NULL) {
+		mate_set_error(err, MATE_ERR_FORMAT, "storage '%s' was not loaded", key);
+		return NULL;
+	}
+	return mate_storage_ref(rec->st);
+}
+
+static int
+scan_pickle(struct pt_reader *r)
+{
+	r->parsed = 1;
+	if (run_pickle(r, scan_storage) != 0)
+		return -1;
+	if (r->load_data) {
+		mate_value_free(r->result);
+		r->result = NULL;
+	}
+	return 0;
+}
+
+/* Reads exactly n bytes of the current entry into dst. */
+static int
+la_read(struct pt_reader *r, void *dst, uint64_t n, const char *name)
+{
+	char *p = dst;
+
+	while (n > 0) {
+		size_t want = n > PT_READ_CHUNK ? PT_READ_CHUNK : (size_t)n;
+		la_ssize_t got = archive_read_data(r->a, p, want);
+
+		if (got < 0)
+			return la_fail(r, name);
+		if (got == 0)
+			return pt_fail(r, MATE_ERR_FORMAT, "%s: truncated record", name);
+		p += got;
+		n -= (uint64_t)got;
+	}
+	return 0;
+}
+
+static int
+la_small(struct pt_reader *r, const char *name, uint64_t size, int kind)
+{
+	char buf[PT_MAX_SMALL + 1];
+
+	if (check_small(r, name, size) != 0 || la_read(r, buf, size, name) != 0)
+		return -1;
+	buf[size] = '\0';
+	return kind == PT_VERSION ? check_version(r, name, buf) : check_byteorder(r, name, buf);
+}
+
+/* data/<key>: allocated only once its size is known and checked. */
+static int
+la_record(struct pt_reader *r, const char *key, const char *name, uint64_t size)
+{
+	struct pt_record *rec = rec_seen(r, key, name, size);
+
+	if (rec == NULL)
+		return -1;
+	if (r->parsed && !rec->referenced)
+		return 0;
+	if (r->parsed && size != rec->want)
+		return pt_fail(r, MATE_ERR_FORMAT, "record %s has %llu bytes, but the pickle "
+		    "declares %llu", name, (unsigned long long)size, (unsigned long long)rec->want);
+	if (!r->load_data)
+		return 0;
+	if ((rec->st = mate_storage_new_uninit((size_t)size, r->err)) == NULL)
+		return pt_fail_inner(r);
+	return la_read(r, mate_storage_data(rec->st), size, name);
+}
+
+static int
+la_entry(struct pt_reader *r, struct archive_entry *e)
+{
+	const char *name = archive_entry_pathname_utf8(e), *key = NULL;
+	uint64_t size;
+	int kind;
+
+	if (name == NULL)
+		name = archive_entry_pathname(e);
+	if (name == NULL)
+		return pt_fail(r, MATE_ERR_FORMAT, "zip entry %llu: name is not valid UTF-8",
+		    (unsigned long long)r->nentries);
+	if ((kind = classify(r, name, &key)) < 0 || archive_entry_filetype(e) == AE_IFDIR)
+		return kind < 0 ? -1 : 0;
+	if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0)
+		return pt_fail(r, MATE_ERR_FORMAT, "%s: size unknown", name);
+	size = (uint64_t)archive_entry_size(e);
+	switch (kind) {
+	case PT_PICKLE:
+		if (check_pickle(r, name, size) != 0)
+			return -1;
+		return la_read(r, r->pickle, size, name);
+	case PT_VERSION:
+	case PT_BYTEORDER:
+		return la_small(r, name, size, kind);
+	case PT_RECORD:
+		if (r->have_pickle && !r->parsed && scan_pickle(r) != 0)
+			return -1;
+		return la_record(r, key, name, size);
+	default:
+		return 0;
+	}
+}
+
+static int
+la_finish(struct pt_reader *r)
+{
+	if (check_required(r) != 0 || (!r->parsed && scan_pickle(r) != 0))
 		return -1;
 	for (size_t i = 0; i < r->nrecs; i++)
 		if (r->recs[i]->referenced && !r->recs[i]->seen)
 			return pt_fail(r, MATE_ERR_FORMAT, "missing record %s/data/%s",
 			    r->root, r->recs[i]->key);
 	return r->load_data ? run_pickle(r, loaded_storage) : 0;
-}
-
-/* ---- the container ------------------------------------------------------------- */
-
-/* Rejects what is not a torch.save zip before libarchive sees it. */
-static int
-check_magic(struct pt_reader *r, const unsigned char *p, size_t n)
-{
-	if (n >= 4 && memcmp(p, "PK\003\004", 4) == 0)
-		return 0;
-	if (n >= 2 && p[0] == 0x80 && p[1] <= 5)
-		return pt_fail(r, MATE_ERR_UNSUPPORTED,
-		    "legacy torch.save format (pre-1.6) is not supported");
-	if (n < 4)
-		return pt_fail(r, MATE_ERR_FORMAT, "too short for a .pt file (%zu bytes)", n);
-	return pt_fail(r, MATE_ERR_FORMAT, "not a .pt file (bad magic %02x %02x %02x %02x)",
-	    p[0], p[1], p[2], p[3]);
-}
-
-static uint64_t
-le(const unsigned char *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = n - 1; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-/* Cheap early limit: the entry count of a comment-less end record. tail
- * holds the file's last n bytes (n <= 98). */
-static int
-check_entry_count(struct pt_reader *r, const unsigned char *tail, size_t n)
-{
-	const unsigned char *eocd, *loc;
-	uint64_t count;
-
-	if (n < 22 || memcmp(tail + n - 22, "PK\005\006", 4) != 0)
-		return 0;
-	eocd = tail + n - 22;
-	count = le(eocd + 10, 2);
-	if (count == 0xffff && n >= 98) {
-		loc = eocd - 20;
-		if (memcmp(loc, "PK\006\007", 4) == 0 && memcmp(tail, "PK\006\006", 4) == 0 &&
-		    le(loc + 8, 8) == r->file_size - 98)
-			count = le(tail + 32, 8);
-	}
-	if (count > r->max_records)
-		return pt_fail(r, MATE_ERR_LIMIT, "%llu zip entries, more than the limit of %llu",
-		    (unsigned long long)count, (unsigned long long)r->max_records);
-	return 0;
-}
-
-static void
-reader_init(struct pt_reader *r, const char *path, const struct mate_pt_read_options *opts,
-    mate_error *err, mate_error *local)
-{
-	memset(r, 0, sizeof(*r));
-	mate_error_clear(local);
-	r->err = err != NULL ? err : local;
-	mate_error_clear(r->err);
-	r->path = path;
-	r->max_pickle = opts && opts->max_pickle_bytes ? opts->max_pickle_bytes : PT_DEFAULT_MAX_PICKLE;
-	r->max_records = opts && opts->max_records ? opts->max_records : PT_DEFAULT_MAX_RECORDS;
-	r->load_data = opts ? opts->load_data : 1;
 }
 
 static locale_t utf8_locale;
@@ -491,113 +845,124 @@ leave_utf8(locale_t old)
 		uselocale(old);
 }
 
-static struct archive *
-new_archive(struct pt_reader *r)
-{
-	struct archive *a = archive_read_new();
-
-	if (a == NULL) {
-		pt_fail(r, MATE_ERR_NOMEM, "out of memory");
-		return NULL;
-	}
-	archive_read_support_format_zip_seekable(a);
-	/* torch 2.x may write CRC 0; torch itself never checks CRCs. */
-	archive_read_set_options(a, "zip:ignorecrc32");
-	return a;
-}
-
-/* Walks the entries of an opened archive, then checks and returns the tree. */
-static mate_value *
-read_archive(struct pt_reader *r)
+/* Reads the archive through libarchive, from the start. */
+static int
+archive_path(struct pt_reader *r, const char *path)
 {
 	struct archive_entry *e;
+	locale_t old = enter_utf8();
 	int rc;
 
-	r->index = mate_value_dict();
-	if (r->index == NULL) {
-		pt_fail(r, MATE_ERR_NOMEM, "out of memory");
-		return NULL;
+	r->a = archive_read_new();
+	if (r->a == NULL) {
+		leave_utf8(old);
+		return pt_fail(r, MATE_ERR_NOMEM, "out of memory");
 	}
+	archive_read_support_format_zip_seekable(r->a);
+	/* torch 2.x may write CRC 0; torch itself never checks CRCs. */
+	archive_read_set_options(r->a, "zip:ignorecrc32");
+	if (path != NULL)
+		rc = archive_read_open_filename(r->a, path, PT_BLOCK_SIZE);
+	else
+		rc = archive_read_open_memory(r->a, r->mem, (size_t)r->file_size);
+	if (rc != ARCHIVE_OK)
+		la_fail(r, "zip");
 	while (!r->failed) {
 		rc = archive_read_next_header(r->a, &e);
 		if (rc == ARCHIVE_EOF)
 			break;
-		if (rc < ARCHIVE_WARN) {
-			pt_fail_archive(r, "zip");
-			break;
-		}
-		entry(r, e);
+		if (rc < ARCHIVE_WARN)
+			la_fail(r, "zip");
+		else
+			la_entry(r, e);
 	}
 	if (!r->failed)
-		finish(r);
-	return r->failed ? NULL : r->result;
+		la_finish(r);
+	archive_read_free(r->a);
+	r->a = NULL;
+	leave_utf8(old);
+	return r->failed ? -1 : 0;
 }
 
-static mate_value *
-reader_done(struct pt_reader *r, mate_value *v)
+/* ---- entry points ------------------------------------------------------------------------ */
+
+/* Rejects what is not a torch.save zip. */
+static int
+check_magic(struct pt_reader *r, const unsigned char *p, size_t n)
 {
-	if (r->a != NULL)
-		archive_read_free(r->a);
+	if (n >= 4 && memcmp(p, "PK\003\004", 4) == 0)
+		return 0;
+	if (n >= 2 && p[0] == 0x80 && p[1] <= 5)
+		return pt_fail(r, MATE_ERR_UNSUPPORTED,
+		    "legacy torch.save format (pre-1.6) is not supported");
+	if (n < 4)
+		return pt_fail(r, MATE_ERR_FORMAT, "too short for a .pt file (%zu bytes)", n);
+	return pt_fail(r, MATE_ERR_FORMAT, "not a .pt file (bad magic %02x %02x %02x %02x)",
+	    p[0], p[1], p[2], p[3]);
+}
+
+static void
+reader_init(struct pt_reader *r, const char *path, const struct mate_pt_read_options *opts,
+    mate_error *err, mate_error *local)
+{
+	memset(r, 0, sizeof(*r));
+	mate_error_clear(local);
+	r->err = err != NULL ? err : local;
+	mate_error_clear(r->err);
+	r->path = path;
+	r->fd = -1;
+	r->max_pickle = opts && opts->max_pickle_bytes ? opts->max_pickle_bytes : PT_DEFAULT_MAX_PICKLE;
+	r->max_records = opts && opts->max_records ? opts->max_records : PT_DEFAULT_MAX_RECORDS;
+	r->load_data = opts ? opts->load_data : 1;
+}
+
+/* Forgets what a direct read that needs libarchive had gathered. */
+static void
+reader_reset(struct pt_reader *r)
+{
 	for (size_t i = 0; i < r->nrecs; i++) {
 		mate_storage_unref(r->recs[i]->st);
 		free(r->recs[i]->key);
 		free(r->recs[i]);
 	}
-	free(r->recs);
+	r->nrecs = 0;
 	mate_value_free(r->index);
+	r->index = NULL;
 	free(r->root);
 	free(r->pickle);
-	if (v == NULL)
-		mate_value_free(r->result);
-	return v;
+	mate_value_free(r->result);
+	r->root = NULL;
+	r->pickle = NULL;
+	r->result = NULL;
+	r->nentries = 0;
+	r->have_pickle = r->parsed = r->have_version = 0;
 }
 
-/* Opens the archive (path, or buf/len) and reads it; frees the reader. */
+/* Runs the direct path, then libarchive if needed; frees the reader. */
 static mate_value *
-read_zip(struct pt_reader *r, const char *path, const void *buf, size_t len)
+read_pt(struct pt_reader *r, const char *path)
 {
-	locale_t old = enter_utf8();
 	mate_value *v = NULL;
 	int rc;
 
-	if ((r->a = new_archive(r)) != NULL) {
-		if (path != NULL)
-			rc = archive_read_open_filename(r->a, path, PT_BLOCK_SIZE);
+	if ((r->index = mate_value_dict()) == NULL) {
+		pt_fail(r, MATE_ERR_NOMEM, "out of memory");
+	} else if ((rc = direct_read(r)) == PT_FALLBACK) {
+		reader_reset(r);
+		if ((r->index = mate_value_dict()) == NULL)
+			pt_fail(r, MATE_ERR_NOMEM, "out of memory");
 		else
-			rc = archive_read_open_memory(r->a, buf, len);
-		if (rc != ARCHIVE_OK)
-			pt_fail_archive(r, "zip");
-		else
-			v = read_archive(r);
+			rc = archive_path(r, path);
 	}
-	v = reader_done(r, v);
-	leave_utf8(old);
+	if (!r->failed) {
+		v = r->result;
+		r->result = NULL;
+	}
+	reader_reset(r);
+	free(r->recs);
+	if (r->fd >= 0)
+		close(r->fd);
 	return v;
-}
-
-/* Reads the first and last bytes of path for the early checks. */
-static int
-read_ends(struct pt_reader *r, const char *path, unsigned char *head, size_t *nhead,
-    unsigned char *tail, size_t *ntail)
-{
-	struct stat sb;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
-
-	if (fd < 0 || fstat(fd, &sb) != 0) {
-		mate_set_errno(r->err, errno, "cannot open", path);
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	r->file_size = (uint64_t)sb.st_size;
-	*nhead = r->file_size < *nhead ? (size_t)r->file_size : *nhead;
-	*ntail = r->file_size < *ntail ? (size_t)r->file_size : *ntail;
-	if ((rc = mate_pread_all(fd, head, *nhead, 0)) == 0)
-		rc = mate_pread_all(fd, tail, *ntail, r->file_size - *ntail);
-	if (rc != 0)
-		mate_set_errno(r->err, -rc, "cannot read", path);
-	close(fd);
-	return rc != 0 ? -1 : 0;
 }
 
 mate_value *
@@ -605,15 +970,30 @@ mate_pt_read(const char *path, const struct mate_pt_read_options *opts, mate_err
 {
 	struct pt_reader r;
 	mate_error local;
-	unsigned char head[4], tail[98];
-	size_t nhead = sizeof(head), ntail = sizeof(tail);
+	unsigned char head[4];
+	struct stat sb;
+	int rc;
 
 	reader_init(&r, path, opts, err, &local);
-	if (read_ends(&r, path, head, &nhead, tail, &ntail) != 0)
+	r.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r.fd < 0 || fstat(r.fd, &sb) != 0) {
+		mate_set_errno(r.err, errno, "cannot open", path);
+		if (r.fd >= 0)
+			close(r.fd);
 		return NULL;
-	if (check_magic(&r, head, nhead) != 0 || check_entry_count(&r, tail, ntail) != 0)
+	}
+	r.file_size = (uint64_t)sb.st_size;
+	rc = mate_pread_all(r.fd, head, r.file_size < 4 ? (size_t)r.file_size : 4, 0);
+	if (rc != 0) {
+		mate_set_errno(r.err, -rc, "cannot read", path);
+		close(r.fd);
 		return NULL;
-	return read_zip(&r, path, NULL, 0);
+	}
+	if (check_magic(&r, head, r.file_size < 4 ? (size_t)r.file_size : 4) != 0) {
+		close(r.fd);
+		return NULL;
+	}
+	return read_pt(&r, path);
 }
 
 mate_value *
@@ -622,12 +1002,11 @@ mate_pt_read_memory(const void *buf, size_t len, const struct mate_pt_read_optio
 {
 	struct pt_reader r;
 	mate_error local;
-	size_t ntail = len < 98 ? len : 98;
 
 	reader_init(&r, "<memory>", opts, err, &local);
+	r.mem = buf;
 	r.file_size = len;
-	if (check_magic(&r, buf, len) != 0 ||
-	    check_entry_count(&r, (const unsigned char *)buf + len - ntail, ntail) != 0)
+	if (check_magic(&r, buf, len) != 0)
 		return NULL;
-	return read_zip(&r, NULL, buf, len);
+	return read_pt(&r, NULL);
 }

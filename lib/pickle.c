@@ -1435,6 +1435,7 @@ mate_value *
 mate_pickle_load(const void *buf, size_t len, mate_storage_loader load_storage,
     void *ctx, mate_error *err)
 {
+	static const uint8_t empty[1];
 	struct pk pk;
 	mate_error local;
 	mate_value *result = NULL;
@@ -1444,7 +1445,7 @@ mate_pickle_load(const void *buf, size_t len, mate_storage_loader load_storage,
 	mate_error_clear(&local);
 	pk.err = err != NULL ? err : &local;
 	mate_error_clear(pk.err);
-	pk.start = pk.p = buf;
+	pk.start = pk.p = buf != NULL ? buf : empty;
 	pk.end = pk.start + (buf != NULL ? len : 0);
 	pk.load = load_storage;
 	pk.ctx = ctx;

@@ -11,3 +11,5 @@ tests_test_pt_read_LDADD = libmate.la
 TESTS += tests/test_pt_read
 TESTS += tests/test_pt_read_interop.py
 EXTRA_DIST += tests/test_pt_read_interop.py
+check_PROGRAMS += tests/pt-read-check
+tests_pt_read_check_LDADD = libmate.la

@@ -163,40 +163,66 @@ zip_crc32(const void *p, size_t n)
 	return c ^ 0xffffffffu;
 }
 
-/* Writes entries as a zip into out; crc_zero writes CRC 0 everywhere (as
- * torch 2.x may). A ZIP64 tail is added when there are > 65535 entries. */
+/* Deflate's "stored" blocks: method 8 data without a compressor. */
 static inline void
-zip_build(struct buf *out, const struct zip_entry *e, size_t n, int crc_zero)
+deflate_stored(struct buf *out, const void *p, size_t n)
 {
-	struct buf cd = { 0 };
+	const unsigned char *s = p;
+
+	do {
+		size_t k = n > 65535 ? 65535 : n;
+		b_op(out, n == k);
+		b_le(out, k, 2);
+		b_le(out, ~k & 0xffff, 2);
+		b_bytes(out, s, k);
+		s += k;
+		n -= k;
+	} while (n > 0);
+}
+
+enum { ZB_CRC0 = 1, ZB_DEFLATE = 2 };
+
+/* Writes entries as a zip into out. ZB_CRC0 writes CRC 0 everywhere (as
+ * torch 2.x may); ZB_DEFLATE writes method 8 entries. A ZIP64 tail is
+ * added when there are > 65535 entries. */
+static inline void
+zip_build(struct buf *out, const struct zip_entry *e, size_t n, int flags)
+{
+	struct buf cd = { 0 }, data = { 0 };
 	uint64_t cd_off;
 
 	for (size_t i = 0; i < n; i++) {
-		uint32_t crc = crc_zero ? 0 : zip_crc32(e[i].data, e[i].len);
+		uint32_t crc = (flags & ZB_CRC0) ? 0 : zip_crc32(e[i].data, e[i].len);
 		uint64_t off = out->n;
 		size_t nl = strlen(e[i].name);
+		int method = (flags & ZB_DEFLATE) ? 8 : 0;
 
+		data.n = 0;
+		if (method == 8)
+			deflate_stored(&data, e[i].data, e[i].len);
+		else
+			b_bytes(&data, e[i].data, e[i].len);
 		b_le(out, 0x04034b50, 4);
 		b_le(out, 20, 2);
 		b_le(out, 0x0800, 2);
-		b_le(out, 0, 2);
+		b_le(out, method, 2);
 		b_le(out, 0, 4);
 		b_le(out, crc, 4);
-		b_le(out, e[i].len, 4);
+		b_le(out, data.n, 4);
 		b_le(out, e[i].len, 4);
 		b_le(out, nl, 2);
 		b_le(out, 0, 2);
 		b_bytes(out, e[i].name, nl);
-		b_bytes(out, e[i].data, e[i].len);
+		b_bytes(out, data.p, data.n);
 
 		b_le(&cd, 0x02014b50, 4);
 		b_le(&cd, 20, 2);
 		b_le(&cd, 20, 2);
 		b_le(&cd, 0x0800, 2);
-		b_le(&cd, 0, 2);
+		b_le(&cd, method, 2);
 		b_le(&cd, 0, 4);
 		b_le(&cd, crc, 4);
-		b_le(&cd, e[i].len, 4);
+		b_le(&cd, data.n, 4);
 		b_le(&cd, e[i].len, 4);
 		b_le(&cd, nl, 2);
 		b_le(&cd, 0, 2);
@@ -235,6 +261,7 @@ zip_build(struct buf *out, const struct zip_entry *e, size_t n, int crc_zero)
 	b_le(out, cd_off, 4);
 	b_le(out, 0, 2);
 	b_free(&cd);
+	b_free(&data);
 }
 
 static inline int
