@@ -37,6 +37,7 @@
 #define ZIP64_LOCATOR_SIZE 20
 #define ZIP64_EOCD_SIZE 56
 #define ZIP_MAX_COMMENT 65535
+#define ZIP_MAX_RATIO 1100            /* deflate's limit is about 1032:1 */
 
 /* One <root>/data/<key> record, seen in the zip and/or named by the pickle. */
 struct pt_record {
@@ -67,6 +68,7 @@ struct pt_reader {
 	struct pt_record **recs;
 	size_t nrecs, recs_cap;
 	mate_value *index;    /* key -> index into recs */
+	mate_value *cd_sizes; /* libarchive path: name -> size in the central directory */
 };
 
 static int pt_fail(struct pt_reader *r, int code, const char *fmt, ...) MATE_PRINTF(3, 4);
@@ -490,10 +492,14 @@ parse_cdh(struct pt_reader *r, const unsigned char *p, size_t left, struct cd_en
 	if (e->flags & 1)
 		return pt_fail(r, MATE_ERR_UNSUPPORTED, "%s: encrypted entries are not supported",
 		    e->name);
-	if (e->method != 0)
-		return PT_FALLBACK;
-	if (e->csize != e->size || e->lfh > r->cd_offset ||
-	    r->cd_offset - e->lfh < ZIP_LFH_SIZE || r->cd_offset - e->lfh - ZIP_LFH_SIZE < e->size)
+	if (e->method != 0 && e->method != 8)
+		return pt_fail(r, MATE_ERR_UNSUPPORTED, "%s: compression method %u is not supported "
+		    "(torch reads stored and deflated entries only)", e->name, e->method);
+	/* Deflate cannot expand data more than about 1032 times: a bigger
+	 * claim would only make us allocate for a zip bomb. */
+	if ((e->method == 0 && e->csize != e->size) ||
+	    (e->method == 8 && e->size / ZIP_MAX_RATIO > e->csize) || e->lfh > r->cd_offset ||
+	    r->cd_offset - e->lfh < ZIP_LFH_SIZE || r->cd_offset - e->lfh - ZIP_LFH_SIZE < e->csize)
 		return pt_fail(r, MATE_ERR_FORMAT, "%s: bad sizes or offset in the central directory",
 		    e->name);
 	return 0;
@@ -625,6 +631,36 @@ read_records(struct pt_reader *r)
 	return rc;
 }
 
+/* Checks every central directory header; *deflated: some are compressed. */
+static int
+check_cd(struct pt_reader *r, const unsigned char *cd, uint64_t cd_size, uint64_t count,
+    struct cd_entry *e, int *deflated)
+{
+	uint64_t at = 0;
+
+	*deflated = 0;
+	for (uint64_t i = 0; i < count; i++) {
+		if (parse_cdh(r, cd + at, (size_t)(cd_size - at), e) != 0)
+			return -1;
+		at += e->len;
+		*deflated |= e->method != 0;
+	}
+	if (!*deflated)
+		return 0;
+	/* libarchive may believe a local header; its sizes are checked
+	 * against these (which are bounded by the compressed sizes). */
+	if ((r->cd_sizes = mate_value_dict()) == NULL)
+		return pt_fail(r, MATE_ERR_NOMEM, "out of memory");
+	at = 0;
+	for (uint64_t i = 0; i < count; i++) {
+		parse_cdh(r, cd + at, (size_t)(cd_size - at), e);
+		at += e->len;
+		if (mate_value_set_str(r->cd_sizes, e->name, mate_value_int((int64_t)e->size)) != MATE_OK)
+			return pt_fail(r, MATE_ERR_NOMEM, "out of memory");
+	}
+	return 0;
+}
+
 /* Reads a stored archive; PT_FALLBACK when it has compressed entries. */
 static int
 direct_read(struct pt_reader *r)
@@ -632,15 +668,13 @@ direct_read(struct pt_reader *r)
 	unsigned char *cd = NULL;
 	uint64_t cd_size = 0, count = 0, at = 0;
 	struct cd_entry *e = malloc(sizeof(*e));
-	int rc = 0;
+	int rc = -1, deflated = 0;
 
-	if (e == NULL || load_cd(r, &cd, &cd_size, &count) != 0) {
-		if (e == NULL)
-			pt_fail(r, MATE_ERR_NOMEM, "out of memory");
-		free(cd);
-		free(e);
-		return -1;
-	}
+	if (e == NULL)
+		pt_fail(r, MATE_ERR_NOMEM, "out of memory");
+	else if (load_cd(r, &cd, &cd_size, &count) == 0 &&
+	    check_cd(r, cd, cd_size, count, e, &deflated) == 0)
+		rc = deflated ? PT_FALLBACK : 0;
 	for (uint64_t i = 0; i < count && rc == 0; i++) {
 		rc = parse_cdh(r, cd + at, (size_t)(cd_size - at), e);
 		if (rc == 0) {
@@ -777,6 +811,7 @@ static int
 la_entry(struct pt_reader *r, struct archive_entry *e)
 {
 	const char *name = archive_entry_pathname_utf8(e), *key = NULL;
+	mate_value *cd;
 	uint64_t size;
 	int kind;
 
@@ -790,6 +825,10 @@ la_entry(struct pt_reader *r, struct archive_entry *e)
 	if (!archive_entry_size_is_set(e) || archive_entry_size(e) < 0)
 		return pt_fail(r, MATE_ERR_FORMAT, "%s: size unknown", name);
 	size = (uint64_t)archive_entry_size(e);
+	if ((cd = mate_value_lookup(r->cd_sizes, name)) == NULL ||
+	    (uint64_t)mate_value_get_int(cd) != size)
+		return pt_fail(r, MATE_ERR_FORMAT, "%s: the local header does not match the "
+		    "central directory", name);
 	switch (kind) {
 	case PT_PICKLE:
 		if (check_pickle(r, name, size) != 0)
@@ -960,6 +999,7 @@ read_pt(struct pt_reader *r, const char *path)
 	}
 	reader_reset(r);
 	free(r->recs);
+	mate_value_free(r->cd_sizes);
 	if (r->fd >= 0)
 		close(r->fd);
 	return v;

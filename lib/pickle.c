@@ -944,6 +944,8 @@ op_persid(struct pk *pk)
 		return pk_fail(pk, MATE_ERR_FORMAT, "storage class is a %s", kind_name(a[1]));
 	if (a[2]->kind != PK_STR || a[2]->u.str.len == 0 || a[3]->kind != PK_STR)
 		return pk_fail(pk, MATE_ERR_FORMAT, "storage key or location is not a string");
+	if (memchr(a[2]->u.str.s, '\0', a[2]->u.str.len) != NULL)
+		return pk_fail(pk, MATE_ERR_FORMAT, "storage key contains a NUL byte");
 	if (want_int(pk, a[4], "storage size", &numel) != 0)
 		return -1;
 	untyped = a[1]->action == G_UNTYPED_STORAGE;

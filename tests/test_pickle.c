@@ -742,6 +742,11 @@ test_bad_tensors(void)
 	persid(&b, "storage", "FloatStorage", "", 1); b_op(&b, '.');
 	expect_fail(&b, "key or location is not a string", 0);
 	start(&b);
+	b_op(&b, '('); p_str(&b, "storage"); p_global(&b, "torch", "FloatStorage");
+	b_op(&b, 'X'); b_le(&b, 3, 4); b_bytes(&b, "a\0b", 3);
+	p_str(&b, "cpu"); p_int(&b, 1); b_op(&b, 't'); b_op(&b, 'Q'); b_op(&b, '.');
+	expect_fail(&b, "storage key contains a NUL byte", 0);
+	start(&b);
 	b_op(&b, '(');
 	persid(&b, "storage", "FloatStorage", "0", 4);
 	persid(&b, "storage", "FloatStorage", "0", 5);
