@@ -20,3 +20,5 @@ fuzz_fuzz_pickle_LDFLAGS = $(FUZZER_LINK)
 fuzz_fuzz_pt_SOURCES = fuzz/fuzz_pt.c
 fuzz_fuzz_pt_LDADD = libmate.la
 fuzz_fuzz_pt_LDFLAGS = $(FUZZER_LINK)
+TESTS += tests/test_pt_read_zip64.py
+EXTRA_DIST += tests/test_pt_read_zip64.py

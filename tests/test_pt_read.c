@@ -410,6 +410,89 @@ test_many_entries(void)
 	free(names);
 }
 
+/* The central directory header (or, local: the local header) of name. */
+static unsigned char *
+find_header(struct buf *zip, const char *name, int local)
+{
+	const char *sig = local ? "PK\003\004" : "PK\001\002";
+	size_t hlen = local ? 30 : 46, nl = strlen(name);
+
+	for (size_t i = 0; i + hlen + nl <= zip->n; i++)
+		if (memcmp(zip->p + i, sig, 4) == 0 && zip->p[i + 28 - (local ? 2 : 0)] == nl &&
+		    memcmp(zip->p + i + hlen, name, nl) == 0)
+			return zip->p + i;
+	abort();
+}
+
+static void
+put_le(unsigned char *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Damaged zip structures the direct reader must refuse (or accept). */
+static void
+test_zip_structures(void)
+{
+	struct zip_entry e[8];
+	char names[8][64];
+	struct buf pkl, zip = { 0 };
+	size_t n = std_entries(e, &pkl, "archive", names);
+	mate_error err;
+	mate_value *v;
+
+	zip_build(&zip, e, n, 0);
+	put_le(find_header(&zip, "archive/data/0", 0) + 10, 12, 2);
+	expect_fail(&zip, "archive/data/0: compression method 12 is not supported", MATE_ERR_UNSUPPORTED);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	put_le(find_header(&zip, "archive/data/0", 0) + 8, 0x0801, 2);
+	expect_fail(&zip, "encrypted entries are not supported", MATE_ERR_UNSUPPORTED);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	put_le(find_header(&zip, "archive/data/0", 0) + 24, 25, 4);   /* usize != csize */
+	expect_fail(&zip, "archive/data/0: bad sizes or offset", MATE_ERR_FORMAT);
+	b_free(&zip);
+	zip_build(&zip, e, n, ZB_DEFLATE);    /* a deflate bomb's claim */
+	put_le(find_header(&zip, "archive/data/0", 0) + 24, 0x7fffffff, 4);
+	expect_fail(&zip, "archive/data/0: bad sizes or offset", MATE_ERR_FORMAT);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	put_le(find_header(&zip, "archive/data/0", 0) + 42, 1000000, 4);
+	expect_fail(&zip, "archive/data/0: bad sizes or offset", MATE_ERR_FORMAT);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	find_header(&zip, "archive/data/0", 1)[3] = 9;
+	expect_fail(&zip, "archive/data/0: bad local header", MATE_ERR_FORMAT);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	put_le(find_header(&zip, "archive/data/0", 1) + 28, 5000, 2);  /* extra runs into the CD */
+	expect_fail(&zip, "archive/data/0: data runs into the central directory", MATE_ERR_FORMAT);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	put_le(zip.p + zip.n - 6, 1u << 30, 4);                           /* CD offset */
+	expect_fail(&zip, "bad central directory", MATE_ERR_FORMAT);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	put_le(zip.p + zip.n - 22 + 4, 1, 2);                             /* disk number */
+	expect_fail(&zip, "multi-disk", MATE_ERR_UNSUPPORTED);
+	b_free(&zip);
+	/* An archive comment is fine. */
+	zip_build(&zip, e, n, 0);
+	put_le(zip.p + zip.n - 2, 7, 2);
+	b_bytes(&zip, "comment", 7);
+	v = read_mem(&zip, &err, 1);
+	CHECK(v != NULL);
+	check_std(v);
+	mate_value_free(v);
+	/* ... but bytes after the end record are not. */
+	b_bytes(&zip, "x", 1);
+	expect_fail(&zip, "no end of central directory", MATE_ERR_FORMAT);
+	b_free(&zip);
+	b_free(&pkl);
+}
+
 /* A real torch 1.13 file from the MATE reference fixtures. */
 static void
 test_fixture(void)
@@ -452,6 +535,7 @@ main(void)
 		test_many_entries();
 	}
 	test_magic();
+	test_zip_structures();
 	test_fixture();
 	return TEST_DONE();
 }
