@@ -22,3 +22,6 @@ fuzz_fuzz_pt_LDADD = libmate.la
 fuzz_fuzz_pt_LDFLAGS = $(FUZZER_LINK)
 TESTS += tests/test_pt_read_zip64.py
 EXTRA_DIST += tests/test_pt_read_zip64.py
+BENCH_BINS += bench/bench_pt_read
+bench_bench_pt_read_LDADD = libmate.la
+EXTRA_DIST += bench/pt_read_vs_torch.py
