@@ -743,6 +743,29 @@ check_bounds(struct pk *pk, const mate_tensor *t, uint64_t nbytes)
 	return 0;
 }
 
+/* The arguments after size and stride: requires_grad, hooks, the v3
+ * dtype and the optional metadata. *dt gets the tensor's dtype. */
+static int
+check_extra_args(struct pk *pk, int version, pobj **a, size_t n, mate_dtype *dt)
+{
+	if (version >= 2 && a[4]->kind != PK_BOOL)
+		return pk_fail(pk, MATE_ERR_FORMAT, "requires_grad is a %s, not a bool",
+		    kind_name(a[4]));
+	if (version >= 2 && !is_dict_or_none(a[5]))
+		return pk_fail(pk, MATE_ERR_FORMAT, "backward hooks are a %s", kind_name(a[5]));
+	if (version == 3) {
+		if (a[6]->kind != PK_DTYPE)
+			return pk_fail(pk, MATE_ERR_FORMAT, "_rebuild_tensor_v3 dtype is a %s",
+			    kind_name(a[6]));
+		*dt = a[6]->dt;
+	} else if (a[0]->untyped) {
+		return pk_fail(pk, MATE_ERR_FORMAT, "an UntypedStorage needs _rebuild_tensor_v3");
+	}
+	if ((size_t)(version + 4) < n)
+		return check_metadata(pk, a[n - 1]);
+	return 0;
+}
+
 /* _rebuild_tensor (4 args), _rebuild_tensor_v2 (6-7) and _rebuild_tensor_v3 (7-8). */
 static pobj *
 rebuild_tensor(struct pk *pk, int version, pobj **a, size_t n)
@@ -751,7 +774,6 @@ rebuild_tensor(struct pk *pk, int version, pobj **a, size_t n)
 	int ndim, nstride;
 	mate_dtype dt;
 	mate_tensor t;
-	const pobj *st;
 
 	if ((version == 1 && n != 4) || (version == 2 && (n < 6 || n > 7)) ||
 	    (version == 3 && (n < 7 || n > 8))) {
@@ -760,11 +782,11 @@ rebuild_tensor(struct pk *pk, int version, pobj **a, size_t n)
 		    version == 1 ? "4" : version == 2 ? "6 or 7" : "7 or 8", n);
 		return NULL;
 	}
-	st = a[0];
-	if (st->kind != PK_STORAGE) {
-		pk_fail(pk, MATE_ERR_FORMAT, "tensor storage is a %s", kind_name(st));
+	if (a[0]->kind != PK_STORAGE) {
+		pk_fail(pk, MATE_ERR_FORMAT, "tensor storage is a %s", kind_name(a[0]));
 		return NULL;
 	}
+	dt = a[0]->dt;
 	if (want_int(pk, a[1], "storage offset", &offset) != 0 ||
 	    want_dims(pk, a[2], "size", shape, &ndim) != 0 ||
 	    want_dims(pk, a[3], "stride", stride, &nstride) != 0)
@@ -773,28 +795,7 @@ rebuild_tensor(struct pk *pk, int version, pobj **a, size_t n)
 		pk_fail(pk, MATE_ERR_FORMAT, "size has %d dimensions but stride has %d", ndim, nstride);
 		return NULL;
 	}
-	dt = st->dt;
-	if (version >= 2) {
-		if (a[4]->kind != PK_BOOL) {
-			pk_fail(pk, MATE_ERR_FORMAT, "requires_grad is a %s, not a bool", kind_name(a[4]));
-			return NULL;
-		}
-		if (!is_dict_or_none(a[5])) {
-			pk_fail(pk, MATE_ERR_FORMAT, "backward hooks are a %s", kind_name(a[5]));
-			return NULL;
-		}
-	}
-	if (version == 3) {
-		if (a[6]->kind != PK_DTYPE) {
-			pk_fail(pk, MATE_ERR_FORMAT, "_rebuild_tensor_v3 dtype is a %s", kind_name(a[6]));
-			return NULL;
-		}
-		dt = a[6]->dt;
-	} else if (st->untyped) {
-		pk_fail(pk, MATE_ERR_FORMAT, "an UntypedStorage needs _rebuild_tensor_v3");
-		return NULL;
-	}
-	if ((size_t)(version + 4) < n && check_metadata(pk, a[n - 1]) != 0)
+	if (check_extra_args(pk, version, a, n, &dt) != 0)
 		return NULL;
 	if (mate_tensor_init(&t, dt, ndim, shape, stride, NULL) != MATE_OK) {
 		pk_fail(pk, MATE_ERR_FORMAT, "invalid tensor shape");
@@ -806,9 +807,9 @@ rebuild_tensor(struct pk *pk, int version, pobj **a, size_t n)
 		pk_fail(pk, MATE_ERR_FORMAT, "tensor size overflows");
 		return NULL;
 	}
-	if (check_bounds(pk, &t, st->u.store->nbytes) != 0)
+	if (check_bounds(pk, &t, a[0]->u.store->nbytes) != 0)
 		return NULL;
-	return new_tensor(pk, &t, st->u.store->st);
+	return new_tensor(pk, &t, a[0]->u.store->st);
 }
 
 static uint32_t

@@ -13,6 +13,7 @@ TESTS += tests/test_pt_read_interop.py
 EXTRA_DIST += tests/test_pt_read_interop.py
 check_PROGRAMS += tests/pt-read-check
 tests_pt_read_check_LDADD = libmate.la
+EXTRA_DIST += fuzz/fuzz_pickle.c fuzz/fuzz_pt.c bench/bench_pt_read.c
 FUZZ_TARGETS += fuzz/fuzz_pickle fuzz/fuzz_pt
 fuzz_fuzz_pickle_SOURCES = fuzz/fuzz_pickle.c
 fuzz_fuzz_pickle_LDADD = libmate.la

@@ -520,6 +520,32 @@ test_fixture(void)
 			    (int64_t)mate_storage_size(mate_value_get_storage(mate_value_item(v, i))));
 	}
 	mate_value_free(v);
+
+	/* The torch-written file cut at every byte offset fails cleanly. */
+	{
+		FILE *f = fopen(path, "rb");
+		struct buf whole = { 0 };
+		unsigned char chunk[4096];
+		size_t k;
+		int failures = 0;
+
+		CHECK(f != NULL);
+		if (f == NULL)
+			return;
+		while ((k = fread(chunk, 1, sizeof(chunk), f)) > 0)
+			b_bytes(&whole, chunk, k);
+		fclose(f);
+		for (size_t len = 0; len < whole.n; len++) {
+			mate_value *cut = mate_pt_read_memory(whole.p, len, NULL, &err);
+			failures += cut == NULL && err.message[0] != '\0';
+			mate_value_free(cut);
+		}
+		CHECK_EQ_INT(failures, (long long)whole.n);
+		v = mate_pt_read_memory(whole.p, whole.n, NULL, &err);
+		CHECK(v != NULL);
+		mate_value_free(v);
+		b_free(&whole);
+	}
 }
 
 int
