@@ -1158,7 +1158,7 @@ op_tuple(struct pk *pk, int n)
 			return pk_fail(pk, MATE_ERR_FORMAT, "stack underflow");
 		at = pk->sn - (size_t)n;
 	}
-	o = new_seq(pk, PK_TUPLE, pk->stack + at, pk->sn - at);
+	o = new_seq(pk, PK_TUPLE, at < pk->sn ? pk->stack + at : NULL, pk->sn - at);
 	pk->sn = at;
 	return push(pk, o);
 }

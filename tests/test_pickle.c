@@ -179,6 +179,15 @@ test_containers(void)
 	CHECK_EQ_INT(mate_value_is_ordered(t), 1);
 	mate_value_free(v);
 	b_free(&b);
+
+	/* MARK TUPLE on an empty stack: (). */
+	start(&b);
+	b_op(&b, '('); b_op(&b, 't'); b_op(&b, '.');
+	v = load(&b, NULL, &err);
+	CHECK_EQ_INT(mate_value_kind_of(v), MATE_V_TUPLE);
+	CHECK_EQ_INT(mate_value_len(v), 0);
+	mate_value_free(v);
+	b_free(&b);
 }
 
 /* PUT stores the object itself: later mutation shows through GET, as in Python. */
