@@ -67,7 +67,7 @@ class Expect:
             return {"type": "object", "name": "torch.device", "repr": str(v)}
         if isinstance(v, (tuple, torch.Size)):
             return {"type": "tuple", "items": [self(x) for x in v]}
-        if isinstance(v, list):
+        if isinstance(v, (list, set)):     # a set comes back as a list
             return {"type": "list", "items": [self(x) for x in v]}
         if isinstance(v, dict):
             return {"type": "dict", "ordered": isinstance(v, collections.OrderedDict),
@@ -191,6 +191,7 @@ def test_plain_values():
         "size": torch.Size([2, 3]),
         "ordered": collections.OrderedDict([("z", 1), ("a", 2)]),
         "many": list(range(2500)),
+        "set": {3, 1, 200, 7},
         "t": torch.arange(4),
     }
     roundtrip("plain", obj)
