@@ -1,0 +1,20 @@
+## mk/kernels.mk: libmate's compute kernels (CPU through OpenBLAS, CUDA through cuBLAS), their tests and benchmark.
+libmate_la_SOURCES += \
+	lib/kernels.h \
+	lib/kernels.c \
+	lib/kernels_cpu.h \
+	lib/kernels_cpu_util.c \
+	lib/kernels_cpu_norm.c \
+	lib/kernels_cpu_norm_tmpl.h \
+	lib/kernels_cpu_gemm.c \
+	lib/kernels_cpu_attn.c \
+	lib/kernels_cpu_attn_tmpl.h \
+	lib/parallel.h \
+	lib/parallel.c
+libmate_la_CFLAGS += $(OPENBLAS_CFLAGS)
+libmate_la_LIBADD += $(OPENBLAS_LIBS) -lm
+
+check_PROGRAMS += tests/test_kernels
+TESTS += tests/test_kernels
+tests_test_kernels_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_test_kernels_LDADD = libmate.la $(OPENBLAS_LIBS) -lm
