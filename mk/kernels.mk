@@ -17,4 +17,10 @@ libmate_la_LIBADD += $(OPENBLAS_LIBS) -lm
 check_PROGRAMS += tests/test_kernels
 TESTS += tests/test_kernels
 tests_test_kernels_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
-tests_test_kernels_LDADD = libmate.la $(OPENBLAS_LIBS) -lm
+tests_test_kernels_LDADD = libmate.la $(OPENBLAS_LIBS)
+
+## tests/kernel-run: runs one kernel on tensors from a safetensors file, for the torch test.
+check_PROGRAMS += tests/kernel-run
+tests_kernel_run_LDADD = libmate.la
+TESTS += tests/test_kernels_torch.py
+EXTRA_DIST += tests/test_kernels_torch.py
