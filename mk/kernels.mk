@@ -24,3 +24,8 @@ check_PROGRAMS += tests/kernel-run
 tests_kernel_run_LDADD = libmate.la
 TESTS += tests/test_kernels_torch.py
 EXTRA_DIST += tests/test_kernels_torch.py
+
+## bench/replay-gemm: 2048^3 f32 GEMM through the mm kernel vs cblas_sgemm (make bench).
+BENCH_BINS += bench/replay-gemm
+bench_replay_gemm_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
+bench_replay_gemm_LDADD = libmate.la $(OPENBLAS_LIBS)
