@@ -153,6 +153,18 @@ void mate_tensor_scatter(const mate_tensor *t, const void *src);
 int mate_kernel_scalar(const mate_tensor *t, double def, double *out,
     const char *what, mate_error *err);
 
+/*! mate_gemm_check() : validates a recorded GEMM call; sets *ta, *tb to 0
+ * (N), 1 (T) or 2 (C) and need[] to the elements A, B and C must hold. */
+int mate_gemm_check(const mate_gemm_call *g, int *ta, int *tb, int64_t need[3],
+    mate_error *err);
+/*! mate_attn_keep_mask() : the Lq x Lk keep mask (1 keeps) from p's
+ * custom_mask or packed_custom_mask (host tensors); *keep is NULL when
+ * there is neither, else malloc'ed (caller frees). */
+int mate_attn_keep_mask(const mate_attn_params *p, int64_t Lq, int64_t Lk, uint8_t **keep,
+    mate_error *err);
+/*! mate_alibi_slope() : FlashInfer's ALiBi slope of head h of heads. */
+double mate_alibi_slope(int64_t h, int64_t heads);
+
 #ifdef __cplusplus
 }
 #endif

@@ -51,57 +51,6 @@ struct attn_job {
 #define R_TANH tanh
 #include "kernels_cpu_attn_tmpl.h"
 
-/* FlashInfer's ALiBi slopes: geometric in the nearest power of two heads. */
-static double
-alibi_slope(int64_t h, int64_t heads)
-{
-	int64_t n = 1;
-
-	while (n * 2 <= heads)
-		n *= 2;
-	if (h < n)
-		return pow(2.0, -8.0 * (double)(h + 1) / (double)n);
-	return pow(2.0, -4.0 * (double)((h - n) * 2 + 1) / (double)n);
-}
-
-/* Builds the Lq x Lk keep mask from a bool mask or FlashInfer's packed bits. */
-static int
-build_mask(struct attn_job *j, const mate_attn_params *p, mate_error *err)
-{
-	const mate_tensor *m = p->custom_mask, *pm = p->packed_custom_mask;
-	int64_t n = j->Lq * j->Lk;
-
-	if (m == NULL && pm == NULL)
-		return MATE_OK;
-	if (m != NULL && (m->device_type != MATE_DEVICE_CPU || m->ndim != 2 ||
-	    m->shape[0] != j->Lq || m->shape[1] != j->Lk || m->data == NULL ||
-	    mate_dtype_kind(m->dtype) == MATE_KIND_COMPLEX || mate_tensor_storage_extent(m) < 0))
-		return mate_set_error(err, MATE_ERR_ARGUMENT,
-		    "custom_mask: expected (%lld, %lld) in host memory",
-		    (long long)j->Lq, (long long)j->Lk);
-	if (m == NULL && (pm->device_type != MATE_DEVICE_CPU || pm->dtype != MATE_U8 ||
-	    mate_tensor_numel(pm) < (n + 7) / 8 || pm->data == NULL ||
-	    mate_tensor_storage_extent(pm) < 0))
-		return mate_set_error(err, MATE_ERR_ARGUMENT,
-		    "packed_custom_mask: expected %lld uint8 in host memory",
-		    (long long)((n + 7) / 8));
-	if ((j->keep = kc_alloc(n, 1, err)) == NULL)
-		return MATE_ERR_NOMEM;
-	for (int64_t i = 0; i < j->Lq; i++)
-		for (int64_t t = 0; t < j->Lk; t++) {
-			int64_t idx = i * j->Lk + t;
-			if (m != NULL) {
-				const char *e = kc_at(m, m->offset + i * m->stride[0] + t * m->stride[1]);
-				j->keep[idx] = mate_load_f64(m->dtype, e) != 0;
-			} else {
-				uint8_t byte = *(const uint8_t *)mate_tensor_element(pm, idx >> 3);
-				j->keep[idx] = (byte >> (idx & 7)) & 1;
-			}
-		}
-	j->causal = 0;  /* a custom mask takes precedence */
-	return MATE_OK;
-}
-
 /* Shapes: q (Lq, Hq, D), k/v by layout, out (Lq, Hq, Dv), lse (Lq, Hq). */
 static int
 check_shapes(struct attn_job *j, const mate_attn_params *p, mate_error *err)
@@ -167,13 +116,18 @@ setup(struct attn_job *j, const mate_attn_params *p, mate_error *err)
 	j->rope_scale = p->rope_scale > 0 ? p->rope_scale : 1.0;
 	j->rope_theta = p->rope_theta > 0 ? p->rope_theta : 1e4;
 	j->pos0 = j->Lk - j->Lq < 0 ? j->Lk - j->Lq : 0;
+	if (p->custom_mask != NULL || p->packed_custom_mask != NULL) {
+		if ((rc = mate_attn_keep_mask(p, j->Lq, j->Lk, &j->keep, err)) != MATE_OK)
+			return rc;
+		j->causal = 0;  /* a custom mask takes precedence */
+	}
 	if (p->pos_encoding_mode == MATE_POS_ALIBI) {
 		if ((j->slopes = kc_alloc(j->Hq, sizeof(double), err)) == NULL)
 			return MATE_ERR_NOMEM;
 		for (int64_t h = 0; h < j->Hq; h++)
-			j->slopes[h] = alibi_slope(h, j->Hq);
+			j->slopes[h] = mate_alibi_slope(h, j->Hq);
 	}
-	return build_mask(j, p, err);
+	return MATE_OK;
 }
 
 static int

@@ -244,32 +244,6 @@ struct flat {
 };
 
 static int
-trans_of(int t)
-{
-	switch (t) {
-	case MATE_BLAS_NO_TRANS: case 'N': case 'n': return 0;
-	case MATE_BLAS_TRANS: case 'T': case 't': return 1;
-	case MATE_BLAS_CONJ_TRANS: case 'C': case 'c': return 2;
-	default: return -1;
-	}
-}
-
-/* Elements an operand stored as r x c with leading dimension ld spans. */
-static int
-span(int colmajor, int64_t r, int64_t c, int64_t ld, int64_t *out)
-{
-	int64_t lo = colmajor ? r : c, hi = colmajor ? c : r, t;
-
-	if (ld < max1(lo))
-		return 0;
-	if (r == 0 || c == 0) {
-		*out = 0;
-		return 1;
-	}
-	return mate_mul_ok(ld, hi - 1, &t) && mate_add_ok(t, lo, out);
-}
-
-static int
 flat_get(const mate_tensor *t, const char *what, int dbl, int64_t need, struct flat *f,
     mate_error *err)
 {
@@ -362,46 +336,14 @@ gemm_one(const mate_gemm_call *g, int dbl, int ta, int tb, const char *a, const 
 	}
 }
 
-/* Validates the call and computes how many elements each buffer needs. */
-static int
-gemm_check(const mate_gemm_call *g, int ta, int tb, int64_t need[3], mate_error *err)
-{
-	int cm = g->order == MATE_BLAS_COL_MAJOR;
-	int64_t nb = g->batch > 1 ? g->batch : 1;
-	const int64_t st[3] = { g->stride_a, g->stride_b, g->stride_c };
-
-	if (g->order != MATE_BLAS_ROW_MAJOR && !cm)
-		return mate_set_error(err, MATE_ERR_ARGUMENT, "gemm: bad order %d", g->order);
-	if (ta < 0 || tb < 0)
-		return mate_set_error(err, MATE_ERR_ARGUMENT, "gemm: bad transpose flag");
-	if (g->fortran && !cm)
-		return mate_set_error(err, MATE_ERR_ARGUMENT, "gemm: Fortran calls are column major");
-	if (g->m < 0 || g->n < 0 || g->k < 0 || g->m > INT_MAX || g->n > INT_MAX ||
-	    g->k > INT_MAX || g->lda > INT_MAX || g->ldb > INT_MAX || g->ldc > INT_MAX)
-		return mate_set_error(err, MATE_ERR_ARGUMENT, "gemm: bad m, n, k or ld");
-	if (!span(cm, ta ? g->k : g->m, ta ? g->m : g->k, g->lda, &need[0]) ||
-	    !span(cm, tb ? g->n : g->k, tb ? g->k : g->n, g->ldb, &need[1]) ||
-	    !span(cm, g->m, g->n, g->ldc, &need[2]))
-		return mate_set_error(err, MATE_ERR_ARGUMENT,
-		    "gemm: a leading dimension is too small (lda %lld, ldb %lld, ldc %lld)",
-		    (long long)g->lda, (long long)g->ldb, (long long)g->ldc);
-	for (int i = 0; i < 3; i++) {
-		int64_t t;
-		if (nb > 1 && (st[i] < 0 || !mate_mul_ok(st[i], nb - 1, &t) ||
-		    !mate_add_ok(need[i], t, &need[i])))
-			return mate_set_error(err, MATE_ERR_ARGUMENT, "gemm: bad batch stride");
-	}
-	return MATE_OK;
-}
-
 int
 mate_cpu_gemm(const mate_gemm_call *g, mate_error *err)
 {
-	int ta = trans_of(g->transa), tb = trans_of(g->transb), dbl, rc;
+	int ta, tb, dbl, rc;
 	int64_t need[3], nb = g->batch > 1 ? g->batch : 1;
 	struct flat fa, fb, fc;
 
-	if ((rc = gemm_check(g, ta, tb, need, err)) != MATE_OK)
+	if ((rc = mate_gemm_check(g, &ta, &tb, need, err)) != MATE_OK)
 		return rc;
 	if (g->c != NULL && !kc_is_float_out(g->c->dtype))
 		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "C: dtype %s not writable",
