@@ -29,3 +29,21 @@ EXTRA_DIST += tests/test_kernels_torch.py
 BENCH_BINS += bench/replay-gemm
 bench_replay_gemm_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
 bench_replay_gemm_LDADD = libmate.la $(OPENBLAS_LIBS)
+
+if HAVE_CUDA
+libmate_la_SOURCES += \
+	lib/kernels_cuda.h \
+	lib/kernels_cuda.cu \
+	lib/kernels_cuda_gemm.cu \
+	lib/kernels_cuda_attn.cu
+# nvcc's stubs for template kernels use the C++ ABI (static guards)
+libmate_la_LIBADD += -lstdc++
+check_PROGRAMS += tests/test_kernels_cuda
+TESTS += tests/test_kernels_cuda
+tests_test_kernels_cuda_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
+tests_test_kernels_cuda_LDADD = libmate.la $(CUDA_LIBS)
+endif
+
+## The torch comparison again on the CUDA kernels (skipped without a device).
+TESTS += tests/test_kernels_torch_cuda.sh
+EXTRA_DIST += tests/test_kernels_torch_cuda.sh
