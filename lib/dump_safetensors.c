@@ -18,7 +18,7 @@
 
 /* ---- dtypes ---------------------------------------------------------------
  * In the reference's rank order (ascending): the writer sorts by rank
- * descending. mate has no 4- and 6-bit types (MATE_DTYPE_INVALID). */
+ * descending. mate has no 4- and 6-bit types (0: MATE_DTYPE_INVALID). */
 struct st_dtype {
 	const char *name;
 	unsigned bits;
@@ -26,28 +26,14 @@ struct st_dtype {
 };
 
 static const struct st_dtype st_dtypes[] = {
-	{ "BOOL", 8, MATE_BOOL },
-	{ "F4", 4, MATE_DTYPE_INVALID },
-	{ "F6_E2M3", 6, MATE_DTYPE_INVALID },
-	{ "F6_E3M2", 6, MATE_DTYPE_INVALID },
-	{ "U8", 8, MATE_U8 },
-	{ "I8", 8, MATE_I8 },
-	{ "F8_E5M2", 8, MATE_F8_E5M2 },
-	{ "F8_E4M3", 8, MATE_F8_E4M3FN },
-	{ "F8_E8M0", 8, MATE_F8_E8M0FNU },
-	{ "F8_E4M3FNUZ", 8, MATE_F8_E4M3FNUZ },
-	{ "F8_E5M2FNUZ", 8, MATE_F8_E5M2FNUZ },
-	{ "I16", 16, MATE_I16 },
-	{ "U16", 16, MATE_U16 },
-	{ "F16", 16, MATE_F16 },
-	{ "BF16", 16, MATE_BF16 },
-	{ "I32", 32, MATE_I32 },
-	{ "U32", 32, MATE_U32 },
-	{ "F32", 32, MATE_F32 },
-	{ "C64", 64, MATE_C64 },
-	{ "F64", 64, MATE_F64 },
-	{ "I64", 64, MATE_I64 },
-	{ "U64", 64, MATE_U64 },
+	{ "BOOL", 8, MATE_BOOL }, { "F4", 4, 0 }, { "F6_E2M3", 6, 0 }, { "F6_E3M2", 6, 0 },
+	{ "U8", 8, MATE_U8 }, { "I8", 8, MATE_I8 }, { "F8_E5M2", 8, MATE_F8_E5M2 },
+	{ "F8_E4M3", 8, MATE_F8_E4M3FN }, { "F8_E8M0", 8, MATE_F8_E8M0FNU },
+	{ "F8_E4M3FNUZ", 8, MATE_F8_E4M3FNUZ }, { "F8_E5M2FNUZ", 8, MATE_F8_E5M2FNUZ },
+	{ "I16", 16, MATE_I16 }, { "U16", 16, MATE_U16 }, { "F16", 16, MATE_F16 },
+	{ "BF16", 16, MATE_BF16 }, { "I32", 32, MATE_I32 }, { "U32", 32, MATE_U32 },
+	{ "F32", 32, MATE_F32 }, { "C64", 64, MATE_C64 }, { "F64", 64, MATE_F64 },
+	{ "I64", 64, MATE_I64 }, { "U64", 64, MATE_U64 },
 };
 #define ST_NDTYPES (int)(sizeof(st_dtypes) / sizeof(st_dtypes[0]))
 
@@ -115,14 +101,11 @@ sb_put(struct sbuf *sb, const void *s, size_t n)
 		return;
 	if (sb->cap - sb->len < n) {
 		size_t cap = sb->cap ? sb->cap : 256;
-		char *p;
 		while (cap - sb->len < n && cap < SIZE_MAX / 2)
 			cap *= 2;
-		p = cap - sb->len >= n ? realloc(sb->p, cap) : NULL;
-		if (p == NULL) {
-			sb->oom = 1;
+		char *p = cap - sb->len >= n ? realloc(sb->p, cap) : NULL;
+		if ((sb->oom = p == NULL))
 			return;
-		}
 		sb->p = p;
 		sb->cap = cap;
 	}
@@ -139,13 +122,10 @@ sb_puts(struct sbuf *sb, const char *s)
 static void
 sb_u64(struct sbuf *sb, uint64_t v)
 {
-	char buf[24], *p = buf + sizeof(buf);
+	char buf[24];
 
-	do {
-		*--p = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	sb_put(sb, p, (size_t)(buf + sizeof(buf) - p));
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+	sb_puts(sb, buf);
 }
 
 /* A JSON string as serde_json writes it: raw UTF-8, short escapes for
@@ -153,35 +133,26 @@ sb_u64(struct sbuf *sb, uint64_t v)
 static void
 sb_json_str(struct sbuf *sb, const char *s, size_t n)
 {
-	static const char hex[] = "0123456789abcdef";
+	static const char special[] = "\b\t\n\f\r\"\\", letter[] = "btnfr\"\\";
 	size_t run = 0;
 
-	sb_put(sb, "\"", 1);
+	sb_puts(sb, "\"");
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		char esc[6] = { '\\', 0, '0', '0', 0, 0 };
-		if (c >= 0x20 && c != '"' && c != '\\')
+		const char *e = c != 0 ? strchr(special, c) : NULL;
+		char esc[7];
+		if (c >= 0x20 && e == NULL)
 			continue;
 		sb_put(sb, s + run, i - run);
 		run = i + 1;
-		switch (c) {
-		case '\b': esc[1] = 'b'; break;
-		case '\t': esc[1] = 't'; break;
-		case '\n': esc[1] = 'n'; break;
-		case '\f': esc[1] = 'f'; break;
-		case '\r': esc[1] = 'r'; break;
-		case '"': case '\\': esc[1] = (char)c; break;
-		default:
-			esc[1] = 'u';
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 15];
-			sb_put(sb, esc, 6);
-			continue;
-		}
-		sb_put(sb, esc, 2);
+		if (e != NULL)
+			snprintf(esc, sizeof(esc), "\\%c", letter[e - special]);
+		else
+			snprintf(esc, sizeof(esc), "\\u%04x", c);
+		sb_puts(sb, esc);
 	}
 	sb_put(sb, s + run, n - run);
-	sb_put(sb, "\"", 1);
+	sb_puts(sb, "\"");
 }
 
 /* ==== writer =============================================================== */
@@ -194,22 +165,28 @@ struct st_item {
 	uint64_t nbytes;
 };
 
+/* Bytewise, a prefix first: Rust's String order. */
+static int
+cmp_bytes(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	return c != 0 ? c : alen < blen ? -1 : alen > blen;
+}
+
+/* The reference's order: dtype rank descending, then name. */
 static int
 cmp_item(const void *a, const void *b)
 {
 	const struct st_item *x = a, *y = b;
-	int c;
 
 	if (x->rank != y->rank)
 		return x->rank > y->rank ? -1 : 1;
-	c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
-	if (c != 0)
-		return c;
-	return x->len < y->len ? -1 : x->len > y->len;
+	return cmp_bytes(x->name, x->len, y->name, y->len);
 }
 
 static int
-check_utf8_str(const mate_value *v, const char *what, mate_error *err)
+check_str(const mate_value *v, const char *what, mate_error *err)
 {
 	size_t len;
 	const char *s = mate_value_get_str(v, &len);
@@ -222,31 +199,35 @@ check_utf8_str(const mate_value *v, const char *what, mate_error *err)
 	return MATE_OK;
 }
 
-/* Checks one tensor view can be written and fills in its item. */
+/* Checks that one named tensor view can be written and fills in its item. */
 static int
-check_tensor(const mate_value *v, struct st_item *it, mate_error *err)
+check_item(const mate_value *k, const mate_value *v, struct st_item *it, mate_error *err)
 {
 	const mate_tensor *t = mate_value_get_tensor(v);
 	const mate_storage *st = mate_value_get_storage(v);
-	int64_t nbytes, extent;
+	int64_t nbytes, extent = -1;
+	int rc = check_str(k, "tensor name", err);
 
+	if (rc != MATE_OK)
+		return rc;
+	it->name = mate_value_get_str(k, &it->len);
+	if (it->len == 12 && memcmp(it->name, "__metadata__", 12) == 0)
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "safetensors: '__metadata__' cannot name a tensor");
 	if (t == NULL)
-		return mate_set_error(err, MATE_ERR_ARGUMENT,
-		    "safetensors: '%.100s' is not a tensor", it->name);
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "safetensors: '%.100s' is not a tensor", it->name);
 	it->t = t;
 	it->rank = rank_of_mate(t->dtype);
 	if (it->rank < 0)
-		return mate_set_error(err, MATE_ERR_UNSUPPORTED,
-		    "safetensors: tensor '%.100s': dtype %s has no safetensors name",
-		    it->name, mate_dtype_name(t->dtype));
+		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "safetensors: tensor '%.100s': "
+		    "dtype %s has no safetensors name", it->name, mate_dtype_name(t->dtype));
 	if (t->device_type != MATE_DEVICE_CPU)
 		return mate_set_error(err, MATE_ERR_UNSUPPORTED,
 		    "safetensors: tensor '%.100s' is not in host memory", it->name);
 	nbytes = mate_tensor_nbytes(t);
-	extent = t->ndim >= 0 && t->ndim <= MATE_MAX_DIMS ? mate_tensor_storage_extent(t) : -1;
-	if (nbytes < 0 || extent < 0 || (nbytes > 0 && t->data == NULL) ||
-	    (st != NULL && nbytes > 0 &&
-	    (uint64_t)extent > mate_storage_size(st) / mate_dtype_size(t->dtype)))
+	if (t->ndim >= 0 && t->ndim <= MATE_MAX_DIMS)
+		extent = mate_tensor_storage_extent(t);
+	if (nbytes < 0 || extent < 0 || (nbytes > 0 && t->data == NULL) || (st != NULL &&
+	    nbytes > 0 && (uint64_t)extent > mate_storage_size(st) / mate_dtype_size(t->dtype)))
 		return mate_set_error(err, MATE_ERR_ARGUMENT,
 		    "safetensors: tensor '%.100s' has an invalid shape, strides or storage", it->name);
 	it->nbytes = (uint64_t)nbytes;
@@ -254,40 +235,28 @@ check_tensor(const mate_value *v, struct st_item *it, mate_error *err)
 }
 
 /* The tensors dict as items in canonical order. */
-static int
-collect_items(const mate_value *tensors, struct st_item **out, size_t *n, mate_error *err)
+static struct st_item *
+collect_items(const mate_value *tensors, size_t *n, mate_error *err)
 {
-	size_t count = mate_value_len(tensors);
 	struct st_item *items;
-	int rc = MATE_OK;
 
-	*out = NULL;
-	*n = 0;
-	if (mate_value_kind_of(tensors) != MATE_V_DICT)
-		return mate_set_error(err, MATE_ERR_ARGUMENT, "safetensors: tensors must be a dict");
-	items = calloc(count ? count : 1, sizeof(*items));
-	if (items == NULL)
-		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-	for (size_t i = 0; i < count && rc == MATE_OK; i++) {
-		const mate_value *k = mate_value_key(tensors, i);
-		rc = check_utf8_str(k, "tensor name", err);
-		if (rc != MATE_OK)
-			break;
-		items[i].name = mate_value_get_str(k, &items[i].len);
-		if (items[i].len == 12 && memcmp(items[i].name, "__metadata__", 12) == 0)
-			rc = mate_set_error(err, MATE_ERR_ARGUMENT,
-			    "safetensors: '__metadata__' cannot name a tensor");
-		else
-			rc = check_tensor(mate_value_item(tensors, i), &items[i], err);
+	*n = mate_value_len(tensors);
+	if (mate_value_kind_of(tensors) != MATE_V_DICT) {
+		mate_set_error(err, MATE_ERR_ARGUMENT, "safetensors: tensors must be a dict");
+		return NULL;
 	}
-	if (rc != MATE_OK) {
-		free(items);
-		return rc;
+	if ((items = calloc(*n ? *n : 1, sizeof(*items))) == NULL) {
+		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		return NULL;
 	}
-	qsort(items, count, sizeof(*items), cmp_item);
-	*out = items;
-	*n = count;
-	return MATE_OK;
+	for (size_t i = 0; i < *n; i++)
+		if (check_item(mate_value_key(tensors, i), mate_value_item(tensors, i), &items[i],
+		    err) != MATE_OK) {
+			free(items);
+			return NULL;
+		}
+	qsort(items, *n, sizeof(*items), cmp_item);
+	return items;
 }
 
 static int
@@ -295,72 +264,70 @@ put_metadata(struct sbuf *sb, const mate_value *meta, mate_error *err)
 {
 	size_t len;
 	const char *s;
+	int rc;
 
 	if (mate_value_kind_of(meta) != MATE_V_DICT)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "safetensors: metadata must be a dict");
 	sb_puts(sb, "\"__metadata__\":{");
 	for (size_t i = 0; i < mate_value_len(meta); i++) {
-		if (check_utf8_str(mate_value_key(meta, i), "metadata key", err) != MATE_OK ||
-		    check_utf8_str(mate_value_item(meta, i), "metadata value", err) != MATE_OK)
-			return err != NULL ? err->code : MATE_ERR_ARGUMENT;
-		if (i > 0)
-			sb_put(sb, ",", 1);
+		if ((rc = check_str(mate_value_key(meta, i), "metadata key", err)) != MATE_OK ||
+		    (rc = check_str(mate_value_item(meta, i), "metadata value", err)) != MATE_OK)
+			return rc;
 		s = mate_value_get_str(mate_value_key(meta, i), &len);
+		sb_puts(sb, i > 0 ? "," : "");
 		sb_json_str(sb, s, len);
-		sb_put(sb, ":", 1);
 		s = mate_value_get_str(mate_value_item(meta, i), &len);
+		sb_puts(sb, ":");
 		sb_json_str(sb, s, len);
 	}
-	sb_put(sb, "}", 1);
+	sb_puts(sb, "}");
 	return MATE_OK;
 }
 
-/* The compact JSON header, padded with spaces to a multiple of 8, after
- * its 8-byte length; *data_len gets the size of the byte buffer. */
+/* The 8-byte length and the compact JSON header padded with spaces to a
+ * multiple of 8, exactly as the reference writes them. */
 static int
 build_header(struct sbuf *sb, const struct st_item *items, size_t n,
-    const mate_value *meta, uint64_t *data_len, mate_error *err)
+    const mate_value *meta, mate_error *err)
 {
 	uint64_t off = 0, hlen;
+	int rc;
 
 	sb_put(sb, "\0\0\0\0\0\0\0\0{", 9);
-	if (meta != NULL && put_metadata(sb, meta, err) != MATE_OK)
-		return err != NULL ? err->code : MATE_ERR_ARGUMENT;
+	if (meta != NULL && (rc = put_metadata(sb, meta, err)) != MATE_OK)
+		return rc;
 	for (size_t i = 0; i < n; i++) {
 		const mate_tensor *t = items[i].t;
-		if (i > 0 || meta != NULL)
-			sb_put(sb, ",", 1);
+		sb_puts(sb, i > 0 || meta != NULL ? "," : "");
 		sb_json_str(sb, items[i].name, items[i].len);
 		sb_puts(sb, ":{\"dtype\":\"");
 		sb_puts(sb, st_dtypes[items[i].rank].name);
 		sb_puts(sb, "\",\"shape\":[");
 		for (int d = 0; d < t->ndim; d++) {
-			if (d > 0)
-				sb_put(sb, ",", 1);
+			sb_puts(sb, d > 0 ? "," : "");
 			sb_u64(sb, (uint64_t)t->shape[d]);
 		}
 		sb_puts(sb, "],\"data_offsets\":[");
 		sb_u64(sb, off);
-		sb_put(sb, ",", 1);
+		sb_puts(sb, ",");
 		if (__builtin_add_overflow(off, items[i].nbytes, &off))
 			return mate_set_error(err, MATE_ERR_LIMIT, "safetensors: tensors too large");
 		sb_u64(sb, off);
 		sb_puts(sb, "]}");
 	}
-	sb_put(sb, "}", 1);
+	sb_puts(sb, "}");
 	while (sb->len % 8 != 0)
-		sb_put(sb, " ", 1);
+		sb_puts(sb, " ");
 	if (sb->oom)
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	hlen = sb->len - 8;
 	for (int i = 0; i < 8; i++)
 		sb->p[i] = (char)(hlen >> (8 * i));
-	*data_len = off;
 	return MATE_OK;
 }
 
 /* Output: big contiguous runs go straight from memory, small ones are
- * coalesced in a buffer. */
+ * coalesced in a buffer. The first error sticks. */
 struct wout {
 	int fd;
 	char *buf;
@@ -368,37 +335,25 @@ struct wout {
 	int errnum;
 };
 
-static int
-wout_flush(struct wout *w)
+static void
+wout_write(struct wout *w, const void *p, size_t n)
 {
-	int rc = 0;
+	int rc = w->errnum == 0 && n > 0 ? mate_write_all(w->fd, p, n) : 0;
 
-	if (w->len > 0 && w->errnum == 0)
-		rc = mate_write_all(w->fd, w->buf, w->len);
-	w->len = 0;
-	if (rc < 0 && w->errnum == 0)
+	if (rc < 0)
 		w->errnum = -rc;
-	return w->errnum;
 }
 
-static void
-wout_put(struct wout *w, const void *p, size_t n)
+/* Makes room for n bytes in the buffer (n <= ST_WBUF). */
+static char *
+wout_reserve(struct wout *w, size_t n)
 {
-	if (w->errnum != 0)
-		return;
-	if (n >= ST_DIRECT) {
-		int rc;
-		if (wout_flush(w) != 0)
-			return;
-		rc = mate_write_all(w->fd, p, n);
-		if (rc < 0)
-			w->errnum = -rc;
-		return;
+	if (ST_WBUF - w->len < n) {
+		wout_write(w, w->buf, w->len);
+		w->len = 0;
 	}
-	if (ST_WBUF - w->len < n)
-		wout_flush(w);
-	memcpy(w->buf + w->len, p, n);
 	w->len += n;
+	return w->buf + w->len - n;
 }
 
 /* Writes a view in row-major order: contiguous views directly, others
@@ -407,28 +362,28 @@ static void
 write_view(struct wout *w, const mate_tensor *t)
 {
 	size_t es = mate_dtype_size(t->dtype), nbytes = (size_t)mate_tensor_nbytes(t);
+	const char *base = (const char *)t->data + (size_t)t->offset * es;
 	mate_tensor sub;
 
 	if (nbytes == 0 || w->errnum != 0)
 		return;
-	if (mate_tensor_is_contiguous(t)) {
-		wout_put(w, (const char *)t->data + (size_t)t->offset * es, nbytes);
-		return;
-	}
-	if (nbytes <= ST_WBUF) {
-		if (ST_WBUF - w->len < nbytes)
-			wout_flush(w);
-		mate_tensor_copy_contiguous(t, w->buf + w->len);
-		w->len += nbytes;
-		return;
-	}
-	sub = *t;
-	sub.ndim = t->ndim - 1;
-	memmove(sub.shape, t->shape + 1, (size_t)sub.ndim * sizeof(sub.shape[0]));
-	memmove(sub.stride, t->stride + 1, (size_t)sub.ndim * sizeof(sub.stride[0]));
-	for (int64_t i = 0; i < t->shape[0] && w->errnum == 0; i++) {
-		sub.offset = t->offset + i * t->stride[0];
-		write_view(w, &sub);
+	if (mate_tensor_is_contiguous(t) && nbytes >= ST_DIRECT) {
+		wout_write(w, w->buf, w->len);
+		w->len = 0;
+		wout_write(w, base, nbytes);
+	} else if (mate_tensor_is_contiguous(t)) {
+		memcpy(wout_reserve(w, nbytes), base, nbytes);
+	} else if (nbytes <= ST_WBUF) {
+		mate_tensor_copy_contiguous(t, wout_reserve(w, nbytes));
+	} else {
+		sub = *t;
+		sub.ndim = t->ndim - 1;
+		memmove(sub.shape, t->shape + 1, (size_t)sub.ndim * sizeof(sub.shape[0]));
+		memmove(sub.stride, t->stride + 1, (size_t)sub.ndim * sizeof(sub.stride[0]));
+		for (int64_t i = 0; i < t->shape[0] && w->errnum == 0; i++) {
+			sub.offset = t->offset + i * t->stride[0];
+			write_view(w, &sub);
+		}
 	}
 }
 
@@ -437,47 +392,41 @@ write_file(const char *path, const struct sbuf *hdr, const struct st_item *items
     size_t n, mate_error *err)
 {
 	mate_atomic_file af;
-	struct wout w = { -1, NULL, 0, 0 };
-	int rc;
+	struct wout w = { -1, malloc(ST_WBUF), 0, 0 };
+	int rc = w.buf == NULL ? mate_set_error(err, MATE_ERR_NOMEM, "out of memory") :
+	    mate_atomic_open(&af, path, err);
 
-	w.buf = malloc(ST_WBUF);
-	if (w.buf == NULL)
-		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-	rc = mate_atomic_open(&af, path, err);
 	if (rc != MATE_OK) {
 		free(w.buf);
 		return rc;
 	}
 	w.fd = af.fd;
-	wout_put(&w, hdr->p, hdr->len);
+	wout_write(&w, hdr->p, hdr->len);
 	for (size_t i = 0; i < n && w.errnum == 0; i++)
 		write_view(&w, items[i].t);
-	wout_flush(&w);
+	wout_write(&w, w.buf, w.len);
 	free(w.buf);
-	if (w.errnum != 0) {
-		rc = mate_set_errno(err, w.errnum, "cannot write", af.tmp_path);
-		mate_atomic_abort(&af);
-		return rc;
-	}
-	return mate_atomic_commit(&af, err);
+	if (w.errnum == 0)
+		return mate_atomic_commit(&af, err);
+	rc = mate_set_errno(err, w.errnum, "cannot write", af.tmp_path);
+	mate_atomic_abort(&af);
+	return rc;
 }
 
 int
 mate_safetensors_write(const char *path, const mate_value *tensors,
     const mate_value *metadata, mate_error *err)
 {
-	struct st_item *items;
 	struct sbuf hdr = { 0 };
+	struct st_item *items;
 	size_t n;
-	uint64_t data_len;
 	int rc;
 
 	if (path == NULL)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "safetensors: no path");
-	rc = collect_items(tensors, &items, &n, err);
-	if (rc != MATE_OK)
-		return rc;
-	rc = build_header(&hdr, items, n, metadata, &data_len, err);
+	if ((items = collect_items(tensors, &n, err)) == NULL)
+		return err != NULL ? err->code : MATE_ERR_ARGUMENT;
+	rc = build_header(&hdr, items, n, metadata, err);
 	if (rc == MATE_OK)
 		rc = write_file(path, &hdr, items, n, err);
 	free(hdr.p);
@@ -486,18 +435,18 @@ mate_safetensors_write(const char *path, const mate_value *tensors,
 }
 
 /* ==== header parser ========================================================
- * A strict JSON reader for the header, accepting what serde_json accepts
- * into the reference's types: numbers are exact u64, strings are unescaped
- * in place (the header copy is writable and NUL-terminated). */
+ * A strict JSON reader for the header that accepts what serde_json accepts
+ * into the reference's types. Numbers are exact u64; strings are unescaped
+ * in place (the header copy is writable and NUL-terminated, with no NUL
+ * inside, so *p == '\0' only at the end). */
 
 struct st_entry {
 	const char *name;
 	size_t name_len;
-	uint64_t begin, end;
-	uint64_t numel;
+	uint64_t begin, end, numel;
 	uint32_t ndim;      /* dims beyond MATE_MAX_DIMS are counted, not kept */
 	uint32_t order;     /* position in the header */
-	size_t dims_at;     /* first dim in the dims pool */
+	size_t dims_at;     /* its first dim in the dims pool */
 	int rank;
 	int overflow;       /* the shape product overflowed u64 */
 };
@@ -514,10 +463,6 @@ struct st_parser {
 	mate_error *err;
 };
 
-#define F_DTYPE 1
-#define F_SHAPE 2
-#define F_OFFSETS 4
-
 static int perr(struct st_parser *ps, const char *fmt, ...) MATE_PRINTF(2, 3);
 
 /* A JSON or schema error: the reference's InvalidHeaderDeserialization. */
@@ -531,75 +476,60 @@ perr(struct st_parser *ps, const char *fmt, ...)
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	return mate_set_error(ps->err, MATE_ERR_FORMAT,
-	    "InvalidHeaderDeserialization: %s at header byte %zu", what,
-	    (size_t)(ps->p - ps->base));
+	    "InvalidHeaderDeserialization: %s at header byte %zu", what, (size_t)(ps->p - ps->base));
 }
 
-static void
-skip_ws(struct st_parser *ps)
+static char
+peek(struct st_parser *ps)
 {
 	while (*ps->p == ' ' || *ps->p == '\n' || *ps->p == '\t' || *ps->p == '\r')
 		ps->p++;
-}
-
-/* Expects c after optional whitespace. */
-static int
-expect(struct st_parser *ps, char c, const char *what)
-{
-	skip_ws(ps);
-	if (ps->p >= ps->end || *ps->p != c)
-		return perr(ps, "%s", what);
-	ps->p++;
-	return MATE_OK;
+	return *ps->p;
 }
 
 static int
 hex4(const char *p, unsigned *out)
 {
-	unsigned v = 0;
-
+	*out = 0;
 	for (int i = 0; i < 4; i++) {
-		char c = p[i];
-		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
-		    c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-		if (d < 0)
+		unsigned c = (unsigned char)p[i], lc = c | 0x20;
+		if (!(c >= '0' && c <= '9') && !(lc >= 'a' && lc <= 'f'))
 			return -1;
-		v = v * 16 + (unsigned)d;
+		*out = *out * 16 + (c <= '9' ? c - '0' : lc - 'a' + 10);
 	}
-	*out = v;
 	return 0;
 }
 
 static char *
 put_utf8(char *w, unsigned cp)
 {
-	if (cp < 0x80) {
-		*w++ = (char)cp;
-	} else if (cp < 0x800) {
-		*w++ = (char)(0xc0 | cp >> 6);
-		*w++ = (char)(0x80 | (cp & 0x3f));
-	} else if (cp < 0x10000) {
-		*w++ = (char)(0xe0 | cp >> 12);
-		*w++ = (char)(0x80 | ((cp >> 6) & 0x3f));
-		*w++ = (char)(0x80 | (cp & 0x3f));
-	} else {
-		*w++ = (char)(0xf0 | cp >> 18);
-		*w++ = (char)(0x80 | ((cp >> 12) & 0x3f));
-		*w++ = (char)(0x80 | ((cp >> 6) & 0x3f));
-		*w++ = (char)(0x80 | (cp & 0x3f));
-	}
+	int n = cp < 0x80 ? 0 : cp < 0x800 ? 1 : cp < 0x10000 ? 2 : 3;
+	static const unsigned char lead[] = { 0, 0xc0, 0xe0, 0xf0 };
+
+	*w++ = (char)(lead[n] | (cp >> (6 * n)));
+	while (n-- > 0)
+		*w++ = (char)(0x80 | ((cp >> (6 * n)) & 0x3f));
 	return w;
 }
 
-/* \uXXXX at ps->p (past the backslash and 'u'), pairs of surrogates joined. */
+/* One escape after the backslash; surrogate pairs are joined. */
 static int
-unescape_u(struct st_parser *ps, char **w)
+unescape(struct st_parser *ps, char **w)
 {
+	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+	const char *e = *ps->p != '\0' ? strchr(from, *ps->p) : NULL;
 	unsigned cp, lo;
 
-	if (hex4(ps->p, &cp) != 0)
+	if (*ps->p != 'u') {
+		if (e == NULL)
+			return perr(ps, "invalid escape");
+		*(*w)++ = to[e - from];
+		ps->p++;
+		return MATE_OK;
+	}
+	if (hex4(ps->p + 1, &cp) != 0)
 		return perr(ps, "invalid \\u escape");
-	ps->p += 4;
+	ps->p += 5;
 	if (cp >= 0xdc00 && cp <= 0xdfff)
 		return perr(ps, "lone trailing surrogate in hex escape");
 	if (cp >= 0xd800 && cp <= 0xdbff) {
@@ -613,44 +543,23 @@ unescape_u(struct st_parser *ps, char **w)
 	return MATE_OK;
 }
 
-static int
-unescape(struct st_parser *ps, char **w)
-{
-	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-	const char *e = *ps->p != '\0' ? strchr(from, *ps->p) : NULL;
-
-	if (*ps->p == 'u') {
-		ps->p++;
-		return unescape_u(ps, w);
-	}
-	if (e == NULL)
-		return perr(ps, "invalid escape");
-	*(*w)++ = to[e - from];
-	ps->p++;
-	return MATE_OK;
-}
-
-/* A string at ps->p (after whitespace), unescaped in place: *s points into
- * the header, NUL-terminated, *len bytes (escapes may add NULs inside). */
+/* A string, unescaped in place: *s points into the header, NUL-terminated,
+ * *len bytes (a \u0000 escape may put NULs inside). */
 static int
 parse_string(struct st_parser *ps, const char **s, size_t *len)
 {
 	char *w;
 
-	skip_ws(ps);
-	if (ps->p >= ps->end || *ps->p != '"')
+	if (peek(ps) != '"')
 		return perr(ps, "expected a string");
 	w = ++ps->p;
 	*s = w;
-	for (;;) {
-		unsigned char c = (unsigned char)*ps->p;
-		if (ps->p >= ps->end)
+	while (*ps->p != '"') {
+		unsigned char c = (unsigned char)*ps->p++;
+		if (c == '\0')
 			return perr(ps, "EOF while parsing a string");
-		if (c == '"')
-			break;
 		if (c < 0x20)
 			return perr(ps, "control character in a string");
-		ps->p++;
 		if (c != '\\')
 			*w++ = (char)c;
 		else if (unescape(ps, &w) != MATE_OK)
@@ -662,10 +571,22 @@ parse_string(struct st_parser *ps, const char **s, size_t *len)
 	return MATE_OK;
 }
 
+/* An object key and its colon. */
 static int
-is_digit(char c)
+parse_key(struct st_parser *ps, const char **s, size_t *len)
 {
-	return c >= '0' && c <= '9';
+	if (parse_string(ps, s, len) != MATE_OK)
+		return MATE_ERR_FORMAT;
+	if (peek(ps) != ':')
+		return perr(ps, "expected ':'");
+	ps->p++;
+	return MATE_OK;
+}
+
+static size_t
+digits(const char *p)
+{
+	return strspn(p, "0123456789");
 }
 
 /* Any JSON number; like serde_json, one too large for an f64 is an error. */
@@ -675,30 +596,23 @@ skip_number(struct st_parser *ps)
 	char *start = ps->p, *q;
 	int frac = 0;
 
-	if (*ps->p == '-')
-		ps->p++;
-	if (!is_digit(*ps->p))
+	ps->p += *ps->p == '-';
+	if (digits(ps->p) == 0 || (*ps->p == '0' && digits(ps->p) > 1))
 		return perr(ps, "invalid number");
-	if (*ps->p++ == '0' && is_digit(*ps->p))
-		return perr(ps, "invalid number (leading zero)");
-	while (is_digit(*ps->p))
-		ps->p++;
+	ps->p += digits(ps->p);
 	if (*ps->p == '.') {
-		frac = 1;
-		if (!is_digit(*++ps->p))
+		if (digits(++ps->p) == 0)
 			return perr(ps, "invalid number");
-		while (is_digit(*ps->p))
-			ps->p++;
+		ps->p += digits(ps->p);
+		frac = 1;
 	}
 	if (*ps->p == 'e' || *ps->p == 'E') {
-		frac = 1;
 		ps->p++;
-		if (*ps->p == '+' || *ps->p == '-')
-			ps->p++;
-		if (!is_digit(*ps->p))
+		ps->p += *ps->p == '+' || *ps->p == '-';
+		if (digits(ps->p) == 0)
 			return perr(ps, "invalid number");
-		while (is_digit(*ps->p))
-			ps->p++;
+		ps->p += digits(ps->p);
+		frac = 1;
 	}
 	if (frac && isinf(strtod(start, &q)))
 		return perr(ps, "number out of range");
@@ -709,171 +623,111 @@ skip_number(struct st_parser *ps)
 static int
 parse_u64(struct st_parser *ps, uint64_t *out)
 {
-	uint64_t v = 0;
-	char *start;
+	char c = peek(ps);
+	size_t n = digits(ps->p);
 
-	skip_ws(ps);
-	start = ps->p;
-	if (*ps->p == '-')
+	if (c == '-')
 		return perr(ps, "invalid type: negative number, expected an unsigned integer");
-	if (!is_digit(*ps->p))
+	if (n == 0)
 		return perr(ps, "invalid type: expected an unsigned integer");
-	while (is_digit(*ps->p)) {
-		if (__builtin_mul_overflow(v, 10, &v) ||
-		    __builtin_add_overflow(v, (uint64_t)(*ps->p - '0'), &v))
-			return perr(ps, "invalid type: integer too large for u64");
-		ps->p++;
-	}
-	if (*start == '0' && ps->p - start > 1)
+	if (c == '0' && n > 1)
 		return perr(ps, "invalid number (leading zero)");
+	for (*out = 0; n > 0; n--, ps->p++)
+		if (__builtin_mul_overflow(*out, 10, out) ||
+		    __builtin_add_overflow(*out, (uint64_t)(*ps->p - '0'), out))
+			return perr(ps, "invalid type: integer too large for u64");
 	if (*ps->p == '.' || *ps->p == 'e' || *ps->p == 'E')
 		return perr(ps, "invalid type: floating point number, expected an unsigned integer");
-	*out = v;
 	return MATE_OK;
 }
 
-static int skip_value(struct st_parser *ps);
-
+/* Opens an array or object: 0, or 1 when it is empty (and closed). */
 static int
-enter(struct st_parser *ps)
+open_container(struct st_parser *ps, char open, const char *what)
 {
+	if (peek(ps) != open)
+		return perr(ps, "invalid type: %s", what);
 	if (++ps->depth > ST_MAX_DEPTH)
 		return perr(ps, "recursion limit exceeded");
 	ps->p++;
-	skip_ws(ps);
-	return MATE_OK;
-}
-
-/* Array or object contents after the opening bracket, to the closing one. */
-static int
-skip_container(struct st_parser *ps, char close)
-{
-	const char *key;
-	size_t len;
-
-	if (*ps->p == close) {
-		ps->p++;
-		ps->depth--;
-		return MATE_OK;
-	}
-	for (;;) {
-		if (close == '}' && (parse_string(ps, &key, &len) != MATE_OK ||
-		    expect(ps, ':', "expected ':'") != MATE_OK))
-			return MATE_ERR_FORMAT;
-		if (skip_value(ps) != MATE_OK)
-			return MATE_ERR_FORMAT;
-		skip_ws(ps);
-		if (*ps->p == close)
-			break;
-		if (*ps->p != ',')
-			return perr(ps, "expected ',' or '%c'", close);
-		ps->p++;
-	}
+	if (peek(ps) != (open == '[' ? ']' : '}'))
+		return 0;
 	ps->p++;
 	ps->depth--;
-	return MATE_OK;
+	return 1;
+}
+
+/* After an item of an array or object: ',' goes on (0), the closing
+ * bracket ends it (1), anything else is an error. */
+static int
+next_item(struct st_parser *ps, char close)
+{
+	char c = peek(ps);
+
+	if (c != ',' && c != close)
+		return perr(ps, "expected ',' or '%c'", close);
+	ps->p++;
+	if (c == ',')
+		return 0;
+	ps->depth--;
+	return 1;
 }
 
 /* Any JSON value (extra keys in tensor entries), fully checked. */
 static int
 skip_value(struct st_parser *ps)
 {
+	static const char *words[] = { "true", "false", "null" };
+	char c = peek(ps), close = c == '[' ? ']' : '}';
 	const char *s;
 	size_t len;
+	int rc;
 
-	skip_ws(ps);
-	switch (*ps->p) {
-	case '"':
+	if (c == '"')
 		return parse_string(ps, &s, &len);
-	case '[':
-	case '{': {
-		char close = *ps->p == '[' ? ']' : '}';
-		if (enter(ps) != MATE_OK)
-			return MATE_ERR_FORMAT;
-		return skip_container(ps, close);
+	if (c == '[' || c == '{') {
+		rc = open_container(ps, c, "");
+		while (rc == 0) {
+			if ((c == '{' && parse_key(ps, &s, &len) != MATE_OK) || skip_value(ps) != MATE_OK)
+				return MATE_ERR_FORMAT;
+			rc = next_item(ps, close);
+		}
+		return rc < 0 ? rc : MATE_OK;
 	}
-	case 't':
-		len = 4, s = "true";
-		break;
-	case 'f':
-		len = 5, s = "false";
-		break;
-	case 'n':
-		len = 4, s = "null";
-		break;
-	default:
-		return skip_number(ps);
-	}
-	if ((size_t)(ps->end - ps->p) < len || memcmp(ps->p, s, len) != 0)
-		return perr(ps, "expected a value");
-	ps->p += len;
-	return MATE_OK;
-}
-
-/* After an item of an array or object: ',' goes on (returns 0), the
- * closing bracket ends it (returns 1), anything else is an error. */
-static int
-next_item(struct st_parser *ps, char close)
-{
-	skip_ws(ps);
-	if (*ps->p == ',') {
-		ps->p++;
-		return 0;
-	}
-	if (*ps->p != close)
-		return perr(ps, "expected ',' or '%c'", close);
-	ps->p++;
-	ps->depth--;
-	return 1;
-}
-
-/* Opens an array or object; returns 1 when it is empty (and closed). */
-static int
-open_container(struct st_parser *ps, char open, const char *what)
-{
-	skip_ws(ps);
-	if (*ps->p != open)
-		return perr(ps, "invalid type: %s", what);
-	if (enter(ps) != MATE_OK)
-		return MATE_ERR_FORMAT;
-	if (*ps->p != (open == '[' ? ']' : '}'))
-		return 0;
-	ps->p++;
-	ps->depth--;
-	return 1;
-}
-
-static int
-push_dim(struct st_parser *ps, uint64_t v)
-{
-	if (ps->ndims == ps->cap_dims) {
-		size_t cap = ps->cap_dims ? ps->cap_dims * 2 : 64;
-		uint64_t *d = realloc(ps->dims, cap * sizeof(*d));
-		if (d == NULL)
-			return mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory");
-		ps->dims = d;
-		ps->cap_dims = cap;
-	}
-	ps->dims[ps->ndims++] = v;
-	return MATE_OK;
+	for (int i = 0; i < 3; i++)
+		if (c == words[i][0]) {
+			len = strlen(words[i]);
+			if ((size_t)(ps->end - ps->p) < len || memcmp(ps->p, words[i], len) != 0)
+				return perr(ps, "expected a value");
+			ps->p += len;
+			return MATE_OK;
+		}
+	return skip_number(ps);
 }
 
 static int
 parse_shape(struct st_parser *ps, struct st_entry *e)
 {
-	uint64_t v;
 	int rc = open_container(ps, '[', "shape must be an array of unsigned integers");
+	uint64_t v;
 
 	e->numel = 1;
 	e->dims_at = ps->ndims;
 	while (rc == 0) {
 		if (parse_u64(ps, &v) != MATE_OK)
 			return MATE_ERR_FORMAT;
-		if (!e->overflow && __builtin_mul_overflow(e->numel, v, &e->numel))
-			e->overflow = 1;
-		if (e->ndim < MATE_MAX_DIMS && push_dim(ps, v) != MATE_OK)
-			return MATE_ERR_NOMEM;
-		e->ndim++;
+		e->overflow |= __builtin_mul_overflow(e->numel, v, &e->numel);
+		if (e->ndim++ < MATE_MAX_DIMS) {
+			if (ps->ndims == ps->cap_dims) {
+				size_t cap = ps->cap_dims ? ps->cap_dims * 2 : 64;
+				uint64_t *d = realloc(ps->dims, cap * sizeof(*d));
+				if (d == NULL)
+					return mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory");
+				ps->dims = d;
+				ps->cap_dims = cap;
+			}
+			ps->dims[ps->ndims++] = v;
+		}
 		rc = next_item(ps, ']');
 	}
 	return rc < 0 ? rc : MATE_OK;
@@ -884,19 +738,13 @@ parse_offsets(struct st_parser *ps, struct st_entry *e)
 {
 	int rc = open_container(ps, '[', "data_offsets must be an array of 2 unsigned integers");
 
-	if (rc != 0)
-		return rc < 0 ? rc : perr(ps, "invalid length 0, expected a tuple of size 2");
-	if (parse_u64(ps, &e->begin) != MATE_OK)
+	if (rc == 0 && parse_u64(ps, &e->begin) != MATE_OK)
 		return MATE_ERR_FORMAT;
-	rc = next_item(ps, ']');
-	if (rc != 0)
-		return rc < 0 ? rc : perr(ps, "invalid length 1, expected a tuple of size 2");
-	if (parse_u64(ps, &e->end) != MATE_OK)
+	if (rc == 0 && (rc = next_item(ps, ']')) == 0 && parse_u64(ps, &e->end) != MATE_OK)
 		return MATE_ERR_FORMAT;
-	rc = next_item(ps, ']');
-	if (rc == 0)
-		return perr(ps, "invalid length, expected a tuple of size 2");
-	return rc < 0 ? rc : MATE_OK;
+	if (rc == 0 && (rc = next_item(ps, ']')) == 1)
+		return MATE_OK;
+	return rc < 0 ? rc : perr(ps, "invalid length, expected a tuple of size 2");
 }
 
 static int
@@ -905,8 +753,7 @@ parse_dtype(struct st_parser *ps, struct st_entry *e)
 	const char *s;
 	size_t len;
 
-	skip_ws(ps);
-	if (*ps->p != '"')
+	if (peek(ps) != '"')
 		return perr(ps, "invalid type: dtype must be a string");
 	if (parse_string(ps, &s, &len) != MATE_OK)
 		return MATE_ERR_FORMAT;
@@ -923,8 +770,7 @@ new_entry(struct st_parser *ps, const char *name, size_t len)
 
 	if (ps->nents == ps->cap_ents) {
 		size_t cap = ps->cap_ents ? ps->cap_ents * 2 : 16;
-		e = realloc(ps->ents, cap * sizeof(*e));
-		if (e == NULL) {
+		if ((e = realloc(ps->ents, cap * sizeof(*e))) == NULL) {
 			mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory");
 			return NULL;
 		}
@@ -939,60 +785,39 @@ new_entry(struct st_parser *ps, const char *name, size_t len)
 	return e;
 }
 
-static int
-parse_field(struct st_parser *ps, struct st_entry *e, const char *key, size_t len,
-    unsigned *seen)
-{
-	static const char *names[] = { "dtype", "shape", "data_offsets" };
-	int f = -1, rc;
-
-	for (int i = 0; i < 3; i++)
-		if (strlen(names[i]) == len && memcmp(names[i], key, len) == 0)
-			f = i;
-	if (f < 0)
-		return skip_value(ps);
-	if (*seen & (1u << f))
-		return perr(ps, "duplicate field `%s` in tensor '%.100s'", names[f], e->name);
-	*seen |= 1u << f;
-	if (f == 0)
-		rc = parse_dtype(ps, e);
-	else if (f == 1)
-		rc = parse_shape(ps, e);
-	else
-		rc = parse_offsets(ps, e);
-	return rc;
-}
-
+/* {"dtype":..., "shape":[...], "data_offsets":[b,e], other keys ignored} */
 static int
 parse_tensor(struct st_parser *ps, const char *name, size_t len)
 {
-	static const char *names[] = { "dtype", "shape", "data_offsets" };
-	struct st_entry *e = new_entry(ps, name, len);
+	static const char *fields[] = { "dtype", "shape", "data_offsets" };
+	struct st_entry *e = new_entry(ps, name, len);  /* stays valid: no entries are added below */
 	unsigned seen = 0;
 	const char *key;
 	size_t klen;
-	int rc;
+	int rc, f;
 
-	if (e == NULL)
-		return MATE_ERR_NOMEM;
-	rc = open_container(ps, '{', "a tensor entry must be an object");
+	rc = e == NULL ? MATE_ERR_NOMEM : open_container(ps, '{', "a tensor entry must be an object");
 	while (rc == 0) {
-		if (parse_string(ps, &key, &klen) != MATE_OK ||
-		    expect(ps, ':', "expected ':'") != MATE_OK)
+		if (parse_key(ps, &key, &klen) != MATE_OK)
 			return MATE_ERR_FORMAT;
-		rc = parse_field(ps, e, key, klen, &seen);  /* adds no entries: e stays valid */
-		if (rc != MATE_OK)
-			return rc;
-		rc = next_item(ps, '}');
+		for (f = 2; f >= 0; f--)
+			if (strlen(fields[f]) == klen && memcmp(fields[f], key, klen) == 0)
+				break;
+		if (f >= 0 && (seen & (1u << f)))
+			return perr(ps, "duplicate field `%s` in tensor '%.100s'", fields[f], name);
+		seen |= f >= 0 ? 1u << f : 0;
+		rc = f < 0 ? skip_value(ps) : f == 0 ? parse_dtype(ps, e) :
+		    f == 1 ? parse_shape(ps, e) : parse_offsets(ps, e);
+		if (rc == MATE_OK)
+			rc = next_item(ps, '}');
 	}
-	if (rc < 0)
-		return rc;
-	for (int i = 0; i < 3; i++)
-		if (!(seen & (1u << i)))
-			return perr(ps, "missing field `%s` in tensor '%.100s'", names[i], name);
-	return MATE_OK;
+	for (f = 0; rc == 1 && f < 3; f++)
+		if (!(seen & (1u << f)))
+			return perr(ps, "missing field `%s` in tensor '%.100s'", fields[f], name);
+	return rc < 0 ? rc : MATE_OK;
 }
 
+/* null, or an object of strings (a repeated key: the last one wins). */
 static int
 parse_metadata(struct st_parser *ps)
 {
@@ -1000,23 +825,17 @@ parse_metadata(struct st_parser *ps)
 	size_t klen, vlen;
 	int rc;
 
-	if (ps->have_meta)
+	if (ps->have_meta++)
 		return perr(ps, "duplicate field `__metadata__`");
-	ps->have_meta = 1;
-	skip_ws(ps);
-	if (ps->end - ps->p >= 4 && memcmp(ps->p, "null", 4) == 0) {
-		ps->p += 4;
-		return MATE_OK;
-	}
+	if (peek(ps) == 'n')
+		return skip_value(ps);
 	rc = open_container(ps, '{', "__metadata__ must be an object of strings or null");
 	if (rc >= 0 && (ps->meta = mate_value_dict()) == NULL)
 		return mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory");
 	while (rc == 0) {
-		if (parse_string(ps, &k, &klen) != MATE_OK ||
-		    expect(ps, ':', "expected ':'") != MATE_OK)
+		if (parse_key(ps, &k, &klen) != MATE_OK)
 			return MATE_ERR_FORMAT;
-		skip_ws(ps);
-		if (*ps->p != '"')
+		if (peek(ps) != '"')
 			return perr(ps, "invalid type: __metadata__ value for '%.100s' is not a string", k);
 		if (parse_string(ps, &v, &vlen) != MATE_OK)
 			return MATE_ERR_FORMAT;
@@ -1036,21 +855,18 @@ parse_header(struct st_parser *ps)
 	int rc = open_container(ps, '{', "the header must be a JSON object");
 
 	while (rc == 0) {
-		if (parse_string(ps, &key, &len) != MATE_OK ||
-		    expect(ps, ':', "expected ':'") != MATE_OK)
+		if (parse_key(ps, &key, &len) != MATE_OK)
 			return MATE_ERR_FORMAT;
 		if (len == 12 && memcmp(key, "__metadata__", 12) == 0)
 			rc = parse_metadata(ps);
 		else
 			rc = parse_tensor(ps, key, len);
-		if (rc != MATE_OK)
-			return rc;
-		rc = next_item(ps, '}');
+		if (rc == MATE_OK)
+			rc = next_item(ps, '}');
 	}
 	if (rc < 0)
 		return rc;
-	skip_ws(ps);
-	if (ps->p != ps->end)
+	if (peek(ps) != '\0')
 		return perr(ps, "trailing characters");
 	return MATE_OK;
 }
@@ -1062,11 +878,8 @@ cmp_name(const void *a, const void *b)
 {
 	const struct st_entry *x = *(const struct st_entry *const *)a;
 	const struct st_entry *y = *(const struct st_entry *const *)b;
-	int c = memcmp(x->name, y->name, x->name_len < y->name_len ? x->name_len : y->name_len);
 
-	if (c != 0)
-		return c;
-	return x->name_len < y->name_len ? -1 : x->name_len > y->name_len;
+	return cmp_bytes(x->name, x->name_len, y->name, y->name_len);
 }
 
 static int
@@ -1155,13 +968,14 @@ static int
 validate(struct st_parser *ps, uint64_t hlen, uint64_t file_size)
 {
 	uint64_t start = 0, total;
+	int rc = check_duplicates(ps);
 
-	if (check_duplicates(ps) != MATE_OK)
-		return ps->err != NULL ? ps->err->code : MATE_ERR_FORMAT;
-	qsort(ps->ents, ps->nents, sizeof(*ps->ents), cmp_offsets);
+	if (rc != MATE_OK)
+		return rc;
+	if (ps->nents > 1)
+		qsort(ps->ents, ps->nents, sizeof(*ps->ents), cmp_offsets);
 	for (size_t i = 0; i < ps->nents; i++) {
-		int rc = check_entry(&ps->ents[i], start, ps->err);
-		if (rc != MATE_OK)
+		if ((rc = check_entry(&ps->ents[i], start, ps->err)) != MATE_OK)
 			return rc;
 		start = ps->ents[i].end;
 	}
@@ -1201,102 +1015,82 @@ src_read(const struct st_src *src, void *dst, size_t n, uint64_t off, mate_error
 	return MATE_OK;
 }
 
-static mate_value *
+static int
 load_tensor(const struct st_parser *ps, const struct st_entry *e,
-    const struct st_src *src, uint64_t data_start)
+    const struct st_src *src, uint64_t data_start, mate_value **out)
 {
 	int64_t shape[MATE_MAX_DIMS];
 	uint64_t nbytes = e->end - e->begin;
 	mate_storage *st;
 	mate_tensor t;
+	int rc;
 
 	for (uint32_t d = 0; d < e->ndim; d++)
 		shape[d] = (int64_t)ps->dims[e->dims_at + d];
-	if (mate_tensor_init(&t, st_dtypes[e->rank].dt, (int)e->ndim, shape, NULL, NULL) != MATE_OK) {
-		mate_set_error(ps->err, MATE_ERR_UNSUPPORTED,
+	if (mate_tensor_init(&t, st_dtypes[e->rank].dt, (int)e->ndim, shape, NULL, NULL) != MATE_OK)
+		return mate_set_error(ps->err, MATE_ERR_UNSUPPORTED,
 		    "tensor '%.100s': its shape cannot be represented", e->name);
-		return NULL;
-	}
-	if (nbytes > SIZE_MAX) {
-		mate_set_error(ps->err, MATE_ERR_NOMEM, "tensor '%.100s' is too large", e->name);
-		return NULL;
-	}
-	st = mate_storage_new((size_t)nbytes, ps->err);
-	if (st == NULL)
-		return NULL;
-	if (src_read(src, mate_storage_data(st), (size_t)nbytes, data_start + e->begin,
-	    ps->err) != MATE_OK) {
+	if (nbytes > SIZE_MAX)
+		return mate_set_error(ps->err, MATE_ERR_NOMEM, "tensor '%.100s' is too large", e->name);
+	if ((st = mate_storage_new((size_t)nbytes, ps->err)) == NULL)
+		return MATE_ERR_NOMEM;
+	rc = src_read(src, mate_storage_data(st), (size_t)nbytes, data_start + e->begin, ps->err);
+	if (rc != MATE_OK) {
 		mate_storage_unref(st);
-		return NULL;
+		return rc;
 	}
-	return mate_value_tensor_take(&t, st);
+	if ((*out = mate_value_tensor_take(&t, st)) == NULL)  /* st is released */
+		return mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory");
+	return MATE_OK;
 }
 
+/* The tensors in file order, each with a storage of its own. */
 static mate_value *
 load_tensors(struct st_parser *ps, const struct st_src *src, uint64_t data_start)
 {
-	mate_value *dict = mate_value_dict();
+	mate_value *dict = mate_value_dict(), *v = NULL;
+	int rc = dict == NULL ? mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory") : MATE_OK;
 
-	if (dict == NULL) {
-		mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory");
-		return NULL;
-	}
-	for (size_t i = 0; i < ps->nents; i++) {
+	for (size_t i = 0; i < ps->nents && rc == MATE_OK; i++) {
 		const struct st_entry *e = &ps->ents[i];
-		mate_value *v = load_tensor(ps, e, src, data_start);
-		if (v == NULL ||
-		    mate_value_set(dict, mate_value_str(e->name, e->name_len), v) != MATE_OK) {
-			if (v != NULL)
-				mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory");
-			mate_value_free(dict);
-			return NULL;
-		}
+		if ((rc = load_tensor(ps, e, src, data_start, &v)) == MATE_OK &&
+		    mate_value_set(dict, mate_value_str(e->name, e->name_len), v) != MATE_OK)
+			rc = mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory");
 	}
-	return dict;
+	if (rc == MATE_OK)
+		return dict;
+	mate_value_free(dict);
+	return NULL;
 }
 
 /* Reads and checks the length prefix, then the header text: bytes, not
  * yet JSON. Sizes are checked against the source before allocating. */
-static char *
-read_header(const struct st_src *src, uint64_t *hlen, mate_error *err)
+static int
+read_header(const struct st_src *src, char **hdr, uint64_t *hlen, mate_error *err)
 {
 	unsigned char b[8];
 	uint64_t n = 0;
-	char *hdr;
+	int rc;
 
-	if (src->size < 8) {
-		mate_set_error(err, MATE_ERR_FORMAT,
-		    "HeaderTooSmall: %llu bytes, shorter than the 8-byte header length",
-		    (unsigned long long)src->size);
-		return NULL;
-	}
-	if (src_read(src, b, 8, 0, err) != MATE_OK)
-		return NULL;
+	*hdr = NULL;
+	if (src->size < 8)
+		return mate_set_error(err, MATE_ERR_FORMAT, "HeaderTooSmall: %llu bytes, "
+		    "shorter than the 8-byte header length", (unsigned long long)src->size);
+	if ((rc = src_read(src, b, 8, 0, err)) != MATE_OK)
+		return rc;
 	for (int i = 7; i >= 0; i--)
 		n = n << 8 | b[i];
-	if (n > ST_MAX_HEADER) {
-		mate_set_error(err, MATE_ERR_LIMIT, "HeaderTooLarge: header length %llu exceeds %u bytes",
-		    (unsigned long long)n, ST_MAX_HEADER);
-		return NULL;
-	}
-	if (n > src->size - 8) {
-		mate_set_error(err, MATE_ERR_FORMAT,
-		    "InvalidHeaderLength: header length %llu runs past the end (%llu bytes)",
-		    (unsigned long long)n, (unsigned long long)src->size);
-		return NULL;
-	}
-	hdr = malloc((size_t)n + 1);
-	if (hdr == NULL) {
-		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-		return NULL;
-	}
-	if (src_read(src, hdr, (size_t)n, 8, err) != MATE_OK) {
-		free(hdr);
-		return NULL;
-	}
-	hdr[n] = '\0';
+	if (n > ST_MAX_HEADER)
+		return mate_set_error(err, MATE_ERR_LIMIT, "HeaderTooLarge: header length %llu "
+		    "exceeds %u bytes", (unsigned long long)n, ST_MAX_HEADER);
+	if (n > src->size - 8)
+		return mate_set_error(err, MATE_ERR_FORMAT, "InvalidHeaderLength: header length %llu "
+		    "runs past the end (%llu bytes)", (unsigned long long)n, (unsigned long long)src->size);
+	if ((*hdr = malloc((size_t)n + 1)) == NULL)
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	(*hdr)[n] = '\0';
 	*hlen = n;
-	return hdr;
+	return src_read(src, *hdr, (size_t)n, 8, err);
 }
 
 /* The reference's InvalidHeader: not UTF-8; also a BOM or NUL bytes. */
@@ -1324,10 +1118,12 @@ load(const struct st_src *src, mate_value **metadata, mate_error *err)
 	struct st_parser ps;
 	mate_value *res = NULL;
 	uint64_t hlen = 0;
-	char *hdr = read_header(src, &hlen, err);
+	char *hdr;
 
-	if (hdr == NULL)
+	if (read_header(src, &hdr, &hlen, err) != MATE_OK) {
+		free(hdr);
 		return NULL;
+	}
 	memset(&ps, 0, sizeof(ps));
 	ps.base = ps.p = hdr;
 	ps.end = hdr + hlen;

@@ -11,3 +11,7 @@ FUZZ_TARGETS += fuzz/fuzz_safetensors
 fuzz_fuzz_safetensors_SOURCES = fuzz/fuzz_safetensors.c
 fuzz_fuzz_safetensors_LDADD = libmate.la
 fuzz_fuzz_safetensors_LDFLAGS = $(FUZZER_LINK)
+
+BENCH_BINS += bench/bench_safetensors
+bench_bench_safetensors_SOURCES = bench/bench_safetensors.c
+bench_bench_safetensors_LDADD = libmate.la
