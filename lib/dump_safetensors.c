@@ -235,28 +235,22 @@ check_item(const mate_value *k, const mate_value *v, struct st_item *it, mate_er
 }
 
 /* The tensors dict as items in canonical order. */
-static struct st_item *
-collect_items(const mate_value *tensors, size_t *n, mate_error *err)
+static int
+collect_items(const mate_value *tensors, struct st_item **items, size_t *n, mate_error *err)
 {
-	struct st_item *items;
+	int rc = MATE_OK;
 
+	*items = NULL;
 	*n = mate_value_len(tensors);
-	if (mate_value_kind_of(tensors) != MATE_V_DICT) {
-		mate_set_error(err, MATE_ERR_ARGUMENT, "safetensors: tensors must be a dict");
-		return NULL;
-	}
-	if ((items = calloc(*n ? *n : 1, sizeof(*items))) == NULL) {
-		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-		return NULL;
-	}
-	for (size_t i = 0; i < *n; i++)
-		if (check_item(mate_value_key(tensors, i), mate_value_item(tensors, i), &items[i],
-		    err) != MATE_OK) {
-			free(items);
-			return NULL;
-		}
-	qsort(items, *n, sizeof(*items), cmp_item);
-	return items;
+	if (mate_value_kind_of(tensors) != MATE_V_DICT)
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "safetensors: tensors must be a dict");
+	if ((*items = calloc(*n ? *n : 1, sizeof(**items))) == NULL)
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < *n && rc == MATE_OK; i++)
+		rc = check_item(mate_value_key(tensors, i), mate_value_item(tensors, i), &(*items)[i], err);
+	if (rc == MATE_OK)
+		qsort(*items, *n, sizeof(**items), cmp_item);
+	return rc;
 }
 
 static int
@@ -424,9 +418,9 @@ mate_safetensors_write(const char *path, const mate_value *tensors,
 
 	if (path == NULL)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "safetensors: no path");
-	if ((items = collect_items(tensors, &n, err)) == NULL)
-		return err != NULL ? err->code : MATE_ERR_ARGUMENT;
-	rc = build_header(&hdr, items, n, metadata, err);
+	rc = collect_items(tensors, &items, &n, err);
+	if (rc == MATE_OK)
+		rc = build_header(&hdr, items, n, metadata, err);
 	if (rc == MATE_OK)
 		rc = write_file(path, &hdr, items, n, err);
 	free(hdr.p);
