@@ -50,8 +50,10 @@ mate_attn_params_init(mate_attn_params *p)
 static const char *
 scatter(const mate_tensor *t, int d, char *dst, const char *src, size_t es)
 {
-	if (d == t->ndim)
-		return (const char *)memcpy(dst, src, es) + es;
+	if (d == t->ndim) {
+		memcpy(dst, src, es);
+		return src + es;
+	}
 	if (d == t->ndim - 1 && t->stride[d] == 1) {
 		size_t n = (size_t)t->shape[d] * es;
 		memcpy(dst, src, n);

@@ -222,7 +222,7 @@ kc_check(const mate_tensor *t, const char *what, int ndim, int out, mate_error *
 	if (out ? !kc_is_float_out(t->dtype) : !kc_is_float(t->dtype))
 		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s: dtype %s not supported%s",
 		    what, mate_dtype_name(t->dtype), out ? " as an output" : "");
-	if (mate_tensor_storage_extent(t) < 0)
+	if (mate_tensor_storage_extent(t) < 0 || mate_tensor_numel(t) < 0)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "%s: invalid shape or strides", what);
 	if (t->data == NULL && mate_tensor_numel(t) > 0)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "%s: no data", what);

@@ -304,6 +304,10 @@ check_t(kcu_call *c, const mate_tensor *t, const char *what, int ndim)
 		KCU_ARG(c, "%s: %d dimensions", what, t->ndim);
 		return 0;
 	}
+	if (mate_tensor_numel(t) < 0 || mate_tensor_storage_extent(t) < 0) {
+		KCU_ARG(c, "%s: invalid shape or strides", what);
+		return 0;
+	}
 	if (!kcu_dtype_ok(t->dtype)) {
 		c->rc = mate_set_error(c->err, MATE_ERR_UNSUPPORTED, "%s: dtype %s not supported",
 		    what, mate_dtype_name(t->dtype));

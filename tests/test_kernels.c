@@ -170,6 +170,10 @@ test_softmax(void)
 	CHECK_EQ_INT(K->softmax(&tx, 0.0, &tt, &ty, &err), MATE_OK);
 	NEAR(y[1][0], e0 / (e0 + e1 + e2), 1e-6);
 	NEAR(y[0][0], 1.0 / 3, 1e-7);
+	double xd[3] = { 1, 2, 3 }, yd[3];
+	mate_tensor txd = t2(MATE_F64, xd, 1, 3), tyd = t2(MATE_F64, yd, 1, 3);
+	CHECK_EQ_INT(K->softmax(&txd, 1.0, NULL, &tyd, &err), MATE_OK);
+	NEAR(yd[2], exp(3.0) / (exp(1.0) + exp(2.0) + exp(3.0)), 1e-15);
 	mate_tensor tbad = t1(MATE_F32, t, 1);
 	tbad.shape[0] = 3;
 	CHECK_EQ_INT(K->softmax(&tx, 1.0, &tbad, &ty, &err), MATE_ERR_ARGUMENT);
@@ -219,6 +223,11 @@ test_mm(void)
 	/* integer input */
 	mate_tensor ti = t2(MATE_I32, a, 2, 3);
 	CHECK_EQ_INT(K->mm(&ti, &tb, &tc, &err), MATE_ERR_UNSUPPORTED);
+	/* a broadcast view whose element count overflows */
+	int64_t shx[2] = { (int64_t)1 << 40, (int64_t)1 << 40 }, stx[2] = { 0, 0 };
+	mate_tensor tx = tens(MATE_F32, a, 2, shx, stx);
+	CHECK_EQ_INT(K->mm(&tx, &tb, &tc, &err), MATE_ERR_ARGUMENT);
+	CHECK_CONTAINS(err.message, "invalid shape");
 	/* device tensor */
 	mate_tensor tdev = ta;
 	tdev.device_type = MATE_DEVICE_CUDA;
@@ -330,6 +339,22 @@ test_gemm_call(void)
 	CHECK_EQ_INT(K->gemm(&gh, &err), MATE_OK);
 	for (int i = 0; i < 16; i++)
 		NEAR(mate_f16_to_f32(ch[i]), mate_f16_to_f32(mate_f32_to_f16(ref[i])), 0);
+	/* a non-contiguous C (every other element) is gathered and scattered back */
+	float cs[32], ccont[16];
+	int64_t n16 = 16, s2 = 2;
+	for (int i = 0; i < 32; i++)
+		cs[i] = (float)i;
+	for (int i = 0; i < 16; i++)
+		ccont[i] = cs[2 * i];
+	mate_tensor tcs = tens(MATE_F32, cs, 1, &n16, &s2);
+	mate_gemm_call gs = { MATE_BLAS_COL_MAJOR, 'N', 'T', 4, 4, 4, 1.5, 0.5, &ta16, &tb16, &tcs,
+		4, 4, 4, 0, 1, 0, 0, 0 };
+	cblas_sgemm(CblasColMajor, CblasNoTrans, CblasTrans, 4, 4, 4, 1.5f, a, 4, b, 4, 0.5f, ccont, 4);
+	CHECK_EQ_INT(K->gemm(&gs, &err), MATE_OK);
+	for (int i = 0; i < 16; i++) {
+		NEAR(cs[2 * i], ccont[i], 0);
+		NEAR(cs[2 * i + 1], 2 * i + 1, 0);
+	}
 	/* errors: lda too small, buffer too short, row-major Fortran */
 	gh.lda = 3;
 	CHECK_EQ_INT(K->gemm(&gh, &err), MATE_ERR_ARGUMENT);
@@ -395,6 +420,18 @@ test_decode(void)
 	p.pos_encoding_mode = MATE_POS_ROPE_LLAMA;
 	CHECK_EQ_INT(K->single_decode(&tq, &tkr, &tv, &p, &to, NULL, &err), MATE_OK);
 	NEAR(o[0][1], exp(1.0) / (exp(cos(1.0)) + exp(1.0)), 1e-6);
+	/* float64 math */
+	double q64[2] = { 1, 0 }, k64[4] = { 0, 0, log(3.0), 0 }, v64[4] = { 1, 0, 0, 1 }, o64[2], l64;
+	int64_t s1 = 1;
+	mate_tensor tq64 = t2(MATE_F64, q64, 1, 2), tk64 = t3(MATE_F64, k64, 2, 1, 2),
+	    tv64 = t3(MATE_F64, v64, 2, 1, 2), to64 = t2(MATE_F64, o64, 1, 2),
+	    tl64 = tens(MATE_F64, &l64, 1, &s1, NULL);
+	mate_attn_params_init(&p);
+	p.sm_scale = 1.0;
+	p.lse_base_e = 1;
+	CHECK_EQ_INT(K->single_decode(&tq64, &tk64, &tv64, &p, &to64, &tl64, &err), MATE_OK);
+	NEAR(o64[1], 0.75, 1e-15);
+	NEAR(l64, log(4.0), 1e-15);
 	/* errors */
 	p.pos_encoding_mode = 7;
 	CHECK_EQ_INT(K->single_decode(&tq, &tk, &tv, &p, &to, NULL, &err), MATE_ERR_UNSUPPORTED);
@@ -459,6 +496,26 @@ test_prefill(void)
 	CHECK_CONTAINS(err.message, "custom_mask");
 }
 
+/* mate_tensor_scatter() inverts mate_tensor_copy_contiguous() on views. */
+static void
+test_scatter(void)
+{
+	float buf[12], flat[6] = { 0, 1, 2, 3, 4, 5 }, back[6];
+	int64_t sh[2] = { 2, 3 }, st[2] = { 1, 4 };   /* every 4th column of a 3x4 view, transposed */
+	mate_tensor t = tens(MATE_F32, buf, 2, sh, st);
+
+	for (int i = 0; i < 12; i++)
+		buf[i] = -1;
+	mate_tensor_scatter(&t, flat);
+	NEAR(buf[0], 0, 0);
+	NEAR(buf[4], 1, 0);   /* element (0, 1) */
+	NEAR(buf[1], 3, 0);   /* element (1, 0) */
+	NEAR(buf[9], 5, 0);   /* element (1, 2) */
+	NEAR(buf[2], -1, 0);
+	mate_tensor_copy_contiguous(&t, back);
+	CHECK(memcmp(back, flat, sizeof(flat)) == 0);
+}
+
 /* Enough rows to run on several threads: every row must be right. */
 static void
 test_threads(void)
@@ -509,5 +566,6 @@ main(void)
 	test_decode();
 	test_prefill();
 	test_threads();
+	test_scatter();
 	return TEST_DONE();
 }
