@@ -47,3 +47,9 @@ endif
 ## The torch comparison again on the CUDA kernels (skipped without a device).
 TESTS += tests/test_kernels_torch_cuda.sh
 EXTRA_DIST += tests/test_kernels_torch_cuda.sh
+
+## fuzz/fuzz_kernels: CPU kernels on arbitrary shapes, strides, dtypes and parameters.
+FUZZ_TARGETS += fuzz/fuzz_kernels
+fuzz_fuzz_kernels_SOURCES = fuzz/fuzz_kernels.c
+fuzz_fuzz_kernels_LDADD = libmate.la
+fuzz_fuzz_kernels_LDFLAGS = $(FUZZER_LINK)
