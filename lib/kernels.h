@@ -14,7 +14,10 @@ extern "C" {
  * - Inputs and outputs are mate_tensor views with any non-negative strides;
  *   outputs are allocated by the caller, and their dtype is the output dtype
  *   (so `out_dtype`, `o_dtype` and `dtype` arguments are the out tensor's).
- *   Outputs must not overlap inputs, except where a kernel works in place.
+ *   Outputs must not overlap inputs, except where a kernel works in place
+ *   (and rmsnorm with out == input). Every view must lie within its
+ *   storage: the file readers check that; the kernels check shapes, dtypes
+ *   and that element counts do not overflow.
  * - Arithmetic is float32 (float64 when the inputs are float64); f16, bf16
  *   and f8 inputs are widened exactly, results are rounded once to the
  *   output dtype (round to nearest even).
