@@ -1,4 +1,12 @@
-## mk/tensor.mk: tests of libmate's core (dtypes, tensors, values) and the tensor-files benchmark.
+## mk/tensor.mk: tests of libmate's core (dtypes, tensors, values), the tensor-file test tool and the tensor-files benchmark.
+
+## tests/tensorfile-tool: JSON <-> .pt/.safetensors driver for the Python interop tests.
+check_PROGRAMS += tests/tensorfile-tool
+tests_tensorfile_tool_SOURCES = tests/tensorfile-tool.c
+tests_tensorfile_tool_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_tensorfile_tool_LDADD = libmate.la $(CJSON_LIBS)
+
+## Unit tests of lib/dtype.c, lib/tensor.c, lib/value.c; dtype-convert drives the interop test.
 check_PROGRAMS += tests/test_dtype tests/test_tensor tests/test_value tests/dtype-convert
 TESTS += tests/test_dtype tests/test_tensor tests/test_value tests/test_dtype_interop.py
 EXTRA_DIST += tests/test_dtype_interop.py
