@@ -18,3 +18,11 @@ tests_test_value_SOURCES = tests/test_value.c
 tests_test_value_LDADD = libmate.la
 tests_dtype_convert_SOURCES = tests/dtype-convert.c
 tests_dtype_convert_LDADD = libmate.la
+
+## bench/tensor-files: .pt/safetensors throughput against torch and plain I/O
+## (`make bench`, then bench/tensor-files.sh runs it with the torch half).
+BENCH_BINS += bench/tensor-files
+bench_tensor_files_SOURCES = bench/tensor-files.c
+bench_tensor_files_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
+bench_tensor_files_LDADD = src/fe/libmate_fe.la libmate.la
+EXTRA_DIST += bench/tensor-files.sh bench/tensor-files-torch.py
