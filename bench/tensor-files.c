@@ -178,15 +178,21 @@ workload_same(const struct workload *w, const mate_value *got)
 		return 0;
 	for (int64_t k = 0; k < w->c->count; k++) {
 		const mate_tensor *t = mate_value_get_tensor(mate_value_lookup(got, w->names[k]));
-		void *buf;
+		void *buf = NULL;
+		const char *p;
 		int same;
 
 		if (t == NULL || t->dtype != MATE_F32 || mate_tensor_nbytes(t) != w->c->nbytes)
 			return 0;
-		if ((buf = malloc((size_t)w->c->nbytes)) == NULL)
-			mate_fe_errx(1, "out of memory");
-		mate_tensor_copy_contiguous(t, buf);
-		same = memcmp(buf, w->data[k], (size_t)w->c->nbytes) == 0;
+		if (mate_tensor_is_contiguous(t)) {
+			p = (const char *)t->data + t->offset * 4;
+		} else {
+			if ((buf = malloc((size_t)w->c->nbytes)) == NULL)
+				mate_fe_errx(1, "out of memory");
+			mate_tensor_copy_contiguous(t, buf);
+			p = buf;
+		}
+		same = memcmp(p, w->data[k], (size_t)w->c->nbytes) == 0;
 		free(buf);
 		if (!same)
 			return 0;
