@@ -131,7 +131,7 @@ def main():
         run_case(case, d, count * nbytes, opts)
         del d
         first += count * (nbytes // 4)
-    print("TORCH version=%s" % torch.__version__)
+    print("TORCH %s" % torch.__version__)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,10 @@
 #   --small      61 MiB instead (1 x 32 MiB, 100 x 256 KiB, 1,000 x 4 KiB): a quick check
 #   --dir DIR    folder for the files (default: a new one under ${TMPDIR:-/tmp}, removed at
 #                the end); at most two files exist at a time (about 1.1 GiB in full mode)
-#   --repeat N   repetitions of every figure; the table shows medians (default 3)
+#   --repeat N   rounds (default 3); each round runs the libmate/plain part and the
+#                torch part once, alternating which goes first; the table shows medians
+#   --best       show the best (shortest) time of the rounds instead of the median,
+#                which filters out interference on a busy machine
 #   --cold       drop each file from the page cache (fsync + POSIX_FADV_DONTNEED) before
 #                each timed read; default: warm, i.e. the file is read through once first
 #   --fsync      end every timed write with fsync() (default: at close(), or when
@@ -23,8 +26,8 @@
 #                so no timed write starts with dirty pages of ours
 # Environment: BUILDDIR (default .) holds bench/tensor-files; PYTHON_TORCH (default
 #   /usr/bin/python3) is a Python with torch and numpy.
-# Output: MiB/s of tensor payload per case and in total (total bytes / summed median
-#   times), then each target with PASS or MISS. Exit: 0 ran, 1 failed, 2 usage.
+# Output: MiB/s of tensor payload per case and in total (total bytes / summed times),
+#   then each target with PASS or MISS. Exit: 0 ran, 1 failed, 2 usage.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,12 +36,14 @@ prog=$builddir/bench/tensor-files
 py=${PYTHON_TORCH:-/usr/bin/python3}
 dir=
 args=
+rounds=3
+stat=median
 
 usage() {
 	if [ "$1" = 0 ]; then
 		sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'
 	else
-		echo "usage: tensor-files.sh [--small] [--dir DIR] [--repeat N] [--cold] [--fsync] (--help)" >&2
+		echo "usage: tensor-files.sh [--small] [--dir DIR] [--repeat N] [--best] [--cold] [--fsync] [--help]" >&2
 	fi
 	exit "$1"
 }
@@ -46,7 +51,8 @@ usage() {
 while [ $# -gt 0 ]; do
 	case $1 in
 	--small|--cold|--fsync) args="$args $1" ;;
-	--repeat) [ $# -ge 2 ] || usage 2; args="$args --repeat $2"; shift ;;
+	--repeat) [ $# -ge 2 ] || usage 2; rounds=$2; shift ;;
+	--best) stat=best ;;
 	--dir) [ $# -ge 2 ] || usage 2; dir=$2; shift ;;
 	-h|--help) usage 0 ;;
 	*) echo "tensor-files.sh: unknown option: $1" >&2; usage 2 ;;
@@ -66,20 +72,44 @@ if [ -z "$dir" ]; then
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/mate-bench.XXXXXX")
 	trap 'rm -rf "$dir"' EXIT INT TERM
 fi
+case $rounds in
+''|*[!0-9]*|0) echo "tensor-files.sh: --repeat needs a positive number" >&2; exit 2 ;;
+esac
 mkdir -p "$dir"
 out_c=$dir/libmate.out
 out_t=$dir/torch.out
+: >"$out_c"
+: >"$out_t"
 
-echo "tensor-files: libmate and plain I/O ..." >&2
-# shellcheck disable=SC2086
-"$prog" --dir "$dir" $args >"$out_c"
-echo "tensor-files: torch.save/torch.load ..." >&2
-# shellcheck disable=SC2086
-"$py" "$here/tensor-files-torch.py" --dir "$dir" $args >"$out_t"
+run_c() {
+	# shellcheck disable=SC2086
+	"$prog" --dir "$dir" --repeat 1 $args >>"$out_c"
+}
+run_torch() {
+	# shellcheck disable=SC2086
+	"$py" "$here/tensor-files-torch.py" --dir "$dir" --repeat 1 $args >>"$out_t"
+}
+r=1
+while [ "$r" -le "$rounds" ]; do
+	echo "tensor-files: round $r of $rounds" >&2
+	if [ $((r % 2)) = 1 ]; then run_c; run_torch; else run_torch; run_c; fi
+	r=$((r + 1))
+done
 
-awk -v cfile="$out_c" '
+awk -v cfile="$out_c" -v stat="$stat" -v rounds="$rounds" '
 function tput(b, t) { return (t == "NA" || t <= 0) ? "n/a" : sprintf("%.0f", b / 1048576 / t) }
 function fig(who, fmt, op, c) { return med[who " " fmt " " op " " c] }
+# the median (or with stat=best the minimum) of the times recorded for key k
+function pick(k,   i, j, n, v, a) {
+	n = nt[k]
+	for (i = 1; i <= n; i++) {
+		v = times[k, i]
+		for (j = i - 1; j >= 1 && a[j] > v; j--) a[j + 1] = a[j]
+		a[j + 1] = v
+	}
+	if (stat == "best") return a[1]
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
 function sz(k) { return (k in fsz) ? fsz[k] : "n/a" }
 # total time over the cases, NA if any is missing
 function tot(who, fmt, op,   i, s, t) {
@@ -100,18 +130,23 @@ function target(fmt, what, r, want) {
 		    (r >= want ? "PASS" : "MISS")
 }
 BEGIN { cases[1] = "big"; cases[2] = "medium"; cases[3] = "small"; nf = 0 }
-/^CONFIG/ { config = $0; sub(/^CONFIG /, "", config) }
+/^CONFIG/ { config = $0; sub(/^CONFIG /, "", config); sub(/ repeat=1/, "", config) }
 /^TORCH/ { tv = $2 }
 /^CHECKSUM/ { if (FILENAME == cfile) cs_c[$2] = $3; else cs_t[$2] = $3 }
 /^FILESIZE/ { fsz[$2 " " $3 " " $4] = $5 }
 /^RESULT/ {
-	med[$2 " " $3 " " $4 " " $5] = $7
+	k = $2 " " $3 " " $4 " " $5
+	if ($7 == "NA") na[k] = 1
+	else times[k, ++nt[k]] = $7
 	bytes[$5] = $6
 	if ($2 == "libmate" && !seen[$3]++) fmts[++nf] = $3
 }
 END {
+	for (k in nt) med[k] = pick(k)
+	for (k in na) med[k] = "NA"
 	total = bytes["big"] + bytes["medium"] + bytes["small"]
-	printf "tensor-files: %.2f GiB of f32 tensors; %s; %s\n", total / 1073741824, config, tv
+	printf "tensor-files: %.2f GiB of f32 tensors; %s; %s of %d rounds; torch %s\n", \
+	    total / 1073741824, config, stat, rounds, tv
 	same = 1
 	for (i = 1; i <= 3; i++) if (cs_c[cases[i]] != cs_t[cases[i]]) same = 0
 	print same ? "  data: libmate and torch tensors bit-identical (checksums match)" \
