@@ -26,7 +26,7 @@ host_describe(char *buf, size_t len)
 }
 
 static const mate_backend host_backend = {
-	"host", host_device_count, host_copy_to_host, host_describe,
+	"host", host_device_count, host_copy_to_host, host_describe, NULL,
 };
 
 const mate_backend *

@@ -17,6 +17,9 @@ typedef struct mate_backend {
 	int (*copy_to_host)(void *dst, const void *src, size_t n, void *stream);
 	/* Writes a one-line description (runtime/driver versions, devices). */
 	void (*describe)(char *buf, size_t len);
+	/* 1 when the stream is being captured into a CUDA graph (where a copy
+	 * must not be issued); NULL or 0 otherwise. */
+	int (*stream_capturing)(void *stream);
 } mate_backend;
 
 /* The CUDA backend when built with CUDA and a device is present, else the
