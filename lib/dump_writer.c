@@ -380,17 +380,18 @@ input_metadata(const mate_call *c)
 	char key[300];
 	size_t pos = 0;
 
-	for (size_t i = 0; i < c->nargs && o != NULL; i++) {
-		const struct rec_arg *a = &c->args[i];
-		if (a->role == MATE_ARG)
-			snprintf(key, sizeof(key), "arg_%zu", pos++);
-		else if (a->role == MATE_KWARG)
-			snprintf(key, sizeof(key), "kwarg_%.280s", a->name);
-		else
-			continue;
-		if (mate_value_kind_of(a->v) != MATE_V_TENSOR)
-			cJSON_AddItemToObject(o, key, mate_rec_json_value(c, a->v, 0));
-	}
+	for (int pass = 0; pass < 2 && o != NULL; pass++)
+		for (size_t i = 0; i < c->nargs; i++) {
+			const struct rec_arg *a = &c->args[i];
+			if (pass == 0 && a->role == MATE_ARG)
+				snprintf(key, sizeof(key), "arg_%zu", pos++);
+			else if (pass == 1 && a->role == MATE_KWARG)
+				snprintf(key, sizeof(key), "kwarg_%.280s", a->name);
+			else
+				continue;
+			if (mate_value_kind_of(a->v) != MATE_V_TENSOR)
+				cJSON_AddItemToObject(o, key, mate_rec_json_value(c, a->v, 0));
+		}
 	return o;
 }
 

@@ -331,16 +331,18 @@ collect_inputs(mate_call *c)
 	char key[300];
 	size_t pos = 0;
 
-	for (size_t i = 0; i < c->nargs; i++) {
-		const struct rec_arg *a = &c->args[i];
-		if (a->role == MATE_ARG)
-			snprintf(key, sizeof(key), "arg_%zu", pos++);
-		else if (a->role == MATE_KWARG)
-			snprintf(key, sizeof(key), "kwarg_%.280s", a->name);
-		else
-			continue;
-		collect(c, a->v, key, 1, 0);
-	}
+	/* positional arguments first, then keywords, as Python passes them */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < c->nargs; i++) {
+			const struct rec_arg *a = &c->args[i];
+			if (pass == 0 && a->role == MATE_ARG)
+				snprintf(key, sizeof(key), "arg_%zu", pos++);
+			else if (pass == 1 && a->role == MATE_KWARG)
+				snprintf(key, sizeof(key), "kwarg_%.280s", a->name);
+			else
+				continue;
+			collect(c, a->v, key, 1, 0);
+		}
 	for (size_t i = 0; i < c->nargs; i++)
 		if (c->args[i].role == MATE_DEFAULT)
 			collect(c, c->args[i].v, "default", 0, 0);

@@ -15,3 +15,19 @@ tests_recorder_golden_SOURCES = tests/recorder-golden.c
 tests_recorder_golden_LDADD = libmate.la
 TESTS += tests/test_recorder_golden.sh
 EXTRA_DIST += tests/test_recorder_golden.sh tests/gen-golden-tensors.py
+
+## test_recorder_dump: level-10 records, statuses, filters, limits, in-place outputs.
+check_PROGRAMS += tests/test_recorder_dump
+tests_test_recorder_dump_SOURCES = tests/test_recorder_dump.c
+tests_test_recorder_dump_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_test_recorder_dump_LDADD = libmate.la $(CJSON_LIBS)
+TESTS += tests/test_recorder_dump
+
+## recorder-values: Python checks of float/string spelling in the log and records.
+check_PROGRAMS += tests/recorder-values
+tests_recorder_values_SOURCES = tests/recorder-values.c
+tests_recorder_values_LDADD = libmate.la
+TESTS += tests/test_recorder_values.py
+EXTRA_DIST += tests/test_recorder_values.py
+TESTS += tests/test_recorder_dumps.py
+EXTRA_DIST += tests/test_recorder_dumps.py
