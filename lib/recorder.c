@@ -129,14 +129,16 @@ add_arg(mate_call *c, int flags, const char *name, mate_value *v)
 		return;
 	}
 	if (role > MATE_RESULT || (flags & ~0x1f) != 0 || (inplace && role > MATE_KWARG)) {
-		mate_rec_warn("%s: bad argument flags 0x%x; argument not recorded", c->name, flags);
+		mate_rec_warn_once(REC_ONCE_USAGE, "%s: bad argument flags 0x%x; argument not recorded",
+		    c->name, flags);
 		mate_value_free(v);
 		return;
 	}
 	if (role == MATE_RESULT && c->state == CALL_BEGUN)
 		mate_call_ready(c);
 	if (role != MATE_RESULT && c->state != CALL_BEGUN) {
-		mate_rec_warn("%s: argument given after mate_call_ready(); not recorded", c->name);
+		mate_rec_warn_once(REC_ONCE_USAGE, "%s: argument given after mate_call_ready(); not recorded",
+		    c->name);
 		mate_value_free(v);
 		return;
 	}

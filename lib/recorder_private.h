@@ -76,6 +76,7 @@ enum rec_once {
 	REC_ONCE_DEVICE_COPY,
 	REC_ONCE_DUMP_WRITER,
 	REC_ONCE_BAD_TENSOR,
+	REC_ONCE_USAGE,
 	REC_ONCE_COUNT
 };
 void mate_rec_warn_once(enum rec_once which, const char *fmt, ...) MATE_PRINTF(2, 3) MATE_HIDDEN;

@@ -31,3 +31,17 @@ TESTS += tests/test_recorder_values.py
 EXTRA_DIST += tests/test_recorder_values.py
 TESTS += tests/test_recorder_dumps.py
 EXTRA_DIST += tests/test_recorder_dumps.py
+
+## test_recorder_stats: level-5 statistics for every dtype.
+check_PROGRAMS += tests/test_recorder_stats
+tests_test_recorder_stats_SOURCES = tests/test_recorder_stats.c
+tests_test_recorder_stats_LDADD = libmate.la
+TESTS += tests/test_recorder_stats
+
+## The man pages and libmate(3)'s example, built and checked by make check.
+man_MANS += man/mate.7 man/libmate.3
+EXTRA_DIST += man/mate.7 man/libmate.3 examples/libmate-example.c tests/test_recorder_example.sh
+check_PROGRAMS += examples/libmate-example
+examples_libmate_example_SOURCES = examples/libmate-example.c
+examples_libmate_example_LDADD = libmate.la
+TESTS += tests/test_recorder_example.sh
