@@ -144,8 +144,11 @@ static void
 fmt_shape(struct mate_buf *b, const int64_t *v, int n)
 {
 	mate_buf_putc(b, '(');
-	for (int i = 0; i < n; i++)
-		mate_buf_printf(b, i ? ", %" PRId64 : "%" PRId64, v[i]);
+	for (int i = 0; i < n; i++) {
+		if (i > 0)
+			mate_buf_put(b, ", ", 2);
+		mate_buf_int(b, v[i]);
+	}
 	mate_buf_puts(b, n == 1 ? ",)" : ")");
 }
 
@@ -208,7 +211,11 @@ fmt_tensor(struct mate_buf *b, const mate_call *c, const mate_value *v, int inde
 	fmt_device(b, t);
 	mate_buf_putc(b, '\n');
 	mate_buf_spaces(b, pad);
-	mate_buf_printf(b, "va_range=[0x%" PRIxPTR ", 0x%" PRIxPTR ")\n", start, end);
+	mate_buf_puts(b, "va_range=[");
+	mate_buf_hex(b, start);
+	mate_buf_put(b, ", ", 2);
+	mate_buf_hex(b, end);
+	mate_buf_put(b, ")\n", 2);
 	mate_buf_spaces(b, pad);
 	mate_buf_puts(b, t->requires_grad ? "requires_grad=True\n" : "requires_grad=False\n");
 	mate_buf_spaces(b, pad);
@@ -259,7 +266,7 @@ fmt_scalar(struct mate_buf *b, const mate_value *v)
 		mate_buf_puts(b, mate_value_get_bool(v) ? "True" : "False");
 		break;
 	case MATE_V_INT:
-		mate_buf_printf(b, "%" PRId64, mate_value_get_int(v));
+		mate_buf_int(b, mate_value_get_int(v));
 		break;
 	case MATE_V_FLOAT:
 		mate_buf_put(b, tmp, mate_py_float_repr(mate_value_get_float(v), tmp));
@@ -337,8 +344,11 @@ fmt_seq(struct mate_buf *b, const mate_call *c, const mate_value *v, int indent)
 		if (k == MATE_V_DICT) {
 			mate_rec_fmt_inline(b, mate_value_key(v, i));
 			mate_buf_puts(b, ": ");
-		} else
-			mate_buf_printf(b, "[%zu]: ", i);
+		} else {
+			mate_buf_putc(b, '[');
+			mate_buf_int(b, (int64_t)i);
+			mate_buf_put(b, "]: ", 3);
+		}
 		mate_rec_fmt_value(b, c, mate_value_item(v, i), indent + 1);
 		mate_buf_putc(b, '\n');
 	}
@@ -389,7 +399,9 @@ mate_rec_fmt_inputs(struct mate_buf *b, const mate_call *c)
 	for (size_t i = 0; i < c->nargs; i++) {
 		if (c->args[i].role != MATE_ARG)
 			continue;
-		mate_buf_printf(b, "  arg[%zu]:\n", idx++);
+		mate_buf_puts(b, "  arg[");
+		mate_buf_int(b, (int64_t)idx++);
+		mate_buf_put(b, "]:\n", 3);
 		mate_rec_fmt_value(b, c, c->args[i].v, 2);
 		mate_buf_putc(b, '\n');
 	}

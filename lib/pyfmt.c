@@ -34,7 +34,7 @@ reserve(struct mate_buf *b, size_t n)
 		return 0;
 	if (b->len + n + 1 <= b->cap)
 		return 1;
-	cap = b->cap ? b->cap : 256;
+	cap = b->cap ? b->cap : 4096;
 	while (cap < b->len + n + 1) {
 		if (cap > SIZE_MAX / 2) {
 			b->oom = 1;
@@ -96,6 +96,33 @@ mate_buf_printf(struct mate_buf *b, const char *fmt, ...)
 		va_end(ap);
 	}
 	b->len += (size_t)n;
+}
+
+void
+mate_buf_int(struct mate_buf *b, int64_t v)
+{
+	char tmp[24], *p = tmp + sizeof(tmp);
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+
+	do
+		*--p = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*--p = '-';
+	mate_buf_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+void
+mate_buf_hex(struct mate_buf *b, uint64_t v)
+{
+	char tmp[24], *p = tmp + sizeof(tmp);
+
+	do
+		*--p = "0123456789abcdef"[v & 15];
+	while ((v >>= 4) != 0);
+	*--p = 'x';
+	*--p = '0';
+	mate_buf_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
 void

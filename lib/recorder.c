@@ -434,7 +434,7 @@ mate_rec_stage(struct rec_tensor *rt)
 	span = extent > t->offset ? extent - t->offset : 0;
 	if (!mate_mul_ok(span, (int64_t)es, &bytes))
 		return -1;
-	src = (const char *)t->data + t->offset * (int64_t)es;
+	src = t->data != NULL ? (const char *)t->data + t->offset * (int64_t)es : NULL;
 	if (t->device_type == MATE_DEVICE_CUDA) {
 		const mate_backend *be = mate_backend_get();
 		if (strcmp(be->name, "cuda") != 0) {

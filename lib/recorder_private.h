@@ -23,6 +23,9 @@ void mate_buf_puts(struct mate_buf *b, const char *s) MATE_HIDDEN;
 void mate_buf_putc(struct mate_buf *b, char ch) MATE_HIDDEN;
 void mate_buf_printf(struct mate_buf *b, const char *fmt, ...) MATE_PRINTF(2, 3) MATE_HIDDEN;
 void mate_buf_spaces(struct mate_buf *b, int n) MATE_HIDDEN;
+/* Decimal and "0x" hexadecimal integers without printf. */
+void mate_buf_int(struct mate_buf *b, int64_t v) MATE_HIDDEN;
+void mate_buf_hex(struct mate_buf *b, uint64_t v) MATE_HIDDEN;
 /* NUL-terminates and returns the text (NULL after an allocation failure). */
 const char *mate_buf_str(struct mate_buf *b) MATE_HIDDEN;
 
