@@ -45,3 +45,13 @@ check_PROGRAMS += examples/libmate-example
 examples_libmate_example_SOURCES = examples/libmate-example.c
 examples_libmate_example_LDADD = libmate.la
 TESTS += tests/test_recorder_example.sh
+
+## test_recorder_cuda: device tensors (CUDA builds; exits 77 without a device).
+EXTRA_DIST += tests/test_recorder_cuda.c
+if HAVE_CUDA
+check_PROGRAMS += tests/test_recorder_cuda
+tests_test_recorder_cuda_SOURCES = tests/test_recorder_cuda.c
+tests_test_recorder_cuda_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
+tests_test_recorder_cuda_LDADD = libmate.la $(CUDA_LIBS)
+TESTS += tests/test_recorder_cuda
+endif
