@@ -680,8 +680,10 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 
 	if (d == NULL || mate_rec_dump_stopped())
 		return;
-	if ((bytes = stage_dumped(c)) < 0)
+	if ((bytes = stage_dumped(c)) < 0) {
+		emit(c, d, "inputs_saved", "note", "outputs not saved: a tensor could not be read");
 		return;
+	}
 	pthread_mutex_lock(&mate_rec_dump_lock);
 	if (tally.bytes + (uint64_t)bytes > mate_rec_cfg.max_bytes) {
 		pthread_mutex_unlock(&mate_rec_dump_lock);
