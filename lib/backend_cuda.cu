@@ -1,6 +1,7 @@
 /* backend_cuda.cu: the CUDA backend: device count, stream-local device-to-host copies, description. */
 #include "config.h"
 #include "backend.h"
+#include "kernels.h"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -51,7 +52,8 @@ cuda_stream_capturing(void *stream)
 }
 
 static const mate_backend cuda_backend = {
-	"cuda", cuda_device_count, cuda_copy_to_host, cuda_describe, cuda_stream_capturing,
+	"cuda", cuda_device_count, cuda_copy_to_host, cuda_describe, mate_kernels_cuda,
+	cuda_stream_capturing,
 };
 
 extern "C" const mate_backend *
