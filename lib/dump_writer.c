@@ -572,6 +572,25 @@ reserve(const mate_call *c, int64_t bytes)
 	return seq;
 }
 
+/* The dump root vanished (someone removed it while the program ran):
+ * make it and session.jsonl again. */
+static int
+remake_root(void)
+{
+	int rc;
+
+	pthread_mutex_lock(&mate_rec_dump_lock);
+	if (tally.session_fd >= 0)
+		close(tally.session_fd);
+	tally.session_fd = -1;
+	tally.root_ready = 0;
+	rc = prepare_root();
+	pthread_mutex_unlock(&mate_rec_dump_lock);
+	if (rc != 0)
+		errno = -rc;
+	return rc;
+}
+
 static struct rec_dump *
 make_dir(const mate_call *c, int64_t seq, char *stamp, size_t stamp_len)
 {
@@ -595,7 +614,7 @@ make_dir(const mate_call *c, int64_t seq, char *stamp, size_t stamp_len)
 	snprintf(d->dir, n, "%s/%s_pid%ld_%s_call%04" PRId64, mate_rec_cfg.dump_dir, stamp,
 	    (long)mate_rec_pid(), safe, seq);
 	snprintf(meta, n + 16, "%s/metadata.jsonl", d->dir);
-	if (mkdir(d->dir, 0755) != 0)
+	if (mkdir(d->dir, 0755) != 0 && (errno != ENOENT || remake_root() != 0 || mkdir(d->dir, 0755) != 0))
 		io_failed("cannot create", d->dir, errno);
 	else if ((d->meta_fd = open(meta, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
 		io_failed("cannot create", meta, errno);

@@ -152,13 +152,19 @@ static int
 shortest_digits(double d, char *digits, int *exp10)
 {
 	char tmp[48];
-	int n = 0;
+	int n = 0, lo = 1, hi = 17;
 
-	for (int prec = 1; prec <= 17; prec++) {
-		snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, d);
-		if (prec == 17 || strtod(tmp, NULL) == d)
-			break;
+	/* Reading back is monotonic in the precision: bisect for the least
+	 * precision that round-trips (17 always does). */
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		snprintf(tmp, sizeof(tmp), "%.*e", mid - 1, d);
+		if (strtod(tmp, NULL) == d)
+			hi = mid;
+		else
+			lo = mid + 1;
 	}
+	snprintf(tmp, sizeof(tmp), "%.*e", lo - 1, d);
 	char *e = strchr(tmp, 'e');
 	if (e == NULL)
 		return 0;
@@ -316,7 +322,18 @@ mate_buf_jsonstr(struct mate_buf *b, const char *s, size_t len)
 	mate_buf_putc(b, '"');
 	for (size_t i = 0; i < len;) {
 		uint32_t cp;
-		int n = utf8_decode(u + i, len - i, &cp);
+		size_t run = 0;
+		int n;
+
+		while (i + run < len && u[i + run] >= 0x20 && u[i + run] < 0x7f &&
+		    u[i + run] != '"' && u[i + run] != '\\')
+			run++;
+		if (run > 0) {
+			mate_buf_put(b, s + i, run);
+			i += run;
+			continue;
+		}
+		n = utf8_decode(u + i, len - i, &cp);
 		if (n == 0) {
 			cp = u[i];
 			n = 1;

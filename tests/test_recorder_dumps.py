@@ -57,14 +57,19 @@ def load_lines(path):
     return recs
 
 
+def pairs(root):
+    """(mine, MATE's) dump directories of the same function and call number."""
+    key = lambda d: NAME.match(d).group(3, 4)
+    ref = {key(d): d for d in os.listdir(REF) if NAME.match(d)}
+    return [(d, ref[key(d)]) for d in sorted(os.listdir(root)) if NAME.match(d) and key(d) in ref]
+
+
 def check_tensors(root, stderr):
     if "not available in this build" in stderr:
         print("SKIP (partly): libmate's .pt writer is still a stub; tensor files not checked")
         return
     import torch
-    mine = sorted(d for d in os.listdir(root) if NAME.match(d))
-    ref = sorted(d for d in os.listdir(REF) if NAME.match(d))
-    for m, r in zip(mine, ref):
+    for m, r in pairs(root):
         for f in ("inputs.pt", "outputs.pt"):
             rp, mp = os.path.join(REF, r, f), os.path.join(root, m, f)
             check(os.path.exists(rp) == os.path.exists(mp), "%s/%s present as in MATE's dump" % (m, f))
@@ -114,9 +119,7 @@ def check_safetensors():
     root = os.path.join(work, "mate_dumps")
     recs = load_lines(os.path.join(root, "session.jsonl"))
     check(all(r["tensor_format"] == "safetensors" for r in recs), "tensor_format is safetensors")
-    mine = sorted(d for d in os.listdir(root) if NAME.match(d))
-    ref = sorted(d for d in os.listdir(REF) if NAME.match(d))
-    for m, r in zip(mine, ref):
+    for m, r in pairs(root):
         check(not os.path.exists(os.path.join(root, m, "inputs.pt")), "%s: no .pt file" % m)
         for kind in ("inputs", "outputs"):
             rp, mp = os.path.join(REF, r, kind + ".pt"), os.path.join(root, m, kind + ".safetensors")
