@@ -186,13 +186,14 @@ void mate_tensor_copy_contiguous(const mate_tensor *t, void *dst);
  * - mate_call_value() takes ownership of the tree (freed even on error).
  * - A mate_call belongs to the thread that began it until mate_call_end()
  *   or mate_call_fail() frees it; any number of threads record at once.
- * - The configuration is read from the environment once, at library load
- *   or at the first MATE_ACTIVE() that sees it unread. */
+ * - The configuration is read from the environment once, by the first
+ *   mate_call_begin() (MATE_ACTIVE() is true until then), or set by
+ *   mate_configure(). */
 typedef struct mate_call mate_call;
 struct mate_value; /* mate_dump.h */
 
-/* The level in effect: -1 until the configuration is read, then 0..10.
- * Read through MATE_ACTIVE(); set only by libmate. */
+/* The level in effect: -1 until the configuration is read, then 0, 1, 3,
+ * 5 or 10. Read through MATE_ACTIVE(); set only by libmate. */
 extern int mate_record_level_;
 
 #if defined(__GNUC__)
