@@ -10,3 +10,5 @@ TESTS += tests/test_pt_write
 BENCH_BINS += bench/pt_write_bench
 bench_pt_write_bench_SOURCES = bench/pt_write_bench.c
 bench_pt_write_bench_LDADD = libmate.la
+TESTS += tests/test_pt_write_interop.py
+EXTRA_DIST += tests/test_pt_write_interop.py
