@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 /*
  * Layout (spec tensor-files.md A1-A4): <root>/data.pkl, <root>/byteorder,
@@ -27,30 +28,35 @@
 #define PT_CHUNK ((size_t)1 << 20)          /* bytes per archive_write_data() */
 #define SINK_BUF ((size_t)1 << 20)          /* gathering buffer */
 #define SINK_NBUF 4
-#define SINK_QUEUE 64
-#define SINK_DIRECT_MIN ((size_t)64 << 10)  /* smaller pieces are gathered */
+#define SINK_QUEUE 256                      /* queued pieces */
+#define SINK_IOV 64                         /* or this many pieces (one writev) */
+#define SINK_BATCH ((size_t)256 << 10)      /* the writer waits for this much, */
+#define SINK_DIRECT_MIN ((size_t)512)       /* smaller pieces are gathered */
 #define SINK_THREAD_MIN ((uint64_t)8 << 20) /* less tensor data: no thread */
 
+/* A piece of output: caller memory, or a span of a gathering buffer. */
 struct seg {
 	const unsigned char *p;
 	size_t n;
-	int buf; /* gathering buffer to release once written, or -1 */
+	int buf; /* the gathering buffer it lies in, or -1 */
 };
 
 struct sink {
 	int fd;
 	int threaded;
 	pthread_t thread;
-	pthread_mutex_t mu;
-	pthread_cond_t cv; /* broadcast on every change of the fields below */
+	pthread_mutex_t mu; /* guards the queue, refs, closing and error */
+	pthread_cond_t cv;  /* broadcast on every change of those */
 	struct seg q[SINK_QUEUE];
-	size_t qhead, qlen; /* queued, including the one being written */
+	size_t qhead, qlen; /* queued, including those being written */
+	size_t qbytes;      /* bytes in the queue */
+	int waiting;        /* the calling thread waits for the writer */
 	int closing;
 	int error;          /* first errno of a write */
 	unsigned char *buf[SINK_NBUF];
-	int buf_used[SINK_NBUF];
-	int cur;            /* buffer being filled, or -1 */
-	size_t fill;
+	int refs[SINK_NBUF]; /* queued pieces in each buffer */
+	int cur;            /* buffer being filled, or -1 (calling thread only) */
+	size_t fill, sent;  /* bytes in it; bytes of those already queued */
 	uintptr_t lo, hi;   /* caller memory that outlives the call: not copied */
 };
 
@@ -81,6 +87,71 @@ sink_unlock(struct sink *s)
 		pthread_mutex_unlock(&s->mu);
 }
 
+/* writev() of every piece, retrying short writes and EINTR. 0 or an errno. */
+static int
+writev_all(int fd, const struct seg *g, size_t k)
+{
+	struct iovec iov[SINK_IOV];
+	size_t i = 0;
+
+	for (size_t j = 0; j < k; j++) {
+		iov[j].iov_base = (void *)(uintptr_t)g[j].p;
+		iov[j].iov_len = g[j].n;
+	}
+	while (i < k) {
+		ssize_t n = writev(fd, iov + i, (int)(k - i));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno;
+		if (n == 0)
+			return EIO;
+		while (i < k && (size_t)n >= iov[i].iov_len)
+			n -= (ssize_t)iov[i++].iov_len;
+		if (i < k) {
+			iov[i].iov_base = (char *)iov[i].iov_base + n;
+			iov[i].iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+/* Writes up to SINK_IOV pieces from the head of the queue and dequeues
+ * them. Called with the lock held (threaded), which it drops meanwhile. */
+static void
+sink_write_some(struct sink *s)
+{
+	struct seg g[SINK_IOV];
+	size_t k = s->qlen < SINK_IOV ? s->qlen : SINK_IOV;
+	int e = s->error;
+
+	for (size_t j = 0; j < k; j++)
+		g[j] = s->q[(s->qhead + j) % SINK_QUEUE];
+	if (e == 0) {
+		sink_unlock(s);
+		e = writev_all(s->fd, g, k);
+		sink_lock(s);
+		if (e != 0 && s->error == 0)
+			s->error = e;
+	}
+	for (size_t j = 0; j < k; j++) {
+		if (g[j].buf >= 0)
+			s->refs[g[j].buf]--;
+		s->qbytes -= g[j].n;
+	}
+	s->qhead = (s->qhead + k) % SINK_QUEUE;
+	s->qlen -= k;
+	if (s->threaded)
+		pthread_cond_broadcast(&s->cv);
+}
+
+/* Whether the writer should write now: a batch is full, or someone waits. */
+static int
+sink_ready(const struct sink *s)
+{
+	return s->qlen >= SINK_IOV || s->qbytes >= SINK_BATCH || s->waiting || s->closing;
+}
+
 static void *
 sink_main(void *arg)
 {
@@ -88,25 +159,11 @@ sink_main(void *arg)
 
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
-		struct seg g;
-		int rc = 0;
-		while (s->qlen == 0 && !s->closing)
+		while ((s->qlen == 0 || !sink_ready(s)) && !s->closing)
 			pthread_cond_wait(&s->cv, &s->mu);
 		if (s->qlen == 0)
 			break;
-		g = s->q[s->qhead];
-		if (s->error == 0) {
-			pthread_mutex_unlock(&s->mu);
-			rc = mate_write_all(s->fd, g.p, g.n);
-			pthread_mutex_lock(&s->mu);
-		}
-		if (rc < 0 && s->error == 0)
-			s->error = -rc;
-		if (g.buf >= 0)
-			s->buf_used[g.buf] = 0;
-		s->qhead = (s->qhead + 1) % SINK_QUEUE;
-		s->qlen--;
-		pthread_cond_broadcast(&s->cv);
+		sink_write_some(s);
 	}
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
@@ -123,53 +180,57 @@ sink_error(struct sink *s)
 	return e;
 }
 
-/* Queues (or, without a thread, writes) n bytes at p. 0 or -1. */
+/* Lets the writer make progress: waits for it, or writes on this thread. */
+static void
+sink_wait(struct sink *s)
+{
+	if (!s->threaded) {
+		sink_write_some(s);
+		return;
+	}
+	s->waiting = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_cond_wait(&s->cv, &s->mu);
+	s->waiting = 0;
+}
+
+/* Queues n bytes at p (inside gathering buffer buf, or -1). Without a
+ * thread the queue is written out whenever it fills. 0 or -1. */
 static int
 sink_submit(struct sink *s, const unsigned char *p, size_t n, int buf)
 {
 	int rc;
 
-	if (!s->threaded) {
-		rc = s->error ? 0 : mate_write_all(s->fd, p, n);
-		if (rc < 0 && s->error == 0)
-			s->error = -rc;
-		if (buf >= 0)
-			s->buf_used[buf] = 0;
-		return s->error ? -1 : 0;
-	}
-	pthread_mutex_lock(&s->mu);
+	sink_lock(s);
 	while (s->qlen == SINK_QUEUE && s->error == 0)
-		pthread_cond_wait(&s->cv, &s->mu);
+		sink_wait(s);
 	if (s->error == 0) {
 		s->q[(s->qhead + s->qlen) % SINK_QUEUE] = (struct seg){ p, n, buf };
 		s->qlen++;
-		pthread_cond_broadcast(&s->cv);
-	} else if (buf >= 0) {
-		s->buf_used[buf] = 0;
+		s->qbytes += n;
+		if (buf >= 0)
+			s->refs[buf]++;
+		if (s->threaded && sink_ready(s))
+			pthread_cond_broadcast(&s->cv);
 	}
 	rc = s->error ? -1 : 0;
-	pthread_mutex_unlock(&s->mu);
+	sink_unlock(s);
 	return rc;
 }
 
+/* Queues what was gathered since the last call. */
 static int
-sink_flush_buf(struct sink *s)
+sink_send_pending(struct sink *s)
 {
-	int b = s->cur;
+	size_t from = s->sent;
 
-	if (b < 0)
+	if (s->cur < 0 || s->fill == from)
 		return 0;
-	s->cur = -1;
-	if (s->fill == 0) {
-		sink_lock(s);
-		s->buf_used[b] = 0;
-		sink_unlock(s);
-		return 0;
-	}
-	return sink_submit(s, s->buf[b], s->fill, b);
+	s->sent = s->fill;
+	return sink_submit(s, s->buf[s->cur] + from, s->fill - from, s->cur);
 }
 
-/* Makes a free gathering buffer current, waiting for the writer if needed. */
+/* Makes a gathering buffer with no queued pieces current. */
 static int
 sink_take_buf(struct sink *s)
 {
@@ -178,25 +239,21 @@ sink_take_buf(struct sink *s)
 	sink_lock(s);
 	while (b < 0 && s->error == 0) {
 		for (int i = 0; i < SINK_NBUF && b < 0; i++)
-			if (!s->buf_used[i])
+			if (s->refs[i] == 0)
 				b = i;
-		if (b < 0)
-			pthread_cond_wait(&s->cv, &s->mu);
+		if (b >= 0)
+			break;
+		sink_wait(s);
 	}
-	if (b >= 0)
-		s->buf_used[b] = 1;
+	if (b >= 0 && s->buf[b] == NULL && (s->buf[b] = malloc(SINK_BUF)) == NULL)
+		s->error = ENOMEM;
+	if (s->error != 0)
+		b = -1;
 	sink_unlock(s);
 	if (b < 0)
 		return -1;
-	if (s->buf[b] == NULL && (s->buf[b] = malloc(SINK_BUF)) == NULL) {
-		sink_lock(s);
-		s->error = ENOMEM;
-		s->buf_used[b] = 0;
-		sink_unlock(s);
-		return -1;
-	}
 	s->cur = b;
-	s->fill = 0;
+	s->fill = s->sent = 0;
 	return 0;
 }
 
@@ -211,7 +268,7 @@ sink_write(struct archive *a, void *ctx, const void *buf, size_t n)
 	if (sink_error(s) != 0)
 		return -1;
 	if (n >= SINK_DIRECT_MIN && (uintptr_t)p >= s->lo && (uintptr_t)p + n <= s->hi) {
-		if (sink_flush_buf(s) < 0 || sink_submit(s, p, n, -1) < 0)
+		if (sink_send_pending(s) < 0 || sink_submit(s, p, n, -1) < 0)
 			return -1;
 		return (la_ssize_t)n;
 	}
@@ -224,8 +281,11 @@ sink_write(struct archive *a, void *ctx, const void *buf, size_t n)
 		s->fill += k;
 		p += k;
 		left -= k;
-		if (s->fill == SINK_BUF && sink_flush_buf(s) < 0)
-			return -1;
+		if (s->fill == SINK_BUF) {
+			if (sink_send_pending(s) < 0)
+				return -1;
+			s->cur = -1;
+		}
 	}
 	return (la_ssize_t)n;
 }
@@ -257,9 +317,8 @@ sink_init(struct sink *s, int fd, uint64_t data_bytes)
 static int
 sink_finish(struct sink *s)
 {
-	int e;
-
-	sink_flush_buf(s);
+	sink_send_pending(s);
+	s->cur = -1;
 	if (s->threaded) {
 		pthread_mutex_lock(&s->mu);
 		s->closing = 1;
@@ -270,12 +329,13 @@ sink_finish(struct sink *s)
 		pthread_mutex_destroy(&s->mu);
 		s->threaded = 0;
 	}
+	while (s->qlen > 0)
+		sink_write_some(s);
 	for (int i = 0; i < SINK_NBUF; i++) {
 		free(s->buf[i]);
 		s->buf[i] = NULL;
 	}
-	e = s->error;
-	return e;
+	return s->error;
 }
 
 /* ---- zip entries ------------------------------------------------------------ */

@@ -9,6 +9,6 @@ tests_test_pt_write_LDADD = libmate.la $(LIBARCHIVE_LIBS)
 TESTS += tests/test_pt_write
 BENCH_BINS += bench/pt_write_bench
 bench_pt_write_bench_SOURCES = bench/pt_write_bench.c
-bench_pt_write_bench_LDADD = libmate.la
+bench_pt_write_bench_LDADD = libmate.la -lz
 TESTS += tests/test_pt_write_interop.py
 EXTRA_DIST += tests/test_pt_write_interop.py
