@@ -31,6 +31,7 @@
 #define SINK_QUEUE 256                      /* queued pieces */
 #define SINK_IOV 64                         /* or this many pieces (one writev) */
 #define SINK_BATCH ((size_t)256 << 10)      /* the writer waits for this much, */
+#define SINK_AHEAD ((size_t)8 << 20)        /* the caller waits past this much */
 #define SINK_DIRECT_MIN ((size_t)512)       /* smaller pieces are gathered */
 #define SINK_THREAD_MIN ((uint64_t)8 << 20) /* less tensor data: no thread */
 
@@ -202,7 +203,7 @@ sink_submit(struct sink *s, const unsigned char *p, size_t n, int buf)
 	int rc;
 
 	sink_lock(s);
-	while (s->qlen == SINK_QUEUE && s->error == 0)
+	while ((s->qlen == SINK_QUEUE || s->qbytes >= SINK_AHEAD) && s->error == 0)
 		sink_wait(s);
 	if (s->error == 0) {
 		s->q[(s->qhead + s->qlen) % SINK_QUEUE] = (struct seg){ p, n, buf };
@@ -460,8 +461,14 @@ pt_entries(struct pt_writer *w, const struct mate_pickle_out *po)
 	static const char byteorder[] = "little";
 #endif
 
-	if (pt_open(w) != MATE_OK ||
-	    pt_small(w, "/data.pkl", po->buf, po->len) != MATE_OK ||
+	if (pt_open(w) != MATE_OK)
+		return w->rc;
+	/* The pickle outlives the archive too: no need to copy it. */
+	w->sink.lo = (uintptr_t)po->buf;
+	w->sink.hi = (uintptr_t)po->buf + po->len;
+	pt_small(w, "/data.pkl", po->buf, po->len);
+	w->sink.lo = w->sink.hi = 0;
+	if (w->rc != MATE_OK ||
 	    pt_small(w, "/byteorder", byteorder, strlen(byteorder)) != MATE_OK)
 		return w->rc;
 	for (size_t i = 0; i < po->nstorages; i++)

@@ -12,3 +12,4 @@ bench_pt_write_bench_SOURCES = bench/pt_write_bench.c
 bench_pt_write_bench_LDADD = libmate.la -lz
 TESTS += tests/test_pt_write_interop.py
 EXTRA_DIST += tests/test_pt_write_interop.py
+EXTRA_DIST += bench/pt_write_torch.py

@@ -15,7 +15,7 @@
 #include "mate_dump.h"
 #include "test.h"
 
-#define MAX_ENTRIES 64
+#define MAX_ENTRIES 4096
 
 struct zip_entry {
 	char name[256];
@@ -24,7 +24,7 @@ struct zip_entry {
 };
 
 struct zip {
-	struct zip_entry e[MAX_ENTRIES];
+	struct zip_entry *e;
 	int n;
 	int ok; /* read to the end with every CRC right */
 };
@@ -38,6 +38,7 @@ zip_free(struct zip *z)
 {
 	for (int i = 0; i < z->n; i++)
 		free(z->e[i].data);
+	free(z->e);
 	memset(z, 0, sizeof(*z));
 }
 
@@ -50,6 +51,7 @@ zip_read(const char *path, struct zip *z)
 	int r;
 
 	memset(z, 0, sizeof(*z));
+	z->e = calloc(MAX_ENTRIES, sizeof(*z->e));
 	archive_read_support_format_zip_seekable(a);
 	if (archive_read_open_filename(a, path, 65536) != ARCHIVE_OK) {
 		fprintf(stderr, "open %s: %s\n", path, archive_error_string(a));
@@ -629,30 +631,34 @@ test_write_errors(void)
 	mate_storage_unref(st);
 }
 
-/* Many storages (more than the index's first size) get keys in order and
- * their own bytes; the zip reads back with right CRCs. */
+/* Many storages get keys in order and their own bytes, and the zip reads
+ * back with right CRCs: small ones (gathered), 1 KiB ones (written from
+ * the caller's memory, more pieces than the queue holds) and 3000 x 4 KiB
+ * (through the writer thread). */
 static void
-test_many(void)
+test_many(int count, size_t nbytes)
 {
 	mate_value *d = mate_value_dict();
-	int64_t shape[1] = { 3 };
+	int64_t shape[1] = { (int64_t)nbytes };
 	struct zip z;
 	int bad = 0;
 	char key[32];
 
-	for (int i = 0; i < 50; i++) {
-		mate_storage *st = storage_seq(3, (unsigned)i);
+	for (int i = 0; i < count; i++) {
+		mate_storage *st = storage_seq(nbytes, (unsigned)i);
 		snprintf(key, sizeof(key), "t%d", i);
 		mate_value_set_str(d, key, tensor_over(st, MATE_U8, 1, shape, NULL, 0));
 		mate_storage_unref(st);
 	}
 	write_read(d, NULL, &z);
 	CHECK(z.ok);
-	CHECK_EQ_INT(z.n, 53);
-	for (int i = 0; i < 50 && z.n == 53; i++) {
+	CHECK_EQ_INT(z.n, count + 3);
+	for (int i = 0; i < count && z.n == count + 3; i++) {
 		const struct zip_entry *e = &z.e[2 + i];
+		const mate_storage *st = mate_value_get_storage(mate_value_item(d, (size_t)i));
 		snprintf(key, sizeof(key), "archive/data/%d", i);
-		bad += strcmp(e->name, key) != 0 || e->len != 3 || e->data[0] != (unsigned char)i;
+		bad += strcmp(e->name, key) != 0 || e->len != nbytes ||
+		    memcmp(e->data, mate_storage_data(st), nbytes) != 0;
 	}
 	CHECK_EQ_INT(bad, 0);
 	zip_free(&z);
@@ -677,7 +683,9 @@ main(void)
 	test_sharing();
 	test_refused();
 	test_write_errors();
-	test_many();
+	test_many(50, 3);
+	test_many(600, 1024);
+	test_many(3000, 4096);
 	rmdir(tmpdir);
 	return TEST_DONE();
 }
