@@ -22,7 +22,9 @@
  * the caller's memory. For files with more than a few MiB of tensor data a
  * writer thread does the write() calls while the calling thread runs
  * libarchive, whose CRC-32 of each chunk then overlaps the write of the one
- * before (see bench/pt_write_bench.c for the figures).
+ * before. Measured CPU for one 512 MiB tensor to tmpfs: write() 211 ms;
+ * here 89 ms on the calling thread (86 of them zlib's crc32 inside
+ * libarchive) and 200 ms on the writer (bench/pt_write_bench.c).
  */
 
 #define PT_CHUNK ((size_t)1 << 20)          /* bytes per archive_write_data() */
