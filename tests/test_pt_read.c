@@ -493,6 +493,173 @@ test_zip_structures(void)
 	b_free(&pkl);
 }
 
+/* ---- mate_pt_write() then mate_pt_read(): the same tree comes back ---- */
+
+struct pairs {
+	const mate_storage *a[64], *b[64];
+	int n;
+};
+
+/* Storages must correspond one to one. */
+static int
+same_storage(struct pairs *p, const mate_storage *a, const mate_storage *b)
+{
+	for (int i = 0; i < p->n; i++)
+		if (p->a[i] == a || p->b[i] == b)
+			return p->a[i] == a && p->b[i] == b;
+	if (p->n == 64)
+		return 0;
+	p->a[p->n] = a;
+	p->b[p->n++] = b;
+	return mate_storage_size(a) == mate_storage_size(b) &&
+	    memcmp(mate_storage_data(a), mate_storage_data(b), mate_storage_size(a)) == 0;
+}
+
+static int
+same_tensor(struct pairs *p, const mate_value *a, const mate_value *b)
+{
+	const mate_tensor *x = mate_value_get_tensor(a), *y = mate_value_get_tensor(b);
+
+	if (x == NULL || y == NULL || x->dtype != y->dtype || x->ndim != y->ndim ||
+	    x->offset != y->offset || x->requires_grad != y->requires_grad)
+		return 0;
+	for (int i = 0; i < x->ndim; i++)
+		if (x->shape[i] != y->shape[i] || x->stride[i] != y->stride[i])
+			return 0;
+	return same_storage(p, mate_value_get_storage(a), mate_value_get_storage(b));
+}
+
+/* a as written, b as read: enums and objects come back as their str. */
+static int
+same(struct pairs *p, const mate_value *a, const mate_value *b)
+{
+	mate_value_kind k = mate_value_kind_of(a);
+	size_t la, lb;
+	const char *sa, *sb;
+	double fa, fb;
+
+	if (k == MATE_V_ENUM || k == MATE_V_OBJECT) {
+		sa = k == MATE_V_ENUM ? mate_value_enum_name(a) : mate_value_object_repr(a);
+		return mate_value_kind_of(b) == MATE_V_STR && strcmp(sa, mate_value_get_str(b, NULL)) == 0;
+	}
+	if (k != mate_value_kind_of(b))
+		return 0;
+	switch (k) {
+	case MATE_V_BOOL:
+	case MATE_V_INT:
+		return mate_value_get_int(a) == mate_value_get_int(b);
+	case MATE_V_FLOAT:
+		fa = mate_value_get_float(a);
+		fb = mate_value_get_float(b);
+		return memcmp(&fa, &fb, sizeof(fa)) == 0;
+	case MATE_V_STR:
+	case MATE_V_BYTES:
+		sa = mate_value_get_str(a, &la);
+		sb = mate_value_get_str(b, &lb);
+		return la == lb && memcmp(sa, sb, la) == 0;
+	case MATE_V_DTYPE:
+		return mate_value_get_dtype(a) == mate_value_get_dtype(b);
+	case MATE_V_TENSOR:
+		return same_tensor(p, a, b);
+	case MATE_V_LIST:
+	case MATE_V_TUPLE:
+	case MATE_V_DICT:
+		if (mate_value_len(a) != mate_value_len(b) ||
+		    mate_value_is_ordered(a) != mate_value_is_ordered(b))
+			return 0;
+		for (size_t i = 0; i < mate_value_len(a); i++)
+			if (!same(p, mate_value_item(a, i), mate_value_item(b, i)) ||
+			    (k == MATE_V_DICT && !same(p, mate_value_key(a, i), mate_value_key(b, i))))
+				return 0;
+		return 1;
+	default:
+		return 1;
+	}
+}
+
+static mate_value *
+tensor_of(mate_dtype dt, int ndim, const int64_t *shape, const int64_t *stride,
+    int64_t offset, mate_storage *st)
+{
+	mate_tensor t;
+
+	mate_tensor_init(&t, dt, ndim, shape, stride, NULL);
+	t.offset = offset;
+	return mate_value_tensor(&t, st);
+}
+
+static mate_value *
+roundtrip_tree(mate_storage **sts)
+{
+	static const mate_dtype dts[] = { MATE_F64, MATE_F32, MATE_F16, MATE_BF16, MATE_I64,
+		MATE_I32, MATE_I16, MATE_I8, MATE_U8, MATE_BOOL, MATE_C64, MATE_C128 };
+	int64_t s23[2] = { 2, 3 }, s32[2] = { 3, 2 }, t32[2] = { 1, 3 }, one = 1, four = 4;
+	mate_value *root = mate_value_ordered_dict(), *list = mate_value_list();
+	mate_value *tup = mate_value_tuple(), *d = mate_value_dict();
+
+	for (size_t i = 0; i < sizeof(dts) / sizeof(dts[0]); i++) {
+		char name[16];
+		mate_storage *st = mate_storage_new(6 * mate_dtype_size(dts[i]), NULL);
+
+		for (size_t k = 0; k < mate_storage_size(st); k++)
+			((unsigned char *)mate_storage_data(st))[k] =
+			    dts[i] == MATE_BOOL ? (unsigned char)(k & 1) : (unsigned char)(k * 37 + i);
+		snprintf(name, sizeof(name), "t%zu", i);
+		mate_value_set_str(root, name, tensor_of(dts[i], 2, s23, NULL, 0, st));
+		sts[i] = st;
+	}
+	mate_value_set_str(root, "t", tensor_of(MATE_F32, 2, s32, t32, 0, sts[1]));
+	mate_value_set_str(root, "slice", tensor_of(MATE_F32, 1, &four, &one, 2, sts[1]));
+	mate_value_set_str(root, "scalar", tensor_of(MATE_I64, 0, NULL, NULL, 5, sts[4]));
+	mate_value_append(list, mate_value_int(-1));
+	mate_value_append(list, mate_value_int(INT64_MIN));
+	mate_value_append(list, mate_value_float(-0.0));
+	mate_value_append(list, mate_value_float(1e300));
+	mate_value_append(list, mate_value_str("h\xc3\xa9", (size_t)-1));
+	mate_value_append(list, mate_value_bytes("\x00\xff\x80", 3));
+	mate_value_append(list, mate_value_bytes("", 0));
+	mate_value_append(list, mate_value_none());
+	mate_value_append(list, mate_value_bool(1));
+	mate_value_append(list, mate_value_dtype(MATE_BF16));
+	mate_value_append(list, mate_value_enum("Mode.FAST", 1));
+	mate_value_append(list, mate_value_object("Thing", "Thing(3)"));
+	mate_value_append(tup, mate_value_int(7));
+	mate_value_append(tup, list);
+	mate_value_set(d, mate_value_int(3), mate_value_str("int key", (size_t)-1));
+	mate_value_set_str(d, "tuple", tup);
+	mate_value_set_str(root, "nested", d);
+	return root;
+}
+
+static void
+test_roundtrip(void)
+{
+	mate_storage *sts[12];
+	mate_value *tree = roundtrip_tree(sts), *v;
+	mate_error err;
+
+	for (int v3 = 0; v3 < 2; v3++) {
+		struct mate_pt_write_options wo = { "rt", v3 };
+		struct pairs p = { .n = 0 };
+
+		mate_error_clear(&err);
+		CHECK_EQ_INT(mate_pt_write(tmp_path, tree, &wo, &err), MATE_OK);
+		if (err.code != MATE_OK)
+			fprintf(stderr, "%s\n", err.message);
+		v = mate_pt_read(tmp_path, NULL, &err);
+		unlink(tmp_path);
+		CHECK(v != NULL);
+		if (v == NULL)
+			fprintf(stderr, "%s\n", err.message);
+		CHECK(same(&p, tree, v));
+		CHECK_EQ_INT(p.n, 12);
+		mate_value_free(v);
+	}
+	mate_value_free(tree);
+	for (int i = 0; i < 12; i++)
+		mate_storage_unref(sts[i]);
+}
+
 /* A real torch 1.13 file from the MATE reference fixtures. */
 static void
 test_fixture(void)
@@ -562,6 +729,7 @@ main(void)
 	}
 	test_magic();
 	test_zip_structures();
+	test_roundtrip();
 	test_fixture();
 	return TEST_DONE();
 }

@@ -1,0 +1,130 @@
+/* fe.c: progname, err(3)-style messages, terminal checks and option parsing for mate's tools. */
+#include "config.h"
+#include "fe.h"
+
+#include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mate.h"
+
+static const char *progname = "mate";
+
+void
+mate_fe_set_progname(const char *argv0)
+{
+	const char *slash;
+
+	if (argv0 == NULL || *argv0 == '\0')
+		return;
+	slash = strrchr(argv0, '/');
+	progname = slash != NULL ? slash + 1 : argv0;
+}
+
+const char *
+mate_fe_progname(void)
+{
+	return progname;
+}
+
+static void
+vwarnx(const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: ", progname);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void
+mate_fe_warnx(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarnx(fmt, ap);
+	va_end(ap);
+}
+
+void
+mate_fe_errx(int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarnx(fmt, ap);
+	va_end(ap);
+	exit(status);
+}
+
+void
+mate_fe_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarnx(fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "Try '%s --help' for more information.\n", progname);
+	exit(MATE_EXIT_USAGE);
+}
+
+void
+mate_fe_print_version(void)
+{
+	printf("%s (mate) %s, libmate %s\n", progname, PACKAGE_VERSION, mate_version_string());
+}
+
+int
+mate_fe_use_color(FILE *f)
+{
+	const char *nc = getenv("NO_COLOR");
+	const char *term = getenv("TERM");
+
+	if (nc != NULL && *nc != '\0')
+		return 0;
+	if (term != NULL && strcmp(term, "dumb") == 0)
+		return 0;
+	return isatty(fileno(f));
+}
+
+int
+mate_fe_use_utf8(FILE *f)
+{
+	const char *cs;
+
+	if (!isatty(fileno(f)))
+		return 0;
+	setlocale(LC_CTYPE, "");
+	cs = nl_langinfo(CODESET);
+	return cs != NULL && strcmp(cs, "UTF-8") == 0;
+}
+
+long long
+mate_fe_parse_count(const char *opt, const char *arg)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(arg, &end, 10);
+	if (errno != 0 || end == arg || *end != '\0' || v < 0)
+		mate_fe_usage_error("bad value for %s: '%s' (want a non-negative integer)", opt, arg);
+	return v;
+}
+
+double
+mate_fe_parse_double(const char *opt, const char *arg)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno != 0 || end == arg || *end != '\0' || v != v)
+		mate_fe_usage_error("bad value for %s: '%s' (want a number)", opt, arg);
+	return v;
+}

@@ -1,0 +1,39 @@
+/* fe.h: helpers shared by mate's command-line frontends (not installed), like libarchive_fe. */
+#ifndef MATE_FE_H_INCLUDED
+#define MATE_FE_H_INCLUDED
+
+#include <stdio.h>
+
+/* Exit statuses shared by the tools (documented in each man page). */
+enum {
+	MATE_EXIT_OK = 0,
+	MATE_EXIT_FAIL = 1,    /* the tool ran and found problems */
+	MATE_EXIT_USAGE = 2    /* usage error or unreadable input */
+};
+
+/* Sets the program name used in messages (basename of argv0). */
+void mate_fe_set_progname(const char *argv0);
+const char *mate_fe_progname(void);
+
+/* "progname: message\n" on stderr (warnx style). */
+void mate_fe_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same, then exit(status) (errx style). */
+void mate_fe_errx(int status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+/* "progname: message\nTry 'progname --help'.\n" then exit(2). */
+void mate_fe_usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
+/* Prints "progname (mate) X.Y.Z, libmate X.Y.Z" to stdout. */
+void mate_fe_print_version(void);
+
+/* Whether colour may be used on f: a terminal and NO_COLOR unset. */
+int mate_fe_use_color(FILE *f);
+/* Whether f is a terminal with a UTF-8 locale (for emoji and symbols). */
+int mate_fe_use_utf8(FILE *f);
+
+/* Parses a non-negative decimal (or a float for the _double form) option
+ * argument; on error prints "progname: bad value for OPT: ARG" and exits 2. */
+long long mate_fe_parse_count(const char *opt, const char *arg);
+double mate_fe_parse_double(const char *opt, const char *arg);
+
+#endif /* MATE_FE_H_INCLUDED */
