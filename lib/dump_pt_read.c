@@ -67,7 +67,8 @@ struct pt_reader {
 	mate_value *result;
 	struct pt_record **recs;
 	size_t nrecs, recs_cap;
-	mate_value *index;    /* key -> index into recs */
+	uint32_t *index;      /* hash of keys: recs index + 1, 0 = free */
+	size_t index_cap;
 	mate_value *cd_sizes; /* libarchive path: name -> size in the central directory */
 };
 
@@ -114,12 +115,58 @@ le(const unsigned char *p, int n)
 
 /* ---- records --------------------------------------------------------------------- */
 
+static uint32_t
+hash_key(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
 static struct pt_record *
 rec_find(struct pt_reader *r, const char *key)
 {
-	mate_value *i = mate_value_lookup(r->index, key);
+	size_t mask = r->index_cap - 1;
 
-	return i != NULL ? r->recs[mate_value_get_int(i)] : NULL;
+	if (r->index_cap == 0)
+		return NULL;
+	for (size_t h = hash_key(key) & mask; r->index[h] != 0; h = (h + 1) & mask)
+		if (strcmp(r->recs[r->index[h] - 1]->key, key) == 0)
+			return r->recs[r->index[h] - 1];
+	return NULL;
+}
+
+static void
+index_put(struct pt_reader *r, size_t i)
+{
+	size_t mask = r->index_cap - 1, h = hash_key(r->recs[i]->key) & mask;
+
+	while (r->index[h] != 0)
+		h = (h + 1) & mask;
+	r->index[h] = (uint32_t)(i + 1);
+}
+
+/* Keeps the index at most half full. */
+static int
+index_reserve(struct pt_reader *r)
+{
+	size_t cap = r->index_cap ? r->index_cap : 64;
+
+	while (cap < (r->nrecs + 1) * 2)
+		cap *= 2;
+	if (cap == r->index_cap)
+		return 0;
+	free(r->index);
+	if ((r->index = calloc(cap, sizeof(*r->index))) == NULL) {
+		r->index_cap = 0;
+		return -1;
+	}
+	r->index_cap = cap;
+	for (size_t i = 0; i < r->nrecs; i++)
+		index_put(r, i);
+	return 0;
 }
 
 static struct pt_record *
@@ -127,6 +174,8 @@ rec_add(struct pt_reader *r, const char *key)
 {
 	struct pt_record *rec;
 
+	if (r->nrecs >= UINT32_MAX - 1 || index_reserve(r) != 0)
+		goto nomem;
 	if (r->nrecs == r->recs_cap) {
 		size_t cap = r->recs_cap ? r->recs_cap * 2 : 64;
 		struct pt_record **v = realloc(r->recs, cap * sizeof(*v));
@@ -141,12 +190,7 @@ rec_add(struct pt_reader *r, const char *key)
 		goto nomem;
 	}
 	r->recs[r->nrecs] = rec;
-	if (mate_value_set_str(r->index, key, mate_value_int((int64_t)r->nrecs)) != MATE_OK) {
-		free(rec->key);
-		free(rec);
-		goto nomem;
-	}
-	r->nrecs++;
+	index_put(r, r->nrecs++);
 	return rec;
 nomem:
 	pt_fail(r, MATE_ERR_NOMEM, "out of memory");
@@ -604,11 +648,94 @@ by_offset(const void *a, const void *b)
 	return x->lfh < y->lfh ? -1 : x->lfh > y->lfh;
 }
 
+/* Small records are read many at a time through a window of the file;
+ * large ones straight into their storage. */
+#define PT_WINDOW ((size_t)1 << 20)
+#define PT_SMALL_RECORD ((uint64_t)256 << 10)
+
+struct pt_window {
+	unsigned char *p;
+	uint64_t start;
+	size_t len;
+};
+
+static const unsigned char *
+window_at(const struct pt_window *w, uint64_t off, uint64_t n)
+{
+	if (w->p == NULL || off < w->start || off - w->start > w->len ||
+	    n > w->len - (off - w->start))
+		return NULL;
+	return w->p + (off - w->start);
+}
+
+/* Refills the window from off (n <= PT_WINDOW bytes are needed there). */
+static const unsigned char *
+window_fill(struct pt_reader *r, struct pt_window *w, uint64_t off, uint64_t n,
+    const char *name)
+{
+	size_t len = r->cd_offset - off < PT_WINDOW ? (size_t)(r->cd_offset - off) : PT_WINDOW;
+
+	if (w->p == NULL && (w->p = malloc(PT_WINDOW)) == NULL) {
+		pt_fail(r, MATE_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	if (len < n) {
+		pt_fail(r, MATE_ERR_FORMAT, "%s: data runs into the central directory", name);
+		return NULL;
+	}
+	w->len = 0;
+	if (src_read(r, off, w->p, len, name) != 0)
+		return NULL;
+	w->start = off;
+	w->len = len;
+	return w->p;
+}
+
+/* Where a record's data starts, from its local header. */
+static int
+record_offset(struct pt_reader *r, struct pt_window *w, const char *name,
+    const struct pt_record *rec, uint64_t *off)
+{
+	const unsigned char *h = window_at(w, rec->lfh, ZIP_LFH_SIZE);
+
+	if (h == NULL && rec->size >= PT_SMALL_RECORD)
+		return data_offset(r, name, rec->lfh, rec->size, off);
+	if (h == NULL && (h = window_fill(r, w, rec->lfh, ZIP_LFH_SIZE, name)) == NULL)
+		return -1;
+	if (memcmp(h, "PK\003\004", 4) != 0)
+		return pt_fail(r, MATE_ERR_FORMAT, "%s: bad local header", name);
+	*off = rec->lfh + ZIP_LFH_SIZE + le(h + 26, 2) + le(h + 28, 2);
+	if (*off > r->cd_offset || r->cd_offset - *off < rec->size)
+		return pt_fail(r, MATE_ERR_FORMAT, "%s: data runs into the central directory", name);
+	return 0;
+}
+
+static int
+read_record(struct pt_reader *r, struct pt_window *w, const struct pt_record *rec)
+{
+	char name[600];
+	const unsigned char *p;
+	uint64_t off;
+
+	snprintf(name, sizeof(name), "%s/data/%s", r->root, rec->key);
+	if (record_offset(r, w, name, rec, &off) != 0)
+		return -1;
+	if (rec->size >= PT_SMALL_RECORD)
+		return src_read(r, off, mate_storage_data(rec->st), rec->size, name);
+	p = window_at(w, off, rec->size);
+	if (p == NULL && (p = window_fill(r, w, off, rec->size, name)) == NULL)
+		return -1;
+	if (rec->size > 0)
+		memcpy(mate_storage_data(rec->st), p, (size_t)rec->size);
+	return 0;
+}
+
 /* Reads the records the pickle used, in file order, into their storages. */
 static int
 read_records(struct pt_reader *r)
 {
 	struct pt_record **v = malloc((r->nrecs > 0 ? r->nrecs : 1) * sizeof(*v));
+	struct pt_window w = { NULL, 0, 0 };
 	size_t n = 0;
 	int rc = 0;
 
@@ -618,15 +745,9 @@ read_records(struct pt_reader *r)
 		if (r->recs[i]->st != NULL)
 			v[n++] = r->recs[i];
 	qsort(v, n, sizeof(*v), by_offset);
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		char name[600];
-		uint64_t off;
-
-		snprintf(name, sizeof(name), "%s/data/%s", r->root, v[i]->key);
-		rc = data_offset(r, name, v[i]->lfh, v[i]->size, &off);
-		if (rc == 0)
-			rc = src_read(r, off, mate_storage_data(v[i]->st), v[i]->size, name);
-	}
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = read_record(r, &w, v[i]);
+	free(w.p);
 	free(v);
 	return rc;
 }
@@ -965,8 +1086,9 @@ reader_reset(struct pt_reader *r)
 		free(r->recs[i]);
 	}
 	r->nrecs = 0;
-	mate_value_free(r->index);
+	free(r->index);
 	r->index = NULL;
+	r->index_cap = 0;
 	free(r->root);
 	free(r->pickle);
 	mate_value_free(r->result);
@@ -982,16 +1104,10 @@ static mate_value *
 read_pt(struct pt_reader *r, const char *path)
 {
 	mate_value *v = NULL;
-	int rc;
 
-	if ((r->index = mate_value_dict()) == NULL) {
-		pt_fail(r, MATE_ERR_NOMEM, "out of memory");
-	} else if ((rc = direct_read(r)) == PT_FALLBACK) {
+	if (direct_read(r) == PT_FALLBACK) {
 		reader_reset(r);
-		if ((r->index = mate_value_dict()) == NULL)
-			pt_fail(r, MATE_ERR_NOMEM, "out of memory");
-		else
-			rc = archive_path(r, path);
+		archive_path(r, path);
 	}
 	if (!r->failed) {
 		v = r->result;
