@@ -17,7 +17,6 @@
 #define PK_MAX_DEPTH 1000          /* container nesting in the result */
 #define PK_MAX_MARKS 1000          /* MARKs open at once */
 #define PK_MAX_STACK (1u << 24)    /* stack items */
-#define PK_MAX_MEMO (1u << 24)     /* memo entries */
 #define PK_MAX_GLOBAL 256          /* bytes of a GLOBAL's module or name */
 #define PK_BUDGET_BASE ((uint64_t)64 << 20)
 #define PK_BUDGET_PER_BYTE 128
@@ -104,6 +103,14 @@ struct pk_slab {
 	pobj objs[PK_SLAB];
 };
 
+/* Bump-allocated memory for strings, item arrays and tensors: freed all at once. */
+#define PK_CHUNK ((size_t)64 << 10)
+struct pk_chunk {
+	struct pk_chunk *next;
+	size_t used, cap;
+	_Alignas(16) unsigned char data[];
+};
+
 struct pk {
 	const uint8_t *start, *p, *end;
 	size_t op;                      /* offset of the opcode being run */
@@ -115,14 +122,14 @@ struct pk {
 	size_t sn, scap, fence;
 	size_t *marks;
 	size_t mn, mcap;
-	uint32_t *memo_keys;            /* open addressing; memo_vals NULL = free */
-	pobj **memo_vals;
+	pobj **memo;                    /* memo[key]; keys below the input length */
 	size_t memo_cap, memo_n;
 	struct pk_store **stores;
 	size_t nstores, stores_cap;
 	uint32_t *store_index;          /* hash of key -> store + 1 */
 	size_t store_index_cap;
 	struct pk_slab *slabs;
+	struct pk_chunk *chunks;
 	uint64_t spent, budget;
 	pobj none, yes, no;
 };
@@ -200,30 +207,31 @@ new_obj(struct pk *pk, enum pk_kind kind)
 	return o;
 }
 
-static void
-free_obj(pobj *o)
+/* n bytes (16-byte aligned) that live until the end of the load. */
+static void *
+pk_alloc(struct pk *pk, size_t n)
 {
-	switch (o->kind) {
-	case PK_STR:
-	case PK_BYTES:
-	case PK_DEVICE:
-	case PK_GLOBAL:
-		free(o->u.str.s);
-		break;
-	case PK_LIST:
-	case PK_TUPLE:
-	case PK_DICT:
-	case PK_SET:
-		free(o->u.seq.items);
-		break;
-	case PK_TENSOR:
-		if (o->u.tensor != NULL)
-			mate_storage_unref(o->u.tensor->st);
-		free(o->u.tensor);
-		break;
-	default:
-		break;
+	struct pk_chunk *c = pk->chunks;
+	void *p;
+
+	n = (n + 15) & ~(size_t)15;
+	if (c == NULL || c->cap - c->used < n) {
+		size_t cap = n > PK_CHUNK ? n : PK_CHUNK;
+
+		if (spend(pk, cap) != 0)
+			return NULL;
+		if ((c = malloc(sizeof(*c) + cap)) == NULL) {
+			nomem(pk);
+			return NULL;
+		}
+		c->used = 0;
+		c->cap = cap;
+		c->next = pk->chunks;
+		pk->chunks = c;
 	}
+	p = c->data + c->used;
+	c->used += n;
+	return p;
 }
 
 static pobj *
@@ -240,16 +248,10 @@ new_int(struct pk *pk, int64_t v)
 static pobj *
 new_str(struct pk *pk, enum pk_kind kind, const void *s, size_t len)
 {
-	pobj *o;
+	pobj *o = new_obj(pk, kind);
 
-	if (spend(pk, (uint64_t)len + 1) != 0 || (o = new_obj(pk, kind)) == NULL)
+	if (o == NULL || (o->u.str.s = pk_alloc(pk, len + 1)) == NULL)
 		return NULL;
-	o->u.str.s = malloc(len + 1);
-	if (o->u.str.s == NULL) {
-		o->kind = PK_NONE;
-		nomem(pk);
-		return NULL;
-	}
 	if (len > 0)
 		memcpy(o->u.str.s, s, len);
 	o->u.str.s[len] = '\0';
@@ -262,13 +264,12 @@ seq_add(struct pk *pk, pobj *seq, pobj *item)
 {
 	if (seq->u.seq.n == seq->u.seq.cap) {
 		size_t cap = seq->u.seq.cap ? seq->u.seq.cap * 2 : 4;
-		pobj **items;
+		pobj **items = pk_alloc(pk, cap * sizeof(*items));
 
-		if (spend(pk, (uint64_t)(cap - seq->u.seq.cap) * sizeof(*items)) != 0)
-			return -1;
-		items = realloc(seq->u.seq.items, cap * sizeof(*items));
 		if (items == NULL)
-			return nomem(pk);
+			return -1;
+		if (seq->u.seq.n > 0)
+			memcpy(items, seq->u.seq.items, seq->u.seq.n * sizeof(*items));
 		seq->u.seq.items = items;
 		seq->u.seq.cap = cap;
 	}
@@ -285,13 +286,8 @@ new_seq(struct pk *pk, enum pk_kind kind, pobj **items, size_t n)
 	if (o == NULL)
 		return NULL;
 	if (n > 0) {
-		if (spend(pk, (uint64_t)n * sizeof(pobj *)) != 0)
+		if ((o->u.seq.items = pk_alloc(pk, n * sizeof(pobj *))) == NULL)
 			return NULL;
-		o->u.seq.items = malloc(n * sizeof(pobj *));
-		if (o->u.seq.items == NULL) {
-			nomem(pk);
-			return NULL;
-		}
 		memcpy(o->u.seq.items, items, n * sizeof(pobj *));
 		o->u.seq.n = o->u.seq.cap = n;
 	}
@@ -374,73 +370,40 @@ pop_mark(struct pk *pk, size_t *at)
 	return 0;
 }
 
-static size_t
-memo_slot(const struct pk *pk, uint32_t key)
-{
-	size_t mask = pk->memo_cap - 1;
-	size_t h = (size_t)((key * 2654435761u) & mask);
-
-	while (pk->memo_vals[h] != NULL && pk->memo_keys[h] != key)
-		h = (h + 1) & mask;
-	return h;
-}
-
-static int
-memo_grow(struct pk *pk)
-{
-	size_t old = pk->memo_cap, cap = old ? old * 2 : 64;
-	uint32_t *keys = pk->memo_keys;
-	pobj **vals = pk->memo_vals;
-
-	if (spend(pk, (uint64_t)(cap - old) * (sizeof(*keys) + sizeof(*vals))) != 0)
-		return -1;
-	pk->memo_keys = calloc(cap, sizeof(*keys));
-	pk->memo_vals = calloc(cap, sizeof(*vals));
-	pk->memo_cap = cap;
-	if (pk->memo_keys == NULL || pk->memo_vals == NULL) {
-		free(keys);
-		free(vals);
-		return nomem(pk);
-	}
-	for (size_t i = 0; i < old; i++) {
-		if (vals[i] != NULL) {
-			size_t h = memo_slot(pk, keys[i]);
-			pk->memo_keys[h] = keys[i];
-			pk->memo_vals[h] = vals[i];
-		}
-	}
-	free(keys);
-	free(vals);
-	return 0;
-}
-
-/* memo[key] = stack top (not popped). */
+/* memo[key] = stack top (not popped). Python's picklers number the memo
+ * 0, 1, 2, ...: a key can be no larger than the input is long. */
 static int
 memo_put(struct pk *pk, uint32_t key)
 {
 	pobj *o = top(pk);
-	size_t h;
 
 	if (o == NULL)
 		return -1;
-	if ((pk->memo_n + 1) * 2 > pk->memo_cap) {
-		if (pk->memo_n >= PK_MAX_MEMO)
-			return pk_fail(pk, MATE_ERR_LIMIT, "more than %u memo entries", PK_MAX_MEMO);
-		if (memo_grow(pk) != 0)
+	if (key >= (size_t)(pk->end - pk->start))
+		return pk_fail(pk, MATE_ERR_FORMAT, "memo key %u is out of range", key);
+	if (key >= pk->memo_cap) {
+		size_t cap = pk->memo_cap ? pk->memo_cap : 64;
+		pobj **m;
+
+		while (cap <= key)
+			cap *= 2;
+		if (spend(pk, (uint64_t)(cap - pk->memo_cap) * sizeof(*m)) != 0)
 			return -1;
+		if ((m = realloc(pk->memo, cap * sizeof(*m))) == NULL)
+			return nomem(pk);
+		memset(m + pk->memo_cap, 0, (cap - pk->memo_cap) * sizeof(*m));
+		pk->memo = m;
+		pk->memo_cap = cap;
 	}
-	h = memo_slot(pk, key);
-	if (pk->memo_vals[h] == NULL)
-		pk->memo_n++;
-	pk->memo_keys[h] = key;
-	pk->memo_vals[h] = o;
+	pk->memo_n += pk->memo[key] == NULL;
+	pk->memo[key] = o;
 	return 0;
 }
 
 static int
 memo_get(struct pk *pk, uint32_t key)
 {
-	pobj *o = pk->memo_cap ? pk->memo_vals[memo_slot(pk, key)] : NULL;
+	pobj *o = key < pk->memo_cap ? pk->memo[key] : NULL;
 
 	if (o == NULL)
 		return pk_fail(pk, MATE_ERR_FORMAT, "memo key %u is not defined", key);
@@ -641,10 +604,6 @@ op_global(struct pk *pk)
 		o->kind = PK_GLOBAL;    /* keeps the name freed with the arena */
 		return pk_fail(pk, MATE_ERR_FORMAT, "global '%s' is not allowed", text);
 	}
-	if (o->kind == PK_DTYPE) {
-		free(o->u.str.s);
-		o->u.str.s = NULL;
-	}
 	return push(pk, o);
 }
 
@@ -716,13 +675,9 @@ new_tensor(struct pk *pk, const mate_tensor *t, mate_storage *st)
 {
 	pobj *o;
 
-	if (spend(pk, sizeof(struct pk_tensor)) != 0 || (o = new_obj(pk, PK_TENSOR)) == NULL)
+	if ((o = new_obj(pk, PK_TENSOR)) == NULL ||
+	    (o->u.tensor = pk_alloc(pk, sizeof(*o->u.tensor))) == NULL)
 		return NULL;
-	o->u.tensor = malloc(sizeof(*o->u.tensor));
-	if (o->u.tensor == NULL) {
-		nomem(pk);
-		return NULL;
-	}
 	o->u.tensor->t = *t;
 	o->u.tensor->st = mate_storage_ref(st);
 	return o;
@@ -1413,13 +1368,19 @@ to_value(struct pk *pk, const pobj *o, int depth)
 static void
 pk_free(struct pk *pk)
 {
-	struct pk_slab *s, *next;
+	struct pk_slab *s, *snext;
+	struct pk_chunk *c, *cnext;
 
-	for (s = pk->slabs; s != NULL; s = next) {
-		next = s->next;
+	for (s = pk->slabs; s != NULL; s = snext) {
+		snext = s->next;
 		for (size_t i = 0; i < s->n; i++)
-			free_obj(&s->objs[i]);
+			if (s->objs[i].kind == PK_TENSOR && s->objs[i].u.tensor != NULL)
+				mate_storage_unref(s->objs[i].u.tensor->st);
 		free(s);
+	}
+	for (c = pk->chunks; c != NULL; c = cnext) {
+		cnext = c->next;
+		free(c);
 	}
 	for (size_t i = 0; i < pk->nstores; i++) {
 		mate_storage_unref(pk->stores[i]->st);
@@ -1430,8 +1391,7 @@ pk_free(struct pk *pk)
 	free(pk->store_index);
 	free(pk->stack);
 	free(pk->marks);
-	free(pk->memo_keys);
-	free(pk->memo_vals);
+	free(pk->memo);
 }
 
 mate_value *

@@ -201,10 +201,10 @@ test_memo(void)
 	start(&b);
 	b_op(&b, '(');
 	b_op(&b, ']'); b_op(&b, 'q'); b_op(&b, 0);                 /* BINPUT 0 */
-	p_str(&b, "s"); b_op(&b, 'r'); b_le(&b, 0xfffffff0u, 4);    /* LONG_BINPUT */
+	p_str(&b, "s"); b_op(&b, 'r'); b_le(&b, 30, 4);             /* LONG_BINPUT */
 	b_op(&b, 'a');                                              /* list.append('s') */
 	b_op(&b, 'h'); b_op(&b, 0);                                 /* BINGET 0: same list */
-	b_op(&b, 'j'); b_le(&b, 0xfffffff0u, 4);                    /* LONG_BINGET */
+	b_op(&b, 'j'); b_le(&b, 30, 4);                             /* LONG_BINGET */
 	p_int(&b, 9); b_op(&b, 0x94);                               /* MEMOIZE -> key 2 */
 	b_op(&b, 'h'); b_op(&b, 2);
 	b_op(&b, 'q'); b_op(&b, 0);                                 /* overwrite key 0 */
@@ -607,6 +607,9 @@ test_malformed(void)
 	start(&b);
 	b_op(&b, 'q'); b_op(&b, 3); b_op(&b, '.');
 	expect_fail(&b, "stack underflow", 0);
+	start(&b);
+	b_op(&b, 'N'); b_op(&b, 'r'); b_le(&b, 0xfffffff0u, 4); b_op(&b, '.');
+	expect_fail(&b, "memo key 4294967280 is out of range", 0);
 	start(&b);
 	b_op(&b, 'X'); b_le(&b, 0xffffffffu, 4); b_bytes(&b, "abc.", 4);
 	expect_fail(&b, "truncated", 0);
