@@ -710,6 +710,22 @@ record_offset(struct pt_reader *r, struct pt_window *w, const char *name,
 	return 0;
 }
 
+/* "<root>/data/<key>" into buf (truncated to fit). */
+static void
+record_name(char *buf, size_t cap, const char *root, const char *key)
+{
+	size_t a = strlen(root), b = strlen(key);
+
+	if (a + 6 + b >= cap)
+		b = a + 6 < cap ? cap - a - 7 : 0;
+	if (a + 6 >= cap)
+		a = cap - 7;
+	memcpy(buf, root, a);
+	memcpy(buf + a, "/data/", 6);
+	memcpy(buf + a + 6, key, b);
+	buf[a + 6 + b] = '\0';
+}
+
 static int
 read_record(struct pt_reader *r, struct pt_window *w, const struct pt_record *rec)
 {
@@ -717,7 +733,7 @@ read_record(struct pt_reader *r, struct pt_window *w, const struct pt_record *re
 	const unsigned char *p;
 	uint64_t off;
 
-	snprintf(name, sizeof(name), "%s/data/%s", r->root, rec->key);
+	record_name(name, sizeof(name), r->root, rec->key);
 	if (record_offset(r, w, name, rec, &off) != 0)
 		return -1;
 	if (rec->size >= PT_SMALL_RECORD)

@@ -70,7 +70,7 @@ struct pk_store {
 
 struct pk_tensor {
 	mate_tensor t;
-	mate_storage *st;
+	mate_storage *st;   /* borrowed from the storage cache */
 };
 
 typedef struct pobj pobj;
@@ -679,7 +679,7 @@ new_tensor(struct pk *pk, const mate_tensor *t, mate_storage *st)
 	    (o->u.tensor = pk_alloc(pk, sizeof(*o->u.tensor))) == NULL)
 		return NULL;
 	o->u.tensor->t = *t;
-	o->u.tensor->st = mate_storage_ref(st);
+	o->u.tensor->st = st;
 	return o;
 }
 
@@ -1373,9 +1373,6 @@ pk_free(struct pk *pk)
 
 	for (s = pk->slabs; s != NULL; s = snext) {
 		snext = s->next;
-		for (size_t i = 0; i < s->n; i++)
-			if (s->objs[i].kind == PK_TENSOR && s->objs[i].u.tensor != NULL)
-				mate_storage_unref(s->objs[i].u.tensor->st);
 		free(s);
 	}
 	for (c = pk->chunks; c != NULL; c = cnext) {
