@@ -12,6 +12,18 @@
  * stack exactly as Python does; the graph is turned into a mate_value tree
  * at STOP. Objects reachable twice are copied, under a depth limit and an
  * allocation budget, so cycles and exponential sharing fail cleanly.
+ *
+ * Opcodes: those of spec tensor-files.md B4 (protocol 2, plus the protocol
+ * 3/4 ones listed there; STACK_GLOBAL is not among them). What the tree
+ * holds for what Python would build:
+ *   OrderedDict            an ordered dict; BUILD's attributes (a
+ *                          state_dict's _metadata) are checked and dropped
+ *   torch.Size             a tuple of ints
+ *   set                    a list
+ *   torch.device           an object "torch.device", repr "cpu" / "cuda:0"
+ *   a bare storage         a 1-D tensor over it
+ *   Parameter              a tensor with requires_grad set
+ *   an allowlisted global  an object "global", repr "module name"
  */
 
 #define PK_MAX_DEPTH 1000          /* container nesting in the result */
