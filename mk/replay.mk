@@ -1,1 +1,41 @@
-## mk/replay.mk: build and test rules for this area (included by Makefile.am).
+## mk/replay.mk: dump listing, the replay engine, mate-list-dumps, mate-replay and mate (included by Makefile.am).
+libmate_la_SOURCES += \
+	lib/dump_private.h \
+	lib/dump_record.c \
+	lib/dump_value.c \
+	lib/dump.c \
+	lib/dumplist.c
+libmate_la_SOURCES += \
+	lib/replay.c \
+	lib/replay_compare.c \
+	lib/replay_run.c \
+	lib/replay_ops.c
+
+## The tools: mate-list-dumps, mate-replay and the `mate VERB` dispatcher.
+bin_PROGRAMS += src/replay/mate-list-dumps src/replay/mate-replay src/mate/mate
+src_replay_mate_list_dumps_SOURCES = src/replay/mate-list-dumps.c
+src_replay_mate_list_dumps_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
+src_replay_mate_list_dumps_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+src_replay_mate_list_dumps_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
+src_replay_mate_replay_SOURCES = src/replay/mate-replay.c
+src_replay_mate_replay_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
+src_replay_mate_replay_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+## -export-dynamic: plugins find libmate's symbols in a statically linked mate-replay too.
+src_replay_mate_replay_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
+src_replay_mate_replay_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
+src_mate_mate_SOURCES = src/mate/mate.c
+src_mate_mate_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
+src_mate_mate_LDADD = src/fe/libmate_fe.la libmate.la
+
+## tests/plugin-reference.la: a replay plugin for the MATE reference fixture
+## (dlopen()ed by the tests; also the example of mate-replay(1)).
+check_LTLIBRARIES += tests/plugin-reference.la
+tests_plugin_reference_la_SOURCES = tests/plugin-reference.c
+tests_plugin_reference_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_LDFLAGS)
+
+## Unit tests of the dump reader and the replay engine.
+check_PROGRAMS += tests/test_dump_read
+TESTS += tests/test_dump_read
+tests_test_dump_read_SOURCES = tests/test_dump_read.c
+tests_test_dump_read_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_test_dump_read_LDADD = libmate.la $(CJSON_LIBS)

@@ -1,0 +1,372 @@
+/* dumplist.c: enumerating dump directories from metadata.jsonl alone (fast), with optional tensor details from the files' headers. */
+#include "mate_private.h"
+#include "dump_private.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct mate_dump_list {
+	int flags;
+	struct mate_arena arena;
+	struct mate_dump_info *items;
+	size_t n, cap;
+};
+
+mate_dump_list *
+mate_dump_list_new(int flags, mate_error *err)
+{
+	mate_dump_list *l = calloc(1, sizeof(*l));
+
+	if (l == NULL)
+		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	else
+		l->flags = flags;
+	return l;
+}
+
+void
+mate_dump_list_free(mate_dump_list *l)
+{
+	if (l == NULL)
+		return;
+	mate_arena_free(&l->arena);
+	free(l->items);
+	free(l);
+}
+
+size_t
+mate_dump_list_count(const mate_dump_list *l)
+{
+	return l->n;
+}
+
+const struct mate_dump_info *
+mate_dump_list_get(const mate_dump_list *l, size_t i)
+{
+	return i < l->n ? &l->items[i] : NULL;
+}
+
+/* ---- tensor details ------------------------------------------------------- */
+
+struct tensor_acc {
+	struct mate_dump_tensor *t;
+	size_t n, cap;
+};
+
+static struct mate_dump_tensor *
+acc_push(struct tensor_acc *acc)
+{
+	if (acc->n == acc->cap) {
+		size_t cap = acc->cap ? acc->cap * 2 : 8;
+		struct mate_dump_tensor *t = realloc(acc->t, cap * sizeof(*t));
+
+		if (t == NULL)
+			return NULL;
+		acc->t = t;
+		acc->cap = cap;
+	}
+	memset(&acc->t[acc->n], 0, sizeof(acc->t[0]));
+	return &acc->t[acc->n++];
+}
+
+static int64_t *
+dims_copy(struct mate_arena *a, const int64_t *d, int n)
+{
+	int64_t *p = mate_arena_alloc(a, (size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+
+	if (p != NULL && n > 0)
+		memcpy(p, d, (size_t)n * sizeof(int64_t));
+	return p;
+}
+
+static int
+add_tensor(struct tensor_acc *acc, struct mate_arena *a, const char *key, int output,
+    mate_dtype dt, const char *dtname, int ndim, const int64_t *shape, const int64_t *stride)
+{
+	struct mate_dump_tensor *t = acc_push(acc);
+
+	if (t == NULL)
+		return MATE_ERR_NOMEM;
+	t->key = mate_arena_strndup(a, key, (size_t)-1);
+	t->output = output;
+	t->dtype = dt;
+	t->dtype_name = dtname;
+	t->ndim = ndim;
+	t->shape = dims_copy(a, shape, ndim);
+	t->stride = dims_copy(a, stride, ndim);
+	return t->key && t->shape && t->stride ? MATE_OK : MATE_ERR_NOMEM;
+}
+
+/* The record's tensor_details for the keys listed under keys_name. */
+static void
+details_from_record(struct tensor_acc *acc, struct mate_arena *a, const cJSON *rec,
+    const char *keys_name, int output)
+{
+	const cJSON *ti = cJSON_GetObjectItemCaseSensitive(rec, "tensor_info");
+	const cJSON *td = cJSON_GetObjectItemCaseSensitive(rec, "tensor_details");
+	const cJSON *keys = cJSON_GetObjectItemCaseSensitive(ti, keys_name), *k;
+
+	cJSON_ArrayForEach(k, keys) {
+		const cJSON *d = cJSON_IsString(k) ? cJSON_GetObjectItemCaseSensitive(td, k->valuestring) : NULL;
+		const cJSON *dt = cJSON_GetObjectItemCaseSensitive(d, "dtype");
+		const cJSON *sh = cJSON_GetObjectItemCaseSensitive(d, "shape");
+		const cJSON *sr = cJSON_GetObjectItemCaseSensitive(d, "stride"), *x;
+		int64_t shape[MATE_MAX_DIMS], stride[MATE_MAX_DIMS];
+		int n = 0, m = 0;
+		mate_dtype dtype;
+
+		if (d == NULL)
+			continue;
+		cJSON_ArrayForEach(x, sh)
+			if (n < MATE_MAX_DIMS)
+				shape[n++] = cJSON_IsNumber(x) ? (int64_t)x->valuedouble : -1;
+		cJSON_ArrayForEach(x, sr)
+			if (m < n)
+				stride[m++] = cJSON_IsNumber(x) ? (int64_t)x->valuedouble : -1;
+		while (m < n)
+			stride[m++] = -1;
+		dtype = cJSON_IsString(dt) ? mate_dtype_from_name(dt->valuestring) : MATE_DTYPE_INVALID;
+		add_tensor(acc, a, k->valuestring, output, dtype,
+		    dtype != MATE_DTYPE_INVALID ? mate_dtype_name(dtype) :
+		    mate_arena_strndup(a, cJSON_IsString(dt) ? dt->valuestring : "?", (size_t)-1),
+		    n, shape, stride);
+	}
+}
+
+/* The tensors of dir/<stem>.{pt,safetensors} from the file's header; the
+ * record's tensor_details when the file cannot be read. */
+static void
+details_from_file(struct tensor_acc *acc, struct mate_arena *a, int dirfd, const char *dir,
+    const char *stem, const cJSON *rec, int expected, struct mate_notes *notes)
+{
+	static const char *const exts[] = { ".pt", ".safetensors" };
+	char rel[64], path[4096];
+	mate_error err;
+	mate_value *v = NULL;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		snprintf(rel, sizeof(rel), "%s%s", stem, exts[i]);
+		if (faccessat(dirfd, rel, F_OK, 0) == 0)
+			break;
+	}
+	if (i == 2) {
+		if (expected > 0)
+			mate_notes_add(notes, "no %s.pt or %s.safetensors", stem, stem);
+		details_from_record(acc, a, rec, strcmp(stem, "inputs") == 0 ?
+		    "input_tensor_keys" : "output_tensor_keys", strcmp(stem, "outputs") == 0);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	mate_error_clear(&err);
+	if ((v = mate_dump_read_tensors(path, 0, &err)) == NULL) {
+		size_t pl = strlen(path);
+		const char *msg = err.message;
+
+		if (strncmp(msg, path, pl) == 0 && strncmp(msg + pl, ": ", 2) == 0)
+			msg += pl + 2;  /* the caller names the dump already */
+		mate_notes_add(notes, "%s: %s", rel, msg);
+		details_from_record(acc, a, rec, strcmp(stem, "inputs") == 0 ?
+		    "input_tensor_keys" : "output_tensor_keys", strcmp(stem, "outputs") == 0);
+		return;
+	}
+	for (size_t j = 0; j < mate_value_len(v); j++) {
+		const mate_value *item = mate_value_item(v, j);
+		const char *key = mate_value_get_str(mate_value_key(v, j), NULL);
+		const mate_tensor *t;
+
+		if (key == NULL || mate_value_kind_of(item) != MATE_V_TENSOR)
+			continue;
+		t = mate_value_get_tensor(item);
+		add_tensor(acc, a, key, strcmp(stem, "outputs") == 0, t->dtype,
+		    mate_dtype_name(t->dtype), t->ndim, t->shape, t->stride);
+	}
+	mate_value_free(v);
+}
+
+static void
+load_details(struct mate_dump_list *l, struct mate_dump_info *info, int dirfd,
+    const cJSON *rec, struct mate_notes *notes)
+{
+	struct tensor_acc acc = { NULL, 0, 0 };
+
+	details_from_file(&acc, &l->arena, dirfd, info->path, "inputs", rec, info->n_inputs, notes);
+	if (info->status == MATE_DUMP_COMPLETED)
+		details_from_file(&acc, &l->arena, dirfd, info->path, "outputs", rec,
+		    info->n_outputs, notes);
+	if (acc.n > 0) {
+		struct mate_dump_tensor *t = mate_arena_alloc(&l->arena, acc.n * sizeof(*t));
+
+		if (t != NULL) {
+			memcpy(t, acc.t, acc.n * sizeof(*t));
+			info->tensors = t;
+			info->n_tensors = acc.n;
+		}
+	}
+	free(acc.t);
+}
+
+/* ---- one dump -------------------------------------------------------------- */
+
+static struct mate_dump_info *
+push_item(struct mate_dump_list *l)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 256;
+		struct mate_dump_info *p = realloc(l->items, cap * sizeof(*p));
+
+		if (p == NULL)
+			return NULL;
+		l->items = p;
+		l->cap = cap;
+	}
+	mate_dump_info_init(&l->items[l->n]);
+	return &l->items[l->n++];
+}
+
+/* Adds the dump at path (name: its last component), whose metadata.jsonl
+ * is `meta` relative to dirfd. A directory without metadata.jsonl counts
+ * only when named like a dump. @return 1 added, 0 not a dump, or < 0. */
+static int
+add_one(struct mate_dump_list *l, int dirfd, const char *meta, const char *path,
+    const char *name, mate_error *err)
+{
+	struct mate_dump_info *info = push_item(l);
+	struct mate_notes notes = { "", 0 };
+	cJSON *rec = NULL;
+	int rc, named;
+
+	if (info == NULL)
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory listing dumps");
+	info->path = mate_arena_strndup(&l->arena, path, (size_t)-1);
+	info->name = mate_arena_strndup(&l->arena, name, (size_t)-1);
+	if (info->path == NULL || info->name == NULL)
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory listing dumps");
+	named = mate_dump_info_from_name(info, name, &l->arena);
+	rc = mate_record_read_last(dirfd, meta, &rec, &notes);
+	if (rc == -ENOENT || rc == -ENOTDIR) {
+		if (!named) {
+			l->n--;
+			return 0;
+		}
+		mate_notes_add(&notes, "no metadata.jsonl");
+	} else if (rc < 0) {
+		mate_notes_add(&notes, "cannot read metadata.jsonl: %s", strerror(-rc));
+	} else if (rec != NULL) {
+		mate_dump_info_from_record(info, rec, &l->arena, &notes);
+	} else if (notes.len == 0) {
+		mate_notes_add(&notes, "no readable record");
+	}
+	if ((l->flags & MATE_DUMP_LIST_DETAILS) && rec != NULL) {
+		int fd = strcmp(meta, "metadata.jsonl") == 0 ? dup(dirfd) :
+		    openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (fd >= 0) {
+			load_details(l, info, fd, rec, &notes);
+			close(fd);
+		}
+	}
+	cJSON_Delete(rec);
+	if (notes.len > 0)
+		info->problem = mate_arena_strndup(&l->arena, notes.text, notes.len);
+	return 1;
+}
+
+static int
+is_dir_entry(int dirfd, const struct dirent *de)
+{
+	struct stat st;
+
+	if (de->d_type == DT_DIR)
+		return 1;
+	if (de->d_type != DT_UNKNOWN && de->d_type != DT_LNK)
+		return 0;
+	return fstatat(dirfd, de->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int
+add_root(struct mate_dump_list *l, int fd, const char *path, mate_error *err)
+{
+	DIR *dir = fdopendir(fd);
+	struct dirent *de;
+	size_t plen = strlen(path);
+	int added = 0, rc;
+
+	if (dir == NULL) {
+		close(fd);
+		return mate_set_errno(err, errno, "cannot read directory", path);
+	}
+	while (plen > 1 && path[plen - 1] == '/')
+		plen--;
+	while ((errno = 0, de = readdir(dir)) != NULL) {
+		char meta[512], sub[4096];
+
+		if (de->d_name[0] == '.' || !is_dir_entry(dirfd(dir), de))
+			continue;
+		if (snprintf(meta, sizeof(meta), "%s/metadata.jsonl", de->d_name) >= (int)sizeof(meta) ||
+		    snprintf(sub, sizeof(sub), "%.*s/%s", (int)plen, path, de->d_name) >= (int)sizeof(sub))
+			continue;
+		if ((rc = add_one(l, dirfd(dir), meta, sub, de->d_name, err)) < 0) {
+			closedir(dir);
+			return rc;
+		}
+		added += rc;
+	}
+	rc = errno;
+	closedir(dir);
+	if (rc != 0)
+		return mate_set_errno(err, rc, "cannot read directory", path);
+	return added;
+}
+
+int
+mate_dump_list_add(mate_dump_list *l, const char *path, mate_error *err)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc;
+	struct mate_arena tmp = { NULL };
+	const char *name;
+
+	if (fd < 0)
+		return mate_set_errno(err, errno, "cannot open directory", path);
+	name = mate_arena_basename(&tmp, path);
+	if (name == NULL) {
+		close(fd);
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	}
+	if (faccessat(fd, "metadata.jsonl", F_OK, 0) == 0 || mate_dump_name_matches(name)) {
+		rc = add_one(l, fd, "metadata.jsonl", path, name, err);
+		close(fd);
+	} else {
+		rc = add_root(l, fd, path, err);
+	}
+	mate_arena_free(&tmp);
+	return rc;
+}
+
+/* ---- order ----------------------------------------------------------------- */
+
+static int
+cmp_info(const void *pa, const void *pb)
+{
+	const struct mate_dump_info *a = pa, *b = pb;
+	int c = strcmp(a->timestamp, b->timestamp);
+
+	if (c != 0)
+		return c;
+	if (a->process_id != b->process_id)
+		return a->process_id < b->process_id ? -1 : 1;
+	return strcmp(a->path, b->path);
+}
+
+void
+mate_dump_list_sort(mate_dump_list *l)
+{
+	if (l->n > 1)
+		qsort(l->items, l->n, sizeof(l->items[0]), cmp_info);
+}
