@@ -39,3 +39,12 @@ TESTS += tests/test_dump_read
 tests_test_dump_read_SOURCES = tests/test_dump_read.c
 tests_test_dump_read_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_dump_read_LDADD = libmate.la $(CJSON_LIBS)
+check_PROGRAMS += tests/test_replay
+TESTS += tests/test_replay
+tests_test_replay_SOURCES = tests/test_replay.c
+tests_test_replay_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_test_replay_LDADD = libmate.la $(CJSON_LIBS)
+
+## CLI tests: the real binaries on the MATE reference dumps and on dumps the tests write.
+TESTS += tests/replay-cli.py
+EXTRA_DIST += tests/replay-cli.py
