@@ -22,24 +22,3 @@ mate_pickle_load(const void *buf, size_t len, mate_storage_loader load_storage,
 	mate_set_error(err, MATE_ERR_UNSUPPORTED, "pickle loading is not available in this build");
 	return NULL;
 }
-
-int
-mate_safetensors_write(const char *path, const mate_value *tensors,
-    const mate_value *metadata, mate_error *err)
-{
-	return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s: safetensors writing is not available in this build", path);
-}
-
-mate_value *
-mate_safetensors_read(const char *path, mate_value **metadata, mate_error *err)
-{
-	mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s: safetensors reading is not available in this build", path);
-	return NULL;
-}
-
-mate_value *
-mate_safetensors_parse(const void *buf, size_t len, mate_value **metadata, mate_error *err)
-{
-	mate_set_error(err, MATE_ERR_UNSUPPORTED, "safetensors parsing is not available in this build");
-	return NULL;
-}

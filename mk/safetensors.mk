@@ -1,1 +1,17 @@
 ## mk/safetensors.mk: build and test rules for this area (included by Makefile.am).
+libmate_la_SOURCES += lib/dump_safetensors.c
+
+check_PROGRAMS += tests/test_safetensors
+tests_test_safetensors_SOURCES = tests/test_safetensors.c
+tests_test_safetensors_LDADD = libmate.la
+TESTS += tests/test_safetensors tests/test_safetensors_interop.py
+EXTRA_DIST += tests/test_safetensors_interop.py
+
+FUZZ_TARGETS += fuzz/fuzz_safetensors
+fuzz_fuzz_safetensors_SOURCES = fuzz/fuzz_safetensors.c
+fuzz_fuzz_safetensors_LDADD = libmate.la
+fuzz_fuzz_safetensors_LDFLAGS = $(FUZZER_LINK)
+
+BENCH_BINS += bench/bench_safetensors
+bench_bench_safetensors_SOURCES = bench/bench_safetensors.c
+bench_bench_safetensors_LDADD = libmate.la
