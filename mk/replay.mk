@@ -48,3 +48,13 @@ tests_test_replay_LDADD = libmate.la $(CJSON_LIBS)
 ## CLI tests: the real binaries on the MATE reference dumps and on dumps the tests write.
 TESTS += tests/replay-cli.py
 EXTRA_DIST += tests/replay-cli.py
+
+## tests/mate-replay-ref: mate-replay with the reference plugin linked in (the
+## tests use it where a plugin cannot be dlopen()ed: static and sanitizer builds).
+check_PROGRAMS += tests/mate-replay-ref
+tests_mate_replay_ref_SOURCES = src/replay/mate-replay.c tests/plugin-reference.c
+tests_mate_replay_ref_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe -DMATE_REPLAY_TEST_PLUGIN
+tests_mate_replay_ref_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_mate_replay_ref_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
+TESTS += tests/replay-mutate.py
+EXTRA_DIST += tests/replay-mutate.py

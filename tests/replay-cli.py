@@ -12,6 +12,8 @@ REPLAY = build_path("src", "replay", "mate-replay")
 MATE = build_path("src", "mate", "mate")
 PLUGIN = build_path("tests", ".libs", "plugin-reference.so")
 HAVE_PLUGIN = os.path.exists(PLUGIN)
+# the reference handlers: as a dlopen()ed plugin, or linked in where plugins cannot load
+RP = [REPLAY, "--plugin", PLUGIN] if HAVE_PLUGIN else [build_path("tests", "mate-replay-ref")]
 
 NAMES = sorted(d for d in os.listdir(FIXTURE) if d != "session.jsonl")
 LINE = re.compile(r"^(\S+): (\S+) \[(completed|inputs_saved|failed|incomplete)\] (\d+) in, (\d+) out, (\d+) bytes$")
@@ -161,85 +163,84 @@ def write_dump(root, i, fn, status, inputs, outputs=None, extra=None):
     return name
 
 
+p = run(RP + ["--include", "configure", "--include", "no_args", FIXTURE], check=False)
+lines = p.stdout.splitlines()
+check(p.returncode == 0, "configure and no_args pass: exit %d %r" % (p.returncode, p.stdout))
+check(lines[:2] == ["[1] configure (20261121_125033_790_pid23322_configure_call0001): Passed (bit-exact)",
+                    "[2] no_args (20261121_125033_791_pid23322_no_args_call0001): Passed (bit-exact)"],
+      "per-call lines: %r" % lines)
+check(lines[-1] == "Summary: 2 passed, 0 failed" and lines[-2] == "", "summary line: %r" % lines[-2:])
+check("\u2705" not in p.stdout, "no emoji off a terminal")
+
+syn = os.path.join(work, "synthetic")
+os.makedirs(syn)
+last = open(os.path.join(FIXTURE, NAMES[5], "metadata.jsonl")).read().splitlines()[-1]
+cfg = json.loads(last)
+mutated = write_dump(syn, 1, "configure", "completed", cfg["input_metadata"],
+                     dict(cfg["output_metadata"], result_0=15))
+crashed = write_dump(syn, 2, "crashes", "inputs_saved", {"arg_1": 11})
+failed = write_dump(syn, 3, "crashes", "failed", {"arg_1": 12}, extra={"error": "RuntimeError: code 12"})
+fixed = write_dump(syn, 4, "no_args", "inputs_saved", {})
+odd = write_dump(syn, 5, "mystery", "completed", {}, {"result": None})
+alias = write_dump(syn, 6, "Tensor.no_args", "completed", {}, {"result": None})
+structured = write_dump(syn, 7, "configure", "completed", {
+    "arg_0": 7, "arg_1": 0.5, "arg_2": True, "arg_3": "bf16", "arg_4": None,
+    "arg_5": {"type": "list", "length": 3, "items": [1, 2, 3], "truncated": False},
+    "arg_6": {"type": "tuple", "length": 2, "items": [4, 5], "truncated": False},
+    "arg_7": {"type": "dict", "length": 2, "items": [{"key": "k", "value": 1},
+                                                      {"key": "v", "value": {"type": "list", "items": [2]}}]},
+    "kwarg_mode": {"type": "enum", "name": "Mode.FAST", "value": 0}, "kwarg_tail": 9},
+    {"result_0": 14, "result_1": {"type": "list", "length": 2, "items": [0.5, True], "truncated": False}})
+p = run(RP + [syn], check=False)
+out = p.stdout
+check(p.returncode == 1, "mismatch and failures: exit 1")
+check("[1] configure (%s): Mismatch: result_0: expected 15, got 14" % mutated in out,
+      "non-tensor mismatch names the output and both values: %r" % out)
+check("[2] crashes (%s): Reproduced the failure: RuntimeError: crashes with code 11" % crashed in out,
+      "a crash (inputs_saved) is re-executed: reproduced: %r" % out)
+check("[3] crashes (%s): Reproduced the failure: RuntimeError: crashes with code 12 "
+      "(recorded: RuntimeError: code 12)" % failed in out, "a recorded failure reproduced")
+check("[4] no_args (%s): Now runs" % fixed in out, "an inputs_saved call that now completes: %r" % out)
+check("[5] mystery (%s): Unsupported: no replay handler for 'mystery'" % odd in out, "unknown function")
+check("[6] Tensor.no_args (%s): Passed" % alias in out, "Tensor.NAME replays as NAME")
+check("[7] configure (%s): Passed" % structured in out, "structured values decode: %r" % out)
+check("Summary: 2 passed, 5 failed (1 mismatch, 1 unsupported, 2 reproduced failures, 1 now runs)" in out,
+      "summary breakdown: %r" % out)
+# crashes are never counted as passed, even alone
+p = run(RP + [os.path.join(syn, crashed)], check=False)
+check(p.returncode == 1 and "Summary: 0 passed, 1 failed" in p.stdout, "a reproduced failure is not a pass")
+
+# --jsonl: one object per call, summary on stderr
+p = run(RP + ["--jsonl", syn], check=False)
+objs = [json.loads(l) for l in p.stdout.splitlines()]
+check(len(objs) == 7, "7 JSON objects: %r" % p.stdout)
+check([o["verdict"] for o in objs] == ["mismatch", "reproduced_failure", "reproduced_failure", "now_runs",
+                                       "unsupported", "passed", "passed"], "verdicts")
+check(objs[0]["key"] == "result_0" and objs[0]["status"] == "completed" and objs[5]["bit_exact"] is True,
+      "jsonl fields: %r" % objs[0])
+check(all("seconds" in o and "max_abs_err" in o and "first_bad_index" in o for o in objs), "jsonl keys")
+check("Summary: 2 passed, 5 failed" in p.stderr and "Summary" not in p.stdout, "jsonl summary on stderr")
+
+# --include/--exclude and -j: the same lines in the same order
+many = os.path.join(work, "many")
+os.makedirs(many)
+for i in range(60):
+    write_dump(many, i, ["configure", "no_args", "crashes"][i % 3], "completed" if i % 3 != 2 else "inputs_saved",
+               cfg["input_metadata"] if i % 3 == 0 else {"arg_1": i},
+               cfg["output_metadata"] if i % 3 == 0 else {"result": None})
+one = run(RP + [many], check=False)
+four = run(RP + ["-j", "4", many], check=False)
+check(one.stdout == four.stdout and one.returncode == four.returncode == 1, "-j 4 prints as -j 1")
+check("Summary: 40 passed, 20 failed (20 reproduced failures)" in one.stdout, "60 calls: %r" % one.stdout[-200:])
+p = run(RP + ["--exclude", "crash*", "-j", "3", many], check=False)
+check(p.returncode == 0 and "Summary: 40 passed, 0 failed" in p.stdout, "--exclude: exit 0")
+p = run(RP + ["--dir", many, "--include", "no_*"], check=False)
+check(p.returncode == 0 and "Summary: 20 passed, 0 failed" in p.stdout, "--dir and --include")
 if HAVE_PLUGIN:
-    pl = ["--plugin", PLUGIN]
-    p = run([REPLAY] + pl + ["--include", "configure", "--include", "no_args", FIXTURE], check=False)
-    lines = p.stdout.splitlines()
-    check(p.returncode == 0, "configure and no_args pass: exit %d %r" % (p.returncode, p.stdout))
-    check(lines[:2] == ["[1] configure (20261121_125033_790_pid23322_configure_call0001): Passed (bit-exact)",
-                        "[2] no_args (20261121_125033_791_pid23322_no_args_call0001): Passed (bit-exact)"],
-          "per-call lines: %r" % lines)
-    check(lines[-1] == "Summary: 2 passed, 0 failed" and lines[-2] == "", "summary line: %r" % lines[-2:])
-    check("\u2705" not in p.stdout, "no emoji off a terminal")
-
-    syn = os.path.join(work, "synthetic")
-    os.makedirs(syn)
-    last = open(os.path.join(FIXTURE, NAMES[5], "metadata.jsonl")).read().splitlines()[-1]
-    cfg = json.loads(last)
-    mutated = write_dump(syn, 1, "configure", "completed", cfg["input_metadata"],
-                         dict(cfg["output_metadata"], result_0=15))
-    crashed = write_dump(syn, 2, "crashes", "inputs_saved", {"arg_1": 11})
-    failed = write_dump(syn, 3, "crashes", "failed", {"arg_1": 12}, extra={"error": "RuntimeError: code 12"})
-    fixed = write_dump(syn, 4, "no_args", "inputs_saved", {})
-    odd = write_dump(syn, 5, "mystery", "completed", {}, {"result": None})
-    alias = write_dump(syn, 6, "Tensor.no_args", "completed", {}, {"result": None})
-    structured = write_dump(syn, 7, "configure", "completed", {
-        "arg_0": 7, "arg_1": 0.5, "arg_2": True, "arg_3": "bf16", "arg_4": None,
-        "arg_5": {"type": "list", "length": 3, "items": [1, 2, 3], "truncated": False},
-        "arg_6": {"type": "tuple", "length": 2, "items": [4, 5], "truncated": False},
-        "arg_7": {"type": "dict", "length": 2, "items": [{"key": "k", "value": 1},
-                                                          {"key": "v", "value": {"type": "list", "items": [2]}}]},
-        "kwarg_mode": {"type": "enum", "name": "Mode.FAST", "value": 0}, "kwarg_tail": 9},
-        {"result_0": 14, "result_1": {"type": "list", "length": 2, "items": [0.5, True], "truncated": False}})
-    p = run([REPLAY] + pl + [syn], check=False)
-    out = p.stdout
-    check(p.returncode == 1, "mismatch and failures: exit 1")
-    check("[1] configure (%s): Mismatch: result_0: expected 15, got 14" % mutated in out,
-          "non-tensor mismatch names the output and both values: %r" % out)
-    check("[2] crashes (%s): Reproduced the failure: RuntimeError: crashes with code 11" % crashed in out,
-          "a crash (inputs_saved) is re-executed: reproduced: %r" % out)
-    check("[3] crashes (%s): Reproduced the failure: RuntimeError: crashes with code 12 "
-          "(recorded: RuntimeError: code 12)" % failed in out, "a recorded failure reproduced")
-    check("[4] no_args (%s): Now runs" % fixed in out, "an inputs_saved call that now completes: %r" % out)
-    check("[5] mystery (%s): Unsupported: no replay handler for 'mystery'" % odd in out, "unknown function")
-    check("[6] Tensor.no_args (%s): Passed" % alias in out, "Tensor.NAME replays as NAME")
-    check("[7] configure (%s): Passed" % structured in out, "structured values decode: %r" % out)
-    check("Summary: 2 passed, 5 failed (1 mismatch, 1 unsupported, 2 reproduced failures, 1 now runs)" in out,
-          "summary breakdown: %r" % out)
-    # crashes are never counted as passed, even alone
-    p = run([REPLAY] + pl + [os.path.join(syn, crashed)], check=False)
-    check(p.returncode == 1 and "Summary: 0 passed, 1 failed" in p.stdout, "a reproduced failure is not a pass")
-
-    # --jsonl: one object per call, summary on stderr
-    p = run([REPLAY] + pl + ["--jsonl", syn], check=False)
-    objs = [json.loads(l) for l in p.stdout.splitlines()]
-    check(len(objs) == 7, "7 JSON objects: %r" % p.stdout)
-    check([o["verdict"] for o in objs] == ["mismatch", "reproduced_failure", "reproduced_failure", "now_runs",
-                                           "unsupported", "passed", "passed"], "verdicts")
-    check(objs[0]["key"] == "result_0" and objs[0]["status"] == "completed" and objs[5]["bit_exact"] is True,
-          "jsonl fields: %r" % objs[0])
-    check(all("seconds" in o and "max_abs_err" in o and "first_bad_index" in o for o in objs), "jsonl keys")
-    check("Summary: 2 passed, 5 failed" in p.stderr and "Summary" not in p.stdout, "jsonl summary on stderr")
-
-    # --include/--exclude and -j: the same lines in the same order
-    many = os.path.join(work, "many")
-    os.makedirs(many)
-    for i in range(60):
-        write_dump(many, i, ["configure", "no_args", "crashes"][i % 3], "completed" if i % 3 != 2 else "inputs_saved",
-                   cfg["input_metadata"] if i % 3 == 0 else {"arg_1": i},
-                   cfg["output_metadata"] if i % 3 == 0 else {"result": None})
-    one = run([REPLAY] + pl + [many], check=False)
-    four = run([REPLAY] + pl + ["-j", "4", many], check=False)
-    check(one.stdout == four.stdout and one.returncode == four.returncode == 1, "-j 4 prints as -j 1")
-    check("Summary: 40 passed, 20 failed (20 reproduced failures)" in one.stdout, "60 calls: %r" % one.stdout[-200:])
-    p = run([REPLAY] + pl + ["--exclude", "crash*", "-j", "3", many], check=False)
-    check(p.returncode == 0 and "Summary: 40 passed, 0 failed" in p.stdout, "--exclude: exit 0")
-    p = run([REPLAY] + pl + ["--dir", many, "--include", "no_*"], check=False)
-    check(p.returncode == 0 and "Summary: 20 passed, 0 failed" in p.stdout, "--dir and --include")
-    p = run([MATE, "replay"] + pl + ["--include", "no_args", many], check=False, env=env)
+    p = run([MATE, "replay", "--plugin", PLUGIN, "--include", "no_args", many], check=False, env=env)
     check(p.returncode == 0 and "Summary: 20 passed, 0 failed" in p.stdout, "mate replay runs mate-replay")
 else:
-    print("plugin not built (static build): plugin checks skipped")
+    print("plugins cannot be loaded in this (static) build: the linked-in handlers are used")
 
 shutil.rmtree(work)
 done()
