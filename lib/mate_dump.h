@@ -317,6 +317,8 @@ int mate_replay_has_handler(const mate_replay *r, const char *module, const char
  * handlers on r and returns MATE_OK (or a negative status, with err set). */
 #define MATE_REPLAY_PLUGIN_INIT "mate_replay_plugin_init"
 typedef int (*mate_replay_plugin_init_fn)(mate_replay *r, mate_error *err);
+/* What a plugin defines (declared here so that its definition is checked). */
+int mate_replay_plugin_init(mate_replay *r, mate_error *err);
 /*! mate_replay_load_plugin() : dlopen()s path and calls its
  * mate_replay_plugin_init(). The object stays loaded until r is freed. */
 int mate_replay_load_plugin(mate_replay *r, const char *path, mate_error *err);

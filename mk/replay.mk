@@ -58,3 +58,16 @@ tests_mate_replay_ref_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_mate_replay_ref_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
 TESTS += tests/replay-mutate.py
 EXTRA_DIST += tests/replay-mutate.py
+
+## Man pages.
+man_MANS += man/mate.1 man/mate-list-dumps.1 man/mate-replay.1
+EXTRA_DIST += man/mate.1 man/mate-list-dumps.1 man/mate-replay.1
+
+## The plugin example of mate-replay(1), cut from the page and built as it stands.
+check_LTLIBRARIES += tests/plugin-man-example.la
+nodist_tests_plugin_man_example_la_SOURCES = tests/plugin-man-example.c
+tests_plugin_man_example_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_LDFLAGS)
+CLEANFILES += tests/plugin-man-example.c
+tests/plugin-man-example.c: $(top_srcdir)/man/mate-replay.1
+	$(AM_V_GEN)$(MKDIR_P) tests && \
+	sed -n '/begin plugin example/,/end plugin example/{/^\./d;p;}' $(top_srcdir)/man/mate-replay.1 > $@

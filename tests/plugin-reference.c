@@ -6,7 +6,6 @@
 #include "mate.h"
 #include "mate_dump.h"
 
-int mate_replay_plugin_init(mate_replay *r, mate_error *err);
 
 /* Element (i, j) of a 2-D view, or element i of the last dim of row r. */
 static const void *

@@ -3,6 +3,7 @@ import json
 import os
 import re
 import shutil
+import struct
 
 from mate_test import build_path, src_path, run, check, tmpdir, done
 
@@ -241,6 +242,49 @@ if HAVE_PLUGIN:
     check(p.returncode == 0 and "Summary: 20 passed, 0 failed" in p.stdout, "mate replay runs mate-replay")
 else:
     print("plugins cannot be loaded in this (static) build: the linked-in handlers are used")
+
+# ---- the plugin example of mate-replay(1), built from the page --------------------------
+EXAMPLE = build_path("tests", ".libs", "plugin-man-example.so")
+TOOL = build_path("tests", "tensorfile-tool")
+
+
+def f_tensor(dt, vals, sid):
+    fmt, size = {"float32": ("<%df", 4), "float64": ("<%dd", 8)}[dt]
+    raw = struct.pack(fmt % len(vals), *vals)
+    return {"type": "tensor", "dtype": dt, "shape": [len(vals)], "stride": [1], "offset": 0,
+            "storage": sid, "storage_nbytes": len(raw), "hex": raw.hex()}
+
+
+def write_st(path, tensors):
+    items = [[{"type": "str", "value": k}, v] for k, v in tensors.items()]
+    with open(path + ".json", "w") as f:
+        json.dump({"root": {"type": "dict", "ordered": False, "items": items}, "metadata": None}, f)
+    run([TOOL, "write", path + ".json", path])
+    os.remove(path + ".json")
+
+
+if os.path.exists(EXAMPLE):
+    ex = os.path.join(work, "example")
+    os.makedirs(ex)
+    for i, (dt, factor, out) in enumerate([("float32", None, [2, 4, 6]), ("float32", 3, [3, 6, 9]),
+                                           ("float64", None, [2, 4, 6])]):
+        name = write_dump(ex, i, "scale", "completed", {} if factor is None else {"kwarg_factor": factor},
+                          {})
+        d = os.path.join(ex, name)
+        write_st(os.path.join(d, "inputs.safetensors"), {"arg_0": f_tensor(dt, [1, 2, 3], 0)})
+        write_st(os.path.join(d, "outputs.safetensors"), {"result": f_tensor(dt, out, 0)})
+        meta = os.path.join(d, "metadata.jsonl")
+        text = open(meta).read().replace('"input_tensor_keys": []', '"input_tensor_keys": ["arg_0"]')
+        text = text.replace('"output_tensor_keys": []', '"output_tensor_keys": ["result"]')
+        open(meta, "w").write(text)
+    p = run([REPLAY, "--plugin", EXAMPLE, ex], check=False)
+    lines = p.stdout.splitlines()
+    check(p.returncode == 1 and len(lines) == 5, "man page plugin: %r" % lines)
+    check(lines[0].endswith("Passed (bit-exact)") and lines[1].endswith("Passed (bit-exact)"),
+          "the example replays scale(): %r" % lines)
+    check(lines[2].endswith("Unsupported: scale: only float32"), "and declines float64: %r" % lines)
+else:
+    print("plugins cannot be loaded in this (static) build: the man page example is not run")
 
 shutil.rmtree(work)
 done()

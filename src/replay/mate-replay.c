@@ -310,12 +310,6 @@ print_summary(const struct tally *t, FILE *f)
 
 /* ---- main ------------------------------------------------------------------ */
 
-#ifdef MATE_REPLAY_TEST_PLUGIN
-/* tests/mate-replay-ref: the reference fixture's handlers linked in, for
- * builds where plugins cannot be loaded (static, sanitizers). */
-int mate_replay_plugin_init(mate_replay *r, mate_error *err);
-#endif
-
 static mate_replay *
 make_engine(const struct options *o)
 {
@@ -325,6 +319,8 @@ make_engine(const struct options *o)
 	if (r == NULL)
 		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
 #ifdef MATE_REPLAY_TEST_PLUGIN
+	/* tests/mate-replay-ref: the reference fixture's handlers linked in, for
+	 * builds where plugins cannot be loaded (static, sanitizers) */
 	if (mate_replay_plugin_init(r, &err) != MATE_OK)
 		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
 #endif
