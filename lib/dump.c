@@ -36,10 +36,14 @@ mate_dump_open(const char *dir, mate_error *err)
 		mate_set_errno(err, errno, "cannot open dump", dir);
 		goto fail;
 	}
-	rc = mate_record_read_last(fd, "metadata.jsonl", &d->rec, &notes);
+	mate_dump_info_from_name(&d->info, d->info.name ? d->info.name : "", &d->arena);
+	rc = mate_dump_read_record(fd, "metadata.jsonl", &d->info, &d->arena, &d->rec, &notes);
 	close(fd);
 	if (rc < 0) {
-		mate_set_errno(err, -rc, "cannot read", "metadata.jsonl");
+		char meta[4096];
+
+		snprintf(meta, sizeof(meta), "%s/metadata.jsonl", dir);
+		mate_set_errno(err, -rc, "cannot read", meta);
 		goto fail;
 	}
 	if (d->rec == NULL) {
@@ -47,8 +51,6 @@ mate_dump_open(const char *dir, mate_error *err)
 		    dir, notes.len ? ": " : "", notes.text);
 		goto fail;
 	}
-	mate_dump_info_from_name(&d->info, d->info.name ? d->info.name : "", &d->arena);
-	mate_dump_info_from_record(&d->info, d->rec, &d->arena, &notes);
 	if (notes.len > 0)
 		d->info.problem = mate_arena_strndup(&d->arena, notes.text, notes.len);
 	return d;

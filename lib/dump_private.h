@@ -18,6 +18,8 @@ char *mate_arena_strndup(struct mate_arena *a, const char *s, size_t len);
 /* The last component of path (trailing slashes ignored), copied into a. */
 const char *mate_arena_basename(struct mate_arena *a, const char *path);
 void mate_arena_free(struct mate_arena *a);
+/* The link to the chunk after c (for moving one arena's chunks into another). */
+struct mate_arena_chunk **mate_arena_chunk_next(struct mate_arena_chunk *c);
 
 /* A bounded text buffer for "; "-joined problem notes. */
 struct mate_notes {
@@ -29,20 +31,38 @@ void mate_notes_add(struct mate_notes *n, const char *fmt, ...) MATE_PRINTF(2, 3
 /* Longest metadata.jsonl record read; longer ones are reported as corrupt. */
 #define MATE_RECORD_MAX_BYTES (64u << 20)
 
-/* Reads the last complete record of the file `name` relative to dirfd.
- * *rec gets the parsed record, or NULL when there is none; torn and
- * corrupt lines go to notes. @return 0, or -errno when the file cannot be
- * opened or read (-ENOENT: no metadata.jsonl). */
-int mate_record_read_last(int dirfd, const char *name, cJSON **rec, struct mate_notes *notes);
-/* Parses one record line (Python's NaN/Infinity tokens accepted). NULL when
- * it is not a JSON object. */
+/* Reads the last complete record of the file `name` relative to dirfd
+ * (metadata.jsonl): fills info's record fields from it (strings copied into
+ * a) and, when rec is not NULL, parses it into *rec (caller frees). Torn and
+ * corrupt lines go to notes. @return 1 when a record was found, 0 when
+ * none, or -errno when the file cannot be opened or read (-ENOENT: none). */
+int mate_dump_read_record(int dirfd, const char *name, struct mate_dump_info *info,
+    struct mate_arena *a, cJSON **rec, struct mate_notes *notes);
+/* The same on a whole file held in buf. */
+int mate_record_scan(const char *buf, size_t len, struct mate_dump_info *info,
+    struct mate_arena *a, cJSON **rec, struct mate_notes *notes);
+/* Parses one record line with cJSON (Python's NaN/Infinity tokens
+ * accepted). NULL when it is not a JSON object. */
 cJSON *mate_record_parse(const char *p, size_t len);
 
 /* An empty summary: function "?", unknown numbers -1, status incomplete. */
 void mate_dump_info_init(struct mate_dump_info *info);
-/* Fills info's record fields from rec (strings copied into a). */
-void mate_dump_info_from_record(struct mate_dump_info *info, const cJSON *rec,
-    struct mate_arena *a, struct mate_notes *notes);
+
+/* The skim: validates one JSON text without allocating and locates the
+ * members of its top-level object (key and value spans, unescaped keys
+ * compare raw). */
+struct mate_skim_member {
+	const char *key, *val;
+	size_t klen, vlen;
+};
+/* 1 when p is a JSON object (NaN and Infinity allowed); its first max
+ * members go to m, their number to *n. */
+int mate_skim_object(const char *p, size_t len, struct mate_skim_member *m, size_t max, size_t *n);
+/* 1 when p is a JSON array; *count gets its length. */
+int mate_skim_array_len(const char *p, size_t len, size_t *count);
+const struct mate_skim_member *mate_skim_find(const struct mate_skim_member *m, size_t n,
+    const char *key);
+
 /* Fills info's timestamp, process id and function from a dump directory's
  * name ("YYYYMMDD_HHMMSS_mmm_pidPID_FUNC_callNNNN"). @return 1 when the
  * name has that form, else 0 (info untouched). */

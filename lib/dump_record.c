@@ -73,6 +73,12 @@ mate_arena_basename(struct mate_arena *a, const char *path)
 	return mate_arena_strndup(a, path + start, end - start);
 }
 
+struct mate_arena_chunk **
+mate_arena_chunk_next(struct mate_arena_chunk *c)
+{
+	return &c->next;
+}
+
 void
 mate_arena_free(struct mate_arena *a)
 {
@@ -169,17 +175,33 @@ rewrite_nonfinite(const char *p, size_t len, size_t *outlen)
 	return out;
 }
 
+/* cJSON on p[0..len), which must hold one value and nothing after it. */
+static cJSON *
+parse_all(const char *p, size_t len)
+{
+	const char *end = NULL;
+	cJSON *j = cJSON_ParseWithLengthOpts(p, len, &end, 0);
+
+	while (j != NULL && end < p + len && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n'))
+		end++;
+	if (j != NULL && end != p + len) {
+		cJSON_Delete(j);
+		j = NULL;
+	}
+	return j;
+}
+
 cJSON *
 mate_record_parse(const char *p, size_t len)
 {
-	cJSON *j = cJSON_ParseWithLength(p, len);
+	cJSON *j = parse_all(p, len);
 
 	if (j == NULL) {
 		size_t n;
 		char *q = rewrite_nonfinite(p, len, &n);
 
 		if (q != NULL) {
-			j = cJSON_ParseWithLength(q, n);
+			j = parse_all(q, n);
 			free(q);
 		}
 	}
@@ -191,6 +213,33 @@ mate_record_parse(const char *p, size_t len)
 }
 
 /* ---- the last complete line ----------------------------------------------- */
+
+/* What to do with a candidate line: fill the summary (validating it with the
+ * skim) and, when rec is not NULL, parse it fully with cJSON. */
+struct take {
+	struct mate_dump_info *info;
+	struct mate_arena *a;
+	struct mate_notes *notes;
+	cJSON **rec;
+};
+
+static int info_from_line(struct mate_dump_info *info, const char *p, size_t len,
+    struct mate_arena *a, struct mate_notes *notes);
+
+static int
+take_line(const struct take *t, const char *p, size_t len)
+{
+	if (t->rec != NULL && (*t->rec = mate_record_parse(p, len)) == NULL)
+		return 0;
+	if (!info_from_line(t->info, p, len, t->a, t->notes)) {
+		if (t->rec != NULL) {
+			cJSON_Delete(*t->rec);
+			*t->rec = NULL;
+		}
+		return 0;
+	}
+	return 1;
+}
 
 static int
 is_blank(const char *p, size_t n)
@@ -204,17 +253,16 @@ is_blank(const char *p, size_t n)
 static const char *
 last_newline(const char *b, size_t end)
 {
-	while (end > 0)
-		if (b[--end] == '\n')
-			return b + end;
-	return NULL;
+	const void *nl = end > 0 ? memrchr(b, '\n', end) : NULL;
+
+	return nl;
 }
 
-enum { SCAN_DONE, SCAN_MORE };
+enum { SCAN_NONE, SCAN_FOUND, SCAN_MORE };
 
 /* Scans b[0..n), the last n bytes of a file of fsize bytes, from the end. */
 static int
-scan_tail(const char *b, size_t n, uint64_t fsize, cJSON **rec, struct mate_notes *notes)
+scan_tail(const char *b, size_t n, uint64_t fsize, const struct take *t, struct mate_notes *notes)
 {
 	int whole = (uint64_t)n == fsize;
 	size_t end = n;
@@ -226,8 +274,8 @@ scan_tail(const char *b, size_t n, uint64_t fsize, cJSON **rec, struct mate_note
 			return SCAN_MORE;
 		size_t start = nl != NULL ? (size_t)(nl - b) + 1 : 0;
 		if (!is_blank(b + start, end - start)) {
-			if ((*rec = mate_record_parse(b + start, end - start)) != NULL)
-				return SCAN_DONE;
+			if (take_line(t, b + start, end - start))
+				return SCAN_FOUND;
 			mate_notes_add(notes, "torn last line (%zu bytes) skipped", end - start);
 		}
 		end = start;
@@ -238,66 +286,102 @@ scan_tail(const char *b, size_t n, uint64_t fsize, cJSON **rec, struct mate_note
 			return SCAN_MORE;
 		size_t start = nl != NULL ? (size_t)(nl - b) + 1 : 0;
 		if (!is_blank(b + start, end - 1 - start)) {
-			if ((*rec = mate_record_parse(b + start, end - 1 - start)) != NULL)
-				return SCAN_DONE;
+			if (take_line(t, b + start, end - 1 - start))
+				return SCAN_FOUND;
 			mate_notes_add(notes, "corrupt record (%zu bytes at offset %llu) skipped",
 			    end - 1 - start, (unsigned long long)(fsize - n + start));
 		}
 		end = start;
 	}
-	return SCAN_DONE;
+	return SCAN_NONE;
 }
 
 int
-mate_record_read_last(int dirfd, const char *name, cJSON **rec, struct mate_notes *notes)
+mate_record_scan(const char *buf, size_t len, struct mate_dump_info *info,
+    struct mate_arena *a, cJSON **rec, struct mate_notes *notes)
 {
-	struct stat st;
+	struct take t = { info, a, notes, rec };
+
+	if (rec != NULL)
+		*rec = NULL;
+	return scan_tail(buf, len, len, &t, notes) == SCAN_FOUND;
+}
+
+#define FIRST_READ 16384
+
+/* Scans the file's tail, growing the window while the last record starts
+ * before it. */
+static int
+scan_file(int fd, char **bufp, size_t got, const struct take *t, struct mate_notes *notes)
+{
 	struct mate_notes local;
-	char *buf = NULL;
-	size_t want;
-	int fd, rc = 0;
+	struct stat st;
+	size_t want = got;
+	int rc;
 
-	*rec = NULL;
-	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (got < FIRST_READ)  /* the whole file */
+		return scan_tail(*bufp, got, got, t, notes);
+	if (fstat(fd, &st) != 0)
 		return -errno;
-	if (fstat(fd, &st) != 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		mate_notes_add(notes, "metadata.jsonl is not a regular file");
-		goto out;
-	}
-	want = st.st_size < 16384 ? (size_t)st.st_size : 16384;
 	for (;;) {
-		char *nb = realloc(buf, want + 1);
+		char *nb;
 
-		if (nb == NULL) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		buf = nb;
-		rc = mate_pread_all(fd, buf, want, (uint64_t)st.st_size - want);
-		if (rc != 0)
-			goto out;
-		local.len = 0;
-		local.text[0] = '\0';
-		if (scan_tail(buf, want, (uint64_t)st.st_size, rec, &local) == SCAN_DONE)
-			break;
-		if (want >= MATE_RECORD_MAX_BYTES) {
-			mate_notes_add(&local, "last record longer than %u bytes", MATE_RECORD_MAX_BYTES);
-			break;
-		}
 		want = (uint64_t)st.st_size - want < (uint64_t)want * 3 ? (size_t)st.st_size : want * 4;
 		if (want > MATE_RECORD_MAX_BYTES)
 			want = MATE_RECORD_MAX_BYTES;
+		if ((nb = realloc(*bufp, want + 1)) == NULL)
+			return -ENOMEM;
+		*bufp = nb;
+		if ((rc = mate_pread_all(fd, nb, want, (uint64_t)st.st_size - want)) != 0)
+			return rc;
+		local.len = 0;
+		local.text[0] = '\0';
+		rc = scan_tail(nb, want, (uint64_t)st.st_size, t, &local);
+		if (rc != SCAN_MORE || want >= MATE_RECORD_MAX_BYTES || want == (size_t)st.st_size)
+			break;
+	}
+	if (rc == SCAN_MORE) {
+		mate_notes_add(&local, "last record longer than %u bytes", MATE_RECORD_MAX_BYTES);
+		rc = SCAN_NONE;
 	}
 	if (local.len > 0)
 		mate_notes_add(notes, "%s", local.text);
-	if (*rec == NULL && st.st_size == 0)
+	return rc;
+}
+
+int
+mate_dump_read_record(int dirfd, const char *name, struct mate_dump_info *info,
+    struct mate_arena *a, cJSON **rec, struct mate_notes *notes)
+{
+	struct take t = { info, a, notes, rec };
+	char *buf = malloc(FIRST_READ);
+	ssize_t got;
+	int fd, rc;
+
+	if (rec != NULL)
+		*rec = NULL;
+	if (buf == NULL)
+		return -ENOMEM;
+	if ((fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC)) < 0) {
+		rc = -errno;
+		free(buf);
+		return rc;
+	}
+	do
+		got = pread(fd, buf, FIRST_READ, 0);
+	while (got < 0 && errno == EINTR);
+	if (got < 0 && errno == EISDIR) {
+		mate_notes_add(notes, "metadata.jsonl is not a regular file");
+		rc = 0;
+	} else if (got < 0) {
+		rc = -errno;
+	} else if (got == 0) {
 		mate_notes_add(notes, "metadata.jsonl is empty");
-out:
+		rc = 0;
+	} else {
+		rc = scan_file(fd, &buf, (size_t)got, &t, notes);
+		rc = rc == SCAN_FOUND ? 1 : rc < 0 ? rc : 0;
+	}
 	free(buf);
 	close(fd);
 	return rc;
@@ -327,92 +411,146 @@ mate_dump_info_init(struct mate_dump_info *info)
 	info->input_bytes = info->output_bytes = info->total_bytes = -1;
 }
 
-static const char *
-get_str(const cJSON *o, const char *key)
-{
-	const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
+#define MAX_MEMBERS 48
 
-	return cJSON_IsString(j) ? j->valuestring : NULL;
+/* The string member key (unescaped, copied into a), or NULL. */
+static const char *
+member_str(const struct mate_skim_member *m, size_t n, const char *key, struct mate_arena *a)
+{
+	const struct mate_skim_member *v = mate_skim_find(m, n, key);
+	cJSON *j;
+	const char *s;
+
+	if (v == NULL || v->vlen < 2 || v->val[0] != '"')
+		return NULL;
+	if (memchr(v->val, '\\', v->vlen) == NULL)
+		return mate_arena_strndup(a, v->val + 1, v->vlen - 2);
+	j = cJSON_ParseWithLength(v->val, v->vlen);
+	s = cJSON_IsString(j) ? mate_arena_strndup(a, j->valuestring, (size_t)-1) : NULL;
+	cJSON_Delete(j);
+	return s;
 }
 
-static int64_t
-get_int(const cJSON *o, const char *key)
+/* Whether member key is a number (then in *d). */
+static int
+member_num(const struct mate_skim_member *m, size_t n, const char *key, double *d)
 {
-	const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
+	const struct mate_skim_member *v = mate_skim_find(m, n, key);
+	char buf[64];
 
-	if (!cJSON_IsNumber(j) || !(j->valuedouble >= -9.2e18 && j->valuedouble <= 9.2e18))
+	if (v == NULL || v->vlen >= sizeof(buf) ||
+	    !(v->val[0] == '-' || (v->val[0] >= '0' && v->val[0] <= '9')))
+		return 0;
+	memcpy(buf, v->val, v->vlen);
+	buf[v->vlen] = '\0';
+	*d = strtod(buf, NULL);
+	return 1;
+}
+
+/* The integer member key, or -1 (absent, not a number, or out of range). */
+static int64_t
+member_int(const struct mate_skim_member *m, size_t n, const char *key)
+{
+	double d;
+
+	if (!member_num(m, n, key, &d) || !(d >= -9.2e18 && d <= 9.2e18))
 		return -1;
-	return (int64_t)j->valuedouble;
+	return (int64_t)d;
 }
 
 static int
-count_keys(const cJSON *ti, const char *key)
+member_count(const struct mate_skim_member *m, size_t n, const char *key)
 {
-	const cJSON *j = cJSON_GetObjectItemCaseSensitive(ti, key);
+	const struct mate_skim_member *v = mate_skim_find(m, n, key);
+	size_t c = 0;
 
-	return cJSON_IsArray(j) ? cJSON_GetArraySize(j) : 0;
+	if (v == NULL || !mate_skim_array_len(v->val, v->vlen, &c) || c > INT32_MAX)
+		return 0;
+	return (int)c;
 }
 
 static void
-sizes_from_record(struct mate_dump_info *info, const cJSON *ti)
+sizes_from_record(struct mate_dump_info *info, const struct mate_skim_member *ti)
 {
-	info->n_inputs = count_keys(ti, "input_tensor_keys");
-	info->n_outputs = count_keys(ti, "output_tensor_keys");
-	info->input_bytes = get_int(ti, "input_size_bytes");
-	info->output_bytes = get_int(ti, "output_size_bytes");
-	info->total_bytes = get_int(ti, "total_size_bytes");
+	struct mate_skim_member m[MAX_MEMBERS];
+	size_t n = 0;
+
+	if (ti == NULL || !mate_skim_object(ti->val, ti->vlen, m, MAX_MEMBERS, &n))
+		return;
+	info->n_inputs = member_count(m, n, "input_tensor_keys");
+	info->n_outputs = member_count(m, n, "output_tensor_keys");
+	info->input_bytes = member_int(m, n, "input_size_bytes");
+	info->output_bytes = member_int(m, n, "output_size_bytes");
+	info->total_bytes = member_int(m, n, "total_size_bytes");
 	if (info->total_bytes < 0 && info->input_bytes >= 0)
 		info->total_bytes = info->input_bytes + (info->output_bytes > 0 ? info->output_bytes : 0);
 }
 
 static void
-self_id_from_record(struct mate_dump_info *info, const cJSON *rec, struct mate_arena *a)
+self_id_from_record(struct mate_dump_info *info, const struct mate_skim_member *m, size_t n,
+    struct mate_arena *a)
 {
-	const cJSON *j = cJSON_GetObjectItemCaseSensitive(rec, "self_id");
 	char buf[64];
+	double d;
 
-	if (cJSON_IsString(j)) {
-		info->self_id = mate_arena_strndup(a, j->valuestring, (size_t)-1);
-	} else if (cJSON_IsNumber(j)) {
-		snprintf(buf, sizeof(buf), "%.17g", j->valuedouble);
+	if ((info->self_id = member_str(m, n, "self_id", a)) != NULL)
+		return;
+	if (member_num(m, n, "self_id", &d)) {
+		snprintf(buf, sizeof(buf), "%.17g", d);
 		info->self_id = mate_arena_strndup(a, buf, (size_t)-1);
 	}
 }
 
-void
-mate_dump_info_from_record(struct mate_dump_info *info, const cJSON *rec,
+static int
+status_of(const char *s)
+{
+	if (s == NULL)
+		return -1;
+	if (strcmp(s, "completed") == 0)
+		return MATE_DUMP_COMPLETED;
+	if (strcmp(s, "inputs_saved") == 0)
+		return MATE_DUMP_INPUTS_SAVED;
+	if (strcmp(s, "failed") == 0)
+		return MATE_DUMP_FAILED;
+	return -1;
+}
+
+/* Fills info from one record line; 0 when the line is not a JSON object. */
+static int
+info_from_line(struct mate_dump_info *info, const char *p, size_t len,
     struct mate_arena *a, struct mate_notes *notes)
 {
+	struct mate_skim_member m[MAX_MEMBERS];
+	size_t n = 0;
 	const char *s;
+	int st;
 
-	if ((s = get_str(rec, "function_name")) != NULL)
-		info->function = mate_arena_strndup(a, s, (size_t)-1);
+	if (!mate_skim_object(p, len, m, MAX_MEMBERS, &n))
+		return 0;
+	if ((s = member_str(m, n, "function_name", a)) != NULL)
+		info->function = s;
 	else
 		mate_notes_add(notes, "record has no function_name");
-	info->module = mate_arena_strndup(a, get_str(rec, "module"), (size_t)-1);
-	if ((s = get_str(rec, "timestamp")) != NULL)
-		info->timestamp = mate_arena_strndup(a, s, (size_t)-1);
-	if ((s = get_str(rec, "tensor_format")) != NULL)
-		info->format = mate_arena_strndup(a, s, (size_t)-1);
-	if (cJSON_HasObjectItem(rec, "process_id"))
-		info->process_id = get_int(rec, "process_id");
-	info->call_sequence = get_int(rec, "call_sequence");
-	sizes_from_record(info, cJSON_GetObjectItemCaseSensitive(rec, "tensor_info"));
-	self_id_from_record(info, rec, a);
-	s = get_str(rec, "execution_status");
-	if (s != NULL && strcmp(s, "completed") == 0)
-		info->status = MATE_DUMP_COMPLETED;
-	else if (s != NULL && strcmp(s, "inputs_saved") == 0)
-		info->status = MATE_DUMP_INPUTS_SAVED;
-	else if (s != NULL && strcmp(s, "failed") == 0)
-		info->status = MATE_DUMP_FAILED;
-	else {
+	info->module = member_str(m, n, "module", a);
+	if ((s = member_str(m, n, "timestamp", a)) != NULL)
+		info->timestamp = s;
+	info->format = member_str(m, n, "tensor_format", a);
+	if (mate_skim_find(m, n, "process_id") != NULL)
+		info->process_id = member_int(m, n, "process_id");
+	info->call_sequence = member_int(m, n, "call_sequence");
+	sizes_from_record(info, mate_skim_find(m, n, "tensor_info"));
+	self_id_from_record(info, m, n, a);
+	s = member_str(m, n, "execution_status", a);
+	if ((st = status_of(s)) >= 0) {
+		info->status = st;
+	} else {
 		info->status = MATE_DUMP_INCOMPLETE;
 		mate_notes_add(notes, "unknown execution_status %s%.40s%s",
 		    s ? "'" : "", s ? s : "(none)", s ? "'" : "");
 	}
 	if (info->status == MATE_DUMP_FAILED)
-		info->error = mate_arena_strndup(a, get_str(rec, "error"), (size_t)-1);
+		info->error = member_str(m, n, "error", a);
+	return 1;
 }
 
 static int

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 struct mate_dump_list {
 	int flags;
+	int threads;                /* 0: automatic */
 	struct mate_arena arena;
 	struct mate_dump_info *items;
 	size_t n, cap;
@@ -245,11 +247,13 @@ add_one(struct mate_dump_list *l, int dirfd, const char *meta, const char *path,
 	if (info == NULL)
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory listing dumps");
 	info->path = mate_arena_strndup(&l->arena, path, (size_t)-1);
-	info->name = mate_arena_strndup(&l->arena, name, (size_t)-1);
-	if (info->path == NULL || info->name == NULL)
+	if (info->path == NULL)
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory listing dumps");
+	info->name = strlen(info->path) >= strlen(name) ?
+	    info->path + strlen(info->path) - strlen(name) : info->path;
 	named = mate_dump_info_from_name(info, name, &l->arena);
-	rc = mate_record_read_last(dirfd, meta, &rec, &notes);
+	rc = mate_dump_read_record(dirfd, meta, info, &l->arena,
+	    (l->flags & MATE_DUMP_LIST_DETAILS) ? &rec : NULL, &notes);
 	if (rc == -ENOENT || rc == -ENOTDIR) {
 		if (!named) {
 			l->n--;
@@ -258,9 +262,7 @@ add_one(struct mate_dump_list *l, int dirfd, const char *meta, const char *path,
 		mate_notes_add(&notes, "no metadata.jsonl");
 	} else if (rc < 0) {
 		mate_notes_add(&notes, "cannot read metadata.jsonl: %s", strerror(-rc));
-	} else if (rec != NULL) {
-		mate_dump_info_from_record(info, rec, &l->arena, &notes);
-	} else if (notes.len == 0) {
+	} else if (rc == 0 && notes.len == 0) {
 		mate_notes_add(&notes, "no readable record");
 	}
 	if ((l->flags & MATE_DUMP_LIST_DETAILS) && rec != NULL) {
@@ -290,39 +292,203 @@ is_dir_entry(int dirfd, const struct dirent *de)
 	return fstatat(dirfd, de->d_name, &st, 0) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* The subdirectories of a root, read first, then scanned by threads. */
+struct scan {
+	struct mate_dump_list *l;
+	int rootfd;
+	const char *path;
+	size_t plen;
+	char **names;
+	size_t nnames, next;
+	pthread_mutex_t lock;
+};
+
+#define SCAN_CHUNK 64
+
+/* Scans names into part (a list of its own); MATE_OK or a negative status. */
+static int
+scan_names(struct scan *sc, struct mate_dump_list *part, mate_error *err)
+{
+	for (;;) {
+		size_t from, to;
+
+		pthread_mutex_lock(&sc->lock);
+		from = sc->next;
+		sc->next = from + SCAN_CHUNK < sc->nnames ? from + SCAN_CHUNK : sc->nnames;
+		to = sc->next;
+		pthread_mutex_unlock(&sc->lock);
+		if (from >= to)
+			return MATE_OK;
+		for (size_t i = from; i < to; i++) {
+			char meta[512], sub[4096];
+			int rc;
+
+			if (snprintf(meta, sizeof(meta), "%s/metadata.jsonl", sc->names[i]) >= (int)sizeof(meta) ||
+			    snprintf(sub, sizeof(sub), "%.*s/%s", (int)sc->plen, sc->path,
+			    sc->names[i]) >= (int)sizeof(sub))
+				continue;
+			if ((rc = add_one(part, sc->rootfd, meta, sub, sc->names[i], err)) < 0)
+				return rc;
+		}
+	}
+}
+
+struct scan_thread {
+	pthread_t th;
+	struct scan *sc;
+	struct mate_dump_list part;
+	mate_error err;
+	int rc;
+};
+
+static void *
+scan_thread(void *arg)
+{
+	struct scan_thread *t = arg;
+
+	t->rc = scan_names(t->sc, &t->part, &t->err);
+	return NULL;
+}
+
+/* Moves part's dumps and strings into l. */
+static int
+merge(struct mate_dump_list *l, struct mate_dump_list *part)
+{
+	struct mate_arena_chunk **tail = &part->arena.head;
+
+	if (l->cap - l->n < part->n) {
+		size_t cap = l->n + part->n + 256;
+		struct mate_dump_info *p = realloc(l->items, cap * sizeof(*p));
+
+		if (p == NULL)
+			return MATE_ERR_NOMEM;
+		l->items = p;
+		l->cap = cap;
+	}
+	if (part->n > 0)
+		memcpy(l->items + l->n, part->items, part->n * sizeof(*part->items));
+	l->n += part->n;
+	part->n = 0;
+	while (*tail != NULL)
+		tail = mate_arena_chunk_next(*tail);
+	*tail = l->arena.head;
+	l->arena.head = part->arena.head;
+	part->arena.head = NULL;
+	return MATE_OK;
+}
+
+/* Threads for n directories: as set, else one per 2048 up to the CPUs (16 at most). */
+static int
+scan_threads(const struct mate_dump_list *l, size_t n)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t t = n / 2048 + 1;
+
+	if (l->threads > 0)
+		return (size_t)l->threads < n ? l->threads : (n > 0 ? (int)n : 1);
+	if (cpus < 1)
+		cpus = 1;
+	if (t > (size_t)cpus)
+		t = (size_t)cpus;
+	return t > 16 ? 16 : (int)t;
+}
+
+void
+mate_dump_list_set_threads(mate_dump_list *l, int threads)
+{
+	l->threads = threads > 256 ? 256 : threads;
+}
+
+/* Scans sc's names on threads; returns the dumps added or a negative status. */
+static int
+scan_all(struct scan *sc, mate_error *err)
+{
+	int nt = scan_threads(sc->l, sc->nnames), started = 0, rc = MATE_OK;
+	struct scan_thread *ts = calloc((size_t)nt, sizeof(*ts));
+	size_t before = sc->l->n;
+
+	if (ts == NULL)
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory listing dumps");
+	for (int i = 0; i < nt; i++) {
+		ts[i].sc = sc;
+		ts[i].part.flags = sc->l->flags;
+	}
+	/* this thread scans too, as part 0 */
+	for (int i = 1; i < nt; i++, started++)
+		if (pthread_create(&ts[i].th, NULL, scan_thread, &ts[i]) != 0)
+			break;
+	scan_thread(&ts[0]);
+	for (int i = 1; i <= started; i++)
+		pthread_join(ts[i].th, NULL);
+	for (int i = 0; i <= started; i++) {
+		if (rc == MATE_OK && ts[i].rc != MATE_OK) {
+			rc = ts[i].rc;
+			if (err != NULL)
+				*err = ts[i].err;
+		}
+		if (merge(sc->l, &ts[i].part) != MATE_OK && rc == MATE_OK)
+			rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory listing dumps");
+		mate_arena_free(&ts[i].part.arena);
+		free(ts[i].part.items);
+	}
+	free(ts);
+	return rc != MATE_OK ? rc : (int)(sc->l->n - before);
+}
+
+/* The names of root's subdirectories (not starting with '.'), in a. */
+static int
+read_names(DIR *dir, struct mate_arena *a, char ***names, size_t *n)
+{
+	struct dirent *de;
+	size_t cap = 0;
+
+	while ((errno = 0, de = readdir(dir)) != NULL) {
+		if (de->d_name[0] == '.' || !is_dir_entry(dirfd(dir), de))
+			continue;
+		if (*n == cap) {
+			char **p = realloc(*names, (cap = cap ? cap * 2 : 1024) * sizeof(*p));
+
+			if (p == NULL)
+				return ENOMEM;
+			*names = p;
+		}
+		if (((*names)[*n] = mate_arena_strndup(a, de->d_name, (size_t)-1)) == NULL)
+			return ENOMEM;
+		(*n)++;
+	}
+	return errno;
+}
+
 static int
 add_root(struct mate_dump_list *l, int fd, const char *path, mate_error *err)
 {
 	DIR *dir = fdopendir(fd);
-	struct dirent *de;
-	size_t plen = strlen(path);
-	int added = 0, rc;
+	struct mate_arena names_arena = { NULL };
+	struct scan sc;
+	int rc;
 
 	if (dir == NULL) {
 		close(fd);
 		return mate_set_errno(err, errno, "cannot read directory", path);
 	}
-	while (plen > 1 && path[plen - 1] == '/')
-		plen--;
-	while ((errno = 0, de = readdir(dir)) != NULL) {
-		char meta[512], sub[4096];
-
-		if (de->d_name[0] == '.' || !is_dir_entry(dirfd(dir), de))
-			continue;
-		if (snprintf(meta, sizeof(meta), "%s/metadata.jsonl", de->d_name) >= (int)sizeof(meta) ||
-		    snprintf(sub, sizeof(sub), "%.*s/%s", (int)plen, path, de->d_name) >= (int)sizeof(sub))
-			continue;
-		if ((rc = add_one(l, dirfd(dir), meta, sub, de->d_name, err)) < 0) {
-			closedir(dir);
-			return rc;
-		}
-		added += rc;
+	memset(&sc, 0, sizeof(sc));
+	sc.l = l;
+	sc.rootfd = dirfd(dir);
+	sc.path = path;
+	sc.plen = strlen(path);
+	while (sc.plen > 1 && path[sc.plen - 1] == '/')
+		sc.plen--;
+	if ((rc = read_names(dir, &names_arena, &sc.names, &sc.nnames)) != 0) {
+		rc = mate_set_errno(err, rc, "cannot read directory", path);
+	} else {
+		pthread_mutex_init(&sc.lock, NULL);
+		rc = scan_all(&sc, err);
+		pthread_mutex_destroy(&sc.lock);
 	}
-	rc = errno;
+	free(sc.names);
+	mate_arena_free(&names_arena);
 	closedir(dir);
-	if (rc != 0)
-		return mate_set_errno(err, rc, "cannot read directory", path);
-	return added;
+	return rc;
 }
 
 int

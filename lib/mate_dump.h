@@ -216,6 +216,9 @@ mate_dump_list *mate_dump_list_new(int flags, mate_error *err);
  * be read as a directory. Problems of single dumps do not fail the call:
  * they are in each entry's `problem`. */
 int mate_dump_list_add(mate_dump_list *l, const char *path, mate_error *err);
+/*! mate_dump_list_set_threads() : how many threads read a root's dumps
+ * (0, the default: one per 2048 dumps, up to the CPUs and at most 16). */
+void mate_dump_list_set_threads(mate_dump_list *l, int threads);
 /*! mate_dump_list_sort() : orders by timestamp, then process id, then name. */
 void mate_dump_list_sort(mate_dump_list *l);
 size_t mate_dump_list_count(const mate_dump_list *l);

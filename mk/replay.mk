@@ -2,6 +2,7 @@
 libmate_la_SOURCES += \
 	lib/dump_private.h \
 	lib/dump_record.c \
+	lib/dump_skim.c \
 	lib/dump_value.c \
 	lib/dump.c \
 	lib/dumplist.c
@@ -71,3 +72,10 @@ CLEANFILES += tests/plugin-man-example.c
 tests/plugin-man-example.c: $(top_srcdir)/man/mate-replay.1
 	$(AM_V_GEN)$(MKDIR_P) tests && \
 	sed -n '/begin plugin example/,/end plugin example/{/^\./d;p;}' $(top_srcdir)/man/mate-replay.1 > $@
+
+## Fuzz target for metadata.jsonl records and recorded values.
+FUZZ_TARGETS += fuzz/fuzz_dump_record
+fuzz_fuzz_dump_record_SOURCES = fuzz/fuzz_dump_record.c
+fuzz_fuzz_dump_record_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+fuzz_fuzz_dump_record_LDADD = libmate.la $(CJSON_LIBS)
+fuzz_fuzz_dump_record_LDFLAGS = $(FUZZER_LINK)

@@ -192,15 +192,25 @@ test_decode(void)
 static cJSON *
 read_last(const char *text, struct mate_notes *notes)
 {
+	struct mate_dump_info info;
+	struct mate_arena a = { NULL };
 	cJSON *rec = NULL;
-	int fd;
+	int fd, rc;
 
 	write_file("m.jsonl", text);
 	notes->len = 0;
 	notes->text[0] = '\0';
+	mate_dump_info_init(&info);
 	fd = open(tmp, O_RDONLY | O_DIRECTORY);
-	CHECK_EQ_INT(mate_record_read_last(fd, "m.jsonl", &rec, notes), 0);
+	rc = mate_dump_read_record(fd, "m.jsonl", &info, &a, &rec, notes);
 	close(fd);
+	CHECK_EQ_INT(rc, rec != NULL);
+	/* the skim's summary and cJSON's parse agree */
+	if (rec != NULL) {
+		const cJSON *s = cJSON_GetObjectItemCaseSensitive(rec, "execution_status");
+		CHECK_STR(mate_dump_status_name(info.status), cJSON_IsString(s) ? s->valuestring : "?");
+	}
+	mate_arena_free(&a);
 	return rec;
 }
 
@@ -287,10 +297,50 @@ test_last_record(void)
 	cJSON_Delete(rec);
 	free(big);
 
-	fd = open(tmp, O_RDONLY | O_DIRECTORY);
-	rec = NULL;
-	CHECK_EQ_INT(mate_record_read_last(fd, "missing.jsonl", &rec, &notes), -ENOENT);
-	close(fd);
+	{
+		struct mate_dump_info info;
+		struct mate_arena a = { NULL };
+
+		mate_dump_info_init(&info);
+		fd = open(tmp, O_RDONLY | O_DIRECTORY);
+		CHECK_EQ_INT(mate_dump_read_record(fd, "missing.jsonl", &info, &a, NULL, &notes), -ENOENT);
+		close(fd);
+	}
+}
+
+/* The skim accepts exactly what a strict JSON parser (cJSON, whole input)
+ * accepts, plus NaN and Infinity. */
+static void
+test_skim(void)
+{
+	static const char *good[] = { "{}", " {\"a\": [1, -2.5e+3, true, false, null, {}, []]} ",
+	    "{\"k\\\"q\": \"\\u00e9\\n\", \"b\": {\"c\": [[]]}}", "{\"x\": NaN, \"y\": -Infinity}",
+	    "{\"a\":0}", "{\"s\": \"\\ud83d\\ude00\"}" };
+	static const char *bad[] = { "", "[]", "{", "{\"a\"}", "{\"a\": }", "{\"a\": 1,}", "{\"a\": 01}",
+	    "{\"a\": 1.}", "{\"a\": .5}", "{\"a\": +1}", "{\"a\": tru}", "{\"a\": \"\\x\"}",
+	    "{\"a\": \"\\u12\"}", "{\"a\": 1} x", "{\"a\": 1}}", "{a: 1}", "{\"a\": [1 2]}",
+	    "{\"a\": \"tab\there\"}", "{\"a\": \"\\ud800\"}", "{\"a\": \"\\udc00\\ud800\"}" };
+	struct mate_skim_member m[8];
+	size_t n, c;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		CHECK(mate_skim_object(good[i], strlen(good[i]), m, 8, &n));
+		CHECK(mate_record_parse(good[i], strlen(good[i])) != NULL &&
+		    (cJSON_Delete(mate_record_parse(good[i], strlen(good[i]))), 1));
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (mate_skim_object(bad[i], strlen(bad[i]), m, 8, &n))
+			fprintf(stderr, "skim accepted: %s\n", bad[i]);
+		CHECK(!mate_skim_object(bad[i], strlen(bad[i]), m, 8, &n));
+	}
+	CHECK(mate_skim_object(good[1], strlen(good[1]), m, 8, &n));
+	CHECK_EQ_INT(n, 1);
+	CHECK(mate_skim_find(m, n, "a") != NULL);
+	CHECK(mate_skim_array_len(m[0].val, m[0].vlen, &c));
+	CHECK_EQ_INT(c, 7);
+	CHECK(mate_skim_object(good[2], strlen(good[2]), m, 8, &n));
+	CHECK_EQ_INT(n, 2);
+	CHECK(mate_skim_find(m, n, "b") != NULL);
 }
 
 static void
@@ -310,6 +360,43 @@ test_names(void)
 	CHECK(!mate_dump_name_matches("session.jsonl"));
 	CHECK(!mate_dump_name_matches("20261121_125033_783_pid1_f_call"));
 	mate_arena_free(&a);
+}
+
+/* 300 dumps read on 1 and on 8 threads give the same listing. */
+static void
+many_dumps(void)
+{
+	char rel[128], text[256], path[512];
+	mate_dump_list *a = mate_dump_list_new(0, NULL), *b = mate_dump_list_new(0, NULL);
+
+	make_dir("many");
+	for (int i = 0; i < 300; i++) {
+		snprintf(rel, sizeof(rel), "many/20260101_000000_%03d_pid9_f%d_call0001", i, i % 7);
+		make_dir(rel);
+		strcat(rel, "/metadata.jsonl");
+		snprintf(text, sizeof(text), "{\"function_name\": \"f%d\", \"execution_status\": \"%s\"}\n",
+		    i % 7, i % 5 ? "completed" : "inputs_saved");
+		if (i % 11 != 3)  /* some killed before their record */
+			write_file(rel, text);
+	}
+	snprintf(path, sizeof(path), "%s/many", tmp);
+	mate_dump_list_set_threads(a, 1);
+	mate_dump_list_set_threads(b, 8);
+	CHECK_EQ_INT(mate_dump_list_add(a, path, NULL), 300);
+	CHECK_EQ_INT(mate_dump_list_add(b, path, NULL), 300);
+	mate_dump_list_sort(a);
+	mate_dump_list_sort(b);
+	for (size_t i = 0; i < 300; i++) {
+		const struct mate_dump_info *x = mate_dump_list_get(a, i), *y = mate_dump_list_get(b, i);
+
+		CHECK_STR(x->name, y->name);
+		CHECK_STR(x->function, y->function);
+		CHECK_EQ_INT(x->status, y->status);
+		CHECK_EQ_INT(x->status, i % 11 == 3 ? MATE_DUMP_INCOMPLETE :
+		    i % 5 ? MATE_DUMP_COMPLETED : MATE_DUMP_INPUTS_SAVED);
+	}
+	mate_dump_list_free(a);
+	mate_dump_list_free(b);
 }
 
 static void
@@ -359,6 +446,21 @@ test_list(void)
 	CHECK_CONTAINS(d->path, "/root/20260101_000000_002_pid5_b_call0001");
 	CHECK(strstr(d->path, "elsewhere") == NULL);
 	CHECK(mate_dump_list_get(l, 3) == NULL);
+
+	/* the same on four threads */
+	{
+		mate_dump_list *l4 = mate_dump_list_new(0, &err);
+
+		mate_dump_list_set_threads(l4, 4);
+		snprintf(path, sizeof(path), "%s/root", tmp);
+		CHECK_EQ_INT(mate_dump_list_add(l4, path, &err), 3);
+		mate_dump_list_sort(l4);
+		for (size_t i = 0; i < 3; i++)
+			CHECK_STR(mate_dump_list_get(l4, i)->path, mate_dump_list_get(l, i)->path);
+		CHECK_STR(mate_dump_list_get(l4, 2)->self_id, "140000000001");
+		mate_dump_list_free(l4);
+	}
+	many_dumps();
 
 	/* a single dump directory, and a missing root */
 	snprintf(path, sizeof(path), "%s/root/20260101_000000_002_pid5_b_call0001", tmp);
@@ -429,6 +531,7 @@ main(void)
 	test_pyliteral();
 	test_decode();
 	test_last_record();
+	test_skim();
 	test_names();
 	test_list();
 	test_dump_open();

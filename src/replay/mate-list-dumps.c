@@ -14,6 +14,7 @@
 #include "mate_dump.h"
 
 struct options {
+	long long jobs;
 	int details;
 	int jsonl;
 	int quiet;
@@ -27,6 +28,7 @@ usage(void)
 	    "directory, function, [status], input and output tensor counts, bytes.\n"
 	    "ROOT defaults to $MATE_DUMP_DIR, else mate_dumps.\n\n"
 	    "  -d, --details   a block per dump with each tensor's dtype, shape and strides\n"
+	    "  -j, --jobs N    read on N threads (default: up to one per CPU)\n"
 	    "      --jsonl     one JSON object per dump\n"
 	    "  -q, --quiet     no summary line on stderr\n"
 	    "  -h, --help      show this help and exit\n"
@@ -205,6 +207,7 @@ parse_options(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
 		{ "details", no_argument, NULL, 'd' },
+		{ "jobs", required_argument, NULL, 'j' },
 		{ "jsonl", no_argument, NULL, 'J' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -213,9 +216,10 @@ parse_options(int argc, char **argv, struct options *o)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "dqhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "dj:qhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': o->details = 1; break;
+		case 'j': o->jobs = mate_fe_parse_count("--jobs", optarg); break;
 		case 'J': o->jsonl = 1; break;
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(); exit(MATE_EXIT_OK);
@@ -228,7 +232,7 @@ parse_options(int argc, char **argv, struct options *o)
 int
 main(int argc, char **argv)
 {
-	struct options o = { 0, 0, 0 };
+	struct options o = { 0, 0, 0, 0 };
 	const char *def = getenv("MATE_DUMP_DIR");
 	mate_dump_list *l;
 	mate_error err;
@@ -241,6 +245,7 @@ main(int argc, char **argv)
 		def = "mate_dumps";
 	if ((l = mate_dump_list_new(o.details ? MATE_DUMP_LIST_DETAILS : 0, &err)) == NULL)
 		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+	mate_dump_list_set_threads(l, (int)(o.jobs > 256 ? 256 : o.jobs));
 	nroots = optind < argc ? argc - optind : 1;
 	for (int i = 0; i < nroots; i++) {
 		const char *root = optind < argc ? argv[optind + i] : def;
