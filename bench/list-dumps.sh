@@ -19,28 +19,32 @@ if [ ! -f "$root/.complete" ]; then
 	touch "$root/.complete"
 fi
 
-# MATE's list-dumps logic: every dump directory, the last line of its metadata.jsonl.
+# MATE's list-dumps logic in plain Python (its CLI without click's colours):
+# pathlib, each directory holding metadata.jsonl, sorted, every line read, the
+# last one parsed.
 cat > "$root.mate_list.py" <<'EOF'
-import json, os, sys
-root = sys.argv[1]
-dumps = []
-for name in sorted(os.listdir(root)):
-    d = os.path.join(root, name)
-    meta = os.path.join(d, "metadata.jsonl")
-    if not os.path.isdir(d) or not os.path.exists(meta):
-        continue
-    with open(meta) as f:
-        lines = [l for l in f.read().splitlines() if l.strip()]
-    if not lines:
-        continue
-    rec = json.loads(lines[-1])
-    dumps.append((name, rec.get("function_name", "?"), rec.get("execution_status", "unknown")))
+import json, sys
+from pathlib import Path
+root = Path(sys.argv[1])
+dumps = sorted(d for d in root.iterdir() if d.is_dir() and (d / "metadata.jsonl").exists())
 print("Found %d dumps in %s:" % (len(dumps), root))
-for name, fn, status in dumps:
-    print("  %s: %s [%s]" % (name, fn, status))
+for d in dumps:
+    try:
+        with open(d / "metadata.jsonl") as f:
+            lines = f.readlines()
+        if lines:
+            rec = json.loads(lines[-1])
+            print("  %s: %s [%s]" % (d.name, rec.get("function_name", "unknown"),
+                                     rec.get("execution_status", "unknown")))
+    except Exception as e:
+        print("  %s: Error reading metadata - %s" % (d.name, e))
 EOF
 
 now() { date +%s.%N; }
+# CPU seconds (user + system) of one run
+cpu() {
+	/usr/bin/time -f "%U %S" "$@" 2>&1 >/dev/null | tail -1 | awk '{ print $1 + $2 }'
+}
 # best of three, warm cache (each tool runs once first)
 best() {
 	"$@" > /dev/null 2>&1
@@ -58,9 +62,15 @@ lines=$("$list" -q "$root" | wc -l)
 t_mate=$(best "$list" -q "$root")
 t_json=$(best "$list" -q --jsonl "$root")
 t_py=$(best "$py" "$root.mate_list.py" "$root")
-printf 'dumps:                      %d\n' "$count"
+c_mate=$(cpu "$list" -q "$root" 2>/dev/null || echo 0)
+c_py=$(cpu "$py" "$root.mate_list.py" "$root" 2>/dev/null || echo 0)
+printf 'dumps:                      %d  (%s CPUs, load %s)\n' "$count" "$(nproc)" "$(cut -d' ' -f1 /proc/loadavg)"
 printf 'mate-list-dumps:            %.3f s  (%.0f dumps/s)\n' "$t_mate" "$(echo "$count / $t_mate" | bc -l)"
 printf 'mate-list-dumps --jsonl:    %.3f s\n' "$t_json"
 printf 'Python (MATE list-dumps):   %.3f s\n' "$t_py"
-printf 'ratio:                      %.1fx faster\n' "$(echo "$t_py / $t_mate" | bc -l)"
+printf 'ratio:                      %.1fx faster (wall time)\n' "$(echo "$t_py / $t_mate" | bc -l)"
+if [ -x /usr/bin/time ]; then
+	printf 'CPU time (user+sys):        mate %.2f s, Python %.2f s: %.1fx less\n' "$c_mate" "$c_py" \
+	    "$(echo "$c_py / $c_mate" | bc -l)"
+fi
 rm -f "$root.mate_list.py"

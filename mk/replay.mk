@@ -79,3 +79,6 @@ fuzz_fuzz_dump_record_SOURCES = fuzz/fuzz_dump_record.c
 fuzz_fuzz_dump_record_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 fuzz_fuzz_dump_record_LDADD = libmate.la $(CJSON_LIBS)
 fuzz_fuzz_dump_record_LDFLAGS = $(FUZZER_LINK)
+
+## Benchmarks (scripts; see their headers): bench/list-dumps.sh, bench/replay-many.sh.
+EXTRA_DIST += bench/gen-dumps.py bench/list-dumps.sh bench/replay-many.sh
