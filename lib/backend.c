@@ -1,6 +1,7 @@
 /* backend.c: the host backend and the run-time choice between it and CUDA. */
 #include "mate_private.h"
 #include "backend.h"
+#include "kernels.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -26,8 +27,14 @@ host_describe(char *buf, size_t len)
 }
 
 static const mate_backend host_backend = {
-	"host", host_device_count, host_copy_to_host, host_describe,
+	"host", host_device_count, host_copy_to_host, host_describe, mate_kernels_cpu,
 };
+
+const mate_backend *
+mate_backend_host(void)
+{
+	return &host_backend;
+}
 
 const mate_backend *
 mate_backend_get(void)

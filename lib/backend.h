@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+struct mate_kernels;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -17,11 +19,15 @@ typedef struct mate_backend {
 	int (*copy_to_host)(void *dst, const void *src, size_t n, void *stream);
 	/* Writes a one-line description (runtime/driver versions, devices). */
 	void (*describe)(char *buf, size_t len);
+	/* The backend's compute kernels (kernels.h). */
+	const struct mate_kernels *(*kernels)(void);
 } mate_backend;
 
 /* The CUDA backend when built with CUDA and a device is present, else the
  * host one (whose copy is a memcpy). Never NULL. */
 const mate_backend *mate_backend_get(void);
+/* The host backend (CPU kernels), whatever devices are present. */
+const mate_backend *mate_backend_host(void);
 
 #ifdef HAVE_CUDA
 const mate_backend *mate_backend_cuda(void);

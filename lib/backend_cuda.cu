@@ -1,6 +1,7 @@
 /* backend_cuda.cu: the CUDA backend: device count, stream-local device-to-host copies, description. */
 #include "config.h"
 #include "backend.h"
+#include "kernels.h"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -41,7 +42,7 @@ cuda_describe(char *buf, size_t len)
 }
 
 static const mate_backend cuda_backend = {
-	"cuda", cuda_device_count, cuda_copy_to_host, cuda_describe,
+	"cuda", cuda_device_count, cuda_copy_to_host, cuda_describe, mate_kernels_cuda,
 };
 
 extern "C" const mate_backend *

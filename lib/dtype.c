@@ -198,6 +198,8 @@ encode_small(double a, int mbits, int bias, unsigned max_field_exp,
 
 	if (a == 0)
 		return 0;
+	if (isinf(a))
+		return ovf_bits;
 	(void)frexp(a, &e);
 	e -= 1; /* a = 1.x * 2^e */
 	if (e < 1 - bias) {

@@ -10,7 +10,8 @@ mate_tensor_init(mate_tensor *t, mate_dtype dt, int ndim, const int64_t *shape,
 	int64_t s = 1;
 
 	memset(t, 0, sizeof(*t));
-	if (ndim < 0 || ndim > MATE_MAX_DIMS || mate_dtype_size(dt) == 0)
+	if (ndim < 0 || ndim > MATE_MAX_DIMS || mate_dtype_size(dt) == 0 ||
+	    (ndim > 0 && shape == NULL))
 		return MATE_ERR_ARGUMENT;
 	t->dtype = dt;
 	t->ndim = ndim;
@@ -52,12 +53,14 @@ mate_tensor_is_contiguous(const mate_tensor *t)
 {
 	int64_t expect = 1;
 
-	for (int i = t->ndim - 1; i >= 0; i--) {
+	for (int i = 0; i < t->ndim; i++)
 		if (t->shape[i] == 0)
 			return 1;
-		if (t->shape[i] != 1 && t->stride[i] != expect)
+	for (int i = t->ndim - 1; i >= 0; i--) {
+		if (t->shape[i] == 1)
+			continue;
+		if (t->stride[i] != expect || !mate_mul_ok(expect, t->shape[i], &expect))
 			return 0;
-		expect *= t->shape[i];
 	}
 	return 1;
 }
@@ -80,7 +83,7 @@ mate_tensor_storage_extent(const mate_tensor *t)
 		    !mate_add_ok(end, span, &end))
 			return -1;
 	}
-	return end + 1;
+	return mate_add_ok(end, 1, &end) ? end : -1;
 }
 
 void *

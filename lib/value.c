@@ -1,6 +1,7 @@
 /* value.c: storages and the Python-like value tree shared by the file formats and the recorder. */
 #include "mate_private.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -522,7 +523,13 @@ mate_value_get_int(const mate_value *v)
 	case MATE_V_INT: return v->u.i;
 	case MATE_V_BOOL: return v->u.b;
 	case MATE_V_ENUM: return v->u.obj.v;
-	case MATE_V_FLOAT: return (int64_t)v->u.f;
+	case MATE_V_FLOAT:
+		/* truncate, saturating: an out-of-range cast would be UB */
+		if (isnan(v->u.f))
+			return 0;
+		if (v->u.f >= 9223372036854775808.0)
+			return INT64_MAX;
+		return v->u.f < -9223372036854775808.0 ? INT64_MIN : (int64_t)v->u.f;
 	default: return 0;
 	}
 }

@@ -1,0 +1,55 @@
+## mk/kernels.mk: libmate's compute kernels (CPU through OpenBLAS, CUDA through cuBLAS), their tests and benchmark.
+libmate_la_SOURCES += \
+	lib/kernels.h \
+	lib/kernels.c \
+	lib/kernels_cpu.h \
+	lib/kernels_cpu_util.c \
+	lib/kernels_cpu_norm.c \
+	lib/kernels_cpu_norm_tmpl.h \
+	lib/kernels_cpu_gemm.c \
+	lib/kernels_cpu_attn.c \
+	lib/kernels_cpu_attn_tmpl.h \
+	lib/parallel.h \
+	lib/parallel.c
+libmate_la_CFLAGS += $(OPENBLAS_CFLAGS)
+libmate_la_LIBADD += $(OPENBLAS_LIBS) -lm
+
+check_PROGRAMS += tests/test_kernels
+TESTS += tests/test_kernels
+tests_test_kernels_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_test_kernels_LDADD = libmate.la $(OPENBLAS_LIBS)
+
+## tests/kernel-run: runs one kernel on tensors from a safetensors file, for the torch test.
+check_PROGRAMS += tests/kernel-run
+tests_kernel_run_LDADD = libmate.la
+TESTS += tests/test_kernels_torch.py
+EXTRA_DIST += tests/test_kernels_torch.py
+
+## bench/replay-gemm: 2048^3 f32 GEMM through the mm kernel vs cblas_sgemm (make bench).
+BENCH_BINS += bench/replay-gemm
+bench_replay_gemm_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
+bench_replay_gemm_LDADD = libmate.la $(OPENBLAS_LIBS)
+
+if HAVE_CUDA
+libmate_la_SOURCES += \
+	lib/kernels_cuda.h \
+	lib/kernels_cuda.cu \
+	lib/kernels_cuda_gemm.cu \
+	lib/kernels_cuda_attn.cu
+# nvcc's stubs for template kernels use the C++ ABI (static guards)
+libmate_la_LIBADD += -lstdc++
+check_PROGRAMS += tests/test_kernels_cuda
+TESTS += tests/test_kernels_cuda
+tests_test_kernels_cuda_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
+tests_test_kernels_cuda_LDADD = libmate.la $(CUDA_LIBS)
+endif
+
+## The torch comparison again on the CUDA kernels (skipped without a device).
+TESTS += tests/test_kernels_torch_cuda.sh
+EXTRA_DIST += tests/test_kernels_torch_cuda.sh
+
+## fuzz/fuzz_kernels: CPU kernels on arbitrary shapes, strides, dtypes and parameters.
+FUZZ_TARGETS += fuzz/fuzz_kernels
+fuzz_fuzz_kernels_SOURCES = fuzz/fuzz_kernels.c
+fuzz_fuzz_kernels_LDADD = libmate.la
+fuzz_fuzz_kernels_LDFLAGS = $(FUZZER_LINK)

@@ -1,0 +1,415 @@
+"""test_kernels_torch.py: every CPU kernel against python3-torch (float64 reference) on random f32, f16 and bf16 inputs."""
+import json
+import math
+import os
+import shutil
+import struct
+import sys
+
+import numpy as np
+import torch
+
+from mate_test import build_path, check, done, run, tmpdir
+
+DEVICE = os.environ.get("MATE_KERNEL_DEVICE", "cpu")
+DRIVER = build_path("tests", "kernel-run")
+TMP = tmpdir()
+
+ST = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
+      torch.float64: "F64", torch.bool: "BOOL", torch.uint8: "U8"}
+FROM_ST = {v: k for k, v in ST.items()}
+# ops.md default tolerances (rtol, atol)
+TOL = {torch.float64: (1e-12, 1e-12), torch.float32: (1e-5, 1e-6),
+       torch.float16: (1e-3, 1e-5), torch.bfloat16: (8e-3, 1e-5)}
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+class F8:
+    """An fp8 tensor: raw codes (uint8) and the safetensors dtype name."""
+
+    def __init__(self, codes, name):
+        self.codes, self.name = codes, name
+
+    def value(self):
+        return f8_decode(self.codes, self.name)
+
+
+def f8_decode(codes, name):
+    """Exact fp8 decoding (e4m3fn: bias 7, no inf; e5m2: bias 15)."""
+    c = codes.to(torch.int64)
+    mbits, bias = (3, 7) if name == "F8_E4M3" else (2, 15)
+    e = (c >> mbits) & ((1 << (7 - mbits)) - 1)
+    m = (c & ((1 << mbits) - 1)).double()
+    mag = torch.where(e == 0, m * 2.0 ** (1 - bias - mbits),
+                      (1 + m / 2 ** mbits) * torch.pow(2.0, (e - bias).double()))
+    return torch.where((c & 0x80) != 0, -mag, mag)
+
+
+def f8_random(shape, name, gen):
+    """Random finite codes with magnitudes within [2^-4, 16]."""
+    mbits, bias = (3, 7) if name == "F8_E4M3" else (2, 15)
+    e = torch.randint(bias - 4, bias + 4, shape, generator=gen)
+    m = torch.randint(0, 1 << mbits, shape, generator=gen)
+    s = torch.randint(0, 2, shape, generator=gen)
+    return F8(((s << 7) | (e << mbits) | m).to(torch.uint8), name)
+
+
+def raw_bytes(t):
+    if isinstance(t, F8):
+        return t.codes.contiguous().numpy().tobytes()
+    t = t.contiguous()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().tobytes()
+    return t.numpy().tobytes()
+
+
+def st_write(path, tensors):
+    header, blobs, off = {}, [], 0
+    for name, t in tensors.items():
+        b = raw_bytes(t)
+        shape = list(t.codes.shape if isinstance(t, F8) else t.shape)
+        header[name] = {"dtype": t.name if isinstance(t, F8) else ST[t.dtype],
+                        "shape": shape, "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def st_read(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        b, e = info["data_offsets"]
+        buf = bytearray(data[8 + n + b:8 + n + e])
+        dt = info["dtype"]
+        if dt.startswith("F8"):
+            out[name] = F8(torch.frombuffer(buf, dtype=torch.uint8).reshape(info["shape"]), dt)
+            continue
+        if dt == "BF16":
+            t = torch.frombuffer(buf, dtype=torch.int16).view(torch.bfloat16)
+        else:
+            t = torch.frombuffer(buf, dtype=FROM_ST[dt]) if buf else torch.empty(0, dtype=FROM_ST[dt])
+        out[name] = t.reshape(info["shape"])
+    return out
+
+
+_runs = [0]
+
+
+def kernel(name, tensors, **params):
+    """Runs the driver; returns (tensors after the run, exit status, stderr)."""
+    _runs[0] += 1
+    fin = os.path.join(TMP, "in%d.safetensors" % _runs[0])
+    fout = os.path.join(TMP, "out%d.safetensors" % _runs[0])
+    st_write(fin, tensors)
+    args = [DRIVER, "--device", DEVICE, name, fin, fout]
+    args += ["%s=%s" % (k.replace("__", "."), v) for k, v in params.items()]
+    p = run(args, check=False)
+    if p.returncode == 77:
+        print("SKIP: no CUDA device")
+        sys.exit(77)
+    if p.returncode == 2 and "not available in this build" in p.stderr:
+        print("SKIP: libmate has no safetensors support yet:", p.stderr.strip())
+        sys.exit(77)
+    res = st_read(fout) if p.returncode == 0 else None
+    for f in (fin, fout):
+        if os.path.exists(f):
+            os.unlink(f)
+    return res, p.returncode, p.stderr
+
+
+def close(what, got, ref, dtype=None):
+    """ops.md's rule: |y - x| <= atol + rtol |x| elementwise, NaN where NaN."""
+    dtype = dtype or got.dtype
+    rtol, atol = TOL[dtype]
+    y, x = got.double(), ref.double()
+    if y.shape != x.shape:
+        check(False, "%s: shape %s, expected %s" % (what, tuple(y.shape), tuple(x.shape)))
+        return
+    nan_ok = torch.equal(torch.isnan(y), torch.isnan(x))
+    fin = ~torch.isnan(x)
+    err = (y[fin] - x[fin]).abs()
+    bad = err > atol + rtol * x[fin].abs()
+    ok = nan_ok and not bool(bad.any())
+    if not ok:
+        i = int(torch.nonzero(bad.flatten())[0]) if bad.any() else -1
+        check(False, "%s: %d elements off (max abs err %.3g), first at %d: %r vs %r"
+              % (what, int(bad.sum()), float(err.max()), i,
+                 float(y[fin].flatten()[i]), float(x[fin].flatten()[i])))
+    else:
+        check(True, what)
+
+
+def expect_ok(what, res, rc, err):
+    check(rc == 0, "%s: exit %d: %s" % (what, rc, err.strip()))
+    return rc == 0
+
+
+gen = torch.Generator().manual_seed(1234)
+
+
+def randn(*shape, dtype=torch.float32, scale=1.0):
+    return (torch.randn(*shape, generator=gen, dtype=torch.float64) * scale).to(dtype)
+
+
+def rms_ref(x, w, eps, gemma):
+    x = x.double()
+    w = w.double() + (1 if gemma else 0)
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def test_norms(dt):
+    for gemma in (0, 1):
+        name = "gemma_rmsnorm" if gemma else "rmsnorm"
+        # the kernel sees a (3, 4, 40) permutation of the stored (40, 3, 4)
+        x = randn(40, 3, 4, dtype=dt)
+        w = randn(40, dtype=dt)
+        out = torch.zeros(3, 4, 40, dtype=dt)
+        r, rc, e = kernel(name, {"input": x, "weight": w, "out": out}, eps=1e-5,
+                          perm__input="1,2,0")
+        if expect_ok(name, r, rc, e):
+            close("%s %s" % (name, dt), r["out"], rms_ref(x.permute(1, 2, 0), w, 1e-5, gemma).to(dt))
+        name = "gemma_fused_add_rmsnorm" if gemma else "fused_add_rmsnorm"
+        x = randn(5, 64, dtype=dt)
+        res = randn(5, 64, dtype=dt)
+        w = randn(64, dtype=dt)
+        r, rc, e = kernel(name, {"input": x, "residual": res, "weight": w}, eps=1e-6)
+        if expect_ok(name, r, rc, e):
+            new_res = (x.double() + res.double()).to(dt)
+            close("%s residual %s" % (name, dt), r["residual"], new_res)
+            close("%s input %s" % (name, dt), r["input"], rms_ref(new_res, w, 1e-6, gemma).to(dt))
+
+
+def test_act(dt):
+    refs = {"silu_and_mul": lambda a: torch.nn.functional.silu(a),
+            "gelu_and_mul": lambda a: torch.nn.functional.gelu(a),
+            "gelu_tanh_and_mul": lambda a: torch.nn.functional.gelu(a, approximate="tanh")}
+    for name, f in refs.items():
+        # every other element of the last dim: input (2, 3, 2*16) strided by 2
+        x = randn(2, 3, 64, dtype=dt, scale=2)
+        out = torch.zeros(2, 3, 16, dtype=dt)
+        r, rc, e = kernel(name, {"input": x, "out": out}, skip__input=2)
+        if expect_ok(name, r, rc, e):
+            xv = x[..., ::2].double()
+            close("%s %s" % (name, dt), r["out"], (f(xv[..., :16]) * xv[..., 16:]).to(dt))
+
+
+def test_softmax(dt):
+    x = randn(4, 100, dtype=dt, scale=3)
+    r, rc, e = kernel("softmax", {"logits": x, "out": torch.zeros(4, 100)}, temperature=0.7)
+    if expect_ok("softmax", r, rc, e):
+        close("softmax T=0.7 %s" % dt, r["out"], torch.softmax(x.double() / 0.7, -1).float())
+    t = torch.tensor([0.5, 1.0, 2.0, 3.5], dtype=torch.float32)
+    r, rc, e = kernel("softmax", {"logits": x, "temperature": t, "out": torch.zeros(4, 100)})
+    if expect_ok("softmax tensor", r, rc, e):
+        close("softmax T tensor %s" % dt, r["out"],
+              torch.softmax(x.double() / t.double()[:, None], -1).float())
+
+
+def test_mm(dt):
+    M, K, N = 33, 48, 20
+    s = K ** -0.25
+    a = randn(K, M, dtype=dt, scale=s)      # stored transposed: the kernel sees a.t()
+    b = randn(K, N, dtype=dt, scale=s)
+    for odt in (dt, torch.float32):
+        r, rc, e = kernel("mm", {"a": a, "b": b, "out": torch.zeros(M, N, dtype=odt)},
+                          perm__a="1,0")
+        if expect_ok("mm", r, rc, e):
+            close("mm a^T %s -> %s" % (dt, odt), r["out"], (a.double().t() @ b.double()).to(odt))
+    # out column major (stored (N, M), seen permuted), b strided by 2
+    b2 = randn(K, 2 * N, dtype=dt, scale=s)
+    r, rc, e = kernel("mm", {"a": a, "b": b2, "out": torch.zeros(N, M, dtype=dt)},
+                      perm__a="1,0", perm__out="1,0", skip__b=1)
+    if expect_ok("mm", r, rc, e):
+        close("mm col-major out %s" % dt, r["out"].t(), (a.double().t() @ b2.double()[:, ::2]).to(dt))
+    B = 3
+    a3 = randn(B, M, K, dtype=dt, scale=s)
+    b3 = randn(B, N, K, dtype=dt, scale=s)  # the kernel sees b3.transpose(1, 2)
+    r, rc, e = kernel("bmm", {"a": a3, "b": b3, "out": torch.zeros(B, M, N, dtype=dt)},
+                      perm__b="0,2,1")
+    if expect_ok("bmm", r, rc, e):
+        close("bmm b^T %s" % dt, r["out"], torch.bmm(a3.double(), b3.double().transpose(1, 2)).to(dt))
+
+
+def test_fp8(dt):
+    Bt, M, K, N = 2, 16, 32, 24
+    for an, bn in (("F8_E4M3", "F8_E4M3"), ("F8_E4M3", "F8_E5M2")):
+        A = f8_random((Bt, M, K), an, gen)
+        Bc = f8_random((Bt, N, K), bn, gen)   # column major B: stored (b, n, k)
+        sa, sb = torch.tensor([0.375]), torch.tensor([1.25])
+        r, rc, e = kernel("bmm_fp8", {"A": A, "B": Bc, "A_scale": sa, "B_scale": sb,
+                                      "out": torch.zeros(Bt, M, N, dtype=dt)}, perm__B="0,2,1")
+        if expect_ok("bmm_fp8", r, rc, e):
+            ref = torch.bmm(A.value() * 0.375, Bc.value().transpose(1, 2) * 1.25)
+            close("bmm_fp8 %s %s -> %s" % (an, bn, dt), r["out"], ref.to(dt))
+    a = f8_random((M, K), "F8_E5M2", gen)
+    b = f8_random((K, N), "F8_E4M3", gen)
+    alpha = torch.tensor(0.0625)
+    r, rc, e = kernel("mm_fp8", {"a": a, "b": b, "alpha": alpha, "out": torch.zeros(M, N, dtype=dt)})
+    if expect_ok("mm_fp8", r, rc, e):
+        close("mm_fp8 -> %s" % dt, r["out"], (0.0625 * (a.value() @ b.value())).to(dt))
+
+
+def rope(x, pos, scale, theta):
+    """Rotate-half RoPE (FlashInfer's ROPE_LLAMA) on x (L, H, D) at positions pos (L)."""
+    D = x.shape[-1]
+    inv = theta ** (-2.0 * torch.arange(D // 2, dtype=torch.float64) / D)
+    ang = (pos.double() / scale)[:, None] * inv[None, :]
+    c, s = torch.cos(ang)[:, None, :], torch.sin(ang)[:, None, :]
+    x1, x2 = x[..., :D // 2], x[..., D // 2:]
+    return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], -1)
+
+
+def alibi_slopes(H):
+    n = 2 ** int(math.floor(math.log2(H)))
+    return torch.tensor([2 ** (-8 * (h + 1) / n) if h < n else 2 ** (-4 * ((h - n) * 2 + 1) / n)
+                         for h in range(H)], dtype=torch.float64)
+
+
+def attn_ref(q, k, v, causal=False, pos="NONE", window_left=-1, cap=0, sm_scale=None,
+             rope_scale=1.0, rope_theta=1e4, mask=None):
+    """q (Lq, Hq, D), k/v (Lk, Hk, D): output (Lq, Hq, Dv) and log2 lse (Lq, Hq)."""
+    q, k, v = q.double(), k.double(), v.double()
+    Lq, Hq, D = q.shape
+    Lk, Hk = k.shape[:2]
+    qpos = torch.arange(Lq) + Lk - Lq
+    kpos = torch.arange(Lk)
+    if pos == "ROPE_LLAMA":
+        q, k = rope(q, qpos, rope_scale, rope_theta), rope(k, kpos, rope_scale, rope_theta)
+    g = Hq // Hk
+    k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+    z = torch.einsum("qhd,khd->hqk", q, k) * (sm_scale or 1 / math.sqrt(D))
+    if cap:
+        z = cap * torch.tanh(z / cap)
+    if pos == "ALIBI":
+        z = z + alibi_slopes(Hq)[:, None, None] * (kpos[None, :] - qpos[:, None]).double()[None]
+    if mask is not None:
+        keep = mask.clone()
+    elif causal:
+        keep = kpos[None, :] <= qpos[:, None]
+    else:
+        keep = torch.ones(Lq, Lk, dtype=torch.bool)
+    if window_left >= 0:
+        keep &= kpos[None, :] >= (qpos[:, None] - window_left)
+    z = z.masked_fill(~keep[None], -math.inf)
+    o = torch.einsum("hqk,khd->qhd", torch.softmax(z, -1), v)
+    return o, (torch.logsumexp(z, -1) / math.log(2)).t()
+
+
+def to_hnd(x):
+    return x.transpose(0, 1).contiguous()
+
+
+def test_decode(dt):
+    L, Hq, Hk, D = 37, 8, 2, 64
+    cases = [dict(), dict(kv_layout="HND", pos_encoding_mode="ROPE_LLAMA", rope_theta=5e5,
+                          rope_scale=2.0),
+             dict(pos_encoding_mode="ALIBI", logits_soft_cap=30.0), dict(window_left=9, sm_scale=0.3)]
+    for c in cases:
+        q = randn(Hq, D, dtype=dt)
+        k = randn(L, Hk, D, dtype=dt)
+        v = randn(L, Hk, D, dtype=dt)
+        hnd = c.get("kv_layout") == "HND"
+        t = {"q": q, "k": to_hnd(k) if hnd else k, "v": to_hnd(v) if hnd else v,
+             "out": torch.zeros(Hq, D, dtype=dt), "lse": torch.zeros(Hq)}
+        r, rc, e = kernel("single_decode_with_kv_cache", t, **c)
+        if not expect_ok("decode %s" % c, r, rc, e):
+            continue
+        o, lse = attn_ref(q[None], k, v, pos=c.get("pos_encoding_mode", "NONE"),
+                          window_left=c.get("window_left", -1), cap=c.get("logits_soft_cap", 0),
+                          sm_scale=c.get("sm_scale"), rope_scale=c.get("rope_scale", 1.0),
+                          rope_theta=c.get("rope_theta", 1e4))
+        close("decode %s %s out" % (c, dt), r["out"], o[0].to(dt))
+        close("decode %s %s lse" % (c, dt), r["lse"], lse[0].float())
+
+
+def test_prefill(dt):
+    Lq, Lk, Hq, Hk, D = 11, 29, 4, 2, 32
+    mask = torch.rand(Lq, Lk, generator=gen) > 0.3
+    mask[:, 0] = True
+    bits = np.packbits(mask.flatten().numpy(), bitorder="little")
+    cases = [dict(causal=1), dict(causal=1, kv_layout="HND"),
+             dict(window_left=5, logits_soft_cap=8.0, causal=1),
+             dict(custom_mask=True, causal=1), dict(packed=True),
+             dict(causal=1, pos_encoding_mode="ROPE_LLAMA"),
+             dict(pos_encoding_mode="ALIBI", sm_scale=0.25)]
+    for c in cases:
+        c = dict(c)
+        use_mask = c.pop("custom_mask", False)
+        packed = c.pop("packed", False)
+        q = randn(Lq, Hq, D, dtype=dt)
+        k = randn(Lk, Hk, D, dtype=dt)
+        v = randn(Lk, Hk, D, dtype=dt)
+        hnd = c.get("kv_layout") == "HND"
+        t = {"q": q, "k": to_hnd(k) if hnd else k, "v": to_hnd(v) if hnd else v,
+             "out": torch.zeros(Lq, Hq, D, dtype=dt), "lse": torch.zeros(Lq, Hq)}
+        if use_mask:
+            t["custom_mask"] = mask
+        if packed:
+            t["packed_custom_mask"] = torch.from_numpy(bits)
+        r, rc, e = kernel("single_prefill_with_kv_cache", t, **c)
+        what = "prefill %s%s%s %s" % (c, " mask" if use_mask else "", " packed" if packed else "", dt)
+        if not expect_ok(what, r, rc, e):
+            continue
+        o, lse = attn_ref(q, k, v, causal=c.get("causal", 0), pos=c.get("pos_encoding_mode", "NONE"),
+                          window_left=c.get("window_left", -1), cap=c.get("logits_soft_cap", 0),
+                          sm_scale=c.get("sm_scale"),
+                          mask=mask if (use_mask or packed) else None)
+        close(what + " out", r["out"], o.to(dt))
+        close(what + " lse", r["lse"], lse.float())
+
+
+def test_gemm():
+    """Recorded BLAS calls: C = alpha op(A) op(B) + beta C, column major, transposed A."""
+    m, n, k, lda, ldb, ldc = 13, 7, 9, 12, 10, 15
+    for dt, cdt in ((torch.float32, torch.float32), (torch.float64, torch.float64),
+                    (torch.float16, torch.float32), (torch.bfloat16, torch.bfloat16)):
+        a = randn(m * lda, dtype=dt)     # A stored k x m column major (op = T)
+        b = randn(n * ldb, dtype=dt)     # B stored k x n column major
+        c = randn(n * ldc, dtype=cdt)
+        r, rc, e = kernel("gemm", {"a": a, "b": b, "c": c}, order=102, transa="T", transb="N",
+                          m=m, n=n, k=k, alpha=0.5, beta=-2.0, lda=lda, ldb=ldb, ldc=ldc)
+        if not expect_ok("gemm %s" % dt, r, rc, e):
+            continue
+        A = a.double().reshape(m, lda)[:, :k]            # op(A) (m x k)
+        Bm = b.double().reshape(n, ldb)[:, :k].t()       # op(B) (k x n)
+        C = c.double().reshape(n, ldc).clone()
+        C[:, :m] = (0.5 * (A @ Bm) - 2.0 * C[:, :m].t()).t()
+        close("gemm %s -> %s" % (dt, cdt), r["c"], C.flatten().to(cdt))
+
+
+def test_errors():
+    x = randn(4, 6)
+    r, rc, e = kernel("rmsnorm", {"input": x, "weight": randn(5), "out": torch.zeros(4, 6)})
+    check(rc == 1 and "weight: dimension 0 is 5, expected 6" in e, "rmsnorm bad weight: %d %s" % (rc, e))
+    q = randn(2, 8)
+    k = randn(4, 1, 8)
+    r, rc, e = kernel("single_decode_with_kv_cache",
+                      {"q": q, "k": k, "v": k, "out": torch.zeros(2, 8)},
+                      pos_encoding_mode="ROPE_LLAMA_INTERLEAVED")
+    check(rc == 1 and e.startswith("-4 "), "unknown pos mode is unsupported: %d %s" % (rc, e))
+
+
+try:
+    for dt in DTYPES:
+        test_norms(dt)
+        test_act(dt)
+        test_softmax(dt)
+        test_mm(dt)
+        test_decode(dt)
+        test_prefill(dt)
+    for dt in (torch.bfloat16, torch.float16):
+        test_fp8(dt)
+    test_gemm()
+    test_errors()
+finally:
+    shutil.rmtree(TMP, ignore_errors=True)
+done()
