@@ -82,3 +82,5 @@ fuzz_fuzz_dump_record_LDFLAGS = $(FUZZER_LINK)
 
 ## Benchmarks (scripts; see their headers): bench/list-dumps.sh, bench/replay-many.sh.
 EXTRA_DIST += bench/gen-dumps.py bench/list-dumps.sh bench/replay-many.sh
+TESTS += tests/replay-builtins.py
+EXTRA_DIST += tests/replay-builtins.py tests/replay_dumps.py
