@@ -5,8 +5,7 @@ libmate_la_SOURCES += \
 	lib/dump_skim.c \
 	lib/dump_value.c \
 	lib/dump.c \
-	lib/dumplist.c
-libmate_la_SOURCES += \
+	lib/dumplist.c \
 	lib/replay.c \
 	lib/replay_compare.c \
 	lib/replay_run.c \
@@ -28,27 +27,25 @@ src_mate_mate_SOURCES = src/mate/mate.c
 src_mate_mate_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
 src_mate_mate_LDADD = src/fe/libmate_fe.la libmate.la
 
-## tests/plugin-reference.la: a replay plugin for the MATE reference fixture
-## (dlopen()ed by the tests; also the example of mate-replay(1)).
-check_LTLIBRARIES += tests/plugin-reference.la
-tests_plugin_reference_la_SOURCES = tests/plugin-reference.c
-tests_plugin_reference_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_LDFLAGS)
+## Man pages.
+man_MANS += man/mate.1 man/mate-list-dumps.1 man/mate-replay.1
+EXTRA_DIST += man/mate.1 man/mate-list-dumps.1 man/mate-replay.1
 
 ## Unit tests of the dump reader and the replay engine.
-check_PROGRAMS += tests/test_dump_read
-TESTS += tests/test_dump_read
+check_PROGRAMS += tests/test_dump_read tests/test_replay
+TESTS += tests/test_dump_read tests/test_replay
 tests_test_dump_read_SOURCES = tests/test_dump_read.c
 tests_test_dump_read_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_dump_read_LDADD = libmate.la $(CJSON_LIBS)
-check_PROGRAMS += tests/test_replay
-TESTS += tests/test_replay
 tests_test_replay_SOURCES = tests/test_replay.c
 tests_test_replay_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_replay_LDADD = libmate.la $(CJSON_LIBS)
 
-## CLI tests: the real binaries on the MATE reference dumps and on dumps the tests write.
-TESTS += tests/replay-cli.py
-EXTRA_DIST += tests/replay-cli.py
+## tests/plugin-reference.la: a replay plugin for the MATE reference fixture's
+## functions, dlopen()ed by the tests.
+check_LTLIBRARIES += tests/plugin-reference.la
+tests_plugin_reference_la_SOURCES = tests/plugin-reference.c
+tests_plugin_reference_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_LDFLAGS)
 
 ## tests/mate-replay-ref: mate-replay with the reference plugin linked in (the
 ## tests use it where a plugin cannot be dlopen()ed: static and sanitizer builds).
@@ -57,12 +54,6 @@ tests_mate_replay_ref_SOURCES = src/replay/mate-replay.c tests/plugin-reference.
 tests_mate_replay_ref_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe -DMATE_REPLAY_TEST_PLUGIN
 tests_mate_replay_ref_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_mate_replay_ref_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
-TESTS += tests/replay-mutate.py
-EXTRA_DIST += tests/replay-mutate.py
-
-## Man pages.
-man_MANS += man/mate.1 man/mate-list-dumps.1 man/mate-replay.1
-EXTRA_DIST += man/mate.1 man/mate-list-dumps.1 man/mate-replay.1
 
 ## The plugin example of mate-replay(1), cut from the page and built as it stands.
 check_LTLIBRARIES += tests/plugin-man-example.la
@@ -73,6 +64,20 @@ tests/plugin-man-example.c: $(top_srcdir)/man/mate-replay.1
 	$(AM_V_GEN)$(MKDIR_P) tests && \
 	sed -n '/begin plugin example/,/end plugin example/{/^\./d;p;}' $(top_srcdir)/man/mate-replay.1 > $@
 
+## CLI tests: the real binaries on the MATE reference dumps and on dumps the
+## tests write (tests/replay_dumps.py); the built-in handlers against torch.
+TESTS += \
+	tests/replay-cli.py \
+	tests/replay-mutate.py \
+	tests/replay-builtins.py \
+	tests/replay-reference.py
+EXTRA_DIST += \
+	tests/replay-cli.py \
+	tests/replay-mutate.py \
+	tests/replay-builtins.py \
+	tests/replay-reference.py \
+	tests/replay_dumps.py
+
 ## Fuzz target for metadata.jsonl records and recorded values.
 FUZZ_TARGETS += fuzz/fuzz_dump_record
 fuzz_fuzz_dump_record_SOURCES = fuzz/fuzz_dump_record.c
@@ -82,5 +87,3 @@ fuzz_fuzz_dump_record_LDFLAGS = $(FUZZER_LINK)
 
 ## Benchmarks (scripts; see their headers): bench/list-dumps.sh, bench/replay-many.sh.
 EXTRA_DIST += bench/gen-dumps.py bench/list-dumps.sh bench/replay-many.sh
-TESTS += tests/replay-builtins.py
-EXTRA_DIST += tests/replay-builtins.py tests/replay_dumps.py
