@@ -131,9 +131,9 @@ rewrite_nonfinite(const char *p, size_t len, size_t *outlen)
 	size_t o = 0, cap = 0;
 	int in_str = 0, changed = 0;
 
-	if (len > SIZE_MAX / 3)
+	if (len > SIZE_MAX / 6)  /* "NaN" (3 bytes) becomes 17 */
 		return NULL;
-	cap = len * 3 + 1;
+	cap = len * 6 + 1;
 	out = malloc(cap);
 	if (out == NULL)
 		return NULL;

@@ -176,6 +176,8 @@ lit_number(struct lit *l)
 	int is_float = 0;
 	size_t n;
 
+	if (l->p >= l->end)
+		return lit_fail(l, "expected a number");
 	if (*l->p == '-' || *l->p == '+')
 		l->p++;
 	if (lit_is(l, "inf"))

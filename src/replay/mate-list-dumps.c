@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "fe.h"
 #include "mate.h"
 #include "mate_dump.h"
@@ -109,76 +107,114 @@ print_details(const struct mate_dump_info *d, int first)
 		printf("  Problem: %s\n", d->problem);
 }
 
-static cJSON *
-dims_json(const int64_t *d, int n)
-{
-	cJSON *a = cJSON_CreateArray();
+/* ---- --jsonl, written directly (one object per dump, fast) ---------------------- */
 
-	for (int i = 0; i < n; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateNumber((double)d[i]));
-	return a;
+/* The length of the valid UTF-8 sequence at s, or 0. */
+static int
+utf8_len(const unsigned char *s)
+{
+	int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+
+	for (int i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* A JSON string; bytes that are not UTF-8 (directory names may hold any)
+ * become U+FFFD. */
+static void
+json_str(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	if (s == NULL) {
+		fputs("null", stdout);
+		return;
+	}
+	putchar('"');
+	while (*s) {
+		int n;
+
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s++);
+		else if (*s < 0x20)
+			printf("\\u%04x", *s++);
+		else if (*s < 0x80)
+			putchar(*s++);
+		else if ((n = utf8_len(s)) > 0) {
+			fwrite(s, 1, (size_t)n, stdout);
+			s += n;
+		} else {
+			fputs("\\ufffd", stdout);
+			s++;
+		}
+	}
+	putchar('"');
 }
 
 static void
-add_opt_string(cJSON *o, const char *key, const char *s)
+json_key_str(const char *key, const char *s)
 {
-	if (s != NULL)
-		cJSON_AddStringToObject(o, key, s);
-	else
-		cJSON_AddNullToObject(o, key);
+	printf(",\"%s\":", key);
+	json_str(s);
 }
 
 static void
-add_opt_number(cJSON *o, const char *key, int64_t v)
+json_key_num(const char *key, int64_t v)
 {
 	if (v >= 0)
-		cJSON_AddNumberToObject(o, key, (double)v);
+		printf(",\"%s\":%" PRId64, key, v);
 	else
-		cJSON_AddNullToObject(o, key);
+		printf(",\"%s\":null", key);
+}
+
+static void
+json_dims(const char *key, const int64_t *d, int n)
+{
+	printf(",\"%s\":[", key);
+	for (int i = 0; i < n; i++)
+		printf(i ? ",%" PRId64 : "%" PRId64, d[i]);
+	putchar(']');
 }
 
 static void
 print_json(const struct mate_dump_info *d, int details)
 {
-	cJSON *o = cJSON_CreateObject();
-	char *s;
-
-	cJSON_AddStringToObject(o, "dir", d->name);
-	cJSON_AddStringToObject(o, "path", d->path);
-	cJSON_AddStringToObject(o, "function", d->function);
-	add_opt_string(o, "module", d->module);
-	cJSON_AddStringToObject(o, "status", mate_dump_status_name(d->status));
-	cJSON_AddStringToObject(o, "timestamp", d->timestamp);
-	add_opt_number(o, "process_id", d->process_id);
-	add_opt_number(o, "call_sequence", d->call_sequence);
-	add_opt_string(o, "self_id", d->self_id);
-	cJSON_AddNumberToObject(o, "inputs", d->n_inputs);
-	cJSON_AddNumberToObject(o, "outputs", d->n_outputs);
-	add_opt_number(o, "input_bytes", d->input_bytes);
-	add_opt_number(o, "output_bytes", d->output_bytes);
-	add_opt_number(o, "bytes", d->total_bytes);
-	add_opt_string(o, "format", d->format);
-	add_opt_string(o, "error", d->error);
-	add_opt_string(o, "problem", d->problem);
+	fputs("{\"dir\":", stdout);
+	json_str(d->name);
+	json_key_str("path", d->path);
+	json_key_str("function", d->function);
+	json_key_str("module", d->module);
+	json_key_str("status", mate_dump_status_name(d->status));
+	json_key_str("timestamp", d->timestamp);
+	json_key_num("process_id", d->process_id);
+	json_key_num("call_sequence", d->call_sequence);
+	json_key_str("self_id", d->self_id);
+	json_key_num("inputs", d->n_inputs);
+	json_key_num("outputs", d->n_outputs);
+	json_key_num("input_bytes", d->input_bytes);
+	json_key_num("output_bytes", d->output_bytes);
+	json_key_num("bytes", d->total_bytes);
+	json_key_str("format", d->format);
+	json_key_str("error", d->error);
+	json_key_str("problem", d->problem);
 	if (details) {
-		cJSON *a = cJSON_AddArrayToObject(o, "tensors");
-
+		fputs(",\"tensors\":[", stdout);
 		for (size_t i = 0; i < d->n_tensors; i++) {
 			const struct mate_dump_tensor *t = &d->tensors[i];
-			cJSON *to = cJSON_CreateObject();
 
-			cJSON_AddStringToObject(to, "key", t->key);
-			cJSON_AddBoolToObject(to, "output", t->output);
-			cJSON_AddStringToObject(to, "dtype", t->dtype_name);
-			cJSON_AddItemToObject(to, "shape", dims_json(t->shape, t->ndim));
-			cJSON_AddItemToObject(to, "stride", dims_json(t->stride, t->ndim));
-			cJSON_AddItemToArray(a, to);
+			fputs(i ? ",{\"key\":" : "{\"key\":", stdout);
+			json_str(t->key);
+			printf(",\"output\":%s", t->output ? "true" : "false");
+			json_key_str("dtype", t->dtype_name);
+			json_dims("shape", t->shape, t->ndim);
+			json_dims("stride", t->stride, t->ndim);
+			putchar('}');
 		}
+		putchar(']');
 	}
-	if ((s = cJSON_PrintUnformatted(o)) != NULL)
-		puts(s);
-	free(s);
-	cJSON_Delete(o);
+	fputs("}\n", stdout);
 }
 
 static void
