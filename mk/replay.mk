@@ -70,8 +70,10 @@ TESTS += \
 	tests/replay-cli.py \
 	tests/replay-mutate.py \
 	tests/replay-builtins.py \
-	tests/replay-reference.py
+	tests/replay-reference.py \
+	tests/replay-demo.sh
 EXTRA_DIST += \
+	tests/replay-demo.sh \
 	tests/replay-cli.py \
 	tests/replay-mutate.py \
 	tests/replay-builtins.py \

@@ -139,12 +139,14 @@ check(p.returncode == 2 and "--device" in p.stderr, "bad device: exit 2")
 if not os.path.exists("/dev/nvidia0"):
     p = run([REPLAY, "--device", "cuda", FIXTURE], check=False)
     check(p.returncode == 2 and "CUDA" in p.stderr, "--device cuda without a GPU: exit 2: %r" % p.stderr)
+p = run([REPLAY, "--status", "done", FIXTURE], check=False)
+check(p.returncode == 2 and "--status" in p.stderr, "bad --status: exit 2")
 p = run([REPLAY, "--rtol", "-1", FIXTURE], check=False)
 check(p.returncode == 2, "negative rtol: exit 2")
 p = run([REPLAY, "--plugin", os.path.join(work, "none.so"), FIXTURE], check=False)
 check(p.returncode == 2 and "none.so" in p.stderr, "missing plugin: exit 2: %r" % p.stderr)
 p = run([REPLAY, "--include", "nothing-matches", FIXTURE], check=False)
-check(p.returncode == 1 and "no dumps matched" in p.stderr, "nothing selected: exit 1")
+check(p.returncode == 1 and "no dumps selected" in p.stderr, "nothing selected: exit 1")
 
 
 def write_dump(root, i, fn, status, inputs, outputs=None, extra=None):
@@ -238,6 +240,10 @@ check(one.stdout == four.stdout and one.returncode == four.returncode == 1, "-j 
 check("Summary: 40 passed, 20 failed (20 reproduced failures)" in one.stdout, "60 calls: %r" % one.stdout[-200:])
 p = run(RP + ["--exclude", "crash*", "-j", "3", many], check=False)
 check(p.returncode == 0 and "Summary: 40 passed, 0 failed" in p.stdout, "--exclude: exit 0")
+p = run(RP + ["--status", "inputs_saved", many], check=False)
+check(p.returncode == 1 and "Summary: 0 passed, 20 failed (20 reproduced failures)" in p.stdout, "--status inputs_saved")
+p = run(RP + ["--status", "completed", many], check=False)
+check(p.returncode == 0 and "Summary: 40 passed, 0 failed" in p.stdout, "--status completed")
 p = run(RP + ["--dir", many, "--include", "no_*"], check=False)
 check(p.returncode == 0 and "Summary: 20 passed, 0 failed" in p.stdout, "--dir and --include")
 if HAVE_PLUGIN:

@@ -26,6 +26,7 @@ struct options {
 	struct patterns include, exclude;
 	long long jobs;
 	int jsonl;
+	unsigned statuses;          /* bit per enum mate_dump_status; 0: all */
 	const char **plugins;
 	size_t nplugins;
 	const char **paths;
@@ -51,6 +52,8 @@ usage(void)
 	    "      --include PAT    replay only functions matching PAT (fnmatch; repeatable,\n"
 	    "                       or comma-separated)\n"
 	    "      --exclude PAT    skip functions matching PAT\n"
+	    "      --status LIST    replay only calls recorded with these statuses\n"
+	    "                       (completed, inputs_saved, failed; comma-separated)\n"
 	    "  -j, --jobs N         replay on N threads (results still print in order)\n"
 	    "      --jsonl          one JSON object per call on stdout, summary on stderr\n"
 	    "      --plugin LIB.so  load replay handlers from LIB.so (repeatable)\n"
@@ -106,9 +109,37 @@ matches(const struct patterns *ps, const char *fn)
 }
 
 static int
-selected(const struct options *o, const char *fn)
+selected(const struct options *o, const struct mate_dump_info *d)
 {
-	return (o->include.n == 0 || matches(&o->include, fn)) && !matches(&o->exclude, fn);
+	if (o->statuses != 0 && !(o->statuses & (1u << d->status)))
+		return 0;
+	return (o->include.n == 0 || matches(&o->include, d->function)) &&
+	    !matches(&o->exclude, d->function);
+}
+
+static unsigned
+parse_statuses(const char *arg)
+{
+	static const int all[] = { MATE_DUMP_COMPLETED, MATE_DUMP_INPUTS_SAVED, MATE_DUMP_FAILED,
+	    MATE_DUMP_INCOMPLETE };
+	unsigned bits = 0;
+	const char *p = arg;
+
+	while (*p != '\0') {
+		size_t n = strcspn(p, ",");
+		size_t k;
+
+		for (k = 0; k < sizeof(all) / sizeof(all[0]); k++)
+			if (strlen(mate_dump_status_name(all[k])) == n &&
+			    strncmp(p, mate_dump_status_name(all[k]), n) == 0)
+				break;
+		if (k == sizeof(all) / sizeof(all[0]))
+			mate_fe_usage_error("bad value for --status: %s (completed, inputs_saved, failed, "
+			    "incomplete)", arg);
+		bits |= 1u << all[k];
+		p += n + (p[n] == ',');
+	}
+	return bits;
 }
 
 static void
@@ -147,7 +178,8 @@ parse_tolerance(const char *opt, const char *arg)
 static void
 parse_options(int argc, char **argv, struct options *o)
 {
-	enum { O_DIR = 256, O_DEVICE, O_RTOL, O_ATOL, O_INCLUDE, O_EXCLUDE, O_JSONL, O_PLUGIN };
+	enum { O_DIR = 256, O_DEVICE, O_RTOL, O_ATOL, O_INCLUDE, O_EXCLUDE, O_JSONL, O_PLUGIN,
+		O_STATUS };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "device", required_argument, NULL, O_DEVICE },
@@ -155,6 +187,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "atol", required_argument, NULL, O_ATOL },
 		{ "include", required_argument, NULL, O_INCLUDE },
 		{ "exclude", required_argument, NULL, O_EXCLUDE },
+		{ "status", required_argument, NULL, O_STATUS },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "jsonl", no_argument, NULL, O_JSONL },
 		{ "plugin", required_argument, NULL, O_PLUGIN },
@@ -172,6 +205,7 @@ parse_options(int argc, char **argv, struct options *o)
 		case O_ATOL: o->atol = parse_tolerance("--atol", optarg); break;
 		case O_INCLUDE: add_patterns(&o->include, optarg); break;
 		case O_EXCLUDE: add_patterns(&o->exclude, optarg); break;
+		case O_STATUS: o->statuses |= parse_statuses(optarg); break;
 		case 'j': o->jobs = mate_fe_parse_count("--jobs", optarg); break;
 		case O_JSONL: o->jsonl = 1; break;
 		case O_PLUGIN: push(&o->plugins, &o->nplugins, optarg); break;
@@ -366,7 +400,7 @@ main(int argc, char **argv)
 	if ((sel = malloc((n ? n : 1) * sizeof(*sel))) == NULL)
 		mate_fe_errx(MATE_EXIT_USAGE, "out of memory");
 	for (size_t i = 0; i < n; i++)
-		if (selected(&o, mate_dump_list_get(l, i)->function))
+		if (selected(&o, mate_dump_list_get(l, i)))
 			sel[nsel++] = mate_dump_list_get(l, i);
 	t.jsonl = o.jsonl;
 	t.utf8 = !o.jsonl && mate_fe_use_utf8(stdout) && mate_fe_use_color(stdout);
@@ -375,7 +409,7 @@ main(int argc, char **argv)
 	print_summary(&t, o.jsonl ? stderr : stdout);
 	failed = nsel - t.by[MATE_REPLAY_PASSED];
 	if (nsel == 0) {
-		mate_fe_warnx("no dumps %s", n ? "matched --include/--exclude" : "found");
+		mate_fe_warnx("no dumps %s", n ? "selected (--include, --exclude, --status)" : "found");
 		status = MATE_EXIT_FAIL;
 	} else if (failed > 0) {
 		status = MATE_EXIT_FAIL;
