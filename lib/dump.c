@@ -86,7 +86,31 @@ has_suffix(const char *s, const char *suf)
 	return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
-/* A safetensors header: {name: {"dtype", "shape", "data_offsets"}}. */
+/* One header entry, {"dtype", "shape", "data_offsets"}, as a tensor without
+ * data (contiguous strides, even for a dtype mate does not know). */
+static int
+header_entry(mate_value *dict, const cJSON *it)
+{
+	const cJSON *dt = cJSON_GetObjectItemCaseSensitive(it, "dtype");
+	const cJSON *shape = cJSON_GetObjectItemCaseSensitive(it, "shape"), *s;
+	int64_t dims[MATE_MAX_DIMS];
+	mate_tensor t;
+	int nd = 0;
+
+	if (!cJSON_IsString(dt) || !cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > MATE_MAX_DIMS)
+		return MATE_ERR_FORMAT;
+	cJSON_ArrayForEach(s, shape) {
+		if (!cJSON_IsNumber(s) || s->valuedouble < 0 || s->valuedouble > 1e15)
+			return MATE_ERR_FORMAT;
+		dims[nd++] = (int64_t)s->valuedouble;
+	}
+	if (mate_tensor_init(&t, MATE_U8, nd, dims, NULL, NULL) != MATE_OK)
+		return MATE_ERR_FORMAT;
+	t.dtype = mate_dtype_from_safetensors(dt->valuestring);
+	return mate_value_set_str(dict, it->string, mate_value_tensor(&t, NULL));
+}
+
+/* A safetensors file's header: {name: tensor without data}. */
 static mate_value *
 safetensors_header(const char *path, mate_error *err)
 {
@@ -116,41 +140,19 @@ safetensors_header(const char *path, mate_error *err)
 		mate_set_error(err, MATE_ERR_FORMAT, "%s: bad safetensors header", path);
 		goto out;
 	}
-	cJSON_ArrayForEach(it, h) {
-		const cJSON *dt = cJSON_GetObjectItemCaseSensitive(it, "dtype");
-		const cJSON *shape = cJSON_GetObjectItemCaseSensitive(it, "shape"), *s;
-		mate_tensor t;
-		int64_t dims[MATE_MAX_DIMS];
-		int nd = 0;
-
-		if (strcmp(it->string, "__metadata__") == 0)
-			continue;
-		if (!cJSON_IsString(dt) || !cJSON_IsArray(shape) ||
-		    cJSON_GetArraySize(shape) > MATE_MAX_DIMS)
-			goto bad;
-		cJSON_ArrayForEach(s, shape) {
-			if (!cJSON_IsNumber(s) || s->valuedouble < 0 || s->valuedouble > 1e15)
-				goto bad;
-			dims[nd++] = (int64_t)s->valuedouble;
+	cJSON_ArrayForEach(it, h)
+		if (strcmp(it->string, "__metadata__") != 0 && header_entry(dict, it) != MATE_OK) {
+			mate_set_error(err, MATE_ERR_FORMAT, "%s: bad safetensors header entry", path);
+			mate_value_free(dict);
+			dict = NULL;
+			break;
 		}
-		/* contiguous strides even for a dtype mate does not know */
-		if (mate_tensor_init(&t, MATE_U8, nd, dims, NULL, NULL) != MATE_OK)
-			goto bad;
-		t.dtype = mate_dtype_from_safetensors(dt->valuestring);
-		if (mate_value_set_str(dict, it->string, mate_value_tensor(&t, NULL)) != MATE_OK)
-			goto bad;
-	}
 	goto out;
 ioerr:
 	if (rc == 0)
 		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	else
 		mate_set_errno(err, -rc, "cannot read", path);
-	goto out;
-bad:
-	mate_set_error(err, MATE_ERR_FORMAT, "%s: bad safetensors header entry", path);
-	mate_value_free(dict);
-	dict = NULL;
 out:
 	cJSON_Delete(h);
 	free(buf);

@@ -59,6 +59,14 @@ shutil.copy(os.path.join(FIXTURE, "session.jsonl"), base)
 REF = {n: torch.load(os.path.join(FIXTURE, n, "outputs.pt")) for n in NAMES
        if os.path.exists(os.path.join(FIXTURE, n, "outputs.pt"))}
 
+# ---- --details reads the safetensors headers ----------------------------------------
+p = run([build_path("src", "replay", "mate-list-dumps"), "--details", base], check=False)
+check(p.returncode == 0 and "Problem" not in p.stdout, "--details on safetensors: clean: %r" % p.stderr)
+check("  Inputs: 2\n    arg_0: float32 shape (16, 32) stride (32, 1)\n"
+      "    arg_1: float32 shape (32, 8) stride (8, 1)\n" in p.stdout,
+      "safetensors hold contiguous copies: the header's strides")
+check("    result: int64 shape (10,) stride (1,)\n" in p.stdout, "int_ops output from the header")
+
 # ---- the reference dumps replay -------------------------------------------------------
 p = run(RP + [base], check=False)
 lines = p.stdout.splitlines()
