@@ -530,9 +530,76 @@ cmp_info(const void *pa, const void *pb)
 	return strcmp(a->path, b->path);
 }
 
+/* A sort entry: the timestamp "YYYYMMDD_HHMMSS_mmm" as a number when it has
+ * that form (has_ts), else compared as a string. */
+struct order {
+	uint64_t ts;
+	int has_ts;
+	const struct mate_dump_info *d;
+};
+
+static int
+ts_number(const char *s, uint64_t *out)
+{
+	static const char form[] = "DDDDDDDD_DDDDDD_DDD";
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < sizeof(form) - 1; i++) {
+		if (form[i] == '_') {
+			if (s[i] != '_')
+				return 0;
+		} else if (s[i] < '0' || s[i] > '9') {
+			return 0;
+		} else {
+			v = v * 10 + (uint64_t)(s[i] - '0');
+		}
+	}
+	*out = v;
+	return s[sizeof(form) - 1] == '\0';
+}
+
+static int
+cmp_order(const void *pa, const void *pb)
+{
+	const struct order *a = pa, *b = pb;
+	int c;
+
+	if (a->has_ts && b->has_ts) {
+		if (a->ts != b->ts)
+			return a->ts < b->ts ? -1 : 1;
+	} else if ((c = strcmp(a->d->timestamp, b->d->timestamp)) != 0) {
+		return c;
+	}
+	if (a->d->process_id != b->d->process_id)
+		return a->d->process_id < b->d->process_id ? -1 : 1;
+	return strcmp(a->d->path, b->d->path);
+}
+
 void
 mate_dump_list_sort(mate_dump_list *l)
 {
-	if (l->n > 1)
+	struct order *o;
+	struct mate_dump_info *items;
+
+	if (l->n < 2)
+		return;
+	o = malloc(l->n * sizeof(*o));
+	items = malloc(l->n * sizeof(*items));
+	if (o == NULL || items == NULL) {  /* sort in place, more slowly */
+		free(o);
+		free(items);
 		qsort(l->items, l->n, sizeof(l->items[0]), cmp_info);
+		return;
+	}
+	for (size_t i = 0; i < l->n; i++) {
+		o[i].d = &l->items[i];
+		o[i].has_ts = ts_number(l->items[i].timestamp, &o[i].ts);
+	}
+	qsort(o, l->n, sizeof(*o), cmp_order);
+	for (size_t i = 0; i < l->n; i++)
+		items[i] = *o[i].d;
+	free(o);
+	free(l->items);
+	l->items = items;
+	l->cap = l->n;
 }
