@@ -520,6 +520,58 @@ test_dump_open(void)
 	CHECK(mate_dump_open(path, &err) == NULL);
 }
 
+/* Tensors nested in a list ("arg_0__<i>") go back into it; the record's
+ * list gives the other items. */
+static void
+test_nested(void)
+{
+	char path[512];
+	mate_value *tensors = mate_value_dict(), *args;
+	mate_storage *st = mate_storage_new(8, NULL);
+	mate_tensor t;
+	mate_error err;
+	mate_dump *d;
+	int64_t two = 2;
+
+	make_dir("nested");
+	mate_tensor_init(&t, MATE_F32, 1, &two, NULL, NULL);
+	mate_value_set_str(tensors, "arg_0__0", mate_value_tensor(&t, st));
+	mate_value_set_str(tensors, "arg_0__2", mate_value_tensor(&t, st));
+	mate_value_set_str(tensors, "kwarg_pair__1", mate_value_tensor(&t, st));
+	mate_value_set_str(tensors, "arg_1", mate_value_tensor(&t, st));
+	mate_storage_unref(st);
+	snprintf(path, sizeof(path), "%s/nested/inputs.safetensors", tmp);
+	CHECK_EQ_INT(mate_safetensors_write(path, tensors, NULL, &err), MATE_OK);
+	mate_value_free(tensors);
+	write_file("nested/metadata.jsonl",
+	    "{\"function_name\": \"f\", \"input_metadata\": {\"arg_0\": {\"type\": \"list\", "
+	    "\"length\": 4, \"items\": [null, 5, null, 7]}}, \"tensor_info\": {\"input_tensor_keys\": "
+	    "[\"arg_0__0\", \"arg_0__2\", \"kwarg_pair__1\", \"arg_1\"], \"output_tensor_keys\": []}, "
+	    "\"tensor_format\": \"safetensors\", \"execution_status\": \"inputs_saved\"}\n");
+	snprintf(path, sizeof(path), "%s/nested", tmp);
+	d = mate_dump_open(path, &err);
+	args = d != NULL ? mate_dump_load_args(d, &err) : NULL;
+	CHECK(args != NULL);
+	if (args != NULL) {
+		const mate_value *a0 = mate_value_lookup(args, "arg_0");
+		const mate_value *pair = mate_value_lookup(args, "kwarg_pair");
+
+		CHECK_EQ_INT(mate_value_kind_of(a0), MATE_V_LIST);
+		CHECK_EQ_INT(mate_value_len(a0), 4);
+		CHECK_EQ_INT(mate_value_kind_of(mate_value_item(a0, 0)), MATE_V_TENSOR);
+		CHECK_EQ_INT(mate_value_get_int(mate_value_item(a0, 1)), 5);
+		CHECK_EQ_INT(mate_value_kind_of(mate_value_item(a0, 2)), MATE_V_TENSOR);
+		CHECK_EQ_INT(mate_value_get_int(mate_value_item(a0, 3)), 7);
+		CHECK_EQ_INT(mate_value_len(pair), 2);
+		CHECK_EQ_INT(mate_value_kind_of(mate_value_item(pair, 0)), MATE_V_NONE);
+		CHECK_EQ_INT(mate_value_kind_of(mate_value_item(pair, 1)), MATE_V_TENSOR);
+		CHECK_EQ_INT(mate_value_kind_of(mate_value_lookup(args, "arg_1")), MATE_V_TENSOR);
+		CHECK(mate_value_lookup(args, "arg_0__0") == NULL);
+	}
+	mate_value_free(args);
+	mate_dump_free(d);
+}
+
 int
 main(void)
 {
@@ -537,6 +589,7 @@ main(void)
 	test_names();
 	test_list();
 	test_dump_open();
+	test_nested();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", tmp);
