@@ -344,84 +344,128 @@ print_summary(const struct tally *t, FILE *f)
 
 /* ---- main ------------------------------------------------------------------ */
 
+/* The engine with the options applied, or NULL (message printed). */
 static mate_replay *
 make_engine(const struct options *o)
 {
 	mate_error err;
 	mate_replay *r = mate_replay_new(&err);
 
-	if (r == NULL)
-		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+	if (r == NULL) {
+		mate_fe_warnx("%s", err.message);
+		return NULL;
+	}
+	mate_error_clear(&err);
 #ifdef MATE_REPLAY_TEST_PLUGIN
 	/* tests/mate-replay-ref: the reference fixture's handlers linked in, for
 	 * builds where plugins cannot be loaded (static, sanitizers) */
 	if (mate_replay_plugin_init(r, &err) != MATE_OK)
-		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+		goto fail;
 #endif
 	mate_replay_set_tolerance(r, o->rtol, o->atol);
-	if (mate_replay_set_device(r, o->device, &err) != MATE_OK)
-		mate_fe_errx(MATE_EXIT_USAGE, "--device: %s", err.message);
-	for (size_t i = 0; i < o->nplugins; i++) {
-		mate_error_clear(&err);
-		if (mate_replay_load_plugin(r, o->plugins[i], &err) != MATE_OK)
-			mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+	if (mate_replay_set_device(r, o->device, &err) != MATE_OK) {
+		mate_fe_warnx("--device: %s", err.message);
+		mate_replay_free(r);
+		return NULL;
 	}
+	for (size_t i = 0; i < o->nplugins; i++)
+		if (mate_replay_load_plugin(r, o->plugins[i], &err) != MATE_OK)
+			goto fail;
 	return r;
+fail:
+	mate_fe_warnx("%s", err.message);
+	mate_replay_free(r);
+	return NULL;
+}
+
+/* The dumps under the paths, sorted, or NULL (message printed). */
+static mate_dump_list *
+list_dumps(const struct options *o)
+{
+	mate_error err;
+	mate_dump_list *l = mate_dump_list_new(0, &err);
+
+	for (size_t i = 0; l != NULL && i < o->npaths; i++) {
+		mate_error_clear(&err);
+		if (mate_dump_list_add(l, o->paths[i], &err) < 0) {
+			mate_dump_list_free(l);
+			l = NULL;
+		}
+	}
+	if (l == NULL) {
+		mate_fe_warnx("%s", err.message);
+		return NULL;
+	}
+	mate_dump_list_sort(l);
+	return l;
+}
+
+static void
+free_options(struct options *o)
+{
+	free_patterns(&o->include);
+	free_patterns(&o->exclude);
+	free(o->plugins);
+	free(o->paths);
+}
+
+/* Replays the selected dumps of l; the exit status. */
+static int
+replay_all(const struct options *o, mate_replay *r, const mate_dump_list *l)
+{
+	size_t n = mate_dump_list_count(l), nsel = 0;
+	const struct mate_dump_info **sel = malloc((n ? n : 1) * sizeof(*sel));
+	struct tally t;
+	mate_error err;
+	int status = MATE_EXIT_OK;
+
+	if (sel == NULL) {
+		mate_fe_warnx("out of memory");
+		return MATE_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (selected(o, mate_dump_list_get(l, i)))
+			sel[nsel++] = mate_dump_list_get(l, i);
+	memset(&t, 0, sizeof(t));
+	t.jsonl = o->jsonl;
+	t.utf8 = !o->jsonl && mate_fe_use_utf8(stdout) && mate_fe_use_color(stdout);
+	if (mate_replay_run(r, sel, nsel, (int)o->jobs, report, &t, &err) != MATE_OK) {
+		mate_fe_warnx("%s", err.message);
+		free(sel);
+		return MATE_EXIT_USAGE;
+	}
+	print_summary(&t, o->jsonl ? stderr : stdout);
+	if (nsel == 0) {
+		mate_fe_warnx("no dumps %s", n ? "selected (--include, --exclude, --status)" : "found");
+		status = MATE_EXIT_FAIL;
+	} else if (nsel - t.by[MATE_REPLAY_PASSED] > 0) {
+		status = MATE_EXIT_FAIL;
+	}
+	free(sel);
+	return status;
 }
 
 int
 main(int argc, char **argv)
 {
 	struct options o;
-	struct tally t;
-	mate_dump_list *l;
+	mate_dump_list *l = NULL;
 	mate_replay *r;
-	mate_error err;
-	const struct mate_dump_info **sel;
-	size_t n, nsel = 0, failed;
-	int status = MATE_EXIT_OK;
+	int status = MATE_EXIT_USAGE;
 
 	memset(&o, 0, sizeof(o));
-	memset(&t, 0, sizeof(t));
 	o.rtol = o.atol = -1;
 	o.device = MATE_REPLAY_DEVICE_AUTO;
 	mate_fe_set_progname(argv[0]);
 	parse_options(argc, argv, &o);
-	r = make_engine(&o);
-	if ((l = mate_dump_list_new(0, &err)) == NULL)
-		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
-	for (size_t i = 0; i < o.npaths; i++) {
-		mate_error_clear(&err);
-		if (mate_dump_list_add(l, o.paths[i], &err) < 0)
-			mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
-	}
-	mate_dump_list_sort(l);
-	n = mate_dump_list_count(l);
-	if ((sel = malloc((n ? n : 1) * sizeof(*sel))) == NULL)
-		mate_fe_errx(MATE_EXIT_USAGE, "out of memory");
-	for (size_t i = 0; i < n; i++)
-		if (selected(&o, mate_dump_list_get(l, i)))
-			sel[nsel++] = mate_dump_list_get(l, i);
-	t.jsonl = o.jsonl;
-	t.utf8 = !o.jsonl && mate_fe_use_utf8(stdout) && mate_fe_use_color(stdout);
-	if (mate_replay_run(r, sel, nsel, (int)o.jobs, report, &t, &err) != MATE_OK)
-		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
-	print_summary(&t, o.jsonl ? stderr : stdout);
-	failed = nsel - t.by[MATE_REPLAY_PASSED];
-	if (nsel == 0) {
-		mate_fe_warnx("no dumps %s", n ? "selected (--include, --exclude, --status)" : "found");
-		status = MATE_EXIT_FAIL;
-	} else if (failed > 0) {
-		status = MATE_EXIT_FAIL;
-	}
-	free(sel);
+	if ((r = make_engine(&o)) != NULL && (l = list_dumps(&o)) != NULL)
+		status = replay_all(&o, r, l);
 	mate_dump_list_free(l);
 	mate_replay_free(r);
-	free_patterns(&o.include);
-	free_patterns(&o.exclude);
-	free(o.plugins);
-	free(o.paths);
-	if (fflush(stdout) != 0 || ferror(stdout))
-		mate_fe_errx(MATE_EXIT_USAGE, "error writing output");
+	free_options(&o);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		mate_fe_warnx("error writing output");
+		status = MATE_EXIT_USAGE;
+	}
 	return status;
 }
