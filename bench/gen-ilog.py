@@ -72,7 +72,7 @@ def mate_style(w, n, clients, workers, rng, scale):
         start = max(t, free[k])
         dur = rng.expovariate(1.0) * cost * 3e-5 * scale
         free[k] = start + dur
-        wk = "stream%d" % k
+        wk = "worker_%d" % k
         w.line(t, "WORKER_SEND", wk, api, size, "call=%d id=%d op=%s" % (call, call, op))
         order += 1
         heapq.heappush(heap, (free[k], order, ("WORKER_RECV", wk, api, 64, "call=%d id=%d op=%s" % (call, call, op))))

@@ -357,6 +357,7 @@ mate_ilog_parse_line(char *line, size_t len, mate_event *ev, const char **why)
 		return 0;
 	if (memchr(line, '\0', len) != NULL)
 		return *why = "NUL byte in line", -1;
+	line[len] = '\0';
 	memset(ev, 0, sizeof(*ev));
 	/* time, seq, event, source, command; then size and details */
 	f[0] = line;
@@ -571,7 +572,7 @@ ilog_alloc(const char *name, mate_error *err)
 {
 	mate_ilog *r = calloc(1, sizeof(*r));
 
-	if (r == NULL || (r->buf = malloc(ILOG_BUF)) == NULL ||
+	if (r == NULL || (r->buf = malloc(ILOG_BUF + 1)) == NULL ||   /* + a NUL */
 	    (r->name = strdup(name != NULL ? name : "<log>")) == NULL) {
 		if (r != NULL)
 			free(r->buf);

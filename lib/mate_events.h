@@ -73,7 +73,8 @@ int mate_ilog_format_size(char out[16], int64_t bytes);
 int mate_ilog_format_header(char *buf, size_t cap, const char *title, time_t started);
 
 /*! mate_ilog_parse_line() : parses one line (without its newline) in place:
- * the fields of *ev point into line, which is modified. Lines that do not
+ * the fields of *ev point into line, which is modified (line[len] too, which
+ * must be writable: it becomes a NUL). Lines that do not
  * start like an event ("^\s*[0-9.]+s\s*\|\s*#[0-9]+") are not events.
  * @return 1 for an event, 0 for a line that is not one (header, blank),
  * -1 for a malformed event line (*why, if not NULL, says why; static). */
