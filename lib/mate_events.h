@@ -172,6 +172,8 @@ typedef struct mate_timeline_stats {
 	uint64_t ops;         /* work spans (WORKER_SEND..WORKER_RECV) */
 	uint64_t calls;       /* call spans (RECV..SEND) */
 	uint64_t unpaired;    /* opening or closing events left without a partner */
+	uint64_t failed;      /* spans whose closing event reported a failure
+	                       * (success=False, error=, a status= not ok) */
 	uint64_t signals;
 	int lanes;            /* lanes shown (after --lanes) */
 	int clients, workers, memory_lanes;

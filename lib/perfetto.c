@@ -400,7 +400,7 @@ track_pick(mate_perfetto *pf, struct tl_lane *L, double s, double e)
 
 void
 tl_pf_span(mate_perfetto *pf, struct tl_lane *L, const char *name, int is_call,
-    double s, double e, const struct tl_open *o, const struct tl_lane *from)
+    int failed, double s, double e, const struct tl_open *o, const struct tl_lane *from)
 {
 	int track = track_pick(pf, L, s, e);
 
@@ -414,6 +414,8 @@ tl_pf_span(mate_perfetto *pf, struct tl_lane *L, const char *name, int is_call,
 	    pid_of(L), tid_of(L, track), (unsigned long long)o->seq, o->depth);
 	if (o->bytes >= 0)
 		pf_printf(pf, ",\"bytes\":%lld", (long long)o->bytes);
+	if (failed)
+		pf_puts(pf, ",\"failed\":true");
 	if (o->command != NULL) {
 		pf_puts(pf, ",\"command\":");
 		pf_str(pf, o->command);

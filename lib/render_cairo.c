@@ -565,6 +565,22 @@ bar_label(struct render *R, const struct tl_bar *b, double x, double w, double y
 	text(R, x + w / 2, y + h / 2 + fs * R->f * 0.36, 0.5, name, 0);
 }
 
+/* A span that reported a failure: a red frame, at least 4 pixels wide. */
+static void
+failed_mark(struct render *R, double x, double y, double w, double h)
+{
+	double lw = 1.4 * R->f;
+
+	if (w < 4 * R->px) {
+		x -= (4 * R->px - w) / 2;
+		w = 4 * R->px;
+	}
+	rgb(R, 0xc0392b, 1);
+	cairo_set_line_width(R->cr, lw);
+	cairo_rectangle(R->cr, x - lw / 2, y - lw / 2, w + lw, h + lw);
+	cairo_stroke(R->cr);
+}
+
 /* Marks columns [a, b) of a row covered; @return 1 if any was not yet. */
 static int
 cover(uint8_t *row, int ncols, double a, double b)
@@ -617,14 +633,14 @@ draw_bars(struct render *R)
 		int d = b->depth < 6 ? b->depth : 5;
 		if (L->hidden || b->e < R->v0 || b->s > R->v1)
 			continue;
-		if (w < (busy ? 4 : 1) * R->px && !sparse)
+		if (w < (busy ? 4 : 1) * R->px && !sparse && !b->failed)
 			continue;   /* the coverage shading shows it */
 		if (w < 2 * R->px) {
 			x -= (2 * R->px - w) / 2;
 			w = 2 * R->px;
 		}
 		if (!cover(covered + ((size_t)b->lane * 6 + d) * R->ncols, R->ncols,
-		    (x - R->x0) / R->px, (x + w - R->x0) / R->px) && !sparse)
+		    (x - R->x0) / R->px, (x + w - R->x0) / R->px) && !sparse && !b->failed)
 			continue;
 		band(L, &top, &h, &row);
 		y = top + d * row;
@@ -640,6 +656,8 @@ draw_bars(struct render *R)
 			cairo_stroke(R->cr);
 			bar_label(R, b, x, w, y, bh);
 		}
+		if (b->failed)
+			failed_mark(R, x, y, w, bh);
 	}
 	cairo_restore(R->cr);
 	free(covered);
@@ -717,17 +735,21 @@ shape(struct render *R, int type, double x, double y, double d)
 	cairo_close_path(cr);
 }
 
-static const mate_timeline *mark_tl;
-static const int *mark_rank;
+/* Markers sort by lane (drawing order), time, sequence. */
+struct mark_key {
+	int rank;
+	double t;
+	uint64_t seq;
+	size_t i;
+};
 
 static int
 mark_cmp(const void *pa, const void *pb)
 {
-	const struct tl_mark *a = &mark_tl->marks[*(const size_t *)pa];
-	const struct tl_mark *b = &mark_tl->marks[*(const size_t *)pb];
+	const struct mark_key *a = pa, *b = pb;
 
-	if (a->lane != b->lane)
-		return mark_rank[a->lane] < mark_rank[b->lane] ? -1 : 1;
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
 	if (a->t != b->t)
 		return a->t < b->t ? -1 : 1;
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
@@ -783,16 +805,15 @@ bytes_desc(const void *pa, const void *pb)
 /* On a lane too busy to show every event, the bytes a marker needs: those
  * of its 24th largest transfer in view (and at least 100 KB). */
 static int64_t
-dense_threshold(const mate_timeline *tl, const size_t *idx, size_t from, size_t n)
+dense_threshold(const mate_timeline *tl, const struct mark_key *key, size_t from, size_t n)
 {
 	int64_t *b = malloc((n - from) * sizeof(*b)), t;
 	size_t i, k = 0;
-	int lane = tl->marks[idx[from]].lane;
 
 	if (b == NULL)
 		return INT64_MAX;
-	for (i = from; i < n && tl->marks[idx[i]].lane == lane; i++)
-		b[k++] = tl->marks[idx[i]].bytes;
+	for (i = from; i < n && key[i].rank == key[from].rank; i++)
+		b[k++] = tl->marks[key[i].i].bytes;
 	qsort(b, k, sizeof(*b), bytes_desc);
 	t = b[k > 24 ? 23 : k - 1];
 	free(b);
@@ -811,28 +832,31 @@ static void
 draw_marks(struct render *R)
 {
 	const mate_timeline *tl = R->tl;
-	size_t *idx = malloc((tl->nmarks + 1) * sizeof(*idx)), i, n = 0;
+	struct mark_key *key = malloc((tl->nmarks + 1) * sizeof(*key));
 	int rank[TL_MAX_LANES + 4], lane = -1, k, dense = 0;
 	double last_x[TL_MARK_TYPES], last_end[2];
 	int64_t threshold = 0;
+	size_t i, n = 0;
 
-	if (idx == NULL)
+	if (key == NULL)
 		return;
 	for (k = 0; k < tl->nlanes; k++)
 		rank[k] = 1 << 20;
 	for (k = 0; k < R->nl; k++)
 		rank[R->order[k]] = k;
-	for (i = 0; i < tl->nmarks; i++)
-		if (tl->marks[i].t >= R->v0 && tl->marks[i].t <= R->v1 &&
-		    !tl->lanes[tl->marks[i].lane]->hidden)
-			idx[n++] = i;
-	mark_tl = tl;
-	mark_rank = rank;
-	qsort(idx, n, sizeof(*idx), mark_cmp);
-	mark_tl = NULL;
+	for (i = 0; i < tl->nmarks; i++) {
+		const struct tl_mark *m = &tl->marks[i];
+		if (m->t < R->v0 || m->t > R->v1 || tl->lanes[m->lane]->hidden)
+			continue;
+		key[n].rank = rank[m->lane];
+		key[n].t = m->t;
+		key[n].seq = m->seq;
+		key[n++].i = i;
+	}
+	qsort(key, n, sizeof(*key), mark_cmp);
 	cairo_set_line_width(R->cr, 0.5 * R->f);
 	for (i = 0; i < n; i++) {
-		const struct tl_mark *m = &tl->marks[idx[i]];
+		const struct tl_mark *m = &tl->marks[key[i].i];
 		const struct tl_lane *L = tl->lanes[m->lane];
 		double x = X(R, m->t), y = mark_y(L), d = marker_size(R, L, m->bytes);
 		if (m->lane != lane) {
@@ -843,7 +867,7 @@ draw_marks(struct render *R)
 			/* more than one event per 8 pixels: only the notable ones */
 			dense = tl_counts_sum(tl, L->count, R->v0, R->v1) > R->ncols / 8.0;
 			if (dense)
-				threshold = dense_threshold(tl, idx, i, n);
+				threshold = dense_threshold(tl, key, i, n);
 		}
 		if (dense && !notable(m, threshold))
 			continue;
@@ -858,7 +882,7 @@ draw_marks(struct render *R)
 		cairo_stroke(R->cr);
 		id_label(R, m, x, y, d, last_end);
 	}
-	free(idx);
+	free(key);
 }
 
 static void
@@ -1082,13 +1106,18 @@ draw_margins(struct render *R)
 	}
 }
 
-static const mate_timeline *legend_tl;
+/* Legend entries: most busy time first. */
+struct op_key {
+	double busy;
+	uint64_t spans;
+	const char *name;
+	int i;
+};
 
 static int
 legend_cmp(const void *pa, const void *pb)
 {
-	const struct tl_op *a = &legend_tl->ops[*(const int *)pa];
-	const struct tl_op *b = &legend_tl->ops[*(const int *)pb];
+	const struct op_key *a = pa, *b = pb;
 
 	if (a->busy != b->busy)
 		return a->busy > b->busy ? -1 : 1;
@@ -1103,25 +1132,27 @@ draw_legend(struct render *R)
 	static const char *const mark_names[TL_MARK_TYPES] = { "request (RECV)",
 	    "work sent", "work done", "signal", "injected", "connect", "error", "other event" };
 	const mate_timeline *tl = R->tl;
-	int idx[TL_MAX_OPS], n = 0, i, shown = 0;
+	struct op_key idx[TL_MAX_OPS];
+	int n = 0, i, shown = 0;
 	double total = 0, y = R->y0 + 4 * R->f, x = R->lx0, lh = 13 * R->f, w = R->lx1 - R->lx0;
 	char s[96];
 
 	for (i = 0; i < tl->nops; i++)
 		if (tl->ops[i].spans > 0) {
-			idx[n++] = i;
+			idx[n].busy = tl->ops[i].busy;
+			idx[n].spans = tl->ops[i].spans;
+			idx[n].name = tl->ops[i].name;
+			idx[n++].i = i;
 			total += tl->ops[i].busy;
 		}
-	legend_tl = tl;
-	qsort(idx, (size_t)n, sizeof(int), legend_cmp);
-	legend_tl = NULL;
+	qsort(idx, (size_t)n, sizeof(*idx), legend_cmp);
 	R->ly0 = y - 4 * R->f;
 	font(R, 9, 1);
 	rgb(R, 0x17202a, 1);
 	text(R, x, y + 6 * R->f, 0, "ops", 0);
 	y += lh;
 	for (i = 0; i < n && y < R->H * 0.62; i++, shown++) {
-		const struct tl_op *op = &tl->ops[idx[i]];
+		const struct tl_op *op = &tl->ops[idx[i].i];
 		rgb(R, op->rgb, 1);
 		cairo_rectangle(R->cr, x, y, 10 * R->f, 9 * R->f);
 		cairo_fill_preserve(R->cr);
@@ -1160,6 +1191,17 @@ draw_legend(struct render *R)
 		text(R, x + 14 * R->f, y + 8 * R->f, 0, mark_names[i], w - 14 * R->f);
 		y += lh;
 	}
+	if (tl->st.failed > 0) {
+		rgb(R, 0xffffff, 1);
+		cairo_rectangle(R->cr, x + 1 * R->f, y + 1 * R->f, 8 * R->f, 7 * R->f);
+		cairo_fill(R->cr);
+		failed_mark(R, x + 1 * R->f, y + 1 * R->f, 8 * R->f, 7 * R->f);
+		rgb(R, 0x17202a, 1);
+		font(R, 8.5, 0);
+		snprintf(s, sizeof(s), "failed (%llu)", (unsigned long long)tl->st.failed);
+		text(R, x + 14 * R->f, y + 8 * R->f, 0, s, w - 14 * R->f);
+		y += lh;
+	}
 	if (tl->nflows > 0) {
 		rgb(R, 0x566573, 0.8);
 		cairo_set_line_width(R->cr, 0.6 * R->f);
@@ -1167,7 +1209,7 @@ draw_legend(struct render *R)
 		rgb(R, 0x17202a, 1);
 		font(R, 8.5, 0);
 		text(R, x + 14 * R->f, y + 8 * R->f, 0, R->flows_hidden ?
-		    "call \xe2\x86\x92 work (too dense: zoom in)" : "call \xe2\x86\x92 its work", w - 14 * R->f);
+		    "call \xe2\x86\x92 work (too dense)" : "call \xe2\x86\x92 its work", w - 14 * R->f);
 		y += lh;
 	}
 	font(R, 7, 0);

@@ -328,13 +328,6 @@ client_name(const char *src)
 	return src[0] != '\0' ? src : "?";
 }
 
-static int
-kind_rank(int kind)
-{
-	static const int rank[] = { 0, 1, 2, 3 };
-	return rank[kind];
-}
-
 /* Natural order: "w2" before "w10". */
 static int
 natcmp(const char *a, const char *b)
@@ -364,35 +357,35 @@ natcmp(const char *a, const char *b)
 	return *a == *b ? 0 : (*a == '\0' ? -1 : 1);
 }
 
-static const mate_timeline *sort_tl;
-
+/* Drawing order: by log, then clients (as they came), the dispatcher,
+ * workers and memory (by name, naturally). */
 static int
-lane_cmp(const void *pa, const void *pb)
+lane_before(const struct tl_lane *a, const struct tl_lane *b)
 {
-	const struct tl_lane *a = sort_tl->lanes[*(const int *)pa];
-	const struct tl_lane *b = sort_tl->lanes[*(const int *)pb];
 	int c;
 
 	if (a->log != b->log)
-		return a->log < b->log ? -1 : 1;
-	if (kind_rank(a->kind) != kind_rank(b->kind))
-		return kind_rank(a->kind) < kind_rank(b->kind) ? -1 : 1;
+		return a->log < b->log;
+	if (a->kind != b->kind)
+		return a->kind < b->kind;
 	if (a->kind != MATE_LANE_CLIENT && (c = natcmp(a->name, b->name)) != 0)
-		return c;
-	return a->index < b->index ? -1 : a->index > b->index;
+		return c < 0;
+	return a->index < b->index;
 }
 
 int
 tl_lane_order(const mate_timeline *tl, int *order)
 {
-	int i, n = 0;
+	int i, j, n = 0;
 
-	for (i = 0; i < tl->nlanes; i++)
-		if (!tl->lanes[i]->hidden)
-			order[n++] = i;
-	sort_tl = tl;
-	qsort(order, (size_t)n, sizeof(int), lane_cmp);
-	sort_tl = NULL;
+	for (i = 0; i < tl->nlanes; i++) {   /* insertion sort: few lanes, no globals */
+		if (tl->lanes[i]->hidden)
+			continue;
+		for (j = n; j > 0 && lane_before(tl->lanes[i], tl->lanes[order[j - 1]]); j--)
+			order[j] = order[j - 1];
+		order[j] = i;
+		n++;
+	}
 	return n;
 }
 
@@ -518,10 +511,26 @@ add_busy(struct tl_lane *L, double s, double e)
 	L->covered = e;
 }
 
+/* Did the event that closes a span report a failure (GT's success=False,
+ * an error=, a status= other than ok)? */
+static int
+reports_failure(const mate_event *ev)
+{
+	char v[16];
+
+	if (mate_ilog_detail(ev->details, "success", v, sizeof(v)) > 0)
+		return strcmp(v, "False") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0;
+	if (mate_ilog_detail(ev->details, "error", v, sizeof(v)) >= 0)
+		return 1;
+	if (mate_ilog_detail(ev->details, "status", v, sizeof(v)) > 0)
+		return strcmp(v, "ok") != 0 && strcmp(v, "0") != 0 && strcmp(v, "success") != 0;
+	return 0;
+}
+
 /* A closed call or piece of work, from o's start to end. */
 static int
 emit_span(mate_timeline *tl, struct tl_lane *L, const struct tl_open *o, double end,
-    int is_call, mate_error *err)
+    int is_call, int failed, mate_error *err)
 {
 	double s = o->t, e = end;
 	struct tl_op *op = &tl->ops[o->op];
@@ -555,9 +564,11 @@ emit_span(mate_timeline *tl, struct tl_lane *L, const struct tl_open *o, double 
 		if (o->flow_lane >= 0 && o->flow_lane < tl->nlanes &&
 		    !tl->lanes[o->flow_lane]->hidden && in_window(tl, o->flow_t))
 			from = tl->lanes[o->flow_lane];
-		tl_pf_span(tl->pf, L, op->name, is_call, s, e, o, from);
+		tl_pf_span(tl->pf, L, op->name, is_call, failed, s, e, o, from);
 	}
-	if (tl_agg_span(tl, L, o->op, s, e, o->depth, is_call, o->seq) != 0)
+	if (failed)
+		tl->st.failed++;
+	if (tl_agg_span(tl, L, o->op, s, e, o->depth, is_call | (failed ? 2 : 0), o->seq) != 0)
 		return nomem(err);
 	return MATE_OK;
 }
@@ -646,6 +657,7 @@ call_open(mate_timeline *tl, const mate_event *ev, mate_error *err)
 	L->events++;
 	lg->cur_client = L->index;
 	lg->ctx_op = op;
+	snprintf(lg->ctx_cmd, sizeof(lg->ctx_cmd), "%s", ev->command);
 	return mark(tl, D, TL_MARK_RECV, op, ev, err);
 }
 
@@ -678,7 +690,7 @@ call_close(mate_timeline *tl, const mate_event *ev, mate_error *err)
 	o = L->stack[i];
 	memmove(L->stack + i, L->stack + i + 1, (size_t)(L->nstack - i - 1) * sizeof(o));
 	L->nstack--;
-	rc = emit_span(tl, L, &o, ev->time, 1, err);
+	rc = emit_span(tl, L, &o, ev->time, 1, reports_failure(ev), err);
 	open_free(&o);
 	if (lg->cur_client == L->index && L->nstack == 0) {
 		lg->cur_client = -1;
@@ -793,7 +805,7 @@ work_send(mate_timeline *tl, const mate_event *ev, mate_error *err)
 		}
 		rc = mark(tl, W, TL_MARK_WSEND, o.op, ev, err);
 		if (rc == 0)
-			rc = emit_span(tl, W, &o, W->orphan.t, 0, err);
+			rc = emit_span(tl, W, &o, W->orphan.t, 0, W->orphan.failed, err);
 		open_free(&o);
 		return rc;
 	}
@@ -833,7 +845,7 @@ work_recv(mate_timeline *tl, const mate_event *ev, mate_error *err)
 			o = e->o;
 			ids_del(tl, e);
 			op = o.op;
-			rc = emit_span(tl, W, &o, ev->time, 0, err);
+			rc = emit_span(tl, W, &o, ev->time, 0, reports_failure(ev), err);
 			open_free(&o);
 		}
 	} else if (W->fcount > 0) {
@@ -841,7 +853,7 @@ work_recv(mate_timeline *tl, const mate_event *ev, mate_error *err)
 		W->fhead = (W->fhead + 1) % TL_FIFO_MAX;
 		W->fcount--;
 		op = o.op;
-		rc = emit_span(tl, W, &o, ev->time, 0, err);
+		rc = emit_span(tl, W, &o, ev->time, 0, reports_failure(ev), err);
 		open_free(&o);
 	} else {
 		if (W->has_orphan)
@@ -851,6 +863,7 @@ work_recv(mate_timeline *tl, const mate_event *ev, mate_error *err)
 		W->orphan.start = lg->has_prev && lg->prev_time <= ev->time ? lg->prev_time : ev->time;
 		W->orphan.seq = ev->seq;
 		W->orphan.bytes = ev->size;
+		W->orphan.failed = reports_failure(ev);
 		snprintf(W->orphan.command, sizeof(W->orphan.command), "%s", ev->command);
 	}
 	if (rc != MATE_OK)
@@ -978,24 +991,38 @@ other_event(mate_timeline *tl, const mate_event *ev, int type, mate_error *err)
 	}
 	if (L == NULL)
 		return MATE_ERR_NOMEM;
-	if (type == EV_INJECT && lg->cur_client >= 0)
-		lg->ctx_op = op;   /* work that follows does this op */
+	if (type == EV_INJECT && lg->cur_client >= 0) {
+		char v[TL_OP_NAME];
+		/* work that follows does this op, if the inject names one or is
+		 * another command than the request (GatherShards in a matmul) */
+		if (mate_ilog_detail(ev->details, "op", v, sizeof(v)) > 0 ||
+		    strncmp(ev->command, lg->ctx_cmd, sizeof(lg->ctx_cmd) - 1) != 0)
+			lg->ctx_op = op;
+	}
 	if (tl->pf != NULL && !L->hidden && in_window(tl, ev->time))
 		tl_pf_instant(tl->pf, L, ev->event, ev->time, ev);
 	return mark(tl, L, mt, op, ev, err);
 }
 
 int
-mate_timeline_add(mate_timeline *tl, const mate_event *ev, mate_error *err)
+mate_timeline_add(mate_timeline *tl, const mate_event *ev_in, mate_error *err)
 {
+	const mate_event *ev;
+	mate_event copy;
 	struct tl_log *lg;
 	char name[32];
 	int type, rc;
 
 	if (!tl->in_log && (rc = mate_timeline_begin_log(tl, "<log>", err)) != 0)
 		return rc;
-	if (!(ev->time >= 0) || ev->time > 1e9)
+	if (!(ev_in->time >= 0) || ev_in->time > 1e9)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "timeline: event time out of range");
+	ev = &copy;   /* callers may leave strings NULL */
+	copy = *ev_in;
+	copy.event = copy.event != NULL ? copy.event : "";
+	copy.source = copy.source != NULL ? copy.source : "";
+	copy.command = copy.command != NULL ? copy.command : "";
+	copy.details = copy.details != NULL ? copy.details : "";
 	lg = &tl->logs[tl->nlogs - 1];
 	tl->st.events++;
 	type = ev_type(ev->event);

@@ -180,7 +180,8 @@ bars_prune(mate_timeline *tl)
 		tl->bar_min = tl->w;
 	for (;;) {
 		for (i = n = 0; i < tl->nbars; i++)
-			if (tl->bars[i].e - tl->bars[i].s >= tl->bar_min)
+			if (tl->bars[i].e - tl->bars[i].s >= tl->bar_min ||
+			    (tl->bars[i].failed && n < TL_BAR_CAP / 4))
 				tl->bars[n++] = tl->bars[i];
 		tl->nbars = n;
 		if (n <= TL_BAR_CAP / 2)
@@ -192,16 +193,16 @@ bars_prune(mate_timeline *tl)
 
 static int
 bar_add(mate_timeline *tl, struct tl_lane *L, int op, double s, double e, int depth,
-    int is_call, uint64_t seq)
+    int flags, uint64_t seq)
 {
 	struct tl_bar *b;
 
-	if (e - s < tl->bar_min)
+	if (e - s < tl->bar_min && !(flags & 2))   /* failures stay visible */
 		return 0;
 	if (tl->nbars == tl->capbars) {
 		if (tl->capbars == TL_BAR_CAP) {
 			bars_prune(tl);
-			if (e - s < tl->bar_min)
+			if (e - s < tl->bar_min && !(flags & 2))
 				return 0;
 		} else {
 			size_t cap = tl->capbars ? tl->capbars * 2 : 1024;
@@ -217,14 +218,15 @@ bar_add(mate_timeline *tl, struct tl_lane *L, int op, double s, double e, int de
 	b->lane = L->index;
 	b->op = (int16_t)op;
 	b->depth = (uint8_t)(depth > 255 ? 255 : depth);
-	b->is_call = (uint8_t)is_call;
+	b->is_call = (uint8_t)(flags & 1);
+	b->failed = (uint8_t)((flags & 2) != 0);
 	b->seq = seq;
 	return 0;
 }
 
 int
 tl_agg_span(mate_timeline *tl, struct tl_lane *L, int op, double s, double e,
-    int depth, int is_call, uint64_t seq)
+    int depth, int flags, uint64_t seq)
 {
 	if (grid_cover(tl, s) != 0 || grid_cover(tl, e) != 0) {
 		if (!tl->grid_fixed)
@@ -245,7 +247,7 @@ tl_agg_span(mate_timeline *tl, struct tl_lane *L, int op, double s, double e,
 			v[i1] += (float)(e - (tl->origin + i1 * tl->w));
 		}
 	}
-	return bar_add(tl, L, op, s, e, depth, is_call, seq);
+	return bar_add(tl, L, op, s, e, depth, flags, seq);
 }
 
 /* ---- Markers ---------------------------------------------------------------------- */

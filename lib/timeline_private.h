@@ -58,6 +58,7 @@ struct tl_orphan {
 	double t, start;
 	uint64_t seq;
 	int64_t bytes;
+	int failed;
 	char command[32];
 };
 
@@ -112,7 +113,7 @@ struct tl_bar {
 	double s, e;
 	int lane;
 	int16_t op;
-	uint8_t depth, is_call;
+	uint8_t depth, is_call, failed;
 	uint64_t seq;
 };
 
@@ -145,6 +146,7 @@ struct tl_log {
 	int dispatcher;      /* lane index or -1 */
 	int cur_client;      /* client lane with the latest open RECV, or -1 */
 	int ctx_op;          /* op of the latest open RECV or MODIFIER_INJECT */
+	char ctx_cmd[32];    /* and the RECV's command */
 	double prev_time;
 	int has_prev;
 };
@@ -196,7 +198,7 @@ struct mate_timeline {
 
 /* timeline_agg.c: the column grid and what is kept one by one. */
 int tl_agg_span(mate_timeline *tl, struct tl_lane *L, int op, double s, double e,
-    int depth, int is_call, uint64_t seq);
+    int depth, int flags, uint64_t seq);   /* flags: 1 a call, 2 failed */
 int tl_agg_mark(mate_timeline *tl, struct tl_lane *L, int type, int op, double t,
     int64_t bytes, uint64_t seq);
 int tl_agg_flow(mate_timeline *tl, int lane0, double t0, int lane1, double t1);
@@ -214,7 +216,7 @@ const char *tl_log_name(const mate_timeline *tl, int log);
 /* perfetto.c: the writer's side of the timeline. */
 void tl_pf_lane(mate_perfetto *pf, const mate_timeline *tl, struct tl_lane *L);
 void tl_pf_span(mate_perfetto *pf, struct tl_lane *L, const char *name, int is_call,
-    double s, double e, const struct tl_open *o, const struct tl_lane *from);
+    int failed, double s, double e, const struct tl_open *o, const struct tl_lane *from);
 void tl_pf_instant(mate_perfetto *pf, const struct tl_lane *L, const char *event,
     double t, const mate_event *ev);
 void tl_pf_counter(mate_perfetto *pf, const struct tl_lane *L, double t, double value);

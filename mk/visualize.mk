@@ -52,4 +52,4 @@ fuzz_fuzz_ilog_LDFLAGS = $(FUZZER_LINK)
 EXTRA_DIST += bench/visualize.py bench/visualize-matplotlib.py bench/gen-ilog.py
 .PHONY: bench-visualize
 bench-visualize: mate-visualize
-	$(PYTHON_TORCH) $(top_srcdir)/bench/visualize.py --build $(abs_top_builddir)
+	/usr/bin/python3 $(top_srcdir)/bench/visualize.py --build $(abs_top_builddir)

@@ -132,15 +132,21 @@ test_gt_batch(void)
 	add(tl, 1.003, "WORKER_RECV", "auto_worker", "WorkerBatch", "success=True");
 	add(tl, 1.003, "WORKER_SEND", "auto_worker", "WorkerBatch", "[1 cmds: WorkerBinaryOp]");
 	add(tl, 1.004, "SEND", "CLIENT 006b8b4568", "BinaryOp", "success=True");
+	/* GT's failure, in a batch reply */
+	add(tl, 1.100, "RECV", "CLIENT 006b8b4568", "UnaryOp", "result=3 op=relu");
+	add(tl, 1.102, "WORKER_RECV", "auto_worker", "WorkerBatch", "success=False");
+	add(tl, 1.102, "WORKER_SEND", "auto_worker", "WorkerBatch", "[1 cmds: WorkerUnaryOp]");
+	add(tl, 1.103, "SEND", "CLIENT 006b8b4568", "UnaryOp", "success=False");
 	/* a reply with no send in reach is not a batch: unpaired */
 	add(tl, 2.000, "WORKER_RECV", "auto_worker", "WorkerBatch", "success=True");
 	add(tl, 2.010, "WORKER_SEND", "auto_worker", "WorkerBatch", "[1 cmds: WorkerBinaryOp]");
 	mate_timeline_end_log(tl, NULL);
 	CHECK_EQ_INT(mate_perfetto_close(pf, &err), MATE_OK);
 	mate_timeline_get_stats(tl, &st);
-	CHECK_EQ_INT(st.ops, 1);
-	CHECK_EQ_INT(st.calls, 1);
+	CHECK_EQ_INT(st.ops, 2);
+	CHECK_EQ_INT(st.calls, 2);
 	CHECK_EQ_INT(st.unpaired, 2);
+	CHECK_EQ_INT(st.failed, 2);
 	li = lane(tl, "client 006b8b4568");   /* GT's repeated word dropped */
 	CHECK(li != NULL && li->kind == MATE_LANE_CLIENT);
 	json = slurp(fd);
@@ -156,6 +162,9 @@ test_gt_batch(void)
 		CHECK_CONTAINS(json, "\"ph\":\"f\",\"bp\":\"e\",\"id\":1,\"ts\":1001000.000");
 		CHECK_CONTAINS(json, "\"args\":{\"name\":\"client 006b8b4568\"}");
 		CHECK_CONTAINS(json, "\"name\":\"MODIFIER_INJECT\",\"cat\":\"event\",\"ph\":\"i\"");
+		CHECK_CONTAINS(json, "{\"name\":\"relu\",\"cat\":\"work\",\"ph\":\"X\",\"ts\":1100000.000,"
+		    "\"dur\":2000.000");
+		CHECK_CONTAINS(json, "\"failed\":true");
 		CHECK(strncmp(json, "{\"traceEvents\":[", 16) == 0);
 		CHECK(strstr(json, "\n],\"displayTimeUnit\":\"ns\"}\n") != NULL);
 		free(json);

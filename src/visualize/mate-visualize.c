@@ -201,9 +201,11 @@ print_summary(const struct options *o, const mate_timeline *tl, const mate_rende
 	    (unsigned long long)st.events, (unsigned long long)st.ops,
 	    (unsigned long long)st.calls, st.op_types, st.lanes, st.clients, st.workers,
 	    st.t1 >= st.t0 ? st.t1 - st.t0 : 0.0, st.t1 >= st.t0 ? st.t0 : 0.0,
-	    st.t1 >= st.t0 ? st.t1 : 0.0, st.unpaired > 0 ? "" : "");
+	    st.t1 >= st.t0 ? st.t1 : 0.0, "");
 	if (st.unpaired > 0)
 		fe_warnx("%llu events left unpaired", (unsigned long long)st.unpaired);
+	if (st.failed > 0)
+		fe_warnx("%llu calls or ops reported a failure", (unsigned long long)st.failed);
 	if (!o->verbose || o->format == FMT_JSON)
 		return;
 	fe_warnx("plot: x %.1f to %.1f, y %.1f to %.1f px; time %.6f to %.6f s",
