@@ -1126,15 +1126,15 @@ legend_cmp(const void *pa, const void *pb)
 	return strcmp(a->name, b->name);
 }
 
-static void
-draw_legend(struct render *R)
+/* The ops present, most busy first, with their share of the busy time;
+ * @return the y below them. */
+static double
+legend_ops(struct render *R, double x, double y, double lh, double w)
 {
-	static const char *const mark_names[TL_MARK_TYPES] = { "request (RECV)",
-	    "work sent", "work done", "signal", "injected", "connect", "error", "other event" };
 	const mate_timeline *tl = R->tl;
 	struct op_key idx[TL_MAX_OPS];
 	int n = 0, i, shown = 0;
-	double total = 0, y = R->y0 + 4 * R->f, x = R->lx0, lh = 13 * R->f, w = R->lx1 - R->lx0;
+	double total = 0;
 	char s[96];
 
 	for (i = 0; i < tl->nops; i++)
@@ -1146,7 +1146,6 @@ draw_legend(struct render *R)
 			total += tl->ops[i].busy;
 		}
 	qsort(idx, (size_t)n, sizeof(*idx), legend_cmp);
-	R->ly0 = y - 4 * R->f;
 	font(R, 9, 1);
 	rgb(R, 0x17202a, 1);
 	text(R, x, y + 6 * R->f, 0, "ops", 0);
@@ -1173,45 +1172,70 @@ draw_legend(struct render *R)
 		text(R, x + 14 * R->f, y + 8 * R->f, 0, s, 0);
 		y += lh;
 	}
-	y += lh * 0.6;
+	return y;
+}
+
+/* One legend line: the symbol is drawn by the caller at (x, y). */
+static double
+legend_line(struct render *R, double x, double y, double lh, double w, const char *s)
+{
+	rgb(R, 0x17202a, 1);
+	font(R, 8.5, 0);
+	text(R, x + 14 * R->f, y + 8 * R->f, 0, s, w - 14 * R->f);
+	return y + lh;
+}
+
+/* The kinds of events drawn, failures, flows. */
+static double
+legend_events(struct render *R, double x, double y, double lh, double w)
+{
+	static const char *const mark_names[TL_MARK_TYPES] = { "request (RECV)",
+	    "work sent", "work done", "signal", "injected", "connect", "error", "other event" };
+	const mate_timeline *tl = R->tl;
+	char s[64];
+	int i;
+
 	font(R, 9, 1);
 	rgb(R, 0x17202a, 1);
 	text(R, x, y + 6 * R->f, 0, "events", 0);
 	y += lh;
-	cairo_set_line_width(R->cr, 0.5 * R->f);
 	for (i = 0; i < TL_MARK_TYPES; i++) {
 		if (!tl->mark_seen[i])
 			continue;
+		cairo_set_line_width(R->cr, 0.5 * R->f);
 		shape(R, i, x + 5 * R->f, y + 4.5 * R->f, 9 * R->f);
 		rgb(R, i == TL_MARK_SIGNAL ? 0xe74c3c : 0xaab7b8, 1);
 		cairo_fill_preserve(R->cr);
 		rgb(R, 0x17202a, 1);
 		cairo_stroke(R->cr);
-		font(R, 8.5, 0);
-		text(R, x + 14 * R->f, y + 8 * R->f, 0, mark_names[i], w - 14 * R->f);
-		y += lh;
+		y = legend_line(R, x, y, lh, w, mark_names[i]);
 	}
 	if (tl->st.failed > 0) {
 		rgb(R, 0xffffff, 1);
 		cairo_rectangle(R->cr, x + 1 * R->f, y + 1 * R->f, 8 * R->f, 7 * R->f);
 		cairo_fill(R->cr);
 		failed_mark(R, x + 1 * R->f, y + 1 * R->f, 8 * R->f, 7 * R->f);
-		rgb(R, 0x17202a, 1);
-		font(R, 8.5, 0);
 		snprintf(s, sizeof(s), "failed (%llu)", (unsigned long long)tl->st.failed);
-		text(R, x + 14 * R->f, y + 8 * R->f, 0, s, w - 14 * R->f);
-		y += lh;
+		y = legend_line(R, x, y, lh, w, s);
 	}
 	if (tl->nflows > 0) {
 		rgb(R, 0x566573, 0.8);
 		cairo_set_line_width(R->cr, 0.6 * R->f);
 		arrow(R, x, y + 4.5 * R->f, x + 11 * R->f, y + 4.5 * R->f);
-		rgb(R, 0x17202a, 1);
-		font(R, 8.5, 0);
-		text(R, x + 14 * R->f, y + 8 * R->f, 0, R->flows_hidden ?
-		    "call \xe2\x86\x92 work (too dense)" : "call \xe2\x86\x92 its work", w - 14 * R->f);
-		y += lh;
+		y = legend_line(R, x, y, lh, w, R->flows_hidden ?
+		    "call \xe2\x86\x92 work (too dense)" : "call \xe2\x86\x92 its work");
 	}
+	return y;
+}
+
+static void
+draw_legend(struct render *R)
+{
+	double y = R->y0 + 4 * R->f, x = R->lx0, lh = 13 * R->f, w = R->lx1 - R->lx0;
+
+	R->ly0 = y - 4 * R->f;
+	y = legend_ops(R, x, y, lh, w);
+	y = legend_events(R, x, y + lh * 0.6, lh, w);
 	font(R, 7, 0);
 	rgb(R, 0x7f8c8d, 1);
 	text(R, x, y + 10 * R->f, 0, "marker area ~ log(bytes)", w);
