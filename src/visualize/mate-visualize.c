@@ -120,6 +120,10 @@ parse_args(int argc, char **argv, struct options *o)
 	if (o->format < 0 &&
 	    (o->format = format_named(fe_extension(o->output, ext, sizeof(ext)), &o->gzip)) < 0)
 		fe_usage_error("cannot tell the format of '%s' from its name: use --format", o->output);
+	if (o->format != FMT_JSON && (o->width * o->dpi > 32767 || o->height * o->dpi > 32767 ||
+	    o->width * o->dpi * o->height * o->dpi > 50e6))
+		fe_usage_error("%g x %g in at %g dpi is too large a picture (at most 32767 pixels "
+		    "a side, 50 megapixels)", o->width, o->height, o->dpi);
 	if (strcmp(o->output, "-") == 0 && o->format != FMT_SVG && !o->gzip &&
 	    o->format != FMT_JSON && isatty(1))
 		fe_usage_error("not writing a binary picture to a terminal: use --output FILE");
