@@ -18,6 +18,7 @@ static const struct verb {
 } known[] = {
 	{ "list-dumps", "list recorded calls (dump directories) and their status" },
 	{ "replay", "re-execute recorded calls and compare their outputs" },
+	{ "visualize", "draw timelines of instruction logs, or export them to Perfetto" },
 };
 
 /* The directory this program lives in (from /proc/self/exe, else argv[0]). */
