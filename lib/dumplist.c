@@ -249,8 +249,14 @@ add_one(struct mate_dump_list *l, int dirfd, const char *meta, const char *path,
 	info->path = mate_arena_strndup(&l->arena, path, (size_t)-1);
 	if (info->path == NULL)
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory listing dumps");
-	info->name = strlen(info->path) >= strlen(name) ?
-	    info->path + strlen(info->path) - strlen(name) : info->path;
+	{
+		size_t pl = strlen(info->path), nl = strlen(name);
+
+		info->name = pl >= nl && strcmp(info->path + pl - nl, name) == 0 ?
+		    info->path + pl - nl : mate_arena_strndup(&l->arena, name, nl);  /* "dir/" */
+		if (info->name == NULL)
+			return mate_set_error(err, MATE_ERR_NOMEM, "out of memory listing dumps");
+	}
 	named = mate_dump_info_from_name(info, name, &l->arena);
 	rc = mate_dump_read_record(dirfd, meta, info, &l->arena,
 	    (l->flags & MATE_DUMP_LIST_DETAILS) ? &rec : NULL, &notes);

@@ -41,6 +41,8 @@ check(gemm == ["20261121_125033_783_pid23322_gemm_call0001: gemm [completed] 2 i
 one = os.path.join(FIXTURE, NAMES[0])
 p = run([LIST, one], check=False)
 check(p.returncode == 0 and p.stdout.splitlines() == lines[:1], "single dump lists alone: %r" % p.stdout)
+p = run([LIST, one + "/"], check=False)
+check(p.returncode == 0 and p.stdout.splitlines() == lines[:1], "dump/ with a slash: %r" % p.stdout)
 p = run([LIST], check=False, env=dict(os.environ, MATE_DUMP_DIR=FIXTURE))
 check(p.returncode == 0 and p.stdout.splitlines() == lines, "MATE_DUMP_DIR is the default root")
 
