@@ -33,6 +33,8 @@ static struct {
 
 struct rec_dump {
 	char *dir;
+	char *path;           /* scratch: dir + "/" + a file name */
+	size_t dir_len;
 	int meta_fd;
 	cJSON *rec;           /* the record without its closing keys */
 	int64_t in_bytes;
@@ -69,6 +71,7 @@ mate_rec_dump_free(struct rec_dump *d)
 		close(d->meta_fd);
 	cJSON_Delete(d->rec);
 	free(d->dir);
+	free(d->path);
 	free(d);
 }
 
@@ -117,18 +120,32 @@ next_call(const char *name)
 	return 1;
 }
 
-/* "YYYYMMDD_HHMMSS_mmm", local time, milliseconds truncated. */
+/* "YYYYMMDD_HHMMSS_mmm", local time, milliseconds truncated; out has 40
+ * bytes. */
 static void
-dump_stamp(char *out, size_t len)
+dump_stamp(char *out)
 {
+	static __thread time_t last = (time_t)-1;
+	static __thread char sec[20];
 	struct timespec ts;
 	struct tm tm;
-	char sec[20];
+	size_t n;
+	long ms;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	localtime_r(&ts.tv_sec, &tm);
-	strftime(sec, sizeof(sec), "%Y%m%d_%H%M%S", &tm);
-	snprintf(out, len, "%s_%03ld", sec, (long)(ts.tv_nsec / 1000000));
+	if (ts.tv_sec != last) {
+		localtime_r(&ts.tv_sec, &tm);
+		strftime(sec, sizeof(sec), "%Y%m%d_%H%M%S", &tm);
+		last = ts.tv_sec;
+	}
+	ms = ts.tv_nsec / 1000000;
+	n = strlen(sec);
+	memcpy(out, sec, n);
+	out[n] = '_';
+	out[n + 1] = (char)('0' + ms / 100);
+	out[n + 2] = (char)('0' + ms / 10 % 10);
+	out[n + 3] = (char)('0' + ms % 10);
+	out[n + 4] = '\0';
 }
 
 /* The function name as a safe directory-name part. */
@@ -198,10 +215,16 @@ prepare_root(void)
 static cJSON *
 raw_int(int64_t v)
 {
-	char tmp[24];
+	char tmp[24], *p = tmp + sizeof(tmp) - 1;
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
 
-	snprintf(tmp, sizeof(tmp), "%" PRId64, v);
-	return cJSON_CreateRaw(tmp);
+	*p = '\0';
+	do
+		*--p = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		*--p = '-';
+	return cJSON_CreateRaw(p);
 }
 
 static cJSON *
@@ -256,7 +279,7 @@ device_of(const mate_tensor *t)
 	if (t->device_type == MATE_DEVICE_CUDA)
 		snprintf(tmp, sizeof(tmp), "cuda:%d", t->device_index);
 	else
-		snprintf(tmp, sizeof(tmp), "cpu");
+		return cJSON_CreateString("cpu");
 	return cJSON_CreateString(tmp);
 }
 
@@ -453,11 +476,20 @@ emit(const mate_call *c, struct rec_dump *d, const char *status, const char *ext
 	mate_buf_puts(&b, ", \"execution_status\": ");
 	mate_buf_jsonstr(&b, status, strlen(status));
 	if (extra_key != NULL) {
-		mate_buf_printf(&b, ", \"%s\": ", extra_key);
+		mate_buf_puts(&b, ", ");
+		mate_buf_jsonstr(&b, extra_key, strlen(extra_key));
+		mate_buf_puts(&b, ": ");
 		mate_buf_jsonstr(&b, extra, strlen(extra));
 	}
-	if (c->has_self)
-		mate_buf_printf(&b, ", \"self_id\": %" PRIu64, c->self_id);
+	if (c->has_self) {
+		char id[24];
+		int n = 0;
+		mate_buf_puts(&b, ", \"self_id\": ");
+		for (uint64_t v = c->self_id; v > 0 || n == 0; v /= 10)
+			id[n++] = (char)('0' + v % 10);
+		while (n > 0)
+			mate_buf_putc(&b, id[--n]);
+	}
 	mate_buf_puts(&b, ", \"dump_dir\": ");
 	mate_buf_jsonstr(&b, d->dir, strlen(d->dir));
 	mate_buf_puts(&b, "}\n");
@@ -477,23 +509,30 @@ emit(const mate_call *c, struct rec_dump *d, const char *status, const char *ext
 	return 0;
 }
 
+/* dir/name in d's scratch path (name is at most 24 bytes). */
+static const char *
+file_path(struct rec_dump *d, const char *name)
+{
+	size_t n = strlen(name);
+
+	d->path[d->dir_len] = '/';
+	memcpy(d->path + d->dir_len + 1, name, n + 1);
+	return d->path;
+}
+
 /* Writes the dumped tensors of the phase to dir/name.pt or .safetensors.
  * 0 ok or nothing to write, 1 the writer is unavailable, -1 failed. */
 static int
-write_tensors(const mate_call *c, const char *dir, const char *name)
+write_tensors(const mate_call *c, struct rec_dump *d, const char *name)
 {
 	mate_value *dict = mate_value_dict();
 	mate_error err;
-	char *path;
-	size_t n = strlen(dir) + strlen(name) + 16;
+	char file[32];
+	const char *path;
 	int rc = 0, any = 0;
 
-	path = malloc(n);
-	if (dict == NULL || path == NULL) {
-		mate_value_free(dict);
-		free(path);
+	if (dict == NULL)
 		return -1;
-	}
 	for (size_t i = 0; i < c->ntensors && rc == 0; i++) {
 		const struct rec_tensor *rt = &c->tensors[i];
 		if (!rt->dumped)
@@ -501,19 +540,20 @@ write_tensors(const mate_call *c, const char *dir, const char *name)
 		any = 1;
 		rc = mate_value_set_str(dict, rt->key, mate_value_tensor(&rt->host, rt->st));
 	}
-	snprintf(path, n, "%s/%s.%s", dir, name, mate_rec_cfg.safetensors ? "safetensors" : "pt");
+	strcpy(file, name);
+	strcat(file, mate_rec_cfg.safetensors ? ".safetensors" : ".pt");
+	path = file_path(d, file);
 	mate_error_clear(&err);
 	if (rc == 0 && any)
 		rc = mate_rec_cfg.safetensors ? mate_safetensors_write(path, dict, NULL, &err) :
 		    mate_pt_write(path, dict, NULL, &err);
 	mate_value_free(dict);
-	free(path);
 	if (rc == MATE_ERR_UNSUPPORTED) {
 		mate_rec_warn_once(REC_ONCE_DUMP_WRITER, "%s; dumps keep their records only", err.message);
 		return 1;
 	}
 	if (rc != 0) {
-		io_failed("cannot write", err.message[0] ? err.message : dir,
+		io_failed("cannot write", err.message[0] ? err.message : d->dir,
 		    err.sys_errno ? err.sys_errno : EIO);
 		return -1;
 	}
@@ -591,34 +631,56 @@ remake_root(void)
 	return rc;
 }
 
+/* "ROOT/STAMP_pidPID_NAME_callNNNN" into b. */
+static void
+dir_name(struct mate_buf *b, const char *stamp, const char *safe, int64_t seq)
+{
+	char num[24];
+	int n = 0;
+
+	mate_buf_puts(b, mate_rec_cfg.dump_dir);
+	mate_buf_putc(b, '/');
+	mate_buf_puts(b, stamp);
+	mate_buf_puts(b, "_pid");
+	mate_buf_int(b, mate_rec_pid());
+	mate_buf_putc(b, '_');
+	mate_buf_puts(b, safe);
+	mate_buf_puts(b, "_call");
+	for (int64_t v = seq; v > 0 || n < 4; v /= 10)
+		num[n++] = (char)('0' + v % 10);
+	while (n > 0)
+		mate_buf_putc(b, num[--n]);
+}
+
 static struct rec_dump *
-make_dir(const mate_call *c, int64_t seq, char *stamp, size_t stamp_len)
+make_dir(const mate_call *c, int64_t seq, char *stamp)
 {
 	struct rec_dump *d = calloc(1, sizeof(*d));
-	char safe[128], *meta;
-	size_t n;
+	struct mate_buf b;
+	char safe[128];
 
 	if (d == NULL)
 		return NULL;
 	d->meta_fd = -1;
-	dump_stamp(stamp, stamp_len);
+	dump_stamp(stamp);
 	safe_name(safe, sizeof(safe), c->name);
-	n = strlen(mate_rec_cfg.dump_dir) + strlen(stamp) + strlen(safe) + 64;
-	d->dir = malloc(n);
-	meta = malloc(n + 16);
-	if (d->dir == NULL || meta == NULL) {
-		free(meta);
+	mate_buf_init(&b);
+	dir_name(&b, stamp, safe, seq);
+	d->dir_len = b.len;
+	d->dir = mate_buf_str(&b) != NULL ? b.p : NULL;
+	d->path = malloc(d->dir_len + 40);
+	if (d->dir == NULL || d->path == NULL) {
+		mate_buf_free(&b);
+		d->dir = NULL;
 		mate_rec_dump_free(d);
 		return NULL;
 	}
-	snprintf(d->dir, n, "%s/%s_pid%ld_%s_call%04" PRId64, mate_rec_cfg.dump_dir, stamp,
-	    (long)mate_rec_pid(), safe, seq);
-	snprintf(meta, n + 16, "%s/metadata.jsonl", d->dir);
+	memcpy(d->path, d->dir, d->dir_len);
 	if (mkdir(d->dir, 0755) != 0 && (errno != ENOENT || remake_root() != 0 || mkdir(d->dir, 0755) != 0))
 		io_failed("cannot create", d->dir, errno);
-	else if ((d->meta_fd = open(meta, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
-		io_failed("cannot create", meta, errno);
-	free(meta);
+	else if ((d->meta_fd = open(file_path(d, "metadata.jsonl"),
+	    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
+		io_failed("cannot create", d->path, errno);
 	if (d->meta_fd < 0) {
 		mate_rec_dump_free(d);
 		return NULL;
@@ -637,10 +699,10 @@ mate_rec_dump_inputs(mate_call *c, struct mate_buf *log)
 		return;
 	if ((bytes = stage_dumped(c)) < 0 || (seq = reserve(c, bytes)) <= 0)
 		return;
-	if ((d = make_dir(c, seq, stamp, sizeof(stamp))) == NULL)
+	if ((d = make_dir(c, seq, stamp)) == NULL)
 		return;
 	d->in_bytes = bytes;
-	if (write_tensors(c, d->dir, "inputs") < 0 ||
+	if (write_tensors(c, d, "inputs") < 0 ||
 	    (d->rec = first_record(c, stamp, seq, bytes)) == NULL ||
 	    emit(c, d, "inputs_saved", NULL, NULL) != 0) {
 		mate_rec_dump_free(d);
@@ -652,9 +714,17 @@ mate_rec_dump_inputs(mate_call *c, struct mate_buf *log)
 		pthread_mutex_lock(&mate_rec_dump_lock);
 		count = tally.count;
 		pthread_mutex_unlock(&mate_rec_dump_lock);
-		mate_buf_printf(log, "Dumped inputs to: %s (size: %.2f MB, total: %" PRId64 "/%" PRId64
-		    " dumps)\n", d->dir, (double)bytes / (1024.0 * 1024.0), count, mate_rec_cfg.max_count);
-		mate_buf_printf(log, "Inputs dumped to: %s\n", d->dir);
+		mate_buf_puts(log, "Dumped inputs to: ");
+		mate_buf_put(log, d->dir, d->dir_len);
+		mate_buf_puts(log, " (size: ");
+		mate_buf_fixed(log, (double)bytes / (1024.0 * 1024.0), 2);
+		mate_buf_puts(log, " MB, total: ");
+		mate_buf_int(log, count);
+		mate_buf_putc(log, '/');
+		mate_buf_int(log, mate_rec_cfg.max_count);
+		mate_buf_puts(log, " dumps)\nInputs dumped to: ");
+		mate_buf_put(log, d->dir, d->dir_len);
+		mate_buf_putc(log, '\n');
 	}
 }
 
@@ -714,7 +784,7 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 	}
 	tally.bytes += (uint64_t)bytes;
 	pthread_mutex_unlock(&mate_rec_dump_lock);
-	if (write_tensors(c, d->dir, "outputs") < 0)
+	if (write_tensors(c, d, "outputs") < 0)
 		return;
 	info = cJSON_GetObjectItemCaseSensitive(d->rec, "tensor_info");
 	details = cJSON_GetObjectItemCaseSensitive(d->rec, "tensor_details");
@@ -733,9 +803,13 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 	cJSON_AddItemToObject(info, "total_size_mb", size_mb(total));
 	if (emit(c, d, "completed", NULL, NULL) != 0 || log == NULL)
 		return;
-	mate_buf_printf(log, "Dumped outputs to: %s (output size: %.2f MB)\n", d->dir,
-	    (double)bytes / (1024.0 * 1024.0));
-	mate_buf_printf(log, "Outputs dumped to: %s\n", d->dir);
+	mate_buf_puts(log, "Dumped outputs to: ");
+	mate_buf_put(log, d->dir, d->dir_len);
+	mate_buf_puts(log, " (output size: ");
+	mate_buf_fixed(log, (double)bytes / (1024.0 * 1024.0), 2);
+	mate_buf_puts(log, " MB)\nOutputs dumped to: ");
+	mate_buf_put(log, d->dir, d->dir_len);
+	mate_buf_putc(log, '\n');
 }
 
 void

@@ -26,6 +26,9 @@ void mate_buf_spaces(struct mate_buf *b, int n) MATE_HIDDEN;
 /* Decimal and "0x" hexadecimal integers without printf. */
 void mate_buf_int(struct mate_buf *b, int64_t v) MATE_HIDDEN;
 void mate_buf_hex(struct mate_buf *b, uint64_t v) MATE_HIDDEN;
+/* x with decimals digits after the point, as printf's "%.*f" writes it,
+ * but "nan", "inf", "-inf" as Python's format() does. */
+void mate_buf_fixed(struct mate_buf *b, double x, int decimals) MATE_HIDDEN;
 /* NUL-terminates and returns the text (NULL after an allocation failure). */
 const char *mate_buf_str(struct mate_buf *b) MATE_HIDDEN;
 

@@ -202,18 +202,6 @@ mate_rec_stats(const mate_tensor *t, struct rec_stats *s)
 	s->mean = (float)(a.sum / (double)a.n);
 }
 
-/* Python's f"{x:.6f}": "nan", "inf", "-inf" for the specials. */
-static void
-fmt_fixed6(struct mate_buf *b, double x)
-{
-	if (isnan(x))
-		mate_buf_puts(b, "nan");
-	else if (isinf(x))
-		mate_buf_puts(b, x < 0 ? "-inf" : "inf");
-	else
-		mate_buf_printf(b, "%.6f", x);
-}
-
 void
 mate_rec_fmt_stats(struct mate_buf *b, const struct rec_stats *s, int indent)
 {
@@ -222,15 +210,18 @@ mate_rec_fmt_stats(struct mate_buf *b, const struct rec_stats *s, int indent)
 	mate_buf_spaces(b, indent);
 	if (s->kind == 1) {
 		mate_buf_puts(b, "min=");
-		fmt_fixed6(b, s->min);
+		mate_buf_fixed(b, s->min, 6);
 		mate_buf_putc(b, '\n');
 		mate_buf_spaces(b, indent);
 		mate_buf_puts(b, "max=");
-		fmt_fixed6(b, s->max);
+		mate_buf_fixed(b, s->max, 6);
 	} else if (s->kind == 2) {
-		mate_buf_printf(b, "min=%lld\n", (long long)s->imin);
+		mate_buf_puts(b, "min=");
+		mate_buf_int(b, s->imin);
+		mate_buf_putc(b, '\n');
 		mate_buf_spaces(b, indent);
-		mate_buf_printf(b, "max=%lld", (long long)s->imax);
+		mate_buf_puts(b, "max=");
+		mate_buf_int(b, s->imax);
 	} else {
 		mate_buf_printf(b, "min=%llu\n", (unsigned long long)s->umin);
 		mate_buf_spaces(b, indent);
@@ -239,12 +230,16 @@ mate_rec_fmt_stats(struct mate_buf *b, const struct rec_stats *s, int indent)
 	mate_buf_putc(b, '\n');
 	mate_buf_spaces(b, indent);
 	mate_buf_puts(b, "mean=");
-	fmt_fixed6(b, s->mean);
+	mate_buf_fixed(b, s->mean, 6);
 	mate_buf_putc(b, '\n');
 	if (s->kind != 1)
 		return;
 	mate_buf_spaces(b, indent);
-	mate_buf_printf(b, "nan_count=%lld\n", (long long)s->nan_count);
+	mate_buf_puts(b, "nan_count=");
+	mate_buf_int(b, s->nan_count);
+	mate_buf_putc(b, '\n');
 	mate_buf_spaces(b, indent);
-	mate_buf_printf(b, "inf_count=%lld\n", (long long)s->inf_count);
+	mate_buf_puts(b, "inf_count=");
+	mate_buf_int(b, s->inf_count);
+	mate_buf_putc(b, '\n');
 }

@@ -55,3 +55,16 @@ tests_test_recorder_cuda_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
 tests_test_recorder_cuda_LDADD = libmate.la $(CUDA_LIBS)
 TESTS += tests/test_recorder_cuda
 endif
+
+## crash safety and benchmark
+## bench/recorder: level-0 overhead, calls/s at levels 1, 3, 10, large dumps against write().
+BENCH_BINS += bench/recorder
+bench_recorder_SOURCES = bench/recorder.c
+bench_recorder_LDADD = libmate.la
+
+## test_recorder_fmt: float repr and fixed-point spellings against printf (pyfmt.c linked in).
+check_PROGRAMS += tests/test_recorder_fmt
+tests_test_recorder_fmt_SOURCES = tests/test_recorder_fmt.c lib/pyfmt.c
+tests_test_recorder_fmt_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_test_recorder_fmt_LDADD = libmate.la $(CJSON_LIBS) -lm
+TESTS += tests/test_recorder_fmt
