@@ -35,7 +35,9 @@ struct rec_dump {
 	char *dir;
 	char *path;           /* scratch: dir + "/" + a file name */
 	size_t dir_len;
+	pid_t pid;            /* the process that made it: a forked child never writes there */
 	int meta_fd;
+	off_t meta_len;       /* bytes in metadata.jsonl */
 	cJSON *rec;           /* the record without its closing keys */
 	int64_t in_bytes;
 };
@@ -163,6 +165,48 @@ safe_name(char *out, size_t len, const char *name)
 	out[i] = '\0';
 }
 
+/* A process killed inside a write() that crossed a page boundary can
+ * leave a torn last line; end it, so that the records appended after it
+ * stay whole lines. (A concurrent append can make this an empty line.) */
+static void
+end_torn_line(int fd)
+{
+	struct stat st;
+	char last;
+
+	if (fstat(fd, &st) == 0 && st.st_size > 0 &&
+	    pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n')
+		(void)!write(fd, "\n", 1);
+}
+
+/* Appends one line in one write(). When the write fails after part of the
+ * line (a full disk), the fragment is cut off again when this process is
+ * the file's only writer (len: its length), else ended with a newline if
+ * one still fits. */
+static int
+append_line(int fd, const char *p, size_t n, off_t *len)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t w = write(fd, p + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e = w < 0 ? errno : EIO;
+			if (len != NULL)
+				(void)!ftruncate(fd, *len);
+			else if (done > 0)
+				(void)!write(fd, "\n", 1);
+			return -e;
+		}
+		done += (size_t)w;
+	}
+	if (len != NULL)
+		*len += (off_t)n;
+	return 0;
+}
+
 /* mkdir -p of the dump root, then session.jsonl. Lock held. */
 static int
 prepare_root(void)
@@ -206,6 +250,7 @@ prepare_root(void)
 		return -e;
 	}
 	free(session);
+	end_torn_line(tally.session_fd);
 	tally.root_ready = 1;
 	return 0;
 }
@@ -498,9 +543,9 @@ emit(const mate_call *c, struct rec_dump *d, const char *status, const char *ext
 		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a dump record was not written");
 		return -1;
 	}
-	rc = mate_write_all(d->meta_fd, b.p, b.len);
+	rc = append_line(d->meta_fd, b.p, b.len, &d->meta_len);
 	if (rc == 0)
-		rc = mate_write_all(tally.session_fd, b.p, b.len);
+		rc = append_line(tally.session_fd, b.p, b.len, NULL);
 	mate_buf_free(&b);
 	if (rc != 0) {
 		io_failed("cannot append a record in", d->dir, -rc);
@@ -553,8 +598,11 @@ write_tensors(const mate_call *c, struct rec_dump *d, const char *name)
 		return 1;
 	}
 	if (rc != 0) {
-		io_failed("cannot write", err.message[0] ? err.message : d->dir,
-		    err.sys_errno ? err.sys_errno : EIO);
+		mate_rec_dump_stop();
+		if (err.message[0] != '\0')
+			mate_rec_warn_once(REC_ONCE_DUMP_IO, "dumping stopped: %s", err.message);
+		else
+			io_failed("cannot write in", d->dir, EIO);
 		return -1;
 	}
 	return 0;
@@ -662,6 +710,7 @@ make_dir(const mate_call *c, int64_t seq, char *stamp)
 	if (d == NULL)
 		return NULL;
 	d->meta_fd = -1;
+	d->pid = mate_rec_pid();
 	dump_stamp(stamp);
 	safe_name(safe, sizeof(safe), c->name);
 	mate_buf_init(&b);
@@ -767,7 +816,7 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 	cJSON *info, *details, *keys;
 	int64_t bytes, total;
 
-	if (d == NULL || mate_rec_dump_stopped())
+	if (d == NULL || mate_rec_dump_stopped() || d->pid != mate_rec_pid())
 		return;
 	if ((bytes = stage_dumped(c)) < 0) {
 		emit(c, d, "inputs_saved", "note", "outputs not saved: a tensor could not be read");
@@ -815,7 +864,7 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 void
 mate_rec_dump_failed(mate_call *c, const char *error)
 {
-	if (c->dump == NULL || mate_rec_dump_stopped())
+	if (c->dump == NULL || mate_rec_dump_stopped() || c->dump->pid != mate_rec_pid())
 		return;
 	emit(c, c->dump, "failed", "error", error);
 }
