@@ -700,33 +700,60 @@ dir_name(struct mate_buf *b, const char *stamp, const char *safe, int64_t seq)
 		mate_buf_putc(b, num[--n]);
 }
 
+/* Names and makes the directory of a call (in d->dir); 0 or an errno. */
+static int
+new_dir(struct rec_dump *d, const char *safe, int64_t seq, char *stamp)
+{
+	struct mate_buf b;
+	int e = 0;
+
+	/* The name can exist only when a new session (mate_configure) restarted
+	 * the call counters within the same millisecond: wait for the next one. */
+	for (int tries = 0;; tries++) {
+		free(d->dir);
+		d->dir = NULL;
+		dump_stamp(stamp);
+		mate_buf_init(&b);
+		dir_name(&b, stamp, safe, seq);
+		if (mate_buf_str(&b) == NULL) {
+			mate_buf_free(&b);
+			return ENOMEM;
+		}
+		d->dir = b.p;
+		d->dir_len = b.len;
+		if (mkdir(d->dir, 0755) == 0)
+			return 0;
+		if ((e = errno) != EEXIST || tries == 20)
+			break;
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	/* the dump root vanished (removed while the program ran): make it again */
+	if (e == ENOENT && remake_root() == 0 && mkdir(d->dir, 0755) == 0)
+		return 0;
+	return e == ENOENT ? errno : e;
+}
+
 static struct rec_dump *
 make_dir(const mate_call *c, int64_t seq, char *stamp)
 {
 	struct rec_dump *d = calloc(1, sizeof(*d));
-	struct mate_buf b;
 	char safe[128];
+	int e;
 
 	if (d == NULL)
 		return NULL;
 	d->meta_fd = -1;
 	d->pid = mate_rec_pid();
-	dump_stamp(stamp);
 	safe_name(safe, sizeof(safe), c->name);
-	mate_buf_init(&b);
-	dir_name(&b, stamp, safe, seq);
-	d->dir_len = b.len;
-	d->dir = mate_buf_str(&b) != NULL ? b.p : NULL;
-	d->path = malloc(d->dir_len + 40);
-	if (d->dir == NULL || d->path == NULL) {
-		mate_buf_free(&b);
-		d->dir = NULL;
+	if ((e = new_dir(d, safe, seq, stamp)) == ENOMEM || d->dir == NULL ||
+	    (d->path = malloc(d->dir_len + 40)) == NULL) {
+		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a call was not dumped");
 		mate_rec_dump_free(d);
 		return NULL;
 	}
 	memcpy(d->path, d->dir, d->dir_len);
-	if (mkdir(d->dir, 0755) != 0 && (errno != ENOENT || remake_root() != 0 || mkdir(d->dir, 0755) != 0))
-		io_failed("cannot create", d->dir, errno);
+	if (e != 0)
+		io_failed("cannot create", d->dir, e);
 	else if ((d->meta_fd = open(file_path(d, "metadata.jsonl"),
 	    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
 		io_failed("cannot create", d->path, errno);
