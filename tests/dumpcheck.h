@@ -32,7 +32,8 @@ typedef int (*dc_tensor_check)(const cJSON *record, const char *key, const mate_
 enum {
 	DC_TORN_LAST_OK = 1,  /* session.jsonl may end in a torn line (the writer was killed
 	                         inside a write() that crossed a page boundary) */
-	DC_QUIET = 2          /* do not print the summary line */
+	DC_QUIET = 2,         /* do not print the summary line */
+	DC_SAMPLE_FILES = 4   /* parse the tensor files of 1 directory in 8 (by call number) */
 };
 
 /* Validates every dump directory under root and its session.jsonl:
@@ -56,8 +57,8 @@ void dc_print(const char *what, const struct dc_stats *st);
 /* Removes a directory tree (rm -rf). */
 void dc_rmtree(const char *path);
 
-/* 1 when this build writes .pt files, 0 when mate_pt_write() reports
- * that it is not available. */
-int dc_pt_writer_present(const char *scratch_dir);
+/* NULL when this build writes and reads .pt files (the checker parses
+ * every file it finds), else what is missing. */
+const char *dc_pt_missing(const char *scratch_dir);
 
 #endif /* MATE_DUMPCHECK_H_INCLUDED */

@@ -24,6 +24,10 @@ if [ "$FORMAT" = pt ]; then
 		echo "SKIP: the .pt writer is not available in this build (lib/dump_stubs.c)"
 		exit 77
 	fi
+	if "$top_builddir/tests/tensorfile-tool" describe "$tmp/probe.pt" 2>&1 | grep -q 'not available'; then
+		echo "SKIP: the .pt reader, which checks the dumped files, is not available in this build (lib/dump_stubs.c)"
+		exit 77
+	fi
 fi
 
 export MATE_DEMO_CHECKSUM=1 MATE_DEMO_THREADS=4 MATE_DEMO_ROUNDS=3 MATE_DUMP_SAFETENSORS=$st
