@@ -89,8 +89,10 @@ unset MATE_LOGLEVEL MATE_LOGDEST MATE_DUMP_DIR MATE_DUMP_SAFETENSORS MATE_DEMO_C
 step "what was recorded in $out"
 log=$out/api.log
 dumps=$out/mate_dumps
-echo "--- the API log ($log): $(grep -c 'MATE API Call:' "$log") calls, $(wc -l < "$log") lines; its start:"
-sed -n '1,/^Output value:/p' "$log" | sed -n '1,60p'
+echo "--- the API log ($log): $(grep -c 'MATE API Call:' "$log") calls, $(wc -l < "$log") lines"
+echo "    (the text of concurrent calls interleaves by blocks: each block is one write); its start:"
+banner=$(grep -n '^Current dump directory is:' "$log" | head -1 | cut -d: -f1 || true)
+sed -n "1,$((${banner:-0} + 45))p" "$log"
 echo "..."
 list=$(find "$build" -name mate-list-dumps -type f -perm -u+x 2> /dev/null | grep -v '/\.libs/' | head -1 || true)
 if [ -n "$list" ]; then
@@ -107,7 +109,7 @@ fi
 echo "--- $dumps/session.jsonl: $(wc -l < "$dumps/session.jsonl") records; the last one:"
 tail -n 1 "$dumps/session.jsonl" | { "$py" -m json.tool 2> /dev/null || cat; }
 echo "--- statuses: $(cat "$dumps"/*/metadata.jsonl | grep -o '"execution_status": "[a-z_]*"' | cut -d'"' -f4 |
-	sort | uniq -c | awk '{printf "%s%s %s", NR > 1 ? ", " : "", $1, $2}') records"
+	sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2}') records"
 ext=pt
 [ "$safetensors" = 1 ] && ext=safetensors
 first=$(ls "$dumps"/*/inputs.$ext 2> /dev/null | head -1 || true)

@@ -3,5 +3,3 @@ noinst_PROGRAMS += examples/mate-demo
 examples_mate_demo_SOURCES = examples/mate-demo.c examples/minilib.c examples/minilib.h
 examples_mate_demo_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
 examples_mate_demo_LDADD = libmate.la $(OPENBLAS_LIBS) -lm
-## examples/run-demo.sh: the main job (README): dependencies, build, the demo at level 10, what it recorded.
-EXTRA_DIST += examples/run-demo.sh

@@ -108,3 +108,6 @@ EXTRA_DIST += tests/test_recorder_enospc.sh tests/test_recorder_enospc_pt.sh
 ## test_recorder_results: mate-demo's results and exit status are the same at every level.
 TESTS += tests/test_recorder_results.sh
 EXTRA_DIST += tests/test_recorder_results.sh
+
+## examples/run-demo.sh: the main job (README): dependencies, build, mate-demo at level 10, what it recorded.
+EXTRA_DIST += examples/run-demo.sh
