@@ -452,9 +452,9 @@ input_metadata(const mate_call *c)
 		for (size_t i = 0; i < c->nargs; i++) {
 			const struct rec_arg *a = &c->args[i];
 			if (pass == 0 && a->role == MATE_ARG)
-				snprintf(key, sizeof(key), "arg_%zu", pos++);
+				mate_rec_key(key, sizeof(key), "arg_", NULL, (int64_t)pos++);
 			else if (pass == 1 && a->role == MATE_KWARG)
-				snprintf(key, sizeof(key), "kwarg_%.280s", a->name);
+				mate_rec_key(key, sizeof(key), "kwarg_", a->name, -1);
 			else
 				continue;
 			if (mate_value_kind_of(a->v) != MATE_V_TENSOR)
@@ -828,9 +828,9 @@ output_metadata(const mate_call *c)
 		if (mate_value_kind_of(items[i]) == MATE_V_TENSOR)
 			continue;
 		if (tuple)
-			snprintf(key, sizeof(key), "result_%zu", i);
+			mate_rec_key(key, sizeof(key), "result_", NULL, (int64_t)i);
 		else
-			snprintf(key, sizeof(key), "result");
+			mate_rec_key(key, sizeof(key), "result", NULL, -1);
 		cJSON_AddItemToObject(o, key, mate_rec_json_value(c, items[i], 0));
 	}
 	return o;

@@ -141,6 +141,10 @@ struct mate_call {
 	char stamp[24];       /* "[YYYY-MM-DD HH:MM:SS]" of the call */
 };
 
+/* A dump key: prefix, then part (its first 280 bytes; NULL: none), then
+ * idx in decimal when idx >= 0, truncated to cap bytes with the NUL. No
+ * printf: its cost grows when a library registers printf handlers. */
+void mate_rec_key(char *out, size_t cap, const char *prefix, const char *part, int64_t idx) MATE_HIDDEN;
 /* Stages t on the host (copy from a device, view of host memory). */
 int mate_rec_stage(struct rec_tensor *rt) MATE_HIDDEN;
 /* The staged entry for a tensor value of the current phase, or NULL. */
