@@ -62,9 +62,10 @@ BENCH_BINS += bench/recorder
 bench_recorder_SOURCES = bench/recorder.c
 bench_recorder_LDADD = libmate.la
 
-## test_recorder_fmt: float repr and fixed-point spellings against printf (pyfmt.c linked in).
+## test_recorder_fmt: float repr and fixed-point spellings against printf, vector float32
+## statistics against the scalar path (pyfmt.c and stats.c linked in).
 check_PROGRAMS += tests/test_recorder_fmt
-tests_test_recorder_fmt_SOURCES = tests/test_recorder_fmt.c lib/pyfmt.c
+tests_test_recorder_fmt_SOURCES = tests/test_recorder_fmt.c lib/pyfmt.c lib/stats.c
 tests_test_recorder_fmt_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_recorder_fmt_LDADD = libmate.la $(CJSON_LIBS) -lm
 TESTS += tests/test_recorder_fmt

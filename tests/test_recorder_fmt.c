@@ -1,4 +1,4 @@
-/* test_recorder_fmt.c: the recorder's number spellings (lib/pyfmt.c, linked in) against printf and a brute-force shortest repr. */
+/* test_recorder_fmt.c: the recorder's number spellings (lib/pyfmt.c) against printf and a brute-force shortest repr, and its vectorized float32 statistics (lib/stats.c) against the element-by-element path. */
 #include "recorder_private.h"
 
 #include <float.h>
@@ -98,6 +98,41 @@ check_fixed(double x, int decimals)
 	mate_buf_free(&b);
 }
 
+/* The same double, NaNs of any sign and payload alike (all print "nan"). */
+static int
+same(double x, double y)
+{
+	return (isnan(x) && isnan(y)) || memcmp(&x, &y, sizeof(double)) == 0;
+}
+
+/* Statistics of n float32 values: contiguous (the vector path) and as a
+ * view with stride 2 (one element at a time) must agree exactly. */
+static void
+check_stats(const float *v, int64_t n)
+{
+	float *wide = calloc((size_t)(2 * n + 1), sizeof(float));
+	mate_tensor a, b;
+	int64_t stride = 2;
+	struct rec_stats sa, sb;
+
+	for (int64_t i = 0; i < n; i++)
+		wide[2 * i] = v[i];
+	mate_tensor_init(&a, MATE_F32, 1, &n, NULL, (void *)(uintptr_t)v);
+	mate_tensor_init(&b, MATE_F32, 1, &n, &stride, wide);
+	mate_rec_stats(&a, &sa);
+	mate_rec_stats(&b, &sb);
+	test_checks++;
+	if (sa.kind != sb.kind || sa.nan_count != sb.nan_count || sa.inf_count != sb.inf_count ||
+	    !same(sa.min, sb.min) || !same(sa.max, sb.max) || !same(sa.mean, sb.mean)) {
+		test_failures++;
+		fprintf(stderr, "stats of %lld values: min %g/%g max %g/%g mean %g/%g nan %lld/%lld inf %lld/%lld\n",
+		    (long long)n, sa.min, sb.min, sa.max, sb.max, sa.mean, sb.mean,
+		    (long long)sa.nan_count, (long long)sb.nan_count, (long long)sa.inf_count,
+		    (long long)sb.inf_count);
+	}
+	free(wide);
+}
+
 int
 main(void)
 {
@@ -140,6 +175,22 @@ main(void)
 		check_fixed(((double)(next64() % 2000000) - 1e6) / pow(10, (double)(next64() % 8)), dec);
 		if (!isnan(pun.d) && !isinf(pun.d) && fabs(pun.d) < 1e30)
 			check_fixed(pun.d, dec);
+	}
+	/* float32 statistics: lengths around the vector width, NaN and Inf anywhere */
+	for (int round = 0; round < 3000; round++) {
+		float v[64];
+		int64_t n = (int64_t)(next64() % 40);
+		int specials = (int)(next64() % 4);
+		for (int64_t i = 0; i < n; i++)
+			v[i] = (float)((int)(next64() % 8193) - 4096) / 1024.0f;
+		for (int k = 0; k < specials && n > 0; k++) {
+			static const float sp[4] = { NAN, INFINITY, -INFINITY, -0.0f };
+			v[next64() % (uint64_t)n] = sp[next64() % 4];
+		}
+		if (round % 50 == 0)
+			for (int64_t i = 0; i < n; i++)
+				v[i] = NAN;
+		check_stats(v, n);
 	}
 	return TEST_DONE();
 }
