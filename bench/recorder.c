@@ -1,6 +1,7 @@
 /* recorder.c: benchmark of the recorder: level-0 overhead, calls/s at levels 1, 3 and 10, and level-10 dump throughput against write().
  *
  * usage: bench/recorder [--dir DIR] [--seconds S] [--large-mib N] [--only NAME]
+ *                       [--format safetensors|pt]
  *
  * One thread calls a small instrumented function, add(a, b) -> out on two
  * float32 input tensors of 64 elements (256 bytes each) and one result
@@ -24,7 +25,8 @@
  *
  * Rates are wall-clock; "cpu" is the same work per CPU-second of the calling
  * thread (user + system time), which a loaded machine does not distort.
- * --only takes level0, level1, level3, level10 or large.
+ * --only takes level0, level1, level3, level10 or large; --format limits
+ * the level-10 rows to one format (default: both, when .pt is available).
  */
 #include "config.h"
 
@@ -462,7 +464,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: recorder [--dir DIR] [--seconds S] [--large-mib N]"
-	    " [--only level0|level1|level3|level10|large]\n");
+	    " [--only level0|level1|level3|level10|large] [--format safetensors|pt]\n");
 	exit(2);
 }
 
@@ -474,9 +476,10 @@ main(int argc, char **argv)
 		{ "seconds", required_argument, NULL, 's' },
 		{ "large-mib", required_argument, NULL, 'l' },
 		{ "only", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *dir = NULL, *only = NULL;
+	const char *dir = NULL, *only = NULL, *format = NULL;
 	int ch, pt;
 	double load[3] = { 0, 0, 0 };
 
@@ -489,6 +492,8 @@ main(int argc, char **argv)
 			continue;
 		else if (ch == 'o')
 			only = optarg;
+		else if (ch == 'f' && (strcmp(optarg, "pt") == 0 || strcmp(optarg, "safetensors") == 0))
+			format = optarg;
 		else
 			usage();
 	}
@@ -508,14 +513,17 @@ main(int argc, char **argv)
 		bench_log_level(1, 1000000);
 	if (WANT("level3"))
 		bench_log_level(3, 200000);
+#define FORMAT(name) (format == NULL || strcmp(format, name) == 0)
 	if (WANT("level10")) {
-		bench_level10(1);
-		if (pt)
+		if (FORMAT("safetensors"))
+			bench_level10(1);
+		if (pt && FORMAT("pt"))
 			bench_level10(0);
 	}
 	if (WANT("large")) {
-		bench_large(1);
-		if (pt)
+		if (FORMAT("safetensors"))
+			bench_large(1);
+		if (pt && FORMAT("pt"))
 			bench_large(0);
 	}
 	printf("for scale, MATE's Python decorator on CPU tensors (quoted from issue 3, not measured here):\n"

@@ -2,7 +2,6 @@
 #include "recorder_private.h"
 #include "backend.h"
 
-#include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -31,6 +30,12 @@ static struct {
 	int session_fd;
 } tally = { .session_fd = -1 };
 
+/* A tensor's entry in tensor_details. */
+struct rec_detail {
+	char *key;
+	char *text;           /* {"shape": ..., "device": ...} */
+};
+
 struct rec_dump {
 	char *dir;
 	char *path;           /* scratch: dir + "/" + a file name */
@@ -38,9 +43,20 @@ struct rec_dump {
 	pid_t pid;            /* the process that made it: a forked child never writes there */
 	int meta_fd;
 	off_t meta_len;       /* bytes in metadata.jsonl */
-	cJSON *rec;           /* the record without its closing keys */
-	int64_t in_bytes;
+	/* The record as text, in pieces: txt holds the head ('{' through the
+	 * input_metadata value), the items of input_tensor_keys, the tail
+	 * ("tensor_format" through "versions") and, once the call completed,
+	 * the output_metadata value and the items of output_tensor_keys;
+	 * end[i] is where piece i ends. */
+	struct mate_buf txt;
+	size_t end[5];
+	int completed;
+	struct rec_detail *details;
+	size_t ndetails, cap_details;
+	int64_t in_bytes, out_bytes;
 };
+
+enum { PIECE_HEAD, PIECE_IN_KEYS, PIECE_TAIL, PIECE_OUT_META, PIECE_OUT_KEYS };
 
 void
 mate_rec_dump_reset(int full)
@@ -71,7 +87,12 @@ mate_rec_dump_free(struct rec_dump *d)
 		return;
 	if (d->meta_fd >= 0)
 		close(d->meta_fd);
-	cJSON_Delete(d->rec);
+	for (size_t i = 0; i < d->ndetails; i++) {
+		free(d->details[i].key);
+		free(d->details[i].text);
+	}
+	free(d->details);
+	mate_buf_free(&d->txt);
 	free(d->dir);
 	free(d->path);
 	free(d);
@@ -255,200 +276,169 @@ prepare_root(void)
 	return 0;
 }
 
-/* ---- JSON values -------------------------------------------------------------------- */
+/* ---- JSON text, spaced as Python's json.dumps -------------------------------------------- */
 
-static cJSON *
-raw_int(int64_t v)
+static void
+json_dims(struct mate_buf *b, const int64_t *v, int n)
 {
-	char tmp[24], *p = tmp + sizeof(tmp) - 1;
-	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-
-	*p = '\0';
-	do
-		*--p = (char)('0' + u % 10);
-	while ((u /= 10) != 0);
-	if (v < 0)
-		*--p = '-';
-	return cJSON_CreateRaw(p);
+	mate_buf_putc(b, '[');
+	for (int i = 0; i < n; i++) {
+		if (i > 0)
+			mate_buf_put(b, ", ", 2);
+		mate_buf_int(b, v[i]);
+	}
+	mate_buf_putc(b, ']');
 }
 
-static cJSON *
-raw_float(double d)
+/* "shape": [..], "dtype": "torch.float32", "stride": [..], "device": "cpu" */
+static void
+json_details_body(struct mate_buf *b, const mate_tensor *t)
 {
-	struct mate_buf b;
-	cJSON *j = NULL;
-
-	mate_buf_init(&b);
-	mate_buf_jsonfloat(&b, d);
-	if (mate_buf_str(&b) != NULL)
-		j = cJSON_CreateRaw(b.p);
-	mate_buf_free(&b);
-	return j;
-}
-
-static cJSON *
-dims(const int64_t *v, int n)
-{
-	cJSON *a = cJSON_CreateArray();
-
-	for (int i = 0; a != NULL && i < n; i++)
-		cJSON_AddItemToArray(a, raw_int(v[i]));
-	return a;
-}
-
-static cJSON *
-str_of(void (*fn)(struct mate_buf *, const mate_value *), const mate_value *v)
-{
-	struct mate_buf b;
-	cJSON *j = NULL;
-
-	mate_buf_init(&b);
-	fn(&b, v);
-	if (mate_buf_str(&b) != NULL)
-		j = cJSON_CreateString(b.p);
-	mate_buf_free(&b);
-	return j;
+	mate_buf_puts(b, "\"shape\": ");
+	json_dims(b, t->shape, t->ndim);
+	mate_buf_puts(b, ", \"dtype\": \"");
+	mate_buf_dtype(b, t->dtype);       /* letters, digits and dots only */
+	mate_buf_puts(b, "\", \"stride\": ");
+	json_dims(b, t->stride, t->ndim);
+	mate_buf_puts(b, ", \"device\": \"");
+	if (t->device_type == MATE_DEVICE_CUDA) {
+		mate_buf_puts(b, "cuda:");
+		mate_buf_int(b, t->device_index);
+	} else
+		mate_buf_puts(b, "cpu");
+	mate_buf_putc(b, '"');
 }
 
 static void
-put_dtype(struct mate_buf *b, const mate_value *v)
+json_str(struct mate_buf *b, const char *s)
 {
-	mate_buf_dtype(b, mate_value_get_dtype(v));
+	mate_buf_jsonstr(b, s, strlen(s));
 }
 
-static cJSON *
-device_of(const mate_tensor *t)
+/* '{"type": TYPE, "KEY": ' (the caller writes the value and the '}'). */
+static void
+json_typed(struct mate_buf *b, const char *type, const char *key)
 {
-	char tmp[32];
-
-	if (t->device_type == MATE_DEVICE_CUDA)
-		snprintf(tmp, sizeof(tmp), "cuda:%d", t->device_index);
-	else
-		return cJSON_CreateString("cpu");
-	return cJSON_CreateString(tmp);
+	mate_buf_puts(b, "{\"type\": ");
+	json_str(b, type);
+	mate_buf_puts(b, ", ");
+	json_str(b, key);
+	mate_buf_puts(b, ": ");
 }
 
-static cJSON *
-tensor_details(const mate_tensor *t)
-{
-	cJSON *o = cJSON_CreateObject();
-	struct mate_buf b;
-
-	mate_buf_init(&b);
-	mate_buf_dtype(&b, t->dtype);
-	cJSON_AddItemToObject(o, "shape", dims(t->shape, t->ndim));
-	cJSON_AddItemToObject(o, "dtype", cJSON_CreateString(mate_buf_str(&b) ? b.p : "?"));
-	cJSON_AddItemToObject(o, "stride", dims(t->stride, t->ndim));
-	cJSON_AddItemToObject(o, "device", device_of(t));
-	mate_buf_free(&b);
-	return o;
-}
-
-static cJSON *
-json_tensor(const mate_call *c, const mate_value *v)
+static void
+json_tensor(struct mate_buf *b, const mate_call *c, const mate_value *v)
 {
 	const mate_tensor *t = mate_value_get_tensor(v);
 	struct rec_tensor *rt = mate_rec_find(c, v);
-	cJSON *o = cJSON_CreateObject(), *d = tensor_details(t), *it;
 
-	cJSON_AddItemToObject(o, "type", cJSON_CreateString("torch.Tensor"));
-	while (d != NULL && (it = d->child) != NULL)
-		cJSON_AddItemToObject(o, it->string, cJSON_DetachItemViaPointer(d, it));
-	cJSON_Delete(d);
-	cJSON_AddItemToObject(o, "requires_grad", cJSON_CreateBool(t->requires_grad));
-	cJSON_AddItemToObject(o, "is_contiguous", cJSON_CreateBool(mate_tensor_is_contiguous(t)));
-	if (rt != NULL)
-		cJSON_AddItemToObject(o, "tensor_key", cJSON_CreateString(rt->key));
-	return o;
+	mate_buf_puts(b, "{\"type\": \"torch.Tensor\", ");
+	json_details_body(b, t);
+	mate_buf_puts(b, t->requires_grad ? ", \"requires_grad\": true" : ", \"requires_grad\": false");
+	mate_buf_puts(b, mate_tensor_is_contiguous(t) ? ", \"is_contiguous\": true" :
+	    ", \"is_contiguous\": false");
+	if (rt != NULL) {
+		mate_buf_puts(b, ", \"tensor_key\": ");
+		json_str(b, rt->key);
+	}
+	mate_buf_putc(b, '}');
 }
 
-static cJSON *
-json_seq(const mate_call *c, const mate_value *v, int depth)
+static void
+json_seq(struct mate_buf *b, const mate_call *c, const mate_value *v, int depth)
 {
 	mate_value_kind k = mate_value_kind_of(v);
 	size_t n = mate_value_len(v);
-	cJSON *o = cJSON_CreateObject(), *items;
 
-	cJSON_AddItemToObject(o, "type", cJSON_CreateString(k == MATE_V_LIST ? "list" :
-	    k == MATE_V_TUPLE ? "tuple" : "dict"));
-	cJSON_AddItemToObject(o, "length", raw_int((int64_t)n));
+	json_typed(b, k == MATE_V_LIST ? "list" : k == MATE_V_TUPLE ? "tuple" : "dict", "length");
+	mate_buf_int(b, (int64_t)n);
 	if (depth >= 8) {
-		cJSON_AddItemToObject(o, "truncated", cJSON_CreateTrue());
-		return o;
+		mate_buf_puts(b, ", \"truncated\": true}");
+		return;
 	}
-	items = cJSON_CreateArray();
-	for (size_t i = 0; i < n && items != NULL; i++) {
-		cJSON *item = mate_rec_json_value(c, mate_value_item(v, i), depth + 1);
+	mate_buf_puts(b, ", \"items\": [");
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			mate_buf_put(b, ", ", 2);
 		if (k == MATE_V_DICT) {
-			cJSON *kv = cJSON_CreateObject();
-			cJSON_AddItemToObject(kv, "key", mate_rec_json_value(c, mate_value_key(v, i), depth + 1));
-			cJSON_AddItemToObject(kv, "value", item);
-			item = kv;
+			mate_buf_puts(b, "{\"key\": ");
+			mate_rec_json_value(b, c, mate_value_key(v, i), depth + 1);
+			mate_buf_puts(b, ", \"value\": ");
 		}
-		cJSON_AddItemToArray(items, item);
+		mate_rec_json_value(b, c, mate_value_item(v, i), depth + 1);
+		if (k == MATE_V_DICT)
+			mate_buf_putc(b, '}');
 	}
-	cJSON_AddItemToObject(o, "items", items);
-	cJSON_AddItemToObject(o, "truncated", cJSON_CreateFalse());
-	return o;
+	mate_buf_puts(b, "], \"truncated\": false}");
 }
 
-static cJSON *
-typed(const char *type, const char *key, cJSON *value)
+void
+mate_rec_json_value(struct mate_buf *b, const mate_call *c, const mate_value *v, int depth)
 {
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddItemToObject(o, "type", cJSON_CreateString(type));
-	cJSON_AddItemToObject(o, key, value);
-	return o;
-}
-
-cJSON *
-mate_rec_json_value(const mate_call *c, const mate_value *v, int depth)
-{
-	cJSON *o;
+	struct mate_buf tmp;
 	size_t n;
-	const char *s;
 
 	switch (mate_value_kind_of(v)) {
 	case MATE_V_NONE:
-		return cJSON_CreateNull();
+		mate_buf_puts(b, "null");
+		break;
 	case MATE_V_BOOL:
-		return cJSON_CreateBool(mate_value_get_bool(v));
+		mate_buf_puts(b, mate_value_get_bool(v) ? "true" : "false");
+		break;
 	case MATE_V_INT:
-		return raw_int(mate_value_get_int(v));
+		mate_buf_int(b, mate_value_get_int(v));
+		break;
 	case MATE_V_FLOAT:
-		return raw_float(mate_value_get_float(v));
+		mate_buf_jsonfloat(b, mate_value_get_float(v));
+		break;
 	case MATE_V_STR:
-		s = mate_value_get_str(v, &n);
-		return cJSON_CreateString(s);
+		json_str(b, mate_value_get_str(v, &n));
+		break;
 	case MATE_V_BYTES:
-		return typed("bytes", "repr", str_of(mate_rec_fmt_inline, v));
+		json_typed(b, "bytes", "repr");
+		mate_buf_init(&tmp);
+		mate_rec_fmt_inline(&tmp, v);
+		json_str(b, mate_buf_str(&tmp) != NULL ? tmp.p : "");
+		mate_buf_free(&tmp);
+		mate_buf_putc(b, '}');
+		break;
 	case MATE_V_DTYPE:
-		return typed("torch.dtype", "value", str_of(put_dtype, v));
+		json_typed(b, "torch.dtype", "value");
+		mate_buf_putc(b, '"');
+		mate_buf_dtype(b, mate_value_get_dtype(v));
+		mate_buf_puts(b, "\"}");
+		break;
 	case MATE_V_ENUM:
-		o = typed("enum", "name", cJSON_CreateString(mate_value_enum_name(v)));
-		cJSON_AddItemToObject(o, "value", raw_int(mate_value_get_int(v)));
-		return o;
+		json_typed(b, "enum", "name");
+		json_str(b, mate_value_enum_name(v));
+		mate_buf_puts(b, ", \"value\": ");
+		mate_buf_int(b, mate_value_get_int(v));
+		mate_buf_putc(b, '}');
+		break;
 	case MATE_V_OBJECT:
-		return typed(mate_value_object_type(v), "repr",
-		    cJSON_CreateString(mate_value_object_repr(v)));
+		json_typed(b, mate_value_object_type(v), "repr");
+		json_str(b, mate_value_object_repr(v));
+		mate_buf_putc(b, '}');
+		break;
 	case MATE_V_TENSOR:
-		return json_tensor(c, v);
+		json_tensor(b, c, v);
+		break;
 	default:
-		return json_seq(c, v, depth);
+		json_seq(b, c, v, depth);
 	}
 }
 
 /* ---- records -------------------------------------------------------------------------- */
 
-static cJSON *
-input_metadata(const mate_call *c)
+static void
+input_metadata(struct mate_buf *b, const mate_call *c)
 {
-	cJSON *o = cJSON_CreateObject();
 	char key[300];
 	size_t pos = 0;
+	int first = 1;
 
-	for (int pass = 0; pass < 2 && o != NULL; pass++)
+	mate_buf_putc(b, '{');
+	for (int pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < c->nargs; i++) {
 			const struct rec_arg *a = &c->args[i];
 			if (pass == 0 && a->role == MATE_ARG)
@@ -457,52 +447,156 @@ input_metadata(const mate_call *c)
 				mate_rec_key(key, sizeof(key), "kwarg_", a->name, -1);
 			else
 				continue;
-			if (mate_value_kind_of(a->v) != MATE_V_TENSOR)
-				cJSON_AddItemToObject(o, key, mate_rec_json_value(c, a->v, 0));
+			if (mate_value_kind_of(a->v) == MATE_V_TENSOR)
+				continue;
+			if (!first)
+				mate_buf_put(b, ", ", 2);
+			first = 0;
+			json_str(b, key);
+			mate_buf_put(b, ": ", 2);
+			mate_rec_json_value(b, c, a->v, 0);
 		}
-	return o;
+	mate_buf_putc(b, '}');
 }
 
-static cJSON *
-size_mb(int64_t bytes)
+static void
+size_mb(struct mate_buf *b, int64_t bytes)
 {
-	return raw_float((double)bytes / (1024.0 * 1024.0));
+	mate_buf_jsonfloat(b, (double)bytes / (1024.0 * 1024.0));
 }
 
-static cJSON *
-first_record(const mate_call *c, const char *stamp, int64_t seq, int64_t in_bytes)
+/* Sets the tensor_details entry of key: in its place when there is one.
+ * The text is made at the end of d->txt, copied out, and cut off again. */
+static int
+set_detail(struct rec_dump *d, const char *key, const mate_tensor *t)
 {
-	cJSON *r = cJSON_CreateObject(), *info = cJSON_CreateObject();
-	cJSON *keys = cJSON_CreateArray(), *details = cJSON_CreateObject(), *ver;
+	size_t at = d->txt.len, i;
+	char *text;
 
-	cJSON_AddItemToObject(r, "function_name", cJSON_CreateString(c->name));
-	cJSON_AddItemToObject(r, "module", cJSON_CreateString(c->module));
-	cJSON_AddItemToObject(r, "call_sequence", raw_int(seq));
-	cJSON_AddItemToObject(r, "timestamp", cJSON_CreateString(stamp));
-	cJSON_AddItemToObject(r, "process_id", raw_int(mate_rec_pid()));
-	cJSON_AddItemToObject(r, "input_metadata", input_metadata(c));
-	cJSON_AddItemToObject(r, "output_metadata", cJSON_CreateObject());
+	mate_buf_putc(&d->txt, '{');
+	json_details_body(&d->txt, t);
+	mate_buf_putc(&d->txt, '}');
+	if (mate_buf_str(&d->txt) == NULL || (text = malloc(d->txt.len - at + 1)) == NULL)
+		return -1;
+	memcpy(text, d->txt.p + at, d->txt.len - at + 1);
+	d->txt.len = at;
+	for (i = 0; i < d->ndetails && strcmp(d->details[i].key, key) != 0; i++)
+		;
+	if (i == d->ndetails) {
+		if (d->ndetails == d->cap_details) {
+			size_t cap = d->cap_details ? 2 * d->cap_details : 8;
+			struct rec_detail *p = realloc(d->details, cap * sizeof(*p));
+			if (p == NULL) {
+				free(text);
+				return -1;
+			}
+			d->details = p;
+			d->cap_details = cap;
+		}
+		if ((d->details[i].key = strdup(key)) == NULL) {
+			free(text);
+			return -1;
+		}
+		d->details[i].text = NULL;
+		d->ndetails++;
+	}
+	free(d->details[i].text);
+	d->details[i].text = text;
+	return 0;
+}
+
+/* The pieces of the first record: everything but the outputs. */
+static int
+first_record(const mate_call *c, struct rec_dump *d, const char *stamp, int64_t seq)
+{
+	struct mate_buf *b = &d->txt;
+	int first = 1;
+
+	mate_buf_puts(b, "{\"function_name\": ");
+	json_str(b, c->name);
+	mate_buf_puts(b, ", \"module\": ");
+	json_str(b, c->module);
+	mate_buf_puts(b, ", \"call_sequence\": ");
+	mate_buf_int(b, seq);
+	mate_buf_puts(b, ", \"timestamp\": ");
+	json_str(b, stamp);
+	mate_buf_puts(b, ", \"process_id\": ");
+	mate_buf_int(b, mate_rec_pid());
+	mate_buf_puts(b, ", \"input_metadata\": ");
+	input_metadata(b, c);
+	d->end[PIECE_HEAD] = b->len;
 	for (size_t i = 0; i < c->ntensors; i++) {
 		const struct rec_tensor *rt = &c->tensors[i];
 		if (!rt->dumped)
 			continue;
-		cJSON_AddItemToArray(keys, cJSON_CreateString(rt->key));
-		cJSON_AddItemToObject(details, rt->key, tensor_details(mate_value_get_tensor(rt->v)));
+		if (!first)
+			mate_buf_put(b, ", ", 2);
+		first = 0;
+		json_str(b, rt->key);
+		if (set_detail(d, rt->key, mate_value_get_tensor(rt->v)) != 0)
+			return -1;
 	}
-	cJSON_AddItemToObject(info, "input_tensor_keys", keys);
-	cJSON_AddItemToObject(info, "output_tensor_keys", cJSON_CreateArray());
-	cJSON_AddItemToObject(info, "input_size_bytes", raw_int(in_bytes));
-	cJSON_AddItemToObject(info, "input_size_mb", size_mb(in_bytes));
-	cJSON_AddItemToObject(r, "tensor_info", info);
-	cJSON_AddItemToObject(r, "tensor_details", details);
-	cJSON_AddItemToObject(r, "tensor_format",
-	    cJSON_CreateString(mate_rec_cfg.safetensors ? "safetensors" : "torch"));
-	cJSON_AddItemToObject(r, "function_signature", cJSON_CreateString(c->signature));
-	ver = cJSON_CreateObject();
-	cJSON_AddItemToObject(ver, "mate", cJSON_CreateString(mate_version_string()));
-	cJSON_AddItemToObject(ver, "backend", cJSON_CreateString(mate_backend_get()->name));
-	cJSON_AddItemToObject(r, "versions", ver);
-	return r;
+	d->end[PIECE_IN_KEYS] = b->len;
+	mate_buf_puts(b, "\"tensor_format\": ");
+	json_str(b, mate_rec_cfg.safetensors ? "safetensors" : "torch");
+	mate_buf_puts(b, ", \"function_signature\": ");
+	json_str(b, c->signature);
+	mate_buf_puts(b, ", \"versions\": {\"mate\": ");
+	json_str(b, mate_version_string());
+	mate_buf_puts(b, ", \"backend\": ");
+	json_str(b, mate_backend_get()->name);
+	mate_buf_putc(b, '}');
+	d->end[PIECE_TAIL] = b->len;
+	return mate_buf_str(b) != NULL ? 0 : -1;
+}
+
+static void
+piece(struct mate_buf *b, const struct rec_dump *d, int i)
+{
+	size_t from = i > 0 ? d->end[i - 1] : 0;
+
+	mate_buf_put(b, d->txt.p + from, d->end[i] - from);
+}
+
+/* The record as json.dumps writes it, without its closing brace. */
+static void
+record_text(struct mate_buf *b, const struct rec_dump *d)
+{
+	piece(b, d, PIECE_HEAD);
+	mate_buf_puts(b, ", \"output_metadata\": ");
+	if (d->completed)
+		piece(b, d, PIECE_OUT_META);
+	else
+		mate_buf_put(b, "{}", 2);
+	mate_buf_puts(b, ", \"tensor_info\": {\"input_tensor_keys\": [");
+	piece(b, d, PIECE_IN_KEYS);
+	mate_buf_puts(b, "], \"output_tensor_keys\": [");
+	if (d->completed)
+		piece(b, d, PIECE_OUT_KEYS);
+	mate_buf_puts(b, "], \"input_size_bytes\": ");
+	mate_buf_int(b, d->in_bytes);
+	mate_buf_puts(b, ", \"input_size_mb\": ");
+	size_mb(b, d->in_bytes);
+	if (d->completed) {
+		mate_buf_puts(b, ", \"output_size_bytes\": ");
+		mate_buf_int(b, d->out_bytes);
+		mate_buf_puts(b, ", \"output_size_mb\": ");
+		size_mb(b, d->out_bytes);
+		mate_buf_puts(b, ", \"total_size_bytes\": ");
+		mate_buf_int(b, d->in_bytes + d->out_bytes);
+		mate_buf_puts(b, ", \"total_size_mb\": ");
+		size_mb(b, d->in_bytes + d->out_bytes);
+	}
+	mate_buf_puts(b, "}, \"tensor_details\": {");
+	for (size_t i = 0; i < d->ndetails; i++) {
+		if (i > 0)
+			mate_buf_put(b, ", ", 2);
+		json_str(b, d->details[i].key);
+		mate_buf_put(b, ": ", 2);
+		mate_buf_puts(b, d->details[i].text);
+	}
+	mate_buf_puts(b, "}, ");
+	piece(b, d, PIECE_TAIL);
 }
 
 /* Appends the record with its closing keys to metadata.jsonl and
@@ -515,16 +609,14 @@ emit(const mate_call *c, struct rec_dump *d, const char *status, const char *ext
 	int rc;
 
 	mate_buf_init(&b);
-	mate_buf_cjson(&b, d->rec);
-	if (b.len > 0)
-		b.len--;  /* reopen the object */
+	record_text(&b, d);
 	mate_buf_puts(&b, ", \"execution_status\": ");
-	mate_buf_jsonstr(&b, status, strlen(status));
+	json_str(&b, status);
 	if (extra_key != NULL) {
 		mate_buf_puts(&b, ", ");
-		mate_buf_jsonstr(&b, extra_key, strlen(extra_key));
+		json_str(&b, extra_key);
 		mate_buf_puts(&b, ": ");
-		mate_buf_jsonstr(&b, extra, strlen(extra));
+		json_str(&b, extra);
 	}
 	if (c->has_self) {
 		char id[24];
@@ -536,7 +628,7 @@ emit(const mate_call *c, struct rec_dump *d, const char *status, const char *ext
 			mate_buf_putc(&b, id[--n]);
 	}
 	mate_buf_puts(&b, ", \"dump_dir\": ");
-	mate_buf_jsonstr(&b, d->dir, strlen(d->dir));
+	mate_buf_jsonstr(&b, d->dir, d->dir_len);
 	mate_buf_puts(&b, "}\n");
 	if (mate_buf_str(&b) == NULL) {
 		mate_buf_free(&b);
@@ -778,8 +870,7 @@ mate_rec_dump_inputs(mate_call *c, struct mate_buf *log)
 	if ((d = make_dir(c, seq, stamp)) == NULL)
 		return;
 	d->in_bytes = bytes;
-	if (write_tensors(c, d, "inputs") < 0 ||
-	    (d->rec = first_record(c, stamp, seq, bytes)) == NULL ||
+	if (write_tensors(c, d, "inputs") < 0 || first_record(c, d, stamp, seq) != 0 ||
 	    emit(c, d, "inputs_saved", NULL, NULL) != 0) {
 		mate_rec_dump_free(d);
 		return;
@@ -804,26 +895,22 @@ mate_rec_dump_inputs(mate_call *c, struct mate_buf *log)
 	}
 }
 
-static void
-replace(cJSON *obj, const char *key, cJSON *item)
-{
-	if (cJSON_GetObjectItemCaseSensitive(obj, key) != NULL)
-		cJSON_ReplaceItemInObjectCaseSensitive(obj, key, item);
-	else
-		cJSON_AddItemToObject(obj, key, item);
-}
-
-static cJSON *
-output_metadata(const mate_call *c)
+/* The output_metadata value, then the output_tensor_keys items, into d's
+ * text; the details of the outputs (an in-place argument's in its place). */
+static int
+output_pieces(const mate_call *c, struct rec_dump *d)
 {
 	const mate_value *items[64];
-	cJSON *o = cJSON_CreateObject();
+	struct mate_buf *b = &d->txt;
 	char key[32];
-	int tuple;
+	int tuple, first = 1;
 	size_t n = mate_rec_results(c, items, 64, &tuple);
 
-	if (n == 0 && !tuple)
-		cJSON_AddItemToObject(o, "result", cJSON_CreateNull());
+	mate_buf_putc(b, '{');
+	if (n == 0 && !tuple) {
+		mate_buf_puts(b, "\"result\": null");
+		first = 0;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (mate_value_kind_of(items[i]) == MATE_V_TENSOR)
 			continue;
@@ -831,17 +918,32 @@ output_metadata(const mate_call *c)
 			mate_rec_key(key, sizeof(key), "result_", NULL, (int64_t)i);
 		else
 			mate_rec_key(key, sizeof(key), "result", NULL, -1);
-		cJSON_AddItemToObject(o, key, mate_rec_json_value(c, items[i], 0));
+		if (!first)
+			mate_buf_put(b, ", ", 2);
+		first = 0;
+		json_str(b, key);
+		mate_buf_put(b, ": ", 2);
+		mate_rec_json_value(b, c, items[i], 0);
 	}
-	return o;
+	mate_buf_putc(b, '}');
+	d->end[PIECE_OUT_META] = b->len;
+	for (size_t i = 0; i < c->ntensors; i++) {
+		const struct rec_tensor *rt = &c->tensors[i];
+		if (i > 0)
+			mate_buf_put(b, ", ", 2);
+		json_str(b, rt->key);
+		if (set_detail(d, rt->key, mate_value_get_tensor(rt->v)) != 0)
+			return -1;
+	}
+	d->end[PIECE_OUT_KEYS] = b->len;
+	return mate_buf_str(b) != NULL ? 0 : -1;
 }
 
 void
 mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 {
 	struct rec_dump *d = c->dump;
-	cJSON *info, *details, *keys;
-	int64_t bytes, total;
+	int64_t bytes;
 
 	if (d == NULL || mate_rec_dump_stopped() || d->pid != mate_rec_pid())
 		return;
@@ -862,21 +964,12 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 	pthread_mutex_unlock(&mate_rec_dump_lock);
 	if (write_tensors(c, d, "outputs") < 0)
 		return;
-	info = cJSON_GetObjectItemCaseSensitive(d->rec, "tensor_info");
-	details = cJSON_GetObjectItemCaseSensitive(d->rec, "tensor_details");
-	keys = cJSON_CreateArray();
-	for (size_t i = 0; i < c->ntensors; i++) {
-		const struct rec_tensor *rt = &c->tensors[i];
-		cJSON_AddItemToArray(keys, cJSON_CreateString(rt->key));
-		replace(details, rt->key, tensor_details(mate_value_get_tensor(rt->v)));
+	if (output_pieces(c, d) != 0) {
+		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a dump record was not written");
+		return;
 	}
-	total = d->in_bytes + bytes;
-	replace(d->rec, "output_metadata", output_metadata(c));
-	replace(info, "output_tensor_keys", keys);
-	cJSON_AddItemToObject(info, "output_size_bytes", raw_int(bytes));
-	cJSON_AddItemToObject(info, "output_size_mb", size_mb(bytes));
-	cJSON_AddItemToObject(info, "total_size_bytes", raw_int(total));
-	cJSON_AddItemToObject(info, "total_size_mb", size_mb(total));
+	d->out_bytes = bytes;
+	d->completed = 1;
 	if (emit(c, d, "completed", NULL, NULL) != 0 || log == NULL)
 		return;
 	mate_buf_puts(log, "Dumped outputs to: ");

@@ -99,6 +99,33 @@ mate_pread_all(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/* "<path>.tmp.<pid>.<n>" without printf, whose cost grows when a library
+ * of the host (libquadmath) registers printf handlers; out has room for
+ * path and 64 more bytes. */
+static void
+tmp_name(char *out, const char *path, uint64_t pid, unsigned n)
+{
+	size_t len = strlen(path);
+	char num[24];
+	int k;
+
+	memcpy(out, path, len);
+	memcpy(out + len, ".tmp.", 5);
+	len += 5;
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t v = pass == 0 ? pid : n;
+		k = 0;
+		do
+			num[k++] = (char)('0' + v % 10);
+		while ((v /= 10) != 0);
+		while (k > 0)
+			out[len++] = num[--k];
+		if (pass == 0)
+			out[len++] = '.';
+	}
+	out[len] = '\0';
+}
+
 int
 mate_atomic_open(mate_atomic_file *af, const char *path, mate_error *err)
 {
@@ -112,7 +139,7 @@ mate_atomic_open(mate_atomic_file *af, const char *path, mate_error *err)
 		mate_atomic_abort(af);
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	}
-	snprintf(af->tmp_path, n, "%s.tmp.%ld.%u", path, (long)getpid(),
+	tmp_name(af->tmp_path, path, (uint64_t)getpid(),
 	    __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
 	af->fd = open(af->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (af->fd < 0) {

@@ -3,6 +3,7 @@
 
 #include <cJSON.h>
 #include <float.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,9 +39,65 @@ mate_buf_init(struct mate_buf *b)
 	b->oom = 0;
 }
 
+/* Each thread keeps a few freed buffers for its next ones: a call at
+ * level 10 fills several, and malloc() of large blocks is slow when small
+ * ones were freed since (glibc consolidates them first). Freed at thread
+ * exit. */
+#define CACHE_SLOTS 4
+#define CACHE_MIN 4096
+#define CACHE_MAX (64u << 10)
+struct buf_cache {
+	char *p[CACHE_SLOTS];
+	size_t cap[CACHE_SLOTS];
+};
+static __thread struct buf_cache cache;
+static __thread int cache_keyed;
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static int cache_key_ok;
+
+static void
+cache_destroy(void *arg)
+{
+	struct buf_cache *c = arg;
+
+	for (int i = 0; i < CACHE_SLOTS; i++) {
+		free(c->p[i]);
+		c->p[i] = NULL;
+	}
+}
+
+static void
+cache_make_key(void)
+{
+	cache_key_ok = pthread_key_create(&cache_key, cache_destroy) == 0;
+}
+
+/* Whether this thread's cache is in use (its destructor registered). */
+static int
+cache_ready(void)
+{
+	if (cache_keyed)
+		return 1;
+	pthread_once(&cache_once, cache_make_key);
+	if (!cache_key_ok || pthread_setspecific(cache_key, &cache) != 0)
+		return 0;
+	cache_keyed = 1;
+	return 1;
+}
+
 void
 mate_buf_free(struct mate_buf *b)
 {
+	if (b->p != NULL && !b->oom && b->cap >= CACHE_MIN && b->cap <= CACHE_MAX && cache_ready()) {
+		for (int i = 0; i < CACHE_SLOTS; i++)
+			if (cache.p[i] == NULL) {
+				cache.p[i] = b->p;
+				cache.cap[i] = b->cap;
+				mate_buf_init(b);
+				return;
+			}
+	}
 	free(b->p);
 	mate_buf_init(b);
 }
@@ -54,7 +111,15 @@ grow(struct mate_buf *b, size_t n)
 
 	if (b->oom)
 		return 0;
-	cap = b->cap ? b->cap : 4096;
+	if (b->p == NULL && cache_keyed)
+		for (int i = 0; i < CACHE_SLOTS; i++)
+			if (cache.p[i] != NULL && cache.cap[i] > n) {
+				b->p = cache.p[i];
+				b->cap = cache.cap[i];
+				cache.p[i] = NULL;
+				return 1;
+			}
+	cap = b->cap ? b->cap : CACHE_MIN;
 	while (cap < b->len + n + 1) {
 		if (cap > SIZE_MAX / 2)
 			goto fail;

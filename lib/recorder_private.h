@@ -197,7 +197,9 @@ void mate_rec_dump_outputs(mate_call *c, struct mate_buf *log) MATE_HIDDEN;
 void mate_rec_dump_failed(mate_call *c, const char *error) MATE_HIDDEN;
 /* Frees the dump state of a call (closes its files). */
 void mate_rec_dump_free(struct rec_dump *d) MATE_HIDDEN;
-/* The JSON form of a value in input_metadata/output_metadata. */
-struct cJSON *mate_rec_json_value(const mate_call *c, const mate_value *v, int depth) MATE_HIDDEN;
+/* The JSON form of a value in input_metadata/output_metadata, as
+ * json.dumps spaces it. */
+void mate_rec_json_value(struct mate_buf *b, const mate_call *c, const mate_value *v,
+    int depth) MATE_HIDDEN;
 
 #endif /* MATE_RECORDER_PRIVATE_H_INCLUDED */
