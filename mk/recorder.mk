@@ -60,6 +60,8 @@ endif
 ## bench/recorder: level-0 overhead, calls/s at levels 1, 3, 10, large dumps against write().
 BENCH_BINS += bench/recorder
 bench_recorder_SOURCES = bench/recorder.c
+## loops aligned alike, so that level 0 compares the instrumentation, not where the loops fall
+bench_recorder_CFLAGS = $(AM_CFLAGS) -falign-loops=32 -falign-functions=64
 bench_recorder_LDADD = libmate.la
 
 ## test_recorder_fmt: float repr and fixed-point spellings against printf, vector float32
