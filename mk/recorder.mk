@@ -114,3 +114,9 @@ EXTRA_DIST += tests/test_recorder_results.sh
 
 ## examples/run-demo.sh: the main job (README): dependencies, build, mate-demo at level 10, what it recorded.
 EXTRA_DIST += examples/run-demo.sh
+
+## test_atomic_file: lib/error.c's atomic output (O_TMPFILE + link, or a named temporary + rename).
+check_PROGRAMS += tests/test_atomic_file
+tests_test_atomic_file_SOURCES = tests/test_atomic_file.c
+tests_test_atomic_file_LDADD = libmate.la
+TESTS += tests/test_atomic_file

@@ -9,6 +9,12 @@
  * ENOSPC. Once it is spent, creating files or folders under the folder
  * fails with ENOSPC too. MATE_TEST_ENOSPC_HITS=PATH appends one line there
  * per refused call, so a test can tell that the shim was in play.
+ *
+ * Two more switches take away what atomic file output (lib/error.c) would
+ * rather use, to test its fallbacks: MATE_TEST_NO_TMPFILE=1 fails
+ * open(O_TMPFILE) with EOPNOTSUPP (as a filesystem without it does), and
+ * MATE_TEST_NO_FLINK=1 fails linkat() with EPERM (as kernels before 6.10
+ * without /proc do).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -38,6 +44,8 @@ static ssize_t (*real_pwritev)(int, const struct iovec *, int, off_t);
 static int (*real_openat)(int, const char *, int, ...);
 static int (*real_mkdir)(const char *, mode_t);
 static int (*real_close)(int);
+static int (*real_linkat)(int, const char *, int, const char *, int);
+static int no_tmpfile, no_flink;
 
 __attribute__((constructor)) static void
 shim_init(void)
@@ -51,6 +59,9 @@ shim_init(void)
 	real_openat = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
 	real_mkdir = (int (*)(const char *, mode_t))dlsym(RTLD_NEXT, "mkdir");
 	real_close = (int (*)(int))dlsym(RTLD_NEXT, "close");
+	real_linkat = (int (*)(int, const char *, int, const char *, int))dlsym(RTLD_NEXT, "linkat");
+	no_tmpfile = getenv("MATE_TEST_NO_TMPFILE") != NULL;
+	no_flink = getenv("MATE_TEST_NO_FLINK") != NULL;
 	dir = getenv("MATE_TEST_ENOSPC_DIR");
 	hits_path = getenv("MATE_TEST_ENOSPC_HITS");
 	if (dir != NULL && *dir != '\0' && b != NULL && *b != '\0') {
@@ -113,18 +124,28 @@ track(int fd, const char *path)
 	return fd;
 }
 
+static int
+creates(int flags)
+{
+	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
 int
 openat(int dirfd, const char *path, int flags, ...)
 {
 	mode_t mode = 0;
 	va_list ap;
 
-	if (flags & (O_CREAT | O_TMPFILE)) {
+	if (creates(flags)) {
 		va_start(ap, flags);
 		mode = (mode_t)va_arg(ap, int);
 		va_end(ap);
 	}
-	if ((flags & (O_CREAT | O_TMPFILE)) && under_dir(path) && spent()) {
+	if (no_tmpfile && (flags & O_TMPFILE) == O_TMPFILE) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	if (creates(flags) && under_dir(path) && spent()) {
 		hit("create\n");
 		errno = ENOSPC;
 		return -1;
@@ -138,7 +159,7 @@ open(const char *path, int flags, ...)
 	mode_t mode = 0;
 	va_list ap;
 
-	if (flags & (O_CREAT | O_TMPFILE)) {
+	if (creates(flags)) {
 		va_start(ap, flags);
 		mode = (mode_t)va_arg(ap, int);
 		va_end(ap);
@@ -153,6 +174,21 @@ int
 creat(const char *path, mode_t mode)
 {
 	return openat(AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+}
+
+int
+linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, int flags)
+{
+	if (no_flink) {
+		errno = EPERM;
+		return -1;
+	}
+	if (under_dir(newpath) && spent()) {
+		hit("link\n");
+		errno = ENOSPC;
+		return -1;
+	}
+	return real_linkat(olddirfd, oldpath, newdirfd, newpath, flags);
 }
 
 int

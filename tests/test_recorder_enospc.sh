@@ -44,6 +44,19 @@ ok '[ "$rc0" -eq 0 ] && [ "$rc_full" -eq "$rc0" ] && cmp -s "$tmp/out0" "$tmp/ou
     "level 10 on a roomy disk: results and exit status unchanged ($full dumps)"
 ok '"$check" "$tmp/full"' "the dumps of the roomy run are whole"
 
+# 2b. the fallbacks of atomic file output: no O_TMPFILE (named temporary files, renamed), and
+# O_TMPFILE files that cannot be linked (copied to a named temporary file, renamed)
+for switch in MATE_TEST_NO_TMPFILE MATE_TEST_NO_FLINK; do
+	rm -rf "$tmp/fb"
+	env "$switch=1" LD_PRELOAD="$shim" MATE_LOGLEVEL=10 MATE_LOGDEST=/dev/null MATE_DUMP_DIR="$tmp/fb" \
+		"$demo" > "$tmp/out-fb" 2> "$tmp/err-fb"
+	rc_fb=$?
+	ok '[ "$rc_fb" -eq 0 ] && cmp -s "$tmp/out0" "$tmp/out-fb" &&
+	    [ "$(ls "$tmp/fb" | grep -c _call)" -eq "$full" ] && ! grep -q "^mate:" "$tmp/err-fb" &&
+	    "$check" "$tmp/fb" > /dev/null && [ "$(find "$tmp/fb" -name "*.tmp.*" | wc -l)" -eq 0 ]' \
+	    "with $switch=1: every dump whole, no temporary names left"
+done
+
 # 3. the same with a few bytes left on the dump folder's disk: the disk fills at
 # different points of a dump (a tensor file, a record, a new folder)
 for budget in 3000 17000 40000 75000; do
