@@ -1,7 +1,6 @@
 /* pyfmt.c: the recorder's text buffer and Python-compatible spellings (float repr, str repr, json.dumps). */
 #include "recorder_private.h"
 
-#include <cJSON.h>
 #include <float.h>
 #include <pthread.h>
 #include <math.h>
@@ -539,52 +538,6 @@ mate_buf_jsonfloat(struct mate_buf *b, double d)
 		mate_buf_put(b, tmp, mate_py_float_repr(d, tmp));
 }
 
-void
-mate_buf_cjson(struct mate_buf *b, const cJSON *item)
-{
-	const cJSON *it;
-
-	switch (item->type & 0xff) {
-	case cJSON_NULL:
-		mate_buf_puts(b, "null");
-		break;
-	case cJSON_False:
-		mate_buf_puts(b, "false");
-		break;
-	case cJSON_True:
-		mate_buf_puts(b, "true");
-		break;
-	case cJSON_Number:
-		if (fabs(item->valuedouble) < 9007199254740992.0 &&
-		    item->valuedouble == (double)(int64_t)item->valuedouble)
-			mate_buf_int(b, (int64_t)item->valuedouble);
-		else
-			mate_buf_jsonfloat(b, item->valuedouble);
-		break;
-	case cJSON_String:
-		mate_buf_jsonstr(b, item->valuestring, strlen(item->valuestring));
-		break;
-	case cJSON_Raw:
-		mate_buf_puts(b, item->valuestring);
-		break;
-	case cJSON_Array:
-	case cJSON_Object:
-		mate_buf_putc(b, (item->type & 0xff) == cJSON_Array ? '[' : '{');
-		for (it = item->child; it != NULL; it = it->next) {
-			if (it != item->child)
-				mate_buf_puts(b, ", ");
-			if ((item->type & 0xff) == cJSON_Object) {
-				mate_buf_jsonstr(b, it->string, strlen(it->string));
-				mate_buf_puts(b, ": ");
-			}
-			mate_buf_cjson(b, it);
-		}
-		mate_buf_putc(b, (item->type & 0xff) == cJSON_Array ? ']' : '}');
-		break;
-	default:
-		mate_buf_puts(b, "null");
-	}
-}
 
 void
 mate_buf_dtype(struct mate_buf *b, mate_dtype dt)

@@ -8,8 +8,6 @@
 #include <stdarg.h>
 #include <sys/types.h>
 
-struct cJSON;
-
 /* ---- growable text buffer (pyfmt.c) ----------------------------------- */
 struct mate_buf {
 	char *p;
@@ -43,9 +41,6 @@ void mate_buf_pystr(struct mate_buf *b, const char *s, size_t len) MATE_HIDDEN;
 void mate_buf_jsonstr(struct mate_buf *b, const char *s, size_t len) MATE_HIDDEN;
 /* A float as json.dumps writes it (NaN, Infinity, -Infinity). */
 void mate_buf_jsonfloat(struct mate_buf *b, double d) MATE_HIDDEN;
-/* Prints a cJSON tree with json.dumps' separators (", " and ": "); raw
- * items are copied as they are. */
-void mate_buf_cjson(struct mate_buf *b, const struct cJSON *item) MATE_HIDDEN;
 /* "torch.float32" for a dtype. */
 void mate_buf_dtype(struct mate_buf *b, mate_dtype dt) MATE_HIDDEN;
 
