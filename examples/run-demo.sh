@@ -1,6 +1,6 @@
 #!/bin/bash
 # examples/run-demo.sh: mate's main job: installs the dependencies (Debian), builds mate, runs the
-# demo workload at level 10 and shows what was recorded. Later steps (replay, trace, timeline) join here.
+# demo workload at level 10, shows what was recorded, and replays it. Later steps (trace, timeline) join here.
 #
 # usage: examples/run-demo.sh [--no-install] [--build DIR] [--out DIR] [--safetensors]
 #
@@ -36,7 +36,7 @@ out=${out:-$build/demo}
 jobs=$(nproc 2>/dev/null || echo 2)
 py=/usr/bin/python3   # Debian's, with python3-torch (not a pyenv or venv one)
 [ -x "$py" ] || py=python3
-nsteps=4
+nsteps=5
 step=0
 step() { step=$((step + 1)); printf '\n==> [%d/%d] %s\n' "$step" "$nsteps" "$*"; }
 
@@ -130,5 +130,22 @@ else:
                 print(f"  {key}: shape {tuple(t['shape'])}, {t['dtype']}, bytes {t['data_offsets']}")
 EOF
 fi
+
+# ---- 5. replay ---------------------------------------------------------------------------------------
+step "replay the recorded calls on libmate's kernels"
+# the tools as built, found by `mate VERB` through PATH
+export PATH="$build/src/replay:$build/src/record:$build/src/trace:$build/src/top:$build:$PATH"
+echo "--- mate replay --status completed: every completed call re-executed and compared"
+"$build/src/mate/mate" replay --status completed "$dumps"
+echo "--- mate replay --status failed: the demo's deliberate failures re-executed (they must reproduce)"
+if "$build/src/mate/mate" replay --status failed "$dumps" | tee "$out/replay-failed.txt"; then
+	echo "run-demo.sh: a deliberate failure no longer fails" >&2
+	exit 1
+fi
+grep -q "failed ([0-9]* reproduced failures\{0,1\})$" "$out/replay-failed.txt" || {
+	echo "run-demo.sh: a recorded failure did not reproduce" >&2
+	exit 1
+}
+
 echo
 echo "done: the log is $log, the dumps are in $dumps"
