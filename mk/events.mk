@@ -8,3 +8,11 @@ libmate_la_SOURCES += \
 libmate_la_SOURCES += lib/ilog.c
 libmate_la_CFLAGS += $(ZMQ_CFLAGS)
 libmate_la_LIBADD += $(ZMQ_LIBS)
+libmate_la_SOURCES += lib/subscribe.c
+include_HEADERS += lib/mate_monitor.h
+
+## mate-trace: capture live events into an instruction log.
+bin_PROGRAMS += src/trace/mate-trace
+src_trace_mate_trace_SOURCES = src/trace/mate-trace.c
+src_trace_mate_trace_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
+src_trace_mate_trace_LDADD = src/fe/libmate_fe.la libmate.la
