@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,7 +20,7 @@ int mate_ev_on_;
 int mate_ev_wanted_;
 int mate_ev_restart_;
 
-#define RING_SLOTS 8192u          /* a power of two */
+#define RING_SLOTS 16384u         /* a power of two */
 #define OUT_BUF (64 * 1024)
 #define MEM_DEVICES 16
 
@@ -32,7 +34,7 @@ struct ev_raw {
 	int8_t ok;
 	char source[MATE_EV_SOURCE_MAX];
 	char command[MATE_EV_COMMAND_MAX];
-	char text[MATE_EV_DETAILS_MAX];   /* op, worker, error, device or details */
+	char text[128];                    /* error, device or details */
 	char text2[40];                    /* a second name (worker's op, event name) */
 };
 
@@ -57,6 +59,7 @@ static struct {
 	pthread_t thread;
 	int running, stopping, subscribed, started_thread;
 	int ilog_fd;
+	int wake_fd;                 /* eventfd: producers wake the thread */
 	char *ilog_path;             /* as configured (%i kept) */
 	char *monitor;               /* MATE_MONITOR as configured */
 	char tcp[256];
@@ -73,7 +76,7 @@ static struct {
 	uint64_t next_id;
 	pid_t pid;
 	double wait_s;               /* MATE_MONITOR_WAIT */
-} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .ilog_fd = -1 };
+} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .ilog_fd = -1, .wake_fd = -1 };
 
 static const char *const type_name[MATE_EV_TYPE_COUNT] = {
 	"CONNECT", "DISCONNECT", "RECV", "SEND", "WORKER_SEND", "WORKER_RECV",
@@ -174,6 +177,11 @@ push(struct ev_raw *r)
 	}
 	memcpy(&s->r, r, sizeof(*r));
 	ring_publish(s, seq);
+	/* a quarter full: wake the thread rather than wait for its next poll */
+	if (seq - __atomic_load_n(&S.deq, __ATOMIC_RELAXED) == RING_SLOTS / 4 && S.wake_fd >= 0) {
+		uint64_t one = 1;
+		(void)!write(S.wake_fd, &one, sizeof(one));
+	}
 }
 
 /* ---- producers ---------------------------------------------------------------------- */
@@ -425,7 +433,7 @@ drain(void)
 			break;
 		to_rec(&s->r, S.deq + 1, &rec);
 		__atomic_store_n(&s->turn, S.deq + RING_SLOTS, __ATOMIC_RELEASE);
-		S.deq++;
+		__atomic_store_n(&S.deq, S.deq + 1, __ATOMIC_RELAXED);
 		drops = __atomic_exchange_n(&S.queue_drops, 0, __ATOMIC_RELAXED);
 		if (S.mon != NULL) {
 			if (drops > 0)
@@ -454,10 +462,26 @@ set_subscribed(int on)
 	}
 }
 
+/* Waits for the wake eventfd (and the publisher's subscriptions). */
+static void
+wait_events(int timeout_ms)
+{
+	uint64_t v;
+
+	if (S.mon != NULL)
+		set_subscribed(mate_mon_poll(S.mon, S.wake_fd, timeout_ms));
+	else if (S.wake_fd >= 0) {
+		struct pollfd p = { S.wake_fd, POLLIN, 0 };
+		poll(&p, 1, timeout_ms);
+	}
+	if (S.wake_fd >= 0)
+		(void)!read(S.wake_fd, &v, sizeof(v));
+}
+
 static void *
 events_thread(void *arg)
 {
-	int idle_ms = 1;
+	int idle_ms = 1, was_wanted = 0;
 	sigset_t all;
 
 	(void)arg;
@@ -465,23 +489,17 @@ events_thread(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	for (;;) {
 		int stopping = __atomic_load_n(&S.stopping, __ATOMIC_ACQUIRE);
+		int wanted = __atomic_load_n(&mate_ev_wanted_, __ATOMIC_RELAXED);
 		size_t n = drain();
 		if (stopping && n == 0)
 			break;
-		idle_ms = n > 0 ? 1 : (idle_ms < 32 ? idle_ms * 2 : 50);
-		if (S.mon != NULL)
-			set_subscribed(mate_mon_poll(S.mon, stopping ? 0 : idle_ms));
-		else if (!stopping) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += (long)idle_ms * 1000000L;
-			if (ts.tv_nsec >= 1000000000L)
-				ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-			pthread_mutex_lock(&S.lock);
-			if (!S.stopping)
-				pthread_cond_timedwait(&S.cond, &S.lock, &ts);
-			pthread_mutex_unlock(&S.lock);
-		}
+		/* back off while idle: 10 ms at most while events flow, 50 ms otherwise */
+		if (n > 0 || (wanted && !was_wanted))
+			idle_ms = 1;
+		else if (idle_ms < (wanted ? 10 : 50))
+			idle_ms *= 2;
+		was_wanted = wanted;
+		wait_events(stopping ? 0 : idle_ms);
 	}
 	return NULL;
 }
@@ -617,6 +635,8 @@ start_session(void)
 	}
 	for (uint64_t i = 0; i < RING_SLOTS; i++)
 		S.ring[i].turn = i;
+	if (S.wake_fd < 0)
+		S.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (S.ilog_path != NULL)
 		open_ilog();
 	if (S.monitor != NULL)
@@ -663,6 +683,10 @@ stop_session(void)
 	__atomic_store_n(&S.stopping, 1, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&S.cond);
 	pthread_mutex_unlock(&S.lock);
+	if (S.wake_fd >= 0) {
+		uint64_t one = 1;
+		(void)!write(S.wake_fd, &one, sizeof(one));
+	}
 	pthread_join(S.thread, NULL);
 	S.started_thread = 0;
 	drain();

@@ -117,8 +117,9 @@ int mate_mon_parse_spec(const char *spec, char *tcp, size_t cap) MATE_HIDDEN;
  * @return the publisher, or NULL (warned once). */
 struct mate_mon *mate_mon_start(const char *tcp, double start_real) MATE_HIDDEN;
 /* Reads subscription changes: @return 1 while at least one subscriber is
- * attached. Waits up to timeout_ms for a change (0: no wait). */
-int mate_mon_poll(struct mate_mon *m, int timeout_ms) MATE_HIDDEN;
+ * attached. Waits up to timeout_ms for a change or for wake_fd (-1: none)
+ * to become readable (0: no wait). */
+int mate_mon_poll(struct mate_mon *m, int wake_fd, int timeout_ms) MATE_HIDDEN;
 /* Sends one event as a JSON frame, never blocking; a frame refused at the
  * high-water mark is dropped and counted. */
 void mate_mon_send(struct mate_mon *m, const struct mate_ev_rec *r) MATE_HIDDEN;

@@ -75,6 +75,59 @@ double mate_monitor_base(const mate_monitor *m);
 /*! mate_monitor_free() : closes the sockets and frees m (NULL ok). */
 void mate_monitor_free(mate_monitor *m);
 
+/* ---- Activity (what mate-top shows) ------------------------------------------
+ * Aggregates live events into one row per worker of each process: the work
+ * it did (WORKER_SEND..WORKER_RECV, paired by id=) as busy time per op,
+ * smoothed by an exponential moving average over a time constant, ops per
+ * second and bytes moved. A call that caused no work is counted on a row
+ * of its own thread ("thread TID"). Device memory (current and peak) comes
+ * from the memory events' in_use= and peak=. */
+typedef struct mate_activity mate_activity;
+
+#define MATE_ACTIVITY_OPS 8   /* ops kept per row, busiest first */
+
+typedef struct mate_worker_row {
+	int process;         /* index for mate_activity_process() */
+	const char *worker;  /* "worker_0", "thread 4711", ... */
+	double busy;         /* smoothed busy fraction, 0..1 (sum of the ops') */
+	int nops;
+	const char *op[MATE_ACTIVITY_OPS];
+	double op_busy[MATE_ACTIVITY_OPS]; /* smoothed busy fraction of each op */
+	double ops_per_s;    /* smoothed */
+	double bytes_per_s;  /* smoothed */
+	uint64_t ops;        /* work finished, in all */
+	uint64_t bytes;      /* bytes moved (sent and returned), in all */
+} mate_worker_row;
+
+typedef struct mate_process_row {
+	long pid;
+	const char *program;
+	uint64_t events;
+	uint64_t dropped;    /* as the publisher reports them */
+	int ended;
+	int ndevices;
+	const char *device[4];
+	int64_t mem_current[4], mem_peak[4];
+} mate_process_row;
+
+/*! mate_activity_new() : an empty aggregate smoothing over tau seconds
+ * (tau <= 0: 1 s). @return NULL when out of memory. */
+mate_activity *mate_activity_new(double tau);
+/*! mate_activity_add() : one event of process pid (program may be NULL). */
+void mate_activity_add(mate_activity *a, long pid, const char *program,
+    const mate_live_event *le);
+/*! mate_activity_tick() : closes the interval that ends at now (seconds on
+ * the events' time base) and updates the averages. */
+void mate_activity_tick(mate_activity *a, double now);
+/*! mate_activity_rows() / mate_activity_row() : rows in a stable order
+ * (process, then first appearance); strings borrowed until the next add. */
+int mate_activity_rows(const mate_activity *a);
+int mate_activity_row(const mate_activity *a, int i, mate_worker_row *row);
+int mate_activity_processes(const mate_activity *a);
+int mate_activity_process(const mate_activity *a, int i, mate_process_row *p);
+/*! mate_activity_free() : frees a (NULL ok). */
+void mate_activity_free(mate_activity *a);
+
 #ifdef __cplusplus
 }
 #endif

@@ -270,12 +270,12 @@ fail:
 /* ---- running ---------------------------------------------------------------------------- */
 
 int
-mate_mon_poll(struct mate_mon *m, int timeout_ms)
+mate_mon_poll(struct mate_mon *m, int wake_fd, int timeout_ms)
 {
-	zmq_pollitem_t it = { m->pub, 0, ZMQ_POLLIN, 0 };
+	zmq_pollitem_t it[2] = { { m->pub, 0, ZMQ_POLLIN, 0 }, { NULL, wake_fd, ZMQ_POLLIN, 0 } };
 	unsigned char msg[256];
 
-	if (zmq_poll(&it, 1, timeout_ms) > 0 && (it.revents & ZMQ_POLLIN)) {
+	if (zmq_poll(it, wake_fd >= 0 ? 2 : 1, timeout_ms) > 0 && (it[0].revents & ZMQ_POLLIN)) {
 		int n;
 		while ((n = zmq_recv(m->pub, msg, sizeof(msg), ZMQ_DONTWAIT)) >= 0) {
 			if (n >= 1 && msg[0] == 1)
