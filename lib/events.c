@@ -152,22 +152,23 @@ ring_publish(struct ev_slot *s, uint64_t seq)
 	__atomic_store_n(&s->turn, seq, __ATOMIC_RELEASE);
 }
 
-/* Queues r. With an instruction log the caller waits for room (the log
- * must be complete); for the stream alone a full queue drops the event. */
-static void
-push(struct ev_raw *r)
+/* Reserves a slot and stamps it. With an instruction log the caller waits
+ * for room (the log must be complete); for the stream alone a full queue
+ * drops the event. @return the slot, to fill and then commit(), or NULL. */
+static struct ev_slot *
+claim(uint64_t *seq)
 {
 	struct ev_slot *s;
-	uint64_t seq;
+	uint64_t t;
 	int spins = 0;
 
 	if (S.ring == NULL)
-		return;
-	r->t_ns = mono_ns() - S.start_mono_ns;
-	while ((s = ring_claim(&seq)) == NULL) {
+		return NULL;
+	t = mono_ns() - S.start_mono_ns;
+	while ((s = ring_claim(seq)) == NULL) {
 		if (S.ilog_fd < 0 || __atomic_load_n(&S.stopping, __ATOMIC_RELAXED)) {
 			__atomic_add_fetch(&S.queue_drops, 1, __ATOMIC_RELAXED);
-			return;
+			return NULL;
 		}
 		if (++spins > 64) {
 			struct timespec ts = { 0, 50000 };
@@ -175,7 +176,13 @@ push(struct ev_raw *r)
 		} else
 			sched_yield();
 	}
-	memcpy(&s->r, r, sizeof(*r));
+	s->r.t_ns = t;
+	return s;
+}
+
+static void
+commit(struct ev_slot *s, uint64_t seq)
+{
 	ring_publish(s, seq);
 	/* a quarter full: wake the thread rather than wait for its next poll */
 	if (seq - __atomic_load_n(&S.deq, __ATOMIC_RELAXED) == RING_SLOTS / 4 && S.wake_fd >= 0) {
@@ -218,35 +225,38 @@ void
 mate_ev_call(int type, uint64_t call, const char *op, int depth, int64_t bytes, int ok,
     const char *error)
 {
-	struct ev_raw r;
+	struct ev_slot *s;
+	uint64_t seq;
 
-	if (!MATE_EV_WANTED())
+	if (!MATE_EV_WANTED() || (s = claim(&seq)) == NULL)
 		return;
-	raw_init(&r, type, NULL);
-	r.call = call;
-	r.depth = depth;
-	r.size = bytes;
-	r.ok = (int8_t)(ok != 0);
-	copy_str(r.command, sizeof(r.command), op);
-	copy_str(r.text, sizeof(r.text), error);
-	push(&r);
+	raw_init(&s->r, type, NULL);
+	s->r.call = call;
+	s->r.depth = depth;
+	s->r.size = bytes;
+	s->r.ok = (int8_t)(ok != 0);
+	copy_str(s->r.command, sizeof(s->r.command), op);
+	if (error != NULL)
+		copy_str(s->r.text, sizeof(s->r.text), error);
+	commit(s, seq);
 }
 
 void
 mate_ev_work(int type, uint64_t call, uint64_t id, const char *worker, const char *op,
     int64_t bytes, int ok)
 {
-	struct ev_raw r;
+	struct ev_slot *s;
+	uint64_t seq;
 
-	if (!MATE_EV_WANTED())
+	if (!MATE_EV_WANTED() || (s = claim(&seq)) == NULL)
 		return;
-	raw_init(&r, type, worker != NULL ? worker : "worker");
-	r.call = call;
-	r.id = id;
-	r.size = bytes;
-	r.ok = (int8_t)(ok != 0);
-	copy_str(r.command, sizeof(r.command), op);
-	push(&r);
+	raw_init(&s->r, type, worker != NULL ? worker : "worker");
+	s->r.call = call;
+	s->r.id = id;
+	s->r.size = bytes;
+	s->r.ok = (int8_t)(ok != 0);
+	copy_str(s->r.command, sizeof(s->r.command), op);
+	commit(s, seq);
 }
 
 /* Updates the device's statistics: @return its slot, or NULL when the table is full. */
@@ -275,11 +285,13 @@ mem_account(int type, const char *dev, int64_t bytes)
 }
 
 void
-mate_ev_memory(int type, const char *dev, const char *command, uint64_t ptr, int64_t bytes,
+mate_event_memory(int type, const char *dev, const char *command, uint64_t ptr, int64_t bytes,
     uint64_t stream)
 {
 	struct mem_dev *d;
-	struct ev_raw r;
+	int64_t in_use = 0, peak = 0;
+	struct ev_slot *s;
+	uint64_t seq;
 
 	if (!MATE_EV_ON())
 		return;
@@ -287,39 +299,42 @@ mate_ev_memory(int type, const char *dev, const char *command, uint64_t ptr, int
 		dev = "cuda:0";
 	if (bytes < 0)
 		bytes = 0;
-	raw_init(&r, type, NULL);
 	pthread_mutex_lock(&S.lock);
 	d = mem_account(type, dev, bytes);
 	if (d != NULL) {
-		r.in_use = d->in_use;
-		r.peak = d->peak;
+		in_use = d->in_use;
+		peak = d->peak;
 	}
 	pthread_mutex_unlock(&S.lock);
-	if (!MATE_EV_WANTED())
+	if (!MATE_EV_WANTED() || (s = claim(&seq)) == NULL)
 		return;
-	r.size = bytes;
-	r.ptr = ptr;
-	r.stream = stream;
-	copy_str(r.command, sizeof(r.command), command != NULL ? command :
+	raw_init(&s->r, type, NULL);
+	s->r.in_use = in_use;
+	s->r.peak = peak;
+	s->r.size = bytes;
+	s->r.ptr = ptr;
+	s->r.stream = stream;
+	copy_str(s->r.command, sizeof(s->r.command), command != NULL ? command :
 	    type == MATE_EV_MEM_FREE ? "free" : "alloc");
-	copy_str(r.text, sizeof(r.text), dev);
-	push(&r);
+	copy_str(s->r.text, sizeof(s->r.text), dev);
+	commit(s, seq);
 }
 
 void
-mate_ev_emit(const char *name, const char *source, const char *command, int64_t bytes,
+mate_event_emit(const char *name, const char *source, const char *command, int64_t bytes,
     const char *details)
 {
-	struct ev_raw r;
+	struct ev_slot *s;
+	uint64_t seq;
 
-	if (!MATE_EV_WANTED())
+	if (!MATE_EV_WANTED() || (s = claim(&seq)) == NULL)
 		return;
-	raw_init(&r, MATE_EV_CUSTOM, source);
-	r.size = bytes;
-	copy_str(r.text2, sizeof(r.text2), name != NULL ? name : "EVENT");
-	copy_str(r.command, sizeof(r.command), command);
-	copy_str(r.text, sizeof(r.text), details);
-	push(&r);
+	raw_init(&s->r, MATE_EV_CUSTOM, source);
+	s->r.size = bytes;
+	copy_str(s->r.text2, sizeof(s->r.text2), name != NULL ? name : "EVENT");
+	copy_str(s->r.command, sizeof(s->r.command), command);
+	copy_str(s->r.text, sizeof(s->r.text), details);
+	commit(s, seq);
 }
 
 /* ---- the events thread: formatting ------------------------------------------------- */
@@ -429,18 +444,22 @@ drain(void)
 	for (;;) {
 		struct ev_slot *s = &S.ring[S.deq & (RING_SLOTS - 1)];
 		struct mate_ev_rec rec;
+		int skip;
 		if (__atomic_load_n(&s->turn, __ATOMIC_ACQUIRE) != S.deq + 1)
 			break;
-		to_rec(&s->r, S.deq + 1, &rec);
+		drops = __atomic_exchange_n(&S.queue_drops, 0, __ATOMIC_RELAXED);
+		if (S.mon != NULL && drops > 0)
+			mate_mon_add_drops(S.mon, drops);
+		/* a subscriber lagging: drop without formatting for a while */
+		skip = S.mon != NULL && mate_mon_skip(S.mon);
+		if (!skip || S.ilog_fd >= 0)
+			to_rec(&s->r, S.deq + 1, &rec);
 		__atomic_store_n(&s->turn, S.deq + RING_SLOTS, __ATOMIC_RELEASE);
 		__atomic_store_n(&S.deq, S.deq + 1, __ATOMIC_RELAXED);
-		drops = __atomic_exchange_n(&S.queue_drops, 0, __ATOMIC_RELAXED);
-		if (S.mon != NULL) {
-			if (drops > 0)
-				mate_mon_add_drops(S.mon, drops);
+		if (S.mon != NULL && !skip)
 			mate_mon_send(S.mon, &rec);
-		}
-		log_rec(&rec);
+		if (S.ilog_fd >= 0)
+			log_rec(&rec);
 		S.events++;
 		n++;
 	}
@@ -662,7 +681,7 @@ start_session(void)
 	}
 	wait_subscriber();
 	snprintf(details, sizeof(details), "pid=%ld level=%d", (long)S.pid, S.level);
-	mate_ev_emit("CONNECT", NULL, program_name(), 0, details);
+	mate_event_emit("CONNECT", NULL, program_name(), 0, details);
 }
 
 static void
@@ -676,7 +695,7 @@ stop_session(void)
 	    (unsigned long long)S.enq + 1,
 	    (unsigned long long)(S.mon != NULL ? mate_mon_drops(S.mon) : 0) +
 	    __atomic_load_n(&S.queue_drops, __ATOMIC_RELAXED));
-	mate_ev_emit("DISCONNECT", NULL, program_name(), 0, details);
+	mate_event_emit("DISCONNECT", NULL, program_name(), 0, details);
 	__atomic_store_n(&mate_ev_on_, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&mate_ev_wanted_, 0, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&S.lock);

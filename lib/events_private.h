@@ -25,7 +25,9 @@ extern int mate_ev_wanted_ MATE_HIDDEN;
 #define MATE_EV_WANTED() MATE_UNLIKELY(__atomic_load_n(&mate_ev_wanted_, __ATOMIC_RELAXED) != 0)
 
 /* ---- emission ----------------------------------------------------------------
- * Every function is thread-safe, never blocks on the stream (only on a full
+ * mate_event_memory() and mate_event_emit() are exported (not part of the
+ * installed headers) for mate-record's interposer, which reaches libmate
+ * through dlsym(). Every function is thread-safe, never blocks on the stream (only on a full
  * queue while an instruction log is written), never fails the caller, and
  * copies its strings (truncated to the sizes below). */
 #define MATE_EV_SOURCE_MAX 48   /* source id (client thread or worker) */
@@ -43,7 +45,7 @@ enum mate_ev_type {
 	MATE_EV_MEM_FREE,
 	MATE_EV_MEM_FAIL,      /* an allocation failed */
 	MATE_EV_ERROR,
-	MATE_EV_CUSTOM,        /* event name in details' first word (see mate_ev_emit) */
+	MATE_EV_CUSTOM,        /* event name in details' first word (see mate_event_emit) */
 	MATE_EV_TYPE_COUNT
 };
 
@@ -68,14 +70,14 @@ void mate_ev_work(int type, uint64_t call, uint64_t id, const char *worker,
  * "alloc"/"free"), size bytes, details "device=DEV ptr=0x.. stream=0x..
  * in_use=B peak=B". The per-device statistics (current, peak) are kept
  * here; dev is a short name ("cuda:0"). */
-void mate_ev_memory(int type, const char *dev, const char *command, uint64_t ptr,
-    int64_t bytes, uint64_t stream) MATE_HIDDEN;
+void mate_event_memory(int type, const char *dev, const char *command, uint64_t ptr,
+    int64_t bytes, uint64_t stream);
 
 /* Any other event: name (e.g. "KERNEL_LAUNCH"; a name with WORKER in it
  * gets a WORKER source), source (NULL: the calling thread), command, size,
  * free-text details. */
-void mate_ev_emit(const char *name, const char *source, const char *command,
-    int64_t bytes, const char *details) MATE_HIDDEN;
+void mate_event_emit(const char *name, const char *source, const char *command,
+    int64_t bytes, const char *details);
 
 /* ---- the recorder's hooks (events_call.c), called while MATE_EV_ON() ----
  * A call's events: RECV at mate_call_ready() (or its end), with the input
@@ -123,6 +125,9 @@ int mate_mon_poll(struct mate_mon *m, int wake_fd, int timeout_ms) MATE_HIDDEN;
 /* Sends one event as a JSON frame, never blocking; a frame refused at the
  * high-water mark is dropped and counted. */
 void mate_mon_send(struct mate_mon *m, const struct mate_ev_rec *r) MATE_HIDDEN;
+/* After a frame was refused, the next few are dropped (and counted)
+ * without being formatted: @return 1 when this one is. */
+int mate_mon_skip(struct mate_mon *m) MATE_HIDDEN;
 /* Drops counted here and before (queue full), as the frames carry them. */
 void mate_mon_add_drops(struct mate_mon *m, uint64_t n) MATE_HIDDEN;
 uint64_t mate_mon_drops(const struct mate_mon *m) MATE_HIDDEN;

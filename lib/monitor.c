@@ -15,6 +15,7 @@
 
 #define MON_LINGER_MS 250
 #define MON_HWM_DEFAULT 10000
+#define MON_SKIP 256            /* frames dropped unformatted after a refusal */
 
 struct mate_mon {
 	void *ctx, *pub;
@@ -23,6 +24,7 @@ struct mate_mon {
 	char info_path[300];
 	double start_real;
 	uint64_t drops;
+	int skip;                   /* frames to drop unformatted after a refusal */
 	int subscribers;
 	long pid;
 	char program[64];
@@ -334,8 +336,20 @@ mate_mon_send(struct mate_mon *m, const struct mate_ev_rec *r)
 	    (long long)r->size, m->pid, m->start_real, (unsigned long long)m->drops);
 	o = json_str(o, end, m->program);
 	*o++ = '}';
-	if (zmq_send(m->pub, frame, (size_t)(o - frame), ZMQ_DONTWAIT) < 0)
+	if (zmq_send(m->pub, frame, (size_t)(o - frame), ZMQ_DONTWAIT) < 0) {
 		m->drops++;
+		m->skip = MON_SKIP;
+	}
+}
+
+int
+mate_mon_skip(struct mate_mon *m)
+{
+	if (m->skip <= 0)
+		return 0;
+	m->skip--;
+	m->drops++;
+	return 1;
 }
 
 void

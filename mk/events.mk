@@ -23,3 +23,18 @@ src_top_mate_top_SOURCES = src/top/mate-top.c
 src_top_mate_top_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
 src_top_mate_top_CFLAGS = $(AM_CFLAGS) $(NCURSES_CFLAGS)
 src_top_mate_top_LDADD = src/fe/libmate_fe.la libmate.la $(NCURSES_LIBS) -lm
+
+## Tests: events in instruction logs (unit), the demo under mate-trace and
+## mate-top (GT's regex, round trip, no gaps), ilog == trace, a stalled
+## subscriber, a killed publisher, mate-top in tmux, the man pages.
+check_PROGRAMS += tests/test_events tests/ilog-check
+TESTS += tests/test_events
+tests_test_events_SOURCES = tests/test_events.c
+tests_test_events_LDADD = libmate.la
+tests_ilog_check_SOURCES = tests/ilog-check.c
+tests_ilog_check_LDADD = libmate.la
+check_PROGRAMS += tests/test_events_stall
+TESTS += tests/test_events_stall
+tests_test_events_stall_SOURCES = tests/test_events_stall.c
+tests_test_events_stall_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
+tests_test_events_stall_LDADD = libmate.la $(ZMQ_LIBS)
