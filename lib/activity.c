@@ -317,6 +317,16 @@ on_memory(struct proc *p, const mate_event *ev)
 		p->peak[i] = p->cur[i];
 }
 
+static void
+forget_open(mate_activity *a, long pid)
+{
+	for (size_t k = 0; k < OPEN_CAP; k++)
+		if (a->open[k].key != 0 && a->open[k].pid == pid) {
+			open_remove(a, &a->open[k]);
+			k--;   /* an entry may have moved into this slot */
+		}
+}
+
 void
 mate_activity_add(mate_activity *a, long pid, const char *program, const mate_live_event *le)
 {
@@ -328,6 +338,8 @@ mate_activity_add(mate_activity *a, long pid, const char *program, const mate_li
 		return;
 	p = &a->procs[proc];
 	p->events++;
+	if (le->missed > 0)
+		forget_open(a, pid);   /* their ends may be among the frames lost */
 	if (le->dropped > p->dropped)
 		p->dropped = le->dropped;
 	if (strcmp(e, "WORKER_SEND") == 0)
@@ -340,11 +352,7 @@ mate_activity_add(mate_activity *a, long pid, const char *program, const mate_li
 		on_call(a, proc, le, 0);
 	else if (strcmp(e, "DISCONNECT") == 0) {
 		p->ended = 1;
-		for (size_t k = 0; k < OPEN_CAP; k++)
-			if (a->open[k].key != 0 && a->open[k].pid == pid) {
-				open_remove(a, &a->open[k]);
-				k--;
-			}
+		forget_open(a, pid);
 	}
 	else if (strcmp(e, "CONNECT") == 0)
 		p->ended = 0;

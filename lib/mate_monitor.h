@@ -31,6 +31,7 @@ typedef struct mate_live_event {
 	                      * the next mate_monitor_next() */
 	int publisher;       /* index for mate_monitor_publisher() */
 	uint64_t dropped;    /* the publisher's drop count with this frame */
+	uint64_t missed;     /* frames of this publisher missing just before it */
 } mate_live_event;
 
 typedef struct mate_publisher_info {

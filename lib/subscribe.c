@@ -399,15 +399,18 @@ heap_pop(mate_monitor *m)
 	return top;
 }
 
-/* Counts the frame's sequence number against its publisher's. */
-static void
+/* Counts the frame's sequence number against its publisher's: @return
+ * the frames missing before it. */
+static uint64_t
 account(struct pub *p, uint64_t seq, uint64_t dropped)
 {
+	uint64_t gap = 0;
+
 	if (p->events == 0)
 		p->first_seq = seq;
 	else if (seq > p->last_seq + 1) {
-		uint64_t gap = seq - p->last_seq - 1;
 		uint64_t explained = dropped > p->dropped ? dropped - p->dropped : 0;
+		gap = seq - p->last_seq - 1;
 		if (gap > explained)
 			p->lost += gap - explained;
 	}
@@ -416,6 +419,7 @@ account(struct pub *p, uint64_t seq, uint64_t dropped)
 	if (dropped > p->dropped)
 		p->dropped = dropped;
 	p->events++;
+	return gap;
 }
 
 /* ---- one frame: a flat JSON object of strings and numbers ---------------------- */
@@ -618,7 +622,7 @@ take_frame(mate_monitor *m, const char *buf, size_t len, mate_error *err)
 	h->le.publisher = (int)(p - m->pubs);
 	h->order = m->order++;
 	h->arrived = mono_s();
-	account(p, h->le.ev.seq, h->le.dropped);
+	h->le.missed = account(p, h->le.ev.seq, h->le.dropped);
 	if (strcmp(h->le.ev.event, "DISCONNECT") == 0)
 		p->ended = 1;
 	if (heap_push(m, h) != 0) {
