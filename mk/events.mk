@@ -44,3 +44,9 @@ TESTS += tests/events_ilog_trace.sh tests/events_stale.sh
 EXTRA_DIST += tests/events_ilog_trace.sh tests/events_stale.sh
 TESTS += tests/events_top_tmux.sh
 EXTRA_DIST += tests/events_top_tmux.sh
+TESTS += tests/events_cli.sh
+EXTRA_DIST += tests/events_cli.sh
+
+## Man pages of the tools.
+man_MANS += man/mate-trace.1 man/mate-top.1
+EXTRA_DIST += man/mate-trace.1 man/mate-top.1
