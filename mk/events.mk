@@ -4,8 +4,6 @@ libmate_la_SOURCES += \
 	lib/events.c \
 	lib/events_call.c \
 	lib/monitor.c
-## (until h-vis lands: the line formatter)
-libmate_la_SOURCES += lib/ilog.c
 libmate_la_CFLAGS += $(ZMQ_CFLAGS)
 libmate_la_LIBADD += $(ZMQ_LIBS)
 libmate_la_SOURCES += lib/subscribe.c lib/activity.c
