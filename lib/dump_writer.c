@@ -611,10 +611,20 @@ make_dir(const mate_call *c, int64_t seq, char *stamp, size_t stamp_len)
 		mate_rec_dump_free(d);
 		return NULL;
 	}
-	snprintf(d->dir, n, "%s/%s_pid%ld_%s_call%04" PRId64, mate_rec_cfg.dump_dir, stamp,
-	    (long)mate_rec_pid(), safe, seq);
+	/* The name can exist only when a new session (mate_configure) restarted
+	 * the call counters within the same millisecond: wait for the next one. */
+	int made;
+	for (int tries = 0;; tries++) {
+		snprintf(d->dir, n, "%s/%s_pid%ld_%s_call%04" PRId64, mate_rec_cfg.dump_dir,
+		    stamp, (long)mate_rec_pid(), safe, seq);
+		made = mkdir(d->dir, 0755) == 0;
+		if (made || errno != EEXIST || tries == 20)
+			break;
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+		dump_stamp(stamp, stamp_len);
+	}
 	snprintf(meta, n + 16, "%s/metadata.jsonl", d->dir);
-	if (mkdir(d->dir, 0755) != 0 && (errno != ENOENT || remake_root() != 0 || mkdir(d->dir, 0755) != 0))
+	if (!made && (errno != ENOENT || remake_root() != 0 || mkdir(d->dir, 0755) != 0))
 		io_failed("cannot create", d->dir, errno);
 	else if ((d->meta_fd = open(meta, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
 		io_failed("cannot create", meta, errno);
