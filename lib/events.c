@@ -444,20 +444,22 @@ drain(void)
 	for (;;) {
 		struct ev_slot *s = &S.ring[S.deq & (RING_SLOTS - 1)];
 		struct mate_ev_rec rec;
-		int skip;
+		int skip, last;
 		if (__atomic_load_n(&s->turn, __ATOMIC_ACQUIRE) != S.deq + 1)
 			break;
 		drops = __atomic_exchange_n(&S.queue_drops, 0, __ATOMIC_RELAXED);
 		if (S.mon != NULL && drops > 0)
 			mate_mon_add_drops(S.mon, drops);
-		/* a subscriber lagging: drop without formatting for a while */
-		skip = S.mon != NULL && mate_mon_skip(S.mon);
+		/* a subscriber lagging: drop without formatting for a while (but
+		 * not the last word, which tells subscribers the process is gone) */
+		last = s->r.type == MATE_EV_CUSTOM && strcmp(s->r.text2, "DISCONNECT") == 0;
+		skip = S.mon != NULL && !last && mate_mon_skip(S.mon);
 		if (!skip || S.ilog_fd >= 0)
 			to_rec(&s->r, S.deq + 1, &rec);
 		__atomic_store_n(&s->turn, S.deq + RING_SLOTS, __ATOMIC_RELEASE);
 		__atomic_store_n(&S.deq, S.deq + 1, __ATOMIC_RELAXED);
 		if (S.mon != NULL && !skip)
-			mate_mon_send(S.mon, &rec);
+			mate_mon_send(S.mon, &rec, last);
 		if (S.ilog_fd >= 0)
 			log_rec(&rec);
 		S.events++;

@@ -43,6 +43,10 @@ mate_ev_call_begin(const mate_call *c, const char *name)
 		return;
 	f = &T.f[T.depth - 1];
 	f->c = c;
+	if (!MATE_EV_WANTED()) {
+		f->id = 0;   /* no one listens: the call keeps its depth, no id */
+		return;
+	}
 	f->id = mate_ev_next_id();
 	f->in_bytes = f->out_bytes = 0;
 	f->recv_sent = 0;
@@ -58,7 +62,7 @@ mate_ev_call_tensor(const mate_call *c, int flags, const mate_tensor *t)
 	int depth, role = flags & 0x0f;
 	int64_t n;
 
-	if (t == NULL || (f = find(c, &depth)) == NULL || role == MATE_DEFAULT)
+	if (t == NULL || (f = find(c, &depth)) == NULL || f->id == 0 || role == MATE_DEFAULT)
 		return;
 	n = mate_tensor_nbytes(t);
 	if (n <= 0)
@@ -84,7 +88,7 @@ mate_ev_call_ready(const mate_call *c)
 	struct call_frame *f;
 	int depth;
 
-	if ((f = find(c, &depth)) != NULL)
+	if ((f = find(c, &depth)) != NULL && f->id != 0)
 		send_recv(f, depth);
 }
 
@@ -97,6 +101,10 @@ mate_ev_call_end(const mate_call *c, int ok, const char *error)
 	if ((f = find(c, &depth)) == NULL) {
 		if (T.depth > MAX_FRAMES)
 			T.depth--;
+		return;
+	}
+	if (f->id == 0) {
+		T.depth = depth;
 		return;
 	}
 	send_recv(f, depth);
@@ -115,7 +123,7 @@ mate_call_id(const mate_call *c)
 
 	if (c == NULL || !MATE_EV_ON() || (f = find(c, &depth)) == NULL)
 		return 0;
-	return f->id;
+	return f->id;   /* 0 for a call begun while no one listened */
 }
 
 static void

@@ -123,8 +123,9 @@ struct mate_mon *mate_mon_start(const char *tcp, double start_real) MATE_HIDDEN;
  * to become readable (0: no wait). */
 int mate_mon_poll(struct mate_mon *m, int wake_fd, int timeout_ms) MATE_HIDDEN;
 /* Sends one event as a JSON frame, never blocking; a frame refused at the
- * high-water mark is dropped and counted. */
-void mate_mon_send(struct mate_mon *m, const struct mate_ev_rec *r) MATE_HIDDEN;
+ * high-water mark is dropped and counted. The last frame (DISCONNECT)
+ * waits up to 200 ms for room. */
+void mate_mon_send(struct mate_mon *m, const struct mate_ev_rec *r, int last) MATE_HIDDEN;
 /* After a frame was refused, the next few are dropped (and counted)
  * without being formatted: @return 1 when this one is. */
 int mate_mon_skip(struct mate_mon *m) MATE_HIDDEN;

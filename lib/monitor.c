@@ -316,7 +316,7 @@ json_str(char *o, char *end, const char *s)
 }
 
 void
-mate_mon_send(struct mate_mon *m, const struct mate_ev_rec *r)
+mate_mon_send(struct mate_mon *m, const struct mate_ev_rec *r, int last)
 {
 	/* every field is bounded (struct mate_ev_rec): even escaped, all fits */
 	char frame[4096], *o = frame, *end = frame + sizeof(frame) - 8;
@@ -336,9 +336,13 @@ mate_mon_send(struct mate_mon *m, const struct mate_ev_rec *r)
 	    (long long)r->size, m->pid, m->start_real, (unsigned long long)m->drops);
 	o = json_str(o, end, m->program);
 	*o++ = '}';
-	if (zmq_send(m->pub, frame, (size_t)(o - frame), ZMQ_DONTWAIT) < 0) {
-		m->drops++;
-		m->skip = MON_SKIP;
+	for (int tries = 0; zmq_send(m->pub, frame, (size_t)(o - frame), ZMQ_DONTWAIT) < 0; tries++) {
+		if (!last || tries >= 20) {
+			m->drops++;
+			m->skip = MON_SKIP;
+			return;
+		}
+		zmq_poll(NULL, 0, 10);   /* the last frame waits a little for room */
 	}
 }
 

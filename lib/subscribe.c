@@ -338,11 +338,14 @@ scan(mate_monitor *m)
 			connect_info(m, &in);
 	}
 	closedir(d);
-	/* publishers whose endpoint went away without a word */
+	/* publishers whose endpoint went away (removed at exit, or dead) */
 	for (int i = 0; i < m->npubs; i++) {
 		struct pub *p = &m->pubs[i];
-		if (p->connected && strncmp(p->endpoint, "ipc://", 6) == 0 && p->pid > 0 &&
-		    kill((pid_t)p->pid, 0) != 0 && errno == ESRCH)
+		char info[600];
+		if (!p->connected || p->ended || strncmp(p->endpoint, "ipc://", 6) != 0 || p->pid <= 0)
+			continue;
+		snprintf(info, sizeof(info), "%s/%ld.info", m->dir, p->pid);
+		if (access(info, F_OK) != 0 || (kill((pid_t)p->pid, 0) != 0 && errno == ESRCH))
 			p->ended = 1;
 	}
 }

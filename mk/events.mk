@@ -48,3 +48,9 @@ EXTRA_DIST += tests/events_cli.sh
 ## Man pages of the tools.
 man_MANS += man/mate-trace.1 man/mate-top.1
 EXTRA_DIST += man/mate-trace.1 man/mate-top.1
+
+## Benchmarks (make bench; then python3 bench/events.py from the build directory).
+BENCH_BINS += bench/events-overhead
+bench_events_overhead_SOURCES = bench/events-overhead.c
+bench_events_overhead_LDADD = libmate.la
+EXTRA_DIST += bench/events.py
