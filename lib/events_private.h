@@ -147,4 +147,10 @@ int mate_mon_runtime_dir(char *buf, size_t cap, int create) MATE_HIDDEN;
  * field 22), or 0 when it is not running or cannot be read. */
 uint64_t mate_proc_start_ticks(pid_t pid) MATE_HIDDEN;
 
+/* ---- the subscriber (subscribe.c) ---------------------------------------------
+ * Takes one received frame as if it had come from the socket (fuzzing):
+ * @return MATE_OK, or a negative mate_status. */
+struct mate_monitor;
+int mate_mon_take_frame(struct mate_monitor *m, const char *buf, size_t len) MATE_HIDDEN;
+
 #endif /* MATE_EVENTS_PRIVATE_H_INCLUDED */

@@ -18,6 +18,7 @@
 #define RESCAN_MS 100
 #define LAG_MS_DEFAULT 100
 #define HELD_MAX 1000000        /* events held for ordering, at most */
+#define PUBS_MAX 4096           /* publishers followed, at most */
 
 struct pub {
 	long pid;
@@ -133,6 +134,8 @@ pub_add(mate_monitor *m, long pid, double start, const char *endpoint)
 {
 	struct pub *p;
 
+	if (m->npubs >= PUBS_MAX)
+		return NULL;
 	if (m->npubs == m->cap_pubs) {
 		int cap = m->cap_pubs ? m->cap_pubs * 2 : 8;
 		p = realloc(m->pubs, (size_t)cap * sizeof(*p));
@@ -608,7 +611,7 @@ take_frame(mate_monitor *m, const char *buf, size_t len, mate_error *err)
 		return MATE_OK;
 	start = fr.n[N_START];
 	if ((p = pub_for_frame(m, (long)fr.n[N_PID], start)) == NULL)
-		return nomem(err);
+		return MATE_OK;   /* too many publishers (or no memory): skipped */
 	if (p->program[0] == '\0' && fr.s[F_PROGRAM] != NULL)
 		snprintf(p->program, sizeof(p->program), "%s", fr.s[F_PROGRAM]);
 	if (m->base == 0 && start > 0) {
@@ -732,4 +735,12 @@ double
 mate_monitor_base(const mate_monitor *m)
 {
 	return m->base;
+}
+
+int
+mate_mon_take_frame(mate_monitor *m, const char *buf, size_t len)
+{
+	if (len > FRAME_MAX)
+		return -1;
+	return take_frame(m, buf, len, NULL);
 }

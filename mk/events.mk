@@ -54,3 +54,9 @@ BENCH_BINS += bench/events-overhead
 bench_events_overhead_SOURCES = bench/events-overhead.c
 bench_events_overhead_LDADD = libmate.la
 EXTRA_DIST += bench/events.py
+
+## fuzz/fuzz_frame: the subscriber's frame parser, merging and activity aggregate.
+FUZZ_TARGETS += fuzz/fuzz_frame
+fuzz_fuzz_frame_SOURCES = fuzz/fuzz_frame.c
+fuzz_fuzz_frame_LDADD = libmate.la
+fuzz_fuzz_frame_LDFLAGS = $(FUZZER_LINK)
