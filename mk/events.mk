@@ -60,3 +60,5 @@ FUZZ_TARGETS += fuzz/fuzz_frame
 fuzz_fuzz_frame_SOURCES = fuzz/fuzz_frame.c
 fuzz_fuzz_frame_LDADD = libmate.la
 fuzz_fuzz_frame_LDFLAGS = $(FUZZER_LINK)
+TESTS += tests/events_tcp.sh
+EXTRA_DIST += tests/events_tcp.sh

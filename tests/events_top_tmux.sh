@@ -56,4 +56,15 @@ n=0
 while [ ! -s "$tmp/exit" ] && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
 [ -s "$tmp/exit" ] || fail "q did not quit"
 [ "$(cat "$tmp/exit")" = 0 ] || fail "mate-top exited $(cat "$tmp/exit")"
+# NO_COLOR: the bars are drawn with the ops' first letters and dots
+tmux -S "$sock" new-window -t top -n plain \
+    "NO_COLOR=1 MATE_MONITOR_DIR='$tmp/rt' TERM=screen '$b/src/top/mate-top' --pid $demo -d 0.2; sleep 30"
+n=0
+while [ $n -lt 100 ]; do
+	tmux -S "$sock" capture-pane -p -t top:plain >"$tmp/screen"
+	grep -Eq '^  worker_[0-9]+ +\[[a-z]+\.*\]' "$tmp/screen" && break
+	sleep 0.1
+	n=$((n + 1))
+done
+grep -Eq '^  worker_[0-9]+ +\[[a-z]+\.*\]' "$tmp/screen" || fail "NO_COLOR bars of letters and dots"
 echo "PASS: rows $first; reversed $reversed"
