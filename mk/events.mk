@@ -62,3 +62,7 @@ fuzz_fuzz_frame_LDADD = libmate.la
 fuzz_fuzz_frame_LDFLAGS = $(FUZZER_LINK)
 TESTS += tests/events_tcp.sh
 EXTRA_DIST += tests/events_tcp.sh
+check_PROGRAMS += tests/test_activity
+TESTS += tests/test_activity
+tests_test_activity_SOURCES = tests/test_activity.c
+tests_test_activity_LDADD = libmate.la -lm
