@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mate_events.h"
+#include "mate_view.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 const char *__lsan_default_suppressions(void);

@@ -5,7 +5,7 @@
 #include <regex.h>
 #include <stdint.h>
 
-#include "mate_events.h"
+#include "mate_view.h"
 
 #define TL_MAX_LANES 256        /* more go to one overflow lane per kind */
 #define TL_MAX_OPS 256          /* more op types count as "other" */

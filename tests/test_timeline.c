@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mate_events.h"
+#include "mate_view.h"
 #include "test.h"
 
 static uint64_t seq;

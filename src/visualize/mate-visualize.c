@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "fe.h"
-#include "mate_events.h"
+#include "mate_view.h"
 
 enum { FMT_PNG, FMT_SVG, FMT_PDF, FMT_JSON };
 
