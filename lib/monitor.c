@@ -14,7 +14,7 @@
 #include <zmq.h>
 
 #define MON_LINGER_MS 250
-#define MON_HWM_DEFAULT 50000
+#define MON_HWM_DEFAULT 100000
 #define MON_SKIP 256            /* frames dropped unformatted after a refusal */
 
 struct mate_mon {

@@ -673,13 +673,16 @@ mate_monitor_next(mate_monitor *m, mate_live_event *ev, int timeout_ms, mate_err
 			scan(m);
 			m->next_scan = now + RESCAN_MS / 1000.0;
 		}
-		if ((rc = receive_all(m, err)) != MATE_OK)
-			return rc;
-		if (m->nheld > 0 && (m->flushing || now - m->heap[0]->arrived >= m->lag ||
-		    m->nheld >= HELD_MAX)) {
-			m->current = heap_pop(m);
-			*ev = m->current->le;
-			return 1;
+		/* what is due goes out first; the socket is read when nothing is */
+		for (int pass = 0; pass < 2; pass++) {
+			if (m->nheld > 0 && (m->flushing || now - m->heap[0]->arrived >= m->lag ||
+			    m->nheld >= HELD_MAX)) {
+				m->current = heap_pop(m);
+				*ev = m->current->le;
+				return 1;
+			}
+			if (pass == 0 && (rc = receive_all(m, err)) != MATE_OK)
+				return rc;
 		}
 		if (now >= deadline)
 			return 0;
@@ -688,8 +691,11 @@ mate_monitor_next(mate_monitor *m, mate_live_event *ev, int timeout_ms, mate_err
 			wait = m->heap[0]->arrived + m->lag - now;
 		if (m->next_scan - now < wait)
 			wait = m->next_scan - now;
+		/* with events held, sleep until the first is due: what arrives
+		 * meanwhile waits in the socket and is read in one batch */
 		zmq_pollitem_t it = { m->sub, 0, ZMQ_POLLIN, 0 };
-		if (zmq_poll(&it, 1, (long)(wait * 1000.0) + 1) < 0) {
+		if (zmq_poll(m->nheld > 0 ? NULL : &it, m->nheld > 0 ? 0 : 1,
+		    (long)(wait * 1000.0) + 1) < 0) {
 			if (zmq_errno() == EINTR)
 				return 0;   /* a signal: the caller looks at its flags */
 			return mate_set_error(err, MATE_ERR_IO, "monitor: poll: %s",
