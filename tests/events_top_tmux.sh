@@ -46,6 +46,14 @@ screen
 reversed=$(rows)
 expect=$(echo $first | tr ' ' '\n' | sed '/^$/d' | tac | tr '\n' ' ')
 [ "$reversed" = "$expect" ] || fail "r reverses the order: '$first' then '$reversed'"
+# a smaller terminal: redrawn to fit, rows still there
+tmux -S "$sock" resize-window -t top -x 90 -y 12 2>/dev/null
+sleep 0.5
+screen
+[ "$(grep -Ec '^  worker_[0-9]+ ' "$tmp/screen")" -eq 3 ] || fail "three rows after a resize"
+# no line wrapped onto the next: every line is a known kind
+grep -Ev '^(mate-top |  WORKER |[0-9]+ mate-demo |  worker_[0-9]+ |$)' "$tmp/screen" &&
+	fail "lines wrapped after a resize"
 tmux -S "$sock" send-keys -t top h
 waitscreen 'mate-top keys'
 tmux -S "$sock" send-keys -t top x

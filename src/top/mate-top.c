@@ -7,6 +7,7 @@
 #include <locale.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -390,6 +391,24 @@ draw_bar(const struct view *v, const mate_worker_row *r, int width)
 	addch(']');
 }
 
+/* printw that stops at the right edge instead of wrapping onto the next line. */
+static void put(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+put(const char *fmt, ...)
+{
+	char buf[1024];
+	int room = COLS - getcurx(stdscr);
+	va_list ap;
+
+	if (room <= 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	addnstr(buf, room);
+}
+
 static void
 draw_header(mate_monitor *m, const mate_activity *a, const struct view *v)
 {
@@ -409,15 +428,16 @@ draw_header(mate_monitor *m, const mate_activity *a, const struct view *v)
 	localtime_r(&now, &tm);
 	strftime(when, sizeof(when), "%H:%M:%S", &tm);
 	attron(A_BOLD);
-	mvprintw(0, 0, "mate-top %s  %d attached (%d seen, %d publishers)  %llu events", when,
+	move(0, 0);
+	put("mate-top %s  %d attached (%d seen, %d publishers)  %llu events", when,
 	    attached, np, mate_monitor_publishers(m), (unsigned long long)events);
 	attroff(A_BOLD);
 	if (drops > 0) {
 		attron(v->color ? COLOR_PAIR(1) | A_BOLD : A_BOLD);
-		printw("  %llu DROPPED", (unsigned long long)drops);
+		put("  %llu DROPPED", (unsigned long long)drops);
 		attroff(v->color ? COLOR_PAIR(1) | A_BOLD : A_BOLD);
 	}
-	printw("  sort: %s%s%s", sort_name[v->sort], v->reverse ? " (reversed)" : "",
+	put("  sort: %s%s%s", sort_name[v->sort], v->reverse ? " (reversed)" : "",
 	    v->paused ? "  PAUSED" : "");
 	clrtoeol();
 }
@@ -441,7 +461,7 @@ draw_help(void)
 	for (int i = 0; i < n && i + 2 < LINES; i++) {
 		move(i + 2, 2);
 		clrtoeol();
-		printw("%s", lines[i]);
+		put("%s", lines[i]);
 	}
 }
 
@@ -458,7 +478,8 @@ draw_rows(const mate_activity *a, struct view *v)
 	if (bar > 40)
 		bar = 40;
 	attron(A_REVERSE);
-	mvprintw(1, 0, "  %-18s %-*s %5s %8s %10s  %s", "WORKER", bar + 2, "ACTIVITY", "BUSY",
+	move(1, 0);
+	put("  %-18s %-*s %5s %8s %10s  %s", "WORKER", bar + 2, "ACTIVITY", "BUSY",
 	    "OPS/S", "BYTES/S", "TOP OPS");
 	clrtoeol();
 	attroff(A_REVERSE);
@@ -473,14 +494,14 @@ draw_rows(const mate_activity *a, struct view *v)
 			if (line++ >= v->scroll && y < LINES) {
 				move(y++, 0);
 				attron(A_BOLD);
-				printw("%ld %s%s  events %llu  dropped %llu", p.pid, p.program,
+				put("%ld %s%s  events %llu  dropped %llu", p.pid, p.program,
 				    p.ended ? " (exited)" : "", (unsigned long long)p.events,
 				    (unsigned long long)p.dropped);
 				for (int d = 0; d < p.ndevices; d++) {
 					char cur[16], peak[16];
 					fmt_bytes(cur, sizeof(cur), (double)p.mem_current[d]);
 					fmt_bytes(peak, sizeof(peak), (double)p.mem_peak[d]);
-					printw("  %s %s (peak %s)", p.device[d], cur, peak);
+					put("  %s %s (peak %s)", p.device[d], cur, peak);
 				}
 				attroff(A_BOLD);
 				clrtoeol();
@@ -489,15 +510,16 @@ draw_rows(const mate_activity *a, struct view *v)
 		if (line++ < v->scroll || y >= LINES)
 			continue;
 		move(y++, 0);
-		printw("  %-18.18s ", r.worker);
-		draw_bar(v, &r, bar);
+		put("  %-18.18s ", r.worker);
+		if (COLS - getcurx(stdscr) > bar + 2)
+			draw_bar(v, &r, bar);
 		fmt_bytes(bytes, sizeof(bytes), r.bytes_per_s);
 		top_ops(&r, ops, sizeof(ops), " ");
-		printw(" %4.0f%% %8.1f %8s/s  %s", r.busy * 100, r.ops_per_s, bytes, ops);
+		put(" %4.0f%% %8.1f %8s/s  %s", r.busy * 100, r.ops_per_s, bytes, ops);
 		clrtoeol();
 	}
 	if (v->norder == 0 && y < LINES)
-		mvprintw(y++, 2, "waiting for events (MATE_MONITOR=1 MATE_LOGLEVEL=1 in the program)");
+		move(y++, 2), put("waiting for events (MATE_MONITOR=1 MATE_LOGLEVEL=1 in the program)");
 	move(y, 0);
 	clrtobot();
 }
