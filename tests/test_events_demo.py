@@ -77,18 +77,19 @@ def main():
     check(os.path.exists(os.path.join(rt, "%d.ipc" % demo.pid)), "the ipc endpoint exists")
     check(oct(os.stat(rt).st_mode & 0o777) == oct(0o700), "runtime directory mode 0700")
 
-    # mate-trace -s 1 into a directory it creates
+    # mate-top -b -n 3 alongside mate-trace -s 1 (into a directory it creates)
+    top = subprocess.Popen([build_path("src", "top", "mate-top"), "-b", "-n", "3", "-d", "0.3"],
+                           env=tools_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     traces = os.path.join(d, "traces", "sub")
     p = run([build_path("src", "trace", "mate-trace"), "-s", "1", "--dir", traces], env=tools_env)
-    # mate-top in batch mode lists the workers, three times
-    t = run([build_path("src", "top", "mate-top"), "-b", "-n", "3", "-d", "0.3"], env=tools_env)
-    tables = t.stdout.count("mate-top: ")
-    check(tables == 3, "three tables: %d\n%s" % (tables, t.stdout))
-    last = t.stdout.split("mate-top: ")[-1]
+    top_out, top_err = top.communicate(timeout=60)
+    check(top.returncode == 0, "mate-top exits 0: %s" % top_err)
+    tables = top_out.count("mate-top: ")
+    check(tables == 3, "three tables: %d\n%s" % (tables, top_out))
+    last = top_out.split("mate-top: ")[-1]
     for w in ("worker_0", "worker_1", "worker_2"):
         check(re.search(r"^%d\s+mate-demo\s+%s\s" % (demo.pid, w), last, re.M) is not None,
-              "mate-top lists %s:\n%s" % (w, t.stdout))
-
+              "mate-top lists %s:\n%s" % (w, top_out))
     names = os.listdir(traces)
     check(len(names) == 1 and re.match(r"^trace_\d{8}_\d{6}\.log$", names[0]),
           "one trace_YYYYMMDD_HHMMSS.log: %s" % names)
