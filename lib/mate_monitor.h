@@ -31,7 +31,8 @@ typedef struct mate_live_event {
 	                      * the next mate_monitor_next() */
 	int publisher;       /* index for mate_monitor_publisher() */
 	uint64_t dropped;    /* the publisher's drop count with this frame */
-	uint64_t missed;     /* frames of this publisher missing just before it */
+	uint64_t missed;     /* events of this publisher missing just before it
+	                      * (a sequence gap or a larger drop count) */
 } mate_live_event;
 
 typedef struct mate_publisher_info {

@@ -422,6 +422,10 @@ account(struct pub *p, uint64_t seq, uint64_t dropped)
 	}
 	if (seq > p->last_seq)
 		p->last_seq = seq;
+	/* events its queue refused take no sequence number: a larger drop
+	 * count says some are missing too */
+	if (p->events > 0 && dropped > p->dropped && dropped - p->dropped > gap)
+		gap = dropped - p->dropped;
 	if (dropped > p->dropped)
 		p->dropped = dropped;
 	p->events++;

@@ -8,7 +8,7 @@ mkdir -m 700 "$tmp/rt"
 export MATE_MONITOR_DIR=$tmp/rt
 fail() { echo "FAIL: $*"; exit 1; }
 
-MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=tcp:0 MATE_DEMO_SECONDS=4 \
+MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=tcp:0 MATE_DEMO_SECONDS=8 \
     "$b/examples/mate-demo" 2>"$tmp/demo.err" &
 demo=$!
 n=0
@@ -29,7 +29,7 @@ grep -q "pid $demo mate-demo: [0-9]* events, [0-9]* dropped, 0 lost" "$tmp/t.err
 MATE_MONITOR_DIR=$tmp/none "$b/src/trace/mate-trace" --endpoint "$url" -s 0 -o "$tmp/int.log" \
     2>"$tmp/int.err" &
 tr=$!
-sleep 1
+sleep 2
 kill -INT $tr
 wait $tr || fail "mate-trace interrupted exits non-zero: $(cat "$tmp/int.err")"
 n=$(grep -Ec '^ *[0-9]+\.[0-9]{3}s \| #' "$tmp/int.log")

@@ -52,7 +52,7 @@ sleep 0.5
 screen
 [ "$(grep -Ec '^  worker_[0-9]+ ' "$tmp/screen")" -eq 3 ] || fail "three rows after a resize"
 # no line wrapped onto the next: every line is a known kind
-grep -Ev '^(mate-top |  WORKER |[0-9]+ mate-demo |  worker_[0-9]+ |$)' "$tmp/screen" &&
+grep -Ev '^(mate-top |  WORKER |[0-9]+ mate-demo |  worker_[0-9]+ |  thread [0-9]+ |$)' "$tmp/screen" &&
 	fail "lines wrapped after a resize"
 tmux -S "$sock" send-keys -t top h
 waitscreen 'mate-top keys'
