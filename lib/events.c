@@ -168,9 +168,9 @@ claim(uint64_t *seq)
 		return NULL;
 	t = mono_ns() - S.start_mono_ns;
 	while ((s = ring_claim(seq)) == NULL) {
-		/* for the stream alone, a few yields to the events thread, then
-		 * the event is dropped: the program never waits on a subscriber */
-		if ((S.ilog_fd < 0 && spins >= 16) || __atomic_load_n(&S.stopping, __ATOMIC_RELAXED)) {
+		/* for the stream alone the event is dropped (and counted): the
+		 * program never waits on a subscriber */
+		if (S.ilog_fd < 0 || __atomic_load_n(&S.stopping, __ATOMIC_RELAXED)) {
 			__atomic_add_fetch(&S.queue_drops, 1, __ATOMIC_RELAXED);
 			return NULL;
 		}
@@ -181,10 +181,6 @@ claim(uint64_t *seq)
 			sched_yield();
 	}
 	s->r.t_ns = t;
-	/* half full: the events thread is starved of CPU; let it run (a yield,
-	 * not a wait: it returns at once when nothing else is runnable) */
-	if (*seq - __atomic_load_n(&S.deq, __ATOMIC_RELAXED) > RING_SLOTS / 2)
-		sched_yield();
 	return s;
 }
 
