@@ -54,4 +54,12 @@ void mate_atomic_abort(mate_atomic_file *af);
 /* Internal tensor-value access used by the file formats. */
 mate_value *mate_value_tensor_take(const mate_tensor *t, mate_storage *st);
 
+/* mate_storage_new() without clearing the bytes: for readers that overwrite
+ * all of them (saves a pass over fresh memory). */
+mate_storage *mate_storage_new_uninit(size_t nbytes, mate_error *err);
+
+/* mate_pt_read() on a whole .pt file held in memory (the fuzz target). */
+mate_value *mate_pt_read_memory(const void *buf, size_t len,
+    const struct mate_pt_read_options *opts, mate_error *err);
+
 #endif /* MATE_PRIVATE_H_INCLUDED */
