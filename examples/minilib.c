@@ -17,6 +17,9 @@ struct task {
 	void *arg;
 	int rc, done;
 	struct task *next;
+	uint64_t call;             /* the recorded call it runs for (0: none) */
+	const char *op;
+	int64_t in_bytes, out_bytes;
 };
 
 static struct {
@@ -43,10 +46,13 @@ fail(const char *fmt, const char *what, long a, long b)
 	return -1;
 }
 
+/* Each worker thread shows as worker_<i> in live events (mate_work_*). */
 static void *
 worker_main(void *arg)
 {
-	(void)arg;
+	char name[32];
+
+	snprintf(name, sizeof(name), "worker_%d", (int)(intptr_t)arg);
 	pthread_mutex_lock(&pool.lock);
 	for (;;) {
 		struct task *t;
@@ -59,7 +65,10 @@ worker_main(void *arg)
 		if (pool.head == NULL)
 			pool.tail = NULL;
 		pthread_mutex_unlock(&pool.lock);
+		mate_work w;
+		mate_work_begin(&w, t->call, name, t->op, t->in_bytes);
 		t->rc = t->fn(t->arg);
+		mate_work_end(&w, t->out_bytes, t->rc == 0);
 		pthread_mutex_lock(&pool.lock);
 		t->done = 1;
 		pthread_cond_broadcast(&pool.finished);
@@ -75,7 +84,7 @@ mini_init(int workers)
 	if (pool.threads == NULL)
 		return -1;
 	for (int i = 0; i < workers; i++) {
-		if (pthread_create(&pool.threads[i], NULL, worker_main, NULL) != 0)
+		if (pthread_create(&pool.threads[i], NULL, worker_main, (void *)(intptr_t)i) != 0)
 			return -1;
 		pool.nthreads++;
 	}
@@ -94,11 +103,19 @@ mini_shutdown(void)
 	free(pool.threads);
 }
 
-/* Runs fn(arg) on a worker and waits for it. */
-static int
-run_on_pool(int (*fn)(void *), void *arg)
+static int64_t
+nbytes(const mate_tensor *t)
 {
-	struct task t = { fn, arg, 0, 0, NULL };
+	return t != NULL ? mate_tensor_nbytes(t) : 0;
+}
+
+/* Runs fn(arg) on a worker for call c (NULL when not recorded) and waits
+ * for it; op and the bytes in and out describe the work in live events. */
+static int
+run_on_pool(int (*fn)(void *), void *arg, const mate_call *c, const char *op,
+    int64_t in_bytes, int64_t out_bytes)
+{
+	struct task t = { fn, arg, 0, 0, NULL, mate_call_id(c), op, in_bytes, out_bytes };
 
 	pthread_mutex_lock(&pool.lock);
 	if (pool.tail != NULL)
@@ -300,7 +317,8 @@ mini_rmsnorm(const mate_tensor *input, const mate_tensor *weight, double eps,
 		rc = fail("%s: weight has %ld elements, expected %ld", "rmsnorm",
 		    (long)weight->shape[0], (long)last_dim(input));
 	else
-		rc = run_on_pool(rmsnorm_work, &a);
+		rc = run_on_pool(rmsnorm_work, &a, c, "rmsnorm",
+		    nbytes(input) + nbytes(weight), nbytes(out));
 	return finish(c, rc, out);
 }
 
@@ -321,7 +339,8 @@ mini_fused_add_rmsnorm(mate_tensor *input, mate_tensor *residual,
 		mate_call_float(c, MATE_KWARG, "eps", eps);
 		mate_call_ready(c);
 	}
-	rc = run_on_pool(rmsnorm_work, &a);
+	rc = run_on_pool(rmsnorm_work, &a, c, "fused_add_rmsnorm",
+	    nbytes(input) + nbytes(residual) + nbytes(weight), nbytes(input) + nbytes(residual));
 	return finish(c, rc, NULL);
 }
 
@@ -338,7 +357,7 @@ mini_silu_and_mul(const mate_tensor *input, mate_tensor *out)
 		mate_call_none(c, MATE_DEFAULT, "out");
 		mate_call_ready(c);
 	}
-	rc = run_on_pool(silu_work, t);
+	rc = run_on_pool(silu_work, t, c, "silu_and_mul", nbytes(input), nbytes(out));
 	return finish(c, rc, out);
 }
 
@@ -355,7 +374,7 @@ mini_softmax(const mate_tensor *logits, double temperature, mate_tensor *out)
 		mate_call_float(c, MATE_KWARG, "temperature", temperature);
 		mate_call_ready(c);
 	}
-	rc = run_on_pool(softmax_work, &a);
+	rc = run_on_pool(softmax_work, &a, c, "softmax", nbytes(logits), nbytes(out));
 	return finish(c, rc, out);
 }
 
@@ -377,6 +396,6 @@ mini_mm(const mate_tensor *a, const mate_tensor *b, mate_tensor *out)
 		rc = fail("%s: inner dimensions differ (%ld vs %ld)", "mm",
 		    (long)a->shape[1], (long)b->shape[0]);
 	else
-		rc = run_on_pool(mm_work, t);
+		rc = run_on_pool(mm_work, t, c, "mm", nbytes(a) + nbytes(b), nbytes(out));
 	return finish(c, rc, out);
 }

@@ -1,5 +1,6 @@
 /* config.c: the recorder's configuration (MATE_* variables), its log destination, warnings and fork handling. */
 #include "recorder_private.h"
+#include "events_private.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -249,6 +250,10 @@ mate_config_from_env(struct mate_config *cfg)
 		else
 			cfg->logdest = s;
 	}
+	if ((s = getenv("MATE_INSTRUCTION_LOG")) != NULL && s[0] != '\0')
+		cfg->instruction_log = s;
+	if ((s = getenv("MATE_MONITOR")) != NULL && s[0] != '\0')
+		cfg->monitor = s;
 	if (cfg->level >= 10)
 		env_dump(cfg);
 }
@@ -415,6 +420,7 @@ apply(const struct mate_config *cfg, mate_error *err)
 		atfork_done = 1;
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	}
+	mate_ev_configure(n.level, cfg->instruction_log, cfg->monitor);
 	__atomic_store_n(&mate_record_level_, n.level, __ATOMIC_RELEASE);
 	return MATE_OK;
 }
@@ -620,4 +626,5 @@ atfork_child(void)
 	if (mate_rec_cfg.logdest != NULL && strstr(mate_rec_cfg.logdest, "%i") != NULL)
 		close_log();
 	mate_rec_generation++;
+	mate_ev_atfork_child();
 }

@@ -252,6 +252,42 @@ void mate_call_end(mate_call *c);
  * record with error (may be NULL); no output is logged. Frees c. */
 void mate_call_fail(mate_call *c, const char *error);
 
+/* ---- Work on workers (live events) ------------------------------------------
+ * With events on (MATE_INSTRUCTION_LOG or MATE_MONITOR and MATE_LOGLEVEL >= 1,
+ * mate(7)), every recorded call is a RECV (its inputs are ready) and a SEND
+ * (it returned) from its thread, with ids in the details ("call=N op=NAME
+ * depth=D"). A library whose work runs elsewhere (a worker thread, a GPU
+ * stream, a device) reports that work, so it shows as WORKER_SEND and
+ * WORKER_RECV on that worker, joined to the call:
+ *
+ *	uint64_t call = mate_call_id(c);     // on the calling thread; 0 if off
+ *	... hand call to the worker with the task, then on the worker:
+ *	mate_work w;
+ *	mate_work_begin(&w, call, "worker_1", "rmsnorm", in_bytes);
+ *	rc = run(task);
+ *	mate_work_end(&w, out_bytes, rc == 0);
+ *
+ * Both cost one load when events are off. A mate_work is the caller's (on
+ * the stack); begin and end may run on different threads. */
+typedef struct mate_work {
+	uint64_t call;      /* the call it belongs to (0: none) */
+	uint64_t id;        /* this work's id; 0 when not recorded */
+	char worker[48];    /* the worker's name, as the log shows it */
+	char op[48];
+} mate_work;
+
+/*! mate_call_id() : the id of call c in the events (call=N), for its work;
+ * 0 when events are off or c is NULL. Call it on c's thread. */
+uint64_t mate_call_id(const mate_call *c);
+/*! mate_work_begin() : work of call (0: of no call) starts on worker (a
+ * name such as "worker_1" or "cuda:0/stream 7"; NULL: the calling thread)
+ * doing op (NULL: "work") on bytes bytes: WORKER_SEND. */
+void mate_work_begin(mate_work *w, uint64_t call, const char *worker, const char *op,
+    int64_t bytes);
+/*! mate_work_end() : the work of w finished (ok non-zero) or failed,
+ * producing bytes bytes: WORKER_RECV. Does nothing when begin did not record. */
+void mate_work_end(mate_work *w, int64_t bytes, int ok);
+
 /* ---- Recorder configuration ----------------------------------------------
  * The environment variables of mate(7) as a struct, for tools and tests.
  * Strings are borrowed by mate_configure(), which copies them. */
@@ -264,6 +300,8 @@ struct mate_config {
 	const char *dump_include; /* comma-separated fnmatch patterns; NULL: none */
 	const char *dump_exclude;
 	int dump_safetensors;     /* 1: .safetensors instead of .pt */
+	const char *instruction_log; /* MATE_INSTRUCTION_LOG: a path (%i: the pid); NULL: none */
+	const char *monitor;      /* MATE_MONITOR: "1", "tcp", "tcp:PORT", "tcp://HOST:PORT"; NULL: off */
 };
 
 /*! mate_config_default() : the defaults of mate(7) (level 0, stdout, ...). */

@@ -1,6 +1,7 @@
 /* recorder.c: the public recording API: a call's arguments and results, its phases and host staging of tensors. */
 #include "recorder_private.h"
 #include "backend.h"
+#include "events_private.h"
 
 #include <locale.h>
 #include <stdio.h>
@@ -60,8 +61,12 @@ mate_call_begin(const char *name, const char *module, const char *signature)
 		return NULL;
 	if (name == NULL)
 		name = "<unnamed>";
+	if (MATE_UNLIKELY(__atomic_load_n(&mate_ev_restart_, __ATOMIC_RELAXED)))
+		mate_ev_restart_child();
 	if (level == 1) {
 		mate_rec_log_name(name);
+		if (MATE_EV_ON())
+			mate_ev_call_begin(&level1_call, name);
 		return &level1_call;
 	}
 	c = calloc(1, sizeof(*c));
@@ -83,6 +88,8 @@ mate_call_begin(const char *name, const char *module, const char *signature)
 		return NULL;
 	}
 	mate_rec_stamp(c->stamp);
+	if (MATE_EV_ON())
+		mate_ev_call_begin(c, name);
 	return c;
 }
 
@@ -171,6 +178,8 @@ tensor_ok(const mate_tensor *t)
 void
 mate_call_tensor(mate_call *c, int flags, const char *name, const mate_tensor *t)
 {
+	if (c != NULL && MATE_EV_ON() && tensor_ok(t))
+		mate_ev_call_tensor(c, flags, t);
 	if (SKIP(c))
 		return;
 	if (!tensor_ok(t)) {
@@ -501,8 +510,11 @@ mate_call_ready(mate_call *c)
 	struct mate_buf log;
 	locale_t old;
 
-	if (SKIP(c) || c->state != CALL_BEGUN)
+	if (SKIP(c) || c->state != CALL_BEGUN) {
+		if (c != NULL && MATE_EV_ON())
+			mate_ev_call_ready(c);
 		return;
+	}
 	c->state = CALL_READY;
 	old = enter_c_locale();
 	mate_buf_init(&log);
@@ -519,6 +531,8 @@ mate_call_ready(mate_call *c)
 	mate_buf_free(&log);
 	release_tensors(c);
 	leave_locale(old);
+	if (MATE_EV_ON())
+		mate_ev_call_ready(c);
 }
 
 static void
@@ -544,6 +558,8 @@ mate_call_end(mate_call *c)
 	struct mate_buf log;
 	locale_t old;
 
+	if (c != NULL && MATE_EV_ON())
+		mate_ev_call_end(c, 1, NULL);
 	if (SKIP(c))
 		return;
 	mate_call_ready(c);
@@ -569,6 +585,8 @@ mate_call_fail(mate_call *c, const char *error)
 {
 	locale_t old;
 
+	if (c != NULL && MATE_EV_ON())
+		mate_ev_call_end(c, 0, error);
 	if (SKIP(c))
 		return;
 	mate_call_ready(c);

@@ -1,0 +1,187 @@
+/* events-overhead.c: level-1 calls per second with monitoring off, on without a subscriber, with one subscriber and with a stalled one; or a flood of events for capture benchmarks. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mate.h"
+#include "mate_monitor.h"
+
+enum { OFF, NO_SUB, ONE_SUB, STALLED, MODES };
+static const char *const mode_name[MODES] = { "monitoring off", "no subscriber",
+	"one subscriber", "stalled subscriber" };
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void
+one_call(void)
+{
+	mate_call *c = mate_call_begin("rmsnorm", "bench", NULL);
+
+	mate_call_end(c);
+}
+
+static double
+thread_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Level-1 calls for secs seconds: @return calls per second of wall time;
+ * *per_cpu gets them per second of the calling thread's CPU time (what the
+ * program would do with a core to itself, whatever the machine's load). */
+static double
+calls_per_s(double secs, double *per_cpu)
+{
+	double t0 = now(), c0 = thread_cpu(), t;
+	long n = 0;
+
+	do {
+		for (int i = 0; i < 1000; i++)
+			one_call();
+		n += 1000;
+	} while ((t = now() - t0) < secs);
+	if (per_cpu != NULL)
+		*per_cpu = n / (thread_cpu() - c0);
+	return n / t;
+}
+
+/* ---- a subscriber thread, through libmate's own monitor ----------------------------- */
+
+static struct {
+	pthread_t th;
+	mate_monitor *m;
+	volatile int stop, stall, got;
+} sub;
+
+static void *
+sub_main(void *arg)
+{
+	mate_live_event le;
+
+	(void)arg;
+	while (!sub.stop) {
+		if (sub.stall && sub.got) {
+			usleep(10000);   /* attached, reading nothing */
+			continue;
+		}
+		if (mate_monitor_next(sub.m, &le, 50, NULL) > 0)
+			sub.got = 1;
+	}
+	return NULL;
+}
+
+static void
+sub_start(int stall)
+{
+	memset(&sub, 0, sizeof(sub));
+	sub.stall = stall;
+	sub.m = mate_monitor_new(NULL);
+	mate_monitor_add_pid(sub.m, (long)getpid(), NULL);
+	pthread_create(&sub.th, NULL, sub_main, NULL);
+	/* events flow once the subscription has reached the publisher */
+	for (int i = 0; i < 2000 && !sub.got; i++) {
+		one_call();
+		usleep(1000);
+	}
+}
+
+static void
+sub_stop(void)
+{
+	sub.stop = 1;
+	pthread_join(sub.th, NULL);
+	mate_monitor_free(sub.m);
+}
+
+static void
+configure(int monitor)
+{
+	struct mate_config cfg;
+
+	mate_config_default(&cfg);
+	cfg.level = 1;
+	cfg.logdest = "/dev/null";
+	cfg.monitor = monitor ? "1" : NULL;
+	mate_configure(&cfg, NULL);
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Four events per call (the call and its work), for secs seconds. */
+static int
+flood(double secs)
+{
+	double t0 = now();
+	long n = 0;
+
+	while (now() - t0 < secs) {
+		for (int i = 0; i < 100; i++) {
+			mate_call *c = mate_call_begin("gemm", "bench", NULL);
+			mate_work w;
+			mate_work_begin(&w, mate_call_id(c), "worker_0", "gemm", 4096);
+			mate_work_end(&w, 4096, 1);
+			mate_call_end(c);
+		}
+		n += 100;
+	}
+	fprintf(stderr, "events-overhead: %ld calls, %ld events in %.2f s\n", n, 4 * n + 1, now() - t0);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	double secs = 0.5, rate[MODES][9], cpu[MODES][9];
+	int rounds = 5;
+	char dir[] = "/tmp/mate-bench-XXXXXX";
+
+	if (argc == 3 && strcmp(argv[1], "--flood") == 0)
+		return flood(atof(argv[2]));
+	if (argc == 2)
+		rounds = atoi(argv[1]) > 0 && atoi(argv[1]) < 10 ? atoi(argv[1]) : rounds;
+	if (getenv("MATE_MONITOR_DIR") == NULL && mkdtemp(dir) != NULL)
+		setenv("MATE_MONITOR_DIR", dir, 1);
+	/* rounds alternate the modes, so that load on the machine hits all alike */
+	for (int r = 0; r < rounds; r++)
+		for (int m = 0; m < MODES; m++) {
+			configure(m != OFF);
+			if (m == ONE_SUB || m == STALLED)
+				sub_start(m == STALLED);
+			calls_per_s(0.05, NULL);
+			rate[m][r] = calls_per_s(secs, &cpu[m][r]);
+			if (m == ONE_SUB || m == STALLED)
+				sub_stop();
+		}
+	configure(0);
+	printf("level-1 calls per second, median of %d runs of %.1f s (ratio to monitoring off):\n"
+	    "  %-20s %14s %7s %16s %7s\n", rounds, secs, "", "per wall second", "", "per thread-CPU s", "");
+	for (int m = 0; m < MODES; m++) {
+		qsort(rate[m], (size_t)rounds, sizeof(double), cmp_double);
+		qsort(cpu[m], (size_t)rounds, sizeof(double), cmp_double);
+	}
+	for (int m = 0; m < MODES; m++)
+		printf("  %-20s %14.0f %7.3f %16.0f %7.3f\n", mode_name[m], rate[m][rounds / 2],
+		    rate[m][rounds / 2] / rate[OFF][rounds / 2], cpu[m][rounds / 2],
+		    cpu[m][rounds / 2] / cpu[OFF][rounds / 2]);
+	rmdir(dir);
+	return 0;
+}

@@ -1,0 +1,486 @@
+/* activity.c: live events aggregated per worker (busy time by op, smoothed rates, bytes) and per process (device memory), for mate-top. */
+#include "events_private.h"
+#include "mate_monitor.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OPS_PER_ROW 16
+#define OPEN_CAP 16384        /* open spans followed at once (power of two) */
+#define MAX_ROWS 4096
+#define MAX_PROCS 256
+#define MAX_DEVICES 4
+#define STALE_S 30.0          /* open spans older than this are forgotten */
+
+struct op_acc {
+	char name[MATE_EV_COMMAND_MAX];
+	double acc;       /* busy seconds in the current interval */
+	double ema;       /* smoothed busy fraction */
+};
+
+struct row {
+	int proc;
+	char worker[MATE_EV_SOURCE_MAX + 8];
+	struct op_acc ops[OPS_PER_ROW];
+	int nops;
+	uint64_t ops_total, bytes_total;
+	uint64_t ops_iv, bytes_iv;    /* in the current interval */
+	double ops_ema, bytes_ema;
+};
+
+struct proc {
+	long pid;
+	char program[64];
+	uint64_t events, dropped;
+	int ended;
+	int ndev;
+	char dev[MAX_DEVICES][24];
+	int64_t cur[MAX_DEVICES], peak[MAX_DEVICES];
+};
+
+/* An open span: work (by id) or a call (by call id) not yet ended. */
+struct open {
+	long pid;
+	uint64_t key;     /* (id << 1) | is_call; 0: free slot */
+	double t0;
+	int row;          /* work: its row; call: -1 until known */
+	int op;           /* index in the row's ops (work) */
+	int has_work;     /* call: work was seen for it */
+	int depth;
+	char op_name[MATE_EV_COMMAND_MAX];
+};
+
+struct mate_activity {
+	double tau, last_tick;
+	int ticked;
+	struct row *rows;
+	int nrows;
+	struct proc procs[MAX_PROCS];
+	int nprocs;
+	struct open *open;
+};
+
+mate_activity *
+mate_activity_new(double tau)
+{
+	mate_activity *a = calloc(1, sizeof(*a));
+
+	if (a == NULL)
+		return NULL;
+	a->tau = tau > 0 ? tau : 1.0;
+	a->rows = calloc(MAX_ROWS, sizeof(*a->rows));
+	a->open = calloc(OPEN_CAP, sizeof(*a->open));
+	if (a->rows == NULL || a->open == NULL) {
+		mate_activity_free(a);
+		return NULL;
+	}
+	return a;
+}
+
+void
+mate_activity_free(mate_activity *a)
+{
+	if (a == NULL)
+		return;
+	free(a->rows);
+	free(a->open);
+	free(a);
+}
+
+static void
+copy(char *dst, size_t cap, const char *s)
+{
+	snprintf(dst, cap, "%s", s != NULL ? s : "");
+}
+
+static int
+proc_get(mate_activity *a, long pid, const char *program)
+{
+	struct proc *p;
+
+	for (int i = 0; i < a->nprocs; i++)
+		if (a->procs[i].pid == pid) {
+			if (a->procs[i].program[0] == '\0' && program != NULL)
+				copy(a->procs[i].program, sizeof(a->procs[i].program), program);
+			return i;
+		}
+	if (a->nprocs == MAX_PROCS)
+		return -1;
+	p = &a->procs[a->nprocs];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	copy(p->program, sizeof(p->program), program);
+	return a->nprocs++;
+}
+
+static int
+row_get(mate_activity *a, int proc, const char *worker)
+{
+	struct row *r;
+
+	for (int i = 0; i < a->nrows; i++)
+		if (a->rows[i].proc == proc && strcmp(a->rows[i].worker, worker) == 0)
+			return i;
+	if (a->nrows == MAX_ROWS)
+		return -1;
+	r = &a->rows[a->nrows];
+	memset(r, 0, sizeof(*r));
+	r->proc = proc;
+	copy(r->worker, sizeof(r->worker), worker);
+	return a->nrows++;
+}
+
+static int
+op_get(struct row *r, const char *name)
+{
+	int min = 0;
+
+	for (int i = 0; i < r->nops; i++)
+		if (strcmp(r->ops[i].name, name) == 0)
+			return i;
+	if (r->nops < OPS_PER_ROW) {
+		memset(&r->ops[r->nops], 0, sizeof(r->ops[0]));
+		copy(r->ops[r->nops].name, sizeof(r->ops[0].name), name);
+		return r->nops++;
+	}
+	/* full: the quietest op gives its place */
+	for (int i = 1; i < r->nops; i++)
+		if (r->ops[i].ema + r->ops[i].acc < r->ops[min].ema + r->ops[min].acc)
+			min = i;
+	memset(&r->ops[min], 0, sizeof(r->ops[0]));
+	copy(r->ops[min].name, sizeof(r->ops[0].name), name);
+	return min;
+}
+
+/* ---- open spans (open addressing on (pid, key)) ---------------------------------- */
+
+static struct open *
+open_find(mate_activity *a, long pid, uint64_t key, int create)
+{
+	uint64_t h = (key * 0x9E3779B97F4A7C15ull) ^ (uint64_t)pid;
+
+	for (int probe = 0; probe < 64; probe++) {
+		struct open *o = &a->open[(h + (uint64_t)probe) & (OPEN_CAP - 1)];
+		if (o->key == key && o->pid == pid)
+			return o;
+		if (o->key == 0) {
+			if (!create)
+				return NULL;
+			memset(o, 0, sizeof(*o));
+			o->key = key;
+			o->pid = pid;
+			return o;
+		}
+	}
+	return NULL;   /* crowded: the span is not followed */
+}
+
+/* Removing from linear probing: re-seat the entries after the hole. */
+static void
+open_remove(mate_activity *a, struct open *o)
+{
+	size_t i = (size_t)(o - a->open);
+
+	o->key = 0;
+	for (size_t j = (i + 1) & (OPEN_CAP - 1); a->open[j].key != 0; j = (j + 1) & (OPEN_CAP - 1)) {
+		struct open e = a->open[j], *n;
+		a->open[j].key = 0;
+		n = open_find(a, e.pid, e.key, 1);
+		if (n != NULL)
+			*n = e;
+	}
+}
+
+static uint64_t
+detail_u64(const char *details, const char *key)
+{
+	char v[32];
+
+	if (mate_ilog_detail(details, key, v, sizeof(v)) <= 0)
+		return 0;
+	return strtoull(v, NULL, 10);
+}
+
+/* Busy time of [t0, t1] inside the current interval. */
+static double
+in_interval(const mate_activity *a, double t0, double t1)
+{
+	double from = a->ticked && t0 < a->last_tick ? a->last_tick : t0;
+
+	return t1 > from ? t1 - from : 0;
+}
+
+static void
+work_done(mate_activity *a, struct row *r, int op, double t0, double t1)
+{
+	r->ops[op].acc += in_interval(a, t0, t1);
+	r->ops_total++;
+	r->ops_iv++;
+}
+
+static void
+on_work(mate_activity *a, int proc, const mate_live_event *le, int send)
+{
+	const mate_event *ev = &le->ev;
+	uint64_t id = detail_u64(ev->details, "id"), call = detail_u64(ev->details, "call");
+	long pid = a->procs[proc].pid;
+	char opname[MATE_EV_COMMAND_MAX];
+	struct open *o, *c;
+	struct row *r;
+	int ri = row_get(a, proc, ev->source);
+
+	if (ri < 0)
+		return;
+	r = &a->rows[ri];
+	r->bytes_total += (uint64_t)(ev->size > 0 ? ev->size : 0);
+	r->bytes_iv += (uint64_t)(ev->size > 0 ? ev->size : 0);
+	if (call != 0 && (c = open_find(a, pid, call << 1 | 1, 0)) != NULL)
+		c->has_work = 1;
+	if (id == 0)
+		id = (uint64_t)ri + (1ull << 40);   /* no id: one open span per worker (GT) */
+	if (send) {
+		if (mate_ilog_detail(ev->details, "op", opname, sizeof(opname)) <= 0)
+			copy(opname, sizeof(opname), ev->command);
+		if ((o = open_find(a, pid, id << 1, 1)) == NULL)
+			return;
+		o->t0 = ev->time;
+		o->row = ri;
+		o->op = op_get(r, opname);
+		copy(o->op_name, sizeof(o->op_name), opname);
+		return;
+	}
+	if ((o = open_find(a, pid, id << 1, 0)) == NULL)
+		return;
+	if (o->row == ri && strcmp(r->ops[o->op].name, o->op_name) == 0)
+		work_done(a, r, o->op, o->t0, ev->time);
+	open_remove(a, o);
+}
+
+/* A call without work is counted on its thread's row. */
+static void
+on_call(mate_activity *a, int proc, const mate_live_event *le, int recv)
+{
+	const mate_event *ev = &le->ev;
+	uint64_t call = detail_u64(ev->details, "call");
+	long pid = a->procs[proc].pid;
+	char name[MATE_EV_SOURCE_MAX + 8], opname[MATE_EV_COMMAND_MAX];
+	struct open *o;
+	struct row *r;
+	int ri;
+
+	if (call == 0)
+		return;
+	if (recv) {
+		if ((o = open_find(a, pid, call << 1 | 1, 1)) == NULL)
+			return;
+		o->t0 = ev->time;
+		o->depth = (int)detail_u64(ev->details, "depth");
+		return;
+	}
+	if ((o = open_find(a, pid, call << 1 | 1, 0)) == NULL)
+		return;
+	if (!o->has_work && o->depth == 0) {
+		snprintf(name, sizeof(name), "thread %s", ev->source);
+		if ((ri = row_get(a, proc, name)) >= 0) {
+			r = &a->rows[ri];
+			if (mate_ilog_detail(ev->details, "op", opname, sizeof(opname)) <= 0)
+				copy(opname, sizeof(opname), ev->command);
+			work_done(a, r, op_get(r, opname), o->t0, ev->time);
+		}
+	}
+	open_remove(a, o);
+}
+
+static void
+on_memory(struct proc *p, const mate_event *ev)
+{
+	char dev[24], v[32];
+	int i;
+
+	if (mate_ilog_detail(ev->details, "in_use", v, sizeof(v)) <= 0)
+		return;
+	if (mate_ilog_detail(ev->details, "device", dev, sizeof(dev)) <= 0)
+		copy(dev, sizeof(dev), "device");
+	for (i = 0; i < p->ndev && strcmp(p->dev[i], dev) != 0; i++)
+		;
+	if (i == p->ndev) {
+		if (p->ndev == MAX_DEVICES)
+			return;
+		copy(p->dev[p->ndev++], sizeof(p->dev[0]), dev);
+	}
+	p->cur[i] = strtoll(v, NULL, 10);
+	if (mate_ilog_detail(ev->details, "peak", v, sizeof(v)) > 0 && strtoll(v, NULL, 10) > p->peak[i])
+		p->peak[i] = strtoll(v, NULL, 10);
+	if (p->cur[i] > p->peak[i])
+		p->peak[i] = p->cur[i];
+}
+
+static void
+forget_open(mate_activity *a, long pid)
+{
+	for (size_t k = 0; k < OPEN_CAP; k++)
+		if (a->open[k].key != 0 && a->open[k].pid == pid) {
+			open_remove(a, &a->open[k]);
+			k--;   /* an entry may have moved into this slot */
+		}
+}
+
+void
+mate_activity_add(mate_activity *a, long pid, const char *program, const mate_live_event *le)
+{
+	const char *e = le->ev.event;
+	int proc = proc_get(a, pid, program);
+	struct proc *p;
+
+	if (proc < 0)
+		return;
+	p = &a->procs[proc];
+	p->events++;
+	if (le->missed > 0)
+		forget_open(a, pid);   /* their ends may be among the frames lost */
+	if (le->dropped > p->dropped)
+		p->dropped = le->dropped;
+	if (strcmp(e, "WORKER_SEND") == 0)
+		on_work(a, proc, le, 1);
+	else if (strcmp(e, "WORKER_RECV") == 0)
+		on_work(a, proc, le, 0);
+	else if (strcmp(e, "RECV") == 0)
+		on_call(a, proc, le, 1);
+	else if (strcmp(e, "SEND") == 0)
+		on_call(a, proc, le, 0);
+	else if (strcmp(e, "DISCONNECT") == 0) {
+		p->ended = 1;
+		forget_open(a, pid);
+	}
+	else if (strcmp(e, "CONNECT") == 0)
+		p->ended = 0;
+	if (strstr(e, "MEM") != NULL)
+		on_memory(p, &le->ev);
+}
+
+/* ---- the interval ------------------------------------------------------------------ */
+
+void
+mate_activity_tick(mate_activity *a, double now)
+{
+	double dt, alpha;
+
+	if (!a->ticked) {
+		a->ticked = 1;
+		a->last_tick = now;
+		for (int i = 0; i < a->nrows; i++) {
+			struct row *r = &a->rows[i];
+			for (int j = 0; j < r->nops; j++)
+				r->ops[j].acc = 0;
+			r->ops_iv = r->bytes_iv = 0;
+		}
+		return;
+	}
+	dt = now - a->last_tick;
+	if (!(dt > 1e-6))
+		return;
+	/* work still running counts up to now; spans open for long lost their end */
+	for (size_t k = 0; k < OPEN_CAP; k++) {
+		struct open *o = &a->open[k];
+		if (o->key == 0)
+			continue;
+		if (o->t0 < now - STALE_S) {
+			open_remove(a, o);
+			k--;   /* an entry may have moved into this slot */
+			continue;
+		}
+		if ((o->key & 1) == 0 && o->row >= 0 && o->row < a->nrows)
+			a->rows[o->row].ops[o->op].acc += in_interval(a, o->t0, now);
+	}
+	alpha = 1.0 - exp(-dt / a->tau);
+	for (int i = 0; i < a->nrows; i++) {
+		struct row *r = &a->rows[i];
+		double total = 0, scale;
+		for (int j = 0; j < r->nops; j++)
+			total += r->ops[j].acc;
+		/* overlapping work (async streams) saturates the row, no more */
+		scale = total > dt ? dt / total : 1.0;
+		for (int j = 0; j < r->nops; j++) {
+			double frac = r->ops[j].acc * scale / dt;
+			r->ops[j].ema += alpha * ((frac > 1 ? 1 : frac) - r->ops[j].ema);
+			r->ops[j].acc = 0;
+		}
+		r->ops_ema += alpha * ((double)r->ops_iv / dt - r->ops_ema);
+		r->bytes_ema += alpha * ((double)r->bytes_iv / dt - r->bytes_ema);
+		r->ops_iv = r->bytes_iv = 0;
+	}
+	a->last_tick = now;
+}
+
+int
+mate_activity_rows(const mate_activity *a)
+{
+	return a->nrows;
+}
+
+int
+mate_activity_row(const mate_activity *a, int i, mate_worker_row *out)
+{
+	const struct row *r;
+	int idx[OPS_PER_ROW], n;
+
+	if (i < 0 || i >= a->nrows)
+		return -1;
+	r = &a->rows[i];
+	memset(out, 0, sizeof(*out));
+	out->process = r->proc;
+	out->worker = r->worker;
+	for (n = 0; n < r->nops; n++) {
+		/* insertion by smoothed busy time, busiest first */
+		int k = n;
+		while (k > 0 && r->ops[idx[k - 1]].ema < r->ops[n].ema) {
+			idx[k] = idx[k - 1];
+			k--;
+		}
+		idx[k] = n;
+		out->busy += r->ops[n].ema;
+	}
+	if (out->busy > 1)
+		out->busy = 1;
+	for (int k = 0; k < n && k < MATE_ACTIVITY_OPS; k++) {
+		out->op[k] = r->ops[idx[k]].name;
+		out->op_busy[k] = r->ops[idx[k]].ema;
+		out->nops++;
+	}
+	out->ops_per_s = r->ops_ema;
+	out->bytes_per_s = r->bytes_ema;
+	out->ops = r->ops_total;
+	out->bytes = r->bytes_total;
+	return 0;
+}
+
+int
+mate_activity_processes(const mate_activity *a)
+{
+	return a->nprocs;
+}
+
+int
+mate_activity_process(const mate_activity *a, int i, mate_process_row *out)
+{
+	const struct proc *p;
+
+	if (i < 0 || i >= a->nprocs)
+		return -1;
+	p = &a->procs[i];
+	memset(out, 0, sizeof(*out));
+	out->pid = p->pid;
+	out->program = p->program;
+	out->events = p->events;
+	out->dropped = p->dropped;
+	out->ended = p->ended;
+	out->ndevices = p->ndev;
+	for (int k = 0; k < p->ndev; k++) {
+		out->device[k] = p->dev[k];
+		out->mem_current[k] = p->cur[k];
+		out->mem_peak[k] = p->peak[k];
+	}
+	return 0;
+}

@@ -1,0 +1,807 @@
+/* events.c: live events: a lock-free queue from the recording threads to one events thread, which writes the instruction log and feeds the publisher. */
+#include "events_private.h"
+#include "mate_events.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+int mate_ev_on_;
+int mate_ev_wanted_;
+int mate_ev_restart_;
+
+#define RING_SLOTS 16384u         /* a power of two */
+#define OUT_BUF (64 * 1024)
+#define MEM_DEVICES 16
+
+/* What a producer stores: raw fields; the events thread formats them. */
+struct ev_raw {
+	uint64_t t_ns;
+	uint64_t call, id, ptr, stream;
+	int64_t size, in_use, peak;
+	int32_t depth;
+	uint8_t type;
+	int8_t ok;
+	char source[MATE_EV_SOURCE_MAX];
+	char command[MATE_EV_COMMAND_MAX];
+	char text[128];                    /* error, device or details */
+	char text2[40];                    /* a second name (worker's op, event name) */
+};
+
+struct ev_slot {
+	uint64_t turn;
+	struct ev_raw r;
+};
+
+struct mem_dev {
+	char name[24];
+	int64_t in_use, peak;
+};
+
+/* The session: everything started by one mate_ev_configure(). */
+static struct {
+	pthread_mutex_t lock;        /* start/stop, memory statistics */
+	pthread_cond_t cond;         /* the thread's state changes */
+	struct ev_slot *ring;
+	uint64_t enq, deq;           /* enq shared (CAS); deq the thread's */
+	uint64_t queue_drops;        /* events refused by a full queue */
+	uint64_t events;             /* events written or sent */
+	uint64_t seq_skew;           /* events refused so far: they take numbers too */
+	pthread_t thread;
+	int running, stopping, subscribed, started_thread;
+	int ilog_fd;
+	int wake_fd;                 /* eventfd: producers wake the thread */
+	char *ilog_path;             /* as configured (%i kept) */
+	char *monitor;               /* MATE_MONITOR as configured */
+	char tcp[256];
+	struct mate_mon *mon;
+	int level;
+	uint64_t start_mono_ns;
+	double start_real;
+	uint64_t last_t;             /* the events thread's clamp */
+	char *out;                   /* the log lines of one pass */
+	size_t out_len;
+	int out_failed;
+	struct mem_dev mem[MEM_DEVICES];
+	int nmem;
+	uint64_t next_id;
+	pid_t pid;
+	double wait_s;               /* MATE_MONITOR_WAIT */
+} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .ilog_fd = -1, .wake_fd = -1 };
+
+static const char *const type_name[MATE_EV_TYPE_COUNT] = {
+	"CONNECT", "DISCONNECT", "RECV", "SEND", "WORKER_SEND", "WORKER_RECV",
+	"MEM_ALLOC", "MEM_FREE", "MEM_FAIL", "ERROR", "CUSTOM"
+};
+
+static void ev_warn(const char *fmt, ...) MATE_PRINTF(1, 2);
+
+static void
+ev_warn(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = snprintf(msg, sizeof(msg), "mate: ");
+	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(msg) - 2)
+		n = (int)sizeof(msg) - 2;
+	msg[n++] = '\n';
+	(void)!write(STDERR_FILENO, msg, (size_t)n);
+}
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void
+copy_str(char *dst, size_t cap, const char *src)
+{
+	size_t n = 0;
+
+	for (; src != NULL && n + 1 < cap && src[n] != '\0'; n++)
+		dst[n] = src[n];
+	dst[n] = '\0';
+}
+
+/* ---- the queue (bounded MPSC, Vyukov's sequence numbers) ------------------------ */
+
+/* Reserves a slot; @return it with *seq set, or NULL when the queue is full. */
+static struct ev_slot *
+ring_claim(uint64_t *seq)
+{
+	uint64_t pos = __atomic_load_n(&S.enq, __ATOMIC_RELAXED);
+
+	for (;;) {
+		struct ev_slot *s = &S.ring[pos & (RING_SLOTS - 1)];
+		uint64_t turn = __atomic_load_n(&s->turn, __ATOMIC_ACQUIRE);
+		int64_t dif = (int64_t)(turn - pos);
+		if (dif == 0) {
+			if (__atomic_compare_exchange_n(&S.enq, &pos, pos + 1, 1,
+			    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+				*seq = pos + 1;
+				return s;
+			}
+		} else if (dif < 0)
+			return NULL;
+		else
+			pos = __atomic_load_n(&S.enq, __ATOMIC_RELAXED);
+	}
+}
+
+static void
+ring_publish(struct ev_slot *s, uint64_t seq)
+{
+	__atomic_store_n(&s->turn, seq, __ATOMIC_RELEASE);
+}
+
+/* Reserves a slot and stamps it. With an instruction log the caller waits
+ * for room (the log must be complete); for the stream alone a full queue
+ * drops the event. @return the slot, to fill and then commit(), or NULL. */
+static struct ev_slot *
+claim(uint64_t *seq)
+{
+	struct ev_slot *s;
+	uint64_t t;
+	int spins = 0;
+
+	if (S.ring == NULL)
+		return NULL;
+	t = mono_ns() - S.start_mono_ns;
+	while ((s = ring_claim(seq)) == NULL) {
+		/* for the stream alone the event is dropped (and counted): the
+		 * program never waits on a subscriber */
+		if (S.ilog_fd < 0 || __atomic_load_n(&S.stopping, __ATOMIC_RELAXED)) {
+			__atomic_add_fetch(&S.queue_drops, 1, __ATOMIC_RELAXED);
+			return NULL;
+		}
+		if (++spins > 64) {
+			struct timespec ts = { 0, 50000 };
+			nanosleep(&ts, NULL);
+		} else
+			sched_yield();
+	}
+	s->r.t_ns = t;
+	return s;
+}
+
+static void
+commit(struct ev_slot *s, uint64_t seq)
+{
+	ring_publish(s, seq);
+	/* a quarter full: wake the thread rather than wait for its next poll */
+	if (seq - __atomic_load_n(&S.deq, __ATOMIC_RELAXED) == RING_SLOTS / 4 && S.wake_fd >= 0) {
+		uint64_t one = 1;
+		(void)!write(S.wake_fd, &one, sizeof(one));
+	}
+}
+
+/* ---- producers ---------------------------------------------------------------------- */
+
+static __thread char tid_str[16];
+
+const char *
+mate_ev_thread_id(void)
+{
+	if (tid_str[0] == '\0')
+		snprintf(tid_str, sizeof(tid_str), "%ld", (long)syscall(SYS_gettid));
+	return tid_str;
+}
+
+uint64_t
+mate_ev_next_id(void)
+{
+	return __atomic_add_fetch(&S.next_id, 1, __ATOMIC_RELAXED);
+}
+
+static void
+raw_init(struct ev_raw *r, int type, const char *source)
+{
+	r->type = (uint8_t)type;
+	r->call = r->id = r->ptr = r->stream = 0;
+	r->size = r->in_use = r->peak = 0;
+	r->depth = 0;
+	r->ok = 1;
+	copy_str(r->source, sizeof(r->source), source != NULL ? source : mate_ev_thread_id());
+	r->command[0] = r->text[0] = r->text2[0] = '\0';
+}
+
+void
+mate_ev_call(int type, uint64_t call, const char *op, int depth, int64_t bytes, int ok,
+    const char *error)
+{
+	struct ev_slot *s;
+	uint64_t seq;
+
+	if (!MATE_EV_WANTED() || (s = claim(&seq)) == NULL)
+		return;
+	raw_init(&s->r, type, NULL);
+	s->r.call = call;
+	s->r.depth = depth;
+	s->r.size = bytes;
+	s->r.ok = (int8_t)(ok != 0);
+	copy_str(s->r.command, sizeof(s->r.command), op);
+	if (error != NULL)
+		copy_str(s->r.text, sizeof(s->r.text), error);
+	commit(s, seq);
+}
+
+void
+mate_ev_work(int type, uint64_t call, uint64_t id, const char *worker, const char *op,
+    int64_t bytes, int ok)
+{
+	struct ev_slot *s;
+	uint64_t seq;
+
+	if (!MATE_EV_WANTED() || (s = claim(&seq)) == NULL)
+		return;
+	raw_init(&s->r, type, worker != NULL ? worker : "worker");
+	s->r.call = call;
+	s->r.id = id;
+	s->r.size = bytes;
+	s->r.ok = (int8_t)(ok != 0);
+	copy_str(s->r.command, sizeof(s->r.command), op);
+	commit(s, seq);
+}
+
+/* Updates the device's statistics: @return its slot, or NULL when the table is full. */
+static struct mem_dev *
+mem_account(int type, const char *dev, int64_t bytes)
+{
+	struct mem_dev *d = NULL;
+
+	for (int i = 0; i < S.nmem; i++)
+		if (strcmp(S.mem[i].name, dev) == 0)
+			d = &S.mem[i];
+	if (d == NULL && S.nmem < MEM_DEVICES) {
+		d = &S.mem[S.nmem++];
+		copy_str(d->name, sizeof(d->name), dev);
+		d->in_use = d->peak = 0;
+	}
+	if (d == NULL)
+		return NULL;
+	if (type == MATE_EV_MEM_ALLOC)
+		d->in_use += bytes;
+	else if (type == MATE_EV_MEM_FREE)
+		d->in_use = d->in_use > bytes ? d->in_use - bytes : 0;
+	if (d->in_use > d->peak)
+		d->peak = d->in_use;
+	return d;
+}
+
+void
+mate_event_memory(int type, const char *dev, const char *command, uint64_t ptr, int64_t bytes,
+    uint64_t stream)
+{
+	struct mem_dev *d;
+	int64_t in_use = 0, peak = 0;
+	struct ev_slot *s;
+	uint64_t seq;
+
+	if (!MATE_EV_ON())
+		return;
+	if (dev == NULL || dev[0] == '\0')
+		dev = "cuda:0";
+	if (bytes < 0)
+		bytes = 0;
+	pthread_mutex_lock(&S.lock);
+	d = mem_account(type, dev, bytes);
+	if (d != NULL) {
+		in_use = d->in_use;
+		peak = d->peak;
+	}
+	pthread_mutex_unlock(&S.lock);
+	if (!MATE_EV_WANTED() || (s = claim(&seq)) == NULL)
+		return;
+	raw_init(&s->r, type, NULL);
+	s->r.in_use = in_use;
+	s->r.peak = peak;
+	s->r.size = bytes;
+	s->r.ptr = ptr;
+	s->r.stream = stream;
+	copy_str(s->r.command, sizeof(s->r.command), command != NULL ? command :
+	    type == MATE_EV_MEM_FREE ? "free" : "alloc");
+	copy_str(s->r.text, sizeof(s->r.text), dev);
+	commit(s, seq);
+}
+
+void
+mate_event_emit(const char *name, const char *source, const char *command, int64_t bytes,
+    const char *details)
+{
+	struct ev_slot *s;
+	uint64_t seq;
+
+	if (!MATE_EV_WANTED() || (s = claim(&seq)) == NULL)
+		return;
+	raw_init(&s->r, MATE_EV_CUSTOM, source);
+	s->r.size = bytes;
+	copy_str(s->r.text2, sizeof(s->r.text2), name != NULL ? name : "EVENT");
+	copy_str(s->r.command, sizeof(s->r.command), command);
+	copy_str(s->r.text, sizeof(s->r.text), details);
+	commit(s, seq);
+}
+
+/* ---- the events thread: formatting ------------------------------------------------- */
+
+/* The details of a raw event (the line's last field), truncated to cap:
+ * @return the length they would have. */
+static int
+fmt_details(const struct ev_raw *r, char *d, size_t cap)
+{
+	const char *okw = r->ok ? "True" : "False";
+	int n = 0;
+
+	switch (r->type) {
+	case MATE_EV_RECV:
+		n = snprintf(d, cap, "call=%llu op=%s depth=%d", (unsigned long long)r->call,
+		    r->command, (int)r->depth);
+		break;
+	case MATE_EV_SEND:
+		n = snprintf(d, cap, "call=%llu op=%s depth=%d success=%s%s%.60s",
+		    (unsigned long long)r->call, r->command, (int)r->depth, okw,
+		    r->text[0] != '\0' ? " error=" : "", r->text);
+		break;
+	case MATE_EV_WORKER_SEND:
+		n = snprintf(d, cap, "call=%llu id=%llu op=%s worker=%s", (unsigned long long)r->call,
+		    (unsigned long long)r->id, r->command, r->source);
+		break;
+	case MATE_EV_WORKER_RECV:
+		n = snprintf(d, cap, "call=%llu id=%llu op=%s worker=%s success=%s",
+		    (unsigned long long)r->call, (unsigned long long)r->id, r->command,
+		    r->source, okw);
+		break;
+	case MATE_EV_MEM_ALLOC:
+	case MATE_EV_MEM_FREE:
+	case MATE_EV_MEM_FAIL:
+		n = snprintf(d, cap, "device=%.23s ptr=0x%llx stream=0x%llx in_use=%lld peak=%lld",
+		    r->text, (unsigned long long)r->ptr, (unsigned long long)r->stream,
+		    (long long)r->in_use, (long long)r->peak);
+		break;
+	default:
+		copy_str(d, cap, r->text);
+		break;
+	}
+	return n;
+}
+
+/* A raw event as the line's fields, its time clamped so time never goes back. */
+static void
+to_rec(const struct ev_raw *r, uint64_t seq, struct mate_ev_rec *out)
+{
+	out->seq = seq;
+	out->t_ns = r->t_ns > S.last_t ? r->t_ns : S.last_t;
+	S.last_t = out->t_ns;
+	out->size = r->size > 0 ? r->size : 0;
+	copy_str(out->event, sizeof(out->event),
+	    r->type == MATE_EV_CUSTOM ? r->text2 : type_name[r->type]);
+	copy_str(out->source, sizeof(out->source), r->source);
+	copy_str(out->command, sizeof(out->command), r->command);
+	fmt_details(r, out->details, sizeof(out->details));
+}
+
+static void
+out_flush(void)
+{
+	int rc;
+
+	if (S.out_len == 0 || S.ilog_fd < 0)
+		return;
+	rc = mate_write_all(S.ilog_fd, S.out, S.out_len);
+	S.out_len = 0;
+	if (rc != 0 && !S.out_failed) {
+		S.out_failed = 1;
+		ev_warn("cannot write the instruction log: %s; events are no longer logged",
+		    strerror(-rc));
+	}
+}
+
+static void
+log_rec(const struct mate_ev_rec *rec)
+{
+	mate_event ev;
+	int n;
+
+	if (S.ilog_fd < 0 || S.out_failed)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.time = (double)rec->t_ns / 1e9;
+	ev.seq = rec->seq;
+	ev.event = rec->event;
+	ev.source = rec->source;
+	ev.command = rec->command;
+	ev.size = rec->size;
+	ev.details = rec->details;
+	if (S.out_len + 1024 > OUT_BUF)
+		out_flush();
+	n = mate_ilog_format(S.out + S.out_len, OUT_BUF - S.out_len, &ev);
+	if (n > 0 && (size_t)n < OUT_BUF - S.out_len)
+		S.out_len += (size_t)n;
+}
+
+/* Takes what the queue holds: @return the number of events. */
+static size_t
+drain(void)
+{
+	size_t n = 0;
+	uint64_t drops;
+
+	for (;;) {
+		struct ev_slot *s = &S.ring[S.deq & (RING_SLOTS - 1)];
+		struct mate_ev_rec rec;
+		int skip, last;
+		if (__atomic_load_n(&s->turn, __ATOMIC_ACQUIRE) != S.deq + 1)
+			break;
+		/* events the full queue refused: counted, and a gap in the
+		 * sequence where they were noticed (never with a log: it waits) */
+		drops = __atomic_exchange_n(&S.queue_drops, 0, __ATOMIC_RELAXED);
+		S.seq_skew += drops;
+		if (S.mon != NULL && drops > 0)
+			mate_mon_add_drops(S.mon, drops);
+		/* a subscriber lagging: drop without formatting for a while (but
+		 * not the last word, which tells subscribers the process is gone) */
+		last = s->r.type == MATE_EV_CUSTOM && strcmp(s->r.text2, "DISCONNECT") == 0;
+		skip = S.mon != NULL && !last && mate_mon_skip(S.mon);
+		if (!skip || S.ilog_fd >= 0)
+			to_rec(&s->r, S.deq + 1 + S.seq_skew, &rec);
+		__atomic_store_n(&s->turn, S.deq + RING_SLOTS, __ATOMIC_RELEASE);
+		__atomic_store_n(&S.deq, S.deq + 1, __ATOMIC_RELAXED);
+		if (S.mon != NULL && !skip)
+			mate_mon_send(S.mon, &rec, last);
+		if (S.ilog_fd >= 0)
+			log_rec(&rec);
+		S.events++;
+		n++;
+	}
+	out_flush();
+	return n;
+}
+
+static void
+set_subscribed(int on)
+{
+	int want = on || S.ilog_fd >= 0;
+
+	__atomic_store_n(&mate_ev_wanted_, want, __ATOMIC_RELAXED);
+	if (on != S.subscribed) {
+		pthread_mutex_lock(&S.lock);
+		S.subscribed = on;
+		pthread_cond_broadcast(&S.cond);
+		pthread_mutex_unlock(&S.lock);
+	}
+}
+
+/* Waits for the wake eventfd (and the publisher's subscriptions). */
+static void
+wait_events(int timeout_ms)
+{
+	uint64_t v;
+
+	if (S.mon != NULL)
+		set_subscribed(mate_mon_poll(S.mon, S.wake_fd, timeout_ms));
+	else if (S.wake_fd >= 0) {
+		struct pollfd p = { S.wake_fd, POLLIN, 0 };
+		poll(&p, 1, timeout_ms);
+	}
+	if (S.wake_fd >= 0)
+		(void)!read(S.wake_fd, &v, sizeof(v));
+}
+
+static void *
+events_thread(void *arg)
+{
+	int idle_ms = 1, was_wanted = 0;
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (;;) {
+		int stopping = __atomic_load_n(&S.stopping, __ATOMIC_ACQUIRE);
+		int wanted = __atomic_load_n(&mate_ev_wanted_, __ATOMIC_RELAXED);
+		size_t n = drain();
+		if (stopping && n == 0)
+			break;
+		/* back off while idle: 10 ms at most while events flow, 50 ms otherwise */
+		if (n > 0 || (wanted && !was_wanted))
+			idle_ms = 1;
+		else if (idle_ms < (wanted ? 10 : 50))
+			idle_ms *= 2;
+		was_wanted = wanted;
+		wait_events(stopping ? 0 : idle_ms);
+	}
+	return NULL;
+}
+
+/* ---- starting and stopping ---------------------------------------------------------- */
+
+static char *
+expand_pid(const char *tmpl)
+{
+	size_t n = strlen(tmpl), cap = n + 1;
+	char *out, *o;
+
+	for (const char *p = tmpl; (p = strstr(p, "%i")) != NULL; p += 2)
+		cap += 20;
+	if ((out = malloc(cap)) == NULL)
+		return NULL;
+	o = out;
+	for (const char *p = tmpl; *p != '\0'; p++) {
+		if (p[0] == '%' && p[1] == 'i') {
+			o += snprintf(o, cap - (size_t)(o - out), "%ld", (long)S.pid);
+			p++;
+		} else
+			*o++ = *p;
+	}
+	*o = '\0';
+	return out;
+}
+
+static void
+open_ilog(void)
+{
+	char *path = expand_pid(S.ilog_path);
+	char head[2048];
+	int n;
+
+	if (path == NULL)
+		return;
+	S.ilog_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (S.ilog_fd < 0) {
+		ev_warn("cannot open MATE_INSTRUCTION_LOG '%s': %s; no instruction log",
+		    path, strerror(errno));
+		free(path);
+		return;
+	}
+	free(path);
+	n = mate_ilog_format_header(head, sizeof(head), "mate Instruction Stream",
+	    (time_t)S.start_real);
+	if (n > 0 && (size_t)n < sizeof(head) && mate_write_all(S.ilog_fd, head, (size_t)n) != 0) {
+		ev_warn("cannot write the instruction log: %s", strerror(errno));
+		S.out_failed = 1;
+	}
+}
+
+static const char *
+program_name(void)
+{
+	extern char *program_invocation_short_name;
+
+	return program_invocation_short_name != NULL ? program_invocation_short_name : "?";
+}
+
+static void stop_session(void);
+
+static void
+at_exit(void)
+{
+	stop_session();
+}
+
+/* Waits up to MATE_MONITOR_WAIT seconds for a subscriber. */
+static void
+wait_subscriber(void)
+{
+	struct timespec ts;
+
+	if (!(S.wait_s > 0) || S.mon == NULL)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)S.wait_s;
+	ts.tv_nsec += (long)((S.wait_s - (double)(time_t)S.wait_s) * 1e9);
+	if (ts.tv_nsec >= 1000000000L)
+		ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+	pthread_mutex_lock(&S.lock);
+	while (!S.subscribed)
+		if (pthread_cond_timedwait(&S.cond, &S.lock, &ts) != 0)
+			break;
+	pthread_mutex_unlock(&S.lock);
+}
+
+static void
+read_tuning(void)
+{
+	const char *w = getenv("MATE_MONITOR_WAIT");
+	char *end;
+
+	S.wait_s = 0;
+	if (w != NULL && *w != '\0') {
+		double v = strtod(w, &end);
+		if (*end != '\0' || !(v >= 0) || v > 3600)
+			ev_warn("bad MATE_MONITOR_WAIT value '%s' (want seconds, 0..3600); not waiting", w);
+		else
+			S.wait_s = v;
+	}
+}
+
+static void
+start_session(void)
+{
+	static int atexit_done;
+	struct timespec real;
+	char details[128];
+
+	S.pid = getpid();
+	S.start_mono_ns = mono_ns();
+	clock_gettime(CLOCK_REALTIME, &real);
+	S.start_real = (double)real.tv_sec + real.tv_nsec / 1e9;
+	S.enq = S.deq = S.queue_drops = S.events = S.last_t = S.seq_skew = 0;
+	S.nmem = 0;
+	S.out_len = 0;
+	S.out_failed = 0;
+	S.subscribed = 0;
+	S.stopping = 0;
+	read_tuning();
+	if (S.ring == NULL) {
+		S.ring = calloc(RING_SLOTS, sizeof(*S.ring));
+		S.out = malloc(OUT_BUF);
+		if (S.ring == NULL || S.out == NULL) {
+			free(S.ring), free(S.out);
+			S.ring = NULL, S.out = NULL;
+			ev_warn("out of memory; no live events");
+			return;
+		}
+	}
+	for (uint64_t i = 0; i < RING_SLOTS; i++)
+		S.ring[i].turn = i;
+	if (S.wake_fd < 0)
+		S.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (S.ilog_path != NULL)
+		open_ilog();
+	if (S.monitor != NULL)
+		S.mon = mate_mon_start(S.tcp, S.start_real);
+	if (S.ilog_fd < 0 && S.mon == NULL)
+		return;
+	if (pthread_create(&S.thread, NULL, events_thread, NULL) != 0) {
+		ev_warn("cannot start the events thread; no live events");
+		if (S.mon != NULL)
+			mate_mon_stop(S.mon);
+		S.mon = NULL;
+		if (S.ilog_fd >= 0)
+			close(S.ilog_fd);
+		S.ilog_fd = -1;
+		return;
+	}
+	S.started_thread = 1;
+	__atomic_store_n(&mate_ev_wanted_, S.ilog_fd >= 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&mate_ev_on_, 1, __ATOMIC_RELEASE);
+	if (!atexit_done) {
+		atexit_done = 1;
+		atexit(at_exit);
+	}
+	wait_subscriber();
+	snprintf(details, sizeof(details), "pid=%ld level=%d", (long)S.pid, S.level);
+	mate_event_emit("CONNECT", NULL, program_name(), 0, details);
+}
+
+static void
+stop_session(void)
+{
+	char details[160];
+
+	if (!S.started_thread)
+		return;
+	snprintf(details, sizeof(details), "pid=%ld events=%llu dropped=%llu", (long)S.pid,
+	    (unsigned long long)S.enq + 1,
+	    (unsigned long long)(S.mon != NULL ? mate_mon_drops(S.mon) : 0) +
+	    __atomic_load_n(&S.queue_drops, __ATOMIC_RELAXED));
+	mate_event_emit("DISCONNECT", NULL, program_name(), 0, details);
+	__atomic_store_n(&mate_ev_on_, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&mate_ev_wanted_, 0, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&S.lock);
+	__atomic_store_n(&S.stopping, 1, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&S.cond);
+	pthread_mutex_unlock(&S.lock);
+	if (S.wake_fd >= 0) {
+		uint64_t one = 1;
+		(void)!write(S.wake_fd, &one, sizeof(one));
+	}
+	pthread_join(S.thread, NULL);
+	S.started_thread = 0;
+	drain();
+	if (S.mon != NULL)
+		mate_mon_stop(S.mon);
+	S.mon = NULL;
+	if (S.ilog_fd >= 0)
+		close(S.ilog_fd);
+	S.ilog_fd = -1;
+}
+
+static void
+release_settings(void)
+{
+	free(S.ilog_path);
+	free(S.monitor);
+	S.ilog_path = S.monitor = NULL;
+	S.tcp[0] = '\0';
+}
+
+void
+mate_ev_configure(int level, const char *ilog, const char *monitor)
+{
+	stop_session();
+	release_settings();
+	S.level = level;
+	mate_ev_restart_ = 0;
+	if (level <= 0)
+		return;
+	if (monitor != NULL && (monitor[0] == '\0' || strcmp(monitor, "0") == 0))
+		monitor = NULL;
+	if (monitor != NULL && mate_mon_parse_spec(monitor, S.tcp, sizeof(S.tcp)) != 0) {
+		ev_warn("bad MATE_MONITOR value '%s' (want 1, tcp, tcp:PORT or tcp://HOST:PORT); "
+		    "not monitoring", monitor);
+		monitor = NULL;
+	}
+	if (ilog != NULL && ilog[0] != '\0')
+		S.ilog_path = strdup(ilog);
+	if (monitor != NULL)
+		S.monitor = strdup(monitor);
+	if (S.ilog_path == NULL && S.monitor == NULL)
+		return;
+	start_session();
+}
+
+/* ---- fork ------------------------------------------------------------------------------- */
+
+
+/* The child has no events thread and must not touch the parent's sockets:
+ * it starts its own session (own pid, endpoint, %i log) at its next call. */
+void
+mate_ev_atfork_child(void)
+{
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
+
+	if (!S.started_thread)
+		return;
+	memcpy(&S.lock, &fresh, sizeof(fresh));
+	memcpy(&S.cond, &fresh_cond, sizeof(fresh_cond));
+	__atomic_store_n(&mate_ev_on_, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&mate_ev_wanted_, 0, __ATOMIC_RELAXED);
+	S.started_thread = 0;
+	if (S.mon != NULL)
+		mate_mon_forget(S.mon);
+	S.mon = NULL;
+	if (S.ilog_fd >= 0)
+		close(S.ilog_fd);
+	S.ilog_fd = -1;
+	if (S.ilog_path != NULL && strstr(S.ilog_path, "%i") == NULL) {
+		free(S.ilog_path);   /* the parent's file stays the parent's */
+		S.ilog_path = NULL;
+	}
+	mate_ev_restart_ = S.ilog_path != NULL || S.monitor != NULL;
+}
+
+void
+mate_ev_restart_child(void)
+{
+	if (!__atomic_load_n(&mate_ev_restart_, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&S.lock);
+	if (mate_ev_restart_) {
+		mate_ev_restart_ = 0;
+		pthread_mutex_unlock(&S.lock);
+		start_session();
+		return;
+	}
+	pthread_mutex_unlock(&S.lock);
+}

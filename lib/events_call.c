@@ -1,0 +1,164 @@
+/* events_call.c: recorded calls as events: per-thread call ids and depths (RECV/SEND), and the public work API (WORKER_SEND/WORKER_RECV). */
+#include "events_private.h"
+
+#include <string.h>
+
+#define MAX_FRAMES 32
+
+/* An open call of this thread. Level-1 calls share one handle, so a call
+ * is found by its handle from the innermost frame outwards. */
+struct call_frame {
+	const mate_call *c;
+	uint64_t id;
+	int64_t in_bytes, out_bytes;
+	int recv_sent;
+	char name[MATE_EV_COMMAND_MAX];
+};
+
+static __thread struct {
+	int depth;                          /* open calls, tracked or not */
+	struct call_frame f[MAX_FRAMES];
+} T;
+
+static struct call_frame *
+find(const mate_call *c, int *depth)
+{
+	int top = T.depth < MAX_FRAMES ? T.depth : MAX_FRAMES;
+
+	for (int i = top - 1; i >= 0; i--)
+		if (T.f[i].c == c) {
+			*depth = i;
+			return &T.f[i];
+		}
+	return NULL;
+}
+
+void
+mate_ev_call_begin(const mate_call *c, const char *name)
+{
+	struct call_frame *f;
+	size_t n;
+
+	if (T.depth++ >= MAX_FRAMES)
+		return;
+	f = &T.f[T.depth - 1];
+	f->c = c;
+	if (!MATE_EV_WANTED()) {
+		f->id = 0;   /* no one listens: the call keeps its depth, no id */
+		return;
+	}
+	f->id = mate_ev_next_id();
+	f->in_bytes = f->out_bytes = 0;
+	f->recv_sent = 0;
+	n = strnlen(name, sizeof(f->name) - 1);
+	memcpy(f->name, name, n);
+	f->name[n] = '\0';
+}
+
+void
+mate_ev_call_tensor(const mate_call *c, int flags, const mate_tensor *t)
+{
+	struct call_frame *f;
+	int depth, role = flags & 0x0f;
+	int64_t n;
+
+	if (t == NULL || (f = find(c, &depth)) == NULL || f->id == 0 || role == MATE_DEFAULT)
+		return;
+	n = mate_tensor_nbytes(t);
+	if (n <= 0)
+		return;
+	if (role == MATE_RESULT || (flags & MATE_INPLACE))
+		f->out_bytes += n;
+	if (role != MATE_RESULT)
+		f->in_bytes += n;
+}
+
+static void
+send_recv(struct call_frame *f, int depth)
+{
+	if (f->recv_sent)
+		return;
+	f->recv_sent = 1;
+	mate_ev_call(MATE_EV_RECV, f->id, f->name, depth, f->in_bytes, 1, NULL);
+}
+
+void
+mate_ev_call_ready(const mate_call *c)
+{
+	struct call_frame *f;
+	int depth;
+
+	if ((f = find(c, &depth)) != NULL && f->id != 0)
+		send_recv(f, depth);
+}
+
+void
+mate_ev_call_end(const mate_call *c, int ok, const char *error)
+{
+	struct call_frame *f;
+	int depth;
+
+	if ((f = find(c, &depth)) == NULL) {
+		if (T.depth > MAX_FRAMES)
+			T.depth--;
+		return;
+	}
+	if (f->id == 0) {
+		T.depth = depth;
+		return;
+	}
+	send_recv(f, depth);
+	mate_ev_call(MATE_EV_SEND, f->id, f->name, depth, f->out_bytes, ok,
+	    ok ? NULL : (error != NULL && error[0] != '\0' ? error : "failed"));
+	T.depth = depth;   /* calls left open inside it end with it */
+}
+
+/* ---- public ------------------------------------------------------------------------- */
+
+uint64_t
+mate_call_id(const mate_call *c)
+{
+	struct call_frame *f;
+	int depth;
+
+	if (c == NULL || !MATE_EV_ON() || (f = find(c, &depth)) == NULL)
+		return 0;
+	return f->id;   /* 0 for a call begun while no one listened */
+}
+
+static void
+copy_name(char *dst, size_t cap, const char *s, const char *dflt)
+{
+	size_t n;
+
+	if (s == NULL || s[0] == '\0')
+		s = dflt;
+	n = strnlen(s, cap - 1);
+	memcpy(dst, s, n);
+	dst[n] = '\0';
+}
+
+void
+mate_work_begin(mate_work *w, uint64_t call, const char *worker, const char *op,
+    int64_t bytes)
+{
+	if (w == NULL)
+		return;
+	w->id = 0;
+	if (!MATE_EV_ON())
+		return;
+	w->call = call;
+	w->id = mate_ev_next_id();
+	copy_name(w->worker, sizeof(w->worker), worker, mate_ev_thread_id());
+	copy_name(w->op, sizeof(w->op), op, "work");
+	mate_ev_work(MATE_EV_WORKER_SEND, w->call, w->id, w->worker, w->op, bytes, 1);
+}
+
+void
+mate_work_end(mate_work *w, int64_t bytes, int ok)
+{
+	if (w == NULL || w->id == 0)
+		return;
+	mate_ev_work(MATE_EV_WORKER_RECV, w->call, w->id, w->worker, w->op, bytes, ok);
+	w->id = 0;
+}

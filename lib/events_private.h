@@ -1,0 +1,156 @@
+/* events_private.h: libmate's live events inside the library: emission (recorder, interposer), the instruction-log writer and the ZeroMQ publisher. */
+#ifndef MATE_EVENTS_PRIVATE_H_INCLUDED
+#define MATE_EVENTS_PRIVATE_H_INCLUDED
+
+#include "mate_private.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- configuration (events.c) --------------------------------------------
+ * Events are on when the recorder is (MATE_LOGLEVEL >= 1) and an instruction
+ * log (MATE_INSTRUCTION_LOG) or monitoring (MATE_MONITOR) is configured.
+ * mate_ev_configure() is called by the recorder's configuration (config.c)
+ * with the strings of struct mate_config (NULL or "" for off); it stops
+ * what runs (flushing it) and starts what is asked. */
+void mate_ev_configure(int level, const char *ilog, const char *monitor) MATE_HIDDEN;
+
+/* Non-zero while events are on: the recorder keeps call ids and depths. */
+extern int mate_ev_on_ MATE_HIDDEN;
+/* Non-zero while someone takes events now: an instruction log is written or
+ * a subscriber is attached. Emitting costs nothing otherwise. */
+extern int mate_ev_wanted_ MATE_HIDDEN;
+
+#define MATE_EV_ON() MATE_UNLIKELY(__atomic_load_n(&mate_ev_on_, __ATOMIC_RELAXED) != 0)
+#define MATE_EV_WANTED() MATE_UNLIKELY(__atomic_load_n(&mate_ev_wanted_, __ATOMIC_RELAXED) != 0)
+
+/* ---- emission ----------------------------------------------------------------
+ * mate_event_memory() and mate_event_emit() are exported (not part of the
+ * installed headers) for mate-record's interposer, which reaches libmate
+ * through dlsym(). Every function is thread-safe, never blocks on the stream (only on a full
+ * queue while an instruction log is written), never fails the caller, and
+ * copies its strings (truncated to the sizes below). */
+#define MATE_EV_SOURCE_MAX 48   /* source id (client thread or worker) */
+#define MATE_EV_COMMAND_MAX 48
+#define MATE_EV_DETAILS_MAX 160
+
+enum mate_ev_type {
+	MATE_EV_CONNECT,
+	MATE_EV_DISCONNECT,
+	MATE_EV_RECV,          /* a call entered */
+	MATE_EV_SEND,          /* a call returned */
+	MATE_EV_WORKER_SEND,   /* work handed to a worker */
+	MATE_EV_WORKER_RECV,   /* the worker finished it */
+	MATE_EV_MEM_ALLOC,
+	MATE_EV_MEM_FREE,
+	MATE_EV_MEM_FAIL,      /* an allocation failed */
+	MATE_EV_ERROR,
+	MATE_EV_CUSTOM,        /* event name in details' first word (see mate_event_emit) */
+	MATE_EV_TYPE_COUNT
+};
+
+/* The calling thread's source id ("12345", its OS thread id). Static per thread. */
+const char *mate_ev_thread_id(void) MATE_HIDDEN;
+
+/* A new call id (1, 2, ...; unique in the process). */
+uint64_t mate_ev_next_id(void) MATE_HIDDEN;
+
+/* A call entered or returned: RECV/SEND from the calling thread, details
+ * "call=N op=NAME depth=D" (+ " success=True|False" on SEND, + " error=..."). */
+void mate_ev_call(int type, uint64_t call, const char *op, int depth, int64_t bytes,
+    int ok, const char *error) MATE_HIDDEN;
+
+/* Work of a call on a worker: WORKER_SEND/WORKER_RECV with details
+ * "call=N id=M op=NAME worker=W" (+ " success=True|False" on RECV). */
+void mate_ev_work(int type, uint64_t call, uint64_t id, const char *worker,
+    const char *op, int64_t bytes, int ok) MATE_HIDDEN;
+
+/* Device memory (the interposer's allocations): MEM_ALLOC, MEM_FREE or
+ * MEM_FAIL from the calling thread, command "cudaMalloc"-like (NULL:
+ * "alloc"/"free"), size bytes, details "device=DEV ptr=0x.. stream=0x..
+ * in_use=B peak=B". The per-device statistics (current, peak) are kept
+ * here; dev is a short name ("cuda:0"). */
+void mate_event_memory(int type, const char *dev, const char *command, uint64_t ptr,
+    int64_t bytes, uint64_t stream);
+
+/* Any other event: name (e.g. "KERNEL_LAUNCH"; a name with WORKER in it
+ * gets a WORKER source), source (NULL: the calling thread), command, size,
+ * free-text details. */
+void mate_event_emit(const char *name, const char *source, const char *command,
+    int64_t bytes, const char *details);
+
+/* ---- the recorder's hooks (events_call.c), called while MATE_EV_ON() ----
+ * A call's events: RECV at mate_call_ready() (or its end), with the input
+ * bytes; SEND at its end, with the result and in-place bytes. */
+void mate_ev_call_begin(const mate_call *c, const char *name) MATE_HIDDEN;
+void mate_ev_call_tensor(const mate_call *c, int flags, const mate_tensor *t) MATE_HIDDEN;
+void mate_ev_call_ready(const mate_call *c) MATE_HIDDEN;
+void mate_ev_call_end(const mate_call *c, int ok, const char *error) MATE_HIDDEN;
+
+/* ---- fork (events.c; from the recorder's pthread_atfork child handler) ---- */
+extern int mate_ev_restart_ MATE_HIDDEN;
+void mate_ev_atfork_child(void) MATE_HIDDEN;
+/* Starts the child's own session at its first call after fork. */
+void mate_ev_restart_child(void) MATE_HIDDEN;
+
+/* ---- the record handed to the writer (events.c -> monitor.c) ------------- */
+struct mate_ev_rec {
+	uint64_t seq;          /* from 1, no gaps among events taken */
+	uint64_t t_ns;         /* since the session's start */
+	int64_t size;          /* bytes, 0 for none */
+	char event[24];
+	char source[MATE_EV_SOURCE_MAX];
+	char command[MATE_EV_COMMAND_MAX];
+	char details[MATE_EV_DETAILS_MAX];
+};
+
+/* ---- the publisher (monitor.c) ------------------------------------------------
+ * Owned by the events thread: every function but mate_mon_parse_spec() is
+ * called from that thread only. */
+struct mate_mon;
+
+/* Parses MATE_MONITOR: "1"/"ipc" (ipc only), "tcp", "tcp:PORT",
+ * "tcp://HOST:PORT" (plus the ipc endpoint). Fills tcp (cap bytes, "" for
+ * none) with a zmq endpoint bound to loopback unless a host is named.
+ * @return 0, or -1 when spec is not understood. */
+int mate_mon_parse_spec(const char *spec, char *tcp, size_t cap) MATE_HIDDEN;
+/* Binds the publisher (ipc endpoint in the runtime directory, tcp when
+ * given). start_real is the session's start, seconds since the epoch.
+ * @return the publisher, or NULL (warned once). */
+struct mate_mon *mate_mon_start(const char *tcp, double start_real) MATE_HIDDEN;
+/* Reads subscription changes: @return 1 while at least one subscriber is
+ * attached. Waits up to timeout_ms for a change or for wake_fd (-1: none)
+ * to become readable (0: no wait). */
+int mate_mon_poll(struct mate_mon *m, int wake_fd, int timeout_ms) MATE_HIDDEN;
+/* Sends one event as a JSON frame, never blocking; a frame refused at the
+ * high-water mark is dropped and counted. The last frame (DISCONNECT)
+ * waits up to 200 ms for room. */
+void mate_mon_send(struct mate_mon *m, const struct mate_ev_rec *r, int last) MATE_HIDDEN;
+/* After a frame was refused, the next few are dropped (and counted)
+ * without being formatted: @return 1 when this one is. */
+int mate_mon_skip(struct mate_mon *m) MATE_HIDDEN;
+/* Drops counted here and before (queue full), as the frames carry them. */
+void mate_mon_add_drops(struct mate_mon *m, uint64_t n) MATE_HIDDEN;
+uint64_t mate_mon_drops(const struct mate_mon *m) MATE_HIDDEN;
+/* Closes the sockets (lingering briefly for the last frames) and removes
+ * the endpoint files. */
+void mate_mon_stop(struct mate_mon *m) MATE_HIDDEN;
+/* In a forked child: forgets the parent's publisher without touching it. */
+void mate_mon_forget(struct mate_mon *m) MATE_HIDDEN;
+
+/* The per-user runtime directory for endpoints (MATE_MONITOR_DIR, else
+ * $XDG_RUNTIME_DIR/mate, else /tmp/mate-UID), created mode 0700 when create
+ * is set and checked to belong to the user with no group or other access.
+ * @return 0 with the path in buf, or -errno. */
+int mate_mon_runtime_dir(char *buf, size_t cap, int create) MATE_HIDDEN;
+/* The start time of process pid (clock ticks since boot, /proc/PID/stat
+ * field 22), or 0 when it is not running or cannot be read. */
+uint64_t mate_proc_start_ticks(pid_t pid) MATE_HIDDEN;
+
+/* ---- the subscriber (subscribe.c) ---------------------------------------------
+ * Takes one received frame as if it had come from the socket (fuzzing):
+ * @return MATE_OK, or a negative mate_status. */
+struct mate_monitor;
+int mate_mon_take_frame(struct mate_monitor *m, const char *buf, size_t len) MATE_HIDDEN;
+
+#endif /* MATE_EVENTS_PRIVATE_H_INCLUDED */

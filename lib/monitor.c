@@ -1,0 +1,390 @@
+/* monitor.c: the ZeroMQ publisher of live events: a per-process ipc endpoint in the user's runtime directory (tcp when asked), JSON frames, drops counted. */
+#include "events_private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#define MON_LINGER_MS 250
+#define MON_HWM_DEFAULT 100000
+#define MON_SKIP 256            /* frames dropped unformatted after a refusal */
+
+struct mate_mon {
+	void *ctx, *pub;
+	char dir[256];
+	char ipc_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char info_path[300];
+	double start_real;
+	uint64_t drops;
+	int skip;                   /* frames to drop unformatted after a refusal */
+	int subscribers;
+	long pid;
+	char program[64];
+};
+
+static void mon_warn(const char *fmt, ...) MATE_PRINTF(1, 2);
+
+#include <stdarg.h>
+static void
+mon_warn(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = snprintf(msg, sizeof(msg), "mate: monitor: ");
+	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(msg) - 2)
+		n = (int)sizeof(msg) - 2;
+	msg[n++] = '\n';
+	(void)!write(STDERR_FILENO, msg, (size_t)n);
+}
+
+/* ---- the runtime directory ------------------------------------------------------ */
+
+int
+mate_mon_runtime_dir(char *buf, size_t cap, int create)
+{
+	const char *d = getenv("MATE_MONITOR_DIR"), *x;
+	struct stat st;
+	int n;
+
+	if (d != NULL && d[0] != '\0')
+		n = snprintf(buf, cap, "%s", d);
+	else if ((x = getenv("XDG_RUNTIME_DIR")) != NULL && x[0] == '/' &&
+	    stat(x, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid())
+		n = snprintf(buf, cap, "%s/mate", x);
+	else
+		n = snprintf(buf, cap, "/tmp/mate-%lu", (unsigned long)getuid());
+	if (n < 0 || (size_t)n >= cap)
+		return -ENAMETOOLONG;
+	if (create && mkdir(buf, 0700) != 0 && errno != EEXIST)
+		return -errno;
+	if (lstat(buf, &st) != 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	/* someone else's directory, or one others can write: not ours to use */
+	if (st.st_uid != getuid() || (st.st_mode & 077) != 0)
+		return -EPERM;
+	return 0;
+}
+
+uint64_t
+mate_proc_start_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ticks = 0;
+	ssize_t n;
+	int fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* the command may hold spaces and parentheses: fields follow the last ')' */
+	if ((p = strrchr(buf, ')')) == NULL)
+		return 0;
+	for (field = 2; *p != '\0' && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	if (field != 22 || sscanf(p, "%llu", &ticks) != 1)
+		return 0;
+	return ticks;
+}
+
+/* ---- MATE_MONITOR ------------------------------------------------------------------- */
+
+static int
+valid_port(const char *s)
+{
+	char *end;
+	long v;
+
+	if (strcmp(s, "*") == 0)
+		return 1;
+	v = strtol(s, &end, 10);
+	return end != s && *end == '\0' && v >= 0 && v <= 65535;
+}
+
+int
+mate_mon_parse_spec(const char *spec, char *tcp, size_t cap)
+{
+	const char *hostport, *colon;
+	int n;
+
+	tcp[0] = '\0';
+	if (strcmp(spec, "1") == 0 || strcmp(spec, "ipc") == 0 || strcmp(spec, "yes") == 0)
+		return 0;
+	if (strcmp(spec, "tcp") == 0)
+		n = snprintf(tcp, cap, "tcp://127.0.0.1:*");
+	else if (strncmp(spec, "tcp:", 4) == 0 && strncmp(spec, "tcp://", 6) != 0) {
+		if (!valid_port(spec + 4))
+			return -1;
+		n = snprintf(tcp, cap, "tcp://127.0.0.1:%s", strcmp(spec + 4, "0") == 0 ? "*" : spec + 4);
+	} else if (strncmp(spec, "tcp://", 6) == 0) {
+		hostport = spec + 6;
+		colon = strrchr(hostport, ':');
+		if (colon == NULL || !valid_port(colon + 1))
+			return -1;
+		if (colon == hostport || (colon - hostport == 1 && hostport[0] == '*'))
+			n = snprintf(tcp, cap, "tcp://127.0.0.1:%s", colon + 1);  /* loopback unless named */
+		else
+			n = snprintf(tcp, cap, "%s", spec);
+	} else
+		return -1;
+	return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+/* ---- starting ------------------------------------------------------------------------- */
+
+static int
+hwm_setting(void)
+{
+	const char *s = getenv("MATE_MONITOR_HWM");
+	char *end;
+	long v;
+
+	if (s == NULL || *s == '\0')
+		return MON_HWM_DEFAULT;
+	v = strtol(s, &end, 10);
+	if (*end != '\0' || v < 1 || v > 10000000) {
+		mon_warn("bad MATE_MONITOR_HWM value '%s' (want 1..10000000); using %d", s,
+		    MON_HWM_DEFAULT);
+		return MON_HWM_DEFAULT;
+	}
+	return (int)v;
+}
+
+/* Writes the endpoint's description next to it, atomically. */
+static void
+write_info(struct mate_mon *m, const char *tcp_bound)
+{
+	char tmp[320], text[1024];
+	int fd, n;
+
+	n = snprintf(text, sizeof(text),
+	    "pid=%ld\nstart_ticks=%llu\nstart=%.6f\nprogram=%s\nendpoint=ipc://%s\n",
+	    m->pid, (unsigned long long)mate_proc_start_ticks((pid_t)m->pid), m->start_real,
+	    m->program, m->ipc_path);
+	if (tcp_bound[0] != '\0' && n > 0 && (size_t)n < sizeof(text))
+		n += snprintf(text + n, sizeof(text) - (size_t)n, "endpoint=%s\n", tcp_bound);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", m->info_path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || n <= 0 || (size_t)n >= sizeof(text) ||
+	    mate_write_all(fd, text, (size_t)n) != 0 || close(fd) != 0 ||
+	    rename(tmp, m->info_path) != 0) {
+		mon_warn("cannot write %s: %s; local tools will not find this process",
+		    m->info_path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		unlink(tmp);
+		m->info_path[0] = '\0';
+	}
+}
+
+static int
+bind_ipc(struct mate_mon *m)
+{
+	char ep[sizeof(m->ipc_path) + 8];
+	int rc = mate_mon_runtime_dir(m->dir, sizeof(m->dir), 1);
+
+	if (rc != 0) {
+		mon_warn("runtime directory %s: %s; no local endpoint", m->dir, strerror(-rc));
+		return -1;
+	}
+	if ((size_t)snprintf(m->ipc_path, sizeof(m->ipc_path), "%s/%ld.ipc", m->dir, m->pid) >=
+	    sizeof(m->ipc_path)) {
+		mon_warn("runtime directory %s: path too long for a socket; no local endpoint", m->dir);
+		m->ipc_path[0] = '\0';
+		return -1;
+	}
+	unlink(m->ipc_path);   /* a dead process of the same pid left it */
+	snprintf(ep, sizeof(ep), "ipc://%s", m->ipc_path);
+	if (zmq_bind(m->pub, ep) != 0) {
+		mon_warn("cannot bind %s: %s", ep, zmq_strerror(zmq_errno()));
+		m->ipc_path[0] = '\0';
+		return -1;
+	}
+	snprintf(m->info_path, sizeof(m->info_path), "%s/%ld.info", m->dir, m->pid);
+	return 0;
+}
+
+struct mate_mon *
+mate_mon_start(const char *tcp, double start_real)
+{
+	extern char *program_invocation_short_name;
+	struct mate_mon *m = calloc(1, sizeof(*m));
+	int hwm = hwm_setting(), one = 1, linger = MON_LINGER_MS, ok_ipc;
+	char bound[256] = "";
+	size_t blen = sizeof(bound);
+
+	if (m == NULL)
+		return NULL;
+	m->pid = (long)getpid();
+	m->start_real = start_real;
+	snprintf(m->program, sizeof(m->program), "%s", program_invocation_short_name);
+	if ((m->ctx = zmq_ctx_new()) == NULL || (m->pub = zmq_socket(m->ctx, ZMQ_XPUB)) == NULL) {
+		mon_warn("cannot create a ZeroMQ socket: %s", zmq_strerror(zmq_errno()));
+		goto fail;
+	}
+	zmq_setsockopt(m->pub, ZMQ_SNDHWM, &hwm, sizeof(hwm));
+	zmq_setsockopt(m->pub, ZMQ_XPUB_NODROP, &one, sizeof(one));
+	zmq_setsockopt(m->pub, ZMQ_LINGER, &linger, sizeof(linger));
+	ok_ipc = bind_ipc(m) == 0;
+	if (tcp != NULL && tcp[0] != '\0') {
+		if (zmq_bind(m->pub, tcp) != 0) {
+			mon_warn("cannot bind %s: %s", tcp, zmq_strerror(zmq_errno()));
+			if (!ok_ipc)
+				goto fail;
+		} else {
+			zmq_getsockopt(m->pub, ZMQ_LAST_ENDPOINT, bound, &blen);
+			mon_warn("publishing on %s", bound);
+		}
+	} else if (!ok_ipc)
+		goto fail;
+	if (ok_ipc)
+		write_info(m, bound);
+	return m;
+fail:
+	if (m->pub != NULL)
+		zmq_close(m->pub);
+	if (m->ctx != NULL)
+		zmq_ctx_term(m->ctx);
+	free(m);
+	return NULL;
+}
+
+/* ---- running ---------------------------------------------------------------------------- */
+
+int
+mate_mon_poll(struct mate_mon *m, int wake_fd, int timeout_ms)
+{
+	zmq_pollitem_t it[2] = { { m->pub, 0, ZMQ_POLLIN, 0 }, { NULL, wake_fd, ZMQ_POLLIN, 0 } };
+	unsigned char msg[256];
+
+	if (zmq_poll(it, wake_fd >= 0 ? 2 : 1, timeout_ms) > 0 && (it[0].revents & ZMQ_POLLIN)) {
+		int n;
+		while ((n = zmq_recv(m->pub, msg, sizeof(msg), ZMQ_DONTWAIT)) >= 0) {
+			if (n >= 1 && msg[0] == 1)
+				m->subscribers++;
+			else if (n >= 1 && msg[0] == 0 && m->subscribers > 0)
+				m->subscribers--;
+		}
+	}
+	return m->subscribers > 0;
+}
+
+/* Appends s as a JSON string (quotes, escapes) at *o, bounded by end. */
+static char *
+json_str(char *o, char *end, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	if (o < end)
+		*o++ = '"';
+	for (; *s != '\0' && o + 7 < end; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') {
+			*o++ = '\\';
+			*o++ = (char)c;
+		} else if (c < 0x20) {
+			memcpy(o, "\\u00", 4);
+			o[4] = hex[c >> 4];
+			o[5] = hex[c & 15];
+			o += 6;
+		} else
+			*o++ = (char)c;
+	}
+	if (o < end)
+		*o++ = '"';
+	return o;
+}
+
+void
+mate_mon_send(struct mate_mon *m, const struct mate_ev_rec *r, int last)
+{
+	/* every field is bounded (struct mate_ev_rec): even escaped, all fits */
+	char frame[4096], *o = frame, *end = frame + sizeof(frame) - 8;
+
+	o += snprintf(o, (size_t)(end - o), "{\"seq\":%llu,\"timestamp\":%llu.%09llu,\"event\":",
+	    (unsigned long long)r->seq, (unsigned long long)(r->t_ns / 1000000000u),
+	    (unsigned long long)(r->t_ns % 1000000000u));
+	o = json_str(o, end, r->event);
+	o += snprintf(o, (size_t)(end - o), ",\"client\":");
+	o = json_str(o, end, r->source);
+	o += snprintf(o, (size_t)(end - o), ",\"command\":");
+	o = json_str(o, end, r->command);
+	o += snprintf(o, (size_t)(end - o), ",\"details\":");
+	o = json_str(o, end, r->details);
+	o += snprintf(o, (size_t)(end - o),
+	    ",\"size_bytes\":%lld,\"pid\":%ld,\"start\":%.6f,\"dropped\":%llu,\"program\":",
+	    (long long)r->size, m->pid, m->start_real, (unsigned long long)m->drops);
+	o = json_str(o, end, m->program);
+	*o++ = '}';
+	for (int tries = 0; zmq_send(m->pub, frame, (size_t)(o - frame), ZMQ_DONTWAIT) < 0; tries++) {
+		if (!last || tries >= 20) {
+			m->drops++;
+			m->skip = MON_SKIP;
+			return;
+		}
+		zmq_poll(NULL, 0, 10);   /* the last frame waits a little for room */
+	}
+}
+
+int
+mate_mon_skip(struct mate_mon *m)
+{
+	if (m->skip <= 0)
+		return 0;
+	m->skip--;
+	m->drops++;
+	return 1;
+}
+
+void
+mate_mon_add_drops(struct mate_mon *m, uint64_t n)
+{
+	m->drops += n;
+}
+
+uint64_t
+mate_mon_drops(const struct mate_mon *m)
+{
+	return m->drops;
+}
+
+void
+mate_mon_stop(struct mate_mon *m)
+{
+	if (m == NULL)
+		return;
+	if (m->info_path[0] != '\0')
+		unlink(m->info_path);
+	if (m->ipc_path[0] != '\0')
+		unlink(m->ipc_path);
+	zmq_close(m->pub);
+	zmq_ctx_term(m->ctx);
+	free(m);
+}
+
+void
+mate_mon_forget(struct mate_mon *m)
+{
+	/* the parent's context and its threads are not ours: leave them be */
+	free(m);
+}

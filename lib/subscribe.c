@@ -1,0 +1,756 @@
+/* subscribe.c: the subscriber side of live events: finding local publishers, one SUB socket, JSON frames to events, time-ordered merging. */
+#include "events_private.h"
+#include "mate_monitor.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#define FRAME_MAX 8192          /* larger frames are not ours: skipped */
+#define RESCAN_MS 100
+#define LAG_MS_DEFAULT 100
+#define HELD_MAX 1000000        /* events held for ordering, at most */
+#define PUBS_MAX 4096           /* publishers followed, at most */
+
+struct pub {
+	long pid;
+	double start;
+	char *endpoint;             /* as connected ("" until known for frames) */
+	char program[64];
+	uint64_t events, dropped, lost, first_seq, last_seq;
+	int ended;
+	int connected;
+};
+
+/* One held event: its fields packed in one allocation. */
+struct held {
+	double t;                   /* seconds since the base */
+	uint64_t order;             /* arrival order: ties keep it */
+	double arrived;             /* monotonic seconds */
+	mate_live_event le;
+	char text[];                /* event, source, command, details */
+};
+
+struct mate_monitor {
+	void *ctx, *sub;
+	struct pub *pubs;
+	int npubs, cap_pubs;
+	long *want_pids;
+	int nwant, cap_want;
+	int watch_all;
+	char dir[256];
+	double next_scan;
+	double base;                /* 0 until set */
+	int flushing;
+	double lag;
+	struct held **heap;
+	size_t nheld, cap_held;
+	uint64_t order;
+	struct held *current;       /* returned last: freed at the next call */
+	char *frame, *scratch;
+};
+
+static double
+mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int
+nomem(mate_error *err)
+{
+	return mate_set_error(err, MATE_ERR_NOMEM, "monitor: out of memory");
+}
+
+mate_monitor *
+mate_monitor_new(mate_error *err)
+{
+	mate_monitor *m = calloc(1, sizeof(*m));
+	const char *lag = getenv("MATE_MONITOR_LAG_MS");
+	int zero = 0, hwm = 1000000;
+
+	if (m == NULL || (m->frame = malloc(FRAME_MAX + 1)) == NULL ||
+	    (m->scratch = malloc(FRAME_MAX + 1)) == NULL) {
+		if (m != NULL)
+			free(m->frame);
+		free(m);
+		nomem(err);
+		return NULL;
+	}
+	m->lag = (lag != NULL && *lag != '\0' ? atof(lag) : LAG_MS_DEFAULT) / 1000.0;
+	if (!(m->lag >= 0) || m->lag > 60)
+		m->lag = LAG_MS_DEFAULT / 1000.0;
+	if ((m->ctx = zmq_ctx_new()) == NULL || (m->sub = zmq_socket(m->ctx, ZMQ_SUB)) == NULL) {
+		mate_set_error(err, MATE_ERR_IO, "monitor: cannot create a ZeroMQ socket: %s",
+		    zmq_strerror(zmq_errno()));
+		mate_monitor_free(m);
+		return NULL;
+	}
+	zmq_setsockopt(m->sub, ZMQ_LINGER, &zero, sizeof(zero));
+	zmq_setsockopt(m->sub, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+	zmq_setsockopt(m->sub, ZMQ_SUBSCRIBE, "", 0);
+	if (mate_mon_runtime_dir(m->dir, sizeof(m->dir), 0) != 0 && m->dir[0] == '\0')
+		snprintf(m->dir, sizeof(m->dir), "/tmp/mate-%lu", (unsigned long)getuid());
+	return m;
+}
+
+void
+mate_monitor_free(mate_monitor *m)
+{
+	if (m == NULL)
+		return;
+	if (m->sub != NULL)
+		zmq_close(m->sub);
+	if (m->ctx != NULL)
+		zmq_ctx_term(m->ctx);
+	for (int i = 0; i < m->npubs; i++)
+		free(m->pubs[i].endpoint);
+	free(m->pubs);
+	free(m->want_pids);
+	for (size_t i = 0; i < m->nheld; i++)
+		free(m->heap[i]);
+	free(m->heap);
+	free(m->current);
+	free(m->frame);
+	free(m->scratch);
+	free(m);
+}
+
+/* ---- publishers ------------------------------------------------------------------- */
+
+static struct pub *
+pub_add(mate_monitor *m, long pid, double start, const char *endpoint)
+{
+	struct pub *p;
+
+	if (m->npubs >= PUBS_MAX)
+		return NULL;
+	if (m->npubs == m->cap_pubs) {
+		int cap = m->cap_pubs ? m->cap_pubs * 2 : 8;
+		p = realloc(m->pubs, (size_t)cap * sizeof(*p));
+		if (p == NULL)
+			return NULL;
+		m->pubs = p;
+		m->cap_pubs = cap;
+	}
+	p = &m->pubs[m->npubs];
+	memset(p, 0, sizeof(*p));
+	if ((p->endpoint = strdup(endpoint != NULL ? endpoint : "")) == NULL)
+		return NULL;
+	p->pid = pid;
+	p->start = start;
+	m->npubs++;
+	return p;
+}
+
+static struct pub *
+pub_find_endpoint(mate_monitor *m, const char *endpoint)
+{
+	for (int i = 0; i < m->npubs; i++)
+		if (strcmp(m->pubs[i].endpoint, endpoint) == 0)
+			return &m->pubs[i];
+	return NULL;
+}
+
+/* The publisher a frame comes from: by pid and start, else a connected
+ * endpoint whose identity is not known yet (tcp), else a new entry. */
+static struct pub *
+pub_for_frame(mate_monitor *m, long pid, double start)
+{
+	for (int i = 0; i < m->npubs; i++)
+		if (m->pubs[i].pid == pid && (m->pubs[i].start == 0 || m->pubs[i].start == start)) {
+			m->pubs[i].start = start;
+			return &m->pubs[i];
+		}
+	for (int i = 0; i < m->npubs; i++)
+		if (m->pubs[i].pid == 0) {
+			m->pubs[i].pid = pid;
+			m->pubs[i].start = start;
+			return &m->pubs[i];
+		}
+	return pub_add(m, pid, start, "");
+}
+
+int
+mate_monitor_add_endpoint(mate_monitor *m, const char *url, mate_error *err)
+{
+	if (pub_find_endpoint(m, url) != NULL)
+		return MATE_OK;
+	if (zmq_connect(m->sub, url) != 0)
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "monitor: cannot connect to %s: %s",
+		    url, zmq_strerror(zmq_errno()));
+	if (pub_add(m, 0, 0, url) == NULL)
+		return nomem(err);
+	m->pubs[m->npubs - 1].connected = 1;
+	return MATE_OK;
+}
+
+int
+mate_monitor_add_pid(mate_monitor *m, long pid, mate_error *err)
+{
+	if (pid <= 0)
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "monitor: bad pid %ld", pid);
+	if (m->nwant == m->cap_want) {
+		int cap = m->cap_want ? m->cap_want * 2 : 8;
+		long *w = realloc(m->want_pids, (size_t)cap * sizeof(*w));
+		if (w == NULL)
+			return nomem(err);
+		m->want_pids = w;
+		m->cap_want = cap;
+	}
+	m->want_pids[m->nwant++] = pid;
+	m->next_scan = 0;
+	return MATE_OK;
+}
+
+int
+mate_monitor_watch_local(mate_monitor *m, mate_error *err)
+{
+	(void)err;
+	m->watch_all = 1;
+	m->next_scan = 0;
+	return MATE_OK;
+}
+
+/* ---- finding local endpoints --------------------------------------------------------- */
+
+struct info {
+	long pid;
+	unsigned long long ticks;
+	double start;
+	char program[64];
+	char endpoint[300];
+};
+
+static int
+read_info(const char *path, struct info *in)
+{
+	char buf[2048], *line, *save = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n;
+
+	memset(in, 0, sizeof(*in));
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		if (strncmp(line, "pid=", 4) == 0)
+			in->pid = strtol(line + 4, NULL, 10);
+		else if (strncmp(line, "start_ticks=", 12) == 0)
+			in->ticks = strtoull(line + 12, NULL, 10);
+		else if (strncmp(line, "start=", 6) == 0)
+			in->start = strtod(line + 6, NULL);
+		else if (strncmp(line, "program=", 8) == 0)
+			snprintf(in->program, sizeof(in->program), "%s", line + 8);
+		else if (strncmp(line, "endpoint=ipc://", 15) == 0 && in->endpoint[0] == '\0')
+			snprintf(in->endpoint, sizeof(in->endpoint), "%s", line + 9);
+	}
+	return in->pid > 0 && in->endpoint[0] != '\0' ? 0 : -1;
+}
+
+/* Whether the process that wrote in still runs (not a reused pid). */
+static int
+info_alive(const struct info *in)
+{
+	uint64_t ticks;
+
+	if (kill((pid_t)in->pid, 0) != 0 && errno == ESRCH)
+		return 0;
+	ticks = mate_proc_start_ticks((pid_t)in->pid);
+	return in->ticks == 0 || ticks == 0 || ticks == in->ticks;
+}
+
+static int
+wanted(const mate_monitor *m, long pid)
+{
+	if (m->watch_all)
+		return 1;
+	for (int i = 0; i < m->nwant; i++)
+		if (m->want_pids[i] == pid)
+			return 1;
+	return 0;
+}
+
+static void
+remove_stale(const mate_monitor *m, const char *name, const struct info *in)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/%s", m->dir, name);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/%ld.ipc", m->dir, in->pid);
+	unlink(path);
+}
+
+static void
+connect_info(mate_monitor *m, const struct info *in)
+{
+	struct pub *p = pub_find_endpoint(m, in->endpoint);
+
+	if (p != NULL && p->start == in->start)
+		return;
+	if (p != NULL) {
+		/* the same path, a new process (pid reused): start over */
+		zmq_disconnect(m->sub, in->endpoint);
+		p->endpoint[0] = '\0';
+	}
+	if (zmq_connect(m->sub, in->endpoint) != 0 ||
+	    (p = pub_add(m, in->pid, in->start, in->endpoint)) == NULL)
+		return;
+	p->connected = 1;
+	snprintf(p->program, sizeof(p->program), "%s", in->program);
+}
+
+static void
+scan(mate_monitor *m)
+{
+	DIR *d;
+	struct dirent *de;
+
+	if (!m->watch_all && m->nwant == 0)
+		return;
+	if ((d = opendir(m->dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		const char *dot = strrchr(de->d_name, '.');
+		char path[600];
+		struct info in;
+		if (dot == NULL || strcmp(dot, ".info") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", m->dir, de->d_name);
+		if (read_info(path, &in) != 0 || !wanted(m, in.pid))
+			continue;
+		if (!info_alive(&in))
+			remove_stale(m, de->d_name, &in);
+		else
+			connect_info(m, &in);
+	}
+	closedir(d);
+	/* publishers whose endpoint went away (removed at exit, or dead) */
+	for (int i = 0; i < m->npubs; i++) {
+		struct pub *p = &m->pubs[i];
+		char info[600];
+		if (!p->connected || p->ended || strncmp(p->endpoint, "ipc://", 6) != 0 || p->pid <= 0)
+			continue;
+		snprintf(info, sizeof(info), "%s/%ld.info", m->dir, p->pid);
+		if (access(info, F_OK) != 0 || (kill((pid_t)p->pid, 0) != 0 && errno == ESRCH))
+			p->ended = 1;
+	}
+}
+
+/* ---- frames ---------------------------------------------------------------------------- */
+
+static int
+heap_less(const struct held *a, const struct held *b)
+{
+	return a->t < b->t || (a->t == b->t && a->order < b->order);
+}
+
+static int
+heap_push(mate_monitor *m, struct held *h)
+{
+	size_t i;
+
+	if (m->nheld == m->cap_held) {
+		size_t cap = m->cap_held ? m->cap_held * 2 : 1024;
+		struct held **n = realloc(m->heap, cap * sizeof(*n));
+		if (n == NULL)
+			return -1;
+		m->heap = n;
+		m->cap_held = cap;
+	}
+	i = m->nheld++;
+	while (i > 0 && heap_less(h, m->heap[(i - 1) / 2])) {
+		m->heap[i] = m->heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	m->heap[i] = h;
+	return 0;
+}
+
+static struct held *
+heap_pop(mate_monitor *m)
+{
+	struct held *top = m->heap[0], *last = m->heap[--m->nheld];
+	size_t i = 0;
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= m->nheld)
+			break;
+		if (c + 1 < m->nheld && heap_less(m->heap[c + 1], m->heap[c]))
+			c++;
+		if (!heap_less(m->heap[c], last))
+			break;
+		m->heap[i] = m->heap[c];
+		i = c;
+	}
+	if (m->nheld > 0)
+		m->heap[i] = last;
+	return top;
+}
+
+/* Counts the frame's sequence number against its publisher's: @return
+ * the frames missing before it. */
+static uint64_t
+account(struct pub *p, uint64_t seq, uint64_t dropped)
+{
+	uint64_t gap = 0;
+
+	if (p->events == 0)
+		p->first_seq = seq;
+	else if (seq > p->last_seq + 1) {
+		uint64_t explained = dropped > p->dropped ? dropped - p->dropped : 0;
+		gap = seq - p->last_seq - 1;
+		if (gap > explained)
+			p->lost += gap - explained;
+	}
+	if (seq > p->last_seq)
+		p->last_seq = seq;
+	/* events its queue refused take no sequence number: a larger drop
+	 * count says some are missing too */
+	if (p->events > 0 && dropped > p->dropped && dropped - p->dropped > gap)
+		gap = dropped - p->dropped;
+	if (dropped > p->dropped)
+		p->dropped = dropped;
+	p->events++;
+	return gap;
+}
+
+/* ---- one frame: a flat JSON object of strings and numbers ---------------------- */
+
+enum { F_EVENT, F_CLIENT, F_COMMAND, F_DETAILS, F_PROGRAM, F_NSTR };
+enum { N_SEQ, N_TIMESTAMP, N_SIZE, N_PID, N_START, N_DROPPED, F_NNUM };
+
+struct frame {
+	const char *s[F_NSTR];      /* unescaped, in the frame's scratch copy */
+	double n[F_NNUM];
+	int has_seq, has_event;
+};
+
+static const char *const str_keys[F_NSTR] = { "event", "client", "command", "details", "program" };
+static const char *const num_keys[F_NNUM] = { "seq", "timestamp", "size_bytes", "pid", "start", "dropped" };
+
+static const char *
+skip_ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	return p;
+}
+
+static int
+hexval(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	    c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* A JSON string at p (after its quote) unescaped into *out (advanced,
+ * NUL-terminated): @return the position after the closing quote, or NULL. */
+static const char *
+parse_str(const char *p, const char *end, char **out)
+{
+	char *o = *out;
+
+	while (p < end && *p != '"') {
+		if (*p != '\\') {
+			*o++ = *p++;
+			continue;
+		}
+		if (++p >= end)
+			return NULL;
+		switch (*p) {
+		case 'n': *o++ = '\n'; break;
+		case 't': *o++ = '\t'; break;
+		case 'r': *o++ = '\r'; break;
+		case 'b': *o++ = '\b'; break;
+		case 'f': *o++ = '\f'; break;
+		case 'u': {
+			int v = 0;
+			if (end - p < 5)
+				return NULL;
+			for (int i = 1; i <= 4; i++) {
+				int h = hexval((unsigned char)p[i]);
+				if (h < 0)
+					return NULL;
+				v = v * 16 + h;
+			}
+			/* mate escapes only control characters; others become '?' */
+			*o++ = v < 0x80 && v != 0 ? (char)v : '?';
+			p += 4;
+			break;
+		}
+		default: *o++ = *p; break;
+		}
+		p++;
+	}
+	if (p >= end)
+		return NULL;
+	*o++ = '\0';
+	*out = o;
+	return p + 1;
+}
+
+/* Parses buf into f, unescaping strings into scratch (len + 1 bytes at
+ * least). @return 0, or -1 for anything but a flat object. */
+static int
+parse_frame(const char *buf, size_t len, char *scratch, struct frame *f)
+{
+	const char *p = buf, *end = buf + len;
+	char *o = scratch;
+
+	memset(f, 0, sizeof(*f));
+	p = skip_ws(p, end);
+	if (p >= end || *p++ != '{')
+		return -1;
+	for (;;) {
+		char *key = o;
+		p = skip_ws(p, end);
+		if (p < end && *p == '}')
+			return 0;
+		if (p >= end || *p++ != '"' || (p = parse_str(p, end, &o)) == NULL)
+			return -1;
+		p = skip_ws(p, end);
+		if (p >= end || *p++ != ':')
+			return -1;
+		p = skip_ws(p, end);
+		if (p < end && *p == '"') {
+			char *val = o;
+			if ((p = parse_str(p + 1, end, &o)) == NULL)
+				return -1;
+			for (int i = 0; i < F_NSTR; i++)
+				if (strcmp(key, str_keys[i]) == 0)
+					f->s[i] = val;
+		} else {
+			char num[64], *e;
+			size_t n = 0;
+			while (p < end && n + 1 < sizeof(num) && *p != '\0' &&
+			    strchr("+-.0123456789eE", *p) != NULL)
+				num[n++] = *p++;
+			num[n] = '\0';
+			double v = strtod(num, &e);
+			if (n == 0 || *e != '\0') {
+				/* true, false, null, nested values: not ours */
+				return -1;
+			}
+			for (int i = 0; i < F_NNUM; i++)
+				if (strcmp(key, num_keys[i]) == 0) {
+					f->n[i] = v;
+					if (i == N_SEQ)
+						f->has_seq = 1;
+				}
+		}
+		p = skip_ws(p, end);
+		if (p < end && *p == ',') {
+			p++;
+			continue;
+		}
+		if (p < end && *p == '}')
+			break;
+		return -1;
+	}
+	f->has_event = f->s[F_EVENT] != NULL;
+	return 0;
+}
+
+static struct held *
+make_held(const struct frame *fr, double t, mate_error *err)
+{
+	const char *f[4];
+	size_t len[4], total = 0;
+	struct held *h;
+	char *q;
+
+	for (int i = 0; i < 4; i++) {
+		f[i] = fr->s[i] != NULL ? fr->s[i] : "";
+		total += (len[i] = strlen(f[i])) + 1;
+	}
+	if ((h = malloc(sizeof(*h) + total)) == NULL) {
+		nomem(err);
+		return NULL;
+	}
+	memset(h, 0, sizeof(*h));
+	q = h->text;
+	for (int i = 0; i < 4; i++) {
+		memcpy(q, f[i], len[i] + 1);
+		f[i] = q;
+		q += len[i] + 1;
+	}
+	h->t = t;
+	h->le.ev.time = t;
+	h->le.ev.event = f[0];
+	h->le.ev.source = f[1];
+	h->le.ev.command = f[2];
+	h->le.ev.details = f[3];
+	h->le.ev.source_kind = strstr(f[0], "WORKER") != NULL ? MATE_SOURCE_WORKER : MATE_SOURCE_CLIENT;
+	return h;
+}
+
+/* Parses one frame and holds its event. Frames that are not mate's are skipped. */
+static int
+take_frame(mate_monitor *m, const char *buf, size_t len, mate_error *err)
+{
+	struct frame fr;
+	struct held *h;
+	struct pub *p;
+	double start;
+
+	if (parse_frame(buf, len, m->scratch, &fr) != 0 || !fr.has_seq || !fr.has_event)
+		return MATE_OK;
+	start = fr.n[N_START];
+	if ((p = pub_for_frame(m, (long)fr.n[N_PID], start)) == NULL)
+		return MATE_OK;   /* too many publishers (or no memory): skipped */
+	if (p->program[0] == '\0' && fr.s[F_PROGRAM] != NULL)
+		snprintf(p->program, sizeof(p->program), "%s", fr.s[F_PROGRAM]);
+	if (m->base == 0 && start > 0) {
+		m->base = start;
+		for (int i = 0; i < m->npubs; i++)
+			if (m->pubs[i].start > 0 && m->pubs[i].start < m->base)
+				m->base = m->pubs[i].start;
+	}
+	if ((h = make_held(&fr, start - m->base + fr.n[N_TIMESTAMP], err)) == NULL)
+		return MATE_ERR_NOMEM;
+	h->le.ev.seq = fr.n[N_SEQ] > 0 ? (uint64_t)fr.n[N_SEQ] : 0;
+	h->le.ev.size = fr.n[N_SIZE] > 0 ? (int64_t)fr.n[N_SIZE] : 0;
+	h->le.dropped = fr.n[N_DROPPED] > 0 ? (uint64_t)fr.n[N_DROPPED] : 0;
+	h->le.publisher = (int)(p - m->pubs);
+	h->order = m->order++;
+	h->arrived = mono_s();
+	h->le.missed = account(p, h->le.ev.seq, h->le.dropped);
+	if (strcmp(h->le.ev.event, "DISCONNECT") == 0)
+		p->ended = 1;
+	if (heap_push(m, h) != 0) {
+		free(h);
+		return nomem(err);
+	}
+	return MATE_OK;
+}
+
+/* Reads what the socket holds without waiting. */
+static int
+receive_all(mate_monitor *m, mate_error *err)
+{
+	int n, rc;
+
+	/* a bounded batch: the caller's deadline is looked at between batches */
+	for (int batch = 0; batch < 4096 && m->nheld < HELD_MAX; batch++) {
+		n = zmq_recv(m->sub, m->frame, FRAME_MAX, ZMQ_DONTWAIT);
+		if (n < 0)
+			return zmq_errno() == EAGAIN || zmq_errno() == EINTR ? MATE_OK :
+			    mate_set_error(err, MATE_ERR_IO, "monitor: receive: %s",
+			    zmq_strerror(zmq_errno()));
+		if (n > FRAME_MAX)
+			continue;
+		if ((rc = take_frame(m, m->frame, (size_t)n, err)) != MATE_OK)
+			return rc;
+	}
+	return MATE_OK;
+}
+
+int
+mate_monitor_next(mate_monitor *m, mate_live_event *ev, int timeout_ms, mate_error *err)
+{
+	double deadline = timeout_ms < 0 ? 1e300 : mono_s() + timeout_ms / 1000.0;
+	int rc;
+
+	free(m->current);
+	m->current = NULL;
+	for (;;) {
+		double now = mono_s(), wait;
+		if (now >= m->next_scan) {
+			scan(m);
+			m->next_scan = now + RESCAN_MS / 1000.0;
+		}
+		/* what is due goes out first; the socket is read when nothing is */
+		for (int pass = 0; pass < 2; pass++) {
+			if (m->nheld > 0 && (m->flushing || now - m->heap[0]->arrived >= m->lag ||
+			    m->nheld >= HELD_MAX)) {
+				m->current = heap_pop(m);
+				*ev = m->current->le;
+				return 1;
+			}
+			if (pass == 0 && (rc = receive_all(m, err)) != MATE_OK)
+				return rc;
+		}
+		if (now >= deadline)
+			return 0;
+		wait = deadline - now;
+		if (m->nheld > 0 && m->heap[0]->arrived + m->lag - now < wait)
+			wait = m->heap[0]->arrived + m->lag - now;
+		if (m->next_scan - now < wait)
+			wait = m->next_scan - now;
+		/* with events held, sleep until the first is due: what arrives
+		 * meanwhile waits in the socket and is read in one batch */
+		zmq_pollitem_t it = { m->sub, 0, ZMQ_POLLIN, 0 };
+		if (zmq_poll(m->nheld > 0 ? NULL : &it, m->nheld > 0 ? 0 : 1,
+		    (long)(wait * 1000.0) + 1) < 0) {
+			if (zmq_errno() == EINTR)
+				return 0;   /* a signal: the caller looks at its flags */
+			return mate_set_error(err, MATE_ERR_IO, "monitor: poll: %s",
+			    zmq_strerror(zmq_errno()));
+		}
+	}
+}
+
+void
+mate_monitor_flush(mate_monitor *m)
+{
+	m->flushing = 1;
+}
+
+int
+mate_monitor_publishers(const mate_monitor *m)
+{
+	return m->npubs;
+}
+
+int
+mate_monitor_publisher(const mate_monitor *m, int i, mate_publisher_info *info)
+{
+	const struct pub *p;
+
+	if (i < 0 || i >= m->npubs)
+		return -1;
+	p = &m->pubs[i];
+	info->pid = p->pid;
+	info->program = p->program;
+	info->endpoint = p->endpoint;
+	info->start = p->start;
+	info->events = p->events;
+	info->dropped = p->dropped;
+	info->lost = p->lost;
+	info->first_seq = p->first_seq;
+	info->last_seq = p->last_seq;
+	info->ended = p->ended;
+	return 0;
+}
+
+double
+mate_monitor_base(const mate_monitor *m)
+{
+	return m->base;
+}
+
+int
+mate_mon_take_frame(mate_monitor *m, const char *buf, size_t len)
+{
+	if (len > FRAME_MAX)
+		return -1;
+	return take_frame(m, buf, len, NULL);
+}

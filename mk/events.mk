@@ -1,0 +1,68 @@
+## mk/events.mk: live events: the instruction log, the ZeroMQ publisher and subscriber, mate-trace and mate-top.
+libmate_la_SOURCES += \
+	lib/events_private.h \
+	lib/events.c \
+	lib/events_call.c \
+	lib/monitor.c
+libmate_la_CFLAGS += $(ZMQ_CFLAGS)
+libmate_la_LIBADD += $(ZMQ_LIBS)
+libmate_la_SOURCES += lib/subscribe.c lib/activity.c
+include_HEADERS += lib/mate_monitor.h
+
+## mate-trace: capture live events into an instruction log.
+bin_PROGRAMS += src/trace/mate-trace
+src_trace_mate_trace_SOURCES = src/trace/mate-trace.c
+src_trace_mate_trace_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
+src_trace_mate_trace_LDADD = src/fe/libmate_fe.la libmate.la
+
+## mate-top: live per-worker activity (ncurses; batch mode without a terminal).
+bin_PROGRAMS += src/top/mate-top
+src_top_mate_top_SOURCES = src/top/mate-top.c
+src_top_mate_top_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
+src_top_mate_top_CFLAGS = $(AM_CFLAGS) $(NCURSES_CFLAGS)
+src_top_mate_top_LDADD = src/fe/libmate_fe.la libmate.la $(NCURSES_LIBS) -lm
+
+## Tests: events in instruction logs (unit), the demo under mate-trace and
+## mate-top (GT's regex, round trip, no gaps), ilog == trace, a stalled
+## subscriber, a killed publisher, mate-top in tmux, the man pages.
+check_PROGRAMS += tests/test_events tests/ilog-check
+TESTS += tests/test_events
+tests_test_events_SOURCES = tests/test_events.c
+tests_test_events_LDADD = libmate.la
+tests_ilog_check_SOURCES = tests/ilog-check.c
+tests_ilog_check_LDADD = libmate.la
+check_PROGRAMS += tests/test_events_stall
+TESTS += tests/test_events_stall
+tests_test_events_stall_SOURCES = tests/test_events_stall.c
+tests_test_events_stall_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
+tests_test_events_stall_LDADD = libmate.la $(ZMQ_LIBS)
+TESTS += tests/test_events_demo.py
+EXTRA_DIST += tests/test_events_demo.py
+TESTS += tests/events_ilog_trace.sh tests/events_stale.sh
+EXTRA_DIST += tests/events_ilog_trace.sh tests/events_stale.sh
+TESTS += tests/events_top_tmux.sh
+EXTRA_DIST += tests/events_top_tmux.sh
+TESTS += tests/events_cli.sh
+EXTRA_DIST += tests/events_cli.sh
+
+## Man pages of the tools.
+man_MANS += man/mate-trace.1 man/mate-top.1
+EXTRA_DIST += man/mate-trace.1 man/mate-top.1
+
+## Benchmarks (make bench; then python3 bench/events.py from the build directory).
+BENCH_BINS += bench/events-overhead
+bench_events_overhead_SOURCES = bench/events-overhead.c
+bench_events_overhead_LDADD = libmate.la
+EXTRA_DIST += bench/events.py
+
+## fuzz/fuzz_frame: the subscriber's frame parser, merging and activity aggregate.
+FUZZ_TARGETS += fuzz/fuzz_frame
+fuzz_fuzz_frame_SOURCES = fuzz/fuzz_frame.c
+fuzz_fuzz_frame_LDADD = libmate.la
+fuzz_fuzz_frame_LDFLAGS = $(FUZZER_LINK)
+TESTS += tests/events_tcp.sh
+EXTRA_DIST += tests/events_tcp.sh
+check_PROGRAMS += tests/test_activity
+TESTS += tests/test_activity
+tests_test_activity_SOURCES = tests/test_activity.c
+tests_test_activity_LDADD = libmate.la -lm

@@ -1,0 +1,671 @@
+/* mate-top.c: live per-worker activity of monitored processes, on an ncurses screen or as plain tables (batch mode). */
+#include "config.h"
+
+#include <curses.h>
+#include <errno.h>
+#include <getopt.h>
+#include <locale.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fe.h"
+#include "mate.h"
+#include "mate_events.h"
+#include "mate_monitor.h"
+
+enum sort_key { SORT_NAME, SORT_BUSY, SORT_OPS, SORT_BYTES, SORT_COUNT };
+static const char *const sort_name[SORT_COUNT] = { "worker", "busy", "ops/s", "bytes/s" };
+
+struct options {
+	double delay, smooth;
+	long long iterations;     /* -1: forever */
+	int batch, ascii;
+	long *pids;
+	int npids;
+	const char **endpoints;
+	int nendpoints;
+};
+
+struct view {
+	int sort, reverse, paused, help, scroll, color;
+	int *order;               /* row indices in display order */
+	int norder;
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static void
+usage(void)
+{
+	printf("Usage: %s [OPTIONS]\n"
+	    "Show live per-worker activity of processes recorded with MATE_MONITOR.\n\n"
+	    "  -d, --delay S        refresh every S seconds (default 1)\n"
+	    "  -n, --iterations N   stop after N refreshes\n"
+	    "  -b, --batch          print plain tables (the default when stdout is not a terminal)\n"
+	    "  -t, --smooth S       time constant of the moving averages (default 1 s)\n"
+	    "      --pid PID        follow process PID (repeatable)\n"
+	    "      --endpoint URL   subscribe to URL, e.g. tcp://host:5555 (repeatable)\n"
+	    "                       (neither: every local publisher, present and to come)\n"
+	    "      --ascii          no colour, no line drawing (also NO_COLOR)\n"
+	    "  -h, --help           this help\n"
+	    "  -V, --version        the version\n\n"
+	    "Keys: q quit, s sort key, r reverse, p pause, h help, arrows and PgUp/PgDn scroll.\n",
+	    mate_fe_progname());
+}
+
+static void *
+grow(void *p, int n, size_t size)
+{
+	void *q = realloc(p, (size_t)(n + 1) * size);
+
+	if (q == NULL)
+		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
+	return q;
+}
+
+static void
+parse_options(int argc, char **argv, struct options *o)
+{
+	enum { OPT_PID = 256, OPT_ENDPOINT, OPT_ASCII };
+	static const struct option longopts[] = {
+		{ "delay", required_argument, NULL, 'd' },
+		{ "iterations", required_argument, NULL, 'n' },
+		{ "batch", no_argument, NULL, 'b' },
+		{ "smooth", required_argument, NULL, 't' },
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
+		{ "ascii", no_argument, NULL, OPT_ASCII },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->delay = 1;
+	o->smooth = 1;
+	o->iterations = -1;
+	while ((c = getopt_long(argc, argv, "d:n:bt:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			o->delay = mate_fe_parse_double("--delay", optarg);
+			if (!(o->delay >= 0.01) || o->delay > 3600)
+				mate_fe_usage_error("bad value for --delay: '%s' (want 0.01..3600)", optarg);
+			break;
+		case 'n': o->iterations = mate_fe_parse_count("--iterations", optarg); break;
+		case 'b': o->batch = 1; break;
+		case 't':
+			o->smooth = mate_fe_parse_double("--smooth", optarg);
+			if (!(o->smooth > 0))
+				mate_fe_usage_error("bad value for --smooth: '%s' (want > 0)", optarg);
+			break;
+		case OPT_PID:
+			o->pids = grow(o->pids, o->npids, sizeof(*o->pids));
+			o->pids[o->npids] = (long)mate_fe_parse_count("--pid", optarg);
+			if (o->pids[o->npids++] <= 0)
+				mate_fe_usage_error("bad value for --pid: '%s'", optarg);
+			break;
+		case OPT_ENDPOINT:
+			o->endpoints = grow(o->endpoints, o->nendpoints, sizeof(*o->endpoints));
+			o->endpoints[o->nendpoints++] = optarg;
+			break;
+		case OPT_ASCII: o->ascii = 1; break;
+		case 'h': usage(); exit(MATE_EXIT_OK);
+		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
+		default: mate_fe_usage_error("unknown option");
+		}
+	}
+	if (optind < argc)
+		mate_fe_usage_error("unexpected argument '%s'", argv[optind]);
+	if (!isatty(STDOUT_FILENO))
+		o->batch = 1;
+}
+
+static double
+real_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double
+mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* "123B", "4.5KB", "6.78MB", "1.2GB" */
+static void
+fmt_bytes(char *out, size_t cap, double b)
+{
+	if (b < 1024)
+		snprintf(out, cap, "%.0fB", b);
+	else if (b < 1024.0 * 1024)
+		snprintf(out, cap, "%.1fKB", b / 1024);
+	else if (b < 1024.0 * 1024 * 1024)
+		snprintf(out, cap, "%.2fMB", b / (1024.0 * 1024));
+	else
+		snprintf(out, cap, "%.2fGB", b / (1024.0 * 1024 * 1024));
+}
+
+/* ---- feeding ------------------------------------------------------------------------- */
+
+/* Takes events until the deadline (monotonic seconds) or a key press. */
+static int
+feed(mate_monitor *m, mate_activity *a, double deadline, int interactive)
+{
+	mate_live_event le;
+	mate_publisher_info pi;
+	mate_error err;
+	int rc;
+
+	for (;;) {
+		double left = deadline - mono();
+		int wait = left <= 0 ? 0 : (int)(left * 1000) + 1;
+		if (interactive && wait > 50)
+			wait = 50;
+		rc = mate_monitor_next(m, &le, wait, &err);
+		if (rc < 0)
+			return rc;
+		if (rc > 0) {
+			mate_monitor_publisher(m, le.publisher, &pi);
+			mate_activity_add(a, pi.pid, pi.program, &le);
+			continue;
+		}
+		if (interrupted || mono() >= deadline)
+			return 0;
+		if (interactive) {
+			int ch = getch();
+			if (ch != ERR) {
+				ungetch(ch);
+				return 0;
+			}
+		}
+	}
+}
+
+static void
+tick(mate_monitor *m, mate_activity *a)
+{
+	double base = mate_monitor_base(m);
+
+	if (base > 0)
+		mate_activity_tick(a, real_now() - base - 0.1);
+}
+
+/* ---- ordering ---------------------------------------------------------------------- */
+
+static const mate_activity *sort_act;
+static int sort_by, sort_rev;
+
+static double
+sort_value(const mate_worker_row *r)
+{
+	switch (sort_by) {
+	case SORT_BUSY: return r->busy;
+	case SORT_OPS: return r->ops_per_s;
+	case SORT_BYTES: return r->bytes_per_s;
+	default: return 0;
+	}
+}
+
+/* Grouped by process; within a group by the key, ties in first-seen order. */
+static int
+cmp_rows(const void *pa, const void *pb)
+{
+	int ia = *(const int *)pa, ib = *(const int *)pb;
+	mate_worker_row a, b;
+	mate_process_row qa, qb;
+
+	mate_activity_row(sort_act, ia, &a);
+	mate_activity_row(sort_act, ib, &b);
+	if (a.process != b.process) {
+		mate_activity_process(sort_act, a.process, &qa);
+		mate_activity_process(sort_act, b.process, &qb);
+		return qa.pid < qb.pid ? -1 : qa.pid > qb.pid;
+	}
+	if (sort_by != SORT_NAME) {
+		/* coarse steps keep rows from swapping on noise */
+		double va = floor(sort_value(&a) * 100), vb = floor(sort_value(&b) * 100);
+		if (va != vb)
+			return (va > vb ? -1 : 1) * (sort_rev ? -1 : 1);
+	} else if (sort_rev)
+		return ib - ia;
+	return ia - ib;
+}
+
+static void
+order_rows(const mate_activity *a, struct view *v)
+{
+	int n = mate_activity_rows(a);
+
+	v->order = realloc(v->order, (size_t)(n > 0 ? n : 1) * sizeof(int));
+	if (v->order == NULL)
+		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
+	for (int i = 0; i < n; i++)
+		v->order[i] = i;
+	sort_act = a;
+	sort_by = v->sort;
+	sort_rev = v->reverse;
+	qsort(v->order, (size_t)n, sizeof(int), cmp_rows);
+	v->norder = n;
+}
+
+/* ---- batch mode -------------------------------------------------------------------- */
+
+static void
+top_ops(const mate_worker_row *r, char *out, size_t cap, const char *sep)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (int k = 0; k < r->nops && k < 3 && len < cap; k++) {
+		double share = r->busy > 0 ? r->op_busy[k] / r->busy : 0;
+		if (r->op_busy[k] < 0.0005)
+			break;
+		len += (size_t)snprintf(out + len, cap - len, "%s%s%s%.0f%%", k ? " " : "", r->op[k],
+		    sep, share * 100);
+	}
+}
+
+static void
+print_batch(mate_monitor *m, const mate_activity *a, struct view *v)
+{
+	mate_process_row p;
+	char when[32], bytes[16], ops[160], mem[96];
+	time_t now = time(NULL);
+	struct tm tm;
+	uint64_t drops = 0, events = 0;
+	int np = mate_activity_processes(a);
+
+	order_rows(a, v);
+	for (int i = 0; i < np; i++) {
+		mate_activity_process(a, i, &p);
+		drops += p.dropped;
+		events += p.events;
+	}
+	localtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	printf("mate-top: %s, %d process%s, %llu events, %llu dropped\n", when, np,
+	    np == 1 ? "" : "es", (unsigned long long)events, (unsigned long long)drops);
+	printf("%-8s %-16s %-20s %6s %9s %10s %10s %s\n", "PID", "PROCESS", "WORKER", "BUSY",
+	    "OPS/S", "BYTES/S", "OPS", "TOP OPS");
+	for (int i = 0; i < v->norder; i++) {
+		mate_worker_row r;
+		mate_activity_row(a, v->order[i], &r);
+		mate_activity_process(a, r.process, &p);
+		fmt_bytes(bytes, sizeof(bytes), r.bytes_per_s);
+		top_ops(&r, ops, sizeof(ops), ":");
+		printf("%-8ld %-16.16s %-20s %5.1f%% %9.1f %8s/s %10llu %s\n", p.pid, p.program,
+		    r.worker, r.busy * 100, r.ops_per_s, bytes, (unsigned long long)r.ops, ops);
+	}
+	for (int i = 0; i < np; i++) {
+		mate_activity_process(a, i, &p);
+		for (int d = 0; d < p.ndevices; d++) {
+			char cur[16], peak[16];
+			fmt_bytes(cur, sizeof(cur), (double)p.mem_current[d]);
+			fmt_bytes(peak, sizeof(peak), (double)p.mem_peak[d]);
+			snprintf(mem, sizeof(mem), "%s %s (peak %s)", p.device[d], cur, peak);
+			printf("%-8ld %-16.16s memory %s\n", p.pid, p.program, mem);
+		}
+	}
+	printf("\n");
+	fflush(stdout);
+	(void)m;
+}
+
+/* ---- the screen ---------------------------------------------------------------------- */
+
+#define BAR_MIN 10
+
+static short pair_of_color[512];
+static short next_pair = 2;
+
+/* A colour pair with the op's colour as background. */
+static int
+op_attr(const struct view *v, const char *op)
+{
+	uint32_t rgb = mate_op_color(op);
+	int r = (rgb >> 16) & 255, g = (rgb >> 8) & 255, b = rgb & 255, c;
+
+	if (!v->color)
+		return A_REVERSE;
+	if (COLORS >= 256)
+		c = 16 + 36 * (r * 6 / 256) + 6 * (g * 6 / 256) + (b * 6 / 256);
+	else
+		c = (r > 127 ? COLOR_RED : 0) | (g > 127 ? COLOR_GREEN : 0) | (b > 127 ? COLOR_BLUE : 0);
+	if (c == 0)
+		c = COLOR_BLUE;
+	if (c >= 512)
+		return A_REVERSE;
+	if (pair_of_color[c] == 0) {
+		if (next_pair >= COLOR_PAIRS)
+			return A_REVERSE;
+		init_pair(next_pair, COLOR_BLACK, (short)c);
+		pair_of_color[c] = next_pair++;
+	}
+	return COLOR_PAIR(pair_of_color[c]);
+}
+
+static void
+draw_bar(const struct view *v, const mate_worker_row *r, int width)
+{
+	int used = 0;
+
+	addch('[');
+	for (int k = 0; k < r->nops && used < width; k++) {
+		int cells = (int)lround(r->op_busy[k] * width);
+		int attr = op_attr(v, r->op[k]);
+		if (cells > width - used)
+			cells = width - used;
+		for (int c = 0; c < cells; c++) {
+			if (v->color) {
+				attron(attr);
+				addch(' ');
+				attroff(attr);
+			} else
+				addch((chtype)(unsigned char)(r->op[k][0] != '\0' ? r->op[k][0] : '#'));
+		}
+		used += cells;
+	}
+	for (; used < width; used++)
+		addch(v->color ? ' ' : '.');
+	addch(']');
+}
+
+/* printw that stops at the right edge instead of wrapping onto the next line. */
+static void put(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+put(const char *fmt, ...)
+{
+	char buf[1024];
+	int room = COLS - getcurx(stdscr);
+	va_list ap;
+
+	if (room <= 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	addnstr(buf, room);
+}
+
+static void
+draw_header(mate_monitor *m, const mate_activity *a, const struct view *v)
+{
+	mate_process_row p;
+	uint64_t drops = 0, events = 0;
+	int np = mate_activity_processes(a), attached = 0;
+	char when[16];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	for (int i = 0; i < np; i++) {
+		mate_activity_process(a, i, &p);
+		drops += p.dropped;
+		events += p.events;
+		attached += !p.ended;
+	}
+	localtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	attron(A_BOLD);
+	move(0, 0);
+	put("mate-top %s  %d attached (%d seen, %d publishers)  %llu events", when,
+	    attached, np, mate_monitor_publishers(m), (unsigned long long)events);
+	attroff(A_BOLD);
+	if (drops > 0) {
+		attron(v->color ? COLOR_PAIR(1) | A_BOLD : A_BOLD);
+		put("  %llu DROPPED", (unsigned long long)drops);
+		attroff(v->color ? COLOR_PAIR(1) | A_BOLD : A_BOLD);
+	}
+	put("  sort: %s%s%s", sort_name[v->sort], v->reverse ? " (reversed)" : "",
+	    v->paused ? "  PAUSED" : "");
+	clrtoeol();
+}
+
+static void
+draw_help(void)
+{
+	static const char *const lines[] = {
+		"mate-top keys",
+		"",
+		"  q         quit",
+		"  s         next sort key (worker, busy, ops/s, bytes/s)",
+		"  r         reverse the order",
+		"  p         pause / resume the display",
+		"  h or ?    this help (any key closes it)",
+		"  Up/Down   scroll a row",
+		"  PgUp/PgDn scroll a page; Home/End",
+	};
+	int n = (int)(sizeof(lines) / sizeof(lines[0]));
+
+	for (int i = 0; i < n && i + 2 < LINES; i++) {
+		move(i + 2, 2);
+		clrtoeol();
+		put("%s", lines[i]);
+	}
+}
+
+/* One text line per row of the table: process headers and workers. */
+static void
+draw_rows(const mate_activity *a, struct view *v)
+{
+	int y = 2, last_proc = -1, line = 0, bar = COLS - 70;
+	mate_process_row p;
+	char bytes[16], ops[256];
+
+	if (bar < BAR_MIN)
+		bar = BAR_MIN;
+	if (bar > 40)
+		bar = 40;
+	attron(A_REVERSE);
+	move(1, 0);
+	put("  %-18s %-*s %5s %8s %10s  %s", "WORKER", bar + 2, "ACTIVITY", "BUSY",
+	    "OPS/S", "BYTES/S", "TOP OPS");
+	clrtoeol();
+	attroff(A_REVERSE);
+	if (v->scroll > v->norder - 1)
+		v->scroll = v->norder > 0 ? v->norder - 1 : 0;
+	for (int i = 0; i < v->norder && y < LINES; i++) {
+		mate_worker_row r;
+		mate_activity_row(a, v->order[i], &r);
+		if (r.process != last_proc) {
+			last_proc = r.process;
+			mate_activity_process(a, r.process, &p);
+			if (line++ >= v->scroll && y < LINES) {
+				move(y++, 0);
+				attron(A_BOLD);
+				put("%ld %s%s  events %llu  dropped %llu", p.pid, p.program,
+				    p.ended ? " (exited)" : "", (unsigned long long)p.events,
+				    (unsigned long long)p.dropped);
+				for (int d = 0; d < p.ndevices; d++) {
+					char cur[16], peak[16];
+					fmt_bytes(cur, sizeof(cur), (double)p.mem_current[d]);
+					fmt_bytes(peak, sizeof(peak), (double)p.mem_peak[d]);
+					put("  %s %s (peak %s)", p.device[d], cur, peak);
+				}
+				attroff(A_BOLD);
+				clrtoeol();
+			}
+		}
+		if (line++ < v->scroll || y >= LINES)
+			continue;
+		move(y++, 0);
+		put("  %-18.18s ", r.worker);
+		if (COLS - getcurx(stdscr) > bar + 2)
+			draw_bar(v, &r, bar);
+		fmt_bytes(bytes, sizeof(bytes), r.bytes_per_s);
+		top_ops(&r, ops, sizeof(ops), " ");
+		put(" %4.0f%% %8.1f %8s/s  %s", r.busy * 100, r.ops_per_s, bytes, ops);
+		clrtoeol();
+	}
+	if (v->norder == 0 && y < LINES)
+		move(y++, 2), put("waiting for events (MATE_MONITOR=1 MATE_LOGLEVEL=1 in the program)");
+	move(y, 0);
+	clrtobot();
+}
+
+static void
+draw(mate_monitor *m, const mate_activity *a, struct view *v)
+{
+	order_rows(a, v);
+	draw_header(m, a, v);
+	draw_rows(a, v);
+	if (v->help)
+		draw_help();
+	refresh();
+}
+
+/* @return 1 to quit. */
+static int
+handle_key(int ch, struct view *v)
+{
+	int page = LINES > 4 ? LINES - 3 : 1;
+
+	if (v->help && ch != ERR && ch != KEY_RESIZE) {
+		v->help = 0;
+		return 0;
+	}
+	switch (ch) {
+	case 'q': case 'Q': return 1;
+	case 's': v->sort = (v->sort + 1) % SORT_COUNT; break;
+	case 'r': v->reverse = !v->reverse; break;
+	case 'p': case ' ': v->paused = !v->paused; break;
+	case 'h': case '?': v->help = 1; break;
+	case KEY_UP: case 'k': v->scroll = v->scroll > 0 ? v->scroll - 1 : 0; break;
+	case KEY_DOWN: case 'j': v->scroll++; break;
+	case KEY_PPAGE: v->scroll = v->scroll > page ? v->scroll - page : 0; break;
+	case KEY_NPAGE: v->scroll += page; break;
+	case KEY_HOME: v->scroll = 0; break;
+	case KEY_END: v->scroll = 1 << 30; break;
+	case KEY_RESIZE: clear(); break;
+	default: break;
+	}
+	return 0;
+}
+
+static void
+screen_start(struct view *v, const struct options *o)
+{
+	setlocale(LC_ALL, "");
+	if (initscr() == NULL)
+		mate_fe_errx(MATE_EXIT_FAIL, "cannot start the terminal screen");
+	cbreak();
+	noecho();
+	keypad(stdscr, TRUE);
+	nodelay(stdscr, TRUE);
+	curs_set(0);
+	v->color = !o->ascii && mate_fe_use_color(stdout) && has_colors();
+	if (v->color) {
+		start_color();
+		use_default_colors();
+		init_pair(1, COLOR_RED, -1);
+	}
+}
+
+static void
+run_interactive(mate_monitor *m, mate_activity *a, const struct options *o, struct view *v)
+{
+	double next = mono();
+	long long done = 0;
+
+	screen_start(v, o);
+	draw(m, a, v);
+	while (!interrupted) {
+		int ch, quit = 0, redraw = 0;
+		if (feed(m, a, next, 1) < 0)
+			break;
+		while ((ch = getch()) != ERR) {
+			quit |= handle_key(ch, v);
+			redraw = 1;
+		}
+		if (quit)
+			break;
+		if (mono() >= next) {
+			tick(m, a);
+			next += o->delay;
+			if (next < mono())
+				next = mono() + o->delay;
+			redraw = !v->paused;
+			if (o->iterations >= 0 && ++done >= o->iterations)
+				break;
+		}
+		if (redraw)
+			draw(m, a, v);
+	}
+	endwin();
+}
+
+static void
+run_batch(mate_monitor *m, mate_activity *a, const struct options *o, struct view *v)
+{
+	double next = mono() + o->delay;
+
+	for (long long done = 0; !interrupted && (o->iterations < 0 || done < o->iterations); done++) {
+		if (feed(m, a, next, 0) < 0 || interrupted)
+			break;
+		tick(m, a);
+		print_batch(m, a, v);
+		next += o->delay;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct options o;
+	struct view v;
+	struct sigaction sa;
+	mate_monitor *m;
+	mate_activity *a;
+	mate_error err;
+
+	mate_fe_set_progname(argv[0]);
+	parse_options(argc, argv, &o);
+	memset(&v, 0, sizeof(v));
+	if ((m = mate_monitor_new(&err)) == NULL)
+		mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
+	if ((a = mate_activity_new(o.smooth)) == NULL)
+		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
+	for (int i = 0; i < o.npids; i++)
+		if (mate_monitor_add_pid(m, o.pids[i], &err) != MATE_OK)
+			mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+	for (int i = 0; i < o.nendpoints; i++)
+		if (mate_monitor_add_endpoint(m, o.endpoints[i], &err) != MATE_OK)
+			mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+	if (o.npids == 0 && o.nendpoints == 0)
+		mate_monitor_watch_local(m, &err);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (o.batch)
+		run_batch(m, a, &o, &v);
+	else
+		run_interactive(m, a, &o, &v);
+	free(v.order);
+	mate_activity_free(a);
+	mate_monitor_free(m);
+	free(o.pids);
+	free(o.endpoints);
+	return MATE_EXIT_OK;
+}

@@ -1,0 +1,333 @@
+/* mate-trace.c: captures the live events of monitored processes for a while into a GT-format instruction log. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fe.h"
+#include "mate.h"
+#include "mate_events.h"
+#include "mate_monitor.h"
+
+struct options {
+	double seconds;
+	long long max_events;
+	const char *dir, *out;
+	long *pids;
+	int npids;
+	const char **endpoints;
+	int nendpoints;
+	int quiet;
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static void
+usage(void)
+{
+	printf("Usage: %s [OPTIONS]\n"
+	    "Capture the live events of processes recorded with MATE_MONITOR into an\n"
+	    "instruction log (GT's line format), merged in time order.\n\n"
+	    "  -s, --seconds S      capture for S seconds (default 5; 0: until interrupted)\n"
+	    "  -n, --max-events N   stop after N events\n"
+	    "      --pid PID        follow process PID (repeatable)\n"
+	    "      --endpoint URL   subscribe to URL, e.g. tcp://host:5555 (repeatable)\n"
+	    "                       (neither: every local publisher, present and to come)\n"
+	    "      --dir DIR        write DIR/trace_YYYYMMDD_HHMMSS.log (default: .)\n"
+	    "  -o, --output FILE    write FILE instead ('-': standard output)\n"
+	    "  -q, --quiet          no summary on standard error\n"
+	    "  -h, --help           this help\n"
+	    "  -V, --version        the version\n", mate_fe_progname());
+}
+
+static void *
+grow(void *p, int n, size_t size)
+{
+	void *q = realloc(p, (size_t)(n + 1) * size);
+
+	if (q == NULL)
+		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
+	return q;
+}
+
+static void
+parse_options(int argc, char **argv, struct options *o)
+{
+	enum { OPT_PID = 256, OPT_ENDPOINT, OPT_DIR };
+	static const struct option longopts[] = {
+		{ "seconds", required_argument, NULL, 's' },
+		{ "max-events", required_argument, NULL, 'n' },
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
+		{ "dir", required_argument, NULL, OPT_DIR },
+		{ "output", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->seconds = 5;
+	o->max_events = -1;
+	while ((c = getopt_long(argc, argv, "s:n:o:qhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			o->seconds = mate_fe_parse_double("--seconds", optarg);
+			if (o->seconds < 0)
+				mate_fe_usage_error("bad value for --seconds: '%s' (want >= 0)", optarg);
+			break;
+		case 'n':
+			o->max_events = mate_fe_parse_count("--max-events", optarg);
+			break;
+		case OPT_PID:
+			o->pids = grow(o->pids, o->npids, sizeof(*o->pids));
+			o->pids[o->npids] = (long)mate_fe_parse_count("--pid", optarg);
+			if (o->pids[o->npids++] <= 0)
+				mate_fe_usage_error("bad value for --pid: '%s'", optarg);
+			break;
+		case OPT_ENDPOINT:
+			o->endpoints = grow(o->endpoints, o->nendpoints, sizeof(*o->endpoints));
+			o->endpoints[o->nendpoints++] = optarg;
+			break;
+		case OPT_DIR: o->dir = optarg; break;
+		case 'o': o->out = optarg; break;
+		case 'q': o->quiet = 1; break;
+		case 'h': usage(); exit(MATE_EXIT_OK);
+		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
+		default: mate_fe_usage_error("unknown option");
+		}
+	}
+	if (optind < argc)
+		mate_fe_usage_error("unexpected argument '%s'", argv[optind]);
+	if (o->dir != NULL && o->out != NULL)
+		mate_fe_usage_error("--dir and --output exclude each other");
+}
+
+/* mkdir -p */
+static void
+make_dirs(const char *dir)
+{
+	char *p = strdup(dir), *s;
+
+	if (p == NULL)
+		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
+	for (s = p + 1; *s != '\0'; s++)
+		if (*s == '/') {
+			*s = '\0';
+			if (mkdir(p, 0777) != 0 && errno != EEXIST)
+				mate_fe_errx(MATE_EXIT_FAIL, "%s: %s", p, strerror(errno));
+			*s = '/';
+		}
+	if (mkdir(p, 0777) != 0 && errno != EEXIST)
+		mate_fe_errx(MATE_EXIT_FAIL, "%s: %s", p, strerror(errno));
+	free(p);
+}
+
+static FILE *
+open_output(const struct options *o, time_t now, char *path, size_t cap)
+{
+	struct tm tm;
+	FILE *f;
+
+	if (o->out != NULL && strcmp(o->out, "-") == 0) {
+		snprintf(path, cap, "<stdout>");
+		return stdout;
+	}
+	if (o->out != NULL)
+		snprintf(path, cap, "%s", o->out);
+	else {
+		const char *dir = o->dir != NULL ? o->dir : ".";
+		char stamp[32];
+		make_dirs(dir);
+		localtime_r(&now, &tm);
+		strftime(stamp, sizeof(stamp), "%Y%m%d_%H%M%S", &tm);
+		snprintf(path, cap, "%s/trace_%s.log", dir, stamp);
+	}
+	if ((f = fopen(path, "w")) == NULL)
+		mate_fe_errx(MATE_EXIT_FAIL, "%s: %s", path, strerror(errno));
+	return f;
+}
+
+static double
+mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Every followed publisher has ended (only when told whom to follow). */
+static int
+all_ended(const mate_monitor *m, const struct options *o)
+{
+	mate_publisher_info pi;
+	int n = mate_monitor_publishers(m), seen = 0;
+
+	if (o->npids == 0 && o->nendpoints == 0)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		mate_monitor_publisher(m, i, &pi);
+		if (pi.events > 0)
+			seen++;
+		if (!pi.ended)
+			return 0;
+	}
+	return seen > 0 && seen >= o->npids;
+}
+
+struct writer {
+	FILE *f;
+	uint64_t seq;
+	double last_t;
+	char *line;
+	size_t cap;
+};
+
+static void
+write_event(struct writer *w, const mate_monitor *m, const mate_live_event *le)
+{
+	mate_event ev = le->ev;
+	char details[8192];
+	int n;
+
+	ev.seq = ++w->seq;
+	if (ev.time < w->last_t)
+		ev.time = w->last_t;
+	w->last_t = ev.time;
+	if (mate_monitor_publishers(m) > 1) {
+		mate_publisher_info pi;
+		mate_monitor_publisher(m, le->publisher, &pi);
+		snprintf(details, sizeof(details), "%s%spid=%ld", ev.details,
+		    ev.details[0] != '\0' ? " " : "", pi.pid);
+		ev.details = details;
+	}
+	n = mate_ilog_format(w->line, w->cap, &ev);
+	if (n >= (int)w->cap) {
+		char *grown = realloc(w->line, (size_t)n + 1);
+		if (grown == NULL)
+			mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
+		w->line = grown;
+		w->cap = (size_t)n + 1;
+		n = mate_ilog_format(w->line, w->cap, &ev);
+	}
+	fwrite(w->line, 1, (size_t)n, w->f);
+}
+
+static void
+summary(const mate_monitor *m, const struct writer *w, double secs, const char *path)
+{
+	mate_publisher_info pi;
+	int n = mate_monitor_publishers(m);
+
+	fprintf(stderr, "%s: %llu events in %.2f s from %d process%s -> %s\n",
+	    mate_fe_progname(), (unsigned long long)w->seq, secs, n, n == 1 ? "" : "es", path);
+	for (int i = 0; i < n; i++) {
+		mate_monitor_publisher(m, i, &pi);
+		fprintf(stderr, "  pid %ld %s: %llu events, %llu dropped, %llu lost%s\n", pi.pid,
+		    pi.program[0] != '\0' ? pi.program : pi.endpoint,
+		    (unsigned long long)pi.events, (unsigned long long)pi.dropped,
+		    (unsigned long long)pi.lost, pi.ended ? ", exited" : "");
+	}
+}
+
+static void
+attach(mate_monitor *m, const struct options *o)
+{
+	mate_error err;
+
+	for (int i = 0; i < o->npids; i++)
+		if (mate_monitor_add_pid(m, o->pids[i], &err) != MATE_OK)
+			mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+	for (int i = 0; i < o->nendpoints; i++)
+		if (mate_monitor_add_endpoint(m, o->endpoints[i], &err) != MATE_OK)
+			mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+	if (o->npids == 0 && o->nendpoints == 0 && mate_monitor_watch_local(m, &err) != MATE_OK)
+		mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
+}
+
+static void
+capture(mate_monitor *m, const struct options *o, struct writer *w)
+{
+	double t0 = mono(), end = o->seconds > 0 ? t0 + o->seconds : 1e300;
+	mate_live_event le;
+	mate_error err;
+	int rc;
+
+	while (!interrupted && (o->max_events < 0 || w->seq < (uint64_t)o->max_events)) {
+		double now = mono();
+		if (now >= end || all_ended(m, o))
+			break;
+		rc = mate_monitor_next(m, &le, (int)((end - now) * 1000 > 200 ? 200 : (end - now) * 1000), &err);
+		if (rc < 0)
+			mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
+		if (rc > 0)
+			write_event(w, m, &le);
+	}
+	/* what was received before the end, in order */
+	mate_monitor_flush(m);
+	while ((o->max_events < 0 || w->seq < (uint64_t)o->max_events) &&
+	    mate_monitor_next(m, &le, 0, &err) > 0)
+		write_event(w, m, &le);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct options o;
+	struct writer w = { NULL, 0, 0, NULL, 0 };
+	char path[4096], head[4096];
+	struct sigaction sa;
+	mate_monitor *m;
+	mate_error err;
+	time_t now = time(NULL);
+	double t0;
+	int n;
+
+	mate_fe_set_progname(argv[0]);
+	parse_options(argc, argv, &o);
+	if ((m = mate_monitor_new(&err)) == NULL)
+		mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
+	attach(m, &o);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	w.f = open_output(&o, now, path, sizeof(path));
+	if ((w.line = malloc(w.cap = 4096)) == NULL)
+		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
+	n = mate_ilog_format_header(head, sizeof(head), "mate Trace", now);
+	if (n > 0 && (size_t)n < sizeof(head))
+		fwrite(head, 1, (size_t)n, w.f);
+	t0 = mono();
+	capture(m, &o, &w);
+	if (fflush(w.f) != 0 || (w.f != stdout && fclose(w.f) != 0))
+		mate_fe_errx(MATE_EXIT_FAIL, "%s: %s", path, strerror(errno));
+	if (!o.quiet)
+		summary(m, &w, mono() - t0, path);
+	mate_monitor_free(m);
+	free(w.line);
+	free(o.pids);
+	free(o.endpoints);
+	if (w.seq == 0) {
+		mate_fe_warnx("no events captured%s", interrupted ? " (interrupted)" : "");
+		return MATE_EXIT_FAIL;
+	}
+	return MATE_EXIT_OK;
+}

@@ -1,0 +1,44 @@
+#!/bin/sh
+# events_cli.sh: mate-trace and mate-top options, exit statuses and man pages (mandoc -Tlint clean, every option of --help documented).
+set -u
+b=$top_builddir
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+for tool in trace top; do
+	bin=$b/src/$tool/mate-$tool
+	page=$top_srcdir/man/mate-$tool.1
+	"$bin" --help >/tmp/mate-cli-$$ 2>&1 || fail "mate-$tool --help exits non-zero"
+	grep -q "^Usage: mate-$tool" /tmp/mate-cli-$$ || fail "mate-$tool --help: usage"
+	"$bin" --version | grep -q "libmate" || fail "mate-$tool --version names libmate"
+	"$bin" --no-such-option >/dev/null 2>&1
+	[ $? -eq 2 ] || fail "mate-$tool: an unknown option exits 2"
+	"$bin" extra >/dev/null 2>&1
+	[ $? -eq 2 ] || fail "mate-$tool: an operand exits 2"
+	"$bin" --pid x >/dev/null 2>&1
+	[ $? -eq 2 ] || fail "mate-$tool: --pid x exits 2"
+	if command -v mandoc >/dev/null 2>&1; then
+		out=$(mandoc -Tlint -W warning "$page" 2>&1) || fail "mandoc -Tlint $page: $out"
+		text=$(mandoc -Tascii "$page" | col -b)
+		for opt in $(grep -Eo -- '--[a-z-]+' /tmp/mate-cli-$$ | sort -u); do
+			echo "$text" | grep -q -- "$opt" || fail "mate-$tool.1 does not document $opt"
+		done
+	fi
+done
+rm -f /tmp/mate-cli-$$
+"$b/src/trace/mate-trace" -s -1 >/dev/null 2>&1
+[ $? -eq 2 ] || fail "mate-trace -s -1 exits 2"
+"$b/src/trace/mate-trace" --dir a -o b >/dev/null 2>&1
+[ $? -eq 2 ] || fail "mate-trace --dir with -o exits 2"
+"$b/src/top/mate-top" -d 0 >/dev/null 2>&1
+[ $? -eq 2 ] || fail "mate-top -d 0 exits 2"
+# nothing to watch: an empty table per refresh, exit 0
+tmp=$(mktemp -d /tmp/mate-cli-XXXXXX)
+chmod 700 "$tmp"
+out=$(MATE_MONITOR_DIR=$tmp "$b/src/top/mate-top" -n 2 -d 0.05) || fail "mate-top with nothing to watch"
+[ "$(echo "$out" | grep -c '^mate-top: ')" -eq 2 ] || fail "mate-top -n 2 prints two tables: $out"
+MATE_MONITOR_DIR=$tmp "$b/src/trace/mate-trace" -s 0.2 -o "$tmp/t.log" 2>/dev/null
+[ $? -eq 1 ] || fail "mate-trace capturing nothing exits 1"
+head -1 "$tmp/t.log" | grep -Eq '^={100}$' || fail "the empty trace still has its header"
+rm -rf "$tmp"
+[ $fails -eq 0 ] && echo "PASS"
+exit $((fails > 0))

@@ -1,0 +1,78 @@
+#!/bin/sh
+# events_top_tmux.sh: interactive mate-top in tmux: rows appear, s changes the sort key (and r the order), q quits cleanly.
+set -u
+command -v tmux >/dev/null 2>&1 || { echo "SKIP: no tmux"; exit 77; }
+b=$top_builddir
+tmp=$(mktemp -d /tmp/mate-toptmux-XXXXXX) || exit 99
+sock=$tmp/tmux.sock
+trap 'tmux -S "$sock" kill-server 2>/dev/null; kill $demo 2>/dev/null; rm -rf "$tmp"' EXIT
+mkdir -m 700 "$tmp/rt"
+fail() { echo "FAIL: $*"; echo "--- screen:"; cat "$tmp/screen" 2>/dev/null; exit 1; }
+screen() { tmux -S "$sock" capture-pane -p -t top >"$tmp/screen"; }
+# waits (up to 10 s) for the screen to match an extended regex
+waitscreen() {
+	n=0
+	while [ $n -lt 100 ]; do
+		screen
+		grep -Eq "$1" "$tmp/screen" && return 0
+		sleep 0.1
+		n=$((n + 1))
+	done
+	fail "the screen never showed /$1/"
+}
+rows() { grep -Eo '^  worker_[0-9]+' "$tmp/screen" | tr -d ' ' | tr '\n' ' '; }
+
+MATE_MONITOR_DIR=$tmp/rt MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 \
+    MATE_DEMO_SECONDS=20 "$b/examples/mate-demo" 2>/dev/null &
+demo=$!
+tmux -S "$sock" -f /dev/null new-session -d -s top -x 150 -y 30 \
+    "MATE_MONITOR_DIR='$tmp/rt' TERM=screen '$b/src/top/mate-top' --pid $demo -d 0.2; echo \$? >'$tmp/exit'; sleep 30" \
+    || { echo "SKIP: tmux cannot start a session"; exit 77; }
+waitscreen '^  worker_2 '
+waitscreen '^  worker_0 .*\['
+grep -q "$demo mate-demo" "$tmp/screen" || fail "the process heads its rows"
+grep -q "sort: worker" "$tmp/screen" || fail "sorted by worker first"
+first=$(rows)
+[ "$(echo $first | wc -w)" -eq 3 ] || fail "three worker rows: $first"
+
+tmux -S "$sock" send-keys -t top s
+waitscreen 'sort: busy'
+for k in s s s; do tmux -S "$sock" send-keys -t top $k; sleep 0.1; done
+waitscreen 'sort: worker$'
+tmux -S "$sock" send-keys -t top r
+waitscreen 'sort: worker \(reversed\)'
+sleep 0.3
+screen
+reversed=$(rows)
+expect=$(echo $first | tr ' ' '\n' | sed '/^$/d' | tac | tr '\n' ' ')
+[ "$reversed" = "$expect" ] || fail "r reverses the order: '$first' then '$reversed'"
+# a smaller terminal: redrawn to fit, rows still there
+tmux -S "$sock" resize-window -t top -x 90 -y 12 2>/dev/null
+sleep 0.5
+screen
+[ "$(grep -Ec '^  worker_[0-9]+ ' "$tmp/screen")" -eq 3 ] || fail "three rows after a resize"
+# no line wrapped onto the next: every line is a known kind
+grep -Ev '^(mate-top |  WORKER |[0-9]+ mate-demo |  worker_[0-9]+ |  thread [0-9]+ |$)' "$tmp/screen" &&
+	fail "lines wrapped after a resize"
+tmux -S "$sock" send-keys -t top h
+waitscreen 'mate-top keys'
+tmux -S "$sock" send-keys -t top x
+sleep 0.3
+
+tmux -S "$sock" send-keys -t top q
+n=0
+while [ ! -s "$tmp/exit" ] && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
+[ -s "$tmp/exit" ] || fail "q did not quit"
+[ "$(cat "$tmp/exit")" = 0 ] || fail "mate-top exited $(cat "$tmp/exit")"
+# NO_COLOR: the bars are drawn with the ops' first letters and dots
+tmux -S "$sock" new-window -t top -n plain \
+    "NO_COLOR=1 MATE_MONITOR_DIR='$tmp/rt' TERM=screen '$b/src/top/mate-top' --pid $demo -d 0.2; sleep 30"
+n=0
+while [ $n -lt 100 ]; do
+	tmux -S "$sock" capture-pane -p -t top:plain >"$tmp/screen"
+	grep -Eq '^  worker_[0-9]+ +\[[a-z]+\.*\]' "$tmp/screen" && break
+	sleep 0.1
+	n=$((n + 1))
+done
+grep -Eq '^  worker_[0-9]+ +\[[a-z]+\.*\]' "$tmp/screen" || fail "NO_COLOR bars of letters and dots"
+echo "PASS: rows $first; reversed $reversed"

@@ -1,0 +1,104 @@
+/* test_activity.c: mate-top's aggregate: busy time by op with its moving average, rates, calls without work, memory, gaps. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mate.h"
+#include "mate_monitor.h"
+#include "test.h"
+
+static void
+add(mate_activity *a, double t, const char *event, const char *source, int64_t size,
+    const char *details, uint64_t missed)
+{
+	mate_live_event le;
+
+	memset(&le, 0, sizeof(le));
+	le.ev.time = t;
+	le.ev.event = event;
+	le.ev.source = source;
+	le.ev.command = "cmd";
+	le.ev.size = size;
+	le.ev.details = details;
+	le.missed = missed;
+	mate_activity_add(a, 10, "prog", &le);
+}
+
+static int
+row_named(const mate_activity *a, const char *name, mate_worker_row *r)
+{
+	for (int i = 0; i < mate_activity_rows(a); i++)
+		if (mate_activity_row(a, i, r) == 0 && strcmp(r->worker, name) == 0)
+			return 1;
+	return 0;
+}
+
+#define NEAR(x, y) (fabs((x) - (y)) < 1e-9)
+
+int
+main(void)
+{
+	mate_activity *a = mate_activity_new(1.0);
+	double alpha = 1.0 - exp(-1.0);
+	mate_worker_row r;
+	mate_process_row p;
+
+	CHECK(a != NULL);
+	mate_activity_tick(a, 0.0);
+	add(a, 0.0, "WORKER_SEND", "worker_0", 1000, "call=1 id=2 op=mm worker=worker_0", 0);
+	add(a, 0.5, "WORKER_RECV", "worker_0", 24, "call=1 id=2 op=mm worker=worker_0 success=True", 0);
+	add(a, 0.6, "WORKER_SEND", "worker_0", 0, "call=3 id=4 op=add worker=worker_0", 0);
+	/* a call without work counts on its thread; a nested one does not */
+	add(a, 0.2, "RECV", "77", 8, "call=5 op=norm depth=0", 0);
+	add(a, 0.25, "RECV", "77", 8, "call=6 op=inner depth=1", 0);
+	add(a, 0.3, "SEND", "77", 8, "call=6 op=inner depth=1 success=True", 0);
+	add(a, 0.4, "SEND", "77", 8, "call=5 op=norm depth=0 success=True", 0);
+	add(a, 0.7, "MEM_ALLOC", "77", 4096, "device=cuda:0 ptr=0x1 stream=0x0 in_use=4096 peak=4096", 0);
+	add(a, 0.8, "MEM_FREE", "77", 4096, "device=cuda:0 ptr=0x1 stream=0x0 in_use=0 peak=4096", 0);
+	mate_activity_tick(a, 1.0);
+
+	CHECK_EQ_INT(mate_activity_rows(a), 2);
+	CHECK(row_named(a, "worker_0", &r));
+	/* mm 0.5 s finished, add running since 0.6: 0.4 s so far */
+	CHECK_EQ_INT(r.nops, 2);
+	CHECK_STR(r.op[0], "mm");
+	CHECK(NEAR(r.op_busy[0], alpha * 0.5));
+	CHECK_STR(r.op[1], "add");
+	CHECK(NEAR(r.op_busy[1], alpha * 0.4));
+	CHECK(NEAR(r.busy, alpha * 0.9));
+	CHECK(NEAR(r.ops_per_s, alpha * 1.0));
+	CHECK_EQ_INT(r.ops, 1);
+	CHECK_EQ_INT(r.bytes, 1024);
+	CHECK(row_named(a, "thread 77", &r));
+	CHECK_EQ_INT(r.nops, 1);
+	CHECK_STR(r.op[0], "norm");
+	CHECK(NEAR(r.busy, alpha * 0.2));
+	CHECK_EQ_INT(mate_activity_processes(a), 1);
+	CHECK_EQ_INT(mate_activity_process(a, 0, &p), 0);
+	CHECK_EQ_INT(p.pid, 10);
+	CHECK_STR(p.program, "prog");
+	CHECK_EQ_INT(p.ndevices, 1);
+	CHECK_STR(p.device[0], "cuda:0");
+	CHECK_EQ_INT(p.mem_current[0], 0);
+	CHECK_EQ_INT(p.mem_peak[0], 4096);
+	CHECK_EQ_INT(p.ended, 0);
+
+	/* the second interval: add ends at 1.5; then frames are missed: an
+	 * open span whose end may be lost is forgotten, not busy for ever */
+	add(a, 1.5, "WORKER_RECV", "worker_0", 0, "call=3 id=4 op=add worker=worker_0 success=True", 0);
+	add(a, 1.6, "WORKER_SEND", "worker_0", 0, "call=7 id=8 op=mm worker=worker_0", 0);
+	add(a, 1.7, "RECV", "77", 0, "call=9 op=norm depth=0", 3);
+	mate_activity_tick(a, 2.0);
+	CHECK(row_named(a, "worker_0", &r));
+	CHECK_EQ_INT(r.nops, 2);
+	for (int k = 0; k < r.nops; k++)
+		if (strcmp(r.op[k], "add") == 0)   /* 0.5 s of this interval */
+			CHECK(NEAR(r.op_busy[k], alpha * 0.4 + alpha * (0.5 - alpha * 0.4)));
+		else   /* mm: decayed, nothing added */
+			CHECK(NEAR(r.op_busy[k], alpha * 0.5 * (1 - alpha)));
+	add(a, 2.5, "DISCONNECT", "77", 0, "pid=10", 0);
+	mate_activity_process(a, 0, &p);
+	CHECK_EQ_INT(p.ended, 1);
+	mate_activity_free(a);
+	return TEST_DONE();
+}

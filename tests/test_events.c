@@ -1,0 +1,219 @@
+/* test_events.c: the recorder's events in an instruction log: call/work/memory events, ids, depths, sizes, sequence and time order. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mate.h"
+#include "mate_events.h"
+#include "events_private.h"
+#include "test.h"
+
+#define MAX_EV 64
+
+struct logged {
+	char event[32], source[64], command[64], details[256];
+	int64_t size;
+	uint64_t seq;
+	double time;
+};
+
+static struct logged evs[MAX_EV];
+static int nev;
+
+static void
+read_log(const char *path)
+{
+	mate_error err;
+	mate_ilog *r = mate_ilog_open(path, &err);
+	mate_event ev;
+	mate_ilog_stats st;
+
+	nev = 0;
+	CHECK(r != NULL);
+	if (r == NULL)
+		return;
+	while (mate_ilog_next(r, &ev, &err) == 1 && nev < MAX_EV) {
+		struct logged *l = &evs[nev++];
+		snprintf(l->event, sizeof(l->event), "%s", ev.event);
+		snprintf(l->source, sizeof(l->source), "%s", ev.source);
+		snprintf(l->command, sizeof(l->command), "%s", ev.command);
+		snprintf(l->details, sizeof(l->details), "%s", ev.details);
+		l->size = ev.size;
+		l->seq = ev.seq;
+		l->time = ev.time;
+	}
+	mate_ilog_get_stats(r, &st);
+	CHECK_EQ_INT(st.malformed, 0);
+	mate_ilog_free(r);
+}
+
+static const char *
+detail(int i, const char *key)
+{
+	static char buf[8][128];
+	static int k;
+	char *b = buf[k++ & 7];
+
+	if (i < 0 || i >= nev || mate_ilog_detail(evs[i].details, key, b, 128) < 0)
+		return "(none)";
+	return b;
+}
+
+static int
+find(const char *event, const char *command, int from)
+{
+	for (int i = from; i < nev; i++)
+		if (strcmp(evs[i].event, event) == 0 && (command == NULL || strcmp(evs[i].command, command) == 0))
+			return i;
+	return -1;
+}
+
+struct work_arg {
+	uint64_t call;
+};
+
+static void *
+worker(void *p)
+{
+	struct work_arg *a = p;
+	mate_work w;
+
+	mate_work_begin(&w, a->call, "worker_7", "gemm", 4096);
+	mate_work_end(&w, 1024, 1);
+	return NULL;
+}
+
+static void
+configure(int level, const char *ilog)
+{
+	struct mate_config cfg;
+	mate_error err;
+
+	mate_config_default(&cfg);
+	cfg.level = level;
+	cfg.logdest = "/dev/null";
+	cfg.instruction_log = ilog;
+	CHECK_EQ_INT(mate_configure(&cfg, &err), MATE_OK);
+}
+
+/* A nested call, work on another thread, a failure, memory: level lvl. */
+static void
+record_session(int lvl, const char *path)
+{
+	float data[256] = { 0 };
+	int64_t shape[1] = { 256 };
+	mate_tensor t;
+	struct work_arg wa;
+	pthread_t th;
+	mate_call *outer, *inner;
+
+	mate_tensor_init(&t, MATE_F32, 1, shape, NULL, data);
+	configure(lvl, path);
+	outer = mate_call_begin("gemm", "test", "(a)");
+	CHECK(outer != NULL);
+	mate_call_tensor(outer, MATE_ARG, NULL, &t);
+	mate_call_ready(outer);
+	inner = mate_call_begin("helper", "test", "()");
+	mate_call_end(inner);
+	wa.call = mate_call_id(outer);
+	CHECK(wa.call != 0);
+	pthread_create(&th, NULL, worker, &wa);
+	pthread_join(th, NULL);
+	mate_event_memory(MATE_EV_MEM_ALLOC, "cuda:0", "cudaMalloc", 0x1000, 3000, 0);
+	mate_event_memory(MATE_EV_MEM_ALLOC, "cuda:0", "cudaMalloc", 0x2000, 1000, 0);
+	mate_event_memory(MATE_EV_MEM_FREE, "cuda:0", "cudaFree", 0x1000, 3000, 0);
+	mate_event_emit("KERNEL_LAUNCH", "cuda:0/stream 7", "k", 0, "grid=1 ok");
+	mate_call_fail(outer, "bad shape");
+	configure(0, NULL);   /* stops the session: DISCONNECT, flushed */
+	CHECK_EQ_INT(mate_call_id(outer), 0);
+}
+
+static void
+check_session(int lvl)
+{
+	int c, r1, r2, s2, ws, wr, s1, ma, mf, k, d;
+	char self[32];
+
+	snprintf(self, sizeof(self), "%s", "");
+	CHECK(nev >= 11);
+	for (int i = 0; i < nev; i++) {
+		CHECK_EQ_INT(evs[i].seq, i + 1);
+		if (i > 0)
+			CHECK(evs[i].time >= evs[i - 1].time);
+	}
+	c = find("CONNECT", NULL, 0);
+	r1 = find("RECV", "gemm", 0);
+	r2 = find("RECV", "helper", 0);
+	s2 = find("SEND", "helper", 0);
+	ws = find("WORKER_SEND", NULL, 0);
+	wr = find("WORKER_RECV", NULL, 0);
+	ma = find("MEM_ALLOC", NULL, 0);
+	mf = find("MEM_FREE", NULL, 0);
+	k = find("KERNEL_LAUNCH", NULL, 0);
+	s1 = find("SEND", "gemm", 0);
+	d = find("DISCONNECT", NULL, 0);
+	CHECK_EQ_INT(c, 0);
+	CHECK(c < r1 && r1 < r2 && r2 < s2 && s2 < ws && ws < wr && wr < ma && ma < mf &&
+	    mf < k && k < s1 && s1 < d);
+	CHECK_EQ_INT(d, nev - 1);
+	if (r1 < 0 || s1 < 0 || ws < 0 || wr < 0 || ma < 0 || mf < 0)
+		return;
+	CHECK_STR(detail(r1, "op"), "gemm");
+	CHECK_STR(detail(r1, "depth"), "0");
+	CHECK_STR(detail(r2, "depth"), "1");
+	CHECK_EQ_INT(evs[r1].size, 1024);            /* the tensor argument */
+	CHECK_STR(evs[r1].source, evs[s1].source);   /* the calling thread */
+	CHECK_STR(detail(s1, "call"), detail(r1, "call"));
+	CHECK(strcmp(detail(r2, "call"), detail(r1, "call")) != 0);
+	CHECK_STR(detail(s1, "success"), "False");
+	CHECK_CONTAINS(evs[s1].details, "error=bad shape");
+	CHECK_STR(detail(s2, "success"), "True");
+	/* the work joins the call by call=, its two halves by id= */
+	CHECK_STR(detail(ws, "call"), detail(r1, "call"));
+	CHECK_STR(detail(wr, "id"), detail(ws, "id"));
+	CHECK_STR(detail(ws, "worker"), "worker_7");
+	CHECK_STR(evs[ws].source, "worker_7");
+	CHECK_STR(evs[ws].command, "gemm");
+	CHECK_EQ_INT(evs[ws].size, 4096);
+	CHECK_EQ_INT(evs[wr].size, 1024);
+	/* device memory in use after each event, and its peak */
+	CHECK_STR(detail(ma, "in_use"), "3000");
+	CHECK_STR(detail(ma, "device"), "cuda:0");
+	CHECK_STR(detail(mf, "in_use"), "1000");
+	CHECK_STR(detail(mf, "peak"), "4000");
+	CHECK_STR(evs[k].source, "cuda:0/stream 7");
+	CHECK_STR(evs[k].details, "grid=1 ok");
+	(void)lvl;
+}
+
+int
+main(void)
+{
+	char dir[] = "/tmp/mate-events-XXXXXX", path[256];
+
+	if (mkdtemp(dir) == NULL)
+		return 99;
+	for (int lvl = 1; lvl <= 3; lvl += 2) {
+		snprintf(path, sizeof(path), "%s/il_%%i.log", dir);
+		record_session(lvl, path);
+		snprintf(path, sizeof(path), "%s/il_%ld.log", dir, (long)getpid());
+		read_log(path);
+		check_session(lvl);
+		unlink(path);
+	}
+	/* events off: no ids, work not recorded */
+	configure(1, NULL);
+	{
+		mate_call *c = mate_call_begin("x", NULL, NULL);
+		mate_work w;
+		CHECK_EQ_INT(mate_call_id(c), 0);
+		mate_work_begin(&w, 0, "w", "x", 1);
+		CHECK_EQ_INT(w.id, 0);
+		mate_call_end(c);
+	}
+	configure(0, NULL);
+	rmdir(dir);
+	return TEST_DONE();
+}
