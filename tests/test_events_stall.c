@@ -59,7 +59,9 @@ read_frames(void *sub, unsigned long long *frames, unsigned long long *gaps,
 		unsigned long long seq;
 		buf[n < (int)sizeof(buf) - 1 ? n : (int)sizeof(buf) - 1] = '\0';
 		seq = num(buf, "\"seq\":");
-		if (*last_seq != 0 && seq > *last_seq + 1)
+		/* numbering starts at 1 with the first event after the
+		 * subscription: a first frame past 1 follows drops too */
+		if (seq > *last_seq + 1)
 			*gaps += seq - *last_seq - 1;
 		*last_seq = seq;
 		*dropped = num(buf, "\"dropped\":");
