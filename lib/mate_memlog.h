@@ -1,0 +1,146 @@
+/* mate_memlog.h: libmate's device memory events: the RMM-style CSV log, live statistics, the per-call profile and allocation replay. */
+#ifndef MATE_MEMLOG_H_INCLUDED
+#define MATE_MEMLOG_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+#include "mate.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The model is RAPIDS RMM's memory tooling (mate(7), spec memlog.md): a CSV
+ * row per allocation and free, running statistics, a profile of the memory
+ * each API call or code block allocated, and a replay of a logged pattern
+ * against other allocators. */
+
+enum mate_memlog_action {
+	MATE_MEMLOG_ALLOCATE = 0,
+	MATE_MEMLOG_DEALLOCATE = 1,
+	MATE_MEMLOG_FAILURE = 2     /* "allocate failure" */
+};
+
+struct mate_memlog_stats {
+	uint64_t current_bytes, current_count;  /* live allocations */
+	uint64_t peak_bytes, peak_count;
+	uint64_t total_bytes, total_count;      /* ever allocated */
+};
+
+/* ---- Writing: the memory log of one process ------------------------------
+ * Every function is thread-safe and takes NULL (then does nothing). A
+ * failure to write the CSV stops the CSV (mate_memlog_error() says why);
+ * tracking and statistics go on. */
+typedef struct mate_memlog mate_memlog;
+
+/*! mate_memlog_new() : a log that tracks live allocations and their
+ * statistics and, when path is not NULL, appends the CSV to path (every
+ * "%i" becomes the process id). The file is opened at the first event;
+ * its header row is written when the file is empty. @return NULL only
+ * without memory. */
+mate_memlog *mate_memlog_new(const char *path, mate_error *err);
+/*! mate_memlog_free() : closes the CSV and frees m. NULL ok. */
+void mate_memlog_free(mate_memlog *m);
+
+/*! mate_memlog_allocate() : size bytes at ptr were allocated on stream
+ * (0: the default stream). A NULL ptr is ignored. */
+void mate_memlog_allocate(mate_memlog *m, uint64_t ptr, uint64_t size, uint64_t stream);
+/*! mate_memlog_deallocate() : ptr was freed on stream. @return the size it
+ * was allocated with, or -1 when ptr is not a live allocation of this log
+ * (nothing is written then). */
+int64_t mate_memlog_deallocate(mate_memlog *m, uint64_t ptr, uint64_t stream);
+/*! mate_memlog_failure() : an allocation of size bytes failed. */
+void mate_memlog_failure(mate_memlog *m, uint64_t size, uint64_t stream);
+/*! mate_memlog_get_stats() : the statistics now (any thread, any time). */
+void mate_memlog_get_stats(mate_memlog *m, struct mate_memlog_stats *s);
+/*! mate_memlog_error() : why the CSV stopped, or NULL. Borrowed. */
+const char *mate_memlog_error(mate_memlog *m);
+
+/* Profile. Allocations count towards the innermost block the allocating
+ * thread has pushed, and a block's counts go into its parents when it is
+ * popped (RMM's memory_profile). Blocks are named "file:line(function)". */
+/*! mate_memlog_push() : enters a block on this thread (strings copied). */
+void mate_memlog_push(mate_memlog *m, const char *file, int line, const char *function);
+/*! mate_memlog_pop() : leaves the innermost block of this thread. */
+void mate_memlog_pop(mate_memlog *m);
+/*! mate_memlog_profile() : the report in RMM's format ("Memory Profiling",
+ * ordered by memory_peak), one line per block; malloc'ed text the caller
+ * frees, or NULL without memory. */
+char *mate_memlog_profile(mate_memlog *m);
+
+/* fork(): call prepare before, parent after in the parent, and child in
+ * the child, which forgets the parent's allocations, statistics and
+ * profile and writes to path (NULL: keep the template) from then on. */
+void mate_memlog_fork_prepare(mate_memlog *m);
+void mate_memlog_fork_parent(mate_memlog *m);
+void mate_memlog_fork_child(mate_memlog *m, const char *path);
+
+/* ---- Reading a CSV --------------------------------------------------------
+ * Accepts mate's rows and RMM's: "free" for "deallocate", clock times
+ * (HH:MM:SS.ffffff) as well as epoch seconds, pointers and streams in hex
+ * with or without "0x", "(nil)" for a null pointer, CRLF line ends, and the
+ * header row (optional; its column names may come in any order). */
+struct mate_memlog_event {
+	int action;         /* enum mate_memlog_action */
+	uint32_t thread;    /* index of the logged thread, 0.. threads-1 */
+	uint64_t ptr, size, stream;
+	double time;        /* seconds: since the epoch, or since midnight */
+	int64_t line;       /* line of the file, from 1 */
+};
+
+typedef struct mate_memlog_trace mate_memlog_trace;
+
+/*! mate_memlog_read() : parses the CSV at path ("-": standard input).
+ * Errors name the file and line. @return the trace (caller frees) or NULL. */
+mate_memlog_trace *mate_memlog_read(const char *path, mate_error *err);
+/*! mate_memlog_parse() : the same on len bytes of text. */
+mate_memlog_trace *mate_memlog_parse(const char *buf, size_t len, mate_error *err);
+void mate_memlog_trace_free(mate_memlog_trace *t);
+/*! mate_memlog_trace_events() : the events in file order; *n gets their count. */
+const struct mate_memlog_event *mate_memlog_trace_events(const mate_memlog_trace *t, size_t *n);
+/*! mate_memlog_trace_threads() : number of distinct logged threads. */
+size_t mate_memlog_trace_threads(const mate_memlog_trace *t);
+/*! mate_memlog_trace_thread_id() : the logged id of thread index i. */
+uint64_t mate_memlog_trace_thread_id(const mate_memlog_trace *t, size_t i);
+
+/* ---- Allocation replay -----------------------------------------------------
+ * Replays a trace against an allocator: one thread per logged thread, the
+ * logged order across threads kept, each logged pointer mapped to the one
+ * the allocator returned, "allocate failure" rows skipped. */
+struct mate_alloc_replay_result {
+	double seconds;             /* wall time of the replay itself */
+	uint64_t events;            /* allocate and deallocate rows replayed */
+	uint64_t skipped;           /* "allocate failure" rows */
+	uint64_t peak_bytes;        /* peak of the live requested bytes */
+	uint64_t peak_footprint;    /* peak bytes the allocator held */
+	uint64_t leaked_count;      /* allocations the log never freed */
+	uint64_t leaked_bytes;
+	uint64_t size_mismatches;   /* frees logged with another size than their allocation */
+	int64_t failed_line;        /* the row the replay stopped at, or 0 */
+};
+
+/*! mate_alloc_replay_allocator() : the name of allocator i ("malloc",
+ * "pool", "cuda", "cuda-async"), or NULL past the last. Static string. */
+const char *mate_alloc_replay_allocator(size_t i);
+/*! mate_alloc_replay_available() : whether allocator name can run here;
+ * MATE_OK, or MATE_ERR_UNSUPPORTED / MATE_ERR_ARGUMENT with err saying why. */
+int mate_alloc_replay_available(const char *name, mate_error *err);
+/*! mate_alloc_replay_check() : checks that the trace is consistent (no
+ * free of a pointer that is not live, no allocation of a live one) and
+ * fills res's leak and size counts. @return MATE_OK, or MATE_ERR_FORMAT
+ * with err naming the row (res->failed_line set). */
+int mate_alloc_replay_check(const mate_memlog_trace *t, struct mate_alloc_replay_result *res,
+    mate_error *err);
+/*! mate_alloc_replay() : checks the trace, then replays it against the
+ * named allocator and frees what the log never freed. @return MATE_OK;
+ * MATE_ERR_FORMAT for an inconsistent trace; MATE_ERR_NOMEM (or another
+ * status) when the allocator failed, with err naming the row; or
+ * MATE_ERR_UNSUPPORTED / MATE_ERR_ARGUMENT for an allocator that is not
+ * available or not known. res is filled in every case. */
+int mate_alloc_replay(const mate_memlog_trace *t, const char *allocator,
+    struct mate_alloc_replay_result *res, mate_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MATE_MEMLOG_H_INCLUDED */
