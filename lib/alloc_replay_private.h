@@ -3,7 +3,7 @@
 #define MATE_ALLOC_REPLAY_PRIVATE_H_INCLUDED
 
 #include "mate_private.h"
-#include "mate_memlog.h"
+#include "mate_record.h"
 
 /* An allocator the replay runs against. The replay never runs two calls at
  * once, so an allocator needs no locking of its own. */

@@ -1,6 +1,6 @@
 /* memlog.c: the memory event log of a process: RMM-style CSV rows, live allocation tracking, statistics and the per-block profile. */
 #include "mate_private.h"
-#include "mate_memlog.h"
+#include "mate_record.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* memlog_read.c: reads memory event CSVs written by mate or by RMM's logging_resource_adaptor, with bounded lines, fields and growth. */
 #include "mate_private.h"
-#include "mate_memlog.h"
+#include "mate_record.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
 ## mk/record.mk: mate-record (the launcher and its preload interposer), the memory event log, statistics, profile and allocation replay.
 
 ## libmate: the memory log, its CSV reader and the allocation replay.
-include_HEADERS += lib/mate_memlog.h
+include_HEADERS += lib/mate_record.h
 libmate_la_SOURCES += \
-	lib/mate_memlog.h \
+	lib/mate_record.h \
 	lib/memlog.c \
 	lib/memlog_read.c \
 	lib/alloc_replay_private.h \

@@ -1,5 +1,5 @@
 /* test_memlog.c: unit tests of the memory log (CSV rows, statistics, profile), the CSV reader and the allocation replay. */
-#include "mate_memlog.h"
+#include "mate_record.h"
 #include "test.h"
 
 #include <inttypes.h>

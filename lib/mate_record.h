@@ -1,6 +1,6 @@
-/* mate_memlog.h: libmate's device memory events: the RMM-style CSV log, live statistics, the per-call profile and allocation replay. */
-#ifndef MATE_MEMLOG_H_INCLUDED
-#define MATE_MEMLOG_H_INCLUDED
+/* mate_record.h: libmate for mate-record and its tools: the RMM-style memory event log, statistics, profile, allocation replay, and recording sessions. */
+#ifndef MATE_RECORD_H_INCLUDED
+#define MATE_RECORD_H_INCLUDED
 
 #include <stddef.h>
 #include <stdint.h>
@@ -143,4 +143,4 @@ int mate_alloc_replay(const mate_memlog_trace *t, const char *allocator,
 #ifdef __cplusplus
 }
 #endif
-#endif /* MATE_MEMLOG_H_INCLUDED */
+#endif /* MATE_RECORD_H_INCLUDED */
