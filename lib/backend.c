@@ -27,7 +27,7 @@ host_describe(char *buf, size_t len)
 }
 
 static const mate_backend host_backend = {
-	"host", host_device_count, host_copy_to_host, host_describe, mate_kernels_cpu,
+	"host", host_device_count, host_copy_to_host, host_describe, mate_kernels_cpu, NULL,
 };
 
 const mate_backend *

@@ -21,6 +21,9 @@ typedef struct mate_backend {
 	void (*describe)(char *buf, size_t len);
 	/* The backend's compute kernels (kernels.h). */
 	const struct mate_kernels *(*kernels)(void);
+	/* 1 when the stream is being captured into a CUDA graph (where a copy
+	 * must not be issued); NULL or 0 otherwise. */
+	int (*stream_capturing)(void *stream);
 } mate_backend;
 
 /* The CUDA backend when built with CUDA and a device is present, else the

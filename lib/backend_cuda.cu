@@ -41,8 +41,19 @@ cuda_describe(char *buf, size_t len)
 	}
 }
 
+static int
+cuda_stream_capturing(void *stream)
+{
+	cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+
+	if (cudaStreamIsCapturing((cudaStream_t)stream, &st) != cudaSuccess)
+		return 0;
+	return st != cudaStreamCaptureStatusNone;
+}
+
 static const mate_backend cuda_backend = {
 	"cuda", cuda_device_count, cuda_copy_to_host, cuda_describe, mate_kernels_cuda,
+	cuda_stream_capturing,
 };
 
 extern "C" const mate_backend *

@@ -150,6 +150,138 @@ void *mate_tensor_element(const mate_tensor *t, int64_t i);
  * row-major). The tensor must be on the host. */
 void mate_tensor_copy_contiguous(const mate_tensor *t, void *dst);
 
+/* ---- Recording API calls ----------------------------------------------
+ * A library records each call of its public API the way MATE's and
+ * FlashInfer's Python decorators do, driven by the environment (mate(7)):
+ * MATE_LOGLEVEL 0 off, 1 names, 3 arguments and results, 5 with tensor
+ * statistics, 10 with dump directories. The pattern (libmate(3)):
+ *
+ *	mate_call *c = NULL;
+ *	if (MATE_ACTIVE()) {
+ *		c = mate_call_begin("rmsnorm", "mylib", "(input, weight, eps=1e-06)");
+ *		mate_call_tensor(c, MATE_ARG, NULL, &input);
+ *		mate_call_tensor(c, MATE_ARG, NULL, &weight);
+ *		mate_call_float(c, MATE_DEFAULT, "eps", 1e-6);
+ *		mate_call_ready(c);
+ *	}
+ *	rc = rmsnorm_impl(&input, &weight, 1e-6, &out);
+ *	if (c != NULL) {
+ *		if (rc == 0) {
+ *			mate_call_tensor(c, MATE_RESULT, NULL, &out);
+ *			mate_call_end(c);
+ *		} else
+ *			mate_call_fail(c, "rmsnorm: bad shape");
+ *	}
+ *
+ * Rules:
+ * - Every mate_call_* function accepts NULL and then does nothing; none
+ *   reports an error: a failure inside the recorder becomes one warning on
+ *   stderr ("mate: ...") and recording degrades (the call is not recorded,
+ *   or dumping stops), never the host program.
+ * - Strings and tensor descriptors are copied when passed. The memory a
+ *   tensor points to is read in mate_call_ready() (arguments) and in
+ *   mate_call_end() (results and MATE_INPLACE arguments) and must stay valid
+ *   until then. Device tensors are copied to the host on their own stream
+ *   (mate_tensor.stream), which only that stream waits for.
+ * - mate_call_value() takes ownership of the tree (freed even on error).
+ * - A mate_call belongs to the thread that began it until mate_call_end()
+ *   or mate_call_fail() frees it; any number of threads record at once.
+ * - The configuration is read from the environment once, by the first
+ *   mate_call_begin() (MATE_ACTIVE() is true until then), or set by
+ *   mate_configure(). */
+typedef struct mate_call mate_call;
+struct mate_value; /* mate_dump.h */
+
+/* The level in effect: -1 until the configuration is read, then 0, 1, 3,
+ * 5 or 10. Read through MATE_ACTIVE(); set only by libmate. */
+extern int mate_record_level_;
+
+#if defined(__GNUC__)
+#define MATE_ACTIVE() \
+	__builtin_expect(__atomic_load_n(&mate_record_level_, __ATOMIC_RELAXED) != 0, 0)
+#else
+#define MATE_ACTIVE() (mate_record_level_ != 0)
+#endif
+
+/* How a value takes part in the call (the flags argument below). */
+enum mate_arg_flags {
+	MATE_ARG = 0,        /* positional: arg[i] in the log, arg_<i> in dumps */
+	MATE_KWARG = 1,      /* keyword: name= in the log, kwarg_<name> in dumps */
+	MATE_DEFAULT = 2,    /* a parameter left at its default: logged only */
+	MATE_RESULT = 3,     /* the return value; several make a tuple */
+	MATE_INPLACE = 0x10  /* or'ed with MATE_ARG/MATE_KWARG on a tensor the API
+	                        writes: its value after the call is dumped too */
+};
+
+/*! mate_call_begin() : starts recording a call of name ("Class.method" for a
+ * method), from module, whose Python-style signature is signature (both may
+ * be NULL). At level 1 this writes the log line. @return the call, or NULL
+ * when nothing is recorded (level 0, or the recorder failed). */
+mate_call *mate_call_begin(const char *name, const char *module,
+    const char *signature);
+/*! mate_call_self() : the object receiver of a Class.method call: recorded
+ * as positional argument 0 (an object of type Class) and as self_id. Call it
+ * before the other positional arguments. */
+void mate_call_self(mate_call *c, const void *self);
+
+/* Arguments, defaults and results. name is the keyword or parameter name
+ * (ignored for MATE_ARG and MATE_RESULT). */
+void mate_call_tensor(mate_call *c, int flags, const char *name, const mate_tensor *t);
+void mate_call_int(mate_call *c, int flags, const char *name, int64_t v);
+void mate_call_float(mate_call *c, int flags, const char *name, double v);
+void mate_call_bool(mate_call *c, int flags, const char *name, int v);
+/*! mate_call_str() : a string argument (s NULL records None). */
+void mate_call_str(mate_call *c, int flags, const char *name, const char *s);
+void mate_call_none(mate_call *c, int flags, const char *name);
+void mate_call_dtype(mate_call *c, int flags, const char *name, mate_dtype dt);
+/*! mate_call_enum() : an enum member, enum_name as "Mode.FAST". */
+void mate_call_enum(mate_call *c, int flags, const char *name,
+    const char *enum_name, int64_t v);
+/*! mate_call_value() : any value tree (lists, tuples, dicts, nested tensors;
+ * mate_dump.h); ownership of v moves to the call. */
+void mate_call_value(mate_call *c, int flags, const char *name, struct mate_value *v);
+
+/*! mate_call_ready() : the arguments are complete: logs them (levels 3, 5)
+ * and dumps them (level 10) before the API runs. Implied by the first
+ * MATE_RESULT or by mate_call_end()/mate_call_fail() when not called. */
+void mate_call_ready(mate_call *c);
+/*! mate_call_end() : the API returned: logs and dumps the results and the
+ * MATE_INPLACE arguments, then frees c. No MATE_RESULT records None. */
+void mate_call_end(mate_call *c);
+/*! mate_call_fail() : the API reported an error: the dump gets a "failed"
+ * record with error (may be NULL); no output is logged. Frees c. */
+void mate_call_fail(mate_call *c, const char *error);
+
+/* ---- Recorder configuration ----------------------------------------------
+ * The environment variables of mate(7) as a struct, for tools and tests.
+ * Strings are borrowed by mate_configure(), which copies them. */
+struct mate_config {
+	int level;                /* MATE_LOGLEVEL, 0..10 (in-between levels act as the lower named one) */
+	const char *logdest;      /* "stdout", "stderr" or a path (%i: the pid); NULL: stdout */
+	const char *dump_dir;     /* NULL: "mate_dumps" */
+	double dump_max_size_gb;  /* GiB (1024^3 bytes) per process */
+	int64_t dump_max_count;   /* dumped calls per process */
+	const char *dump_include; /* comma-separated fnmatch patterns; NULL: none */
+	const char *dump_exclude;
+	int dump_safetensors;     /* 1: .safetensors instead of .pt */
+};
+
+/*! mate_config_default() : the defaults of mate(7) (level 0, stdout, ...). */
+void mate_config_default(struct mate_config *cfg);
+/*! mate_config_from_env() : the defaults overridden by the MATE_* variables;
+ * a bad value gets one warning on stderr naming it and keeps the default.
+ * The strings point into the environment or static storage. */
+void mate_config_from_env(struct mate_config *cfg);
+/*! mate_configure() : replaces the configuration in effect (cfg NULL: read
+ * the environment again) and starts a new session: call counters, limits
+ * and one-time warnings reset, the log destination is reopened, and the
+ * system-information header is written again before the next logged call.
+ * Not to be called while another thread is recording.
+ * @return MATE_OK, or MATE_ERR_ARGUMENT (err set) for an invalid cfg. */
+int mate_configure(const struct mate_config *cfg, mate_error *err);
+/*! mate_record_level() : the effective level: 0, 1, 3, 5 or 10. */
+int mate_record_level(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -861,6 +861,54 @@ test_rejects(void)
 	    "dimension too large");
 }
 
+/* JSON edges: \u0000 in names and metadata, numbers of more than 63 bytes,
+ * offsets past 2^53, all exact both ways. */
+static void
+test_json_edges(void)
+{
+	mate_value *v, *m = NULL, *d = mate_value_dict();
+	const char *s;
+	unsigned char *b;
+	char *h;
+	size_t len;
+
+	v = accept_at(__LINE__, "{\"__metadata__\":{\"k\\u0000\":\"\\u0000v\\u0000\"},"
+	    "\"a\\u0000b\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+	    "\"a\\u0000c\":{\"dtype\\u0000\":1,\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2],"
+	    "\"x\":[100000000000000000000000000000000000000000000000000000000000000000000000000000000,-0.000000000000000000000000000000000000000000000000000000000000000000000000000000001e-5]}}", 2, &m);
+	s = v != NULL ? mate_value_get_str(mate_value_key(v, 0), &len) : NULL;
+	CHECK(s != NULL && len == 3 && memcmp(s, "a\0b", 3) == 0);
+	s = v != NULL ? mate_value_get_str(mate_value_key(v, 1), &len) : NULL;
+	CHECK(s != NULL && len == 3 && memcmp(s, "a\0c", 3) == 0);
+	s = m != NULL ? mate_value_get_str(mate_value_key(m, 0), &len) : NULL;
+	CHECK(s != NULL && len == 2 && memcmp(s, "k\0", 2) == 0);
+	s = m != NULL ? mate_value_get_str(mate_value_item(m, 0), &len) : NULL;
+	CHECK(s != NULL && len == 3 && memcmp(s, "\0v\0", 3) == 0);
+	mate_value_free(v);
+	mate_value_free(m);
+	REJECT("{\"a\":{\"dtype\":\"U8\\u0000\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, "unknown dtype");
+	REJECT("{\"a\\u0000\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]},"
+	    "\"a\\u0000\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]}}", 2, "duplicate tensor name");
+	REJECT("{\"a\":{\"dtype\":\"U8\",\"shape\":[100000000000000000000000000000000000000000000000000000000000000000000000000000000],\"data_offsets\":[0,1]}}", 1, "too large");
+	REJECT("{\"a\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[9007199254740993,"
+	    "9007199254740993]}}", 0, "[9007199254740993, 9007199254740993]");
+
+	/* the writer: a NUL byte is written \u0000 and read back */
+	mate_value_set(d, mate_value_str("n\0ul", 4), tensor1(MATE_U8, 1, 0));
+	CHECK_EQ_INT(write_ok(tmp_path("nul.safetensors"), d, NULL), MATE_OK);
+	b = slurp(tmp_path("nul.safetensors"), &len);
+	h = header_of(b, len);
+	CHECK_CONTAINS(h, "{\"n\\u0000ul\":{");
+	free(h);
+	free(b);
+	mate_value_free(d);
+	d = read_ok(tmp_path("nul.safetensors"), NULL);
+	s = d != NULL ? mate_value_get_str(mate_value_key(d, 0), &len) : NULL;
+	CHECK(s != NULL && len == 4 && memcmp(s, "n\0ul", 4) == 0);
+	mate_value_free(d);
+	unlink(tmp_path("nul.safetensors"));
+}
+
 /* Declared header lengths: limits checked before any allocation. */
 static void
 test_header_length(void)
@@ -969,6 +1017,7 @@ main(void)
 	test_many();
 	test_accepts();
 	test_rejects();
+	test_json_edges();
 	test_header_length();
 	test_truncated();
 	test_read_errors();

@@ -1,0 +1,458 @@
+/* apilog.c: the API log text of levels 1, 3 and 5, laid out as MATE's Python logger writes it. */
+#include "recorder_private.h"
+#include "backend.h"
+
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static const char RULE_EQ[] =
+    "================================================================================\n";
+static const char RULE_DASH[] =
+    "--------------------------------------------------------------------------------\n";
+
+/* ---- timestamps ----------------------------------------------------------------- */
+
+void
+mate_rec_stamp(char *out)
+{
+	static __thread time_t last = (time_t)-1;
+	static __thread char text[24];
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (ts.tv_sec != last) {
+		localtime_r(&ts.tv_sec, &tm);
+		strftime(text, sizeof(text), "[%Y-%m-%d %H:%M:%S]", &tm);
+		last = ts.tv_sec;
+	}
+	memcpy(out, text, sizeof(text));
+}
+
+void
+mate_rec_log_name(const char *name)
+{
+	char line[512];
+	int n;
+
+	mate_rec_stamp(line);
+	n = snprintf(line + 21, sizeof(line) - 21, " MATE API Call: %s\n", name);
+	if (n < 0)
+		return;
+	n += 21;
+	if (n >= (int)sizeof(line)) {
+		struct mate_buf b;
+		mate_buf_init(&b);
+		mate_buf_put(&b, line, 21);
+		mate_buf_printf(&b, " MATE API Call: %s\n", name);
+		if (mate_buf_str(&b) != NULL)
+			mate_rec_log(b.p, b.len);
+		mate_buf_free(&b);
+		return;
+	}
+	mate_rec_log(line, (size_t)n);
+}
+
+/* ---- the header ------------------------------------------------------------------- */
+
+/* The BLAS linked into the process, if any: OpenBLAS names itself, others
+ * by the library that holds cblas_sgemm or sgemm_. */
+static void
+describe_blas(struct mate_buf *b)
+{
+	typedef char *(*config_fn)(void);
+	config_fn openblas = (config_fn)(uintptr_t)dlsym(RTLD_DEFAULT, "openblas_get_config");
+	void *sym = dlsym(RTLD_DEFAULT, "cblas_sgemm");
+	Dl_info info;
+
+	if (sym == NULL)
+		sym = dlsym(RTLD_DEFAULT, "sgemm_");
+	mate_buf_puts(b, "BLAS: ");
+	if (openblas != NULL && openblas() != NULL) {
+		mate_buf_puts(b, openblas());
+	} else if (sym != NULL && dladdr(sym, &info) != 0 && info.dli_fname != NULL) {
+		const char *base = strrchr(info.dli_fname, '/');
+		mate_buf_puts(b, base ? base + 1 : info.dli_fname);
+	} else
+		mate_buf_puts(b, "<not loaded>");
+	mate_buf_putc(b, '\n');
+}
+
+static void
+print_patterns(struct mate_buf *b, const char *what, char **list, size_t n)
+{
+	if (n == 0)
+		return;
+	mate_buf_printf(b, "%s filter: [", what);
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			mate_buf_puts(b, ", ");
+		mate_buf_pystr(b, list[i], strlen(list[i]));
+	}
+	mate_buf_puts(b, "]\n");
+}
+
+static void
+fmt_banner(struct mate_buf *b)
+{
+	const struct rec_config *cfg = &mate_rec_cfg;
+
+	mate_buf_puts(b, RULE_EQ);
+	mate_buf_puts(b,
+	    "WARNING: MATE API Logging is set to Level 10 (Tensor Dumping).\n"
+	    "This will dump ALL input and outputs including tensors for MATE APIs to disk in\n"
+	    "the configured dump directory. Ensure that you are NOT processing sensitive data\n"
+	    "or that the dump directory is secure. To disable dumping, unset MATE_LOGLEVEL or\n"
+	    "set it to below 10.\n");
+	mate_buf_printf(b, "Current dump directory is: %s\n", cfg->dump_dir_shown);
+	if (cfg->safetensors)
+		mate_buf_puts(b,
+		    "SAFETENSORS mode enabled: tensor stride/non-contiguity will NOT be preserved.\n"
+		    "    Tensors will be saved as contiguous. Use torch.save (default) to preserve strides.\n");
+	print_patterns(b, "Include", cfg->include, cfg->n_include);
+	print_patterns(b, "Exclude", cfg->exclude, cfg->n_exclude);
+	mate_buf_puts(b, RULE_EQ);
+}
+
+void
+mate_rec_fmt_header(struct mate_buf *b)
+{
+	const mate_backend *be = mate_backend_get();
+	char stamp[24], desc[1024];
+
+	mate_rec_stamp(stamp);
+	mate_buf_puts(b, RULE_EQ);
+	mate_buf_printf(b, "%s MATE API Logging - System Information\n", stamp);
+	mate_buf_puts(b, RULE_EQ);
+	mate_buf_printf(b, "mate version: %s\n", mate_version_string());
+	desc[0] = '\0';
+	be->describe(desc, sizeof(desc));
+	mate_buf_printf(b, "Backend: %s\n", desc);
+	describe_blas(b);
+	mate_buf_puts(b, RULE_EQ);
+	mate_buf_putc(b, '\n');
+	if (mate_rec_cfg.level >= 10)
+		fmt_banner(b);
+}
+
+/* ---- values ------------------------------------------------------------------------- */
+
+static void
+fmt_shape(struct mate_buf *b, const int64_t *v, int n)
+{
+	mate_buf_putc(b, '(');
+	for (int i = 0; i < n; i++) {
+		if (i > 0)
+			mate_buf_put(b, ", ", 2);
+		mate_buf_int(b, v[i]);
+	}
+	mate_buf_puts(b, n == 1 ? ",)" : ")");
+}
+
+static void
+fmt_device(struct mate_buf *b, const mate_tensor *t)
+{
+	if (t->device_type == MATE_DEVICE_CUDA)
+		mate_buf_printf(b, "cuda:%d", t->device_index);
+	else
+		mate_buf_puts(b, "cpu");
+}
+
+static void
+fmt_stats_of(struct mate_buf *b, const mate_call *c, const mate_value *v, int pad)
+{
+	struct rec_tensor *rt = mate_rec_find(c, v);
+	const mate_tensor *t = mate_value_get_tensor(v);
+	struct rec_stats s;
+
+	if (mate_rec_capturing(t)) {
+		mate_buf_spaces(b, pad);
+		mate_buf_puts(b, "[statistics skipped: CUDA graph capture in progress]\n");
+		return;
+	}
+	if (rt == NULL || rt->staged <= 0) {
+		mate_buf_spaces(b, pad);
+		mate_buf_puts(b, "[statistics error: the tensor could not be read]\n");
+		return;
+	}
+	mate_rec_stats(&rt->host, &s);
+	mate_rec_fmt_stats(b, &s, pad);
+}
+
+static void
+fmt_tensor(struct mate_buf *b, const mate_call *c, const mate_value *v, int indent)
+{
+	const mate_tensor *t = mate_value_get_tensor(v);
+	int pad = indent * 2 + 2;
+	size_t es = mate_dtype_size(t->dtype);
+	int64_t extent = mate_tensor_storage_extent(t);
+	uintptr_t start = (uintptr_t)t->data + (uintptr_t)(t->offset * (int64_t)es);
+	uintptr_t end = extent > t->offset ? (uintptr_t)t->data + (uintptr_t)(extent * (int64_t)es) : start;
+
+	mate_buf_spaces(b, indent * 2);
+	mate_buf_puts(b, "Tensor(\n");
+	mate_buf_spaces(b, pad);
+	mate_buf_puts(b, "shape=");
+	fmt_shape(b, t->shape, t->ndim);
+	mate_buf_putc(b, '\n');
+	mate_buf_spaces(b, pad);
+	mate_buf_puts(b, "stride=");
+	fmt_shape(b, t->stride, t->ndim);
+	mate_buf_putc(b, '\n');
+	mate_buf_spaces(b, pad);
+	mate_buf_puts(b, "dtype=");
+	mate_buf_dtype(b, t->dtype);
+	mate_buf_putc(b, '\n');
+	mate_buf_spaces(b, pad);
+	mate_buf_puts(b, "device=");
+	fmt_device(b, t);
+	mate_buf_putc(b, '\n');
+	mate_buf_spaces(b, pad);
+	mate_buf_puts(b, "va_range=[");
+	mate_buf_hex(b, start);
+	mate_buf_put(b, ", ", 2);
+	mate_buf_hex(b, end);
+	mate_buf_put(b, ")\n", 2);
+	mate_buf_spaces(b, pad);
+	mate_buf_puts(b, t->requires_grad ? "requires_grad=True\n" : "requires_grad=False\n");
+	mate_buf_spaces(b, pad);
+	mate_buf_puts(b, mate_tensor_is_contiguous(t) ? "is_contiguous=True\n" : "is_contiguous=False\n");
+	if (c->level >= 5)
+		fmt_stats_of(b, c, v, pad);
+	mate_buf_spaces(b, indent * 2);
+	mate_buf_putc(b, ')');
+}
+
+static void
+fmt_bytes(struct mate_buf *b, const unsigned char *s, size_t n)
+{
+	char quote = memchr(s, '\'', n) && !memchr(s, '"', n) ? '"' : '\'';
+
+	mate_buf_putc(b, 'b');
+	mate_buf_putc(b, quote);
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == quote || s[i] == '\\')
+			mate_buf_printf(b, "\\%c", s[i]);
+		else if (s[i] == '\n')
+			mate_buf_puts(b, "\\n");
+		else if (s[i] == '\r')
+			mate_buf_puts(b, "\\r");
+		else if (s[i] == '\t')
+			mate_buf_puts(b, "\\t");
+		else if (s[i] < 0x20 || s[i] >= 0x7f)
+			mate_buf_printf(b, "\\x%02x", s[i]);
+		else
+			mate_buf_putc(b, (char)s[i]);
+	}
+	mate_buf_putc(b, quote);
+}
+
+/* A scalar on the current line (no indentation). */
+static void
+fmt_scalar(struct mate_buf *b, const mate_value *v)
+{
+	char tmp[MATE_PYFLOAT_MAX];
+	const char *s;
+	size_t n;
+
+	switch (mate_value_kind_of(v)) {
+	case MATE_V_NONE:
+		mate_buf_puts(b, "None");
+		break;
+	case MATE_V_BOOL:
+		mate_buf_puts(b, mate_value_get_bool(v) ? "True" : "False");
+		break;
+	case MATE_V_INT:
+		mate_buf_int(b, mate_value_get_int(v));
+		break;
+	case MATE_V_FLOAT:
+		mate_buf_put(b, tmp, mate_py_float_repr(mate_value_get_float(v), tmp));
+		break;
+	case MATE_V_STR:
+		s = mate_value_get_str(v, &n);
+		mate_buf_pystr(b, s, n);
+		break;
+	case MATE_V_BYTES:
+		s = mate_value_get_str(v, &n);
+		fmt_bytes(b, (const unsigned char *)s, n);
+		break;
+	case MATE_V_DTYPE:
+		mate_buf_dtype(b, mate_value_get_dtype(v));
+		break;
+	case MATE_V_ENUM:
+		mate_buf_printf(b, "%s (value=%" PRId64 ")", mate_value_enum_name(v),
+		    mate_value_get_int(v));
+		break;
+	case MATE_V_OBJECT:
+		mate_buf_puts(b, mate_value_object_repr(v));
+		break;
+	default:
+		mate_buf_puts(b, "<unknown>");
+	}
+}
+
+/* A value on one line, as Python's repr() writes it (dict keys). */
+void
+mate_rec_fmt_inline(struct mate_buf *b, const mate_value *v)
+{
+	mate_value_kind k = mate_value_kind_of(v);
+	size_t n = mate_value_len(v);
+
+	if (k == MATE_V_TENSOR) {
+		mate_buf_puts(b, "tensor(...)");
+		return;
+	}
+	if (k != MATE_V_LIST && k != MATE_V_TUPLE && k != MATE_V_DICT) {
+		fmt_scalar(b, v);
+		return;
+	}
+	mate_buf_putc(b, k == MATE_V_LIST ? '[' : k == MATE_V_TUPLE ? '(' : '{');
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			mate_buf_puts(b, ", ");
+		if (k == MATE_V_DICT) {
+			mate_rec_fmt_inline(b, mate_value_key(v, i));
+			mate_buf_puts(b, ": ");
+		}
+		mate_rec_fmt_inline(b, mate_value_item(v, i));
+	}
+	if (k == MATE_V_TUPLE && n == 1)
+		mate_buf_putc(b, ',');
+	mate_buf_putc(b, k == MATE_V_LIST ? ']' : k == MATE_V_TUPLE ? ')' : '}');
+}
+
+static void
+fmt_seq(struct mate_buf *b, const mate_call *c, const mate_value *v, int indent)
+{
+	mate_value_kind k = mate_value_kind_of(v);
+	size_t n = mate_value_len(v);
+	char open = k == MATE_V_LIST ? '[' : k == MATE_V_TUPLE ? '(' : '{';
+	char close = k == MATE_V_LIST ? ']' : k == MATE_V_TUPLE ? ')' : '}';
+
+	mate_buf_spaces(b, indent * 2);
+	mate_buf_putc(b, open);
+	if (n == 0) {
+		mate_buf_putc(b, close);
+		return;
+	}
+	mate_buf_putc(b, '\n');
+	for (size_t i = 0; i < n; i++) {
+		mate_buf_spaces(b, indent * 2 + 2);
+		if (k == MATE_V_DICT) {
+			mate_rec_fmt_inline(b, mate_value_key(v, i));
+			mate_buf_puts(b, ": ");
+		} else {
+			mate_buf_putc(b, '[');
+			mate_buf_int(b, (int64_t)i);
+			mate_buf_put(b, "]: ", 3);
+		}
+		mate_rec_fmt_value(b, c, mate_value_item(v, i), indent + 1);
+		mate_buf_putc(b, '\n');
+	}
+	mate_buf_spaces(b, indent * 2);
+	mate_buf_putc(b, close);
+}
+
+void
+mate_rec_fmt_value(struct mate_buf *b, const mate_call *c, const mate_value *v, int indent)
+{
+	switch (mate_value_kind_of(v)) {
+	case MATE_V_TENSOR:
+		fmt_tensor(b, c, v, indent);
+		break;
+	case MATE_V_LIST:
+	case MATE_V_TUPLE:
+	case MATE_V_DICT:
+		fmt_seq(b, c, v, indent);
+		break;
+	default:
+		mate_buf_spaces(b, indent * 2);
+		fmt_scalar(b, v);
+	}
+}
+
+/* ---- blocks ---------------------------------------------------------------------------- */
+
+static int
+has_role(const mate_call *c, int role)
+{
+	for (size_t i = 0; i < c->nargs; i++)
+		if (c->args[i].role == role)
+			return 1;
+	return 0;
+}
+
+void
+mate_rec_fmt_inputs(struct mate_buf *b, const mate_call *c)
+{
+	int pos = has_role(c, MATE_ARG), kw = has_role(c, MATE_KWARG);
+	size_t idx = 0;
+
+	mate_buf_puts(b, RULE_EQ);
+	mate_buf_printf(b, "%s MATE API Call: %s\n", c->stamp, c->name);
+	mate_buf_puts(b, RULE_DASH);
+	if (pos)
+		mate_buf_puts(b, "Positional input arguments:\n");
+	for (size_t i = 0; i < c->nargs; i++) {
+		if (c->args[i].role != MATE_ARG)
+			continue;
+		mate_buf_puts(b, "  arg[");
+		mate_buf_int(b, (int64_t)idx++);
+		mate_buf_put(b, "]:\n", 3);
+		mate_rec_fmt_value(b, c, c->args[i].v, 2);
+		mate_buf_putc(b, '\n');
+	}
+	if (kw)
+		mate_buf_puts(b, "Keyword input arguments:\n");
+	for (size_t i = 0; kw && i < c->nargs; i++) {
+		if (c->args[i].role != MATE_KWARG)
+			continue;
+		mate_buf_printf(b, "  %s=\n", c->args[i].name);
+		mate_rec_fmt_value(b, c, c->args[i].v, 2);
+		mate_buf_putc(b, '\n');
+	}
+	if (!pos && !kw)
+		mate_buf_puts(b, "(No explicit arguments)\n");
+	if (has_role(c, MATE_DEFAULT))
+		mate_buf_puts(b, "Default parameters (not explicitly provided):\n");
+	for (size_t i = 0; i < c->nargs; i++) {
+		if (c->args[i].role != MATE_DEFAULT)
+			continue;
+		mate_buf_printf(b, "  %s= [DEFAULT]\n", c->args[i].name);
+		mate_rec_fmt_value(b, c, c->args[i].v, 2);
+		mate_buf_putc(b, '\n');
+	}
+}
+
+void
+mate_rec_fmt_outputs(struct mate_buf *b, const mate_call *c)
+{
+	size_t n = 0, k = 0;
+
+	for (size_t i = 0; i < c->nargs; i++)
+		n += c->args[i].role == MATE_RESULT;
+	mate_buf_puts(b, "Output value:\n");
+	if (n == 0)
+		mate_buf_puts(b, "  None");
+	else if (n == 1) {
+		for (size_t i = 0; i < c->nargs; i++)
+			if (c->args[i].role == MATE_RESULT)
+				mate_rec_fmt_value(b, c, c->args[i].v, 1);
+	} else {
+		mate_buf_puts(b, "  (\n");
+		for (size_t i = 0; i < c->nargs; i++) {
+			if (c->args[i].role != MATE_RESULT)
+				continue;
+			mate_buf_printf(b, "    [%zu]: ", k++);
+			mate_rec_fmt_value(b, c, c->args[i].v, 2);
+			mate_buf_putc(b, '\n');
+		}
+		mate_buf_puts(b, "  )");
+	}
+	mate_buf_putc(b, '\n');
+	mate_buf_puts(b, RULE_EQ);
+	mate_buf_putc(b, '\n');
+}

@@ -1,0 +1,623 @@
+/* config.c: the recorder's configuration (MATE_* variables), its log destination, warnings and fork handling. */
+#include "recorder_private.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <locale.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int mate_record_level_ = -1;
+struct rec_config mate_rec_cfg;
+unsigned mate_rec_generation;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static pid_t cached_pid;
+static int once_flags[REC_ONCE_COUNT];
+static int dump_stopped;
+
+/* The log destination. fd -1: not opened yet in this session. */
+static struct {
+	pthread_mutex_t lock;
+	int fd;
+	int owned;      /* a file we opened (closed on reconfigure) */
+	int atomic;     /* a regular file: each O_APPEND write lands whole */
+	int pipe;       /* a FIFO or socket: SIGPIPE must not reach the host */
+	int stopped;
+	int header_done;
+} logst = { PTHREAD_MUTEX_INITIALIZER, -1, 0, 0, 0, 0, 0 };
+
+/* ---- warnings ----------------------------------------------------------------- */
+
+static void
+vwarn(const char *fmt, va_list ap)
+{
+	char msg[1024];
+	int n = snprintf(msg, sizeof(msg), "mate: ");
+
+	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
+	if (n > (int)sizeof(msg) - 2)
+		n = (int)sizeof(msg) - 2;
+	msg[n++] = '\n';
+	(void)!write(STDERR_FILENO, msg, (size_t)n);
+}
+
+void
+mate_rec_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarn(fmt, ap);
+	va_end(ap);
+}
+
+void
+mate_rec_warn_once(enum rec_once which, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (__atomic_exchange_n(&once_flags[which], 1, __ATOMIC_RELAXED))
+		return;
+	va_start(ap, fmt);
+	vwarn(fmt, ap);
+	va_end(ap);
+}
+
+void
+mate_rec_dump_stop(void)
+{
+	__atomic_store_n(&dump_stopped, 1, __ATOMIC_RELAXED);
+}
+
+int
+mate_rec_dump_stopped(void)
+{
+	return __atomic_load_n(&dump_stopped, __ATOMIC_RELAXED);
+}
+
+pid_t
+mate_rec_pid(void)
+{
+	return cached_pid;
+}
+
+/* ---- parsing the environment --------------------------------------------------- */
+
+static const char *
+trim(const char *s, size_t *len)
+{
+	size_t n = strlen(s);
+
+	while (n > 0 && isspace((unsigned char)*s))
+		s++, n--;
+	while (n > 0 && isspace((unsigned char)s[n - 1]))
+		n--;
+	*len = n;
+	return s;
+}
+
+/* Python's int(): optional sign, decimal digits, single '_' between digits. */
+static int
+parse_int(const char *s, int64_t *out)
+{
+	size_t n;
+	const char *p = trim(s, &n), *end = p + n;
+	int neg = 0, digits = 0;
+	uint64_t v = 0;
+
+	if (p < end && (*p == '+' || *p == '-'))
+		neg = *p++ == '-';
+	for (; p < end; p++) {
+		if (*p == '_' && digits > 0 && p + 1 < end && isdigit((unsigned char)p[1]))
+			continue;
+		if (!isdigit((unsigned char)*p) || v > (uint64_t)INT64_MAX / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*p - '0');
+		if (v > (uint64_t)INT64_MAX)
+			return -1;
+		digits++;
+	}
+	if (digits == 0)
+		return -1;
+	*out = neg ? -(int64_t)v : (int64_t)v;
+	return 0;
+}
+
+/* Python's float() on the usual spellings; locale-independent. */
+static int
+parse_float(const char *s, double *out)
+{
+	static locale_t c_locale;
+	char tmp[128], *end;
+	size_t n;
+	const char *p = trim(s, &n);
+
+	if (n == 0 || n >= sizeof(tmp))
+		return -1;
+	memcpy(tmp, p, n);
+	tmp[n] = '\0';
+	if (c_locale == (locale_t)0)
+		c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+	if (c_locale == (locale_t)0)
+		return -1;
+	errno = 0;
+	*out = strtod_l(tmp, &end, c_locale);
+	if (*end != '\0' || (errno == ERANGE && *out != 0 && !isinf(*out)))
+		return -1;
+	return 0;
+}
+
+static void
+bad_value(const char *var, const char *value, const char *why, const char *dflt)
+{
+	mate_rec_warn("bad %s value '%s' (%s); using the default %s", var, value, why, dflt);
+}
+
+void
+mate_config_default(struct mate_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->level = 0;
+	cfg->logdest = "stdout";
+	cfg->dump_dir = "mate_dumps";
+	cfg->dump_max_size_gb = 20;
+	cfg->dump_max_count = 1000;
+	cfg->dump_include = "";
+	cfg->dump_exclude = "";
+	cfg->dump_safetensors = 0;
+}
+
+static void
+env_level(struct mate_config *cfg)
+{
+	const char *s = getenv("MATE_LOGLEVEL");
+	int64_t v;
+
+	if (s == NULL)
+		return;
+	if (parse_int(s, &v) != 0)
+		bad_value("MATE_LOGLEVEL", s, "not an integer", "0");
+	else if (v < 0)
+		bad_value("MATE_LOGLEVEL", s, "negative", "0");
+	else
+		cfg->level = v > 10 ? 10 : (int)v;
+}
+
+static void
+env_dump(struct mate_config *cfg)
+{
+	const char *s;
+	double d;
+	int64_t v;
+
+	if ((s = getenv("MATE_DUMP_DIR")) != NULL) {
+		size_t n;
+		trim(s, &n);
+		if (n == 0)
+			bad_value("MATE_DUMP_DIR", s, "empty", "mate_dumps");
+		else
+			cfg->dump_dir = s;
+	}
+	if ((s = getenv("MATE_DUMP_MAX_SIZE_GB")) != NULL) {
+		if (parse_float(s, &d) != 0 || isnan(d))
+			bad_value("MATE_DUMP_MAX_SIZE_GB", s, "not a number", "20");
+		else if (d < 0)
+			bad_value("MATE_DUMP_MAX_SIZE_GB", s, "negative", "20");
+		else
+			cfg->dump_max_size_gb = d;
+	}
+	if ((s = getenv("MATE_DUMP_MAX_COUNT")) != NULL) {
+		if (parse_int(s, &v) != 0)
+			bad_value("MATE_DUMP_MAX_COUNT", s, "not an integer", "1000");
+		else if (v < 0)
+			bad_value("MATE_DUMP_MAX_COUNT", s, "negative", "1000");
+		else
+			cfg->dump_max_count = v;
+	}
+	if ((s = getenv("MATE_DUMP_INCLUDE")) != NULL)
+		cfg->dump_include = s;
+	if ((s = getenv("MATE_DUMP_EXCLUDE")) != NULL)
+		cfg->dump_exclude = s;
+	if ((s = getenv("MATE_DUMP_SAFETENSORS")) != NULL) {
+		if (strcmp(s, "1") == 0)
+			cfg->dump_safetensors = 1;
+		else if (strcmp(s, "0") != 0 && s[0] != '\0')
+			bad_value("MATE_DUMP_SAFETENSORS", s, "only 1 selects safetensors, 0 .pt", "0");
+	}
+}
+
+void
+mate_config_from_env(struct mate_config *cfg)
+{
+	const char *s;
+
+	mate_config_default(cfg);
+	env_level(cfg);
+	if (cfg->level < 1)
+		return;
+	if ((s = getenv("MATE_LOGDEST")) != NULL) {
+		if (s[0] == '\0')
+			bad_value("MATE_LOGDEST", s, "empty", "stdout");
+		else
+			cfg->logdest = s;
+	}
+	if (cfg->level >= 10)
+		env_dump(cfg);
+}
+
+/* ---- applying a configuration ------------------------------------------------------ */
+
+static void
+free_patterns(char **list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+}
+
+/* Splits "a, b,,c" into trimmed, non-empty items. */
+static int
+split_patterns(const char *s, char ***out, size_t *count)
+{
+	char **list = NULL;
+	size_t n = 0;
+
+	*out = NULL;
+	*count = 0;
+	while (s != NULL && *s != '\0') {
+		const char *comma = strchr(s, ',');
+		size_t len = comma ? (size_t)(comma - s) : strlen(s);
+		char *item = strndup(s, len), **grown;
+		size_t tl;
+		const char *t;
+
+		if (item == NULL)
+			goto nomem;
+		t = trim(item, &tl);
+		if (tl == 0) {
+			free(item);
+		} else {
+			memmove(item, t, tl);
+			item[tl] = '\0';
+			grown = realloc(list, (n + 1) * sizeof(*list));
+			if (grown == NULL) {
+				free(item);
+				goto nomem;
+			}
+			list = grown;
+			list[n++] = item;
+		}
+		s = comma ? comma + 1 : s + len;
+	}
+	*out = list;
+	*count = n;
+	return MATE_OK;
+nomem:
+	free_patterns(list, n);
+	return MATE_ERR_NOMEM;
+}
+
+/* "./x" and "x/" as pathlib prints them: "x". */
+static char *
+normalize_dir(const char *d)
+{
+	size_t n;
+	char *s;
+
+	while (d[0] == '.' && d[1] == '/' && d[2] != '\0')
+		for (d += 2; *d == '/' && d[1] != '\0'; d++)
+			;
+	s = strdup(d);
+	if (s == NULL)
+		return NULL;
+	n = strlen(s);
+	while (n > 1 && s[n - 1] == '/')
+		s[--n] = '\0';
+	return s;
+}
+
+static char *
+shown_dir(const char *d)
+{
+	size_t n = strlen(d) + 3;
+	char *s = malloc(n);
+
+	if (s == NULL)
+		return NULL;
+	if (d[0] == '/' || strncmp(d, "./", 2) == 0 || strncmp(d, "../", 3) == 0 ||
+	    strcmp(d, ".") == 0 || strcmp(d, "..") == 0)
+		snprintf(s, n, "%s", d);
+	else
+		snprintf(s, n, "./%s", d);
+	return s;
+}
+
+static void
+close_log(void)
+{
+	if (logst.owned && logst.fd >= 0)
+		close(logst.fd);
+	logst.fd = -1;
+	logst.owned = 0;
+	logst.stopped = 0;
+	logst.header_done = 0;
+}
+
+static void
+release_config(struct rec_config *c)
+{
+	free(c->logdest);
+	free(c->dump_dir);
+	free(c->dump_dir_shown);
+	free_patterns(c->include, c->n_include);
+	free_patterns(c->exclude, c->n_exclude);
+	memset(c, 0, sizeof(*c));
+}
+
+static int
+effective_level(int level)
+{
+	if (level >= 10)
+		return 10;
+	if (level >= 5)
+		return 5;
+	if (level >= 3)
+		return 3;
+	return level >= 1 ? 1 : 0;
+}
+
+static void atfork_prepare(void);
+static void atfork_parent(void);
+static void atfork_child(void);
+
+static int
+apply(const struct mate_config *cfg, mate_error *err)
+{
+	static int atfork_done;
+	struct rec_config n;
+	double bytes;
+
+	memset(&n, 0, sizeof(n));
+	n.level = effective_level(cfg->level);
+	n.logdest = strdup(cfg->logdest ? cfg->logdest : "stdout");
+	n.dump_dir = normalize_dir(cfg->dump_dir ? cfg->dump_dir : "mate_dumps");
+	n.dump_dir_shown = n.dump_dir ? shown_dir(n.dump_dir) : NULL;
+	n.max_size_gb = cfg->dump_max_size_gb;
+	bytes = cfg->dump_max_size_gb * 1073741824.0;
+	n.max_bytes = bytes >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)bytes;
+	n.max_count = cfg->dump_max_count;
+	n.safetensors = cfg->dump_safetensors == 1;
+	if (n.logdest == NULL || n.dump_dir == NULL || n.dump_dir_shown == NULL ||
+	    split_patterns(cfg->dump_include, &n.include, &n.n_include) != MATE_OK ||
+	    split_patterns(cfg->dump_exclude, &n.exclude, &n.n_exclude) != MATE_OK) {
+		release_config(&n);
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	}
+	pthread_mutex_lock(&logst.lock);
+	close_log();
+	release_config(&mate_rec_cfg);
+	mate_rec_cfg = n;
+	memset(once_flags, 0, sizeof(once_flags));
+	dump_stopped = 0;
+	cached_pid = getpid();
+	mate_rec_dump_reset(1);
+	__atomic_add_fetch(&mate_rec_generation, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&logst.lock);
+	if (!atfork_done) {
+		atfork_done = 1;
+		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	}
+	__atomic_store_n(&mate_record_level_, n.level, __ATOMIC_RELEASE);
+	return MATE_OK;
+}
+
+static void
+init_from_env(void)
+{
+	struct mate_config cfg;
+
+	mate_config_from_env(&cfg);
+	if (apply(&cfg, NULL) != MATE_OK) {
+		mate_rec_warn("out of memory reading the configuration; recording is off");
+		__atomic_store_n(&mate_record_level_, 0, __ATOMIC_RELEASE);
+	}
+}
+
+static void
+init_nothing(void)
+{
+}
+
+void
+mate_rec_init(void)
+{
+	pthread_once(&init_once, init_from_env);
+}
+
+int
+mate_configure(const struct mate_config *cfg, mate_error *err)
+{
+	struct mate_config env;
+
+	if (cfg == NULL) {
+		mate_config_from_env(&env);
+		cfg = &env;
+	}
+	if (cfg->level < 0)
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "level %d is negative", cfg->level);
+	if (!(cfg->dump_max_size_gb >= 0))
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "dump_max_size_gb must be >= 0");
+	if (cfg->dump_max_count < 0)
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "dump_max_count must be >= 0");
+	if ((cfg->logdest != NULL && cfg->logdest[0] == '\0') ||
+	    (cfg->dump_dir != NULL && cfg->dump_dir[0] == '\0'))
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "empty logdest or dump_dir");
+	pthread_once(&init_once, init_nothing);
+	return apply(cfg, err);
+}
+
+int
+mate_record_level(void)
+{
+	mate_rec_init();
+	return __atomic_load_n(&mate_record_level_, __ATOMIC_ACQUIRE);
+}
+
+/* ---- the log destination ------------------------------------------------------------ */
+
+/* MATE_LOGDEST with every %i replaced by the pid. */
+static char *
+expand_dest(const char *tmpl)
+{
+	struct mate_buf b;
+	const char *p;
+
+	mate_buf_init(&b);
+	for (p = tmpl; *p != '\0'; p++) {
+		if (p[0] == '%' && p[1] == 'i') {
+			mate_buf_printf(&b, "%ld", (long)cached_pid);
+			p++;
+		} else
+			mate_buf_putc(&b, *p);
+	}
+	if (mate_buf_str(&b) == NULL) {
+		mate_buf_free(&b);
+		return NULL;
+	}
+	return b.p;
+}
+
+/* Opens the destination; called with logst.lock held. */
+static void
+open_log(void)
+{
+	const char *d = mate_rec_cfg.logdest;
+	struct stat st;
+	char *path;
+
+	if (strcmp(d, "stdout") == 0)
+		logst.fd = STDOUT_FILENO;
+	else if (strcmp(d, "stderr") == 0)
+		logst.fd = STDERR_FILENO;
+	else {
+		path = expand_dest(d);
+		logst.fd = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+		if (logst.fd < 0) {
+			mate_rec_warn("cannot open MATE_LOGDEST '%s': %s; logging to stderr",
+			    path ? path : d, strerror(path ? errno : ENOMEM));
+			logst.fd = STDERR_FILENO;
+		} else
+			logst.owned = 1;
+		free(path);
+	}
+	logst.atomic = logst.pipe = 0;
+	if (fstat(logst.fd, &st) == 0) {
+		logst.atomic = S_ISREG(st.st_mode) && logst.owned;
+		logst.pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+	}
+}
+
+/* write() that keeps SIGPIPE from a closed pipe away from the host. */
+static int
+guarded_write(const char *p, size_t n)
+{
+	sigset_t pipe_set, old, pending;
+	int rc, was_pending;
+
+	if (!logst.pipe)
+		return mate_write_all(logst.fd, p, n);
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	sigpending(&pending);
+	was_pending = sigismember(&pending, SIGPIPE);
+	rc = mate_write_all(logst.fd, p, n);
+	if (rc == -EPIPE && !was_pending) {
+		struct timespec zero = { 0, 0 };
+		sigtimedwait(&pipe_set, NULL, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+static void
+write_log(const char *text, size_t len)
+{
+	int rc = guarded_write(text, len);
+
+	if (rc != 0) {
+		__atomic_store_n(&logst.stopped, 1, __ATOMIC_RELAXED);
+		mate_rec_warn_once(REC_ONCE_LOG_IO, "cannot write the API log (%s): %s; logging stopped",
+		    mate_rec_cfg.logdest, strerror(-rc));
+	}
+}
+
+void
+mate_rec_log(const char *text, size_t len)
+{
+	if (__atomic_load_n(&logst.stopped, __ATOMIC_RELAXED))
+		return;
+	if (!__atomic_load_n(&logst.header_done, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&logst.lock);
+		if (logst.fd < 0)
+			open_log();
+		if (!logst.header_done) {
+			struct mate_buf b;
+			mate_buf_init(&b);
+			mate_rec_fmt_header(&b);
+			if (mate_buf_str(&b) != NULL)
+				write_log(b.p, b.len);
+			mate_buf_free(&b);
+			__atomic_store_n(&logst.header_done, 1, __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&logst.lock);
+	}
+	if (text == NULL || len == 0 || __atomic_load_n(&logst.stopped, __ATOMIC_RELAXED))
+		return;
+	if (logst.atomic) {
+		write_log(text, len);
+		return;
+	}
+	pthread_mutex_lock(&logst.lock);
+	write_log(text, len);
+	pthread_mutex_unlock(&logst.lock);
+}
+
+/* ---- fork ------------------------------------------------------------------------------ */
+
+static void
+atfork_prepare(void)
+{
+	pthread_mutex_lock(&logst.lock);
+	pthread_mutex_lock(&mate_rec_dump_lock);
+}
+
+static void
+atfork_parent(void)
+{
+	pthread_mutex_unlock(&mate_rec_dump_lock);
+	pthread_mutex_unlock(&logst.lock);
+}
+
+/* The child is a new process: its own pid, counters and limits, and its
+ * own log file when MATE_LOGDEST names one per process (%i). */
+static void
+atfork_child(void)
+{
+	pthread_mutex_unlock(&mate_rec_dump_lock);
+	pthread_mutex_unlock(&logst.lock);
+	cached_pid = getpid();
+	mate_rec_dump_reset(0);
+	memset(once_flags, 0, sizeof(once_flags));
+	if (mate_rec_cfg.logdest != NULL && strstr(mate_rec_cfg.logdest, "%i") != NULL)
+		close_log();
+	mate_rec_generation++;
+}

@@ -1,0 +1,559 @@
+/* recorder.c: the public recording API: a call's arguments and results, its phases and host staging of tensors. */
+#include "recorder_private.h"
+#include "backend.h"
+
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Level 1 needs no state: every call shares this read-only handle. */
+static mate_call level1_call = { .level = 1 };
+
+static pthread_once_t locale_once = PTHREAD_ONCE_INIT;
+static locale_t c_locale;
+
+static void
+make_locale(void)
+{
+	c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+}
+
+/* Python-compatible text needs the C locale whatever the host set. */
+static locale_t
+enter_c_locale(void)
+{
+	pthread_once(&locale_once, make_locale);
+	return c_locale != (locale_t)0 ? uselocale(c_locale) : (locale_t)0;
+}
+
+static void
+leave_locale(locale_t old)
+{
+	if (old != (locale_t)0)
+		uselocale(old);
+}
+
+static void
+nomem(void)
+{
+	mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; calls are recorded incompletely");
+}
+
+static char *
+dup_or(const char *s, const char *dflt)
+{
+	return strdup(s != NULL ? s : dflt);
+}
+
+mate_call *
+mate_call_begin(const char *name, const char *module, const char *signature)
+{
+	int level = __atomic_load_n(&mate_record_level_, __ATOMIC_ACQUIRE);
+	mate_call *c;
+
+	if (level < 0) {
+		mate_rec_init();
+		level = __atomic_load_n(&mate_record_level_, __ATOMIC_ACQUIRE);
+	}
+	if (level <= 0)
+		return NULL;
+	if (name == NULL)
+		name = "<unnamed>";
+	if (level == 1) {
+		mate_rec_log_name(name);
+		return &level1_call;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		nomem();
+		return NULL;
+	}
+	c->level = level;
+	c->state = CALL_BEGUN;
+	c->name = strdup(name);
+	c->module = dup_or(module, "<unknown>");
+	c->signature = dup_or(signature, "<unavailable>");
+	if (c->name == NULL || c->module == NULL || c->signature == NULL) {
+		nomem();
+		free(c->name);
+		free(c->module);
+		free(c->signature);
+		free(c);
+		return NULL;
+	}
+	mate_rec_stamp(c->stamp);
+	return c;
+}
+
+/* ---- arguments -------------------------------------------------------------------- */
+
+static int
+insert_arg(mate_call *c, size_t at, int role, int inplace, const char *name, mate_value *v)
+{
+	struct rec_arg *a;
+
+	if (c->nargs == c->cap_args) {
+		size_t cap = c->cap_args ? c->cap_args * 2 : 8;
+		a = realloc(c->args, cap * sizeof(*a));
+		if (a == NULL)
+			return -1;
+		c->args = a;
+		c->cap_args = cap;
+	}
+	a = &c->args[at];
+	memmove(a + 1, a, (c->nargs - at) * sizeof(*a));
+	a->role = role;
+	a->inplace = inplace;
+	a->name = NULL;
+	a->v = v;
+	if (name != NULL && (a->name = strdup(name)) == NULL) {
+		memmove(a, a + 1, (c->nargs - at) * sizeof(*a));
+		return -1;
+	}
+	c->nargs++;
+	return 0;
+}
+
+static void
+add_arg(mate_call *c, int flags, const char *name, mate_value *v)
+{
+	int role = flags & 0x0f, inplace = (flags & MATE_INPLACE) != 0;
+
+	if (c == NULL || c->level < 3) {
+		mate_value_free(v);
+		return;
+	}
+	if (v == NULL) {
+		nomem();
+		return;
+	}
+	if (role > MATE_RESULT || (flags & ~0x1f) != 0 || (inplace && role > MATE_KWARG)) {
+		mate_rec_warn_once(REC_ONCE_USAGE, "%s: bad argument flags 0x%x; argument not recorded",
+		    c->name, flags);
+		mate_value_free(v);
+		return;
+	}
+	if (role == MATE_RESULT && c->state == CALL_BEGUN)
+		mate_call_ready(c);
+	if (role != MATE_RESULT && c->state != CALL_BEGUN) {
+		mate_rec_warn_once(REC_ONCE_USAGE, "%s: argument given after mate_call_ready(); not recorded",
+		    c->name);
+		mate_value_free(v);
+		return;
+	}
+	if ((role == MATE_KWARG || role == MATE_DEFAULT) && (name == NULL || name[0] == '\0'))
+		name = "?";
+	if (role == MATE_ARG || role == MATE_RESULT)
+		name = NULL;
+	if (insert_arg(c, c->nargs, role, inplace, name, v) != 0) {
+		nomem();
+		mate_value_free(v);
+	}
+}
+
+#define SKIP(c) ((c) == NULL || (c)->level < 3)
+
+/* A tensor descriptor the recorder can read safely, or 0. */
+static int
+tensor_ok(const mate_tensor *t)
+{
+	int64_t numel;
+
+	if (t == NULL || mate_dtype_size(t->dtype) == 0 || t->ndim < 0 || t->ndim > MATE_MAX_DIMS)
+		return 0;
+	numel = mate_tensor_numel(t);
+	if (numel < 0 || mate_tensor_nbytes(t) < 0 || mate_tensor_storage_extent(t) < 0)
+		return 0;
+	return numel == 0 || t->data != NULL;
+}
+
+void
+mate_call_tensor(mate_call *c, int flags, const char *name, const mate_tensor *t)
+{
+	if (SKIP(c))
+		return;
+	if (!tensor_ok(t)) {
+		mate_rec_warn_once(REC_ONCE_BAD_TENSOR,
+		    "%s: a tensor argument has an invalid descriptor; recorded as an object", c->name);
+		add_arg(c, flags, name, mate_value_object("Tensor", "<invalid tensor>"));
+		return;
+	}
+	add_arg(c, flags, name, mate_value_tensor(t, NULL));
+}
+
+void
+mate_call_int(mate_call *c, int flags, const char *name, int64_t v)
+{
+	if (!SKIP(c))
+		add_arg(c, flags, name, mate_value_int(v));
+}
+
+void
+mate_call_float(mate_call *c, int flags, const char *name, double v)
+{
+	if (!SKIP(c))
+		add_arg(c, flags, name, mate_value_float(v));
+}
+
+void
+mate_call_bool(mate_call *c, int flags, const char *name, int v)
+{
+	if (!SKIP(c))
+		add_arg(c, flags, name, mate_value_bool(v));
+}
+
+void
+mate_call_str(mate_call *c, int flags, const char *name, const char *s)
+{
+	if (!SKIP(c))
+		add_arg(c, flags, name, s != NULL ? mate_value_str(s, (size_t)-1) : mate_value_none());
+}
+
+void
+mate_call_none(mate_call *c, int flags, const char *name)
+{
+	if (!SKIP(c))
+		add_arg(c, flags, name, mate_value_none());
+}
+
+void
+mate_call_dtype(mate_call *c, int flags, const char *name, mate_dtype dt)
+{
+	if (!SKIP(c))
+		add_arg(c, flags, name, mate_value_dtype(dt));
+}
+
+void
+mate_call_enum(mate_call *c, int flags, const char *name, const char *enum_name, int64_t v)
+{
+	if (!SKIP(c))
+		add_arg(c, flags, name, mate_value_enum(enum_name != NULL ? enum_name : "Enum.?", v));
+}
+
+void
+mate_call_value(mate_call *c, int flags, const char *name, mate_value *v)
+{
+	if (SKIP(c)) {
+		mate_value_free(v);
+		return;
+	}
+	add_arg(c, flags, name, v != NULL ? v : mate_value_none());
+}
+
+void
+mate_call_self(mate_call *c, const void *self)
+{
+	char type[128], repr[192];
+	const char *dot;
+	mate_value *v;
+	size_t n;
+
+	if (SKIP(c) || c->state != CALL_BEGUN || c->has_self)
+		return;
+	dot = strrchr(c->name, '.');
+	n = dot != NULL ? (size_t)(dot - c->name) : 0;
+	if (n == 0 || n >= sizeof(type))
+		snprintf(type, sizeof(type), "object");
+	else
+		snprintf(type, sizeof(type), "%.*s", (int)n, c->name);
+	snprintf(repr, sizeof(repr), "<%s object at %p>", type, self);
+	v = mate_value_object(type, repr);
+	if (v == NULL || insert_arg(c, 0, MATE_ARG, 0, NULL, v) != 0) {
+		mate_value_free(v);
+		nomem();
+		return;
+	}
+	c->has_self = 1;
+	c->self_id = (uint64_t)(uintptr_t)self;
+}
+
+/* ---- tensors of a phase ----------------------------------------------------------------- */
+
+static void
+release_tensors(mate_call *c)
+{
+	for (size_t i = 0; i < c->ntensors; i++) {
+		free(c->tensors[i].key);
+		mate_storage_unref(c->tensors[i].st);
+	}
+	c->ntensors = 0;
+}
+
+static void
+add_tensor(mate_call *c, const mate_value *v, const char *key, int dumped)
+{
+	struct rec_tensor *rt;
+
+	if (c->ntensors == c->cap_tensors) {
+		size_t cap = c->cap_tensors ? c->cap_tensors * 2 : 8;
+		rt = realloc(c->tensors, cap * sizeof(*rt));
+		if (rt == NULL) {
+			nomem();
+			return;
+		}
+		c->tensors = rt;
+		c->cap_tensors = cap;
+	}
+	rt = &c->tensors[c->ntensors];
+	memset(rt, 0, sizeof(*rt));
+	rt->v = v;
+	rt->dumped = dumped;
+	rt->nbytes = mate_tensor_nbytes(mate_value_get_tensor(v));
+	if ((rt->key = strdup(key)) == NULL) {
+		nomem();
+		return;
+	}
+	c->ntensors++;
+}
+
+/* Tensors of v under MATE's keys: key, key__<i> in lists and tuples,
+ * key__value_<i> in dicts (FlashInfer's spelling). */
+static void
+collect(mate_call *c, const mate_value *v, const char *key, int dumped, int depth)
+{
+	mate_value_kind k = mate_value_kind_of(v);
+	char sub[512];
+
+	if (k == MATE_V_TENSOR) {
+		add_tensor(c, v, key, dumped);
+		return;
+	}
+	if ((k != MATE_V_LIST && k != MATE_V_TUPLE && k != MATE_V_DICT) || depth >= 8)
+		return;
+	for (size_t i = 0; i < mate_value_len(v); i++) {
+		snprintf(sub, sizeof(sub), k == MATE_V_DICT ? "%s__value_%zu" : "%s__%zu", key, i);
+		collect(c, mate_value_item(v, i), sub, dumped, depth + 1);
+	}
+}
+
+static void
+collect_inputs(mate_call *c)
+{
+	char key[300];
+	size_t pos = 0;
+
+	/* positional arguments first, then keywords, as Python passes them */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < c->nargs; i++) {
+			const struct rec_arg *a = &c->args[i];
+			if (pass == 0 && a->role == MATE_ARG)
+				snprintf(key, sizeof(key), "arg_%zu", pos++);
+			else if (pass == 1 && a->role == MATE_KWARG)
+				snprintf(key, sizeof(key), "kwarg_%.280s", a->name);
+			else
+				continue;
+			collect(c, a->v, key, 1, 0);
+		}
+	for (size_t i = 0; i < c->nargs; i++)
+		if (c->args[i].role == MATE_DEFAULT)
+			collect(c, c->args[i].v, "default", 0, 0);
+}
+
+size_t
+mate_rec_results(const mate_call *c, const mate_value **items, size_t max, int *tuple)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < c->nargs; i++)
+		if (c->args[i].role == MATE_RESULT && n < max)
+			items[n++] = c->args[i].v;
+	*tuple = n > 1;
+	if (n == 1 && mate_value_kind_of(items[0]) == MATE_V_TUPLE) {
+		const mate_value *t = items[0];
+		n = 0;
+		for (size_t i = 0; i < mate_value_len(t) && n < max; i++)
+			items[n++] = mate_value_item(t, i);
+		*tuple = 1;
+	}
+	return n;
+}
+
+static void
+collect_outputs(mate_call *c)
+{
+	const mate_value *items[64];
+	char key[300];
+	int tuple;
+	size_t n = mate_rec_results(c, items, 64, &tuple), pos = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (tuple)
+			snprintf(key, sizeof(key), "result_%zu", i);
+		else
+			snprintf(key, sizeof(key), "result");
+		collect(c, items[i], key, 1, 0);
+	}
+	for (size_t i = 0; i < c->nargs; i++) {
+		const struct rec_arg *a = &c->args[i];
+		if (a->role == MATE_ARG)
+			pos++;
+		if (!a->inplace || mate_value_kind_of(a->v) != MATE_V_TENSOR)
+			continue;
+		if (a->role == MATE_ARG)
+			snprintf(key, sizeof(key), "arg_%zu", pos - 1);
+		else
+			snprintf(key, sizeof(key), "kwarg_%.280s", a->name);
+		add_tensor(c, a->v, key, 1);
+	}
+}
+
+struct rec_tensor *
+mate_rec_find(const mate_call *c, const mate_value *v)
+{
+	for (size_t i = 0; i < c->ntensors; i++)
+		if (c->tensors[i].v == v)
+			return &c->tensors[i];
+	return NULL;
+}
+
+int
+mate_rec_capturing(const mate_tensor *t)
+{
+	const mate_backend *be;
+
+	if (t == NULL || t->device_type != MATE_DEVICE_CUDA)
+		return 0;
+	be = mate_backend_get();
+	return be->stream_capturing != NULL && be->stream_capturing(t->stream);
+}
+
+int
+mate_rec_stage(struct rec_tensor *rt)
+{
+	const mate_tensor *t = mate_value_get_tensor(rt->v);
+	size_t es = mate_dtype_size(t->dtype);
+	int64_t extent = mate_tensor_storage_extent(t), span, bytes;
+	const char *src;
+
+	if (rt->staged != 0)
+		return rt->staged;
+	rt->staged = -1;
+	if (mate_rec_capturing(t))
+		return -1;
+	span = extent > t->offset ? extent - t->offset : 0;
+	if (!mate_mul_ok(span, (int64_t)es, &bytes))
+		return -1;
+	src = t->data != NULL ? (const char *)t->data + t->offset * (int64_t)es : NULL;
+	if (t->device_type == MATE_DEVICE_CUDA) {
+		const mate_backend *be = mate_backend_get();
+		if (strcmp(be->name, "cuda") != 0) {
+			mate_rec_warn_once(REC_ONCE_DEVICE_COPY,
+			    "a CUDA tensor was recorded but no CUDA device is usable; its data is not logged");
+			return -1;
+		}
+		rt->st = mate_storage_new((size_t)bytes, NULL);
+		if (rt->st == NULL) {
+			nomem();
+			return -1;
+		}
+		if (bytes > 0 && be->copy_to_host(mate_storage_data(rt->st), src, (size_t)bytes, t->stream) != 0) {
+			mate_rec_warn_once(REC_ONCE_DEVICE_COPY, "cannot copy a CUDA tensor to the host");
+			return -1;
+		}
+	} else if ((rt->st = mate_storage_wrap((void *)(uintptr_t)src, (size_t)bytes, NULL)) == NULL) {
+		nomem();
+		return -1;
+	}
+	rt->host = *t;
+	rt->host.offset = 0;
+	rt->host.data = mate_storage_data(rt->st);
+	rt->host.device_type = MATE_DEVICE_CPU;
+	rt->host.device_index = 0;
+	rt->host.stream = NULL;
+	rt->staged = 1;
+	return 1;
+}
+
+static void
+stage_all(mate_call *c)
+{
+	for (size_t i = 0; i < c->ntensors; i++)
+		mate_rec_stage(&c->tensors[i]);
+}
+
+/* ---- phases ------------------------------------------------------------------------------ */
+
+void
+mate_call_ready(mate_call *c)
+{
+	struct mate_buf log;
+	locale_t old;
+
+	if (SKIP(c) || c->state != CALL_BEGUN)
+		return;
+	c->state = CALL_READY;
+	old = enter_c_locale();
+	mate_buf_init(&log);
+	collect_inputs(c);
+	if (c->level >= 5)
+		stage_all(c);
+	if (c->level >= 10)
+		mate_rec_dump_inputs(c, &log);
+	mate_rec_fmt_inputs(&log, c);
+	if (mate_buf_str(&log) != NULL)
+		mate_rec_log(log.p, log.len);
+	else
+		nomem();
+	mate_buf_free(&log);
+	release_tensors(c);
+	leave_locale(old);
+}
+
+static void
+free_call(mate_call *c)
+{
+	release_tensors(c);
+	free(c->tensors);
+	for (size_t i = 0; i < c->nargs; i++) {
+		free(c->args[i].name);
+		mate_value_free(c->args[i].v);
+	}
+	free(c->args);
+	mate_rec_dump_free(c->dump);
+	free(c->name);
+	free(c->module);
+	free(c->signature);
+	free(c);
+}
+
+void
+mate_call_end(mate_call *c)
+{
+	struct mate_buf log;
+	locale_t old;
+
+	if (SKIP(c))
+		return;
+	mate_call_ready(c);
+	old = enter_c_locale();
+	mate_buf_init(&log);
+	collect_outputs(c);
+	if (c->level >= 5)
+		stage_all(c);
+	mate_rec_fmt_outputs(&log, c);
+	if (c->level >= 10)
+		mate_rec_dump_outputs(c, &log);
+	if (mate_buf_str(&log) != NULL)
+		mate_rec_log(log.p, log.len);
+	else
+		nomem();
+	mate_buf_free(&log);
+	leave_locale(old);
+	free_call(c);
+}
+
+void
+mate_call_fail(mate_call *c, const char *error)
+{
+	locale_t old;
+
+	if (SKIP(c))
+		return;
+	mate_call_ready(c);
+	old = enter_c_locale();
+	if (c->level >= 10)
+		mate_rec_dump_failed(c, error != NULL ? error : "");
+	leave_locale(old);
+	free_call(c);
+}

@@ -1,0 +1,196 @@
+/* recorder_private.h: what the recorder's files (config, recorder, apilog, stats, dump_writer, pyfmt) share. */
+#ifndef MATE_RECORDER_PRIVATE_H_INCLUDED
+#define MATE_RECORDER_PRIVATE_H_INCLUDED
+
+#include "mate_private.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/types.h>
+
+struct cJSON;
+
+/* ---- growable text buffer (pyfmt.c) ----------------------------------- */
+struct mate_buf {
+	char *p;
+	size_t len, cap;
+	int oom;        /* an allocation failed: the text is incomplete */
+};
+void mate_buf_init(struct mate_buf *b) MATE_HIDDEN;
+void mate_buf_free(struct mate_buf *b) MATE_HIDDEN;
+void mate_buf_put(struct mate_buf *b, const char *s, size_t n) MATE_HIDDEN;
+void mate_buf_puts(struct mate_buf *b, const char *s) MATE_HIDDEN;
+void mate_buf_putc(struct mate_buf *b, char ch) MATE_HIDDEN;
+void mate_buf_printf(struct mate_buf *b, const char *fmt, ...) MATE_PRINTF(2, 3) MATE_HIDDEN;
+void mate_buf_spaces(struct mate_buf *b, int n) MATE_HIDDEN;
+/* Decimal and "0x" hexadecimal integers without printf. */
+void mate_buf_int(struct mate_buf *b, int64_t v) MATE_HIDDEN;
+void mate_buf_hex(struct mate_buf *b, uint64_t v) MATE_HIDDEN;
+/* NUL-terminates and returns the text (NULL after an allocation failure). */
+const char *mate_buf_str(struct mate_buf *b) MATE_HIDDEN;
+
+/* ---- Python-style text (pyfmt.c) --------------------------------------- */
+#define MATE_PYFLOAT_MAX 32
+/* repr(float) of Python 3: shortest round-trip digits, "1e-05", "3.0",
+ * "nan", "inf". Returns the length; buf has MATE_PYFLOAT_MAX bytes. */
+size_t mate_py_float_repr(double d, char *buf) MATE_HIDDEN;
+/* repr(str): quotes and escapes as Python does. */
+void mate_buf_pystr(struct mate_buf *b, const char *s, size_t len) MATE_HIDDEN;
+/* A JSON string as Python's json.dumps writes it (ensure_ascii). */
+void mate_buf_jsonstr(struct mate_buf *b, const char *s, size_t len) MATE_HIDDEN;
+/* A float as json.dumps writes it (NaN, Infinity, -Infinity). */
+void mate_buf_jsonfloat(struct mate_buf *b, double d) MATE_HIDDEN;
+/* Prints a cJSON tree with json.dumps' separators (", " and ": "); raw
+ * items are copied as they are. */
+void mate_buf_cjson(struct mate_buf *b, const struct cJSON *item) MATE_HIDDEN;
+/* "torch.float32" for a dtype. */
+void mate_buf_dtype(struct mate_buf *b, mate_dtype dt) MATE_HIDDEN;
+
+/* ---- configuration in effect (config.c) --------------------------------- */
+struct rec_config {
+	int level;              /* 0, 1, 3, 5 or 10 */
+	char *logdest;          /* template as configured (%i not expanded) */
+	char *dump_dir;         /* normalised: no "./" prefix, no trailing '/' */
+	char *dump_dir_shown;   /* as the banner shows it ("./mate_dumps") */
+	double max_size_gb;
+	uint64_t max_bytes;
+	int64_t max_count;
+	char **include, **exclude;
+	size_t n_include, n_exclude;
+	int safetensors;
+};
+extern struct rec_config mate_rec_cfg MATE_HIDDEN;
+
+/* Reads the environment once (pthread_once); safe from any thread. */
+void mate_rec_init(void) MATE_HIDDEN;
+/* Session generation: bumped by mate_configure() and fork. */
+extern unsigned mate_rec_generation MATE_HIDDEN;
+
+/* "mate: ..." on stderr, one write. */
+void mate_rec_warn(const char *fmt, ...) MATE_PRINTF(1, 2) MATE_HIDDEN;
+/* Warns once per session for each of these. */
+enum rec_once {
+	REC_ONCE_NOMEM,
+	REC_ONCE_LOG_IO,
+	REC_ONCE_DUMP_IO,
+	REC_ONCE_DUMP_COUNT,
+	REC_ONCE_DUMP_SIZE,
+	REC_ONCE_DUMP_CAPTURE,
+	REC_ONCE_DEVICE_COPY,
+	REC_ONCE_DUMP_WRITER,
+	REC_ONCE_BAD_TENSOR,
+	REC_ONCE_USAGE,
+	REC_ONCE_COUNT
+};
+void mate_rec_warn_once(enum rec_once which, const char *fmt, ...) MATE_PRINTF(2, 3) MATE_HIDDEN;
+
+/* Writes text to the log destination in one write(): lines of concurrent
+ * calls never interleave. Writes the system-information header first when
+ * this session has not written it. Errors stop logging with a warning. */
+void mate_rec_log(const char *text, size_t len) MATE_HIDDEN;
+/* Dumping stops for the rest of the session (after an I/O error). */
+void mate_rec_dump_stop(void) MATE_HIDDEN;
+int mate_rec_dump_stopped(void) MATE_HIDDEN;
+/* Process id, cached (updated in a forked child). */
+pid_t mate_rec_pid(void) MATE_HIDDEN;
+
+/* Lock for the per-session dump accounting (dump_writer.c). */
+extern pthread_mutex_t mate_rec_dump_lock MATE_HIDDEN;
+/* Resets the dump accounting (takes the lock): counters and limits; with
+ * full also the dump root and session.jsonl (a new configuration). */
+void mate_rec_dump_reset(int full) MATE_HIDDEN;
+
+/* ---- a call being recorded (recorder.c) ---------------------------------- */
+enum { CALL_BEGUN, CALL_READY };
+
+struct rec_arg {
+	int role;       /* MATE_ARG, MATE_KWARG, MATE_DEFAULT or MATE_RESULT */
+	int inplace;
+	char *name;     /* keyword or parameter name; NULL for MATE_ARG/RESULT */
+	mate_value *v;
+};
+
+/* A tensor of the current phase (inputs, then outputs), with its dump key
+ * and, when its bytes are needed, a host copy or host view. */
+struct rec_tensor {
+	const mate_value *v;
+	char *key;
+	int dumped;           /* goes into the tensor file */
+	int staged;           /* 1: host is valid, -1: staging failed, 0: not tried */
+	mate_tensor host;     /* view of st (offset 0); data in host memory */
+	mate_storage *st;
+	int64_t nbytes;       /* numel * element size */
+};
+
+struct rec_dump;
+
+struct mate_call {
+	int level;
+	int state;
+	char *name, *module, *signature;
+	int has_self;
+	uint64_t self_id;
+	struct rec_arg *args;
+	size_t nargs, cap_args;
+	struct rec_tensor *tensors;
+	size_t ntensors, cap_tensors;
+	struct rec_dump *dump;
+	char stamp[24];       /* "[YYYY-MM-DD HH:MM:SS]" of the call */
+};
+
+/* Stages t on the host (copy from a device, view of host memory). */
+int mate_rec_stage(struct rec_tensor *rt) MATE_HIDDEN;
+/* The staged entry for a tensor value of the current phase, or NULL. */
+struct rec_tensor *mate_rec_find(const mate_call *c, const mate_value *v) MATE_HIDDEN;
+/* The results as MATE sees them: up to max items; *tuple set when they
+ * form a tuple (several results, or one tuple value): keys result_<i>. */
+size_t mate_rec_results(const mate_call *c, const mate_value **items, size_t max,
+    int *tuple) MATE_HIDDEN;
+/* Whether the tensor's stream is being captured into a CUDA graph. */
+int mate_rec_capturing(const mate_tensor *t) MATE_HIDDEN;
+
+/* ---- text (apilog.c) ------------------------------------------------------ */
+/* "[YYYY-MM-DD HH:MM:SS]" of now, local time (22 bytes with the NUL). */
+void mate_rec_stamp(char *out) MATE_HIDDEN;
+/* The level-1 line of a call. */
+void mate_rec_log_name(const char *name) MATE_HIDDEN;
+/* The header, "Positional input arguments:" ... of levels 3 and 5. */
+void mate_rec_fmt_inputs(struct mate_buf *b, const mate_call *c) MATE_HIDDEN;
+/* "Output value:" ... the closing rule and blank line. */
+void mate_rec_fmt_outputs(struct mate_buf *b, const mate_call *c) MATE_HIDDEN;
+/* One value at an indentation level (2 spaces each), as MATE prints it. */
+void mate_rec_fmt_value(struct mate_buf *b, const mate_call *c, const mate_value *v,
+    int indent) MATE_HIDDEN;
+/* A value on one line as Python's repr() writes it. */
+void mate_rec_fmt_inline(struct mate_buf *b, const mate_value *v) MATE_HIDDEN;
+/* The system-information block (and the level-10 banner). */
+void mate_rec_fmt_header(struct mate_buf *b) MATE_HIDDEN;
+
+/* ---- statistics (stats.c) ------------------------------------------------- */
+struct rec_stats {
+	int kind;             /* 0 none, 1 floating, 2 signed, 3 unsigned */
+	double min, max, mean;
+	int64_t imin, imax;
+	uint64_t umin, umax;
+	int64_t nan_count, inf_count;
+};
+/* Statistics of a host tensor as MATE computes them (in float32). */
+void mate_rec_stats(const mate_tensor *t, struct rec_stats *s) MATE_HIDDEN;
+/* The "min=..." lines at an indentation of indent spaces. */
+void mate_rec_fmt_stats(struct mate_buf *b, const struct rec_stats *s, int indent) MATE_HIDDEN;
+
+/* ---- level 10 (dump_writer.c) ---------------------------------------------- */
+/* After the inputs were collected and staged: decides whether to dump,
+ * writes the directory, inputs file and inputs_saved record; appends the
+ * "Dumped inputs to" lines to log (NULL: none). */
+void mate_rec_dump_inputs(mate_call *c, struct mate_buf *log) MATE_HIDDEN;
+/* After a successful call, with the outputs collected and staged. */
+void mate_rec_dump_outputs(mate_call *c, struct mate_buf *log) MATE_HIDDEN;
+/* The API failed: the failed record. */
+void mate_rec_dump_failed(mate_call *c, const char *error) MATE_HIDDEN;
+/* Frees the dump state of a call (closes its files). */
+void mate_rec_dump_free(struct rec_dump *d) MATE_HIDDEN;
+/* The JSON form of a value in input_metadata/output_metadata. */
+struct cJSON *mate_rec_json_value(const mate_call *c, const mate_value *v, int depth) MATE_HIDDEN;
+
+#endif /* MATE_RECORDER_PRIVATE_H_INCLUDED */

@@ -1,0 +1,250 @@
+/* stats.c: level-5 tensor statistics (min, max, mean, NaN and Inf counts) computed as MATE does, in float32. */
+#include "recorder_private.h"
+
+#include <math.h>
+#include <string.h>
+
+struct acc {
+	mate_dtype dt;
+	int64_t n;
+	double sum;
+	float fmin, fmax;
+	int64_t nan_count, inf_count;
+	int64_t imin, imax;
+	uint64_t umin, umax;
+};
+
+typedef void (*row_fn)(struct acc *a, const char *p, int64_t n, int64_t step);
+
+static uint16_t
+load_u16(const char *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return v;
+}
+
+static float
+load_float(mate_dtype dt, const char *p)
+{
+	float f;
+	double d;
+
+	switch (dt) {
+	case MATE_F32:
+		memcpy(&f, p, 4);
+		return f;
+	case MATE_F16:
+		return mate_f16_to_f32(load_u16(p));
+	case MATE_BF16:
+		return mate_bf16_to_f32(load_u16(p));
+	case MATE_F64:
+		memcpy(&d, p, 8);
+		return (float)d;
+	default:
+		return (float)mate_load_f64(dt, p);
+	}
+}
+
+/* torch.min/max propagate NaN; the sum of float32 values is kept in double
+ * and rounded to float32 once, as torch's float32 mean is. */
+static void
+row_float(struct acc *a, const char *p, int64_t n, int64_t step)
+{
+	for (int64_t i = 0; i < n; i++, p += step) {
+		float x = load_float(a->dt, p);
+		if (isnan(x)) {
+			a->nan_count++;
+		} else {
+			if (isinf(x))
+				a->inf_count++;
+			if (a->n == a->nan_count || x < a->fmin)
+				a->fmin = x;
+			if (a->n == a->nan_count || x > a->fmax)
+				a->fmax = x;
+		}
+		a->sum += x;
+		a->n++;
+	}
+}
+
+static int64_t
+load_int(mate_dtype dt, const char *p)
+{
+	int8_t i8;
+	int16_t i16;
+	int32_t i32;
+	int64_t i64;
+
+	switch (dt) {
+	case MATE_I8:
+		memcpy(&i8, p, 1);
+		return i8;
+	case MATE_I16:
+		memcpy(&i16, p, 2);
+		return i16;
+	case MATE_I32:
+		memcpy(&i32, p, 4);
+		return i32;
+	default:
+		memcpy(&i64, p, 8);
+		return i64;
+	}
+}
+
+static uint64_t
+load_uint(mate_dtype dt, const char *p)
+{
+	uint32_t u32;
+	uint64_t u64;
+
+	switch (dt) {
+	case MATE_U8:
+		return (unsigned char)p[0];
+	case MATE_U16:
+		return load_u16(p);
+	case MATE_U32:
+		memcpy(&u32, p, 4);
+		return u32;
+	default:
+		memcpy(&u64, p, 8);
+		return u64;
+	}
+}
+
+static void
+row_int(struct acc *a, const char *p, int64_t n, int64_t step)
+{
+	for (int64_t i = 0; i < n; i++, p += step) {
+		int64_t x = load_int(a->dt, p);
+		if (a->n == 0 || x < a->imin)
+			a->imin = x;
+		if (a->n == 0 || x > a->imax)
+			a->imax = x;
+		a->sum += (float)x;
+		a->n++;
+	}
+}
+
+static void
+row_uint(struct acc *a, const char *p, int64_t n, int64_t step)
+{
+	for (int64_t i = 0; i < n; i++, p += step) {
+		uint64_t x = load_uint(a->dt, p);
+		if (a->n == 0 || x < a->umin)
+			a->umin = x;
+		if (a->n == 0 || x > a->umax)
+			a->umax = x;
+		a->sum += (float)x;
+		a->n++;
+	}
+}
+
+/* Calls fn on each run of the innermost dimension of the view. */
+static void
+for_each_row(const mate_tensor *t, row_fn fn, struct acc *a)
+{
+	int64_t es = (int64_t)mate_dtype_size(t->dtype);
+	const char *base = (const char *)t->data;
+	int64_t idx[MATE_MAX_DIMS] = { 0 };
+	int last = t->ndim - 1;
+	int64_t rows = 1;
+
+	if (t->ndim == 0) {
+		fn(a, base + t->offset * es, 1, es);
+		return;
+	}
+	for (int d = 0; d < last; d++)
+		rows *= t->shape[d];
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t off = t->offset;
+		for (int d = 0; d < last; d++)
+			off += idx[d] * t->stride[d];
+		fn(a, base + off * es, t->shape[last], t->stride[last] * es);
+		for (int d = last - 1; d >= 0; d--) {
+			if (++idx[d] < t->shape[d])
+				break;
+			idx[d] = 0;
+		}
+	}
+}
+
+void
+mate_rec_stats(const mate_tensor *t, struct rec_stats *s)
+{
+	struct acc a;
+	int kind = mate_dtype_kind(t->dtype);
+
+	memset(s, 0, sizeof(*s));
+	if (mate_tensor_numel(t) <= 0 || kind == MATE_KIND_BOOL || kind == MATE_KIND_COMPLEX)
+		return;
+	memset(&a, 0, sizeof(a));
+	a.dt = t->dtype;
+	if (kind == MATE_KIND_FLOAT) {
+		for_each_row(t, row_float, &a);
+		s->kind = 1;
+		s->nan_count = a.nan_count;
+		s->inf_count = a.inf_count;
+		s->min = a.nan_count ? NAN : a.fmin;
+		s->max = a.nan_count ? NAN : a.fmax;
+	} else if (kind == MATE_KIND_INT) {
+		for_each_row(t, row_int, &a);
+		s->kind = 2;
+		s->imin = a.imin;
+		s->imax = a.imax;
+	} else {
+		for_each_row(t, row_uint, &a);
+		s->kind = 3;
+		s->umin = a.umin;
+		s->umax = a.umax;
+	}
+	s->mean = (float)(a.sum / (double)a.n);
+}
+
+/* Python's f"{x:.6f}": "nan", "inf", "-inf" for the specials. */
+static void
+fmt_fixed6(struct mate_buf *b, double x)
+{
+	if (isnan(x))
+		mate_buf_puts(b, "nan");
+	else if (isinf(x))
+		mate_buf_puts(b, x < 0 ? "-inf" : "inf");
+	else
+		mate_buf_printf(b, "%.6f", x);
+}
+
+void
+mate_rec_fmt_stats(struct mate_buf *b, const struct rec_stats *s, int indent)
+{
+	if (s->kind == 0)
+		return;
+	mate_buf_spaces(b, indent);
+	if (s->kind == 1) {
+		mate_buf_puts(b, "min=");
+		fmt_fixed6(b, s->min);
+		mate_buf_putc(b, '\n');
+		mate_buf_spaces(b, indent);
+		mate_buf_puts(b, "max=");
+		fmt_fixed6(b, s->max);
+	} else if (s->kind == 2) {
+		mate_buf_printf(b, "min=%lld\n", (long long)s->imin);
+		mate_buf_spaces(b, indent);
+		mate_buf_printf(b, "max=%lld", (long long)s->imax);
+	} else {
+		mate_buf_printf(b, "min=%llu\n", (unsigned long long)s->umin);
+		mate_buf_spaces(b, indent);
+		mate_buf_printf(b, "max=%llu", (unsigned long long)s->umax);
+	}
+	mate_buf_putc(b, '\n');
+	mate_buf_spaces(b, indent);
+	mate_buf_puts(b, "mean=");
+	fmt_fixed6(b, s->mean);
+	mate_buf_putc(b, '\n');
+	if (s->kind != 1)
+		return;
+	mate_buf_spaces(b, indent);
+	mate_buf_printf(b, "nan_count=%lld\n", (long long)s->nan_count);
+	mate_buf_spaces(b, indent);
+	mate_buf_printf(b, "inf_count=%lld\n", (long long)s->inf_count);
+}

@@ -1,0 +1,5 @@
+## mk/examples.mk: the demo workload (examples/mate-demo) and its instrumented mini-library.
+noinst_PROGRAMS += examples/mate-demo
+examples_mate_demo_SOURCES = examples/mate-demo.c examples/minilib.c examples/minilib.h
+examples_mate_demo_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
+examples_mate_demo_LDADD = libmate.la $(OPENBLAS_LIBS) -lm

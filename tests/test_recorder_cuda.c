@@ -1,0 +1,91 @@
+/* test_recorder_cuda.c: device tensors are copied to the host on their stream for level-5 statistics and
+ * level-10 dumps, and keep their device in the records (exits 77 without a CUDA device). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda_runtime.h>
+
+#include "mate.h"
+#include "test.h"
+
+static char *
+slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = calloc(1, (size_t)n + 1);
+	if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n)
+		buf[0] = '\0';
+	fclose(f);
+	return buf;
+}
+
+int
+main(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	float host[8] = { 1, -2, 3, -4, 5, -6, 7, 8 }, *dev = NULL;
+	int64_t shape[] = { 2, 4 };
+	char root[256], log_path[300], session[300], cmd[400];
+	struct mate_config cfg;
+	cudaStream_t stream;
+	mate_tensor t;
+	mate_call *c;
+	char *log, *rec;
+	int n = 0;
+
+	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+		printf("SKIP: no CUDA device\n");
+		return 77;
+	}
+	snprintf(root, sizeof(root), "%s/mate-cuda.XXXXXX", tmp ? tmp : "/tmp");
+	if (mkdtemp(root) == NULL)
+		return 99;
+	snprintf(log_path, sizeof(log_path), "%s/log.txt", root);
+	snprintf(session, sizeof(session), "%s/dumps/session.jsonl", root);
+	CHECK(cudaStreamCreate(&stream) == cudaSuccess);
+	CHECK(cudaMalloc((void **)&dev, sizeof(host)) == cudaSuccess);
+	CHECK(cudaMemcpyAsync(dev, host, sizeof(host), cudaMemcpyHostToDevice, stream) == cudaSuccess);
+	mate_tensor_init(&t, MATE_F32, 2, shape, NULL, dev);
+	t.device_type = MATE_DEVICE_CUDA;
+	t.device_index = 0;
+	t.stream = stream;
+
+	mate_config_default(&cfg);
+	cfg.level = 10;
+	cfg.logdest = log_path;
+	snprintf(cmd, sizeof(cmd), "%s/dumps", root);
+	cfg.dump_dir = cmd;
+	CHECK_EQ_INT(mate_configure(&cfg, NULL), MATE_OK);
+	c = mate_call_begin("device_op", "cudatest", "(x)");
+	mate_call_tensor(c, MATE_ARG, NULL, &t);
+	mate_call_tensor(c, MATE_RESULT, NULL, &t);
+	mate_call_end(c);
+
+	log = slurp(log_path);
+	rec = slurp(session);
+	CHECK_CONTAINS(log, "device=cuda:0\n");
+	CHECK_CONTAINS(log, "min=-6.000000\n");
+	CHECK_CONTAINS(log, "max=8.000000\n");
+	CHECK_CONTAINS(log, "mean=1.500000\n");
+	CHECK_CONTAINS(log, "Backend: CUDA runtime");
+	CHECK_CONTAINS(rec, "\"device\": \"cuda:0\"");
+	CHECK_CONTAINS(rec, "\"execution_status\": \"completed\"");
+	free(log);
+	free(rec);
+	cudaFree(dev);
+	cudaStreamDestroy(stream);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	if (test_failures == 0 && system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", root);
+	return TEST_DONE();
+}

@@ -1,0 +1,51 @@
+#!/bin/sh
+# test_recorder_example.sh: libmate(3)'s example is examples/libmate-example.c verbatim, it builds (make check)
+# and records what the page says; the man pages are mandoc -Tlint clean.
+set -u
+top_srcdir=${top_srcdir:-.}
+top_builddir=${top_builddir:-.}
+prog="$top_builddir/examples/libmate-example"
+work=$(mktemp -d "${TMPDIR:-/tmp}/mate-example.XXXXXX") || exit 99
+trap 'rm -rf "$work"' EXIT
+fail=0
+
+if command -v mandoc >/dev/null 2>&1; then
+	if mandoc -Tlint -W warning "$top_srcdir/man/mate.7" "$top_srcdir/man/libmate.3" >"$work/lint" 2>&1; then
+		echo "ok: mandoc -Tlint -W warning is clean"
+	else
+		echo "FAIL: mandoc -Tlint:"; cat "$work/lint"; fail=1
+	fi
+else
+	echo "note: mandoc not installed; lint skipped"
+fi
+
+# The EXAMPLES block of libmate.3, unescaped, is the example program.
+awk '/^\.Sh EXAMPLES/ { ex = 1 } ex && /^\.Bd -literal$/ { on = 1; next } on && /^\.Ed/ { exit } on { print }' \
+    "$top_srcdir/man/libmate.3" | sed -e 's/\\e/\\/g' -e 's/^\\&//' >"$work/from-man.c"
+if cmp -s "$work/from-man.c" "$top_srcdir/examples/libmate-example.c"; then
+	echo "ok: libmate.3's example is examples/libmate-example.c"
+else
+	echo "FAIL: libmate.3's example differs from examples/libmate-example.c:"
+	diff -u "$top_srcdir/examples/libmate-example.c" "$work/from-man.c" | head -20; fail=1
+fi
+
+out=$(cd "$work" && MATE_LOGLEVEL=3 "$prog" 2>"$work/err")
+rc=$?
+case "$out" in
+*"MATE API Call: rmsnorm"*"Default parameters (not explicitly provided):"*"  eps= [DEFAULT]"*"Output value:"*"y[0][3] = 1.4606"*)
+	[ $rc -eq 0 ] && echo "ok: level 3 log and result" || { echo "FAIL: exit $rc"; fail=1; } ;;
+*)	echo "FAIL: level 3 output:"; echo "$out" | head -40; fail=1 ;;
+esac
+[ -s "$work/err" ] && { echo "FAIL: stderr at level 3:"; cat "$work/err"; fail=1; }
+
+(cd "$work" && MATE_LOGLEVEL=10 MATE_LOGDEST=stderr "$prog" >/dev/null 2>"$work/err10")
+n=$(ls -d "$work"/mate_dumps/*_rmsnorm_call000* 2>/dev/null | wc -l)
+statuses=$(sed -e 's/.*"execution_status": "\([a-z_]*\)".*/\1/' "$work/mate_dumps/session.jsonl" | tr '\n' ' ')
+if [ "$n" -eq 2 ] && [ "$statuses" = "inputs_saved completed inputs_saved failed " ]; then
+	echo "ok: level 10 dumps ($statuses)"
+else
+	echo "FAIL: level 10: $n dumps, statuses '$statuses'"; fail=1
+fi
+grep -q '"output_tensor_keys": \["result", "kwarg_out"\]' "$work/mate_dumps/session.jsonl" ||
+	{ echo "FAIL: the in-place out= tensor is not among the outputs"; fail=1; }
+exit $fail
