@@ -140,6 +140,57 @@ int mate_alloc_replay_check(const mate_memlog_trace *t, struct mate_alloc_replay
 int mate_alloc_replay(const mate_memlog_trace *t, const char *allocator,
     struct mate_alloc_replay_result *res, mate_error *err);
 
+/* ---- Recording sessions (mate-record) ---------------------------------------
+ * mate-record runs a program with libmate-preload.so preloaded; each
+ * process of it keeps a small summary file in the session's folder, read
+ * back at the end. */
+struct mate_record_totals {
+	uint64_t processes;         /* processes that left a summary */
+	uint64_t calls;             /* API calls recorded */
+	uint64_t transfers, transfer_bytes;   /* cudaMemcpy* calls and bytes */
+	uint64_t launches;          /* kernel launches */
+	uint64_t allocations;       /* device allocations logged */
+	uint64_t peak_bytes;        /* the highest peak of allocated bytes of one process */
+	uint64_t dumps, dump_bytes; /* dump directories made in the session, their bytes */
+	int static_cudart;          /* a process carried a static CUDA runtime */
+	int no_recorder;            /* a process could not load libmate */
+};
+
+typedef struct mate_record_session mate_record_session;
+
+/*! mate_record_session_new() : a session with a private folder (under
+ * $TMPDIR) for the summary files; dump_dir (may be NULL) is listed now so
+ * that the dumps the session makes can be told from older ones. */
+mate_record_session *mate_record_session_new(const char *dump_dir, mate_error *err);
+/*! mate_record_session_dir() : the folder, for MATE_RECORD_SUMMARY. Borrowed. */
+const char *mate_record_session_dir(const mate_record_session *s);
+/*! mate_record_session_totals() : adds up the summaries and the new dumps. */
+int mate_record_session_totals(mate_record_session *s, struct mate_record_totals *t,
+    mate_error *err);
+/*! mate_record_session_free() : removes the folder and frees s. NULL ok. */
+void mate_record_session_free(mate_record_session *s);
+
+/*! mate_record_libmate_path() : the file of the libmate in use (for the
+ * preload library to load). MATE_ERR_UNSUPPORTED when libmate is linked
+ * statically. */
+int mate_record_libmate_path(char *buf, size_t len, mate_error *err);
+/*! mate_record_preload_path() : libmate-preload.so: $MATE_RECORD_PRELOAD,
+ * else beside the libmate in use (its mate/ folder, or the same folder in
+ * a build tree), else the installed one. */
+int mate_record_preload_path(char *buf, size_t len, mate_error *err);
+
+/* How an ELF file gets its CUDA runtime. */
+enum mate_cuda_runtime_kind {
+	MATE_CUDART_NONE = 0,       /* no CUDA runtime use seen */
+	MATE_CUDART_SHARED = 1,     /* from libcudart.so (or it is libcudart.so) */
+	MATE_CUDART_STATIC = 2      /* its own copy: preloading cannot see its calls */
+};
+/*! mate_elf_cuda_runtime() : the kind for the ELF file at path, or a
+ * negative status (not a 64-bit little-endian ELF file, unreadable). */
+int mate_elf_cuda_runtime(const char *path, mate_error *err);
+/*! mate_elf_cuda_runtime_buf() : the same for a file's len bytes in memory. */
+int mate_elf_cuda_runtime_buf(const void *buf, size_t len, mate_error *err);
+
 #ifdef __cplusplus
 }
 #endif

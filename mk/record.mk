@@ -18,3 +18,30 @@ check_PROGRAMS += tests/test_memlog
 TESTS += tests/test_memlog
 tests_test_memlog_SOURCES = tests/test_memlog.c
 tests_test_memlog_LDADD = libmate.la
+
+## libmate: recording sessions and the static CUDA runtime check.
+libmate_la_SOURCES += \
+	lib/record_summary.h \
+	lib/record_session.c \
+	lib/elf_cuda.c
+libmate_la_CFLAGS += -DMATE_PKGLIBDIR='"$(pkglibdir)"'
+
+## libmate-preload.so: the interposer (installed in pkglibdir). It does not
+## link libmate, libcudart or libcublas: it loads libmate RTLD_LOCAL when
+## recording is on and finds the real functions with dlsym().
+pkglib_LTLIBRARIES = libmate-preload.la
+libmate_preload_la_SOURCES = \
+	lib/interpose_private.h \
+	lib/interpose.c \
+	lib/interpose_blas.c \
+	lib/interpose_cuda.c \
+	lib/interpose_cublas.c
+libmate_preload_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -DMATE_LIBDIR='"$(libdir)"'
+libmate_preload_la_LDFLAGS = -module -avoid-version -shared $(AM_LDFLAGS)
+libmate_preload_la_LIBADD = -ldl -lm
+
+## mate-record: the launcher.
+bin_PROGRAMS += src/record/mate-record
+src_record_mate_record_SOURCES = src/record/mate-record.c
+src_record_mate_record_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
+src_record_mate_record_LDADD = src/fe/libmate_fe.la libmate.la
