@@ -23,6 +23,10 @@ static const char *const kind_names[] = {
 
 /* ---- memory events ------------------------------------------------------------------------- */
 
+/* > 0 inside an allocation function: a runtime that implements one with
+ * another (cudaMallocAsync with cudaMalloc) logs one event, not two. */
+static __thread int alloc_depth IP_TLS;
+
 static void
 allocated(cudaError_t rc, void **p, size_t size, cudaStream_t stream)
 {
@@ -61,8 +65,11 @@ freeing(void *p, cudaStream_t stream)
 		void *self_ = (void *)name; \
 		cudaError_t rc; \
 		REAL(name##_fn, #name); \
+		if (IP_LIKELY(!mate_ip_want)) \
+			return fn args; \
+		alloc_depth++; \
 		rc = fn args; \
-		if (IP_UNLIKELY(mate_ip_want)) \
+		if (--alloc_depth == 0) \
 			allocated(rc, p, (size_expr), (stream_expr)); \
 		return rc; \
 	}
@@ -73,10 +80,16 @@ freeing(void *p, cudaStream_t stream)
 	IP_EXPORT cudaError_t name params \
 	{ \
 		void *self_ = (void *)name; \
+		cudaError_t rc; \
 		REAL(name##_fn, #name); \
-		if (IP_UNLIKELY(mate_ip_want)) \
+		if (IP_LIKELY(!mate_ip_want)) \
+			return fn args; \
+		if (alloc_depth == 0) \
 			freeing(p, (stream_expr)); \
-		return fn args; \
+		alloc_depth++; \
+		rc = fn args; \
+		alloc_depth--; \
+		return rc; \
 	}
 
 ALLOC_FN(cudaMalloc, (void **p, size_t size), (p, size), size, NULL)

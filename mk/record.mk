@@ -45,3 +45,22 @@ bin_PROGRAMS += src/record/mate-record
 src_record_mate_record_SOURCES = src/record/mate-record.c
 src_record_mate_record_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
 src_record_mate_record_LDADD = src/fe/libmate_fe.la libmate.la
+
+## Test-only fake CUDA runtime and cuBLAS (real sonames, computing on the
+## CPU) and a CUDA program linked against them.
+check_LTLIBRARIES += tests/fake/libcudart.la tests/fake/libcublas.la
+tests_fake_libcudart_la_SOURCES = tests/fake/cudart.c tests/fake/fake_cuda.h
+tests_fake_libcudart_la_LDFLAGS = -version-info 13:0:0 -rpath /nowhere $(AM_LDFLAGS)
+tests_fake_libcublas_la_SOURCES = tests/fake/cublas.c tests/fake/fake_cuda.h
+tests_fake_libcublas_la_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_fake_libcublas_la_LDFLAGS = -version-info 13:0:0 -rpath /nowhere $(AM_LDFLAGS)
+tests_fake_libcublas_la_LIBADD = $(OPENBLAS_LIBS)
+check_PROGRAMS += tests/record-cuda-prog
+tests_record_cuda_prog_SOURCES = tests/record-cuda-prog.c
+tests_record_cuda_prog_LDFLAGS = -no-install -export-dynamic
+tests_record_cuda_prog_LDADD = tests/fake/libcublas.la tests/fake/libcudart.la
+
+## Tests of mate-record: exit status and signals, the fake-CUDA program.
+TESTS += tests/test_record_exit.sh tests/test_record_signals.py tests/test_record_fakecuda.py
+EXTRA_DIST += tests/record-common.sh tests/test_record_exit.sh tests/test_record_signals.py \
+	tests/test_record_fakecuda.py

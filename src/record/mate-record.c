@@ -25,6 +25,9 @@ struct options {
 };
 
 static volatile sig_atomic_t child_pid;
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+#define NFORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
+static struct sigaction inherited[NFORWARDED];   /* given back to the program */
 
 static void
 usage(FILE *f)
@@ -196,15 +199,14 @@ forward(int sig, siginfo_t *info, void *ctx)
 static void
 install_forwarding(void)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = forward;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		sigaction(sigs[i], &sa, NULL);
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaction(forwarded[i], &sa, &inherited[i]);
 }
 
 static int
@@ -221,9 +223,9 @@ run(char **argv)
 	if ((pid_child = fork()) < 0)
 		mate_fe_errx(MATE_EXIT_USAGE, "fork: %s", strerror(errno));
 	if (pid_child == 0) {
-		static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-		for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-			signal(sigs[i], SIG_DFL);
+		/* the program starts with the dispositions mate-record was given (nohup's) */
+		for (size_t i = 0; i < NFORWARDED; i++)
+			sigaction(forwarded[i], &inherited[i], NULL);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		snprintf(pid, sizeof(pid), "%ld", (long)getpid());
 		setenv("MATE_RECORD_ROOT_PID", pid, 1);
