@@ -1,13 +1,6 @@
 /* dump_stubs.c: placeholders for tensor-file functions whose implementations are still landing; each is removed as its real version arrives. */
 #include "mate_private.h"
 
-int
-mate_pt_write(const char *path, const mate_value *root,
-    const struct mate_pt_write_options *opts, mate_error *err)
-{
-	return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s: .pt writing is not available in this build", path);
-}
-
 mate_value *
 mate_pt_read(const char *path, const struct mate_pt_read_options *opts, mate_error *err)
 {

@@ -111,7 +111,9 @@ struct mate_pt_write_options {
 };
 /*! mate_pt_write() : writes root (any value tree) as a .pt file that
  * torch.load reads. The file appears under path only when complete
- * (written to a temporary name, renamed). opts may be NULL. */
+ * (written to a temporary name, renamed). opts may be NULL. Enums are
+ * written as their name and objects as their repr (str); floats and bytes
+ * load with torch 1.13 only when weights_only=False. */
 int mate_pt_write(const char *path, const mate_value *root,
     const struct mate_pt_write_options *opts, mate_error *err);
 

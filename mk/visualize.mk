@@ -1,1 +1,54 @@
 ## mk/visualize.mk: build and test rules for this area (included by Makefile.am).
+
+## ---- libmate: instruction logs (read and written by every tool) ----
+include_HEADERS += lib/mate_events.h
+libmate_la_SOURCES += lib/mate_events.h lib/ilog.c
+
+## ---- libmate_view: timelines, cairo pictures and Perfetto JSON. A separate
+## convenience library so that programs under the recorder never load cairo.
+noinst_LTLIBRARIES += lib/libmate_view.la
+lib_libmate_view_la_SOURCES = \
+	lib/mate_view.h \
+	lib/timeline_private.h \
+	lib/timeline.c \
+	lib/timeline_agg.c \
+	lib/render_cairo.c \
+	lib/perfetto.c
+lib_libmate_view_la_CFLAGS = $(AM_CFLAGS) $(CAIRO_CFLAGS) $(ZLIB_CFLAGS)
+lib_libmate_view_la_LIBADD = $(CAIRO_LIBS) $(ZLIB_LIBS) -lm
+
+## ---- mate-visualize ----
+bin_PROGRAMS += mate-visualize
+mate_visualize_SOURCES = src/visualize/mate-visualize.c
+mate_visualize_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
+mate_visualize_LDADD = src/fe/libmate_fe.la lib/libmate_view.la libmate.la
+man_MANS += man/mate-visualize.1
+EXTRA_DIST += man/mate-visualize.1
+
+## ---- tests ----
+## fontconfig (under cairo's text) never frees its globals: not our leak.
+AM_TESTS_ENVIRONMENT += \
+	LSAN_OPTIONS="suppressions=$(abs_top_srcdir)/tests/lsan.supp:print_suppressions=0$${LSAN_OPTIONS:+:$$LSAN_OPTIONS}"; \
+	export LSAN_OPTIONS;
+check_PROGRAMS += tests/test_ilog tests/test_timeline
+tests_test_ilog_SOURCES = tests/test_ilog.c
+tests_test_ilog_LDADD = libmate.la
+tests_test_timeline_SOURCES = tests/test_timeline.c
+tests_test_timeline_LDADD = lib/libmate_view.la libmate.la
+TESTS += tests/test_ilog tests/test_timeline \
+	tests/visualize_cli.sh tests/visualize_man.sh \
+	tests/visualize_png.py tests/visualize_svg.py tests/visualize_json.py \
+	tests/visualize_gt.py
+EXTRA_DIST += tests/lsan.supp tests/visualize_cli.sh tests/visualize_man.sh \
+	tests/visualize_png.py tests/visualize_svg.py tests/visualize_json.py \
+	tests/visualize_gt.py tests/gtlog.py
+
+## ---- fuzzing and benchmarks ----
+FUZZ_TARGETS += fuzz/fuzz_ilog
+fuzz_fuzz_ilog_SOURCES = fuzz/fuzz_ilog.c
+fuzz_fuzz_ilog_LDADD = lib/libmate_view.la libmate.la
+fuzz_fuzz_ilog_LDFLAGS = $(FUZZER_LINK)
+EXTRA_DIST += bench/visualize.py bench/visualize-matplotlib.py bench/gen-ilog.py
+.PHONY: bench-visualize
+bench-visualize: mate-visualize
+	/usr/bin/python3 $(top_srcdir)/bench/visualize.py --build $(abs_top_builddir)

@@ -2,12 +2,15 @@
 #include "config.h"
 #include "fe.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "mate.h"
@@ -50,6 +53,33 @@ mate_fe_warnx(const char *fmt, ...)
 }
 
 void
+mate_fe_warn(const char *fmt, ...)
+{
+	int e = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", progname);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, ": %s\n", strerror(e));
+	va_end(ap);
+}
+
+void
+mate_fe_err(int status, const char *fmt, ...)
+{
+	int e = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "%s: ", progname);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, ": %s\n", strerror(e));
+	va_end(ap);
+	exit(status);
+}
+
+void
 mate_fe_errx(int status, const char *fmt, ...)
 {
 	va_list ap;
@@ -75,7 +105,7 @@ mate_fe_usage_error(const char *fmt, ...)
 void
 mate_fe_print_version(void)
 {
-	printf("%s (mate) %s, libmate %s\n", progname, PACKAGE_VERSION, mate_version_string());
+	printf("%s (mate) %s\nlibmate %s\n", progname, PACKAGE_VERSION, mate_version_string());
 }
 
 int
@@ -127,4 +157,60 @@ mate_fe_parse_double(const char *opt, const char *arg)
 	if (errno != 0 || end == arg || *end != '\0' || v != v)
 		mate_fe_usage_error("bad value for %s: '%s' (want a number)", opt, arg);
 	return v;
+}
+
+double
+mate_fe_opt_double(const char *opt, const char *arg, double lo, double hi)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (*arg == '\0' || isspace((unsigned char)*arg) || errno != 0 || *end != '\0' ||
+	    !isfinite(v) || v < lo || v > hi)
+		mate_fe_usage_error("%s: '%s': expected a number from %g to %g", opt, arg, lo, hi);
+	return v;
+}
+
+long
+mate_fe_opt_long(const char *opt, const char *arg, long lo, long hi)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (*arg == '\0' || isspace((unsigned char)*arg) || errno != 0 || *end != '\0' ||
+	    v < lo || v > hi)
+		mate_fe_usage_error("%s: '%s': expected a whole number from %ld to %ld", opt, arg, lo, hi);
+	return v;
+}
+
+const char *
+mate_fe_extension(const char *path, char *buf, size_t cap)
+{
+	const char *base = strrchr(path, '/'), *dot;
+	size_t i, n;
+
+	base = base != NULL ? base + 1 : path;
+	dot = strrchr(base, '.');
+	if (dot != NULL && dot > base && strcasecmp(dot, ".gz") == 0) {
+		const char *p = dot - 1;
+		while (p > base && *p != '.')
+			p--;
+		if (*p == '.' && p > base)
+			dot = p;
+	}
+	if (cap == 0)
+		return buf;
+	if (dot == NULL || dot == base) {
+		buf[0] = '\0';
+		return buf;
+	}
+	n = strlen(dot + 1);
+	for (i = 0; i < n && i + 1 < cap; i++)
+		buf[i] = (char)tolower((unsigned char)dot[1 + i]);
+	buf[i] = '\0';
+	return buf;
 }

@@ -23,7 +23,7 @@ void mate_fe_errx(int status, const char *fmt, ...)
 /* "progname: message\nTry 'progname --help'.\n" then exit(2). */
 void mate_fe_usage_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
-/* Prints "progname (mate) X.Y.Z, libmate X.Y.Z" to stdout. */
+/* Prints "progname (mate) X.Y.Z" and "libmate X.Y.Z" lines to stdout. */
 void mate_fe_print_version(void);
 
 /* Whether colour may be used on f: a terminal and NO_COLOR unset. */
@@ -31,9 +31,21 @@ int mate_fe_use_color(FILE *f);
 /* Whether f is a terminal with a UTF-8 locale (for emoji and symbols). */
 int mate_fe_use_utf8(FILE *f);
 
+/* "progname: message: strerror(errno)" (warn), and the same then exit. */
+void mate_fe_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mate_fe_err(int status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+
 /* Parses a non-negative decimal (or a float for the _double form) option
  * argument; on error prints "progname: bad value for OPT: ARG" and exits 2. */
 long long mate_fe_parse_count(const char *opt, const char *arg);
 double mate_fe_parse_double(const char *opt, const char *arg);
+/* The same with a range [lo, hi]; a finite value is required. */
+double mate_fe_opt_double(const char *opt, const char *arg, double lo, double hi);
+long mate_fe_opt_long(const char *opt, const char *arg, long lo, long hi);
+
+/* The extension of path after its last '.', lower-cased into buf ("" if
+ * none); ".gz" is looked through: "a.json.gz" gives "json.gz". */
+const char *mate_fe_extension(const char *path, char *buf, size_t cap);
 
 #endif /* MATE_FE_H_INCLUDED */

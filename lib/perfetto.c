@@ -1,0 +1,477 @@
+/* perfetto.c: Chrome/Perfetto trace JSON streamed out while a timeline pairs events, gzip-compressed through zlib on request. */
+#include "mate_private.h"
+#include "timeline_private.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define PF_BUF (64 * 1024)
+#define PF_MAX_TRACKS 32
+
+struct mate_perfetto {
+	int fd;
+	mate_atomic_file af;
+	int atomic;
+	int gzip;
+	z_stream z;
+	int z_ready;
+	char *buf;             /* JSON text not yet written */
+	size_t len;
+	unsigned char *zbuf;
+	uint64_t events;
+	uint64_t next_flow;
+	unsigned char *named; /* processes named so far, by log */
+	size_t nnamed;
+	mate_error err;        /* the first error */
+};
+
+/* ---- Output ------------------------------------------------------------------------ */
+
+static void
+pf_fail_errno(mate_perfetto *pf, int e)
+{
+	if (pf->err.code == MATE_OK)
+		mate_set_errno(&pf->err, e, "cannot write", pf->atomic ? pf->af.path : "trace");
+}
+
+static void
+pf_write(mate_perfetto *pf, const void *p, size_t n)
+{
+	int rc;
+
+	if (pf->err.code != MATE_OK || n == 0)
+		return;
+	if ((rc = mate_write_all(pf->fd, p, n)) != 0)
+		pf_fail_errno(pf, -rc);
+}
+
+/* Sends buffered text on, through deflate when compressing. */
+static void
+pf_flush(mate_perfetto *pf, int finish)
+{
+	if (!pf->gzip) {
+		pf_write(pf, pf->buf, pf->len);
+		pf->len = 0;
+		return;
+	}
+	pf->z.next_in = (unsigned char *)pf->buf;
+	pf->z.avail_in = (uInt)pf->len;
+	do {
+		int rc;
+		pf->z.next_out = pf->zbuf;
+		pf->z.avail_out = PF_BUF;
+		rc = deflate(&pf->z, finish ? Z_FINISH : Z_NO_FLUSH);
+		if (rc == Z_STREAM_ERROR) {
+			if (pf->err.code == MATE_OK)
+				mate_set_error(&pf->err, MATE_ERR_IO, "gzip: deflate failed");
+			break;
+		}
+		pf_write(pf, pf->zbuf, PF_BUF - pf->z.avail_out);
+	} while (pf->z.avail_out == 0 || (finish && pf->z.avail_in > 0));
+	pf->len = 0;
+}
+
+static void
+pf_raw(mate_perfetto *pf, const char *s, size_t n)
+{
+	while (n > 0) {
+		size_t room = PF_BUF - pf->len, c = n < room ? n : room;
+		memcpy(pf->buf + pf->len, s, c);
+		pf->len += c;
+		s += c;
+		n -= c;
+		if (pf->len == PF_BUF)
+			pf_flush(pf, 0);
+	}
+}
+
+static void
+pf_puts(mate_perfetto *pf, const char *s)
+{
+	pf_raw(pf, s, strlen(s));
+}
+
+static void MATE_PRINTF(2, 3)
+pf_printf(mate_perfetto *pf, const char *fmt, ...)
+{
+	char tmp[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		pf_raw(pf, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+/* Length of a valid UTF-8 sequence at s, or 0. */
+static int
+utf8_len(const unsigned char *s)
+{
+	int n, i;
+
+	if (s[0] < 0xC2 || s[0] > 0xF4)
+		return 0;
+	n = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : 2;
+	for (i = 1; i < n; i++)
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* A JSON string: quotes, escapes, invalid UTF-8 as U+FFFD. */
+static void
+pf_str(mate_perfetto *pf, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
+
+	pf_raw(pf, "\"", 1);
+	while (*p != '\0') {
+		const unsigned char *q = p;
+		while (*q >= 0x20 && *q < 0x80 && *q != '"' && *q != '\\')
+			q++;
+		pf_raw(pf, (const char *)p, (size_t)(q - p));
+		p = q;
+		if (*p == '\0')
+			break;
+		if (*p == '"' || *p == '\\') {
+			char esc[2] = { '\\', (char)*p++ };
+			pf_raw(pf, esc, 2);
+		} else if (*p < 0x20) {
+			pf_printf(pf, "\\u%04x", *p++);
+		} else {
+			int n = utf8_len(p);
+			if (n > 0)
+				pf_raw(pf, (const char *)p, (size_t)n), p += n;
+			else
+				pf_puts(pf, "\\ufffd"), p++;
+		}
+	}
+	pf_raw(pf, "\"", 1);
+}
+
+static void
+pf_begin(mate_perfetto *pf)
+{
+	pf_puts(pf, pf->events++ > 0 ? ",\n" : "\n");
+}
+
+/* ---- Open and close ----------------------------------------------------------------- */
+
+static mate_perfetto *
+pf_new(int gzip, mate_error *err)
+{
+	mate_perfetto *pf = calloc(1, sizeof(*pf));
+
+	if (pf == NULL || (pf->buf = malloc(PF_BUF)) == NULL ||
+	    (gzip && (pf->zbuf = malloc(PF_BUF)) == NULL)) {
+		if (pf != NULL)
+			free(pf->buf);
+		free(pf);
+		mate_set_error(err, MATE_ERR_NOMEM, "trace: out of memory");
+		return NULL;
+	}
+	pf->fd = -1;
+	pf->af.fd = -1;
+	pf->gzip = gzip;
+	pf->next_flow = 1;
+	if (gzip) {
+		if (deflateInit2(&pf->z, 5, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+			free(pf->zbuf);
+			free(pf->buf);
+			free(pf);
+			mate_set_error(err, MATE_ERR_NOMEM, "gzip: cannot start deflate");
+			return NULL;
+		}
+		pf->z_ready = 1;
+	}
+	pf_puts(pf, "{\"traceEvents\":[");
+	return pf;
+}
+
+mate_perfetto *
+mate_perfetto_open_fd(int fd, int gzip, mate_error *err)
+{
+	mate_perfetto *pf = pf_new(gzip, err);
+
+	if (pf != NULL)
+		pf->fd = fd;
+	return pf;
+}
+
+mate_perfetto *
+mate_perfetto_open(const char *path, int gzip, mate_error *err)
+{
+	mate_perfetto *pf = pf_new(gzip, err);
+
+	if (pf == NULL)
+		return NULL;
+	if (mate_atomic_open(&pf->af, path, err) != MATE_OK) {
+		pf->atomic = 0;
+		mate_perfetto_abort(pf);
+		return NULL;
+	}
+	pf->atomic = 1;
+	pf->fd = pf->af.fd;
+	return pf;
+}
+
+uint64_t
+mate_perfetto_events(const mate_perfetto *pf)
+{
+	return pf->events;
+}
+
+static void
+pf_free(mate_perfetto *pf)
+{
+	if (pf->z_ready)
+		deflateEnd(&pf->z);
+	free(pf->named);
+	free(pf->zbuf);
+	free(pf->buf);
+	free(pf);
+}
+
+void
+mate_perfetto_abort(mate_perfetto *pf)
+{
+	if (pf == NULL)
+		return;
+	if (pf->atomic)
+		mate_atomic_abort(&pf->af);
+	pf_free(pf);
+}
+
+int
+mate_perfetto_close(mate_perfetto *pf, mate_error *err)
+{
+	int rc;
+
+	pf_puts(pf, "\n],\"displayTimeUnit\":\"ns\"}\n");
+	pf_flush(pf, 1);
+	if ((rc = pf->err.code) != MATE_OK) {
+		if (err != NULL)
+			*err = pf->err;
+		mate_perfetto_abort(pf);
+		return rc;
+	}
+	if (pf->atomic && (rc = mate_atomic_commit(&pf->af, err)) != MATE_OK) {
+		pf->atomic = 0;
+		pf_free(pf);
+		return rc;
+	}
+	pf_free(pf);
+	return MATE_OK;
+}
+
+/* ---- Events -------------------------------------------------------------------------- */
+
+static int
+pid_of(const struct tl_lane *L)
+{
+	return L->log + 1;
+}
+
+static int
+tid_of(const struct tl_lane *L, int track)
+{
+	return L->index * PF_MAX_TRACKS + track + 1;
+}
+
+static void
+pf_ts(mate_perfetto *pf, const char *key, double seconds)
+{
+	pf_printf(pf, ",\"%s\":%.3f", key, seconds * 1e6);
+}
+
+static void
+pf_thread_name(mate_perfetto *pf, const struct tl_lane *L, int track)
+{
+	char name[300];
+	static const int rank[] = { 0, 1, 2, 3 };
+
+	if (track == 0)
+		snprintf(name, sizeof(name), "%s", L->label);
+	else
+		snprintf(name, sizeof(name), "%s (%d)", L->label, track + 1);
+	pf_begin(pf);
+	pf_printf(pf, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
+	    pid_of(L), tid_of(L, track));
+	pf_str(pf, name);
+	pf_puts(pf, "}}");
+	pf_begin(pf);
+	pf_printf(pf, "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+	    "\"args\":{\"sort_index\":%d}}", pid_of(L), tid_of(L, track),
+	    rank[L->kind] * 100000 + L->index * PF_MAX_TRACKS + track);
+}
+
+void
+tl_pf_lane(mate_perfetto *pf, const mate_timeline *tl, struct tl_lane *L)
+{
+	if ((size_t)L->log >= pf->nnamed) {
+		size_t n = (size_t)L->log + 64;
+		unsigned char *p = realloc(pf->named, n);
+		if (p == NULL)
+			return;
+		memset(p + pf->nnamed, 0, n - pf->nnamed);
+		pf->named = p;
+		pf->nnamed = n;
+	}
+	if (!pf->named[L->log]) {
+		pf->named[L->log] = 1;
+		pf_begin(pf);
+		pf_printf(pf, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":",
+		    pid_of(L));
+		pf_str(pf, tl_log_name(tl, L->log));
+		pf_puts(pf, "}}");
+		pf_begin(pf);
+		pf_printf(pf, "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,"
+		    "\"args\":{\"sort_index\":%d}}", pid_of(L), L->log);
+	}
+	if (L->kind != MATE_LANE_MEMORY)
+		pf_thread_name(pf, L, 0);
+}
+
+/* Can [s, e] join track t without breaking nesting? Spans arrive in
+ * (nearly) end order; t keeps its top-level slices, disjoint, in order. */
+static int
+track_fits(const struct tl_track *t, double s, double e)
+{
+	int i;
+
+	if (s < t->floor)
+		return 0;
+	if (t->n > 0 && e < t->e[t->n - 1])    /* ends early: must sit inside */
+		return s >= t->s[t->n - 1];
+	for (i = t->n - 1; i >= 0 && t->e[i] > s; i--)
+		if (t->s[i] < s)
+			return 0;
+	return 1;
+}
+
+static void
+track_push(struct tl_track *t, double s, double e)
+{
+	int i;
+
+	if (t->n > 0 && e < t->e[t->n - 1])
+		return;                 /* a child of the last slice */
+	for (i = t->n - 1; i >= 0 && t->e[i] > s; i--)
+		;
+	t->n = i + 1;                   /* those inside become children */
+	if (t->n == 16) {
+		if (t->e[0] > t->floor)
+			t->floor = t->e[0];
+		memmove(t->s, t->s + 1, 15 * sizeof(double));
+		memmove(t->e, t->e + 1, 15 * sizeof(double));
+		t->n--;
+	}
+	t->s[t->n] = s;
+	t->e[t->n++] = e;
+}
+
+static int
+track_pick(mate_perfetto *pf, struct tl_lane *L, double s, double e)
+{
+	int i;
+
+	for (i = 0; i < L->ntracks; i++)
+		if (track_fits(&L->tracks[i], s, e))
+			break;
+	if (i == L->ntracks) {
+		if (L->tracks == NULL &&
+		    (L->tracks = calloc(PF_MAX_TRACKS, sizeof(*L->tracks))) == NULL)
+			return 0;
+		if (L->ntracks == PF_MAX_TRACKS)
+			i = PF_MAX_TRACKS - 1;  /* give up on nesting */
+		else if (L->ntracks++ > 0)
+			pf_thread_name(pf, L, i);
+	}
+	track_push(&L->tracks[i], s, e);
+	return i;
+}
+
+void
+tl_pf_span(mate_perfetto *pf, struct tl_lane *L, const char *name, int is_call,
+    int failed, double s, double e, const struct tl_open *o, const struct tl_lane *from)
+{
+	int track = track_pick(pf, L, s, e);
+
+	pf_begin(pf);
+	pf_puts(pf, "{\"name\":");
+	pf_str(pf, name);
+	pf_printf(pf, ",\"cat\":\"%s\",\"ph\":\"X\"", is_call ? "call" : "work");
+	pf_ts(pf, "ts", s);
+	pf_ts(pf, "dur", e - s);
+	pf_printf(pf, ",\"pid\":%d,\"tid\":%d,\"args\":{\"seq\":%llu,\"depth\":%d",
+	    pid_of(L), tid_of(L, track), (unsigned long long)o->seq, o->depth);
+	if (o->bytes >= 0)
+		pf_printf(pf, ",\"bytes\":%lld", (long long)o->bytes);
+	if (failed)
+		pf_puts(pf, ",\"failed\":true");
+	if (o->command != NULL) {
+		pf_puts(pf, ",\"command\":");
+		pf_str(pf, o->command);
+	}
+	if (o->details != NULL && o->details[0] != '\0') {
+		pf_puts(pf, ",\"details\":");
+		pf_str(pf, o->details);
+	}
+	pf_puts(pf, "}}");
+	if (from == NULL)
+		return;
+	/* the call's side binds to its slice at the call's start, the work's
+	 * side to this slice ("bp":"e": the enclosing slice) */
+	pf_begin(pf);
+	pf_printf(pf, "{\"name\":\"call\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%llu",
+	    (unsigned long long)pf->next_flow);
+	pf_ts(pf, "ts", o->flow_t);
+	pf_printf(pf, ",\"pid\":%d,\"tid\":%d}", pid_of(from), tid_of(from, 0));
+	pf_begin(pf);
+	pf_printf(pf, "{\"name\":\"call\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu",
+	    (unsigned long long)pf->next_flow++);
+	pf_ts(pf, "ts", s);
+	pf_printf(pf, ",\"pid\":%d,\"tid\":%d}", pid_of(L), tid_of(L, track));
+}
+
+void
+tl_pf_instant(mate_perfetto *pf, const struct tl_lane *L, const char *event, double t,
+    const mate_event *ev)
+{
+	int global = strcmp(event, "signal") == 0;
+
+	pf_begin(pf);
+	pf_puts(pf, "{\"name\":");
+	pf_str(pf, global ? ev->event : event);
+	pf_printf(pf, ",\"cat\":\"%s\",\"ph\":\"i\",\"s\":\"%s\"", global ? "signal" : "event",
+	    global ? "g" : "t");
+	pf_ts(pf, "ts", t);
+	pf_printf(pf, ",\"pid\":%d,\"tid\":%d,\"args\":{\"seq\":%llu,\"command\":",
+	    pid_of(L), tid_of(L, 0), (unsigned long long)ev->seq);
+	pf_str(pf, ev->command);
+	if (ev->size >= 0)
+		pf_printf(pf, ",\"bytes\":%lld", (long long)ev->size);
+	if (ev->details[0] != '\0') {
+		pf_puts(pf, ",\"details\":");
+		pf_str(pf, ev->details);
+	}
+	pf_puts(pf, "}}");
+}
+
+void
+tl_pf_counter(mate_perfetto *pf, const struct tl_lane *L, double t, double value)
+{
+	pf_begin(pf);
+	pf_puts(pf, "{\"name\":");
+	pf_str(pf, L->label);
+	pf_puts(pf, ",\"cat\":\"memory\",\"ph\":\"C\"");
+	pf_ts(pf, "ts", t);
+	pf_printf(pf, ",\"pid\":%d,\"args\":{\"bytes\":%.0f}}", pid_of(L), value);
+}

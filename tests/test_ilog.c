@@ -1,0 +1,346 @@
+/* test_ilog.c: the instruction-log line format: formatting exactly as GT does, parsing every quirk, round trips, the streaming reader, op types and colours. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mate_events.h"
+#include "test.h"
+
+static mate_event
+ev_make(double t, uint64_t seq, const char *event, const char *source, const char *cmd,
+    int64_t size, const char *details)
+{
+	mate_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.time = t;
+	ev.seq = seq;
+	ev.event = event;
+	ev.source = source;
+	ev.command = cmd;
+	ev.size = size;
+	ev.details = details;
+	return ev;
+}
+
+static void
+test_sizes(void)
+{
+	char s[16];
+
+	CHECK_EQ_INT(mate_ilog_format_size(s, 0), 0);
+	CHECK_STR(s, "");
+	mate_ilog_format_size(s, -5);
+	CHECK_STR(s, "");
+	mate_ilog_format_size(s, 91);
+	CHECK_STR(s, "91B");
+	mate_ilog_format_size(s, 1023);
+	CHECK_STR(s, "1023B");
+	mate_ilog_format_size(s, 1024);
+	CHECK_STR(s, "1.0KB");
+	mate_ilog_format_size(s, 40243);
+	CHECK_STR(s, "39.3KB");
+	mate_ilog_format_size(s, 1024 * 1024 - 1);
+	CHECK_STR(s, "1024.0KB");
+	mate_ilog_format_size(s, 4194304);
+	CHECK_STR(s, "4.00MB");
+	mate_ilog_format_size(s, (int64_t)3 << 40);
+	CHECK_STR(s, "3145728.00MB");
+}
+
+static void
+test_format(void)
+{
+	char buf[512];
+	mate_event ev;
+	int n;
+
+	/* GT's documentation example, with GT's real column widths */
+	ev = ev_make(0.123, 42, "RECV", "127.0.0.1:12345", "BinaryOp", 125952, "result=42 op=add");
+	n = mate_ilog_format(buf, sizeof(buf), &ev);
+	CHECK_STR(buf, "  0.123s | #0042 | RECV         | CLIENT 127.0.0.1:12345      | "
+	    "BinaryOp        |    123.0KB | result=42 op=add\n");
+	CHECK_EQ_INT(n, (int)strlen(buf));
+	/* the source word follows the event name */
+	ev = ev_make(0.125, 43, "WORKER_SEND", "worker_0", "WorkerBinaryOp", 45, "op=add");
+	mate_ilog_format(buf, sizeof(buf), &ev);
+	CHECK_STR(buf, "  0.125s | #0043 | WORKER_SEND  | WORKER worker_0             | "
+	    "WorkerBinaryOp  |        45B | op=add\n");
+	/* no size (MODIFIER_INJECT never has one): 6 fields; overflowing columns */
+	ev = ev_make(0.827, 4, "MODIFIER_INJECT", "CLIENT 006b8b4568", "CreateTensor", 0,
+	    "tensor_id=0 shape=(4,)");
+	mate_ilog_format(buf, sizeof(buf), &ev);
+	CHECK_STR(buf, "  0.827s | #0004 | MODIFIER_INJECT | CLIENT CLIENT 006b8b4568    | "
+	    "CreateTensor    | tensor_id=0 shape=(4,)\n");
+	/* 5 fields end in the command's padding */
+	ev = ev_make(1.5, 7, "CONNECT", "4711", "CLIENT", -1, "");
+	mate_ilog_format(buf, sizeof(buf), &ev);
+	CHECK_STR(buf, "  1.500s | #0007 | CONNECT      | CLIENT 4711                 | CLIENT         \n");
+	/* times past 100 s lose the leading space; 1000 s overflow; #10000 */
+	ev = ev_make(1234.5, 10000, "SEND", "c", "WorkerCompileStart", 88, "x");
+	mate_ilog_format(buf, sizeof(buf), &ev);
+	CHECK_STR(buf, "1234.500s | #10000 | SEND         | CLIENT c                    | "
+	    "WorkerCompileStart |        88B | x\n");
+	ev = ev_make(100.25, 1, "SEND", "c", "x", 1, NULL);
+	mate_ilog_format(buf, sizeof(buf), &ev);
+	CHECK(strncmp(buf, "100.250s | #0001 |", 18) == 0);
+	/* newlines and bars cannot break a line */
+	ev = ev_make(0, 1, "RE|CV", "a | b", "c\nd", -1, "x\ny | z");
+	mate_ilog_format(buf, sizeof(buf), &ev);
+	CHECK_STR(buf, "  0.000s | #0001 | RE!CV        | CLIENT a ! b                | c d             "
+	    "| x y | z\n");
+	/* truncation reports the full length, like snprintf */
+	ev = ev_make(0.123, 42, "RECV", "127.0.0.1:12345", "BinaryOp", 125952, "result=42 op=add");
+	n = mate_ilog_format(buf, 10, &ev);
+	CHECK_EQ_INT(n, 112);
+	CHECK_EQ_INT((int)strlen(buf), 9);
+	/* the header is skipped by the parser */
+	n = mate_ilog_format_header(buf, sizeof(buf), "mate Instruction Stream", 0);
+	CHECK(n > (int)sizeof(buf) - 1);
+}
+
+static int
+parse(const char *text, mate_event *ev, char *scratch, const char **why)
+{
+	strcpy(scratch, text);
+	return mate_ilog_parse_line(scratch, strlen(scratch), ev, why);
+}
+
+static void
+test_parse(void)
+{
+	static char line[1024];
+	mate_event ev;
+	const char *why;
+
+	/* 7 fields, GT's CLIENT CLIENT <hex> */
+	CHECK_EQ_INT(parse("  0.823s | #0001 | RECV         | CLIENT CLIENT 006b8b4567    | "
+	    "RegisterWorker  |        88B | worker_id=auto_worker", &ev, line, &why), 1);
+	CHECK(ev.time > 0.8229 && ev.time < 0.8231);
+	CHECK_EQ_INT(ev.seq, 1);
+	CHECK_STR(ev.event, "RECV");
+	CHECK_EQ_INT(ev.source_kind, MATE_SOURCE_CLIENT);
+	CHECK_STR(ev.source, "CLIENT 006b8b4567");
+	CHECK_STR(ev.command, "RegisterWorker");
+	CHECK_EQ_INT(ev.size, 88);
+	CHECK_STR(ev.details, "worker_id=auto_worker");
+	/* 6 fields: details, not a size */
+	CHECK_EQ_INT(parse("  0.827s | #0004 | MODIFIER_INJECT | CLIENT CLIENT 006b8b4568    | "
+	    "CreateTensor    | tensor_id=0 shape=(4,)", &ev, line, NULL), 1);
+	CHECK_STR(ev.event, "MODIFIER_INJECT");
+	CHECK_EQ_INT(ev.size, -1);
+	CHECK_STR(ev.details, "tensor_id=0 shape=(4,)");
+	/* 6 fields: a size, not details */
+	CHECK_EQ_INT(parse("  0.828s | #0005 | WORKER_RECV  | WORKER auto_worker          | "
+	    "WorkerBatch     |     39.3KB", &ev, line, NULL), 1);
+	CHECK_EQ_INT(ev.source_kind, MATE_SOURCE_WORKER);
+	CHECK_STR(ev.source, "auto_worker");
+	CHECK_EQ_INT(ev.size, 40243);
+	CHECK_STR(ev.details, "");
+	/* 5 fields, trailing spaces */
+	CHECK_EQ_INT(parse("  0.300s | #0019 | MODIFIER_INJECT | CLIENT CLIENT 006b8b4568    | "
+	    "BinaryOp        ", &ev, line, NULL), 1);
+	CHECK_STR(ev.command, "BinaryOp");
+	CHECK_EQ_INT(ev.size, -1);
+	CHECK_STR(ev.details, "");
+	/* sizes in MB, times past 1000 s, sequences past four digits */
+	CHECK_EQ_INT(parse("1234.500s | #10000 | SEND         | CLIENT CLIENT 006b8b4568    | "
+	    "GetData         |     4.00MB | success=True", &ev, line, NULL), 1);
+	CHECK(ev.time == 1234.5);
+	CHECK_EQ_INT(ev.seq, 10000);
+	CHECK_EQ_INT(ev.size, 4194304);
+	/* overrunning columns, details with spaces and pipes */
+	CHECK_EQ_INT(parse("  0.200s | #0009 | WORKER_SEND  | WORKER gpu_worker_with_a_long_name_0 | "
+	    "WorkerCompileStart |        88B | [2 cmds: WorkerCreateTensor, WorkerBinaryOp] | x",
+	    &ev, line, NULL), 1);
+	CHECK_STR(ev.source, "gpu_worker_with_a_long_name_0");
+	CHECK_STR(ev.command, "WorkerCompileStart");
+	CHECK_STR(ev.details, "[2 cmds: WorkerCreateTensor, WorkerBinaryOp] | x");
+	/* GT's documentation: an ip:port client, unpadded sizes */
+	CHECK_EQ_INT(parse("  0.127s | #0044 | WORKER_RECV  | WORKER worker_0        | "
+	    "WorkerResponse  | 45B   | success=True", &ev, line, NULL), 1);
+	CHECK_EQ_INT(ev.size, 45);
+	CHECK_STR(ev.details, "success=True");
+	/* CRLF */
+	CHECK_EQ_INT(parse("  0.1s | #1 | RECV | CLIENT x | Cmd | 1B | a=b\r", &ev, line, NULL), 1);
+	CHECK_STR(ev.details, "a=b");
+	/* not events: header lines, the Format line with pipes, blank */
+	CHECK_EQ_INT(parse("Format: <elapsed> | #<seq> | <event_type> | <source> | <command> | "
+	    "<details>", &ev, line, NULL), 0);
+	CHECK_EQ_INT(parse("=====", &ev, line, NULL), 0);
+	CHECK_EQ_INT(parse("", &ev, line, NULL), 0);
+	CHECK_EQ_INT(parse("  elapsed  = Seconds since dispatcher start", &ev, line, NULL), 0);
+	/* malformed */
+	CHECK_EQ_INT(parse("  0.900s | #0099 | RECV", &ev, line, &why), -1);
+	CHECK_CONTAINS(why, "too few fields");
+	CHECK_EQ_INT(parse("  1.2.3s | #0100 | RECV | CLIENT x | Cmd", &ev, line, &why), -1);
+	CHECK_CONTAINS(why, "bad time");
+	CHECK_EQ_INT(parse("  0.1s | #12a | RECV | CLIENT x | Cmd", &ev, line, &why), -1);
+	CHECK_CONTAINS(why, "sequence");
+	CHECK_EQ_INT(parse("  0.1s | #99999999999999999999999 | RECV | CLIENT x | Cmd", &ev, line, &why), -1);
+	CHECK_EQ_INT(parse("  0.1s | #1 |   | CLIENT x | Cmd", &ev, line, &why), -1);
+	CHECK_CONTAINS(why, "empty event");
+	CHECK_EQ_INT(parse("  9999999999.0s | #1 | RECV | CLIENT x | Cmd", &ev, line, &why), -1);
+	CHECK_CONTAINS(why, "time");
+	memcpy(line, "  0.1s | #1 | RE\0V | CLIENT x | Cmd", 36);
+	CHECK_EQ_INT(mate_ilog_parse_line(line, 35, &ev, &why), -1);
+	CHECK_CONTAINS(why, "NUL");
+}
+
+/* Every event line of a GT log formats back to itself, byte for byte. */
+static void
+test_roundtrip(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096], copy[4096], out[4096];
+	mate_event ev;
+	int n = 0, same = 0;
+
+	CHECK(f != NULL);
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		size_t len = strlen(line);
+		if (len > 0 && line[len - 1] == '\n')
+			line[--len] = '\0';
+		strcpy(copy, line);
+		if (mate_ilog_parse_line(copy, len, &ev, NULL) != 1)
+			continue;
+		n++;
+		mate_ilog_format(out, sizeof(out), &ev);
+		out[strlen(out) - 1] = '\0';
+		if (strcmp(out, line) == 0)
+			same++;
+		else
+			fprintf(stderr, "round trip:\n  %s\n  %s\n", line, out);
+	}
+	fclose(f);
+	CHECK(n > 20);
+	CHECK_EQ_INT(same, n);
+}
+
+static void
+test_reader(const char *dir)
+{
+	char path[1024], *text;
+	mate_error err;
+	mate_ilog *r;
+	mate_event ev;
+	mate_ilog_stats st;
+	uint64_t line;
+	const char *why;
+	int n = 0;
+	size_t i;
+
+	snprintf(path, sizeof(path), "%s/demo.log", dir);
+	r = mate_ilog_open(path, &err);
+	CHECK(r != NULL);
+	if (r == NULL)
+		return;
+	while (mate_ilog_next(r, &ev, &err) == 1) {
+		if (n++ == 0) {
+			CHECK_EQ_INT(ev.line, 21);   /* GT's header is 20 lines */
+			CHECK_STR(ev.command, "RegisterWorker");
+		}
+	}
+	mate_ilog_get_stats(r, &st);
+	CHECK_EQ_INT(n, 22);
+	CHECK_EQ_INT(st.events, 22);
+	CHECK_EQ_INT(st.skipped, 20);
+	CHECK_EQ_INT(st.malformed, 0);
+	CHECK_STR(mate_ilog_name(r), path);
+	mate_ilog_free(r);
+
+	r = mate_ilog_open("/nonexistent/x.log", &err);
+	CHECK(r == NULL);
+	CHECK_CONTAINS(err.message, "cannot open: /nonexistent/x.log");
+	CHECK_EQ_INT(err.code, MATE_ERR_IO);
+
+	/* memory: no final newline, junk after events, a long line, a second header */
+	text = malloc(200000);
+	strcpy(text, "header\n  0.1s | #1 | RECV | CLIENT a | X\njunk\n\n");
+	i = strlen(text);
+	memcpy(text + i, "  0.2s | #2 | SEND | CLIENT a | ", 32);
+	memset(text + i + 32, 'y', 100000);
+	strcpy(text + i + 100032, "\n==========\nnew header\n  0.3s | #3 | SEND | CLIENT a | X");
+	r = mate_ilog_open_memory(text, strlen(text), "mem", &err);
+	n = 0;
+	while (mate_ilog_next(r, &ev, &err) == 1)
+		n++;
+	mate_ilog_get_stats(r, &st);
+	CHECK_EQ_INT(n, 2);
+	CHECK_STR(ev.event, "SEND");
+	CHECK_EQ_INT(st.malformed, 2);
+	CHECK_EQ_INT(st.lines, 8);
+	CHECK_EQ_INT(mate_ilog_malformed(r, 0, &line, &why), 0);
+	CHECK_EQ_INT(line, 3);
+	CHECK_STR(why, "not an event line");
+	CHECK_EQ_INT(mate_ilog_malformed(r, 1, &line, &why), 0);
+	CHECK_EQ_INT(line, 5);
+	CHECK_STR(why, "line too long");
+	CHECK_EQ_INT(mate_ilog_malformed(r, 2, &line, &why), -1);
+	mate_ilog_free(r);
+	free(text);
+}
+
+static void
+test_ops(void)
+{
+	char buf[32], v[16];
+	mate_event ev;
+
+	CHECK_EQ_INT(mate_ilog_detail("result=2 op=sub left=0", "op", v, sizeof(v)), 3);
+	CHECK_STR(v, "sub");
+	CHECK_EQ_INT(mate_ilog_detail("loop=3 op=x", "op", v, sizeof(v)), 1);
+	CHECK_STR(v, "x");
+	CHECK_EQ_INT(mate_ilog_detail("scope=3", "op", v, sizeof(v)), -1);
+	CHECK_EQ_INT(mate_ilog_detail("call=123456789012345678", "call", v, 4), 18);
+	CHECK_STR(v, "123");
+	ev = ev_make(0, 1, "RECV", "c", "BinaryOp", 1, "result=2 op=MatMul");
+	CHECK_STR(mate_ilog_op(&ev, buf, sizeof(buf)), "matmul");
+	ev.details = "result=2";
+	CHECK_STR(mate_ilog_op(&ev, buf, sizeof(buf)), "add");   /* GT's guess */
+	ev.command = "UnaryOp";
+	ev.details = "result=6 relu input=5";
+	CHECK_STR(mate_ilog_op(&ev, buf, sizeof(buf)), "relu");
+	ev.command = "WorkerBatch";
+	ev.details = "[2 cmds: WorkerGetData, WorkerBinaryOp]";
+	CHECK_STR(mate_ilog_op(&ev, buf, sizeof(buf)), "getdata");
+	ev.command = "WorkerFreeTensor";
+	ev.details = "";
+	CHECK_STR(mate_ilog_op(&ev, buf, sizeof(buf)), "freetensor");
+	ev.command = "GatherShards";
+	CHECK_STR(mate_ilog_op(&ev, buf, sizeof(buf)), "allgather");
+	ev.command = "cublasSgemm_v2";
+	CHECK_STR(mate_ilog_op(&ev, buf, sizeof(buf)), "matmul");
+	ev.command = "CreateTensor";
+	CHECK_STR(mate_ilog_op(&ev, buf, sizeof(buf)), "other");
+	ev.details = "op=rms<norm>";
+	CHECK_STR(mate_ilog_op(&ev, buf, sizeof(buf)), "rmsnorm");
+	CHECK_EQ_INT(mate_op_color("matmul"), 0xe74c3c);
+	CHECK_EQ_INT(mate_op_color("add"), 0x3498db);
+	CHECK_EQ_INT(mate_op_color("other"), 0x7f8c8d);
+	CHECK_EQ_INT(mate_op_color("rmsnorm"), mate_op_color("rmsnorm"));
+	CHECK(mate_op_color("rmsnorm") != mate_op_color("matmul"));
+}
+
+int
+main(void)
+{
+	const char *src = getenv("top_srcdir");
+	char dir[900], path[1024];
+
+	snprintf(dir, sizeof(dir), "%s/tests/fixtures/gt-logs", src != NULL ? src : ".");
+	test_sizes();
+	test_format();
+	test_parse();
+	snprintf(path, sizeof(path), "%s/demo.log", dir);
+	test_roundtrip(path);
+	snprintf(path, sizeof(path), "%s/multiworker4_autoshard.log", dir);
+	test_roundtrip(path);
+	test_reader(dir);
+	test_ops();
+	return TEST_DONE();
+}

@@ -1,0 +1,413 @@
+/* test_timeline.c: pairing events into calls and work (ids, GT's rules, the batch quirk), lanes, clipping, utilisation, Perfetto output and render errors. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mate_view.h"
+#include "test.h"
+
+static uint64_t seq;
+
+static void
+add(mate_timeline *tl, double t, const char *event, const char *src, const char *cmd,
+    const char *details)
+{
+	mate_event ev;
+	mate_error err;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.time = t;
+	ev.seq = ++seq;
+	ev.event = event;
+	ev.source = src;
+	ev.source_kind = strstr(event, "WORKER") ? MATE_SOURCE_WORKER : MATE_SOURCE_CLIENT;
+	ev.command = cmd;
+	ev.size = 100;
+	ev.details = details;
+	if (mate_timeline_add(tl, &ev, &err) != MATE_OK)
+		CHECK_STR(err.message, "");
+}
+
+static mate_timeline *
+fresh(const char *lanes, int has_from, double from, int has_to, double to)
+{
+	mate_timeline_options o;
+	mate_error err;
+	mate_timeline *tl;
+
+	mate_timeline_options_init(&o);
+	o.lanes = lanes;
+	o.has_from = has_from, o.from = from;
+	o.has_to = has_to, o.to = to;
+	o.columns = 800;
+	tl = mate_timeline_new(&o, &err);
+	CHECK(tl != NULL);
+	mate_timeline_begin_log(tl, "test.log", &err);
+	return tl;
+}
+
+static const mate_lane_info *
+lane(mate_timeline *tl, const char *label)
+{
+	static mate_lane_info li;
+	int i;
+
+	for (i = 0; mate_timeline_lane(tl, i, &li) == 0; i++)
+		if (strcmp(li.label, label) == 0)
+			return &li;
+	fprintf(stderr, "no lane %s\n", label);
+	return NULL;
+}
+
+static void
+test_gt_fifo(void)
+{
+	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
+	mate_timeline_stats st;
+	const mate_lane_info *li;
+
+	add(tl, 1, "WORKER_SEND", "w0", "WorkerUnaryOp", "op=relu");
+	add(tl, 2, "WORKER_SEND", "w0", "WorkerUnaryOp", "op=relu");
+	add(tl, 3, "WORKER_RECV", "w0", "WorkerResponse", "success=True");
+	add(tl, 4, "WORKER_RECV", "w0", "WorkerResponse", "success=True");
+	mate_timeline_end_log(tl, NULL);
+	mate_timeline_get_stats(tl, &st);
+	CHECK_EQ_INT(st.ops, 2);
+	CHECK_EQ_INT(st.unpaired, 0);
+	CHECK_EQ_INT(st.workers, 1);
+	CHECK(fabs(st.t0 - 1) < 1e-9 && fabs(st.t1 - 4) < 1e-9);
+	li = lane(tl, "w0");
+	CHECK(li != NULL && fabs(li->busy - 1.0) < 1e-6);
+	CHECK(li != NULL && li->spans == 2);
+	mate_timeline_free(tl);
+}
+
+/* Reads what a Perfetto writer wrote into a temporary file. */
+static char *
+slurp(int fd)
+{
+	off_t n = lseek(fd, 0, SEEK_END);
+	char *s = malloc((size_t)n + 1);
+
+	if (s == NULL || pread(fd, s, (size_t)n, 0) != n) {
+		free(s);
+		return NULL;
+	}
+	s[n] = '\0';
+	return s;
+}
+
+static int
+tmpfd(void)
+{
+	char path[] = "/tmp/mate-test-timeline.XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd >= 0)
+		unlink(path);
+	return fd;
+}
+
+static void
+test_gt_batch(void)
+{
+	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
+	mate_timeline_stats st;
+	const mate_lane_info *li;
+	mate_perfetto *pf;
+	mate_error err;
+	int fd = tmpfd();
+	char *json;
+
+	pf = mate_perfetto_open_fd(fd, 0, &err);
+	CHECK(pf != NULL);
+	mate_timeline_set_perfetto(tl, pf);
+	add(tl, 1.000, "RECV", "CLIENT 006b8b4568", "BinaryOp", "result=2 op=add left=0 right=1");
+	add(tl, 1.001, "MODIFIER_INJECT", "CLIENT 006b8b4568", "BinaryOp", "result=2 op=matmul");
+	add(tl, 1.003, "WORKER_RECV", "auto_worker", "WorkerBatch", "success=True");
+	add(tl, 1.003, "WORKER_SEND", "auto_worker", "WorkerBatch", "[1 cmds: WorkerBinaryOp]");
+	add(tl, 1.004, "SEND", "CLIENT 006b8b4568", "BinaryOp", "success=True");
+	/* GT's failure, in a batch reply */
+	add(tl, 1.100, "RECV", "CLIENT 006b8b4568", "UnaryOp", "result=3 op=relu");
+	add(tl, 1.102, "WORKER_RECV", "auto_worker", "WorkerBatch", "success=False");
+	add(tl, 1.102, "WORKER_SEND", "auto_worker", "WorkerBatch", "[1 cmds: WorkerUnaryOp]");
+	add(tl, 1.103, "SEND", "CLIENT 006b8b4568", "UnaryOp", "success=False");
+	/* a reply with no send in reach is not a batch: unpaired */
+	add(tl, 2.000, "WORKER_RECV", "auto_worker", "WorkerBatch", "success=True");
+	add(tl, 2.010, "WORKER_SEND", "auto_worker", "WorkerBatch", "[1 cmds: WorkerBinaryOp]");
+	mate_timeline_end_log(tl, NULL);
+	CHECK_EQ_INT(mate_perfetto_close(pf, &err), MATE_OK);
+	mate_timeline_get_stats(tl, &st);
+	CHECK_EQ_INT(st.ops, 2);
+	CHECK_EQ_INT(st.calls, 2);
+	CHECK_EQ_INT(st.unpaired, 2);
+	CHECK_EQ_INT(st.failed, 2);
+	li = lane(tl, "client 006b8b4568");   /* GT's repeated word dropped */
+	CHECK(li != NULL && li->kind == MATE_LANE_CLIENT);
+	json = slurp(fd);
+	CHECK(json != NULL);
+	if (json != NULL) {
+		/* the batch spans from the line before its reply, and does the
+		 * injected op; the call keeps its own op; a flow joins them */
+		CHECK_CONTAINS(json, "{\"name\":\"matmul\",\"cat\":\"work\",\"ph\":\"X\",\"ts\":1001000.000,"
+		    "\"dur\":2000.000");
+		CHECK_CONTAINS(json, "{\"name\":\"add\",\"cat\":\"call\",\"ph\":\"X\",\"ts\":1000000.000,"
+		    "\"dur\":4000.000");
+		CHECK_CONTAINS(json, "\"ph\":\"s\",\"id\":1,\"ts\":1000000.000");
+		CHECK_CONTAINS(json, "\"ph\":\"f\",\"bp\":\"e\",\"id\":1,\"ts\":1001000.000");
+		CHECK_CONTAINS(json, "\"args\":{\"name\":\"client 006b8b4568\"}");
+		CHECK_CONTAINS(json, "\"name\":\"MODIFIER_INJECT\",\"cat\":\"event\",\"ph\":\"i\"");
+		CHECK_CONTAINS(json, "{\"name\":\"relu\",\"cat\":\"work\",\"ph\":\"X\",\"ts\":1100000.000,"
+		    "\"dur\":2000.000");
+		CHECK_CONTAINS(json, "\"failed\":true");
+		CHECK(strncmp(json, "{\"traceEvents\":[", 16) == 0);
+		CHECK(strstr(json, "\n],\"displayTimeUnit\":\"ns\"}\n") != NULL);
+		free(json);
+	}
+	close(fd);
+	mate_timeline_free(tl);
+}
+
+static void
+test_ids_and_nesting(void)
+{
+	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
+	mate_timeline_stats st;
+	mate_perfetto *pf;
+	mate_error err;
+	int fd = tmpfd();
+	char *json;
+
+	pf = mate_perfetto_open_fd(fd, 0, &err);
+	mate_timeline_set_perfetto(tl, pf);
+	add(tl, 0.0, "RECV", "t1", "outer", "call=1 op=outer");
+	add(tl, 0.1, "RECV", "t1", "inner", "call=2 op=inner depth=1");
+	add(tl, 0.2, "WORKER_SEND", "s0", "k", "call=2 id=a op=matmul");
+	add(tl, 0.2, "WORKER_SEND", "s0", "k", "call=2 id=b op=add");
+	add(tl, 0.3, "SEND", "t1", "inner", "call=2");
+	add(tl, 0.5, "WORKER_RECV", "s0", "k", "id=b");
+	add(tl, 0.9, "WORKER_RECV", "s0", "k", "id=a");
+	add(tl, 1.0, "SEND", "t1", "outer", "call=1");
+	add(tl, 1.5, "MEM_ALLOC", "t1", "cudaMalloc", "device=cuda:0 in_use=4096");
+	mate_timeline_end_log(tl, NULL);
+	mate_perfetto_close(pf, &err);
+	mate_timeline_get_stats(tl, &st);
+	CHECK_EQ_INT(st.calls, 2);
+	CHECK_EQ_INT(st.ops, 2);
+	CHECK_EQ_INT(st.unpaired, 0);
+	CHECK_EQ_INT(st.memory_lanes, 1);
+	CHECK(lane(tl, "memory cuda:0") != NULL);
+	json = slurp(fd);
+	if (json != NULL) {
+		CHECK_CONTAINS(json, "\"name\":\"add\",\"cat\":\"work\",\"ph\":\"X\",\"ts\":200000.000,\"dur\":300000.000");
+		CHECK_CONTAINS(json, "\"name\":\"matmul\",\"cat\":\"work\",\"ph\":\"X\",\"ts\":200000.000,\"dur\":700000.000");
+		CHECK_CONTAINS(json, "\"name\":\"inner\",\"cat\":\"call\",\"ph\":\"X\",\"ts\":100000.000,\"dur\":200000.000");
+		CHECK_CONTAINS(json, "\"depth\":1");
+		/* work from the inner call: flows start at its start */
+		CHECK_CONTAINS(json, "\"ph\":\"s\",\"id\":1,\"ts\":100000.000");
+		/* the two overlapping pieces of work nest (b inside a): one track */
+		CHECK(strstr(json, "s0 (2)") == NULL);
+		CHECK_CONTAINS(json, "\"ph\":\"C\",\"ts\":1500000.000,\"pid\":1,\"args\":{\"bytes\":4096}");
+		free(json);
+	}
+	close(fd);
+	mate_timeline_free(tl);
+}
+
+static void
+test_overlap_tracks(void)
+{
+	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
+	mate_perfetto *pf;
+	mate_error err;
+	int fd = tmpfd();
+	char *json;
+
+	pf = mate_perfetto_open_fd(fd, 0, &err);
+	mate_timeline_set_perfetto(tl, pf);
+	add(tl, 1, "WORKER_SEND", "s0", "k", "id=1");
+	add(tl, 2, "WORKER_SEND", "s0", "k", "id=2");
+	add(tl, 3, "WORKER_RECV", "s0", "k", "id=1");
+	add(tl, 4, "WORKER_RECV", "s0", "k", "id=2");
+	mate_timeline_end_log(tl, NULL);
+	mate_perfetto_close(pf, &err);
+	json = slurp(fd);
+	if (json != NULL) {   /* [1,3] and [2,4] cannot nest: a second track */
+		CHECK_CONTAINS(json, "\"args\":{\"name\":\"s0 (2)\"}");
+		free(json);
+	}
+	close(fd);
+	mate_timeline_free(tl);
+}
+
+static void
+test_lanes(void)
+{
+	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
+	mate_lane_info li;
+	const char *want[] = { "client b", "client a", "dispatcher", "w2", "w10", "memory m" };
+	mate_error err;
+	int i;
+
+	add(tl, 1, "RECV", "b", "x", "");
+	add(tl, 1, "WORKER_SEND", "w10", "k", "");
+	add(tl, 1, "WORKER_SEND", "w2", "k", "worker=w2");
+	add(tl, 1, "RECV", "a", "x", "");
+	add(tl, 1, "FOO", "a", "x", "device=m in_use=1");
+	for (i = 0; mate_timeline_lane(tl, i, &li) == 0; i++)
+		CHECK_STR(li.label, i < 6 ? want[i] : "(none)");
+	CHECK_EQ_INT(i, 6);
+	mate_timeline_free(tl);
+
+	tl = fresh("^w", 0, 0, 0, 0);
+	add(tl, 1, "RECV", "b", "x", "");
+	add(tl, 1, "WORKER_SEND", "w1", "k", "");
+	add(tl, 2, "WORKER_RECV", "w1", "k", "");
+	CHECK_EQ_INT(mate_timeline_lane(tl, 0, &li), 0);
+	CHECK_STR(li.label, "w1");
+	CHECK_EQ_INT(mate_timeline_lane(tl, 1, &li), -1);
+	mate_timeline_free(tl);
+
+	/* two logs: lanes of the same name stay apart */
+	tl = fresh(NULL, 0, 0, 0, 0);
+	add(tl, 1, "WORKER_SEND", "w1", "k", "");
+	add(tl, 2, "WORKER_RECV", "w1", "k", "");
+	mate_timeline_begin_log(tl, "second.log", &err);
+	add(tl, 1, "WORKER_SEND", "w1", "k", "");
+	add(tl, 2, "WORKER_RECV", "w1", "k", "");
+	mate_timeline_end_log(tl, NULL);
+	{
+		mate_timeline_stats st;
+		mate_timeline_get_stats(tl, &st);
+		CHECK_EQ_INT(st.workers, 2);
+		CHECK_EQ_INT(st.logs, 2);
+		CHECK_EQ_INT(st.ops, 2);
+	}
+	mate_timeline_free(tl);
+
+	{
+		mate_timeline_options o;
+		mate_timeline_options_init(&o);
+		o.lanes = "(";
+		CHECK(mate_timeline_new(&o, &err) == NULL);
+		CHECK_EQ_INT(err.code, MATE_ERR_ARGUMENT);
+		CHECK_CONTAINS(err.message, "lanes regex: (");
+	}
+}
+
+static void
+test_clip(void)
+{
+	mate_timeline *tl = fresh(NULL, 1, 2.0, 1, 4.0);
+	mate_timeline_stats st;
+	const mate_lane_info *li;
+
+	add(tl, 1, "WORKER_SEND", "w", "k", "op=matmul");
+	add(tl, 5, "WORKER_RECV", "w", "k", "");
+	add(tl, 6, "WORKER_SEND", "w", "k", "op=add");
+	add(tl, 7, "WORKER_RECV", "w", "k", "");
+	mate_timeline_end_log(tl, NULL);
+	mate_timeline_get_stats(tl, &st);
+	CHECK_EQ_INT(st.ops, 1);
+	CHECK_EQ_INT(st.op_types, 1);
+	CHECK(st.t0 == 2.0 && st.t1 == 4.0);
+	li = lane(tl, "w");
+	CHECK(li != NULL && fabs(li->busy - 1.0) < 1e-9);
+	mate_timeline_free(tl);
+}
+
+static void
+test_render_errors(void)
+{
+	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
+	mate_render_options ro;
+	mate_render_info ri;
+	mate_error err;
+	int fd = open("/dev/null", O_WRONLY), f;
+
+	add(tl, 1, "WORKER_SEND", "w", "k", "op=matmul");
+	add(tl, 2, "WORKER_RECV", "w", "k", "");
+	mate_render_options_init(&ro);
+	CHECK(ro.dpi == 150 && ro.width == 16 && ro.height == 10 && ro.format == MATE_RENDER_PNG);
+	for (f = MATE_RENDER_PNG; f <= MATE_RENDER_PDF; f++) {
+		ro.format = f;
+		CHECK_EQ_INT(mate_timeline_render_fd(tl, &ro, fd, &ri, &err), MATE_OK);
+		CHECK_EQ_INT(ri.width_px, 2400);
+		CHECK_EQ_INT(ri.height_px, 1500);
+		CHECK(ri.plot_x0 > 0 && ri.plot_x1 < 2400 && ri.plot_x0 < ri.plot_x1);
+	}
+	ro.format = MATE_RENDER_PNG;
+	ro.dpi = 5;
+	CHECK_EQ_INT(mate_timeline_render_fd(tl, &ro, fd, &ri, &err), MATE_ERR_ARGUMENT);
+	CHECK_CONTAINS(err.message, "dpi 5");
+	ro.dpi = 2400;
+	ro.width = ro.height = 100;
+	CHECK_EQ_INT(mate_timeline_render_fd(tl, &ro, fd, &ri, &err), MATE_ERR_LIMIT);
+	CHECK_CONTAINS(err.message, "picture too large");
+	mate_render_options_init(&ro);
+	CHECK(mate_timeline_render(tl, &ro, "/nonexistent/dir/x.png", &ri, &err) != MATE_OK);
+	CHECK_CONTAINS(err.message, "cannot create");
+	ro.format = MATE_RENDER_SVG;
+	CHECK(mate_timeline_render_fd(tl, &ro, -1, &ri, &err) != MATE_OK);   /* a write error */
+	close(fd);
+	mate_timeline_free(tl);
+}
+
+/* Many events: the counts stay right, pairing stays balanced. */
+static void
+test_many(void)
+{
+	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
+	mate_timeline_stats st;
+	char det[64];
+	int i;
+
+	for (i = 0; i < 200000; i++) {
+		double t = i * 1e-4;
+		snprintf(det, sizeof(det), "call=%d op=%s", i, i % 3 ? "add" : "matmul");
+		add(tl, t, "RECV", "c", "op", det);
+		snprintf(det, sizeof(det), "call=%d id=%d", i, i);
+		add(tl, t, "WORKER_SEND", i % 2 ? "s1" : "s0", "k", det);
+		add(tl, t + 5e-5, "SEND", "c", "op", det);
+		add(tl, t + 8e-5, "WORKER_RECV", i % 2 ? "s1" : "s0", "k", det);
+	}
+	mate_timeline_end_log(tl, NULL);
+	mate_timeline_get_stats(tl, &st);
+	CHECK_EQ_INT(st.events, 800000);
+	CHECK_EQ_INT(st.ops, 200000);
+	CHECK_EQ_INT(st.calls, 200000);
+	CHECK_EQ_INT(st.unpaired, 0);
+	CHECK_EQ_INT(st.op_types, 2);
+	{
+		const mate_lane_info *li = lane(tl, "s0");
+		CHECK(li != NULL && fabs(li->busy - 0.4) < 0.01);   /* 80 us of every 200 us */
+	}
+	{
+		mate_render_options ro;
+		mate_error err;
+		int fd = open("/dev/null", O_WRONLY);
+		mate_render_options_init(&ro);
+		CHECK_EQ_INT(mate_timeline_render_fd(tl, &ro, fd, NULL, &err), MATE_OK);
+		close(fd);
+	}
+	mate_timeline_free(tl);
+}
+
+int
+main(void)
+{
+	test_gt_fifo();
+	test_gt_batch();
+	test_ids_and_nesting();
+	test_overlap_tracks();
+	test_lanes();
+	test_clip();
+	test_render_errors();
+	test_many();
+	return TEST_DONE();
+}
