@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -483,8 +484,9 @@ struct run {
 	size_t *nown;
 	pthread_mutex_t lock;
 	pthread_cond_t *cv;          /* per thread */
-	size_t next;                 /* the event whose turn it is */
-	int failed;
+	int *sleeping;               /* per thread: blocked on its cv */
+	size_t next;                 /* the event whose turn it is (atomic) */
+	int failed;                  /* (atomic) */
 	int64_t failed_line;
 	uint64_t failed_size;
 };
@@ -518,6 +520,74 @@ struct worker {
 	size_t t;
 };
 
+#define SPINS 200       /* busy polls, then ... */
+#define YIELDS 64       /* ... yields, then sleep */
+
+static void
+cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+static int
+failed(struct run *r)
+{
+	return __atomic_load_n(&r->failed, __ATOMIC_SEQ_CST);
+}
+
+/* Waits until event i is next: polls, yields a few times, then sleeps. The
+ * sleeping flag and `next` are both seq_cst, so that either the waiter
+ * sees the new `next` or the thread passing the turn sees the flag. */
+static void
+wait_turn(struct run *r, size_t t, size_t i)
+{
+	for (int spin = 0; __atomic_load_n(&r->next, __ATOMIC_SEQ_CST) != i && !failed(r); spin++) {
+		if (spin < SPINS) {
+			cpu_relax();
+			continue;
+		}
+		if (spin < SPINS + YIELDS) {
+			sched_yield();
+			continue;
+		}
+		pthread_mutex_lock(&r->lock);
+		__atomic_store_n(&r->sleeping[t], 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&r->next, __ATOMIC_SEQ_CST) != i && !failed(r))
+			pthread_cond_wait(&r->cv[t], &r->lock);
+		__atomic_store_n(&r->sleeping[t], 0, __ATOMIC_SEQ_CST);
+		pthread_mutex_unlock(&r->lock);
+	}
+}
+
+/* Event i is done: the turn goes to event i + 1's thread. */
+static void
+pass_turn(struct run *r, size_t i)
+{
+	size_t u;
+
+	__atomic_store_n(&r->next, i + 1, __ATOMIC_SEQ_CST);
+	if (i + 1 >= r->pl->n)
+		return;
+	u = r->pl->ev[i + 1].thread;
+	if (__atomic_load_n(&r->sleeping[u], __ATOMIC_SEQ_CST)) {
+		pthread_mutex_lock(&r->lock);
+		pthread_cond_signal(&r->cv[u]);
+		pthread_mutex_unlock(&r->lock);
+	}
+}
+
+static void
+stop_all(struct run *r)
+{
+	__atomic_store_n(&r->failed, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&r->lock);
+	for (size_t t = 0; t < r->pl->nthreads; t++)
+		pthread_cond_signal(&r->cv[t]);
+	pthread_mutex_unlock(&r->lock);
+}
+
 static void *
 worker_main(void *arg)
 {
@@ -526,28 +596,15 @@ worker_main(void *arg)
 
 	for (size_t j = 0; j < r->nown[w->t]; j++) {
 		size_t i = r->own[w->t][j];
-		int rc;
 
-		pthread_mutex_lock(&r->lock);
-		while (r->next != i && !r->failed)
-			pthread_cond_wait(&r->cv[w->t], &r->lock);
-		if (r->failed) {
-			pthread_mutex_unlock(&r->lock);
+		wait_turn(r, w->t, i);
+		if (failed(r))
+			break;
+		if (run_event(r, i) != 0) {
+			stop_all(r);
 			break;
 		}
-		pthread_mutex_unlock(&r->lock);
-		rc = run_event(r, i);
-		pthread_mutex_lock(&r->lock);
-		if (rc != 0) {
-			r->failed = 1;
-			for (size_t t = 0; t < r->pl->nthreads; t++)
-				pthread_cond_signal(&r->cv[t]);
-		} else if (++r->next < r->pl->n && r->pl->ev[r->next].thread != w->t) {
-			pthread_cond_signal(&r->cv[r->pl->ev[r->next].thread]);
-		}
-		pthread_mutex_unlock(&r->lock);
-		if (rc != 0)
-			break;
+		pass_turn(r, i);
 	}
 	return NULL;
 }
@@ -562,7 +619,8 @@ assign(struct run *r)
 	r->own = calloc(pl->nthreads, sizeof(*r->own));
 	r->nown = calloc(pl->nthreads, sizeof(*r->nown));
 	r->cv = calloc(pl->nthreads, sizeof(*r->cv));
-	if (r->own == NULL || r->nown == NULL || r->cv == NULL)
+	r->sleeping = calloc(pl->nthreads, sizeof(*r->sleeping));
+	if (r->own == NULL || r->nown == NULL || r->cv == NULL || r->sleeping == NULL)
 		return -1;
 	for (size_t i = 0; i < pl->n; i++)
 		r->nown[pl->ev[i].thread]++;
@@ -585,6 +643,7 @@ run_free(struct run *r)
 	free(r->own);
 	free(r->nown);
 	free(r->cv);
+	free(r->sleeping);
 	free(r->ptrs);
 }
 
@@ -609,11 +668,7 @@ run_threads(struct run *r, mate_error *err)
 		w[started].r = r;
 		w[started].t = started;
 		if (pthread_create(&tid[started], NULL, worker_main, &w[started]) != 0) {
-			pthread_mutex_lock(&r->lock);
-			r->failed = 1;
-			for (size_t t = 0; t < nt; t++)
-				pthread_cond_signal(&r->cv[t]);
-			pthread_mutex_unlock(&r->lock);
+			stop_all(r);
 			rc = mate_set_error(err, MATE_ERR_NOMEM, "allocation replay: cannot start "
 			    "thread %zu of %zu", started + 1, nt);
 			break;

@@ -64,3 +64,19 @@ tests_record_cuda_prog_LDADD = tests/fake/libcublas.la tests/fake/libcudart.la
 TESTS += tests/test_record_exit.sh tests/test_record_signals.py tests/test_record_fakecuda.py
 EXTRA_DIST += tests/record-common.sh tests/test_record_exit.sh tests/test_record_signals.py \
 	tests/test_record_fakecuda.py
+
+## A C program linked against CBLAS and Fortran BLAS, recorded and replayed.
+check_PROGRAMS += tests/record-blas-prog
+tests_record_blas_prog_SOURCES = tests/record-blas-prog.c
+tests_record_blas_prog_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_record_blas_prog_LDFLAGS = -no-install
+tests_record_blas_prog_LDADD = $(OPENBLAS_LIBS)
+
+## Benchmarks (make bench): interposer overhead (bench/record-overhead.sh runs it),
+## cost per logged allocation, allocation replay events per second.
+BENCH_BINS += bench/record-gemm
+bench_record_gemm_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
+bench_record_gemm_LDADD = $(OPENBLAS_LIBS)
+EXTRA_DIST += bench/record-overhead.sh
+BENCH_BINS += bench/memlog-bench
+bench_memlog_bench_LDADD = libmate.la
