@@ -80,3 +80,16 @@ bench_record_gemm_LDADD = $(OPENBLAS_LIBS)
 EXTRA_DIST += bench/record-overhead.sh
 BENCH_BINS += bench/memlog-bench
 bench_memlog_bench_LDADD = libmate.la
+
+## The static CUDA runtime check: a stand-in program and a fake driver library.
+check_LTLIBRARIES += tests/fake/libcuda.la
+tests_fake_libcuda_la_SOURCES = tests/fake/cuda_driver.c
+tests_fake_libcuda_la_LDFLAGS = -version-info 1:0:0 -rpath /nowhere $(AM_LDFLAGS)
+check_PROGRAMS += tests/static-cudart-prog tests/test_elf_cuda
+tests_static_cudart_prog_SOURCES = tests/static-cudart-prog.c
+tests_static_cudart_prog_LDFLAGS = -no-install
+tests_static_cudart_prog_LDADD = tests/fake/libcuda.la
+tests_test_elf_cuda_SOURCES = tests/test_elf_cuda.c
+tests_test_elf_cuda_LDADD = libmate.la
+TESTS += tests/test_elf_cuda tests/test_record_static.sh
+EXTRA_DIST += tests/test_record_static.sh

@@ -175,12 +175,12 @@ find_program(const char *name, char *out, size_t len)
 }
 
 static void
-check_static_runtime(const char *prog, const struct options *o)
+check_static_runtime(const char *prog)
 {
 	char path[PATH_MAX];
 
 	if (find_program(prog, path, sizeof(path)) &&
-	    mate_elf_cuda_runtime(path, NULL) == MATE_CUDART_STATIC && !o->quiet)
+	    mate_elf_cuda_runtime(path, NULL) == MATE_CUDART_STATIC)
 		mate_fe_warnx("%s links the CUDA runtime statically: its CUDA allocations, copies "
 		    "and kernel launches cannot be recorded by preloading (build it with "
 		    "'nvcc -cudart shared' to record them)", path);
@@ -266,13 +266,15 @@ human(uint64_t b, char *buf, size_t len)
 static void
 summary(const struct mate_record_totals *t, const char *dump_dir, const struct options *o)
 {
-	char b1[32], b2[32];
+	char b1[32], b2[32], procs[48] = "";
 
-	fprintf(stderr, "%s: %" PRIu64 " call%s recorded in %" PRIu64 " process%s; %" PRIu64
-	    " dump%s (%s) in %s; peak device memory %s\n", mate_fe_progname(), t->calls,
-	    t->calls == 1 ? "" : "s", t->processes, t->processes == 1 ? "" : "es", t->dumps,
-	    t->dumps == 1 ? "" : "s", human(t->dump_bytes, b1, sizeof(b1)), dump_dir,
-	    human(t->peak_bytes, b2, sizeof(b2)));
+	if (t->processes > 0)
+		snprintf(procs, sizeof(procs), " in %" PRIu64 " process%s", t->processes,
+		    t->processes == 1 ? "" : "es");
+	fprintf(stderr, "%s: %" PRIu64 " call%s recorded%s; %" PRIu64 " dump%s (%s) in %s; "
+	    "peak device memory %s\n", mate_fe_progname(), t->calls, t->calls == 1 ? "" : "s",
+	    procs, t->dumps, t->dumps == 1 ? "" : "s", human(t->dump_bytes, b1, sizeof(b1)),
+	    dump_dir, human(t->peak_bytes, b2, sizeof(b2)));
 	if (t->transfers || t->launches || t->allocations)
 		fprintf(stderr, "%s: %" PRIu64 " device allocation%s, %" PRIu64 " cudaMemcpy (%s), %"
 		    PRIu64 " kernel launch%s%s%s\n", mate_fe_progname(), t->allocations,
@@ -305,7 +307,7 @@ main(int argc, char **argv)
 	if ((s = mate_record_session_new(dump_dir, &err)) == NULL)
 		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
 	set("MATE_RECORD_SUMMARY", mate_record_session_dir(s));
-	check_static_runtime(o.argv[0], &o);
+	check_static_runtime(o.argv[0]);
 	install_forwarding();
 	status = run(o.argv);
 	if (!o.quiet) {
