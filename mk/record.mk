@@ -37,7 +37,7 @@ libmate_preload_la_SOURCES = \
 	lib/interpose_cuda.c \
 	lib/interpose_cublas.c
 libmate_preload_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -DMATE_LIBDIR='"$(libdir)"'
-libmate_preload_la_LDFLAGS = -module -avoid-version -shared $(AM_LDFLAGS)
+libmate_preload_la_LDFLAGS = -module -avoid-version $(AM_LDFLAGS)
 libmate_preload_la_LIBADD = -ldl -lm
 
 ## mate-record: the launcher.
@@ -93,3 +93,12 @@ tests_test_elf_cuda_SOURCES = tests/test_elf_cuda.c
 tests_test_elf_cuda_LDADD = libmate.la
 TESTS += tests/test_elf_cuda tests/test_record_static.sh
 EXTRA_DIST += tests/test_record_static.sh
+
+## Fuzz targets: the CSV reader and log check, the ELF check.
+FUZZ_TARGETS += fuzz/fuzz_memlog fuzz/fuzz_elf_cuda
+fuzz_fuzz_memlog_SOURCES = fuzz/fuzz_memlog.c
+fuzz_fuzz_memlog_LDADD = libmate.la
+fuzz_fuzz_memlog_LDFLAGS = $(FUZZER_LINK)
+fuzz_fuzz_elf_cuda_SOURCES = fuzz/fuzz_elf_cuda.c
+fuzz_fuzz_elf_cuda_LDADD = libmate.la
+fuzz_fuzz_elf_cuda_LDFLAGS = $(FUZZER_LINK)
