@@ -102,3 +102,7 @@ fuzz_fuzz_memlog_LDFLAGS = $(FUZZER_LINK)
 fuzz_fuzz_elf_cuda_SOURCES = fuzz/fuzz_elf_cuda.c
 fuzz_fuzz_elf_cuda_LDADD = libmate.la
 fuzz_fuzz_elf_cuda_LDFLAGS = $(FUZZER_LINK)
+
+## Man page (mate-replay(1)'s --memlog section: man/mate-replay-memlog.txt, merged by the lead).
+man_MANS += man/mate-record.1
+EXTRA_DIST += man/mate-record.1 man/mate-replay-memlog.txt
