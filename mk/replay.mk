@@ -1,1 +1,91 @@
-## mk/replay.mk: build and test rules for this area (included by Makefile.am).
+## mk/replay.mk: dump listing, the replay engine, mate-list-dumps, mate-replay and mate (included by Makefile.am).
+libmate_la_SOURCES += \
+	lib/dump_private.h \
+	lib/dump_record.c \
+	lib/dump_skim.c \
+	lib/dump_value.c \
+	lib/dump.c \
+	lib/dumplist.c \
+	lib/replay.c \
+	lib/replay_compare.c \
+	lib/replay_run.c \
+	lib/replay_ops.c
+
+## The tools: mate-list-dumps, mate-replay and the `mate VERB` dispatcher.
+bin_PROGRAMS += src/replay/mate-list-dumps src/replay/mate-replay src/mate/mate
+src_replay_mate_list_dumps_SOURCES = src/replay/mate-list-dumps.c
+src_replay_mate_list_dumps_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
+src_replay_mate_list_dumps_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+src_replay_mate_list_dumps_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
+src_replay_mate_replay_SOURCES = src/replay/mate-replay.c
+src_replay_mate_replay_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
+src_replay_mate_replay_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+## -export-dynamic: plugins find libmate's symbols in a statically linked mate-replay too.
+src_replay_mate_replay_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
+src_replay_mate_replay_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
+src_mate_mate_SOURCES = src/mate/mate.c
+src_mate_mate_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
+src_mate_mate_LDADD = src/fe/libmate_fe.la libmate.la
+
+## Man pages.
+man_MANS += man/mate.1 man/mate-list-dumps.1 man/mate-replay.1
+EXTRA_DIST += man/mate.1 man/mate-list-dumps.1 man/mate-replay.1
+
+## Unit tests of the dump reader and the replay engine.
+check_PROGRAMS += tests/test_dump_read tests/test_replay
+TESTS += tests/test_dump_read tests/test_replay
+tests_test_dump_read_SOURCES = tests/test_dump_read.c
+tests_test_dump_read_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_test_dump_read_LDADD = libmate.la $(CJSON_LIBS)
+tests_test_replay_SOURCES = tests/test_replay.c
+tests_test_replay_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_test_replay_LDADD = libmate.la $(CJSON_LIBS)
+
+## tests/plugin-reference.la: a replay plugin for the MATE reference fixture's
+## functions, dlopen()ed by the tests.
+check_LTLIBRARIES += tests/plugin-reference.la
+tests_plugin_reference_la_SOURCES = tests/plugin-reference.c
+tests_plugin_reference_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_LDFLAGS)
+
+## tests/mate-replay-ref: mate-replay with the reference plugin linked in (the
+## tests use it where a plugin cannot be dlopen()ed: static and sanitizer builds).
+check_PROGRAMS += tests/mate-replay-ref
+tests_mate_replay_ref_SOURCES = src/replay/mate-replay.c tests/plugin-reference.c
+tests_mate_replay_ref_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe -DMATE_REPLAY_TEST_PLUGIN
+tests_mate_replay_ref_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_mate_replay_ref_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
+
+## The plugin example of mate-replay(1), cut from the page and built as it stands.
+check_LTLIBRARIES += tests/plugin-man-example.la
+nodist_tests_plugin_man_example_la_SOURCES = tests/plugin-man-example.c
+tests_plugin_man_example_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_LDFLAGS)
+CLEANFILES += tests/plugin-man-example.c
+tests/plugin-man-example.c: $(top_srcdir)/man/mate-replay.1
+	$(AM_V_GEN)$(MKDIR_P) tests && \
+	sed -n '/begin plugin example/,/end plugin example/{/^\./d;p;}' $(top_srcdir)/man/mate-replay.1 > $@
+
+## CLI tests: the real binaries on the MATE reference dumps and on dumps the
+## tests write (tests/replay_dumps.py); the built-in handlers against torch.
+TESTS += \
+	tests/replay-cli.py \
+	tests/replay-mutate.py \
+	tests/replay-builtins.py \
+	tests/replay-reference.py \
+	tests/replay-demo.sh
+EXTRA_DIST += \
+	tests/replay-demo.sh \
+	tests/replay-cli.py \
+	tests/replay-mutate.py \
+	tests/replay-builtins.py \
+	tests/replay-reference.py \
+	tests/replay_dumps.py
+
+## Fuzz target for metadata.jsonl records and recorded values.
+FUZZ_TARGETS += fuzz/fuzz_dump_record
+fuzz_fuzz_dump_record_SOURCES = fuzz/fuzz_dump_record.c
+fuzz_fuzz_dump_record_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+fuzz_fuzz_dump_record_LDADD = libmate.la $(CJSON_LIBS)
+fuzz_fuzz_dump_record_LDFLAGS = $(FUZZER_LINK)
+
+## Benchmarks (scripts; see their headers): bench/list-dumps.sh, bench/replay-many.sh.
+EXTRA_DIST += bench/gen-dumps.py bench/list-dumps.sh bench/replay-many.sh

@@ -1,0 +1,76 @@
+#!/bin/sh
+# list-dumps.sh: times mate-list-dumps on 100,000 synthetic dumps against a plain Python version of MATE's list-dumps, in one run.
+#
+# usage: bench/list-dumps.sh [BUILDDIR] [COUNT]   (BUILDDIR default ., COUNT default 100000)
+# The dumps are generated once under $TMPDIR/mate-bench-list-COUNT and kept.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-.}
+count=${2:-100000}
+list="$build/src/replay/mate-list-dumps"
+py=${PYTHON:-python3}
+root=${TMPDIR:-/tmp}/mate-bench-list-$count
+
+[ -x "$list" ] || { echo "no $list: build first (make)" >&2; exit 2; }
+if [ ! -f "$root/.complete" ]; then
+	rm -rf "$root"
+	echo "generating $count dumps in $root ..." >&2
+	"$py" "$here/gen-dumps.py" "$root" "$count"
+	touch "$root/.complete"
+fi
+
+# MATE's list-dumps logic in plain Python (its CLI without click's colours):
+# pathlib, each directory holding metadata.jsonl, sorted, every line read, the
+# last one parsed.
+cat > "$root.mate_list.py" <<'EOF'
+import json, sys
+from pathlib import Path
+root = Path(sys.argv[1])
+dumps = sorted(d for d in root.iterdir() if d.is_dir() and (d / "metadata.jsonl").exists())
+print("Found %d dumps in %s:" % (len(dumps), root))
+for d in dumps:
+    try:
+        with open(d / "metadata.jsonl") as f:
+            lines = f.readlines()
+        if lines:
+            rec = json.loads(lines[-1])
+            print("  %s: %s [%s]" % (d.name, rec.get("function_name", "unknown"),
+                                     rec.get("execution_status", "unknown")))
+    except Exception as e:
+        print("  %s: Error reading metadata - %s" % (d.name, e))
+EOF
+
+now() { date +%s.%N; }
+# CPU seconds (user + system) of one run
+cpu() {
+	/usr/bin/time -f "%U %S" "$@" 2>&1 >/dev/null | tail -1 | awk '{ print $1 + $2 }'
+}
+# best of three, warm cache (each tool runs once first)
+best() {
+	"$@" > /dev/null 2>&1
+	b=
+	for i in 1 2 3; do
+		t0=$(now); "$@" > /dev/null 2>&1; t1=$(now)
+		t=$(echo "$t1 - $t0" | bc -l)
+		if [ -z "$b" ] || [ "$(echo "$t < $b" | bc -l)" = 1 ]; then b=$t; fi
+	done
+	echo "$b"
+}
+
+lines=$("$list" -q "$root" | wc -l)
+[ "$lines" -eq "$count" ] || { echo "mate-list-dumps listed $lines of $count dumps" >&2; exit 1; }
+t_mate=$(best "$list" -q "$root")
+t_json=$(best "$list" -q --jsonl "$root")
+t_py=$(best "$py" "$root.mate_list.py" "$root")
+c_mate=$(cpu "$list" -q "$root" 2>/dev/null || echo 0)
+c_py=$(cpu "$py" "$root.mate_list.py" "$root" 2>/dev/null || echo 0)
+printf 'dumps:                      %d  (%s CPUs, load %s)\n' "$count" "$(nproc)" "$(cut -d' ' -f1 /proc/loadavg)"
+printf 'mate-list-dumps:            %.3f s  (%.0f dumps/s)\n' "$t_mate" "$(echo "$count / $t_mate" | bc -l)"
+printf 'mate-list-dumps --jsonl:    %.3f s\n' "$t_json"
+printf 'Python (MATE list-dumps):   %.3f s\n' "$t_py"
+printf 'ratio:                      %.1fx faster (wall time)\n' "$(echo "$t_py / $t_mate" | bc -l)"
+if [ -x /usr/bin/time ]; then
+	printf 'CPU time (user+sys):        mate %.2f s, Python %.2f s: %.1fx less\n' "$c_mate" "$c_py" \
+	    "$(echo "$c_py / $c_mate" | bc -l)"
+fi
+rm -f "$root.mate_list.py"

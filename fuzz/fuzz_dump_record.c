@@ -1,0 +1,70 @@
+/* fuzz_dump_record.c: libFuzzer target for metadata.jsonl records: the last-record scan, the summary fields, recorded values and Python literals. */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mate_dump.h"
+#include "dump_private.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void
+decode_members(const cJSON *obj)
+{
+	const cJSON *it;
+	mate_error err;
+	char buf[300];
+
+	cJSON_ArrayForEach(it, obj) {
+		mate_value *v = mate_record_decode_value(it, &err);
+
+		mate_value_format_brief(v, buf, sizeof(buf));
+		mate_value_free(v);
+	}
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct mate_notes notes = { "", 0 };
+	struct mate_dump_info info;
+	struct mate_arena arena = { NULL };
+	mate_error err;
+	cJSON *rec = NULL;
+	mate_value *v;
+
+	mate_dump_info_init(&info);
+	if (mate_record_scan((const char *)data, size, &info, &arena, &rec, &notes)) {
+		decode_members(cJSON_GetObjectItemCaseSensitive(rec, "input_metadata"));
+		decode_members(cJSON_GetObjectItemCaseSensitive(rec, "output_metadata"));
+		cJSON_Delete(rec);
+	}
+	/* what the skim accepts, cJSON accepts too */
+	{
+		struct mate_skim_member m[8];
+		size_t n;
+
+		if (mate_skim_object((const char *)data, size, m, 8, &n)) {
+			cJSON *j = mate_record_parse((const char *)data, size);
+
+			if (j == NULL && memchr(data, 'N', size) == NULL && memchr(data, 'I', size) == NULL)
+				__builtin_trap();
+			cJSON_Delete(j);
+		}
+	}
+	mate_arena_free(&arena);
+	v = mate_pyliteral_parse((const char *)data, size, &err);
+	mate_value_free(v);
+	mate_dump_info_init(&info);
+	if (size < 256) {
+		char name[256];
+
+		memcpy(name, data, size);
+		name[size] = '\0';
+		mate_dump_info_from_name(&info, name, &arena);
+		mate_arena_free(&arena);
+	}
+	return 0;
+}

@@ -1,0 +1,436 @@
+/* dump.c: one dump directory: its record, its arguments (tensors and decoded values) and its recorded outputs. */
+#include "mate_private.h"
+#include "dump_private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct mate_dump {
+	struct mate_arena arena;
+	struct mate_dump_info info;
+	cJSON *rec;
+	char *dir;
+};
+
+mate_dump *
+mate_dump_open(const char *dir, mate_error *err)
+{
+	mate_dump *d = calloc(1, sizeof(*d));
+	struct mate_notes notes = { "", 0 };
+	int fd, rc;
+
+	if (d == NULL || (d->dir = strdup(dir)) == NULL) {
+		free(d);
+		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	mate_dump_info_init(&d->info);
+	d->info.path = d->dir;
+	d->info.name = mate_arena_basename(&d->arena, dir);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		mate_set_errno(err, errno, "cannot open dump", dir);
+		goto fail;
+	}
+	mate_dump_info_from_name(&d->info, d->info.name ? d->info.name : "", &d->arena);
+	rc = mate_dump_read_record(fd, "metadata.jsonl", &d->info, &d->arena, &d->rec, &notes);
+	close(fd);
+	if (rc < 0) {
+		char meta[4096];
+
+		snprintf(meta, sizeof(meta), "%s/metadata.jsonl", dir);
+		mate_set_errno(err, -rc, "cannot read", meta);
+		goto fail;
+	}
+	if (d->rec == NULL) {
+		mate_set_error(err, MATE_ERR_FORMAT, "%s: no readable record in metadata.jsonl%s%s",
+		    dir, notes.len ? ": " : "", notes.text);
+		goto fail;
+	}
+	if (notes.len > 0)
+		d->info.problem = mate_arena_strndup(&d->arena, notes.text, notes.len);
+	return d;
+fail:
+	mate_dump_free(d);
+	return NULL;
+}
+
+const struct mate_dump_info *
+mate_dump_get_info(const mate_dump *d)
+{
+	return &d->info;
+}
+
+void
+mate_dump_free(mate_dump *d)
+{
+	if (d == NULL)
+		return;
+	cJSON_Delete(d->rec);
+	mate_arena_free(&d->arena);
+	free(d->dir);
+	free(d);
+}
+
+/* ---- tensor files --------------------------------------------------------- */
+
+static int
+has_suffix(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+
+	return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+/* One header entry, {"dtype", "shape", "data_offsets"}, as a tensor without
+ * data (contiguous strides, even for a dtype mate does not know). */
+static int
+header_entry(mate_value *dict, const cJSON *it)
+{
+	const cJSON *dt = cJSON_GetObjectItemCaseSensitive(it, "dtype");
+	const cJSON *shape = cJSON_GetObjectItemCaseSensitive(it, "shape"), *s;
+	int64_t dims[MATE_MAX_DIMS];
+	mate_tensor t;
+	int nd = 0;
+
+	if (!cJSON_IsString(dt) || !cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > MATE_MAX_DIMS)
+		return MATE_ERR_FORMAT;
+	cJSON_ArrayForEach(s, shape) {
+		if (!cJSON_IsNumber(s) || s->valuedouble < 0 || s->valuedouble > 1e15)
+			return MATE_ERR_FORMAT;
+		dims[nd++] = (int64_t)s->valuedouble;
+	}
+	if (mate_tensor_init(&t, MATE_U8, nd, dims, NULL, NULL) != MATE_OK)
+		return MATE_ERR_FORMAT;
+	t.dtype = mate_dtype_from_safetensors(dt->valuestring);
+	return mate_value_set_str(dict, it->string, mate_value_tensor(&t, NULL));
+}
+
+/* A safetensors file's header: {name: tensor without data}. */
+static mate_value *
+safetensors_header(const char *path, mate_error *err)
+{
+	unsigned char len8[8];
+	uint64_t hlen = 0;
+	char *buf = NULL;
+	cJSON *h = NULL, *it;
+	mate_value *dict = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0) {
+		mate_set_errno(err, errno, "cannot open", path);
+		return NULL;
+	}
+	if ((rc = mate_pread_all(fd, len8, 8, 0)) != 0)
+		goto ioerr;
+	for (int i = 7; i >= 0; i--)
+		hlen = hlen << 8 | len8[i];
+	if (hlen < 2 || hlen > 100000000) {
+		mate_set_error(err, MATE_ERR_FORMAT, "%s: bad safetensors header length", path);
+		goto out;
+	}
+	if ((buf = malloc(hlen)) == NULL || (rc = mate_pread_all(fd, buf, hlen, 8)) != 0)
+		goto ioerr;
+	if ((h = cJSON_ParseWithLength(buf, hlen)) == NULL || !cJSON_IsObject(h) ||
+	    (dict = mate_value_dict()) == NULL) {
+		mate_set_error(err, MATE_ERR_FORMAT, "%s: bad safetensors header", path);
+		goto out;
+	}
+	cJSON_ArrayForEach(it, h)
+		if (strcmp(it->string, "__metadata__") != 0 && header_entry(dict, it) != MATE_OK) {
+			mate_set_error(err, MATE_ERR_FORMAT, "%s: bad safetensors header entry", path);
+			mate_value_free(dict);
+			dict = NULL;
+			break;
+		}
+	goto out;
+ioerr:
+	if (rc == 0)
+		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	else
+		mate_set_errno(err, -rc, "cannot read", path);
+out:
+	cJSON_Delete(h);
+	free(buf);
+	close(fd);
+	return dict;
+}
+
+mate_value *
+mate_dump_read_tensors(const char *path, int load_data, mate_error *err)
+{
+	mate_value *v;
+
+	if (has_suffix(path, ".safetensors"))
+		return load_data ? mate_safetensors_read(path, NULL, err) :
+		    safetensors_header(path, err);
+	{
+		struct mate_pt_read_options o = { 0, 0, load_data };
+
+		v = mate_pt_read(path, &o, err);
+	}
+	if (v != NULL && mate_value_kind_of(v) != MATE_V_DICT) {
+		mate_value_free(v);
+		mate_set_error(err, MATE_ERR_FORMAT, "%s: not a dict of tensors", path);
+		return NULL;
+	}
+	return v;
+}
+
+/* dir/<stem>.pt or dir/<stem>.safetensors (the recorded format first), or
+ * NULL when neither exists. */
+static char *
+tensor_file(const mate_dump *d, const char *stem)
+{
+	const char *exts[2] = { ".pt", ".safetensors" };
+	char *path;
+	size_t n = strlen(d->dir) + strlen(stem) + 16;
+
+	if (d->info.format != NULL && strcmp(d->info.format, "safetensors") == 0) {
+		exts[0] = ".safetensors";
+		exts[1] = ".pt";
+	}
+	if ((path = malloc(n)) == NULL)
+		return NULL;
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, n, "%s/%s%s", d->dir, stem, exts[i]);
+		if (access(path, F_OK) == 0)
+			return path;
+	}
+	free(path);
+	return NULL;
+}
+
+static int
+load_file(const mate_dump *d, const char *stem, int needed, mate_value **out, mate_error *err)
+{
+	char *path = tensor_file(d, stem);
+
+	*out = NULL;
+	if (path == NULL) {
+		if (needed)
+			return mate_set_error(err, MATE_ERR_FORMAT, "%s: the record lists %s tensors "
+			    "but there is no %s.pt or %s.safetensors", d->info.name, stem, stem, stem);
+		return MATE_OK;
+	}
+	*out = mate_dump_read_tensors(path, 1, err);
+	free(path);
+	return *out != NULL ? MATE_OK : (err ? err->code : MATE_ERR_FORMAT);
+}
+
+/* ---- arguments ------------------------------------------------------------ */
+
+/* The length of key's "__<digits>" suffix, or 0. */
+static size_t
+nested_suffix(const char *key, size_t len)
+{
+	size_t i = len;
+
+	while (i > 0 && key[i - 1] >= '0' && key[i - 1] <= '9')
+		i--;
+	if (i == len || i < 3 || key[i - 1] != '_' || key[i - 2] != '_')
+		return 0;
+	return len - i + 2;
+}
+
+static mate_value *build_nested(const mate_value *tensors, const char *prefix,
+    const mate_value *meta, int depth);
+
+/* Item idx of the container for prefix: a tensor "<prefix>__<idx>", a deeper
+ * container, or the recorded item. */
+static mate_value *
+nested_item(const mate_value *tensors, const char *prefix, size_t idx,
+    const mate_value *meta_item, int depth)
+{
+	char key[512];
+	const mate_value *t;
+	mate_value *sub;
+
+	snprintf(key, sizeof(key), "%s__%zu", prefix, idx);
+	if ((t = mate_value_lookup(tensors, key)) != NULL)
+		return mate_value_copy(t);
+	sub = build_nested(tensors, key, meta_item, depth + 1);
+	if (sub != NULL)
+		return sub;
+	return meta_item != NULL ? mate_value_copy(meta_item) : mate_value_none();
+}
+
+/* The list for prefix when some tensor key starts with "<prefix>__<i>",
+ * else NULL. The recorded value meta (a list or tuple) gives the length and
+ * the non-tensor items. */
+static mate_value *
+build_nested(const mate_value *tensors, const char *prefix, const mate_value *meta, int depth)
+{
+	size_t plen = strlen(prefix), n = 0, found = 0;
+	mate_value *seq;
+	int is_seq = mate_value_kind_of(meta) == MATE_V_LIST || mate_value_kind_of(meta) == MATE_V_TUPLE;
+
+	if (depth > 8 || plen > 400)
+		return NULL;
+	for (size_t i = 0; i < mate_value_len(tensors); i++) {
+		const char *k = mate_value_get_str(mate_value_key(tensors, i), NULL);
+		char *end;
+		unsigned long idx;
+
+		if (k == NULL || strncmp(k, prefix, plen) != 0 || strncmp(k + plen, "__", 2) != 0 ||
+		    k[plen + 2] < '0' || k[plen + 2] > '9')
+			continue;
+		idx = strtoul(k + plen + 2, &end, 10);
+		if ((*end != '\0' && strncmp(end, "__", 2) != 0) || idx > 100000)
+			continue;
+		found = 1;
+		if (idx + 1 > n)
+			n = idx + 1;
+	}
+	if (!found)
+		return NULL;
+	if (is_seq && mate_value_len(meta) > n)
+		n = mate_value_len(meta);
+	seq = mate_value_kind_of(meta) == MATE_V_TUPLE ? mate_value_tuple() : mate_value_list();
+	for (size_t i = 0; seq != NULL && i < n; i++) {
+		const mate_value *mi = is_seq && i < mate_value_len(meta) ? mate_value_item(meta, i) : NULL;
+
+		if (mate_value_append(seq, nested_item(tensors, prefix, i, mi, depth)) != MATE_OK) {
+			mate_value_free(seq);
+			return NULL;
+		}
+	}
+	return seq;
+}
+
+/* Adds the file's tensors to args: top-level keys as they are, nested
+ * "<parent>__<i>" keys into their parent's list. */
+static int
+place_tensors(mate_value *args, const mate_value *tensors, mate_error *err)
+{
+	for (size_t i = 0; i < mate_value_len(tensors); i++) {
+		const char *k = mate_value_get_str(mate_value_key(tensors, i), NULL);
+		size_t klen, suf;
+		char parent[512];
+		mate_value *v;
+
+		if (k == NULL)
+			continue;
+		klen = strlen(k);
+		suf = nested_suffix(k, klen);
+		if (suf == 0 || klen - suf >= sizeof(parent)) {
+			v = mate_value_copy(mate_value_item(tensors, i));
+		} else {
+			/* only the outermost parent is rebuilt, once */
+			memcpy(parent, k, klen - suf);
+			parent[klen - suf] = '\0';
+			while ((suf = nested_suffix(parent, strlen(parent))) != 0 &&
+			    mate_value_lookup(tensors, parent) == NULL)
+				parent[strlen(parent) - suf] = '\0';
+			if (mate_value_lookup(tensors, parent) != NULL) {
+				v = mate_value_copy(mate_value_item(tensors, i));
+				k = mate_value_get_str(mate_value_key(tensors, i), NULL);
+			} else {
+				v = build_nested(tensors, parent, mate_value_lookup(args, parent), 0);
+				k = parent;
+			}
+		}
+		if (v == NULL || mate_value_set_str(args, k, v) != MATE_OK)
+			return mate_set_error(err, MATE_ERR_NOMEM, "out of memory placing tensors");
+	}
+	return MATE_OK;
+}
+
+static mate_value *
+decode_members(const cJSON *obj, mate_error *err)
+{
+	mate_value *d = mate_value_dict();
+	const cJSON *it;
+
+	if (d == NULL) {
+		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	cJSON_ArrayForEach(it, obj) {
+		mate_value *v = mate_record_decode_value(it, err);
+
+		if (v == NULL || it->string == NULL || mate_value_set_str(d, it->string, v) != MATE_OK) {
+			mate_value_free(d);
+			return NULL;
+		}
+	}
+	return d;
+}
+
+mate_value *
+mate_dump_load_args(mate_dump *d, mate_error *err)
+{
+	mate_value *args, *tensors = NULL;
+
+	args = decode_members(cJSON_GetObjectItemCaseSensitive(d->rec, "input_metadata"), err);
+	if (args == NULL)
+		return NULL;
+	if (load_file(d, "inputs", d->info.n_inputs > 0, &tensors, err) != MATE_OK ||
+	    (tensors != NULL && place_tensors(args, tensors, err) != MATE_OK)) {
+		mate_value_free(tensors);
+		mate_value_free(args);
+		return NULL;
+	}
+	mate_value_free(tensors);
+	return args;
+}
+
+/* A recorded output that only describes a tensor (the tensor itself is in
+ * the outputs file). */
+static int
+is_tensor_description(const mate_value *v)
+{
+	const char *t = mate_value_kind_of(v) == MATE_V_OBJECT ? mate_value_object_type(v) : NULL;
+
+	return t != NULL && (strcmp(t, "tensor") == 0 || strcmp(t, "Tensor") == 0 ||
+	    strcmp(t, "torch.Tensor") == 0);
+}
+
+int
+mate_dump_load_outputs(mate_dump *d, mate_value **out, mate_error *err)
+{
+	mate_value *outs, *meta, *tensors = NULL;
+	int rc;
+
+	*out = NULL;
+	if (d->info.status != MATE_DUMP_COMPLETED)
+		return MATE_OK;
+	meta = decode_members(cJSON_GetObjectItemCaseSensitive(d->rec, "output_metadata"), err);
+	if (meta == NULL)
+		return err ? err->code : MATE_ERR_FORMAT;
+	if ((rc = load_file(d, "outputs", d->info.n_outputs > 0, &tensors, err)) != MATE_OK) {
+		mate_value_free(meta);
+		return rc;
+	}
+	if ((outs = mate_value_dict()) == NULL)
+		goto nomem;
+	for (size_t i = 0; i < mate_value_len(meta); i++) {
+		const char *k = mate_value_get_str(mate_value_key(meta, i), NULL);
+
+		if (is_tensor_description(mate_value_item(meta, i)) ||
+		    (tensors != NULL && mate_value_lookup(tensors, k) != NULL))
+			continue;
+		if (mate_value_set_str(outs, k, mate_value_copy(mate_value_item(meta, i))) != MATE_OK)
+			goto nomem;
+	}
+	for (size_t i = 0; i < mate_value_len(tensors); i++) {
+		const char *k = mate_value_get_str(mate_value_key(tensors, i), NULL);
+
+		if (k != NULL && mate_value_set_str(outs, k,
+		    mate_value_copy(mate_value_item(tensors, i))) != MATE_OK)
+			goto nomem;
+	}
+	mate_value_free(meta);
+	mate_value_free(tensors);
+	*out = outs;
+	return MATE_OK;
+nomem:
+	mate_value_free(meta);
+	mate_value_free(tensors);
+	mate_value_free(outs);
+	return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+}

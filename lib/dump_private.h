@@ -1,0 +1,99 @@
+/* dump_private.h: internals shared by the dump reader, the dump listing and replay (never installed). */
+#ifndef MATE_DUMP_PRIVATE_H_INCLUDED
+#define MATE_DUMP_PRIVATE_H_INCLUDED
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "mate_private.h"
+
+/* A bump allocator for the many small strings of a listing; freed at once. */
+struct mate_arena {
+	struct mate_arena_chunk *head;
+};
+void *mate_arena_alloc(struct mate_arena *a, size_t n);
+/* Copies len bytes (len (size_t)-1: strlen) and a NUL. NULL s gives NULL. */
+char *mate_arena_strndup(struct mate_arena *a, const char *s, size_t len);
+/* The last component of path (trailing slashes ignored), copied into a. */
+const char *mate_arena_basename(struct mate_arena *a, const char *path);
+void mate_arena_free(struct mate_arena *a);
+/* The link to the chunk after c (for moving one arena's chunks into another). */
+struct mate_arena_chunk **mate_arena_chunk_next(struct mate_arena_chunk *c);
+
+/* A bounded text buffer for "; "-joined problem notes. */
+struct mate_notes {
+	char text[1024];
+	size_t len;
+};
+void mate_notes_add(struct mate_notes *n, const char *fmt, ...) MATE_PRINTF(2, 3);
+
+/* Longest metadata.jsonl record read; longer ones are reported as corrupt. */
+#define MATE_RECORD_MAX_BYTES (64u << 20)
+
+/* Reads the last complete record of the file `name` relative to dirfd
+ * (metadata.jsonl): fills info's record fields from it (strings copied into
+ * a) and, when rec is not NULL, parses it into *rec (caller frees). Torn and
+ * corrupt lines go to notes. @return 1 when a record was found, 0 when
+ * none, or -errno when the file cannot be opened or read (-ENOENT: none). */
+int mate_dump_read_record(int dirfd, const char *name, struct mate_dump_info *info,
+    struct mate_arena *a, cJSON **rec, struct mate_notes *notes);
+/* The same on a whole file held in buf. */
+int mate_record_scan(const char *buf, size_t len, struct mate_dump_info *info,
+    struct mate_arena *a, cJSON **rec, struct mate_notes *notes);
+/* Parses one record line with cJSON (Python's NaN/Infinity tokens
+ * accepted). NULL when it is not a JSON object. */
+cJSON *mate_record_parse(const char *p, size_t len);
+
+/* An empty summary: function "?", unknown numbers -1, status incomplete. */
+void mate_dump_info_init(struct mate_dump_info *info);
+
+/* The skim: validates one JSON text without allocating and locates the
+ * members of its top-level object (key and value spans, unescaped keys
+ * compare raw). */
+struct mate_skim_member {
+	const char *key, *val;
+	size_t klen, vlen;
+};
+/* 1 when p is a JSON object (NaN and Infinity allowed); its first max
+ * members go to m, their number to *n. */
+int mate_skim_object(const char *p, size_t len, struct mate_skim_member *m, size_t max, size_t *n);
+/* 1 when p is a JSON array; *count gets its length. */
+int mate_skim_array_len(const char *p, size_t len, size_t *count);
+const struct mate_skim_member *mate_skim_find(const struct mate_skim_member *m, size_t n,
+    const char *key);
+
+/* Fills info's timestamp, process id and function from a dump directory's
+ * name ("YYYYMMDD_HHMMSS_mmm_pidPID_FUNC_callNNNN"). @return 1 when the
+ * name has that form, else 0 (info untouched). */
+int mate_dump_info_from_name(struct mate_dump_info *info, const char *name,
+    struct mate_arena *a);
+/* Whether name has a dump directory's form. */
+int mate_dump_name_matches(const char *name);
+
+/* Decodes one recorded non-tensor value: raw JSON, the structured form
+ * ({"type": "list", "items": [...]}), MATE's string form ({"type": "list",
+ * "value": "[1, 2]"}), dtypes, enums and other objects. Never NULL except
+ * on allocation failure; what cannot be decoded becomes an object value. */
+mate_value *mate_record_decode_value(const cJSON *j, mate_error *err);
+/* Parses a Python literal as repr() writes it (None, True, ints, floats,
+ * nan/inf, strings, bytes, lists, tuples, dicts, torch.dtype, <Enum.X: n>).
+ * @return the value, or NULL with MATE_ERR_FORMAT. */
+mate_value *mate_pyliteral_parse(const char *s, size_t len, mate_error *err);
+
+/* Reads the tensors of a .pt or .safetensors file as a dict of key to
+ * tensor; load_data 0 reads only metadata (safetensors: the header). */
+mate_value *mate_dump_read_tensors(const char *path, int load_data, mate_error *err);
+
+/* Tensor comparison used by replay (replay_compare.c). Fills the numeric
+ * fields of res and returns 1 when got matches expected, 0 when not (with
+ * res->message saying where and by how much). rtol/atol < 0: defaults. */
+int mate_replay_compare_tensor(const char *key, const mate_tensor *expected,
+    const mate_tensor *got, double rtol, double atol, struct mate_replay_result *res);
+/* The same for non-tensor values (numbers within tolerance, the rest equal). */
+int mate_replay_compare_value(const char *key, const mate_value *expected,
+    const mate_value *got, double rtol, double atol, struct mate_replay_result *res);
+/* Formats a value briefly (for messages) into buf. */
+void mate_value_format_brief(const mate_value *v, char *buf, size_t len);
+
+#endif /* MATE_DUMP_PRIVATE_H_INCLUDED */

@@ -1,0 +1,280 @@
+/* dump_skim.c: an allocation-free, validating scan of one JSON record that locates its top-level members (the listing's fast path; cJSON does the full parse elsewhere). */
+#include "mate_private.h"
+#include "dump_private.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SKIM_DEPTH 128
+
+struct skim {
+	const char *p, *end;
+};
+
+static int skim_value(struct skim *s, int depth);
+
+static void
+ws(struct skim *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+		s->p++;
+}
+
+static int
+word(struct skim *s, const char *w)
+{
+	size_t n = strlen(w);
+
+	if ((size_t)(s->end - s->p) < n || memcmp(s->p, w, n) != 0)
+		return 0;
+	s->p += n;
+	return 1;
+}
+
+static int
+is_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* Four hex digits at p (before end), or 0x10000 when there are none. */
+static unsigned
+hex4(const char *p, const char *end)
+{
+	unsigned v = 0;
+
+	if (end - p < 4)
+		return 0x10000;
+	for (int i = 0; i < 4; i++) {
+		char c = p[i];
+
+		if (!is_hex(c))
+			return 0x10000;
+		v = v * 16 + (unsigned)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+	}
+	return v;
+}
+
+/* A string at s->p (the opening quote); *has_escape tells whether to unescape. */
+static int
+skim_string(struct skim *s, int *has_escape)
+{
+	s->p++;
+	while (s->p < s->end) {
+		unsigned char c = (unsigned char)*s->p;
+
+		if (c == '"') {
+			s->p++;
+			return 1;
+		}
+		if (c < 0x20)
+			return 0;
+		if (c == '\\') {
+			*has_escape = 1;
+			if (s->end - s->p < 2)
+				return 0;
+			c = (unsigned char)s->p[1];
+			if (c == 'u') {
+				unsigned u = hex4(s->p + 2, s->end);
+
+				/* a surrogate must be a high one followed by a low one */
+				if (u > 0xffff || (u >= 0xdc00 && u <= 0xdfff))
+					return 0;
+				s->p += 6;
+				if (u >= 0xd800 && u <= 0xdbff) {
+					unsigned lo = s->end - s->p >= 2 && s->p[0] == '\\' && s->p[1] == 'u' ?
+					    hex4(s->p + 2, s->end) : 0x10000;
+
+					if (lo < 0xdc00 || lo > 0xdfff)
+						return 0;
+					s->p += 6;
+				}
+				continue;
+			}
+			if (!strchr("\"\\/bfnrt", c) || c == '\0')
+				return 0;
+			s->p += 2;
+			continue;
+		}
+		s->p++;
+	}
+	return 0;
+}
+
+static int
+digits(struct skim *s)
+{
+	const char *start = s->p;
+
+	while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
+		s->p++;
+	return s->p > start;
+}
+
+static int
+skim_number(struct skim *s)
+{
+	if (s->p < s->end && *s->p == '-') {
+		s->p++;
+		if (word(s, "Infinity"))
+			return 1;
+	}
+	if (s->p < s->end && *s->p == '0')
+		s->p++;
+	else if (!digits(s))
+		return 0;
+	if (s->p < s->end && *s->p == '.') {
+		s->p++;
+		if (!digits(s))
+			return 0;
+	}
+	if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+		s->p++;
+		if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
+			s->p++;
+		if (!digits(s))
+			return 0;
+	}
+	return 1;
+}
+
+/* The object at s->p; its members go to m[0..max) when m is not NULL. */
+static int
+skim_object(struct skim *s, int depth, struct mate_skim_member *m, size_t max, size_t *n)
+{
+	s->p++;
+	ws(s);
+	if (s->p < s->end && *s->p == '}') {
+		s->p++;
+		return 1;
+	}
+	for (;;) {
+		const char *k;
+		int esc = 0, keep;
+
+		ws(s);
+		if (s->p >= s->end || *s->p != '"')
+			return 0;
+		k = s->p + 1;
+		if (!skim_string(s, &esc))
+			return 0;
+		keep = m != NULL && *n < max;
+		if (keep) {
+			m[*n].key = k;
+			m[*n].klen = (size_t)(s->p - 1 - k);
+		}
+		ws(s);
+		if (s->p >= s->end || *s->p++ != ':')
+			return 0;
+		ws(s);
+		if (keep)
+			m[*n].val = s->p;
+		if (!skim_value(s, depth + 1))
+			return 0;
+		if (keep) {
+			m[*n].vlen = (size_t)(s->p - m[*n].val);
+			(*n)++;
+		}
+		ws(s);
+		if (s->p < s->end && *s->p == ',') {
+			s->p++;
+			continue;
+		}
+		if (s->p < s->end && *s->p == '}') {
+			s->p++;
+			return 1;
+		}
+		return 0;
+	}
+}
+
+/* An array; *count gets its items when count is not NULL. */
+static int
+skim_array(struct skim *s, int depth, size_t *count)
+{
+	size_t c = 0;
+
+	s->p++;
+	ws(s);
+	if (s->p < s->end && *s->p == ']') {
+		s->p++;
+		goto out;
+	}
+	for (;;) {
+		if (!skim_value(s, depth + 1))
+			return 0;
+		c++;
+		ws(s);
+		if (s->p < s->end && *s->p == ',') {
+			s->p++;
+			continue;
+		}
+		if (s->p < s->end && *s->p == ']') {
+			s->p++;
+			goto out;
+		}
+		return 0;
+	}
+out:
+	if (count != NULL)
+		*count = c;
+	return 1;
+}
+
+static int
+skim_value(struct skim *s, int depth)
+{
+	int esc = 0;
+	size_t n = 0;
+
+	if (depth > SKIM_DEPTH)
+		return 0;
+	ws(s);
+	if (s->p >= s->end)
+		return 0;
+	switch (*s->p) {
+	case '{': return skim_object(s, depth, NULL, 0, &n);
+	case '[': return skim_array(s, depth, NULL);
+	case '"': return skim_string(s, &esc);
+	case 't': return word(s, "true");
+	case 'f': return word(s, "false");
+	case 'n': return word(s, "null");
+	case 'N': return word(s, "NaN");
+	case 'I': return word(s, "Infinity");
+	default: return skim_number(s);
+	}
+}
+
+int
+mate_skim_object(const char *p, size_t len, struct mate_skim_member *m, size_t max, size_t *n)
+{
+	struct skim s = { p, p + len };
+
+	*n = 0;
+	ws(&s);
+	if (s.p >= s.end || *s.p != '{' || !skim_object(&s, 0, m, max, n))
+		return 0;
+	ws(&s);
+	return s.p == s.end;
+}
+
+int
+mate_skim_array_len(const char *p, size_t len, size_t *count)
+{
+	struct skim s = { p, p + len };
+
+	*count = 0;
+	ws(&s);
+	return s.p < s.end && *s.p == '[' && skim_array(&s, 0, count);
+}
+
+const struct mate_skim_member *
+mate_skim_find(const struct mate_skim_member *m, size_t n, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (size_t i = 0; i < n; i++)
+		if (m[i].klen == kl && memcmp(m[i].key, key, kl) == 0)
+			return &m[i];
+	return NULL;
+}

@@ -1,0 +1,758 @@
+/* replay.c: the replay engine: handler registry, plugins, stateful receivers, running one call and judging its outputs. */
+#include "mate_private.h"
+#include "dump_private.h"
+#include "backend.h"
+
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct handler {
+	char *module;               /* NULL: any */
+	char *name;
+	mate_replay_handler fn;
+	void *ctx;
+};
+
+struct object {
+	char *key;                  /* "<pid>:<self_id>" */
+	void *obj;
+	void (*free_fn)(void *);
+};
+
+struct mate_replay {
+	struct handler *handlers;
+	size_t nhandlers, caphandlers;
+	void **plugins;
+	size_t nplugins;
+	struct object *objects;
+	size_t nobjects, capobjects;
+	pthread_mutex_t lock;
+	double rtol, atol;
+	int device_req;             /* what was asked for */
+	int device;                 /* resolved: CPU or CUDA, 0 until needed */
+};
+
+struct mate_replay_call {
+	mate_replay *r;
+	const struct mate_replay_request *req;
+	mate_value *outputs;
+	char objkey[160];
+	char message[1024];
+};
+
+/* Built-in handlers (replay_ops.c). */
+int mate_replay_register_builtins(mate_replay *r, mate_error *err);
+
+const char *
+mate_replay_verdict_name(int verdict)
+{
+	switch (verdict) {
+	case MATE_REPLAY_PASSED: return "passed";
+	case MATE_REPLAY_MISMATCH: return "mismatch";
+	case MATE_REPLAY_UNSUPPORTED: return "unsupported";
+	case MATE_REPLAY_REPRODUCED: return "reproduced_failure";
+	case MATE_REPLAY_NOW_RUNS: return "now_runs";
+	default: return "error";
+	}
+}
+
+/* ---- registry --------------------------------------------------------------- */
+
+mate_replay *
+mate_replay_new(mate_error *err)
+{
+	mate_replay *r = calloc(1, sizeof(*r));
+
+	if (r == NULL) {
+		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&r->lock, NULL);
+	r->rtol = r->atol = -1;
+	r->device_req = r->device = MATE_REPLAY_DEVICE_CPU;
+	if (mate_replay_register_builtins(r, err) != MATE_OK) {
+		mate_replay_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void
+mate_replay_free(mate_replay *r)
+{
+	if (r == NULL)
+		return;
+	for (size_t i = 0; i < r->nobjects; i++) {
+		if (r->objects[i].free_fn != NULL)
+			r->objects[i].free_fn(r->objects[i].obj);
+		free(r->objects[i].key);
+	}
+	free(r->objects);
+	for (size_t i = 0; i < r->nhandlers; i++) {
+		free(r->handlers[i].module);
+		free(r->handlers[i].name);
+	}
+	free(r->handlers);
+	for (size_t i = r->nplugins; i > 0; i--)
+		dlclose(r->plugins[i - 1]);
+	free(r->plugins);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+int
+mate_replay_register(mate_replay *r, const char *module, const char *name,
+    mate_replay_handler fn, void *ctx, mate_error *err)
+{
+	struct handler *h;
+
+	if (r == NULL || name == NULL || *name == '\0' || fn == NULL)
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "mate_replay_register: no name or handler");
+	if (r->nhandlers == r->caphandlers) {
+		size_t cap = r->caphandlers ? r->caphandlers * 2 : 32;
+
+		if ((h = realloc(r->handlers, cap * sizeof(*h))) == NULL)
+			return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		r->handlers = h;
+		r->caphandlers = cap;
+	}
+	h = &r->handlers[r->nhandlers];
+	h->name = strdup(name);
+	h->module = module != NULL ? strdup(module) : NULL;
+	h->fn = fn;
+	h->ctx = ctx;
+	if (h->name == NULL || (module != NULL && h->module == NULL)) {
+		free(h->name);
+		free(h->module);
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	}
+	r->nhandlers++;
+	return MATE_OK;
+}
+
+/* A module-specific handler first, then one for any module; the latest
+ * registration wins. "Tensor.NAME" is looked up as "NAME". */
+static const struct handler *
+lookup(const mate_replay *r, const char *module, const char *name)
+{
+	if (name == NULL)
+		return NULL;
+	if (strncmp(name, "Tensor.", 7) == 0 && name[7] != '\0')
+		name += 7;
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = r->nhandlers; i > 0; i--) {
+			const struct handler *h = &r->handlers[i - 1];
+
+			if (strcmp(h->name, name) != 0)
+				continue;
+			if (pass == 0 && h->module != NULL && module != NULL &&
+			    strcmp(h->module, module) == 0)
+				return h;
+			if (pass == 1 && h->module == NULL)
+				return h;
+		}
+	return NULL;
+}
+
+int
+mate_replay_has_handler(const mate_replay *r, const char *module, const char *name)
+{
+	return lookup(r, module, name) != NULL;
+}
+
+int
+mate_replay_load_plugin(mate_replay *r, const char *path, mate_error *err)
+{
+	void *h, **p;
+	mate_replay_plugin_init_fn init;
+	int rc;
+
+	dlerror();
+	if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)) == NULL)
+		return mate_set_error(err, MATE_ERR_IO, "cannot load plugin %s: %s", path, dlerror());
+	*(void **)&init = dlsym(h, MATE_REPLAY_PLUGIN_INIT);
+	if (init == NULL) {
+		dlclose(h);
+		return mate_set_error(err, MATE_ERR_FORMAT, "plugin %s has no %s()", path,
+		    MATE_REPLAY_PLUGIN_INIT);
+	}
+	if ((p = realloc(r->plugins, (r->nplugins + 1) * sizeof(*p))) == NULL) {
+		dlclose(h);
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	}
+	r->plugins = p;
+	r->plugins[r->nplugins++] = h;
+	if ((rc = init(r, err)) != MATE_OK) {
+		if (err != NULL && err->message[0] == '\0')
+			mate_set_error(err, rc, "plugin %s: %s() failed", path, MATE_REPLAY_PLUGIN_INIT);
+		return rc < 0 ? rc : MATE_ERR_ARGUMENT;
+	}
+	return MATE_OK;
+}
+
+void
+mate_replay_set_tolerance(mate_replay *r, double rtol, double atol)
+{
+	r->rtol = rtol;
+	r->atol = atol;
+}
+
+static int
+cuda_devices(void)
+{
+#ifdef HAVE_CUDA
+	const mate_backend *b = mate_backend_get();
+
+	return strcmp(b->name, "cuda") == 0 ? b->device_count() : 0;
+#else
+	return 0;
+#endif
+}
+
+int
+mate_replay_set_device(mate_replay *r, int device, mate_error *err)
+{
+	if (device == MATE_REPLAY_DEVICE_CUDA && cuda_devices() <= 0)
+		return mate_set_error(err, MATE_ERR_UNSUPPORTED,
+#ifdef HAVE_CUDA
+		    "no CUDA device is usable"
+#else
+		    "this libmate was built without CUDA"
+#endif
+		    );
+	if (device != MATE_REPLAY_DEVICE_AUTO && device != MATE_REPLAY_DEVICE_CPU &&
+	    device != MATE_REPLAY_DEVICE_CUDA)
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "unknown device %d", device);
+	r->device_req = device;
+	r->device = device == MATE_REPLAY_DEVICE_AUTO ? 0 : device;
+	return MATE_OK;
+}
+
+int
+mate_replay_get_device(const mate_replay *r)
+{
+	mate_replay *m = (mate_replay *)r;
+
+	pthread_mutex_lock(&m->lock);
+	if (m->device == 0)
+		m->device = cuda_devices() > 0 ? MATE_REPLAY_DEVICE_CUDA : MATE_REPLAY_DEVICE_CPU;
+	pthread_mutex_unlock(&m->lock);
+	return m->device;
+}
+
+/* ---- handler side ------------------------------------------------------------ */
+
+const char *
+mate_replay_call_function(const mate_replay_call *c)
+{
+	return c->req->function;
+}
+
+int
+mate_replay_call_device(const mate_replay_call *c)
+{
+	return mate_replay_get_device(c->r);
+}
+
+mate_value *
+mate_replay_call_args(const mate_replay_call *c)
+{
+	return c->req->args;
+}
+
+mate_value *
+mate_replay_arg(const mate_replay_call *c, int pos, const char *name)
+{
+	char key[160];
+	mate_value *v = NULL;
+
+	if (pos >= 0) {
+		snprintf(key, sizeof(key), "arg_%d", pos);
+		v = mate_value_lookup(c->req->args, key);
+	}
+	if (v == NULL && name != NULL) {
+		snprintf(key, sizeof(key), "kwarg_%s", name);
+		v = mate_value_lookup(c->req->args, key);
+	}
+	return v;
+}
+
+int
+mate_replay_fail(mate_replay_call *c, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->message, sizeof(c->message), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+static const char *
+kind_name(const mate_value *v)
+{
+	static const char *const names[] = { "None", "bool", "int", "float", "str", "bytes",
+	    "list", "tuple", "dict", "tensor", "dtype", "enum", "object" };
+	unsigned k = (unsigned)mate_value_kind_of(v);
+
+	return k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
+}
+
+static int
+bad_type(mate_replay_call *c, int pos, const char *name, const char *want, const mate_value *v)
+{
+	if (name != NULL)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: argument '%s': expected %s, got %s",
+		    c->req->function, name, want, kind_name(v));
+	return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: argument %d: expected %s, got %s",
+	    c->req->function, pos, want, kind_name(v));
+}
+
+#define ABSENT(v) ((v) == NULL || mate_value_kind_of(v) == MATE_V_NONE)
+
+int
+mate_replay_arg_tensor(mate_replay_call *c, int pos, const char *name, int optional,
+    const mate_tensor **out)
+{
+	const mate_value *v = mate_replay_arg(c, pos, name);
+
+	*out = NULL;
+	if (ABSENT(v)) {
+		if (optional)
+			return MATE_OK;
+		if (name != NULL)
+			return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: tensor argument '%s' is missing",
+			    c->req->function, name);
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: tensor argument %d is missing",
+		    c->req->function, pos);
+	}
+	if (mate_value_kind_of(v) != MATE_V_TENSOR)
+		return bad_type(c, pos, name, "a tensor", v);
+	*out = mate_value_get_tensor(v);
+	return MATE_OK;
+}
+
+int
+mate_replay_arg_int(mate_replay_call *c, int pos, const char *name, int64_t def, int64_t *out)
+{
+	const mate_value *v = mate_replay_arg(c, pos, name);
+	double d;
+
+	*out = def;
+	if (ABSENT(v))
+		return MATE_OK;
+	switch (mate_value_kind_of(v)) {
+	case MATE_V_INT:
+	case MATE_V_BOOL:
+		*out = mate_value_get_int(v);
+		return MATE_OK;
+	case MATE_V_ENUM:
+		*out = mate_value_get_int(v);
+		return MATE_OK;
+	case MATE_V_FLOAT:
+		d = mate_value_get_float(v);
+		if (d == (double)(int64_t)d) {
+			*out = (int64_t)d;
+			return MATE_OK;
+		}
+		/* fall through */
+	default:
+		return bad_type(c, pos, name, "an int", v);
+	}
+}
+
+int
+mate_replay_arg_float(mate_replay_call *c, int pos, const char *name, double def, double *out)
+{
+	const mate_value *v = mate_replay_arg(c, pos, name);
+	const mate_tensor *t;
+
+	*out = def;
+	if (ABSENT(v))
+		return MATE_OK;
+	switch (mate_value_kind_of(v)) {
+	case MATE_V_INT:
+	case MATE_V_BOOL:
+	case MATE_V_FLOAT:
+		*out = mate_value_get_float(v);
+		return MATE_OK;
+	case MATE_V_TENSOR:  /* a one-element host tensor, as scales often are */
+		t = mate_value_get_tensor(v);
+		if (mate_tensor_numel(t) == 1 && t->device_type == MATE_DEVICE_CPU && t->data != NULL) {
+			*out = mate_load_f64(t->dtype, mate_tensor_element(t, 0));
+			return MATE_OK;
+		}
+		/* fall through */
+	default:
+		return bad_type(c, pos, name, "a float", v);
+	}
+}
+
+int
+mate_replay_arg_bool(mate_replay_call *c, int pos, const char *name, int def, int *out)
+{
+	const mate_value *v = mate_replay_arg(c, pos, name);
+
+	*out = def;
+	if (ABSENT(v))
+		return MATE_OK;
+	if (mate_value_kind_of(v) == MATE_V_BOOL || mate_value_kind_of(v) == MATE_V_INT) {
+		*out = mate_value_get_int(v) != 0;
+		return MATE_OK;
+	}
+	return bad_type(c, pos, name, "a bool", v);
+}
+
+int
+mate_replay_arg_str(mate_replay_call *c, int pos, const char *name, const char *def,
+    const char **out)
+{
+	const mate_value *v = mate_replay_arg(c, pos, name);
+
+	*out = def;
+	if (ABSENT(v))
+		return MATE_OK;
+	if (mate_value_kind_of(v) == MATE_V_STR) {
+		*out = mate_value_get_str(v, NULL);
+		return MATE_OK;
+	}
+	if (mate_value_kind_of(v) == MATE_V_ENUM) {
+		*out = mate_value_enum_name(v);
+		return MATE_OK;
+	}
+	return bad_type(c, pos, name, "a str", v);
+}
+
+int
+mate_replay_arg_dtype(mate_replay_call *c, int pos, const char *name, mate_dtype def,
+    mate_dtype *out)
+{
+	const mate_value *v = mate_replay_arg(c, pos, name);
+	mate_dtype dt;
+
+	*out = def;
+	if (ABSENT(v))
+		return MATE_OK;
+	if (mate_value_kind_of(v) == MATE_V_DTYPE) {
+		*out = mate_value_get_dtype(v);
+		return MATE_OK;
+	}
+	if (mate_value_kind_of(v) == MATE_V_STR &&
+	    (dt = mate_dtype_from_name(mate_value_get_str(v, NULL))) != MATE_DTYPE_INVALID) {
+		*out = dt;
+		return MATE_OK;
+	}
+	return bad_type(c, pos, name, "a dtype", v);
+}
+
+mate_value *
+mate_replay_new_tensor(mate_replay_call *c, mate_dtype dt, int ndim, const int64_t *shape)
+{
+	mate_tensor t;
+	mate_storage *st;
+	mate_value *v;
+	mate_error err;
+	int64_t nb;
+
+	if (mate_tensor_init(&t, dt, ndim, shape, NULL, NULL) != MATE_OK ||
+	    (nb = mate_tensor_nbytes(&t)) < 0) {
+		mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: bad output shape or dtype", c->req->function);
+		return NULL;
+	}
+	if ((st = mate_storage_new((size_t)nb, &err)) == NULL) {
+		mate_replay_fail(c, MATE_ERR_NOMEM, "%s: %s", c->req->function, err.message);
+		return NULL;
+	}
+	v = mate_value_tensor(&t, st);
+	mate_storage_unref(st);
+	if (v == NULL)
+		mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory", c->req->function);
+	return v;
+}
+
+int
+mate_replay_set_output(mate_replay_call *c, const char *key, mate_value *v)
+{
+	if (v == NULL || key == NULL) {
+		mate_value_free(v);
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: no output value", c->req->function);
+	}
+	if (mate_value_set_str(c->outputs, key, v) != MATE_OK)
+		return mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory", c->req->function);
+	return MATE_OK;
+}
+
+int
+mate_replay_return(mate_replay_call *c, mate_value *v)
+{
+	char key[32];
+	int rc = MATE_OK;
+
+	if (mate_value_kind_of(v) != MATE_V_TUPLE || v == NULL)
+		return mate_replay_set_output(c, "result", v);
+	for (size_t i = 0; i < mate_value_len(v) && rc == MATE_OK; i++) {
+		snprintf(key, sizeof(key), "result_%zu", i);
+		rc = mate_replay_set_output(c, key, mate_value_copy(mate_value_item(v, i)));
+	}
+	mate_value_free(v);
+	return rc;
+}
+
+static struct object *
+find_object(mate_replay *r, const char *key)
+{
+	for (size_t i = 0; i < r->nobjects; i++)
+		if (strcmp(r->objects[i].key, key) == 0)
+			return &r->objects[i];
+	return NULL;
+}
+
+void *
+mate_replay_call_self(const mate_replay_call *c)
+{
+	struct object *o;
+	void *obj = NULL;
+
+	if (c->objkey[0] == '\0')
+		return NULL;
+	pthread_mutex_lock(&c->r->lock);
+	if ((o = find_object(c->r, c->objkey)) != NULL)
+		obj = o->obj;
+	pthread_mutex_unlock(&c->r->lock);
+	return obj;
+}
+
+int
+mate_replay_call_set_self(mate_replay_call *c, void *obj, void (*free_fn)(void *))
+{
+	mate_replay *r = c->r;
+	struct object *o, old = { NULL, NULL, NULL };
+	int rc = MATE_OK;
+
+	if (c->objkey[0] == '\0')
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: the call has no self_id",
+		    c->req->function);
+	pthread_mutex_lock(&r->lock);
+	if ((o = find_object(r, c->objkey)) != NULL) {
+		old = *o;
+		o->obj = obj;
+		o->free_fn = free_fn;
+	} else if (r->nobjects == r->capobjects &&
+	    (o = realloc(r->objects, (r->capobjects * 2 + 8) * sizeof(*o))) == NULL) {
+		rc = MATE_ERR_NOMEM;
+	} else {
+		if (r->nobjects == r->capobjects) {
+			r->objects = o;
+			r->capobjects = r->capobjects * 2 + 8;
+		}
+		o = &r->objects[r->nobjects];
+		if ((o->key = strdup(c->objkey)) == NULL) {
+			rc = MATE_ERR_NOMEM;
+		} else {
+			o->obj = obj;
+			o->free_fn = free_fn;
+			r->nobjects++;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (old.free_fn != NULL && old.obj != obj)
+		old.free_fn(old.obj);
+	if (rc != MATE_OK) {
+		if (free_fn != NULL)
+			free_fn(obj);
+		return mate_replay_fail(c, rc, "%s: out of memory", c->req->function);
+	}
+	return MATE_OK;
+}
+
+/* ---- running one call ---------------------------------------------------------- */
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Folds one output's comparison into the call's result. */
+static void
+merge(struct mate_replay_result *res, const struct mate_replay_result *sub, int ok, const char *key)
+{
+	res->compared++;
+	if (sub->max_abs_err > res->max_abs_err)
+		res->max_abs_err = sub->max_abs_err;
+	if (sub->max_rel_err > res->max_rel_err)
+		res->max_rel_err = sub->max_rel_err;
+	if (!sub->bit_exact)
+		res->bit_exact = 0;
+	if (ok || res->verdict == MATE_REPLAY_MISMATCH)
+		return;
+	res->verdict = MATE_REPLAY_MISMATCH;
+	snprintf(res->key, sizeof(res->key), "%s", key);
+	res->first_bad = sub->first_bad;
+	memcpy(res->first_bad_index, sub->first_bad_index, sizeof(res->first_bad_index));
+	res->expected = sub->expected;
+	res->got = sub->got;
+	res->n_bad = sub->n_bad;
+	res->numel = sub->numel;
+	res->rtol = sub->rtol;
+	res->atol = sub->atol;
+	memcpy(res->message, sub->message, sizeof(res->message));
+}
+
+static void
+compare_outputs(mate_replay *r, const mate_replay_call *c, struct mate_replay_result *res)
+{
+	const mate_value *exp = c->req->expected;
+
+	res->verdict = MATE_REPLAY_PASSED;
+	res->bit_exact = 1;
+	for (size_t i = 0; i < mate_value_len(exp); i++) {
+		const char *key = mate_value_get_str(mate_value_key(exp, i), NULL);
+		const mate_value *x = mate_value_item(exp, i), *y;
+		struct mate_replay_result sub;
+		int ok;
+
+		if (key == NULL)
+			continue;
+		memset(&sub, 0, sizeof(sub));
+		sub.first_bad = -1;
+		y = mate_value_lookup(c->outputs, key);
+		if (y == NULL)  /* an argument written in place */
+			y = mate_value_lookup(c->req->args, key);
+		if (y == NULL && strcmp(key, "result") == 0 && mate_value_kind_of(x) == MATE_V_NONE)
+			y = x;      /* returned None */
+		if (y == NULL) {
+			snprintf(sub.message, sizeof(sub.message), "%s: not produced by the replay", key);
+			ok = 0;
+		} else if (mate_value_kind_of(x) == MATE_V_TENSOR && mate_value_kind_of(y) != MATE_V_TENSOR) {
+			snprintf(sub.message, sizeof(sub.message), "%s: expected a tensor, got %s",
+			    key, kind_name(y));
+			ok = 0;
+		} else {
+			ok = mate_replay_compare_value(key, x, y, r->rtol, r->atol, &sub);
+		}
+		merge(res, &sub, ok, key);
+	}
+	if (res->verdict == MATE_REPLAY_PASSED)
+		snprintf(res->message, sizeof(res->message), res->compared == 0 ?
+		    "no outputs were recorded to compare" : res->bit_exact ? "bit-exact" :
+		    "max abs err %.3g, max rel err %.3g", res->max_abs_err, res->max_rel_err);
+}
+
+static void
+judge_failure(const mate_replay_call *c, int rc, struct mate_replay_result *res)
+{
+	const char *msg = c->message[0] ? c->message : "the handler failed";
+	const char *rec = c->req->recorded_error;
+
+	if (rc == MATE_ERR_UNSUPPORTED) {
+		res->verdict = MATE_REPLAY_UNSUPPORTED;
+		snprintf(res->message, sizeof(res->message), "%s", msg);
+	} else if (c->req->expected == NULL) {
+		res->verdict = MATE_REPLAY_REPRODUCED;
+		snprintf(res->message, sizeof(res->message), "%.600s%s%.400s%s", msg,
+		    rec ? " (recorded: " : "", rec ? rec : "", rec ? ")" : "");
+	} else {
+		res->verdict = MATE_REPLAY_ERROR;
+		snprintf(res->message, sizeof(res->message), "%s", msg);
+	}
+}
+
+int
+mate_replay_execute(mate_replay *r, const struct mate_replay_request *req,
+    struct mate_replay_result *res)
+{
+	const struct handler *h = lookup(r, req->module, req->function);
+	mate_replay_call c;
+	double t0;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	res->first_bad = -1;
+	if (h == NULL) {
+		res->verdict = MATE_REPLAY_UNSUPPORTED;
+		snprintf(res->message, sizeof(res->message), "no replay handler for '%s'%s%s%s; "
+		    "add one with a plugin (mate-replay --plugin LIB.so, see mate-replay(1))",
+		    req->function ? req->function : "?", req->module ? " (module " : "",
+		    req->module ? req->module : "", req->module ? ")" : "");
+		return MATE_OK;
+	}
+	memset(&c, 0, sizeof(c));
+	c.r = r;
+	c.req = req;
+	if (req->self_id != NULL)
+		snprintf(c.objkey, sizeof(c.objkey), "%" PRId64 ":%s", req->process_id, req->self_id);
+	if ((c.outputs = mate_value_dict()) == NULL) {
+		res->verdict = MATE_REPLAY_ERROR;
+		snprintf(res->message, sizeof(res->message), "out of memory");
+		return MATE_OK;
+	}
+	t0 = now();
+	rc = h->fn(&c, h->ctx);
+	res->seconds = now() - t0;
+	if (rc != MATE_OK)
+		judge_failure(&c, rc, res);
+	else if (req->expected == NULL) {
+		res->verdict = MATE_REPLAY_NOW_RUNS;
+		snprintf(res->message, sizeof(res->message), "%s%s%s",
+		    req->recorded_error ? "the recorded call failed (" :
+		    "the recorded call never returned; the replay completed",
+		    req->recorded_error ? req->recorded_error : "",
+		    req->recorded_error ? "); the replay completed" : "");
+	} else
+		compare_outputs(r, &c, res);
+	mate_value_free(c.outputs);
+	return MATE_OK;
+}
+
+int
+mate_replay_dump(mate_replay *r, const char *dir, struct mate_replay_result *res)
+{
+	mate_error err;
+	mate_dump *d;
+	mate_value *args = NULL, *expected = NULL;
+	const struct mate_dump_info *info;
+	struct mate_replay_request req;
+
+	memset(res, 0, sizeof(*res));
+	res->first_bad = -1;
+	res->verdict = MATE_REPLAY_ERROR;
+	mate_error_clear(&err);
+	if ((d = mate_dump_open(dir, &err)) == NULL ||
+	    (args = mate_dump_load_args(d, &err)) == NULL ||
+	    mate_dump_load_outputs(d, &expected, &err) != MATE_OK) {
+		size_t dl = strlen(dir);
+		const char *msg = err.message;
+
+		if (strncmp(msg, dir, dl) == 0 && msg[dl] == '/')
+			msg += dl + 1;  /* the caller names the dump */
+		snprintf(res->message, sizeof(res->message), "%s", msg);
+		mate_value_free(args);
+		mate_dump_free(d);
+		return MATE_OK;
+	}
+	info = mate_dump_get_info(d);
+	memset(&req, 0, sizeof(req));
+	req.function = info->function;
+	req.module = info->module;
+	req.self_id = info->self_id;
+	req.process_id = info->process_id;
+	req.args = args;
+	req.expected = expected;
+	req.recorded_error = info->status == MATE_DUMP_FAILED ?
+	    (info->error ? info->error : "failed") : NULL;
+	mate_replay_execute(r, &req, res);
+	mate_value_free(expected);
+	mate_value_free(args);
+	mate_dump_free(d);
+	return MATE_OK;
+}

@@ -1,0 +1,332 @@
+/* replay_compare.c: comparing replayed outputs with recorded ones under spec/ops.md's tolerance rules. */
+#include "mate_private.h"
+#include "dump_private.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void
+mate_replay_default_tolerance(mate_dtype dt, double *rtol, double *atol)
+{
+	double r = 0, a = 0;
+
+	switch (dt) {
+	case MATE_F64: case MATE_C128: r = 1e-12; a = 1e-12; break;
+	case MATE_F32: case MATE_C64: r = 1e-5; a = 1e-6; break;
+	case MATE_F16: case MATE_C32: r = 1e-3; a = 1e-5; break;
+	case MATE_BF16: r = 8e-3; a = 1e-5; break;
+	/* one unit in the last place; atol: the smallest subnormal */
+	case MATE_F8_E4M3FN: r = 0.125; a = 0x1p-9; break;
+	case MATE_F8_E4M3FNUZ: r = 0.125; a = 0x1p-10; break;
+	case MATE_F8_E5M2: r = 0.25; a = 0x1p-16; break;
+	case MATE_F8_E5M2FNUZ: r = 0.25; a = 0x1p-17; break;
+	default: break;  /* integers, bool and e8m0 (powers of two): exact */
+	}
+	if (rtol != NULL)
+		*rtol = r;
+	if (atol != NULL)
+		*atol = a;
+}
+
+/* The real component dtype of a complex dtype (else dt itself). */
+static mate_dtype
+component(mate_dtype dt)
+{
+	return dt == MATE_C32 ? MATE_F16 : dt == MATE_C64 ? MATE_F32 : dt == MATE_C128 ? MATE_F64 : dt;
+}
+
+static void
+format_dims(char *buf, size_t len, const int64_t *d, int n, char open, char close)
+{
+	size_t o = 0;
+
+	o += (size_t)snprintf(buf + o, len - o, "%c", open);
+	for (int i = 0; i < n && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, i ? ", %" PRId64 : "%" PRId64, d[i]);
+	if (o < len)
+		o += (size_t)snprintf(buf + o, len - o, "%s%c", n == 1 && open == '(' ? "," : "", close);
+}
+
+/* "[3, 7]" for linear index i of shape. */
+static void
+format_index(char *buf, size_t len, const mate_tensor *t, int64_t i)
+{
+	int64_t idx[MATE_MAX_DIMS];
+
+	for (int d = t->ndim - 1; d >= 0; d--) {
+		idx[d] = t->shape[d] > 0 ? i % t->shape[d] : 0;
+		i = t->shape[d] > 0 ? i / t->shape[d] : 0;
+	}
+	format_dims(buf, len, idx, t->ndim, '[', ']');
+}
+
+/* A contiguous host copy of t's elements, or t's own data when contiguous. */
+static const unsigned char *
+contiguous(const mate_tensor *t, void **owned)
+{
+	int64_t nb = mate_tensor_nbytes(t);
+
+	*owned = NULL;
+	if (mate_tensor_is_contiguous(t))
+		return (const unsigned char *)t->data + t->offset * (int64_t)mate_dtype_size(t->dtype);
+	if (nb < 0 || (*owned = malloc(nb > 0 ? (size_t)nb : 1)) == NULL)
+		return NULL;
+	mate_tensor_copy_contiguous(t, *owned);
+	return *owned;
+}
+
+static int
+shape_matches(const char *key, const mate_tensor *x, const mate_tensor *y,
+    struct mate_replay_result *res)
+{
+	char a[256], b[256];
+
+	if (x->dtype != y->dtype) {
+		snprintf(res->message, sizeof(res->message), "%s: dtype %s, expected %s",
+		    key, mate_dtype_name(y->dtype), mate_dtype_name(x->dtype));
+		return 0;
+	}
+	if (x->ndim == y->ndim && memcmp(x->shape, y->shape, (size_t)x->ndim * sizeof(int64_t)) == 0)
+		return 1;
+	format_dims(a, sizeof(a), y->shape, y->ndim, '(', ')');
+	format_dims(b, sizeof(b), x->shape, x->ndim, '(', ')');
+	snprintf(res->message, sizeof(res->message), "%s: shape %s, expected %s", key, a, b);
+	return 0;
+}
+
+static int64_t
+load_i64(mate_dtype dt, const unsigned char *p)
+{
+	switch (dt) {
+	case MATE_BOOL: case MATE_U8: return *p;
+	case MATE_I8: return *(const int8_t *)p;
+	case MATE_I16: { int16_t v; memcpy(&v, p, 2); return v; }
+	case MATE_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
+	case MATE_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+	case MATE_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
+	default: { int64_t v; memcpy(&v, p, 8); return v; }
+	}
+}
+
+/* Integers and bool: exact. */
+static void
+compare_exact(const mate_tensor *x, const unsigned char *xb, const unsigned char *yb,
+    int64_t n, struct mate_replay_result *res)
+{
+	size_t es = mate_dtype_size(x->dtype);
+
+	for (int64_t i = 0; i < n; i++) {
+		if (memcmp(xb + i * es, yb + i * es, es) == 0)
+			continue;
+		if (res->n_bad++ == 0) {
+			res->first_bad = i;
+			res->expected = (double)load_i64(x->dtype, xb + i * es);
+			res->got = (double)load_i64(x->dtype, yb + i * es);
+		}
+	}
+}
+
+static int
+element_bad(double x, double y, double rtol, double atol)
+{
+	if (isnan(x) || isnan(y))
+		return isnan(x) != isnan(y);
+	if (isinf(x) || isinf(y))
+		return x != y;
+	return fabs(y - x) > atol + rtol * fabs(x);
+}
+
+/* Floating elements (complex as interleaved parts): tolerance, NaN in the
+ * same place, infinities exact. */
+static void
+compare_float(mate_dtype dt, const unsigned char *xb, const unsigned char *yb, int64_t n,
+    double rtol, double atol, struct mate_replay_result *res)
+{
+	size_t es = mate_dtype_size(dt);
+
+	for (int64_t i = 0; i < n; i++) {
+		double x = mate_load_f64(dt, xb + i * es), y = mate_load_f64(dt, yb + i * es);
+
+		if (isfinite(x) && isfinite(y)) {
+			double e = fabs(y - x), r = x != 0 ? e / fabs(x) : (e != 0 ? INFINITY : 0);
+
+			if (e > res->max_abs_err)
+				res->max_abs_err = e;
+			if (r > res->max_rel_err)
+				res->max_rel_err = r;
+		}
+		if (element_bad(x, y, rtol, atol) && res->n_bad++ == 0) {
+			res->first_bad = i;
+			res->expected = x;
+			res->got = y;
+		}
+	}
+}
+
+static void
+mismatch_message(const char *key, const mate_tensor *x, int complex_parts,
+    struct mate_replay_result *res)
+{
+	char idx[150];
+	int64_t elem = complex_parts ? res->first_bad / 2 : res->first_bad;
+	double e = fabs(res->got - res->expected);
+	double r = res->expected != 0 ? e / fabs(res->expected) : INFINITY;
+
+	format_index(idx, sizeof(idx), x, elem);
+	snprintf(res->first_bad_index, sizeof(res->first_bad_index), "%s%s", idx,
+	    complex_parts ? (res->first_bad % 2 ? ".imag" : ".real") : "");
+	res->first_bad = elem;
+	if (mate_dtype_kind(x->dtype) != MATE_KIND_FLOAT && mate_dtype_kind(x->dtype) != MATE_KIND_COMPLEX) {
+		snprintf(res->message, sizeof(res->message),
+		    "%s%s: expected %.17g, got %.17g; %" PRId64 " of %" PRId64 " elements differ (exact)",
+		    key, res->first_bad_index, res->expected, res->got, res->n_bad, res->numel);
+		return;
+	}
+	snprintf(res->message, sizeof(res->message),
+	    "%s%s: expected %.9g, got %.9g (abs err %.3g, rel err %.3g); %" PRId64 " of %" PRId64
+	    " elements beyond rtol %g, atol %g; max abs err %.3g, max rel err %.3g",
+	    key, res->first_bad_index, res->expected, res->got, e, r, res->n_bad, res->numel,
+	    res->rtol, res->atol, res->max_abs_err, res->max_rel_err);
+}
+
+int
+mate_replay_compare_tensor(const char *key, const mate_tensor *x, const mate_tensor *y,
+    double rtol, double atol, struct mate_replay_result *res)
+{
+	void *xo, *yo;
+	const unsigned char *xb, *yb;
+	int64_t n;
+	int kind = mate_dtype_kind(x->dtype), parts = kind == MATE_KIND_COMPLEX;
+	double dr, da;
+
+	res->first_bad = -1;
+	res->bit_exact = 0;
+	mate_replay_default_tolerance(x->dtype, &dr, &da);
+	res->rtol = (kind == MATE_KIND_FLOAT || parts) && rtol >= 0 ? rtol : dr;
+	res->atol = (kind == MATE_KIND_FLOAT || parts) && atol >= 0 ? atol : da;
+	if (!shape_matches(key, x, y, res))
+		return 0;
+	n = res->numel = mate_tensor_numel(x);
+	xb = contiguous(x, &xo);
+	yb = contiguous(y, &yo);
+	if (n > 0 && (xb == NULL || yb == NULL)) {
+		snprintf(res->message, sizeof(res->message), "%s: out of memory comparing", key);
+		free(xo);
+		free(yo);
+		return 0;
+	}
+	if (n <= 0 || memcmp(xb, yb, (size_t)n * mate_dtype_size(x->dtype)) == 0) {
+		res->bit_exact = 1;
+	} else if (kind == MATE_KIND_FLOAT || parts) {
+		compare_float(component(x->dtype), xb, yb, parts ? 2 * n : n, res->rtol, res->atol, res);
+	} else {
+		compare_exact(x, xb, yb, n, res);
+	}
+	free(xo);
+	free(yo);
+	if (res->n_bad == 0)
+		return 1;
+	mismatch_message(key, x, parts, res);
+	return 0;
+}
+
+/* ---- non-tensor values ----------------------------------------------------- */
+
+static int
+is_number(const mate_value *v)
+{
+	mate_value_kind k = mate_value_kind_of(v);
+
+	return k == MATE_V_INT || k == MATE_V_FLOAT;
+}
+
+static int values_equal(const mate_value *x, const mate_value *y, double rtol, double atol, int depth);
+
+static int
+seqs_equal(const mate_value *x, const mate_value *y, double rtol, double atol, int depth)
+{
+	size_t n = mate_value_len(x);
+
+	if (n != mate_value_len(y))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (mate_value_kind_of(x) == MATE_V_DICT) {
+			const char *k = mate_value_get_str(mate_value_key(x, i), NULL);
+			const mate_value *yi = k != NULL ? mate_value_lookup(y, k) : NULL;
+
+			if (yi == NULL || !values_equal(mate_value_item(x, i), yi, rtol, atol, depth + 1))
+				return 0;
+		} else if (!values_equal(mate_value_item(x, i), mate_value_item(y, i), rtol, atol, depth + 1)) {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static int
+values_equal(const mate_value *x, const mate_value *y, double rtol, double atol, int depth)
+{
+	mate_value_kind kx = mate_value_kind_of(x), ky = mate_value_kind_of(y);
+	struct mate_replay_result sub;
+	size_t lx, ly;
+	const char *sx, *sy;
+
+	if (depth > 64)
+		return 0;
+	if (is_number(x) && is_number(y)) {
+		if (kx == MATE_V_INT && ky == MATE_V_INT)
+			return mate_value_get_int(x) == mate_value_get_int(y);
+		return !element_bad(mate_value_get_float(x), mate_value_get_float(y), rtol, atol);
+	}
+	if ((kx == MATE_V_LIST || kx == MATE_V_TUPLE) && (ky == MATE_V_LIST || ky == MATE_V_TUPLE))
+		return seqs_equal(x, y, rtol, atol, depth);
+	if (kx != ky)
+		return 0;
+	switch (kx) {
+	case MATE_V_NONE: return 1;
+	case MATE_V_BOOL: return mate_value_get_bool(x) == mate_value_get_bool(y);
+	case MATE_V_STR:
+	case MATE_V_BYTES:
+		sx = mate_value_get_str(x, &lx);
+		sy = mate_value_get_str(y, &ly);
+		return lx == ly && memcmp(sx, sy, lx) == 0;
+	case MATE_V_DTYPE: return mate_value_get_dtype(x) == mate_value_get_dtype(y);
+	case MATE_V_ENUM: return strcmp(mate_value_enum_name(x), mate_value_enum_name(y)) == 0;
+	case MATE_V_OBJECT:
+		return strcmp(mate_value_object_type(x), mate_value_object_type(y)) == 0 &&
+		    strcmp(mate_value_object_repr(x), mate_value_object_repr(y)) == 0;
+	case MATE_V_DICT: return seqs_equal(x, y, rtol, atol, depth);
+	case MATE_V_TENSOR:
+		memset(&sub, 0, sizeof(sub));
+		return mate_replay_compare_tensor("", mate_value_get_tensor(x),
+		    mate_value_get_tensor(y), rtol, atol, &sub);
+	default: return 0;
+	}
+}
+
+int
+mate_replay_compare_value(const char *key, const mate_value *x, const mate_value *y,
+    double rtol, double atol, struct mate_replay_result *res)
+{
+	char a[256], b[256];
+	double dr, da;
+
+	mate_replay_default_tolerance(MATE_F64, &dr, &da);
+	if (mate_value_kind_of(x) == MATE_V_TENSOR && mate_value_kind_of(y) == MATE_V_TENSOR)
+		return mate_replay_compare_tensor(key, mate_value_get_tensor(x),
+		    mate_value_get_tensor(y), rtol, atol, res);
+	res->first_bad = -1;
+	res->rtol = rtol >= 0 ? rtol : dr;
+	res->atol = atol >= 0 ? atol : da;
+	if (values_equal(x, y, res->rtol, res->atol, 0)) {
+		res->bit_exact = values_equal(x, y, 0, 0, 0);
+		return 1;
+	}
+	mate_value_format_brief(x, a, sizeof(a));
+	mate_value_format_brief(y, b, sizeof(b));
+	snprintf(res->message, sizeof(res->message), "%s: expected %s, got %s", key, a, b);
+	return 0;
+}

@@ -1,0 +1,465 @@
+/* replay_ops.c: mate's built-in replay handlers, one per operation of spec/ops.md (and the recorded BLAS calls), on the kernels of kernels.h. */
+#include "mate_private.h"
+#include "kernels.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Registers every built-in handler on r (module: any). */
+int mate_replay_register_builtins(mate_replay *r, mate_error *err);
+
+static const mate_kernels *
+kernels(const mate_replay_call *c)
+{
+#ifdef HAVE_CUDA
+	if (mate_replay_call_device(c) == MATE_REPLAY_DEVICE_CUDA)
+		return mate_kernels_cuda();
+#endif
+	return mate_kernels_cpu();
+}
+
+/* The `out=` argument (pos, name) when given, to be written and returned;
+ * else a new tensor of dt and shape. */
+static int
+output(mate_replay_call *c, int pos, const char *name, mate_dtype dt, int ndim,
+    const int64_t *shape, mate_value **outv, const mate_tensor **out)
+{
+	const mate_value *given = mate_replay_arg(c, pos, name);
+
+	if (mate_value_kind_of(given) == MATE_V_TENSOR) {
+		*out = mate_value_get_tensor(given);
+		*outv = mate_value_copy(given);  /* shares the argument's storage */
+	} else {
+		*outv = mate_replay_new_tensor(c, dt, ndim, shape);
+		*out = *outv != NULL ? mate_value_get_tensor(*outv) : NULL;
+	}
+	return *outv != NULL ? MATE_OK : MATE_ERR_NOMEM;
+}
+
+/* After a kernel: returns result (or None) or reports the kernel's error. */
+static int
+finish(mate_replay_call *c, int rc, const mate_error *err, mate_value *result)
+{
+	if (rc != MATE_OK) {
+		mate_value_free(result);
+		return mate_replay_fail(c, rc, "%s: %s", mate_replay_call_function(c), err->message);
+	}
+	return mate_replay_return(c, result != NULL ? result : mate_value_none());
+}
+
+/* ---- normalisation and activations ------------------------------------------ */
+
+/* rmsnorm / gemma_rmsnorm(input, weight, eps=1e-6, out=None) */
+static int
+op_rmsnorm(mate_replay_call *c, void *gemma)
+{
+	const mate_kernels *k = kernels(c);
+	const mate_tensor *x, *w, *out;
+	mate_value *outv;
+	mate_error err;
+	double eps;
+	int rc;
+
+	if ((rc = mate_replay_arg_tensor(c, 0, "input", 0, &x)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, "weight", 0, &w)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, 2, "eps", 1e-6, &eps)) != MATE_OK ||
+	    (rc = output(c, 3, "out", x->dtype, x->ndim, x->shape, &outv, &out)) != MATE_OK)
+		return rc;
+	rc = (gemma ? k->gemma_rmsnorm : k->rmsnorm)(x, w, eps, out, &err);
+	return finish(c, rc, &err, outv);
+}
+
+/* fused_add_rmsnorm / gemma_fused_add_rmsnorm(input, residual, weight, eps=1e-6):
+ * in place, returns None */
+static int
+op_fused_add_rmsnorm(mate_replay_call *c, void *gemma)
+{
+	const mate_kernels *k = kernels(c);
+	const mate_tensor *x, *res, *w;
+	mate_error err;
+	double eps;
+	int rc;
+
+	if ((rc = mate_replay_arg_tensor(c, 0, "input", 0, &x)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, "residual", 0, &res)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 2, "weight", 0, &w)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, 3, "eps", 1e-6, &eps)) != MATE_OK)
+		return rc;
+	rc = (gemma ? k->gemma_fused_add_rmsnorm : k->fused_add_rmsnorm)(x, res, w, eps, &err);
+	return finish(c, rc, &err, NULL);
+}
+
+enum { ACT_SILU, ACT_GELU, ACT_GELU_TANH };
+
+/* silu_and_mul / gelu_and_mul / gelu_tanh_and_mul(input, out=None) */
+static int
+op_act_and_mul(mate_replay_call *c, void *which)
+{
+	const mate_kernels *k = kernels(c);
+	const mate_tensor *x, *out;
+	int64_t shape[MATE_MAX_DIMS];
+	mate_value *outv;
+	mate_error err;
+	int rc, act = (int)(intptr_t)which;
+
+	if ((rc = mate_replay_arg_tensor(c, 0, "input", 0, &x)) != MATE_OK)
+		return rc;
+	if (x->ndim < 1 || x->shape[x->ndim - 1] % 2 != 0)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: the last dimension must be even",
+		    mate_replay_call_function(c));
+	memcpy(shape, x->shape, sizeof(shape));
+	shape[x->ndim - 1] /= 2;
+	if ((rc = output(c, 1, "out", x->dtype, x->ndim, shape, &outv, &out)) != MATE_OK)
+		return rc;
+	rc = (act == ACT_SILU ? k->silu_and_mul : act == ACT_GELU ? k->gelu_and_mul :
+	    k->gelu_tanh_and_mul)(x, out, &err);
+	return finish(c, rc, &err, outv);
+}
+
+/* softmax(logits, temperature=None); also Tensor.softmax(x, dim) on the last dim */
+static int
+op_softmax(mate_replay_call *c, void *ctx)
+{
+	const mate_kernels *k = kernels(c);
+	const mate_tensor *x, *tt = NULL, *out;
+	const mate_value *temp;
+	int torch_method = strncmp(mate_replay_call_function(c), "Tensor.", 7) == 0;
+	mate_value *outv;
+	mate_error err;
+	double t = 1.0;
+	int rc;
+
+	if ((rc = mate_replay_arg_tensor(c, 0, torch_method ? "input" : "logits", 0, &x)) != MATE_OK)
+		return rc;
+	if (torch_method) {  /* torch's x.softmax(dim): the last dim only */
+		int64_t dim;
+
+		if ((rc = mate_replay_arg_int(c, 1, "dim", -1, &dim)) != MATE_OK)
+			return rc;
+		if (dim != -1 && dim != x->ndim - 1)
+			return mate_replay_fail(c, MATE_ERR_UNSUPPORTED,
+			    "Tensor.softmax: only the last dimension is replayed (dim %lld)", (long long)dim);
+	} else if (mate_value_kind_of(temp = mate_replay_arg(c, 1, "temperature")) == MATE_V_TENSOR &&
+	    mate_tensor_numel(mate_value_get_tensor(temp)) != 1) {
+		tt = mate_value_get_tensor(temp);
+	} else if ((rc = mate_replay_arg_float(c, 1, "temperature", 1.0, &t)) != MATE_OK) {
+		return rc;
+	}
+	if ((rc = output(c, -1, NULL, torch_method ? x->dtype : MATE_F32, x->ndim, x->shape,
+	    &outv, &out)) != MATE_OK)
+		return rc;
+	rc = k->softmax(x, t, tt, out, &err);
+	return finish(c, rc, &err, outv);
+}
+
+/* ---- matrix products -------------------------------------------------------- */
+
+/* mm(a, b, out_dtype=None) and bmm(a, b, out_dtype=None) */
+static int
+op_mm(mate_replay_call *c, void *batched)
+{
+	const mate_kernels *k = kernels(c);
+	const mate_tensor *a, *b, *out;
+	int64_t shape[3];
+	int nd = batched ? 3 : 2;
+	mate_value *outv;
+	mate_dtype dt;
+	mate_error err;
+	int rc;
+
+	if ((rc = mate_replay_arg_tensor(c, 0, "a", 0, &a)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, "b", 0, &b)) != MATE_OK ||
+	    (rc = mate_replay_arg_dtype(c, 2, "out_dtype", a->dtype, &dt)) != MATE_OK)
+		return rc;
+	if (a->ndim != nd || b->ndim != nd)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: operands must be %d-D",
+		    mate_replay_call_function(c), nd);
+	for (int i = 0; i < nd - 1; i++)
+		shape[i] = a->shape[i];
+	shape[nd - 1] = b->shape[nd - 1];
+	if ((rc = output(c, -1, "out", dt, nd, shape, &outv, &out)) != MATE_OK)
+		return rc;
+	rc = (batched ? k->bmm : k->mm)(a, b, out, &err);
+	return finish(c, rc, &err, outv);
+}
+
+/* bmm_fp8(A, B, A_scale, B_scale, dtype, out=None) */
+static int
+op_bmm_fp8(mate_replay_call *c, void *ctx)
+{
+	const mate_kernels *k = kernels(c);
+	const mate_tensor *A, *B, *as, *bs, *out;
+	mate_value *outv;
+	mate_dtype dt;
+	mate_error err;
+	int rc;
+
+	if ((rc = mate_replay_arg_tensor(c, 0, "A", 0, &A)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, "B", 0, &B)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 2, "A_scale", 1, &as)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 3, "B_scale", 1, &bs)) != MATE_OK ||
+	    (rc = mate_replay_arg_dtype(c, 4, "dtype", MATE_BF16, &dt)) != MATE_OK)
+		return rc;
+	if (A->ndim != 3 || B->ndim != 3)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "bmm_fp8: operands must be 3-D");
+	if ((rc = output(c, 5, "out", dt, 3, (int64_t[]){ A->shape[0], A->shape[1], B->shape[2] },
+	    &outv, &out)) != MATE_OK)
+		return rc;
+	rc = k->bmm_fp8(A, B, as, bs, out, &err);
+	return finish(c, rc, &err, outv);
+}
+
+/* mm_fp8(a, b, alpha=None, out_dtype=torch.bfloat16, out=None) */
+static int
+op_mm_fp8(mate_replay_call *c, void *ctx)
+{
+	const mate_kernels *k = kernels(c);
+	const mate_tensor *a, *b, *alpha, *out;
+	mate_value *outv;
+	mate_dtype dt;
+	mate_error err;
+	int rc;
+
+	if ((rc = mate_replay_arg_tensor(c, 0, "a", 0, &a)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, "b", 0, &b)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 2, "alpha", 1, &alpha)) != MATE_OK ||
+	    (rc = mate_replay_arg_dtype(c, 3, "out_dtype", MATE_BF16, &dt)) != MATE_OK)
+		return rc;
+	if (a->ndim != 2 || b->ndim != 2)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "mm_fp8: operands must be 2-D");
+	if ((rc = output(c, 4, "out", dt, 2, (int64_t[]){ a->shape[0], b->shape[1] },
+	    &outv, &out)) != MATE_OK)
+		return rc;
+	rc = k->mm_fp8(a, b, alpha, out, &err);
+	return finish(c, rc, &err, outv);
+}
+
+/* ---- attention ------------------------------------------------------------- */
+
+/* An enum-like argument given as a name ("NHD", "PosEncodingMode.NONE") or
+ * as its integer value; *out is -1 when the name is unknown. */
+static int
+arg_mode(mate_replay_call *c, int pos, const char *name, int def,
+    int (*from_name)(const char *), int *out)
+{
+	const mate_value *v = mate_replay_arg(c, pos, name);
+	const char *s;
+	int64_t i;
+	int rc;
+
+	*out = def;
+	if (mate_value_kind_of(v) == MATE_V_INT || (mate_value_kind_of(v) == MATE_V_ENUM &&
+	    from_name(mate_value_enum_name(v)) < 0)) {
+		if ((rc = mate_replay_arg_int(c, pos, name, def, &i)) != MATE_OK)
+			return rc;
+		*out = (int)i;
+		return MATE_OK;
+	}
+	if ((rc = mate_replay_arg_str(c, pos, name, NULL, &s)) != MATE_OK)
+		return rc;
+	if (s != NULL && (*out = from_name(s)) < 0)
+		return mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: %s=%s is not replayed",
+		    mate_replay_call_function(c), name, s);
+	return MATE_OK;
+}
+
+/* Argument positions of the two attention APIs. */
+struct attn_pos {
+	int layout, pos_enc, q_scale, k_scale, v_scale, window, cap, sm, rope_scale, rope_theta;
+	int ret_lse, o_dtype, mask, packed, causal;
+	const char *qs, *ks, *vs;
+};
+
+static const struct attn_pos decode_pos = { 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, -1, -1, -1, -1,
+	"q_scale", "k_scale", "v_scale" };
+static const struct attn_pos prefill_pos = { 10, 11, 3, 4, 5, 14, 15, 13, 16, 17, 19, 6, 7, 8, 9,
+	"scale_q", "scale_k", "scale_v" };
+
+static int
+attn_params(mate_replay_call *c, const struct attn_pos *ap, mate_attn_params *p, int *ret_lse)
+{
+	int rc;
+
+	mate_attn_params_init(p);
+	if ((rc = arg_mode(c, ap->layout, "kv_layout", MATE_KV_NHD, mate_kv_layout_from_name,
+	    &p->kv_layout)) != MATE_OK ||
+	    (rc = arg_mode(c, ap->pos_enc, "pos_encoding_mode", MATE_POS_NONE,
+	    mate_pos_encoding_from_name, &p->pos_encoding_mode)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, ap->q_scale, ap->qs, 1.0, &p->q_scale)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, ap->k_scale, ap->ks, 1.0, &p->k_scale)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, ap->v_scale, ap->vs, 1.0, &p->v_scale)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, ap->window, "window_left", -1, &p->window_left)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, ap->cap, "logits_soft_cap", 0, &p->logits_soft_cap)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, ap->sm, "sm_scale", 0, &p->sm_scale)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, ap->rope_scale, "rope_scale", 0, &p->rope_scale)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, ap->rope_theta, "rope_theta", 0, &p->rope_theta)) != MATE_OK ||
+	    (rc = mate_replay_arg_bool(c, ap->ret_lse, "return_lse", 0, ret_lse)) != MATE_OK)
+		return rc;
+	if (ap->causal >= 0 &&
+	    ((rc = mate_replay_arg_bool(c, ap->causal, "causal", 0, &p->causal)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, ap->mask, "custom_mask", 1, &p->custom_mask)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, ap->packed, "packed_custom_mask", 1,
+	    &p->packed_custom_mask)) != MATE_OK))
+		return rc;
+	return MATE_OK;
+}
+
+/* single_decode_with_kv_cache and single_prefill_with_kv_cache */
+static int
+op_attention(mate_replay_call *c, void *prefill)
+{
+	const mate_kernels *k = kernels(c);
+	const struct attn_pos *ap = prefill ? &prefill_pos : &decode_pos;
+	const mate_tensor *q, *kk, *v, *lse = NULL;
+	mate_attn_params p;
+	mate_value *outv, *lsev = NULL, *ret;
+	int64_t shape[3];
+	mate_dtype dt;
+	mate_error err;
+	int rc, ret_lse, nd = prefill ? 3 : 2;
+
+	if ((rc = mate_replay_arg_tensor(c, 0, "q", 0, &q)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, "k", 0, &kk)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 2, "v", 0, &v)) != MATE_OK ||
+	    (rc = attn_params(c, ap, &p, &ret_lse)) != MATE_OK ||
+	    (rc = mate_replay_arg_dtype(c, ap->o_dtype, prefill ? "o_dtype" : NULL, q->dtype, &dt)) != MATE_OK)
+		return rc;
+	if (q->ndim != nd || v->ndim != 3)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: q must be %d-D and v 3-D",
+		    mate_replay_call_function(c), nd);
+	memcpy(shape, q->shape, sizeof(int64_t) * (size_t)nd);
+	shape[nd - 1] = v->shape[2];
+	if ((outv = mate_replay_new_tensor(c, dt, nd, shape)) == NULL)
+		return MATE_ERR_NOMEM;
+	if (ret_lse && (lsev = mate_replay_new_tensor(c, MATE_F32, nd - 1, q->shape)) == NULL) {
+		mate_value_free(outv);
+		return MATE_ERR_NOMEM;
+	}
+	if (lsev != NULL)
+		lse = mate_value_get_tensor(lsev);
+	rc = (prefill ? k->single_prefill : k->single_decode)(q, kk, v, &p,
+	    mate_value_get_tensor(outv), lse, &err);
+	if (rc != MATE_OK || lsev == NULL) {
+		mate_value_free(lsev);
+		return finish(c, rc, &err, outv);
+	}
+	ret = mate_value_tuple();
+	mate_value_append(ret, outv);
+	mate_value_append(ret, lsev);
+	return mate_replay_return(c, ret);
+}
+
+/* ---- recorded BLAS calls ------------------------------------------------------ */
+
+enum gemm_kind { G_CBLAS, G_FORTRAN, G_CUBLAS, G_CUBLAS_EX, G_CUBLAS_BATCHED };
+
+/* Argument positions of each GEMM entry point (-1: absent). */
+struct gemm_pos {
+	int order, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch;
+};
+
+static const struct gemm_pos gemm_positions[] = {
+	[G_CBLAS] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 10, -1, 11, 12, 13, -1, -1 },
+	[G_FORTRAN] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 9, -1, 10, 11, 12, -1, -1 },
+	[G_CUBLAS] = { -1, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 10, -1, 11, 12, 13, -1, -1 },
+	[G_CUBLAS_EX] = { -1, 1, 2, 3, 4, 5, 6, 7, 9, -1, 10, 12, -1, 13, 14, 16, -1, -1 },
+	[G_CUBLAS_BATCHED] = { -1, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 13, 14, 15, 16, 18, 19, 20 },
+};
+
+/* A transpose argument: 'N'/'T'/'C' (or a string starting with one), CBLAS
+ * 111..113, or cuBLAS's 0..2. */
+static int
+arg_trans(mate_replay_call *c, int pos, const char *name, int cublas, int *out)
+{
+	const mate_value *v = mate_replay_arg(c, pos, name);
+	const char *s;
+	int64_t i;
+	int rc;
+
+	if (mate_value_kind_of(v) == MATE_V_STR || mate_value_kind_of(v) == MATE_V_BYTES) {
+		s = mate_value_get_str(v, NULL);
+		*out = s[0] >= 'a' ? s[0] - 32 : s[0];
+		return MATE_OK;
+	}
+	if ((rc = mate_replay_arg_int(c, pos, name, 'N', &i)) != MATE_OK)
+		return rc;
+	*out = cublas && i >= 0 && i <= 2 ? "NTC"[i] : (int)i;
+	return MATE_OK;
+}
+
+static int
+op_gemm(mate_replay_call *c, void *kind)
+{
+	const struct gemm_pos *gp = &gemm_positions[(intptr_t)kind];
+	int cublas = (intptr_t)kind >= G_CUBLAS;
+	mate_gemm_call g;
+	mate_error err;
+	int64_t order;
+	int rc;
+
+	memset(&g, 0, sizeof(g));
+	if ((rc = mate_replay_arg_int(c, gp->order, "order", MATE_BLAS_COL_MAJOR, &order)) != MATE_OK ||
+	    (rc = arg_trans(c, gp->ta, "transa", cublas, &g.transa)) != MATE_OK ||
+	    (rc = arg_trans(c, gp->tb, "transb", cublas, &g.transb)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, gp->m, "m", 0, &g.m)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, gp->n, "n", 0, &g.n)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, gp->k, "k", 0, &g.k)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, gp->alpha, "alpha", 1.0, &g.alpha)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, gp->beta, "beta", 0.0, &g.beta)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, gp->a, "A", 0, &g.a)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, gp->b, "B", 0, &g.b)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, gp->c, "C", 0, &g.c)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, gp->lda, "lda", 0, &g.lda)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, gp->ldb, "ldb", 0, &g.ldb)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, gp->ldc, "ldc", 0, &g.ldc)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, gp->sa, "strideA", 0, &g.stride_a)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, gp->sb, "strideB", 0, &g.stride_b)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, gp->sc, "strideC", 0, &g.stride_c)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, gp->batch, "batchCount", 1, &g.batch)) != MATE_OK)
+		return rc;
+	g.order = (int)order;
+	g.fortran = (intptr_t)kind == G_FORTRAN;
+	/* C is written in place: the recorder saved its new value under its key */
+	rc = kernels(c)->gemm(&g, &err);
+	return finish(c, rc, &err, NULL);
+}
+
+int
+mate_replay_register_builtins(mate_replay *r, mate_error *err)
+{
+	static const struct {
+		const char *name;
+		mate_replay_handler fn;
+		intptr_t ctx;
+	} ops[] = {
+		{ "rmsnorm", op_rmsnorm, 0 },
+		{ "gemma_rmsnorm", op_rmsnorm, 1 },
+		{ "fused_add_rmsnorm", op_fused_add_rmsnorm, 0 },
+		{ "gemma_fused_add_rmsnorm", op_fused_add_rmsnorm, 1 },
+		{ "silu_and_mul", op_act_and_mul, ACT_SILU },
+		{ "gelu_and_mul", op_act_and_mul, ACT_GELU },
+		{ "gelu_tanh_and_mul", op_act_and_mul, ACT_GELU_TANH },
+		{ "softmax", op_softmax, 0 },
+		{ "mm", op_mm, 0 },
+		{ "bmm", op_mm, 1 },
+		{ "bmm_fp8", op_bmm_fp8, 0 },
+		{ "mm_fp8", op_mm_fp8, 0 },
+		{ "single_decode_with_kv_cache", op_attention, 0 },
+		{ "single_prefill_with_kv_cache", op_attention, 1 },
+		{ "cblas_sgemm", op_gemm, G_CBLAS },
+		{ "cblas_dgemm", op_gemm, G_CBLAS },
+		{ "sgemm_", op_gemm, G_FORTRAN },
+		{ "dgemm_", op_gemm, G_FORTRAN },
+		{ "cublasSgemm_v2", op_gemm, G_CUBLAS },
+		{ "cublasSgemm", op_gemm, G_CUBLAS },
+		{ "cublasGemmEx", op_gemm, G_CUBLAS_EX },
+		{ "cublasGemmStridedBatchedEx", op_gemm, G_CUBLAS_BATCHED },
+	};
+	int rc;
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if ((rc = mate_replay_register(r, NULL, ops[i].name, ops[i].fn, (void *)ops[i].ctx,
+		    err)) != MATE_OK)
+			return rc;
+	return MATE_OK;
+}

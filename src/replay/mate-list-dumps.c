@@ -1,0 +1,320 @@
+/* mate-list-dumps.c: lists recorded calls (dump directories) with their status, one line or one JSON object per dump. */
+#include "config.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fe.h"
+#include "mate.h"
+#include "mate_dump.h"
+
+struct options {
+	long long jobs;
+	int details;
+	int jsonl;
+	int quiet;
+};
+
+static void
+usage(void)
+{
+	printf("Usage: %s [OPTION]... [ROOT|DUMPDIR]...\n"
+	    "List recorded calls (dump directories) in time order, one line each:\n"
+	    "directory, function, [status], input and output tensor counts, bytes.\n"
+	    "ROOT defaults to $MATE_DUMP_DIR, else mate_dumps.\n\n"
+	    "  -d, --details   a block per dump with each tensor's dtype, shape and strides\n"
+	    "  -j, --jobs N    read on N threads (default: up to one per CPU)\n"
+	    "      --jsonl     one JSON object per dump\n"
+	    "  -q, --quiet     no summary line on stderr\n"
+	    "  -h, --help      show this help and exit\n"
+	    "  -V, --version   show the version and exit\n\n"
+	    "Statuses: completed, inputs_saved (the call never returned), failed,\n"
+	    "incomplete (no readable record). The summary goes to stderr.\n"
+	    "Exit status: 0 clean, 1 problems found, 2 usage error or missing root.\n",
+	    mate_fe_progname());
+}
+
+static void
+format_dims(char *buf, size_t len, const int64_t *d, int n)
+{
+	size_t o = 0;
+
+	o += (size_t)snprintf(buf, len, "(");
+	for (int i = 0; i < n && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, i ? ", %" PRId64 : "%" PRId64, d[i]);
+	if (o < len)
+		snprintf(buf + o, len - o, "%s)", n == 1 ? "," : "");
+}
+
+static void
+print_line(const struct mate_dump_info *d)
+{
+	printf("%s: %s [%s] %d in, %d out, ", d->name, d->function,
+	    mate_dump_status_name(d->status), d->n_inputs, d->n_outputs);
+	if (d->total_bytes >= 0)
+		printf("%" PRId64 " bytes\n", d->total_bytes);
+	else
+		printf("? bytes\n");
+}
+
+static void
+print_tensors(const struct mate_dump_info *d, int output)
+{
+	char shape[512], stride[512];
+
+	for (size_t i = 0; i < d->n_tensors; i++) {
+		const struct mate_dump_tensor *t = &d->tensors[i];
+
+		if (t->output != output)
+			continue;
+		format_dims(shape, sizeof(shape), t->shape, t->ndim);
+		format_dims(stride, sizeof(stride), t->stride, t->ndim);
+		printf("    %s: %s shape %s stride %s\n", t->key, t->dtype_name, shape, stride);
+	}
+}
+
+static void
+print_details(const struct mate_dump_info *d, int first)
+{
+	if (!first)
+		putchar('\n');
+	printf("%s\n", d->name);
+	printf("  Function: %s\n", d->function);
+	if (d->module != NULL)
+		printf("  Module: %s\n", d->module);
+	printf("  Status: %s\n", mate_dump_status_name(d->status));
+	printf("  Timestamp: %s\n", d->timestamp);
+	if (d->process_id >= 0)
+		printf("  Process: %" PRId64 "\n", d->process_id);
+	if (d->call_sequence >= 0)
+		printf("  Call: %" PRId64 "\n", d->call_sequence);
+	if (d->self_id != NULL)
+		printf("  Object: %s\n", d->self_id);
+	printf("  Inputs: %d\n", d->n_inputs);
+	print_tensors(d, 0);
+	printf("  Outputs: %d\n", d->n_outputs);
+	print_tensors(d, 1);
+	if (d->total_bytes >= 0)
+		printf("  Size: %" PRId64 " bytes\n", d->total_bytes);
+	if (d->format != NULL)
+		printf("  Format: %s\n", d->format);
+	if (d->error != NULL)
+		printf("  Error: %s\n", d->error);
+	if (d->problem != NULL)
+		printf("  Problem: %s\n", d->problem);
+}
+
+/* ---- --jsonl, written directly (one object per dump, fast) ---------------------- */
+
+/* The length of the valid UTF-8 sequence at s, or 0. */
+static int
+utf8_len(const unsigned char *s)
+{
+	int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+
+	for (int i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* A JSON string; bytes that are not UTF-8 (directory names may hold any)
+ * become U+FFFD. */
+static void
+json_str(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	if (s == NULL) {
+		fputs("null", stdout);
+		return;
+	}
+	putchar('"');
+	while (*s) {
+		int n;
+
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s++);
+		else if (*s < 0x20)
+			printf("\\u%04x", *s++);
+		else if (*s < 0x80)
+			putchar(*s++);
+		else if ((n = utf8_len(s)) > 0) {
+			fwrite(s, 1, (size_t)n, stdout);
+			s += n;
+		} else {
+			fputs("\\ufffd", stdout);
+			s++;
+		}
+	}
+	putchar('"');
+}
+
+static void
+json_key_str(const char *key, const char *s)
+{
+	printf(",\"%s\":", key);
+	json_str(s);
+}
+
+static void
+json_key_num(const char *key, int64_t v)
+{
+	if (v >= 0)
+		printf(",\"%s\":%" PRId64, key, v);
+	else
+		printf(",\"%s\":null", key);
+}
+
+static void
+json_dims(const char *key, const int64_t *d, int n)
+{
+	printf(",\"%s\":[", key);
+	for (int i = 0; i < n; i++)
+		printf(i ? ",%" PRId64 : "%" PRId64, d[i]);
+	putchar(']');
+}
+
+static void
+print_json(const struct mate_dump_info *d, int details)
+{
+	fputs("{\"dir\":", stdout);
+	json_str(d->name);
+	json_key_str("path", d->path);
+	json_key_str("function", d->function);
+	json_key_str("module", d->module);
+	json_key_str("status", mate_dump_status_name(d->status));
+	json_key_str("timestamp", d->timestamp);
+	json_key_num("process_id", d->process_id);
+	json_key_num("call_sequence", d->call_sequence);
+	json_key_str("self_id", d->self_id);
+	json_key_num("inputs", d->n_inputs);
+	json_key_num("outputs", d->n_outputs);
+	json_key_num("input_bytes", d->input_bytes);
+	json_key_num("output_bytes", d->output_bytes);
+	json_key_num("bytes", d->total_bytes);
+	json_key_str("format", d->format);
+	json_key_str("error", d->error);
+	json_key_str("problem", d->problem);
+	if (details) {
+		fputs(",\"tensors\":[", stdout);
+		for (size_t i = 0; i < d->n_tensors; i++) {
+			const struct mate_dump_tensor *t = &d->tensors[i];
+
+			fputs(i ? ",{\"key\":" : "{\"key\":", stdout);
+			json_str(t->key);
+			printf(",\"output\":%s", t->output ? "true" : "false");
+			json_key_str("dtype", t->dtype_name);
+			json_dims("shape", t->shape, t->ndim);
+			json_dims("stride", t->stride, t->ndim);
+			putchar('}');
+		}
+		putchar(']');
+	}
+	fputs("}\n", stdout);
+}
+
+static void
+summary(const mate_dump_list *l, const char *where, size_t problems)
+{
+	size_t n = mate_dump_list_count(l), by[4] = { 0, 0, 0, 0 };
+	static const int order[] = { MATE_DUMP_COMPLETED, MATE_DUMP_INPUTS_SAVED,
+	    MATE_DUMP_FAILED, MATE_DUMP_INCOMPLETE };
+	const char *sep = ": ";
+
+	for (size_t i = 0; i < n; i++)
+		by[mate_dump_list_get(l, i)->status & 3]++;
+	fprintf(stderr, "%zu dump%s%s%s", n, n == 1 ? "" : "s", where ? " in " : "", where ? where : "");
+	for (int k = 0; k < 4; k++)
+		if (by[order[k]] > 0) {
+			fprintf(stderr, "%s%zu %s", sep, by[order[k]], mate_dump_status_name(order[k]));
+			sep = ", ";
+		}
+	if (problems > 0)
+		fprintf(stderr, "; %zu with problems", problems);
+	fputc('\n', stderr);
+}
+
+static void
+parse_options(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{ "details", no_argument, NULL, 'd' },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "jsonl", no_argument, NULL, 'J' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "dj:qhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd': o->details = 1; break;
+		case 'j': o->jobs = mate_fe_parse_count("--jobs", optarg); break;
+		case 'J': o->jsonl = 1; break;
+		case 'q': o->quiet = 1; break;
+		case 'h': usage(); exit(MATE_EXIT_OK);
+		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
+		default: mate_fe_usage_error("unknown option");
+		}
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct options o = { 0, 0, 0, 0 };
+	const char *def = getenv("MATE_DUMP_DIR");
+	mate_dump_list *l;
+	mate_error err;
+	size_t problems = 0, n;
+	int status = MATE_EXIT_OK, nroots;
+
+	mate_fe_set_progname(argv[0]);
+	parse_options(argc, argv, &o);
+	if (def == NULL || *def == '\0')
+		def = "mate_dumps";
+	if ((l = mate_dump_list_new(o.details ? MATE_DUMP_LIST_DETAILS : 0, &err)) == NULL)
+		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+	mate_dump_list_set_threads(l, (int)(o.jobs > 256 ? 256 : o.jobs));
+	nroots = optind < argc ? argc - optind : 1;
+	for (int i = 0; i < nroots; i++) {
+		const char *root = optind < argc ? argv[optind + i] : def;
+
+		mate_error_clear(&err);
+		if (mate_dump_list_add(l, root, &err) < 0) {
+			mate_fe_warnx("%s", err.message);
+			status = MATE_EXIT_USAGE;
+		}
+	}
+	mate_dump_list_sort(l);
+	n = mate_dump_list_count(l);
+	for (size_t i = 0; i < n; i++) {
+		const struct mate_dump_info *d = mate_dump_list_get(l, i);
+
+		if (o.jsonl)
+			print_json(d, o.details);
+		else if (o.details)
+			print_details(d, i == 0);
+		else
+			print_line(d);
+		if (d->problem != NULL || d->status == MATE_DUMP_INCOMPLETE) {
+			fflush(stdout);
+			mate_fe_warnx("%s: %s", d->path, d->problem ? d->problem : "no readable record");
+			problems++;
+		}
+	}
+	if (!o.quiet)
+		summary(l, nroots == 1 ? (optind < argc ? argv[optind] : def) : NULL, problems);
+	mate_dump_list_free(l);
+	if (fflush(stdout) != 0 || ferror(stdout))
+		mate_fe_errx(MATE_EXIT_USAGE, "error writing output");
+	if (status == MATE_EXIT_OK && problems > 0)
+		status = MATE_EXIT_FAIL;
+	return status;
+}

@@ -1,0 +1,471 @@
+/* mate-replay.c: re-executes recorded calls (dump directories) and compares their outputs with the recorded ones. */
+#include "config.h"
+
+#include <fnmatch.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "fe.h"
+#include "mate.h"
+#include "mate_dump.h"
+
+struct patterns {
+	char **p;
+	size_t n;
+};
+
+struct options {
+	int device;
+	double rtol, atol;
+	struct patterns include, exclude;
+	long long jobs;
+	int jsonl;
+	unsigned statuses;          /* bit per enum mate_dump_status; 0: all */
+	const char **plugins;
+	size_t nplugins;
+	const char **paths;
+	size_t npaths;
+};
+
+struct tally {
+	int utf8;
+	int jsonl;
+	size_t by[MATE_REPLAY_NOW_RUNS + 1];
+};
+
+static void
+usage(void)
+{
+	printf("Usage: %s [OPTION]... [--dir] PATH...\n"
+	    "Replay recorded calls: PATH is a dump root or a single dump directory.\n"
+	    "Calls run in time order; each one's outputs are compared with the recorded ones.\n\n"
+	    "      --dir PATH       a dump root or dump directory (as MATE's replay --dir)\n"
+	    "      --device DEV     cpu, cuda or auto (default auto)\n"
+	    "      --rtol X         relative tolerance for floating outputs (default: by dtype)\n"
+	    "      --atol X         absolute tolerance for floating outputs (default: by dtype)\n"
+	    "      --include PAT    replay only functions matching PAT (fnmatch; repeatable,\n"
+	    "                       or comma-separated)\n"
+	    "      --exclude PAT    skip functions matching PAT\n"
+	    "      --status LIST    replay only calls recorded with these statuses\n"
+	    "                       (completed, inputs_saved, failed; comma-separated)\n"
+	    "  -j, --jobs N         replay on N threads (results still print in order)\n"
+	    "      --jsonl          one JSON object per call on stdout, summary on stderr\n"
+	    "      --plugin LIB.so  load replay handlers from LIB.so (repeatable)\n"
+	    "  -h, --help           show this help and exit\n"
+	    "  -V, --version        show the version and exit\n\n"
+	    "Exit status: 0 every replayed call passed, 1 a mismatch, error or nothing\n"
+	    "replayed, 2 usage error or unreadable input.\n",
+	    mate_fe_progname());
+}
+
+static void
+add_patterns(struct patterns *ps, const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL, *tok;
+
+	if (copy == NULL)
+		mate_fe_errx(MATE_EXIT_USAGE, "out of memory");
+	for (tok = strtok_r(copy, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		char **p;
+
+		while (*tok == ' ' || *tok == '\t')
+			tok++;
+		for (size_t n = strlen(tok); n > 0 && (tok[n - 1] == ' ' || tok[n - 1] == '\t'); n--)
+			tok[n - 1] = '\0';
+		if (*tok == '\0')
+			continue;
+		if ((p = realloc(ps->p, (ps->n + 1) * sizeof(*p))) == NULL ||
+		    (p[ps->n] = strdup(tok)) == NULL)
+			mate_fe_errx(MATE_EXIT_USAGE, "out of memory");
+		ps->p = p;
+		ps->n++;
+	}
+	free(copy);
+}
+
+static void
+free_patterns(struct patterns *ps)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		free(ps->p[i]);
+	free(ps->p);
+}
+
+static int
+matches(const struct patterns *ps, const char *fn)
+{
+	const char *bare = strncmp(fn, "Tensor.", 7) == 0 ? fn + 7 : fn;
+
+	for (size_t i = 0; i < ps->n; i++)
+		if (fnmatch(ps->p[i], fn, 0) == 0 || fnmatch(ps->p[i], bare, 0) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+selected(const struct options *o, const struct mate_dump_info *d)
+{
+	if (o->statuses != 0 && !(o->statuses & (1u << d->status)))
+		return 0;
+	return (o->include.n == 0 || matches(&o->include, d->function)) &&
+	    !matches(&o->exclude, d->function);
+}
+
+static unsigned
+parse_statuses(const char *arg)
+{
+	static const int all[] = { MATE_DUMP_COMPLETED, MATE_DUMP_INPUTS_SAVED, MATE_DUMP_FAILED,
+	    MATE_DUMP_INCOMPLETE };
+	unsigned bits = 0;
+	const char *p = arg;
+
+	while (*p != '\0') {
+		size_t n = strcspn(p, ",");
+		size_t k;
+
+		for (k = 0; k < sizeof(all) / sizeof(all[0]); k++)
+			if (strlen(mate_dump_status_name(all[k])) == n &&
+			    strncmp(p, mate_dump_status_name(all[k]), n) == 0)
+				break;
+		if (k == sizeof(all) / sizeof(all[0]))
+			mate_fe_usage_error("bad value for --status: %s (completed, inputs_saved, failed, "
+			    "incomplete)", arg);
+		bits |= 1u << all[k];
+		p += n + (p[n] == ',');
+	}
+	return bits;
+}
+
+static void
+push(const char ***list, size_t *n, const char *s)
+{
+	const char **p = realloc(*list, (*n + 1) * sizeof(*p));
+
+	if (p == NULL)
+		mate_fe_errx(MATE_EXIT_USAGE, "out of memory");
+	p[(*n)++] = s;
+	*list = p;
+}
+
+static int
+parse_device(const char *arg)
+{
+	if (strcmp(arg, "cpu") == 0)
+		return MATE_REPLAY_DEVICE_CPU;
+	if (strcmp(arg, "cuda") == 0)
+		return MATE_REPLAY_DEVICE_CUDA;
+	if (strcmp(arg, "auto") == 0)
+		return MATE_REPLAY_DEVICE_AUTO;
+	mate_fe_usage_error("bad value for --device: %s (cpu, cuda or auto)", arg);
+}
+
+static double
+parse_tolerance(const char *opt, const char *arg)
+{
+	double v = mate_fe_parse_double(opt, arg);
+
+	if (v < 0 || v > 1e300)
+		mate_fe_usage_error("bad value for %s: '%s' (want a non-negative number)", opt, arg);
+	return v;
+}
+
+static void
+parse_options(int argc, char **argv, struct options *o)
+{
+	enum { O_DIR = 256, O_DEVICE, O_RTOL, O_ATOL, O_INCLUDE, O_EXCLUDE, O_JSONL, O_PLUGIN,
+		O_STATUS };
+	static const struct option longopts[] = {
+		{ "dir", required_argument, NULL, O_DIR },
+		{ "device", required_argument, NULL, O_DEVICE },
+		{ "rtol", required_argument, NULL, O_RTOL },
+		{ "atol", required_argument, NULL, O_ATOL },
+		{ "include", required_argument, NULL, O_INCLUDE },
+		{ "exclude", required_argument, NULL, O_EXCLUDE },
+		{ "status", required_argument, NULL, O_STATUS },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "jsonl", no_argument, NULL, O_JSONL },
+		{ "plugin", required_argument, NULL, O_PLUGIN },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "j:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_DIR: push(&o->paths, &o->npaths, optarg); break;
+		case O_DEVICE: o->device = parse_device(optarg); break;
+		case O_RTOL: o->rtol = parse_tolerance("--rtol", optarg); break;
+		case O_ATOL: o->atol = parse_tolerance("--atol", optarg); break;
+		case O_INCLUDE: add_patterns(&o->include, optarg); break;
+		case O_EXCLUDE: add_patterns(&o->exclude, optarg); break;
+		case O_STATUS: o->statuses |= parse_statuses(optarg); break;
+		case 'j': o->jobs = mate_fe_parse_count("--jobs", optarg); break;
+		case O_JSONL: o->jsonl = 1; break;
+		case O_PLUGIN: push(&o->plugins, &o->nplugins, optarg); break;
+		case 'h': usage(); exit(MATE_EXIT_OK);
+		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
+		default: mate_fe_usage_error("unknown option");
+		}
+	}
+	for (int i = optind; i < argc; i++)
+		push(&o->paths, &o->npaths, argv[i]);
+	if (o->npaths == 0)
+		mate_fe_usage_error("no dump directory given");
+	if (o->jobs < 1)
+		o->jobs = 1;
+	if (o->jobs > 256)
+		o->jobs = 256;
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+static const char *
+verdict_words(int v, int utf8)
+{
+	switch (v) {
+	case MATE_REPLAY_PASSED: return utf8 ? "\u2705 Passed" : "Passed";
+	case MATE_REPLAY_MISMATCH: return utf8 ? "\u26a0\ufe0f  Mismatch" : "Mismatch";
+	case MATE_REPLAY_UNSUPPORTED: return utf8 ? "\u274c Unsupported" : "Unsupported";
+	case MATE_REPLAY_REPRODUCED:
+		return utf8 ? "\u26a0\ufe0f  Reproduced the failure" : "Reproduced the failure";
+	case MATE_REPLAY_NOW_RUNS: return utf8 ? "\u26a0\ufe0f  Now runs" : "Now runs";
+	default: return utf8 ? "\u274c Error" : "Error";
+	}
+}
+
+static void
+print_text(size_t i, const struct mate_dump_info *d, const struct mate_replay_result *r, int utf8)
+{
+	printf("[%zu] %s (%s): %s", i + 1, d->function, d->name, verdict_words(r->verdict, utf8));
+	if (r->verdict == MATE_REPLAY_PASSED)
+		printf(" (%s)\n", r->message);
+	else
+		printf(": %s\n", r->message);
+}
+
+static void
+add_num(cJSON *o, const char *key, double v)
+{
+	if (isfinite(v))
+		cJSON_AddNumberToObject(o, key, v);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+static void
+print_json(size_t i, const struct mate_dump_info *d, const struct mate_replay_result *r)
+{
+	cJSON *o = cJSON_CreateObject();
+	int bad = r->verdict == MATE_REPLAY_MISMATCH && r->first_bad >= 0;
+	char *s;
+
+	cJSON_AddNumberToObject(o, "index", (double)(i + 1));
+	cJSON_AddStringToObject(o, "function", d->function);
+	cJSON_AddStringToObject(o, "dir", d->name);
+	cJSON_AddStringToObject(o, "path", d->path);
+	cJSON_AddStringToObject(o, "status", mate_dump_status_name(d->status));
+	cJSON_AddStringToObject(o, "verdict", mate_replay_verdict_name(r->verdict));
+	cJSON_AddBoolToObject(o, "bit_exact", r->verdict == MATE_REPLAY_PASSED && r->bit_exact);
+	cJSON_AddNumberToObject(o, "compared", r->compared);
+	add_num(o, "max_abs_err", r->max_abs_err);
+	add_num(o, "max_rel_err", r->max_rel_err);
+	if (r->verdict == MATE_REPLAY_MISMATCH)
+		cJSON_AddStringToObject(o, "key", r->key);
+	else
+		cJSON_AddNullToObject(o, "key");
+	if (bad) {
+		cJSON_AddStringToObject(o, "first_bad_index", r->first_bad_index);
+		cJSON_AddNumberToObject(o, "first_bad", (double)r->first_bad);
+		add_num(o, "expected", r->expected);
+		add_num(o, "got", r->got);
+		cJSON_AddNumberToObject(o, "n_bad", (double)r->n_bad);
+		cJSON_AddNumberToObject(o, "numel", (double)r->numel);
+		add_num(o, "rtol", r->rtol);
+		add_num(o, "atol", r->atol);
+	} else {
+		cJSON_AddNullToObject(o, "first_bad_index");
+	}
+	add_num(o, "seconds", r->seconds);
+	cJSON_AddStringToObject(o, "message", r->message);
+	if ((s = cJSON_PrintUnformatted(o)) != NULL)
+		puts(s);
+	free(s);
+	cJSON_Delete(o);
+}
+
+static void
+report(size_t i, const struct mate_dump_info *d, const struct mate_replay_result *r, void *ctx)
+{
+	struct tally *t = ctx;
+
+	if (r->verdict >= 0 && r->verdict <= MATE_REPLAY_NOW_RUNS)
+		t->by[r->verdict]++;
+	if (t->jsonl)
+		print_json(i, d, r);
+	else
+		print_text(i, d, r, t->utf8);
+	fflush(stdout);
+}
+
+static void
+print_summary(const struct tally *t, FILE *f)
+{
+	static const struct { int v; const char *one, *many; } kinds[] = {
+		{ MATE_REPLAY_MISMATCH, "mismatch", "mismatches" },
+		{ MATE_REPLAY_ERROR, "error", "errors" },
+		{ MATE_REPLAY_UNSUPPORTED, "unsupported", "unsupported" },
+		{ MATE_REPLAY_REPRODUCED, "reproduced failure", "reproduced failures" },
+		{ MATE_REPLAY_NOW_RUNS, "now runs", "now run" },
+	};
+	size_t failed = 0;
+	const char *sep = " (";
+
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+		failed += t->by[kinds[k].v];
+	fprintf(f, "%sSummary: %zu passed, %zu failed", f == stdout ? "\n" : "",
+	    t->by[MATE_REPLAY_PASSED], failed);
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		size_t n = t->by[kinds[k].v];
+
+		if (n == 0)
+			continue;
+		fprintf(f, "%s%zu %s", sep, n, n == 1 ? kinds[k].one : kinds[k].many);
+		sep = ", ";
+	}
+	fprintf(f, "%s\n", failed ? ")" : "");
+}
+
+/* ---- main ------------------------------------------------------------------ */
+
+/* The engine with the options applied, or NULL (message printed). */
+static mate_replay *
+make_engine(const struct options *o)
+{
+	mate_error err;
+	mate_replay *r = mate_replay_new(&err);
+
+	if (r == NULL) {
+		mate_fe_warnx("%s", err.message);
+		return NULL;
+	}
+	mate_error_clear(&err);
+#ifdef MATE_REPLAY_TEST_PLUGIN
+	/* tests/mate-replay-ref: the reference fixture's handlers linked in, for
+	 * builds where plugins cannot be loaded (static, sanitizers) */
+	if (mate_replay_plugin_init(r, &err) != MATE_OK)
+		goto fail;
+#endif
+	mate_replay_set_tolerance(r, o->rtol, o->atol);
+	if (mate_replay_set_device(r, o->device, &err) != MATE_OK) {
+		mate_fe_warnx("--device: %s", err.message);
+		mate_replay_free(r);
+		return NULL;
+	}
+	for (size_t i = 0; i < o->nplugins; i++)
+		if (mate_replay_load_plugin(r, o->plugins[i], &err) != MATE_OK)
+			goto fail;
+	return r;
+fail:
+	mate_fe_warnx("%s", err.message);
+	mate_replay_free(r);
+	return NULL;
+}
+
+/* The dumps under the paths, sorted, or NULL (message printed). */
+static mate_dump_list *
+list_dumps(const struct options *o)
+{
+	mate_error err;
+	mate_dump_list *l = mate_dump_list_new(0, &err);
+
+	for (size_t i = 0; l != NULL && i < o->npaths; i++) {
+		mate_error_clear(&err);
+		if (mate_dump_list_add(l, o->paths[i], &err) < 0) {
+			mate_dump_list_free(l);
+			l = NULL;
+		}
+	}
+	if (l == NULL) {
+		mate_fe_warnx("%s", err.message);
+		return NULL;
+	}
+	mate_dump_list_sort(l);
+	return l;
+}
+
+static void
+free_options(struct options *o)
+{
+	free_patterns(&o->include);
+	free_patterns(&o->exclude);
+	free(o->plugins);
+	free(o->paths);
+}
+
+/* Replays the selected dumps of l; the exit status. */
+static int
+replay_all(const struct options *o, mate_replay *r, const mate_dump_list *l)
+{
+	size_t n = mate_dump_list_count(l), nsel = 0;
+	const struct mate_dump_info **sel = malloc((n ? n : 1) * sizeof(*sel));
+	struct tally t;
+	mate_error err;
+	int status = MATE_EXIT_OK;
+
+	if (sel == NULL) {
+		mate_fe_warnx("out of memory");
+		return MATE_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (selected(o, mate_dump_list_get(l, i)))
+			sel[nsel++] = mate_dump_list_get(l, i);
+	memset(&t, 0, sizeof(t));
+	t.jsonl = o->jsonl;
+	t.utf8 = !o->jsonl && mate_fe_use_utf8(stdout) && mate_fe_use_color(stdout);
+	if (mate_replay_run(r, sel, nsel, (int)o->jobs, report, &t, &err) != MATE_OK) {
+		mate_fe_warnx("%s", err.message);
+		free(sel);
+		return MATE_EXIT_USAGE;
+	}
+	print_summary(&t, o->jsonl ? stderr : stdout);
+	if (nsel == 0) {
+		mate_fe_warnx("no dumps %s", n ? "selected (--include, --exclude, --status)" : "found");
+		status = MATE_EXIT_FAIL;
+	} else if (nsel - t.by[MATE_REPLAY_PASSED] > 0) {
+		status = MATE_EXIT_FAIL;
+	}
+	free(sel);
+	return status;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct options o;
+	mate_dump_list *l = NULL;
+	mate_replay *r;
+	int status = MATE_EXIT_USAGE;
+
+	memset(&o, 0, sizeof(o));
+	o.rtol = o.atol = -1;
+	o.device = MATE_REPLAY_DEVICE_AUTO;
+	mate_fe_set_progname(argv[0]);
+	parse_options(argc, argv, &o);
+	if ((r = make_engine(&o)) != NULL && (l = list_dumps(&o)) != NULL)
+		status = replay_all(&o, r, l);
+	mate_dump_list_free(l);
+	mate_replay_free(r);
+	free_options(&o);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		mate_fe_warnx("error writing output");
+		status = MATE_EXIT_USAGE;
+	}
+	return status;
+}

@@ -1,0 +1,167 @@
+"""replay-builtins.py: mate's built-in handlers replay FlashInfer-style calls of every ops.md operation (arguments by position and keyword, out=, in place, return_lse, the BLAS call), with references from torch."""
+import math
+import os
+import shutil
+
+import torch
+
+from mate_test import build_path, run, check, tmpdir, done
+from replay_dumps import write_dump, pt_readable
+
+REPLAY = build_path("src", "replay", "mate-replay")
+torch.manual_seed(7)
+FMT = "torch" if pt_readable() else "safetensors"  # .pt keeps strides: transposed operands
+print("tensor files:", FMT)
+work = tmpdir()
+root = os.path.join(work, "dumps")
+os.mkdir(root)
+expect = {}   # dump name -> verdict word
+seq = [0]
+
+
+def dump(fn, inputs, outputs, verdict="Passed", **kw):
+    seq[0] += 1
+    name = write_dump(root, seq[0], fn, inputs, outputs, fmt=FMT, **kw)
+    expect[name] = verdict
+    return name
+
+
+def rms(x, w, eps, gemma=False):
+    xf = x.float()
+    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * (w.float() + (1 if gemma else 0))
+    return y.to(x.dtype)
+
+
+def rnd(*shape, dtype=torch.float32):
+    return torch.randn(*shape).to(dtype)
+
+
+# ---- normalisation ---------------------------------------------------------------
+x, w = rnd(4, 64), rnd(64)
+dump("rmsnorm", {"arg_0": x, "arg_1": w}, {"result": rms(x, w, 1e-6)})
+x, w = rnd(3, 128, dtype=torch.bfloat16), rnd(128, dtype=torch.bfloat16)
+dump("rmsnorm", {"arg_0": x, "arg_1": w, "kwarg_eps": 1e-5}, {"result": rms(x, w, 1e-5)})
+x, w = rnd(2, 3, 32, dtype=torch.float16), rnd(32, dtype=torch.float16)
+out = torch.zeros_like(x)
+y = rms(x, w, 1e-6)
+dump("rmsnorm", {"kwarg_input": x, "kwarg_weight": w, "kwarg_out": out, "kwarg_enable_pdl": False},
+     {"result": y, "kwarg_out": y})                       # out= written and returned
+x, w = rnd(4, 64), rnd(64)
+dump("gemma_rmsnorm", {"arg_0": x, "arg_1": w, "arg_2": 1e-5}, {"result": rms(x, w, 1e-5, gemma=True)})
+for fn, gemma in (("fused_add_rmsnorm", False), ("gemma_fused_add_rmsnorm", True)):
+    x, r, w = rnd(4, 64, dtype=torch.float16), rnd(4, 64, dtype=torch.float16), rnd(64, dtype=torch.float16)
+    r2 = (r.float() + x.float()).to(torch.float16)
+    dump(fn, {"arg_0": x, "arg_1": r, "arg_2": w}, {"result": None, "arg_0": rms(r2, w, 1e-6, gemma), "arg_1": r2})
+
+# ---- activations and softmax --------------------------------------------------------
+acts = {
+    "silu_and_mul": lambda a: a / (1 + torch.exp(-a)),
+    "gelu_and_mul": lambda a: 0.5 * a * (1 + torch.erf(a / math.sqrt(2))),
+    "gelu_tanh_and_mul": lambda a: 0.5 * a * (1 + torch.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3))),
+}
+for (fn, act), dt in zip(acts.items(), (torch.float16, torch.float32, torch.bfloat16)):
+    x = rnd(2, 3, 256, dtype=dt)
+    xf = x.float()
+    dump(fn, {"arg_0": x}, {"result": (act(xf[..., :128]) * xf[..., 128:]).to(dt)})
+x = rnd(4, 100)
+dump("softmax", {"arg_0": x, "kwarg_temperature": 0.7}, {"result": torch.softmax(x / 0.7, -1)})
+t = torch.tensor([0.5, 1.0, 2.0, 4.0])
+dump("softmax", {"arg_0": x, "arg_1": t}, {"result": torch.softmax(x / t[:, None], -1)})
+xh = rnd(3, 50, dtype=torch.float16)
+dump("Tensor.softmax", {"arg_0": xh, "arg_1": -1}, {"result": torch.softmax(xh.float(), -1).half()})
+
+# ---- matrix products ------------------------------------------------------------------
+a, b = rnd(33, 17), rnd(9, 17).t()                        # b transposed (kept so in .pt)
+dump("mm", {"arg_0": a, "arg_1": b}, {"result": a @ b})
+a, b = rnd(2, 8, 16, dtype=torch.float16), rnd(2, 16, 4, dtype=torch.float16)
+dump("bmm", {"arg_0": a, "arg_1": b, "kwarg_out_dtype": torch.float32},
+     {"result": torch.bmm(a.float(), b.float())})
+a, b = rnd(5, 7), rnd(7, 3)
+dump("Tensor.mm", {"arg_0": a, "arg_1": b}, {"result": a @ b})
+
+# ---- attention ------------------------------------------------------------------------
+
+
+def attend(q, k, v, s, cap=None, keep=None):
+    """q (Hq, D); k, v (L, Hk, D): softmax over L, GQA."""
+    hq, hk = q.shape[0], k.shape[1]
+    outs, lses = [], []
+    for h in range(hq):
+        kv = h // (hq // hk)
+        z = (k[:, kv].float() @ q[h].float()) * s
+        if cap:
+            z = cap * torch.tanh(z / cap)
+        if keep is not None:
+            z = z.masked_fill(~keep, float("-inf"))
+        outs.append(torch.softmax(z, -1) @ v[:, kv].float())
+        lses.append(torch.logsumexp(z, -1) * math.log2(math.e))
+    return torch.stack(outs), torch.stack(lses)
+
+
+q, k, v = rnd(8, 64, dtype=torch.float16), rnd(37, 2, 64, dtype=torch.float16), rnd(37, 2, 64, dtype=torch.float16)
+o, lse = attend(q, k, v, 1 / 8, cap=30.0)
+dump("single_decode_with_kv_cache", {"arg_0": q, "arg_1": k, "arg_2": v, "kwarg_logits_soft_cap": 30.0,
+                                      "kwarg_return_lse": True, "kwarg_use_tensor_cores": True},
+     {"result_0": o.half(), "result_1": lse})
+q, k, v = rnd(4, 32), rnd(4, 20, 32), rnd(4, 20, 32)     # HND, one kv head per query head
+o, _ = attend(q, k.transpose(0, 1), v.transpose(0, 1), 0.3)
+dump("single_decode_with_kv_cache", {"arg_0": q, "arg_1": k, "arg_2": v, "arg_3": "HND", "kwarg_sm_scale": 0.3},
+     {"result": o})
+dump("single_decode_with_kv_cache", {"arg_0": q, "arg_1": k, "arg_2": v, "arg_3": "HND",
+                                      "kwarg_pos_encoding_mode": "ROPE_LLAMA_INTERLEAVED"},
+     {"result": o}, verdict="Unsupported")
+
+
+def prefill(q, k, v, causal=False, keep=None):
+    lq, lk = q.shape[0], k.shape[0]
+    rows_o, rows_l = [], []
+    for i in range(lq):
+        m = keep[i] if keep is not None else (torch.arange(lk) <= i + (lk - lq) if causal else None)
+        o_i, l_i = attend(q[i], k, v, 1 / math.sqrt(q.shape[-1]), keep=m)
+        rows_o.append(o_i)
+        rows_l.append(l_i)
+    return torch.stack(rows_o), torch.stack(rows_l)
+
+
+q, k, v = rnd(5, 4, 32), rnd(9, 2, 32), rnd(9, 2, 32)
+o, lse = prefill(q, k, v, causal=True)
+dump("single_prefill_with_kv_cache", {"arg_0": q, "arg_1": k, "arg_2": v, "kwarg_causal": True,
+                                       "kwarg_return_lse": True, "kwarg_backend": "fa2"},
+     {"result_0": o, "result_1": lse})
+keep = torch.rand(5, 9) > 0.3
+keep[:, 0] = True
+o, _ = prefill(q, k, v, keep=keep)
+dump("single_prefill_with_kv_cache", {"arg_0": q, "arg_1": k, "arg_2": v, "kwarg_custom_mask": keep,
+                                       "kwarg_causal": True},
+     {"result": o})
+
+# ---- a recorded BLAS call: C = alpha A B^T + beta C, row major ------------------------------
+A, B, C = rnd(6, 4), rnd(5, 4), rnd(6, 5)
+dump("cblas_sgemm", {"arg_0": 101, "arg_1": 111, "arg_2": 112, "arg_3": 6, "arg_4": 5, "arg_5": 4,
+                     "arg_6": 1.5, "arg_7": A, "arg_8": 4, "arg_9": B, "arg_10": 4, "arg_11": 0.5,
+                     "arg_12": C, "arg_13": 5},
+     {"result": None, "arg_12": 1.5 * A @ B.t() + 0.5 * C})
+
+# ---- a wrong recording is a mismatch ----------------------------------------------------------
+x, w = rnd(4, 64), rnd(64)
+bad = dump("rmsnorm", {"arg_0": x, "arg_1": w}, {"result": rms(x, w, 1e-6) * 1.1}, verdict="Mismatch")
+
+p = run([REPLAY, "--device", "cpu", root], check=False)
+lines = [l for l in p.stdout.splitlines() if l.startswith("[")]
+check(p.returncode == 1, "exit 1 (a planted mismatch and an unsupported mode): %d" % p.returncode)
+check(len(lines) == len(expect), "one line per dump: %d of %d" % (len(lines), len(expect)))
+for line in lines:
+    name = line.split("(", 1)[1].split(")", 1)[0]
+    want = expect.get(name, "?")
+    check(line.split("): ", 1)[1].startswith(want), "%s: want %s, got %s" % (name, want, line))
+print(p.stdout)
+npass = sum(1 for v in expect.values() if v == "Passed")
+check("Summary: %d passed, 2 failed (1 mismatch, 1 unsupported)" % npass in p.stdout, "summary")
+mism = [l for l in lines if bad in l]
+check(mism and "Mismatch: result[0, 0]" in mism[0], "the mismatch names the element: %r" % mism)
+
+# -j 2 gives the same lines
+p2 = run([REPLAY, "-j", "2", root], check=False)
+check(p2.stdout == p.stdout, "-j 2 prints as -j 1")
+shutil.rmtree(work)
+done()

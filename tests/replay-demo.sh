@@ -1,0 +1,38 @@
+#!/bin/sh
+# replay-demo.sh: every call the demo workload records (.safetensors, and .pt when libmate reads it) lists and replays: the completed ones pass, the deliberate failures reproduce.
+set -u
+b=$top_builddir
+demo=$b/examples/mate-demo
+[ -x "$demo" ] || { echo "SKIP: examples/mate-demo not built"; exit 77; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-replay-demo.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+no() { echo "FAIL: $*"; fail=1; }
+
+formats=safetensors
+"$b/tests/tensorfile-tool" describe "$top_srcdir/tests/fixtures/mate-reference/mate_dumps/20261121_125033_783_pid23322_gemm_call0001/inputs.pt" \
+	--no-data >/dev/null 2>&1 && formats="safetensors pt"
+for fmt in $formats; do
+	st=0
+	[ "$fmt" = safetensors ] && st=1
+	MATE_LOGLEVEL=10 MATE_DUMP_SAFETENSORS=$st MATE_DUMP_DIR="$tmp/$fmt" MATE_LOGDEST=/dev/null \
+		MATE_DEMO_THREADS=2 MATE_DEMO_ROUNDS=1 "$demo" >/dev/null 2>&1 || no "$fmt: mate-demo failed"
+	n=$("$b/src/replay/mate-list-dumps" -q "$tmp/$fmt" | wc -l)
+	nfail=$("$b/src/replay/mate-list-dumps" -q "$tmp/$fmt" | grep -c '\[failed\]')
+	ncomp=$("$b/src/replay/mate-list-dumps" -q "$tmp/$fmt" | grep -c '\[completed\]')
+	[ "$n" -gt 10 ] && [ "$nfail" -ge 1 ] && [ $((nfail + ncomp)) -eq "$n" ] ||
+		no "$fmt: $n dumps, $ncomp completed, $nfail failed"
+	out=$("$b/src/replay/mate-replay" -j 2 "$tmp/$fmt")
+	rc=$?
+	echo "$out" | tail -1
+	[ $rc -eq 1 ] || no "$fmt: replaying the deliberate failures exits 1, got $rc"
+	echo "$out" | grep -q "^Summary: $ncomp passed, $nfail failed ($nfail reproduced failure" ||
+		no "$fmt: summary: $(echo "$out" | tail -1)"
+	[ "$(echo "$out" | grep -c ': Passed')" -eq "$ncomp" ] || no "$fmt: not every completed call passed"
+	out=$("$b/src/replay/mate-replay" --status completed "$tmp/$fmt")
+	rc=$?
+	[ $rc -eq 0 ] && echo "$out" | grep -q "^Summary: $ncomp passed, 0 failed$" ||
+		no "$fmt: --status completed: exit $rc, $(echo "$out" | tail -1)"
+done
+[ $fail -eq 0 ] && echo "PASS: the demo's calls replay ($formats)"
+exit $fail

@@ -1,0 +1,557 @@
+/* test_replay.c: unit tests of the replay engine: tolerance rules, the registry, handlers' arguments and outputs, stateful receivers, and the parallel runner. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mate.h"
+#include "mate_dump.h"
+#include "dump_private.h"
+#include "test.h"
+
+/* A contiguous tensor value of dtype dt holding the given doubles. */
+static mate_value *
+tensor(mate_dtype dt, int ndim, const int64_t *shape, const double *vals)
+{
+	mate_tensor t;
+	mate_storage *st;
+	mate_value *v;
+	int64_t n;
+	size_t es = mate_dtype_size(dt);
+
+	mate_tensor_init(&t, dt, ndim, shape, NULL, NULL);
+	n = mate_tensor_numel(&t);
+	st = mate_storage_new((size_t)n * es, NULL);
+	for (int64_t i = 0; i < n; i++) {
+		char *p = (char *)mate_storage_data(st) + i * (int64_t)es;
+		double x = vals[i];
+
+		switch (dt) {
+		case MATE_F64: memcpy(p, &x, 8); break;
+		case MATE_F32: { float f = (float)x; memcpy(p, &f, 4); break; }
+		case MATE_F16: { uint16_t h = mate_f32_to_f16((float)x); memcpy(p, &h, 2); break; }
+		case MATE_BF16: { uint16_t h = mate_f32_to_bf16((float)x); memcpy(p, &h, 2); break; }
+		case MATE_F8_E4M3FN: *p = (char)mate_f32_to_f8e4m3fn((float)x); break;
+		case MATE_I32: { int32_t k = (int32_t)x; memcpy(p, &k, 4); break; }
+		case MATE_I64: { int64_t k = (int64_t)x; memcpy(p, &k, 8); break; }
+		case MATE_BOOL: *p = x != 0; break;
+		case MATE_C64: { float f[2] = { (float)x, (float)x }; memcpy(p, f, 8); break; }
+		default: abort();
+		}
+	}
+	v = mate_value_tensor(&t, st);
+	mate_storage_unref(st);
+	return v;
+}
+
+static mate_value *
+vec(mate_dtype dt, int n, const double *vals)
+{
+	int64_t shape[1] = { n };
+
+	return tensor(dt, 1, shape, vals);
+}
+
+/* Compares one-element tensors x and y of dtype dt. */
+static int
+cmp1(mate_dtype dt, double x, double y, double rtol, double atol)
+{
+	mate_value *a = vec(dt, 1, &x), *b = vec(dt, 1, &y);
+	struct mate_replay_result res;
+	int ok;
+
+	memset(&res, 0, sizeof(res));
+	ok = mate_replay_compare_tensor("result", mate_value_get_tensor(a), mate_value_get_tensor(b),
+	    rtol, atol, &res);
+	mate_value_free(a);
+	mate_value_free(b);
+	return ok;
+}
+
+static void
+test_tolerances(void)
+{
+	double r, a;
+
+	mate_replay_default_tolerance(MATE_F32, &r, &a);
+	CHECK(r == 1e-5 && a == 1e-6);
+	mate_replay_default_tolerance(MATE_I64, &r, &a);
+	CHECK(r == 0 && a == 0);
+	/* f32: |y - x| <= atol + rtol |x| */
+	CHECK(cmp1(MATE_F32, 1.0, 1.0 + 9e-6, -1, -1));
+	CHECK(!cmp1(MATE_F32, 1.0, 1.0 + 2e-5, -1, -1));
+	CHECK(cmp1(MATE_F32, 0.0, 9e-7, -1, -1));
+	CHECK(!cmp1(MATE_F32, 0.0, 2e-6, -1, -1));
+	/* f64 1e-12 */
+	CHECK(cmp1(MATE_F64, 1.0, 1.0 + 1e-13, -1, -1));
+	CHECK(!cmp1(MATE_F64, 1.0, 1.0 + 1e-11, -1, -1));
+	/* f16 1e-3: one ulp at 1 (2^-10) passes, two fail */
+	CHECK(cmp1(MATE_F16, 1.0, 1.0 + 0x1p-10, -1, -1));
+	CHECK(!cmp1(MATE_F16, 1.0, 1.0 + 0x1p-9, -1, -1));
+	/* bf16 8e-3: one ulp at 1 (2^-7) passes, two fail */
+	CHECK(cmp1(MATE_BF16, 1.0, 1.0 + 0x1p-7, -1, -1));
+	CHECK(!cmp1(MATE_BF16, 1.0, 1.0 + 0x1p-6, -1, -1));
+	/* e4m3: one unit in the last place (0.125 at 1) */
+	CHECK(cmp1(MATE_F8_E4M3FN, 1.0, 1.125, -1, -1));
+	CHECK(!cmp1(MATE_F8_E4M3FN, 1.0, 1.25, -1, -1));
+	/* NaN in the same place matches; elsewhere not */
+	CHECK(cmp1(MATE_F32, NAN, NAN, -1, -1));
+	CHECK(!cmp1(MATE_F32, NAN, 1.0, -1, -1));
+	CHECK(!cmp1(MATE_F32, 1.0, NAN, -1, -1));
+	/* infinities exactly */
+	CHECK(cmp1(MATE_F32, INFINITY, INFINITY, -1, -1));
+	CHECK(!cmp1(MATE_F32, INFINITY, -INFINITY, -1, -1));
+	CHECK(!cmp1(MATE_F32, INFINITY, 3e38, 1, 1));
+	CHECK(!cmp1(MATE_F32, 3e38, INFINITY, 1, 1));
+	/* integers and bool exactly, whatever the overrides */
+	CHECK(cmp1(MATE_I32, 5, 5, -1, -1));
+	CHECK(!cmp1(MATE_I32, 5, 6, 1, 10));
+	CHECK(!cmp1(MATE_I64, 1LL << 40, (1LL << 40) + 1, -1, -1));
+	CHECK(!cmp1(MATE_BOOL, 1, 0, 1, 1));
+	/* overrides */
+	CHECK(cmp1(MATE_F32, 1.0, 1.01, 0.02, -1));
+	CHECK(!cmp1(MATE_F32, 1.0, 1.01, 0.001, -1));
+	CHECK(cmp1(MATE_F32, 0.0, 0.5, -1, 1.0));
+	CHECK(cmp1(MATE_C64, 1.0, 1.0, -1, -1));
+	CHECK(!cmp1(MATE_C64, 1.0, 2.0, -1, -1));
+}
+
+static void
+test_compare_reports(void)
+{
+	static const double x[6] = { 0, 1, 2, 3, 4, 5 }, y[6] = { 0, 1, 2, 3, 4, 5.5 };
+	static const double t[6] = { 0, 3, 1, 4, 2, 5 };
+	int64_t s23[2] = { 2, 3 }, s32[2] = { 3, 2 };
+	mate_value *a = tensor(MATE_F32, 2, s23, x), *b = tensor(MATE_F32, 2, s23, y);
+	mate_value *c = tensor(MATE_F32, 2, s32, x), *d = tensor(MATE_F64, 2, s23, x);
+	mate_value *e = tensor(MATE_F32, 2, s32, t);
+	struct mate_replay_result res;
+	mate_tensor tv;
+
+	memset(&res, 0, sizeof(res));
+	CHECK(!mate_replay_compare_tensor("result", mate_value_get_tensor(a), mate_value_get_tensor(b),
+	    -1, -1, &res));
+	CHECK_EQ_INT(res.first_bad, 5);
+	CHECK_STR(res.first_bad_index, "[1, 2]");
+	CHECK_EQ_INT(res.n_bad, 1);
+	CHECK(res.max_abs_err == 0.5);
+	CHECK(fabs(res.max_rel_err - 0.1) < 1e-12);
+	CHECK_CONTAINS(res.message, "result[1, 2]: expected 5, got 5.5");
+	CHECK_CONTAINS(res.message, "1 of 6 elements");
+
+	memset(&res, 0, sizeof(res));
+	CHECK(!mate_replay_compare_tensor("result", mate_value_get_tensor(a), mate_value_get_tensor(c),
+	    -1, -1, &res));
+	CHECK_CONTAINS(res.message, "result: shape (3, 2), expected (2, 3)");
+	memset(&res, 0, sizeof(res));
+	CHECK(!mate_replay_compare_tensor("result", mate_value_get_tensor(a), mate_value_get_tensor(d),
+	    -1, -1, &res));
+	CHECK_CONTAINS(res.message, "result: dtype float64, expected float32");
+
+	/* a transposed view compares by element, and identical data is bit-exact */
+	tv = *mate_value_get_tensor(e);
+	tv.shape[0] = 2;
+	tv.shape[1] = 3;
+	tv.stride[0] = 1;
+	tv.stride[1] = 2;
+	memset(&res, 0, sizeof(res));
+	CHECK(mate_replay_compare_tensor("result", mate_value_get_tensor(a), &tv, -1, -1, &res));
+	CHECK_EQ_INT(res.bit_exact, 1);
+	mate_value_free(a);
+	mate_value_free(b);
+	mate_value_free(c);
+	mate_value_free(d);
+	mate_value_free(e);
+}
+
+/* ---- handlers ------------------------------------------------------------- */
+
+static int
+double_it(mate_replay_call *c, void *ctx)
+{
+	const mate_tensor *x;
+	mate_value *out;
+	int rc;
+
+	if ((rc = mate_replay_arg_tensor(c, 0, "x", 0, &x)) != MATE_OK)
+		return rc;
+	if ((out = mate_replay_new_tensor(c, x->dtype, x->ndim, x->shape)) == NULL)
+		return MATE_ERR_NOMEM;
+	for (int64_t i = 0; i < mate_tensor_numel(x); i++)
+		((float *)mate_value_get_tensor(out)->data)[i] = 2 * *(float *)mate_tensor_element(x, i);
+	return mate_replay_return(c, out);
+}
+
+static int
+constant(mate_replay_call *c, void *ctx)
+{
+	return mate_replay_return(c, mate_value_int((int64_t)(intptr_t)ctx));
+}
+
+static int
+in_place(mate_replay_call *c, void *ctx)
+{
+	const mate_tensor *x;
+	int rc;
+
+	if ((rc = mate_replay_arg_tensor(c, 0, NULL, 0, &x)) != MATE_OK)
+		return rc;
+	if (ctx != NULL)
+		*(float *)mate_tensor_element(x, 0) += 1;
+	return MATE_OK;
+}
+
+static int
+pair(mate_replay_call *c, void *ctx)
+{
+	mate_value *t = mate_value_tuple();
+
+	mate_value_append(t, mate_value_int(14));
+	mate_value_append(t, mate_value_float(0.5));
+	return mate_replay_return(c, t);
+}
+
+static int
+failing(mate_replay_call *c, void *ctx)
+{
+	return mate_replay_fail(c, ctx ? MATE_ERR_UNSUPPORTED : MATE_ERR_ARGUMENT, "boom %d", 7);
+}
+
+static int
+typed(mate_replay_call *c, void *ctx)
+{
+	int64_t i;
+	double f;
+	int b;
+	const char *s;
+	mate_dtype dt;
+	int rc;
+
+	if ((rc = mate_replay_arg_int(c, 0, "i", 0, &i)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, 1, "f", 0, &f)) != MATE_OK ||
+	    (rc = mate_replay_arg_bool(c, -1, "b", 1, &b)) != MATE_OK ||
+	    (rc = mate_replay_arg_str(c, -1, "s", "dflt", &s)) != MATE_OK ||
+	    (rc = mate_replay_arg_dtype(c, -1, "dt", MATE_F16, &dt)) != MATE_OK)
+		return rc;
+	return mate_replay_return(c, mate_value_str(s, (size_t)-1)) == MATE_OK && i == 3 && f == 2.5 &&
+	    b == 1 && dt == MATE_BF16 ? MATE_OK : mate_replay_fail(c, MATE_ERR_ARGUMENT, "wrong values");
+}
+
+struct counter {
+	int n;
+};
+
+static int
+w_init(mate_replay_call *c, void *ctx)
+{
+	struct counter *k = calloc(1, sizeof(*k));
+
+	return mate_replay_call_set_self(c, k, free);
+}
+
+static int
+w_step(mate_replay_call *c, void *ctx)
+{
+	struct counter *k = mate_replay_call_self(c);
+
+	if (k == NULL)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "no object: __init__ was not replayed");
+	k->n++;
+	return mate_replay_return(c, mate_value_int(k->n));
+}
+
+static int
+exec1(mate_replay *r, const char *fn, const char *module, mate_value *args,
+    const mate_value *expected, struct mate_replay_result *res)
+{
+	struct mate_replay_request req;
+
+	memset(&req, 0, sizeof(req));
+	req.function = fn;
+	req.module = module;
+	req.args = args;
+	req.expected = expected;
+	mate_replay_execute(r, &req, res);
+	return res->verdict;
+}
+
+static mate_value *
+dict1(const char *key, mate_value *v)
+{
+	mate_value *d = mate_value_dict();
+
+	mate_value_set_str(d, key, v);
+	return d;
+}
+
+static void
+test_engine(void)
+{
+	static const double x[3] = { 1, 2, 3 }, x2[3] = { 2, 4, 6 }, x3[3] = { 2, 4, 7 };
+	mate_replay *r = mate_replay_new(NULL);
+	struct mate_replay_result res;
+	mate_value *args, *exp;
+	mate_error err;
+
+	mate_replay_register(r, NULL, "double_it", double_it, NULL, NULL);
+	mate_replay_register(r, NULL, "f", constant, (void *)1, NULL);
+	mate_replay_register(r, "m", "f", constant, (void *)2, NULL);
+	mate_replay_register(r, NULL, "g", constant, (void *)1, NULL);
+	mate_replay_register(r, NULL, "g", constant, (void *)3, NULL);
+	mate_replay_register(r, NULL, "in_place", in_place, (void *)1, NULL);
+	mate_replay_register(r, NULL, "no_op", in_place, NULL, NULL);
+	mate_replay_register(r, NULL, "pair", pair, NULL, NULL);
+	mate_replay_register(r, NULL, "fails", failing, NULL, NULL);
+	mate_replay_register(r, NULL, "cannot", failing, (void *)1, NULL);
+	mate_replay_register(r, NULL, "typed", typed, NULL, NULL);
+	CHECK(mate_replay_register(r, NULL, NULL, constant, NULL, &err) == MATE_ERR_ARGUMENT);
+
+	args = dict1("arg_0", vec(MATE_F32, 3, x));
+	exp = dict1("result", vec(MATE_F32, 3, x2));
+	CHECK_EQ_INT(exec1(r, "double_it", NULL, args, exp, &res), MATE_REPLAY_PASSED);
+	CHECK_EQ_INT(res.bit_exact, 1);
+	CHECK_EQ_INT(res.compared, 1);
+	/* Tensor.NAME is NAME */
+	CHECK_EQ_INT(exec1(r, "Tensor.double_it", NULL, args, exp, &res), MATE_REPLAY_PASSED);
+	mate_value_free(exp);
+	exp = dict1("result", vec(MATE_F32, 3, x3));
+	CHECK_EQ_INT(exec1(r, "double_it", NULL, args, exp, &res), MATE_REPLAY_MISMATCH);
+	CHECK_STR(res.key, "result");
+	CHECK_STR(res.first_bad_index, "[2]");
+	CHECK_CONTAINS(res.message, "result[2]: expected 7, got 6");
+	mate_value_free(exp);
+	mate_value_free(args);
+
+	/* module-specific handlers first; the latest registration wins */
+	args = mate_value_dict();
+	exp = dict1("result", mate_value_int(2));
+	CHECK_EQ_INT(exec1(r, "f", "m", args, exp, &res), MATE_REPLAY_PASSED);
+	CHECK_EQ_INT(exec1(r, "f", "other", args, exp, &res), MATE_REPLAY_MISMATCH);
+	CHECK_CONTAINS(res.message, "result: expected 2, got 1");
+	mate_value_free(exp);
+	exp = dict1("result", mate_value_int(3));
+	CHECK_EQ_INT(exec1(r, "g", NULL, args, exp, &res), MATE_REPLAY_PASSED);
+	mate_value_free(exp);
+
+	/* unknown function: unsupported, saying how to add one */
+	CHECK_EQ_INT(exec1(r, "nope", "mod", args, NULL, &res), MATE_REPLAY_UNSUPPORTED);
+	CHECK_CONTAINS(res.message, "no replay handler for 'nope' (module mod)");
+	CHECK_CONTAINS(res.message, "--plugin");
+	CHECK(!mate_replay_has_handler(r, NULL, "nope"));
+	CHECK(mate_replay_has_handler(r, NULL, "Tensor.g"));
+
+	/* tuples are result_<i>; a non-tensor mismatch names the key */
+	exp = mate_value_dict();
+	mate_value_set_str(exp, "result_0", mate_value_int(14));
+	mate_value_set_str(exp, "result_1", mate_value_float(0.5));
+	CHECK_EQ_INT(exec1(r, "pair", NULL, args, exp, &res), MATE_REPLAY_PASSED);
+	mate_value_set_str(exp, "result_1", mate_value_float(0.75));
+	CHECK_EQ_INT(exec1(r, "pair", NULL, args, exp, &res), MATE_REPLAY_MISMATCH);
+	CHECK_CONTAINS(res.message, "result_1: expected 0.75, got 0.5");
+	mate_value_set_str(exp, "result_2", mate_value_none());
+	mate_value_set_str(exp, "result_1", mate_value_float(0.5));
+	CHECK_EQ_INT(exec1(r, "pair", NULL, args, exp, &res), MATE_REPLAY_MISMATCH);
+	CHECK_CONTAINS(res.message, "result_2: not produced by the replay");
+	mate_value_free(exp);
+
+	/* failures: with recorded outputs an error; without, a reproduced failure */
+	CHECK_EQ_INT(exec1(r, "fails", NULL, args, args, &res), MATE_REPLAY_ERROR);
+	CHECK_STR(res.message, "boom 7");
+	CHECK_EQ_INT(exec1(r, "fails", NULL, args, NULL, &res), MATE_REPLAY_REPRODUCED);
+	CHECK_EQ_INT(exec1(r, "cannot", NULL, args, NULL, &res), MATE_REPLAY_UNSUPPORTED);
+	CHECK_EQ_INT(exec1(r, "g", NULL, args, NULL, &res), MATE_REPLAY_NOW_RUNS);
+	CHECK_CONTAINS(res.message, "never returned");
+	mate_value_free(args);
+
+	/* in-place outputs: compared with the argument after the call */
+	args = dict1("arg_0", vec(MATE_F32, 3, x));
+	exp = dict1("arg_0", vec(MATE_F32, 3, (const double[]){ 2, 2, 3 }));
+	CHECK_EQ_INT(exec1(r, "in_place", NULL, args, exp, &res), MATE_REPLAY_PASSED);
+	mate_value_free(args);
+	args = dict1("arg_0", vec(MATE_F32, 3, x));
+	CHECK_EQ_INT(exec1(r, "no_op", NULL, args, exp, &res), MATE_REPLAY_MISMATCH);
+	CHECK_STR(res.key, "arg_0");
+	mate_value_free(exp);
+	exp = dict1("result", vec(MATE_F32, 3, x));
+	CHECK_EQ_INT(exec1(r, "g", NULL, args, exp, &res), MATE_REPLAY_MISMATCH);
+	CHECK_CONTAINS(res.message, "result: expected a tensor, got int");
+	mate_value_free(exp);
+	mate_value_free(args);
+
+	/* typed arguments, positional or keyword, defaults and type errors */
+	args = mate_value_dict();
+	mate_value_set_str(args, "arg_0", mate_value_float(3.0));
+	mate_value_set_str(args, "kwarg_f", mate_value_float(2.5));
+	mate_value_set_str(args, "kwarg_dt", mate_value_dtype(MATE_BF16));
+	exp = dict1("result", mate_value_str("dflt", (size_t)-1));
+	CHECK_EQ_INT(exec1(r, "typed", NULL, args, exp, &res), MATE_REPLAY_PASSED);
+	mate_value_set_str(args, "kwarg_b", mate_value_str("yes", (size_t)-1));
+	CHECK_EQ_INT(exec1(r, "typed", NULL, args, exp, &res), MATE_REPLAY_ERROR);
+	CHECK_CONTAINS(res.message, "argument 'b': expected a bool, got str");
+	mate_value_free(exp);
+	mate_value_free(args);
+	mate_replay_free(r);
+}
+
+static void
+test_stateful(void)
+{
+	mate_replay *r = mate_replay_new(NULL);
+	struct mate_replay_result res;
+	struct mate_replay_request req;
+	mate_value *args = mate_value_dict(), *exp;
+	static const char *const seq[][2] = {
+		{ "W.__init__", "1" }, { "W.__init__", "2" }, { "W.step", "1" }, { "W.step", "1" },
+		{ "W.step", "2" }, { "W.__init__", "1" }, { "W.step", "1" },
+	};
+	static const int want[] = { 0, 0, 1, 2, 1, 0, 1 };
+
+	mate_replay_register(r, NULL, "W.__init__", w_init, NULL, NULL);
+	mate_replay_register(r, NULL, "W.step", w_step, NULL, NULL);
+	for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		memset(&req, 0, sizeof(req));
+		req.function = seq[i][0];
+		req.self_id = seq[i][1];
+		req.process_id = 9;
+		req.args = args;
+		exp = want[i] ? dict1("result", mate_value_int(want[i])) : mate_value_dict();
+		req.expected = exp;
+		mate_replay_execute(r, &req, &res);
+		if (res.verdict != MATE_REPLAY_PASSED)
+			fprintf(stderr, "stateful call %zu: %s\n", i, res.message);
+		CHECK_EQ_INT(res.verdict, MATE_REPLAY_PASSED);
+		mate_value_free(exp);
+	}
+	/* another process's object with the same self_id is another object */
+	memset(&req, 0, sizeof(req));
+	req.function = "W.step";
+	req.self_id = "1";
+	req.process_id = 10;
+	req.args = args;
+	mate_replay_execute(r, &req, &res);
+	CHECK_EQ_INT(res.verdict, MATE_REPLAY_REPRODUCED);
+	CHECK_CONTAINS(res.message, "__init__ was not replayed");
+	mate_value_free(args);
+	mate_replay_free(r);
+}
+
+/* ---- the runner on dumps written here ---------------------------------------- */
+
+static char tmp[256];
+static size_t reported;
+static int in_order = 1;
+
+static void
+write_dump(int i, const char *fn, const char *self_id, const char *result)
+{
+	char dir[512], path[600];
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/20260101_000000_%03d_pid1_%s_call%04d", tmp, i, fn, i);
+	mkdir(dir, 0755);
+	snprintf(path, sizeof(path), "%s/metadata.jsonl", dir);
+	f = fopen(path, "w");
+	fprintf(f, "{\"function_name\": \"%s\", \"timestamp\": \"20260101_000000_%03d\", "
+	    "\"process_id\": 1, \"input_metadata\": {\"arg_0\": %d}, \"output_metadata\": "
+	    "{\"result\": %s}, \"tensor_info\": {\"input_tensor_keys\": [], \"output_tensor_keys\": []}, "
+	    "\"execution_status\": \"completed\"%s%s%s}\n", fn, i, i, result,
+	    self_id ? ", \"self_id\": \"" : "", self_id ? self_id : "", self_id ? "\"" : "");
+	fclose(f);
+}
+
+static int
+echo(mate_replay_call *c, void *ctx)
+{
+	int64_t v;
+	int rc;
+
+	if ((rc = mate_replay_arg_int(c, 0, NULL, 0, &v)) != MATE_OK)
+		return rc;
+	return mate_replay_return(c, mate_value_int(v));
+}
+
+static void
+on_result(size_t i, const struct mate_dump_info *d, const struct mate_replay_result *res, void *ctx)
+{
+	int *verdicts = ctx;
+
+	if (i != reported)
+		in_order = 0;
+	reported++;
+	verdicts[i] = res->verdict;
+	if (res->verdict != MATE_REPLAY_PASSED && strcmp(d->function, "echo") != 0)
+		fprintf(stderr, "%s: %s\n", d->name, res->message);
+}
+
+static void
+test_runner(void)
+{
+	mate_replay *r = mate_replay_new(NULL);
+	mate_dump_list *l = mate_dump_list_new(0, NULL);
+	const struct mate_dump_info *dumps[200];
+	int verdicts[200], steps[4] = { 0, 0, 0, 0 }, n = 0, jobs;
+	char result[32], id[8];
+
+	snprintf(tmp, sizeof(tmp), "%s/mate-test-replay-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (mkdtemp(tmp) == NULL)
+		exit(99);
+	/* four objects interleaved with independent calls; one planted mismatch */
+	for (int i = 0; i < 120; i++) {
+		int o = i % 4;
+
+		snprintf(id, sizeof(id), "%d", o);
+		if (i < 4) {
+			write_dump(n++, "W.__init__", id, "null");
+		} else if (i % 3 == 0) {
+			snprintf(result, sizeof(result), "%d", i == 60 ? -1 : n);
+			write_dump(n++, "echo", NULL, result);
+		} else {
+			snprintf(result, sizeof(result), "%d", ++steps[o]);
+			write_dump(n++, "W.step", id, result);
+		}
+	}
+	mate_replay_register(r, NULL, "W.__init__", w_init, NULL, NULL);
+	mate_replay_register(r, NULL, "W.step", w_step, NULL, NULL);
+	mate_replay_register(r, NULL, "echo", echo, NULL, NULL);
+	CHECK_EQ_INT(mate_dump_list_add(l, tmp, NULL), n);
+	mate_dump_list_sort(l);
+	for (int i = 0; i < n; i++)
+		dumps[i] = mate_dump_list_get(l, (size_t)i);
+	for (jobs = 1; jobs <= 8; jobs *= 8) {
+		int bad = 0;
+
+		/* the objects start afresh: __init__ replaces them */
+		reported = 0;
+		in_order = 1;
+		CHECK_EQ_INT(mate_replay_run(r, dumps, (size_t)n, jobs, on_result, verdicts, NULL), MATE_OK);
+		CHECK_EQ_INT(reported, n);
+		CHECK(in_order);
+		for (int i = 0; i < n; i++)
+			bad += verdicts[i] != MATE_REPLAY_PASSED;
+		CHECK_EQ_INT(bad, 1);
+	}
+	mate_dump_list_free(l);
+	mate_replay_free(r);
+	{
+		char cmd[300];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", tmp);
+	}
+}
+
+int
+main(void)
+{
+	test_tolerances();
+	test_compare_reports();
+	test_engine();
+	test_stateful();
+	test_runner();
+	return TEST_DONE();
+}
