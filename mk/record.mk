@@ -109,3 +109,24 @@ EXTRA_DIST += man/mate-record.1 man/mate-replay-memlog.txt
 
 ## Replay handlers for the recorded BLAS and cuBLAS calls (registered by replay_ops.c).
 libmate_la_SOURCES += lib/replay_blas.h lib/replay_blas.c
+
+## mate-replay --memlog: the allocation replay's frontend part.
+src_replay_mate_replay_SOURCES += src/replay/replay-memlog.c src/replay/replay-memlog.h
+tests_mate_replay_ref_SOURCES += src/replay/replay-memlog.c src/replay/replay-memlog.h
+TESTS += tests/test_memlog_replay.sh
+EXTRA_DIST += tests/test_memlog_replay.sh
+
+## numpy's matmul and a CBLAS program, recorded and replayed bit-exactly.
+TESTS += tests/test_record_numpy.py tests/test_record_cblas.sh
+EXTRA_DIST += tests/test_record_numpy.py tests/test_record_cblas.sh
+
+## A real CUDA program (CUDA builds), recorded and replayed on a GPU; skipped without one.
+if HAVE_CUDA
+check_PROGRAMS += tests/record-cuda-real
+tests_record_cuda_real_SOURCES = tests/record-cuda-real.c
+tests_record_cuda_real_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
+tests_record_cuda_real_LDFLAGS = -no-install
+tests_record_cuda_real_LDADD = $(CUDA_LIBS)
+endif
+TESTS += tests/test_record_gpu.sh
+EXTRA_DIST += tests/test_record_gpu.sh tests/record-cuda-real.c

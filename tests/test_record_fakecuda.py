@@ -141,6 +141,27 @@ for d in dirs:
         want = np.stack([np.float32(0.5) * (hb[i].T @ hb[i]) for i in range(3)])
         check(np.array_equal(out["arg_16"].transpose(0, 2, 1), want), "batched C")
 
+# ---- the dumps replay bit-exactly (the fake cuBLAS computes through the same CBLAS) ---------------
+REPLAY = build_path("src", "replay", "mate-replay")
+p = run([REPLAY, "--device", "cpu", os.path.join(work, "dumps")], check=False)
+check(p.returncode == 0, "mate-replay exit %d: %s %s" % (p.returncode, p.stdout, p.stderr))
+check(p.stdout.count("Passed (bit-exact)") == 3, "three bit-exact replays: %s" % p.stdout)
+# a changed result is caught
+sg = [d for d in dirs if d.endswith("cublasSgemm_v2_call0001")]
+if sg:
+    f = os.path.join(sg[0], "outputs.safetensors")
+    raw = bytearray(open(f, "rb").read())
+    raw[-4:] = struct.pack("<f", struct.unpack("<f", bytes(raw[-4:]))[0] + 1.0)
+    open(f, "wb").write(bytes(raw))
+    p = run([REPLAY, "--device", "cpu", sg[0]], check=False)
+    check(p.returncode == 1 and "Mismatch" in p.stdout, "a changed C is a mismatch: %s" % p.stdout)
+
+# ---- the memory log replays against malloc and the pool --------------------------------------
+p = run([REPLAY, "--memlog", os.path.join(work, "mem.csv")], check=False)
+check(p.returncode == 0, "mate-replay --memlog exit %d: %s" % (p.returncode, p.stderr))
+check("malloc: 30 events" in p.stdout and "pool: 30 events" in p.stdout, "replay lines: %s" % p.stdout)
+check("LOG shows leak" not in p.stdout, "no leak in the program's log")
+
 # ---- level 3: copies and the launch by name ------------------------------------------------
 p = run([RECORD, "-l", "3", "-o", "log3.txt", "--", PROG], cwd=work, env=env)
 log = open(os.path.join(work, "log3.txt")).read()

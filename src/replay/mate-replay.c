@@ -14,6 +14,7 @@
 #include "fe.h"
 #include "mate.h"
 #include "mate_dump.h"
+#include "replay-memlog.h"
 
 struct patterns {
 	char **p;
@@ -31,6 +32,10 @@ struct options {
 	size_t nplugins;
 	const char **paths;
 	size_t npaths;
+	const char *memlog;         /* --memlog: allocation replay instead */
+	const char **allocators;
+	size_t nallocators;
+	long long repeat;
 };
 
 struct tally {
@@ -43,6 +48,7 @@ static void
 usage(void)
 {
 	printf("Usage: %s [OPTION]... [--dir] PATH...\n"
+	    "       %s --memlog FILE.csv [--allocator NAME]... [--repeat N]\n"
 	    "Replay recorded calls: PATH is a dump root or a single dump directory.\n"
 	    "Calls run in time order; each one's outputs are compared with the recorded ones.\n\n"
 	    "      --dir PATH       a dump root or dump directory (as MATE's replay --dir)\n"
@@ -57,11 +63,16 @@ usage(void)
 	    "  -j, --jobs N         replay on N threads (results still print in order)\n"
 	    "      --jsonl          one JSON object per call on stdout, summary on stderr\n"
 	    "      --plugin LIB.so  load replay handlers from LIB.so (repeatable)\n"
+	    "      --memlog FILE    replay a memory log (mate-record --memlog, or RMM's) against\n"
+	    "                       allocators instead of replaying dumps\n"
+	    "      --allocator NAME malloc, pool, cuda or cuda-async (repeatable; default\n"
+	    "                       malloc and pool)\n"
+	    "      --repeat N       replay the memory log N times per allocator\n"
 	    "  -h, --help           show this help and exit\n"
 	    "  -V, --version        show the version and exit\n\n"
 	    "Exit status: 0 every replayed call passed, 1 a mismatch, error or nothing\n"
 	    "replayed, 2 usage error or unreadable input.\n",
-	    mate_fe_progname());
+	    mate_fe_progname(), mate_fe_progname());
 }
 
 static void
@@ -179,7 +190,7 @@ static void
 parse_options(int argc, char **argv, struct options *o)
 {
 	enum { O_DIR = 256, O_DEVICE, O_RTOL, O_ATOL, O_INCLUDE, O_EXCLUDE, O_JSONL, O_PLUGIN,
-		O_STATUS };
+		O_STATUS, O_MEMLOG, O_ALLOCATOR, O_REPEAT };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "device", required_argument, NULL, O_DEVICE },
@@ -191,6 +202,9 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "jsonl", no_argument, NULL, O_JSONL },
 		{ "plugin", required_argument, NULL, O_PLUGIN },
+		{ "memlog", required_argument, NULL, O_MEMLOG },
+		{ "allocator", required_argument, NULL, O_ALLOCATOR },
+		{ "repeat", required_argument, NULL, O_REPEAT },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -209,6 +223,9 @@ parse_options(int argc, char **argv, struct options *o)
 		case 'j': o->jobs = mate_fe_parse_count("--jobs", optarg); break;
 		case O_JSONL: o->jsonl = 1; break;
 		case O_PLUGIN: push(&o->plugins, &o->nplugins, optarg); break;
+		case O_MEMLOG: o->memlog = optarg; break;
+		case O_ALLOCATOR: push(&o->allocators, &o->nallocators, optarg); break;
+		case O_REPEAT: o->repeat = mate_fe_parse_count("--repeat", optarg); break;
 		case 'h': usage(); exit(MATE_EXIT_OK);
 		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
 		default: mate_fe_usage_error("unknown option");
@@ -216,7 +233,11 @@ parse_options(int argc, char **argv, struct options *o)
 	}
 	for (int i = optind; i < argc; i++)
 		push(&o->paths, &o->npaths, argv[i]);
-	if (o->npaths == 0)
+	if (o->memlog != NULL && o->npaths > 0)
+		mate_fe_usage_error("--memlog replays a memory log, not dump directories");
+	if (o->memlog == NULL && (o->nallocators > 0 || o->repeat > 0))
+		mate_fe_usage_error("--allocator and --repeat go with --memlog");
+	if (o->npaths == 0 && o->memlog == NULL)
 		mate_fe_usage_error("no dump directory given");
 	if (o->jobs < 1)
 		o->jobs = 1;
@@ -407,6 +428,7 @@ free_options(struct options *o)
 	free_patterns(&o->exclude);
 	free(o->plugins);
 	free(o->paths);
+	free(o->allocators);
 }
 
 /* Replays the selected dumps of l; the exit status. */
@@ -458,7 +480,10 @@ main(int argc, char **argv)
 	o.device = MATE_REPLAY_DEVICE_AUTO;
 	mate_fe_set_progname(argv[0]);
 	parse_options(argc, argv, &o);
-	if ((r = make_engine(&o)) != NULL && (l = list_dumps(&o)) != NULL)
+	if (o.memlog != NULL) {
+		status = mate_replay_memlog_main(o.memlog, o.allocators, o.nallocators, o.repeat);
+		r = NULL;
+	} else if ((r = make_engine(&o)) != NULL && (l = list_dumps(&o)) != NULL)
 		status = replay_all(&o, r, l);
 	mate_dump_list_free(l);
 	mate_replay_free(r);
