@@ -130,3 +130,5 @@ tests_record_cuda_real_LDADD = $(CUDA_LIBS)
 endif
 TESTS += tests/test_record_gpu.sh
 EXTRA_DIST += tests/test_record_gpu.sh tests/record-cuda-real.c
+TESTS += tests/test_record_man.sh
+EXTRA_DIST += tests/test_record_man.sh
