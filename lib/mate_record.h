@@ -145,7 +145,7 @@ int mate_alloc_replay(const mate_memlog_trace *t, const char *allocator,
  * process of it keeps a small summary file in the session's folder, read
  * back at the end. */
 struct mate_record_totals {
-	uint64_t processes;         /* processes that left a summary */
+	uint64_t processes;         /* processes that recorded something */
 	uint64_t calls;             /* API calls recorded */
 	uint64_t transfers, transfer_bytes;   /* cudaMemcpy* calls and bytes */
 	uint64_t launches;          /* kernel launches */

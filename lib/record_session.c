@@ -201,7 +201,8 @@ add_summary(struct mate_record_totals *t, const char *path)
 		return;
 	if (mate_pread_all(fd, &sum, sizeof(sum), 0) == 0 &&
 	    memcmp(sum.magic, MATE_SUMMARY_MAGIC, 8) == 0) {
-		t->processes++;
+		if (sum.calls || sum.transfers || sum.launches || sum.allocations)
+			t->processes++;   /* processes that recorded something */
 		t->calls += sum.calls;
 		t->transfers += sum.transfers;
 		t->transfer_bytes += sum.transfer_bytes;
