@@ -6,6 +6,8 @@
  * of MATE_DEMO_WORKERS (default 3) worker threads. One call per thread fails
  * on purpose (rmsnorm with a mis-sized weight). MATE_DEMO_ROUNDS (default 2)
  * rounds, or as many as fit in MATE_DEMO_SECONDS seconds when that is set.
+ * MATE_DEMO_CHECKSUM=1 prints a checksum of every result on stdout, to
+ * show that recording never changes them.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -21,6 +23,9 @@
 static int rounds = 2;
 static double seconds = 0;
 static long failures_expected, failures_seen;
+static int want_checksum;
+static uint64_t sums[1025];  /* per client thread, FNV-1a of its results */
+static __thread uint64_t *sum;
 static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct buf {
@@ -63,6 +68,19 @@ make(struct buf *b, mate_dtype dt, int ndim, const int64_t *shape, uint32_t *see
 	}
 }
 
+/* Folds a result's bytes into this thread's checksum. */
+static void
+fold(const struct buf *b)
+{
+	const unsigned char *p = b->mem;
+	size_t n = (size_t)mate_tensor_nbytes(&b->t);
+
+	if (!want_checksum)
+		return;
+	for (size_t i = 0; i < n; i++)
+		*sum = (*sum ^ p[i]) * 1099511628211ull;
+}
+
 static void
 drop(struct buf *b)
 {
@@ -100,24 +118,29 @@ one_round(uint32_t *seed)
 	make(&w, MATE_F32, 1, s_w, seed);
 	make(&o, MATE_F32, 2, s_x, seed);
 	check(mini_rmsnorm(&x.t, &w.t, 1e-6, &o.t), "rmsnorm");
+	fold(&o);
 	drop(&x), drop(&w), drop(&o);
 	make(&x, MATE_BF16, 2, s_x, seed);
 	make(&w, MATE_BF16, 1, s_w, seed);
 	make(&o, MATE_BF16, 2, s_x, seed);
 	check(mini_rmsnorm(&x.t, &w.t, 1e-5, &o.t), "rmsnorm");
+	fold(&o);
 	/* fused_add_rmsnorm, in place on x and the residual */
 	make(&r, MATE_BF16, 2, s_x, seed);
 	check(mini_fused_add_rmsnorm(&x.t, &r.t, &w.t, 1e-6), "fused_add_rmsnorm");
+	fold(&x), fold(&r);
 	drop(&x), drop(&w), drop(&o), drop(&r);
 	/* silu_and_mul, f16 */
 	make(&g, MATE_F16, 2, s_g, seed);
 	make(&go, MATE_F16, 2, s_go, seed);
 	check(mini_silu_and_mul(&g.t, &go.t), "silu_and_mul");
+	fold(&go);
 	drop(&g), drop(&go);
 	/* softmax, f32 */
 	make(&l, MATE_F32, 2, s_l, seed);
 	make(&lo, MATE_F32, 2, s_l, seed);
 	check(mini_softmax(&l.t, 0.7, &lo.t), "softmax");
+	fold(&lo);
 	drop(&l), drop(&lo);
 	/* mm, f32 with b a transposed view of a (24, 32) buffer, then f16 */
 	make(&a, MATE_F32, 2, s_a, seed);
@@ -126,11 +149,13 @@ one_round(uint32_t *seed)
 	b.t.shape[0] = 32, b.t.shape[1] = 24, b.t.stride[0] = 1, b.t.stride[1] = 32;
 	make(&c, MATE_F32, 2, s_c, seed);
 	check(mini_mm(&a.t, &b.t, &c.t), "mm");
+	fold(&c);
 	drop(&a), drop(&bt), drop(&c);
 	make(&a, MATE_F16, 2, s_a, seed);
 	make(&bt, MATE_F16, 2, (int64_t[]){ 32, 24 }, seed);
 	make(&c, MATE_F16, 2, s_c, seed);
 	check(mini_mm(&a.t, &bt.t, &c.t), "mm");
+	fold(&c);
 	drop(&a), drop(&bt), drop(&c);
 }
 
@@ -158,6 +183,8 @@ client(void *arg)
 	uint32_t seed = 0x9e3779b9u ^ (uint32_t)(uintptr_t)arg * 2654435761u;
 	double end = now() + seconds;
 
+	sum = &sums[(uintptr_t)arg];
+	*sum = 1469598103934665603ull;
 	for (int i = 0; seconds > 0 ? now() < end : i < rounds; i++) {
 		one_round(&seed);
 		if (i == 0)
@@ -189,9 +216,11 @@ main(void)
 	int nthreads = env_int("MATE_DEMO_THREADS", 4);
 	int workers = env_int("MATE_DEMO_WORKERS", 3);
 	pthread_t *tid = calloc((size_t)nthreads, sizeof(*tid));
-	const char *s = getenv("MATE_DEMO_SECONDS");
+	const char *s = getenv("MATE_DEMO_SECONDS"), *cs = getenv("MATE_DEMO_CHECKSUM");
+	uint64_t total = 1469598103934665603ull;
 
 	rounds = env_int("MATE_DEMO_ROUNDS", 2);
+	want_checksum = cs != NULL && strcmp(cs, "1") == 0;
 	if (s != NULL && *s != '\0')
 		seconds = atof(s);
 	if (tid == NULL || mini_init(workers) != 0) {
@@ -205,6 +234,12 @@ main(void)
 		pthread_join(tid[i], NULL);
 	mini_shutdown();
 	free(tid);
+	if (want_checksum) {
+		for (int i = 1; i <= nthreads; i++)
+			for (int k = 0; k < 8; k++)
+				total = (total ^ (sums[i] >> (8 * k) & 0xff)) * 1099511628211ull;
+		printf("mate-demo: results checksum %016llx\n", (unsigned long long)total);
+	}
 	if (failures_seen != failures_expected) {
 		fprintf(stderr, "mate-demo: %ld of %ld deliberate failures seen\n",
 		    failures_seen, failures_expected);

@@ -35,25 +35,29 @@ mate_rec_stamp(char *out)
 void
 mate_rec_log_name(const char *name)
 {
+	static const char call[] = " MATE API Call: ";
+	size_t n = strlen(name);
 	char line[512];
-	int n;
 
-	mate_rec_stamp(line);
-	n = snprintf(line + 21, sizeof(line) - 21, " MATE API Call: %s\n", name);
-	if (n < 0)
-		return;
-	n += 21;
-	if (n >= (int)sizeof(line)) {
+	if (21 + sizeof(call) + n + 1 > sizeof(line)) {
 		struct mate_buf b;
 		mate_buf_init(&b);
+		mate_rec_stamp(line);
 		mate_buf_put(&b, line, 21);
-		mate_buf_printf(&b, " MATE API Call: %s\n", name);
+		mate_buf_puts(&b, call);
+		mate_buf_put(&b, name, n);
+		mate_buf_putc(&b, '\n');
 		if (mate_buf_str(&b) != NULL)
 			mate_rec_log(b.p, b.len);
 		mate_buf_free(&b);
 		return;
 	}
-	mate_rec_log(line, (size_t)n);
+	/* no printf: its cost grows when a library registers printf handlers */
+	mate_rec_stamp(line);
+	memcpy(line + 21, call, sizeof(call) - 1);
+	memcpy(line + 21 + sizeof(call) - 1, name, n);
+	line[21 + sizeof(call) - 1 + n] = '\n';
+	mate_rec_log(line, 21 + sizeof(call) + n);
 }
 
 /* ---- the header ------------------------------------------------------------------- */
@@ -155,9 +159,10 @@ fmt_shape(struct mate_buf *b, const int64_t *v, int n)
 static void
 fmt_device(struct mate_buf *b, const mate_tensor *t)
 {
-	if (t->device_type == MATE_DEVICE_CUDA)
-		mate_buf_printf(b, "cuda:%d", t->device_index);
-	else
+	if (t->device_type == MATE_DEVICE_CUDA) {
+		mate_buf_puts(b, "cuda:");
+		mate_buf_int(b, t->device_index);
+	} else
 		mate_buf_puts(b, "cpu");
 }
 
@@ -392,7 +397,10 @@ mate_rec_fmt_inputs(struct mate_buf *b, const mate_call *c)
 	size_t idx = 0;
 
 	mate_buf_puts(b, RULE_EQ);
-	mate_buf_printf(b, "%s MATE API Call: %s\n", c->stamp, c->name);
+	mate_buf_puts(b, c->stamp);
+	mate_buf_puts(b, " MATE API Call: ");
+	mate_buf_puts(b, c->name);
+	mate_buf_putc(b, '\n');
 	mate_buf_puts(b, RULE_DASH);
 	if (pos)
 		mate_buf_puts(b, "Positional input arguments:\n");
@@ -410,7 +418,9 @@ mate_rec_fmt_inputs(struct mate_buf *b, const mate_call *c)
 	for (size_t i = 0; kw && i < c->nargs; i++) {
 		if (c->args[i].role != MATE_KWARG)
 			continue;
-		mate_buf_printf(b, "  %s=\n", c->args[i].name);
+		mate_buf_puts(b, "  ");
+		mate_buf_puts(b, c->args[i].name);
+		mate_buf_put(b, "=\n", 2);
 		mate_rec_fmt_value(b, c, c->args[i].v, 2);
 		mate_buf_putc(b, '\n');
 	}
@@ -421,7 +431,9 @@ mate_rec_fmt_inputs(struct mate_buf *b, const mate_call *c)
 	for (size_t i = 0; i < c->nargs; i++) {
 		if (c->args[i].role != MATE_DEFAULT)
 			continue;
-		mate_buf_printf(b, "  %s= [DEFAULT]\n", c->args[i].name);
+		mate_buf_puts(b, "  ");
+		mate_buf_puts(b, c->args[i].name);
+		mate_buf_puts(b, "= [DEFAULT]\n");
 		mate_rec_fmt_value(b, c, c->args[i].v, 2);
 		mate_buf_putc(b, '\n');
 	}
@@ -446,7 +458,9 @@ mate_rec_fmt_outputs(struct mate_buf *b, const mate_call *c)
 		for (size_t i = 0; i < c->nargs; i++) {
 			if (c->args[i].role != MATE_RESULT)
 				continue;
-			mate_buf_printf(b, "    [%zu]: ", k++);
+			mate_buf_puts(b, "    [");
+			mate_buf_int(b, (int64_t)k++);
+			mate_buf_puts(b, "]: ");
 			mate_rec_fmt_value(b, c, c->args[i].v, 2);
 			mate_buf_putc(b, '\n');
 		}

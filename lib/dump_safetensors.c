@@ -122,10 +122,12 @@ sb_puts(struct sbuf *sb, const char *s)
 static void
 sb_u64(struct sbuf *sb, uint64_t v)
 {
-	char buf[24];
+	char buf[24], *p = buf + sizeof(buf);
 
-	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	sb_puts(sb, buf);
+	do
+		*--p = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	sb_put(sb, p, (size_t)(buf + sizeof(buf) - p));
 }
 
 /* A JSON string as serde_json writes it: raw UTF-8, short escapes for
@@ -325,7 +327,7 @@ build_header(struct sbuf *sb, const struct st_item *items, size_t n,
 struct wout {
 	int fd;
 	char *buf;
-	size_t len;
+	size_t len, cap;   /* cap <= ST_WBUF, and >= every view gathered whole */
 	int errnum;
 };
 
@@ -338,11 +340,11 @@ wout_write(struct wout *w, const void *p, size_t n)
 		w->errnum = -rc;
 }
 
-/* Makes room for n bytes in the buffer (n <= ST_WBUF). */
+/* Makes room for n bytes in the buffer (n <= w->cap). */
 static char *
 wout_reserve(struct wout *w, size_t n)
 {
-	if (ST_WBUF - w->len < n) {
+	if (w->cap - w->len < n) {
 		wout_write(w, w->buf, w->len);
 		w->len = 0;
 	}
@@ -367,7 +369,7 @@ write_view(struct wout *w, const mate_tensor *t)
 		wout_write(w, base, nbytes);
 	} else if (mate_tensor_is_contiguous(t)) {
 		memcpy(wout_reserve(w, nbytes), base, nbytes);
-	} else if (nbytes <= ST_WBUF) {
+	} else if (nbytes <= w->cap) {
 		mate_tensor_copy_contiguous(t, wout_reserve(w, nbytes));
 	} else {
 		sub = *t;
@@ -386,16 +388,26 @@ write_file(const char *path, const struct sbuf *hdr, const struct st_item *items
     size_t n, mate_error *err)
 {
 	mate_atomic_file af;
-	struct wout w = { -1, malloc(ST_WBUF), 0, 0 };
-	int rc = w.buf == NULL ? mate_set_error(err, MATE_ERR_NOMEM, "out of memory") :
-	    mate_atomic_open(&af, path, err);
+	struct wout w = { -1, NULL, 0, hdr->len, 0 };
+	int rc;
 
+	/* a buffer no larger than the file (small files: one malloc, one write) */
+	for (size_t i = 0; i < n && w.cap < ST_WBUF; i++)
+		w.cap += items[i].nbytes < ST_WBUF ? (size_t)items[i].nbytes : ST_WBUF;
+	if (w.cap > ST_WBUF)
+		w.cap = ST_WBUF;
+	w.buf = malloc(w.cap > 0 ? w.cap : 1);
+	rc = w.buf == NULL ? mate_set_error(err, MATE_ERR_NOMEM, "out of memory") :
+	    mate_atomic_open(&af, path, err);
 	if (rc != MATE_OK) {
 		free(w.buf);
 		return rc;
 	}
 	w.fd = af.fd;
-	wout_write(&w, hdr->p, hdr->len);
+	if (hdr->len <= w.cap)
+		memcpy(wout_reserve(&w, hdr->len), hdr->p, hdr->len);
+	else
+		wout_write(&w, hdr->p, hdr->len);
 	for (size_t i = 0; i < n && w.errnum == 0; i++)
 		write_view(&w, items[i].t);
 	wout_write(&w, w.buf, w.len);

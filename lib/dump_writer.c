@@ -2,7 +2,6 @@
 #include "recorder_private.h"
 #include "backend.h"
 
-#include <cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -31,12 +30,33 @@ static struct {
 	int session_fd;
 } tally = { .session_fd = -1 };
 
+/* A tensor's entry in tensor_details. */
+struct rec_detail {
+	char *key;
+	char *text;           /* {"shape": ..., "device": ...} */
+};
+
 struct rec_dump {
 	char *dir;
+	char *path;           /* scratch: dir + "/" + a file name */
+	size_t dir_len;
+	pid_t pid;            /* the process that made it: a forked child never writes there */
 	int meta_fd;
-	cJSON *rec;           /* the record without its closing keys */
-	int64_t in_bytes;
+	off_t meta_len;       /* bytes in metadata.jsonl */
+	/* The record as text, in pieces: txt holds the head ('{' through the
+	 * input_metadata value), the items of input_tensor_keys, the tail
+	 * ("tensor_format" through "versions") and, once the call completed,
+	 * the output_metadata value and the items of output_tensor_keys;
+	 * end[i] is where piece i ends. */
+	struct mate_buf txt;
+	size_t end[5];
+	int completed;
+	struct rec_detail *details;
+	size_t ndetails, cap_details;
+	int64_t in_bytes, out_bytes;
 };
+
+enum { PIECE_HEAD, PIECE_IN_KEYS, PIECE_TAIL, PIECE_OUT_META, PIECE_OUT_KEYS };
 
 void
 mate_rec_dump_reset(int full)
@@ -67,8 +87,14 @@ mate_rec_dump_free(struct rec_dump *d)
 		return;
 	if (d->meta_fd >= 0)
 		close(d->meta_fd);
-	cJSON_Delete(d->rec);
+	for (size_t i = 0; i < d->ndetails; i++) {
+		free(d->details[i].key);
+		free(d->details[i].text);
+	}
+	free(d->details);
+	mate_buf_free(&d->txt);
 	free(d->dir);
+	free(d->path);
 	free(d);
 }
 
@@ -117,18 +143,32 @@ next_call(const char *name)
 	return 1;
 }
 
-/* "YYYYMMDD_HHMMSS_mmm", local time, milliseconds truncated. */
+/* "YYYYMMDD_HHMMSS_mmm", local time, milliseconds truncated; out has 40
+ * bytes. */
 static void
-dump_stamp(char *out, size_t len)
+dump_stamp(char *out)
 {
+	static __thread time_t last = (time_t)-1;
+	static __thread char sec[20];
 	struct timespec ts;
 	struct tm tm;
-	char sec[20];
+	size_t n;
+	long ms;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	localtime_r(&ts.tv_sec, &tm);
-	strftime(sec, sizeof(sec), "%Y%m%d_%H%M%S", &tm);
-	snprintf(out, len, "%s_%03ld", sec, (long)(ts.tv_nsec / 1000000));
+	if (ts.tv_sec != last) {
+		localtime_r(&ts.tv_sec, &tm);
+		strftime(sec, sizeof(sec), "%Y%m%d_%H%M%S", &tm);
+		last = ts.tv_sec;
+	}
+	ms = ts.tv_nsec / 1000000;
+	n = strlen(sec);
+	memcpy(out, sec, n);
+	out[n] = '_';
+	out[n + 1] = (char)('0' + ms / 100);
+	out[n + 2] = (char)('0' + ms / 10 % 10);
+	out[n + 3] = (char)('0' + ms % 10);
+	out[n + 4] = '\0';
 }
 
 /* The function name as a safe directory-name part. */
@@ -144,6 +184,48 @@ safe_name(char *out, size_t len, const char *name)
 		out[i] = ok ? ch : '_';
 	}
 	out[i] = '\0';
+}
+
+/* A process killed inside a write() that crossed a page boundary can
+ * leave a torn last line; end it, so that the records appended after it
+ * stay whole lines. (A concurrent append can make this an empty line.) */
+static void
+end_torn_line(int fd)
+{
+	struct stat st;
+	char last;
+
+	if (fstat(fd, &st) == 0 && st.st_size > 0 &&
+	    pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n')
+		(void)!write(fd, "\n", 1);
+}
+
+/* Appends one line in one write(). When the write fails after part of the
+ * line (a full disk), the fragment is cut off again when this process is
+ * the file's only writer (len: its length), else ended with a newline if
+ * one still fits. */
+static int
+append_line(int fd, const char *p, size_t n, off_t *len)
+{
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t w = write(fd, p + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e = w < 0 ? errno : EIO;
+			if (len != NULL)
+				(void)!ftruncate(fd, *len);
+			else if (done > 0)
+				(void)!write(fd, "\n", 1);
+			return -e;
+		}
+		done += (size_t)w;
+	}
+	if (len != NULL)
+		*len += (off_t)n;
+	return 0;
 }
 
 /* mkdir -p of the dump root, then session.jsonl. Lock held. */
@@ -189,252 +271,332 @@ prepare_root(void)
 		return -e;
 	}
 	free(session);
+	end_torn_line(tally.session_fd);
 	tally.root_ready = 1;
 	return 0;
 }
 
-/* ---- JSON values -------------------------------------------------------------------- */
+/* ---- JSON text, spaced as Python's json.dumps -------------------------------------------- */
 
-static cJSON *
-raw_int(int64_t v)
+static void
+json_dims(struct mate_buf *b, const int64_t *v, int n)
 {
-	char tmp[24];
-
-	snprintf(tmp, sizeof(tmp), "%" PRId64, v);
-	return cJSON_CreateRaw(tmp);
+	mate_buf_putc(b, '[');
+	for (int i = 0; i < n; i++) {
+		if (i > 0)
+			mate_buf_put(b, ", ", 2);
+		mate_buf_int(b, v[i]);
+	}
+	mate_buf_putc(b, ']');
 }
 
-static cJSON *
-raw_float(double d)
+/* "shape": [..], "dtype": "torch.float32", "stride": [..], "device": "cpu" */
+static void
+json_details_body(struct mate_buf *b, const mate_tensor *t)
 {
-	struct mate_buf b;
-	cJSON *j = NULL;
-
-	mate_buf_init(&b);
-	mate_buf_jsonfloat(&b, d);
-	if (mate_buf_str(&b) != NULL)
-		j = cJSON_CreateRaw(b.p);
-	mate_buf_free(&b);
-	return j;
-}
-
-static cJSON *
-dims(const int64_t *v, int n)
-{
-	cJSON *a = cJSON_CreateArray();
-
-	for (int i = 0; a != NULL && i < n; i++)
-		cJSON_AddItemToArray(a, raw_int(v[i]));
-	return a;
-}
-
-static cJSON *
-str_of(void (*fn)(struct mate_buf *, const mate_value *), const mate_value *v)
-{
-	struct mate_buf b;
-	cJSON *j = NULL;
-
-	mate_buf_init(&b);
-	fn(&b, v);
-	if (mate_buf_str(&b) != NULL)
-		j = cJSON_CreateString(b.p);
-	mate_buf_free(&b);
-	return j;
+	mate_buf_puts(b, "\"shape\": ");
+	json_dims(b, t->shape, t->ndim);
+	mate_buf_puts(b, ", \"dtype\": \"");
+	mate_buf_dtype(b, t->dtype);       /* letters, digits and dots only */
+	mate_buf_puts(b, "\", \"stride\": ");
+	json_dims(b, t->stride, t->ndim);
+	mate_buf_puts(b, ", \"device\": \"");
+	if (t->device_type == MATE_DEVICE_CUDA) {
+		mate_buf_puts(b, "cuda:");
+		mate_buf_int(b, t->device_index);
+	} else
+		mate_buf_puts(b, "cpu");
+	mate_buf_putc(b, '"');
 }
 
 static void
-put_dtype(struct mate_buf *b, const mate_value *v)
+json_str(struct mate_buf *b, const char *s)
 {
-	mate_buf_dtype(b, mate_value_get_dtype(v));
+	mate_buf_jsonstr(b, s, strlen(s));
 }
 
-static cJSON *
-device_of(const mate_tensor *t)
+/* '{"type": TYPE, "KEY": ' (the caller writes the value and the '}'). */
+static void
+json_typed(struct mate_buf *b, const char *type, const char *key)
 {
-	char tmp[32];
-
-	if (t->device_type == MATE_DEVICE_CUDA)
-		snprintf(tmp, sizeof(tmp), "cuda:%d", t->device_index);
-	else
-		snprintf(tmp, sizeof(tmp), "cpu");
-	return cJSON_CreateString(tmp);
+	mate_buf_puts(b, "{\"type\": ");
+	json_str(b, type);
+	mate_buf_puts(b, ", ");
+	json_str(b, key);
+	mate_buf_puts(b, ": ");
 }
 
-static cJSON *
-tensor_details(const mate_tensor *t)
-{
-	cJSON *o = cJSON_CreateObject();
-	struct mate_buf b;
-
-	mate_buf_init(&b);
-	mate_buf_dtype(&b, t->dtype);
-	cJSON_AddItemToObject(o, "shape", dims(t->shape, t->ndim));
-	cJSON_AddItemToObject(o, "dtype", cJSON_CreateString(mate_buf_str(&b) ? b.p : "?"));
-	cJSON_AddItemToObject(o, "stride", dims(t->stride, t->ndim));
-	cJSON_AddItemToObject(o, "device", device_of(t));
-	mate_buf_free(&b);
-	return o;
-}
-
-static cJSON *
-json_tensor(const mate_call *c, const mate_value *v)
+static void
+json_tensor(struct mate_buf *b, const mate_call *c, const mate_value *v)
 {
 	const mate_tensor *t = mate_value_get_tensor(v);
 	struct rec_tensor *rt = mate_rec_find(c, v);
-	cJSON *o = cJSON_CreateObject(), *d = tensor_details(t), *it;
 
-	cJSON_AddItemToObject(o, "type", cJSON_CreateString("torch.Tensor"));
-	while (d != NULL && (it = d->child) != NULL)
-		cJSON_AddItemToObject(o, it->string, cJSON_DetachItemViaPointer(d, it));
-	cJSON_Delete(d);
-	cJSON_AddItemToObject(o, "requires_grad", cJSON_CreateBool(t->requires_grad));
-	cJSON_AddItemToObject(o, "is_contiguous", cJSON_CreateBool(mate_tensor_is_contiguous(t)));
-	if (rt != NULL)
-		cJSON_AddItemToObject(o, "tensor_key", cJSON_CreateString(rt->key));
-	return o;
+	mate_buf_puts(b, "{\"type\": \"torch.Tensor\", ");
+	json_details_body(b, t);
+	mate_buf_puts(b, t->requires_grad ? ", \"requires_grad\": true" : ", \"requires_grad\": false");
+	mate_buf_puts(b, mate_tensor_is_contiguous(t) ? ", \"is_contiguous\": true" :
+	    ", \"is_contiguous\": false");
+	if (rt != NULL) {
+		mate_buf_puts(b, ", \"tensor_key\": ");
+		json_str(b, rt->key);
+	}
+	mate_buf_putc(b, '}');
 }
 
-static cJSON *
-json_seq(const mate_call *c, const mate_value *v, int depth)
+static void
+json_seq(struct mate_buf *b, const mate_call *c, const mate_value *v, int depth)
 {
 	mate_value_kind k = mate_value_kind_of(v);
 	size_t n = mate_value_len(v);
-	cJSON *o = cJSON_CreateObject(), *items;
 
-	cJSON_AddItemToObject(o, "type", cJSON_CreateString(k == MATE_V_LIST ? "list" :
-	    k == MATE_V_TUPLE ? "tuple" : "dict"));
-	cJSON_AddItemToObject(o, "length", raw_int((int64_t)n));
+	json_typed(b, k == MATE_V_LIST ? "list" : k == MATE_V_TUPLE ? "tuple" : "dict", "length");
+	mate_buf_int(b, (int64_t)n);
 	if (depth >= 8) {
-		cJSON_AddItemToObject(o, "truncated", cJSON_CreateTrue());
-		return o;
+		mate_buf_puts(b, ", \"truncated\": true}");
+		return;
 	}
-	items = cJSON_CreateArray();
-	for (size_t i = 0; i < n && items != NULL; i++) {
-		cJSON *item = mate_rec_json_value(c, mate_value_item(v, i), depth + 1);
+	mate_buf_puts(b, ", \"items\": [");
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			mate_buf_put(b, ", ", 2);
 		if (k == MATE_V_DICT) {
-			cJSON *kv = cJSON_CreateObject();
-			cJSON_AddItemToObject(kv, "key", mate_rec_json_value(c, mate_value_key(v, i), depth + 1));
-			cJSON_AddItemToObject(kv, "value", item);
-			item = kv;
+			mate_buf_puts(b, "{\"key\": ");
+			mate_rec_json_value(b, c, mate_value_key(v, i), depth + 1);
+			mate_buf_puts(b, ", \"value\": ");
 		}
-		cJSON_AddItemToArray(items, item);
+		mate_rec_json_value(b, c, mate_value_item(v, i), depth + 1);
+		if (k == MATE_V_DICT)
+			mate_buf_putc(b, '}');
 	}
-	cJSON_AddItemToObject(o, "items", items);
-	cJSON_AddItemToObject(o, "truncated", cJSON_CreateFalse());
-	return o;
+	mate_buf_puts(b, "], \"truncated\": false}");
 }
 
-static cJSON *
-typed(const char *type, const char *key, cJSON *value)
+void
+mate_rec_json_value(struct mate_buf *b, const mate_call *c, const mate_value *v, int depth)
 {
-	cJSON *o = cJSON_CreateObject();
-
-	cJSON_AddItemToObject(o, "type", cJSON_CreateString(type));
-	cJSON_AddItemToObject(o, key, value);
-	return o;
-}
-
-cJSON *
-mate_rec_json_value(const mate_call *c, const mate_value *v, int depth)
-{
-	cJSON *o;
+	struct mate_buf tmp;
 	size_t n;
-	const char *s;
 
 	switch (mate_value_kind_of(v)) {
 	case MATE_V_NONE:
-		return cJSON_CreateNull();
+		mate_buf_puts(b, "null");
+		break;
 	case MATE_V_BOOL:
-		return cJSON_CreateBool(mate_value_get_bool(v));
+		mate_buf_puts(b, mate_value_get_bool(v) ? "true" : "false");
+		break;
 	case MATE_V_INT:
-		return raw_int(mate_value_get_int(v));
+		mate_buf_int(b, mate_value_get_int(v));
+		break;
 	case MATE_V_FLOAT:
-		return raw_float(mate_value_get_float(v));
+		mate_buf_jsonfloat(b, mate_value_get_float(v));
+		break;
 	case MATE_V_STR:
-		s = mate_value_get_str(v, &n);
-		return cJSON_CreateString(s);
+		json_str(b, mate_value_get_str(v, &n));
+		break;
 	case MATE_V_BYTES:
-		return typed("bytes", "repr", str_of(mate_rec_fmt_inline, v));
+		json_typed(b, "bytes", "repr");
+		mate_buf_init(&tmp);
+		mate_rec_fmt_inline(&tmp, v);
+		json_str(b, mate_buf_str(&tmp) != NULL ? tmp.p : "");
+		mate_buf_free(&tmp);
+		mate_buf_putc(b, '}');
+		break;
 	case MATE_V_DTYPE:
-		return typed("torch.dtype", "value", str_of(put_dtype, v));
+		json_typed(b, "torch.dtype", "value");
+		mate_buf_putc(b, '"');
+		mate_buf_dtype(b, mate_value_get_dtype(v));
+		mate_buf_puts(b, "\"}");
+		break;
 	case MATE_V_ENUM:
-		o = typed("enum", "name", cJSON_CreateString(mate_value_enum_name(v)));
-		cJSON_AddItemToObject(o, "value", raw_int(mate_value_get_int(v)));
-		return o;
+		json_typed(b, "enum", "name");
+		json_str(b, mate_value_enum_name(v));
+		mate_buf_puts(b, ", \"value\": ");
+		mate_buf_int(b, mate_value_get_int(v));
+		mate_buf_putc(b, '}');
+		break;
 	case MATE_V_OBJECT:
-		return typed(mate_value_object_type(v), "repr",
-		    cJSON_CreateString(mate_value_object_repr(v)));
+		json_typed(b, mate_value_object_type(v), "repr");
+		json_str(b, mate_value_object_repr(v));
+		mate_buf_putc(b, '}');
+		break;
 	case MATE_V_TENSOR:
-		return json_tensor(c, v);
+		json_tensor(b, c, v);
+		break;
 	default:
-		return json_seq(c, v, depth);
+		json_seq(b, c, v, depth);
 	}
 }
 
 /* ---- records -------------------------------------------------------------------------- */
 
-static cJSON *
-input_metadata(const mate_call *c)
+static void
+input_metadata(struct mate_buf *b, const mate_call *c)
 {
-	cJSON *o = cJSON_CreateObject();
 	char key[300];
 	size_t pos = 0;
+	int first = 1;
 
-	for (int pass = 0; pass < 2 && o != NULL; pass++)
+	mate_buf_putc(b, '{');
+	for (int pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < c->nargs; i++) {
 			const struct rec_arg *a = &c->args[i];
 			if (pass == 0 && a->role == MATE_ARG)
-				snprintf(key, sizeof(key), "arg_%zu", pos++);
+				mate_rec_key(key, sizeof(key), "arg_", NULL, (int64_t)pos++);
 			else if (pass == 1 && a->role == MATE_KWARG)
-				snprintf(key, sizeof(key), "kwarg_%.280s", a->name);
+				mate_rec_key(key, sizeof(key), "kwarg_", a->name, -1);
 			else
 				continue;
-			if (mate_value_kind_of(a->v) != MATE_V_TENSOR)
-				cJSON_AddItemToObject(o, key, mate_rec_json_value(c, a->v, 0));
+			if (mate_value_kind_of(a->v) == MATE_V_TENSOR)
+				continue;
+			if (!first)
+				mate_buf_put(b, ", ", 2);
+			first = 0;
+			json_str(b, key);
+			mate_buf_put(b, ": ", 2);
+			mate_rec_json_value(b, c, a->v, 0);
 		}
-	return o;
+	mate_buf_putc(b, '}');
 }
 
-static cJSON *
-size_mb(int64_t bytes)
+static void
+size_mb(struct mate_buf *b, int64_t bytes)
 {
-	return raw_float((double)bytes / (1024.0 * 1024.0));
+	mate_buf_jsonfloat(b, (double)bytes / (1024.0 * 1024.0));
 }
 
-static cJSON *
-first_record(const mate_call *c, const char *stamp, int64_t seq, int64_t in_bytes)
+/* Sets the tensor_details entry of key: in its place when there is one.
+ * The text is made at the end of d->txt, copied out, and cut off again. */
+static int
+set_detail(struct rec_dump *d, const char *key, const mate_tensor *t)
 {
-	cJSON *r = cJSON_CreateObject(), *info = cJSON_CreateObject();
-	cJSON *keys = cJSON_CreateArray(), *details = cJSON_CreateObject(), *ver;
+	size_t at = d->txt.len, i;
+	char *text;
 
-	cJSON_AddItemToObject(r, "function_name", cJSON_CreateString(c->name));
-	cJSON_AddItemToObject(r, "module", cJSON_CreateString(c->module));
-	cJSON_AddItemToObject(r, "call_sequence", raw_int(seq));
-	cJSON_AddItemToObject(r, "timestamp", cJSON_CreateString(stamp));
-	cJSON_AddItemToObject(r, "process_id", raw_int(mate_rec_pid()));
-	cJSON_AddItemToObject(r, "input_metadata", input_metadata(c));
-	cJSON_AddItemToObject(r, "output_metadata", cJSON_CreateObject());
+	mate_buf_putc(&d->txt, '{');
+	json_details_body(&d->txt, t);
+	mate_buf_putc(&d->txt, '}');
+	if (mate_buf_str(&d->txt) == NULL || (text = malloc(d->txt.len - at + 1)) == NULL)
+		return -1;
+	memcpy(text, d->txt.p + at, d->txt.len - at + 1);
+	d->txt.len = at;
+	for (i = 0; i < d->ndetails && strcmp(d->details[i].key, key) != 0; i++)
+		;
+	if (i == d->ndetails) {
+		if (d->ndetails == d->cap_details) {
+			size_t cap = d->cap_details ? 2 * d->cap_details : 8;
+			struct rec_detail *p = realloc(d->details, cap * sizeof(*p));
+			if (p == NULL) {
+				free(text);
+				return -1;
+			}
+			d->details = p;
+			d->cap_details = cap;
+		}
+		if ((d->details[i].key = strdup(key)) == NULL) {
+			free(text);
+			return -1;
+		}
+		d->details[i].text = NULL;
+		d->ndetails++;
+	}
+	free(d->details[i].text);
+	d->details[i].text = text;
+	return 0;
+}
+
+/* The pieces of the first record: everything but the outputs. */
+static int
+first_record(const mate_call *c, struct rec_dump *d, const char *stamp, int64_t seq)
+{
+	struct mate_buf *b = &d->txt;
+	int first = 1;
+
+	mate_buf_puts(b, "{\"function_name\": ");
+	json_str(b, c->name);
+	mate_buf_puts(b, ", \"module\": ");
+	json_str(b, c->module);
+	mate_buf_puts(b, ", \"call_sequence\": ");
+	mate_buf_int(b, seq);
+	mate_buf_puts(b, ", \"timestamp\": ");
+	json_str(b, stamp);
+	mate_buf_puts(b, ", \"process_id\": ");
+	mate_buf_int(b, mate_rec_pid());
+	mate_buf_puts(b, ", \"input_metadata\": ");
+	input_metadata(b, c);
+	d->end[PIECE_HEAD] = b->len;
 	for (size_t i = 0; i < c->ntensors; i++) {
 		const struct rec_tensor *rt = &c->tensors[i];
 		if (!rt->dumped)
 			continue;
-		cJSON_AddItemToArray(keys, cJSON_CreateString(rt->key));
-		cJSON_AddItemToObject(details, rt->key, tensor_details(mate_value_get_tensor(rt->v)));
+		if (!first)
+			mate_buf_put(b, ", ", 2);
+		first = 0;
+		json_str(b, rt->key);
+		if (set_detail(d, rt->key, mate_value_get_tensor(rt->v)) != 0)
+			return -1;
 	}
-	cJSON_AddItemToObject(info, "input_tensor_keys", keys);
-	cJSON_AddItemToObject(info, "output_tensor_keys", cJSON_CreateArray());
-	cJSON_AddItemToObject(info, "input_size_bytes", raw_int(in_bytes));
-	cJSON_AddItemToObject(info, "input_size_mb", size_mb(in_bytes));
-	cJSON_AddItemToObject(r, "tensor_info", info);
-	cJSON_AddItemToObject(r, "tensor_details", details);
-	cJSON_AddItemToObject(r, "tensor_format",
-	    cJSON_CreateString(mate_rec_cfg.safetensors ? "safetensors" : "torch"));
-	cJSON_AddItemToObject(r, "function_signature", cJSON_CreateString(c->signature));
-	ver = cJSON_CreateObject();
-	cJSON_AddItemToObject(ver, "mate", cJSON_CreateString(mate_version_string()));
-	cJSON_AddItemToObject(ver, "backend", cJSON_CreateString(mate_backend_get()->name));
-	cJSON_AddItemToObject(r, "versions", ver);
-	return r;
+	d->end[PIECE_IN_KEYS] = b->len;
+	mate_buf_puts(b, "\"tensor_format\": ");
+	json_str(b, mate_rec_cfg.safetensors ? "safetensors" : "torch");
+	mate_buf_puts(b, ", \"function_signature\": ");
+	json_str(b, c->signature);
+	mate_buf_puts(b, ", \"versions\": {\"mate\": ");
+	json_str(b, mate_version_string());
+	mate_buf_puts(b, ", \"backend\": ");
+	json_str(b, mate_backend_get()->name);
+	mate_buf_putc(b, '}');
+	d->end[PIECE_TAIL] = b->len;
+	return mate_buf_str(b) != NULL ? 0 : -1;
+}
+
+static void
+piece(struct mate_buf *b, const struct rec_dump *d, int i)
+{
+	size_t from = i > 0 ? d->end[i - 1] : 0;
+
+	mate_buf_put(b, d->txt.p + from, d->end[i] - from);
+}
+
+/* The record as json.dumps writes it, without its closing brace. */
+static void
+record_text(struct mate_buf *b, const struct rec_dump *d)
+{
+	piece(b, d, PIECE_HEAD);
+	mate_buf_puts(b, ", \"output_metadata\": ");
+	if (d->completed)
+		piece(b, d, PIECE_OUT_META);
+	else
+		mate_buf_put(b, "{}", 2);
+	mate_buf_puts(b, ", \"tensor_info\": {\"input_tensor_keys\": [");
+	piece(b, d, PIECE_IN_KEYS);
+	mate_buf_puts(b, "], \"output_tensor_keys\": [");
+	if (d->completed)
+		piece(b, d, PIECE_OUT_KEYS);
+	mate_buf_puts(b, "], \"input_size_bytes\": ");
+	mate_buf_int(b, d->in_bytes);
+	mate_buf_puts(b, ", \"input_size_mb\": ");
+	size_mb(b, d->in_bytes);
+	if (d->completed) {
+		mate_buf_puts(b, ", \"output_size_bytes\": ");
+		mate_buf_int(b, d->out_bytes);
+		mate_buf_puts(b, ", \"output_size_mb\": ");
+		size_mb(b, d->out_bytes);
+		mate_buf_puts(b, ", \"total_size_bytes\": ");
+		mate_buf_int(b, d->in_bytes + d->out_bytes);
+		mate_buf_puts(b, ", \"total_size_mb\": ");
+		size_mb(b, d->in_bytes + d->out_bytes);
+	}
+	mate_buf_puts(b, "}, \"tensor_details\": {");
+	for (size_t i = 0; i < d->ndetails; i++) {
+		if (i > 0)
+			mate_buf_put(b, ", ", 2);
+		json_str(b, d->details[i].key);
+		mate_buf_put(b, ": ", 2);
+		mate_buf_puts(b, d->details[i].text);
+	}
+	mate_buf_puts(b, "}, ");
+	piece(b, d, PIECE_TAIL);
 }
 
 /* Appends the record with its closing keys to metadata.jsonl and
@@ -447,28 +609,35 @@ emit(const mate_call *c, struct rec_dump *d, const char *status, const char *ext
 	int rc;
 
 	mate_buf_init(&b);
-	mate_buf_cjson(&b, d->rec);
-	if (b.len > 0)
-		b.len--;  /* reopen the object */
+	record_text(&b, d);
 	mate_buf_puts(&b, ", \"execution_status\": ");
-	mate_buf_jsonstr(&b, status, strlen(status));
+	json_str(&b, status);
 	if (extra_key != NULL) {
-		mate_buf_printf(&b, ", \"%s\": ", extra_key);
-		mate_buf_jsonstr(&b, extra, strlen(extra));
+		mate_buf_puts(&b, ", ");
+		json_str(&b, extra_key);
+		mate_buf_puts(&b, ": ");
+		json_str(&b, extra);
 	}
-	if (c->has_self)
-		mate_buf_printf(&b, ", \"self_id\": %" PRIu64, c->self_id);
+	if (c->has_self) {
+		char id[24];
+		int n = 0;
+		mate_buf_puts(&b, ", \"self_id\": ");
+		for (uint64_t v = c->self_id; v > 0 || n == 0; v /= 10)
+			id[n++] = (char)('0' + v % 10);
+		while (n > 0)
+			mate_buf_putc(&b, id[--n]);
+	}
 	mate_buf_puts(&b, ", \"dump_dir\": ");
-	mate_buf_jsonstr(&b, d->dir, strlen(d->dir));
+	mate_buf_jsonstr(&b, d->dir, d->dir_len);
 	mate_buf_puts(&b, "}\n");
 	if (mate_buf_str(&b) == NULL) {
 		mate_buf_free(&b);
 		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a dump record was not written");
 		return -1;
 	}
-	rc = mate_write_all(d->meta_fd, b.p, b.len);
+	rc = append_line(d->meta_fd, b.p, b.len, &d->meta_len);
 	if (rc == 0)
-		rc = mate_write_all(tally.session_fd, b.p, b.len);
+		rc = append_line(tally.session_fd, b.p, b.len, NULL);
 	mate_buf_free(&b);
 	if (rc != 0) {
 		io_failed("cannot append a record in", d->dir, -rc);
@@ -477,23 +646,30 @@ emit(const mate_call *c, struct rec_dump *d, const char *status, const char *ext
 	return 0;
 }
 
+/* dir/name in d's scratch path (name is at most 24 bytes). */
+static const char *
+file_path(struct rec_dump *d, const char *name)
+{
+	size_t n = strlen(name);
+
+	d->path[d->dir_len] = '/';
+	memcpy(d->path + d->dir_len + 1, name, n + 1);
+	return d->path;
+}
+
 /* Writes the dumped tensors of the phase to dir/name.pt or .safetensors.
  * 0 ok or nothing to write, 1 the writer is unavailable, -1 failed. */
 static int
-write_tensors(const mate_call *c, const char *dir, const char *name)
+write_tensors(const mate_call *c, struct rec_dump *d, const char *name)
 {
 	mate_value *dict = mate_value_dict();
 	mate_error err;
-	char *path;
-	size_t n = strlen(dir) + strlen(name) + 16;
+	char file[32];
+	const char *path;
 	int rc = 0, any = 0;
 
-	path = malloc(n);
-	if (dict == NULL || path == NULL) {
-		mate_value_free(dict);
-		free(path);
+	if (dict == NULL)
 		return -1;
-	}
 	for (size_t i = 0; i < c->ntensors && rc == 0; i++) {
 		const struct rec_tensor *rt = &c->tensors[i];
 		if (!rt->dumped)
@@ -501,20 +677,24 @@ write_tensors(const mate_call *c, const char *dir, const char *name)
 		any = 1;
 		rc = mate_value_set_str(dict, rt->key, mate_value_tensor(&rt->host, rt->st));
 	}
-	snprintf(path, n, "%s/%s.%s", dir, name, mate_rec_cfg.safetensors ? "safetensors" : "pt");
+	strcpy(file, name);
+	strcat(file, mate_rec_cfg.safetensors ? ".safetensors" : ".pt");
+	path = file_path(d, file);
 	mate_error_clear(&err);
 	if (rc == 0 && any)
 		rc = mate_rec_cfg.safetensors ? mate_safetensors_write(path, dict, NULL, &err) :
 		    mate_pt_write(path, dict, NULL, &err);
 	mate_value_free(dict);
-	free(path);
 	if (rc == MATE_ERR_UNSUPPORTED) {
 		mate_rec_warn_once(REC_ONCE_DUMP_WRITER, "%s; dumps keep their records only", err.message);
 		return 1;
 	}
 	if (rc != 0) {
-		io_failed("cannot write", err.message[0] ? err.message : dir,
-		    err.sys_errno ? err.sys_errno : EIO);
+		mate_rec_dump_stop();
+		if (err.message[0] != '\0')
+			mate_rec_warn_once(REC_ONCE_DUMP_IO, "dumping stopped: %s", err.message);
+		else
+			io_failed("cannot write in", d->dir, EIO);
 		return -1;
 	}
 	return 0;
@@ -591,44 +771,84 @@ remake_root(void)
 	return rc;
 }
 
+/* "ROOT/STAMP_pidPID_NAME_callNNNN" into b. */
+static void
+dir_name(struct mate_buf *b, const char *stamp, const char *safe, int64_t seq)
+{
+	char num[24];
+	int n = 0;
+
+	mate_buf_puts(b, mate_rec_cfg.dump_dir);
+	mate_buf_putc(b, '/');
+	mate_buf_puts(b, stamp);
+	mate_buf_puts(b, "_pid");
+	mate_buf_int(b, mate_rec_pid());
+	mate_buf_putc(b, '_');
+	mate_buf_puts(b, safe);
+	mate_buf_puts(b, "_call");
+	for (int64_t v = seq; v > 0 || n < 4; v /= 10)
+		num[n++] = (char)('0' + v % 10);
+	while (n > 0)
+		mate_buf_putc(b, num[--n]);
+}
+
+/* Names and makes the directory of a call (in d->dir); 0 or an errno. */
+static int
+new_dir(struct rec_dump *d, const char *safe, int64_t seq, char *stamp)
+{
+	struct mate_buf b;
+	int e = 0;
+
+	/* The name can exist only when a new session (mate_configure) restarted
+	 * the call counters within the same millisecond: wait for the next one. */
+	for (int tries = 0;; tries++) {
+		free(d->dir);
+		d->dir = NULL;
+		dump_stamp(stamp);
+		mate_buf_init(&b);
+		dir_name(&b, stamp, safe, seq);
+		if (mate_buf_str(&b) == NULL) {
+			mate_buf_free(&b);
+			return ENOMEM;
+		}
+		d->dir = b.p;
+		d->dir_len = b.len;
+		if (mkdir(d->dir, 0755) == 0)
+			return 0;
+		if ((e = errno) != EEXIST || tries == 20)
+			break;
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	/* the dump root vanished (removed while the program ran): make it again */
+	if (e == ENOENT && remake_root() == 0 && mkdir(d->dir, 0755) == 0)
+		return 0;
+	return e == ENOENT ? errno : e;
+}
+
 static struct rec_dump *
-make_dir(const mate_call *c, int64_t seq, char *stamp, size_t stamp_len)
+make_dir(const mate_call *c, int64_t seq, char *stamp)
 {
 	struct rec_dump *d = calloc(1, sizeof(*d));
-	char safe[128], *meta;
-	size_t n;
+	char safe[128];
+	int e;
 
 	if (d == NULL)
 		return NULL;
 	d->meta_fd = -1;
-	dump_stamp(stamp, stamp_len);
+	d->pid = mate_rec_pid();
 	safe_name(safe, sizeof(safe), c->name);
-	n = strlen(mate_rec_cfg.dump_dir) + strlen(stamp) + strlen(safe) + 64;
-	d->dir = malloc(n);
-	meta = malloc(n + 16);
-	if (d->dir == NULL || meta == NULL) {
-		free(meta);
+	if ((e = new_dir(d, safe, seq, stamp)) == ENOMEM || d->dir == NULL ||
+	    (d->path = malloc(d->dir_len + 40)) == NULL) {
+		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a call was not dumped");
 		mate_rec_dump_free(d);
 		return NULL;
 	}
-	/* The name can exist only when a new session (mate_configure) restarted
-	 * the call counters within the same millisecond: wait for the next one. */
-	int made;
-	for (int tries = 0;; tries++) {
-		snprintf(d->dir, n, "%s/%s_pid%ld_%s_call%04" PRId64, mate_rec_cfg.dump_dir,
-		    stamp, (long)mate_rec_pid(), safe, seq);
-		made = mkdir(d->dir, 0755) == 0;
-		if (made || errno != EEXIST || tries == 20)
-			break;
-		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-		dump_stamp(stamp, stamp_len);
-	}
-	snprintf(meta, n + 16, "%s/metadata.jsonl", d->dir);
-	if (!made && (errno != ENOENT || remake_root() != 0 || mkdir(d->dir, 0755) != 0))
-		io_failed("cannot create", d->dir, errno);
-	else if ((d->meta_fd = open(meta, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
-		io_failed("cannot create", meta, errno);
-	free(meta);
+	memcpy(d->path, d->dir, d->dir_len);
+	if (e != 0)
+		io_failed("cannot create", d->dir, e);
+	else if ((d->meta_fd = open(file_path(d, "metadata.jsonl"),
+	    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
+		io_failed("cannot create", d->path, errno);
 	if (d->meta_fd < 0) {
 		mate_rec_dump_free(d);
 		return NULL;
@@ -647,11 +867,10 @@ mate_rec_dump_inputs(mate_call *c, struct mate_buf *log)
 		return;
 	if ((bytes = stage_dumped(c)) < 0 || (seq = reserve(c, bytes)) <= 0)
 		return;
-	if ((d = make_dir(c, seq, stamp, sizeof(stamp))) == NULL)
+	if ((d = make_dir(c, seq, stamp)) == NULL)
 		return;
 	d->in_bytes = bytes;
-	if (write_tensors(c, d->dir, "inputs") < 0 ||
-	    (d->rec = first_record(c, stamp, seq, bytes)) == NULL ||
+	if (write_tensors(c, d, "inputs") < 0 || first_record(c, d, stamp, seq) != 0 ||
 	    emit(c, d, "inputs_saved", NULL, NULL) != 0) {
 		mate_rec_dump_free(d);
 		return;
@@ -662,52 +881,71 @@ mate_rec_dump_inputs(mate_call *c, struct mate_buf *log)
 		pthread_mutex_lock(&mate_rec_dump_lock);
 		count = tally.count;
 		pthread_mutex_unlock(&mate_rec_dump_lock);
-		mate_buf_printf(log, "Dumped inputs to: %s (size: %.2f MB, total: %" PRId64 "/%" PRId64
-		    " dumps)\n", d->dir, (double)bytes / (1024.0 * 1024.0), count, mate_rec_cfg.max_count);
-		mate_buf_printf(log, "Inputs dumped to: %s\n", d->dir);
+		mate_buf_puts(log, "Dumped inputs to: ");
+		mate_buf_put(log, d->dir, d->dir_len);
+		mate_buf_puts(log, " (size: ");
+		mate_buf_fixed(log, (double)bytes / (1024.0 * 1024.0), 2);
+		mate_buf_puts(log, " MB, total: ");
+		mate_buf_int(log, count);
+		mate_buf_putc(log, '/');
+		mate_buf_int(log, mate_rec_cfg.max_count);
+		mate_buf_puts(log, " dumps)\nInputs dumped to: ");
+		mate_buf_put(log, d->dir, d->dir_len);
+		mate_buf_putc(log, '\n');
 	}
 }
 
-static void
-replace(cJSON *obj, const char *key, cJSON *item)
-{
-	if (cJSON_GetObjectItemCaseSensitive(obj, key) != NULL)
-		cJSON_ReplaceItemInObjectCaseSensitive(obj, key, item);
-	else
-		cJSON_AddItemToObject(obj, key, item);
-}
-
-static cJSON *
-output_metadata(const mate_call *c)
+/* The output_metadata value, then the output_tensor_keys items, into d's
+ * text; the details of the outputs (an in-place argument's in its place). */
+static int
+output_pieces(const mate_call *c, struct rec_dump *d)
 {
 	const mate_value *items[64];
-	cJSON *o = cJSON_CreateObject();
+	struct mate_buf *b = &d->txt;
 	char key[32];
-	int tuple;
+	int tuple, first = 1;
 	size_t n = mate_rec_results(c, items, 64, &tuple);
 
-	if (n == 0 && !tuple)
-		cJSON_AddItemToObject(o, "result", cJSON_CreateNull());
+	mate_buf_putc(b, '{');
+	if (n == 0 && !tuple) {
+		mate_buf_puts(b, "\"result\": null");
+		first = 0;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (mate_value_kind_of(items[i]) == MATE_V_TENSOR)
 			continue;
 		if (tuple)
-			snprintf(key, sizeof(key), "result_%zu", i);
+			mate_rec_key(key, sizeof(key), "result_", NULL, (int64_t)i);
 		else
-			snprintf(key, sizeof(key), "result");
-		cJSON_AddItemToObject(o, key, mate_rec_json_value(c, items[i], 0));
+			mate_rec_key(key, sizeof(key), "result", NULL, -1);
+		if (!first)
+			mate_buf_put(b, ", ", 2);
+		first = 0;
+		json_str(b, key);
+		mate_buf_put(b, ": ", 2);
+		mate_rec_json_value(b, c, items[i], 0);
 	}
-	return o;
+	mate_buf_putc(b, '}');
+	d->end[PIECE_OUT_META] = b->len;
+	for (size_t i = 0; i < c->ntensors; i++) {
+		const struct rec_tensor *rt = &c->tensors[i];
+		if (i > 0)
+			mate_buf_put(b, ", ", 2);
+		json_str(b, rt->key);
+		if (set_detail(d, rt->key, mate_value_get_tensor(rt->v)) != 0)
+			return -1;
+	}
+	d->end[PIECE_OUT_KEYS] = b->len;
+	return mate_buf_str(b) != NULL ? 0 : -1;
 }
 
 void
 mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 {
 	struct rec_dump *d = c->dump;
-	cJSON *info, *details, *keys;
-	int64_t bytes, total;
+	int64_t bytes;
 
-	if (d == NULL || mate_rec_dump_stopped())
+	if (d == NULL || mate_rec_dump_stopped() || d->pid != mate_rec_pid())
 		return;
 	if ((bytes = stage_dumped(c)) < 0) {
 		emit(c, d, "inputs_saved", "note", "outputs not saved: a tensor could not be read");
@@ -724,34 +962,29 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 	}
 	tally.bytes += (uint64_t)bytes;
 	pthread_mutex_unlock(&mate_rec_dump_lock);
-	if (write_tensors(c, d->dir, "outputs") < 0)
+	if (write_tensors(c, d, "outputs") < 0)
 		return;
-	info = cJSON_GetObjectItemCaseSensitive(d->rec, "tensor_info");
-	details = cJSON_GetObjectItemCaseSensitive(d->rec, "tensor_details");
-	keys = cJSON_CreateArray();
-	for (size_t i = 0; i < c->ntensors; i++) {
-		const struct rec_tensor *rt = &c->tensors[i];
-		cJSON_AddItemToArray(keys, cJSON_CreateString(rt->key));
-		replace(details, rt->key, tensor_details(mate_value_get_tensor(rt->v)));
+	if (output_pieces(c, d) != 0) {
+		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a dump record was not written");
+		return;
 	}
-	total = d->in_bytes + bytes;
-	replace(d->rec, "output_metadata", output_metadata(c));
-	replace(info, "output_tensor_keys", keys);
-	cJSON_AddItemToObject(info, "output_size_bytes", raw_int(bytes));
-	cJSON_AddItemToObject(info, "output_size_mb", size_mb(bytes));
-	cJSON_AddItemToObject(info, "total_size_bytes", raw_int(total));
-	cJSON_AddItemToObject(info, "total_size_mb", size_mb(total));
+	d->out_bytes = bytes;
+	d->completed = 1;
 	if (emit(c, d, "completed", NULL, NULL) != 0 || log == NULL)
 		return;
-	mate_buf_printf(log, "Dumped outputs to: %s (output size: %.2f MB)\n", d->dir,
-	    (double)bytes / (1024.0 * 1024.0));
-	mate_buf_printf(log, "Outputs dumped to: %s\n", d->dir);
+	mate_buf_puts(log, "Dumped outputs to: ");
+	mate_buf_put(log, d->dir, d->dir_len);
+	mate_buf_puts(log, " (output size: ");
+	mate_buf_fixed(log, (double)bytes / (1024.0 * 1024.0), 2);
+	mate_buf_puts(log, " MB)\nOutputs dumped to: ");
+	mate_buf_put(log, d->dir, d->dir_len);
+	mate_buf_putc(log, '\n');
 }
 
 void
 mate_rec_dump_failed(mate_call *c, const char *error)
 {
-	if (c->dump == NULL || mate_rec_dump_stopped())
+	if (c->dump == NULL || mate_rec_dump_stopped() || c->dump->pid != mate_rec_pid())
 		return;
 	emit(c, c->dump, "failed", "error", error);
 }

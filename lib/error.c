@@ -99,6 +99,70 @@ mate_pread_all(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/* "<path>.tmp.<pid>.<n>" without printf, whose cost grows when a library
+ * of the host (libquadmath) registers printf handlers; out has room for
+ * path and 64 more bytes. */
+static void
+tmp_name(char *out, const char *path, uint64_t pid, unsigned n)
+{
+	size_t len = strlen(path);
+	char num[24];
+	int k;
+
+	memcpy(out, path, len);
+	memcpy(out + len, ".tmp.", 5);
+	len += 5;
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t v = pass == 0 ? pid : n;
+		k = 0;
+		do
+			num[k++] = (char)('0' + v % 10);
+		while ((v /= 10) != 0);
+		while (k > 0)
+			out[len++] = num[--k];
+		if (pass == 0)
+			out[len++] = '.';
+	}
+	out[len] = '\0';
+}
+
+/* 0 once O_TMPFILE files cannot be made or linked here: named temporary
+ * files from then on. */
+static int unnamed_ok = 1;
+
+/* An O_TMPFILE file in path's directory, or -1. */
+static int
+open_unnamed(const char *path)
+{
+#ifdef O_TMPFILE
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	int fd, e;
+
+	if (!__atomic_load_n(&unnamed_ok, __ATOMIC_RELAXED))
+		return -1;
+	if (slash == NULL)
+		dir = strdup(".");
+	else if (slash == path)
+		dir = strdup("/");
+	else
+		dir = strndup(path, (size_t)(slash - path));
+	if (dir == NULL)
+		return -1;
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644); /* readable: see copy_unnamed() */
+	e = errno;
+	free(dir);
+	/* no support in the kernel or the filesystem: never again; other
+	 * errors are left for the named file to report */
+	if (fd < 0 && (e == EOPNOTSUPP || e == EISDIR || e == EINVAL))
+		__atomic_store_n(&unnamed_ok, 0, __ATOMIC_RELAXED);
+	return fd;
+#else
+	(void)path;
+	return -1;
+#endif
+}
+
 int
 mate_atomic_open(mate_atomic_file *af, const char *path, mate_error *err)
 {
@@ -106,14 +170,19 @@ mate_atomic_open(mate_atomic_file *af, const char *path, mate_error *err)
 	size_t n = strlen(path) + 64;
 
 	af->fd = -1;
+	af->unnamed = 0;
 	af->path = strdup(path);
 	af->tmp_path = malloc(n);
 	if (af->path == NULL || af->tmp_path == NULL) {
 		mate_atomic_abort(af);
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	}
-	snprintf(af->tmp_path, n, "%s.tmp.%ld.%u", path, (long)getpid(),
+	tmp_name(af->tmp_path, path, (uint64_t)getpid(),
 	    __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+	if ((af->fd = open_unnamed(path)) >= 0) {
+		af->unnamed = 1;
+		return MATE_OK;
+	}
 	af->fd = open(af->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (af->fd < 0) {
 		int e = errno;
@@ -124,18 +193,95 @@ mate_atomic_open(mate_atomic_file *af, const char *path, mate_error *err)
 	return MATE_OK;
 }
 
+/* Gives the unnamed file fd the name `name`: linkat(AT_EMPTY_PATH) (Linux
+ * 6.10 lets the opener do it), else through /proc/self/fd. 0 or errno. */
+static int
+link_unnamed(int fd, const char *name)
+{
+	char proc[64];
+	int e;
+
+#ifdef AT_EMPTY_PATH
+	if (linkat(fd, "", AT_FDCWD, name, AT_EMPTY_PATH) == 0)
+		return 0;
+	if ((e = errno) == EEXIST)
+		return e;
+#endif
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	e = errno;
+	return e;
+}
+
+/* Copies the unnamed file's bytes into a named temporary file (when it
+ * cannot be linked). 0 or errno. */
+static int
+copy_unnamed(mate_atomic_file *af)
+{
+	char buf[65536];
+	uint64_t off = 0;
+	ssize_t got;
+	int out = open(af->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), rc = 0;
+
+	if (out < 0)
+		return errno;
+	while (rc == 0 && (got = pread(af->fd, buf, sizeof(buf), (off_t)off)) != 0) {
+		if (got < 0 && errno == EINTR)
+			continue;
+		rc = got < 0 ? errno : -mate_write_all(out, buf, (size_t)got);
+		off += got > 0 ? (uint64_t)got : 0;
+	}
+	if (close(out) != 0 && rc == 0)
+		rc = errno;
+	return rc;
+}
+
+/* Names a finished unnamed file: a link, or (path exists) a link to the
+ * temporary name renamed over path, or (no way to link) a copy under the
+ * temporary name, renamed. 0 or errno; af->unnamed is 0 once the
+ * temporary name may exist. */
+static int
+name_unnamed(mate_atomic_file *af)
+{
+	int e = link_unnamed(af->fd, af->path);
+
+	if (e == 0)
+		return 0;
+	if (e == EEXIST) {
+		e = link_unnamed(af->fd, af->tmp_path);
+	} else {
+		__atomic_store_n(&unnamed_ok, 0, __ATOMIC_RELAXED);
+		e = copy_unnamed(af);
+	}
+	af->unnamed = 0;
+	if (e == 0 && rename(af->tmp_path, af->path) != 0)
+		e = errno;
+	return e;
+}
+
 int
 mate_atomic_commit(mate_atomic_file *af, mate_error *err)
 {
-	int rc = MATE_OK;
+	int rc = MATE_OK, e;
 
-	/* No fsync: rename after a complete write is what makes a killed
-	 * process leave no torn file; power loss is out of scope. */
-	if (close(af->fd) != 0)
-		rc = mate_set_errno(err, errno, "cannot close", af->tmp_path);
-	af->fd = -1;
-	if (rc == MATE_OK && rename(af->tmp_path, af->path) != 0)
-		rc = mate_set_errno(err, errno, "cannot rename", af->tmp_path);
+	/* No fsync: naming the file only when it is complete is what makes a
+	 * killed process leave no torn file; power loss is out of scope. */
+	if (!af->unnamed) {
+		if (close(af->fd) != 0)
+			rc = mate_set_errno(err, errno, "cannot close", af->tmp_path);
+		af->fd = -1;
+		if (rc == MATE_OK && rename(af->tmp_path, af->path) != 0)
+			rc = mate_set_errno(err, errno, "cannot rename", af->tmp_path);
+	} else if ((e = name_unnamed(af)) != 0) {
+		rc = mate_set_errno(err, e, "cannot name", af->path);
+	} else if (close(af->fd) != 0) {
+		/* a late write error: the name must not stay on the file */
+		rc = mate_set_errno(err, errno, "cannot close", af->path);
+		af->fd = -1;
+		unlink(af->path);
+	} else
+		af->fd = -1;
 	if (rc != MATE_OK) {
 		mate_atomic_abort(af);
 		return rc;
@@ -151,7 +297,7 @@ mate_atomic_abort(mate_atomic_file *af)
 {
 	if (af->fd >= 0)
 		close(af->fd);
-	if (af->tmp_path != NULL)
+	if (af->tmp_path != NULL && !af->unnamed)
 		unlink(af->tmp_path);
 	free(af->path);
 	free(af->tmp_path);

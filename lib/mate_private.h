@@ -41,11 +41,15 @@ int mate_write_all(int fd, const void *buf, size_t len);
 /* Reads exactly len bytes at offset (pread); 0, -errno, or -EIO on EOF. */
 int mate_pread_all(int fd, void *buf, size_t len, uint64_t off);
 
-/* Atomic file output: write to "<path>.tmp.<pid>.<n>", then rename. */
+/* Atomic file output: write to a file without a name (O_TMPFILE) and link
+ * it as path when complete; where the system cannot, write to
+ * "<path>.tmp.<pid>.<n>" and rename it. A killed process leaves no
+ * truncated file under path (and, with O_TMPFILE, no temporary name). */
 typedef struct mate_atomic_file {
 	int fd;
 	char *path;
-	char *tmp_path;
+	char *tmp_path;     /* the temporary name (also in messages) */
+	int unnamed;        /* fd is an O_TMPFILE file: tmp_path does not exist */
 } mate_atomic_file;
 int mate_atomic_open(mate_atomic_file *af, const char *path, mate_error *err);
 int mate_atomic_commit(mate_atomic_file *af, mate_error *err);
@@ -53,5 +57,13 @@ void mate_atomic_abort(mate_atomic_file *af);
 
 /* Internal tensor-value access used by the file formats. */
 mate_value *mate_value_tensor_take(const mate_tensor *t, mate_storage *st);
+
+/* mate_storage_new() without clearing the bytes: for readers that overwrite
+ * all of them (saves a pass over fresh memory). */
+mate_storage *mate_storage_new_uninit(size_t nbytes, mate_error *err);
+
+/* mate_pt_read() on a whole .pt file held in memory (the fuzz target). */
+mate_value *mate_pt_read_memory(const void *buf, size_t len,
+    const struct mate_pt_read_options *opts, mate_error *err);
 
 #endif /* MATE_PRIVATE_H_INCLUDED */

@@ -1,11 +1,32 @@
 /* pyfmt.c: the recorder's text buffer and Python-compatible spellings (float repr, str repr, json.dumps). */
 #include "recorder_private.h"
 
-#include <cJSON.h>
+#include <float.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static const double pow10_exact[23] = {
+	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22
+};
+
+/* The decimal digits of an integer below 2^64; returns how many. */
+static int
+u64_digits(uint64_t m, char *out)
+{
+	char tmp[24];
+	int n = 0;
+
+	do
+		tmp[n++] = (char)('0' + m % 10);
+	while ((m /= 10) != 0);
+	for (int i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	return n;
+}
 
 /* ---- buffer ----------------------------------------------------------------- */
 
@@ -17,39 +38,109 @@ mate_buf_init(struct mate_buf *b)
 	b->oom = 0;
 }
 
+/* Each thread keeps a few freed buffers for its next ones: a call at
+ * level 10 fills several, and malloc() of large blocks is slow when small
+ * ones were freed since (glibc consolidates them first). Freed at thread
+ * exit. */
+#define CACHE_SLOTS 4
+#define CACHE_MIN 4096
+#define CACHE_MAX (64u << 10)
+struct buf_cache {
+	char *p[CACHE_SLOTS];
+	size_t cap[CACHE_SLOTS];
+};
+static __thread struct buf_cache cache;
+static __thread int cache_keyed;
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static int cache_key_ok;
+
+static void
+cache_destroy(void *arg)
+{
+	struct buf_cache *c = arg;
+
+	for (int i = 0; i < CACHE_SLOTS; i++) {
+		free(c->p[i]);
+		c->p[i] = NULL;
+	}
+}
+
+static void
+cache_make_key(void)
+{
+	cache_key_ok = pthread_key_create(&cache_key, cache_destroy) == 0;
+}
+
+/* Whether this thread's cache is in use (its destructor registered). */
+static int
+cache_ready(void)
+{
+	if (cache_keyed)
+		return 1;
+	pthread_once(&cache_once, cache_make_key);
+	if (!cache_key_ok || pthread_setspecific(cache_key, &cache) != 0)
+		return 0;
+	cache_keyed = 1;
+	return 1;
+}
+
 void
 mate_buf_free(struct mate_buf *b)
 {
+	if (b->p != NULL && !b->oom && b->cap >= CACHE_MIN && b->cap <= CACHE_MAX && cache_ready()) {
+		for (int i = 0; i < CACHE_SLOTS; i++)
+			if (cache.p[i] == NULL) {
+				cache.p[i] = b->p;
+				cache.cap[i] = b->cap;
+				mate_buf_init(b);
+				return;
+			}
+	}
 	free(b->p);
 	mate_buf_init(b);
 }
 
+/* After a failure cap == len, so that every later reserve() comes here. */
 static int
-reserve(struct mate_buf *b, size_t n)
+grow(struct mate_buf *b, size_t n)
 {
 	size_t cap;
 	char *p;
 
 	if (b->oom)
 		return 0;
-	if (b->len + n + 1 <= b->cap)
-		return 1;
-	cap = b->cap ? b->cap : 4096;
+	if (b->p == NULL && cache_keyed)
+		for (int i = 0; i < CACHE_SLOTS; i++)
+			if (cache.p[i] != NULL && cache.cap[i] > n) {
+				b->p = cache.p[i];
+				b->cap = cache.cap[i];
+				cache.p[i] = NULL;
+				return 1;
+			}
+	cap = b->cap ? b->cap : CACHE_MIN;
 	while (cap < b->len + n + 1) {
-		if (cap > SIZE_MAX / 2) {
-			b->oom = 1;
-			return 0;
-		}
+		if (cap > SIZE_MAX / 2)
+			goto fail;
 		cap *= 2;
 	}
 	p = realloc(b->p, cap);
-	if (p == NULL) {
-		b->oom = 1;
-		return 0;
-	}
+	if (p == NULL)
+		goto fail;
 	b->p = p;
 	b->cap = cap;
 	return 1;
+fail:
+	b->oom = 1;
+	b->cap = b->len;
+	return 0;
+}
+
+/* Room for n more bytes and a NUL (cap is 0 after an allocation failure). */
+static inline int
+reserve(struct mate_buf *b, size_t n)
+{
+	return MATE_LIKELY(b->cap - b->len > n) || grow(b, n);
 }
 
 void
@@ -134,6 +225,46 @@ mate_buf_spaces(struct mate_buf *b, int n)
 	b->len += (size_t)n;
 }
 
+void
+mate_buf_fixed(struct mate_buf *b, double x, int decimals)
+{
+	double ax = fabs(x), y, r, frac, err;
+	char tmp[48];
+	uint64_t m, scale;
+	int n = 0;
+
+	if (isnan(x) || isinf(x)) {
+		mate_buf_puts(b, isnan(x) ? "nan" : x < 0 ? "-inf" : "inf");
+		return;
+	}
+	y = decimals >= 0 && decimals <= 15 ? ax * pow10_exact[decimals] : INFINITY;
+	if (!(y < 4503599627370496.0)) { /* 2^52: y's fraction is exact below it */
+		mate_buf_printf(b, "%.*f", decimals, x);
+		return;
+	}
+	/* ax * 10^decimals is exactly y + err; round it half to even. y and
+	 * the half-way points are doubles, so only an exact tie in y can turn
+	 * on err. */
+	err = fma(ax, pow10_exact[decimals], -y);
+	r = floor(y);
+	frac = y - r;
+	if (frac > 0.5 || (frac == 0.5 && (err > 0 || (err == 0 && fmod(r, 2.0) != 0))))
+		r += 1;
+	m = (uint64_t)r;
+	scale = (uint64_t)pow10_exact[decimals];
+	if (signbit(x))
+		tmp[n++] = '-';
+	n += u64_digits(m / scale, tmp + n);
+	if (decimals > 0) {
+		tmp[n++] = '.';
+		m %= scale;
+		for (int i = decimals - 1; i >= 0; i--, m /= 10)
+			tmp[n + i] = (char)('0' + m % 10);
+		n += decimals;
+	}
+	mate_buf_put(b, tmp, (size_t)n);
+}
+
 const char *
 mate_buf_str(struct mate_buf *b)
 {
@@ -145,28 +276,53 @@ mate_buf_str(struct mate_buf *b)
 
 /* ---- repr(float) -------------------------------------------------------------- */
 
-/* The shortest "%.*e" that reads back as d, split into digits and exponent.
- * Any character between the first digit and 'e' is the decimal point, so a
- * host program's LC_NUMERIC cannot confuse the parse. */
+/* When d (> 0) is exactly m * 10^-k with m below 10^15: no shorter string
+ * reads back as d (any string of at most 15 digits that does is d rounded
+ * to 15 digits), so m's digits are repr's. Needs no printf, whose cost
+ * grows when a library (libquadmath) registers printf handlers. */
+static int
+exact_digits(double d, char *digits, int *exp10)
+{
+	for (int k = 0; k < 23; k++) {
+		double y = d * pow10_exact[k];
+		int n;
+		if (!(y < 1e15))
+			return 0;
+		if (y != floor(y) || fma(d, pow10_exact[k], -y) != 0)
+			continue;
+		n = u64_digits((uint64_t)y, digits);
+		*exp10 = n - 1 - k;
+		while (n > 1 && digits[n - 1] == '0')
+			n--;
+		digits[n] = '\0';
+		return n;
+	}
+	return 0;
+}
+
+/* The shortest "%.*e" that reads back as d (> 0), split into digits and
+ * exponent. For normal numbers 15 digits read back exactly when any
+ * shorter string does, and then the shortest is those digits without
+ * trailing zeros; else 16, else 17 (always enough). Any character between the first digit and 'e' is
+ * the decimal point, so a host program's LC_NUMERIC cannot confuse the
+ * parse. */
 static int
 shortest_digits(double d, char *digits, int *exp10)
 {
-	char tmp[48];
-	int n = 0, lo = 1, hi = 17;
+	char tmp[48], *e;
+	int n = exact_digits(d, digits, exp10), prec;
 
-	/* Reading back is monotonic in the precision: bisect for the least
-	 * precision that round-trips (17 always does). */
-	while (lo < hi) {
-		int mid = (lo + hi) / 2;
-		snprintf(tmp, sizeof(tmp), "%.*e", mid - 1, d);
+	if (n > 0)
+		return n;
+	/* subnormals carry fewer digits: try every precision */
+	for (prec = d < DBL_MIN ? 1 : 15; prec < 17; prec++) {
+		snprintf(tmp, sizeof(tmp), "%.*e", prec - 1, d);
 		if (strtod(tmp, NULL) == d)
-			hi = mid;
-		else
-			lo = mid + 1;
+			break;
 	}
-	snprintf(tmp, sizeof(tmp), "%.*e", lo - 1, d);
-	char *e = strchr(tmp, 'e');
-	if (e == NULL)
+	if (prec == 17)
+		snprintf(tmp, sizeof(tmp), "%.16e", d);
+	if ((e = strchr(tmp, 'e')) == NULL)
 		return 0;
 	for (char *p = tmp; p < e; p++)
 		if (*p >= '0' && *p <= '9')
@@ -314,6 +470,17 @@ mate_buf_pystr(struct mate_buf *b, const char *s, size_t len)
 	mate_buf_putc(b, quote);
 }
 
+/* Bytes json.dumps copies as they are: printable ASCII but '"' and '\\'. */
+static const unsigned char json_plain[256] = {
+#define P16 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
+	[0x20] = 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	[0x30] = P16, P16,
+	[0x50] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+	[0x60] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+	[0x70] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0,
+#undef P16
+};
+
 void
 mate_buf_jsonstr(struct mate_buf *b, const char *s, size_t len)
 {
@@ -325,8 +492,7 @@ mate_buf_jsonstr(struct mate_buf *b, const char *s, size_t len)
 		size_t run = 0;
 		int n;
 
-		while (i + run < len && u[i + run] >= 0x20 && u[i + run] < 0x7f &&
-		    u[i + run] != '"' && u[i + run] != '\\')
+		while (i + run < len && json_plain[u[i + run]])
 			run++;
 		if (run > 0) {
 			mate_buf_put(b, s + i, run);
@@ -339,10 +505,6 @@ mate_buf_jsonstr(struct mate_buf *b, const char *s, size_t len)
 			n = 1;
 		}
 		i += (size_t)n;
-		if (cp >= 0x20 && cp < 0x7f && cp != '"' && cp != '\\') {
-			mate_buf_putc(b, (char)cp);
-			continue;
-		}
 		switch (cp) {
 		case '"': mate_buf_puts(b, "\\\""); break;
 		case '\\': mate_buf_puts(b, "\\\\"); break;
@@ -376,52 +538,6 @@ mate_buf_jsonfloat(struct mate_buf *b, double d)
 		mate_buf_put(b, tmp, mate_py_float_repr(d, tmp));
 }
 
-void
-mate_buf_cjson(struct mate_buf *b, const cJSON *item)
-{
-	const cJSON *it;
-
-	switch (item->type & 0xff) {
-	case cJSON_NULL:
-		mate_buf_puts(b, "null");
-		break;
-	case cJSON_False:
-		mate_buf_puts(b, "false");
-		break;
-	case cJSON_True:
-		mate_buf_puts(b, "true");
-		break;
-	case cJSON_Number:
-		if (fabs(item->valuedouble) < 9007199254740992.0 &&
-		    item->valuedouble == (double)(int64_t)item->valuedouble)
-			mate_buf_printf(b, "%lld", (long long)item->valuedouble);
-		else
-			mate_buf_jsonfloat(b, item->valuedouble);
-		break;
-	case cJSON_String:
-		mate_buf_jsonstr(b, item->valuestring, strlen(item->valuestring));
-		break;
-	case cJSON_Raw:
-		mate_buf_puts(b, item->valuestring);
-		break;
-	case cJSON_Array:
-	case cJSON_Object:
-		mate_buf_putc(b, (item->type & 0xff) == cJSON_Array ? '[' : '{');
-		for (it = item->child; it != NULL; it = it->next) {
-			if (it != item->child)
-				mate_buf_puts(b, ", ");
-			if ((item->type & 0xff) == cJSON_Object) {
-				mate_buf_jsonstr(b, it->string, strlen(it->string));
-				mate_buf_puts(b, ": ");
-			}
-			mate_buf_cjson(b, it);
-		}
-		mate_buf_putc(b, (item->type & 0xff) == cJSON_Array ? ']' : '}');
-		break;
-	default:
-		mate_buf_puts(b, "null");
-	}
-}
 
 void
 mate_buf_dtype(struct mate_buf *b, mate_dtype dt)

@@ -307,6 +307,27 @@ add_tensor(mate_call *c, const mate_value *v, const char *key, int dumped)
 	c->ntensors++;
 }
 
+void
+mate_rec_key(char *out, size_t cap, const char *prefix, const char *part, int64_t idx)
+{
+	char num[24];
+	size_t n = 0;
+	int k = 0;
+
+	for (const char *p = prefix; *p != '\0' && n + 1 < cap; p++)
+		out[n++] = *p;
+	for (size_t i = 0; part != NULL && part[i] != '\0' && i < 280 && n + 1 < cap; i++)
+		out[n++] = part[i];
+	if (idx >= 0) {
+		do
+			num[k++] = (char)('0' + idx % 10);
+		while ((idx /= 10) > 0);
+		while (k > 0 && n + 1 < cap)
+			out[n++] = num[--k];
+	}
+	out[n] = '\0';
+}
+
 /* Tensors of v under MATE's keys: key, key__<i> in lists and tuples,
  * key__value_<i> in dicts (FlashInfer's spelling). */
 static void
@@ -322,7 +343,7 @@ collect(mate_call *c, const mate_value *v, const char *key, int dumped, int dept
 	if ((k != MATE_V_LIST && k != MATE_V_TUPLE && k != MATE_V_DICT) || depth >= 8)
 		return;
 	for (size_t i = 0; i < mate_value_len(v); i++) {
-		snprintf(sub, sizeof(sub), k == MATE_V_DICT ? "%s__value_%zu" : "%s__%zu", key, i);
+		mate_rec_key(sub, sizeof(sub), key, k == MATE_V_DICT ? "__value_" : "__", (int64_t)i);
 		collect(c, mate_value_item(v, i), sub, dumped, depth + 1);
 	}
 }
@@ -338,9 +359,9 @@ collect_inputs(mate_call *c)
 		for (size_t i = 0; i < c->nargs; i++) {
 			const struct rec_arg *a = &c->args[i];
 			if (pass == 0 && a->role == MATE_ARG)
-				snprintf(key, sizeof(key), "arg_%zu", pos++);
+				mate_rec_key(key, sizeof(key), "arg_", NULL, (int64_t)pos++);
 			else if (pass == 1 && a->role == MATE_KWARG)
-				snprintf(key, sizeof(key), "kwarg_%.280s", a->name);
+				mate_rec_key(key, sizeof(key), "kwarg_", a->name, -1);
 			else
 				continue;
 			collect(c, a->v, key, 1, 0);
@@ -379,9 +400,9 @@ collect_outputs(mate_call *c)
 
 	for (size_t i = 0; i < n; i++) {
 		if (tuple)
-			snprintf(key, sizeof(key), "result_%zu", i);
+			mate_rec_key(key, sizeof(key), "result_", NULL, (int64_t)i);
 		else
-			snprintf(key, sizeof(key), "result");
+			mate_rec_key(key, sizeof(key), "result", NULL, -1);
 		collect(c, items[i], key, 1, 0);
 	}
 	for (size_t i = 0; i < c->nargs; i++) {
@@ -391,9 +412,9 @@ collect_outputs(mate_call *c)
 		if (!a->inplace || mate_value_kind_of(a->v) != MATE_V_TENSOR)
 			continue;
 		if (a->role == MATE_ARG)
-			snprintf(key, sizeof(key), "arg_%zu", pos - 1);
+			mate_rec_key(key, sizeof(key), "arg_", NULL, (int64_t)pos - 1);
 		else
-			snprintf(key, sizeof(key), "kwarg_%.280s", a->name);
+			mate_rec_key(key, sizeof(key), "kwarg_", a->name, -1);
 		add_tensor(c, a->v, key, 1);
 	}
 }

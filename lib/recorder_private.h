@@ -8,8 +8,6 @@
 #include <stdarg.h>
 #include <sys/types.h>
 
-struct cJSON;
-
 /* ---- growable text buffer (pyfmt.c) ----------------------------------- */
 struct mate_buf {
 	char *p;
@@ -26,6 +24,9 @@ void mate_buf_spaces(struct mate_buf *b, int n) MATE_HIDDEN;
 /* Decimal and "0x" hexadecimal integers without printf. */
 void mate_buf_int(struct mate_buf *b, int64_t v) MATE_HIDDEN;
 void mate_buf_hex(struct mate_buf *b, uint64_t v) MATE_HIDDEN;
+/* x with decimals digits after the point, as printf's "%.*f" writes it,
+ * but "nan", "inf", "-inf" as Python's format() does. */
+void mate_buf_fixed(struct mate_buf *b, double x, int decimals) MATE_HIDDEN;
 /* NUL-terminates and returns the text (NULL after an allocation failure). */
 const char *mate_buf_str(struct mate_buf *b) MATE_HIDDEN;
 
@@ -40,9 +41,6 @@ void mate_buf_pystr(struct mate_buf *b, const char *s, size_t len) MATE_HIDDEN;
 void mate_buf_jsonstr(struct mate_buf *b, const char *s, size_t len) MATE_HIDDEN;
 /* A float as json.dumps writes it (NaN, Infinity, -Infinity). */
 void mate_buf_jsonfloat(struct mate_buf *b, double d) MATE_HIDDEN;
-/* Prints a cJSON tree with json.dumps' separators (", " and ": "); raw
- * items are copied as they are. */
-void mate_buf_cjson(struct mate_buf *b, const struct cJSON *item) MATE_HIDDEN;
 /* "torch.float32" for a dtype. */
 void mate_buf_dtype(struct mate_buf *b, mate_dtype dt) MATE_HIDDEN;
 
@@ -138,6 +136,10 @@ struct mate_call {
 	char stamp[24];       /* "[YYYY-MM-DD HH:MM:SS]" of the call */
 };
 
+/* A dump key: prefix, then part (its first 280 bytes; NULL: none), then
+ * idx in decimal when idx >= 0, truncated to cap bytes with the NUL. No
+ * printf: its cost grows when a library registers printf handlers. */
+void mate_rec_key(char *out, size_t cap, const char *prefix, const char *part, int64_t idx) MATE_HIDDEN;
 /* Stages t on the host (copy from a device, view of host memory). */
 int mate_rec_stage(struct rec_tensor *rt) MATE_HIDDEN;
 /* The staged entry for a tensor value of the current phase, or NULL. */
@@ -190,7 +192,9 @@ void mate_rec_dump_outputs(mate_call *c, struct mate_buf *log) MATE_HIDDEN;
 void mate_rec_dump_failed(mate_call *c, const char *error) MATE_HIDDEN;
 /* Frees the dump state of a call (closes its files). */
 void mate_rec_dump_free(struct rec_dump *d) MATE_HIDDEN;
-/* The JSON form of a value in input_metadata/output_metadata. */
-struct cJSON *mate_rec_json_value(const mate_call *c, const mate_value *v, int depth) MATE_HIDDEN;
+/* The JSON form of a value in input_metadata/output_metadata, as
+ * json.dumps spaces it. */
+void mate_rec_json_value(struct mate_buf *b, const mate_call *c, const mate_value *v,
+    int depth) MATE_HIDDEN;
 
 #endif /* MATE_RECORDER_PRIVATE_H_INCLUDED */

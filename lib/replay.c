@@ -681,7 +681,7 @@ mate_replay_execute(mate_replay *r, const struct mate_replay_request *req,
 	if (h == NULL) {
 		res->verdict = MATE_REPLAY_UNSUPPORTED;
 		snprintf(res->message, sizeof(res->message), "no replay handler for '%s'%s%s%s; "
-		    "add one with a plugin (mate-replay --plugin LIB.so, see mate-replay(1))",
+		    "add one with a plugin (mate-replay --plugin LIB.so, see libmate(3))",
 		    req->function ? req->function : "?", req->module ? " (module " : "",
 		    req->module ? req->module : "", req->module ? ")" : "");
 		return MATE_OK;

@@ -3,6 +3,9 @@
 
 #include <math.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 struct acc {
 	mate_dtype dt;
@@ -47,11 +50,88 @@ load_float(mate_dtype dt, const char *p)
 	}
 }
 
+/* Folds a run's own min, max and counts into a. */
+static void
+merge_f32(struct acc *a, float mn, float mx, int64_t n, int64_t nan, int64_t inf, double sum)
+{
+	if (n > nan) {
+		if (a->n == a->nan_count || mn < a->fmin)
+			a->fmin = mn;
+		if (a->n == a->nan_count || mx > a->fmax)
+			a->fmax = mx;
+	}
+	a->nan_count += nan;
+	a->inf_count += inf;
+	a->sum += sum;
+	a->n += n;
+}
+
+/* A contiguous run of float32, four lanes at a time where SSE2 is there:
+ * min and max as minps/maxps take them (a NaN never wins), NaN and Inf
+ * counted apart, the sum in double (in lanes: a different order of the
+ * same double additions). */
+static void
+row_f32(struct acc *a, const char *p, int64_t n)
+{
+	float mn = INFINITY, mx = -INFINITY, x;
+	double sum = 0;
+	int64_t nan = 0, inf = 0, i = 0;
+
+#if defined(__SSE2__)
+	const __m128 vinf = _mm_set1_ps(INFINITY), abs = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+	__m128 vmn = vinf, vmx = _mm_set1_ps(-INFINITY);
+	__m128d s0 = _mm_setzero_pd(), s1 = _mm_setzero_pd();
+	float lane[4];
+	double d[2];
+	int32_t c[4];
+
+	while (i + 4 <= n) {
+		/* lane counters in int32: at most 2^28 blocks at a time */
+		int64_t end = n - i > (INT64_C(1) << 30) ? i + (INT64_C(1) << 30) : n;
+		__m128i vnan = _mm_setzero_si128(), vinfc = _mm_setzero_si128();
+		for (; i + 4 <= end; i += 4) {
+			__m128 v = _mm_loadu_ps((const float *)(const void *)(p + i * 4));
+			vmn = _mm_min_ps(v, vmn);
+			vmx = _mm_max_ps(v, vmx);
+			vnan = _mm_sub_epi32(vnan, _mm_castps_si128(_mm_cmpunord_ps(v, v)));
+			vinfc = _mm_sub_epi32(vinfc, _mm_castps_si128(_mm_cmpeq_ps(_mm_and_ps(v, abs), vinf)));
+			s0 = _mm_add_pd(s0, _mm_cvtps_pd(v));
+			s1 = _mm_add_pd(s1, _mm_cvtps_pd(_mm_movehl_ps(v, v)));
+		}
+		_mm_storeu_si128((__m128i *)(void *)c, vnan);
+		nan += (int64_t)c[0] + c[1] + c[2] + c[3];
+		_mm_storeu_si128((__m128i *)(void *)c, vinfc);
+		inf += (int64_t)c[0] + c[1] + c[2] + c[3];
+	}
+	_mm_storeu_ps(lane, vmn);
+	for (int k = 0; k < 4; k++)
+		mn = lane[k] < mn ? lane[k] : mn;
+	_mm_storeu_ps(lane, vmx);
+	for (int k = 0; k < 4; k++)
+		mx = lane[k] > mx ? lane[k] : mx;
+	_mm_storeu_pd(d, _mm_add_pd(s0, s1));
+	sum = d[0] + d[1];
+#endif
+	for (; i < n; i++) {
+		memcpy(&x, p + i * 4, 4);
+		mn = x < mn ? x : mn;
+		mx = x > mx ? x : mx;
+		nan += x != x;
+		inf += fabsf(x) == INFINITY;
+		sum += x;
+	}
+	merge_f32(a, mn, mx, n, nan, inf, sum);
+}
+
 /* torch.min/max propagate NaN; the sum of float32 values is kept in double
  * and rounded to float32 once, as torch's float32 mean is. */
 static void
 row_float(struct acc *a, const char *p, int64_t n, int64_t step)
 {
+	if (a->dt == MATE_F32 && step == 4) {
+		row_f32(a, p, n);
+		return;
+	}
 	for (int64_t i = 0; i < n; i++, p += step) {
 		float x = load_float(a->dt, p);
 		if (isnan(x)) {
@@ -202,18 +282,6 @@ mate_rec_stats(const mate_tensor *t, struct rec_stats *s)
 	s->mean = (float)(a.sum / (double)a.n);
 }
 
-/* Python's f"{x:.6f}": "nan", "inf", "-inf" for the specials. */
-static void
-fmt_fixed6(struct mate_buf *b, double x)
-{
-	if (isnan(x))
-		mate_buf_puts(b, "nan");
-	else if (isinf(x))
-		mate_buf_puts(b, x < 0 ? "-inf" : "inf");
-	else
-		mate_buf_printf(b, "%.6f", x);
-}
-
 void
 mate_rec_fmt_stats(struct mate_buf *b, const struct rec_stats *s, int indent)
 {
@@ -222,15 +290,18 @@ mate_rec_fmt_stats(struct mate_buf *b, const struct rec_stats *s, int indent)
 	mate_buf_spaces(b, indent);
 	if (s->kind == 1) {
 		mate_buf_puts(b, "min=");
-		fmt_fixed6(b, s->min);
+		mate_buf_fixed(b, s->min, 6);
 		mate_buf_putc(b, '\n');
 		mate_buf_spaces(b, indent);
 		mate_buf_puts(b, "max=");
-		fmt_fixed6(b, s->max);
+		mate_buf_fixed(b, s->max, 6);
 	} else if (s->kind == 2) {
-		mate_buf_printf(b, "min=%lld\n", (long long)s->imin);
+		mate_buf_puts(b, "min=");
+		mate_buf_int(b, s->imin);
+		mate_buf_putc(b, '\n');
 		mate_buf_spaces(b, indent);
-		mate_buf_printf(b, "max=%lld", (long long)s->imax);
+		mate_buf_puts(b, "max=");
+		mate_buf_int(b, s->imax);
 	} else {
 		mate_buf_printf(b, "min=%llu\n", (unsigned long long)s->umin);
 		mate_buf_spaces(b, indent);
@@ -239,12 +310,16 @@ mate_rec_fmt_stats(struct mate_buf *b, const struct rec_stats *s, int indent)
 	mate_buf_putc(b, '\n');
 	mate_buf_spaces(b, indent);
 	mate_buf_puts(b, "mean=");
-	fmt_fixed6(b, s->mean);
+	mate_buf_fixed(b, s->mean, 6);
 	mate_buf_putc(b, '\n');
 	if (s->kind != 1)
 		return;
 	mate_buf_spaces(b, indent);
-	mate_buf_printf(b, "nan_count=%lld\n", (long long)s->nan_count);
+	mate_buf_puts(b, "nan_count=");
+	mate_buf_int(b, s->nan_count);
+	mate_buf_putc(b, '\n');
 	mate_buf_spaces(b, indent);
-	mate_buf_printf(b, "inf_count=%lld\n", (long long)s->inf_count);
+	mate_buf_puts(b, "inf_count=");
+	mate_buf_int(b, s->inf_count);
+	mate_buf_putc(b, '\n');
 }

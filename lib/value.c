@@ -69,6 +69,26 @@ nomem:
 }
 
 mate_storage *
+mate_storage_new_uninit(size_t nbytes, mate_error *err)
+{
+	mate_storage *s = calloc(1, sizeof(*s));
+	size_t alloc = (nbytes + 63) & ~(size_t)63;
+
+	if (s == NULL || alloc < nbytes)
+		goto nomem;
+	if (posix_memalign(&s->data, 64, alloc > 0 ? alloc : 64) != 0)
+		goto nomem;
+	s->refs = 1;
+	s->owned = 1;
+	s->nbytes = nbytes;
+	return s;
+nomem:
+	free(s);
+	mate_set_error(err, MATE_ERR_NOMEM, "cannot allocate a storage of %zu bytes", nbytes);
+	return NULL;
+}
+
+mate_storage *
 mate_storage_wrap(void *data, size_t nbytes, mate_error *err)
 {
 	mate_storage *s = calloc(1, sizeof(*s));

@@ -7,8 +7,7 @@ libmate_la_SOURCES += \
 	lib/tensor.c \
 	lib/value.c \
 	lib/backend.h \
-	lib/backend.c \
-	lib/dump_stubs.c
+	lib/backend.c
 
 if HAVE_CUDA
 libmate_la_SOURCES += lib/backend_cuda.cu

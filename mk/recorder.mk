@@ -55,3 +55,68 @@ tests_test_recorder_cuda_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
 tests_test_recorder_cuda_LDADD = libmate.la $(CUDA_LIBS)
 TESTS += tests/test_recorder_cuda
 endif
+
+## crash safety and benchmark
+## bench/recorder: level-0 overhead, calls/s at levels 1, 3, 10, large dumps against write().
+BENCH_BINS += bench/recorder
+bench_recorder_SOURCES = bench/recorder.c
+## loops aligned alike, so that level 0 compares the instrumentation, not where the loops fall
+bench_recorder_CFLAGS = $(AM_CFLAGS) -falign-loops=32 -falign-functions=64
+bench_recorder_LDADD = libmate.la
+
+## test_recorder_fmt: float repr and fixed-point spellings against printf, vector float32
+## statistics against the scalar path (pyfmt.c and stats.c linked in).
+check_PROGRAMS += tests/test_recorder_fmt
+tests_test_recorder_fmt_SOURCES = tests/test_recorder_fmt.c lib/pyfmt.c lib/stats.c
+tests_test_recorder_fmt_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_test_recorder_fmt_LDADD = libmate.la $(CJSON_LIBS) -lm
+TESTS += tests/test_recorder_fmt
+
+## test_recorder_crash: abort() in an API, kill -9 at random instants (50 trials, 16 threads),
+## fork() in the host; every dump parsed by tests/dumpcheck.c. The _pt variant skips (77)
+## while the .pt writer is missing.
+check_PROGRAMS += tests/test_recorder_crash
+tests_test_recorder_crash_SOURCES = tests/test_recorder_crash.c tests/dumpcheck.c tests/dumpcheck.h \
+	tests/recstress.c tests/recstress.h
+tests_test_recorder_crash_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_test_recorder_crash_LDADD = libmate.la $(CJSON_LIBS)
+TESTS += tests/test_recorder_crash tests/test_recorder_crash_pt.sh
+EXTRA_DIST += tests/test_recorder_crash_pt.sh
+
+## test_recorder_threads: 16 threads x 2,000 level-10 calls = 32,000 dumps and 64,000 lines
+## (tmpfs at /dev/shm, else 77). The _pt variant skips (77) while the .pt writer is missing.
+check_PROGRAMS += tests/test_recorder_threads
+tests_test_recorder_threads_SOURCES = tests/test_recorder_threads.c tests/dumpcheck.c tests/dumpcheck.h \
+	tests/recstress.c tests/recstress.h
+tests_test_recorder_threads_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_test_recorder_threads_LDADD = libmate.la $(CJSON_LIBS)
+TESTS += tests/test_recorder_threads tests/test_recorder_threads_pt.sh
+EXTRA_DIST += tests/test_recorder_threads_pt.sh
+
+## dump-check: the dump checker as a command for the shell tests.
+check_PROGRAMS += tests/dump-check
+tests_dump_check_SOURCES = tests/dump-check.c tests/dumpcheck.c tests/dumpcheck.h
+tests_dump_check_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_dump_check_LDADD = libmate.la $(CJSON_LIBS)
+
+## test_recorder_enospc: a full disk through an LD_PRELOAD shim (not built by --disable-shared
+## builds, where the test skips with 77). The _pt variant skips while the .pt writer is missing.
+check_LTLIBRARIES += tests/enospc-shim.la
+tests_enospc_shim_la_SOURCES = tests/enospc-shim.c
+tests_enospc_shim_la_LDFLAGS = -module -avoid-version -rpath /nowhere
+tests_enospc_shim_la_LIBADD = -ldl
+TESTS += tests/test_recorder_enospc.sh tests/test_recorder_enospc_pt.sh
+EXTRA_DIST += tests/test_recorder_enospc.sh tests/test_recorder_enospc_pt.sh
+
+## test_recorder_results: mate-demo's results and exit status are the same at every level.
+TESTS += tests/test_recorder_results.sh
+EXTRA_DIST += tests/test_recorder_results.sh
+
+## examples/run-demo.sh: the main job (README): dependencies, build, mate-demo at level 10, what it recorded.
+EXTRA_DIST += examples/run-demo.sh
+
+## test_atomic_file: lib/error.c's atomic output (O_TMPFILE + link, or a named temporary + rename).
+check_PROGRAMS += tests/test_atomic_file
+tests_test_atomic_file_SOURCES = tests/test_atomic_file.c
+tests_test_atomic_file_LDADD = libmate.la
+TESTS += tests/test_atomic_file

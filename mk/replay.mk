@@ -55,14 +55,25 @@ tests_mate_replay_ref_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe -DMATE_RE
 tests_mate_replay_ref_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_mate_replay_ref_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
 
-## The plugin example of mate-replay(1), cut from the page and built as it stands.
+## The example plugin of libmate(3) (REPLAY PLUGINS), cut from the page and built
+## as it stands (roff escapes \e and \& undone); tests/replay-cli.py replays with it.
 check_LTLIBRARIES += tests/plugin-man-example.la
 nodist_tests_plugin_man_example_la_SOURCES = tests/plugin-man-example.c
 tests_plugin_man_example_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_LDFLAGS)
 CLEANFILES += tests/plugin-man-example.c
-tests/plugin-man-example.c: $(top_srcdir)/man/mate-replay.1
+tests/plugin-man-example.c: $(top_srcdir)/man/libmate.3
 	$(AM_V_GEN)$(MKDIR_P) tests && \
-	sed -n '/begin plugin example/,/end plugin example/{/^\./d;p;}' $(top_srcdir)/man/mate-replay.1 > $@
+	sed -n '/begin plugin example/,/end plugin example/{/^\./d;s/\\e/\\/g;s/^\\&//;p;}' \
+	    $(top_srcdir)/man/libmate.3 > $@ && \
+	grep -q mate_replay_plugin_init $@ || { echo "$@: no plugin example in libmate.3" >&2; rm -f $@; exit 1; }
+## tests/mate-replay-example: mate-replay with that example linked in, for builds
+## where it cannot be dlopen()ed (static, sanitizers).
+check_PROGRAMS += tests/mate-replay-example
+tests_mate_replay_example_SOURCES = src/replay/mate-replay.c
+nodist_tests_mate_replay_example_SOURCES = tests/plugin-man-example.c
+tests_mate_replay_example_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe -DMATE_REPLAY_TEST_PLUGIN
+tests_mate_replay_example_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_mate_replay_example_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
 
 ## CLI tests: the real binaries on the MATE reference dumps and on dumps the
 ## tests write (tests/replay_dumps.py); the built-in handlers against torch.

@@ -254,7 +254,7 @@ if HAVE_PLUGIN:
 else:
     print("plugins cannot be loaded in this (static) build: the linked-in handlers are used")
 
-# ---- the plugin example of mate-replay(1), built from the page --------------------------
+# ---- the example plugin of libmate(3), built from the page (mk/replay.mk) ---------------
 EXAMPLE = build_path("tests", ".libs", "plugin-man-example.so")
 TOOL = build_path("tests", "tensorfile-tool")
 
@@ -274,28 +274,56 @@ def write_st(path, tensors):
     os.remove(path + ".json")
 
 
-if os.path.exists(EXAMPLE):
-    ex = os.path.join(work, "example")
-    os.makedirs(ex)
-    for i, (dt, factor, out) in enumerate([("float32", None, [2, 4, 6]), ("float32", 3, [3, 6, 9]),
-                                           ("float64", None, [2, 4, 6])]):
-        name = write_dump(ex, i, "scale", "completed", {} if factor is None else {"kwarg_factor": factor},
-                          {})
-        d = os.path.join(ex, name)
-        write_st(os.path.join(d, "inputs.safetensors"), {"arg_0": f_tensor(dt, [1, 2, 3], 0)})
-        write_st(os.path.join(d, "outputs.safetensors"), {"result": f_tensor(dt, out, 0)})
-        meta = os.path.join(d, "metadata.jsonl")
-        text = open(meta).read().replace('"input_tensor_keys": []', '"input_tensor_keys": ["arg_0"]')
-        text = text.replace('"output_tensor_keys": []', '"output_tensor_keys": ["result"]')
-        open(meta, "w").write(text)
-    p = run([REPLAY, "--plugin", EXAMPLE, ex], check=False)
-    lines = p.stdout.splitlines()
-    check(p.returncode == 1 and len(lines) == 5, "man page plugin: %r" % lines)
-    check(lines[0].endswith("Passed (bit-exact)") and lines[1].endswith("Passed (bit-exact)"),
-          "the example replays scale(): %r" % lines)
-    check(lines[2].endswith("Unsupported: scale: only float32"), "and declines float64: %r" % lines)
-else:
-    print("plugins cannot be loaded in this (static) build: the man page example is not run")
+def example_dump(root, i, fn, inputs, tin=None, tout=None, outputs=None, self_id=None):
+    """A completed call of fn: tin and tout map keys to (dtype, values) tensors."""
+    extra = {} if self_id is None else {"self_id": self_id}
+    name = write_dump(root, i, fn, "completed", inputs, outputs or {}, extra)
+    d = os.path.join(root, name)
+    for stem, ts, listed in (("inputs", tin, "input_tensor_keys"), ("outputs", tout, "output_tensor_keys")):
+        if ts:
+            write_st(os.path.join(d, stem + ".safetensors"),
+                     {k: f_tensor(dt, vals, 0) for k, (dt, vals) in ts.items()})
+            meta = os.path.join(d, "metadata.jsonl")
+            text = open(meta).read().replace('"%s": []' % listed, '"%s": %s' % (listed, json.dumps(list(ts))))
+            open(meta, "w").write(text)
+
+
+# The example as a dlopen()ed plugin, or linked into tests/mate-replay-example
+# where nothing can be dlopen()ed (static and sanitizer builds).
+check(os.path.exists(EXAMPLE) or not HAVE_PLUGIN, "libmate(3)'s example plugin was built: %s" % EXAMPLE)
+EX_REPLAY = [REPLAY, "--plugin", EXAMPLE] if os.path.exists(EXAMPLE) else [build_path("tests", "mate-replay-example")]
+ex = os.path.join(work, "example")
+os.makedirs(ex)
+for i, (dt, factor, out) in enumerate([("float32", None, [2, 4, 6]), ("float32", 3, [3, 6, 9]),
+                                       ("float64", None, [2, 4, 6])]):
+    example_dump(ex, i, "scale", {} if factor is None else {"kwarg_factor": factor},
+                 tin={"arg_0": (dt, [1, 2, 3])}, tout={"result": (dt, out)})
+# a Scaler object (self_id 7) made with factor 4 and run twice; one (self_id 8) never made
+example_dump(ex, 3, "Scaler.__init__", {"kwarg_factor": 4}, outputs={"result": None}, self_id=7)
+example_dump(ex, 4, "Scaler.run", {}, tin={"arg_1": ("float32", [1, 2, 3])},
+             tout={"result": ("float32", [4, 8, 12])}, self_id=7)
+example_dump(ex, 5, "Scaler.run", {}, tin={"kwarg_x": ("float32", [0.5, -1])},
+             tout={"result": ("float32", [2, -4])}, self_id=7)
+example_dump(ex, 6, "Scaler.run", {}, tin={"arg_1": ("float32", [1])},
+             tout={"result": ("float32", [2])}, self_id=8)
+p = run(EX_REPLAY + [ex], check=False)
+lines = p.stdout.splitlines()
+check(p.returncode == 1 and len(lines) == 9, "man page plugin: exit %d %r %s" % (p.returncode, lines, p.stderr))
+lines += [""] * 9
+check(lines[0].endswith("Passed (bit-exact)") and lines[1].endswith("Passed (bit-exact)"),
+      "the example replays scale(): %r" % lines)
+check(lines[2].endswith("Unsupported: scale: only float32"), "and declines float64: %r" % lines)
+check(lines[3].startswith("[4] Scaler.__init__ ") and " Passed" in lines[3], "Scaler.__init__: %r" % lines)
+check(lines[4].endswith("Passed (bit-exact)") and lines[5].endswith("Passed (bit-exact)"),
+      "Scaler.run finds the object's factor: %r" % lines)
+check(lines[6].endswith("Unsupported: Scaler.run: __init__ was not replayed"),
+      "an object never made: %r" % lines)
+check(lines[8] == "Summary: 5 passed, 2 failed (2 unsupported)", "summary: %r" % lines[8])
+# -j 4: the calls on the object still run in order, on one thread
+p4 = run(EX_REPLAY + ["-j", "4", ex], check=False)
+check(p4.stdout == p.stdout, "-j 4 as -j 1: %r" % p4.stdout)
+p = run(EX_REPLAY + ["--include", "Scaler.run", ex], check=False)
+check("Summary: 0 passed, 3 failed (3 unsupported)" in p.stdout, "run without __init__: %r" % p.stdout)
 
 shutil.rmtree(work)
 done()

@@ -10,7 +10,7 @@ trap 'rm -rf "$work"' EXIT
 fail=0
 
 if command -v mandoc >/dev/null 2>&1; then
-	if mandoc -Tlint -W warning "$top_srcdir/man/mate.7" "$top_srcdir/man/libmate.3" >"$work/lint" 2>&1; then
+	if mandoc -Tlint -W warning "$top_srcdir/man/mate.7" "$top_srcdir/man/libmate.3" "$top_srcdir/man/mate-replay.1" >"$work/lint" 2>&1; then
 		echo "ok: mandoc -Tlint -W warning is clean"
 	else
 		echo "FAIL: mandoc -Tlint:"; cat "$work/lint"; fail=1

@@ -1,0 +1,735 @@
+/* test_pt_read.c: unit tests for the .pt reader (lib/dump_pt_read.c) on hand-built zips, a real torch file and hostile archives. */
+#include "config.h"
+
+#include <stdint.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mate_dump.h"
+#include "mate_private.h"
+#include "test.h"
+#include "pt_build.h"
+
+static char tmp_path[256];
+static int zip_flags;     /* ZB_DEFLATE: run everything through libarchive */
+
+/* zip_build() with the flags of this round. */
+static void
+make_zip(struct buf *out, const struct zip_entry *e, size_t n, int crc_zero)
+{
+	zip_build(out, e, n, zip_flags | (crc_zero ? ZB_CRC0 : 0));
+}
+
+/* The pickle of {'w': float32 (2, 3) view of storage key, 'v': same key
+ * transposed}; numel is the storage's declared element count. */
+static void
+make_pickle(struct buf *b, const char *key, int64_t numel)
+{
+	int64_t size[2] = { 2, 3 }, stride[2] = { 3, 1 }, tsize[2] = { 3, 2 }, tstride[2] = { 1, 3 };
+
+	memset(b, 0, sizeof(*b));
+	b_op(b, 0x80);
+	b_op(b, 2);
+	b_op(b, '}');
+	b_op(b, '(');
+	p_str(b, "w");
+	p_tensor_v2(b, "FloatStorage", key, numel, 0, 2, size, stride);
+	p_str(b, "v");
+	p_tensor_v2(b, "FloatStorage", key, numel, 0, 2, tsize, tstride);
+	b_op(b, 'u');
+	b_op(b, '.');
+}
+
+static const unsigned char data24[24] = {
+	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23
+};
+
+/* A valid little .pt in out; the entries can be changed by the caller
+ * through e[] before zip_build (see build_with). */
+static size_t
+std_entries(struct zip_entry *e, struct buf *pkl, const char *root, char names[][64])
+{
+	make_pickle(pkl, "0", 6);
+	snprintf(names[0], 64, "%s/data.pkl", root);
+	snprintf(names[1], 64, "%s/data/0", root);
+	snprintf(names[2], 64, "%s/version", root);
+	e[0] = (struct zip_entry){ names[0], pkl->p, pkl->n };
+	e[1] = (struct zip_entry){ names[1], data24, sizeof(data24) };
+	e[2] = (struct zip_entry){ names[2], "3\n", 2 };
+	return 3;
+}
+
+static mate_value *
+read_mem(const struct buf *zip, mate_error *err, int load_data)
+{
+	struct mate_pt_read_options o = { 0 };
+
+	o.load_data = load_data;
+	return mate_pt_read_memory(zip->p, zip->n, &o, err);
+}
+
+static mate_value *
+read_path(const struct buf *zip, mate_error *err, const struct mate_pt_read_options *o)
+{
+	mate_value *v;
+
+	CHECK(write_file(tmp_path, zip->p, zip->n) == 0);
+	v = mate_pt_read(tmp_path, o, err);
+	unlink(tmp_path);
+	return v;
+}
+
+/* The file and memory readers both fail with want in the message. */
+static void
+expect_fail(const struct buf *zip, const char *want, int code)
+{
+	mate_error err;
+	mate_value *v = read_mem(zip, &err, 1);
+
+	CHECK(v == NULL);
+	CHECK_CONTAINS(err.message, want);
+	if (code != 0)
+		CHECK_EQ_INT(err.code, code);
+	mate_value_free(v);
+	v = read_path(zip, &err, NULL);
+	CHECK(v == NULL);
+	CHECK_CONTAINS(err.message, want);
+	mate_value_free(v);
+}
+
+static void
+check_std(mate_value *v)
+{
+	mate_value *w = mate_value_lookup(v, "w"), *t = mate_value_lookup(v, "v");
+
+	CHECK(w != NULL && t != NULL);
+	if (w == NULL || t == NULL)
+		return;
+	CHECK(mate_value_get_storage(w) == mate_value_get_storage(t));
+	CHECK_EQ_INT(mate_storage_size(mate_value_get_storage(w)), 24);
+	CHECK(memcmp(mate_value_get_tensor(w)->data, data24, 24) == 0);
+	CHECK_EQ_INT(mate_value_get_tensor(t)->stride[1], 3);
+}
+
+static void
+test_basic(void)
+{
+	struct zip_entry e[8];
+	char names[8][64];
+	struct buf pkl, zip = { 0 };
+	mate_error err;
+	mate_value *v;
+	struct mate_pt_read_options meta = { 0, 0, 0 };
+	size_t n = std_entries(e, &pkl, "archive", names);
+
+	make_zip(&zip, e, n, 0);
+	v = read_mem(&zip, &err, 1);
+	CHECK(v != NULL);
+	if (v == NULL)
+		fprintf(stderr, "%s\n", err.message);
+	check_std(v);
+	mate_value_free(v);
+	v = read_path(&zip, &err, NULL);
+	CHECK(v != NULL);
+	check_std(v);
+	mate_value_free(v);
+	/* Metadata only: placeholders of the right size, no data. */
+	v = read_path(&zip, &err, &meta);
+	CHECK(v != NULL);
+	CHECK(mate_storage_data(mate_value_get_storage(mate_value_lookup(v, "w"))) == NULL);
+	CHECK_EQ_INT(mate_storage_size(mate_value_get_storage(mate_value_lookup(v, "w"))), 24);
+	CHECK(mate_value_get_storage(mate_value_lookup(v, "w")) ==
+	    mate_value_get_storage(mate_value_lookup(v, "v")));
+	mate_value_free(v);
+	b_free(&zip);
+
+	/* CRC 0 (torch 2.x without CRCs) reads. */
+	make_zip(&zip, e, n, 1);
+	v = read_path(&zip, &err, NULL);
+	CHECK(v != NULL);
+	check_std(v);
+	mate_value_free(v);
+	b_free(&zip);
+
+	/* Custom and UTF-8 roots; version first, "3" without LF; .data/version;
+	 * byteorder; an unreferenced extra record; records before data.pkl. */
+	{
+		struct zip_entry r[6];
+		b_free(&pkl);
+		n = std_entries(e, &pkl, "\xd0\xbc\xd0\xbe\xd0\xb4\xd0\xb5\xd0\xbb\xd1\x8c", names);
+		snprintf(names[3], 64, "%s/.data/version", "\xd0\xbc\xd0\xbe\xd0\xb4\xd0\xb5\xd0\xbb\xd1\x8c");
+		snprintf(names[4], 64, "%s/byteorder", "\xd0\xbc\xd0\xbe\xd0\xb4\xd0\xb5\xd0\xbb\xd1\x8c");
+		snprintf(names[5], 64, "%s/data/99", "\xd0\xbc\xd0\xbe\xd0\xb4\xd0\xb5\xd0\xbb\xd1\x8c");
+		r[0] = (struct zip_entry){ names[3], "3", 1 };
+		r[1] = e[1];
+		r[2] = (struct zip_entry){ names[4], "little", 6 };
+		r[3] = (struct zip_entry){ names[5], "xyz", 3 };
+		r[4] = e[0];
+		make_zip(&zip, r, 5, 0);
+		v = read_path(&zip, &err, NULL);
+		CHECK(v != NULL);
+		if (v == NULL)
+			fprintf(stderr, "%s\n", err.message);
+		check_std(v);
+		mate_value_free(v);
+		b_free(&zip);
+	}
+	b_free(&pkl);
+}
+
+/* Each broken archive gets its own error. */
+static void
+test_structure_errors(void)
+{
+	struct zip_entry e[8];
+	char names[8][64];
+	struct buf pkl, zip = { 0 }, p2;
+	size_t n = std_entries(e, &pkl, "archive", names);
+	struct zip_entry r[8];
+
+	/* Missing version, data.pkl, the data record. */
+	make_zip(&zip, e, 2, 0);
+	expect_fail(&zip, "no archive/version record", MATE_ERR_FORMAT);
+	b_free(&zip);
+	make_zip(&zip, e + 1, 2, 0);
+	expect_fail(&zip, "no archive/data.pkl record", MATE_ERR_FORMAT);
+	b_free(&zip);
+	r[0] = e[0];
+	r[1] = e[2];
+	make_zip(&zip, r, 2, 0);
+	expect_fail(&zip, "missing record archive/data/0", MATE_ERR_FORMAT);
+	b_free(&zip);
+	/* version 99, 0 and junk. */
+	memcpy(r, e, sizeof(e[0]) * n);
+	r[2].data = "99\n";
+	r[2].len = 3;
+	make_zip(&zip, r, n, 0);
+	expect_fail(&zip, "format version 99 is not supported", MATE_ERR_UNSUPPORTED);
+	b_free(&zip);
+	r[2].data = "0";
+	r[2].len = 1;
+	make_zip(&zip, r, n, 0);
+	expect_fail(&zip, "archive/version: not a version number", MATE_ERR_FORMAT);
+	b_free(&zip);
+	r[2].data = "3 x";
+	r[2].len = 3;
+	make_zip(&zip, r, n, 0);
+	expect_fail(&zip, "not a version number", MATE_ERR_FORMAT);
+	b_free(&zip);
+	/* Two roots; no root at all. */
+	memcpy(r, e, sizeof(e[0]) * n);
+	r[1].name = "other/data/0";
+	make_zip(&zip, r, n, 0);
+	expect_fail(&zip, "entry 'other/data/0' is outside the archive root 'archive'", MATE_ERR_FORMAT);
+	b_free(&zip);
+	r[1] = e[1];
+	r[0].name = "data.pkl";
+	make_zip(&zip, r, n, 0);
+	expect_fail(&zip, "entry 'data.pkl' is not in a subdirectory", MATE_ERR_FORMAT);
+	b_free(&zip);
+	/* TorchScript, big-endian, duplicates. */
+	memcpy(r, e, sizeof(e[0]) * n);
+	r[n] = (struct zip_entry){ "archive/constants.pkl", "\x80\x02N.", 4 };
+	make_zip(&zip, r, n + 1, 0);
+	expect_fail(&zip, "TorchScript", MATE_ERR_UNSUPPORTED);
+	b_free(&zip);
+	r[n] = (struct zip_entry){ "archive/byteorder", "big", 3 };
+	make_zip(&zip, r, n + 1, 0);
+	expect_fail(&zip, "big-endian", MATE_ERR_UNSUPPORTED);
+	b_free(&zip);
+	r[n] = (struct zip_entry){ "archive/byteorder", "middle", 6 };
+	make_zip(&zip, r, n + 1, 0);
+	expect_fail(&zip, "must be \"little\" or \"big\"", MATE_ERR_FORMAT);
+	b_free(&zip);
+	r[n] = e[0];
+	make_zip(&zip, r, n + 1, 0);
+	expect_fail(&zip, "duplicate archive/data.pkl", MATE_ERR_FORMAT);
+	b_free(&zip);
+	r[n] = e[1];
+	make_zip(&zip, r, n + 1, 0);
+	expect_fail(&zip, "duplicate record archive/data/0", MATE_ERR_FORMAT);
+	b_free(&zip);
+	/* Record sizes that disagree with the pickle. */
+	memcpy(r, e, sizeof(e[0]) * n);
+	r[1].len = 20;
+	make_zip(&zip, r, n, 0);
+	expect_fail(&zip, "record archive/data/0 has 20 bytes, but the pickle declares 24", 0);
+	b_free(&zip);
+	r[1].len = 24;
+	make_pickle(&p2, "0", 8);       /* numel 8: 32 bytes, record has 24 */
+	r[0].data = p2.p;
+	r[0].len = p2.n;
+	make_zip(&zip, r, n, 0);
+	expect_fail(&zip, "has 24 bytes, but the pickle declares 32", 0);
+	b_free(&zip);
+	b_free(&p2);
+	make_pickle(&p2, "0", 1LL << 40);   /* far more than the file holds */
+	r[0].data = p2.p;
+	r[0].len = p2.n;
+	make_zip(&zip, r, n, 0);
+	expect_fail(&zip, "record archive/data/0 has 24 bytes, but the pickle declares 4398046511104", 0);
+	b_free(&zip);
+	b_free(&p2);
+	/* A hostile pickle inside a good zip. */
+	memset(&p2, 0, sizeof(p2));
+	{
+		static const char evil[] = "\x80\x02" "cos\nsystem\nX\x02\x00\x00\x00id\x85R.";
+		b_bytes(&p2, evil, sizeof(evil) - 1);
+	}
+	r[0].data = p2.p;
+	r[0].len = p2.n;
+	make_zip(&zip, r, n, 0);
+	expect_fail(&zip, "global 'os system' is not allowed", MATE_ERR_FORMAT);
+	b_free(&zip);
+	b_free(&p2);
+	b_free(&pkl);
+}
+
+static void
+test_magic(void)
+{
+	struct buf b = { 0 };
+	mate_error err;
+	mate_value *v;
+
+	b_bytes(&b, "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", 15);
+	expect_fail(&b, "legacy torch.save format (pre-1.6) is not supported", MATE_ERR_UNSUPPORTED);
+	b_free(&b);
+	b_bytes(&b, "GIF89a........", 14);
+	expect_fail(&b, "bad magic", MATE_ERR_FORMAT);
+	b_free(&b);
+	b_bytes(&b, "PK", 2);
+	expect_fail(&b, "too short", MATE_ERR_FORMAT);
+	b_free(&b);
+	b_bytes(&b, "PK\003\004 not really a zip at all, just text", 40);
+	expect_fail(&b, "zip", MATE_ERR_FORMAT);
+	b_free(&b);
+	v = mate_pt_read_memory(NULL, 0, NULL, &err);
+	CHECK(v == NULL);
+	CHECK_CONTAINS(err.message, "too short");
+	v = mate_pt_read("/nonexistent/dir/x.pt", NULL, &err);
+	CHECK(v == NULL);
+	CHECK_EQ_INT(err.code, MATE_ERR_IO);
+	CHECK_CONTAINS(err.message, "/nonexistent/dir/x.pt");
+	CHECK_CONTAINS(err.message, "No such file");
+	v = mate_pt_read("/nonexistent/dir/x.pt", NULL, NULL);     /* NULL err is fine */
+	CHECK(v == NULL);
+}
+
+/* A small .pt cut at every byte offset fails cleanly, file and memory. */
+static void
+test_truncation(void)
+{
+	struct zip_entry e[8];
+	char names[8][64];
+	struct buf pkl, zip = { 0 }, cut;
+	size_t n = std_entries(e, &pkl, "archive", names);
+	int failures = 0, messages = 0;
+	mate_error err;
+
+	make_zip(&zip, e, n, 0);
+	for (size_t len = 0; len < zip.n; len++) {
+		mate_value *v;
+
+		cut = (struct buf){ zip.p, len, len };
+		v = read_mem(&cut, &err, 1);
+		failures += v == NULL;
+		messages += err.message[0] != '\0';
+		mate_value_free(v);
+		if (len % 16 == 0 || len + 30 > zip.n) {
+			v = read_path(&cut, &err, NULL);
+			failures += v == NULL;
+			messages += err.message[0] != '\0';
+			mate_value_free(v);
+		}
+	}
+	CHECK_EQ_INT(failures, messages);
+	CHECK(failures > (int)zip.n);
+	{
+		int expected = 0;
+		for (size_t len = 0; len < zip.n; len++)
+			expected += 1 + (len % 16 == 0 || len + 30 > zip.n);
+		CHECK_EQ_INT(failures, expected);
+	}
+	b_free(&zip);
+	b_free(&pkl);
+}
+
+/* 100,000 entries: read in reasonable time, or refused by max_records. */
+static void
+test_many_entries(void)
+{
+	enum { N = 100000 };
+	struct zip_entry *e = calloc(N, sizeof(*e));
+	char (*names)[32] = calloc(N, sizeof(*names));
+	struct buf pkl, zip = { 0 };
+	struct mate_pt_read_options o = { 0, 1000, 1 };
+	mate_error err;
+	mate_value *v;
+	clock_t t0;
+
+	if (e == NULL || names == NULL)
+		abort();
+	make_pickle(&pkl, "0", 6);
+	e[0] = (struct zip_entry){ "archive/data.pkl", pkl.p, pkl.n };
+	e[1] = (struct zip_entry){ "archive/data/0", data24, sizeof(data24) };
+	e[2] = (struct zip_entry){ "archive/version", "3\n", 2 };
+	for (int i = 3; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "archive/data/x%d", i);
+		e[i] = (struct zip_entry){ names[i], "", 0 };
+	}
+	make_zip(&zip, e, N, 0);
+	t0 = clock();
+	v = read_path(&zip, &err, NULL);
+	CHECK(v != NULL);
+	if (v == NULL)
+		fprintf(stderr, "%s\n", err.message);
+	check_std(v);
+	mate_value_free(v);
+	CHECK((double)(clock() - t0) / CLOCKS_PER_SEC < 10);
+	v = read_path(&zip, &err, &o);
+	CHECK(v == NULL);
+	CHECK_EQ_INT(err.code, MATE_ERR_LIMIT);
+	CHECK_CONTAINS(err.message, "100000 zip entries, more than the limit of 1000");
+	b_free(&zip);
+	/* The same limit met while walking the entries (a 3-entry file). */
+	make_zip(&zip, e, 3, 0);
+	o.max_records = 2;
+	v = read_path(&zip, &err, &o);
+	CHECK(v == NULL);
+	CHECK_CONTAINS(err.message, "limit of 2");
+	o.max_records = 0;
+	o.max_pickle_bytes = 10;
+	v = read_path(&zip, &err, &o);
+	CHECK(v == NULL);
+	CHECK_EQ_INT(err.code, MATE_ERR_LIMIT);
+	CHECK_CONTAINS(err.message, "more than the limit of 10");
+	b_free(&zip);
+	b_free(&pkl);
+	free(e);
+	free(names);
+}
+
+/* The central directory header (or, local: the local header) of name. */
+static unsigned char *
+find_header(struct buf *zip, const char *name, int local)
+{
+	const char *sig = local ? "PK\003\004" : "PK\001\002";
+	size_t hlen = local ? 30 : 46, nl = strlen(name);
+
+	for (size_t i = 0; i + hlen + nl <= zip->n; i++)
+		if (memcmp(zip->p + i, sig, 4) == 0 && zip->p[i + 28 - (local ? 2 : 0)] == nl &&
+		    memcmp(zip->p + i + hlen, name, nl) == 0)
+			return zip->p + i;
+	abort();
+}
+
+static void
+put_le(unsigned char *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Damaged zip structures the direct reader must refuse (or accept). */
+static void
+test_zip_structures(void)
+{
+	struct zip_entry e[8];
+	char names[8][64];
+	struct buf pkl, zip = { 0 };
+	size_t n = std_entries(e, &pkl, "archive", names);
+	mate_error err;
+	mate_value *v;
+
+	zip_build(&zip, e, n, 0);
+	put_le(find_header(&zip, "archive/data/0", 0) + 10, 12, 2);
+	expect_fail(&zip, "archive/data/0: compression method 12 is not supported", MATE_ERR_UNSUPPORTED);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	put_le(find_header(&zip, "archive/data/0", 0) + 8, 0x0801, 2);
+	expect_fail(&zip, "encrypted entries are not supported", MATE_ERR_UNSUPPORTED);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	put_le(find_header(&zip, "archive/data/0", 0) + 24, 25, 4);   /* usize != csize */
+	expect_fail(&zip, "archive/data/0: bad sizes or offset", MATE_ERR_FORMAT);
+	b_free(&zip);
+	zip_build(&zip, e, n, ZB_DEFLATE);    /* a deflate bomb's claim */
+	put_le(find_header(&zip, "archive/data/0", 0) + 24, 0x7fffffff, 4);
+	expect_fail(&zip, "archive/data/0: bad sizes or offset", MATE_ERR_FORMAT);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	put_le(find_header(&zip, "archive/data/0", 0) + 42, 1000000, 4);
+	expect_fail(&zip, "archive/data/0: bad sizes or offset", MATE_ERR_FORMAT);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	find_header(&zip, "archive/data/0", 1)[3] = 9;
+	expect_fail(&zip, "archive/data/0: bad local header", MATE_ERR_FORMAT);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	put_le(find_header(&zip, "archive/data/0", 1) + 28, 5000, 2);  /* extra runs into the CD */
+	expect_fail(&zip, "archive/data/0: data runs into the central directory", MATE_ERR_FORMAT);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	put_le(zip.p + zip.n - 6, 1u << 30, 4);                           /* CD offset */
+	expect_fail(&zip, "bad central directory", MATE_ERR_FORMAT);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	put_le(zip.p + zip.n - 22 + 4, 1, 2);                             /* disk number */
+	expect_fail(&zip, "multi-disk", MATE_ERR_UNSUPPORTED);
+	b_free(&zip);
+	/* An archive comment is fine. */
+	zip_build(&zip, e, n, 0);
+	put_le(zip.p + zip.n - 2, 7, 2);
+	b_bytes(&zip, "comment", 7);
+	v = read_mem(&zip, &err, 1);
+	CHECK(v != NULL);
+	check_std(v);
+	mate_value_free(v);
+	/* ... but bytes after the end record are not. */
+	b_bytes(&zip, "x", 1);
+	expect_fail(&zip, "no end of central directory", MATE_ERR_FORMAT);
+	b_free(&zip);
+	b_free(&pkl);
+}
+
+/* ---- mate_pt_write() then mate_pt_read(): the same tree comes back ---- */
+
+struct pairs {
+	const mate_storage *a[64], *b[64];
+	int n;
+};
+
+/* Storages must correspond one to one. */
+static int
+same_storage(struct pairs *p, const mate_storage *a, const mate_storage *b)
+{
+	for (int i = 0; i < p->n; i++)
+		if (p->a[i] == a || p->b[i] == b)
+			return p->a[i] == a && p->b[i] == b;
+	if (p->n == 64)
+		return 0;
+	p->a[p->n] = a;
+	p->b[p->n++] = b;
+	return mate_storage_size(a) == mate_storage_size(b) &&
+	    memcmp(mate_storage_data(a), mate_storage_data(b), mate_storage_size(a)) == 0;
+}
+
+static int
+same_tensor(struct pairs *p, const mate_value *a, const mate_value *b)
+{
+	const mate_tensor *x = mate_value_get_tensor(a), *y = mate_value_get_tensor(b);
+
+	if (x == NULL || y == NULL || x->dtype != y->dtype || x->ndim != y->ndim ||
+	    x->offset != y->offset || x->requires_grad != y->requires_grad)
+		return 0;
+	for (int i = 0; i < x->ndim; i++)
+		if (x->shape[i] != y->shape[i] || x->stride[i] != y->stride[i])
+			return 0;
+	return same_storage(p, mate_value_get_storage(a), mate_value_get_storage(b));
+}
+
+/* a as written, b as read: enums and objects come back as their str. */
+static int
+same(struct pairs *p, const mate_value *a, const mate_value *b)
+{
+	mate_value_kind k = mate_value_kind_of(a);
+	size_t la, lb;
+	const char *sa, *sb;
+	double fa, fb;
+
+	if (k == MATE_V_ENUM || k == MATE_V_OBJECT) {
+		sa = k == MATE_V_ENUM ? mate_value_enum_name(a) : mate_value_object_repr(a);
+		return mate_value_kind_of(b) == MATE_V_STR && strcmp(sa, mate_value_get_str(b, NULL)) == 0;
+	}
+	if (k != mate_value_kind_of(b))
+		return 0;
+	switch (k) {
+	case MATE_V_BOOL:
+	case MATE_V_INT:
+		return mate_value_get_int(a) == mate_value_get_int(b);
+	case MATE_V_FLOAT:
+		fa = mate_value_get_float(a);
+		fb = mate_value_get_float(b);
+		return memcmp(&fa, &fb, sizeof(fa)) == 0;
+	case MATE_V_STR:
+	case MATE_V_BYTES:
+		sa = mate_value_get_str(a, &la);
+		sb = mate_value_get_str(b, &lb);
+		return la == lb && memcmp(sa, sb, la) == 0;
+	case MATE_V_DTYPE:
+		return mate_value_get_dtype(a) == mate_value_get_dtype(b);
+	case MATE_V_TENSOR:
+		return same_tensor(p, a, b);
+	case MATE_V_LIST:
+	case MATE_V_TUPLE:
+	case MATE_V_DICT:
+		if (mate_value_len(a) != mate_value_len(b) ||
+		    mate_value_is_ordered(a) != mate_value_is_ordered(b))
+			return 0;
+		for (size_t i = 0; i < mate_value_len(a); i++)
+			if (!same(p, mate_value_item(a, i), mate_value_item(b, i)) ||
+			    (k == MATE_V_DICT && !same(p, mate_value_key(a, i), mate_value_key(b, i))))
+				return 0;
+		return 1;
+	default:
+		return 1;
+	}
+}
+
+static mate_value *
+tensor_of(mate_dtype dt, int ndim, const int64_t *shape, const int64_t *stride,
+    int64_t offset, mate_storage *st)
+{
+	mate_tensor t;
+
+	mate_tensor_init(&t, dt, ndim, shape, stride, NULL);
+	t.offset = offset;
+	return mate_value_tensor(&t, st);
+}
+
+static mate_value *
+roundtrip_tree(mate_storage **sts)
+{
+	static const mate_dtype dts[] = { MATE_F64, MATE_F32, MATE_F16, MATE_BF16, MATE_I64,
+		MATE_I32, MATE_I16, MATE_I8, MATE_U8, MATE_BOOL, MATE_C64, MATE_C128 };
+	int64_t s23[2] = { 2, 3 }, s32[2] = { 3, 2 }, t32[2] = { 1, 3 }, one = 1, four = 4;
+	mate_value *root = mate_value_ordered_dict(), *list = mate_value_list();
+	mate_value *tup = mate_value_tuple(), *d = mate_value_dict();
+
+	for (size_t i = 0; i < sizeof(dts) / sizeof(dts[0]); i++) {
+		char name[16];
+		mate_storage *st = mate_storage_new(6 * mate_dtype_size(dts[i]), NULL);
+
+		for (size_t k = 0; k < mate_storage_size(st); k++)
+			((unsigned char *)mate_storage_data(st))[k] =
+			    dts[i] == MATE_BOOL ? (unsigned char)(k & 1) : (unsigned char)(k * 37 + i);
+		snprintf(name, sizeof(name), "t%zu", i);
+		mate_value_set_str(root, name, tensor_of(dts[i], 2, s23, NULL, 0, st));
+		sts[i] = st;
+	}
+	mate_value_set_str(root, "t", tensor_of(MATE_F32, 2, s32, t32, 0, sts[1]));
+	mate_value_set_str(root, "slice", tensor_of(MATE_F32, 1, &four, &one, 2, sts[1]));
+	mate_value_set_str(root, "scalar", tensor_of(MATE_I64, 0, NULL, NULL, 5, sts[4]));
+	mate_value_append(list, mate_value_int(-1));
+	mate_value_append(list, mate_value_int(INT64_MIN));
+	mate_value_append(list, mate_value_float(-0.0));
+	mate_value_append(list, mate_value_float(1e300));
+	mate_value_append(list, mate_value_str("h\xc3\xa9", (size_t)-1));
+	mate_value_append(list, mate_value_bytes("\x00\xff\x80", 3));
+	mate_value_append(list, mate_value_bytes("", 0));
+	mate_value_append(list, mate_value_none());
+	mate_value_append(list, mate_value_bool(1));
+	mate_value_append(list, mate_value_dtype(MATE_BF16));
+	mate_value_append(list, mate_value_enum("Mode.FAST", 1));
+	mate_value_append(list, mate_value_object("Thing", "Thing(3)"));
+	mate_value_append(tup, mate_value_int(7));
+	mate_value_append(tup, list);
+	mate_value_set(d, mate_value_int(3), mate_value_str("int key", (size_t)-1));
+	mate_value_set_str(d, "tuple", tup);
+	mate_value_set_str(root, "nested", d);
+	return root;
+}
+
+static void
+test_roundtrip(void)
+{
+	mate_storage *sts[12];
+	mate_value *tree = roundtrip_tree(sts), *v;
+	mate_error err;
+
+	for (int v3 = 0; v3 < 2; v3++) {
+		struct mate_pt_write_options wo = { "rt", v3 };
+		struct pairs p = { .n = 0 };
+
+		mate_error_clear(&err);
+		CHECK_EQ_INT(mate_pt_write(tmp_path, tree, &wo, &err), MATE_OK);
+		if (err.code != MATE_OK)
+			fprintf(stderr, "%s\n", err.message);
+		v = mate_pt_read(tmp_path, NULL, &err);
+		unlink(tmp_path);
+		CHECK(v != NULL);
+		if (v == NULL)
+			fprintf(stderr, "%s\n", err.message);
+		CHECK(same(&p, tree, v));
+		CHECK_EQ_INT(p.n, 12);
+		mate_value_free(v);
+	}
+	mate_value_free(tree);
+	for (int i = 0; i < 12; i++)
+		mate_storage_unref(sts[i]);
+}
+
+/* A real torch 1.13 file from the MATE reference fixtures. */
+static void
+test_fixture(void)
+{
+	char path[1024];
+	const char *src = getenv("top_srcdir");
+	mate_error err;
+	mate_value *v;
+
+	snprintf(path, sizeof(path), "%s/tests/fixtures/mate-reference/mate_dumps/"
+	    "20261121_125033_783_pid23322_gemm_call0001/inputs.pt", src ? src : "..");
+	v = mate_pt_read(path, NULL, &err);
+	CHECK(v != NULL);
+	if (v == NULL) {
+		fprintf(stderr, "%s\n", err.message);
+		return;
+	}
+	CHECK_EQ_INT(mate_value_kind_of(v), MATE_V_DICT);
+	CHECK(mate_value_len(v) >= 1);
+	for (size_t i = 0; i < mate_value_len(v); i++) {
+		const mate_tensor *t = mate_value_get_tensor(mate_value_item(v, i));
+		CHECK(t != NULL);
+		if (t != NULL)
+			CHECK(mate_tensor_storage_extent(t) * 4 <=
+			    (int64_t)mate_storage_size(mate_value_get_storage(mate_value_item(v, i))));
+	}
+	mate_value_free(v);
+
+	/* The torch-written file cut at every byte offset fails cleanly. */
+	{
+		FILE *f = fopen(path, "rb");
+		struct buf whole = { 0 };
+		unsigned char chunk[4096];
+		size_t k;
+		int failures = 0;
+
+		CHECK(f != NULL);
+		if (f == NULL)
+			return;
+		while ((k = fread(chunk, 1, sizeof(chunk), f)) > 0)
+			b_bytes(&whole, chunk, k);
+		fclose(f);
+		for (size_t len = 0; len < whole.n; len++) {
+			mate_value *cut = mate_pt_read_memory(whole.p, len, NULL, &err);
+			failures += cut == NULL && err.message[0] != '\0';
+			mate_value_free(cut);
+		}
+		CHECK_EQ_INT(failures, (long long)whole.n);
+		v = mate_pt_read_memory(whole.p, whole.n, NULL, &err);
+		CHECK(v != NULL);
+		mate_value_free(v);
+		b_free(&whole);
+	}
+}
+
+int
+main(void)
+{
+	snprintf(tmp_path, sizeof(tmp_path), "test_pt_read.%ld.pt", (long)getpid());
+	for (int round = 0; round < 2; round++) {
+		/* Stored entries take the direct path, deflated ones libarchive. */
+		zip_flags = round == 0 ? 0 : ZB_DEFLATE;
+		test_basic();
+		test_structure_errors();
+		test_truncation();
+		test_many_entries();
+	}
+	test_magic();
+	test_zip_structures();
+	test_roundtrip();
+	test_fixture();
+	return TEST_DONE();
+}

@@ -1,0 +1,292 @@
+"""test_pt_read_interop.py: libmate reads real torch.save (1.13) output bit-exactly, compared through tensorfile-tool describe."""
+import collections
+import io
+import json
+import math
+import os
+import struct
+import zipfile
+
+import torch
+
+from mate_test import build_path, check, done, run, tmpdir
+
+TOOL = build_path("tests", "tensorfile-tool")
+DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64,
+          torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool,
+          torch.complex64, torch.complex128]
+
+
+def storage_bytes(t):
+    """The whole storage behind t, as torch holds it."""
+    st = t.storage()
+    base = torch.empty(0, dtype=t.dtype)
+    base.set_(st, 0, (st.size(),), (1,))
+    return base.view(torch.uint8).numpy().tobytes() if st.size() else b""
+
+
+class Expect:
+    """Builds the JSON tensorfile-tool should print for a torch value."""
+
+    def __init__(self, data=True):
+        self.storages = []
+        self.data = data
+
+    def storage_id(self, t):
+        key = t.storage().data_ptr(), t.storage().size(), t.dtype
+        for i, k in enumerate(self.storages):
+            if k == key:
+                return i
+        self.storages.append(key)
+        return len(self.storages) - 1
+
+    def __call__(self, v):
+        if isinstance(v, torch.Tensor):
+            d = {"type": "tensor", "dtype": str(v.dtype)[len("torch."):],
+                 "shape": list(v.shape), "stride": list(v.stride()),
+                 "offset": v.storage_offset(), "storage": self.storage_id(v),
+                 "storage_nbytes": v.storage().size() * v.element_size()}
+            if self.data:
+                d["hex"] = storage_bytes(v).hex()
+            return d
+        if v is None:
+            return {"type": "none"}
+        if isinstance(v, bool):
+            return {"type": "bool", "value": v}
+        if isinstance(v, int):
+            return {"type": "int", "value": v}
+        if isinstance(v, float):
+            return {"type": "float", "value": v}
+        if isinstance(v, str):
+            return {"type": "str", "value": v}
+        if isinstance(v, bytes):
+            return {"type": "bytes", "hex": v.hex()}
+        if isinstance(v, torch.dtype):
+            return {"type": "dtype", "value": str(v)[len("torch."):]}
+        if isinstance(v, torch.device):
+            return {"type": "object", "name": "torch.device", "repr": str(v)}
+        if isinstance(v, (tuple, torch.Size)):
+            return {"type": "tuple", "items": [self(x) for x in v]}
+        if isinstance(v, (list, set)):     # a set comes back as a list
+            return {"type": "list", "items": [self(x) for x in v]}
+        if isinstance(v, dict):
+            return {"type": "dict", "ordered": isinstance(v, collections.OrderedDict),
+                    "items": [[self(k), self(x)] for k, x in v.items()]}
+        raise TypeError(type(v))
+
+
+def same(got, want, path="root"):
+    """Compares a described value with the expectation; returns a difference or None."""
+    if isinstance(want, dict) and isinstance(got, dict) and want.get("type") == "float" \
+            and got.get("type") == "float":
+        g = float(got["value"])
+        w = want["value"]
+        if struct.pack("<d", g) == struct.pack("<d", w) or (math.isnan(g) and math.isnan(w)):
+            return None
+        return "%s: float %r != %r" % (path, got["value"], w)
+    if isinstance(want, dict):
+        if not isinstance(got, dict):
+            return "%s: %r is not an object" % (path, got)
+        for k in want:
+            if k not in got:
+                return "%s: missing %s" % (path, k)
+            d = same(got[k], want[k], path + "." + k)
+            if d:
+                return d
+        return None
+    if isinstance(want, list):
+        if not isinstance(got, list) or len(got) != len(want):
+            return "%s: %d items, expected %d" % (path, len(got) if isinstance(got, list) else -1, len(want))
+        for i, (g, w) in enumerate(zip(got, want)):
+            d = same(g, w, "%s[%d]" % (path, i))
+            if d:
+                return d
+        return None
+    if got != want:
+        return "%s: %.200r != %.200r" % (path, got, want)
+    return None
+
+
+def describe(path, data=True):
+    args = [TOOL, "describe", path] + ([] if data else ["--no-data"])
+    p = run(args, check=False)
+    if p.returncode != 0:
+        return None, p.stderr.strip()
+    return json.loads(p.stdout)["root"], None
+
+
+def roundtrip(name, obj, path=None, **save_args):
+    """torch.save(obj), read it with libmate, compare with torch.load's view."""
+    path = path or os.path.join(TMP, name + ".pt")
+    torch.save(obj, path, **save_args)
+    expect_from(name, path)
+
+
+def expect_from(name, path):
+    ref = torch.load(path)
+    for data in (True, False):
+        got, err = describe(path, data)
+        check(got is not None, "%s: libmate failed: %s" % (name, err))
+        if got is None:
+            return
+        diff = same(got, Expect(data)(ref))
+        check(diff is None, "%s (data=%s): %s" % (name, data, diff))
+
+
+def values(dt):
+    torch.manual_seed(DTYPES.index(dt))
+    if dt == torch.bool:
+        return torch.rand(5, 7) > 0.5
+    if dt.is_complex:
+        t = torch.randn(5, 7, dtype=dt)
+        t[0, 0] = complex(float("nan"), float("-inf"))
+        return t
+    if dt.is_floating_point:
+        t = torch.randn(5, 7).to(dt)
+        t[0, :4] = torch.tensor([float("nan"), float("inf"), float("-inf"), -0.0]).to(dt)
+        return t
+    info = torch.iinfo(dt)
+    t = torch.randint(info.min, info.max, (5, 7), dtype=dt)
+    t[0, 0], t[0, 1] = info.min, info.max
+    return t
+
+
+def test_dtypes():
+    for dt in DTYPES:
+        roundtrip("dtype_" + str(dt)[6:], {"x": values(dt), "col": values(dt)[:, 2]})
+
+
+def test_views():
+    a = torch.arange(20, dtype=torch.float32).reshape(4, 5)
+    roundtrip("views", {
+        "a": a, "t": a.t(), "slice": a.view(-1)[5:9], "step": a[:, ::2],
+        "expand": torch.ones(3).expand(4, 3), "scalar": torch.tensor(2.5),
+        "empty": torch.zeros(0, 3), "empty_view": a.view(-1)[20:],
+        "shared_again": a[1:3, 1:], "other": torch.arange(3)})
+    big = torch.arange(1 << 20, dtype=torch.int32)
+    roundtrip("large", [big, big[::3]])
+
+
+def test_modules():
+    torch.manual_seed(1)
+    m = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2),
+                            torch.nn.BatchNorm1d(2))
+    roundtrip("state_dict", m.state_dict())
+    p = torch.nn.Parameter(torch.randn(3, 2))
+    roundtrip("parameter", {"p": p, "plain": p.data, "frozen": torch.nn.Parameter(torch.ones(2), requires_grad=False)})
+
+
+def test_plain_values():
+    obj = {
+        "ints": [0, 1, 255, 256, 65535, 65536, -1, -129, 2**31 - 1, 2**31, -2**31, -2**31 - 1,
+                 2**63 - 1, -2**63],
+        "floats": [0.0, -0.0, 1.5, 1e300, -1e-300, float("inf"), float("-inf"), float("nan"), 0.1],
+        "strings": ["", "ascii", "h\u00e9llo", "\u4e2d\u6587", "\U0001f600", "x" * 300],
+        "none": None, "bools": (True, False),
+        "nested": {"a": [1, (2, 3, {"b": [None]})], 7: "int key", (1, 2): "tuple key"},
+        "tuples": [(), (1,), (1, 2), (1, 2, 3), (1, 2, 3, 4, 5)],
+        "bytes": [b"", b"\x00\xff\x80abc", bytes(range(256))],
+        "dtypes": [torch.float16, torch.bfloat16, torch.int64, torch.bool],
+        "devices": [torch.device("cpu"), torch.device("cuda", 1)],
+        "size": torch.Size([2, 3]),
+        "ordered": collections.OrderedDict([("z", 1), ("a", 2)]),
+        "many": list(range(2500)),
+        "set": {3, 1, 200, 7},
+        "t": torch.arange(4),
+    }
+    roundtrip("plain", obj)
+    roundtrip("protocol3", obj, pickle_protocol=3)
+    roundtrip("list_of_tensors", [torch.full((2,), i, dtype=torch.int16) for i in range(1200)])
+    roundtrip("tensor_only", torch.arange(6).reshape(2, 3))
+
+
+def test_roots():
+    roundtrip("model.v2", {"x": torch.ones(2)}, path=os.path.join(TMP, "model.v2.pt"))
+    roundtrip("utf8 root", {"x": torch.ones(2)}, path=os.path.join(TMP, "\u043c\u043e\u0434\u0435\u043b\u044c.pt"))
+    buf = io.BytesIO()
+    torch.save({"x": torch.ones(2)}, buf)
+    path = os.path.join(TMP, "fileobj.pt")
+    with open(path, "wb") as f:
+        f.write(buf.getvalue())
+    expect_from("file object (root archive)", path)
+
+
+def rewrite(src, dst, compression=zipfile.ZIP_STORED, stream=False, crc_zero=False):
+    """Copies a torch zip entry by entry with Python's zipfile."""
+    zin = zipfile.ZipFile(src)
+    out = open(dst, "wb")
+
+    class Unseekable:
+        def write(self, b):
+            return out.write(b)
+
+        def flush(self):
+            out.flush()
+
+    zout = zipfile.ZipFile(Unseekable() if stream else out, "w", compression)
+    for info in zin.infolist():
+        zout.writestr(info.filename, zin.read(info.filename))
+    zout.close()
+    out.close()
+    if crc_zero:
+        data = bytearray(open(dst, "rb").read())
+        i = data.find(b"PK\x01\x02")
+        while i >= 0:
+            data[i + 16:i + 20] = b"\0\0\0\0"
+            i = data.find(b"PK\x01\x02", i + 4)
+        i = data.find(b"PK\x03\x04")
+        while i >= 0:
+            data[i + 14:i + 18] = b"\0\0\0\0"
+            i = data.find(b"PK\x03\x04", i + 4)
+        open(dst, "wb").write(bytes(data))
+
+
+def test_zip_variants():
+    src = os.path.join(TMP, "variants.pt")
+    torch.save({"a": torch.arange(100, dtype=torch.float64), "b": [1, "two"]}, src)
+    for name, kw in [("deflate", {"compression": zipfile.ZIP_DEFLATED}),
+                     ("descriptors", {"stream": True}),
+                     ("crc0", {"crc_zero": True})]:
+        dst = os.path.join(TMP, name + ".pt")
+        rewrite(src, dst, **kw)
+        ref = torch.load(src)
+        got, err = describe(dst)
+        check(got is not None, "%s: libmate failed: %s" % (name, err))
+        if got is not None:
+            diff = same(got, Expect()(ref))
+            check(diff is None, "%s: %s" % (name, diff))
+
+
+def test_rejects():
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("echo pwned",))
+    path = os.path.join(TMP, "evil.pt")
+    torch.save({"x": Evil()}, path)
+    got, err = describe(path)
+    check(got is None and "is not allowed" in (err or "") and "system" in err,
+          "os.system pickle: %s" % err)
+    path = os.path.join(TMP, "legacy.pt")
+    torch.save({"x": torch.ones(2)}, path, _use_new_zipfile_serialization=False)
+    got, err = describe(path)
+    check(got is None and "legacy torch.save format (pre-1.6) is not supported" in (err or ""),
+          "legacy: %s" % err)
+    path = os.path.join(TMP, "script.pt")
+    torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), path)
+    got, err = describe(path)
+    check(got is None and "TorchScript" in (err or ""), "TorchScript: %s" % err)
+    path = os.path.join(TMP, "proto4.pt")
+    torch.save({"x": torch.ones(2)}, path, pickle_protocol=4)
+    got, err = describe(path)
+    check(got is None and "opcode 0x93" in (err or ""), "protocol 4: %s" % err)
+
+
+TMP = tmpdir()
+test_dtypes()
+test_views()
+test_modules()
+test_plain_values()
+test_roots()
+test_zip_variants()
+test_rejects()
+done()

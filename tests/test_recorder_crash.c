@@ -1,0 +1,285 @@
+/* test_recorder_crash.c: crash safety of level-10 dumps: abort() inside an API, kill -9 of a 16-thread run at random instants, fork() in the host.
+ *
+ * usage: test_recorder_crash [safetensors|pt]    (pt exits 77 while the .pt writer or reader is missing)
+ *
+ * Every case runs its recording program in a forked child (the test itself
+ * never records) and checks the dump root with dumpcheck.c, which parses
+ * every file under a final name and every record. Dumps go to /dev/shm
+ * when it is a tmpfs (quick), else under the build directory.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dumpcheck.h"
+#include "recstress.h"
+#include "test.h"
+
+#define KILL_TRIALS 50
+#define KILL_THREADS 16
+#define TMPFS_MAGIC_ 0x01021994
+
+static char base[512];
+static int use_pt;
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Runs fn(arg) in a child; returns its wait status. */
+static int
+in_child(void (*fn)(const char *), const char *root, pid_t *pid_out, double kill_after)
+{
+	pid_t pid;
+	int status;
+
+	fflush(NULL);
+	if ((pid = fork()) < 0) {
+		perror("fork");
+		exit(99);
+	}
+	if (pid == 0) {
+		struct rlimit no_core = { 0, 0 };
+		setrlimit(RLIMIT_CORE, &no_core);
+		fn(root);
+		_exit(0);
+	}
+	if (pid_out != NULL)
+		*pid_out = pid;
+	if (kill_after > 0) {
+		struct timespec ts = { (time_t)kill_after, (long)((kill_after - (double)(time_t)kill_after) * 1e9) };
+		nanosleep(&ts, NULL);
+		kill(pid, SIGKILL);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return status;
+}
+
+/* ---- abort() inside an API after its inputs were saved ------------------------------ */
+
+static void
+abort_child(const char *root)
+{
+	mate_call *c;
+
+	rs_configure(root, use_pt);
+	for (long i = 1; i <= 3; i++)
+		if (rs_call(i) != 0)
+			_exit(3);
+	c = rs_begin(4);
+	(void)c;
+	abort(); /* inside the "API": the inputs are saved, the call never returns */
+}
+
+static void
+test_abort(void)
+{
+	char root[600];
+	struct dc_stats st;
+	int status;
+
+	snprintf(root, sizeof(root), "%s/abort", base);
+	status = in_child(abort_child, root, NULL, 0);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+	dc_check_root(root, 0, 0, rs_check_tensor, NULL, &st);
+	CHECK_EQ_INT(st.errors, 0);
+	CHECK_EQ_INT(st.dirs, 4);
+	CHECK_EQ_INT(st.completed, 3);
+	CHECK_EQ_INT(st.inputs_saved, 1);   /* the aborted call: inputs file and its record */
+	CHECK_EQ_INT(st.tensor_files, 7);
+	CHECK_EQ_INT(st.session_lines, 7);
+	CHECK_EQ_INT(st.temp_files, 0);
+	dc_rmtree(root);
+}
+
+/* ---- kill -9 at random instants ----------------------------------------------------------- */
+
+static void
+kill_child(const char *root)
+{
+	rs_configure(root, use_pt);
+	rs_run_threads(KILL_THREADS, -1);
+}
+
+static void
+test_kill(void)
+{
+	struct dc_stats st, sum;
+	char root[600];
+	double t0 = now(), delay;
+	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+	int status, killed = 0, torn_trials = 0;
+
+	memset(&sum, 0, sizeof(sum));
+	printf("kill -9: seed %u\n", seed);
+	srand(seed);
+	for (int trial = 0; trial < KILL_TRIALS; trial++) {
+		snprintf(root, sizeof(root), "%s/kill-%d", base, trial);
+		/* 0.2 to 8 ms after fork: before the first dump, or in the middle of them */
+		delay = (double)(rand() % 7801) * 1e-6 + 0.2e-3;
+		status = in_child(kill_child, root, NULL, delay);
+		killed += WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+		if (access(root, F_OK) != 0)
+			continue; /* killed before the dump root was made */
+		dc_check_root(root, DC_TORN_LAST_OK | DC_QUIET, KILL_THREADS, rs_check_tensor, NULL, &st);
+		if (st.errors > 0)
+			fprintf(stderr, "kill -9 trial %d (after %.1f ms): %ld violations\n", trial,
+			    delay * 1e3, st.errors);
+		torn_trials += st.session_torn_last > 0;
+		sum.dirs += st.dirs, sum.completed += st.completed, sum.inputs_saved += st.inputs_saved;
+		sum.no_record += st.no_record, sum.empty += st.empty, sum.failed += st.failed;
+		sum.tensor_files += st.tensor_files, sum.temp_files += st.temp_files;
+		sum.metadata_lines += st.metadata_lines, sum.session_lines += st.session_lines;
+		sum.session_torn_last += st.session_torn_last, sum.errors += st.errors;
+		dc_rmtree(root);
+	}
+	dc_print("kill -9, all trials", &sum);
+	printf("kill -9: %d trials in %.2f s, %d with a torn last line in session.jsonl\n",
+	    KILL_TRIALS, now() - t0, torn_trials);
+	CHECK_EQ_INT(killed, KILL_TRIALS);
+	CHECK_EQ_INT(sum.errors, 0);
+	CHECK_EQ_INT(sum.failed, 0);
+	/* the kills landed while dumps were being written, not only before or after */
+	CHECK(sum.completed > 0);
+	CHECK(sum.inputs_saved + sum.no_record + sum.empty > 0);
+}
+
+/* ---- fork() in the host ------------------------------------------------------------------- */
+
+static void *
+background(void *arg)
+{
+	long first = (long)(intptr_t)arg;
+
+	for (long i = 0; i < 200; i++)
+		rs_call(first + i);
+	return NULL;
+}
+
+static void
+fork_child(const char *root)
+{
+	pthread_t th[2];
+	mate_call *x;
+	pid_t pid;
+	int status, bad = 0;
+
+	rs_configure(root, use_pt);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, background, (void *)(intptr_t)((i + 1) * 1000000));
+	bad |= rs_call(1) | rs_call(2);
+	x = rs_begin(3); /* in flight across the fork */
+	if ((pid = fork()) == 0) {
+		/* the child: its own dumps, and it must not finish the parent's call */
+		bad = rs_end(x, 3);
+		for (long i = 0; i < 3; i++)
+			bad |= rs_call(5000000 + i);
+		_exit(bad ? 4 : 0);
+	}
+	waitpid(pid, &status, 0);
+	bad |= rs_end(x, 3) | rs_call(4) | rs_call(5);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	_exit(bad || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ? 5 : 0);
+}
+
+/* Counts the dumps of each pid in root: the first two pids seen. */
+static void
+count_by_pid(const char *root, long *pid, long *count)
+{
+	char cmd[700], line[600];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "ls '%s' | sed -n 's/.*_pid\\([0-9]*\\)_.*/\\1/p' | sort | uniq -c", root);
+	p = popen(cmd, "r");
+	for (int i = 0; i < 2 && p != NULL && fgets(line, sizeof(line), p) != NULL; i++)
+		sscanf(line, "%ld %ld", &count[i], &pid[i]);
+	if (p != NULL)
+		pclose(p);
+}
+
+static void
+test_fork(void)
+{
+	char root[600];
+	struct dc_stats st;
+	long pids[2] = { 0, 0 }, counts[2] = { 0, 0 }, mine, theirs;
+	pid_t parent;
+	int status;
+
+	snprintf(root, sizeof(root), "%s/fork", base);
+	status = in_child(fork_child, root, &parent, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	dc_check_root(root, 0, 0, rs_check_tensor, NULL, &st);
+	CHECK_EQ_INT(st.errors, 0);
+	CHECK_EQ_INT(st.dirs, 5 + 400 + 3);
+	CHECK_EQ_INT(st.completed, 5 + 400 + 3);
+	CHECK_EQ_INT(st.session_lines, 2 * (5 + 400 + 3));
+	count_by_pid(root, pids, counts);
+	mine = pids[0] == parent ? counts[0] : counts[1];
+	theirs = pids[0] == parent ? counts[1] : counts[0];
+	CHECK(pids[0] != pids[1] && (pids[0] == parent || pids[1] == parent));
+	CHECK_EQ_INT(mine, 405);   /* the parent's call 3 completed by the parent alone */
+	CHECK_EQ_INT(theirs, 3);   /* the child's own dumps, numbered from 1 under its pid */
+	dc_rmtree(root);
+}
+
+/* ---- main ----------------------------------------------------------------------------------- */
+
+static void
+make_base(void)
+{
+	struct statfs sf;
+	const char *dir = getenv("top_builddir");
+
+	if (statfs("/dev/shm", &sf) == 0 && sf.f_type == TMPFS_MAGIC_ && access("/dev/shm", W_OK) == 0)
+		dir = "/dev/shm";
+	else if (dir == NULL)
+		dir = ".";
+	snprintf(base, sizeof(base), "%s/mate-test-crash.%ld", dir, (long)getpid());
+	if (mkdir(base, 0755) != 0) {
+		fprintf(stderr, "cannot create %s: %s\n", base, strerror(errno));
+		exit(99);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *missing = NULL;
+	if (argc > 1 && strcmp(argv[1], "pt") != 0 && strcmp(argv[1], "safetensors") != 0) {
+		fprintf(stderr, "usage: test_recorder_crash [safetensors|pt]\n");
+		return 2;
+	}
+	use_pt = argc > 1 && strcmp(argv[1], "pt") == 0;
+	make_base();
+	if (use_pt && (missing = dc_pt_missing(base)) != NULL) {
+		printf("SKIP: %s\n", missing);
+		dc_rmtree(base);
+		return 77;
+	}
+	printf("format: %s, dumps under %s\n", use_pt ? ".pt" : "safetensors", base);
+	test_abort();
+	test_fork();
+	test_kill();
+	dc_rmtree(base);
+	return TEST_DONE();
+}
