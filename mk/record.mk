@@ -109,10 +109,6 @@ EXTRA_DIST += man/mate-record.1 man/mate-replay-memlog.txt
 
 ## Replay handlers for the recorded BLAS and cuBLAS calls (registered by replay_ops.c).
 libmate_la_SOURCES += lib/replay_blas.h lib/replay_blas.c
-
-## mate-replay --memlog: the allocation replay's frontend part.
-src_replay_mate_replay_SOURCES += src/replay/replay-memlog.c src/replay/replay-memlog.h
-tests_mate_replay_ref_SOURCES += src/replay/replay-memlog.c src/replay/replay-memlog.h
 TESTS += tests/test_memlog_replay.sh
 EXTRA_DIST += tests/test_memlog_replay.sh
 
