@@ -1,6 +1,7 @@
 /* replay_ops.c: mate's built-in replay handlers, one per operation of spec/ops.md (and the recorded BLAS calls), on the kernels of kernels.h. */
 #include "mate_private.h"
 #include "kernels.h"
+#include "replay_blas.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -349,81 +350,6 @@ op_attention(mate_replay_call *c, void *prefill)
 	return mate_replay_return(c, ret);
 }
 
-/* ---- recorded BLAS calls ------------------------------------------------------ */
-
-enum gemm_kind { G_CBLAS, G_FORTRAN, G_CUBLAS, G_CUBLAS_EX, G_CUBLAS_BATCHED };
-
-/* Argument positions of each GEMM entry point (-1: absent). */
-struct gemm_pos {
-	int order, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch;
-};
-
-static const struct gemm_pos gemm_positions[] = {
-	[G_CBLAS] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 10, -1, 11, 12, 13, -1, -1 },
-	[G_FORTRAN] = { -1, 0, 1, 2, 3, 4, 5, 6, 7, -1, 8, 9, -1, 10, 11, 12, -1, -1 },
-	[G_CUBLAS] = { -1, 1, 2, 3, 4, 5, 6, 7, 8, -1, 9, 10, -1, 11, 12, 13, -1, -1 },
-	[G_CUBLAS_EX] = { -1, 1, 2, 3, 4, 5, 6, 7, 9, -1, 10, 12, -1, 13, 14, 16, -1, -1 },
-	[G_CUBLAS_BATCHED] = { -1, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 13, 14, 15, 16, 18, 19, 20 },
-};
-
-/* A transpose argument: 'N'/'T'/'C' (or a string starting with one), CBLAS
- * 111..113, or cuBLAS's 0..2. */
-static int
-arg_trans(mate_replay_call *c, int pos, const char *name, int cublas, int *out)
-{
-	const mate_value *v = mate_replay_arg(c, pos, name);
-	const char *s;
-	int64_t i;
-	int rc;
-
-	if (mate_value_kind_of(v) == MATE_V_STR || mate_value_kind_of(v) == MATE_V_BYTES) {
-		s = mate_value_get_str(v, NULL);
-		*out = s[0] >= 'a' ? s[0] - 32 : s[0];
-		return MATE_OK;
-	}
-	if ((rc = mate_replay_arg_int(c, pos, name, 'N', &i)) != MATE_OK)
-		return rc;
-	*out = cublas && i >= 0 && i <= 2 ? "NTC"[i] : (int)i;
-	return MATE_OK;
-}
-
-static int
-op_gemm(mate_replay_call *c, void *kind)
-{
-	const struct gemm_pos *gp = &gemm_positions[(intptr_t)kind];
-	int cublas = (intptr_t)kind >= G_CUBLAS;
-	mate_gemm_call g;
-	mate_error err;
-	int64_t order;
-	int rc;
-
-	memset(&g, 0, sizeof(g));
-	if ((rc = mate_replay_arg_int(c, gp->order, "order", MATE_BLAS_COL_MAJOR, &order)) != MATE_OK ||
-	    (rc = arg_trans(c, gp->ta, "transa", cublas, &g.transa)) != MATE_OK ||
-	    (rc = arg_trans(c, gp->tb, "transb", cublas, &g.transb)) != MATE_OK ||
-	    (rc = mate_replay_arg_int(c, gp->m, "m", 0, &g.m)) != MATE_OK ||
-	    (rc = mate_replay_arg_int(c, gp->n, "n", 0, &g.n)) != MATE_OK ||
-	    (rc = mate_replay_arg_int(c, gp->k, "k", 0, &g.k)) != MATE_OK ||
-	    (rc = mate_replay_arg_float(c, gp->alpha, "alpha", 1.0, &g.alpha)) != MATE_OK ||
-	    (rc = mate_replay_arg_float(c, gp->beta, "beta", 0.0, &g.beta)) != MATE_OK ||
-	    (rc = mate_replay_arg_tensor(c, gp->a, "A", 0, &g.a)) != MATE_OK ||
-	    (rc = mate_replay_arg_tensor(c, gp->b, "B", 0, &g.b)) != MATE_OK ||
-	    (rc = mate_replay_arg_tensor(c, gp->c, "C", 0, &g.c)) != MATE_OK ||
-	    (rc = mate_replay_arg_int(c, gp->lda, "lda", 0, &g.lda)) != MATE_OK ||
-	    (rc = mate_replay_arg_int(c, gp->ldb, "ldb", 0, &g.ldb)) != MATE_OK ||
-	    (rc = mate_replay_arg_int(c, gp->ldc, "ldc", 0, &g.ldc)) != MATE_OK ||
-	    (rc = mate_replay_arg_int(c, gp->sa, "strideA", 0, &g.stride_a)) != MATE_OK ||
-	    (rc = mate_replay_arg_int(c, gp->sb, "strideB", 0, &g.stride_b)) != MATE_OK ||
-	    (rc = mate_replay_arg_int(c, gp->sc, "strideC", 0, &g.stride_c)) != MATE_OK ||
-	    (rc = mate_replay_arg_int(c, gp->batch, "batchCount", 1, &g.batch)) != MATE_OK)
-		return rc;
-	g.order = (int)order;
-	g.fortran = (intptr_t)kind == G_FORTRAN;
-	/* C is written in place: the recorder saved its new value under its key */
-	rc = kernels(c)->gemm(&g, &err);
-	return finish(c, rc, &err, NULL);
-}
-
 int
 mate_replay_register_builtins(mate_replay *r, mate_error *err)
 {
@@ -446,14 +372,6 @@ mate_replay_register_builtins(mate_replay *r, mate_error *err)
 		{ "mm_fp8", op_mm_fp8, 0 },
 		{ "single_decode_with_kv_cache", op_attention, 0 },
 		{ "single_prefill_with_kv_cache", op_attention, 1 },
-		{ "cblas_sgemm", op_gemm, G_CBLAS },
-		{ "cblas_dgemm", op_gemm, G_CBLAS },
-		{ "sgemm_", op_gemm, G_FORTRAN },
-		{ "dgemm_", op_gemm, G_FORTRAN },
-		{ "cublasSgemm_v2", op_gemm, G_CUBLAS },
-		{ "cublasSgemm", op_gemm, G_CUBLAS },
-		{ "cublasGemmEx", op_gemm, G_CUBLAS_EX },
-		{ "cublasGemmStridedBatchedEx", op_gemm, G_CUBLAS_BATCHED },
 	};
 	int rc;
 
@@ -461,5 +379,6 @@ mate_replay_register_builtins(mate_replay *r, mate_error *err)
 		if ((rc = mate_replay_register(r, NULL, ops[i].name, ops[i].fn, (void *)ops[i].ctx,
 		    err)) != MATE_OK)
 			return rc;
-	return MATE_OK;
+	/* the BLAS and cuBLAS calls mate-record records (replay_blas.c) */
+	return mate_replay_register_blas(r, err);
 }

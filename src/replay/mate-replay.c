@@ -14,6 +14,7 @@
 #include "fe.h"
 #include "mate.h"
 #include "mate_dump.h"
+#include "mate_record.h"
 
 struct patterns {
 	char **p;
@@ -31,6 +32,10 @@ struct options {
 	size_t nplugins;
 	const char **paths;
 	size_t npaths;
+	const char *memlog;         /* --memlog: allocation replay instead */
+	const char **allocators;
+	size_t nallocators;
+	long long repeat;
 };
 
 struct tally {
@@ -43,6 +48,7 @@ static void
 usage(void)
 {
 	printf("Usage: %s [OPTION]... [--dir] PATH...\n"
+	    "       %s --memlog FILE.csv [--allocator NAME]... [--repeat N]\n"
 	    "Replay recorded calls: PATH is a dump root or a single dump directory.\n"
 	    "Calls run in time order; each one's outputs are compared with the recorded ones.\n\n"
 	    "      --dir PATH       a dump root or dump directory (as MATE's replay --dir)\n"
@@ -57,11 +63,16 @@ usage(void)
 	    "  -j, --jobs N         replay on N threads (results still print in order)\n"
 	    "      --jsonl          one JSON object per call on stdout, summary on stderr\n"
 	    "      --plugin LIB.so  load replay handlers from LIB.so (repeatable)\n"
+	    "      --memlog FILE    replay a memory log (mate-record --memlog, or RMM's) against\n"
+	    "                       allocators instead of replaying dumps\n"
+	    "      --allocator NAME malloc, pool, cuda or cuda-async (repeatable; default\n"
+	    "                       malloc and pool)\n"
+	    "      --repeat N       replay the memory log N times per allocator\n"
 	    "  -h, --help           show this help and exit\n"
 	    "  -V, --version        show the version and exit\n\n"
 	    "Exit status: 0 every replayed call passed, 1 a mismatch, error or nothing\n"
 	    "replayed, 2 usage error or unreadable input.\n",
-	    mate_fe_progname());
+	    mate_fe_progname(), mate_fe_progname());
 }
 
 static void
@@ -179,7 +190,7 @@ static void
 parse_options(int argc, char **argv, struct options *o)
 {
 	enum { O_DIR = 256, O_DEVICE, O_RTOL, O_ATOL, O_INCLUDE, O_EXCLUDE, O_JSONL, O_PLUGIN,
-		O_STATUS };
+		O_STATUS, O_MEMLOG, O_ALLOCATOR, O_REPEAT };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "device", required_argument, NULL, O_DEVICE },
@@ -191,6 +202,9 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "jsonl", no_argument, NULL, O_JSONL },
 		{ "plugin", required_argument, NULL, O_PLUGIN },
+		{ "memlog", required_argument, NULL, O_MEMLOG },
+		{ "allocator", required_argument, NULL, O_ALLOCATOR },
+		{ "repeat", required_argument, NULL, O_REPEAT },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -209,6 +223,9 @@ parse_options(int argc, char **argv, struct options *o)
 		case 'j': o->jobs = mate_fe_parse_count("--jobs", optarg); break;
 		case O_JSONL: o->jsonl = 1; break;
 		case O_PLUGIN: push(&o->plugins, &o->nplugins, optarg); break;
+		case O_MEMLOG: o->memlog = optarg; break;
+		case O_ALLOCATOR: push(&o->allocators, &o->nallocators, optarg); break;
+		case O_REPEAT: o->repeat = mate_fe_parse_count("--repeat", optarg); break;
 		case 'h': usage(); exit(MATE_EXIT_OK);
 		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
 		default: mate_fe_usage_error("unknown option");
@@ -216,7 +233,11 @@ parse_options(int argc, char **argv, struct options *o)
 	}
 	for (int i = optind; i < argc; i++)
 		push(&o->paths, &o->npaths, argv[i]);
-	if (o->npaths == 0)
+	if (o->memlog != NULL && o->npaths > 0)
+		mate_fe_usage_error("--memlog replays a memory log, not dump directories");
+	if (o->memlog == NULL && (o->nallocators > 0 || o->repeat > 0))
+		mate_fe_usage_error("--allocator and --repeat go with --memlog");
+	if (o->npaths == 0 && o->memlog == NULL)
 		mate_fe_usage_error("no dump directory given");
 	if (o->jobs < 1)
 		o->jobs = 1;
@@ -407,6 +428,7 @@ free_options(struct options *o)
 	free_patterns(&o->exclude);
 	free(o->plugins);
 	free(o->paths);
+	free(o->allocators);
 }
 
 /* Replays the selected dumps of l; the exit status. */
@@ -445,6 +467,104 @@ replay_all(const struct options *o, mate_replay *r, const mate_dump_list *l)
 	return status;
 }
 
+/* ---- --memlog: allocation replay of a memory log ------------------------------ */
+
+/* Replays the memory log at path against allocators[0..n) (n 0: malloc
+ * and pool), repeat times each, a line per replay. The exit status: 0 all
+ * ran, 1 the log is inconsistent or an allocator failed, 2 an unknown or
+ * unavailable allocator or an unreadable log. */
+static const char *
+human(uint64_t b, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)b;
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	else
+		snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+static void
+print_result(const char *name, const struct mate_alloc_replay_result *r)
+{
+	char b1[32], b2[32];
+	double rate = r->seconds > 0 ? (double)r->events / r->seconds / 1e6 : 0;
+
+	printf("%s: %" PRIu64 " events in %.3f s (%.2f M/s); peak %s requested, footprint %s\n",
+	    name, r->events, r->seconds, rate, human(r->peak_bytes, b1, sizeof(b1)),
+	    human(r->peak_footprint, b2, sizeof(b2)));
+}
+
+/* What the log itself shows, once: leaks (RMM's words), skipped rows, odd sizes. */
+static void
+print_log_facts(const struct mate_alloc_replay_result *r)
+{
+	if (r->leaked_count > 0)
+		printf("LOG shows leak of %" PRIu64 " allocations of %" PRIu64 " total bytes\n",
+		    r->leaked_count, r->leaked_bytes);
+	if (r->skipped > 0)
+		printf("skipped %" PRIu64 " 'allocate failure' row%s\n", r->skipped,
+		    r->skipped == 1 ? "" : "s");
+	if (r->size_mismatches > 0)
+		printf("%" PRIu64 " free%s logged with another size than the allocation's; "
+		    "the allocation's size was used\n", r->size_mismatches,
+		    r->size_mismatches == 1 ? "" : "s");
+}
+
+static int
+replay_memlog(const char *path, const char *const *allocators, size_t n,
+    long long repeat)
+{
+	static const char *const defaults[] = { "malloc", "pool" };
+	const char *name = strcmp(path, "-") == 0 ? "(stdin)" : path;
+	struct mate_alloc_replay_result res;
+	mate_memlog_trace *t;
+	mate_error err;
+	int status = MATE_EXIT_OK;
+
+	if (n == 0) {
+		allocators = defaults;
+		n = 2;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (mate_alloc_replay_available(allocators[i], &err) != MATE_OK) {
+			mate_fe_warnx("%s", err.message);
+			return MATE_EXIT_USAGE;
+		}
+	if ((t = mate_memlog_read(path, &err)) == NULL) {
+		mate_fe_warnx("%s", err.message);
+		return MATE_EXIT_USAGE;
+	}
+	if (mate_alloc_replay_check(t, &res, &err) != MATE_OK) {
+		mate_fe_warnx("%s:%s", name, err.message + (strncmp(err.message, "line ", 5) == 0 ? 5 : 0));
+		mate_memlog_trace_free(t);
+		return MATE_EXIT_FAIL;
+	}
+	printf("%s: %zu thread%s\n", name, mate_memlog_trace_threads(t),
+	    mate_memlog_trace_threads(t) == 1 ? "" : "s");
+	print_log_facts(&res);
+	for (size_t i = 0; i < n && status == MATE_EXIT_OK; i++)
+		for (long long k = 0; k < (repeat > 0 ? repeat : 1); k++) {
+			if (mate_alloc_replay(t, allocators[i], &res, &err) != MATE_OK) {
+				mate_fe_warnx("%s:%s", name, err.message +
+				    (strncmp(err.message, "line ", 5) == 0 ? 5 : 0));
+				status = MATE_EXIT_FAIL;
+				break;
+			}
+			print_result(allocators[i], &res);
+			fflush(stdout);
+		}
+	mate_memlog_trace_free(t);
+	return status;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -458,7 +578,10 @@ main(int argc, char **argv)
 	o.device = MATE_REPLAY_DEVICE_AUTO;
 	mate_fe_set_progname(argv[0]);
 	parse_options(argc, argv, &o);
-	if ((r = make_engine(&o)) != NULL && (l = list_dumps(&o)) != NULL)
+	if (o.memlog != NULL) {
+		status = replay_memlog(o.memlog, o.allocators, o.nallocators, o.repeat);
+		r = NULL;
+	} else if ((r = make_engine(&o)) != NULL && (l = list_dumps(&o)) != NULL)
 		status = replay_all(&o, r, l);
 	mate_dump_list_free(l);
 	mate_replay_free(r);

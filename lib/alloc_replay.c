@@ -1,0 +1,760 @@
+/* alloc_replay.c: replays a memory event trace against an allocator (malloc, a size-class pool, CUDA), RMM REPLAY_BENCH style, thread by logged thread. */
+#include "alloc_replay_private.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NO_SLOT SIZE_MAX
+
+/* The trace checked and indexed: each event's allocation slot and stream. */
+struct plan {
+	const struct mate_memlog_event *ev;
+	size_t n;
+	size_t *slot;           /* per event: its allocation's slot, NO_SLOT for failures */
+	uint32_t *stream;       /* per event: index into streams */
+	uint64_t *slot_size;    /* per slot */
+	size_t nslots;
+	uint64_t *streams;
+	size_t nstreams;
+	size_t nthreads;
+};
+
+/* ---- a small map uint64 -> size_t ------------------------------------------------------------ */
+
+struct umap {
+	uint64_t *k;
+	size_t *v;
+	unsigned char *used;
+	size_t cap, n;
+};
+
+static size_t
+uslot(uint64_t key, size_t cap)
+{
+	key ^= key >> 33;
+	key *= UINT64_C(0xc4ceb9fe1a85ec53);
+	key ^= key >> 33;
+	return (size_t)key & (cap - 1);
+}
+
+static int
+umap_grow(struct umap *m)
+{
+	struct umap g = { 0 };
+
+	g.cap = m->cap ? m->cap * 2 : 256;
+	g.k = malloc(g.cap * sizeof(*g.k));
+	g.v = malloc(g.cap * sizeof(*g.v));
+	g.used = calloc(g.cap, 1);
+	if (g.k == NULL || g.v == NULL || g.used == NULL) {
+		free(g.k);
+		free(g.v);
+		free(g.used);
+		return -1;
+	}
+	for (size_t i = 0; i < m->cap; i++) {
+		size_t j;
+		if (!m->used[i])
+			continue;
+		for (j = uslot(m->k[i], g.cap); g.used[j]; j = (j + 1) & (g.cap - 1))
+			;
+		g.used[j] = 1;
+		g.k[j] = m->k[i];
+		g.v[j] = m->v[i];
+	}
+	g.n = m->n;
+	free(m->k);
+	free(m->v);
+	free(m->used);
+	*m = g;
+	return 0;
+}
+
+/* The entry for key: *found says whether it existed; NULL without memory. */
+static size_t *
+umap_at(struct umap *m, uint64_t key, int *found)
+{
+	size_t j;
+
+	if ((m->n + 1) * 2 > m->cap && umap_grow(m) != 0)
+		return NULL;
+	for (j = uslot(key, m->cap); m->used[j]; j = (j + 1) & (m->cap - 1))
+		if (m->k[j] == key) {
+			*found = 1;
+			return &m->v[j];
+		}
+	*found = 0;
+	m->used[j] = 1;
+	m->k[j] = key;
+	m->n++;
+	return &m->v[j];
+}
+
+static void
+umap_free(struct umap *m)
+{
+	free(m->k);
+	free(m->v);
+	free(m->used);
+}
+
+/* Live pointers are kept with slot + 1; 0 marks a freed one (no deletion needed). */
+
+/* ---- checking ------------------------------------------------------------------------------------ */
+
+static void
+plan_free(struct plan *pl)
+{
+	free(pl->slot);
+	free(pl->stream);
+	free(pl->slot_size);
+	free(pl->streams);
+	memset(pl, 0, sizeof(*pl));
+}
+
+static int
+nomem(mate_error *err)
+{
+	return mate_set_error(err, MATE_ERR_NOMEM, "allocation replay: out of memory");
+}
+
+/* The stream index of event e, adding the stream on first sight. */
+static int
+stream_of(struct plan *pl, struct umap *sm, uint64_t s, uint32_t *out)
+{
+	int found;
+	size_t *v = umap_at(sm, s, &found);
+
+	if (v == NULL)
+		return -1;
+	if (!found) {
+		uint64_t *n = realloc(pl->streams, (pl->nstreams + 1) * sizeof(*n));
+		if (n == NULL)
+			return -1;
+		pl->streams = n;
+		pl->streams[pl->nstreams] = s;
+		*v = pl->nstreams++;
+	}
+	*out = (uint32_t)*v;
+	return 0;
+}
+
+static int
+fail_row(struct mate_alloc_replay_result *res, mate_error *err, const struct mate_memlog_event *e,
+    const char *what)
+{
+	res->failed_line = e->line;
+	return mate_set_error(err, MATE_ERR_FORMAT, "line %lld: %s of 0x%" PRIx64 " (%" PRIu64
+	    " bytes), %s", (long long)e->line, e->action == MATE_MEMLOG_ALLOCATE ? "allocate" :
+	    "deallocate", e->ptr, e->size, what);
+}
+
+/* One event of the check; live maps pointers to slot + 1 (0: freed). */
+static int
+check_event(struct plan *pl, struct umap *live, size_t i, uint64_t *cur,
+    struct mate_alloc_replay_result *res, mate_error *err)
+{
+	const struct mate_memlog_event *e = &pl->ev[i];
+	int found;
+	size_t *v;
+
+	if (e->action == MATE_MEMLOG_FAILURE) {
+		pl->slot[i] = NO_SLOT;
+		res->skipped++;
+		return MATE_OK;
+	}
+	if ((v = umap_at(live, e->ptr, &found)) == NULL)
+		return nomem(err);
+	if (e->action == MATE_MEMLOG_ALLOCATE) {
+		if (found && *v != 0)
+			return fail_row(res, err, e, "which is already allocated (no free in between)");
+		*v = pl->nslots + 1;
+		pl->slot[i] = pl->nslots;
+		pl->slot_size[pl->nslots++] = e->size;
+		*cur += e->size;
+		if (*cur > res->peak_bytes)
+			res->peak_bytes = *cur;
+		return MATE_OK;
+	}
+	if (!found || *v == 0) {
+		if (!found)
+			*v = 0;
+		return fail_row(res, err, e, found ? "which was already freed" :
+		    "which the log never allocated");
+	}
+	pl->slot[i] = *v - 1;
+	if (pl->slot_size[*v - 1] != e->size)
+		res->size_mismatches++;
+	*cur -= pl->slot_size[*v - 1];
+	*v = 0;
+	return MATE_OK;
+}
+
+static int
+make_plan(const mate_memlog_trace *t, struct plan *pl, struct mate_alloc_replay_result *res,
+    mate_error *err)
+{
+	struct umap live = { 0 }, sm = { 0 };
+	uint64_t cur = 0;
+	int rc = MATE_OK;
+
+	memset(pl, 0, sizeof(*pl));
+	memset(res, 0, sizeof(*res));
+	pl->ev = mate_memlog_trace_events(t, &pl->n);
+	pl->nthreads = mate_memlog_trace_threads(t);
+	pl->slot = malloc((pl->n ? pl->n : 1) * sizeof(*pl->slot));
+	pl->stream = malloc((pl->n ? pl->n : 1) * sizeof(*pl->stream));
+	pl->slot_size = malloc((pl->n ? pl->n : 1) * sizeof(*pl->slot_size));
+	if (pl->slot == NULL || pl->stream == NULL || pl->slot_size == NULL)
+		rc = nomem(err);
+	for (size_t i = 0; rc == MATE_OK && i < pl->n; i++) {
+		if (stream_of(pl, &sm, pl->ev[i].stream, &pl->stream[i]) != 0)
+			rc = nomem(err);
+		else
+			rc = check_event(pl, &live, i, &cur, res, err);
+	}
+	for (size_t j = 0; rc == MATE_OK && j < live.cap; j++)
+		if (live.used[j] && live.v[j] != 0) {
+			res->leaked_count++;
+			res->leaked_bytes += pl->slot_size[live.v[j] - 1];
+		}
+	res->events = pl->n - res->skipped;
+	umap_free(&live);
+	umap_free(&sm);
+	if (rc != MATE_OK)
+		plan_free(pl);
+	return rc;
+}
+
+int
+mate_alloc_replay_check(const mate_memlog_trace *t, struct mate_alloc_replay_result *res,
+    mate_error *err)
+{
+	struct plan pl;
+	int rc = make_plan(t, &pl, res, err);
+
+	if (rc == MATE_OK)
+		plan_free(&pl);
+	return rc;
+}
+
+/* ---- malloc -------------------------------------------------------------------------------------- */
+
+struct host_state {
+	uint64_t cur, peak;
+};
+
+static int
+host_available(mate_error *err)
+{
+	(void)err;
+	return MATE_OK;
+}
+
+static void *
+host_create(const uint64_t *streams, size_t nstreams, mate_error *err)
+{
+	struct host_state *h = calloc(1, sizeof(*h));
+
+	(void)streams;
+	(void)nstreams;
+	if (h == NULL)
+		nomem(err);
+	return h;
+}
+
+static int
+malloc_alloc(void *st, uint64_t size, size_t stream, void **out)
+{
+	struct host_state *h = st;
+
+	(void)stream;
+	if (size > SIZE_MAX - 64 || (*out = malloc(size ? (size_t)size : 1)) == NULL)
+		return -1;
+	h->cur += malloc_usable_size(*out);
+	if (h->cur > h->peak)
+		h->peak = h->cur;
+	return 0;
+}
+
+static void
+malloc_release(void *st, void *p, uint64_t size, size_t stream)
+{
+	struct host_state *h = st;
+
+	(void)size;
+	(void)stream;
+	h->cur -= malloc_usable_size(p);
+	free(p);
+}
+
+static int
+host_finish(void *st, mate_error *err)
+{
+	(void)st;
+	(void)err;
+	return MATE_OK;
+}
+
+static uint64_t
+host_peak(void *st)
+{
+	return ((struct host_state *)st)->peak;
+}
+
+static void
+host_destroy(void *st)
+{
+	free(st);
+}
+
+static const struct mate_allocator allocator_malloc = {
+	"malloc", host_available, host_create, malloc_alloc, malloc_release, host_finish,
+	host_peak, host_destroy,
+};
+
+/* ---- pool: size classes over malloc, blocks cached and reused, never returned ------------------ */
+
+#define POOL_CLASSES 256
+#define POOL_MIN 256
+
+struct pool_state {
+	struct host_state h;           /* cur/peak: bytes taken from malloc */
+	struct { void **v; size_t n, cap; } cls[POOL_CLASSES];
+};
+
+/* Rounds size up to its class: 256 B, then four steps per power of two. */
+static unsigned
+pool_class(uint64_t size, uint64_t *rounded)
+{
+	unsigned k;
+	uint64_t step;
+
+	if (size <= POOL_MIN) {
+		*rounded = POOL_MIN;
+		return 0;
+	}
+	k = 63 - (unsigned)__builtin_clzll(size - 1);    /* 2^k < size <= 2^(k+1) */
+	step = UINT64_C(1) << (k - 2);
+	*rounded = (size + step - 1) / step * step;
+	return (k - 7) * 4 + (unsigned)((*rounded >> (k - 2)) - 4);
+}
+
+static void *
+pool_create(const uint64_t *streams, size_t nstreams, mate_error *err)
+{
+	struct pool_state *p = calloc(1, sizeof(*p));
+
+	(void)streams;
+	(void)nstreams;
+	if (p == NULL)
+		nomem(err);
+	return p;
+}
+
+static int
+pool_alloc(void *st, uint64_t size, size_t stream, void **out)
+{
+	struct pool_state *p = st;
+	uint64_t rounded;
+	unsigned c = pool_class(size > (UINT64_C(1) << 60) ? 0 : size, &rounded);
+
+	(void)stream;
+	if (size > (UINT64_C(1) << 60))
+		return -1;
+	if (p->cls[c].n > 0) {
+		*out = p->cls[c].v[--p->cls[c].n];
+		return 0;
+	}
+	if (rounded > SIZE_MAX / 2 || (*out = malloc((size_t)rounded)) == NULL)
+		return -1;
+	p->h.cur += rounded;
+	if (p->h.cur > p->h.peak)
+		p->h.peak = p->h.cur;
+	return 0;
+}
+
+static void
+pool_release(void *st, void *ptr, uint64_t size, size_t stream)
+{
+	struct pool_state *p = st;
+	uint64_t rounded;
+	unsigned c = pool_class(size, &rounded);
+
+	(void)stream;
+	if (p->cls[c].n == p->cls[c].cap) {
+		size_t cap = p->cls[c].cap ? p->cls[c].cap * 2 : 16;
+		void **v = realloc(p->cls[c].v, cap * sizeof(*v));
+		if (v == NULL) {   /* cannot cache it: give it back */
+			p->h.cur -= rounded;
+			free(ptr);
+			return;
+		}
+		p->cls[c].v = v;
+		p->cls[c].cap = cap;
+	}
+	p->cls[c].v[p->cls[c].n++] = ptr;
+}
+
+static uint64_t
+pool_peak(void *st)
+{
+	return ((struct pool_state *)st)->h.peak;
+}
+
+static void
+pool_destroy(void *st)
+{
+	struct pool_state *p = st;
+
+	for (unsigned c = 0; c < POOL_CLASSES; c++) {
+		for (size_t i = 0; i < p->cls[c].n; i++)
+			free(p->cls[c].v[i]);
+		free(p->cls[c].v);
+	}
+	free(p);
+}
+
+static const struct mate_allocator allocator_pool = {
+	"pool", host_available, pool_create, pool_alloc, pool_release, host_finish,
+	pool_peak, pool_destroy,
+};
+
+/* ---- the registry ---------------------------------------------------------------------------------- */
+
+static const struct mate_allocator *const allocators[] = {
+	&allocator_malloc,
+	&allocator_pool,
+#ifdef HAVE_CUDA
+	&mate_allocator_cuda,
+	&mate_allocator_cuda_async,
+#endif
+};
+#define NALLOCATORS (sizeof(allocators) / sizeof(allocators[0]))
+static const char *const all_names[] = { "malloc", "pool", "cuda", "cuda-async" };
+
+const char *
+mate_alloc_replay_allocator(size_t i)
+{
+	return i < sizeof(all_names) / sizeof(all_names[0]) ? all_names[i] : NULL;
+}
+
+static const struct mate_allocator *
+find_allocator(const char *name, mate_error *err)
+{
+	for (size_t i = 0; i < NALLOCATORS; i++)
+		if (strcmp(allocators[i]->name, name) == 0)
+			return allocators[i];
+	for (size_t i = 0; i < sizeof(all_names) / sizeof(all_names[0]); i++)
+		if (strcmp(all_names[i], name) == 0) {
+			mate_set_error(err, MATE_ERR_UNSUPPORTED,
+			    "allocator %s: this libmate was built without CUDA", name);
+			return NULL;
+		}
+	mate_set_error(err, MATE_ERR_ARGUMENT,
+	    "unknown allocator '%s' (known: malloc, pool, cuda, cuda-async)", name);
+	return NULL;
+}
+
+int
+mate_alloc_replay_available(const char *name, mate_error *err)
+{
+	const struct mate_allocator *a = find_allocator(name, err);
+
+	if (a == NULL)
+		return err != NULL ? err->code : MATE_ERR_ARGUMENT;
+	return a->available(err);
+}
+
+/* ---- running --------------------------------------------------------------------------------------- */
+
+struct run {
+	const struct plan *pl;
+	const struct mate_allocator *a;
+	void *st;
+	void **ptrs;                 /* per slot: the replay's pointer */
+	size_t **own;                /* per thread: its event indices */
+	size_t *nown;
+	pthread_mutex_t lock;
+	pthread_cond_t *cv;          /* per thread */
+	int *sleeping;               /* per thread: blocked on its cv */
+	size_t next;                 /* the event whose turn it is (atomic) */
+	int failed;                  /* (atomic) */
+	int64_t failed_line;
+	uint64_t failed_size;
+};
+
+/* Runs event i; -1 when the allocator failed. */
+static int
+run_event(struct run *r, size_t i)
+{
+	const struct plan *pl = r->pl;
+	const struct mate_memlog_event *e = &pl->ev[i];
+	size_t s = pl->slot[i];
+
+	if (s == NO_SLOT)
+		return 0;
+	if (e->action == MATE_MEMLOG_ALLOCATE) {
+		if (r->a->alloc(r->st, pl->slot_size[s], pl->stream[i], &r->ptrs[s]) != 0) {
+			r->ptrs[s] = NULL;
+			r->failed_line = e->line;
+			r->failed_size = pl->slot_size[s];
+			return -1;
+		}
+		return 0;
+	}
+	r->a->release(r->st, r->ptrs[s], pl->slot_size[s], pl->stream[i]);
+	r->ptrs[s] = NULL;
+	return 0;
+}
+
+struct worker {
+	struct run *r;
+	size_t t;
+};
+
+#define SPINS 200       /* busy polls, then ... */
+#define YIELDS 64       /* ... yields, then sleep */
+
+static void
+cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+static int
+failed(struct run *r)
+{
+	return __atomic_load_n(&r->failed, __ATOMIC_SEQ_CST);
+}
+
+/* Waits until event i is next: polls, yields a few times, then sleeps. The
+ * sleeping flag and `next` are both seq_cst, so that either the waiter
+ * sees the new `next` or the thread passing the turn sees the flag. */
+static void
+wait_turn(struct run *r, size_t t, size_t i)
+{
+	for (int spin = 0; __atomic_load_n(&r->next, __ATOMIC_SEQ_CST) != i && !failed(r); spin++) {
+		if (spin < SPINS) {
+			cpu_relax();
+			continue;
+		}
+		if (spin < SPINS + YIELDS) {
+			sched_yield();
+			continue;
+		}
+		pthread_mutex_lock(&r->lock);
+		__atomic_store_n(&r->sleeping[t], 1, __ATOMIC_SEQ_CST);
+		while (__atomic_load_n(&r->next, __ATOMIC_SEQ_CST) != i && !failed(r))
+			pthread_cond_wait(&r->cv[t], &r->lock);
+		__atomic_store_n(&r->sleeping[t], 0, __ATOMIC_SEQ_CST);
+		pthread_mutex_unlock(&r->lock);
+	}
+}
+
+/* Event i is done: the turn goes to event i + 1's thread. */
+static void
+pass_turn(struct run *r, size_t i)
+{
+	size_t u;
+
+	__atomic_store_n(&r->next, i + 1, __ATOMIC_SEQ_CST);
+	if (i + 1 >= r->pl->n)
+		return;
+	u = r->pl->ev[i + 1].thread;
+	if (__atomic_load_n(&r->sleeping[u], __ATOMIC_SEQ_CST)) {
+		pthread_mutex_lock(&r->lock);
+		pthread_cond_signal(&r->cv[u]);
+		pthread_mutex_unlock(&r->lock);
+	}
+}
+
+static void
+stop_all(struct run *r)
+{
+	__atomic_store_n(&r->failed, 1, __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&r->lock);
+	for (size_t t = 0; t < r->pl->nthreads; t++)
+		pthread_cond_signal(&r->cv[t]);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct run *r = w->r;
+
+	for (size_t j = 0; j < r->nown[w->t]; j++) {
+		size_t i = r->own[w->t][j];
+
+		wait_turn(r, w->t, i);
+		if (failed(r))
+			break;
+		if (run_event(r, i) != 0) {
+			stop_all(r);
+			break;
+		}
+		pass_turn(r, i);
+	}
+	return NULL;
+}
+
+/* Splits the events by thread. */
+static int
+assign(struct run *r)
+{
+	const struct plan *pl = r->pl;
+	size_t *fill;
+
+	r->own = calloc(pl->nthreads, sizeof(*r->own));
+	r->nown = calloc(pl->nthreads, sizeof(*r->nown));
+	r->cv = calloc(pl->nthreads, sizeof(*r->cv));
+	r->sleeping = calloc(pl->nthreads, sizeof(*r->sleeping));
+	if (r->own == NULL || r->nown == NULL || r->cv == NULL || r->sleeping == NULL)
+		return -1;
+	for (size_t i = 0; i < pl->n; i++)
+		r->nown[pl->ev[i].thread]++;
+	for (size_t t = 0; t < pl->nthreads; t++)
+		if ((r->own[t] = malloc((r->nown[t] ? r->nown[t] : 1) * sizeof(size_t))) == NULL)
+			return -1;
+	if ((fill = calloc(pl->nthreads, sizeof(*fill))) == NULL)
+		return -1;
+	for (size_t i = 0; i < pl->n; i++)
+		r->own[pl->ev[i].thread][fill[pl->ev[i].thread]++] = i;
+	free(fill);
+	return 0;
+}
+
+static void
+run_free(struct run *r)
+{
+	for (size_t t = 0; r->own != NULL && t < r->pl->nthreads; t++)
+		free(r->own[t]);
+	free(r->own);
+	free(r->nown);
+	free(r->cv);
+	free(r->sleeping);
+	free(r->ptrs);
+}
+
+/* The threaded replay: one thread per logged thread, in the logged order. */
+static int
+run_threads(struct run *r, mate_error *err)
+{
+	size_t nt = r->pl->nthreads, started = 0;
+	pthread_t *tid = calloc(nt, sizeof(*tid));
+	struct worker *w = calloc(nt, sizeof(*w));
+	int rc = MATE_OK;
+
+	if (tid == NULL || w == NULL || assign(r) != 0) {
+		free(tid);
+		free(w);
+		return nomem(err);
+	}
+	pthread_mutex_init(&r->lock, NULL);
+	for (size_t t = 0; t < nt; t++)
+		pthread_cond_init(&r->cv[t], NULL);
+	for (; started < nt; started++) {
+		w[started].r = r;
+		w[started].t = started;
+		if (pthread_create(&tid[started], NULL, worker_main, &w[started]) != 0) {
+			stop_all(r);
+			rc = mate_set_error(err, MATE_ERR_NOMEM, "allocation replay: cannot start "
+			    "thread %zu of %zu", started + 1, nt);
+			break;
+		}
+	}
+	for (size_t t = 0; t < started; t++)
+		pthread_join(tid[t], NULL);
+	for (size_t t = 0; t < nt; t++)
+		pthread_cond_destroy(&r->cv[t]);
+	pthread_mutex_destroy(&r->lock);
+	free(tid);
+	free(w);
+	return rc;
+}
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Replays the plan on a (created) allocator state, then frees the leaks. */
+static int
+replay_plan(struct run *r, struct mate_alloc_replay_result *res, mate_error *err)
+{
+	const struct plan *pl = r->pl;
+	double t0 = now();
+	int rc = MATE_OK;
+
+	if (pl->nthreads <= 1) {
+		for (size_t i = 0; i < pl->n && !r->failed; i++)
+			if (run_event(r, i) != 0)
+				r->failed = 1;
+	} else {
+		rc = run_threads(r, err);
+	}
+	if (rc == MATE_OK && !r->failed)
+		rc = r->a->finish(r->st, err);
+	res->seconds = now() - t0;
+	for (size_t s = 0; s < pl->nslots; s++)
+		if (r->ptrs[s] != NULL)
+			r->a->release(r->st, r->ptrs[s], pl->slot_size[s], 0);
+	res->peak_footprint = r->a->peak_footprint(r->st);
+	if (rc == MATE_OK && r->failed) {
+		res->failed_line = r->failed_line;
+		rc = mate_set_error(err, MATE_ERR_NOMEM, "line %lld: allocate of %" PRIu64
+		    " bytes failed with allocator %s", (long long)r->failed_line, r->failed_size,
+		    r->a->name);
+	}
+	return rc;
+}
+
+int
+mate_alloc_replay(const mate_memlog_trace *t, const char *allocator,
+    struct mate_alloc_replay_result *res, mate_error *err)
+{
+	const struct mate_allocator *a;
+	struct plan pl;
+	struct run r;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if ((a = find_allocator(allocator, err)) == NULL)
+		return err != NULL ? err->code : MATE_ERR_ARGUMENT;
+	if ((rc = a->available(err)) != MATE_OK)
+		return rc;
+	if ((rc = make_plan(t, &pl, res, err)) != MATE_OK)
+		return rc;
+	memset(&r, 0, sizeof(r));
+	r.pl = &pl;
+	r.a = a;
+	if ((r.ptrs = calloc(pl.nslots ? pl.nslots : 1, sizeof(*r.ptrs))) == NULL) {
+		plan_free(&pl);
+		return nomem(err);
+	}
+	if ((r.st = a->create(pl.streams, pl.nstreams, err)) == NULL) {
+		run_free(&r);
+		plan_free(&pl);
+		return err != NULL && err->code != MATE_OK ? err->code : MATE_ERR_NOMEM;
+	}
+	rc = replay_plan(&r, res, err);
+	a->destroy(r.st);
+	run_free(&r);
+	plan_free(&pl);
+	return rc;
+}

@@ -1,0 +1,31 @@
+/* alloc_replay_private.h: the allocator interface of the allocation replay (alloc_replay.c, alloc_replay_cuda.c). */
+#ifndef MATE_ALLOC_REPLAY_PRIVATE_H_INCLUDED
+#define MATE_ALLOC_REPLAY_PRIVATE_H_INCLUDED
+
+#include "mate_private.h"
+#include "mate_record.h"
+
+/* An allocator the replay runs against. The replay never runs two calls at
+ * once, so an allocator needs no locking of its own. */
+struct mate_allocator {
+	const char *name;
+	/* MATE_OK when it can run on this machine, else a status with err set. */
+	int (*available)(mate_error *err);
+	/* State for a replay whose logged streams are streams[0..nstreams). */
+	void *(*create)(const uint64_t *streams, size_t nstreams, mate_error *err);
+	/* size bytes on logged stream index `stream`; 0 or -1 (failure). */
+	int (*alloc)(void *st, uint64_t size, size_t stream, void **out);
+	void (*release)(void *st, void *p, uint64_t size, size_t stream);
+	/* Waits for outstanding work (device allocators); MATE_OK or a status. */
+	int (*finish)(void *st, mate_error *err);
+	/* The most memory it held from its upstream at any time, in bytes. */
+	uint64_t (*peak_footprint)(void *st);
+	void (*destroy)(void *st);
+};
+
+#ifdef HAVE_CUDA
+extern const struct mate_allocator mate_allocator_cuda MATE_HIDDEN;
+extern const struct mate_allocator mate_allocator_cuda_async MATE_HIDDEN;
+#endif
+
+#endif /* MATE_ALLOC_REPLAY_PRIVATE_H_INCLUDED */

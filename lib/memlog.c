@@ -1,0 +1,649 @@
+/* memlog.c: the memory event log of a process: RMM-style CSV rows, live allocation tracking, statistics and the per-block profile. */
+#include "mate_private.h"
+#include "mate_record.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROF_BUCKETS 256
+#define MAX_DEPTH 64
+#define CSV_HEADER "Thread,Time,Action,Pointer,Size,Stream\n"
+
+/* One named block of the profile. */
+struct prof_entry {
+	struct prof_entry *next;       /* hash chain */
+	struct prof_entry *order;      /* insertion order */
+	char *name;                    /* "file:line(function)" */
+	uint64_t ncalls, total;
+	int64_t peak;
+};
+
+/* Live allocations: open addressing, linear probing, key 0 empty. */
+struct live_map {
+	uint64_t *keys, *sizes;
+	size_t cap, n;
+};
+
+struct mate_memlog {
+	pthread_mutex_t lock;
+	char *tmpl;                    /* CSV path template, or NULL */
+	int fd;                        /* -1 until opened */
+	int stopped;                   /* the CSV failed: no more rows */
+	char error[300];
+	struct live_map live;
+	struct mate_memlog_stats st;
+	int tracking_lost;             /* out of memory: live map incomplete */
+	struct prof_entry *buckets[PROF_BUCKETS];
+	struct prof_entry *first, *last;
+	unsigned gen;                  /* bumped in a forked child */
+};
+
+/* A thread's stack of open blocks (for one log and generation). */
+struct frame {
+	struct prof_entry *e;
+	int64_t value, peak;
+	uint64_t total;
+};
+static __thread struct {
+	const mate_memlog *owner;
+	unsigned gen;
+	int depth, overflow;
+	struct frame f[MAX_DEPTH];
+} tls_blocks;
+
+/* ---- live map ---------------------------------------------------------------------------- */
+
+static size_t
+slot_of(uint64_t key, size_t cap)
+{
+	key ^= key >> 33;
+	key *= UINT64_C(0xff51afd7ed558ccd);
+	key ^= key >> 33;
+	return (size_t)key & (cap - 1);
+}
+
+static int
+live_grow(struct live_map *m)
+{
+	size_t cap = m->cap ? m->cap * 2 : 1024;
+	uint64_t *k = calloc(cap, sizeof(*k)), *s = calloc(cap, sizeof(*s));
+
+	if (k == NULL || s == NULL) {
+		free(k);
+		free(s);
+		return -1;
+	}
+	for (size_t i = 0; i < m->cap; i++) {
+		size_t j;
+		if (m->keys[i] == 0)
+			continue;
+		for (j = slot_of(m->keys[i], cap); k[j] != 0; j = (j + 1) & (cap - 1))
+			;
+		k[j] = m->keys[i];
+		s[j] = m->sizes[i];
+	}
+	free(m->keys);
+	free(m->sizes);
+	m->keys = k;
+	m->sizes = s;
+	m->cap = cap;
+	return 0;
+}
+
+/* Inserts or replaces key. -1 without memory. */
+static int
+live_put(struct live_map *m, uint64_t key, uint64_t size)
+{
+	size_t j;
+
+	if ((m->n + 1) * 2 > m->cap && live_grow(m) != 0)
+		return -1;
+	for (j = slot_of(key, m->cap); m->keys[j] != 0; j = (j + 1) & (m->cap - 1)) {
+		if (m->keys[j] == key) {
+			m->sizes[j] = size;
+			return 0;
+		}
+	}
+	m->keys[j] = key;
+	m->sizes[j] = size;
+	m->n++;
+	return 0;
+}
+
+/* Removes key; returns its size or -1. Backward-shift deletion. */
+static int64_t
+live_take(struct live_map *m, uint64_t key)
+{
+	size_t j, mask = m->cap - 1;
+	uint64_t size;
+
+	if (m->cap == 0)
+		return -1;
+	for (j = slot_of(key, m->cap); m->keys[j] != key; j = (j + 1) & mask)
+		if (m->keys[j] == 0)
+			return -1;
+	size = m->sizes[j];
+	for (size_t i = (j + 1) & mask; m->keys[i] != 0; i = (i + 1) & mask) {
+		size_t home = slot_of(m->keys[i], m->cap);
+		/* move i into the hole at j when its home is not in (j, i] */
+		if ((i > j && (home <= j || home > i)) || (i < j && home <= j && home > i)) {
+			m->keys[j] = m->keys[i];
+			m->sizes[j] = m->sizes[i];
+			j = i;
+		}
+	}
+	m->keys[j] = 0;
+	m->n--;
+	return (int64_t)(size > INT64_MAX ? INT64_MAX : size);
+}
+
+static void
+live_clear(struct live_map *m)
+{
+	free(m->keys);
+	free(m->sizes);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- CSV ----------------------------------------------------------------------------------- */
+
+/* The template with every %i replaced by pid; NULL without memory or when too long. */
+static char *
+expand_path(const char *tmpl, pid_t pid)
+{
+	char pidbuf[24], *out;
+	size_t n = 0, plen = (size_t)snprintf(pidbuf, sizeof(pidbuf), "%ld", (long)pid);
+
+	for (const char *p = tmpl; *p; p++, n++)
+		if (p[0] == '%' && p[1] == 'i') {
+			n += plen - 1;
+			p++;
+		}
+	if (n > 4096 || (out = malloc(n + 1)) == NULL)
+		return NULL;
+	n = 0;
+	for (const char *p = tmpl; *p; p++) {
+		if (p[0] == '%' && p[1] == 'i') {
+			memcpy(out + n, pidbuf, plen);
+			n += plen;
+			p++;
+		} else
+			out[n++] = *p;
+	}
+	out[n] = '\0';
+	return out;
+}
+
+static void
+csv_stop(mate_memlog *m, const char *what, int errnum)
+{
+	m->stopped = 1;
+	snprintf(m->error, sizeof(m->error), "memory log: %s: %s", what, strerror(errnum));
+}
+
+/* Opens the CSV on the first row (lock held). 0 or -1. */
+static int
+csv_open(mate_memlog *m)
+{
+	char *path;
+	struct stat sb;
+
+	if (m->fd >= 0)
+		return 0;
+	if (m->stopped || m->tmpl == NULL)
+		return -1;
+	if ((path = expand_path(m->tmpl, getpid())) == NULL) {
+		csv_stop(m, m->tmpl, ENAMETOOLONG);
+		return -1;
+	}
+	m->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (m->fd < 0) {
+		csv_stop(m, path, errno);
+		free(path);
+		return -1;
+	}
+	if (fstat(m->fd, &sb) == 0 && sb.st_size == 0 &&
+	    mate_write_all(m->fd, CSV_HEADER, sizeof(CSV_HEADER) - 1) != 0) {
+		csv_stop(m, path, errno);
+		close(m->fd);
+		m->fd = -1;
+	}
+	free(path);
+	return m->fd >= 0 ? 0 : -1;
+}
+
+static const char *const action_names[] = { "allocate", "deallocate", "allocate failure" };
+
+/* Writes one row in one write() (lock held). */
+static void
+csv_row(mate_memlog *m, int action, uint64_t ptr, uint64_t size, uint64_t stream)
+{
+	char row[192];
+	struct timespec ts;
+	int n, rc;
+
+	if (m->tmpl == NULL || m->stopped || csv_open(m) != 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	n = snprintf(row, sizeof(row), "%ld,%lld.%06ld,%s,0x%" PRIx64 ",%" PRIu64 ",0x%" PRIx64 "\n",
+	    (long)syscall(SYS_gettid), (long long)ts.tv_sec, ts.tv_nsec / 1000,
+	    action_names[action], ptr, size, stream);
+	if ((rc = mate_write_all(m->fd, row, (size_t)n)) != 0)
+		csv_stop(m, "write", -rc);
+}
+
+/* ---- the log ------------------------------------------------------------------------------ */
+
+mate_memlog *
+mate_memlog_new(const char *path, mate_error *err)
+{
+	mate_memlog *m = calloc(1, sizeof(*m));
+
+	if (m == NULL || (path != NULL && (m->tmpl = strdup(path)) == NULL)) {
+		free(m);
+		mate_set_error(err, MATE_ERR_NOMEM, "memory log: out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&m->lock, NULL);
+	m->fd = -1;
+	return m;
+}
+
+static void
+prof_clear(mate_memlog *m)
+{
+	struct prof_entry *e, *next;
+
+	for (e = m->first; e != NULL; e = next) {
+		next = e->order;
+		free(e->name);
+		free(e);
+	}
+	memset(m->buckets, 0, sizeof(m->buckets));
+	m->first = m->last = NULL;
+}
+
+void
+mate_memlog_free(mate_memlog *m)
+{
+	if (m == NULL)
+		return;
+	if (m->fd >= 0)
+		close(m->fd);
+	live_clear(&m->live);
+	prof_clear(m);
+	free(m->tmpl);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+/* Adds delta bytes to this thread's innermost block of m. */
+static void
+attribute(const mate_memlog *m, int64_t delta)
+{
+	struct frame *f;
+
+	if (tls_blocks.owner != m || tls_blocks.gen != m->gen || tls_blocks.depth == 0)
+		return;
+	f = &tls_blocks.f[tls_blocks.depth - 1];
+	f->value += delta;
+	if (delta > 0) {
+		f->total += (uint64_t)delta;
+		if (f->value > f->peak)
+			f->peak = f->value;
+	}
+}
+
+void
+mate_memlog_allocate(mate_memlog *m, uint64_t ptr, uint64_t size, uint64_t stream)
+{
+	struct mate_memlog_stats *s;
+
+	if (m == NULL || ptr == 0)
+		return;
+	pthread_mutex_lock(&m->lock);
+	s = &m->st;
+	if (live_put(&m->live, ptr, size) != 0)
+		m->tracking_lost = 1;
+	s->current_bytes += size;
+	s->current_count++;
+	s->total_bytes += size;
+	s->total_count++;
+	if (s->current_bytes > s->peak_bytes)
+		s->peak_bytes = s->current_bytes;
+	if (s->current_count > s->peak_count)
+		s->peak_count = s->current_count;
+	csv_row(m, MATE_MEMLOG_ALLOCATE, ptr, size, stream);
+	pthread_mutex_unlock(&m->lock);
+	attribute(m, size > INT64_MAX ? INT64_MAX : (int64_t)size);
+}
+
+int64_t
+mate_memlog_deallocate(mate_memlog *m, uint64_t ptr, uint64_t stream)
+{
+	int64_t size;
+
+	if (m == NULL || ptr == 0)
+		return -1;
+	pthread_mutex_lock(&m->lock);
+	size = live_take(&m->live, ptr);
+	if (size >= 0) {
+		m->st.current_bytes -= (uint64_t)size;
+		m->st.current_count--;
+		csv_row(m, MATE_MEMLOG_DEALLOCATE, ptr, (uint64_t)size, stream);
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (size >= 0)
+		attribute(m, -size);
+	return size;
+}
+
+void
+mate_memlog_failure(mate_memlog *m, uint64_t size, uint64_t stream)
+{
+	if (m == NULL)
+		return;
+	pthread_mutex_lock(&m->lock);
+	csv_row(m, MATE_MEMLOG_FAILURE, 0, size, stream);
+	pthread_mutex_unlock(&m->lock);
+}
+
+void
+mate_memlog_get_stats(mate_memlog *m, struct mate_memlog_stats *s)
+{
+	if (m == NULL) {
+		memset(s, 0, sizeof(*s));
+		return;
+	}
+	pthread_mutex_lock(&m->lock);
+	*s = m->st;
+	pthread_mutex_unlock(&m->lock);
+}
+
+const char *
+mate_memlog_error(mate_memlog *m)
+{
+	const char *e = NULL;
+
+	if (m == NULL)
+		return NULL;
+	pthread_mutex_lock(&m->lock);
+	if (m->stopped)
+		e = m->error;
+	else if (m->tracking_lost)
+		e = "memory log: out of memory tracking allocations; statistics are approximate";
+	pthread_mutex_unlock(&m->lock);
+	return e;
+}
+
+/* ---- profile --------------------------------------------------------------------------------- */
+
+static unsigned
+hash_str(const char *s)
+{
+	unsigned h = 2166136261u;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
+/* The entry named name, made on first use (lock held); NULL without memory. */
+static struct prof_entry *
+prof_get(mate_memlog *m, const char *name)
+{
+	unsigned b = hash_str(name) % PROF_BUCKETS;
+	struct prof_entry *e;
+
+	for (e = m->buckets[b]; e != NULL; e = e->next)
+		if (strcmp(e->name, name) == 0)
+			return e;
+	if ((e = calloc(1, sizeof(*e))) == NULL || (e->name = strdup(name)) == NULL) {
+		free(e);
+		return NULL;
+	}
+	e->next = m->buckets[b];
+	m->buckets[b] = e;
+	if (m->last != NULL)
+		m->last->order = e;
+	else
+		m->first = e;
+	m->last = e;
+	return e;
+}
+
+void
+mate_memlog_push(mate_memlog *m, const char *file, int line, const char *function)
+{
+	char name[512];
+	struct prof_entry *e;
+	struct frame *f;
+
+	if (m == NULL)
+		return;
+	if (tls_blocks.owner != m || tls_blocks.gen != m->gen) {
+		tls_blocks.owner = m;
+		tls_blocks.gen = m->gen;
+		tls_blocks.depth = tls_blocks.overflow = 0;
+	}
+	if (tls_blocks.depth == MAX_DEPTH) {
+		tls_blocks.overflow++;
+		return;
+	}
+	snprintf(name, sizeof(name), "%s:%d(%s)", file ? file : "?", line,
+	    function ? function : "?");
+	pthread_mutex_lock(&m->lock);
+	e = prof_get(m, name);
+	pthread_mutex_unlock(&m->lock);
+	f = &tls_blocks.f[tls_blocks.depth++];
+	memset(f, 0, sizeof(*f));
+	f->e = e;
+}
+
+void
+mate_memlog_pop(mate_memlog *m)
+{
+	struct frame f;
+
+	if (m == NULL || tls_blocks.owner != m || tls_blocks.gen != m->gen)
+		return;
+	if (tls_blocks.overflow > 0) {
+		tls_blocks.overflow--;
+		return;
+	}
+	if (tls_blocks.depth == 0)
+		return;
+	f = tls_blocks.f[--tls_blocks.depth];
+	if (f.e != NULL) {
+		pthread_mutex_lock(&m->lock);
+		f.e->ncalls++;
+		f.e->total += f.total;
+		if (f.peak > f.e->peak)
+			f.e->peak = f.peak;
+		pthread_mutex_unlock(&m->lock);
+	}
+	if (tls_blocks.depth > 0) {
+		struct frame *p = &tls_blocks.f[tls_blocks.depth - 1];
+		if (p->value + f.peak > p->peak)
+			p->peak = p->value + f.peak;
+		p->value += f.value;
+		p->total += f.total;
+	}
+}
+
+/* Text of the report. */
+struct pbuf {
+	char *p;
+	size_t len, cap;
+	int oom;
+};
+
+static void
+pb_put(struct pbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = (b->cap ? b->cap * 2 : 1024) + n;
+		char *p = realloc(b->p, cap);
+		if (p == NULL) {
+			b->oom = 1;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+/* 1234567 -> "1,234,567" right-aligned in width. */
+static void
+put_grouped(struct pbuf *b, uint64_t v, int width)
+{
+	char digits[32], out[48];
+	int nd = snprintf(digits, sizeof(digits), "%" PRIu64, v), n = 0, pad;
+
+	for (int i = 0; i < nd; i++) {
+		if (i > 0 && (nd - i) % 3 == 0)
+			out[n++] = ',';
+		out[n++] = digits[i];
+	}
+	for (pad = width - n; pad > 0; pad--)
+		pb_put(b, " ", 1);
+	pb_put(b, out, (size_t)n);
+}
+
+static int
+by_peak(const void *a, const void *b)
+{
+	const struct prof_entry *x = *(const struct prof_entry *const *)a;
+	const struct prof_entry *y = *(const struct prof_entry *const *)b;
+
+	if (x->peak != y->peak)
+		return x->peak > y->peak ? -1 : 1;
+	return 0;
+}
+
+static const char profile_head[] =
+    "Memory Profiling\n"
+    "================\n"
+    "\n"
+    "Legends:\n"
+    "  ncalls       - number of times the function or code block was called\n"
+    "  memory_peak  - peak memory allocated in function or code block (in bytes)\n"
+    "  memory_total - total memory allocated in function or code block (in bytes)\n"
+    "\n"
+    "Ordered by: memory_peak\n"
+    "\n"
+    "ncalls     memory_peak    memory_total  filename:lineno(function)\n";
+
+/* A stable sort by peak, descending (qsort is not stable: sort by index as tie-break). */
+static struct prof_entry **
+sorted_entries(mate_memlog *m, size_t *count)
+{
+	struct prof_entry **v, *e;
+	size_t n = 0, i = 0;
+
+	for (e = m->first; e != NULL; e = e->order)
+		n++;
+	if ((v = malloc((n ? n : 1) * sizeof(*v))) == NULL)
+		return NULL;
+	for (e = m->first; e != NULL; e = e->order)
+		v[i++] = e;
+	/* insertion sort keeps equal peaks in insertion order */
+	for (i = 1; i < n; i++) {
+		struct prof_entry *x = v[i];
+		size_t j = i;
+		while (j > 0 && by_peak(&v[j - 1], &x) > 0) {
+			v[j] = v[j - 1];
+			j--;
+		}
+		v[j] = x;
+	}
+	*count = n;
+	return v;
+}
+
+char *
+mate_memlog_profile(mate_memlog *m)
+{
+	struct pbuf b = { NULL, 0, 0, 0 };
+	struct prof_entry **v;
+	size_t n;
+
+	if (m == NULL)
+		return NULL;
+	pthread_mutex_lock(&m->lock);
+	v = sorted_entries(m, &n);
+	if (v == NULL)
+		b.oom = 1;
+	pb_put(&b, profile_head, sizeof(profile_head) - 1);
+	for (size_t i = 0; v != NULL && i < n; i++) {
+		put_grouped(&b, v[i]->ncalls, 6);
+		pb_put(&b, " ", 1);
+		put_grouped(&b, v[i]->peak > 0 ? (uint64_t)v[i]->peak : 0, 15);
+		pb_put(&b, " ", 1);
+		put_grouped(&b, v[i]->total, 15);
+		pb_put(&b, "  ", 2);
+		pb_put(&b, v[i]->name, strlen(v[i]->name));
+		pb_put(&b, "\n", 1);
+	}
+	pthread_mutex_unlock(&m->lock);
+	free(v);
+	if (b.oom) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
+}
+
+/* ---- fork ------------------------------------------------------------------------------------ */
+
+void
+mate_memlog_fork_prepare(mate_memlog *m)
+{
+	if (m != NULL)
+		pthread_mutex_lock(&m->lock);
+}
+
+void
+mate_memlog_fork_parent(mate_memlog *m)
+{
+	if (m != NULL)
+		pthread_mutex_unlock(&m->lock);
+}
+
+void
+mate_memlog_fork_child(mate_memlog *m, const char *path)
+{
+	if (m == NULL)
+		return;
+	pthread_mutex_init(&m->lock, NULL);
+	if (m->fd >= 0)
+		close(m->fd);
+	m->fd = -1;
+	m->stopped = 0;
+	m->tracking_lost = 0;
+	if (path != NULL) {
+		char *t = strdup(path);
+		if (t != NULL) {
+			free(m->tmpl);
+			m->tmpl = t;
+		}
+	}
+	live_clear(&m->live);
+	memset(&m->st, 0, sizeof(m->st));
+	prof_clear(m);
+	m->gen++;
+}

@@ -1,0 +1,321 @@
+/* mate-record.c: runs a program with libmate's interposer preloaded and reports what was recorded. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fe.h"
+#include "mate.h"
+#include "mate_record.h"
+
+struct options {
+	const char *level, *dump_dir, *log, *include, *exclude, *max_count, *max_size_gb;
+	const char *memlog;
+	int safetensors, quiet;
+	char **argv;             /* the program and its arguments */
+};
+
+static volatile sig_atomic_t child_pid;
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+#define NFORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
+static struct sigaction inherited[NFORWARDED];   /* given back to the program */
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: %s [options] [--] PROGRAM [ARGS...]\n"
+	    "Runs PROGRAM with libmate's interposer preloaded: BLAS, CUDA runtime and cuBLAS\n"
+	    "calls are recorded as MATE_LOGLEVEL describes (see mate-record(1), mate(7)).\n"
+	    "\n"
+	    "  -l, --level N        MATE_LOGLEVEL: 1 names, 3 arguments, 5 statistics, 10 dumps\n"
+	    "                       (default: the environment's, else 1)\n"
+	    "  -o, --log DEST       MATE_LOGDEST: stdout, stderr or a file (%%i: process id)\n"
+	    "  -d, --dump-dir DIR   MATE_DUMP_DIR (level 10)\n"
+	    "      --include PATS   MATE_DUMP_INCLUDE: comma-separated function patterns\n"
+	    "      --exclude PATS   MATE_DUMP_EXCLUDE\n"
+	    "      --safetensors    MATE_DUMP_SAFETENSORS=1\n"
+	    "      --max-count N    MATE_DUMP_MAX_COUNT\n"
+	    "      --max-size-gb X  MATE_DUMP_MAX_SIZE_GB\n"
+	    "      --memlog FILE    log device allocations as CSV (%%i: process id); the\n"
+	    "                       memory profile goes to the log at exit\n"
+	    "  -q, --quiet          no summary at the end\n"
+	    "  -h, --help           this help\n"
+	    "  -V, --version        the version\n", mate_fe_progname());
+}
+
+static void
+set(const char *var, const char *value)
+{
+	if (value != NULL && setenv(var, value, 1) != 0)
+		mate_fe_errx(MATE_EXIT_USAGE, "cannot set %s: %s", var, strerror(errno));
+}
+
+/* Checks an option value the way the recorder would read it. */
+static void
+check_values(const struct options *o)
+{
+	if (o->level != NULL)
+		mate_fe_parse_count("--level", o->level);
+	if (o->max_count != NULL)
+		mate_fe_parse_count("--max-count", o->max_count);
+	if (o->max_size_gb != NULL && mate_fe_parse_double("--max-size-gb", o->max_size_gb) < 0)
+		mate_fe_usage_error("bad value for --max-size-gb: %s", o->max_size_gb);
+	if ((o->log != NULL && *o->log == '\0') || (o->dump_dir != NULL && *o->dump_dir == '\0') ||
+	    (o->memlog != NULL && *o->memlog == '\0'))
+		mate_fe_usage_error("empty file name");
+}
+
+static void
+parse(int argc, char **argv, struct options *o)
+{
+	enum { OPT_INCLUDE = 256, OPT_EXCLUDE, OPT_SAFETENSORS, OPT_MAX_COUNT, OPT_MAX_SIZE, OPT_MEMLOG };
+	static const struct option longopts[] = {
+		{ "level", required_argument, NULL, 'l' },
+		{ "log", required_argument, NULL, 'o' },
+		{ "dump-dir", required_argument, NULL, 'd' },
+		{ "include", required_argument, NULL, OPT_INCLUDE },
+		{ "exclude", required_argument, NULL, OPT_EXCLUDE },
+		{ "safetensors", no_argument, NULL, OPT_SAFETENSORS },
+		{ "max-count", required_argument, NULL, OPT_MAX_COUNT },
+		{ "max-size-gb", required_argument, NULL, OPT_MAX_SIZE },
+		{ "memlog", required_argument, NULL, OPT_MEMLOG },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	while ((c = getopt_long(argc, argv, "+l:o:d:qhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'l': o->level = optarg; break;
+		case 'o': o->log = optarg; break;
+		case 'd': o->dump_dir = optarg; break;
+		case OPT_INCLUDE: o->include = optarg; break;
+		case OPT_EXCLUDE: o->exclude = optarg; break;
+		case OPT_SAFETENSORS: o->safetensors = 1; break;
+		case OPT_MAX_COUNT: o->max_count = optarg; break;
+		case OPT_MAX_SIZE: o->max_size_gb = optarg; break;
+		case OPT_MEMLOG: o->memlog = optarg; break;
+		case 'q': o->quiet = 1; break;
+		case 'h': usage(stdout); exit(MATE_EXIT_OK);
+		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
+		default:
+			fprintf(stderr, "Try '%s --help'.\n", mate_fe_progname());
+			exit(MATE_EXIT_USAGE);
+		}
+	}
+	if (optind >= argc)
+		mate_fe_usage_error("no program to run");
+	o->argv = argv + optind;
+	check_values(o);
+}
+
+/* The environment the program runs in: the options, the preload library
+ * (put first in LD_PRELOAD), libmate's file and the session folder. */
+static void
+environment(const struct options *o)
+{
+	char preload[PATH_MAX], lib[PATH_MAX];
+	const char *old = getenv("LD_PRELOAD");
+	mate_error err;
+	char *both;
+
+	if (mate_record_preload_path(preload, sizeof(preload), &err) != MATE_OK ||
+	    mate_record_libmate_path(lib, sizeof(lib), &err) != MATE_OK)
+		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+	if (old != NULL && *old != '\0') {
+		if ((both = malloc(strlen(preload) + strlen(old) + 2)) == NULL)
+			mate_fe_errx(MATE_EXIT_USAGE, "out of memory");
+		sprintf(both, "%s:%s", preload, old);
+		set("LD_PRELOAD", both);
+		free(both);
+	} else
+		set("LD_PRELOAD", preload);
+	set("MATE_RECORD_LIBMATE", lib);
+	set("MATE_LOGLEVEL", o->level ? o->level : getenv("MATE_LOGLEVEL") ? NULL : "1");
+	set("MATE_LOGDEST", o->log);
+	set("MATE_DUMP_DIR", o->dump_dir);
+	set("MATE_DUMP_INCLUDE", o->include);
+	set("MATE_DUMP_EXCLUDE", o->exclude);
+	set("MATE_DUMP_SAFETENSORS", o->safetensors ? "1" : NULL);
+	set("MATE_DUMP_MAX_COUNT", o->max_count);
+	set("MATE_DUMP_MAX_SIZE_GB", o->max_size_gb);
+	set("MATE_MEMLOG", o->memlog);
+}
+
+/* The file execvp() would run, for the static-runtime check. */
+static int
+find_program(const char *name, char *out, size_t len)
+{
+	const char *path = getenv("PATH"), *p, *end;
+
+	if (strchr(name, '/') != NULL)
+		return snprintf(out, len, "%s", name) < (int)len && access(out, X_OK) == 0;
+	for (p = path ? path : "/usr/bin:/bin"; *p; p = *end ? end + 1 : end) {
+		end = strchr(p, ':');
+		if (end == NULL)
+			end = p + strlen(p);
+		if (snprintf(out, len, "%.*s/%s", (int)(end - p), p, name) < (int)len &&
+		    access(out, X_OK) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void
+check_static_runtime(const char *prog)
+{
+	char path[PATH_MAX];
+
+	if (find_program(prog, path, sizeof(path)) &&
+	    mate_elf_cuda_runtime(path, NULL) == MATE_CUDART_STATIC)
+		mate_fe_warnx("%s links the CUDA runtime statically: its CUDA allocations, copies "
+		    "and kernel launches cannot be recorded by preloading (build it with "
+		    "'nvcc -cudart shared' to record them)", path);
+}
+
+/* Signals sent to mate-record by another process go on to the program; a
+ * terminal's signals reach the program's process group by themselves. */
+static void
+forward(int sig, siginfo_t *info, void *ctx)
+{
+	(void)ctx;
+	if (child_pid > 0 && (info == NULL || info->si_code <= 0))
+		kill(child_pid, sig);
+}
+
+static void
+install_forwarding(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < NFORWARDED; i++)
+		sigaction(forwarded[i], &sa, &inherited[i]);
+}
+
+static int
+run(char **argv)
+{
+	char pid[24];
+	pid_t pid_child;
+	sigset_t all, old;
+	int status;
+
+	/* no forwarded signal may fall between fork() and knowing the child */
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	if ((pid_child = fork()) < 0)
+		mate_fe_errx(MATE_EXIT_USAGE, "fork: %s", strerror(errno));
+	if (pid_child == 0) {
+		/* the program starts with the dispositions mate-record was given (nohup's) */
+		for (size_t i = 0; i < NFORWARDED; i++)
+			sigaction(forwarded[i], &inherited[i], NULL);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+		setenv("MATE_RECORD_ROOT_PID", pid, 1);
+		execvp(argv[0], argv);
+		fprintf(stderr, "%s: %s: %s\n", mate_fe_progname(), argv[0], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	child_pid = pid_child;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	while (waitpid(pid_child, &status, 0) < 0)
+		if (errno != EINTR)
+			mate_fe_errx(MATE_EXIT_USAGE, "waitpid: %s", strerror(errno));
+	child_pid = 0;
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+/* "1.5 MiB" */
+static const char *
+human(uint64_t b, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)b;
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	else
+		snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+static void
+summary(const struct mate_record_totals *t, const char *dump_dir, const struct options *o)
+{
+	char b1[32], b2[32], procs[48] = "";
+
+	if (t->processes > 0)
+		snprintf(procs, sizeof(procs), " in %" PRIu64 " process%s", t->processes,
+		    t->processes == 1 ? "" : "es");
+	fprintf(stderr, "%s: %" PRIu64 " call%s recorded%s; %" PRIu64 " dump%s (%s) in %s; "
+	    "peak device memory %s\n", mate_fe_progname(), t->calls, t->calls == 1 ? "" : "s",
+	    procs, t->dumps, t->dumps == 1 ? "" : "s", human(t->dump_bytes, b1, sizeof(b1)),
+	    dump_dir, human(t->peak_bytes, b2, sizeof(b2)));
+	if (t->transfers || t->launches || t->allocations)
+		fprintf(stderr, "%s: %" PRIu64 " device allocation%s, %" PRIu64 " cudaMemcpy (%s), %"
+		    PRIu64 " kernel launch%s%s%s\n", mate_fe_progname(), t->allocations,
+		    t->allocations == 1 ? "" : "s", t->transfers, human(t->transfer_bytes, b1,
+		    sizeof(b1)), t->launches, t->launches == 1 ? "" : "es",
+		    o->memlog ? "; memory log: " : "", o->memlog ? o->memlog : "");
+	if (t->static_cudart)
+		fprintf(stderr, "%s: a static CUDA runtime was in use: its CUDA calls were not "
+		    "recorded\n", mate_fe_progname());
+	if (t->no_recorder)
+		fprintf(stderr, "%s: a process could not load libmate: it was not recorded\n",
+		    mate_fe_progname());
+}
+
+int
+main(int argc, char **argv)
+{
+	struct options o;
+	struct mate_record_totals t;
+	mate_record_session *s;
+	mate_error err;
+	const char *dump_dir;
+	int status;
+
+	mate_fe_set_progname(argv[0]);
+	parse(argc, argv, &o);
+	dump_dir = o.dump_dir ? o.dump_dir : getenv("MATE_DUMP_DIR") ? getenv("MATE_DUMP_DIR")
+	    : "mate_dumps";
+	environment(&o);
+	if ((s = mate_record_session_new(dump_dir, &err)) == NULL)
+		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+	set("MATE_RECORD_SUMMARY", mate_record_session_dir(s));
+	check_static_runtime(o.argv[0]);
+	install_forwarding();
+	status = run(o.argv);
+	if (!o.quiet) {
+		if (mate_record_session_totals(s, &t, &err) == MATE_OK)
+			summary(&t, dump_dir, &o);
+		else
+			mate_fe_warnx("%s", err.message);
+	}
+	mate_record_session_free(s);
+	return status;
+}

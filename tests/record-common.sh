@@ -1,0 +1,30 @@
+# record-common.sh: shared setup of the mate-record shell tests (sourced).
+RECORD="$top_builddir/src/record/mate-record"
+PRELOAD="$top_builddir/.libs/libmate-preload.so"
+if [ ! -f "$PRELOAD" ]; then
+	echo "SKIP: no libmate-preload.so (a static-only build)"
+	exit 77
+fi
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/mate-record-test-XXXXXX") || exit 99
+trap 'rm -rf "$WORK"' EXIT
+unset MATE_LOGLEVEL MATE_LOGDEST MATE_DUMP_DIR MATE_MEMLOG MATE_RECORD_PRELOAD
+failures=0
+
+fail() {
+	echo "FAIL: $*" >&2
+	failures=$((failures + 1))
+}
+
+# expect_status WANT GOT WHAT
+expect_status() {
+	[ "$1" = "$2" ] || fail "$3: exit status $2, expected $1"
+}
+
+finish() {
+	if [ $failures -ne 0 ]; then
+		echo "$failures failed"
+		exit 1
+	fi
+	echo "all passed"
+	exit 0
+}

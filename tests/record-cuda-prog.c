@@ -1,0 +1,169 @@
+/* record-cuda-prog.c: a CUDA program for the mate-record tests: allocations of every kind, copies, a kernel launch, cuBLAS GEMMs, a second thread and a forked child. Linked against the fake libraries (or the real ones on a GPU). */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fake/fake_cuda.h"
+
+#define CHECK_CUDA(x) do { if ((x) != 0) { fprintf(stderr, "%s failed\n", #x); exit(1); } } while (0)
+
+/* Kernel: x[i] *= s for i < n (args: float *x, float s, int n). Exported by
+ * name so that the recorder can name it. */
+void saxpy_kernel(void **args, struct fake_dim3 grid, struct fake_dim3 block);
+
+void
+saxpy_kernel(void **args, struct fake_dim3 grid, struct fake_dim3 block)
+{
+	float *x = *(float **)args[0], s = *(float *)args[1];
+	int n = *(int *)args[2];
+
+	(void)grid;
+	(void)block;
+	for (int i = 0; i < n; i++)
+		x[i] *= s;
+}
+
+static uint16_t
+to_half(float f)
+{
+	/* exact for the small integers and halves used here */
+	uint32_t u;
+	int e;
+
+	memcpy(&u, &f, 4);
+	if (f == 0)
+		return (uint16_t)((u >> 16) & 0x8000);
+	e = (int)((u >> 23) & 0xff) - 127 + 15;
+	return (uint16_t)(((u >> 16) & 0x8000) | (uint32_t)(e << 10) | ((u >> 13) & 0x3ff));
+}
+
+static void
+fill(float *v, int n, int seed)
+{
+	for (int i = 0; i < n; i++)
+		v[i] = (float)((i * 7 + seed * 13) % 17 - 8) / 4.0f;
+}
+
+static void *
+other_thread(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 5; i++) {
+		void *p;
+		CHECK_CUDA(cudaMalloc(&p, 1000 + (size_t)i));
+		CHECK_CUDA(cudaFree(p));
+	}
+	return NULL;
+}
+
+static void
+gemms(float *dA, float *dB, float *dC, cudaStream_t s)
+{
+	cublasHandle_t h;
+	float alpha = 1.5f, beta = 0.0f, *dalpha, hA16[32 * 64], hb[8 * 8 * 3];
+	uint16_t a16[32 * 64];
+	void *dA16, *dBat;
+
+	CHECK_CUDA(cublasCreate_v2(&h));
+	CHECK_CUDA(cublasSetStream_v2(h, s));
+	/* C (64x48) = 1.5 A (64x32) B (32x48), column major */
+	CHECK_CUDA(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 48, 32, &alpha, dA, 64, dB, 32,
+	    &beta, dC, 64));
+	/* GemmEx: A as f16 stored transposed (32x64), accumulate into C with beta 1 */
+	fill(hA16, 32 * 64, 3);
+	for (int i = 0; i < 32 * 64; i++)
+		a16[i] = to_half(hA16[i]);
+	CHECK_CUDA(cudaMalloc(&dA16, sizeof(a16)));
+	CHECK_CUDA(cudaMemcpy(dA16, a16, sizeof(a16), cudaMemcpyHostToDevice));
+	beta = 1.0f;
+	CHECK_CUDA(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 64, 48, 32, &alpha, dA16, CUDA_R_16F,
+	    32, dB, CUDA_R_32F, 32, &beta, dC, CUDA_R_32F, 64, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+	/* strided batched, alpha and beta in device memory */
+	fill(hb, 8 * 8 * 3, 5);
+	CHECK_CUDA(cudaMalloc(&dBat, 3 * 3 * 64 * sizeof(float)));
+	CHECK_CUDA(cudaMemcpy(dBat, hb, sizeof(hb), cudaMemcpyHostToDevice));
+	CHECK_CUDA(cudaMemcpy((float *)dBat + 192, hb, sizeof(hb), cudaMemcpyHostToDevice));
+	CHECK_CUDA(cudaMalloc((void **)&dalpha, 2 * sizeof(float)));
+	CHECK_CUDA(cudaMemcpy(dalpha, (float[2]){ 0.5f, 0.0f }, 2 * sizeof(float), cudaMemcpyHostToDevice));
+	CHECK_CUDA(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE));
+	CHECK_CUDA(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_T, 8, 8, 8, dalpha,
+	    dBat, CUDA_R_32F, 8, 64, (float *)dBat + 192, CUDA_R_32F, 8, 64, dalpha + 1,
+	    (float *)dBat + 384, CUDA_R_32F, 8, 64, 3, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+	CHECK_CUDA(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST));
+	CHECK_CUDA(cudaFree(dalpha));
+	CHECK_CUDA(cudaFree(dBat));
+	CHECK_CUDA(cudaFree(dA16));
+	CHECK_CUDA(cublasDestroy_v2(h));
+}
+
+static void
+other_allocations(cudaStream_t s)
+{
+	void *p, *q, *r, *t;
+	size_t pitch;
+
+	CHECK_CUDA(cudaMallocAsync(&p, 3000, s));
+	CHECK_CUDA(cudaFreeAsync(p, s));
+	CHECK_CUDA(cudaMallocManaged(&q, 5000, 1));
+	CHECK_CUDA(cudaMallocHost(&r, 7000));
+	CHECK_CUDA(cudaMallocPitch(&t, &pitch, 100, 10));
+	CHECK_CUDA(cudaFree(t));
+	CHECK_CUDA(cudaFreeHost(r));
+	CHECK_CUDA(cudaFree(q));
+}
+
+int
+main(void)
+{
+	float hA[64 * 32], hB[32 * 48], hC[64 * 48], scale = 0.5f;
+	float *dA, *dB, *dC;
+	void *huge, *args[3];
+	int n = 64 * 32;
+	double sum = 0;
+	cudaStream_t s;
+	pthread_t th;
+	pid_t pid;
+	int st;
+
+	fill(hA, 64 * 32, 1);
+	fill(hB, 32 * 48, 2);
+	CHECK_CUDA(cudaMalloc((void **)&dA, sizeof(hA)));
+	CHECK_CUDA(cudaMalloc((void **)&dB, sizeof(hB)));
+	CHECK_CUDA(cudaMalloc((void **)&dC, sizeof(hC)));
+	if (cudaMalloc(&huge, (size_t)1 << 40) == cudaSuccess)
+		return 1;
+	CHECK_CUDA(cudaStreamCreate(&s));
+	CHECK_CUDA(cudaMemcpy(dA, hA, sizeof(hA), cudaMemcpyHostToDevice));
+	CHECK_CUDA(cudaMemcpyAsync(dB, hB, sizeof(hB), cudaMemcpyHostToDevice, s));
+	args[0] = &dA;
+	args[1] = &scale;
+	args[2] = &n;
+	CHECK_CUDA(cudaLaunchKernel((const void *)saxpy_kernel, (struct fake_dim3){ 8, 1, 1 },
+	    (struct fake_dim3){ 256, 1, 1 }, args, 0, s));
+	gemms(dA, dB, dC, s);
+	CHECK_CUDA(cudaMemcpy(hC, dC, sizeof(hC), cudaMemcpyDeviceToHost));
+	other_allocations(s);
+	if (pthread_create(&th, NULL, other_thread, NULL) != 0 || pthread_join(th, NULL) != 0)
+		return 1;
+	fflush(stdout);
+	if ((pid = fork()) == 0) {
+		void *p;
+		CHECK_CUDA(cudaMalloc(&p, 4096));
+		CHECK_CUDA(cudaFree(p));
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || st != 0)
+		return 1;
+	CHECK_CUDA(cudaFree(dC));
+	CHECK_CUDA(cudaFree(dB));
+	CHECK_CUDA(cudaFree(dA));
+	CHECK_CUDA(cudaStreamDestroy(s));
+	for (int i = 0; i < 64 * 48; i++)
+		sum += hC[i];
+	printf("checksum %.6f\n", sum);
+	return 0;
+}

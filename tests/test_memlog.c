@@ -1,0 +1,363 @@
+/* test_memlog.c: unit tests of the memory log (CSV rows, statistics, profile), the CSV reader and the allocation replay. */
+#include "mate_record.h"
+#include "test.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *
+slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+static void
+test_writer(const char *dir)
+{
+	char tmpl[512], path[512];
+	mate_memlog *m;
+	struct mate_memlog_stats st;
+	mate_memlog_trace *t;
+	const struct mate_memlog_event *ev;
+	size_t n;
+	char *text;
+	mate_error err;
+
+	snprintf(tmpl, sizeof(tmpl), "%s/mem-%%i.csv", dir);
+	snprintf(path, sizeof(path), "%s/mem-%ld.csv", dir, (long)getpid());
+	m = mate_memlog_new(tmpl, &err);
+	CHECK(m != NULL);
+	mate_memlog_allocate(m, 0x1000, 1024, 0);
+	mate_memlog_allocate(m, 0x2000, 2048, 0xabc);
+	mate_memlog_failure(m, 1 << 30, 0);
+	CHECK_EQ_INT(mate_memlog_deallocate(m, 0x1000, 0), 1024);
+	CHECK_EQ_INT(mate_memlog_deallocate(m, 0x1000, 0), -1);   /* not live any more */
+	CHECK_EQ_INT(mate_memlog_deallocate(m, 0x9999, 0), -1);   /* never allocated */
+	mate_memlog_allocate(m, 0x3000, 100, 0);
+	mate_memlog_get_stats(m, &st);
+	CHECK_EQ_INT(st.current_bytes, 2148);
+	CHECK_EQ_INT(st.current_count, 2);
+	CHECK_EQ_INT(st.peak_bytes, 3072);
+	CHECK_EQ_INT(st.peak_count, 2);
+	CHECK_EQ_INT(st.total_bytes, 3172);
+	CHECK_EQ_INT(st.total_count, 3);
+	CHECK(mate_memlog_error(m) == NULL);
+	mate_memlog_free(m);
+
+	text = slurp(path);
+	CHECK(text != NULL);
+	CHECK(text != NULL && strncmp(text, "Thread,Time,Action,Pointer,Size,Stream\n", 39) == 0);
+	CHECK_CONTAINS(text, ",allocate,0x1000,1024,0x0\n");
+	CHECK_CONTAINS(text, ",allocate,0x2000,2048,0xabc\n");
+	CHECK_CONTAINS(text, ",allocate failure,0x0,1073741824,0x0\n");
+	CHECK_CONTAINS(text, ",deallocate,0x1000,1024,0x0\n");
+	free(text);
+
+	t = mate_memlog_read(path, &err);
+	CHECK(t != NULL);
+	ev = mate_memlog_trace_events(t, &n);
+	CHECK_EQ_INT(n, 5);
+	CHECK_EQ_INT(mate_memlog_trace_threads(t), 1);
+	if (n == 5) {
+		CHECK_EQ_INT(ev[0].action, MATE_MEMLOG_ALLOCATE);
+		CHECK_EQ_INT(ev[1].stream, 0xabc);
+		CHECK_EQ_INT(ev[2].action, MATE_MEMLOG_FAILURE);
+		CHECK_EQ_INT(ev[3].action, MATE_MEMLOG_DEALLOCATE);
+		CHECK_EQ_INT(ev[3].line, 5);
+		CHECK(ev[0].time > 1.6e9);
+	}
+	mate_memlog_trace_free(t);
+	unlink(path);
+
+	/* an unwritable path stops the CSV, not the statistics */
+	m = mate_memlog_new("/nonexistent-dir/x.csv", NULL);
+	mate_memlog_allocate(m, 0x10, 5, 0);
+	mate_memlog_get_stats(m, &st);
+	CHECK_EQ_INT(st.current_bytes, 5);
+	CHECK_CONTAINS(mate_memlog_error(m), "/nonexistent-dir/x.csv");
+	mate_memlog_free(m);
+}
+
+/* Many pointers through the live map: growth and backward-shift deletion. */
+static void
+test_live_map(void)
+{
+	mate_memlog *m = mate_memlog_new(NULL, NULL);
+	struct mate_memlog_stats st;
+	int ok = 1;
+
+	for (uint64_t i = 1; i <= 5000; i++)
+		mate_memlog_allocate(m, i * 256, i, 0);
+	for (uint64_t i = 1; i <= 5000; i += 2)
+		ok &= mate_memlog_deallocate(m, i * 256, 0) == (int64_t)i;
+	for (uint64_t i = 2; i <= 5000; i += 2)
+		ok &= mate_memlog_deallocate(m, i * 256, 0) == (int64_t)i;
+	CHECK(ok);
+	mate_memlog_get_stats(m, &st);
+	CHECK_EQ_INT(st.current_bytes, 0);
+	CHECK_EQ_INT(st.current_count, 0);
+	CHECK_EQ_INT(st.peak_count, 5000);
+	CHECK_EQ_INT(st.total_bytes, 5000 * 5001 / 2);
+	mate_memlog_free(m);
+}
+
+static void
+test_profile(void)
+{
+	mate_memlog *m = mate_memlog_new(NULL, NULL);
+	char *r;
+
+	/* outer allocates 100, inner allocates 1000 and frees it, twice */
+	mate_memlog_push(m, "script.py", 5, "outer");
+	mate_memlog_allocate(m, 0x100, 100, 0);
+	for (int i = 0; i < 2; i++) {
+		mate_memlog_push(m, "script.py", 9, "inner");
+		mate_memlog_allocate(m, 0x200, 1000, 0);
+		mate_memlog_deallocate(m, 0x200, 0);
+		mate_memlog_pop(m);
+	}
+	mate_memlog_pop(m);
+	mate_memlog_allocate(m, 0x300, 5, 0);    /* outside any block */
+	mate_memlog_push(m, "big.c", 1, "big");
+	mate_memlog_allocate(m, 0x400, 1000016, 0);
+	mate_memlog_pop(m);
+	r = mate_memlog_profile(m);
+	CHECK(r != NULL);
+	CHECK(r != NULL && strncmp(r, "Memory Profiling\n================\n\nLegends:\n", 44) == 0);
+	CHECK_CONTAINS(r, "\nOrdered by: memory_peak\n\nncalls     memory_peak    memory_total  filename:lineno(function)\n");
+	CHECK_CONTAINS(r, "     1       1,000,016       1,000,016  big.c:1(big)\n");
+	/* outer's peak is its 100 plus the inner's 1000; total 100 + 2 * 1000 */
+	CHECK_CONTAINS(r, "     1           1,100           2,100  script.py:5(outer)\n");
+	CHECK_CONTAINS(r, "     2           1,000           2,000  script.py:9(inner)\n");
+	/* ordered by peak: big, outer, inner */
+	CHECK(r != NULL && strstr(r, "(big)") < strstr(r, "(outer)") && strstr(r, "(outer)") < strstr(r, "(inner)"));
+	free(r);
+	mate_memlog_free(m);
+}
+
+static void
+test_reader_rmm(void)
+{
+	static const char rmm[] =
+	    "Thread,Time,Action,Pointer,Size,Stream\r\n"
+	    "140573312345856,11:52:31.123456,allocate,0x7f8a40000000,1024,7f8a38001020\r\n"
+	    "140573312345857,11:52:31.234567,allocate,7f8a40000400,2048,0\r\n"
+	    "140573312345856,11:52:31.300000,allocate failure,(nil),99999999999,0\r\n"
+	    "140573312345856,11:52:31.345678,free,0x7f8a40000000,1024,7f8a38001020\r\n";
+	static const char reordered[] =
+	    "Action,Size,Pointer\nallocate,10,0x10\nfree,10,10";
+	mate_error err;
+	mate_memlog_trace *t = mate_memlog_parse(rmm, sizeof(rmm) - 1, &err);
+	const struct mate_memlog_event *ev;
+	size_t n;
+
+	CHECK(t != NULL);
+	ev = mate_memlog_trace_events(t, &n);
+	CHECK_EQ_INT(n, 4);
+	CHECK_EQ_INT(mate_memlog_trace_threads(t), 2);
+	CHECK_EQ_INT(mate_memlog_trace_thread_id(t, 1), 140573312345857ULL);
+	if (n == 4) {
+		CHECK_EQ_INT(ev[0].stream, 0x7f8a38001020ULL);
+		CHECK_EQ_INT(ev[1].ptr, 0x7f8a40000400ULL);
+		CHECK_EQ_INT(ev[1].thread, 1);
+		CHECK_EQ_INT(ev[2].action, MATE_MEMLOG_FAILURE);
+		CHECK_EQ_INT(ev[3].action, MATE_MEMLOG_DEALLOCATE);
+		CHECK(ev[0].time > 42751.12 && ev[0].time < 42751.13);
+	}
+	mate_memlog_trace_free(t);
+
+	t = mate_memlog_parse(reordered, sizeof(reordered) - 1, &err);
+	CHECK(t != NULL);
+	ev = mate_memlog_trace_events(t, &n);
+	CHECK_EQ_INT(n, 2);
+	if (n == 2)
+		CHECK_EQ_INT(ev[1].ptr, 0x10);
+	mate_memlog_trace_free(t);
+}
+
+static void
+expect_parse_error(const char *text, const char *msg)
+{
+	mate_error err;
+	mate_memlog_trace *t = mate_memlog_parse(text, strlen(text), &err);
+
+	CHECK(t == NULL);
+	if (t == NULL)
+		CHECK_CONTAINS(err.message, msg);
+	mate_memlog_trace_free(t);
+}
+
+static void
+test_reader_errors(void)
+{
+	char *long_line = malloc(5000);
+
+	expect_parse_error("1,2.0,allocate,0x10,abc,0\n", "memory log:1: bad Size 'abc'");
+	expect_parse_error("Thread,Time,Action,Pointer,Size,Stream\n1,2.0,grab,0x10,1,0\n",
+	    ":2: unknown Action 'grab'");
+	expect_parse_error("1,2.0,allocate,0x10,1\n", ":1: 5 fields, expected 6");
+	expect_parse_error("1,2.0,allocate,0xzz,1,0\n", ":1: bad Pointer '0xzz'");
+	expect_parse_error("1,25:00:00.0,allocate,0x10,1,0\n", ":1: bad Time");
+	expect_parse_error("1,2.0,allocate,(nil),1,0\n", ":1: allocate of a null Pointer");
+	expect_parse_error("1,2.0,allocate,0x10,99999999999999999999999,0\n", "bad Size");
+	expect_parse_error("Thread,Time,Pointer\n", "lacks Action");
+	memset(long_line, 'x', 4999);
+	long_line[4999] = '\0';
+	expect_parse_error(long_line, "longer than 4096");
+	free(long_line);
+}
+
+static mate_memlog_trace *
+parse_ok(const char *text)
+{
+	mate_error err;
+	mate_memlog_trace *t = mate_memlog_parse(text, strlen(text), &err);
+
+	if (t == NULL)
+		fprintf(stderr, "parse failed: %s\n", err.message);
+	CHECK(t != NULL);
+	return t;
+}
+
+static void
+test_replay(void)
+{
+	/* two threads, a leak, a failure row, a reused pointer, a size mismatch */
+	static const char log[] =
+	    "1,1.0,allocate,0x1000,1000,0\n"
+	    "2,1.1,allocate,0x2000,300000,0x55\n"
+	    "1,1.2,allocate failure,0x0,99999999999999,0\n"
+	    "2,1.3,deallocate,0x1000,1000,0\n"
+	    "1,1.4,allocate,0x1000,5000,0\n"
+	    "1,1.5,deallocate,0x2000,7,0x55\n"
+	    "2,1.6,allocate,0x3000,64,0\n";
+	mate_memlog_trace *t = parse_ok(log);
+	struct mate_alloc_replay_result res;
+	mate_error err;
+
+	for (size_t i = 0; i < 2; i++) {
+		const char *name = mate_alloc_replay_allocator(i);
+		int rc = mate_alloc_replay(t, name, &res, &err);
+		CHECK_EQ_INT(rc, MATE_OK);
+		if (rc != MATE_OK)
+			fprintf(stderr, "%s: %s\n", name, err.message);
+		CHECK_EQ_INT(res.events, 6);
+		CHECK_EQ_INT(res.skipped, 1);
+		CHECK_EQ_INT(res.leaked_count, 2);
+		CHECK_EQ_INT(res.leaked_bytes, 5064);
+		CHECK_EQ_INT(res.size_mismatches, 1);
+		CHECK_EQ_INT(res.peak_bytes, 305000);
+		CHECK(res.peak_footprint >= 305000);
+		CHECK_EQ_INT(res.failed_line, 0);
+	}
+	CHECK_STR(mate_alloc_replay_allocator(0), "malloc");
+	CHECK_STR(mate_alloc_replay_allocator(1), "pool");
+	CHECK_STR(mate_alloc_replay_allocator(2), "cuda");
+	CHECK_STR(mate_alloc_replay_allocator(3), "cuda-async");
+	CHECK(mate_alloc_replay_allocator(4) == NULL);
+	CHECK_EQ_INT(mate_alloc_replay(t, "bogus", &res, &err), MATE_ERR_ARGUMENT);
+	CHECK_CONTAINS(err.message, "unknown allocator 'bogus'");
+	mate_memlog_trace_free(t);
+}
+
+static void
+expect_replay_error(const char *text, int64_t line, const char *msg)
+{
+	mate_memlog_trace *t = parse_ok(text);
+	struct mate_alloc_replay_result res;
+	mate_error err;
+
+	CHECK_EQ_INT(mate_alloc_replay(t, "pool", &res, &err), MATE_ERR_FORMAT);
+	CHECK_EQ_INT(res.failed_line, line);
+	CHECK_CONTAINS(err.message, msg);
+	mate_memlog_trace_free(t);
+}
+
+static void
+test_replay_errors(void)
+{
+	mate_memlog_trace *t;
+	struct mate_alloc_replay_result res;
+	mate_error err;
+
+	expect_replay_error("1,1,allocate,0x10,1,0\n1,1,deallocate,0x20,1,0\n", 2,
+	    "line 2: deallocate of 0x20 (1 bytes), which the log never allocated");
+	expect_replay_error("1,1,allocate,0x10,1,0\n1,1,deallocate,0x10,1,0\n1,1,free,0x10,1,0\n", 3,
+	    "which was already freed");
+	expect_replay_error("1,1,allocate,0x10,1,0\n1,1,allocate,0x10,1,0\n", 2,
+	    "already allocated");
+	/* an allocation the allocator cannot satisfy names its row */
+	t = parse_ok("1,1,allocate,0x10,1,0\n1,1,allocate,0x20,2305843009213693952,0\n");
+	CHECK_EQ_INT(mate_alloc_replay(t, "pool", &res, &err), MATE_ERR_NOMEM);
+	CHECK_EQ_INT(res.failed_line, 2);
+	CHECK_CONTAINS(err.message, "line 2: allocate of 2305843009213693952 bytes failed with allocator pool");
+	mate_memlog_trace_free(t);
+}
+
+/* Many threads interleaved: every event runs on its own thread, in order. */
+static void
+test_replay_threads(void)
+{
+	size_t cap = 200000, len = 0;
+	char *text = malloc(cap);
+	mate_memlog_trace *t;
+	struct mate_alloc_replay_result res;
+	mate_error err;
+
+	for (int i = 0; i < 2000; i++) {
+		int th = i % 7;
+		len += (size_t)snprintf(text + len, cap - len, "%d,1,allocate,0x%x,%d,0\n", th,
+		    (i + 1) * 16, (i % 50) * 100 + 1);
+		if (i >= 3)
+			len += (size_t)snprintf(text + len, cap - len, "%d,1,free,0x%x,%d,0\n",
+			    (th + 3) % 7, (i - 2) * 16, ((i - 3) % 50) * 100 + 1);
+	}
+	t = parse_ok(text);
+	CHECK_EQ_INT(mate_memlog_trace_threads(t), 7);
+	for (int k = 0; k < 2; k++) {
+		CHECK_EQ_INT(mate_alloc_replay(t, k ? "pool" : "malloc", &res, &err), MATE_OK);
+		CHECK_EQ_INT(res.events, 2000 + 1997);
+		CHECK_EQ_INT(res.leaked_count, 3);
+	}
+	mate_memlog_trace_free(t);
+	free(text);
+}
+
+int
+main(void)
+{
+	char dir[] = "/tmp/mate-test-memlog-XXXXXX";
+
+	if (mkdtemp(dir) == NULL)
+		return 99;
+	test_writer(dir);
+	test_live_map();
+	test_profile();
+	test_reader_rmm();
+	test_reader_errors();
+	test_replay();
+	test_replay_errors();
+	test_replay_threads();
+	rmdir(dir);
+	return TEST_DONE();
+}

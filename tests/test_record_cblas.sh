@@ -1,0 +1,37 @@
+#!/bin/sh
+# test_record_cblas.sh: a C program linked against CBLAS and the Fortran BLAS, recorded at level 10 and replayed bit-exactly through the same BLAS.
+. "$top_srcdir/tests/record-common.sh"
+REPLAY="$top_builddir/src/replay/mate-replay"
+PROG="$top_builddir/tests/record-blas-prog"
+
+cd "$WORK" || exit 99
+plain=$("$PROG") || fail "the program fails on its own"
+out=$("$RECORD" -l 10 --safetensors -d dumps -o log.txt -- "$PROG" 2>err.txt)
+expect_status 0 $? "recorded run"
+[ "$out" = "$plain" ] || fail "the recorded program printed '$out', not '$plain'"
+grep -q '6 calls recorded in 1 process; 6 dumps' err.txt || fail "summary: $(cat err.txt)"
+for f in cblas_sgemm cblas_dgemm sgemm_ dgemm_; do
+	ls -d dumps/*_${f}_call0001 >/dev/null 2>&1 || fail "no dump of $f"
+done
+grep -q "arg\[0\]:" log.txt && grep -q "CBLAS_ORDER.CblasColMajor (value=102)" log.txt ||
+	fail "level-10 log lacks the arguments"
+
+"$REPLAY" dumps >replay.txt 2>&1
+expect_status 0 $? "replay"
+[ "$(grep -c 'Passed (bit-exact)' replay.txt)" = 6 ] || fail "six bit-exact replays: $(cat replay.txt)"
+
+# Fortran's column-major operands are recorded as column-major views
+grep -q '"stride": \[1, 40\]' dumps/*_sgemm__call0001/metadata.jsonl ||
+	fail "sgemm_'s A is not a (1, lda) view"
+
+# a wrong recorded result is caught: exit 1, Mismatch
+d=$(ls -d dumps/*_dgemm__call0001)
+cp "$d/outputs.safetensors" orig.st
+# flip one byte in the last element of the outputs (its data ends the file)
+size=$(wc -c < orig.st)
+head -c $((size - 1)) orig.st > "$d/outputs.safetensors"
+printf '\177' >> "$d/outputs.safetensors"
+"$REPLAY" "$d" >replay.txt 2>&1
+expect_status 1 $? "replay of a changed result"
+grep -q 'Mismatch' replay.txt || fail "no mismatch reported: $(cat replay.txt)"
+finish

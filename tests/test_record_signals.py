@@ -1,0 +1,50 @@
+"""test_record_signals.py: SIGINT and SIGTERM sent to mate-record reach the program; its status comes back."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from mate_test import build_path, check, done, tmpdir
+
+PRELOAD = build_path(".libs", "libmate-preload.so")
+if not os.path.exists(PRELOAD):
+    print("SKIP: no libmate-preload.so (a static-only build)")
+    sys.exit(77)
+RECORD = build_path("src", "record", "mate-record")
+work = tmpdir()
+env = dict(os.environ)
+for v in ("MATE_LOGLEVEL", "MATE_MEMLOG", "MATE_DUMP_DIR", "MATE_LOGDEST"):
+    env.pop(v, None)
+
+
+def start(script):
+    ready = os.path.join(work, "ready")
+    if os.path.exists(ready):
+        os.unlink(ready)
+    p = subprocess.Popen([RECORD, "-q", "--", "sh", "-c", script], cwd=work, env=env)
+    for _ in range(400):
+        if os.path.exists(ready):
+            break
+        time.sleep(0.025)
+    check(os.path.exists(ready), "the program started")
+    return p
+
+
+for name in ("INT", "TERM"):
+    sig = getattr(signal, "SIG" + name)
+    # trapped: the program sees the signal and exits 7
+    p = start("trap 'echo %s > got; exit 7' %s; touch ready; while :; do sleep 0.05; done"
+              % (name, name))
+    p.send_signal(sig)
+    rc = p.wait(timeout=30)
+    check(rc == 7, "SIG%s trapped: status %d, expected 7" % (name, rc))
+    got = open(os.path.join(work, "got")).read().strip() if os.path.exists(os.path.join(work, "got")) else ""
+    check(got == name, "the program got SIG%s (it wrote %r)" % (name, got))
+    # not trapped: the program dies of it, mate-record exits 128+N
+    p = start("touch ready; while :; do sleep 0.05; done")
+    p.send_signal(sig)
+    rc = p.wait(timeout=30)
+    check(rc == 128 + sig, "SIG%s kills: status %d, expected %d" % (name, rc, 128 + sig))
+
+done()
