@@ -30,6 +30,7 @@ tmux -S "$sock" -f /dev/null new-session -d -s top -x 150 -y 30 \
     || { echo "SKIP: tmux cannot start a session"; exit 77; }
 waitscreen '^  worker_2 '
 waitscreen '^  worker_0 .*\['
+waitscreen '^  worker_1 '
 grep -q "$demo mate-demo" "$tmp/screen" || fail "the process heads its rows"
 grep -q "sort: worker" "$tmp/screen" || fail "sorted by worker first"
 first=$(rows)
