@@ -1,6 +1,7 @@
 #!/bin/bash
 # examples/run-demo.sh: mate's main job: installs the dependencies (Debian), builds mate, runs the
-# demo workload at level 10, shows what was recorded, and replays it. Later steps (trace, timeline) join here.
+# demo workload at level 10, shows what was recorded, replays it, then captures a live trace of
+# the demo and renders its timeline.
 #
 # usage: examples/run-demo.sh [--no-install] [--build DIR] [--out DIR] [--safetensors]
 #
@@ -36,7 +37,7 @@ out=${out:-$build/demo}
 jobs=$(nproc 2>/dev/null || echo 2)
 py=/usr/bin/python3   # Debian's, with python3-torch (not a pyenv or venv one)
 [ -x "$py" ] || py=python3
-nsteps=5
+nsteps=6
 step=0
 step() { step=$((step + 1)); printf '\n==> [%d/%d] %s\n' "$step" "$nsteps" "$*"; }
 
@@ -147,5 +148,20 @@ grep -q "failed ([0-9]* reproduced failures\{0,1\})$" "$out/replay-failed.txt" |
 	exit 1
 }
 
+# ---- 6. watch it live: trace and timeline ----------------------------------------------------------
+step "capture a live trace of the demo and render its timeline"
+MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 MATE_DEMO_SECONDS=3 \
+	"$build/examples/mate-demo" 2> /dev/null &
+demo=$!
+sleep 0.5
+echo "--- mate-trace -s 2 --pid $demo -o $out/trace.log"
+"$build/src/trace/mate-trace" -s 2 --pid "$demo" -o "$out/trace.log"
+wait "$demo"
+echo "--- the trace's first events:"
+awk '/^ *[0-9.]+s \| #/ && n++ < 8' "$out/trace.log"
+echo "--- mate-visualize $out/trace.log --output $out/timeline.png"
+"$build/mate-visualize" "$out/trace.log" --output "$out/timeline.png"
+
 echo
-echo "done: the log is $log, the dumps are in $dumps"
+echo "done: the log is $log, the dumps are in $dumps,"
+echo "      the trace is $out/trace.log and its timeline $out/timeline.png"
