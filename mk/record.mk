@@ -103,9 +103,9 @@ fuzz_fuzz_elf_cuda_SOURCES = fuzz/fuzz_elf_cuda.c
 fuzz_fuzz_elf_cuda_LDADD = libmate.la
 fuzz_fuzz_elf_cuda_LDFLAGS = $(FUZZER_LINK)
 
-## Man page (mate-replay(1)'s --memlog section: man/mate-replay-memlog.txt, merged by the lead).
+## Man page (mate-replay(1) holds the --memlog section).
 man_MANS += man/mate-record.1
-EXTRA_DIST += man/mate-record.1 man/mate-replay-memlog.txt
+EXTRA_DIST += man/mate-record.1
 
 ## Replay handlers for the recorded BLAS and cuBLAS calls (registered by replay_ops.c).
 libmate_la_SOURCES += lib/replay_blas.h lib/replay_blas.c

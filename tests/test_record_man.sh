@@ -5,7 +5,7 @@ if ! command -v mandoc >/dev/null 2>&1; then
 	exit 77
 fi
 fail=0
-for page in "$top_srcdir/man/mate-record.1" "$top_srcdir/man/mate-replay-memlog.txt"; do
+for page in "$top_srcdir/man/mate-record.1" "$top_srcdir/man/mate-replay.1"; do
 	if ! mandoc -Tlint -W warning "$page" >lint.$$ 2>&1; then
 		echo "FAIL: mandoc -Tlint $page:"
 		cat lint.$$
@@ -18,7 +18,7 @@ for opt in $("$top_builddir/src/record/mate-record" --help | grep -o -- '--[a-z-
 done
 for opt in --memlog --allocator --repeat; do
 	"$top_builddir/src/replay/mate-replay" --help | grep -q -- "$opt" || { echo "FAIL: $opt not in mate-replay --help"; fail=1; }
-	grep -q -- "Fl ${opt#-}" "$top_srcdir/man/mate-replay-memlog.txt" || { echo "FAIL: $opt not in the page"; fail=1; }
+	grep -q -- "Fl ${opt#-}" "$top_srcdir/man/mate-replay.1" || { echo "FAIL: $opt not in the page"; fail=1; }
 done
 [ $fail = 0 ] && echo "all passed"
 exit $fail
