@@ -102,7 +102,7 @@ setup(struct attn_job *j, const mate_attn_params *p, mate_error *err)
 	if (p->pos_encoding_mode != MATE_POS_NONE && p->pos_encoding_mode != MATE_POS_ROPE_LLAMA &&
 	    p->pos_encoding_mode != MATE_POS_ALIBI)
 		return mate_set_error(err, MATE_ERR_UNSUPPORTED,
-		    "pos_encoding_mode %d is not implemented", p->pos_encoding_mode);
+		    "pos_encoding_mode %d is unsupported by mate's kernels", p->pos_encoding_mode);
 	j->rope = p->pos_encoding_mode == MATE_POS_ROPE_LLAMA;
 	if (j->rope && j->D % 2 != 0)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "ROPE_LLAMA needs an even head dim");
