@@ -376,7 +376,7 @@ src_read(struct pt_reader *r, uint64_t off, void *dst, uint64_t n, const char *w
 			memcpy(dst, r->mem + off, (size_t)n);
 		return 0;
 	}
-	if ((rc = mate_pread_all(r->fd, dst, (size_t)n, off)) != 0) {
+	if ((rc = mate_pread_big(r->fd, dst, (size_t)n, off)) != 0) {
 		mate_set_errno(r->err, -rc, "cannot read", r->path);
 		r->failed = 1;
 		return -1;

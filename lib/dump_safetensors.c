@@ -1021,7 +1021,7 @@ src_read(const struct st_src *src, void *dst, size_t n, uint64_t off, mate_error
 		memcpy(dst, src->buf + off, n);
 		return MATE_OK;
 	}
-	rc = mate_pread_all(src->fd, dst, n, off);
+	rc = mate_pread_big(src->fd, dst, n, off);
 	if (rc == -EIO)
 		return mate_set_error(err, MATE_ERR_IO, "cannot read: the file shrank while being read");
 	if (rc < 0)
@@ -1046,7 +1046,7 @@ load_tensor(const struct st_parser *ps, const struct st_entry *e,
 		    "tensor '%.100s': its shape cannot be represented", e->name);
 	if (nbytes > SIZE_MAX)
 		return mate_set_error(ps->err, MATE_ERR_NOMEM, "tensor '%.100s' is too large", e->name);
-	if ((st = mate_storage_new((size_t)nbytes, ps->err)) == NULL)
+	if ((st = mate_storage_new_uninit((size_t)nbytes, ps->err)) == NULL)
 		return MATE_ERR_NOMEM;
 	rc = src_read(src, mate_storage_data(st), (size_t)nbytes, data_start + e->begin, ps->err);
 	if (rc != MATE_OK) {

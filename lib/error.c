@@ -1,5 +1,6 @@
 /* error.c: error reporting, checked I/O helpers and atomic file output for libmate. */
 #include "mate_private.h"
+#include "parallel.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -97,6 +98,53 @@ mate_pread_all(int fd, void *buf, size_t len, uint64_t off)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+/* Large reads are split over threads: each copies its part out of the page
+ * cache and takes the page faults of its part of the buffer, which is most
+ * of the cost of reading a file that is already cached. */
+#define PREAD_SPLIT_MIN ((size_t)64 << 20)     /* below: one pread loop */
+#define PREAD_CHUNK ((int64_t)8 << 20)
+
+struct pread_job {
+	int fd;
+	char *buf;
+	uint64_t off;
+	size_t len;
+	int rc;                      /* the first error, 0 if none */
+};
+
+static void
+pread_chunks(void *ctx, int64_t begin, int64_t end)
+{
+	struct pread_job *j = ctx;
+
+	for (int64_t c = begin; c < end; c++) {
+		size_t at = (size_t)c * (size_t)PREAD_CHUNK;
+		size_t n = j->len - at < (size_t)PREAD_CHUNK ? j->len - at : (size_t)PREAD_CHUNK;
+		int rc;
+		if (__atomic_load_n(&j->rc, __ATOMIC_RELAXED) != 0)
+			return;
+		if ((rc = mate_pread_all(j->fd, j->buf + at, n, j->off + at)) != 0) {
+			int none = 0;
+			__atomic_compare_exchange_n(&j->rc, &none, rc, 0, __ATOMIC_RELAXED,
+			    __ATOMIC_RELAXED);
+			return;
+		}
+	}
+}
+
+int
+mate_pread_big(int fd, void *buf, size_t len, uint64_t off)
+{
+	struct pread_job j = { fd, buf, off, len, 0 };
+
+	if (len < PREAD_SPLIT_MIN || mate_parallel_threads() < 2)
+		return mate_pread_all(fd, buf, len, off);
+	/* cost per chunk: enough that every chunk may get a thread */
+	mate_parallel_for((int64_t)((len + (size_t)PREAD_CHUNK - 1) / (size_t)PREAD_CHUNK),
+	    1 << 20, pread_chunks, &j);
+	return j.rc;
 }
 
 /* "<path>.tmp.<pid>.<n>" without printf, whose cost grows when a library

@@ -40,6 +40,9 @@ static inline int mate_add_ok(int64_t a, int64_t b, int64_t *out)
 int mate_write_all(int fd, const void *buf, size_t len);
 /* Reads exactly len bytes at offset (pread); 0, -errno, or -EIO on EOF. */
 int mate_pread_all(int fd, void *buf, size_t len, uint64_t off);
+/* mate_pread_all() for large reads: 64 MiB and more are read by several
+ * threads (mate_parallel_threads(), $MATE_NUM_THREADS), in 8 MiB parts. */
+int mate_pread_big(int fd, void *buf, size_t len, uint64_t off);
 
 /* Atomic file output: write to a file without a name (O_TMPFILE) and link
  * it as path when complete; where the system cannot, write to

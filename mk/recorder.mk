@@ -120,3 +120,9 @@ check_PROGRAMS += tests/test_atomic_file
 tests_test_atomic_file_SOURCES = tests/test_atomic_file.c
 tests_test_atomic_file_LDADD = libmate.la
 TESTS += tests/test_atomic_file
+
+## test_pread_big: lib/error.c's split reads of large tensors, lib/value.c's storage padding.
+check_PROGRAMS += tests/test_pread_big
+tests_test_pread_big_SOURCES = tests/test_pread_big.c
+tests_test_pread_big_LDADD = libmate.la
+TESTS += tests/test_pread_big
