@@ -1,8 +1,7 @@
 /* kernels_cpu_gemm.c: CPU matrix products through OpenBLAS: mm, bmm, the fp8 GEMMs and recorded BLAS calls. */
 #include "kernels_cpu.h"
+#include "blas.h"
 
-#include <cblas.h>
-#include <f77blas.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,14 +82,14 @@ tr(int t)
 }
 
 static void
-blas_rm(int dbl, int ta, int tb, int m, int n, int k, double alpha, const void *a, int lda,
-    const void *b, int ldb, void *c, int ldc)
+blas_rm(const struct mate_blas *bl, int dbl, int ta, int tb, int m, int n, int k, double alpha,
+    const void *a, int lda, const void *b, int ldb, void *c, int ldc)
 {
 	if (dbl)
-		cblas_dgemm(CblasRowMajor, tr(ta), tr(tb), m, n, k, alpha, a, lda, b, ldb,
+		bl->cblas_dgemm(CblasRowMajor, tr(ta), tr(tb), m, n, k, alpha, a, lda, b, ldb,
 		    0.0, c, ldc);
 	else
-		cblas_sgemm(CblasRowMajor, tr(ta), tr(tb), m, n, k, (float)alpha, a, lda, b, ldb,
+		bl->cblas_sgemm(CblasRowMajor, tr(ta), tr(tb), m, n, k, (float)alpha, a, lda, b, ldb,
 		    0.0f, c, ldc);
 }
 
@@ -102,12 +101,15 @@ matmul(const struct mat *a, const struct mat *b, const struct mat *c, double alp
 	int dbl = a->dt == MATE_F64 || b->dt == MATE_F64;
 	int64_t M = a->rows, K = a->cols, N = b->cols;
 	struct opnd oa, ob, oc = { 0 };
+	const struct mate_blas *bl;
 	int rc;
 
 	if (M == 0 || N == 0)
 		return MATE_OK;
 	if (M > INT_MAX || N > INT_MAX || K > INT_MAX)
 		return mate_set_error(err, MATE_ERR_LIMIT, "matrix too large for BLAS");
+	if ((bl = mate_blas(err)) == NULL)
+		return MATE_ERR_UNSUPPORTED;
 	if ((rc = operand(a, dbl, &oa, err)) != MATE_OK)
 		return rc;
 	if ((rc = operand(b, dbl, &ob, err)) != MATE_OK) {
@@ -116,16 +118,16 @@ matmul(const struct mat *a, const struct mat *b, const struct mat *c, double alp
 	}
 	if (c->dt == (dbl ? MATE_F64 : MATE_F32) && blas_view(c, &oc) && K > 0) {
 		if (!oc.trans)  /* C row-major */
-			blas_rm(dbl, oa.trans, ob.trans, (int)M, (int)N, (int)K, alpha,
+			blas_rm(bl, dbl, oa.trans, ob.trans, (int)M, (int)N, (int)K, alpha,
 			    oa.p, oa.ld, ob.p, ob.ld, c->base, oc.ld);
 		else            /* C column-major: C^T = B^T A^T */
-			blas_rm(dbl, !ob.trans, !oa.trans, (int)N, (int)M, (int)K, alpha,
+			blas_rm(bl, dbl, !ob.trans, !oa.trans, (int)N, (int)M, (int)K, alpha,
 			    ob.p, ob.ld, oa.p, oa.ld, c->base, oc.ld);
 	} else if ((oc.owned = kc_alloc(M * N, dbl ? 8 : 4, err)) == NULL) {
 		rc = MATE_ERR_NOMEM;
 	} else {
 		if (K > 0)
-			blas_rm(dbl, oa.trans, ob.trans, (int)M, (int)N, (int)K, alpha,
+			blas_rm(bl, dbl, oa.trans, ob.trans, (int)M, (int)N, (int)K, alpha,
 			    oa.p, oa.ld, ob.p, ob.ld, oc.owned, (int)N);
 		else
 			memset(oc.owned, 0, (size_t)(M * N) * (dbl ? 8 : 4));
@@ -311,7 +313,7 @@ static const CBLAS_TRANSPOSE trans_cblas[3] = { CblasNoTrans, CblasTrans, CblasC
 
 /* One product of the call on flat buffers. */
 static void
-gemm_one(const mate_gemm_call *g, int dbl, int ta, int tb, const char *a, const char *b,
+gemm_one(const struct mate_blas *bl, const mate_gemm_call *g, int dbl, int ta, int tb, const char *a, const char *b,
     char *c)
 {
 	blasint m = (blasint)g->m, n = (blasint)g->n, k = (blasint)g->k;
@@ -321,17 +323,17 @@ gemm_one(const mate_gemm_call *g, int dbl, int ta, int tb, const char *a, const 
 
 	if (dbl && g->fortran) {
 		double al = g->alpha, be = g->beta;
-		dgemm_(&cta, &ctb, &m, &n, &k, &al, (double *)a, &lda, (double *)b, &ldb, &be,
+		bl->dgemm_(&cta, &ctb, &m, &n, &k, &al, (double *)a, &lda, (double *)b, &ldb, &be,
 		    (double *)c, &ldc);
 	} else if (dbl) {
-		cblas_dgemm(order, trans_cblas[ta], trans_cblas[tb], m, n, k, g->alpha,
+		bl->cblas_dgemm(order, trans_cblas[ta], trans_cblas[tb], m, n, k, g->alpha,
 		    (const double *)a, lda, (const double *)b, ldb, g->beta, (double *)c, ldc);
 	} else if (g->fortran) {
 		float al = (float)g->alpha, be = (float)g->beta;
-		sgemm_(&cta, &ctb, &m, &n, &k, &al, (float *)a, &lda, (float *)b, &ldb, &be,
+		bl->sgemm_(&cta, &ctb, &m, &n, &k, &al, (float *)a, &lda, (float *)b, &ldb, &be,
 		    (float *)c, &ldc);
 	} else {
-		cblas_sgemm(order, trans_cblas[ta], trans_cblas[tb], m, n, k, (float)g->alpha,
+		bl->cblas_sgemm(order, trans_cblas[ta], trans_cblas[tb], m, n, k, (float)g->alpha,
 		    (const float *)a, lda, (const float *)b, ldb, (float)g->beta, (float *)c, ldc);
 	}
 }
@@ -341,6 +343,7 @@ mate_cpu_gemm(const mate_gemm_call *g, mate_error *err)
 {
 	int ta, tb, dbl, rc;
 	int64_t need[3], nb = g->batch > 1 ? g->batch : 1;
+	const struct mate_blas *bl;
 	struct flat fa, fb, fc;
 
 	if ((rc = mate_gemm_check(g, &ta, &tb, need, err)) != MATE_OK)
@@ -348,6 +351,8 @@ mate_cpu_gemm(const mate_gemm_call *g, mate_error *err)
 	if (g->c != NULL && !kc_is_float_out(g->c->dtype))
 		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "C: dtype %s not writable",
 		    mate_dtype_name(g->c->dtype));
+	if ((bl = mate_blas(err)) == NULL)
+		return MATE_ERR_UNSUPPORTED;
 	dbl = (g->a != NULL && g->a->dtype == MATE_F64) ||
 	    (g->b != NULL && g->b->dtype == MATE_F64) || (g->c != NULL && g->c->dtype == MATE_F64);
 	if ((rc = flat_get(g->a, "A", dbl, need[0], &fa, err)) != MATE_OK)
@@ -357,7 +362,7 @@ mate_cpu_gemm(const mate_gemm_call *g, mate_error *err)
 	if ((rc = flat_get(g->c, "C", dbl, need[2], &fc, err)) != MATE_OK)
 		goto out_b;
 	for (int64_t i = 0; i < nb; i++)
-		gemm_one(g, dbl, ta, tb, (char *)fa.p + i * g->stride_a * (dbl ? 8 : 4),
+		gemm_one(bl, g, dbl, ta, tb, (char *)fa.p + i * g->stride_a * (dbl ? 8 : 4),
 		    (char *)fb.p + i * g->stride_b * (dbl ? 8 : 4),
 		    (char *)fc.p + i * g->stride_c * (dbl ? 8 : 4));
 	rc = flat_put(g->c, dbl, &fc, err);

@@ -7,12 +7,15 @@ libmate_la_SOURCES += \
 	lib/kernels_cpu_norm.c \
 	lib/kernels_cpu_norm_tmpl.h \
 	lib/kernels_cpu_gemm.c \
+	lib/blas.h \
+	lib/blas.c \
 	lib/kernels_cpu_attn.c \
 	lib/kernels_cpu_attn_tmpl.h \
 	lib/parallel.h \
 	lib/parallel.c
-libmate_la_CFLAGS += $(OPENBLAS_CFLAGS)
-libmate_la_LIBADD += $(OPENBLAS_LIBS) -lm
+## OpenBLAS is opened on first use (lib/blas.c), not linked: only its headers here
+libmate_la_CFLAGS += $(OPENBLAS_CFLAGS) -DMATE_BLAS_SONAME='"$(OPENBLAS_SONAME)"'
+libmate_la_LIBADD += -lm
 
 check_PROGRAMS += tests/test_kernels
 TESTS += tests/test_kernels
