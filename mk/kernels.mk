@@ -56,3 +56,7 @@ FUZZ_TARGETS += fuzz/fuzz_kernels
 fuzz_fuzz_kernels_SOURCES = fuzz/fuzz_kernels.c
 fuzz_fuzz_kernels_LDADD = libmate.la
 fuzz_fuzz_kernels_LDFLAGS = $(FUZZER_LINK)
+
+## libmate-openblas-lazy.sh: OpenBLAS is opened on first use, never linked into libmate.
+TESTS += tests/libmate-openblas-lazy.sh
+EXTRA_DIST += tests/libmate-openblas-lazy.sh
