@@ -29,10 +29,24 @@
 
 #define KILL_TRIALS 50
 #define KILL_THREADS 16
+#define CHILD_LIMIT 120 /* seconds a child may run before it counts as hung */
 #define TMPFS_MAGIC_ 0x01021994
+
+/*
+ * clang 14's AddressSanitizer does not lock its allocator around fork(): a
+ * child forked while another thread is inside malloc() waits forever for
+ * that lock (seen in CI: the fork case hung in the sanitizer build). glibc's
+ * malloc, which every real host uses, is fork-safe, and LLVM 15 fixed ASan.
+ */
+#if defined(__clang__) && __clang_major__ < 15 && defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FORK_UNSAFE_MALLOC "clang < 15 AddressSanitizer's allocator is not fork-safe"
+#endif
+#endif
 
 static char base[512];
 static int use_pt;
+static int hung; /* children killed after CHILD_LIMIT */
 
 static double
 now(void)
@@ -43,12 +57,14 @@ now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Runs fn(arg) in a child; returns its wait status. */
+/* Runs fn(arg) in a child; returns its wait status. A child still
+ * running after CHILD_LIMIT seconds is killed and reported as hung. */
 static int
 in_child(void (*fn)(const char *), const char *root, pid_t *pid_out, double kill_after)
 {
 	pid_t pid;
 	int status;
+	double deadline;
 
 	fflush(NULL);
 	if ((pid = fork()) < 0) {
@@ -58,9 +74,11 @@ in_child(void (*fn)(const char *), const char *root, pid_t *pid_out, double kill
 	if (pid == 0) {
 		struct rlimit no_core = { 0, 0 };
 		setrlimit(RLIMIT_CORE, &no_core);
+		setpgid(0, 0);
 		fn(root);
 		_exit(0);
 	}
+	setpgid(pid, pid); /* as the child does: whichever runs first */
 	if (pid_out != NULL)
 		*pid_out = pid;
 	if (kill_after > 0) {
@@ -68,9 +86,27 @@ in_child(void (*fn)(const char *), const char *root, pid_t *pid_out, double kill
 		nanosleep(&ts, NULL);
 		kill(pid, SIGKILL);
 	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	return status;
+	deadline = now() + CHILD_LIMIT;
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+		struct timespec tick = { 0, 2000000 };
+		if (r == pid)
+			return status;
+		if (r < 0 && errno != EINTR) {
+			perror("waitpid");
+			exit(99);
+		}
+		if (now() > deadline) {
+			fprintf(stderr, "FAIL: the child for %s still runs after %d s: killed\n", root,
+			    CHILD_LIMIT);
+			kill(-pid, SIGKILL); /* its process group: a hung grandchild too */
+			while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+				;
+			hung++;
+			return status;
+		}
+		nanosleep(&tick, NULL);
+	}
 }
 
 /* ---- abort() inside an API after its inputs were saved ------------------------------ */
@@ -225,6 +261,10 @@ test_fork(void)
 	pid_t parent;
 	int status;
 
+#ifdef FORK_UNSAFE_MALLOC
+	printf("fork: skipped: %s\n", FORK_UNSAFE_MALLOC);
+	return;
+#endif
 	snprintf(root, sizeof(root), "%s/fork", base);
 	status = in_child(fork_child, root, &parent, 0);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -280,6 +320,7 @@ main(int argc, char **argv)
 	test_abort();
 	test_fork();
 	test_kill();
+	CHECK_EQ_INT(hung, 0);
 	dc_rmtree(base);
 	return TEST_DONE();
 }
