@@ -18,11 +18,19 @@ for v in ("MATE_LOGLEVEL", "MATE_MEMLOG", "MATE_DUMP_DIR", "MATE_LOGDEST"):
     env.pop(v, None)
 
 
+def default_signals():
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+
+
 def start(script):
     ready = os.path.join(work, "ready")
     if os.path.exists(ready):
         os.unlink(ready)
-    p = subprocess.Popen([RECORD, "-q", "--", "sh", "-c", script], cwd=work, env=env)
+    # a shell's background jobs start with SIGINT ignored, and ignored
+    # signals pass to the program (as nohup wants): start from the defaults
+    p = subprocess.Popen([RECORD, "-q", "--", "sh", "-c", script], cwd=work, env=env,
+                         preexec_fn=default_signals)
     for _ in range(400):
         if os.path.exists(ready):
             break
