@@ -147,15 +147,53 @@ flood(double secs)
 	return 0;
 }
 
+/* The host's other thread: it waits forever. */
+static void *
+idle_main(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
 int
 main(int argc, char **argv)
 {
 	double secs = 0.5, rate[MODES][9], cpu[MODES][9];
-	int rounds = 5;
+	int rounds = 5, single = 0;
 	char dir[] = "/tmp/mate-bench-XXXXXX";
+	pthread_t idle;
+
+	/*
+	 * The host program has a second, idle thread, as every CUDA or PyTorch
+	 * program has (they start several). Monitoring starts threads of its
+	 * own, and in a process that had only one, glibc and the kernel stop
+	 * taking their single-thread shortcuts (no cancellation points, no
+	 * file reference counts on write()), which makes the level-1 log's
+	 * write() dearer: --single-threaded measures that host too.
+	 */
+	if (argc >= 2 && strcmp(argv[1], "--single-threaded") == 0) {
+		single = 1;
+		argc--, argv++;
+	} else if (!(argc >= 2 && strcmp(argv[1], "--flood") == 0))
+		pthread_create(&idle, NULL, idle_main, NULL);
 
 	if (argc == 3 && strcmp(argv[1], "--flood") == 0)
 		return flood(atof(argv[2]));
+	if (argc == 4 && strcmp(argv[1], "--mode") == 0) {
+		/* one mode alone, for profilers: --mode 0..3 SECONDS */
+		int m = atoi(argv[2]) % MODES;
+		double c;
+		configure(m != OFF);
+		if (m == ONE_SUB || m == STALLED)
+			sub_start(m == STALLED);
+		printf("%s: %.0f calls/s\n", mode_name[m], calls_per_s(atof(argv[3]), &c));
+		if (m == ONE_SUB || m == STALLED)
+			sub_stop();
+		configure(0);
+		return 0;
+	}
 	if (argc == 2)
 		rounds = atoi(argv[1]) > 0 && atoi(argv[1]) < 10 ? atoi(argv[1]) : rounds;
 	if (getenv("MATE_MONITOR_DIR") == NULL && mkdtemp(dir) != NULL)
@@ -172,6 +210,8 @@ main(int argc, char **argv)
 				sub_stop();
 		}
 	configure(0);
+	printf("host program: %s\n", single ? "one thread (before monitoring starts its own)" :
+	    "two threads (the second idle)");
 	printf("level-1 calls per second, median of %d runs of %.1f s (ratio to monitoring off):\n"
 	    "  %-20s %14s %7s %16s %7s\n", rounds, secs, "", "per wall second", "", "per thread-CPU s", "");
 	for (int m = 0; m < MODES; m++) {

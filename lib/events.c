@@ -22,6 +22,9 @@ int mate_ev_wanted_;
 int mate_ev_restart_;
 
 #define RING_SLOTS 16384u         /* a power of two */
+#define DRAIN_CHUNK 256           /* events between looks at the CPU budget */
+#define BUDGET_DEFAULT 0.1        /* MATE_MONITOR_CPU: share of one core */
+#define BUDGET_BURST_NS 20000000  /* CPU the thread may run ahead of its budget */
 #define OUT_BUF (64 * 1024)
 #define MEM_DEVICES 16
 
@@ -51,31 +54,41 @@ struct mem_dev {
 
 /* The session: everything started by one mate_ev_configure(). */
 static struct {
-	pthread_mutex_t lock;        /* start/stop, memory statistics */
-	pthread_cond_t cond;         /* the thread's state changes */
+	/* read by every producer; written when the session starts or stops */
 	struct ev_slot *ring;
-	uint64_t enq, deq;           /* enq shared (CAS); deq the thread's */
-	uint64_t queue_drops;        /* events refused by a full queue */
-	uint64_t events;             /* events written or sent */
-	uint64_t seq_skew;           /* events refused so far: they take numbers too */
-	pthread_t thread;
-	int running, stopping, subscribed, started_thread;
 	int ilog_fd;
 	int wake_fd;                 /* eventfd: producers wake the thread */
+	int stopping;
+	int closing;                 /* the last event is on its way: it waits for room, no budget */
+	uint64_t start_mono_ns;
+	/* written by producers: a cache line of their own */
+	uint64_t enq __attribute__((aligned(64)));  /* shared (CAS) */
+	uint64_t queue_drops;        /* events refused by a full queue */
+	uint64_t next_id;
+	int full;                    /* hint: the queue refused an event; producers drop at once */
+	/* the events thread's, from the next line on */
+	uint64_t deq __attribute__((aligned(64)));
+	uint64_t events;             /* events written or sent */
+	uint64_t seq_skew;           /* events refused so far: they take numbers too */
+	uint64_t last_t;             /* the events thread's clamp */
+	double budget;               /* the thread's CPU for the stream, share of a core (0: none) */
+	int64_t budget_ns;           /* CPU it may still use; refilled at budget per wall ns */
+	uint64_t budget_wall, budget_cpu; /* when it was last refilled; its CPU clock then */
+	char *out;                   /* the log lines of one pass */
+	size_t out_len;
+	int out_failed;
+	pthread_mutex_t lock;        /* start/stop, memory statistics */
+	pthread_cond_t cond;         /* the thread's state changes */
+	pthread_t thread;
+	int running, subscribed, started_thread;
 	char *ilog_path;             /* as configured (%i kept) */
 	char *monitor;               /* MATE_MONITOR as configured */
 	char tcp[256];
 	struct mate_mon *mon;
 	int level;
-	uint64_t start_mono_ns;
 	double start_real;
-	uint64_t last_t;             /* the events thread's clamp */
-	char *out;                   /* the log lines of one pass */
-	size_t out_len;
-	int out_failed;
 	struct mem_dev mem[MEM_DEVICES];
 	int nmem;
-	uint64_t next_id;
 	pid_t pid;
 	double wait_s;               /* MATE_MONITOR_WAIT */
 } S = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .ilog_fd = -1, .wake_fd = -1 };
@@ -166,11 +179,18 @@ claim(uint64_t *seq)
 
 	if (S.ring == NULL)
 		return NULL;
+	/* for the stream alone a full queue drops the event (counted): the
+	 * program never waits on a subscriber, and a drop costs one add */
+	if (__atomic_load_n(&S.full, __ATOMIC_RELAXED) && S.ilog_fd < 0 &&
+	    !__atomic_load_n(&S.closing, __ATOMIC_RELAXED)) {
+		__atomic_add_fetch(&S.queue_drops, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
 	t = mono_ns() - S.start_mono_ns;
 	while ((s = ring_claim(seq)) == NULL) {
-		/* for the stream alone the event is dropped (and counted): the
-		 * program never waits on a subscriber */
-		if (S.ilog_fd < 0 || __atomic_load_n(&S.stopping, __ATOMIC_RELAXED)) {
+		if ((S.ilog_fd < 0 && !__atomic_load_n(&S.closing, __ATOMIC_RELAXED)) ||
+		    __atomic_load_n(&S.stopping, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&S.full, 1, __ATOMIC_RELAXED);
 			__atomic_add_fetch(&S.queue_drops, 1, __ATOMIC_RELAXED);
 			return NULL;
 		}
@@ -184,12 +204,106 @@ claim(uint64_t *seq)
 	return s;
 }
 
+/*
+ * Calls dropped whole while the queue is full are counted per thread: a
+ * plain add on the thread's own counter (an atomic add on a shared one cost
+ * the program 2-3% in a flood). The events thread sums the counters of all
+ * threads, under S.lock; a thread's count moves to `retired` when it exits.
+ */
+struct ev_tdrops {
+	uint64_t n;                  /* written by its thread only */
+	struct ev_tdrops *next;
+};
+
+static struct {
+	struct ev_tdrops *head;      /* under S.lock */
+	uint64_t retired, seen;      /* under S.lock */
+	pthread_key_t key;
+	pthread_once_t once;
+	int key_ok;
+} D = { .once = PTHREAD_ONCE_INIT };
+
+static __thread struct ev_tdrops *my_drops;
+
+static void
+tdrops_retire(void *arg)
+{
+	struct ev_tdrops *t = arg, **pp;
+
+	pthread_mutex_lock(&S.lock);
+	for (pp = &D.head; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	D.retired += t->n;
+	pthread_mutex_unlock(&S.lock);
+	my_drops = NULL;
+	free(t);
+}
+
+static void
+tdrops_key(void)
+{
+	D.key_ok = pthread_key_create(&D.key, tdrops_retire) == 0;
+}
+
+static struct ev_tdrops *
+tdrops_new(void)
+{
+	struct ev_tdrops *t;
+
+	pthread_once(&D.once, tdrops_key);
+	if (!D.key_ok || (t = calloc(1, sizeof(*t))) == NULL)
+		return NULL;
+	if (pthread_setspecific(D.key, t) != 0) {
+		free(t);
+		return NULL;
+	}
+	pthread_mutex_lock(&S.lock);
+	t->next = D.head;
+	D.head = t;
+	pthread_mutex_unlock(&S.lock);
+	return my_drops = t;
+}
+
+/* Every thread's whole-call drops so far, retired threads' included. */
+static uint64_t
+tdrops_total(void)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&S.lock);
+	n = D.retired;
+	for (struct ev_tdrops *t = D.head; t != NULL; t = t->next)
+		n += __atomic_load_n(&t->n, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&S.lock);
+	return n;
+}
+
+int
+mate_ev_drop_call(void)
+{
+	struct ev_tdrops *t;
+
+	if (!__atomic_load_n(&S.full, __ATOMIC_RELAXED) || S.ilog_fd >= 0 ||
+	    __atomic_load_n(&S.closing, __ATOMIC_RELAXED))
+		return 0;
+	if ((t = my_drops) != NULL || (t = tdrops_new()) != NULL)
+		__atomic_store_n(&t->n, t->n + 2, __ATOMIC_RELAXED);
+	else
+		__atomic_add_fetch(&S.queue_drops, 2, __ATOMIC_RELAXED);
+	return 1;
+}
+
 static void
 commit(struct ev_slot *s, uint64_t seq)
 {
 	ring_publish(s, seq);
-	/* a quarter full: wake the thread rather than wait for its next poll */
-	if (seq - __atomic_load_n(&S.deq, __ATOMIC_RELAXED) == RING_SLOTS / 4 && S.wake_fd >= 0) {
+	/* a quarter full: wake the thread rather than wait for its next poll
+	 * (the thread's position is read every 256 events, not on each) */
+	if ((seq & 255) == 0 && seq - __atomic_load_n(&S.deq, __ATOMIC_RELAXED) - RING_SLOTS / 4 < 256 &&
+	    S.wake_fd >= 0) {
 		uint64_t one = 1;
 		(void)!write(S.wake_fd, &one, sizeof(one));
 	}
@@ -343,45 +457,60 @@ mate_event_emit(const char *name, const char *source, const char *command, int64
 
 /* ---- the events thread: formatting ------------------------------------------------- */
 
-/* The details of a raw event (the line's last field), truncated to cap:
- * @return the length they would have. */
+/* The details of a raw event (the line's last field), truncated to fit cap
+ * with its NUL: @return their length. */
 static int
 fmt_details(const struct ev_raw *r, char *d, size_t cap)
 {
 	const char *okw = r->ok ? "True" : "False";
-	int n = 0;
+	char *o = d, *end = d + cap - 1;
 
 	switch (r->type) {
 	case MATE_EV_RECV:
-		n = snprintf(d, cap, "call=%llu op=%s depth=%d", (unsigned long long)r->call,
-		    r->command, (int)r->depth);
-		break;
 	case MATE_EV_SEND:
-		n = snprintf(d, cap, "call=%llu op=%s depth=%d success=%s%s%.60s",
-		    (unsigned long long)r->call, r->command, (int)r->depth, okw,
-		    r->text[0] != '\0' ? " error=" : "", r->text);
+		o = mate_put_str(o, end, "call=");
+		o = mate_put_u64(o, end, r->call);
+		o = mate_put_str(o, end, " op=");
+		o = mate_put_str(o, end, r->command);
+		o = mate_put_str(o, end, " depth=");
+		o = mate_put_i64(o, end, r->depth);
+		if (r->type == MATE_EV_SEND) {
+			o = mate_put_str(o, end, " success=");
+			o = mate_put_str(o, end, okw);
+			if (r->text[0] != '\0') {
+				char *e60 = o + 7 + 60 < end ? o + 7 + 60 : end;
+				o = mate_put_str(o, end, " error=");
+				o = mate_put_str(o, e60, r->text);
+			}
+		}
 		break;
 	case MATE_EV_WORKER_SEND:
-		n = snprintf(d, cap, "call=%llu id=%llu op=%s worker=%s", (unsigned long long)r->call,
-		    (unsigned long long)r->id, r->command, r->source);
-		break;
 	case MATE_EV_WORKER_RECV:
-		n = snprintf(d, cap, "call=%llu id=%llu op=%s worker=%s success=%s",
-		    (unsigned long long)r->call, (unsigned long long)r->id, r->command,
-		    r->source, okw);
+		o = mate_put_str(o, end, "call=");
+		o = mate_put_u64(o, end, r->call);
+		o = mate_put_str(o, end, " id=");
+		o = mate_put_u64(o, end, r->id);
+		o = mate_put_str(o, end, " op=");
+		o = mate_put_str(o, end, r->command);
+		o = mate_put_str(o, end, " worker=");
+		o = mate_put_str(o, end, r->source);
+		if (r->type == MATE_EV_WORKER_RECV) {
+			o = mate_put_str(o, end, " success=");
+			o = mate_put_str(o, end, okw);
+		}
 		break;
 	case MATE_EV_MEM_ALLOC:
 	case MATE_EV_MEM_FREE:
 	case MATE_EV_MEM_FAIL:
-		n = snprintf(d, cap, "device=%.23s ptr=0x%llx stream=0x%llx in_use=%lld peak=%lld",
+		return snprintf(d, cap, "device=%.23s ptr=0x%llx stream=0x%llx in_use=%lld peak=%lld",
 		    r->text, (unsigned long long)r->ptr, (unsigned long long)r->stream,
 		    (long long)r->in_use, (long long)r->peak);
-		break;
 	default:
 		copy_str(d, cap, r->text);
-		break;
+		return (int)strlen(d);
 	}
-	return n;
+	*o = '\0';
+	return (int)(o - d);
 }
 
 /* A raw event as the line's fields, its time clamped so time never goes back. */
@@ -438,25 +567,33 @@ log_rec(const struct mate_ev_rec *rec)
 		S.out_len += (size_t)n;
 }
 
-/* Takes what the queue holds: @return the number of events. */
+/* Takes what the queue holds, up to max events: @return the number taken. */
 static size_t
-drain(void)
+drain(size_t max)
 {
 	size_t n = 0;
 	uint64_t drops;
 
-	for (;;) {
+	/* events the full queue refused: counted, and a gap in the sequence
+	 * where they were noticed (never with a log: it waits). The queue has
+	 * room again once this pass has taken a slot. */
+	if (__atomic_load_n(&S.full, __ATOMIC_RELAXED))
+		__atomic_store_n(&S.full, 0, __ATOMIC_RELAXED);
+	drops = __atomic_exchange_n(&S.queue_drops, 0, __ATOMIC_RELAXED);
+	{
+		uint64_t total = tdrops_total();
+		drops += total - D.seen;
+		D.seen = total;
+	}
+	S.seq_skew += drops;
+	if (S.mon != NULL && drops > 0)
+		mate_mon_add_drops(S.mon, drops);
+	while (n < max) {
 		struct ev_slot *s = &S.ring[S.deq & (RING_SLOTS - 1)];
 		struct mate_ev_rec rec;
 		int skip, last;
 		if (__atomic_load_n(&s->turn, __ATOMIC_ACQUIRE) != S.deq + 1)
 			break;
-		/* events the full queue refused: counted, and a gap in the
-		 * sequence where they were noticed (never with a log: it waits) */
-		drops = __atomic_exchange_n(&S.queue_drops, 0, __ATOMIC_RELAXED);
-		S.seq_skew += drops;
-		if (S.mon != NULL && drops > 0)
-			mate_mon_add_drops(S.mon, drops);
 		/* a subscriber lagging: drop without formatting for a while (but
 		 * not the last word, which tells subscribers the process is gone) */
 		last = s->r.type == MATE_EV_CUSTOM && strcmp(s->r.text2, "DISCONNECT") == 0;
@@ -473,6 +610,53 @@ drain(void)
 		n++;
 	}
 	out_flush();
+	return n;
+}
+
+static uint64_t
+thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Drains the queue within the thread's CPU budget (MATE_MONITOR_CPU). The
+ * budget holds for the stream alone: an instruction log must be complete,
+ * and at the end everything queued goes out. Past the budget the thread
+ * rests, the queue fills and producers drop events (counted, as for a slow
+ * subscriber), so a flood of events never takes the program's cores.
+ * @return the events taken; *rest_ms gets how long to rest (0: no need).
+ */
+static size_t
+drain_budgeted(int stopping, int *rest_ms)
+{
+	size_t n = 0, k;
+	uint64_t wall, cpu;
+
+	*rest_ms = 0;
+	if (!(S.budget > 0) || S.ilog_fd >= 0 || stopping ||
+	    __atomic_load_n(&S.closing, __ATOMIC_RELAXED))
+		return drain((size_t)-1);
+	do {
+		wall = mono_ns();
+		S.budget_ns += (int64_t)((double)(wall - S.budget_wall) * S.budget);
+		if (S.budget_ns > BUDGET_BURST_NS)
+			S.budget_ns = BUDGET_BURST_NS;
+		S.budget_wall = wall;
+		if (S.budget_ns <= 0) {
+			double ms = (double)-S.budget_ns / S.budget / 1e6;
+			*rest_ms = ms < 1 ? 1 : ms > 100 ? 100 : (int)ms;
+			break;
+		}
+		k = drain(DRAIN_CHUNK);
+		n += k;
+		cpu = thread_cpu_ns();
+		S.budget_ns -= (int64_t)(cpu - S.budget_cpu);
+		S.budget_cpu = cpu;
+	} while (k == DRAIN_CHUNK);
 	return n;
 }
 
@@ -515,10 +699,14 @@ events_thread(void *arg)
 	(void)arg;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_setname_np(pthread_self(), "mate-events");
+	S.budget_wall = mono_ns();
+	S.budget_cpu = thread_cpu_ns();
+	S.budget_ns = BUDGET_BURST_NS;
 	for (;;) {
-		int stopping = __atomic_load_n(&S.stopping, __ATOMIC_ACQUIRE);
+		int stopping = __atomic_load_n(&S.stopping, __ATOMIC_ACQUIRE), rest_ms;
 		int wanted = __atomic_load_n(&mate_ev_wanted_, __ATOMIC_RELAXED);
-		size_t n = drain();
+		size_t n = drain_budgeted(stopping, &rest_ms);
 		if (stopping && n == 0)
 			break;
 		/* back off while idle: 10 ms at most while events flow, 50 ms otherwise */
@@ -527,7 +715,7 @@ events_thread(void *arg)
 		else if (idle_ms < (wanted ? 10 : 50))
 			idle_ms *= 2;
 		was_wanted = wanted;
-		wait_events(stopping ? 0 : idle_ms);
+		wait_events(stopping ? 0 : rest_ms > 0 ? rest_ms : idle_ms);
 	}
 	return NULL;
 }
@@ -631,6 +819,15 @@ read_tuning(void)
 		else
 			S.wait_s = v;
 	}
+	S.budget = BUDGET_DEFAULT;
+	if ((w = getenv("MATE_MONITOR_CPU")) != NULL && *w != '\0') {
+		double v = strtod(w, &end);
+		if (*end != '\0' || !(v >= 0) || v > 64)
+			ev_warn("bad MATE_MONITOR_CPU value '%s' (want a share of one core, 0 for no limit); "
+			    "using %.2f", w, BUDGET_DEFAULT);
+		else
+			S.budget = v;
+	}
 }
 
 static void
@@ -645,6 +842,8 @@ start_session(void)
 	clock_gettime(CLOCK_REALTIME, &real);
 	S.start_real = (double)real.tv_sec + real.tv_nsec / 1e9;
 	S.enq = S.deq = S.queue_drops = S.events = S.last_t = S.seq_skew = 0;
+	S.full = 0;
+	D.seen = tdrops_total();
 	S.nmem = 0;
 	S.out_len = 0;
 	S.out_failed = 0;
@@ -700,6 +899,12 @@ stop_session(void)
 
 	if (!S.started_thread)
 		return;
+	/* the last word waits for room in the queue, drained without a budget */
+	__atomic_store_n(&S.closing, 1, __ATOMIC_RELEASE);
+	if (S.wake_fd >= 0) {
+		uint64_t one = 1;
+		(void)!write(S.wake_fd, &one, sizeof(one));
+	}
 	snprintf(details, sizeof(details), "pid=%ld events=%llu dropped=%llu", (long)S.pid,
 	    (unsigned long long)S.enq + 1,
 	    (unsigned long long)(S.mon != NULL ? mate_mon_drops(S.mon) : 0) +
@@ -717,7 +922,8 @@ stop_session(void)
 	}
 	pthread_join(S.thread, NULL);
 	S.started_thread = 0;
-	drain();
+	S.closing = 0;
+	drain((size_t)-1);
 	if (S.mon != NULL)
 		mate_mon_stop(S.mon);
 	S.mon = NULL;

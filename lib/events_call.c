@@ -43,8 +43,8 @@ mate_ev_call_begin(const mate_call *c, const char *name)
 		return;
 	f = &T.f[T.depth - 1];
 	f->c = c;
-	if (!MATE_EV_WANTED()) {
-		f->id = 0;   /* no one listens: the call keeps its depth, no id */
+	if (!MATE_EV_WANTED() || mate_ev_drop_call()) {
+		f->id = 0;   /* no one listens, or the queue is full: the call keeps its depth, no id */
 		return;
 	}
 	f->id = mate_ev_next_id();

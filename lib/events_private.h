@@ -55,6 +55,10 @@ const char *mate_ev_thread_id(void) MATE_HIDDEN;
 /* A new call id (1, 2, ...; unique in the process). */
 uint64_t mate_ev_next_id(void) MATE_HIDDEN;
 
+/* Non-zero when the stream's queue is full (no instruction log): the call's
+ * RECV and SEND are counted as dropped now, and the call is not tracked. */
+int mate_ev_drop_call(void) MATE_HIDDEN;
+
 /* A call entered or returned: RECV/SEND from the calling thread, details
  * "call=N op=NAME depth=D" (+ " success=True|False" on SEND, + " error=..."). */
 void mate_ev_call(int type, uint64_t call, const char *op, int depth, int64_t bytes,
@@ -103,6 +107,42 @@ struct mate_ev_rec {
 	char command[MATE_EV_COMMAND_MAX];
 	char details[MATE_EV_DETAILS_MAX];
 };
+
+/* Bounded text appenders for the events thread's per-event formatting
+ * (snprintf's cost dominated it). Each writes what fits before end and
+ * returns the new position; *end is never written. */
+static inline char *
+mate_put_str(char *o, const char *end, const char *s)
+{
+	while (o < end && *s != '\0')
+		*o++ = *s++;
+	return o;
+}
+
+static inline char *
+mate_put_u64(char *o, const char *end, uint64_t v)
+{
+	char b[20];
+	int n = 0;
+
+	do {
+		b[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	while (n > 0 && o < end)
+		*o++ = b[--n];
+	return o;
+}
+
+static inline char *
+mate_put_i64(char *o, const char *end, int64_t v)
+{
+	if (v < 0 && o < end) {
+		*o++ = '-';
+		return mate_put_u64(o, end, (uint64_t)0 - (uint64_t)v);
+	}
+	return mate_put_u64(o, end, (uint64_t)v);
+}
 
 /* ---- the publisher (monitor.c) ------------------------------------------------
  * Owned by the events thread: every function but mate_mon_parse_spec() is

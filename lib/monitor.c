@@ -28,9 +28,13 @@ struct mate_mon {
 	int subscribers;
 	long pid;
 	char program[64];
+	char mid[96];               /* ,"pid":N,"start":S,"dropped": (the same in every frame) */
+	char tail[160];             /* ,"program":"..."} */
+	size_t mid_len, tail_len;
 };
 
 static void mon_warn(const char *fmt, ...) MATE_PRINTF(1, 2);
+static char *json_str(char *o, char *end, const char *s);
 
 #include <stdarg.h>
 static void
@@ -238,6 +242,15 @@ mate_mon_start(const char *tcp, double start_real)
 	m->pid = (long)getpid();
 	m->start_real = start_real;
 	snprintf(m->program, sizeof(m->program), "%s", program_invocation_short_name);
+	m->mid_len = (size_t)snprintf(m->mid, sizeof(m->mid), ",\"pid\":%ld,\"start\":%.6f,\"dropped\":",
+	    m->pid, m->start_real);
+	{
+		char *o = m->tail, *end = m->tail + sizeof(m->tail) - 2;
+		o = mate_put_str(o, end, ",\"program\":");
+		o = json_str(o, end, m->program);
+		*o++ = '}';
+		m->tail_len = (size_t)(o - m->tail);
+	}
 	if ((m->ctx = zmq_ctx_new()) == NULL || (m->pub = zmq_socket(m->ctx, ZMQ_XPUB)) == NULL) {
 		mon_warn("cannot create a ZeroMQ socket: %s", zmq_strerror(zmq_errno()));
 		goto fail;
@@ -320,22 +333,30 @@ mate_mon_send(struct mate_mon *m, const struct mate_ev_rec *r, int last)
 {
 	/* every field is bounded (struct mate_ev_rec): even escaped, all fits */
 	char frame[4096], *o = frame, *end = frame + sizeof(frame) - 8;
+	uint64_t ns = r->t_ns % 1000000000u;
 
-	o += snprintf(o, (size_t)(end - o), "{\"seq\":%llu,\"timestamp\":%llu.%09llu,\"event\":",
-	    (unsigned long long)r->seq, (unsigned long long)(r->t_ns / 1000000000u),
-	    (unsigned long long)(r->t_ns % 1000000000u));
+	o = mate_put_str(o, end, "{\"seq\":");
+	o = mate_put_u64(o, end, r->seq);
+	o = mate_put_str(o, end, ",\"timestamp\":");
+	o = mate_put_u64(o, end, r->t_ns / 1000000000u);
+	*o++ = '.';
+	for (uint64_t d = 100000000u; d > 0; d /= 10)
+		*o++ = (char)('0' + ns / d % 10);
+	o = mate_put_str(o, end, ",\"event\":");
 	o = json_str(o, end, r->event);
-	o += snprintf(o, (size_t)(end - o), ",\"client\":");
+	o = mate_put_str(o, end, ",\"client\":");
 	o = json_str(o, end, r->source);
-	o += snprintf(o, (size_t)(end - o), ",\"command\":");
+	o = mate_put_str(o, end, ",\"command\":");
 	o = json_str(o, end, r->command);
-	o += snprintf(o, (size_t)(end - o), ",\"details\":");
+	o = mate_put_str(o, end, ",\"details\":");
 	o = json_str(o, end, r->details);
-	o += snprintf(o, (size_t)(end - o),
-	    ",\"size_bytes\":%lld,\"pid\":%ld,\"start\":%.6f,\"dropped\":%llu,\"program\":",
-	    (long long)r->size, m->pid, m->start_real, (unsigned long long)m->drops);
-	o = json_str(o, end, m->program);
-	*o++ = '}';
+	o = mate_put_str(o, end, ",\"size_bytes\":");
+	o = mate_put_i64(o, end, r->size);
+	memcpy(o, m->mid, m->mid_len);
+	o += m->mid_len;
+	o = mate_put_u64(o, end, m->drops);
+	memcpy(o, m->tail, m->tail_len);
+	o += m->tail_len;
 	for (int tries = 0; zmq_send(m->pub, frame, (size_t)(o - frame), ZMQ_DONTWAIT) < 0; tries++) {
 		if (!last || tries >= 20) {
 			m->drops++;

@@ -36,6 +36,12 @@ TESTS += tests/test_events_stall
 tests_test_events_stall_SOURCES = tests/test_events_stall.c
 tests_test_events_stall_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
 tests_test_events_stall_LDADD = libmate.la $(ZMQ_LIBS)
+
+check_PROGRAMS += tests/test_events_budget
+TESTS += tests/test_events_budget
+tests_test_events_budget_SOURCES = tests/test_events_budget.c
+tests_test_events_budget_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
+tests_test_events_budget_LDADD = libmate.la $(ZMQ_LIBS) -lpthread
 TESTS += tests/test_events_demo.py
 EXTRA_DIST += tests/test_events_demo.py
 TESTS += tests/events_ilog_trace.sh tests/events_stale.sh

@@ -1,0 +1,180 @@
+/* test_events_budget.c: under a flood of events with a subscriber reading all it gets, the events thread keeps to its CPU budget (MATE_MONITOR_CPU), the rest is dropped and counted, and the last word still arrives. */
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "mate.h"
+#include "test.h"
+
+#define BUDGET 0.1
+#define FLOOD_S 1.5
+
+static double
+mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* CPU seconds of this process's thread named name, or -1. */
+static double
+thread_cpu(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	double secs = -1;
+
+	while (d != NULL && (de = readdir(d)) != NULL) {
+		char path[300], buf[1024];
+		FILE *f;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		buf[0] = '\0';
+		if (fgets(buf, sizeof(buf), f) != NULL)
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+		if (strcmp(buf, name) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", de->d_name);
+		if ((f = fopen(path, "r")) != NULL && fgets(buf, sizeof(buf), f) != NULL) {
+			/* utime and stime: the 14th and 15th fields, after "(comm)" */
+			char *p = strrchr(buf, ')');
+			unsigned long long ut = 0, st = 0;
+			if (p != NULL && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			    &ut, &st) == 2)
+				secs = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+		}
+		if (f != NULL)
+			fclose(f);
+	}
+	if (d != NULL)
+		closedir(d);
+	return secs;
+}
+
+static struct {
+	void *sub;
+	volatile int stop;
+	unsigned long long frames, gaps, dropped, last_seq;
+	char last_event[32];
+} R;
+
+static unsigned long long
+num(const char *frame, const char *key)
+{
+	const char *p = strstr(frame, key);
+
+	return p != NULL ? strtoull(p + strlen(key), NULL, 10) : 0;
+}
+
+/* Reads every frame as it comes, until told to stop and nothing is left. */
+static void *
+reader(void *arg)
+{
+	char buf[4096];
+	int n;
+
+	(void)arg;
+	for (;;) {
+		unsigned long long seq;
+		const char *e;
+		if ((n = zmq_recv(R.sub, buf, sizeof(buf) - 1, 0)) < 0) {
+			if (R.stop)
+				break;
+			continue;   /* the receive timeout */
+		}
+		buf[n < (int)sizeof(buf) - 1 ? n : (int)sizeof(buf) - 1] = '\0';
+		seq = num(buf, "\"seq\":");
+		if (seq > R.last_seq + 1)
+			R.gaps += seq - R.last_seq - 1;
+		R.last_seq = seq;
+		R.dropped = num(buf, "\"dropped\":");
+		if ((e = strstr(buf, "\"event\":\"")) != NULL)
+			sscanf(e + 9, "%31[^\"]", R.last_event);
+		R.frames++;
+	}
+	return NULL;
+}
+
+int
+main(void)
+{
+	char dir[] = "/tmp/mate-budget-XXXXXX", ep[300];
+	struct mate_config cfg;
+	mate_error err;
+	void *ctx;
+	pthread_t th;
+	int timeout = 200;
+	long calls = 0;
+	double t0, cpu0, cpu1, wall;
+
+	if (mkdtemp(dir) == NULL)
+		return 99;
+	setenv("MATE_MONITOR_DIR", dir, 1);
+	setenv("MATE_MONITOR_CPU", "0.1", 1);
+	mate_config_default(&cfg);
+	cfg.level = 1;
+	cfg.logdest = "/dev/null";
+	cfg.monitor = "1";
+	CHECK_EQ_INT(mate_configure(&cfg, &err), MATE_OK);
+	mate_call_end(mate_call_begin("op", "budget", NULL));   /* starts the events thread */
+
+	ctx = zmq_ctx_new();
+	R.sub = zmq_socket(ctx, ZMQ_SUB);
+	zmq_setsockopt(R.sub, ZMQ_SUBSCRIBE, "", 0);
+	zmq_setsockopt(R.sub, ZMQ_RCVTIMEO, &timeout, sizeof(timeout));
+	snprintf(ep, sizeof(ep), "ipc://%s/%ld.ipc", dir, (long)getpid());
+	CHECK_EQ_INT(zmq_connect(R.sub, ep), 0);
+	pthread_create(&th, NULL, reader, NULL);
+	usleep(300000);   /* the subscription reaches the publisher */
+
+	cpu0 = thread_cpu("mate-events");
+	CHECK(cpu0 >= 0);
+	t0 = mono();
+	while (mono() - t0 < FLOOD_S) {
+		for (int i = 0; i < 1000; i++) {
+			mate_call *c = mate_call_begin("op", "budget", NULL);
+			mate_work w;
+			mate_work_begin(&w, mate_call_id(c), "worker_0", "op", 64);
+			mate_work_end(&w, 64, 1);
+			mate_call_end(c);
+		}
+		calls += 1000;
+	}
+	wall = mono() - t0;
+	cpu1 = thread_cpu("mate-events");
+	/* the end: the last word waits for room, whatever the budget */
+	cfg.monitor = NULL;
+	cfg.level = 0;
+	mate_configure(&cfg, &err);
+	usleep(300000);
+	R.stop = 1;
+	pthread_join(th, NULL);
+
+	printf("%ld calls (%ld events) in %.2f s; events thread %.3f s of CPU (%.2f of a core, budget %.2f)\n",
+	    calls, 4 * calls, wall, cpu1 - cpu0, (cpu1 - cpu0) / wall, BUDGET);
+	printf("frames read %llu, seq gaps %llu, dropped (from the stream) %llu, last event %s\n",
+	    R.frames, R.gaps, R.dropped, R.last_event);
+	CHECK(R.frames > 1000);
+	CHECK(R.frames < 4ull * (unsigned long long)calls);
+	CHECK(R.dropped > 0);
+	CHECK_EQ_INT(R.gaps, R.dropped);   /* every missing frame counted */
+	CHECK(strcmp(R.last_event, "DISCONNECT") == 0);
+	/* the budget, plus its burst allowance and a clock tick of slack each side */
+	CHECK((cpu1 - cpu0) <= BUDGET * wall + 0.02 + 0.03);
+	zmq_close(R.sub);
+	zmq_ctx_term(ctx);
+	rmdir(dir);
+	return TEST_DONE();
+}
