@@ -540,14 +540,29 @@ parse_frame(const char *buf, size_t len, char *scratch, struct frame *f)
 		} else {
 			char num[64], *e;
 			size_t n = 0;
-			while (p < end && n + 1 < sizeof(num) && *p != '\0' &&
-			    strchr("+-.0123456789eE", *p) != NULL)
-				num[n++] = *p++;
+			uint64_t u = 0;
+			int plain = 1;      /* digits alone: no strtod */
+			double v;
+			while (p < end && n + 1 < sizeof(num)) {
+				char c = *p;
+				if (c >= '0' && c <= '9')
+					u = u * 10 + (uint64_t)(c - '0');
+				else if (c == '+' || c == '-' || c == '.' || c == 'e' || c == 'E')
+					plain = 0;
+				else
+					break;
+				num[n++] = c;
+				p++;
+			}
 			num[n] = '\0';
-			double v = strtod(num, &e);
-			if (n == 0 || *e != '\0') {
-				/* true, false, null, nested values: not ours */
-				return -1;
+			if (plain && n > 0 && n <= 15) {
+				v = (double)u;  /* exact below 2^53 */
+			} else {
+				v = strtod(num, &e);
+				if (n == 0 || *e != '\0') {
+					/* true, false, null, nested values: not ours */
+					return -1;
+				}
 			}
 			for (int i = 0; i < F_NNUM; i++)
 				if (strcmp(key, num_keys[i]) == 0) {
