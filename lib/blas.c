@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /*
  * Why not link it: OpenBLAS starts a thread per CPU in its constructor, and
@@ -25,15 +26,26 @@ static struct mate_blas blas_table;
 static int blas_ok;
 static char blas_why[300];
 
+/* The library: $MATE_BLAS (a path or soname of another CBLAS with the
+ * Fortran sgemm_/dgemm_ too, such as MKL's libmkl_rt.so) or configure's. */
+static const char *
+blas_name(void)
+{
+	const char *e = getenv("MATE_BLAS");
+
+	return e != NULL && e[0] != '\0' ? e : MATE_BLAS_SONAME;
+}
+
 static void
 blas_load(void)
 {
-	void *h = dlopen(MATE_BLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
+	const char *name = blas_name();
+	void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
 	const char *missing = NULL;
 
 	if (h == NULL) {
 		const char *e = dlerror();
-		snprintf(blas_why, sizeof(blas_why), "%s", e != NULL ? e : MATE_BLAS_SONAME);
+		snprintf(blas_why, sizeof(blas_why), "%s", e != NULL ? e : name);
 		return;
 	}
 #define GET(f) \
@@ -45,7 +57,7 @@ blas_load(void)
 	GET(dgemm_);
 #undef GET
 	if (missing != NULL) {
-		snprintf(blas_why, sizeof(blas_why), "%s has no %s", MATE_BLAS_SONAME, missing);
+		snprintf(blas_why, sizeof(blas_why), "%s has no %s", name, missing);
 		return;   /* the handle stays open: others may hold the library too */
 	}
 	blas_ok = 1;
@@ -57,7 +69,11 @@ mate_blas(mate_error *err)
 	pthread_once(&blas_once, blas_load);
 	if (blas_ok)
 		return &blas_table;
-	mate_set_error(err, MATE_ERR_UNSUPPORTED, "the CPU GEMMs need OpenBLAS, which cannot "
-	    "be loaded: %s (on Debian: apt-get install libopenblas0)", blas_why);
+	if (getenv("MATE_BLAS") != NULL && getenv("MATE_BLAS")[0] != '\0')
+		mate_set_error(err, MATE_ERR_UNSUPPORTED, "the CPU GEMMs cannot use MATE_BLAS: %s",
+		    blas_why);
+	else
+		mate_set_error(err, MATE_ERR_UNSUPPORTED, "the CPU GEMMs need OpenBLAS, which cannot "
+		    "be loaded: %s (on Debian: apt-get install libopenblas0)", blas_why);
 	return NULL;
 }

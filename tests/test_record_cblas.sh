@@ -20,6 +20,20 @@ grep -q "arg\[0\]:" log.txt && grep -q "CBLAS_ORDER.CblasColMajor (value=102)" l
 expect_status 0 $? "replay"
 [ "$(grep -c 'Passed (bit-exact)' replay.txt)" = 6 ] || fail "six bit-exact replays: $(cat replay.txt)"
 
+# another BLAS through MATE_BLAS: one that cannot be opened, and one that
+# is no BLAS, each a clear error and a failed replay (exit 1), no crash
+MATE_BLAS=/nonexistent/libnoblas.so.0 "$REPLAY" dumps >noblas.txt 2>&1
+expect_status 1 $? "replay with a missing MATE_BLAS"
+grep -q 'cannot use MATE_BLAS: /nonexistent/libnoblas.so.0' noblas.txt ||
+	fail "no error naming MATE_BLAS: $(cat noblas.txt)"
+[ "$(grep -c 'Passed' noblas.txt)" = 0 ] || fail "a GEMM passed without a BLAS: $(cat noblas.txt)"
+MATE_BLAS=libc.so.6 "$REPLAY" dumps >noblas.txt 2>&1
+expect_status 1 $? "replay with a MATE_BLAS that is no BLAS"
+grep -q 'libc.so.6 has no cblas_sgemm' noblas.txt || fail "no missing symbol named: $(cat noblas.txt)"
+# and the default again: all six pass
+"$REPLAY" dumps >replay.txt 2>&1
+expect_status 0 $? "replay with the default BLAS"
+
 # Fortran's column-major operands are recorded as column-major views
 grep -q '"stride": \[1, 40\]' dumps/*_sgemm__call0001/metadata.jsonl ||
 	fail "sgemm_'s A is not a (1, lda) view"
