@@ -107,6 +107,33 @@ reader(void *arg)
 	return NULL;
 }
 
+static long
+flood_for(double secs)
+{
+	double t0 = mono();
+	long calls = 0;
+
+	while (mono() - t0 < secs) {
+		for (int i = 0; i < 1000; i++) {
+			mate_call *c = mate_call_begin("op", "budget", NULL);
+			mate_work w;
+			mate_work_begin(&w, mate_call_id(c), "worker_0", "op", 64);
+			mate_work_end(&w, 64, 1);
+			mate_call_end(c);
+		}
+		calls += 1000;
+	}
+	return calls;
+}
+
+/* A producer that floods for a while and exits: its drops must still count. */
+static void *
+short_lived(void *arg)
+{
+	*(long *)arg = flood_for(0.3);
+	return NULL;
+}
+
 int
 main(void)
 {
@@ -142,18 +169,21 @@ main(void)
 	cpu0 = thread_cpu("mate-events");
 	CHECK(cpu0 >= 0);
 	t0 = mono();
-	while (mono() - t0 < FLOOD_S) {
-		for (int i = 0; i < 1000; i++) {
-			mate_call *c = mate_call_begin("op", "budget", NULL);
-			mate_work w;
-			mate_work_begin(&w, mate_call_id(c), "worker_0", "op", 64);
-			mate_work_end(&w, 64, 1);
-			mate_call_end(c);
-		}
-		calls += 1000;
-	}
+	calls = flood_for(FLOOD_S);
 	wall = mono() - t0;
 	cpu1 = thread_cpu("mate-events");
+	/* threads that drop and exit: their counts outlive them */
+	{
+		pthread_t pt[3];
+		long n[3] = { 0, 0, 0 };
+		for (int i = 0; i < 3; i++)
+			pthread_create(&pt[i], NULL, short_lived, &n[i]);
+		for (int i = 0; i < 3; i++) {
+			pthread_join(pt[i], NULL);
+			calls += n[i];
+		}
+		calls += flood_for(0.2);
+	}
 	/* the end: the last word waits for room, whatever the budget */
 	cfg.monitor = NULL;
 	cfg.level = 0;
