@@ -126,3 +126,9 @@ check_PROGRAMS += tests/test_pread_big
 tests_test_pread_big_SOURCES = tests/test_pread_big.c
 tests_test_pread_big_LDADD = libmate.la
 TESTS += tests/test_pread_big
+
+## test_dlclose: a host that dlclose()s libmate while a recording thread still runs is not crashed.
+check_PROGRAMS += tests/test_dlclose
+tests_test_dlclose_SOURCES = tests/test_dlclose.c
+tests_test_dlclose_LDADD = -ldl -lpthread
+TESTS += tests/test_dlclose
