@@ -46,7 +46,7 @@ struct mate_value {
 /* ---- storages ------------------------------------------------------------ */
 
 #define HUGE_PAGE ((size_t)2 << 20)
-#define HUGE_STORAGE ((size_t)8 << 20)   /* storages this large get huge pages */
+#define HUGE_STORAGE ((size_t)8 << 20)   /* storages this large are 2 MiB-aligned */
 
 mate_storage *
 mate_storage_new(size_t nbytes, mate_error *err)
