@@ -12,9 +12,10 @@
  * those threads spin (sched_yield) for a while. libmate is loaded into the
  * programs it records and into every mate tool; none of them should pay for
  * a BLAS it never calls, nor get OpenBLAS's cblas_* symbols in its global
- * scope beside its own BLAS. The library is the one configure linked against
- * (MATE_BLAS_SONAME); its symbols are looked up in it alone, so a program's
- * own BLAS, or mate-record's interposed one, is never taken instead.
+ * scope beside its own BLAS. The library is the one configure found
+ * (MATE_BLAS_SONAME), or $MATE_BLAS; its symbols are looked up in it alone,
+ * so a program's own BLAS, or mate-record's interposed one, is never taken
+ * instead.
  */
 
 #ifndef MATE_BLAS_SONAME
@@ -25,6 +26,7 @@ static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static struct mate_blas blas_table;
 static int blas_ok;
 static char blas_why[300];
+static int blas_from_env;    /* the library is $MATE_BLAS */
 
 /* The library: $MATE_BLAS (a path or soname of another CBLAS with the
  * Fortran sgemm_/dgemm_ too, such as MKL's libmkl_rt.so) or configure's. */
@@ -33,7 +35,8 @@ blas_name(void)
 {
 	const char *e = getenv("MATE_BLAS");
 
-	return e != NULL && e[0] != '\0' ? e : MATE_BLAS_SONAME;
+	blas_from_env = e != NULL && e[0] != '\0';
+	return blas_from_env ? e : MATE_BLAS_SONAME;
 }
 
 static void
@@ -69,7 +72,7 @@ mate_blas(mate_error *err)
 	pthread_once(&blas_once, blas_load);
 	if (blas_ok)
 		return &blas_table;
-	if (getenv("MATE_BLAS") != NULL && getenv("MATE_BLAS")[0] != '\0')
+	if (blas_from_env)
 		mate_set_error(err, MATE_ERR_UNSUPPORTED, "the CPU GEMMs cannot use MATE_BLAS: %s",
 		    blas_why);
 	else

@@ -7,7 +7,7 @@
 
 #include "mate.h"
 
-/* The BLAS functions the CPU kernels call, from OpenBLAS. */
+/* The BLAS functions the CPU kernels call, from OpenBLAS (or $MATE_BLAS). */
 struct mate_blas {
 	__typeof__(&cblas_sgemm) cblas_sgemm;
 	__typeof__(&cblas_dgemm) cblas_dgemm;
