@@ -24,6 +24,7 @@ int mate_ev_restart_;
 #define RING_SLOTS 16384u         /* a power of two */
 #define DRAIN_CHUNK 256           /* events between looks at the CPU budget */
 #define BUDGET_DEFAULT 0.1        /* MATE_MONITOR_CPU: share of one core */
+#define BUDGET_DEFAULT_TEXT "0.1" /* the same, for messages */
 #define BUDGET_BURST_NS 20000000  /* CPU the thread may run ahead of its budget */
 #define OUT_BUF (64 * 1024)
 #define MEM_DEVICES 16
@@ -217,7 +218,7 @@ struct ev_tdrops {
 
 static struct {
 	struct ev_tdrops *head;      /* under S.lock */
-	uint64_t retired, seen;      /* under S.lock */
+	uint64_t retired, seen;      /* under S.lock; seen: counted in the stream */
 	pthread_key_t key;
 	pthread_once_t once;
 	int key_ok;
@@ -267,9 +268,10 @@ tdrops_new(void)
 	return my_drops = t;
 }
 
-/* Every thread's whole-call drops so far, retired threads' included. */
+/* The whole-call drops of every thread (retired ones included) since the
+ * last take; take: mark them as taken. */
 static uint64_t
-tdrops_total(void)
+tdrops_new_since(int take)
 {
 	uint64_t n;
 
@@ -277,6 +279,9 @@ tdrops_total(void)
 	n = D.retired;
 	for (struct ev_tdrops *t = D.head; t != NULL; t = t->next)
 		n += __atomic_load_n(&t->n, __ATOMIC_RELAXED);
+	n -= D.seen;
+	if (take)
+		D.seen += n;
 	pthread_mutex_unlock(&S.lock);
 	return n;
 }
@@ -580,11 +585,7 @@ drain(size_t max)
 	if (__atomic_load_n(&S.full, __ATOMIC_RELAXED))
 		__atomic_store_n(&S.full, 0, __ATOMIC_RELAXED);
 	drops = __atomic_exchange_n(&S.queue_drops, 0, __ATOMIC_RELAXED);
-	{
-		uint64_t total = tdrops_total();
-		drops += total - D.seen;
-		D.seen = total;
-	}
+	drops += tdrops_new_since(1);
 	S.seq_skew += drops;
 	if (S.mon != NULL && drops > 0)
 		mate_mon_add_drops(S.mon, drops);
@@ -805,29 +806,30 @@ wait_subscriber(void)
 	pthread_mutex_unlock(&S.lock);
 }
 
+/* A number from the environment in [0, max], else dflt (with a warning
+ * naming the variable, what it wants, and what is used instead). */
+static double
+env_number(const char *name, double max, double dflt, const char *want, const char *instead)
+{
+	const char *w = getenv(name);
+	char *end;
+	double v;
+
+	if (w == NULL || *w == '\0')
+		return dflt;
+	v = strtod(w, &end);
+	if (*end == '\0' && v >= 0 && v <= max)
+		return v;
+	ev_warn("bad %s value '%s' (want %s); %s", name, w, want, instead);
+	return dflt;
+}
+
 static void
 read_tuning(void)
 {
-	const char *w = getenv("MATE_MONITOR_WAIT");
-	char *end;
-
-	S.wait_s = 0;
-	if (w != NULL && *w != '\0') {
-		double v = strtod(w, &end);
-		if (*end != '\0' || !(v >= 0) || v > 3600)
-			ev_warn("bad MATE_MONITOR_WAIT value '%s' (want seconds, 0..3600); not waiting", w);
-		else
-			S.wait_s = v;
-	}
-	S.budget = BUDGET_DEFAULT;
-	if ((w = getenv("MATE_MONITOR_CPU")) != NULL && *w != '\0') {
-		double v = strtod(w, &end);
-		if (*end != '\0' || !(v >= 0) || v > 64)
-			ev_warn("bad MATE_MONITOR_CPU value '%s' (want a share of one core, 0 for no limit); "
-			    "using %.2f", w, BUDGET_DEFAULT);
-		else
-			S.budget = v;
-	}
+	S.wait_s = env_number("MATE_MONITOR_WAIT", 3600, 0, "seconds, 0..3600", "not waiting");
+	S.budget = env_number("MATE_MONITOR_CPU", 64, BUDGET_DEFAULT,
+	    "a share of one core, 0 for no limit", "using " BUDGET_DEFAULT_TEXT);
 }
 
 static void
@@ -843,7 +845,7 @@ start_session(void)
 	S.start_real = (double)real.tv_sec + real.tv_nsec / 1e9;
 	S.enq = S.deq = S.queue_drops = S.events = S.last_t = S.seq_skew = 0;
 	S.full = 0;
-	D.seen = tdrops_total();
+	(void)tdrops_new_since(1);   /* earlier sessions' drops are not this one's */
 	S.nmem = 0;
 	S.out_len = 0;
 	S.out_failed = 0;
@@ -908,7 +910,7 @@ stop_session(void)
 	snprintf(details, sizeof(details), "pid=%ld events=%llu dropped=%llu", (long)S.pid,
 	    (unsigned long long)S.enq + 1,
 	    (unsigned long long)(S.mon != NULL ? mate_mon_drops(S.mon) : 0) +
-	    __atomic_load_n(&S.queue_drops, __ATOMIC_RELAXED));
+	    __atomic_load_n(&S.queue_drops, __ATOMIC_RELAXED) + tdrops_new_since(0));
 	mate_event_emit("DISCONNECT", NULL, program_name(), 0, details);
 	__atomic_store_n(&mate_ev_on_, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&mate_ev_wanted_, 0, __ATOMIC_RELAXED);
