@@ -108,6 +108,17 @@ struct mate_ev_rec {
 	char details[MATE_EV_DETAILS_MAX];
 };
 
+/* A program name for line-based files and terminals (the .info file, the
+ * frames, summaries, mate-top's header): a hostile argv[0]'s control
+ * characters (a newline, an escape) become '?'. */
+static inline void
+mate_clean_name(char *name)
+{
+	for (char *c = name; *c != '\0'; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+}
+
 /* Bounded text appenders for the events thread's per-event formatting
  * (snprintf's cost dominated it). Each writes what fits before end and
  * returns the new position; *end is never written. */

@@ -29,7 +29,7 @@ struct mate_mon {
 	long pid;
 	char program[64];
 	char mid[96];               /* ,"pid":N,"start":S,"dropped": (the same in every frame) */
-	char tail[160];             /* ,"program":"..."} */
+	char tail[16 + 6 * 64];     /* ,"program":"..."}, room for a name of control characters */
 	size_t mid_len, tail_len;
 };
 
@@ -242,6 +242,7 @@ mate_mon_start(const char *tcp, double start_real)
 	m->pid = (long)getpid();
 	m->start_real = start_real;
 	snprintf(m->program, sizeof(m->program), "%s", program_invocation_short_name);
+	mate_clean_name(m->program);
 	m->mid_len = (size_t)snprintf(m->mid, sizeof(m->mid), ",\"pid\":%ld,\"start\":%.6f,\"dropped\":",
 	    m->pid, m->start_real);
 	{
@@ -331,7 +332,8 @@ json_str(char *o, char *end, const char *s)
 void
 mate_mon_send(struct mate_mon *m, const struct mate_ev_rec *r, int last)
 {
-	/* every field is bounded (struct mate_ev_rec): even escaped, all fits */
+	/* every field is bounded (struct mate_ev_rec, mid, tail): even escaped
+	 * (6 bytes a character), all fits: 6 * 280 + 96 + 400 + 200 < 4088 */
 	char frame[4096], *o = frame, *end = frame + sizeof(frame) - 8;
 	uint64_t ns = r->t_ns % 1000000000u;
 

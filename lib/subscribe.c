@@ -314,6 +314,7 @@ connect_info(mate_monitor *m, const struct info *in)
 		return;
 	p->connected = 1;
 	snprintf(p->program, sizeof(p->program), "%s", in->program);
+	mate_clean_name(p->program);
 }
 
 static void
@@ -631,8 +632,10 @@ take_frame(mate_monitor *m, const char *buf, size_t len, mate_error *err)
 	start = fr.n[N_START];
 	if ((p = pub_for_frame(m, (long)fr.n[N_PID], start)) == NULL)
 		return MATE_OK;   /* too many publishers (or no memory): skipped */
-	if (p->program[0] == '\0' && fr.s[F_PROGRAM] != NULL)
+	if (p->program[0] == '\0' && fr.s[F_PROGRAM] != NULL) {
 		snprintf(p->program, sizeof(p->program), "%s", fr.s[F_PROGRAM]);
+		mate_clean_name(p->program);
+	}
 	if (m->base == 0 && start > 0) {
 		m->base = start;
 		for (int i = 0; i < m->npubs; i++)
