@@ -39,6 +39,15 @@ out=$(MATE_MONITOR_DIR=$tmp "$b/src/top/mate-top" -n 2 -d 0.05) || fail "mate-to
 MATE_MONITOR_DIR=$tmp "$b/src/trace/mate-trace" -s 0.2 -o "$tmp/t.log" 2>/dev/null
 [ $? -eq 1 ] || fail "mate-trace capturing nothing exits 1"
 head -1 "$tmp/t.log" | grep -Eq '^={100}$' || fail "the empty trace still has its header"
-rm -rf "$tmp"
+# bad tuning values: one warning each naming the variable, and the program runs on
+rt=$(mktemp -d "${TMPDIR:-/tmp}/mate-cli-rt.XXXXXX")
+MATE_MONITOR_DIR=$rt MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 MATE_DEMO_SECONDS=0.2 \
+    MATE_MONITOR_CPU=lots MATE_MONITOR_WAIT=-1 "$b/examples/mate-demo" >/dev/null 2>"$tmp.err"
+[ $? -eq 0 ] || fail "the demo with bad tuning values exits 0: $(cat "$tmp.err")"
+grep -q "bad MATE_MONITOR_CPU value 'lots' (want a share of one core, 0 for no limit); using 0.1" "$tmp.err" ||
+	fail "MATE_MONITOR_CPU=lots is named: $(cat "$tmp.err")"
+grep -q "bad MATE_MONITOR_WAIT value '-1' (want seconds, 0..3600); not waiting" "$tmp.err" ||
+	fail "MATE_MONITOR_WAIT=-1 is named: $(cat "$tmp.err")"
+rm -rf "$tmp" "$tmp.err" "$rt"
 [ $fails -eq 0 ] && echo "PASS"
 exit $((fails > 0))
