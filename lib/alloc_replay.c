@@ -432,10 +432,6 @@ static const struct mate_allocator allocator_pool = {
 static const struct mate_allocator *const allocators[] = {
 	&allocator_malloc,
 	&allocator_pool,
-#ifdef HAVE_CUDA
-	&mate_allocator_cuda,
-	&mate_allocator_cuda_async,
-#endif
 };
 #define NALLOCATORS (sizeof(allocators) / sizeof(allocators[0]))
 static const char *const all_names[] = { "malloc", "pool", "cuda", "cuda-async" };
@@ -454,9 +450,13 @@ find_allocator(const char *name, mate_error *err)
 			return allocators[i];
 	for (size_t i = 0; i < sizeof(all_names) / sizeof(all_names[0]); i++)
 		if (strcmp(all_names[i], name) == 0) {
+#ifdef HAVE_CUDA
+			return mate_alloc_replay_cuda(name, err);  /* the CUDA module's */
+#else
 			mate_set_error(err, MATE_ERR_UNSUPPORTED,
 			    "allocator %s: this libmate was built without CUDA", name);
 			return NULL;
+#endif
 		}
 	mate_set_error(err, MATE_ERR_ARGUMENT,
 	    "unknown allocator '%s' (known: malloc, pool, cuda, cuda-async)", name);

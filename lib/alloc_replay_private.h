@@ -24,8 +24,12 @@ struct mate_allocator {
 };
 
 #ifdef HAVE_CUDA
+/* In the CUDA module (alloc_replay_cuda.c). */
 extern const struct mate_allocator mate_allocator_cuda MATE_HIDDEN;
 extern const struct mate_allocator mate_allocator_cuda_async MATE_HIDDEN;
+/* In libmate (cuda_module.c): "cuda" or "cuda-async" from the module, or
+ * NULL with err set when it cannot be loaded. */
+const struct mate_allocator *mate_alloc_replay_cuda(const char *name, mate_error *err) MATE_HIDDEN;
 #endif
 
 #endif /* MATE_ALLOC_REPLAY_PRIVATE_H_INCLUDED */

@@ -33,6 +33,8 @@ const mate_backend *mate_backend_get(void);
 const mate_backend *mate_backend_host(void);
 
 #ifdef HAVE_CUDA
+/* The CUDA backend, from the CUDA module (mate-cuda.so, opened on the first
+ * call: see cuda_module.c); NULL when the module cannot be loaded. */
 const mate_backend *mate_backend_cuda(void);
 #endif
 

@@ -1,7 +1,8 @@
-/* backend_cuda.cu: the CUDA backend: device count, stream-local device-to-host copies, description. */
+/* backend_cuda.cu: the CUDA backend (in mate-cuda.so): device count, stream-local device-to-host copies, description. */
 #include "config.h"
 #include "backend.h"
 #include "kernels.h"
+#include "cuda_module.h"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -52,12 +53,12 @@ cuda_stream_capturing(void *stream)
 }
 
 static const mate_backend cuda_backend = {
-	"cuda", cuda_device_count, cuda_copy_to_host, cuda_describe, mate_kernels_cuda,
+	"cuda", cuda_device_count, cuda_copy_to_host, cuda_describe, mate_cu_kernels,
 	cuda_stream_capturing,
 };
 
 extern "C" const mate_backend *
-mate_backend_cuda(void)
+mate_cu_backend(void)
 {
 	return &cuda_backend;
 }

@@ -141,8 +141,10 @@ typedef struct mate_kernels {
  * multi-threaded; see mate_parallel_threads()). Never NULL. */
 const mate_kernels *mate_kernels_cpu(void);
 #ifdef HAVE_CUDA
-/*! mate_kernels_cuda() : the CUDA kernels (cuBLAS for GEMMs). Never NULL;
- * each call fails with MATE_ERR_UNSUPPORTED when no device is present. */
+/*! mate_kernels_cuda() : the CUDA kernels (cuBLAS for GEMMs), from the CUDA
+ * module (mate-cuda.so, opened on the first call); NULL when it cannot be
+ * loaded. Each kernel fails with MATE_ERR_UNSUPPORTED when no device is
+ * present. */
 const mate_kernels *mate_kernels_cuda(void);
 #endif
 

@@ -2,6 +2,7 @@
 #include "config.h"
 #include "kernels_cuda.h"
 #include "backend.h"
+#include "cuda_module.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -602,7 +603,7 @@ static const mate_kernels cuda_kernels = {
 };
 
 extern "C" const mate_kernels *
-mate_kernels_cuda(void)
+mate_cu_kernels(void)
 {
 	return &cuda_kernels;
 }

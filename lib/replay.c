@@ -2,6 +2,9 @@
 #include "mate_private.h"
 #include "dump_private.h"
 #include "backend.h"
+#ifdef HAVE_CUDA
+#include "cuda_module.h"
+#endif
 
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -218,14 +221,15 @@ cuda_devices(void)
 int
 mate_replay_set_device(mate_replay *r, int device, mate_error *err)
 {
-	if (device == MATE_REPLAY_DEVICE_CUDA && cuda_devices() <= 0)
-		return mate_set_error(err, MATE_ERR_UNSUPPORTED,
+	if (device == MATE_REPLAY_DEVICE_CUDA && cuda_devices() <= 0) {
 #ifdef HAVE_CUDA
-		    "no CUDA device is usable"
+		if (mate_cuda_module_load(err) == NULL)   /* err says why */
+			return err != NULL ? err->code : MATE_ERR_UNSUPPORTED;
+		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "no CUDA device is usable");
 #else
-		    "this libmate was built without CUDA"
+		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "this libmate was built without CUDA");
 #endif
-		    );
+	}
 	if (device != MATE_REPLAY_DEVICE_AUTO && device != MATE_REPLAY_DEVICE_CPU &&
 	    device != MATE_REPLAY_DEVICE_CUDA)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "unknown device %d", device);

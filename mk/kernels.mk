@@ -34,18 +34,34 @@ bench_replay_gemm_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
 bench_replay_gemm_LDADD = libmate.la $(OPENBLAS_LIBS)
 
 if HAVE_CUDA
-libmate_la_SOURCES += \
+## mate-cuda.so: the CUDA backend, kernels and allocators, in pkglibdir,
+## opened by libmate when a device is first asked for (lib/cuda_module.c).
+## It exports mate_cuda_module() alone.
+pkglib_LTLIBRARIES += mate-cuda.la
+mate_cuda_la_SOURCES = \
+	lib/cuda_module.h \
+	lib/cuda_module_entry.c \
+	lib/backend_cuda.cu \
 	lib/kernels_cuda.h \
 	lib/kernels_cuda.cu \
 	lib/kernels_cuda_gemm.cu \
-	lib/kernels_cuda_attn.cu
+	lib/kernels_cuda_attn.cu \
+	lib/alloc_replay_cuda.c
+mate_cuda_la_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
+mate_cuda_la_LDFLAGS = -module -avoid-version -shared \
+	-export-symbols-regex '^mate_cuda_module$$' $(AM_LDFLAGS)
 # nvcc's stubs for template kernels use the C++ ABI (static guards)
-libmate_la_LIBADD += -lstdc++
-check_PROGRAMS += tests/test_kernels_cuda
+mate_cuda_la_LIBADD = libmate.la $(CUDA_LIBS) -lstdc++
+check_PROGRAMS += tests/test_kernels_cuda tests/test_cuda_module
+tests_test_cuda_module_LDADD = libmate.la
 TESTS += tests/test_kernels_cuda
 tests_test_kernels_cuda_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
 tests_test_kernels_cuda_LDADD = libmate.la $(CUDA_LIBS)
 endif
+
+## The module opened on first use, or a clear error (skipped without CUDA).
+TESTS += tests/test_cuda_module.sh
+EXTRA_DIST += tests/test_cuda_module.sh
 
 ## The torch comparison again on the CUDA kernels (skipped without a device).
 TESTS += tests/test_kernels_torch_cuda.sh

@@ -9,9 +9,11 @@ libmate_la_SOURCES += \
 	lib/backend.h \
 	lib/backend.c
 
+## The CUDA backend, kernels and allocators are a module, mate-cuda.so
+## (mk/kernels.mk), which lib/cuda_module.c opens on first use: libmate
+## itself links no CUDA library.
 if HAVE_CUDA
-libmate_la_SOURCES += lib/backend_cuda.cu
-libmate_la_LIBADD += $(CUDA_LIBS)
+libmate_la_SOURCES += lib/cuda_module.h lib/cuda_module.c
 endif
 
 ## src/fe: helpers shared by the frontends (libarchive_fe's role); not installed.

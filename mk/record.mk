@@ -8,10 +8,6 @@ libmate_la_SOURCES += \
 	lib/memlog_read.c \
 	lib/alloc_replay_private.h \
 	lib/alloc_replay.c
-if HAVE_CUDA
-libmate_la_SOURCES += lib/alloc_replay_cuda.c
-libmate_la_CFLAGS += $(CUDA_CFLAGS)
-endif
 
 ## Unit tests of the memory log, the reader and the replay engine.
 check_PROGRAMS += tests/test_memlog
@@ -29,7 +25,7 @@ libmate_la_CFLAGS += -DMATE_PKGLIBDIR='"$(pkglibdir)"'
 ## libmate-preload.so: the interposer (installed in pkglibdir). It does not
 ## link libmate, libcudart or libcublas: it loads libmate RTLD_LOCAL when
 ## recording is on and finds the real functions with dlsym().
-pkglib_LTLIBRARIES = libmate-preload.la
+pkglib_LTLIBRARIES += libmate-preload.la
 libmate_preload_la_SOURCES = \
 	lib/interpose_private.h \
 	lib/interpose.c \

@@ -213,7 +213,7 @@ pick(const char *device)
 	if (strcmp(device, "cuda") == 0) {
 #ifdef HAVE_CUDA
 		const mate_backend *b = mate_backend_cuda();
-		if (b->device_count() > 0)
+		if (b != NULL && b->device_count() > 0)
 			return b->kernels();
 #endif
 		fprintf(stderr, "kernel-run: no CUDA device\n");

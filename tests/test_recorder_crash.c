@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "dumpcheck.h"
 #include "recstress.h"
 #include "test.h"
@@ -317,6 +318,11 @@ main(int argc, char **argv)
 		return 77;
 	}
 	printf("format: %s, dumps under %s\n", use_pt ? ".pt" : "safetensors", base);
+	/* The backend is chosen before the children are forked, as in a CUDA
+	 * program, whose first device call comes before its first recorded
+	 * one: choosing it opens the CUDA module (a tenth of a second and more,
+	 * the whole window of the kills below) in a build with CUDA. */
+	(void)mate_backend_get();
 	test_abort();
 	test_fork();
 	test_kill();

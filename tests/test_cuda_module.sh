@@ -1,0 +1,14 @@
+#!/bin/sh
+# test_cuda_module.sh: the CUDA module is found beside libmate and opened on
+# first use (test_cuda_module); a missing one, or a library that is not one,
+# is named in the error and the host backend is used.
+set -eu
+t="$top_builddir/tests/test_cuda_module"
+[ -x "$t" ] || { echo "SKIP: built without CUDA"; exit 77; }
+unset MATE_CUDA_MODULE || true
+"$t"
+"$t" /nonexistent/mate-cuda.so "no file /nonexistent/mate-cuda.so"
+lib=$(ls "$top_builddir"/.libs/libmate.so.0 2>/dev/null || true)
+[ -n "$lib" ] || { echo "no shared libmate in $top_builddir/.libs" >&2; exit 1; }
+"$t" "$lib" "is not a mate CUDA module"
+echo "ok"
