@@ -2,6 +2,7 @@
 #include "mate_private.h"
 #include "dump_private.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,8 +17,11 @@ static int skim_value(struct skim *s, int depth);
 static void
 ws(struct skim *s)
 {
-	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
-		s->p++;
+	const char *p = s->p, *end = s->end;
+
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	s->p = p;
 }
 
 static int
@@ -55,60 +59,84 @@ hex4(const char *p, const char *end)
 	return v;
 }
 
-/* A string at s->p (the opening quote); *has_escape tells whether to unescape. */
+/* Whether any of the 8 bytes of v ends a string's plain run: '"', '\\' or
+ * a control character (below 0x20). Exact, as the has-zero-byte test is. */
+static int
+run_ends(uint64_t v)
+{
+	const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+	uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
+
+	return (((q - ones) & ~q) | ((b - ones) & ~b) | ((v - ones * 0x20) & ~v)) & highs ? 1 : 0;
+}
+
+/* A string at s->p (the opening quote); *has_escape tells whether to unescape.
+ * Local pointers: a char store through s->p could alias, and the plain runs
+ * between quotes and escapes are skipped eight bytes at a time. */
 static int
 skim_string(struct skim *s, int *has_escape)
 {
-	s->p++;
-	while (s->p < s->end) {
-		unsigned char c = (unsigned char)*s->p;
+	const char *p = s->p + 1, *end = s->end;
 
+	for (;;) {
+		unsigned char c;
+
+		while (end - p >= 8) {
+			uint64_t v;
+
+			memcpy(&v, p, 8);
+			if (run_ends(v))
+				break;
+			p += 8;
+		}
+		while (p < end && (c = (unsigned char)*p) != '"' && c != '\\' && c >= 0x20)
+			p++;
+		if (p >= end)
+			return 0;
+		c = (unsigned char)*p;
 		if (c == '"') {
-			s->p++;
+			s->p = p + 1;
 			return 1;
 		}
 		if (c < 0x20)
 			return 0;
-		if (c == '\\') {
-			*has_escape = 1;
-			if (s->end - s->p < 2)
-				return 0;
-			c = (unsigned char)s->p[1];
-			if (c == 'u') {
-				unsigned u = hex4(s->p + 2, s->end);
+		/* a backslash */
+		*has_escape = 1;
+		if (end - p < 2)
+			return 0;
+		c = (unsigned char)p[1];
+		if (c == 'u') {
+			unsigned u = hex4(p + 2, end);
 
-				/* a surrogate must be a high one followed by a low one */
-				if (u > 0xffff || (u >= 0xdc00 && u <= 0xdfff))
+			/* a surrogate must be a high one followed by a low one */
+			if (u > 0xffff || (u >= 0xdc00 && u <= 0xdfff))
+				return 0;
+			p += 6;
+			if (u >= 0xd800 && u <= 0xdbff) {
+				unsigned lo = end - p >= 2 && p[0] == '\\' && p[1] == 'u' ?
+				    hex4(p + 2, end) : 0x10000;
+
+				if (lo < 0xdc00 || lo > 0xdfff)
 					return 0;
-				s->p += 6;
-				if (u >= 0xd800 && u <= 0xdbff) {
-					unsigned lo = s->end - s->p >= 2 && s->p[0] == '\\' && s->p[1] == 'u' ?
-					    hex4(s->p + 2, s->end) : 0x10000;
-
-					if (lo < 0xdc00 || lo > 0xdfff)
-						return 0;
-					s->p += 6;
-				}
-				continue;
+				p += 6;
 			}
-			if (!strchr("\"\\/bfnrt", c) || c == '\0')
-				return 0;
-			s->p += 2;
 			continue;
 		}
-		s->p++;
+		if (c == '\0' || !strchr("\"\\/bfnrt", c))
+			return 0;
+		p += 2;
 	}
-	return 0;
 }
 
 static int
 digits(struct skim *s)
 {
-	const char *start = s->p;
+	const char *start = s->p, *p = start, *end = s->end;
 
-	while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
-		s->p++;
-	return s->p > start;
+	while (p < end && *p >= '0' && *p <= '9')
+		p++;
+	s->p = p;
+	return p > start;
 }
 
 static int

@@ -326,13 +326,19 @@ scan_names(struct scan *sc, struct mate_dump_list *part, mate_error *err)
 		if (from >= to)
 			return MATE_OK;
 		for (size_t i = from; i < to; i++) {
+			static const char meta_name[] = "/metadata.jsonl";
 			char meta[512], sub[4096];
+			size_t nl = strlen(sc->names[i]);
 			int rc;
 
-			if (snprintf(meta, sizeof(meta), "%s/metadata.jsonl", sc->names[i]) >= (int)sizeof(meta) ||
-			    snprintf(sub, sizeof(sub), "%.*s/%s", (int)sc->plen, sc->path,
-			    sc->names[i]) >= (int)sizeof(sub))
+			/* "NAME/metadata.jsonl" and "ROOT/NAME", without printf's parsing */
+			if (nl + sizeof(meta_name) > sizeof(meta) || sc->plen + 1 + nl + 1 > sizeof(sub))
 				continue;
+			memcpy(meta, sc->names[i], nl);
+			memcpy(meta + nl, meta_name, sizeof(meta_name));
+			memcpy(sub, sc->path, sc->plen);
+			sub[sc->plen] = '/';
+			memcpy(sub + sc->plen + 1, sc->names[i], nl + 1);
 			if ((rc = add_one(part, sc->rootfd, meta, sub, sc->names[i], err)) < 0)
 				return rc;
 		}
