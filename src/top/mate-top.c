@@ -168,16 +168,30 @@ fmt_bytes(char *out, size_t cap, double b)
 
 /* ---- feeding ------------------------------------------------------------------------- */
 
-/* Takes events until the deadline (monotonic seconds) or a key press. */
+/* Takes events until the deadline (monotonic seconds) or a key press. A
+ * flood faster than mate-top reads never leaves the queue empty, so the
+ * clock and the keyboard are looked at every 256 events too. */
 static int
 feed(mate_monitor *m, mate_activity *a, double deadline, int interactive)
 {
 	mate_live_event le;
 	mate_publisher_info pi;
 	mate_error err;
+	unsigned taken = 0;
 	int rc;
 
 	for (;;) {
+		if ((++taken & 255) == 0) {
+			if (interrupted || mono() >= deadline)
+				return 0;
+			if (interactive) {
+				int ch = getch();
+				if (ch != ERR) {
+					ungetch(ch);
+					return 0;
+				}
+			}
+		}
 		double left = deadline - mono();
 		int wait = left <= 0 ? 0 : (int)(left * 1000) + 1;
 		if (interactive && wait > 50)
