@@ -168,6 +168,21 @@ fmt_bytes(char *out, size_t cap, double b)
 
 /* ---- feeding ------------------------------------------------------------------------- */
 
+/* Whether feeding should stop: interrupted, past the deadline, or a key
+ * waiting (left for the caller to read). */
+static int
+time_to_stop(double deadline, int interactive)
+{
+	int ch;
+
+	if (interrupted || mono() >= deadline)
+		return 1;
+	if (!interactive || (ch = getch()) == ERR)
+		return 0;
+	ungetch(ch);
+	return 1;
+}
+
 /* Takes events until the deadline (monotonic seconds) or a key press. A
  * flood faster than mate-top reads never leaves the queue empty, so the
  * clock and the keyboard are looked at every 256 events too. */
@@ -181,17 +196,8 @@ feed(mate_monitor *m, mate_activity *a, double deadline, int interactive)
 	int rc;
 
 	for (;;) {
-		if ((++taken & 255) == 0) {
-			if (interrupted || mono() >= deadline)
-				return 0;
-			if (interactive) {
-				int ch = getch();
-				if (ch != ERR) {
-					ungetch(ch);
-					return 0;
-				}
-			}
-		}
+		if ((++taken & 255) == 0 && time_to_stop(deadline, interactive))
+			return 0;
 		double left = deadline - mono();
 		int wait = left <= 0 ? 0 : (int)(left * 1000) + 1;
 		if (interactive && wait > 50)
@@ -204,15 +210,8 @@ feed(mate_monitor *m, mate_activity *a, double deadline, int interactive)
 			mate_activity_add(a, pi.pid, pi.program, &le);
 			continue;
 		}
-		if (interrupted || mono() >= deadline)
+		if (time_to_stop(deadline, interactive))
 			return 0;
-		if (interactive) {
-			int ch = getch();
-			if (ch != ERR) {
-				ungetch(ch);
-				return 0;
-			}
-		}
 	}
 }
 
