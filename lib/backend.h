@@ -26,8 +26,9 @@ typedef struct mate_backend {
 	int (*stream_capturing)(void *stream);
 } mate_backend;
 
-/* The CUDA backend when built with CUDA and a device is present, else the
- * host one (whose copy is a memcpy). Never NULL. */
+/* The CUDA backend when built with CUDA, the process already uses CUDA (a
+ * CUDA runtime or driver is loaded) and a device is present, else the host
+ * one (whose copy is a memcpy). Never NULL. */
 const mate_backend *mate_backend_get(void);
 /* The host backend (CPU kernels), whatever devices are present. */
 const mate_backend *mate_backend_host(void);

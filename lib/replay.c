@@ -210,9 +210,9 @@ static int
 cuda_devices(void)
 {
 #ifdef HAVE_CUDA
-	const mate_backend *b = mate_backend_get();
+	const mate_backend *b = mate_backend_cuda();   /* a replay may be the first CUDA user */
 
-	return strcmp(b->name, "cuda") == 0 ? b->device_count() : 0;
+	return b != NULL ? b->device_count() : 0;
 #else
 	return 0;
 #endif

@@ -1,4 +1,4 @@
-/* test_cuda_module.c: libmate links no CUDA library; the CUDA module (mate-cuda.so) is opened on first use, and a missing or foreign module gives a clear error and the host backend. */
+/* test_cuda_module.c: libmate links no CUDA library; the CUDA module (mate-cuda.so) is opened on first use (not for a process that uses no CUDA), and a missing or foreign module gives a clear error and the host backend. */
 #include "config.h"
 #include "mate.h"
 #include "mate_dump.h"
@@ -64,6 +64,11 @@ main(int argc, char **argv)
 	CHECK(mapped("libmate") == 1);
 	CHECK(mapped("libcudart") == 0);
 	CHECK(mate_kernels_cpu() != NULL);
+	CHECK(mapped("libcudart") == 0);
+	CHECK(mapped("mate-cuda") == 0);
+	/* a process that uses no CUDA gets the host backend without loading it
+	 * (what a recorded CPU-only program asks for its log header) */
+	CHECK_STR(mate_backend_get()->name, "host");
 	CHECK(mapped("libcudart") == 0);
 	CHECK(mapped("mate-cuda") == 0);
 
