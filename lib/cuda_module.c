@@ -72,8 +72,8 @@ module_load(void)
 {
 	const char *env = getenv("MATE_CUDA_MODULE");
 	char lib[4096], path[4200];
+	static const char *const beside[] = { "/mate/", "/" };
 	Dl_info info;
-	int rc;
 
 	if (env != NULL && env[0] != '\0') {
 		if (try_open(env, &module) == 0)
@@ -87,12 +87,11 @@ module_load(void)
 		strcpy(lib, info.dli_fname);
 		if ((slash = strrchr(lib, '/')) != NULL) {
 			*slash = '\0';
-			snprintf(path, sizeof(path), "%s/mate/%s", lib, MODULE_NAME);
-			if ((rc = try_open(path, &module)) != 0)
-				return;
-			snprintf(path, sizeof(path), "%s/%s", lib, MODULE_NAME);
-			if ((rc = try_open(path, &module)) != 0)
-				return;
+			for (size_t i = 0; i < sizeof(beside) / sizeof(beside[0]); i++) {
+				snprintf(path, sizeof(path), "%s%s%s", lib, beside[i], MODULE_NAME);
+				if (try_open(path, &module) != 0)
+					return;   /* loaded, or there and unusable (module_why) */
+			}
 		}
 	}
 	if (try_open(MATE_PKGLIBDIR "/" MODULE_NAME, &module) == 0)
