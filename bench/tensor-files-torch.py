@@ -85,6 +85,20 @@ def prefault(nbytes, opts):
         del a
 
 
+def prefault_write(nbytes, opts):
+    """prefault(), then a scratch file of nbytes written in the folder and
+    unlinked unsynced: the page cache a write takes is backed too."""
+    prefault(nbytes, opts)
+    if not opts.no_prefault:
+        path = os.path.join(opts.dir, "prefault.scratch")
+        zeros = bytes(CHUNK)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        for off in range(0, nbytes, CHUNK):
+            os.write(fd, zeros[:min(CHUNK, nbytes - off)])
+        os.close(fd)
+        remove(path)
+
+
 def remove(path):
     try:
         os.unlink(path)
@@ -101,7 +115,7 @@ def run_case(case, d, payload, opts):
     wt, rt, fsize = [], [], -1
     for r in range(opts.repeat):
         remove(path)
-        prefault(payload * 5 // 4, opts)
+        prefault_write(payload * 5 // 4, opts)
         t0 = time.perf_counter()
         torch.save(d, path)
         if opts.fsync:

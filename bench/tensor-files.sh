@@ -28,7 +28,9 @@
 #                operation (both halves do by default): on a virtual machine that hands
 #                freed memory back to its host within seconds (virtio-balloon free page
 #                reporting), first touches run at about 450 MiB/s instead of 10 GiB/s
-#                and would measure the host, not the code
+#                and would measure the host, not the code; before a timed write both
+#                halves also write and unlink (unsynced) a scratch file of that size in
+#                the folder, so the page cache the write takes is backed too
 # Environment: BUILDDIR (default .) holds bench/tensor-files; PYTHON_TORCH (default
 #   /usr/bin/python3) is a Python with torch and numpy.
 # Output: MiB/s of tensor payload per case and in total (total bytes / summed times),
