@@ -53,6 +53,10 @@ mate_cuda_la_LDFLAGS = -module -avoid-version -shared \
 # nvcc's stubs for template kernels use the C++ ABI (static guards)
 mate_cuda_la_LIBADD = libmate.la $(CUDA_LIBS) -lstdc++
 check_PROGRAMS += tests/test_kernels_cuda tests/test_cuda_module
+## a module from another mate version or ABI, which libmate refuses
+check_LTLIBRARIES += tests/cuda-module-other.la
+tests_cuda_module_other_la_SOURCES = tests/cuda_module_other.c
+tests_cuda_module_other_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_LDFLAGS)
 tests_test_cuda_module_LDADD = libmate.la
 TESTS += tests/test_kernels_cuda
 tests_test_kernels_cuda_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)

@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_cuda_module.sh: the CUDA module is found beside libmate and opened on
-# first use (test_cuda_module); a missing one, or a library that is not one,
-# is named in the error and the host backend is used.
+# first use (test_cuda_module); a missing one, a library that is not one, or
+# one from another mate version or ABI (tests/cuda_module_other.c) is named in
+# the error and the host backend is used.
 set -eu
 t="$top_builddir/tests/test_cuda_module"
 [ -x "$t" ] || { echo "SKIP: built without CUDA"; exit 77; }
@@ -11,4 +12,8 @@ unset MATE_CUDA_MODULE || true
 lib=$(ls "$top_builddir"/.libs/libmate.so.0 2>/dev/null || true)
 [ -n "$lib" ] || { echo "no shared libmate in $top_builddir/.libs" >&2; exit 1; }
 "$t" "$lib" "is not a mate CUDA module"
+other="$top_builddir/tests/.libs/cuda-module-other.so"
+[ -f "$other" ] || { echo "no $other" >&2; exit 1; }
+"$t" "$other" "is from mate 0.0.0-other, not"
+MATE_TEST_MODULE_ABI=1 "$t" "$other" "is from mate (another), not"
 echo "ok"
