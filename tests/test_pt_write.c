@@ -42,9 +42,11 @@ zip_free(struct zip *z)
 	memset(z, 0, sizeof(*z));
 }
 
-/* Reads every entry with libarchive's seekable zip reader (it checks CRCs). */
+/* Reads every entry with libarchive's seekable zip reader (it checks the
+ * CRCs of the central directory), or its streaming one (those of the data
+ * descriptors). */
 static int
-zip_read(const char *path, struct zip *z)
+zip_read_with(const char *path, struct zip *z, int streaming)
 {
 	struct archive *a = archive_read_new();
 	struct archive_entry *ae;
@@ -52,7 +54,10 @@ zip_read(const char *path, struct zip *z)
 
 	memset(z, 0, sizeof(*z));
 	z->e = calloc(MAX_ENTRIES, sizeof(*z->e));
-	archive_read_support_format_zip_seekable(a);
+	if (streaming)
+		archive_read_support_format_zip_streamable(a);
+	else
+		archive_read_support_format_zip_seekable(a);
 	if (archive_read_open_filename(a, path, 65536) != ARCHIVE_OK) {
 		fprintf(stderr, "open %s: %s\n", path, archive_error_string(a));
 		archive_read_free(a);
@@ -77,6 +82,21 @@ zip_read(const char *path, struct zip *z)
 	z->ok = r == ARCHIVE_EOF;
 	archive_read_free(a);
 	return z->ok ? 0 : -1;
+}
+
+/* Both readers; z gets the seekable one's entries. */
+static int
+zip_read(const char *path, struct zip *z)
+{
+	struct zip st;
+	int rc = zip_read_with(path, &st, 1);
+
+	if (rc != 0)
+		fprintf(stderr, "%s: the streaming zip reader failed\n", path);
+	zip_free(&st);
+	if (zip_read_with(path, z, 0) != 0)
+		return -1;
+	return rc;
 }
 
 static const struct zip_entry *
