@@ -252,6 +252,9 @@ read_all(int fd, void *buf, size_t len, const char *path)
 	}
 }
 
+/* padding for plain_write(), content for prefault_write() */
+static char zeros[CHUNK];
+
 static int
 open_or_die(const char *path, int flags)
 {
@@ -330,7 +333,6 @@ prefault(const struct options *o, int64_t bytes)
 static void
 prefault_write(const struct options *o, int64_t bytes)
 {
-	static char zeros[CHUNK];
 	char path[4096];
 	int fd;
 
@@ -338,11 +340,9 @@ prefault_write(const struct options *o, int64_t bytes)
 	if (o->no_prefault)
 		return;
 	snprintf(path, sizeof(path), "%s/prefault.scratch", o->dir);
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
-		mate_fe_errx(1, "open %s: %s", path, strerror(errno));
+	fd = open_or_die(path, O_WRONLY | O_CREAT | O_TRUNC);
 	for (int64_t off = 0; off < bytes; off += CHUNK)
-		if (write(fd, zeros, (size_t)(bytes - off < CHUNK ? bytes - off : CHUNK)) < 0)
-			mate_fe_errx(1, "write %s: %s", path, strerror(errno));
+		write_all(fd, zeros, (size_t)(bytes - off < CHUNK ? bytes - off : CHUNK), path);
 	close(fd);
 	remove_file(path);
 }
@@ -404,7 +404,6 @@ static double
 plain_write(const char *path, const struct workload *w, int64_t file_bytes,
     const struct options *o)
 {
-	static char zeros[CHUNK];
 	int64_t pad = file_bytes - w->c->count * w->c->nbytes;
 	double t0 = now();
 	int fd = open_or_die(path, O_WRONLY | O_CREAT | O_TRUNC);

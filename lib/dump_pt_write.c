@@ -181,12 +181,10 @@ sink_write(struct archive *a, void *ctx, const void *buf, size_t n)
 		s->in_cd = s->cd_next;
 		return (la_ssize_t)n;
 	}
-	if (n >= SINK_DIRECT_MIN || n > SINK_BUF - s->fill) {
-		if (n >= SINK_DIRECT_MIN || n > SINK_BUF)
-			return sink_flush(s, p, n) < 0 ? -1 : (la_ssize_t)n;
-		if (sink_flush(s, NULL, 0) < 0)
-			return -1;
-	}
+	if (n >= SINK_DIRECT_MIN)   /* with what is gathered, from where it lies */
+		return sink_flush(s, p, n) < 0 ? -1 : (la_ssize_t)n;
+	if (n > SINK_BUF - s->fill && sink_flush(s, NULL, 0) < 0)
+		return -1;
 	memcpy(s->buf + s->fill, p, n);
 	s->fill += n;
 	return (la_ssize_t)n;
