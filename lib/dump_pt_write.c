@@ -2,6 +2,7 @@
 #include "mate_private.h"
 #include "backend.h"
 #include "pickle_write.h"
+#include "wqueue.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -9,7 +10,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 /*
  * Layout (spec tensor-files.md A1-A4): <root>/data.pkl, <root>/byteorder,
@@ -19,7 +19,11 @@
  * Output path: libarchive is unbuffered (bytes per block 0) and hands every
  * piece to sink_write(). Small pieces (headers, descriptors) are gathered in
  * a buffer; a large piece (tensor memory, or the device bounce buffer) goes
- * out with them in one writev() straight from where it lies.
+ * out with them straight from where it lies, through a write queue
+ * (wqueue.h) whose writes end on 2 MiB boundaries in the file. Tensor data
+ * goes to libarchive in chunks that end on such boundaries too (so that
+ * the CRC of each is taken while it is in cache, and the device's bounce
+ * buffer, which cannot wait in the queue, also ends its writes there).
  *
  * CRC-32: libarchive's own is zlib's crc32(), which took 89 ms of a 512 MiB
  * tensor's 0.21 s here (the write() itself 0.115 s). So libarchive runs with
@@ -34,17 +38,19 @@
  * write; it is never left with a wrong CRC.
  */
 
-#define PT_CHUNK ((size_t)1 << 20)       /* bytes per archive_write_data() */
+#define PT_CHUNK ((size_t)2 << 20)       /* most bytes per archive_write_data() */
 #define SINK_BUF ((size_t)1 << 20)       /* gathering buffer */
+_Static_assert(PT_CHUNK % MATE_WQ_ALIGN == 0, "chunks end where the queue's writes do");
 #define SINK_DIRECT_MIN ((size_t)64 << 10) /* smaller pieces are gathered */
 #define CD_MAX ((size_t)1 << 30)         /* central directory held back */
 
 struct sink {
-	int fd;
 	int error;            /* first errno of a write, or EPROTO (why says) */
 	const char *why;      /* what was not as expected in libarchive's output */
+	struct mate_wq q;
 	unsigned char buf[SINK_BUF];
-	size_t fill;
+	/* pieces inside [stable_lo, stable_hi) stay in place until the end */
+	uintptr_t stable_lo, stable_hi;
 	/* CRCs */
 	uint32_t *crcs;       /* of the entries finished so far, in order */
 	size_t ncrcs, crcs_cap;
@@ -85,44 +91,13 @@ get_le16(const unsigned char *p)
 	return (size_t)p[0] | (size_t)p[1] << 8;
 }
 
+/* Writes out everything queued. 0 or -1. */
 static int
-writev_all(int fd, struct iovec *iov, int k)
+sink_flush(struct sink *s)
 {
-	int i = 0;
-
-	while (i < k) {
-		ssize_t n = writev(fd, iov + i, k - i);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return errno;
-		if (n == 0)
-			return EIO;
-		while (i < k && (size_t)n >= iov[i].iov_len)
-			n -= (ssize_t)iov[i++].iov_len;
-		if (i < k) {
-			iov[i].iov_base = (char *)iov[i].iov_base + n;
-			iov[i].iov_len -= (size_t)n;
-		}
-	}
-	return 0;
-}
-
-/* Writes what is gathered and then n bytes at p (n may be 0). 0 or -1. */
-static int
-sink_flush(struct sink *s, const void *p, size_t n)
-{
-	struct iovec iov[2];
-	int k = 0;
-
-	if (s->fill > 0)
-		iov[k++] = (struct iovec){ s->buf, s->fill };
-	if (n > 0)
-		iov[k++] = (struct iovec){ (void *)(uintptr_t)p, n };
-	s->fill = 0;
-	if (k > 0 && (s->error = writev_all(s->fd, iov, k)) != 0)
-		return -1;
-	return 0;
+	if (s->error == 0 && mate_wq_flush(&s->q) < 0)
+		s->error = s->q.error;
+	return s->error != 0 ? -1 : 0;
 }
 
 static int
@@ -170,23 +145,27 @@ sink_write(struct archive *a, void *ctx, const void *buf, size_t n)
 		return sink_hold(s, p, n) < 0 ? -1 : (la_ssize_t)n;
 	if (s->desc_pending) {
 		/* PK\7\10, CRC-32, then 4- or 8-byte sizes (ZIP64) */
+		unsigned char *d;
+
 		if ((n != 16 && n != 24) || memcmp(p, "PK\7\10", 4) != 0)
 			return sink_fail(s, "no data descriptor after an entry");
-		if (SINK_BUF - s->fill < n && sink_flush(s, NULL, 0) < 0)
+		if ((d = mate_wq_reserve(&s->q, n)) == NULL) {
+			s->error = s->q.error;
 			return -1;
-		memcpy(s->buf + s->fill, p, n);
-		put_le32(s->buf + s->fill + 4, s->crcs[s->ncrcs - 1]);
-		s->fill += n;
+		}
+		memcpy(d, p, n);
+		put_le32(d + 4, s->crcs[s->ncrcs - 1]);
 		s->desc_pending = 0;
 		s->in_cd = s->cd_next;
 		return (la_ssize_t)n;
 	}
-	if (n >= SINK_DIRECT_MIN)   /* with what is gathered, from where it lies */
-		return sink_flush(s, p, n) < 0 ? -1 : (la_ssize_t)n;
-	if (n > SINK_BUF - s->fill && sink_flush(s, NULL, 0) < 0)
+	if (n >= SINK_DIRECT_MIN ?
+	    mate_wq_put(&s->q, p, n, (uintptr_t)p >= s->stable_lo &&
+	        (uintptr_t)p + n <= s->stable_hi) < 0 :
+	    mate_wq_copy(&s->q, p, n) < 0) {
+		s->error = s->q.error;
 		return -1;
-	memcpy(s->buf + s->fill, p, n);
-	s->fill += n;
+	}
 	return (la_ssize_t)n;
 }
 
@@ -235,7 +214,9 @@ sink_write_cd(struct sink *s)
 	}
 	if (s->cd_len - off < 4 || memcmp(s->cd + off, "PK\1\2", 4) == 0)
 		return sink_fail(s, "more central directory records than entries");
-	return sink_flush(s, s->cd, s->cd_len);
+	if (mate_wq_put(&s->q, s->cd, s->cd_len, 0) < 0)
+		s->error = s->q.error;
+	return sink_flush(s);
 }
 
 static struct sink *
@@ -244,7 +225,7 @@ sink_new(int fd)
 	struct sink *s = calloc(1, sizeof(*s));
 
 	if (s != NULL)
-		s->fd = fd;
+		mate_wq_init(&s->q, fd, s->buf, sizeof(s->buf));
 	return s;
 }
 
@@ -258,7 +239,7 @@ sink_finish(struct sink *s, int complete, const char **why)
 	if (s->error == 0 && complete)
 		sink_write_cd(s);
 	else if (s->error == 0)
-		sink_flush(s, NULL, 0);
+		sink_flush(s);
 	e = s->error;
 	*why = s->why;
 	free(s->crcs);
@@ -323,14 +304,28 @@ pt_header(struct pt_writer *w, const char *suffix, uint64_t size)
 	return MATE_OK;
 }
 
-/* archive_write_data() in chunks (it takes at most INT_MAX and may write less). */
+/* How much of n bytes of entry data to hand libarchive next: at most up to
+ * the next multiple of PT_CHUNK in the file (see the top of the file). */
+static size_t
+pt_chunk_len(const struct pt_writer *w, uint64_t n)
+{
+	size_t k = PT_CHUNK - (size_t)(mate_wq_offset(&w->sink->q) % PT_CHUNK);
+
+	return n < k ? (size_t)n : k;
+}
+
+/* archive_write_data() in chunks (it takes at most INT_MAX and may write
+ * less). stable: p stays in place until the file is done (not so the
+ * device's bounce buffer). */
 static int
-pt_data(struct pt_writer *w, const void *p, uint64_t n)
+pt_data(struct pt_writer *w, const void *p, uint64_t n, int stable)
 {
 	const unsigned char *q = p;
 
+	w->sink->stable_lo = stable ? (uintptr_t)p : 0;
+	w->sink->stable_hi = stable ? (uintptr_t)p + n : 0;
 	while (n > 0) {
-		size_t k = n > PT_CHUNK ? PT_CHUNK : (size_t)n;
+		size_t k = pt_chunk_len(w, n);
 		la_ssize_t done = archive_write_data(w->a, q, k);
 		if (done <= 0)
 			return pt_fail(w, "cannot write zip data");
@@ -339,6 +334,7 @@ pt_data(struct pt_writer *w, const void *p, uint64_t n)
 		q += done;
 		n -= (uint64_t)done;
 	}
+	w->sink->stable_lo = w->sink->stable_hi = 0;
 	return MATE_OK;
 }
 
@@ -347,7 +343,7 @@ pt_small(struct pt_writer *w, const char *suffix, const void *p, size_t n)
 {
 	if (pt_header(w, suffix, n) != MATE_OK)
 		return w->rc;
-	return pt_data(w, p, n);
+	return pt_data(w, p, n, 1);
 }
 
 /* A storage record: host memory straight from the caller, device memory
@@ -358,12 +354,13 @@ pt_storage(struct pt_writer *w, size_t key, const struct mate_pickle_storage *ps
 	const mate_backend *be;
 	unsigned char *bounce;
 	char suffix[40];
+	size_t k;
 
 	snprintf(suffix, sizeof(suffix), "/data/%zu", key);
 	if (pt_header(w, suffix, ps->nbytes) != MATE_OK)
 		return w->rc;
 	if (ps->device_type != MATE_DEVICE_CUDA) {
-		pt_data(w, ps->data, ps->nbytes);
+		pt_data(w, ps->data, ps->nbytes, 1);
 		return w->rc;
 	}
 	be = mate_backend_get();
@@ -372,13 +369,13 @@ pt_storage(struct pt_writer *w, size_t key, const struct mate_pickle_storage *ps
 		    "%s: a tensor is on a CUDA device but no CUDA device is usable", w->path);
 	if ((bounce = malloc(PT_CHUNK)) == NULL)
 		return w->rc = mate_set_error(w->err, MATE_ERR_NOMEM, "out of memory");
-	for (uint64_t off = 0; off < ps->nbytes && w->rc == MATE_OK; off += PT_CHUNK) {
-		size_t k = ps->nbytes - off < PT_CHUNK ? (size_t)(ps->nbytes - off) : PT_CHUNK;
+	for (uint64_t off = 0; off < ps->nbytes && w->rc == MATE_OK; off += k) {
+		k = pt_chunk_len(w, ps->nbytes - off);
 		if (be->copy_to_host(bounce, (const char *)ps->data + off, k, ps->stream) != 0)
 			w->rc = mate_set_error(w->err, MATE_ERR_IO,
 			    "%s: cannot copy storage %zu from the device", w->path, key);
 		else
-			pt_data(w, bounce, k);
+			pt_data(w, bounce, k, 0);
 	}
 	free(bounce);
 	return w->rc;

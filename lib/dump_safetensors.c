@@ -1,5 +1,6 @@
 /* dump_safetensors.c: safetensors files: a canonical writer (byte-identical to the reference) and a bounded, validating reader. */
 #include "mate_private.h"
+#include "wqueue.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -322,35 +323,14 @@ build_header(struct sbuf *sb, const struct st_item *items, size_t n,
 	return MATE_OK;
 }
 
-/* Output: big contiguous runs go straight from memory, small ones are
- * coalesced in a buffer. The first error sticks. */
+/* Output (wqueue.h): big contiguous runs go straight from the caller's
+ * memory, which stays in place until the file is written; small ones and
+ * gathered views are copied into the queue's buffer. The first error
+ * sticks (q.error). */
 struct wout {
-	int fd;
-	char *buf;
-	size_t len, cap;   /* cap <= ST_WBUF, and >= every view gathered whole */
-	int errnum;
+	struct mate_wq q;
+	size_t cap;   /* the buffer's: <= ST_WBUF, and >= every view gathered whole */
 };
-
-static void
-wout_write(struct wout *w, const void *p, size_t n)
-{
-	int rc = w->errnum == 0 && n > 0 ? mate_write_all(w->fd, p, n) : 0;
-
-	if (rc < 0)
-		w->errnum = -rc;
-}
-
-/* Makes room for n bytes in the buffer (n <= w->cap). */
-static char *
-wout_reserve(struct wout *w, size_t n)
-{
-	if (w->cap - w->len < n) {
-		wout_write(w, w->buf, w->len);
-		w->len = 0;
-	}
-	w->len += n;
-	return w->buf + w->len - n;
-}
 
 /* Writes a view in row-major order: contiguous views directly, others
  * gathered through the buffer, split along dim 0 until they fit. */
@@ -361,22 +341,23 @@ write_view(struct wout *w, const mate_tensor *t)
 	const char *base = (const char *)t->data + (size_t)t->offset * es;
 	mate_tensor sub;
 
-	if (nbytes == 0 || w->errnum != 0)
+	void *d;
+
+	if (nbytes == 0 || w->q.error != 0)
 		return;
 	if (mate_tensor_is_contiguous(t) && nbytes >= ST_DIRECT) {
-		wout_write(w, w->buf, w->len);
-		w->len = 0;
-		wout_write(w, base, nbytes);
+		mate_wq_put(&w->q, base, nbytes, 1);
 	} else if (mate_tensor_is_contiguous(t)) {
-		memcpy(wout_reserve(w, nbytes), base, nbytes);
+		mate_wq_copy(&w->q, base, nbytes);
 	} else if (nbytes <= w->cap) {
-		mate_tensor_copy_contiguous(t, wout_reserve(w, nbytes));
+		if ((d = mate_wq_reserve(&w->q, nbytes)) != NULL)
+			mate_tensor_copy_contiguous(t, d);
 	} else {
 		sub = *t;
 		sub.ndim = t->ndim - 1;
 		memmove(sub.shape, t->shape + 1, (size_t)sub.ndim * sizeof(sub.shape[0]));
 		memmove(sub.stride, t->stride + 1, (size_t)sub.ndim * sizeof(sub.stride[0]));
-		for (int64_t i = 0; i < t->shape[0] && w->errnum == 0; i++) {
+		for (int64_t i = 0; i < t->shape[0] && w->q.error == 0; i++) {
 			sub.offset = t->offset + i * t->stride[0];
 			write_view(w, &sub);
 		}
@@ -388,33 +369,36 @@ write_file(const char *path, const struct sbuf *hdr, const struct st_item *items
     size_t n, mate_error *err)
 {
 	mate_atomic_file af;
-	struct wout w = { -1, NULL, 0, hdr->len, 0 };
+	struct wout w;
+	unsigned char *buf;
+	size_t cap = hdr->len;
 	int rc;
 
 	/* a buffer no larger than the file (small files: one malloc, one write) */
-	for (size_t i = 0; i < n && w.cap < ST_WBUF; i++)
-		w.cap += items[i].nbytes < ST_WBUF ? (size_t)items[i].nbytes : ST_WBUF;
-	if (w.cap > ST_WBUF)
-		w.cap = ST_WBUF;
-	w.buf = malloc(w.cap > 0 ? w.cap : 1);
-	rc = w.buf == NULL ? mate_set_error(err, MATE_ERR_NOMEM, "out of memory") :
+	for (size_t i = 0; i < n && cap < ST_WBUF; i++)
+		cap += items[i].nbytes < ST_WBUF ? (size_t)items[i].nbytes : ST_WBUF;
+	if (cap > ST_WBUF)
+		cap = ST_WBUF;
+	buf = malloc(cap > 0 ? cap : 1);
+	rc = buf == NULL ? mate_set_error(err, MATE_ERR_NOMEM, "out of memory") :
 	    mate_atomic_open(&af, path, err);
 	if (rc != MATE_OK) {
-		free(w.buf);
+		free(buf);
 		return rc;
 	}
-	w.fd = af.fd;
-	if (hdr->len <= w.cap)
-		memcpy(wout_reserve(&w, hdr->len), hdr->p, hdr->len);
+	mate_wq_init(&w.q, af.fd, buf, cap);
+	w.cap = cap;
+	if (hdr->len <= cap)
+		mate_wq_copy(&w.q, hdr->p, hdr->len);
 	else
-		wout_write(&w, hdr->p, hdr->len);
-	for (size_t i = 0; i < n && w.errnum == 0; i++)
+		mate_wq_put(&w.q, hdr->p, hdr->len, 1);
+	for (size_t i = 0; i < n && w.q.error == 0; i++)
 		write_view(&w, items[i].t);
-	wout_write(&w, w.buf, w.len);
-	free(w.buf);
-	if (w.errnum == 0)
+	mate_wq_flush(&w.q);
+	free(buf);
+	if (w.q.error == 0)
 		return mate_atomic_commit(&af, err);
-	rc = mate_set_errno(err, w.errnum, "cannot write", af.tmp_path);
+	rc = mate_set_errno(err, w.q.error, "cannot write", af.tmp_path);
 	mate_atomic_abort(&af);
 	return rc;
 }

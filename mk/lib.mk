@@ -3,6 +3,8 @@ include_HEADERS += lib/mate.h lib/mate_dump.h
 libmate_la_SOURCES += \
 	lib/mate_private.h \
 	lib/error.c \
+	lib/wqueue.h \
+	lib/wqueue.c \
 	lib/dtype.c \
 	lib/tensor.c \
 	lib/value.c \
@@ -19,3 +21,9 @@ endif
 ## src/fe: helpers shared by the frontends (libarchive_fe's role); not installed.
 noinst_LTLIBRARIES += src/fe/libmate_fe.la
 src_fe_libmate_fe_la_SOURCES = src/fe/fe.h src/fe/fe.c
+
+## test_wqueue: the file writers' output queue (lib/wqueue.c).
+check_PROGRAMS += tests/test_wqueue
+tests_test_wqueue_SOURCES = tests/test_wqueue.c
+tests_test_wqueue_LDADD = libmate.la
+TESTS += tests/test_wqueue

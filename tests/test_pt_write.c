@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "mate.h"
@@ -30,6 +32,22 @@ struct zip {
 };
 
 static char tmpdir[256];
+
+/* libmate's writev() calls resolve to this one: while tracking, it notes
+ * the file offset at which each write ended. */
+static int tracking;
+static off_t write_ends[256];
+static int nwrite_ends;
+
+ssize_t
+writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	ssize_t n = syscall(SYS_writev, fd, iov, iovcnt);
+
+	if (tracking && n > 0 && nwrite_ends < (int)(sizeof(write_ends) / sizeof(write_ends[0])))
+		write_ends[nwrite_ends++] = lseek(fd, 0, SEEK_CUR);
+	return n;
+}
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -598,8 +616,8 @@ test_refused(void)
 }
 
 /* Failures while writing leave nothing under the final name (nor a
- * temporary): a missing directory, and a file size limit (EFBIG) hit in
- * the small-file path and in the writer-thread path. */
+ * temporary): a missing directory, and a file size limit (EFBIG) hit while
+ * small pieces are gathered and while a big storage goes out directly. */
 static void
 test_write_errors(void)
 {
@@ -653,8 +671,7 @@ test_write_errors(void)
 
 /* Many storages get keys in order and their own bytes, and the zip reads
  * back with right CRCs: small ones (gathered), 1 KiB ones (written from
- * the caller's memory, more pieces than the queue holds) and 3000 x 4 KiB
- * (through the writer thread). */
+ * the caller's memory) and 3000 x 4 KiB (each a piece of its own). */
 static void
 test_many(int count, size_t nbytes)
 {
@@ -685,6 +702,66 @@ test_many(int count, size_t nbytes)
 	mate_value_free(d);
 }
 
+/* Large storages go out in writes that end at multiples of 2 MiB in the
+ * file (whole large folios in the page cache), all but the last one, and
+ * every byte lands where it belongs. */
+static void
+test_aligned_chunks(void)
+{
+	static const size_t sizes[2] = { ((size_t)9 << 20) + 4321, ((size_t)3 << 20) + 77 };
+	mate_value *d = mate_value_dict();
+	int aligned = 0, unaligned = 0;
+	char path[512];
+	mate_error err;
+	struct zip z;
+
+	for (int i = 0; i < 2; i++) {
+		mate_storage *st = mate_storage_new(sizes[i], NULL);
+		uint32_t *p = mate_storage_data(st), x = 2463534242U + (uint32_t)i;
+		int64_t shape[1] = { (int64_t)sizes[i] };
+		char key[8];
+
+		for (size_t k = 0; k < sizes[i] / 4; k++) {   /* xorshift32 */
+			x ^= x << 13;
+			x ^= x >> 17;
+			x ^= x << 5;
+			p[k] = x;
+		}
+		snprintf(key, sizeof(key), "t%d", i);
+		mate_value_set_str(d, key, tensor_over(st, MATE_U8, 1, shape, NULL, 0));
+		mate_storage_unref(st);
+	}
+	tmp_path(path, sizeof(path), "aligned.pt");
+	nwrite_ends = 0;
+	tracking = 1;
+	CHECK_EQ_INT(mate_pt_write(path, d, NULL, &err), MATE_OK);
+	tracking = 0;
+	for (int i = 0; i < nwrite_ends; i++) {
+		if (write_ends[i] % ((off_t)2 << 20) == 0)
+			aligned++;
+		else
+			unaligned++;
+	}
+	/* 12 MiB and a bit: at 2, 4, ..., 12 MiB, then the rest at the end */
+	CHECK_EQ_INT(aligned, 6);
+	CHECK_EQ_INT(unaligned, 1);
+	CHECK_EQ_INT(zip_read(path, &z), 0);
+	CHECK(z.ok);
+	for (int i = 0; i < 2; i++) {
+		const mate_storage *st = mate_value_get_storage(mate_value_item(d, (size_t)i));
+		char name[32];
+		const struct zip_entry *e;
+
+		snprintf(name, sizeof(name), "archive/data/%d", i);
+		e = zip_find(&z, name);
+		CHECK(e != NULL && e->len == sizes[i] &&
+		    memcmp(e->data, mate_storage_data(st), sizes[i]) == 0);
+	}
+	zip_free(&z);
+	unlink(path);
+	mate_value_free(d);
+}
+
 int
 main(void)
 {
@@ -706,6 +783,7 @@ main(void)
 	test_many(50, 3);
 	test_many(600, 1024);
 	test_many(3000, 4096);
+	test_aligned_chunks();
 	rmdir(tmpdir);
 	return TEST_DONE();
 }
