@@ -4,7 +4,8 @@
  * Cases (about 1 GiB in all): one 512 MiB tensor, 100 x 5 MiB, 10,000 x 4 KiB.
  * For each: the best of REPEATS (default 3) runs of mate_pt_write(), of
  * write() of every tensor's bytes to one file (one call per tensor), and of
- * crc32() over the same bytes (what libarchive computes for the zip).
+ * zlib's crc32() over the same bytes (libarchive's own CRC, which the
+ * writer no longer uses: it computes libdeflate's).
  */
 #include "config.h"
 

@@ -22,14 +22,16 @@
  * out with them straight from where it lies, through a write queue
  * (wqueue.h) whose writes end on 2 MiB boundaries in the file. Tensor data
  * goes to libarchive in chunks that end on such boundaries too (so that
- * the CRC of each is taken while it is in cache, and the device's bounce
- * buffer, which cannot wait in the queue, also ends its writes there).
+ * the device's bounce buffer, which cannot wait in the queue, also ends its
+ * writes there), each chunk's CRC taken first, so that the kernel copies a
+ * chunk the CRC has just brought into cache.
  *
  * CRC-32: libarchive's own is zlib's crc32(), which took 89 ms of a 512 MiB
  * tensor's 0.21 s here (the write() itself 0.115 s). So libarchive runs with
  * its "fakecrc32" option, which writes 0 for every CRC, and this file
- * computes each entry's CRC with libdeflate_crc32() (0.038 s for 512 MiB,
- * and less on the chunk just written, still in cache), then puts it where
+ * computes each entry's CRC with libdeflate_crc32() (0.038 s for 512 MiB;
+ * taken before the write rather than after, the whole .pt write of 512 MiB
+ * went from 0.15 to 0.14 s against write()'s 0.11 s), then puts it where
  * the zip format keeps it: in the entry's data descriptor (the 16 or 24
  * bytes "PK\7\10" crc sizes, which libarchive writes as one piece when the
  * next entry starts or the archive closes) and in the entry's central
@@ -326,11 +328,12 @@ pt_data(struct pt_writer *w, const void *p, uint64_t n, int stable)
 	w->sink->stable_hi = stable ? (uintptr_t)p + n : 0;
 	while (n > 0) {
 		size_t k = pt_chunk_len(w, n);
+		/* first: the copy into the page cache then reads from cache */
+		uint32_t crc = (uint32_t)libdeflate_crc32(w->crc, q, k);
 		la_ssize_t done = archive_write_data(w->a, q, k);
 		if (done <= 0)
 			return pt_fail(w, "cannot write zip data");
-		/* just written: mostly still in cache */
-		w->crc = (uint32_t)libdeflate_crc32(w->crc, q, (size_t)done);
+		w->crc = (size_t)done == k ? crc : (uint32_t)libdeflate_crc32(w->crc, q, (size_t)done);
 		q += done;
 		n -= (uint64_t)done;
 	}
