@@ -323,43 +323,37 @@ build_header(struct sbuf *sb, const struct st_item *items, size_t n,
 	return MATE_OK;
 }
 
-/* Output (wqueue.h): big contiguous runs go straight from the caller's
- * memory, which stays in place until the file is written; small ones and
- * gathered views are copied into the queue's buffer. The first error
- * sticks (q.error). */
-struct wout {
-	struct mate_wq q;
-	size_t cap;   /* the buffer's: <= ST_WBUF, and >= every view gathered whole */
-};
-
-/* Writes a view in row-major order: contiguous views directly, others
- * gathered through the buffer, split along dim 0 until they fit. */
+/* Writes a view in row-major order through the output queue (wqueue.h):
+ * big contiguous views straight from the caller's memory, which stays in
+ * place until the file is written; small ones copied into the queue's
+ * buffer (q->cap: at most ST_WBUF, and at least every view gathered whole);
+ * other views gathered there, split along dim 0 until they fit. The first
+ * error sticks (q->error). */
 static void
-write_view(struct wout *w, const mate_tensor *t)
+write_view(struct mate_wq *q, const mate_tensor *t)
 {
 	size_t es = mate_dtype_size(t->dtype), nbytes = (size_t)mate_tensor_nbytes(t);
 	const char *base = (const char *)t->data + (size_t)t->offset * es;
 	mate_tensor sub;
-
 	void *d;
 
-	if (nbytes == 0 || w->q.error != 0)
+	if (nbytes == 0 || q->error != 0)
 		return;
 	if (mate_tensor_is_contiguous(t) && nbytes >= ST_DIRECT) {
-		mate_wq_put(&w->q, base, nbytes, 1);
+		mate_wq_put(q, base, nbytes, 1);
 	} else if (mate_tensor_is_contiguous(t)) {
-		mate_wq_copy(&w->q, base, nbytes);
-	} else if (nbytes <= w->cap) {
-		if ((d = mate_wq_reserve(&w->q, nbytes)) != NULL)
+		mate_wq_copy(q, base, nbytes);
+	} else if (nbytes <= q->cap) {
+		if ((d = mate_wq_reserve(q, nbytes)) != NULL)
 			mate_tensor_copy_contiguous(t, d);
 	} else {
 		sub = *t;
 		sub.ndim = t->ndim - 1;
 		memmove(sub.shape, t->shape + 1, (size_t)sub.ndim * sizeof(sub.shape[0]));
 		memmove(sub.stride, t->stride + 1, (size_t)sub.ndim * sizeof(sub.stride[0]));
-		for (int64_t i = 0; i < t->shape[0] && w->q.error == 0; i++) {
+		for (int64_t i = 0; i < t->shape[0] && q->error == 0; i++) {
 			sub.offset = t->offset + i * t->stride[0];
-			write_view(w, &sub);
+			write_view(q, &sub);
 		}
 	}
 }
@@ -369,7 +363,7 @@ write_file(const char *path, const struct sbuf *hdr, const struct st_item *items
     size_t n, mate_error *err)
 {
 	mate_atomic_file af;
-	struct wout w;
+	struct mate_wq q;
 	unsigned char *buf;
 	size_t cap = hdr->len;
 	int rc;
@@ -386,19 +380,18 @@ write_file(const char *path, const struct sbuf *hdr, const struct st_item *items
 		free(buf);
 		return rc;
 	}
-	mate_wq_init(&w.q, af.fd, buf, cap);
-	w.cap = cap;
+	mate_wq_init(&q, af.fd, buf, cap);
 	if (hdr->len <= cap)
-		mate_wq_copy(&w.q, hdr->p, hdr->len);
+		mate_wq_copy(&q, hdr->p, hdr->len);
 	else
-		mate_wq_put(&w.q, hdr->p, hdr->len, 1);
-	for (size_t i = 0; i < n && w.q.error == 0; i++)
-		write_view(&w, items[i].t);
-	mate_wq_flush(&w.q);
+		mate_wq_put(&q, hdr->p, hdr->len, 1);
+	for (size_t i = 0; i < n && q.error == 0; i++)
+		write_view(&q, items[i].t);
+	mate_wq_flush(&q);
 	free(buf);
-	if (w.q.error == 0)
+	if (q.error == 0)
 		return mate_atomic_commit(&af, err);
-	rc = mate_set_errno(err, w.q.error, "cannot write", af.tmp_path);
+	rc = mate_set_errno(err, q.error, "cannot write", af.tmp_path);
 	mate_atomic_abort(&af);
 	return rc;
 }
