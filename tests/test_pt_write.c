@@ -9,13 +9,12 @@
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "mate.h"
 #include "mate_dump.h"
 #include "test.h"
+#include "write_ends.h"
 
 #define MAX_ENTRIES 4096
 
@@ -32,22 +31,6 @@ struct zip {
 };
 
 static char tmpdir[256];
-
-/* libmate's writev() calls resolve to this one: while tracking, it notes
- * the file offset at which each write ended. */
-static int tracking;
-static off_t write_ends[256];
-static int nwrite_ends;
-
-ssize_t
-writev(int fd, const struct iovec *iov, int iovcnt)
-{
-	ssize_t n = syscall(SYS_writev, fd, iov, iovcnt);
-
-	if (tracking && n > 0 && nwrite_ends < (int)(sizeof(write_ends) / sizeof(write_ends[0])))
-		write_ends[nwrite_ends++] = lseek(fd, 0, SEEK_CUR);
-	return n;
-}
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -710,7 +693,7 @@ test_aligned_chunks(void)
 {
 	static const size_t sizes[2] = { ((size_t)9 << 20) + 4321, ((size_t)3 << 20) + 77 };
 	mate_value *d = mate_value_dict();
-	int aligned = 0, unaligned = 0;
+	int aligned, unaligned;
 	char path[512];
 	mate_error err;
 	struct zip z;
@@ -733,15 +716,10 @@ test_aligned_chunks(void)
 	}
 	tmp_path(path, sizeof(path), "aligned.pt");
 	nwrite_ends = 0;
-	tracking = 1;
+	write_ends_tracking = 1;
 	CHECK_EQ_INT(mate_pt_write(path, d, NULL, &err), MATE_OK);
-	tracking = 0;
-	for (int i = 0; i < nwrite_ends; i++) {
-		if (write_ends[i] % ((off_t)2 << 20) == 0)
-			aligned++;
-		else
-			unaligned++;
-	}
+	write_ends_tracking = 0;
+	write_ends_count((off_t)2 << 20, &aligned, &unaligned);
 	/* 12 MiB and a bit: at 2, 4, ..., 12 MiB, then the rest at the end */
 	CHECK_EQ_INT(aligned, 6);
 	CHECK_EQ_INT(unaligned, 1);

@@ -7,31 +7,14 @@
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "mate.h"
 #include "mate_dump.h"
 #include "test.h"
+#include "write_ends.h"
 
 static char tmpdir[64];
-
-/* libmate's writev() calls resolve to this one: while tracking, it notes
- * the file offset at which each write ended. */
-static int tracking;
-static off_t write_ends[256];
-static int nwrite_ends;
-
-ssize_t
-writev(int fd, const struct iovec *iov, int iovcnt)
-{
-	ssize_t n = syscall(SYS_writev, fd, iov, iovcnt);
-
-	if (tracking && n > 0 && nwrite_ends < (int)(sizeof(write_ends) / sizeof(write_ends[0])))
-		write_ends[nwrite_ends++] = lseek(fd, 0, SEEK_CUR);
-	return n;
-}
 
 static char *
 tmp_path(const char *name)
@@ -579,7 +562,7 @@ test_aligned_writes(void)
 {
 	static const int64_t sizes[3] = { (5 << 20) + 3, 1000, (3 << 20) + 5 };
 	mate_value *d = mate_value_dict(), *r;
-	int aligned = 0, unaligned = 0, bad = 0;
+	int aligned, unaligned, bad = 0;
 
 	for (int i = 0; i < 3; i++) {
 		char key[8];
@@ -588,15 +571,10 @@ test_aligned_writes(void)
 		mate_value_set_str(d, key, tensor(MATE_U8, 1, &sizes[i], i));
 	}
 	nwrite_ends = 0;
-	tracking = 1;
+	write_ends_tracking = 1;
 	CHECK_EQ_INT(write_ok(tmp_path("aligned.safetensors"), d, NULL), MATE_OK);
-	tracking = 0;
-	for (int i = 0; i < nwrite_ends; i++) {
-		if (write_ends[i] % ((off_t)2 << 20) == 0)
-			aligned++;
-		else
-			unaligned++;
-	}
+	write_ends_tracking = 0;
+	write_ends_count((off_t)2 << 20, &aligned, &unaligned);
 	/* 8 MiB and a bit: up to 4 MiB (t0's last boundary), then t0's rest,
 	 * t1 and t2 up to 8 MiB, then the rest */
 	CHECK_EQ_INT(aligned, 2);

@@ -6,28 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "wqueue.h"
 #include "test.h"
+#include "write_ends.h"
 
 #define MiB ((size_t)1 << 20)
-
-/* libmate's writev() calls come here: the file offset after each write. */
-static off_t ends[4096];
-static int nends;
-
-ssize_t
-writev(int fd, const struct iovec *iov, int iovcnt)
-{
-	ssize_t n = syscall(SYS_writev, fd, iov, iovcnt);
-
-	if (n > 0 && nends < (int)(sizeof(ends) / sizeof(ends[0])))
-		ends[nends++] = lseek(fd, 0, SEEK_CUR);
-	return n;
-}
 
 static char path[256];
 
@@ -70,7 +55,7 @@ test_mix(void)
 		src[i] = (unsigned char)next();
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	mate_wq_init(&q, fd, buf, sizeof(buf));
-	nends = 0;
+	nwrite_ends = 0;
 	while (off < total) {
 		uint32_t r = next();
 		size_t n = r % 4 == 0 ? r % 4000 : r % 4 == 1 ? r % (3 * MiB) : r % 300000;
@@ -89,12 +74,12 @@ test_mix(void)
 	}
 	CHECK_EQ_INT(mate_wq_flush(&q), 0);
 	CHECK(file_is(fd, src, total));
-	CHECK(nends > 10 && ends[nends - 1] == (off_t)total);
-	for (int i = 0; i < nends - 1; i++) {
-		int ok = ends[i] % (off_t)(2 * MiB) == 0;
+	CHECK(nwrite_ends > 10 && write_ends[nwrite_ends - 1] == (off_t)total);
+	for (int i = 0; i < nwrite_ends - 1; i++) {
+		int ok = write_ends[i] % (off_t)(2 * MiB) == 0;
 
 		for (int k = 0; k < nunstable && !ok; k++)
-			ok = ends[i] == unstable_ends[k];
+			ok = write_ends[i] == unstable_ends[k];
 		bad += !ok;
 	}
 	CHECK_EQ_INT(bad, 0);
@@ -114,16 +99,16 @@ test_many_pieces(void)
 	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 
 	mate_wq_init(&q, fd, buf, sizeof(buf));
-	nends = 0;
+	nwrite_ends = 0;
 	for (int i = 0; i < N; i++) {
 		pieces[i] = malloc(SZ + 64);   /* + 64: never adjacent */
 		for (int k = 0; k < SZ; k++)
 			pieces[i][k] = want[(size_t)i * SZ + (size_t)k] = (unsigned char)next();
 		CHECK_EQ_INT(mate_wq_put(&q, pieces[i], SZ, 1), 0);
 	}
-	CHECK_EQ_INT(nends, 3);
+	CHECK_EQ_INT(nwrite_ends, 3);
 	CHECK_EQ_INT(mate_wq_flush(&q), 0);
-	CHECK_EQ_INT(nends, 4);
+	CHECK_EQ_INT(nwrite_ends, 4);
 	CHECK(file_is(fd, want, (size_t)N * SZ));
 	for (int i = 0; i < N; i++)
 		free(pieces[i]);
@@ -168,6 +153,7 @@ main(void)
 	const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 
 	snprintf(path, sizeof(path), "%s/test_wqueue.%ld", base, (long)getpid());
+	write_ends_tracking = 1;
 	test_mix();
 	test_many_pieces();
 	test_errors();
