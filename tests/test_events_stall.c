@@ -98,7 +98,14 @@ main(void)
 	zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "", 0);
 	snprintf(ep, sizeof(ep), "ipc://%s/%ld.ipc", dir, (long)getpid());
 	CHECK_EQ_INT(zmq_connect(sub, ep), 0);
-	usleep(300000);   /* the subscription reaches the publisher */
+	/* read until the subscription has reached the publisher and events
+	 * flow (a fixed wait was not always enough on a loaded machine) */
+	for (int i = 0; i < 1000 && frames == 0; i++) {
+		calls(10);
+		usleep(10000);
+		read_frames(sub, &frames, &gaps, &dropped, &last);
+	}
+	CHECK(frames > 0);
 	t_stalled = calls(CALLS);
 	usleep(300000);
 	read_frames(sub, &frames, &gaps, &dropped, &last);
