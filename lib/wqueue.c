@@ -78,7 +78,9 @@ mate_wq_reserve(struct mate_wq *q, size_t n)
 {
 	void *p;
 
-	if (q->error != 0 || n > q->cap)
+	if (q->error == 0 && n > q->cap)
+		q->error = EINVAL;   /* the caller's mistake: it never fits */
+	if (q->error != 0)
 		return NULL;
 	if ((n > q->cap - q->fill || q->niov == MATE_WQ_IOVS) && mate_wq_flush(q) < 0)
 		return NULL;
@@ -95,11 +97,8 @@ mate_wq_copy(struct mate_wq *q, const void *p, size_t n)
 
 	if (n == 0)
 		return q->error != 0 ? -1 : 0;
-	if ((d = mate_wq_reserve(q, n)) == NULL) {
-		if (q->error == 0)
-			q->error = EINVAL;
+	if ((d = mate_wq_reserve(q, n)) == NULL)
 		return -1;
-	}
 	memcpy(d, p, n);
 	return 0;
 }

@@ -13,8 +13,9 @@
  * Pieces are queued in file order and written with writev(). A piece the
  * caller keeps in place until the end (mate_wq_put(stable = 1)) may stay
  * queued: the queue is written up to the last multiple of MATE_WQ_ALIGN it
- * reaches, and the rest waits for the next piece. So every write but the
- * last starts and ends on such a boundary, and the page cache takes whole
+ * reaches, and the rest waits for the next piece. So a write ends off such
+ * a boundary only when it is the last, writes an unstable piece, or makes
+ * room (a full buffer, MATE_WQ_IOVS pieces), and the page cache takes whole
  * large folios (2 MiB on ext4), as it does for one big write() from offset
  * 0. Writes that ended anywhere (after a zip header, between tensors) left
  * folios of a few pages at each joint: on a VM here, a 512 MiB tensor in
@@ -33,8 +34,8 @@ struct mate_wq {
 };
 
 void mate_wq_init(struct mate_wq *q, int fd, unsigned char *buf, size_t cap);
-/* Room for n <= cap bytes in the buffer, queued (their content is the
- * caller's to fill before the next call), or NULL after an error. */
+/* Room for n bytes in the buffer, queued (their content is the caller's to
+ * fill before the next call), or NULL after an error (n > cap: EINVAL). */
 void *mate_wq_reserve(struct mate_wq *q, size_t n);
 /* Queues n bytes copied into the buffer (n <= cap). 0 or -1 (q->error). */
 int mate_wq_copy(struct mate_wq *q, const void *p, size_t n);

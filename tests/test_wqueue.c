@@ -117,7 +117,8 @@ test_many_pieces(void)
 }
 
 /* A write error (a full disk: /dev/full) sticks: every later call fails
- * and writes nothing. A copy larger than the buffer is refused. */
+ * and writes nothing. A copy or a reservation larger than the buffer is
+ * refused with EINVAL. */
 static void
 test_errors(void)
 {
@@ -143,6 +144,9 @@ test_errors(void)
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	mate_wq_init(&q, fd, buf, sizeof(buf));
 	CHECK_EQ_INT(mate_wq_copy(&q, big, sizeof(buf) + 1), -1);
+	CHECK_EQ_INT(q.error, EINVAL);
+	mate_wq_init(&q, fd, buf, sizeof(buf));
+	CHECK(mate_wq_reserve(&q, sizeof(buf) + 1) == NULL);
 	CHECK_EQ_INT(q.error, EINVAL);
 	close(fd);
 }
