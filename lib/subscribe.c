@@ -51,6 +51,7 @@ struct mate_monitor {
 	double base;                /* 0 until set */
 	int flushing;
 	double lag;
+	double now;                 /* the clock's last reading (monotonic seconds) */
 	struct held **heap;
 	size_t nheld, cap_held;
 	uint64_t order;
@@ -91,6 +92,7 @@ mate_monitor_new(mate_error *err)
 	m->lag = (lag != NULL && *lag != '\0' ? atof(lag) : LAG_MS_DEFAULT) / 1000.0;
 	if (!(m->lag >= 0) || m->lag > 60)
 		m->lag = LAG_MS_DEFAULT / 1000.0;
+	m->now = mono_s();
 	if ((m->ctx = zmq_ctx_new()) == NULL || (m->sub = zmq_socket(m->ctx, ZMQ_SUB)) == NULL) {
 		mate_set_error(err, MATE_ERR_IO, "monitor: cannot create a ZeroMQ socket: %s",
 		    zmq_strerror(zmq_errno()));
@@ -447,6 +449,19 @@ struct frame {
 static const char *const str_keys[F_NSTR] = { "event", "client", "command", "details", "program" };
 static const char *const num_keys[F_NNUM] = { "seq", "timestamp", "size_bytes", "pid", "start", "dropped" };
 
+static const double ten_to[16] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
+	1e10, 1e11, 1e12, 1e13, 1e14, 1e15 };
+
+/* @return the index of key (len bytes) in keys, or -1. */
+static int
+key_index(const char *key, size_t len, const char *const *keys, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (keys[i][0] == key[0] && strlen(keys[i]) == len && memcmp(keys[i], key, len) == 0)
+			return i;
+	return -1;
+}
+
 static const char *
 skip_ws(const char *p, const char *end)
 {
@@ -522,6 +537,7 @@ parse_frame(const char *buf, size_t len, char *scratch, struct frame *f)
 		return -1;
 	for (;;) {
 		char *key = o;
+		int i;
 		p = skip_ws(p, end);
 		if (p < end && *p == '}')
 			return 0;
@@ -535,19 +551,21 @@ parse_frame(const char *buf, size_t len, char *scratch, struct frame *f)
 			char *val = o;
 			if ((p = parse_str(p + 1, end, &o)) == NULL)
 				return -1;
-			for (int i = 0; i < F_NSTR; i++)
-				if (strcmp(key, str_keys[i]) == 0)
-					f->s[i] = val;
+			if ((i = key_index(key, (size_t)(val - key - 1), str_keys, F_NSTR)) >= 0)
+				f->s[i] = val;
 		} else {
 			char num[64], *e;
-			size_t n = 0;
+			size_t n = 0, digits = 0;
 			uint64_t u = 0;
-			int plain = 1;      /* digits alone: no strtod */
+			int plain = 1, point = -1;   /* digits and one point alone: no strtod */
 			double v;
 			while (p < end && n + 1 < sizeof(num)) {
 				char c = *p;
-				if (c >= '0' && c <= '9')
+				if (c >= '0' && c <= '9') {
 					u = u * 10 + (uint64_t)(c - '0');
+					digits++;
+				} else if (c == '.' && point < 0 && digits > 0)
+					point = (int)digits;
 				else if (c == '+' || c == '-' || c == '.' || c == 'e' || c == 'E')
 					plain = 0;
 				else
@@ -556,8 +574,11 @@ parse_frame(const char *buf, size_t len, char *scratch, struct frame *f)
 				p++;
 			}
 			num[n] = '\0';
-			if (plain && n > 0 && n <= 15) {
-				v = (double)u;  /* exact below 2^53 */
+			if (plain && digits > 0 && digits <= 15 && (point < 0 || (size_t)point < digits)) {
+				/* u is exact below 2^53, and so is a power of ten up to
+				 * 10^22: one correctly rounded division gives what
+				 * strtod() would (the double nearest to the decimal) */
+				v = point < 0 ? (double)u : (double)u / ten_to[digits - (size_t)point];
 			} else {
 				v = strtod(num, &e);
 				if (n == 0 || *e != '\0') {
@@ -565,12 +586,11 @@ parse_frame(const char *buf, size_t len, char *scratch, struct frame *f)
 					return -1;
 				}
 			}
-			for (int i = 0; i < F_NNUM; i++)
-				if (strcmp(key, num_keys[i]) == 0) {
-					f->n[i] = v;
-					if (i == N_SEQ)
-						f->has_seq = 1;
-				}
+			if ((i = key_index(key, (size_t)(o - key - 1), num_keys, F_NNUM)) >= 0) {
+				f->n[i] = v;
+				if (i == N_SEQ)
+					f->has_seq = 1;
+			}
 		}
 		p = skip_ws(p, end);
 		if (p < end && *p == ',') {
@@ -649,7 +669,7 @@ take_frame(mate_monitor *m, const char *buf, size_t len, mate_error *err)
 	h->le.dropped = fr.n[N_DROPPED] > 0 ? (uint64_t)fr.n[N_DROPPED] : 0;
 	h->le.publisher = (int)(p - m->pubs);
 	h->order = m->order++;
-	h->arrived = mono_s();
+	h->arrived = m->now;
 	h->le.missed = account(p, h->le.ev.seq, h->le.dropped);
 	if (strcmp(h->le.ev.event, "DISCONNECT") == 0)
 		p->ended = 1;
@@ -666,7 +686,9 @@ receive_all(mate_monitor *m, mate_error *err)
 {
 	int n, rc;
 
-	/* a bounded batch: the caller's deadline is looked at between batches */
+	/* a bounded batch: the caller's deadline is looked at between batches;
+	 * its frames arrived now (one reading of the clock, not one a frame) */
+	m->now = mono_s();
 	for (int batch = 0; batch < 4096 && m->nheld < HELD_MAX; batch++) {
 		n = zmq_recv(m->sub, m->frame, FRAME_MAX, ZMQ_DONTWAIT);
 		if (n < 0)
@@ -684,13 +706,15 @@ receive_all(mate_monitor *m, mate_error *err)
 int
 mate_monitor_next(mate_monitor *m, mate_live_event *ev, int timeout_ms, mate_error *err)
 {
-	double deadline = timeout_ms < 0 ? 1e300 : mono_s() + timeout_ms / 1000.0;
+	/* The clock is read once a batch of frames and after each wait, not
+	 * once an event: an event due by the last reading is due now. */
+	double now = m->now, deadline = -1;
 	int rc;
 
 	free(m->current);
 	m->current = NULL;
 	for (;;) {
-		double now = mono_s(), wait;
+		double wait;
 		if (now >= m->next_scan) {
 			scan(m);
 			m->next_scan = now + RESCAN_MS / 1000.0;
@@ -703,9 +727,14 @@ mate_monitor_next(mate_monitor *m, mate_live_event *ev, int timeout_ms, mate_err
 				*ev = m->current->le;
 				return 1;
 			}
-			if (pass == 0 && (rc = receive_all(m, err)) != MATE_OK)
-				return rc;
+			if (pass == 0) {
+				if ((rc = receive_all(m, err)) != MATE_OK)
+					return rc;
+				now = m->now;
+			}
 		}
+		if (deadline < 0)
+			deadline = timeout_ms < 0 ? 1e300 : now + timeout_ms / 1000.0;
 		if (now >= deadline)
 			return 0;
 		wait = deadline - now;
@@ -713,6 +742,8 @@ mate_monitor_next(mate_monitor *m, mate_live_event *ev, int timeout_ms, mate_err
 			wait = m->heap[0]->arrived + m->lag - now;
 		if (m->next_scan - now < wait)
 			wait = m->next_scan - now;
+		if (wait < 0)
+			wait = 0;   /* a scan is due (a negative wait is no wait: forever) */
 		/* with events held, sleep until the first is due: what arrives
 		 * meanwhile waits in the socket and is read in one batch */
 		zmq_pollitem_t it = { m->sub, 0, ZMQ_POLLIN, 0 };
@@ -723,6 +754,7 @@ mate_monitor_next(mate_monitor *m, mate_live_event *ev, int timeout_ms, mate_err
 			return mate_set_error(err, MATE_ERR_IO, "monitor: poll: %s",
 			    zmq_strerror(zmq_errno()));
 		}
+		now = m->now = mono_s();
 	}
 }
 
@@ -770,5 +802,6 @@ mate_mon_take_frame(mate_monitor *m, const char *buf, size_t len)
 {
 	if (len > FRAME_MAX)
 		return -1;
+	m->now = mono_s();
 	return take_frame(m, buf, len, NULL);
 }

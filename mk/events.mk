@@ -37,6 +37,12 @@ tests_test_events_stall_SOURCES = tests/test_events_stall.c
 tests_test_events_stall_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
 tests_test_events_stall_LDADD = libmate.la $(ZMQ_LIBS)
 
+check_PROGRAMS += tests/test_events_frames
+TESTS += tests/test_events_frames
+tests_test_events_frames_SOURCES = tests/test_events_frames.c
+tests_test_events_frames_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
+tests_test_events_frames_LDADD = libmate.la $(ZMQ_LIBS)
+
 check_PROGRAMS += tests/test_events_budget
 TESTS += tests/test_events_budget
 tests_test_events_budget_SOURCES = tests/test_events_budget.c
