@@ -9,9 +9,11 @@
 #include "mate.h"
 #include "mate_monitor.h"
 
-enum { OFF, NO_SUB, ONE_SUB, STALLED, MODES };
+/* OFF_AGAIN: monitoring off once more, a control: its ratio to OFF is the
+ * machine's own noise, the figure the others are to be read against */
+enum { OFF, NO_SUB, ONE_SUB, STALLED, OFF_AGAIN, MODES };
 static const char *const mode_name[MODES] = { "monitoring off", "no subscriber",
-	"one subscriber", "stalled subscriber" };
+	"one subscriber", "stalled subscriber", "off again (control)" };
 
 static double
 now(void)
@@ -157,11 +159,25 @@ idle_main(void *arg)
 	return NULL;
 }
 
+static double
+median(double *v, int n, double *lo, double *hi)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	if (lo != NULL)
+		*lo = v[n / 4];
+	if (hi != NULL)
+		*hi = v[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1];
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 int
 main(int argc, char **argv)
 {
-	double secs = 0.5, rate[MODES][9], cpu[MODES][9];
-	int rounds = 5, single = 0;
+	enum { MAX_ROUNDS = 99 };
+	static double rate[MODES][MAX_ROUNDS], cpu[MODES][MAX_ROUNDS];
+	static double ratio[MODES][MAX_ROUNDS], cratio[MODES][MAX_ROUNDS];
+	double secs = 0.3;
+	int rounds = 15, single = 0;
 	char dir[] = "/tmp/mate-bench-XXXXXX";
 	pthread_t idle;
 
@@ -185,7 +201,7 @@ main(int argc, char **argv)
 		/* one mode alone, for profilers: --mode 0..3 SECONDS */
 		int m = atoi(argv[2]) % MODES;
 		double c;
-		configure(m != OFF);
+		configure(m != OFF && m != OFF_AGAIN);
 		if (m == ONE_SUB || m == STALLED)
 			sub_start(m == STALLED);
 		printf("%s: %.0f calls/s\n", mode_name[m], calls_per_s(atof(argv[3]), &c));
@@ -195,33 +211,45 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (argc == 2)
-		rounds = atoi(argv[1]) > 0 && atoi(argv[1]) < 10 ? atoi(argv[1]) : rounds;
+		rounds = atoi(argv[1]) > 0 && atoi(argv[1]) <= MAX_ROUNDS ? atoi(argv[1]) : rounds;
 	if (getenv("MATE_MONITOR_DIR") == NULL && mkdtemp(dir) != NULL)
 		setenv("MATE_MONITOR_DIR", dir, 1);
-	/* rounds alternate the modes, so that load on the machine hits all alike */
+	/*
+	 * Short rounds, each running every mode once and starting from a
+	 * different one, and each mode compared with monitoring off in the same
+	 * round: on a shared machine the load drifts over seconds, and a ratio
+	 * of two figures taken a second apart carries that drift. The figure is
+	 * the median of the rounds' ratios, with the middle half of them.
+	 */
 	for (int r = 0; r < rounds; r++)
-		for (int m = 0; m < MODES; m++) {
-			configure(m != OFF);
+		for (int k = 0; k < MODES; k++) {
+			int m = (r + k) % MODES;
+			configure(m != OFF && m != OFF_AGAIN);
 			if (m == ONE_SUB || m == STALLED)
 				sub_start(m == STALLED);
-			calls_per_s(0.05, NULL);
+			calls_per_s(0.3, NULL);
 			rate[m][r] = calls_per_s(secs, &cpu[m][r]);
 			if (m == ONE_SUB || m == STALLED)
 				sub_stop();
 		}
 	configure(0);
+	for (int m = 0; m < MODES; m++)
+		for (int r = 0; r < rounds; r++) {
+			ratio[m][r] = rate[m][r] / rate[OFF][r];
+			cratio[m][r] = cpu[m][r] / cpu[OFF][r];
+		}
 	printf("host program: %s\n", single ? "one thread (before monitoring starts its own)" :
 	    "two threads (the second idle)");
-	printf("level-1 calls per second, median of %d runs of %.1f s (ratio to monitoring off):\n"
-	    "  %-20s %14s %7s %16s %7s\n", rounds, secs, "", "per wall second", "", "per thread-CPU s", "");
+	printf("level-1 calls per second, %d rounds of %.1f s a mode; ratio to monitoring off in\n"
+	    "the same round, median (middle half of the rounds):\n"
+	    "  %-20s %11s %21s %21s\n", rounds, secs, "", "calls/s", "per wall second",
+	    "per thread-CPU s");
 	for (int m = 0; m < MODES; m++) {
-		qsort(rate[m], (size_t)rounds, sizeof(double), cmp_double);
-		qsort(cpu[m], (size_t)rounds, sizeof(double), cmp_double);
+		double lo, hi, clo, chi, r = median(ratio[m], rounds, &lo, &hi);
+		double c = median(cratio[m], rounds, &clo, &chi);
+		printf("  %-20s %11.0f %6.3f (%.3f-%.3f) %6.3f (%.3f-%.3f)\n", mode_name[m],
+		    median(rate[m], rounds, NULL, NULL), r, lo, hi, c, clo, chi);
 	}
-	for (int m = 0; m < MODES; m++)
-		printf("  %-20s %14.0f %7.3f %16.0f %7.3f\n", mode_name[m], rate[m][rounds / 2],
-		    rate[m][rounds / 2] / rate[OFF][rounds / 2], cpu[m][rounds / 2],
-		    cpu[m][rounds / 2] / cpu[OFF][rounds / 2]);
 	rmdir(dir);
 	return 0;
 }
