@@ -177,7 +177,7 @@ main(int argc, char **argv)
 	static double rate[MODES][MAX_ROUNDS], cpu[MODES][MAX_ROUNDS];
 	static double ratio[MODES][MAX_ROUNDS], cratio[MODES][MAX_ROUNDS];
 	double secs = 0.3;
-	int rounds = 15, single = 0;
+	int rounds = 30, single = 0;
 	char dir[] = "/tmp/mate-bench-XXXXXX";
 	pthread_t idle;
 
