@@ -26,27 +26,39 @@ int mate_ev_restart_;
 #define BUDGET_DEFAULT 0.1        /* MATE_MONITOR_CPU: share of one core */
 #define BUDGET_DEFAULT_TEXT "0.1" /* the same, for messages */
 #define BUDGET_BURST_NS 20000000  /* CPU the thread may run ahead of its budget */
+#define BUDGET_QUANTUM_NS 2000000 /* once out of budget, it rests until it has this much */
+#define FLOW_POLL_MS 10           /* between looks at the queue while events flow */
 #define OUT_BUF (64 * 1024)
 #define MEM_DEVICES 16
 
-/* What a producer stores: raw fields; the events thread formats them. */
+/*
+ * What a producer stores: raw fields; the events thread formats them. A
+ * call's RECV or SEND writes the first two cache lines of its slot and no
+ * more (the header, the source and an op name of up to 39 characters); the
+ * fields after command are written only by the events that use them, so
+ * they are never cleared.
+ */
 struct ev_raw {
 	uint64_t t_ns;
-	uint64_t call, id, ptr, stream;
-	int64_t size, in_use, peak;
+	uint64_t call;
+	int64_t size;
 	int32_t depth;
 	uint8_t type;
 	int8_t ok;
+	uint8_t has_text;                  /* text holds an error (SEND) */
 	char source[MATE_EV_SOURCE_MAX];
 	char command[MATE_EV_COMMAND_MAX];
+	/* work, memory and custom events only */
+	uint64_t id, ptr, stream;
+	int64_t in_use, peak;
 	char text[128];                    /* error, device or details */
-	char text2[40];                    /* a second name (worker's op, event name) */
+	char text2[40];                    /* the event name of a custom event */
 };
 
 struct ev_slot {
 	uint64_t turn;
 	struct ev_raw r;
-};
+} __attribute__((aligned(64)));
 
 struct mem_dev {
 	char name[24];
@@ -74,6 +86,7 @@ static struct {
 	uint64_t last_t;             /* the events thread's clamp */
 	double budget;               /* the thread's CPU for the stream, share of a core (0: none) */
 	int64_t budget_ns;           /* CPU it may still use; refilled at budget per wall ns */
+	int resting;                 /* out of budget: resting until it has a quantum */
 	uint64_t budget_wall, budget_cpu; /* when it was last refilled; its CPU clock then */
 	char *out;                   /* the log lines of one pass */
 	size_t out_len;
@@ -139,9 +152,11 @@ copy_str(char *dst, size_t cap, const char *src)
 
 /* ---- the queue (bounded MPSC, Vyukov's sequence numbers) ------------------------ */
 
-/* Reserves a slot; @return it with *seq set, or NULL when the queue is full. */
+/* Reserves n (1 or 2) consecutive slots: @return the first, with *seq set
+ * to its number (the second's is *seq + 1), or NULL when the queue has no
+ * room for them. */
 static struct ev_slot *
-ring_claim(uint64_t *seq)
+ring_claim(uint64_t *seq, unsigned n)
 {
 	uint64_t pos = __atomic_load_n(&S.enq, __ATOMIC_RELAXED);
 
@@ -149,8 +164,13 @@ ring_claim(uint64_t *seq)
 		struct ev_slot *s = &S.ring[pos & (RING_SLOTS - 1)];
 		uint64_t turn = __atomic_load_n(&s->turn, __ATOMIC_ACQUIRE);
 		int64_t dif = (int64_t)(turn - pos);
+		if (dif == 0 && n == 2) {
+			turn = __atomic_load_n(&S.ring[(pos + 1) & (RING_SLOTS - 1)].turn,
+			    __ATOMIC_ACQUIRE);
+			dif = (int64_t)(turn - (pos + 1));
+		}
 		if (dif == 0) {
-			if (__atomic_compare_exchange_n(&S.enq, &pos, pos + 1, 1,
+			if (__atomic_compare_exchange_n(&S.enq, &pos, pos + n, 1,
 			    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
 				*seq = pos + 1;
 				return s;
@@ -162,17 +182,26 @@ ring_claim(uint64_t *seq)
 	}
 }
 
+/* The slot after s, claimed with it (its number is seq + 1). */
+static struct ev_slot *
+ring_second(uint64_t seq)
+{
+	return &S.ring[seq & (RING_SLOTS - 1)];
+}
+
 static void
 ring_publish(struct ev_slot *s, uint64_t seq)
 {
 	__atomic_store_n(&s->turn, seq, __ATOMIC_RELEASE);
 }
 
-/* Reserves a slot and stamps it. With an instruction log the caller waits
- * for room (the log must be complete); for the stream alone a full queue
- * drops the event. @return the slot, to fill and then commit(), or NULL. */
+/* Reserves n (1 or 2) slots and stamps them with one reading of the clock.
+ * With an instruction log the caller waits for room (the log must be
+ * complete); for the stream alone a full queue drops the events. @return
+ * the first slot (the second is ring_second(*seq)), to fill and then
+ * commit(), or NULL. */
 static struct ev_slot *
-claim(uint64_t *seq)
+claim(uint64_t *seq, unsigned n)
 {
 	struct ev_slot *s;
 	uint64_t t;
@@ -184,15 +213,15 @@ claim(uint64_t *seq)
 	 * program never waits on a subscriber, and a drop costs one add */
 	if (__atomic_load_n(&S.full, __ATOMIC_RELAXED) && S.ilog_fd < 0 &&
 	    !__atomic_load_n(&S.closing, __ATOMIC_RELAXED)) {
-		__atomic_add_fetch(&S.queue_drops, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&S.queue_drops, n, __ATOMIC_RELAXED);
 		return NULL;
 	}
 	t = mono_ns() - S.start_mono_ns;
-	while ((s = ring_claim(seq)) == NULL) {
+	while ((s = ring_claim(seq, n)) == NULL) {
 		if ((S.ilog_fd < 0 && !__atomic_load_n(&S.closing, __ATOMIC_RELAXED)) ||
 		    __atomic_load_n(&S.stopping, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&S.full, 1, __ATOMIC_RELAXED);
-			__atomic_add_fetch(&S.queue_drops, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&S.queue_drops, n, __ATOMIC_RELAXED);
 			return NULL;
 		}
 		if (++spins > 64) {
@@ -202,6 +231,8 @@ claim(uint64_t *seq)
 			sched_yield();
 	}
 	s->r.t_ns = t;
+	if (n == 2)
+		ring_second(*seq)->r.t_ns = t;
 	return s;
 }
 
@@ -332,16 +363,34 @@ mate_ev_next_id(void)
 	return __atomic_add_fetch(&S.next_id, 1, __ATOMIC_RELAXED);
 }
 
+/* Fills the fields every event has; the others are the emitter's. */
 static void
 raw_init(struct ev_raw *r, int type, const char *source)
 {
 	r->type = (uint8_t)type;
-	r->call = r->id = r->ptr = r->stream = 0;
-	r->size = r->in_use = r->peak = 0;
+	r->call = 0;
+	r->size = 0;
 	r->depth = 0;
 	r->ok = 1;
+	r->has_text = 0;
 	copy_str(r->source, sizeof(r->source), source != NULL ? source : mate_ev_thread_id());
-	r->command[0] = r->text[0] = r->text2[0] = '\0';
+	r->command[0] = '\0';
+}
+
+static void
+call_fill(struct ev_raw *r, int type, uint64_t call, const char *op, int depth,
+    int64_t bytes, int ok, const char *error, const char *source)
+{
+	raw_init(r, type, source);
+	r->call = call;
+	r->depth = depth;
+	r->size = bytes;
+	r->ok = (int8_t)(ok != 0);
+	copy_str(r->command, sizeof(r->command), op);
+	if (error != NULL) {
+		copy_str(r->text, sizeof(r->text), error);
+		r->has_text = 1;
+	}
 }
 
 void
@@ -351,17 +400,26 @@ mate_ev_call(int type, uint64_t call, const char *op, int depth, int64_t bytes, 
 	struct ev_slot *s;
 	uint64_t seq;
 
-	if (!MATE_EV_WANTED() || (s = claim(&seq)) == NULL)
+	if (!MATE_EV_WANTED() || (s = claim(&seq, 1)) == NULL)
 		return;
-	raw_init(&s->r, type, NULL);
-	s->r.call = call;
-	s->r.depth = depth;
-	s->r.size = bytes;
-	s->r.ok = (int8_t)(ok != 0);
-	copy_str(s->r.command, sizeof(s->r.command), op);
-	if (error != NULL)
-		copy_str(s->r.text, sizeof(s->r.text), error);
+	call_fill(&s->r, type, call, op, depth, bytes, ok, error, NULL);
 	commit(s, seq);
+}
+
+void
+mate_ev_call_pair(uint64_t call, const char *op, int depth, int64_t in_bytes,
+    int64_t out_bytes, int ok, const char *error)
+{
+	struct ev_slot *s, *s2;
+	uint64_t seq;
+
+	if (!MATE_EV_WANTED() || (s = claim(&seq, 2)) == NULL)
+		return;
+	s2 = ring_second(seq);
+	call_fill(&s->r, MATE_EV_RECV, call, op, depth, in_bytes, 1, NULL, NULL);
+	call_fill(&s2->r, MATE_EV_SEND, call, op, depth, out_bytes, ok, error, s->r.source);
+	commit(s, seq);
+	commit(s2, seq + 1);
 }
 
 void
@@ -371,7 +429,7 @@ mate_ev_work(int type, uint64_t call, uint64_t id, const char *worker, const cha
 	struct ev_slot *s;
 	uint64_t seq;
 
-	if (!MATE_EV_WANTED() || (s = claim(&seq)) == NULL)
+	if (!MATE_EV_WANTED() || (s = claim(&seq, 1)) == NULL)
 		return;
 	raw_init(&s->r, type, worker != NULL ? worker : "worker");
 	s->r.call = call;
@@ -429,7 +487,7 @@ mate_event_memory(int type, const char *dev, const char *command, uint64_t ptr, 
 		peak = d->peak;
 	}
 	pthread_mutex_unlock(&S.lock);
-	if (!MATE_EV_WANTED() || (s = claim(&seq)) == NULL)
+	if (!MATE_EV_WANTED() || (s = claim(&seq, 1)) == NULL)
 		return;
 	raw_init(&s->r, type, NULL);
 	s->r.in_use = in_use;
@@ -450,7 +508,7 @@ mate_event_emit(const char *name, const char *source, const char *command, int64
 	struct ev_slot *s;
 	uint64_t seq;
 
-	if (!MATE_EV_WANTED() || (s = claim(&seq)) == NULL)
+	if (!MATE_EV_WANTED() || (s = claim(&seq, 1)) == NULL)
 		return;
 	raw_init(&s->r, MATE_EV_CUSTOM, source);
 	s->r.size = bytes;
@@ -482,7 +540,7 @@ fmt_details(const struct ev_raw *r, char *d, size_t cap)
 		if (r->type == MATE_EV_SEND) {
 			o = mate_put_str(o, end, " success=");
 			o = mate_put_str(o, end, okw);
-			if (r->text[0] != '\0') {
+			if (r->has_text) {
 				char *e60 = o + 7 + 60 < end ? o + 7 + 60 : end;
 				o = mate_put_str(o, end, " error=");
 				o = mate_put_str(o, e60, r->text);
@@ -647,11 +705,16 @@ drain_budgeted(int stopping, int *rest_ms)
 		if (S.budget_ns > BUDGET_BURST_NS)
 			S.budget_ns = BUDGET_BURST_NS;
 		S.budget_wall = wall;
-		if (S.budget_ns <= 0) {
-			double ms = (double)-S.budget_ns / S.budget / 1e6;
-			*rest_ms = ms < 1 ? 1 : ms > 100 ? 100 : (int)ms;
+		/* a few long rests rather than many short ones: each wake-up (and
+		 * each timer, which fires on whatever core the thread slept on)
+		 * interrupts a core the program may be using */
+		if (S.budget_ns <= 0 || (S.resting && S.budget_ns < BUDGET_QUANTUM_NS)) {
+			double ms = (double)(BUDGET_QUANTUM_NS - S.budget_ns) / S.budget / 1e6;
+			*rest_ms = ms >= 100 ? 100 : (int)ms + 1;
+			S.resting = 1;
 			break;
 		}
+		S.resting = 0;
 		k = drain(DRAIN_CHUNK);
 		n += k;
 		cpu = thread_cpu_ns();
@@ -704,16 +767,21 @@ events_thread(void *arg)
 	S.budget_wall = mono_ns();
 	S.budget_cpu = thread_cpu_ns();
 	S.budget_ns = BUDGET_BURST_NS;
+	S.resting = 0;
 	for (;;) {
 		int stopping = __atomic_load_n(&S.stopping, __ATOMIC_ACQUIRE), rest_ms;
 		int wanted = __atomic_load_n(&mate_ev_wanted_, __ATOMIC_RELAXED);
 		size_t n = drain_budgeted(stopping, &rest_ms);
 		if (stopping && n == 0)
 			break;
-		/* back off while idle: 10 ms at most while events flow, 50 ms otherwise */
-		if (n > 0 || (wanted && !was_wanted))
+		/* a new subscriber: look again soon; while events flow, every
+		 * FLOW_POLL_MS (producers wake the thread sooner when the queue
+		 * fills a quarter); back off to 50 ms while no one listens */
+		if (wanted && !was_wanted)
 			idle_ms = 1;
-		else if (idle_ms < (wanted ? 10 : 50))
+		else if (n > 0)
+			idle_ms = FLOW_POLL_MS;
+		else if (idle_ms < (wanted ? FLOW_POLL_MS : 50))
 			idle_ms *= 2;
 		was_wanted = wanted;
 		wait_events(stopping ? 0 : rest_ms > 0 ? rest_ms : idle_ms);
@@ -853,7 +921,10 @@ start_session(void)
 	S.stopping = 0;
 	read_tuning();
 	if (S.ring == NULL) {
-		S.ring = calloc(RING_SLOTS, sizeof(*S.ring));
+		void *ring = NULL;
+		if (posix_memalign(&ring, 64, RING_SLOTS * sizeof(*S.ring)) != 0)
+			ring = NULL;
+		S.ring = ring;
 		S.out = malloc(OUT_BUF);
 		if (S.ring == NULL || S.out == NULL) {
 			free(S.ring), free(S.out);

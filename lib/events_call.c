@@ -107,9 +107,14 @@ mate_ev_call_end(const mate_call *c, int ok, const char *error)
 		T.depth = depth;
 		return;
 	}
-	send_recv(f, depth);
-	mate_ev_call(MATE_EV_SEND, f->id, f->name, depth, f->out_bytes, ok,
-	    ok ? NULL : (error != NULL && error[0] != '\0' ? error : "failed"));
+	if (error == NULL || error[0] == '\0')
+		error = "failed";
+	if (f->recv_sent)
+		mate_ev_call(MATE_EV_SEND, f->id, f->name, depth, f->out_bytes, ok,
+		    ok ? NULL : error);
+	else   /* never ready: RECV and SEND go together, one clock reading */
+		mate_ev_call_pair(f->id, f->name, depth, f->in_bytes, f->out_bytes, ok,
+		    ok ? NULL : error);
 	T.depth = depth;   /* calls left open inside it end with it */
 }
 

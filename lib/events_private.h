@@ -64,6 +64,12 @@ int mate_ev_drop_call(void) MATE_HIDDEN;
 void mate_ev_call(int type, uint64_t call, const char *op, int depth, int64_t bytes,
     int ok, const char *error) MATE_HIDDEN;
 
+/* A call that ended before it was ready: its RECV (in_bytes) and SEND
+ * (out_bytes), as two mate_ev_call()s would send them, stamped with one
+ * reading of the clock. */
+void mate_ev_call_pair(uint64_t call, const char *op, int depth, int64_t in_bytes,
+    int64_t out_bytes, int ok, const char *error) MATE_HIDDEN;
+
 /* Work of a call on a worker: WORKER_SEND/WORKER_RECV with details
  * "call=N id=M op=NAME worker=W" (+ " success=True|False" on RECV). */
 void mate_ev_work(int type, uint64_t call, uint64_t id, const char *worker,

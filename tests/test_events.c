@@ -117,6 +117,9 @@ record_session(int lvl, const char *path)
 	mate_call_ready(outer);
 	inner = mate_call_begin("helper", "test", "()");
 	mate_call_end(inner);
+	/* never ready and failed: its RECV and SEND are queued together */
+	inner = mate_call_begin("quick", "test", "()");
+	mate_call_fail(inner, "nope");
 	wa.call = mate_call_id(outer);
 	CHECK(wa.call != 0);
 	pthread_create(&th, NULL, worker, &wa);
@@ -133,7 +136,7 @@ record_session(int lvl, const char *path)
 static void
 check_session(int lvl)
 {
-	int c, r1, r2, s2, ws, wr, s1, ma, mf, k, d;
+	int c, r1, r2, s2, q1, q2, ws, wr, s1, ma, mf, k, d;
 	char self[32];
 
 	snprintf(self, sizeof(self), "%s", "");
@@ -170,6 +173,22 @@ check_session(int lvl)
 	CHECK_STR(detail(s1, "success"), "False");
 	CHECK_CONTAINS(evs[s1].details, "error=bad shape");
 	CHECK_STR(detail(s2, "success"), "True");
+	CHECK_STR(detail(s2, "error"), "(none)");
+	/* a call that was never ready: RECV, then SEND with the next number,
+	 * the same time and its own bytes, depth and error */
+	q1 = find("RECV", "quick", 0);
+	q2 = find("SEND", "quick", 0);
+	CHECK(q1 > s2 && q2 == q1 + 1 && q2 < ws);
+	if (q1 >= 0 && q2 >= 0) {
+		CHECK(evs[q1].time == evs[q2].time);
+		CHECK_STR(detail(q1, "depth"), "1");
+		CHECK_STR(detail(q2, "depth"), "1");
+		CHECK_STR(detail(q2, "call"), detail(q1, "call"));
+		CHECK_STR(detail(q1, "error"), "(none)");
+		CHECK_STR(detail(q2, "success"), "False");
+		CHECK_STR(detail(q2, "error"), "nope");
+		CHECK_STR(evs[q2].source, evs[q1].source);
+	}
 	/* the work joins the call by call=, its two halves by id= */
 	CHECK_STR(detail(ws, "call"), detail(r1, "call"));
 	CHECK_STR(detail(wr, "id"), detail(ws, "id"));
@@ -188,6 +207,59 @@ check_session(int lvl)
 	(void)lvl;
 }
 
+/*
+ * The queue's slots are reused without being cleared: after failed calls
+ * (an error in their SEND) and memory events have passed through every
+ * slot, a call that succeeds must not show an error, and a work event no
+ * memory figures, whatever its slot held before.
+ */
+static void
+check_reuse(const char *dir)
+{
+	char tmpl[256], path[256], line[512];
+	long fails = 0, errors = 0, sends = 0, bad = 0;
+	FILE *f;
+
+	snprintf(tmpl, sizeof(tmpl), "%s/reuse_%%i.log", dir);
+	snprintf(path, sizeof(path), "%s/reuse_%ld.log", dir, (long)getpid());
+	configure(1, tmpl);
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 12000; i++) {
+			mate_call *c = mate_call_begin("f", NULL, NULL);
+			mate_call_fail(c, "an error long enough to reach the slot's later lines");
+			fails++;
+			mate_event_memory(MATE_EV_MEM_ALLOC, "cuda:0", NULL, 0x10, 8, 0x20);
+		}
+		for (int i = 0; i < 20000; i++) {
+			mate_call *c = mate_call_begin("ok", NULL, NULL);
+			mate_work w;
+			mate_work_begin(&w, mate_call_id(c), "w", "ok", 1);
+			mate_work_end(&w, 1, 1);
+			mate_call_end(c);
+		}
+	}
+	configure(0, NULL);
+	f = fopen(path, "r");
+	CHECK(f != NULL);
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strstr(line, " SEND ") != NULL)
+			sends++;
+		if (strstr(line, "error=") != NULL) {
+			errors++;
+			bad += strstr(line, " SEND ") == NULL || strstr(line, "op=f ") == NULL;
+		}
+		if (strstr(line, "WORKER_") != NULL)
+			bad += strstr(line, "in_use") != NULL || strstr(line, "ptr=") != NULL;
+	}
+	fclose(f);
+	unlink(path);
+	CHECK_EQ_INT(sends, fails + 3 * 20000);
+	CHECK_EQ_INT(errors, fails);
+	CHECK_EQ_INT(bad, 0);
+}
+
 int
 main(void)
 {
@@ -203,6 +275,7 @@ main(void)
 		check_session(lvl);
 		unlink(path);
 	}
+	check_reuse(dir);
 	/* events off: no ids, work not recorded */
 	configure(1, NULL);
 	{
