@@ -263,6 +263,70 @@ check_reuse(const char *dir)
 	CHECK_EQ_INT(bad, 0);
 }
 
+/*
+ * Four threads make never-ready calls into one instruction log: the log
+ * holds every call, numbered without a gap, and each call's RECV is
+ * followed at once by its SEND (the two are claimed together, so no other
+ * thread's event comes between them, even while the queue is full).
+ */
+#define THREAD_CALLS 20000
+
+static void *
+caller(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < THREAD_CALLS; i++)
+		mate_call_end(mate_call_begin("t", NULL, NULL));
+	return NULL;
+}
+
+static void
+check_threads(const char *dir)
+{
+	char tmpl[256], path[256], call[32] = "", c2[32];
+	pthread_t th[4];
+	mate_error err;
+	mate_ilog *r;
+	mate_event ev;
+	long recvs = 0, sends = 0, apart = 0;
+	uint64_t seq = 0;
+	int gaps = 0, open_recv = 0;
+
+	snprintf(tmpl, sizeof(tmpl), "%s/threads_%%i.log", dir);
+	snprintf(path, sizeof(path), "%s/threads_%ld.log", dir, (long)getpid());
+	configure(1, tmpl);
+	for (int i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, caller, NULL);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	configure(0, NULL);
+	r = mate_ilog_open(path, &err);
+	CHECK(r != NULL);
+	if (r == NULL)
+		return;
+	while (mate_ilog_next(r, &ev, &err) == 1) {
+		gaps += ev.seq != ++seq;
+		if (strcmp(ev.event, "RECV") == 0) {
+			recvs++;
+			apart += open_recv;   /* two RECVs in a row */
+			open_recv = 1;
+			mate_ilog_detail(ev.details, "call", call, sizeof(call));
+		} else if (strcmp(ev.event, "SEND") == 0) {
+			sends++;
+			mate_ilog_detail(ev.details, "call", c2, sizeof(c2));
+			apart += !open_recv || strcmp(call, c2) != 0;
+			open_recv = 0;
+		} else
+			apart += open_recv;   /* something between a RECV and its SEND */
+	}
+	mate_ilog_free(r);
+	unlink(path);
+	CHECK_EQ_INT(gaps, 0);
+	CHECK_EQ_INT(recvs, 4 * THREAD_CALLS);
+	CHECK_EQ_INT(sends, 4 * THREAD_CALLS);
+	CHECK_EQ_INT(apart, 0);
+}
+
 int
 main(void)
 {
@@ -279,6 +343,7 @@ main(void)
 		unlink(path);
 	}
 	check_reuse(dir);
+	check_threads(dir);
 	/* events off: no ids, work not recorded */
 	configure(1, NULL);
 	{
