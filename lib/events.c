@@ -242,25 +242,20 @@ claim(uint64_t *seq, unsigned n)
  * the program 2-3% in a flood). The events thread sums the counters of all
  * threads, under S.lock; a thread's count moves to `retired` when it exits.
  */
-struct ev_tdrops {
-	uint64_t n;                  /* written by its thread only */
-	struct ev_tdrops *next;
-};
-
 static struct {
-	struct ev_tdrops *head;      /* under S.lock */
+	struct mate_ev_thread *head; /* under S.lock */
 	uint64_t retired, seen;      /* under S.lock; seen: counted in the stream */
 	pthread_key_t key;
 	pthread_once_t once;
 	int key_ok;
 } D = { .once = PTHREAD_ONCE_INIT };
 
-static __thread struct ev_tdrops *my_drops;
+__thread struct mate_ev_thread *mate_ev_me_;
 
 static void
-tdrops_retire(void *arg)
+thread_retire(void *arg)
 {
-	struct ev_tdrops *t = arg, **pp;
+	struct mate_ev_thread *t = arg, **pp;
 
 	pthread_mutex_lock(&S.lock);
 	for (pp = &D.head; *pp != NULL; pp = &(*pp)->next)
@@ -268,24 +263,24 @@ tdrops_retire(void *arg)
 			*pp = t->next;
 			break;
 		}
-	D.retired += t->n;
+	D.retired += t->drops;
 	pthread_mutex_unlock(&S.lock);
-	my_drops = NULL;
+	mate_ev_me_ = NULL;
 	free(t);
 }
 
 static void
-tdrops_key(void)
+thread_key(void)
 {
-	D.key_ok = pthread_key_create(&D.key, tdrops_retire) == 0;
+	D.key_ok = pthread_key_create(&D.key, thread_retire) == 0;
 }
 
-static struct ev_tdrops *
-tdrops_new(void)
+struct mate_ev_thread *
+mate_ev_thread_new(void)
 {
-	struct ev_tdrops *t;
+	struct mate_ev_thread *t;
 
-	pthread_once(&D.once, tdrops_key);
+	pthread_once(&D.once, thread_key);
 	if (!D.key_ok || (t = calloc(1, sizeof(*t))) == NULL)
 		return NULL;
 	if (pthread_setspecific(D.key, t) != 0) {
@@ -296,7 +291,7 @@ tdrops_new(void)
 	t->next = D.head;
 	D.head = t;
 	pthread_mutex_unlock(&S.lock);
-	return my_drops = t;
+	return mate_ev_me_ = t;
 }
 
 /* The whole-call drops of every thread (retired ones included) since the
@@ -308,8 +303,8 @@ tdrops_new_since(int take)
 
 	pthread_mutex_lock(&S.lock);
 	n = D.retired;
-	for (struct ev_tdrops *t = D.head; t != NULL; t = t->next)
-		n += __atomic_load_n(&t->n, __ATOMIC_RELAXED);
+	for (struct mate_ev_thread *t = D.head; t != NULL; t = t->next)
+		n += __atomic_load_n(&t->drops, __ATOMIC_RELAXED);
 	n -= D.seen;
 	if (take)
 		D.seen += n;
@@ -318,17 +313,12 @@ tdrops_new_since(int take)
 }
 
 int
-mate_ev_drop_call(void)
+mate_ev_drop_call(struct mate_ev_thread *t)
 {
-	struct ev_tdrops *t;
-
 	if (!__atomic_load_n(&S.full, __ATOMIC_RELAXED) || S.ilog_fd >= 0 ||
 	    __atomic_load_n(&S.closing, __ATOMIC_RELAXED))
 		return 0;
-	if ((t = my_drops) != NULL || (t = tdrops_new()) != NULL)
-		__atomic_store_n(&t->n, t->n + 2, __ATOMIC_RELAXED);
-	else
-		__atomic_add_fetch(&S.queue_drops, 2, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->drops, t->drops + 2, __ATOMIC_RELAXED);
 	return 1;
 }
 

@@ -3,32 +3,15 @@
 
 #include <string.h>
 
-#define MAX_FRAMES 32
-
-/* An open call of this thread. Level-1 calls share one handle, so a call
- * is found by its handle from the innermost frame outwards. */
-struct call_frame {
-	const mate_call *c;
-	uint64_t id;
-	int64_t in_bytes, out_bytes;
-	int recv_sent;
-	char name[MATE_EV_COMMAND_MAX];
-};
-
-static __thread struct {
-	int depth;                          /* open calls, tracked or not */
-	struct call_frame f[MAX_FRAMES];
-} T;
-
-static struct call_frame *
-find(const mate_call *c, int *depth)
+static struct mate_ev_frame *
+find(struct mate_ev_thread *t, const mate_call *c, int *depth)
 {
-	int top = T.depth < MAX_FRAMES ? T.depth : MAX_FRAMES;
+	int top = t->depth < MATE_EV_FRAMES ? t->depth : MATE_EV_FRAMES;
 
 	for (int i = top - 1; i >= 0; i--)
-		if (T.f[i].c == c) {
+		if (t->f[i].c == c) {
 			*depth = i;
-			return &T.f[i];
+			return &t->f[i];
 		}
 	return NULL;
 }
@@ -36,14 +19,15 @@ find(const mate_call *c, int *depth)
 void
 mate_ev_call_begin(const mate_call *c, const char *name)
 {
-	struct call_frame *f;
+	struct mate_ev_thread *t = mate_ev_me();
+	struct mate_ev_frame *f;
 	size_t n;
 
-	if (T.depth++ >= MAX_FRAMES)
+	if (t == NULL || t->depth++ >= MATE_EV_FRAMES)
 		return;
-	f = &T.f[T.depth - 1];
+	f = &t->f[t->depth - 1];
 	f->c = c;
-	if (!MATE_EV_WANTED() || mate_ev_drop_call()) {
+	if (!MATE_EV_WANTED() || mate_ev_drop_call(t)) {
 		f->id = 0;   /* no one listens, or the queue is full: the call keeps its depth, no id */
 		return;
 	}
@@ -56,15 +40,17 @@ mate_ev_call_begin(const mate_call *c, const char *name)
 }
 
 void
-mate_ev_call_tensor(const mate_call *c, int flags, const mate_tensor *t)
+mate_ev_call_tensor(const mate_call *c, int flags, const mate_tensor *tensor)
 {
-	struct call_frame *f;
+	struct mate_ev_thread *t = mate_ev_me_;
+	struct mate_ev_frame *f;
 	int depth, role = flags & 0x0f;
 	int64_t n;
 
-	if (t == NULL || (f = find(c, &depth)) == NULL || f->id == 0 || role == MATE_DEFAULT)
+	if (tensor == NULL || t == NULL || (f = find(t, c, &depth)) == NULL || f->id == 0 ||
+	    role == MATE_DEFAULT)
 		return;
-	n = mate_tensor_nbytes(t);
+	n = mate_tensor_nbytes(tensor);
 	if (n <= 0)
 		return;
 	if (role == MATE_RESULT || (flags & MATE_INPLACE))
@@ -74,7 +60,7 @@ mate_ev_call_tensor(const mate_call *c, int flags, const mate_tensor *t)
 }
 
 static void
-send_recv(struct call_frame *f, int depth)
+send_recv(struct mate_ev_frame *f, int depth)
 {
 	if (f->recv_sent)
 		return;
@@ -85,26 +71,30 @@ send_recv(struct call_frame *f, int depth)
 void
 mate_ev_call_ready(const mate_call *c)
 {
-	struct call_frame *f;
+	struct mate_ev_thread *t = mate_ev_me_;
+	struct mate_ev_frame *f;
 	int depth;
 
-	if ((f = find(c, &depth)) != NULL && f->id != 0)
+	if (t != NULL && (f = find(t, c, &depth)) != NULL && f->id != 0)
 		send_recv(f, depth);
 }
 
 void
 mate_ev_call_end(const mate_call *c, int ok, const char *error)
 {
-	struct call_frame *f;
+	struct mate_ev_thread *t = mate_ev_me_;
+	struct mate_ev_frame *f;
 	int depth;
 
-	if ((f = find(c, &depth)) == NULL) {
-		if (T.depth > MAX_FRAMES)
-			T.depth--;
+	if (t == NULL)
+		return;
+	if ((f = find(t, c, &depth)) == NULL) {
+		if (t->depth > MATE_EV_FRAMES)
+			t->depth--;
 		return;
 	}
 	if (f->id == 0) {
-		T.depth = depth;
+		t->depth = depth;
 		return;
 	}
 	if (error == NULL || error[0] == '\0')
@@ -115,7 +105,7 @@ mate_ev_call_end(const mate_call *c, int ok, const char *error)
 	else   /* never ready: RECV and SEND go together, one clock reading */
 		mate_ev_call_pair(f->id, f->name, depth, f->in_bytes, f->out_bytes, ok,
 		    ok ? NULL : error);
-	T.depth = depth;   /* calls left open inside it end with it */
+	t->depth = depth;   /* calls left open inside it end with it */
 }
 
 /* ---- public ------------------------------------------------------------------------- */
@@ -123,10 +113,11 @@ mate_ev_call_end(const mate_call *c, int ok, const char *error)
 uint64_t
 mate_call_id(const mate_call *c)
 {
-	struct call_frame *f;
+	struct mate_ev_thread *t = mate_ev_me_;
+	struct mate_ev_frame *f;
 	int depth;
 
-	if (c == NULL || !MATE_EV_ON() || (f = find(c, &depth)) == NULL)
+	if (c == NULL || !MATE_EV_ON() || t == NULL || (f = find(t, c, &depth)) == NULL)
 		return 0;
 	return f->id;   /* 0 for a call begun while no one listened */
 }

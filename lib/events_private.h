@@ -55,9 +55,50 @@ const char *mate_ev_thread_id(void) MATE_HIDDEN;
 /* A new call id (1, 2, ...; unique in the process). */
 uint64_t mate_ev_next_id(void) MATE_HIDDEN;
 
+/* ---- the calling thread's own block ------------------------------------------
+ * Its open calls (events_call.c) and the whole calls it dropped (events.c),
+ * on the heap, reached through one thread-local pointer: one access to TLS
+ * in each hook. Reaching the call stack and the drop counter as TLS of
+ * their own took 4-5 calls into the dynamic linker for each level-1 call (a
+ * shared library's TLS; initial-exec TLS, which needs none, would put all of
+ * libmate's TLS in the static block, and a dlopen() of libmate then fails).
+ * The thread's first call allocates the block, its exit frees it. */
+#define MATE_EV_FRAMES 32
+
+/* An open call of the thread. Level-1 calls share one handle, so a call
+ * is found by its handle from the innermost frame outwards. */
+struct mate_ev_frame {
+	const mate_call *c;
+	uint64_t id;               /* 0: not tracked (no one listened, or dropped) */
+	int64_t in_bytes, out_bytes;
+	int recv_sent;
+	char name[MATE_EV_COMMAND_MAX];
+};
+
+struct mate_ev_thread {
+	uint64_t drops;            /* events of whole calls dropped; written by the thread only */
+	struct mate_ev_thread *next; /* the blocks of live threads (events.c, under its lock) */
+	int depth;                 /* open calls, tracked or not */
+	struct mate_ev_frame f[MATE_EV_FRAMES];
+};
+
+extern __thread struct mate_ev_thread *mate_ev_me_ MATE_HIDDEN;
+
+/* Allocates the calling thread's block: @return it, or NULL (no memory:
+ * the thread's calls are not tracked, and nothing fails). */
+struct mate_ev_thread *mate_ev_thread_new(void) MATE_HIDDEN;
+
+static inline struct mate_ev_thread *
+mate_ev_me(void)
+{
+	struct mate_ev_thread *t = mate_ev_me_;
+
+	return MATE_LIKELY(t != NULL) ? t : mate_ev_thread_new();
+}
+
 /* Non-zero when the stream's queue is full (no instruction log): the call's
- * RECV and SEND are counted as dropped now, and the call is not tracked. */
-int mate_ev_drop_call(void) MATE_HIDDEN;
+ * RECV and SEND are counted as dropped now (on t), and the call is not tracked. */
+int mate_ev_drop_call(struct mate_ev_thread *t) MATE_HIDDEN;
 
 /* A call entered or returned: RECV/SEND from the calling thread, details
  * "call=N op=NAME depth=D" (+ " success=True|False" on SEND, + " error=..."). */
