@@ -20,6 +20,7 @@
 int mate_ev_on_;
 int mate_ev_wanted_;
 int mate_ev_restart_;
+int mate_ev_shed_;
 
 #define RING_SLOTS 16384u         /* a power of two */
 #define DRAIN_CHUNK 256           /* events between looks at the CPU budget */
@@ -221,6 +222,8 @@ claim(uint64_t *seq, unsigned n)
 		if ((S.ilog_fd < 0 && !__atomic_load_n(&S.closing, __ATOMIC_RELAXED)) ||
 		    __atomic_load_n(&S.stopping, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&S.full, 1, __ATOMIC_RELAXED);
+			if (S.ilog_fd < 0 && !__atomic_load_n(&S.closing, __ATOMIC_RELAXED))
+				__atomic_store_n(&mate_ev_shed_, 1, __ATOMIC_RELAXED);
 			__atomic_add_fetch(&S.queue_drops, n, __ATOMIC_RELAXED);
 			return NULL;
 		}
@@ -310,16 +313,6 @@ tdrops_new_since(int take)
 		D.seen += n;
 	pthread_mutex_unlock(&S.lock);
 	return n;
-}
-
-int
-mate_ev_drop_call(struct mate_ev_thread *t)
-{
-	if (!__atomic_load_n(&S.full, __ATOMIC_RELAXED) || S.ilog_fd >= 0 ||
-	    __atomic_load_n(&S.closing, __ATOMIC_RELAXED))
-		return 0;
-	__atomic_store_n(&t->drops, t->drops + 2, __ATOMIC_RELAXED);
-	return 1;
 }
 
 static void
@@ -630,8 +623,10 @@ drain(size_t max)
 	/* events the full queue refused: counted, and a gap in the sequence
 	 * where they were noticed (never with a log: it waits). The queue has
 	 * room again once this pass has taken a slot. */
-	if (__atomic_load_n(&S.full, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&S.full, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&S.full, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&mate_ev_shed_, 0, __ATOMIC_RELAXED);
+	}
 	drops = __atomic_exchange_n(&S.queue_drops, 0, __ATOMIC_RELAXED);
 	drops += tdrops_new_since(1);
 	S.seq_skew += drops;
@@ -903,6 +898,7 @@ start_session(void)
 	S.start_real = (double)real.tv_sec + real.tv_nsec / 1e9;
 	S.enq = S.deq = S.queue_drops = S.events = S.last_t = S.seq_skew = 0;
 	S.full = 0;
+	mate_ev_shed_ = 0;
 	(void)tdrops_new_since(1);   /* earlier sessions' drops are not this one's */
 	S.nmem = 0;
 	S.out_len = 0;
@@ -964,6 +960,7 @@ stop_session(void)
 		return;
 	/* the last word waits for room in the queue, drained without a budget */
 	__atomic_store_n(&S.closing, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&mate_ev_shed_, 0, __ATOMIC_RELAXED);   /* whole calls are not dropped now */
 	if (S.wake_fd >= 0) {
 		uint64_t one = 1;
 		(void)!write(S.wake_fd, &one, sizeof(one));

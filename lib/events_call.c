@@ -16,21 +16,28 @@ find(struct mate_ev_thread *t, const mate_call *c, int *depth)
 	return NULL;
 }
 
+/* The first call of a thread (its block is allocated here), or one past
+ * MATE_EV_FRAMES deep (counted, not tracked). */
 void
-mate_ev_call_begin(const mate_call *c, const char *name)
+mate_ev_call_begin_slow(const mate_call *c, const char *name)
 {
 	struct mate_ev_thread *t = mate_ev_me();
-	struct mate_ev_frame *f;
-	size_t n;
 
-	if (t == NULL || t->depth++ >= MATE_EV_FRAMES)
-		return;
-	f = &t->f[t->depth - 1];
-	f->c = c;
-	if (!MATE_EV_WANTED() || mate_ev_drop_call(t)) {
-		f->id = 0;   /* no one listens, or the queue is full: the call keeps its depth, no id */
+	if (t == NULL)
+		return;   /* no memory: the thread's calls are not tracked */
+	if (t->depth >= MATE_EV_FRAMES) {
+		t->depth++;
 		return;
 	}
+	mate_ev_call_begin(c, name);
+}
+
+/* A call someone takes: its id, and its name for its events. */
+void
+mate_ev_call_track(struct mate_ev_frame *f, const char *name)
+{
+	size_t n;
+
 	f->id = mate_ev_next_id();
 	f->in_bytes = f->out_bytes = 0;
 	f->recv_sent = 0;
@@ -80,7 +87,7 @@ mate_ev_call_ready(const mate_call *c)
 }
 
 void
-mate_ev_call_end(const mate_call *c, int ok, const char *error)
+mate_ev_call_end_slow(const mate_call *c, int ok, const char *error)
 {
 	struct mate_ev_thread *t = mate_ev_me_;
 	struct mate_ev_frame *f;

@@ -96,9 +96,21 @@ mate_ev_me(void)
 	return MATE_LIKELY(t != NULL) ? t : mate_ev_thread_new();
 }
 
-/* Non-zero when the stream's queue is full (no instruction log): the call's
- * RECV and SEND are counted as dropped now (on t), and the call is not tracked. */
-int mate_ev_drop_call(struct mate_ev_thread *t) MATE_HIDDEN;
+/* Non-zero while the stream's queue is full and whole calls are dropped
+ * (no instruction log, not closing): set by a producer the queue refused,
+ * cleared by the events thread as it takes events. */
+extern int mate_ev_shed_ MATE_HIDDEN;
+
+/* Non-zero when the stream's queue is full: the call's RECV and SEND are
+ * counted as dropped now (on t), and the call is not tracked. */
+static inline int
+mate_ev_drop_call(struct mate_ev_thread *t)
+{
+	if (MATE_LIKELY(!__atomic_load_n(&mate_ev_shed_, __ATOMIC_RELAXED)))
+		return 0;
+	__atomic_store_n(&t->drops, t->drops + 2, __ATOMIC_RELAXED);
+	return 1;
+}
 
 /* A call entered or returned: RECV/SEND from the calling thread, details
  * "call=N op=NAME depth=D" (+ " success=True|False" on SEND, + " error=..."). */
@@ -132,11 +144,46 @@ void mate_event_emit(const char *name, const char *source, const char *command,
 
 /* ---- the recorder's hooks (events_call.c), called while MATE_EV_ON() ----
  * A call's events: RECV at mate_call_ready() (or its end), with the input
- * bytes; SEND at its end, with the result and in-place bytes. */
-void mate_ev_call_begin(const mate_call *c, const char *name) MATE_HIDDEN;
+ * bytes; SEND at its end, with the result and in-place bytes. A call no
+ * one takes (no one listens, or the queue is full) only keeps its depth:
+ * that is done inline, in the recorder's own call; the rest out of line. */
+void mate_ev_call_begin_slow(const mate_call *c, const char *name) MATE_HIDDEN;
+void mate_ev_call_track(struct mate_ev_frame *f, const char *name) MATE_HIDDEN;
 void mate_ev_call_tensor(const mate_call *c, int flags, const mate_tensor *t) MATE_HIDDEN;
 void mate_ev_call_ready(const mate_call *c) MATE_HIDDEN;
-void mate_ev_call_end(const mate_call *c, int ok, const char *error) MATE_HIDDEN;
+void mate_ev_call_end_slow(const mate_call *c, int ok, const char *error) MATE_HIDDEN;
+
+static inline void
+mate_ev_call_begin(const mate_call *c, const char *name)
+{
+	struct mate_ev_thread *t = mate_ev_me_;
+	struct mate_ev_frame *f;
+
+	if (MATE_UNLIKELY(t == NULL || t->depth >= MATE_EV_FRAMES)) {
+		mate_ev_call_begin_slow(c, name);
+		return;
+	}
+	f = &t->f[t->depth++];
+	f->c = c;
+	if (!MATE_EV_WANTED() || mate_ev_drop_call(t))
+		f->id = 0;   /* no one listens, or the queue is full: the call keeps its depth, no id */
+	else
+		mate_ev_call_track(f, name);
+}
+
+static inline void
+mate_ev_call_end(const mate_call *c, int ok, const char *error)
+{
+	struct mate_ev_thread *t = mate_ev_me_;
+
+	/* the innermost call, untracked: it only leaves */
+	if (MATE_LIKELY(t != NULL && t->depth > 0 && t->depth <= MATE_EV_FRAMES &&
+	    t->f[t->depth - 1].c == c && t->f[t->depth - 1].id == 0)) {
+		t->depth--;
+		return;
+	}
+	mate_ev_call_end_slow(c, ok, error);
+}
 
 /* ---- fork (events.c; from the recorder's pthread_atfork child handler) ---- */
 extern int mate_ev_restart_ MATE_HIDDEN;

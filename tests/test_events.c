@@ -327,6 +327,62 @@ check_threads(const char *dir)
 	CHECK_EQ_INT(apart, 0);
 }
 
+/*
+ * Calls nested deeper than the thread's 32 frames: the outer 32 have their
+ * RECV and SEND with depths 0-31, the deeper ones are not tracked, and
+ * once all have ended the next call is at depth 0 again.
+ */
+#define DEEP 40
+
+static void
+check_deep(const char *dir)
+{
+	char tmpl[256], path[256], v[32];
+	mate_call *c[DEEP];
+	mate_error err;
+	mate_ilog *r;
+	mate_event ev;
+	int recv_depth[DEEP] = { 0 }, send_depth[DEEP] = { 0 }, after = -1, other = 0;
+
+	snprintf(tmpl, sizeof(tmpl), "%s/deep_%%i.log", dir);
+	snprintf(path, sizeof(path), "%s/deep_%ld.log", dir, (long)getpid());
+	configure(3, tmpl);
+	for (int i = 0; i < DEEP; i++) {
+		c[i] = mate_call_begin("deep", NULL, NULL);
+		mate_call_ready(c[i]);
+	}
+	for (int i = DEEP - 1; i >= 0; i--)
+		mate_call_end(c[i]);
+	mate_call_end(mate_call_begin("after", NULL, NULL));
+	configure(0, NULL);
+	r = mate_ilog_open(path, &err);
+	CHECK(r != NULL);
+	if (r == NULL)
+		return;
+	while (mate_ilog_next(r, &ev, &err) == 1) {
+		int d;
+		if (strcmp(ev.event, "RECV") != 0 && strcmp(ev.event, "SEND") != 0)
+			continue;
+		d = mate_ilog_detail(ev.details, "depth", v, sizeof(v)) < 0 ? -1 : atoi(v);
+		if (strcmp(ev.command, "after") == 0 && strcmp(ev.event, "RECV") == 0)
+			after = d;
+		else if (strcmp(ev.command, "deep") == 0 && d >= 0 && d < DEEP)
+			(ev.event[0] == 'R' ? recv_depth : send_depth)[d]++;
+		else if (strcmp(ev.command, "after") != 0)
+			other++;
+	}
+	mate_ilog_free(r);
+	unlink(path);
+	for (int d = 0; d < DEEP; d++) {
+		if (recv_depth[d] != (d < 32) || send_depth[d] != (d < 32))
+			printf("depth %d: %d RECV, %d SEND\n", d, recv_depth[d], send_depth[d]);
+		CHECK_EQ_INT(recv_depth[d], d < 32);
+		CHECK_EQ_INT(send_depth[d], d < 32);
+	}
+	CHECK_EQ_INT(other, 0);
+	CHECK_EQ_INT(after, 0);
+}
+
 int
 main(void)
 {
@@ -344,6 +400,7 @@ main(void)
 	}
 	check_reuse(dir);
 	check_threads(dir);
+	check_deep(dir);
 	/* events off: no ids, work not recorded */
 	configure(1, NULL);
 	{
