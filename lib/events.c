@@ -623,10 +623,11 @@ drain(size_t max)
 	/* events the full queue refused: counted, and a gap in the sequence
 	 * where they were noticed (never with a log: it waits). The queue has
 	 * room again once this pass has taken a slot. */
-	if (__atomic_load_n(&S.full, __ATOMIC_RELAXED)) {
+	if (__atomic_load_n(&S.full, __ATOMIC_RELAXED))
 		__atomic_store_n(&S.full, 0, __ATOMIC_RELAXED);
+	/* on its own: a producer may set it just after this pass cleared full */
+	if (__atomic_load_n(&mate_ev_shed_, __ATOMIC_RELAXED))
 		__atomic_store_n(&mate_ev_shed_, 0, __ATOMIC_RELAXED);
-	}
 	drops = __atomic_exchange_n(&S.queue_drops, 0, __ATOMIC_RELAXED);
 	drops += tdrops_new_since(1);
 	S.seq_skew += drops;

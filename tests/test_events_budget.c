@@ -66,7 +66,7 @@ thread_cpu(const char *name)
 static struct {
 	void *sub;
 	volatile int stop;
-	unsigned long long frames, gaps, dropped, last_seq;
+	unsigned long long frames, gaps, dropped, last_seq, calm;
 	char last_event[32];
 } R;
 
@@ -100,6 +100,8 @@ reader(void *arg)
 			R.gaps += seq - R.last_seq - 1;
 		R.last_seq = seq;
 		R.dropped = num(buf, "\"dropped\":");
+		if (strstr(buf, "\"command\":\"calm\"") != NULL)
+			R.calm++;
 		if ((e = strstr(buf, "\"event\":\"")) != NULL)
 			sscanf(e + 9, "%31[^\"]", R.last_event);
 		R.frames++;
@@ -184,6 +186,15 @@ main(void)
 		}
 		calls += flood_for(0.2);
 	}
+	/* after the flood, once the queue has drained: calls flow again, whole */
+	usleep(300000);
+	for (int i = 0; i < 50; i++) {
+		mate_call_end(mate_call_begin("calm", "budget", NULL));
+		usleep(2000);
+	}
+	usleep(300000);
+	printf("after the flood: %llu of 100 events of 50 calls\n", R.calm);
+	CHECK_EQ_INT(R.calm, 100);
 	/* the end: the last word waits for room, whatever the budget */
 	cfg.monitor = NULL;
 	cfg.level = 0;
