@@ -315,6 +315,13 @@ tdrops_new_since(int take)
 	return n;
 }
 
+void
+mate_ev_drop_untracked(void)
+{
+	if (MATE_EV_WANTED())
+		__atomic_add_fetch(&S.queue_drops, 2, __ATOMIC_RELAXED);
+}
+
 static void
 commit(struct ev_slot *s, uint64_t seq)
 {

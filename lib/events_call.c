@@ -23,8 +23,10 @@ mate_ev_call_begin_slow(const mate_call *c, const char *name)
 {
 	struct mate_ev_thread *t = mate_ev_me();
 
-	if (t == NULL)
-		return;   /* no memory: the thread's calls are not tracked */
+	if (t == NULL) {
+		mate_ev_drop_untracked();   /* no memory: the thread's calls are not tracked */
+		return;
+	}
 	if (t->depth >= MATE_EV_FRAMES) {
 		t->depth++;
 		return;

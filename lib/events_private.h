@@ -96,6 +96,10 @@ mate_ev_me(void)
 	return MATE_LIKELY(t != NULL) ? t : mate_ev_thread_new();
 }
 
+/* A call of a thread that has no block (no memory): its RECV and SEND
+ * are counted as dropped, a gap in the numbering like any drop. */
+void mate_ev_drop_untracked(void) MATE_HIDDEN;
+
 /* Non-zero while the stream's queue is full and whole calls are dropped
  * (no instruction log, not closing): set by a producer the queue refused,
  * cleared by the events thread as it takes events. */
