@@ -98,6 +98,31 @@ configure(int level, const char *ilog)
 	CHECK_EQ_INT(mate_configure(&cfg, &err), MATE_OK);
 }
 
+/* Starts a level-lvl session logging to DIR/NAME_%i.log; path gets the
+ * log's name in this process. */
+static void
+log_start(const char *dir, const char *name, int lvl, char *path, size_t cap)
+{
+	char tmpl[256];
+
+	snprintf(tmpl, sizeof(tmpl), "%s/%s_%%i.log", dir, name);
+	snprintf(path, cap, "%s/%s_%ld.log", dir, name, (long)getpid());
+	configure(lvl, tmpl);
+}
+
+/* Stops the session and opens its log: NULL (a failed check) if it cannot. */
+static mate_ilog *
+log_stop_open(const char *path)
+{
+	mate_error err;
+	mate_ilog *r;
+
+	configure(0, NULL);
+	r = mate_ilog_open(path, &err);
+	CHECK(r != NULL);
+	return r;
+}
+
 /* A nested call, work on another thread, a failure, memory: level lvl. */
 static void
 record_session(int lvl, const char *path)
@@ -221,13 +246,11 @@ check_session(int lvl)
 static void
 check_reuse(const char *dir)
 {
-	char tmpl[256], path[256], line[512];
+	char path[256], line[512];
 	long fails = 0, errors = 0, sends = 0, bad = 0;
 	FILE *f;
 
-	snprintf(tmpl, sizeof(tmpl), "%s/reuse_%%i.log", dir);
-	snprintf(path, sizeof(path), "%s/reuse_%ld.log", dir, (long)getpid());
-	configure(1, tmpl);
+	log_start(dir, "reuse", 1, path, sizeof(path));
 	for (int round = 0; round < 3; round++) {
 		for (int i = 0; i < 12000; i++) {
 			mate_call *c = mate_call_begin("f", NULL, NULL);
@@ -283,7 +306,7 @@ caller(void *arg)
 static void
 check_threads(const char *dir)
 {
-	char tmpl[256], path[256], call[32] = "", c2[32];
+	char path[256], call[32] = "", c2[32];
 	pthread_t th[4];
 	mate_error err;
 	mate_ilog *r;
@@ -292,17 +315,12 @@ check_threads(const char *dir)
 	uint64_t seq = 0;
 	int gaps = 0, open_recv = 0;
 
-	snprintf(tmpl, sizeof(tmpl), "%s/threads_%%i.log", dir);
-	snprintf(path, sizeof(path), "%s/threads_%ld.log", dir, (long)getpid());
-	configure(1, tmpl);
+	log_start(dir, "threads", 1, path, sizeof(path));
 	for (int i = 0; i < 4; i++)
 		pthread_create(&th[i], NULL, caller, NULL);
 	for (int i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
-	configure(0, NULL);
-	r = mate_ilog_open(path, &err);
-	CHECK(r != NULL);
-	if (r == NULL)
+	if ((r = log_stop_open(path)) == NULL)
 		return;
 	while (mate_ilog_next(r, &ev, &err) == 1) {
 		gaps += ev.seq != ++seq;
@@ -337,16 +355,14 @@ check_threads(const char *dir)
 static void
 check_deep(const char *dir)
 {
-	char tmpl[256], path[256], v[32];
+	char path[256], v[32];
 	mate_call *c[DEEP];
 	mate_error err;
 	mate_ilog *r;
 	mate_event ev;
 	int recv_depth[DEEP] = { 0 }, send_depth[DEEP] = { 0 }, after = -1, other = 0;
 
-	snprintf(tmpl, sizeof(tmpl), "%s/deep_%%i.log", dir);
-	snprintf(path, sizeof(path), "%s/deep_%ld.log", dir, (long)getpid());
-	configure(3, tmpl);
+	log_start(dir, "deep", 3, path, sizeof(path));
 	for (int i = 0; i < DEEP; i++) {
 		c[i] = mate_call_begin("deep", NULL, NULL);
 		mate_call_ready(c[i]);
@@ -354,10 +370,7 @@ check_deep(const char *dir)
 	for (int i = DEEP - 1; i >= 0; i--)
 		mate_call_end(c[i]);
 	mate_call_end(mate_call_begin("after", NULL, NULL));
-	configure(0, NULL);
-	r = mate_ilog_open(path, &err);
-	CHECK(r != NULL);
-	if (r == NULL)
+	if ((r = log_stop_open(path)) == NULL)
 		return;
 	while (mate_ilog_next(r, &ev, &err) == 1) {
 		int d;
