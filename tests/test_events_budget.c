@@ -101,7 +101,7 @@ reader(void *arg)
 		R.last_seq = seq;
 		R.dropped = num(buf, "\"dropped\":");
 		if (strstr(buf, "\"command\":\"calm\"") != NULL)
-			R.calm++;
+			__atomic_add_fetch(&R.calm, 1, __ATOMIC_RELAXED);
 		if ((e = strstr(buf, "\"event\":\"")) != NULL)
 			sscanf(e + 9, "%31[^\"]", R.last_event);
 		R.frames++;
@@ -192,9 +192,13 @@ main(void)
 		mate_call_end(mate_call_begin("calm", "budget", NULL));
 		usleep(2000);
 	}
-	usleep(300000);
-	printf("after the flood: %llu of 100 events of 50 calls\n", R.calm);
-	CHECK_EQ_INT(R.calm, 100);
+	/* read while the reader runs: atomically; waits up to 5 s for them */
+	for (int i = 0; i < 100 && __atomic_load_n(&R.calm, __ATOMIC_RELAXED) < 100; i++)
+		usleep(50000);
+	usleep(100000);   /* and a little more: none past the 100 either */
+	printf("after the flood: %llu of 100 events of 50 calls\n",
+	    __atomic_load_n(&R.calm, __ATOMIC_RELAXED));
+	CHECK_EQ_INT(__atomic_load_n(&R.calm, __ATOMIC_RELAXED), 100);
 	/* the end: the last word waits for room, whatever the budget */
 	cfg.monitor = NULL;
 	cfg.level = 0;
