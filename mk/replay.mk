@@ -100,3 +100,9 @@ fuzz_fuzz_dump_record_LDFLAGS = $(FUZZER_LINK)
 
 ## Benchmarks (scripts; see their headers): bench/list-dumps.sh, bench/replay-many.sh.
 EXTRA_DIST += bench/gen-dumps.py bench/list-dumps.sh bench/replay-many.sh
+
+## The peers' side (run by the peers' Python, tests/run-python.sh): FlashInfer's real
+## decorator records and mate lists and replays; FlashInfer's replay runs mate's dumps.
+TESTS += tests/test_flashinfer_decorator.py
+EXTRA_DIST += tests/test_flashinfer_decorator.py \
+	tests/peers/flashinfer_peer.py tests/peers/minilib.py

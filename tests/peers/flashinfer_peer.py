@@ -1,0 +1,97 @@
+"""flashinfer_peer.py: loads FlashInfer's real api_logging.py, and torch reference functions with FlashInfer's names and signatures."""
+import importlib
+import importlib.util
+import sys
+import types
+
+import torch
+
+
+def load_api_logging():
+    """Imports flashinfer/api_logging.py from the installed flashinfer-python, unmodified.
+
+    flashinfer's package __init__ loads its compiled kernels and wants a GPU, so
+    the package is entered through a bare module object whose __path__ is the
+    installed package folder: api_logging.py and what it imports itself
+    (flashinfer.version) are the real files. Nothing is stubbed; the one thing
+    that fails on a CPU-only machine is the level-5 CUDA-graph statistics
+    kernel's JIT build, which api_logging.py itself catches and reports as a
+    warning line ("Failed to build api_log_stats kernel") in its header.
+    The FLASHINFER_* variables must be set before the call: the module reads
+    them once, at import."""
+    if "flashinfer.api_logging" in sys.modules:
+        return sys.modules["flashinfer.api_logging"]
+    spec = importlib.util.find_spec("flashinfer")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("flashinfer-python is not installed")
+    pkg = types.ModuleType("flashinfer")
+    pkg.__path__ = list(spec.submodule_search_locations)
+    sys.modules["flashinfer"] = pkg
+    return importlib.import_module("flashinfer.api_logging")
+
+
+def _rms(x, weight, eps, gemma=False):
+    xf = x.float()
+    w = weight.float() + 1.0 if gemma else weight.float()
+    return xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def _into(out, r):
+    if out is None:
+        return r
+    out.copy_(r)
+    return out
+
+
+def rmsnorm(input, weight, eps=1e-6, out=None, enable_pdl=None):
+    return _into(out, _rms(input, weight, eps).to(input.dtype))
+
+
+def gemma_rmsnorm(input, weight, eps=1e-6, out=None, enable_pdl=None):
+    return _into(out, _rms(input, weight, eps, gemma=True).to(input.dtype))
+
+
+def fused_add_rmsnorm(input, residual, weight, eps=1e-6, enable_pdl=None):
+    s = input.float() + residual.float()
+    residual.copy_(s.to(residual.dtype))
+    input.copy_(_rms(s, weight, eps).to(input.dtype))
+
+
+def silu_and_mul(input, out=None, enable_pdl=None):
+    d = input.shape[-1] // 2
+    r = torch.nn.functional.silu(input[..., :d].float()) * input[..., d:].float()
+    return _into(out, r.to(input.dtype))
+
+
+def softmax(logits, temperature=None, enable_pdl=None):
+    lf = logits.float()
+    if temperature is not None:
+        lf = lf / temperature
+    return torch.softmax(lf, dim=-1)
+
+
+class BatchDecodeWithPagedKVCacheWrapper:
+    """A stateful wrapper with FlashInfer's class name: __init__, plan and run are logged with self_id."""
+
+    def __init__(self, float_workspace_buffer, kv_layout="NHD"):
+        self.workspace = float_workspace_buffer
+        self.kv_layout = kv_layout
+
+    def plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim,
+             page_size):
+        self.plan_args = (indptr, indices, last_page_len, num_qo_heads, num_kv_heads,
+                          head_dim, page_size)
+
+    def run(self, q, paged_kv_cache):
+        return q.clone()
+
+
+def decorate(api):
+    """The reference functions above, each wrapped by FlashInfer's real decorator."""
+    names = ["rmsnorm", "gemma_rmsnorm", "fused_add_rmsnorm", "silu_and_mul", "softmax"]
+    fns = {n: api.flashinfer_api(globals()[n]) for n in names}
+    cls = BatchDecodeWithPagedKVCacheWrapper
+    for m in ("__init__", "plan", "run"):
+        setattr(cls, m, api.flashinfer_api(getattr(cls, m)))
+    fns["BatchDecodeWithPagedKVCacheWrapper"] = cls
+    return fns
