@@ -35,16 +35,18 @@ mate_rec_stamp(char *out)
 void
 mate_rec_log_name(const char *name)
 {
-	static const char call[] = " MATE API Call: ";
-	size_t n = strlen(name);
-	char line[512];
+	const char *who = mate_rec_name();
+	size_t n = strlen(name), nw = strlen(who);
+	char line[512], *p;
 
-	if (21 + sizeof(call) + n + 1 > sizeof(line)) {
+	if (21 + 1 + nw + 11 + n + 1 > sizeof(line)) {
 		struct mate_buf b;
 		mate_buf_init(&b);
 		mate_rec_stamp(line);
 		mate_buf_put(&b, line, 21);
-		mate_buf_puts(&b, call);
+		mate_buf_putc(&b, ' ');
+		mate_buf_put(&b, who, nw);
+		mate_buf_puts(&b, " API Call: ");
 		mate_buf_put(&b, name, n);
 		mate_buf_putc(&b, '\n');
 		if (mate_buf_str(&b) != NULL)
@@ -54,10 +56,16 @@ mate_rec_log_name(const char *name)
 	}
 	/* no printf: its cost grows when a library registers printf handlers */
 	mate_rec_stamp(line);
-	memcpy(line + 21, call, sizeof(call) - 1);
-	memcpy(line + 21 + sizeof(call) - 1, name, n);
-	line[21 + sizeof(call) - 1 + n] = '\n';
-	mate_rec_log(line, 21 + sizeof(call) + n);
+	p = line + 21;
+	*p++ = ' ';
+	memcpy(p, who, nw);
+	p += nw;
+	memcpy(p, " API Call: ", 11);
+	p += 11;
+	memcpy(p, name, n);
+	p += n;
+	*p++ = '\n';
+	mate_rec_log(line, (size_t)(p - line));
 }
 
 /* ---- the header ------------------------------------------------------------------- */
@@ -105,12 +113,12 @@ fmt_banner(struct mate_buf *b)
 	const struct rec_config *cfg = &mate_rec_cfg;
 
 	mate_buf_puts(b, RULE_EQ);
-	mate_buf_puts(b,
-	    "WARNING: MATE API Logging is set to Level 10 (Tensor Dumping).\n"
-	    "This will dump ALL input and outputs including tensors for MATE APIs to disk in\n"
+	mate_buf_printf(b,
+	    "WARNING: %s API Logging is set to Level 10 (Tensor Dumping).\n"
+	    "This will dump ALL input and outputs including tensors for %s APIs to disk in\n"
 	    "the configured dump directory. Ensure that you are NOT processing sensitive data\n"
-	    "or that the dump directory is secure. To disable dumping, unset MATE_LOGLEVEL or\n"
-	    "set it to below 10.\n");
+	    "or that the dump directory is secure. To disable dumping, unset %s_LOGLEVEL or\n"
+	    "set it to below 10.\n", mate_rec_name(), mate_rec_name(), mate_rec_prefix());
 	mate_buf_printf(b, "Current dump directory is: %s\n", cfg->dump_dir_shown);
 	if (cfg->safetensors)
 		mate_buf_puts(b,
@@ -129,12 +137,19 @@ mate_rec_fmt_header(struct mate_buf *b)
 
 	mate_rec_stamp(stamp);
 	mate_buf_puts(b, RULE_EQ);
-	mate_buf_printf(b, "%s MATE API Logging - System Information\n", stamp);
+	mate_buf_printf(b, "%s %s API Logging - System Information\n", stamp, mate_rec_name());
 	mate_buf_puts(b, RULE_EQ);
 	mate_buf_printf(b, "mate version: %s\n", mate_version_string());
 	desc[0] = '\0';
 	be->describe(desc, sizeof(desc));
 	mate_buf_printf(b, "Backend: %s\n", desc);
+	if (mate_rec_flashinfer_text()) {  /* the same fact in FlashInfer's spelling */
+		int n = be->device_count();
+		if (n > 0)
+			mate_buf_printf(b, "Number of GPUs: %d\n", n);
+		else
+			mate_buf_puts(b, "CUDA: Not available (CPU-only mode)\n");
+	}
 	describe_blas(b);
 	mate_buf_puts(b, RULE_EQ);
 	mate_buf_putc(b, '\n');
@@ -215,12 +230,14 @@ fmt_tensor(struct mate_buf *b, const mate_call *c, const mate_value *v, int inde
 	mate_buf_puts(b, "device=");
 	fmt_device(b, t);
 	mate_buf_putc(b, '\n');
-	mate_buf_spaces(b, pad);
-	mate_buf_puts(b, "va_range=[");
-	mate_buf_hex(b, start);
-	mate_buf_put(b, ", ", 2);
-	mate_buf_hex(b, end);
-	mate_buf_put(b, ")\n", 2);
+	if (!mate_rec_flashinfer_text()) {  /* FlashInfer's decorator prints no va_range */
+		mate_buf_spaces(b, pad);
+		mate_buf_puts(b, "va_range=[");
+		mate_buf_hex(b, start);
+		mate_buf_put(b, ", ", 2);
+		mate_buf_hex(b, end);
+		mate_buf_put(b, ")\n", 2);
+	}
 	mate_buf_spaces(b, pad);
 	mate_buf_puts(b, t->requires_grad ? "requires_grad=True\n" : "requires_grad=False\n");
 	mate_buf_spaces(b, pad);
@@ -398,7 +415,7 @@ mate_rec_fmt_inputs(struct mate_buf *b, const mate_call *c)
 
 	mate_buf_puts(b, RULE_EQ);
 	mate_buf_puts(b, c->stamp);
-	mate_buf_puts(b, " MATE API Call: ");
+	mate_buf_printf(b, " %s API Call: ", mate_rec_name());
 	mate_buf_puts(b, c->name);
 	mate_buf_putc(b, '\n');
 	mate_buf_puts(b, RULE_DASH);

@@ -90,6 +90,93 @@ mate_rec_pid(void)
 	return cached_pid;
 }
 
+/* ---- identity: the variables' prefix and the log's name ------------------------ */
+
+/* mate's own, or the library's set by mate_set_identity() / MATE_IDENTITY. */
+static struct {
+	char prefix[32];     /* PREFIX of PREFIX_LOGLEVEL, ... */
+	char name[32];       /* NAME of "NAME API Call" */
+	char dumps[48];      /* the default dump folder: "name_dumps" */
+	int flashinfer;      /* FlashInfer's text: no va_range line */
+} ident = { "MATE", "MATE", "mate_dumps", 0 };
+
+const char *
+mate_rec_prefix(void)
+{
+	return ident.prefix;
+}
+
+const char *
+mate_rec_name(void)
+{
+	return ident.name;
+}
+
+int
+mate_rec_flashinfer_text(void)
+{
+	return ident.flashinfer;
+}
+
+/* getenv() of PREFIX_suffix. */
+const char *
+mate_rec_getenv(const char *suffix)
+{
+	char var[96];
+
+	snprintf(var, sizeof(var), "%s_%s", ident.prefix, suffix);
+	return getenv(var);
+}
+
+/* Checks and takes an identity; NULL, NULL is mate's own. */
+static int
+set_identity(const char *prefix, const char *name, mate_error *err)
+{
+	size_t np, nn;
+
+	if (prefix == NULL && name == NULL)
+		prefix = name = "MATE";
+	if (prefix == NULL || (np = strlen(prefix)) == 0 || np >= sizeof(ident.prefix) ||
+	    strspn(prefix, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != np)
+		return mate_set_error(err, MATE_ERR_ARGUMENT,
+		    "identity prefix '%s': 1 to 31 of A-Z, 0-9 and _", prefix ? prefix : "(null)");
+	if (name == NULL)
+		name = prefix;
+	nn = strlen(name);
+	if (nn == 0 || nn >= sizeof(ident.name))
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "identity name: 1 to 31 characters");
+	for (size_t i = 0; i < nn; i++)
+		if (!isprint((unsigned char)name[i]))
+			return mate_set_error(err, MATE_ERR_ARGUMENT,
+			    "identity name: printable characters only");
+	memcpy(ident.prefix, prefix, np + 1);
+	memcpy(ident.name, name, nn + 1);
+	for (size_t i = 0; i < nn; i++)
+		ident.dumps[i] = (char)tolower((unsigned char)name[i]);
+	memcpy(ident.dumps + nn, "_dumps", sizeof("_dumps"));
+	ident.flashinfer = strcmp(prefix, "FLASHINFER") == 0;
+	return MATE_OK;
+}
+
+/* MATE_IDENTITY=PREFIX[:NAME], read once before the first configuration. */
+static void
+identity_from_env(void)
+{
+	const char *s = getenv("MATE_IDENTITY");
+	char buf[96], *colon;
+	mate_error err;
+
+	if (s == NULL || s[0] == '\0')
+		return;
+	snprintf(buf, sizeof(buf), "%s", s);
+	if ((colon = strchr(buf, ':')) != NULL)
+		*colon++ = '\0';
+	mate_error_clear(&err);
+	if (strlen(s) >= sizeof(buf) || set_identity(buf, colon, &err) != MATE_OK)
+		mate_rec_warn("bad MATE_IDENTITY value '%s' (%s); recording as mate", s,
+		    err.message[0] ? err.message : "too long");
+}
+
 /* ---- parsing the environment --------------------------------------------------- */
 
 static const char *
@@ -156,10 +243,12 @@ parse_float(const char *s, double *out)
 	return 0;
 }
 
+/* var: the variable's name after the prefix ("LOGLEVEL"). */
 static void
 bad_value(const char *var, const char *value, const char *why, const char *dflt)
 {
-	mate_rec_warn("bad %s value '%s' (%s); using the default %s", var, value, why, dflt);
+	mate_rec_warn("bad %s_%s value '%s' (%s); using the default %s", ident.prefix, var, value,
+	    why, dflt);
 }
 
 void
@@ -168,7 +257,7 @@ mate_config_default(struct mate_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->level = 0;
 	cfg->logdest = "stdout";
-	cfg->dump_dir = "mate_dumps";
+	cfg->dump_dir = ident.dumps;
 	cfg->dump_max_size_gb = 20;
 	cfg->dump_max_count = 1000;
 	cfg->dump_include = "";
@@ -179,15 +268,15 @@ mate_config_default(struct mate_config *cfg)
 static void
 env_level(struct mate_config *cfg)
 {
-	const char *s = getenv("MATE_LOGLEVEL");
+	const char *s = mate_rec_getenv("LOGLEVEL");
 	int64_t v;
 
 	if (s == NULL)
 		return;
 	if (parse_int(s, &v) != 0)
-		bad_value("MATE_LOGLEVEL", s, "not an integer", "0");
+		bad_value("LOGLEVEL", s, "not an integer", "0");
 	else if (v < 0)
-		bad_value("MATE_LOGLEVEL", s, "negative", "0");
+		bad_value("LOGLEVEL", s, "negative", "0");
 	else
 		cfg->level = v > 10 ? 10 : (int)v;
 }
@@ -199,39 +288,39 @@ env_dump(struct mate_config *cfg)
 	double d;
 	int64_t v;
 
-	if ((s = getenv("MATE_DUMP_DIR")) != NULL) {
+	if ((s = mate_rec_getenv("DUMP_DIR")) != NULL) {
 		size_t n;
 		trim(s, &n);
 		if (n == 0)
-			bad_value("MATE_DUMP_DIR", s, "empty", "mate_dumps");
+			bad_value("DUMP_DIR", s, "empty", ident.dumps);
 		else
 			cfg->dump_dir = s;
 	}
-	if ((s = getenv("MATE_DUMP_MAX_SIZE_GB")) != NULL) {
+	if ((s = mate_rec_getenv("DUMP_MAX_SIZE_GB")) != NULL) {
 		if (parse_float(s, &d) != 0 || isnan(d))
-			bad_value("MATE_DUMP_MAX_SIZE_GB", s, "not a number", "20");
+			bad_value("DUMP_MAX_SIZE_GB", s, "not a number", "20");
 		else if (d < 0)
-			bad_value("MATE_DUMP_MAX_SIZE_GB", s, "negative", "20");
+			bad_value("DUMP_MAX_SIZE_GB", s, "negative", "20");
 		else
 			cfg->dump_max_size_gb = d;
 	}
-	if ((s = getenv("MATE_DUMP_MAX_COUNT")) != NULL) {
+	if ((s = mate_rec_getenv("DUMP_MAX_COUNT")) != NULL) {
 		if (parse_int(s, &v) != 0)
-			bad_value("MATE_DUMP_MAX_COUNT", s, "not an integer", "1000");
+			bad_value("DUMP_MAX_COUNT", s, "not an integer", "1000");
 		else if (v < 0)
-			bad_value("MATE_DUMP_MAX_COUNT", s, "negative", "1000");
+			bad_value("DUMP_MAX_COUNT", s, "negative", "1000");
 		else
 			cfg->dump_max_count = v;
 	}
-	if ((s = getenv("MATE_DUMP_INCLUDE")) != NULL)
+	if ((s = mate_rec_getenv("DUMP_INCLUDE")) != NULL)
 		cfg->dump_include = s;
-	if ((s = getenv("MATE_DUMP_EXCLUDE")) != NULL)
+	if ((s = mate_rec_getenv("DUMP_EXCLUDE")) != NULL)
 		cfg->dump_exclude = s;
-	if ((s = getenv("MATE_DUMP_SAFETENSORS")) != NULL) {
+	if ((s = mate_rec_getenv("DUMP_SAFETENSORS")) != NULL) {
 		if (strcmp(s, "1") == 0)
 			cfg->dump_safetensors = 1;
 		else if (strcmp(s, "0") != 0 && s[0] != '\0')
-			bad_value("MATE_DUMP_SAFETENSORS", s, "only 1 selects safetensors, 0 .pt", "0");
+			bad_value("DUMP_SAFETENSORS", s, "only 1 selects safetensors, 0 .pt", "0");
 	}
 }
 
@@ -244,9 +333,9 @@ mate_config_from_env(struct mate_config *cfg)
 	env_level(cfg);
 	if (cfg->level < 1)
 		return;
-	if ((s = getenv("MATE_LOGDEST")) != NULL) {
+	if ((s = mate_rec_getenv("LOGDEST")) != NULL) {
 		if (s[0] == '\0')
-			bad_value("MATE_LOGDEST", s, "empty", "stdout");
+			bad_value("LOGDEST", s, "empty", "stdout");
 		else
 			cfg->logdest = s;
 	}
@@ -393,7 +482,7 @@ apply(const struct mate_config *cfg, mate_error *err)
 	memset(&n, 0, sizeof(n));
 	n.level = effective_level(cfg->level);
 	n.logdest = strdup(cfg->logdest ? cfg->logdest : "stdout");
-	n.dump_dir = normalize_dir(cfg->dump_dir ? cfg->dump_dir : "mate_dumps");
+	n.dump_dir = normalize_dir(cfg->dump_dir ? cfg->dump_dir : ident.dumps);
 	n.dump_dir_shown = n.dump_dir ? shown_dir(n.dump_dir) : NULL;
 	n.max_size_gb = cfg->dump_max_size_gb;
 	bytes = cfg->dump_max_size_gb * 1073741824.0;
@@ -430,6 +519,7 @@ init_from_env(void)
 {
 	struct mate_config cfg;
 
+	identity_from_env();
 	mate_config_from_env(&cfg);
 	if (apply(&cfg, NULL) != MATE_OK) {
 		mate_rec_warn("out of memory reading the configuration; recording is off");
@@ -468,6 +558,17 @@ mate_configure(const struct mate_config *cfg, mate_error *err)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "empty logdest or dump_dir");
 	pthread_once(&init_once, init_nothing);
 	return apply(cfg, err);
+}
+
+int
+mate_set_identity(const char *prefix, const char *name, mate_error *err)
+{
+	int rc;
+
+	pthread_once(&init_once, init_nothing);
+	if ((rc = set_identity(prefix, name, err)) != MATE_OK)
+		return rc;
+	return mate_configure(NULL, err);
 }
 
 int
@@ -517,7 +618,7 @@ open_log(void)
 		path = expand_dest(d);
 		logst.fd = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
 		if (logst.fd < 0) {
-			mate_rec_warn("cannot open MATE_LOGDEST '%s': %s; logging to stderr",
+			mate_rec_warn("cannot open %s_LOGDEST '%s': %s; logging to stderr", ident.prefix,
 			    path ? path : d, strerror(path ? errno : ENOMEM));
 			logst.fd = STDERR_FILENO;
 		} else

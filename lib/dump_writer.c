@@ -732,15 +732,15 @@ reserve(const mate_call *c, int64_t bytes)
 	if (tally.count >= cfg->max_count) {
 		pthread_mutex_unlock(&mate_rec_dump_lock);
 		mate_rec_warn_once(REC_ONCE_DUMP_COUNT,
-		    "dump limit reached (MATE_DUMP_MAX_COUNT=%" PRId64 "); later calls are not dumped",
-		    cfg->max_count);
+		    "dump limit reached (%s_DUMP_MAX_COUNT=%" PRId64 "); later calls are not dumped",
+		    mate_rec_prefix(), cfg->max_count);
 		return -1;
 	}
 	if (tally.bytes + (uint64_t)bytes > cfg->max_bytes || tally.bytes + (uint64_t)bytes < tally.bytes) {
 		pthread_mutex_unlock(&mate_rec_dump_lock);
 		mate_rec_warn_once(REC_ONCE_DUMP_SIZE,
-		    "dump size limit reached (MATE_DUMP_MAX_SIZE_GB=%g); %s and later calls that do not fit are not dumped",
-		    cfg->max_size_gb, c->name);
+		    "dump size limit reached (%s_DUMP_MAX_SIZE_GB=%g); %s and later calls that do not fit are not dumped",
+		    mate_rec_prefix(), cfg->max_size_gb, c->name);
 		return -1;
 	}
 	if (prepare_root() == 0 && (seq = next_call(c->name)) > 0) {
@@ -943,6 +943,7 @@ void
 mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 {
 	struct rec_dump *d = c->dump;
+	char note[96];
 	int64_t bytes;
 
 	if (d == NULL || mate_rec_dump_stopped() || d->pid != mate_rec_pid())
@@ -955,9 +956,11 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 	if (tally.bytes + (uint64_t)bytes > mate_rec_cfg.max_bytes) {
 		pthread_mutex_unlock(&mate_rec_dump_lock);
 		mate_rec_warn_once(REC_ONCE_DUMP_SIZE,
-		    "dump size limit reached (MATE_DUMP_MAX_SIZE_GB=%g); outputs of %s not dumped",
-		    mate_rec_cfg.max_size_gb, c->name);
-		emit(c, d, "inputs_saved", "note", "outputs not saved: MATE_DUMP_MAX_SIZE_GB reached");
+		    "dump size limit reached (%s_DUMP_MAX_SIZE_GB=%g); outputs of %s not dumped",
+		    mate_rec_prefix(), mate_rec_cfg.max_size_gb, c->name);
+		snprintf(note, sizeof(note), "outputs not saved: %s_DUMP_MAX_SIZE_GB reached",
+		    mate_rec_prefix());
+		emit(c, d, "inputs_saved", "note", note);
 		return;
 	}
 	tally.bytes += (uint64_t)bytes;

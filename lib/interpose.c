@@ -300,6 +300,21 @@ static void fork_prepare(void);
 static void fork_parent(void);
 static void fork_child(void);
 
+/* The recorder's level variable: PREFIX_LOGLEVEL where MATE_IDENTITY=PREFIX[:NAME]
+ * (mate-record --identity) gives another prefix, as libmate reads it. */
+static const char *
+level_env(void)
+{
+	const char *id = getenv("MATE_IDENTITY");
+	size_t n = id != NULL ? strcspn(id, ":") : 0;
+	char var[64];
+
+	if (n == 0 || n > 31)
+		return getenv("MATE_LOGLEVEL");
+	snprintf(var, sizeof(var), "%.*s_LOGLEVEL", (int)n, id);
+	return getenv(var);
+}
+
 static void
 load(void)
 {
@@ -319,7 +334,7 @@ load(void)
 	}
 	if (recorder_complete())
 		mate_ip_level = mate_ip_api.record_level();
-	else if (getenv("MATE_LOGLEVEL") != NULL)
+	else if (level_env() != NULL)
 		mate_ip_warn("the libmate found has no recorder; API calls are not recorded");
 	if (csv != NULL && *csv != '\0' && (csv_template = strdup(csv)) == NULL)
 		goto out;
@@ -465,7 +480,7 @@ ip_exit(void)
 __attribute__((constructor)) static void
 ip_init(void)
 {
-	const char *level = getenv("MATE_LOGLEVEL"), *csv = getenv(MATE_ENV_MEMLOG);
+	const char *level = level_env(), *csv = getenv(MATE_ENV_MEMLOG);
 
 	mate_ip_want = (level != NULL && *level != '\0' && strcmp(level, "0") != 0) ||
 	    (csv != NULL && *csv != '\0');

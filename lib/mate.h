@@ -317,6 +317,21 @@ void mate_config_from_env(struct mate_config *cfg);
  * Not to be called while another thread is recording.
  * @return MATE_OK, or MATE_ERR_ARGUMENT (err set) for an invalid cfg. */
 int mate_configure(const struct mate_config *cfg, mate_error *err);
+/*! mate_set_identity() : presents the recording as another library's API
+ * logging, FlashInfer's with ("FLASHINFER", "FlashInfer"): the variables are
+ * read as PREFIX_LOGLEVEL, PREFIX_LOGDEST, PREFIX_DUMP_DIR,
+ * PREFIX_DUMP_MAX_SIZE_GB, PREFIX_DUMP_MAX_COUNT, PREFIX_DUMP_INCLUDE,
+ * PREFIX_DUMP_EXCLUDE and PREFIX_DUMP_SAFETENSORS (MATE_INSTRUCTION_LOG,
+ * MATE_MONITOR and MATE_MEMLOG keep their names), the log says "NAME API
+ * Call" and "NAME API Logging", and the default dump folder is "name_dumps"
+ * in lower case. With the prefix FLASHINFER the text is FlashInfer's
+ * decorator's: tensor blocks have no va_range line. name NULL: the prefix;
+ * both NULL: mate's own (MATE). The environment is then read again, as by
+ * mate_configure(NULL). MATE_IDENTITY=PREFIX[:NAME] does the same before the
+ * first call (mate-record --identity). Not while another thread records.
+ * @return MATE_OK, or MATE_ERR_ARGUMENT (err set): a prefix not of 1-31
+ * A-Z, 0-9 and _, or a name not of 1-31 printable characters. */
+int mate_set_identity(const char *prefix, const char *name, mate_error *err);
 /*! mate_record_level() : the effective level: 0, 1, 3, 5 or 10. */
 int mate_record_level(void);
 

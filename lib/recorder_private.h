@@ -59,6 +59,13 @@ struct rec_config {
 };
 extern struct rec_config mate_rec_cfg MATE_HIDDEN;
 
+/* The identity (mate_set_identity()): the variables' prefix ("MATE"), the log's
+ * name ("MATE"), whether the text is FlashInfer's; getenv() of PREFIX_suffix. */
+const char *mate_rec_prefix(void) MATE_HIDDEN;
+const char *mate_rec_name(void) MATE_HIDDEN;
+int mate_rec_flashinfer_text(void) MATE_HIDDEN;
+const char *mate_rec_getenv(const char *suffix) MATE_HIDDEN;
+
 /* Reads the environment once (pthread_once); safe from any thread. */
 void mate_rec_init(void) MATE_HIDDEN;
 /* Session generation: bumped by mate_configure() and fork. */

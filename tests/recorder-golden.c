@@ -1,7 +1,9 @@
 /* recorder-golden.c: makes the calls of MATE's reference program (tests/fixtures/mate-reference) through the C recording API.
  *
- * usage: recorder-golden TENSORS.bin
- * The MATE_* variables configure the recorder as in any recorded program.
+ * usage: recorder-golden TENSORS.bin [PREFIX:NAME]
+ * The MATE_* variables configure the recorder as in any recorded program; with
+ * PREFIX:NAME the program first calls mate_set_identity(PREFIX, NAME), and
+ * PREFIX_* configure it.
  * TENSORS.bin holds the reference tensors' bytes (tests/gen-golden-tensors.py).
  * Exit status: 0 ok, 1 the tensor file is unreadable or malformed.
  */
@@ -210,9 +212,21 @@ crashes(void)
 int
 main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: recorder-golden TENSORS.bin\n");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: recorder-golden TENSORS.bin [PREFIX:NAME]\n");
 		return 2;
+	}
+	if (argc == 3) {
+		char prefix[64], *name;
+		mate_error err;
+		snprintf(prefix, sizeof(prefix), "%s", argv[2]);
+		name = strchr(prefix, ':');
+		if (name != NULL)
+			*name++ = '\0';
+		if (mate_set_identity(prefix, name, &err) != MATE_OK) {
+			fprintf(stderr, "recorder-golden: %s\n", err.message);
+			return 2;
+		}
 	}
 	if (load(argv[1]) != 0)
 		return 1;

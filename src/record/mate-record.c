@@ -1,6 +1,7 @@
 /* mate-record.c: runs a program with libmate's interposer preloaded and reports what was recorded. */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -20,6 +21,8 @@
 struct options {
 	const char *level, *dump_dir, *log, *include, *exclude, *max_count, *max_size_gb;
 	const char *memlog;
+	const char *identity;    /* PREFIX[:NAME], or NULL: mate's own */
+	char prefix[32];         /* the variables' prefix: MATE or the identity's */
 	int safetensors, quiet;
 	char **argv;             /* the program and its arguments */
 };
@@ -46,6 +49,11 @@ usage(FILE *f)
 	    "      --safetensors    MATE_DUMP_SAFETENSORS=1\n"
 	    "      --max-count N    MATE_DUMP_MAX_COUNT\n"
 	    "      --max-size-gb X  MATE_DUMP_MAX_SIZE_GB\n"
+	    "      --identity PREFIX[:NAME]\n"
+	    "                       record as another library's logging: PREFIX_LOGLEVEL,\n"
+	    "                       PREFIX_DUMP_DIR, ... and \"NAME API Call\" (FlashInfer's:\n"
+	    "                       --identity FLASHINFER:FlashInfer); the options above\n"
+	    "                       then set the PREFIX_ variables\n"
 	    "      --memlog FILE    log device allocations as CSV (%%i: process id); the\n"
 	    "                       memory profile goes to the log at exit\n"
 	    "  -q, --quiet          no summary at the end\n"
@@ -58,6 +66,35 @@ set(const char *var, const char *value)
 {
 	if (value != NULL && setenv(var, value, 1) != 0)
 		mate_fe_errx(MATE_EXIT_USAGE, "cannot set %s: %s", var, strerror(errno));
+}
+
+/* The recorder's variable PREFIX_suffix (MATE_LOGLEVEL, FLASHINFER_LOGLEVEL, ...). */
+static const char *
+var(const struct options *o, const char *suffix)
+{
+	static char name[96];
+
+	snprintf(name, sizeof(name), "%s_%s", o->prefix, suffix);
+	return name;
+}
+
+/* --identity PREFIX[:NAME]: the prefix as libmate checks it (mate_set_identity()). */
+static void
+check_identity(struct options *o)
+{
+	size_t n;
+
+	snprintf(o->prefix, sizeof(o->prefix), "MATE");
+	if (o->identity == NULL)
+		return;
+	n = strcspn(o->identity, ":");
+	if (n == 0 || n >= sizeof(o->prefix) ||
+	    strspn(o->identity, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != n ||
+	    (o->identity[n] == ':' && (o->identity[n + 1] == '\0' || strlen(o->identity + n + 1) > 31)))
+		mate_fe_usage_error("bad --identity '%s': PREFIX of 1 to 31 of A-Z, 0-9 and _, "
+		    "then :NAME of 1 to 31 characters", o->identity);
+	memcpy(o->prefix, o->identity, n);
+	o->prefix[n] = '\0';
 }
 
 /* Checks an option value the way the recorder would read it. */
@@ -78,7 +115,8 @@ check_values(const struct options *o)
 static void
 parse(int argc, char **argv, struct options *o)
 {
-	enum { OPT_INCLUDE = 256, OPT_EXCLUDE, OPT_SAFETENSORS, OPT_MAX_COUNT, OPT_MAX_SIZE, OPT_MEMLOG };
+	enum { OPT_INCLUDE = 256, OPT_EXCLUDE, OPT_SAFETENSORS, OPT_MAX_COUNT, OPT_MAX_SIZE, OPT_MEMLOG,
+		OPT_IDENTITY };
 	static const struct option longopts[] = {
 		{ "level", required_argument, NULL, 'l' },
 		{ "log", required_argument, NULL, 'o' },
@@ -89,6 +127,7 @@ parse(int argc, char **argv, struct options *o)
 		{ "max-count", required_argument, NULL, OPT_MAX_COUNT },
 		{ "max-size-gb", required_argument, NULL, OPT_MAX_SIZE },
 		{ "memlog", required_argument, NULL, OPT_MEMLOG },
+		{ "identity", required_argument, NULL, OPT_IDENTITY },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -108,6 +147,7 @@ parse(int argc, char **argv, struct options *o)
 		case OPT_MAX_COUNT: o->max_count = optarg; break;
 		case OPT_MAX_SIZE: o->max_size_gb = optarg; break;
 		case OPT_MEMLOG: o->memlog = optarg; break;
+		case OPT_IDENTITY: o->identity = optarg; break;
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(MATE_EXIT_OK);
 		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
@@ -120,6 +160,23 @@ parse(int argc, char **argv, struct options *o)
 		mate_fe_usage_error("no program to run");
 	o->argv = argv + optind;
 	check_values(o);
+	check_identity(o);
+}
+
+/* The default dump folder: "name_dumps", the identity's name in lower case. */
+static const char *
+default_dumps(const struct options *o, char *buf, size_t len)
+{
+	const char *name = o->identity ? o->identity + strcspn(o->identity, ":") : "";
+	size_t i = 0;
+
+	name = *name == ':' ? name + 1 : o->prefix;
+	while (name[i] != '\0' && i + 7 < len) {
+		buf[i] = (char)tolower((unsigned char)name[i]);
+		i++;
+	}
+	snprintf(buf + i, len - i, "_dumps");
+	return buf;
 }
 
 /* The environment the program runs in: the options, the preload library
@@ -144,14 +201,15 @@ environment(const struct options *o)
 	} else
 		set("LD_PRELOAD", preload);
 	set("MATE_RECORD_LIBMATE", lib);
-	set("MATE_LOGLEVEL", o->level ? o->level : getenv("MATE_LOGLEVEL") ? NULL : "1");
-	set("MATE_LOGDEST", o->log);
-	set("MATE_DUMP_DIR", o->dump_dir);
-	set("MATE_DUMP_INCLUDE", o->include);
-	set("MATE_DUMP_EXCLUDE", o->exclude);
-	set("MATE_DUMP_SAFETENSORS", o->safetensors ? "1" : NULL);
-	set("MATE_DUMP_MAX_COUNT", o->max_count);
-	set("MATE_DUMP_MAX_SIZE_GB", o->max_size_gb);
+	set("MATE_IDENTITY", o->identity);
+	set(var(o, "LOGLEVEL"), o->level ? o->level : getenv(var(o, "LOGLEVEL")) ? NULL : "1");
+	set(var(o, "LOGDEST"), o->log);
+	set(var(o, "DUMP_DIR"), o->dump_dir);
+	set(var(o, "DUMP_INCLUDE"), o->include);
+	set(var(o, "DUMP_EXCLUDE"), o->exclude);
+	set(var(o, "DUMP_SAFETENSORS"), o->safetensors ? "1" : NULL);
+	set(var(o, "DUMP_MAX_COUNT"), o->max_count);
+	set(var(o, "DUMP_MAX_SIZE_GB"), o->max_size_gb);
 	set("MATE_MEMLOG", o->memlog);
 }
 
@@ -297,12 +355,13 @@ main(int argc, char **argv)
 	mate_record_session *s;
 	mate_error err;
 	const char *dump_dir;
+	char dumps[64];
 	int status;
 
 	mate_fe_set_progname(argv[0]);
 	parse(argc, argv, &o);
-	dump_dir = o.dump_dir ? o.dump_dir : getenv("MATE_DUMP_DIR") ? getenv("MATE_DUMP_DIR")
-	    : "mate_dumps";
+	dump_dir = o.dump_dir ? o.dump_dir : getenv(var(&o, "DUMP_DIR")) ? getenv(var(&o, "DUMP_DIR"))
+	    : default_dumps(&o, dumps, sizeof(dumps));
 	environment(&o);
 	if ((s = mate_record_session_new(dump_dir, &err)) == NULL)
 		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
