@@ -266,6 +266,8 @@ resolve_api(void)
 	API(memlog_fork_prepare, "mate_memlog_fork_prepare");
 	API(memlog_fork_parent, "mate_memlog_fork_parent");
 	API(memlog_fork_child, "mate_memlog_fork_child");
+	API(memlog_format_named, "mate_memlog_format_named");
+	API(memlog_set_format, "mate_memlog_set_format");
 	API(elf_cuda_runtime, "mate_elf_cuda_runtime");
 	return mate_ip_api.memlog_new != NULL && mate_ip_api.memlog_fork_child != NULL &&
 	    mate_ip_api.memlog_profile != NULL && mate_ip_api.memlog_error != NULL;
@@ -315,6 +317,25 @@ level_env(void)
 	return getenv(var);
 }
 
+/* The CSV's spelling from MATE_MEMLOG_FORMAT; RMM's when unset or unknown. */
+static void
+set_memlog_format(void)
+{
+	const char *name = getenv(MATE_ENV_MEMLOG_FORMAT);
+	int f;
+
+	if (name == NULL || *name == '\0' || mate_ip_memlog == NULL)
+		return;
+	if (mate_ip_api.memlog_format_named == NULL || mate_ip_api.memlog_set_format == NULL)
+		mate_ip_warn("the libmate found has one memory log format; %s=%s is ignored",
+		    MATE_ENV_MEMLOG_FORMAT, name);
+	else if ((f = mate_ip_api.memlog_format_named(name)) < 0)
+		mate_ip_warn("bad %s value '%s' (want rmm or epoch); writing rmm",
+		    MATE_ENV_MEMLOG_FORMAT, name);
+	else
+		mate_ip_api.memlog_set_format(mate_ip_memlog, f);
+}
+
 static void
 load(void)
 {
@@ -342,6 +363,7 @@ load(void)
 		char *path = csv_template ? memlog_path(csv_template) : NULL;
 		mate_ip_memlog = mate_ip_api.memlog_new(path, NULL);
 		free(path);
+		set_memlog_format();
 	}
 	if (mate_ip_memlog != NULL)
 		pthread_atfork(fork_prepare, fork_parent, fork_child);

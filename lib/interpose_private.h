@@ -50,6 +50,8 @@ struct ip_api {
 	void (*memlog_fork_prepare)(mate_memlog *);
 	void (*memlog_fork_parent)(mate_memlog *);
 	void (*memlog_fork_child)(mate_memlog *, const char *);
+	int (*memlog_format_named)(const char *);
+	int (*memlog_set_format)(mate_memlog *, int);
 	int (*elf_cuda_runtime)(const char *, mate_error *);
 };
 

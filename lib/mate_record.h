@@ -21,6 +21,16 @@ enum mate_memlog_action {
 	MATE_MEMLOG_FAILURE = 2     /* "allocate failure" */
 };
 
+/* How the CSV spells its rows. RMM: what RMM's logging_resource_adaptor
+ * writes and its REPLAY_BENCH reads ("14:21:43.123456" local time of day,
+ * "free", "(nil)" for the null pointer of a failure, the stream "0" or
+ * "0x7f..."). EPOCH: the spelling of RMM's documentation page ("seconds
+ * since the epoch.microseconds", "deallocate", "0x0" streams). */
+enum mate_memlog_format {
+	MATE_MEMLOG_FORMAT_RMM = 0,
+	MATE_MEMLOG_FORMAT_EPOCH = 1
+};
+
 struct mate_memlog_stats {
 	uint64_t current_bytes, current_count;  /* live allocations */
 	uint64_t peak_bytes, peak_count;
@@ -39,6 +49,13 @@ typedef struct mate_memlog mate_memlog;
  * its header row is written when the file is empty. @return NULL only
  * without memory. */
 mate_memlog *mate_memlog_new(const char *path, mate_error *err);
+/*! mate_memlog_format_named() : the format named "rmm" (also NULL or
+ * "") or "epoch"; -1 for another name. */
+int mate_memlog_format_named(const char *name);
+/*! mate_memlog_set_format() : the spelling of the rows written from now on
+ * (default MATE_MEMLOG_FORMAT_RMM). @return MATE_OK, or MATE_ERR_ARGUMENT
+ * for an unknown format. */
+int mate_memlog_set_format(mate_memlog *m, int format);
 /*! mate_memlog_free() : closes the CSV and frees m. NULL ok. */
 void mate_memlog_free(mate_memlog *m);
 
@@ -84,7 +101,8 @@ struct mate_memlog_event {
 	int action;         /* enum mate_memlog_action */
 	uint32_t thread;    /* index of the logged thread, 0.. threads-1 */
 	uint64_t ptr, size, stream;
-	double time;        /* seconds: since the epoch, or since midnight */
+	double time;        /* seconds: since the epoch, or since midnight (local
+	                     * time of day: it starts again at 0 after midnight) */
 	int64_t line;       /* line of the file, from 1 */
 };
 

@@ -38,6 +38,7 @@ struct mate_memlog {
 	char *tmpl;                    /* CSV path template, or NULL */
 	int fd;                        /* -1 until opened */
 	int stopped;                   /* the CSV failed: no more rows */
+	int format;                    /* enum mate_memlog_format */
 	char error[300];
 	struct live_map live;
 	struct mate_memlog_stats st;
@@ -221,7 +222,35 @@ csv_open(mate_memlog *m)
 	return m->fd >= 0 ? 0 : -1;
 }
 
-static const char *const action_names[] = { "allocate", "deallocate", "allocate failure" };
+/* The action words of each format, by enum mate_memlog_action. */
+static const char *const action_names[][3] = {
+	[MATE_MEMLOG_FORMAT_RMM] = { "allocate", "free", "allocate failure" },
+	[MATE_MEMLOG_FORMAT_EPOCH] = { "allocate", "deallocate", "allocate failure" },
+};
+
+/* RMM's row: the OS thread id and the local time of day with microseconds
+ * (spdlog's "%t,%H:%M:%S.%f"), then "%p,%zu,%s" of the pointer, the size
+ * and the stream as an ostream prints a pointer in hex ("0", "0x7f..."). */
+static int
+format_rmm(char *row, size_t cap, long tid, const struct timespec *ts, const char *action,
+    uint64_t ptr, uint64_t size, uint64_t stream)
+{
+	char p[24], st[24];
+	struct tm tm;
+
+	if (localtime_r(&ts->tv_sec, &tm) == NULL)
+		memset(&tm, 0, sizeof(tm));
+	if (ptr != 0)
+		snprintf(p, sizeof(p), "0x%" PRIx64, ptr);
+	else
+		strcpy(p, "(nil)");
+	if (stream != 0)
+		snprintf(st, sizeof(st), "0x%" PRIx64, stream);
+	else
+		strcpy(st, "0");
+	return snprintf(row, cap, "%ld,%02d:%02d:%02d.%06ld,%s,%s,%" PRIu64 ",%s\n", tid,
+	    tm.tm_hour, tm.tm_min, tm.tm_sec, ts->tv_nsec / 1000, action, p, size, st);
+}
 
 /* Writes one row in one write() (lock held). */
 static void
@@ -229,14 +258,20 @@ csv_row(mate_memlog *m, int action, uint64_t ptr, uint64_t size, uint64_t stream
 {
 	char row[192];
 	struct timespec ts;
+	long tid;
 	int n, rc;
 
 	if (m->tmpl == NULL || m->stopped || csv_open(m) != 0)
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	n = snprintf(row, sizeof(row), "%ld,%lld.%06ld,%s,0x%" PRIx64 ",%" PRIu64 ",0x%" PRIx64 "\n",
-	    (long)syscall(SYS_gettid), (long long)ts.tv_sec, ts.tv_nsec / 1000,
-	    action_names[action], ptr, size, stream);
+	tid = (long)syscall(SYS_gettid);
+	if (m->format == MATE_MEMLOG_FORMAT_RMM)
+		n = format_rmm(row, sizeof(row), tid, &ts, action_names[m->format][action], ptr, size,
+		    stream);
+	else
+		n = snprintf(row, sizeof(row), "%ld,%lld.%06ld,%s,0x%" PRIx64 ",%" PRIu64 ",0x%" PRIx64 "\n",
+		    tid, (long long)ts.tv_sec, ts.tv_nsec / 1000, action_names[m->format][action], ptr,
+		    size, stream);
 	if ((rc = mate_write_all(m->fd, row, (size_t)n)) != 0)
 		csv_stop(m, "write", -rc);
 }
@@ -270,6 +305,29 @@ prof_clear(mate_memlog *m)
 	}
 	memset(m->buckets, 0, sizeof(m->buckets));
 	m->first = m->last = NULL;
+}
+
+int
+mate_memlog_format_named(const char *name)
+{
+	if (name == NULL || *name == '\0' || strcmp(name, "rmm") == 0)
+		return MATE_MEMLOG_FORMAT_RMM;
+	if (strcmp(name, "epoch") == 0)
+		return MATE_MEMLOG_FORMAT_EPOCH;
+	return -1;
+}
+
+int
+mate_memlog_set_format(mate_memlog *m, int format)
+{
+	if (format != MATE_MEMLOG_FORMAT_RMM && format != MATE_MEMLOG_FORMAT_EPOCH)
+		return MATE_ERR_ARGUMENT;
+	if (m != NULL) {
+		pthread_mutex_lock(&m->lock);
+		m->format = format;
+		pthread_mutex_unlock(&m->lock);
+	}
+	return MATE_OK;
 }
 
 void

@@ -9,6 +9,7 @@
 #define MATE_ENV_LIBMATE  "MATE_RECORD_LIBMATE"   /* libmate.so for the preload to load */
 #define MATE_ENV_ROOT_PID "MATE_RECORD_ROOT_PID"  /* the process mate-record started */
 #define MATE_ENV_MEMLOG   "MATE_MEMLOG"           /* CSV path template (%i: pid) */
+#define MATE_ENV_MEMLOG_FORMAT "MATE_MEMLOG_FORMAT" /* the CSV's spelling: rmm or epoch */
 
 #define MATE_SUMMARY_MAGIC "MATESUM1"
 

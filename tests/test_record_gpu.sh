@@ -23,7 +23,7 @@ cat err.txt
 cmp -s plain.txt out.txt || fail "output changed: $(cat out.txt) vs $(cat plain.txt)"
 grep -q '3 calls recorded in 1 process; 3 dumps' err.txt || fail "summary: $(cat err.txt)"
 grep -q '4 device allocations' err.txt || fail "allocations: $(cat err.txt)"
-[ "$(grep -c ',allocate,' mem.csv)" = 4 ] && [ "$(grep -c ',deallocate,' mem.csv)" = 4 ] ||
+[ "$(grep -c ',allocate,' mem.csv)" = 4 ] && [ "$(grep -c ',free,' mem.csv)" = 4 ] ||
 	fail "memory log: $(cat mem.csv)"
 grep -q 'cublas:0(cublasGemmEx)' log.txt || fail "no profile in the log"
 grep -q 'static CUDA runtime' err.txt && fail "the shared runtime taken for a static one"

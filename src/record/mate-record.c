@@ -20,7 +20,7 @@
 
 struct options {
 	const char *level, *dump_dir, *log, *include, *exclude, *max_count, *max_size_gb;
-	const char *memlog;
+	const char *memlog, *memlog_format;
 	const char *identity;    /* PREFIX[:NAME], or NULL: mate's own */
 	char prefix[32];         /* the variables' prefix: MATE or the identity's */
 	int safetensors, quiet;
@@ -56,6 +56,9 @@ usage(FILE *f)
 	    "                       then set the PREFIX_ variables\n"
 	    "      --memlog FILE    log device allocations as CSV (%%i: process id); the\n"
 	    "                       memory profile goes to the log at exit\n"
+	    "      --memlog-format F\n"
+	    "                       the CSV's spelling: rmm (default, as RMM's logging\n"
+	    "                       adaptor writes it) or epoch (as RMM's docs show it)\n"
 	    "  -q, --quiet          no summary at the end\n"
 	    "  -h, --help           this help\n"
 	    "  -V, --version        the version\n", mate_fe_progname());
@@ -110,13 +113,17 @@ check_values(const struct options *o)
 	if ((o->log != NULL && *o->log == '\0') || (o->dump_dir != NULL && *o->dump_dir == '\0') ||
 	    (o->memlog != NULL && *o->memlog == '\0'))
 		mate_fe_usage_error("empty file name");
+	if (o->memlog_format != NULL && (*o->memlog_format == '\0' ||
+	    mate_memlog_format_named(o->memlog_format) < 0))
+		mate_fe_usage_error("bad value for --memlog-format: '%s' (want rmm or epoch)",
+		    o->memlog_format);
 }
 
 static void
 parse(int argc, char **argv, struct options *o)
 {
 	enum { OPT_INCLUDE = 256, OPT_EXCLUDE, OPT_SAFETENSORS, OPT_MAX_COUNT, OPT_MAX_SIZE, OPT_MEMLOG,
-		OPT_IDENTITY };
+		OPT_MEMLOG_FORMAT, OPT_IDENTITY };
 	static const struct option longopts[] = {
 		{ "level", required_argument, NULL, 'l' },
 		{ "log", required_argument, NULL, 'o' },
@@ -128,6 +135,7 @@ parse(int argc, char **argv, struct options *o)
 		{ "max-size-gb", required_argument, NULL, OPT_MAX_SIZE },
 		{ "memlog", required_argument, NULL, OPT_MEMLOG },
 		{ "identity", required_argument, NULL, OPT_IDENTITY },
+		{ "memlog-format", required_argument, NULL, OPT_MEMLOG_FORMAT },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -148,6 +156,7 @@ parse(int argc, char **argv, struct options *o)
 		case OPT_MAX_SIZE: o->max_size_gb = optarg; break;
 		case OPT_MEMLOG: o->memlog = optarg; break;
 		case OPT_IDENTITY: o->identity = optarg; break;
+		case OPT_MEMLOG_FORMAT: o->memlog_format = optarg; break;
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(MATE_EXIT_OK);
 		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
@@ -211,6 +220,7 @@ environment(const struct options *o)
 	set(var(o, "DUMP_MAX_COUNT"), o->max_count);
 	set(var(o, "DUMP_MAX_SIZE_GB"), o->max_size_gb);
 	set("MATE_MEMLOG", o->memlog);
+	set("MATE_MEMLOG_FORMAT", o->memlog_format);
 }
 
 /* The file execvp() would run, for the static-runtime check. */
