@@ -115,7 +115,7 @@ mate_ilog_format(char *buf, size_t cap, const mate_event *ev)
 		t = 0.0;
 	else if (t > ILOG_MAX_TIME)
 		t = ILOG_MAX_TIME;
-	sb_printf(&b, "%7.3fs | #%04llu | ", t, (unsigned long long)ev->seq);
+	sb_printf(&b, "%10.6fs | #%04llu | ", t, (unsigned long long)ev->seq);
 	sb_field(&b, ev->event, 12, 1);
 	sb_puts(&b, ev->event != NULL && strstr(ev->event, "WORKER") != NULL ?
 	    " | WORKER " : " | CLIENT ");
@@ -162,7 +162,7 @@ mate_ilog_format_header(char *buf, size_t cap, const char *title, time_t started
 	    "  - Connection events (CONNECT/DISCONNECT)\n\n"
 	    "Format: <elapsed> | #<seq> | <event_type> | <source> | <command> | <details>\n\n"
 	    "Column Details:\n"
-	    "  elapsed  = Seconds since dispatcher start (with millisecond precision)\n"
+	    "  elapsed  = Seconds since dispatcher start (with microsecond precision)\n"
 	    "  seq      = Sequence number (increments for each instruction)\n"
 	    "  event    = Event type (CONNECT, RECV, SEND, WORKER_SEND, WORKER_RECV, DISCONNECT, ERROR)\n"
 	    "  source   = Source identifier (CLIENT/WORKER with ID)\n"

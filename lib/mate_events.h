@@ -52,8 +52,9 @@ typedef struct mate_event {
 /* How many malformed lines the reader remembers for reporting. */
 #define MATE_ILOG_MALFORMED_KEEP 5
 
-/*! mate_ilog_format() : formats ev as one log line, '\n' included, exactly as
- * GT's dispatcher does: "%7.3fs | #%04llu | %-12s | WORD %-20s | %-15s" then
+/*! mate_ilog_format() : formats ev as one log line, '\n' included, as GT's
+ * dispatcher does but with microseconds (GT writes "%7.3fs"; its parsers
+ * read any number of decimals): "%10.6fs | #%04llu | %-12s | WORD %-20s | %-15s" then
  * " | %10s" for a size (when ev->size > 0) and " | details" (when not empty).
  * WORD is WORKER when ev->event contains "WORKER", else CLIENT. Newlines in
  * fields become spaces and '|' in the first five fields becomes '!', so every

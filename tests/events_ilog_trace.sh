@@ -21,7 +21,7 @@ MATE_MONITOR_DIR=$tmp/rt "$b/src/trace/mate-trace" --pid "$pid" -s 60 -o "$tmp/t
 wait $pid || fail "the demo failed: $(cat "$tmp/demo.err")"
 cat "$tmp/trace.err"
 
-ev='^ *[0-9]+\.[0-9]{3}s \| #[0-9]+ \| '
+ev='^ *[0-9]+\.[0-9]{6}s \| #[0-9]+ \| '
 grep -E "$ev" "$tmp/il_$pid.log" >"$tmp/il.events"
 grep -E "$ev" "$tmp/trace.log" >"$tmp/trace.events"
 n=$(wc -l <"$tmp/il.events")

@@ -32,7 +32,7 @@ tr=$!
 sleep 2
 kill -INT $tr
 wait $tr || fail "mate-trace interrupted exits non-zero: $(cat "$tmp/int.err")"
-n=$(grep -Ec '^ *[0-9]+\.[0-9]{3}s \| #' "$tmp/int.log")
+n=$(grep -Ec '^ *[0-9]+\.[0-9]{6}s \| #' "$tmp/int.log")
 [ "$n" -gt 100 ] || fail "the interrupted capture kept only $n events"
 grep -q "events in" "$tmp/int.err" || fail "the interrupted capture still sums up"
 wait $demo || fail "the demo failed"

@@ -6,8 +6,15 @@ import shutil
 
 import mate_test
 
-# GT's own visualizer's line regex (spec section 1): every line we write must match.
+# What GT's dispatcher writes (spec section 1): every GT-style line we write must match.
 GT_EVENT = re.compile(r"^\s*\d+\.\d{3}s \| #\d+ \| ")
+# The line rule of GT's own visualizer (gt/scripts/visualize.py, TimelineVisualizer._parse_log,
+# used with re.match): any number of decimals in the time; a command field must be followed
+# by '|', so GT skips 5-field lines.
+GT_VISUALIZE = re.compile(
+    r"\s*(?P<timestamp>[\d.]+)s\s*\|\s*#(?P<inst_id>\d+)\s*\|\s*"
+    r"(?P<event>\S+)\s*\|\s*(?P<source>[^|]+?)\s*\|\s*"
+    r"(?P<msg_type>[^|]+?)\s*\|.*?(?P<metadata>op=\w+)?")
 
 
 def size_str(n):

@@ -1,21 +1,23 @@
-"""test_events_demo.py: the demo with monitoring on: mate-trace -s 1 captures it without gaps, every line is GT's format (GT's regex, GT's own formatting) and parses back through mate's parser; mate-top -b -n 3 lists the demo's workers; the endpoint is removed at exit."""
+"""test_events_demo.py: the demo with monitoring on: mate-trace -s 1 captures it without gaps, every line is GT's format (GT's visualizer's regex, GT's own formatting with microsecond times) and parses back through mate's parser; mate-top -b -n 3 lists the demo's workers; the endpoint is removed at exit."""
 import os
 import re
 import subprocess
 import time
 
+from gtlog import GT_VISUALIZE
 from mate_test import build_path, check, done, run, tmpdir
 
-# GT's visualizer: lines that are events, and lines it skips.
-GT_EVENT = re.compile(r"^\s*\d+\.\d{3}s \| #\d+ \| ")
+# mate's event lines: GT's layout with microseconds; lines GT's visualizer skips.
+MATE_EVENT = re.compile(r"^\s*\d+\.\d{6}s \| #\d+ \| ")
 GT_SKIP = re.compile(r"^\s*[\d.]+s\s*\|\s*#\d+")
 SIZE = re.compile(r"^\s*\d+(\.\d+)?(B|KB|MB)$")
 
 
 def gt_format(t, seq, event, source, command, size_field, details):
-    """A line as GT's dispatcher writes it (size_field as found: GT rounds)."""
+    """A line as GT's dispatcher writes it (size_field as found: GT rounds), the
+    time with six decimals rather than GT's three."""
     word = "WORKER" if "WORKER" in event else "CLIENT"
-    s = "%7.3fs | #%04d | %-12s | %s %-20s | %-15s" % (t, seq, event, word, source, command)
+    s = "%10.6fs | #%04d | %-12s | %s %-20s | %-15s" % (t, seq, event, word, source, command)
     if size_field is not None:
         s += " | %10s" % size_field
     if details:
@@ -106,7 +108,12 @@ def main():
     lines = open(path).read().split("\n")[:-1] if path else []
     check(len(lines) > 20 and lines[0] == "=" * 100, "GT's header first")
     events = [ln for ln in lines if GT_SKIP.match(ln)]
-    check(all(GT_EVENT.match(ln) for ln in events), "every event line matches GT's regex")
+    check(all(MATE_EVENT.match(ln) for ln in events), "every event line has a time in microseconds")
+    longer = [ln for ln in events if len(ln.split(" | ")) > 5]   # GT skips 5-field lines
+    gt = [GT_VISUALIZE.match(ln) for ln in longer]
+    check(longer and all(m and float(m.group("timestamp")) == float(ln.split("s | ")[0])
+                         for m, ln in zip(gt, longer)),
+          "GT's visualizer reads every event line with a size or details, time included")
     check(len(events) > 1000, "events in the file: %d" % len(events))
     prev, kinds, workers = None, set(), set()
     for ln in events:
