@@ -124,8 +124,9 @@ int mate_timeline_render_fd(mate_timeline *tl, const mate_render_options *o,
  * {"traceEvents":[...],"displayTimeUnit":"ns"}, streamed out while the
  * timeline pairs events: a process per log, a named thread per lane (more
  * when spans on one lane overlap without nesting), X slices, s/f flows from
- * each call to its work, instants for other events, C counters for device
- * memory. */
+ * each call to its work (bound as Chrome binds them: same pid, tid,
+ * category and start as their slices), instants for other events, C
+ * counters for device memory. */
 typedef struct mate_perfetto mate_perfetto;
 
 /*! mate_perfetto_open() : writes a trace to path, atomically; gzip when
@@ -138,6 +139,11 @@ mate_perfetto *mate_perfetto_open_fd(int fd, int gzip, mate_error *err);
 void mate_timeline_set_perfetto(mate_timeline *tl, mate_perfetto *pf);
 /*! mate_perfetto_events() : trace events written so far. */
 uint64_t mate_perfetto_events(const mate_perfetto *pf);
+/*! mate_perfetto_flows() : flow arrows (call to work) written so far, and
+ * those dropped because their call never got a slice (still open at the
+ * end of its log, or too many calls with work outstanding). Either may be
+ * NULL. */
+void mate_perfetto_flows(const mate_perfetto *pf, uint64_t *written, uint64_t *dropped);
 /*! mate_perfetto_close() : ends the JSON, flushes, commits the file and
  * frees pf. @return MATE_OK, or the first write error met (the file is
  * then removed). */

@@ -12,6 +12,28 @@
 
 #define PF_BUF (64 * 1024)
 #define PF_MAX_TRACKS 32
+#define PF_CAT "mate"          /* every slice's and flow's category: a flow binds
+                                * only to slices of its own category */
+#define PF_CAUSES (1 << 16)    /* calls with work remembered per log (a ring) */
+#define PF_PENDING_MAX (1 << 20) /* work slices waiting for their call's slice */
+
+/* A work slice written before the slice of the call that caused it. */
+struct pf_end {
+	struct pf_end *next;
+	int pid, tid;
+	double ts;
+};
+
+/* A call that caused work: where its slice was written, once it was. */
+struct pf_cause {
+	uint64_t seq;          /* the call's opening event */
+	int lane;              /* -1: a free slot */
+	int written;
+	int pid, tid;
+	double ts;
+	struct pf_end *pending;
+	int hnext;             /* its hash chain, -1 at the end */
+};
 
 struct mate_perfetto {
 	int fd;
@@ -27,6 +49,10 @@ struct mate_perfetto {
 	uint64_t next_flow;
 	unsigned char *named; /* processes named so far, by log */
 	size_t nnamed;
+	struct pf_cause *causes; /* PF_CAUSES slots, allocated with the first flow */
+	int *heads;            /* hash chains into causes */
+	uint64_t ncauses;      /* added in this log: the ring's position */
+	uint64_t npending, flows, dropped;
 	mate_error err;        /* the first error */
 };
 
@@ -228,9 +254,23 @@ mate_perfetto_events(const mate_perfetto *pf)
 	return pf->events;
 }
 
+void
+mate_perfetto_flows(const mate_perfetto *pf, uint64_t *written, uint64_t *dropped)
+{
+	if (written != NULL)
+		*written = pf->flows;
+	if (dropped != NULL)
+		*dropped = pf->dropped + pf->npending;
+}
+
+static void pf_causes_clear(mate_perfetto *pf);
+
 static void
 pf_free(mate_perfetto *pf)
 {
+	pf_causes_clear(pf);
+	free(pf->causes);
+	free(pf->heads);
 	if (pf->z_ready)
 		deflateEnd(&pf->z);
 	free(pf->named);
@@ -398,6 +438,178 @@ track_pick(mate_perfetto *pf, struct tl_lane *L, double s, double e)
 	return i;
 }
 
+/* ---- Flows ----------------------------------------------------------------------------
+ * Chrome's trace engine binds a flow event to the slice of its pid, tid and
+ * category that holds its ts (DevTools: the slice that starts at that very
+ * ts); "s" binds to the enclosing slice, "f" with "bp":"e" too. So a flow's
+ * two events are written only once both slices are, each with its slice's
+ * pid, tid, start and category; a flow whose call never got a slice (still
+ * open at the log's end, forgotten) is dropped and counted. */
+
+static unsigned
+cause_hash(int lane, uint64_t seq)
+{
+	uint64_t h = (seq ^ (uint64_t)(unsigned)lane << 40) * UINT64_C(0x9e3779b97f4a7c15);
+
+	return (unsigned)(h >> 40) & (PF_CAUSES - 1);
+}
+
+static int
+cause_find(const mate_perfetto *pf, int lane, uint64_t seq)
+{
+	int i;
+
+	if (pf->causes == NULL)
+		return -1;
+	for (i = pf->heads[cause_hash(lane, seq)]; i >= 0; i = pf->causes[i].hnext)
+		if (pf->causes[i].lane == lane && pf->causes[i].seq == seq)
+			return i;
+	return -1;
+}
+
+/* Frees slot i; the flows still waiting on it are dropped. */
+static void
+cause_drop(mate_perfetto *pf, int i)
+{
+	struct pf_cause *c = &pf->causes[i];
+	int *p = &pf->heads[cause_hash(c->lane, c->seq)];
+
+	while (c->pending != NULL) {
+		struct pf_end *n = c->pending->next;
+		free(c->pending);
+		c->pending = n;
+		pf->npending--;
+		pf->dropped++;
+	}
+	while (*p >= 0 && *p != i)
+		p = &pf->causes[*p].hnext;
+	if (*p == i)
+		*p = c->hnext;
+	c->lane = -1;
+}
+
+static void
+pf_causes_clear(mate_perfetto *pf)
+{
+	int i;
+
+	for (i = 0; pf->causes != NULL && i < PF_CAUSES; i++)
+		if (pf->causes[i].lane >= 0)
+			cause_drop(pf, i);
+	pf->ncauses = 0;
+}
+
+void
+tl_pf_cause(mate_perfetto *pf, const struct tl_lane *C, uint64_t seq)
+{
+	struct pf_cause *c;
+	unsigned h;
+	int i;
+
+	if (cause_find(pf, C->index, seq) >= 0)
+		return;
+	if (pf->causes == NULL) {
+		pf->causes = malloc(PF_CAUSES * sizeof(*pf->causes));
+		pf->heads = malloc(PF_CAUSES * sizeof(*pf->heads));
+		if (pf->causes == NULL || pf->heads == NULL) {
+			free(pf->causes);
+			free(pf->heads);
+			pf->causes = NULL;
+			pf->heads = NULL;
+			return;         /* its flows will count as dropped */
+		}
+		for (i = 0; i < PF_CAUSES; i++) {
+			pf->causes[i].lane = -1;
+			pf->heads[i] = -1;
+		}
+	}
+	i = (int)(pf->ncauses++ % PF_CAUSES);
+	if (pf->causes[i].lane >= 0)
+		cause_drop(pf, i);  /* the oldest */
+	c = &pf->causes[i];
+	memset(c, 0, sizeof(*c));
+	c->seq = seq;
+	c->lane = C->index;
+	h = cause_hash(c->lane, seq);
+	c->hnext = pf->heads[h];
+	pf->heads[h] = i;
+}
+
+void
+tl_pf_end_log(mate_perfetto *pf)
+{
+	pf_causes_clear(pf);
+}
+
+static void
+pf_flow(mate_perfetto *pf, const struct pf_cause *c, int pid, int tid, double ts)
+{
+	pf_begin(pf);
+	pf_printf(pf, "{\"name\":\"call\",\"cat\":\"" PF_CAT "\",\"ph\":\"s\",\"id\":%llu",
+	    (unsigned long long)pf->next_flow);
+	pf_ts(pf, "ts", c->ts);
+	pf_printf(pf, ",\"pid\":%d,\"tid\":%d}", c->pid, c->tid);
+	pf_begin(pf);
+	pf_printf(pf, "{\"name\":\"call\",\"cat\":\"" PF_CAT "\",\"ph\":\"f\",\"bp\":\"e\","
+	    "\"id\":%llu", (unsigned long long)pf->next_flow++);
+	pf_ts(pf, "ts", ts);
+	pf_printf(pf, ",\"pid\":%d,\"tid\":%d}", pid, tid);
+	pf->flows++;
+}
+
+/* The slice of a call was written at (pid, tid, ts): its waiting flows go out. */
+static void
+flow_call(mate_perfetto *pf, const struct tl_lane *L, uint64_t seq, int tid, double ts)
+{
+	int i = cause_find(pf, L->index, seq);
+	struct pf_cause *c;
+
+	if (i < 0)
+		return;
+	c = &pf->causes[i];
+	c->written = 1;
+	c->pid = pid_of(L);
+	c->tid = tid;
+	c->ts = ts;
+	while (c->pending != NULL) {
+		struct pf_end *n = c->pending->next;
+		pf_flow(pf, c, c->pending->pid, c->pending->tid, c->pending->ts);
+		free(c->pending);
+		c->pending = n;
+		pf->npending--;
+	}
+}
+
+/* The slice of work caused by call seq on lane `from` was written. */
+static void
+flow_work(mate_perfetto *pf, const struct tl_lane *from, uint64_t seq, int pid, int tid,
+    double ts)
+{
+	int i = cause_find(pf, from->index, seq);
+	struct pf_cause *c;
+	struct pf_end *e;
+
+	if (i < 0) {
+		pf->dropped++;
+		return;
+	}
+	c = &pf->causes[i];
+	if (c->written) {
+		pf_flow(pf, c, pid, tid, ts);
+		return;
+	}
+	if (pf->npending >= PF_PENDING_MAX || (e = malloc(sizeof(*e))) == NULL) {
+		pf->dropped++;
+		return;
+	}
+	e->pid = pid;
+	e->tid = tid;
+	e->ts = ts;
+	e->next = c->pending;
+	c->pending = e;
+	pf->npending++;
+}
+
 void
 tl_pf_span(mate_perfetto *pf, struct tl_lane *L, const char *name, int is_call,
     int failed, double s, double e, const struct tl_open *o, const struct tl_lane *from)
@@ -407,11 +619,12 @@ tl_pf_span(mate_perfetto *pf, struct tl_lane *L, const char *name, int is_call,
 	pf_begin(pf);
 	pf_puts(pf, "{\"name\":");
 	pf_str(pf, name);
-	pf_printf(pf, ",\"cat\":\"%s\",\"ph\":\"X\"", is_call ? "call" : "work");
+	pf_puts(pf, ",\"cat\":\"" PF_CAT "\",\"ph\":\"X\"");
 	pf_ts(pf, "ts", s);
 	pf_ts(pf, "dur", e - s);
-	pf_printf(pf, ",\"pid\":%d,\"tid\":%d,\"args\":{\"seq\":%llu,\"depth\":%d",
-	    pid_of(L), tid_of(L, track), (unsigned long long)o->seq, o->depth);
+	pf_printf(pf, ",\"pid\":%d,\"tid\":%d,\"args\":{\"kind\":\"%s\",\"seq\":%llu,"
+	    "\"depth\":%d", pid_of(L), tid_of(L, track), is_call ? "call" : "work",
+	    (unsigned long long)o->seq, o->depth);
 	if (o->bytes >= 0)
 		pf_printf(pf, ",\"bytes\":%lld", (long long)o->bytes);
 	if (failed)
@@ -425,20 +638,10 @@ tl_pf_span(mate_perfetto *pf, struct tl_lane *L, const char *name, int is_call,
 		pf_str(pf, o->details);
 	}
 	pf_puts(pf, "}}");
-	if (from == NULL)
-		return;
-	/* the call's side binds to its slice at the call's start, the work's
-	 * side to this slice ("bp":"e": the enclosing slice) */
-	pf_begin(pf);
-	pf_printf(pf, "{\"name\":\"call\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%llu",
-	    (unsigned long long)pf->next_flow);
-	pf_ts(pf, "ts", o->flow_t);
-	pf_printf(pf, ",\"pid\":%d,\"tid\":%d}", pid_of(from), tid_of(from, 0));
-	pf_begin(pf);
-	pf_printf(pf, "{\"name\":\"call\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu",
-	    (unsigned long long)pf->next_flow++);
-	pf_ts(pf, "ts", s);
-	pf_printf(pf, ",\"pid\":%d,\"tid\":%d}", pid_of(L), tid_of(L, track));
+	if (is_call)
+		flow_call(pf, L, o->seq, tid_of(L, track), s);
+	else if (from != NULL)
+		flow_work(pf, from, o->flow_seq, pid_of(L), tid_of(L, track), s);
 }
 
 void

@@ -759,6 +759,9 @@ flow(mate_timeline *tl, const struct tl_open *cause, struct tl_lane *W, double t
 	C = tl->lanes[cause->lane];
 	o->flow_lane = C->index;
 	o->flow_t = cause->t;
+	o->flow_seq = cause->seq;
+	if (tl->pf != NULL && !C->hidden)
+		tl_pf_cause(tl->pf, C, cause->seq);
 	if (C->hidden || W->hidden || !in_window(tl, cause->t) || !in_window(tl, t))
 		return 0;
 	tl->flows_total++;
@@ -1076,6 +1079,8 @@ mate_timeline_end_log(mate_timeline *tl, mate_error *err)
 		    tl->lanes[tl->ids[i].o.lane]->kind == MATE_LANE_WORKER)
 			tl->st.unpaired++;
 	ids_clear(tl);
+	if (tl->pf != NULL)
+		tl_pf_end_log(tl->pf);
 	tl->in_log = 0;
 	return MATE_OK;
 }

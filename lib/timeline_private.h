@@ -50,6 +50,7 @@ struct tl_open {
 	int op, depth, lane;
 	int flow_lane;       /* the call that caused this work, or -1 */
 	double flow_t;       /* and its start */
+	uint64_t flow_seq;   /* and its opening event's seq */
 	char *command, *details; /* kept for the JSON only */
 };
 
@@ -220,5 +221,9 @@ void tl_pf_span(mate_perfetto *pf, struct tl_lane *L, const char *name, int is_c
 void tl_pf_instant(mate_perfetto *pf, const struct tl_lane *L, const char *event,
     double t, const mate_event *ev);
 void tl_pf_counter(mate_perfetto *pf, const struct tl_lane *L, double t, double value);
+/* Call seq on lane C caused work: its slice will start flows. */
+void tl_pf_cause(mate_perfetto *pf, const struct tl_lane *C, uint64_t seq);
+/* The log ended: flows still waiting for their call's slice are dropped. */
+void tl_pf_end_log(mate_perfetto *pf);
 
 #endif /* MATE_TIMELINE_PRIVATE_H_INCLUDED */

@@ -38,10 +38,10 @@ tests_test_timeline_LDADD = lib/libmate_view.la libmate.la
 TESTS += tests/test_ilog tests/test_timeline \
 	tests/visualize_cli.sh tests/visualize_man.sh \
 	tests/visualize_png.py tests/visualize_svg.py tests/visualize_json.py \
-	tests/visualize_gt.py tests/visualize_usec.py
+	tests/visualize_gt.py tests/visualize_usec.py tests/visualize_flows.py
 EXTRA_DIST += tests/lsan.supp tests/visualize_cli.sh tests/visualize_man.sh \
 	tests/visualize_png.py tests/visualize_svg.py tests/visualize_json.py \
-	tests/visualize_gt.py tests/visualize_usec.py tests/gtlog.py
+	tests/visualize_gt.py tests/visualize_usec.py tests/visualize_flows.py tests/gtlog.py
 
 ## ---- fuzzing and benchmarks ----
 FUZZ_TARGETS += fuzz/fuzz_ilog

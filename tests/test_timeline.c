@@ -154,15 +154,15 @@ test_gt_batch(void)
 	if (json != NULL) {
 		/* the batch spans from the line before its reply, and does the
 		 * injected op; the call keeps its own op; a flow joins them */
-		CHECK_CONTAINS(json, "{\"name\":\"matmul\",\"cat\":\"work\",\"ph\":\"X\",\"ts\":1001000.000,"
+		CHECK_CONTAINS(json, "{\"name\":\"matmul\",\"cat\":\"mate\",\"ph\":\"X\",\"ts\":1001000.000,"
 		    "\"dur\":2000.000");
-		CHECK_CONTAINS(json, "{\"name\":\"add\",\"cat\":\"call\",\"ph\":\"X\",\"ts\":1000000.000,"
+		CHECK_CONTAINS(json, "{\"name\":\"add\",\"cat\":\"mate\",\"ph\":\"X\",\"ts\":1000000.000,"
 		    "\"dur\":4000.000");
 		CHECK_CONTAINS(json, "\"ph\":\"s\",\"id\":1,\"ts\":1000000.000");
 		CHECK_CONTAINS(json, "\"ph\":\"f\",\"bp\":\"e\",\"id\":1,\"ts\":1001000.000");
 		CHECK_CONTAINS(json, "\"args\":{\"name\":\"client 006b8b4568\"}");
 		CHECK_CONTAINS(json, "\"name\":\"MODIFIER_INJECT\",\"cat\":\"event\",\"ph\":\"i\"");
-		CHECK_CONTAINS(json, "{\"name\":\"relu\",\"cat\":\"work\",\"ph\":\"X\",\"ts\":1100000.000,"
+		CHECK_CONTAINS(json, "{\"name\":\"relu\",\"cat\":\"mate\",\"ph\":\"X\",\"ts\":1100000.000,"
 		    "\"dur\":2000.000");
 		CHECK_CONTAINS(json, "\"failed\":true");
 		CHECK(strncmp(json, "{\"traceEvents\":[", 16) == 0);
@@ -204,9 +204,9 @@ test_ids_and_nesting(void)
 	CHECK(lane(tl, "memory cuda:0") != NULL);
 	json = slurp(fd);
 	if (json != NULL) {
-		CHECK_CONTAINS(json, "\"name\":\"add\",\"cat\":\"work\",\"ph\":\"X\",\"ts\":200000.000,\"dur\":300000.000");
-		CHECK_CONTAINS(json, "\"name\":\"matmul\",\"cat\":\"work\",\"ph\":\"X\",\"ts\":200000.000,\"dur\":700000.000");
-		CHECK_CONTAINS(json, "\"name\":\"inner\",\"cat\":\"call\",\"ph\":\"X\",\"ts\":100000.000,\"dur\":200000.000");
+		CHECK_CONTAINS(json, "\"name\":\"add\",\"cat\":\"mate\",\"ph\":\"X\",\"ts\":200000.000,\"dur\":300000.000");
+		CHECK_CONTAINS(json, "\"name\":\"matmul\",\"cat\":\"mate\",\"ph\":\"X\",\"ts\":200000.000,\"dur\":700000.000");
+		CHECK_CONTAINS(json, "\"name\":\"inner\",\"cat\":\"mate\",\"ph\":\"X\",\"ts\":100000.000,\"dur\":200000.000");
 		CHECK_CONTAINS(json, "\"depth\":1");
 		/* work from the inner call: flows start at its start */
 		CHECK_CONTAINS(json, "\"ph\":\"s\",\"id\":1,\"ts\":100000.000");
@@ -239,6 +239,46 @@ test_overlap_tracks(void)
 	json = slurp(fd);
 	if (json != NULL) {   /* [1,3] and [2,4] cannot nest: a second track */
 		CHECK_CONTAINS(json, "\"args\":{\"name\":\"s0 (2)\"}");
+		free(json);
+	}
+	close(fd);
+	mate_timeline_free(tl);
+}
+
+/* A flow joins two written slices, on their threads, at their starts: a
+ * call whose work ends first waits for the call's slice; a call still open
+ * at the log's end gets no slice, so its work's flow is dropped, counted. */
+static void
+test_flow_binding(void)
+{
+	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
+	mate_perfetto *pf;
+	mate_error err;
+	uint64_t written, dropped;
+	int fd = tmpfd();
+	char *json;
+
+	pf = mate_perfetto_open_fd(fd, 0, &err);
+	mate_timeline_set_perfetto(tl, pf);
+	add(tl, 0.0, "RECV", "t1", "sync", "call=1");
+	add(tl, 0.1, "WORKER_SEND", "s0", "k", "call=1 id=a op=add");
+	add(tl, 0.2, "WORKER_RECV", "s0", "k", "id=a");
+	add(tl, 0.3, "SEND", "t1", "sync", "call=1");
+	add(tl, 0.4, "RECV", "t1", "open", "call=2");
+	add(tl, 0.5, "WORKER_SEND", "s0", "k", "call=2 id=b op=add");
+	add(tl, 0.6, "WORKER_RECV", "s0", "k", "id=b");
+	mate_timeline_end_log(tl, NULL);
+	mate_perfetto_flows(pf, &written, &dropped);
+	CHECK_EQ_INT(written, 1);
+	CHECK_EQ_INT(dropped, 1);
+	mate_perfetto_close(pf, &err);
+	json = slurp(fd);
+	if (json != NULL) {
+		CHECK_CONTAINS(json, "{\"name\":\"call\",\"cat\":\"mate\",\"ph\":\"s\",\"id\":1,"
+		    "\"ts\":0.000,\"pid\":1,\"tid\":1}");
+		CHECK_CONTAINS(json, "{\"name\":\"call\",\"cat\":\"mate\",\"ph\":\"f\",\"bp\":\"e\","
+		    "\"id\":1,\"ts\":100000.000,\"pid\":1,\"tid\":65}");
+		CHECK(strstr(json, "\"id\":2") == NULL);
 		free(json);
 	}
 	close(fd);
@@ -405,6 +445,7 @@ main(void)
 	test_gt_batch();
 	test_ids_and_nesting();
 	test_overlap_tracks();
+	test_flow_binding();
 	test_lanes();
 	test_clip();
 	test_render_errors();

@@ -75,8 +75,8 @@ out = gtlog.tmp("nested.json")
 p = gtlog.visualize(log, "-o", out)
 evs = structure(load(out), "nested")
 xs = [e for e in evs if e["ph"] == "X"]
-check(sum(e["cat"] == "call" for e in xs) == g.calls, "calls: %d" % sum(e["cat"] == "call" for e in xs))
-check(sum(e["cat"] == "work" for e in xs) == g.ops, "work: %d" % sum(e["cat"] == "work" for e in xs))
+check(sum(e["args"]["kind"] == "call" for e in xs) == g.calls, "calls: %d" % sum(e["args"]["kind"] == "call" for e in xs))
+check(sum(e["args"]["kind"] == "work" for e in xs) == g.ops, "work: %d" % sum(e["args"]["kind"] == "work" for e in xs))
 inner = [e for e in xs if e["name"] == "inner"]
 check(inner and all(e["args"]["depth"] == 1 for e in inner), "inner calls at depth 1")
 k2 = [e for e in xs if e["name"] == "add"]
@@ -102,7 +102,7 @@ for name, ops in (("demo.log", 4), ("multiworker4_autoshard.log", 83)):
     out = gtlog.tmp(name + ".json")
     gtlog.visualize(gtlog.fixture(name), "--format", "json", "-o", out)
     evs = structure(load(out), name)
-    n = sum(1 for e in evs if e["ph"] == "X" and e["cat"] == "work")
+    n = sum(1 for e in evs if e["ph"] == "X" and e["args"]["kind"] == "work")
     check(n == ops, "%s: %d work slices, want %d" % (name, n, ops))
 
 # the spec's quirks fixture, streamed from stdin to stdout
@@ -112,7 +112,7 @@ with open(log) as f:
     p = gtlog.mate_test.run([gtlog.mate_test.build_path("mate-visualize"), "-", "-o", "-", "--format", "json"],
                             stdin=f)
 evs = structure(json.loads(p.stdout), "quirks")
-check(sum(1 for e in evs if e["ph"] == "X" and e["cat"] == "work") == g.ops, "quirks: work slices")
-check(sum(1 for e in evs if e["ph"] == "X" and e["cat"] == "call") == g.calls, "quirks: call slices")
+check(sum(1 for e in evs if e["ph"] == "X" and e["args"]["kind"] == "work") == g.ops, "quirks: work slices")
+check(sum(1 for e in evs if e["ph"] == "X" and e["args"]["kind"] == "call") == g.calls, "quirks: call slices")
 check(any(e["ph"] == "i" and e["name"] == "MODIFIER_INJECT" for e in evs), "injects as instants")
 done()

@@ -186,7 +186,8 @@ read_log(const struct options *o, mate_timeline *tl, const char *path)
 }
 
 static void
-print_summary(const struct options *o, const mate_timeline *tl, const mate_render_info *ri)
+print_summary(const struct options *o, const mate_timeline *tl, const mate_render_info *ri,
+    const uint64_t flows[2])
 {
 	mate_timeline_stats st;
 	mate_lane_info li;
@@ -196,7 +197,8 @@ print_summary(const struct options *o, const mate_timeline *tl, const mate_rende
 	if (o->quiet)
 		return;
 	if (o->format == FMT_JSON)
-		mate_fe_warnx("wrote %s: Perfetto trace JSON%s", o->output, o->gzip ? " (gzip)" : "");
+		mate_fe_warnx("wrote %s: Perfetto trace JSON%s, %llu flows from calls to their work",
+		    o->output, o->gzip ? " (gzip)" : "", (unsigned long long)flows[0]);
 	else
 		mate_fe_warnx("wrote %s: %d x %d pixels (%g dpi, %g x %g in)", o->output,
 		    ri->width_px, ri->height_px, o->dpi, o->width, o->height);
@@ -210,6 +212,9 @@ print_summary(const struct options *o, const mate_timeline *tl, const mate_rende
 		mate_fe_warnx("%llu events left unpaired", (unsigned long long)st.unpaired);
 	if (st.failed > 0)
 		mate_fe_warnx("%llu calls or ops reported a failure", (unsigned long long)st.failed);
+	if (flows[1] > 0)
+		mate_fe_warnx("%llu flows dropped: their call never ended in the log",
+		    (unsigned long long)flows[1]);
 	if (!o->verbose || o->format == FMT_JSON)
 		return;
 	mate_fe_warnx("plot: x %.1f to %.1f, y %.1f to %.1f px; time %.6f to %.6f s",
@@ -255,6 +260,7 @@ main(int argc, char **argv)
 	mate_perfetto *pf = NULL;
 	mate_render_info ri;
 	mate_error err;
+	uint64_t flows[2] = { 0, 0 };
 	int i, failed = 0, ok = 0;
 
 	mate_fe_set_progname(argv[0]);
@@ -289,6 +295,7 @@ main(int argc, char **argv)
 		return MATE_EXIT_FAIL;
 	}
 	if (pf != NULL) {
+		mate_perfetto_flows(pf, &flows[0], &flows[1]);
 		if (mate_perfetto_close(pf, &err) != 0) {
 			mate_fe_warnx("%s: %s", o.output, err.message);
 			failed = 1;
@@ -296,7 +303,7 @@ main(int argc, char **argv)
 	} else {
 		failed |= write_output(&o, tl, &ri);
 	}
-	print_summary(&o, tl, &ri);
+	print_summary(&o, tl, &ri, flows);
 	mate_timeline_free(tl);
 	return failed ? MATE_EXIT_FAIL : MATE_EXIT_OK;
 }
