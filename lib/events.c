@@ -455,6 +455,19 @@ mem_account(int type, const char *dev, int64_t bytes)
 	return d;
 }
 
+/* What the interposer named for this thread's next memory event. */
+static __thread const char *mem_next_dev, *mem_next_cmd;
+
+int
+mate_event_memory_source(const char *dev, const char *command)
+{
+	if (!MATE_EV_ON())
+		return 0;
+	mem_next_dev = dev;
+	mem_next_cmd = command;
+	return 1;
+}
+
 void
 mate_event_memory(int type, const char *dev, const char *command, uint64_t ptr, int64_t bytes,
     uint64_t stream)
@@ -466,6 +479,11 @@ mate_event_memory(int type, const char *dev, const char *command, uint64_t ptr, 
 
 	if (!MATE_EV_ON())
 		return;
+	if (dev == NULL)
+		dev = mem_next_dev;
+	if (command == NULL)
+		command = mem_next_cmd;
+	mem_next_dev = mem_next_cmd = NULL;
 	if (dev == NULL || dev[0] == '\0')
 		dev = "cuda:0";
 	if (bytes < 0)

@@ -269,6 +269,7 @@ resolve_api(void)
 	API(memlog_format_named, "mate_memlog_format_named");
 	API(memlog_set_format, "mate_memlog_set_format");
 	API(elf_cuda_runtime, "mate_elf_cuda_runtime");
+	API(memory_source, "mate_event_memory_source");
 	return mate_ip_api.memlog_new != NULL && mate_ip_api.memlog_fork_child != NULL &&
 	    mate_ip_api.memlog_profile != NULL && mate_ip_api.memlog_error != NULL;
 }

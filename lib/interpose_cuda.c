@@ -1,4 +1,4 @@
-/* interpose_cuda.c: the preload's CUDA runtime entry points: the alloc/free family feeds the memory log, cudaMemcpy* become transfer events, cudaLaunchKernel gives kernel names. */
+/* interpose_cuda.c: the preload's CUDA runtime entry points: the alloc/free family feeds the memory log (and the live MEM events), cudaMemcpy* become transfer events, cudaLaunchKernel gives kernel names. */
 #include "interpose_private.h"
 
 #include <dlfcn.h>
@@ -27,16 +27,45 @@ static const char *const kind_names[] = {
  * another (cudaMallocAsync with cudaMalloc) logs one event, not two. */
 static __thread int alloc_depth IP_TLS;
 
+/* Names this thread's next memory event for the live events: the function
+ * and its device, "host" for pinned host memory, else the current device
+ * (cudaGetDevice when the runtime has it). Nothing when events are off. */
 static void
-allocated(cudaError_t rc, void **p, size_t size, cudaStream_t stream)
+event_source(const char *name, int host, void *fn)
+{
+	typedef cudaError_t (*getdev_fn)(int *);
+	static __thread char dev[16] IP_TLS;
+	static void *getdev;
+	int d = 0;
+
+	if (mate_ip_api.memory_source == NULL || !mate_ip_api.memory_source(NULL, NULL))
+		return;
+	if (!host) {
+		void *g = __atomic_load_n(&getdev, __ATOMIC_RELAXED);
+		if (g == NULL) {
+			g = mate_ip_sibling(fn, "cudaGetDevice");
+			__atomic_store_n(&getdev, g != NULL ? g : (void *)-1, __ATOMIC_RELAXED);
+		}
+		if (g != NULL && g != (void *)-1 && ((getdev_fn)g)(&d) != 0)
+			d = 0;
+	}
+	snprintf(dev, sizeof(dev), host ? "host" : "cuda:%d", d);
+	mate_ip_api.memory_source(dev, name);
+}
+
+static void
+allocated(cudaError_t rc, void **p, size_t size, cudaStream_t stream, const char *name,
+    int host, void *fn)
 {
 	if (!mate_ip_tracking())
 		return;
 	if (rc == 0 && p != NULL && *p != NULL) {
+		event_source(name, host, fn);
 		mate_ip_api.memlog_allocate(mate_ip_memlog, (uintptr_t)*p, size, (uintptr_t)stream);
 		IP_COUNT(allocations, 1);
 		mate_ip_note_peak();
 	} else if (rc != 0) {
+		event_source(name, host, fn);
 		mate_ip_api.memlog_failure(mate_ip_memlog, size, (uintptr_t)stream);
 	}
 }
@@ -44,10 +73,14 @@ allocated(cudaError_t rc, void **p, size_t size, cudaStream_t stream)
 /* Logged before the memory is given back, so that no other thread's new
  * allocation at the same address can come first in the log. */
 static void
-freeing(void *p, cudaStream_t stream)
+freeing(void *p, cudaStream_t stream, const char *name, int host, void *fn)
 {
-	if (p != NULL && mate_ip_tracking())
-		mate_ip_api.memlog_deallocate(mate_ip_memlog, (uintptr_t)p, (uintptr_t)stream);
+	if (p == NULL || !mate_ip_tracking())
+		return;
+	event_source(name, host, fn);
+	if (mate_ip_api.memlog_deallocate(mate_ip_memlog, (uintptr_t)p, (uintptr_t)stream) < 0 &&
+	    mate_ip_api.memory_source != NULL)
+		mate_ip_api.memory_source(NULL, NULL);  /* not ours: no event */
 }
 
 #define REAL(type, name) \
@@ -56,8 +89,9 @@ freeing(void *p, cudaStream_t stream)
 	if (IP_UNLIKELY(fn == NULL)) \
 		return 1 /* cudaErrorInvalidValue */
 
-/* An allocation function: f(void **p, size_t size, EXTRA), logged on stream. */
-#define ALLOC_FN(name, params, args, size_expr, stream_expr) \
+/* An allocation function: f(void **p, size_t size, EXTRA), logged on stream
+ * (host: pinned host memory). */
+#define ALLOC_FN(name, params, args, size_expr, stream_expr, host) \
 	typedef cudaError_t (*name##_fn) params; \
 	IP_EXPORT cudaError_t name params; \
 	IP_EXPORT cudaError_t name params \
@@ -70,11 +104,12 @@ freeing(void *p, cudaStream_t stream)
 		alloc_depth++; \
 		rc = fn args; \
 		if (--alloc_depth == 0) \
-			allocated(rc, p, (size_expr), (stream_expr)); \
+			allocated(rc, p, (size_expr), (stream_expr), #name, (host), \
+			    (void *)fn); \
 		return rc; \
 	}
 
-#define FREE_FN(name, params, args, stream_expr) \
+#define FREE_FN(name, params, args, stream_expr, host) \
 	typedef cudaError_t (*name##_fn) params; \
 	IP_EXPORT cudaError_t name params; \
 	IP_EXPORT cudaError_t name params \
@@ -85,25 +120,27 @@ freeing(void *p, cudaStream_t stream)
 		if (IP_LIKELY(!mate_ip_want)) \
 			return fn args; \
 		if (alloc_depth == 0) \
-			freeing(p, (stream_expr)); \
+			freeing(p, (stream_expr), #name, (host), (void *)fn); \
 		alloc_depth++; \
 		rc = fn args; \
 		alloc_depth--; \
 		return rc; \
 	}
 
-ALLOC_FN(cudaMalloc, (void **p, size_t size), (p, size), size, NULL)
-ALLOC_FN(cudaMallocManaged, (void **p, size_t size, unsigned flags), (p, size, flags), size, NULL)
-ALLOC_FN(cudaMallocHost, (void **p, size_t size), (p, size), size, NULL)
-ALLOC_FN(cudaHostAlloc, (void **p, size_t size, unsigned flags), (p, size, flags), size, NULL)
-ALLOC_FN(cudaMallocAsync, (void **p, size_t size, cudaStream_t s), (p, size, s), size, s)
-ALLOC_FN(cudaMallocAsync_ptsz, (void **p, size_t size, cudaStream_t s), (p, size, s), size, s)
+ALLOC_FN(cudaMalloc, (void **p, size_t size), (p, size), size, NULL, 0)
+ALLOC_FN(cudaMallocManaged, (void **p, size_t size, unsigned flags), (p, size, flags), size, NULL,
+    0)
+ALLOC_FN(cudaMallocHost, (void **p, size_t size), (p, size), size, NULL, 1)
+ALLOC_FN(cudaHostAlloc, (void **p, size_t size, unsigned flags), (p, size, flags), size, NULL, 1)
+ALLOC_FN(cudaMallocAsync, (void **p, size_t size, cudaStream_t s), (p, size, s), size, s, 0)
+ALLOC_FN(cudaMallocAsync_ptsz, (void **p, size_t size, cudaStream_t s), (p, size, s), size, s,
+    0)
 ALLOC_FN(cudaMallocPitch, (void **p, size_t *pitch, size_t width, size_t height),
-    (p, pitch, width, height), (rc == 0 && pitch ? *pitch * height : width * height), NULL)
-FREE_FN(cudaFree, (void *p), (p), NULL)
-FREE_FN(cudaFreeHost, (void *p), (p), NULL)
-FREE_FN(cudaFreeAsync, (void *p, cudaStream_t s), (p, s), s)
-FREE_FN(cudaFreeAsync_ptsz, (void *p, cudaStream_t s), (p, s), s)
+    (p, pitch, width, height), (rc == 0 && pitch ? *pitch * height : width * height), NULL, 0)
+FREE_FN(cudaFree, (void *p), (p), NULL, 0)
+FREE_FN(cudaFreeHost, (void *p), (p), NULL, 1)
+FREE_FN(cudaFreeAsync, (void *p, cudaStream_t s), (p, s), s, 0)
+FREE_FN(cudaFreeAsync_ptsz, (void *p, cudaStream_t s), (p, s), s, 0)
 
 /* ---- transfers ------------------------------------------------------------------------------ */
 

@@ -1,6 +1,7 @@
 /* memlog.c: the memory event log of a process: RMM-style CSV rows, live allocation tracking, statistics and the per-block profile. */
 #include "mate_private.h"
 #include "mate_record.h"
+#include "events_private.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -383,6 +384,8 @@ mate_memlog_allocate(mate_memlog *m, uint64_t ptr, uint64_t size, uint64_t strea
 	csv_row(m, MATE_MEMLOG_ALLOCATE, ptr, size, stream);
 	pthread_mutex_unlock(&m->lock);
 	attribute(m, size > INT64_MAX ? INT64_MAX : (int64_t)size);
+	mate_event_memory(MATE_EV_MEM_ALLOC, NULL, NULL, ptr,
+	    size > INT64_MAX ? INT64_MAX : (int64_t)size, stream);
 }
 
 int64_t
@@ -400,8 +403,10 @@ mate_memlog_deallocate(mate_memlog *m, uint64_t ptr, uint64_t stream)
 		csv_row(m, MATE_MEMLOG_DEALLOCATE, ptr, (uint64_t)size, stream);
 	}
 	pthread_mutex_unlock(&m->lock);
-	if (size >= 0)
+	if (size >= 0) {
 		attribute(m, -size);
+		mate_event_memory(MATE_EV_MEM_FREE, NULL, NULL, ptr, size, stream);
+	}
 	return size;
 }
 
@@ -413,6 +418,8 @@ mate_memlog_failure(mate_memlog *m, uint64_t size, uint64_t stream)
 	pthread_mutex_lock(&m->lock);
 	csv_row(m, MATE_MEMLOG_FAILURE, 0, size, stream);
 	pthread_mutex_unlock(&m->lock);
+	mate_event_memory(MATE_EV_MEM_FAIL, NULL, NULL, 0,
+	    size > INT64_MAX ? INT64_MAX : (int64_t)size, stream);
 }
 
 void

@@ -58,9 +58,10 @@ tests_record_cuda_prog_LDADD = tests/fake/libcublas.la tests/fake/libcudart.la
 
 ## Tests of mate-record: exit status and signals, the fake-CUDA program.
 TESTS += tests/test_record_exit.sh tests/test_record_signals.py tests/test_record_fakecuda.py \
-	tests/test_memlog_rmm.py
+	tests/test_memlog_rmm.py tests/test_record_memevents.py
 EXTRA_DIST += tests/record-common.sh tests/test_record_exit.sh tests/test_record_signals.py \
-	tests/test_record_fakecuda.py tests/test_memlog_rmm.py tests/rmm_log_parser.py
+	tests/test_record_fakecuda.py tests/test_memlog_rmm.py tests/rmm_log_parser.py \
+	tests/test_record_memevents.py
 
 ## A C program linked against CBLAS and Fortran BLAS, recorded and replayed.
 check_PROGRAMS += tests/record-blas-prog

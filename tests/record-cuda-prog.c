@@ -100,6 +100,17 @@ gemms(float *dA, float *dB, float *dC, cudaStream_t s)
 	CHECK_CUDA(cublasDestroy_v2(h));
 }
 
+/* With RECORD_CUDA_HOLD=path, waits (up to 30 s) for that file to appear,
+ * its device memory still allocated, so that a monitor can look at it. */
+static void
+hold(void)
+{
+	const char *path = getenv("RECORD_CUDA_HOLD");
+
+	for (int i = 0; path != NULL && i < 3000 && access(path, F_OK) != 0; i++)
+		usleep(10000);
+}
+
 static void
 other_allocations(cudaStream_t s)
 {
@@ -158,6 +169,7 @@ main(void)
 	}
 	if (pid < 0 || waitpid(pid, &st, 0) != pid || st != 0)
 		return 1;
+	hold();
 	CHECK_CUDA(cudaFree(dC));
 	CHECK_CUDA(cudaFree(dB));
 	CHECK_CUDA(cudaFree(dA));

@@ -7,6 +7,7 @@
 
 #include "mate.h"
 #include "mate_events.h"
+#include "mate_record.h"
 #include "events_private.h"
 #include "test.h"
 
@@ -235,6 +236,61 @@ check_session(int lvl)
 	CHECK_STR(evs[k].source, "cuda:0/stream 7");
 	CHECK_STR(evs[k].details, "grid=1 ok");
 	(void)lvl;
+}
+
+/*
+ * The memory log's API (what the interposer and a library's own allocator
+ * call) emits the memory events: sizes, pointers, streams, the device and
+ * function the interposer names, defaults otherwise; a free of an unknown
+ * pointer emits nothing. With events off, naming the source keeps nothing.
+ */
+static void
+check_memlog(const char *dir)
+{
+	char path[256];
+	mate_memlog *m = mate_memlog_new(NULL, NULL);
+	int a1, a2, a3, f1, x;
+
+	CHECK(m != NULL);
+	log_start(dir, "memlog", 1, path, sizeof(path));
+	mate_memlog_allocate(m, 0x1000, 4096, 0);
+	CHECK_EQ_INT(mate_event_memory_source("cuda:1", "cudaMallocAsync"), 1);
+	mate_memlog_allocate(m, 0x3000, 100, 0x5);
+	mate_memlog_allocate(m, 0x4000, 50, 0);
+	CHECK_EQ_INT(mate_memlog_deallocate(m, 0x1000, 0), 4096);
+	CHECK_EQ_INT(mate_memlog_deallocate(m, 0x9999, 0), -1);
+	mate_memlog_failure(m, (uint64_t)1 << 40, 0x7);
+	configure(0, NULL);
+	CHECK_EQ_INT(mate_event_memory_source("cuda:2", "cudaMalloc"), 0);
+	mate_memlog_free(m);
+	read_log(path);
+	unlink(path);
+	a1 = find("MEM_ALLOC", NULL, 0);
+	a2 = find("MEM_ALLOC", NULL, a1 + 1);
+	a3 = find("MEM_ALLOC", NULL, a2 + 1);
+	f1 = find("MEM_FREE", NULL, 0);
+	x = find("MEM_FAIL", NULL, 0);
+	CHECK(a1 >= 0 && a2 > a1 && a3 > a2 && f1 > a3 && x > f1);
+	CHECK_EQ_INT(find("MEM_FREE", NULL, f1 + 1), -1);
+	if (a1 < 0 || a2 < 0 || a3 < 0 || f1 < 0 || x < 0)
+		return;
+	CHECK_STR(evs[a1].command, "alloc");
+	CHECK_STR(detail(a1, "device"), "cuda:0");
+	CHECK_STR(detail(a1, "ptr"), "0x1000");
+	CHECK_EQ_INT(evs[a1].size, 4096);
+	CHECK_STR(evs[a2].command, "cudaMallocAsync");   /* as named */
+	CHECK_STR(detail(a2, "device"), "cuda:1");
+	CHECK_STR(detail(a2, "stream"), "0x5");
+	CHECK_STR(detail(a2, "in_use"), "100");
+	CHECK_STR(evs[a3].command, "alloc");             /* named once only */
+	CHECK_STR(detail(a3, "device"), "cuda:0");
+	CHECK_STR(detail(a3, "in_use"), "4146");
+	CHECK_STR(evs[f1].command, "free");
+	CHECK_STR(detail(f1, "ptr"), "0x1000");
+	CHECK_STR(detail(f1, "in_use"), "50");
+	CHECK_STR(detail(f1, "peak"), "4146");
+	CHECK_STR(detail(x, "stream"), "0x7");
+	CHECK_STR(detail(x, "in_use"), "50");
 }
 
 /*
@@ -483,6 +539,7 @@ main(void)
 		check_session(lvl);
 		unlink(path);
 	}
+	check_memlog(dir);
 	check_reuse(dir);
 	check_threads(dir);
 	check_deep(dir);
