@@ -140,10 +140,11 @@ void mate_timeline_set_perfetto(mate_timeline *tl, mate_perfetto *pf);
 /*! mate_perfetto_events() : trace events written so far. */
 uint64_t mate_perfetto_events(const mate_perfetto *pf);
 /*! mate_perfetto_flows() : flow arrows (call to work) written so far, and
- * those dropped because their call never got a slice (still open at the
- * end of its log, or too many calls with work outstanding). Either may be
- * NULL. */
-void mate_perfetto_flows(const mate_perfetto *pf, uint64_t *written, uint64_t *dropped);
+ * those dropped because their call never got a slice: unended (still open
+ * at the end of its log) or forgotten (more than 65536 calls with work
+ * outstanding, no memory). Any pointer may be NULL. */
+void mate_perfetto_flows(const mate_perfetto *pf, uint64_t *written, uint64_t *unended,
+    uint64_t *forgotten);
 /*! mate_perfetto_close() : ends the JSON, flushes, commits the file and
  * frees pf. @return MATE_OK, or the first write error met (the file is
  * then removed). */

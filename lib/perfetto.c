@@ -52,7 +52,8 @@ struct mate_perfetto {
 	struct pf_cause *causes; /* PF_CAUSES slots, allocated with the first flow */
 	int *heads;            /* hash chains into causes */
 	uint64_t ncauses;      /* added in this log: the ring's position */
-	uint64_t npending, flows, dropped;
+	uint64_t npending, flows;
+	uint64_t unended, forgotten; /* flows dropped: call never ended, or forgotten */
 	mate_error err;        /* the first error */
 };
 
@@ -255,12 +256,15 @@ mate_perfetto_events(const mate_perfetto *pf)
 }
 
 void
-mate_perfetto_flows(const mate_perfetto *pf, uint64_t *written, uint64_t *dropped)
+mate_perfetto_flows(const mate_perfetto *pf, uint64_t *written, uint64_t *unended,
+    uint64_t *forgotten)
 {
 	if (written != NULL)
 		*written = pf->flows;
-	if (dropped != NULL)
-		*dropped = pf->dropped + pf->npending;
+	if (unended != NULL)
+		*unended = pf->unended + pf->npending;
+	if (forgotten != NULL)
+		*forgotten = pf->forgotten;
 }
 
 static void pf_causes_clear(mate_perfetto *pf);
@@ -467,9 +471,10 @@ cause_find(const mate_perfetto *pf, int lane, uint64_t seq)
 	return -1;
 }
 
-/* Frees slot i; the flows still waiting on it are dropped. */
+/* Frees slot i; the flows still waiting on it are dropped, their call
+ * never ended (at the log's end) or forgotten (an older slot reused). */
 static void
-cause_drop(mate_perfetto *pf, int i)
+cause_drop(mate_perfetto *pf, int i, int at_end)
 {
 	struct pf_cause *c = &pf->causes[i];
 	int *p = &pf->heads[cause_hash(c->lane, c->seq)];
@@ -479,7 +484,10 @@ cause_drop(mate_perfetto *pf, int i)
 		free(c->pending);
 		c->pending = n;
 		pf->npending--;
-		pf->dropped++;
+		if (at_end)
+			pf->unended++;
+		else
+			pf->forgotten++;
 	}
 	while (*p >= 0 && *p != i)
 		p = &pf->causes[*p].hnext;
@@ -495,7 +503,7 @@ pf_causes_clear(mate_perfetto *pf)
 
 	for (i = 0; pf->causes != NULL && i < PF_CAUSES; i++)
 		if (pf->causes[i].lane >= 0)
-			cause_drop(pf, i);
+			cause_drop(pf, i, 1);
 	pf->ncauses = 0;
 }
 
@@ -525,7 +533,7 @@ tl_pf_cause(mate_perfetto *pf, const struct tl_lane *C, uint64_t seq)
 	}
 	i = (int)(pf->ncauses++ % PF_CAUSES);
 	if (pf->causes[i].lane >= 0)
-		cause_drop(pf, i);  /* the oldest */
+		cause_drop(pf, i, 0);  /* the oldest */
 	c = &pf->causes[i];
 	memset(c, 0, sizeof(*c));
 	c->seq = seq;
@@ -590,7 +598,7 @@ flow_work(mate_perfetto *pf, const struct tl_lane *from, uint64_t seq, int pid, 
 	struct pf_end *e;
 
 	if (i < 0) {
-		pf->dropped++;
+		pf->forgotten++;
 		return;
 	}
 	c = &pf->causes[i];
@@ -599,7 +607,7 @@ flow_work(mate_perfetto *pf, const struct tl_lane *from, uint64_t seq, int pid, 
 		return;
 	}
 	if (pf->npending >= PF_PENDING_MAX || (e = malloc(sizeof(*e))) == NULL) {
-		pf->dropped++;
+		pf->forgotten++;
 		return;
 	}
 	e->pid = pid;

@@ -254,7 +254,7 @@ test_flow_binding(void)
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
 	mate_perfetto *pf;
 	mate_error err;
-	uint64_t written, dropped;
+	uint64_t written, unended, forgotten;
 	int fd = tmpfd();
 	char *json;
 
@@ -268,9 +268,10 @@ test_flow_binding(void)
 	add(tl, 0.5, "WORKER_SEND", "s0", "k", "call=2 id=b op=add");
 	add(tl, 0.6, "WORKER_RECV", "s0", "k", "id=b");
 	mate_timeline_end_log(tl, NULL);
-	mate_perfetto_flows(pf, &written, &dropped);
+	mate_perfetto_flows(pf, &written, &unended, &forgotten);
 	CHECK_EQ_INT(written, 1);
-	CHECK_EQ_INT(dropped, 1);
+	CHECK_EQ_INT(unended, 1);
+	CHECK_EQ_INT(forgotten, 0);
 	mate_perfetto_close(pf, &err);
 	json = slurp(fd);
 	if (json != NULL) {

@@ -187,7 +187,7 @@ read_log(const struct options *o, mate_timeline *tl, const char *path)
 
 static void
 print_summary(const struct options *o, const mate_timeline *tl, const mate_render_info *ri,
-    const uint64_t flows[2])
+    const uint64_t flows[3])
 {
 	mate_timeline_stats st;
 	mate_lane_info li;
@@ -215,6 +215,9 @@ print_summary(const struct options *o, const mate_timeline *tl, const mate_rende
 	if (flows[1] > 0)
 		mate_fe_warnx("%llu flows dropped: their call never ended in the log",
 		    (unsigned long long)flows[1]);
+	if (flows[2] > 0)
+		mate_fe_warnx("%llu flows dropped: their call was forgotten (too many calls "
+		    "with work outstanding)", (unsigned long long)flows[2]);
 	if (!o->verbose || o->format == FMT_JSON)
 		return;
 	mate_fe_warnx("plot: x %.1f to %.1f, y %.1f to %.1f px; time %.6f to %.6f s",
@@ -260,7 +263,7 @@ main(int argc, char **argv)
 	mate_perfetto *pf = NULL;
 	mate_render_info ri;
 	mate_error err;
-	uint64_t flows[2] = { 0, 0 };
+	uint64_t flows[3] = { 0, 0, 0 };
 	int i, failed = 0, ok = 0;
 
 	mate_fe_set_progname(argv[0]);
@@ -295,7 +298,7 @@ main(int argc, char **argv)
 		return MATE_EXIT_FAIL;
 	}
 	if (pf != NULL) {
-		mate_perfetto_flows(pf, &flows[0], &flows[1]);
+		mate_perfetto_flows(pf, &flows[0], &flows[1], &flows[2]);
 		if (mate_perfetto_close(pf, &err) != 0) {
 			mate_fe_warnx("%s: %s", o.output, err.message);
 			failed = 1;
