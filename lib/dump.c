@@ -390,6 +390,42 @@ is_tensor_description(const mate_value *v)
 	    strcmp(t, "torch.Tensor") == 0);
 }
 
+/* The in-place file's tensors into outs under their argument keys, each
+ * listed in the record's inplace_tensor_keys and every listed one present. */
+static int
+load_inplace(mate_dump *d, mate_value *outs, mate_error *err)
+{
+	const cJSON *ti = cJSON_GetObjectItemCaseSensitive(d->rec, "tensor_info");
+	const cJSON *keys = cJSON_GetObjectItemCaseSensitive(ti, "inplace_tensor_keys"), *k;
+	mate_value *tensors = NULL;
+	int rc;
+
+	if ((rc = load_file(d, "inplace", d->info.n_inplace > 0, &tensors, err)) != MATE_OK ||
+	    tensors == NULL)
+		return rc;
+	for (size_t i = 0; i < mate_value_len(tensors) && rc == MATE_OK; i++) {
+		const char *key = mate_value_get_str(mate_value_key(tensors, i), NULL);
+		int listed = 0;
+
+		cJSON_ArrayForEach(k, keys)
+			listed |= cJSON_IsString(k) && key != NULL && strcmp(k->valuestring, key) == 0;
+		if (key == NULL || (strncmp(key, "arg_", 4) != 0 && strncmp(key, "kwarg_", 6) != 0) ||
+		    !listed)
+			rc = mate_set_error(err, MATE_ERR_FORMAT, "%s: the in-place file holds '%.100s', "
+			    "which is not among the record's inplace_tensor_keys", d->info.name,
+			    key != NULL ? key : "?");
+		else if (mate_value_set_str(outs, key, mate_value_copy(mate_value_item(tensors, i))) != MATE_OK)
+			rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	}
+	cJSON_ArrayForEach(k, keys)
+		if (rc == MATE_OK && (!cJSON_IsString(k) || mate_value_lookup(tensors, k->valuestring) == NULL))
+			rc = mate_set_error(err, MATE_ERR_FORMAT, "%s: the record lists in-place tensor "
+			    "'%.100s' but the in-place file lacks it", d->info.name,
+			    cJSON_IsString(k) ? k->valuestring : "?");
+	mate_value_free(tensors);
+	return rc;
+}
+
 int
 mate_dump_load_outputs(mate_dump *d, mate_value **out, mate_error *err)
 {
@@ -426,6 +462,10 @@ mate_dump_load_outputs(mate_dump *d, mate_value **out, mate_error *err)
 	}
 	mate_value_free(meta);
 	mate_value_free(tensors);
+	if ((rc = load_inplace(d, outs, err)) != MATE_OK) {
+		mate_value_free(outs);
+		return rc;
+	}
 	*out = outs;
 	return MATE_OK;
 nomem:

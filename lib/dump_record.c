@@ -408,7 +408,7 @@ mate_dump_info_init(struct mate_dump_info *info)
 	info->timestamp = "";
 	info->process_id = -1;
 	info->call_sequence = -1;
-	info->input_bytes = info->output_bytes = info->total_bytes = -1;
+	info->input_bytes = info->output_bytes = info->total_bytes = info->inplace_bytes = -1;
 }
 
 #define MAX_MEMBERS 48
@@ -482,6 +482,8 @@ sizes_from_record(struct mate_dump_info *info, const struct mate_skim_member *ti
 	info->input_bytes = member_int(m, n, "input_size_bytes");
 	info->output_bytes = member_int(m, n, "output_size_bytes");
 	info->total_bytes = member_int(m, n, "total_size_bytes");
+	info->n_inplace = member_count(m, n, "inplace_tensor_keys");
+	info->inplace_bytes = member_int(m, n, "inplace_size_bytes");
 	if (info->total_bytes < 0 && info->input_bytes >= 0)
 		info->total_bytes = info->input_bytes + (info->output_bytes > 0 ? info->output_bytes : 0);
 }

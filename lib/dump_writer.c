@@ -46,17 +46,22 @@ struct rec_dump {
 	/* The record as text, in pieces: txt holds the head ('{' through the
 	 * input_metadata value), the items of input_tensor_keys, the tail
 	 * ("tensor_format" through "versions") and, once the call completed,
-	 * the output_metadata value and the items of output_tensor_keys;
-	 * end[i] is where piece i ends. */
+	 * the output_metadata value, the items of output_tensor_keys and those
+	 * of inplace_tensor_keys; end[i] is where piece i ends. */
 	struct mate_buf txt;
-	size_t end[5];
+	size_t end[6];
 	int completed;
 	struct rec_detail *details;
 	size_t ndetails, cap_details;
-	int64_t in_bytes, out_bytes;
+	int64_t in_bytes, out_bytes, inplace_bytes;
+	int n_inplace;        /* tensors in the in-place file */
 };
 
-enum { PIECE_HEAD, PIECE_IN_KEYS, PIECE_TAIL, PIECE_OUT_META, PIECE_OUT_KEYS };
+enum { PIECE_HEAD, PIECE_IN_KEYS, PIECE_TAIL, PIECE_OUT_META, PIECE_OUT_KEYS, PIECE_INPLACE_KEYS };
+
+/* The file of the arguments' post-call values (spec/dumps.md section 3):
+ * "inplace" with the tensor format's extension. */
+#define INPLACE_STEM "inplace"
 
 void
 mate_rec_dump_reset(int full)
@@ -583,9 +588,20 @@ record_text(struct mate_buf *b, const struct rec_dump *d)
 		mate_buf_puts(b, ", \"output_size_mb\": ");
 		size_mb(b, d->out_bytes);
 		mate_buf_puts(b, ", \"total_size_bytes\": ");
-		mate_buf_int(b, d->in_bytes + d->out_bytes);
+		mate_buf_int(b, d->in_bytes + d->out_bytes + d->inplace_bytes);
 		mate_buf_puts(b, ", \"total_size_mb\": ");
-		size_mb(b, d->in_bytes + d->out_bytes);
+		size_mb(b, d->in_bytes + d->out_bytes + d->inplace_bytes);
+	}
+	if (d->completed && d->n_inplace > 0) {
+		/* mate's own keys, after MATE's and FlashInfer's */
+		mate_buf_puts(b, ", \"inplace_tensor_keys\": [");
+		piece(b, d, PIECE_INPLACE_KEYS);
+		mate_buf_puts(b, "], \"inplace_size_bytes\": ");
+		mate_buf_int(b, d->inplace_bytes);
+		mate_buf_puts(b, ", \"inplace_size_mb\": ");
+		size_mb(b, d->inplace_bytes);
+		mate_buf_puts(b, mate_rec_cfg.safetensors ? ", \"inplace_file\": \"" INPLACE_STEM ".safetensors\"" :
+		    ", \"inplace_file\": \"" INPLACE_STEM ".pt\"");
 	}
 	mate_buf_puts(b, "}, \"tensor_details\": {");
 	for (size_t i = 0; i < d->ndetails; i++) {
@@ -657,10 +673,11 @@ file_path(struct rec_dump *d, const char *name)
 	return d->path;
 }
 
-/* Writes the dumped tensors of the phase to dir/name.pt or .safetensors.
+/* Writes the dumped tensors of the phase (inplace 1: only the arguments'
+ * post-call values, 0: all others) to dir/name.pt or .safetensors.
  * 0 ok or nothing to write, 1 the writer is unavailable, -1 failed. */
 static int
-write_tensors(const mate_call *c, struct rec_dump *d, const char *name)
+write_tensors(const mate_call *c, struct rec_dump *d, const char *name, int inplace)
 {
 	mate_value *dict = mate_value_dict();
 	mate_error err;
@@ -672,7 +689,7 @@ write_tensors(const mate_call *c, struct rec_dump *d, const char *name)
 		return -1;
 	for (size_t i = 0; i < c->ntensors && rc == 0; i++) {
 		const struct rec_tensor *rt = &c->tensors[i];
-		if (!rt->dumped)
+		if (!rt->dumped || rt->inplace != inplace)
 			continue;
 		any = 1;
 		rc = mate_value_set_str(dict, rt->key, mate_value_tensor(&rt->host, rt->st));
@@ -870,7 +887,7 @@ mate_rec_dump_inputs(mate_call *c, struct mate_buf *log)
 	if ((d = make_dir(c, seq, stamp)) == NULL)
 		return;
 	d->in_bytes = bytes;
-	if (write_tensors(c, d, "inputs") < 0 || first_record(c, d, stamp, seq) != 0 ||
+	if (write_tensors(c, d, "inputs", 0) < 0 || first_record(c, d, stamp, seq) != 0 ||
 	    emit(c, d, "inputs_saved", NULL, NULL) != 0) {
 		mate_rec_dump_free(d);
 		return;
@@ -895,8 +912,9 @@ mate_rec_dump_inputs(mate_call *c, struct mate_buf *log)
 	}
 }
 
-/* The output_metadata value, then the output_tensor_keys items, into d's
- * text; the details of the outputs (an in-place argument's in its place). */
+/* The output_metadata value, then the items of output_tensor_keys and of
+ * inplace_tensor_keys, into d's text; the details of the outputs (an
+ * in-place argument's in its place: the same shape, dtype and strides). */
 static int
 output_pieces(const mate_call *c, struct rec_dump *d)
 {
@@ -927,15 +945,21 @@ output_pieces(const mate_call *c, struct rec_dump *d)
 	}
 	mate_buf_putc(b, '}');
 	d->end[PIECE_OUT_META] = b->len;
-	for (size_t i = 0; i < c->ntensors; i++) {
-		const struct rec_tensor *rt = &c->tensors[i];
-		if (i > 0)
-			mate_buf_put(b, ", ", 2);
-		json_str(b, rt->key);
-		if (set_detail(d, rt->key, mate_value_get_tensor(rt->v)) != 0)
-			return -1;
+	for (int inplace = 0; inplace < 2; inplace++) {
+		first = 1;
+		for (size_t i = 0; i < c->ntensors; i++) {
+			const struct rec_tensor *rt = &c->tensors[i];
+			if (rt->inplace != inplace)
+				continue;
+			if (!first)
+				mate_buf_put(b, ", ", 2);
+			first = 0;
+			json_str(b, rt->key);
+			if (set_detail(d, rt->key, mate_value_get_tensor(rt->v)) != 0)
+				return -1;
+		}
+		d->end[inplace ? PIECE_INPLACE_KEYS : PIECE_OUT_KEYS] = b->len;
 	}
-	d->end[PIECE_OUT_KEYS] = b->len;
 	return mate_buf_str(b) != NULL ? 0 : -1;
 }
 
@@ -944,7 +968,8 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 {
 	struct rec_dump *d = c->dump;
 	char note[96];
-	int64_t bytes;
+	int64_t bytes, inplace_bytes = 0;
+	int n_inplace = 0;
 
 	if (d == NULL || mate_rec_dump_stopped() || d->pid != mate_rec_pid())
 		return;
@@ -965,13 +990,22 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 	}
 	tally.bytes += (uint64_t)bytes;
 	pthread_mutex_unlock(&mate_rec_dump_lock);
-	if (write_tensors(c, d, "outputs") < 0)
+	for (size_t i = 0; i < c->ntensors; i++)
+		if (c->tensors[i].dumped && c->tensors[i].inplace) {
+			inplace_bytes += c->tensors[i].nbytes;
+			n_inplace++;
+		}
+	/* the returned values, then the arguments' post-call values (a file
+	 * MATE's and FlashInfer's replay never read), then the record */
+	if (write_tensors(c, d, "outputs", 0) < 0 || write_tensors(c, d, INPLACE_STEM, 1) < 0)
 		return;
 	if (output_pieces(c, d) != 0) {
 		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a dump record was not written");
 		return;
 	}
-	d->out_bytes = bytes;
+	d->out_bytes = bytes - inplace_bytes;
+	d->inplace_bytes = inplace_bytes;
+	d->n_inplace = n_inplace;
 	d->completed = 1;
 	if (emit(c, d, "completed", NULL, NULL) != 0 || log == NULL)
 		return;

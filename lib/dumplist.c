@@ -145,9 +145,13 @@ details_from_record(struct tensor_acc *acc, struct mate_arena *a, const cJSON *r
  * record's tensor_details when the file cannot be read. */
 static void
 details_from_file(struct tensor_acc *acc, struct mate_arena *a, int dirfd, const char *dir,
-    const char *stem, const cJSON *rec, int expected, struct mate_notes *notes)
+    int kind, const cJSON *rec, int expected, struct mate_notes *notes)
 {
 	static const char *const exts[] = { ".pt", ".safetensors" };
+	static const char *const stems[] = { "inputs", "outputs", "inplace" };
+	static const char *const lists[] = { "input_tensor_keys", "output_tensor_keys",
+	    "inplace_tensor_keys" };
+	const char *stem = stems[kind];
 	char rel[64], path[4096];
 	mate_error err;
 	mate_value *v = NULL;
@@ -161,8 +165,7 @@ details_from_file(struct tensor_acc *acc, struct mate_arena *a, int dirfd, const
 	if (i == 2) {
 		if (expected > 0)
 			mate_notes_add(notes, "no %s.pt or %s.safetensors", stem, stem);
-		details_from_record(acc, a, rec, strcmp(stem, "inputs") == 0 ?
-		    "input_tensor_keys" : "output_tensor_keys", strcmp(stem, "outputs") == 0);
+		details_from_record(acc, a, rec, lists[kind], kind);
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/%s", dir, rel);
@@ -174,8 +177,7 @@ details_from_file(struct tensor_acc *acc, struct mate_arena *a, int dirfd, const
 		if (strncmp(msg, path, pl) == 0 && strncmp(msg + pl, ": ", 2) == 0)
 			msg += pl + 2;  /* the caller names the dump already */
 		mate_notes_add(notes, "%s: %s", rel, msg);
-		details_from_record(acc, a, rec, strcmp(stem, "inputs") == 0 ?
-		    "input_tensor_keys" : "output_tensor_keys", strcmp(stem, "outputs") == 0);
+		details_from_record(acc, a, rec, lists[kind], kind);
 		return;
 	}
 	for (size_t j = 0; j < mate_value_len(v); j++) {
@@ -186,7 +188,7 @@ details_from_file(struct tensor_acc *acc, struct mate_arena *a, int dirfd, const
 		if (key == NULL || mate_value_kind_of(item) != MATE_V_TENSOR)
 			continue;
 		t = mate_value_get_tensor(item);
-		add_tensor(acc, a, key, strcmp(stem, "outputs") == 0, t->dtype,
+		add_tensor(acc, a, key, kind, t->dtype,
 		    mate_dtype_name(t->dtype), t->ndim, t->shape, t->stride);
 	}
 	mate_value_free(v);
@@ -198,10 +200,11 @@ load_details(struct mate_dump_list *l, struct mate_dump_info *info, int dirfd,
 {
 	struct tensor_acc acc = { NULL, 0, 0 };
 
-	details_from_file(&acc, &l->arena, dirfd, info->path, "inputs", rec, info->n_inputs, notes);
-	if (info->status == MATE_DUMP_COMPLETED)
-		details_from_file(&acc, &l->arena, dirfd, info->path, "outputs", rec,
-		    info->n_outputs, notes);
+	details_from_file(&acc, &l->arena, dirfd, info->path, 0, rec, info->n_inputs, notes);
+	if (info->status == MATE_DUMP_COMPLETED) {
+		details_from_file(&acc, &l->arena, dirfd, info->path, 1, rec, info->n_outputs, notes);
+		details_from_file(&acc, &l->arena, dirfd, info->path, 2, rec, info->n_inplace, notes);
+	}
 	if (acc.n > 0) {
 		struct mate_dump_tensor *t = mate_arena_alloc(&l->arena, acc.n * sizeof(*t));
 

@@ -174,7 +174,9 @@ const char *mate_dump_status_name(int status);
  * cannot be read, from the record's tensor_details). */
 struct mate_dump_tensor {
 	const char *key;            /* "arg_0", "kwarg_out", "result", ... */
-	int output;                 /* 1: from the outputs file */
+	int output;                 /* 0: from the inputs file, 1: from the
+	                               outputs file, 2: from the in-place file
+	                               (an argument's value after the call) */
 	mate_dtype dtype;           /* MATE_DTYPE_INVALID when unknown */
 	const char *dtype_name;     /* torch spelling without "torch." */
 	int ndim;
@@ -202,6 +204,9 @@ struct mate_dump_info {
 	int64_t total_bytes;        /* -1 when unknown */
 	size_t n_tensors;           /* tensor details (MATE_DUMP_LIST_DETAILS) */
 	const struct mate_dump_tensor *tensors;
+	int n_inplace;              /* arguments written in place: tensors in
+	                               the in-place file (inplace_tensor_keys) */
+	int64_t inplace_bytes;      /* -1 when unknown */
 };
 
 /* ---- Listing dumps -------------------------------------------------------- */
@@ -245,9 +250,13 @@ const struct mate_dump_info *mate_dump_get_info(const mate_dump *d);
  * @return a new dict (caller frees) or NULL. */
 mate_value *mate_dump_load_args(mate_dump *d, mate_error *err);
 /*! mate_dump_load_outputs() : the recorded outputs as a dict of key to
- * value (tensors from the outputs file, other values from output_metadata).
- * *out is NULL when the call recorded no outputs (status other than
- * completed). @return MATE_OK or a negative status. */
+ * value: what the call returned ("result", "result_<i>": tensors from the
+ * outputs file, other values from output_metadata), then the post-call
+ * values of the arguments it wrote in place under their argument keys
+ * ("arg_<i>", "kwarg_<name>": from the in-place file, or, in dumps of
+ * mate before 2026-11, from the outputs file). *out is NULL when the call
+ * recorded no outputs (status other than completed). @return MATE_OK or a
+ * negative status. */
 int mate_dump_load_outputs(mate_dump *d, mate_value **out, mate_error *err);
 /*! mate_dump_free() : NULL ok. */
 void mate_dump_free(mate_dump *d);

@@ -289,7 +289,7 @@ release_tensors(mate_call *c)
 	c->ntensors = 0;
 }
 
-static void
+static struct rec_tensor *
 add_tensor(mate_call *c, const mate_value *v, const char *key, int dumped)
 {
 	struct rec_tensor *rt;
@@ -299,7 +299,7 @@ add_tensor(mate_call *c, const mate_value *v, const char *key, int dumped)
 		rt = realloc(c->tensors, cap * sizeof(*rt));
 		if (rt == NULL) {
 			nomem();
-			return;
+			return NULL;
 		}
 		c->tensors = rt;
 		c->cap_tensors = cap;
@@ -311,9 +311,10 @@ add_tensor(mate_call *c, const mate_value *v, const char *key, int dumped)
 	rt->nbytes = mate_tensor_nbytes(mate_value_get_tensor(v));
 	if ((rt->key = strdup(key)) == NULL) {
 		nomem();
-		return;
+		return NULL;
 	}
 	c->ntensors++;
+	return rt;
 }
 
 void
@@ -403,6 +404,7 @@ static void
 collect_outputs(mate_call *c)
 {
 	const mate_value *items[64];
+	struct rec_tensor *rt;
 	char key[300];
 	int tuple;
 	size_t n = mate_rec_results(c, items, 64, &tuple), pos = 0;
@@ -424,7 +426,8 @@ collect_outputs(mate_call *c)
 			mate_rec_key(key, sizeof(key), "arg_", NULL, (int64_t)pos - 1);
 		else
 			mate_rec_key(key, sizeof(key), "kwarg_", a->name, -1);
-		add_tensor(c, a->v, key, 1);
+		if ((rt = add_tensor(c, a->v, key, 1)) != NULL)
+			rt->inplace = 1;  /* the in-place file, never the outputs file */
 	}
 }
 

@@ -121,6 +121,7 @@ struct rec_tensor {
 	const mate_value *v;
 	char *key;
 	int dumped;           /* goes into the tensor file */
+	int inplace;          /* an argument's value after the call: the in-place file */
 	int staged;           /* 1: host is valid, -1: staging failed, 0: not tried */
 	mate_tensor host;     /* view of st (offset 0); data in host memory */
 	mate_storage *st;

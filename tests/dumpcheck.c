@@ -117,14 +117,15 @@ str_of(const cJSON *o, const char *key)
 	return cJSON_IsString(it) ? it->valuestring : NULL;
 }
 
-/* "<inputs|outputs>.<pt|safetensors>.tmp.<digits>.<digits>" */
+/* "<inputs|outputs|inplace>.<pt|safetensors>.tmp.<digits>.<digits>" */
 static int
 is_temp(const char *name)
 {
 	const char *p = strstr(name, ".tmp.");
 	int dots = 0, digits = 0;
 
-	if (p == NULL || (strncmp(name, "inputs.", 7) != 0 && strncmp(name, "outputs.", 8) != 0))
+	if (p == NULL || (strncmp(name, "inputs.", 7) != 0 && strncmp(name, "outputs.", 8) != 0 &&
+	    strncmp(name, "inplace.", 8) != 0))
 		return 0;
 	for (p += 5; *p != '\0'; p++) {
 		if (*p == '.' && digits > 0 && dots == 0)
@@ -221,7 +222,7 @@ out:
 /* ---- one dump directory ---------------------------------------------------------------- */
 
 struct dirfiles {
-	const char *inputs, *outputs;  /* their names, or "" */
+	const char *inputs, *outputs, *inplace;  /* their names, or "" */
 	int has_meta;
 };
 
@@ -231,7 +232,7 @@ list_dir(const char *path, struct dirfiles *f, struct dc_stats *st)
 	DIR *d = opendir(path);
 	struct dirent *e;
 
-	f->inputs = f->outputs = "";
+	f->inputs = f->outputs = f->inplace = "";
 	f->has_meta = 0;
 	if (d == NULL) {
 		violation(st, "%s: cannot open: %s", path, strerror(errno));
@@ -251,6 +252,10 @@ list_dir(const char *path, struct dirfiles *f, struct dc_stats *st)
 			f->outputs = "outputs.pt";
 		else if (strcmp(n, "outputs.safetensors") == 0)
 			f->outputs = "outputs.safetensors";
+		else if (strcmp(n, "inplace.pt") == 0)
+			f->inplace = "inplace.pt";
+		else if (strcmp(n, "inplace.safetensors") == 0)
+			f->inplace = "inplace.safetensors";
 		else if (is_temp(n))
 			st->temp_files++;
 		else
@@ -352,6 +357,7 @@ check_dir(const char *root, const char *name, int flags, dc_tensor_check check, 
 			f.inputs = "";
 		if (f.outputs[0] != '\0')
 			f.outputs = "";
+		f.inplace = "";
 		sampled_out = 1;
 	}
 	if (f.has_meta) {
@@ -361,7 +367,7 @@ check_dir(const char *root, const char *name, int flags, dc_tensor_check check, 
 	for (int i = 0; i < n; i++)
 		check_record(dir, name, recs[i], pid, call, &f, st);
 	if (n == 0) {
-		if (f.outputs[0] != '\0')
+		if (f.outputs[0] != '\0' || f.inplace[0] != '\0')
 			violation(st, "%s: outputs file without records", dir);
 		if (f.inputs[0] != '\0') {
 			st->no_record++;
@@ -401,6 +407,16 @@ check_dir(const char *root, const char *name, int flags, dc_tensor_check check, 
 		int done = sl != NULL && strcmp(sl, "completed") == 0;
 		snprintf(path, sizeof(path), "%s/%s", dir, f.outputs);
 		check_tensor_file(path, done ? last : NULL, "output_tensor_keys", 1, check, ctx, st);
+	}
+	if (sl != NULL && strcmp(sl, "completed") == 0 && f.inplace[0] == '\0' && !sampled_out &&
+	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(last,
+	    "tensor_info"), "inplace_tensor_keys")) > 0)
+		violation(st, "%s: completed, but there is no in-place file", dir);
+	if (f.inplace[0] != '\0') {
+		/* the arguments' post-call values: outputs to the checks */
+		int done = sl != NULL && strcmp(sl, "completed") == 0;
+		snprintf(path, sizeof(path), "%s/%s", dir, f.inplace);
+		check_tensor_file(path, done ? last : NULL, "inplace_tensor_keys", 1, check, ctx, st);
 	}
 	for (int i = 0; i < n; i++)
 		cJSON_Delete(recs[i]);

@@ -37,7 +37,7 @@ enum {
 };
 
 /* Validates every dump directory under root and its session.jsonl:
- * - every file under a final name (inputs/outputs .pt or .safetensors)
+ * - every file under a final name (inputs/outputs/inplace .pt or .safetensors)
  *   parses completely, and holds exactly the tensors its record lists,
  *   with their shapes and dtypes; other names must be temporary files
  *   ("<final>.tmp.<pid>.<n>") or metadata.jsonl;

@@ -40,11 +40,11 @@ grep -q '"stride": \[1, 40\]' dumps/*_sgemm__call0001/metadata.jsonl ||
 
 # a wrong recorded result is caught: exit 1, Mismatch
 d=$(ls -d dumps/*_dgemm__call0001)
-cp "$d/outputs.safetensors" orig.st
-# flip one byte in the last element of the outputs (its data ends the file)
+cp "$d/inplace.safetensors" orig.st
+# flip one byte in the last element of C after the call (in-place file; its data ends the file)
 size=$(wc -c < orig.st)
-head -c $((size - 1)) orig.st > "$d/outputs.safetensors"
-printf '\177' >> "$d/outputs.safetensors"
+head -c $((size - 1)) orig.st > "$d/inplace.safetensors"
+printf '\177' >> "$d/inplace.safetensors"
 "$REPLAY" "$d" >replay.txt 2>&1
 expect_status 1 $? "replay of a changed result"
 grep -q 'Mismatch' replay.txt || fail "no mismatch reported: $(cat replay.txt)"

@@ -100,7 +100,7 @@ check("Memory Profiling\n================\n" in log, "profile in the log")
 check(re.search(r"\n\s+1\s+0\s+0  cublas:0\(cublasGemmEx\)\n", log) is not None, "cublasGemmEx profile line")
 check(re.search(r"\n\s+6\s+0\s+0  cudart:0\(cudaMemcpy\)\n", log) is not None, "cudaMemcpy profile line")
 
-# the cuBLAS dumps: inputs before, outputs after, as the program computed them
+# the cuBLAS dumps: inputs before, C after (the in-place file), as the program computed them
 dirs = sorted(glob.glob(os.path.join(work, "dumps", "*_call0001")))
 names = sorted(re.sub(r".*pid\d+_(.*)_call0001", r"\1", d) for d in dirs)
 check(names == ["cublasGemmEx", "cublasGemmStridedBatchedEx", "cublasSgemm_v2"], "dumps: %s" % names)
@@ -118,7 +118,7 @@ C1 = (np.float32(1.5) * (A.astype(np.float64) @ B)).astype(np.float32)
 for d in dirs:
     meta = [json.loads(line) for line in open(os.path.join(d, "metadata.jsonl"))]
     check(meta[-1]["execution_status"] == "completed", "%s completed" % d)
-    out = read_safetensors(os.path.join(d, "outputs.safetensors"))
+    out = read_safetensors(os.path.join(d, "inplace.safetensors"))  # C after: written in place
     inp = read_safetensors(os.path.join(d, "inputs.safetensors"))
     if d.endswith("cublasSgemm_v2_call0001"):
         details = meta[-1]["tensor_details"]
@@ -149,7 +149,7 @@ check(p.stdout.count("Passed (bit-exact)") == 3, "three bit-exact replays: %s" %
 # a changed result is caught
 sg = [d for d in dirs if d.endswith("cublasSgemm_v2_call0001")]
 if sg:
-    f = os.path.join(sg[0], "outputs.safetensors")
+    f = os.path.join(sg[0], "inplace.safetensors")
     raw = bytearray(open(f, "rb").read())
     raw[-4:] = struct.pack("<f", struct.unpack("<f", bytes(raw[-4:]))[0] + 1.0)
     open(f, "wb").write(bytes(raw))

@@ -72,9 +72,12 @@ check(names == ["cblas_dgemm", "cblas_sgemm", "cblas_sgemm", "cblas_sgemm"], "du
 outs = {}
 for d in dirs:
     rec = [json.loads(l) for l in open(os.path.join(d, "metadata.jsonl"))][-1]
-    out = read_safetensors(os.path.join(d, "outputs.safetensors"))["arg_12"]
+    out = read_safetensors(os.path.join(d, "inplace.safetensors"))["arg_12"]  # C, written in place
     outs[(rec["function_name"], out.shape)] = out
     check(rec["execution_status"] == "completed", "%s completed" % d)
+    check(not glob.glob(os.path.join(d, "outputs.*")) and rec["tensor_info"]["output_tensor_keys"] == []
+          and rec["tensor_info"]["inplace_tensor_keys"] == ["arg_12"],
+          "%s: the call returns nothing: no outputs file, C in the in-place file" % d)
 check(np.array_equal(outs.get(("cblas_sgemm", (256, 64))), y["c"]), "the recorded C is numpy's c")
 check(np.array_equal(outs.get(("cblas_dgemm", (40, 20))), y["f"]), "the recorded C is numpy's f")
 ev = [o for (fn, shape), o in outs.items() if shape == (40, 4)]

@@ -317,9 +317,19 @@ test_inplace_self_nested(void)
 		char *s = print_json(cJSON_GetObjectItem(info, "input_tensor_keys"));
 		CHECK_STR(s, "[\"arg_1\",\"arg_2\",\"kwarg_residual\",\"kwarg_extra__1\"]");
 		free(s);
+		/* the call returned None: the outputs file (what the peers compare
+		 * with the return value) holds nothing; the arguments' post-call
+		 * values go to the in-place file the record names */
 		s = print_json(cJSON_GetObjectItem(info, "output_tensor_keys"));
+		CHECK_STR(s, "[]");
+		free(s);
+		s = print_json(cJSON_GetObjectItem(info, "inplace_tensor_keys"));
 		CHECK_STR(s, "[\"arg_1\",\"kwarg_residual\"]");
 		free(s);
+		CHECK_STR(keys_of(info), "input_tensor_keys,output_tensor_keys,input_size_bytes,"
+		    "input_size_mb,output_size_bytes,output_size_mb,total_size_bytes,total_size_mb,"
+		    "inplace_tensor_keys,inplace_size_bytes,inplace_size_mb,inplace_file");
+		CHECK_STR(str_at(info, "inplace_file"), "inplace.pt");
 		CHECK_STR(keys_of(im), "arg_0,kwarg_extra");
 		CHECK_STR(str_at(cJSON_GetObjectItem(im, "arg_0"), "type"), "Norm");
 		CHECK_CONTAINS(str_at(cJSON_GetObjectItem(im, "arg_0"), "repr"), "<Norm object at 0x");
@@ -332,7 +342,10 @@ test_inplace_self_nested(void)
 		s = print_json(cJSON_GetObjectItem(r[1], "output_metadata"));
 		CHECK_STR(s, "{\"result\":null}");
 		free(s);
-		CHECK_EQ_INT(cJSON_GetObjectItem(info, "output_size_bytes")->valuedouble, 128);
+		CHECK_EQ_INT(cJSON_GetObjectItem(info, "output_size_bytes")->valuedouble, 0);
+		CHECK_EQ_INT(cJSON_GetObjectItem(info, "inplace_size_bytes")->valuedouble, 128);
+		CHECK_EQ_INT(cJSON_GetObjectItem(info, "total_size_bytes")->valuedouble,
+		    cJSON_GetObjectItem(info, "input_size_bytes")->valuedouble + 128);
 		CHECK_STR(keys_of(cJSON_GetObjectItem(r[1], "tensor_details")),
 		    "arg_1,arg_2,kwarg_residual,kwarg_extra__1");
 	}

@@ -46,6 +46,12 @@ if [ "$n" -eq 2 ] && [ "$statuses" = "inputs_saved completed inputs_saved failed
 else
 	echo "FAIL: level 10: $n dumps, statuses '$statuses'"; fail=1
 fi
-grep -q '"output_tensor_keys": \["result", "kwarg_out"\]' "$work/mate_dumps/session.jsonl" ||
-	{ echo "FAIL: the in-place out= tensor is not among the outputs"; fail=1; }
+# the outputs file holds what the function returned (MATE's and FlashInfer's
+# replay compare its keys with the return value); out= goes to the in-place file
+grep -q '"output_tensor_keys": \["result"\]' "$work/mate_dumps/session.jsonl" ||
+	{ echo "FAIL: the outputs are not exactly the returned value"; fail=1; }
+grep -q '"inplace_tensor_keys": \["kwarg_out"\], .*"inplace_file": "inplace.pt"' "$work/mate_dumps/session.jsonl" ||
+	{ echo "FAIL: the in-place out= tensor is not in the in-place file"; fail=1; }
+ls "$work"/mate_dumps/*_rmsnorm_call0001/inplace.pt >/dev/null 2>&1 ||
+	{ echo "FAIL: no inplace.pt"; fail=1; }
 exit $fail

@@ -54,6 +54,8 @@ print_line(const struct mate_dump_info *d)
 {
 	printf("%s: %s [%s] %d in, %d out, ", d->name, d->function,
 	    mate_dump_status_name(d->status), d->n_inputs, d->n_outputs);
+	if (d->n_inplace > 0)
+		printf("%d in place, ", d->n_inplace);
 	if (d->total_bytes >= 0)
 		printf("%" PRId64 " bytes\n", d->total_bytes);
 	else
@@ -97,6 +99,10 @@ print_details(const struct mate_dump_info *d, int first)
 	print_tensors(d, 0);
 	printf("  Outputs: %d\n", d->n_outputs);
 	print_tensors(d, 1);
+	if (d->n_inplace > 0 || d->inplace_bytes >= 0) {
+		printf("  In place: %d\n", d->n_inplace);
+		print_tensors(d, 2);
+	}
 	if (d->total_bytes >= 0)
 		printf("  Size: %" PRId64 " bytes\n", d->total_bytes);
 	if (d->format != NULL)
@@ -195,6 +201,8 @@ print_json(const struct mate_dump_info *d, int details)
 	json_key_num("outputs", d->n_outputs);
 	json_key_num("input_bytes", d->input_bytes);
 	json_key_num("output_bytes", d->output_bytes);
+	json_key_num("inplace", d->n_inplace);
+	json_key_num("inplace_bytes", d->inplace_bytes);
 	json_key_num("bytes", d->total_bytes);
 	json_key_str("format", d->format);
 	json_key_str("error", d->error);
@@ -206,7 +214,9 @@ print_json(const struct mate_dump_info *d, int details)
 
 			fputs(i ? ",{\"key\":" : "{\"key\":", stdout);
 			json_str(t->key);
-			printf(",\"output\":%s", t->output ? "true" : "false");
+			printf(",\"output\":%s", t->output == 1 ? "true" : "false");
+			if (t->output == 2)  /* from the in-place file */
+				fputs(",\"inplace\":true", stdout);
 			json_key_str("dtype", t->dtype_name);
 			json_dims("shape", t->shape, t->ndim);
 			json_dims("stride", t->stride, t->ndim);
