@@ -1,4 +1,4 @@
-/* fuzz_dump_record.c: libFuzzer target for metadata.jsonl records: the last-record scan, the summary fields, recorded values and Python literals. */
+/* fuzz_dump_record.c: libFuzzer target for metadata.jsonl records: the last-record scan, the summary fields, recorded values, Python literals and function signatures. */
 #include "config.h"
 
 #include <stdint.h>
@@ -23,6 +23,41 @@ decode_members(const cJSON *obj)
 		mate_value_format_brief(v, buf, sizeof(buf));
 		mate_value_free(v);
 	}
+}
+
+static int
+nothing(mate_replay_call *c, void *ctx)
+{
+	(void)ctx;
+	return mate_replay_return(c, mate_value_none());
+}
+
+/* data as a recorded function_signature: parsed, matched and bound. */
+static void
+replay_signature(const uint8_t *data, size_t size)
+{
+	static mate_replay *r;
+	struct mate_replay_request req;
+	struct mate_replay_result res;
+	char *sig = malloc(size + 1);
+	mate_value *args = mate_value_dict();
+
+	if (r == NULL && (r = mate_replay_new(NULL)) != NULL)
+		mate_replay_register_signature(r, NULL, "f", "(a, b=1, /, c=None, *, d=None)", nothing,
+		    NULL, NULL);
+	if (r != NULL && sig != NULL && args != NULL) {
+		memcpy(sig, data, size);
+		sig[size] = '\0';
+		mate_value_set_str(args, "arg_0", mate_value_int(1));
+		mate_value_set_str(args, "kwarg_c", mate_value_int(2));
+		memset(&req, 0, sizeof(req));
+		req.function = "f";
+		req.signature = sig;
+		req.args = args;
+		mate_replay_execute(r, &req, &res);
+	}
+	mate_value_free(args);
+	free(sig);
 }
 
 int
@@ -66,5 +101,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		mate_dump_info_from_name(&info, name, &arena);
 		mate_arena_free(&arena);
 	}
+	replay_signature(data, size);
 	return 0;
 }

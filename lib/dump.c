@@ -65,6 +65,14 @@ mate_dump_get_info(const mate_dump *d)
 	return &d->info;
 }
 
+const char *
+mate_dump_signature(const mate_dump *d)
+{
+	const cJSON *s = cJSON_GetObjectItemCaseSensitive(d->rec, "function_signature");
+
+	return cJSON_IsString(s) ? s->valuestring : NULL;
+}
+
 void
 mate_dump_free(mate_dump *d)
 {

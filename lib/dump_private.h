@@ -81,6 +81,9 @@ mate_value *mate_record_decode_value(const cJSON *j, mate_error *err);
  * @return the value, or NULL with MATE_ERR_FORMAT. */
 mate_value *mate_pyliteral_parse(const char *s, size_t len, mate_error *err);
 
+/* The record's function_signature (borrowed from d), or NULL. */
+const char *mate_dump_signature(const mate_dump *d);
+
 /* Reads the tensors of a .pt or .safetensors file as a dict of key to
  * tensor; load_data 0 reads only metadata (safetensors: the header). */
 mate_value *mate_dump_read_tensors(const char *path, int load_data, mate_error *err);

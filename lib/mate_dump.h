@@ -265,7 +265,22 @@ void mate_dump_free(mate_dump *d);
  * A registry from function name (and module) to handler, which re-executes
  * a recorded call from its arguments and returns its outputs; the outputs
  * are then compared with the recorded ones (spec/ops.md's tolerances).
- * "Tensor.NAME" is looked up as "NAME". */
+ *
+ * A handler states the signature it implements, a Python parameter list
+ * ("(logits, temperature=None, enable_pdl=None)"). A call whose record has
+ * a function_signature goes to the first handler, in the order below, that
+ * implements it: one whose required parameters the recorded signature all
+ * has, and that has each recorded parameter, or that parameter defaults to
+ * None (and the call must leave it None). Its arguments are bound through
+ * the recorded signature as Python's inspect.Signature.bind does, the
+ * recorded defaults filled in, and handed to the handler as arg_<i> (its own
+ * positions) and kwarg_<name>. Handlers are tried by name, then for
+ * "Tensor.NAME" by "NAME" (MATE's decorator names a function whose first
+ * argument is a tensor so); module-specific first; the latest registered
+ * first. A handler of no stated signature takes any call, its arguments as
+ * recorded; so does every handler when the record names no signature
+ * (absent or "<unavailable>"). A call no handler implements is unsupported,
+ * never judged. */
 typedef struct mate_replay mate_replay;
 typedef struct mate_replay_call mate_replay_call;
 
@@ -324,7 +339,15 @@ void mate_replay_free(mate_replay *r);
  * later registration of the same name takes precedence. Strings are copied. */
 int mate_replay_register(mate_replay *r, const char *module, const char *name,
     mate_replay_handler fn, void *ctx, mate_error *err);
-/*! mate_replay_has_handler() : 1 when a handler would be found. */
+/*! mate_replay_register_signature() : the same for a handler that
+ * implements the calls of signature, a Python parameter list as
+ * str(inspect.signature(f)) writes it, without *args or **kwargs (NULL: any
+ * call). Register a handler once per signature it implements.
+ * @return MATE_ERR_ARGUMENT for a signature that cannot be read. */
+int mate_replay_register_signature(mate_replay *r, const char *module, const char *name,
+    const char *signature, mate_replay_handler fn, void *ctx, mate_error *err);
+/*! mate_replay_has_handler() : 1 when some handler is registered for the
+ * name (whatever its signature). */
 int mate_replay_has_handler(const mate_replay *r, const char *module, const char *name);
 
 /* A plugin is a shared object exporting this function; it registers its
@@ -361,6 +384,7 @@ struct mate_replay_request {
 	const mate_value *expected; /* dict of recorded outputs, or NULL when
 	                               the call recorded none */
 	const char *recorded_error; /* status failed: the recorded error */
+	const char *signature;      /* function_signature; NULL: none recorded */
 };
 
 /*! mate_replay_execute() : runs req's handler and compares its outputs
@@ -383,9 +407,14 @@ int mate_replay_run(mate_replay *r, const struct mate_dump_info *const *dumps,
 /* ---- Writing handlers ------------------------------------------------------ */
 /*! mate_replay_call_function() : the function name as recorded. */
 const char *mate_replay_call_function(const mate_replay_call *c);
+/*! mate_replay_call_signature() : function_signature as recorded, or NULL. */
+const char *mate_replay_call_signature(const mate_replay_call *c);
 /*! mate_replay_call_device() : MATE_REPLAY_DEVICE_CPU or _CUDA. */
 int mate_replay_call_device(const mate_replay_call *c);
-/*! mate_replay_call_args() : the whole argument dict (borrowed). */
+/*! mate_replay_call_args() : the whole argument dict (borrowed): bound to
+ * the handler's signature (mate_replay_register_signature()), else as
+ * recorded. Its tensors share their storage with the recorded arguments:
+ * an in-place write is checked against the recorded post-call value. */
 mate_value *mate_replay_call_args(const mate_replay_call *c);
 /*! mate_replay_arg() : the argument given at position pos ("arg_<pos>")
  * or by keyword name ("kwarg_<name>"), or NULL when absent. pos < 0 or a

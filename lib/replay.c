@@ -1,6 +1,7 @@
 /* replay.c: the replay engine: handler registry, plugins, stateful receivers, running one call and judging its outputs. */
 #include "mate_private.h"
 #include "dump_private.h"
+#include "replay_private.h"
 #include "backend.h"
 #ifdef HAVE_CUDA
 #include "cuda_module.h"
@@ -18,6 +19,7 @@
 struct handler {
 	char *module;               /* NULL: any */
 	char *name;
+	struct mate_sig *sig;       /* the signature it implements; NULL: any */
 	mate_replay_handler fn;
 	void *ctx;
 };
@@ -44,6 +46,7 @@ struct mate_replay {
 struct mate_replay_call {
 	mate_replay *r;
 	const struct mate_replay_request *req;
+	mate_value *args;           /* as the handler reads them */
 	mate_value *outputs;
 	char objkey[160];
 	char message[1024];
@@ -100,6 +103,7 @@ mate_replay_free(mate_replay *r)
 	for (size_t i = 0; i < r->nhandlers; i++) {
 		free(r->handlers[i].module);
 		free(r->handlers[i].name);
+		mate_sig_free(r->handlers[i].sig);
 	}
 	free(r->handlers);
 	for (size_t i = r->nplugins; i > 0; i--)
@@ -113,15 +117,36 @@ int
 mate_replay_register(mate_replay *r, const char *module, const char *name,
     mate_replay_handler fn, void *ctx, mate_error *err)
 {
+	return mate_replay_register_signature(r, module, name, NULL, fn, ctx, err);
+}
+
+int
+mate_replay_register_signature(mate_replay *r, const char *module, const char *name,
+    const char *signature, mate_replay_handler fn, void *ctx, mate_error *err)
+{
 	struct handler *h;
+	struct mate_sig *sig = NULL;
+	mate_error serr;
 
 	if (r == NULL || name == NULL || *name == '\0' || fn == NULL)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "mate_replay_register: no name or handler");
+	mate_error_clear(&serr);
+	if (signature != NULL && (sig = mate_sig_parse(signature, &serr)) == NULL)
+		return mate_set_error(err, serr.code == MATE_ERR_NOMEM ? MATE_ERR_NOMEM : MATE_ERR_ARGUMENT,
+		    "mate_replay_register: %s: signature %.200s: %s", name, signature, serr.message);
+	for (size_t i = 0; sig != NULL && i < sig->n; i++)
+		if (sig->p[i].kind == MATE_PARAM_VAR_POSITIONAL || sig->p[i].kind == MATE_PARAM_VAR_KEYWORD) {
+			mate_sig_free(sig);
+			return mate_set_error(err, MATE_ERR_ARGUMENT, "mate_replay_register: %s: a handler's "
+			    "signature names its parameters (no *args or **kwargs)", name);
+		}
 	if (r->nhandlers == r->caphandlers) {
 		size_t cap = r->caphandlers ? r->caphandlers * 2 : 32;
 
-		if ((h = realloc(r->handlers, cap * sizeof(*h))) == NULL)
+		if ((h = realloc(r->handlers, cap * sizeof(*h))) == NULL) {
+			mate_sig_free(sig);
 			return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		}
 		r->handlers = h;
 		r->caphandlers = cap;
 	}
@@ -130,43 +155,88 @@ mate_replay_register(mate_replay *r, const char *module, const char *name,
 	h->module = module != NULL ? strdup(module) : NULL;
 	h->fn = fn;
 	h->ctx = ctx;
+	h->sig = sig;
 	if (h->name == NULL || (module != NULL && h->module == NULL)) {
 		free(h->name);
 		free(h->module);
+		mate_sig_free(sig);
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	}
 	r->nhandlers++;
 	return MATE_OK;
 }
 
-/* A module-specific handler first, then one for any module; the latest
- * registration wins. "Tensor.NAME" is looked up as "NAME". */
+/* The handlers for a call, in the order they are tried: those registered
+ * under the name, then, for "Tensor.NAME", those under "NAME" (the library
+ * function that MATE's decorator names so when its first argument is a
+ * tensor); for each name a module-specific handler first, then one for any
+ * module; the latest registration first. Calls fn on each until it returns
+ * non-zero; @return that handler, or NULL. */
 static const struct handler *
-lookup(const mate_replay *r, const char *module, const char *name)
+each_candidate(const mate_replay *r, const char *module, const char *name,
+    int (*fn)(const struct handler *, void *), void *ctx)
 {
 	if (name == NULL)
 		return NULL;
-	if (strncmp(name, "Tensor.", 7) == 0 && name[7] != '\0')
-		name += 7;
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = r->nhandlers; i > 0; i--) {
-			const struct handler *h = &r->handlers[i - 1];
-
-			if (strcmp(h->name, name) != 0)
-				continue;
-			if (pass == 0 && h->module != NULL && module != NULL &&
-			    strcmp(h->module, module) == 0)
-				return h;
-			if (pass == 1 && h->module == NULL)
-				return h;
+	for (int form = 0; form < 2; form++) {
+		if (form == 1) {
+			if (strncmp(name, "Tensor.", 7) != 0 || name[7] == '\0')
+				break;
+			name += 7;
 		}
+		for (int pass = 0; pass < 2; pass++)
+			for (size_t i = r->nhandlers; i > 0; i--) {
+				const struct handler *h = &r->handlers[i - 1];
+
+				if (strcmp(h->name, name) != 0)
+					continue;
+				if ((pass == 0 && h->module != NULL && module != NULL &&
+				    strcmp(h->module, module) == 0) || (pass == 1 && h->module == NULL))
+					if (fn(h, ctx))
+						return h;
+			}
+	}
 	return NULL;
+}
+
+static int
+any_handler(const struct handler *h, void *ctx)
+{
+	(void)h;
+	(void)ctx;
+	return 1;
 }
 
 int
 mate_replay_has_handler(const mate_replay *r, const char *module, const char *name)
 {
-	return lookup(r, module, name) != NULL;
+	return each_candidate(r, module, name, any_handler, NULL) != NULL;
+}
+
+/* The search for a handler implementing a recorded signature; why collects
+ * each candidate's reason for declining. */
+struct sig_search {
+	const struct mate_sig *rec;
+	char why[700];
+	size_t len;
+	int tried;
+};
+
+static int
+implements(const struct handler *h, void *ctx)
+{
+	struct sig_search *s = ctx;
+	char sig[200], reason[120];
+
+	if (h->sig == NULL || s->rec == NULL)
+		return 1;  /* a handler of any signature, or a call that names none */
+	if (mate_sig_implements(h->sig, s->rec, reason, sizeof(reason)))
+		return 1;
+	mate_sig_format(h->sig, sig, sizeof(sig));
+	if (s->len < sizeof(s->why))
+		s->len += (size_t)snprintf(s->why + s->len, sizeof(s->why) - s->len, "%s%s%s: %s",
+		    s->tried++ ? "; " : "", h->name, sig, reason);
+	return 0;
 }
 
 int
@@ -258,6 +328,12 @@ mate_replay_call_function(const mate_replay_call *c)
 	return c->req->function;
 }
 
+const char *
+mate_replay_call_signature(const mate_replay_call *c)
+{
+	return c->req->signature;
+}
+
 int
 mate_replay_call_device(const mate_replay_call *c)
 {
@@ -267,7 +343,7 @@ mate_replay_call_device(const mate_replay_call *c)
 mate_value *
 mate_replay_call_args(const mate_replay_call *c)
 {
-	return c->req->args;
+	return c->args;
 }
 
 mate_value *
@@ -278,11 +354,11 @@ mate_replay_arg(const mate_replay_call *c, int pos, const char *name)
 
 	if (pos >= 0) {
 		snprintf(key, sizeof(key), "arg_%d", pos);
-		v = mate_value_lookup(c->req->args, key);
+		v = mate_value_lookup(c->args, key);
 	}
 	if (v == NULL && name != NULL) {
 		snprintf(key, sizeof(key), "kwarg_%s", name);
-		v = mate_value_lookup(c->req->args, key);
+		v = mate_value_lookup(c->args, key);
 	}
 	return v;
 }
@@ -671,33 +747,105 @@ judge_failure(const mate_replay_call *c, int rc, struct mate_replay_result *res)
 	}
 }
 
+/* The recorded signature, parsed: NULL with *rc MATE_OK when the call
+ * names none (MATE and mate write "<unavailable>"). */
+static struct mate_sig *
+recorded_signature(const struct mate_replay_request *req, struct mate_replay_result *res, int *rc)
+{
+	const char *text = req->signature;
+	struct mate_sig *sig;
+	mate_error err;
+
+	*rc = MATE_OK;
+	if (text == NULL || *text == '\0' || strcmp(text, "<unavailable>") == 0)
+		return NULL;
+	mate_error_clear(&err);
+	if ((sig = mate_sig_parse(text, &err)) == NULL) {
+		*rc = MATE_ERR_UNSUPPORTED;
+		res->verdict = MATE_REPLAY_UNSUPPORTED;
+		snprintf(res->message, sizeof(res->message), "cannot read the recorded signature "
+		    "%.300s: %s", text, err.message);
+	}
+	return sig;
+}
+
+/* The handler for req and the arguments it reads (in c->args): bound
+ * through the recorded signature when the call names one and the handler
+ * states its own. MATE_OK, or the verdict is in res. */
+static const struct handler *
+resolve(mate_replay *r, const struct mate_replay_request *req, mate_replay_call *c,
+    struct mate_replay_result *res)
+{
+	struct sig_search search;
+	const struct handler *h;
+	mate_value *bound;
+	mate_error err;
+	char sig[300];
+	int rc;
+
+	memset(&search, 0, sizeof(search));
+	if ((search.rec = recorded_signature(req, res, &rc)) == NULL && rc != MATE_OK)
+		return NULL;
+	h = each_candidate(r, req->module, req->function, implements, &search);
+	res->verdict = MATE_REPLAY_UNSUPPORTED;
+	if (h == NULL && search.tried == 0)
+		snprintf(res->message, sizeof(res->message), "no replay handler for '%s'%s%s%s; "
+		    "add one with a plugin (mate-replay --plugin LIB.so, see libmate(3))",
+		    req->function ? req->function : "?", req->module ? " (module " : "",
+		    req->module ? req->module : "", req->module ? ")" : "");
+	else if (h == NULL) {
+		mate_sig_format(search.rec, sig, sizeof(sig));
+		snprintf(res->message, sizeof(res->message), "no replay handler implements %.100s%.200s "
+		    "(%.600s)", req->function, sig, search.why);
+	} else if (h->sig == NULL || search.rec == NULL) {
+		if ((c->args = mate_value_copy(req->args)) == NULL) {  /* as recorded */
+			res->verdict = MATE_REPLAY_ERROR;
+			snprintf(res->message, sizeof(res->message), "out of memory");
+		}
+	} else {
+		mate_error_clear(&err);
+		if ((bound = mate_sig_bind(search.rec, req->args, &err)) == NULL) {
+			mate_sig_format(search.rec, sig, sizeof(sig));
+			res->verdict = MATE_REPLAY_ERROR;
+			snprintf(res->message, sizeof(res->message), "the recorded arguments do not bind "
+			    "to the recorded signature %s: %s", sig, err.message);
+		} else if ((rc = mate_sig_arguments(h->sig, search.rec, bound, &c->args, sig,
+		    sizeof(sig))) != MATE_OK) {
+			if (rc != MATE_ERR_UNSUPPORTED)
+				res->verdict = MATE_REPLAY_ERROR;
+			snprintf(res->message, sizeof(res->message), "%.100s: %s", req->function, sig);
+		}
+		mate_value_free(bound);
+	}
+	mate_sig_free((struct mate_sig *)search.rec);
+	if (c->args == NULL)
+		return NULL;
+	res->verdict = MATE_REPLAY_PASSED;
+	return h;
+}
+
 int
 mate_replay_execute(mate_replay *r, const struct mate_replay_request *req,
     struct mate_replay_result *res)
 {
-	const struct handler *h = lookup(r, req->module, req->function);
+	const struct handler *h;
 	mate_replay_call c;
 	double t0;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
 	res->first_bad = -1;
-	if (h == NULL) {
-		res->verdict = MATE_REPLAY_UNSUPPORTED;
-		snprintf(res->message, sizeof(res->message), "no replay handler for '%s'%s%s%s; "
-		    "add one with a plugin (mate-replay --plugin LIB.so, see libmate(3))",
-		    req->function ? req->function : "?", req->module ? " (module " : "",
-		    req->module ? req->module : "", req->module ? ")" : "");
-		return MATE_OK;
-	}
 	memset(&c, 0, sizeof(c));
 	c.r = r;
 	c.req = req;
+	if ((h = resolve(r, req, &c, res)) == NULL)
+		return MATE_OK;
 	if (req->self_id != NULL)
 		snprintf(c.objkey, sizeof(c.objkey), "%" PRId64 ":%s", req->process_id, req->self_id);
 	if ((c.outputs = mate_value_dict()) == NULL) {
 		res->verdict = MATE_REPLAY_ERROR;
 		snprintf(res->message, sizeof(res->message), "out of memory");
+		mate_value_free(c.args);
 		return MATE_OK;
 	}
 	t0 = now();
@@ -715,6 +863,7 @@ mate_replay_execute(mate_replay *r, const struct mate_replay_request *req,
 	} else
 		compare_outputs(r, &c, res);
 	mate_value_free(c.outputs);
+	mate_value_free(c.args);
 	return MATE_OK;
 }
 
@@ -748,6 +897,7 @@ mate_replay_dump(mate_replay *r, const char *dir, struct mate_replay_result *res
 	memset(&req, 0, sizeof(req));
 	req.function = info->function;
 	req.module = info->module;
+	req.signature = mate_dump_signature(d);
 	req.self_id = info->self_id;
 	req.process_id = info->process_id;
 	req.args = args;

@@ -50,7 +50,7 @@ finish(mate_replay_call *c, int rc, const mate_error *err, mate_value *result)
 
 /* ---- normalisation and activations ------------------------------------------ */
 
-/* rmsnorm / gemma_rmsnorm(input, weight, eps=1e-6, out=None) */
+/* rmsnorm / gemma_rmsnorm(input, weight, eps=1e-6, out=None, enable_pdl=None) */
 static int
 op_rmsnorm(mate_replay_call *c, void *gemma)
 {
@@ -70,8 +70,8 @@ op_rmsnorm(mate_replay_call *c, void *gemma)
 	return finish(c, rc, &err, outv);
 }
 
-/* fused_add_rmsnorm / gemma_fused_add_rmsnorm(input, residual, weight, eps=1e-6):
- * in place, returns None */
+/* fused_add_rmsnorm / gemma_fused_add_rmsnorm(input, residual, weight, eps=1e-6,
+ * enable_pdl=None): in place, returns None */
 static int
 op_fused_add_rmsnorm(mate_replay_call *c, void *gemma)
 {
@@ -92,7 +92,7 @@ op_fused_add_rmsnorm(mate_replay_call *c, void *gemma)
 
 enum { ACT_SILU, ACT_GELU, ACT_GELU_TANH };
 
-/* silu_and_mul / gelu_and_mul / gelu_tanh_and_mul(input, out=None) */
+/* silu_and_mul / gelu_and_mul / gelu_tanh_and_mul(input, out=None, enable_pdl=None) */
 static int
 op_act_and_mul(mate_replay_call *c, void *which)
 {
@@ -117,15 +117,20 @@ op_act_and_mul(mate_replay_call *c, void *which)
 	return finish(c, rc, &err, outv);
 }
 
-/* softmax(logits, temperature=None); also Tensor.softmax(x, dim) on the last dim */
+enum { LIBRARY_FN, TORCH_METHOD };
+
+/* softmax(logits, temperature=None, enable_pdl=None), FlashInfer's; with
+ * ctx TORCH_METHOD torch's Tensor.softmax(self, dim, dtype=None) (and
+ * torch.softmax(input, dim, dtype=None)), on the last dim only */
 static int
 op_softmax(mate_replay_call *c, void *ctx)
 {
 	const mate_kernels *k = kernels(c);
 	const mate_tensor *x, *tt = NULL, *out;
 	const mate_value *temp;
-	int torch_method = strncmp(mate_replay_call_function(c), "Tensor.", 7) == 0;
+	int torch_method = (intptr_t)ctx == TORCH_METHOD;
 	mate_value *outv;
+	mate_dtype dt = MATE_F32;
 	mate_error err;
 	double t = 1.0;
 	int rc;
@@ -135,7 +140,8 @@ op_softmax(mate_replay_call *c, void *ctx)
 	if (torch_method) {  /* torch's x.softmax(dim): the last dim only */
 		int64_t dim;
 
-		if ((rc = mate_replay_arg_int(c, 1, "dim", -1, &dim)) != MATE_OK)
+		if ((rc = mate_replay_arg_int(c, 1, "dim", -1, &dim)) != MATE_OK ||
+		    (rc = mate_replay_arg_dtype(c, 2, "dtype", x->dtype, &dt)) != MATE_OK)
 			return rc;
 		if (dim != -1 && dim != x->ndim - 1)
 			return mate_replay_fail(c, MATE_ERR_UNSUPPORTED,
@@ -146,8 +152,7 @@ op_softmax(mate_replay_call *c, void *ctx)
 	} else if ((rc = mate_replay_arg_float(c, 1, "temperature", 1.0, &t)) != MATE_OK) {
 		return rc;
 	}
-	if ((rc = output(c, -1, NULL, torch_method ? x->dtype : MATE_F32, x->ndim, x->shape,
-	    &outv, &out)) != MATE_OK)
+	if ((rc = output(c, -1, NULL, dt, x->ndim, x->shape, &outv, &out)) != MATE_OK)
 		return rc;
 	rc = k->softmax(x, t, tt, out, &err);
 	return finish(c, rc, &err, outv);
@@ -155,7 +160,9 @@ op_softmax(mate_replay_call *c, void *ctx)
 
 /* ---- matrix products -------------------------------------------------------- */
 
-/* mm(a, b, out_dtype=None) and bmm(a, b, out_dtype=None) */
+/* mm(a, b, out_dtype=None, out=None) and bmm(a, b, out_dtype=None, out=None);
+ * torch's Tensor.mm(self, mat2) and Tensor.bmm(self, mat2) (torch.mm(input,
+ * mat2, *, out=None)) are the same on their first two arguments */
 static int
 op_mm(mate_replay_call *c, void *batched)
 {
@@ -184,7 +191,7 @@ op_mm(mate_replay_call *c, void *batched)
 	return finish(c, rc, &err, outv);
 }
 
-/* bmm_fp8(A, B, A_scale, B_scale, dtype, out=None) */
+/* bmm_fp8(A, B, A_scale, B_scale, dtype, out=None, backend='cublas') */
 static int
 op_bmm_fp8(mate_replay_call *c, void *ctx)
 {
@@ -210,7 +217,7 @@ op_bmm_fp8(mate_replay_call *c, void *ctx)
 	return finish(c, rc, &err, outv);
 }
 
-/* mm_fp8(a, b, alpha=None, out_dtype=torch.bfloat16, out=None) */
+/* mm_fp8(a, b, alpha=None, out_dtype=torch.bfloat16, out=None, backend='trtllm_low_latency') */
 static int
 op_mm_fp8(mate_replay_call *c, void *ctx)
 {
@@ -305,7 +312,8 @@ attn_params(mate_replay_call *c, const struct attn_pos *ap, mate_attn_params *p,
 	return MATE_OK;
 }
 
-/* single_decode_with_kv_cache and single_prefill_with_kv_cache */
+/* single_decode_with_kv_cache and single_prefill_with_kv_cache, signatures
+ * in SIG_DECODE and SIG_PREFILL below */
 static int
 op_attention(mate_replay_call *c, void *prefill)
 {
@@ -350,34 +358,55 @@ op_attention(mate_replay_call *c, void *prefill)
 	return mate_replay_return(c, ret);
 }
 
+/* The signatures the handlers implement: FlashInfer's (spec/ops.md), with
+ * the parameters that do not change the math (enable_pdl, backend,
+ * use_tensor_cores, use_fp16_qk_reduction); torch's for its methods. */
+#define SIG_RMSNORM "(input, weight, eps=1e-06, out=None, enable_pdl=None)"
+#define SIG_FUSED_ADD "(input, residual, weight, eps=1e-06, enable_pdl=None)"
+#define SIG_ACT "(input, out=None, enable_pdl=None)"
+#define SIG_DECODE "(q, k, v, kv_layout='NHD', pos_encoding_mode='NONE', " \
+	"use_tensor_cores=False, q_scale=None, k_scale=None, v_scale=None, window_left=-1, " \
+	"logits_soft_cap=None, sm_scale=None, rope_scale=None, rope_theta=None, return_lse=False)"
+#define SIG_PREFILL "(q, k, v, scale_q=None, scale_k=None, scale_v=None, o_dtype=None, " \
+	"custom_mask=None, packed_custom_mask=None, causal=False, kv_layout='NHD', " \
+	"pos_encoding_mode='NONE', use_fp16_qk_reduction=False, sm_scale=None, window_left=-1, " \
+	"logits_soft_cap=None, rope_scale=None, rope_theta=None, backend='auto', return_lse=False)"
+
 int
 mate_replay_register_builtins(mate_replay *r, mate_error *err)
 {
 	static const struct {
-		const char *name;
+		const char *name, *sig;
 		mate_replay_handler fn;
 		intptr_t ctx;
 	} ops[] = {
-		{ "rmsnorm", op_rmsnorm, 0 },
-		{ "gemma_rmsnorm", op_rmsnorm, 1 },
-		{ "fused_add_rmsnorm", op_fused_add_rmsnorm, 0 },
-		{ "gemma_fused_add_rmsnorm", op_fused_add_rmsnorm, 1 },
-		{ "silu_and_mul", op_act_and_mul, ACT_SILU },
-		{ "gelu_and_mul", op_act_and_mul, ACT_GELU },
-		{ "gelu_tanh_and_mul", op_act_and_mul, ACT_GELU_TANH },
-		{ "softmax", op_softmax, 0 },
-		{ "mm", op_mm, 0 },
-		{ "bmm", op_mm, 1 },
-		{ "bmm_fp8", op_bmm_fp8, 0 },
-		{ "mm_fp8", op_mm_fp8, 0 },
-		{ "single_decode_with_kv_cache", op_attention, 0 },
-		{ "single_prefill_with_kv_cache", op_attention, 1 },
+		{ "rmsnorm", SIG_RMSNORM, op_rmsnorm, 0 },
+		{ "gemma_rmsnorm", SIG_RMSNORM, op_rmsnorm, 1 },
+		{ "fused_add_rmsnorm", SIG_FUSED_ADD, op_fused_add_rmsnorm, 0 },
+		{ "gemma_fused_add_rmsnorm", SIG_FUSED_ADD, op_fused_add_rmsnorm, 1 },
+		{ "silu_and_mul", SIG_ACT, op_act_and_mul, ACT_SILU },
+		{ "gelu_and_mul", SIG_ACT, op_act_and_mul, ACT_GELU },
+		{ "gelu_tanh_and_mul", SIG_ACT, op_act_and_mul, ACT_GELU_TANH },
+		{ "softmax", "(logits, temperature=None, enable_pdl=None)", op_softmax, LIBRARY_FN },
+		{ "Tensor.softmax", "(input, dim, dtype=None)", op_softmax, TORCH_METHOD },
+		{ "Tensor.softmax", "(self, dim, dtype=None)", op_softmax, TORCH_METHOD },
+		{ "mm", "(a, b, out_dtype=None, out=None)", op_mm, 0 },
+		{ "bmm", "(a, b, out_dtype=None, out=None)", op_mm, 1 },
+		{ "Tensor.mm", "(input, mat2, *, out=None)", op_mm, 0 },
+		{ "Tensor.mm", "(self, mat2)", op_mm, 0 },
+		{ "Tensor.bmm", "(input, mat2, *, out=None)", op_mm, 1 },
+		{ "Tensor.bmm", "(self, mat2)", op_mm, 1 },
+		{ "bmm_fp8", "(A, B, A_scale, B_scale, dtype, out=None, backend='cublas')", op_bmm_fp8, 0 },
+		{ "mm_fp8", "(a, b, alpha=None, out_dtype=torch.bfloat16, out=None, "
+		    "backend='trtllm_low_latency')", op_mm_fp8, 0 },
+		{ "single_decode_with_kv_cache", SIG_DECODE, op_attention, 0 },
+		{ "single_prefill_with_kv_cache", SIG_PREFILL, op_attention, 1 },
 	};
 	int rc;
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if ((rc = mate_replay_register(r, NULL, ops[i].name, ops[i].fn, (void *)ops[i].ctx,
-		    err)) != MATE_OK)
+		if ((rc = mate_replay_register_signature(r, NULL, ops[i].name, ops[i].sig, ops[i].fn,
+		    (void *)ops[i].ctx, err)) != MATE_OK)
 			return rc;
 	/* the BLAS and cuBLAS calls mate-record records (replay_blas.c) */
 	return mate_replay_register_blas(r, err);

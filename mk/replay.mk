@@ -7,6 +7,8 @@ libmate_la_SOURCES += \
 	lib/dump.c \
 	lib/dumplist.c \
 	lib/replay.c \
+	lib/replay_bind.c \
+	lib/replay_private.h \
 	lib/replay_compare.c \
 	lib/replay_run.c \
 	lib/replay_ops.c
@@ -81,6 +83,7 @@ TESTS += \
 	tests/replay-cli.py \
 	tests/replay-mutate.py \
 	tests/replay-builtins.py \
+	tests/replay-signature.py \
 	tests/replay-reference.py \
 	tests/replay-demo.sh
 EXTRA_DIST += \
@@ -88,6 +91,7 @@ EXTRA_DIST += \
 	tests/replay-cli.py \
 	tests/replay-mutate.py \
 	tests/replay-builtins.py \
+	tests/replay-signature.py \
 	tests/replay-reference.py \
 	tests/replay_dumps.py
 

@@ -59,9 +59,11 @@ def nbytes(tensors):
 
 
 def write_dump(root, seq, fn, inputs, outputs=None, status="completed", fmt="safetensors",
-               module="flashinfer", extra=None):
+               module="flashinfer", extra=None, signature="<unavailable>"):
     """A dump of fn(inputs) -> outputs; inputs and outputs map keys (arg_0,
-    kwarg_eps, result, result_0, ...) to tensors or plain values."""
+    kwarg_eps, result, result_0, ...) to tensors or plain values. The
+    signature is str(inspect.signature(fn)); "<unavailable>" (what MATE
+    writes when it has none) binds the arguments as they are recorded."""
     name = "20260301_120000_%03d_pid555_%s_call%04d" % (seq, fn, seq)
     d = os.path.join(root, name)
     os.makedirs(d)
@@ -80,7 +82,7 @@ def write_dump(root, seq, fn, inputs, outputs=None, status="completed", fmt="saf
            "output_metadata": {},
            "tensor_info": {"input_tensor_keys": list(tin), "output_tensor_keys": [],
                            "input_size_bytes": nbytes(tin), "input_size_mb": nbytes(tin) / 2**20},
-           "tensor_details": details(tin), "tensor_format": fmt, "function_signature": "(...)",
+           "tensor_details": details(tin), "tensor_format": fmt, "function_signature": signature,
            "versions": {"mate": "test"}, "execution_status": "inputs_saved", "dump_dir": "elsewhere/" + name}
     lines = [json.dumps(rec)]
     if status != "inputs_saved":

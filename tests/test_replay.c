@@ -279,6 +279,155 @@ exec1(mate_replay *r, const char *fn, const char *module, mate_value *args,
 	return res->verdict;
 }
 
+/* Returns the arguments it was handed as "key=value key=value" (ints,
+ * strings, None, other kinds by name). */
+static int
+show_args(mate_replay_call *c, void *ctx)
+{
+	const mate_value *args = mate_replay_call_args(c);
+	char buf[512];
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < mate_value_len(args) && o < sizeof(buf); i++) {
+		const mate_value *v = mate_value_item(args, i);
+		mate_value_kind k = mate_value_kind_of(v);
+
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s=", i ? " " : "",
+		    mate_value_get_str(mate_value_key(args, i), NULL));
+		if (o >= sizeof(buf))
+			break;
+		if (k == MATE_V_INT)
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%lld", (long long)mate_value_get_int(v));
+		else if (k == MATE_V_STR)
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "'%s'", mate_value_get_str(v, NULL));
+		else
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s", k == MATE_V_NONE ? "None" :
+			    k == MATE_V_DICT ? "dict" : k == MATE_V_DTYPE ? mate_dtype_name(mate_value_get_dtype(v)) :
+			    "?");
+	}
+	return mate_replay_return(c, mate_value_str(buf, (size_t)-1));
+}
+
+/* Replays fn recorded with signature sig and args; the verdict, with the
+ * handler's view of the arguments (or the message) in got. */
+static int
+exec_sig(mate_replay *r, const char *fn, const char *sig, mate_value *args, char *got, size_t len)
+{
+	struct mate_replay_request req;
+	struct mate_replay_result res;
+	mate_value *exp = mate_value_dict();
+
+	mate_value_set_str(exp, "result", mate_value_str("?", 1));
+	memset(&req, 0, sizeof(req));
+	req.function = fn;
+	req.signature = sig;
+	req.args = args;
+	req.expected = exp;
+	mate_replay_execute(r, &req, &res);
+	if (res.verdict == MATE_REPLAY_MISMATCH)  /* "result: expected '?', got '...'" */
+		snprintf(got, len, "%s", strstr(res.message, "got ") ? strstr(res.message, "got ") + 4 : "");
+	else
+		snprintf(got, len, "%s", res.message);
+	mate_value_free(exp);
+	mate_value_free(args);
+	return res.verdict;
+}
+
+static mate_value *
+ints(const char *k1, int64_t v1, const char *k2, int64_t v2)
+{
+	mate_value *d = mate_value_dict();
+
+	if (k1 != NULL)
+		mate_value_set_str(d, k1, mate_value_int(v1));
+	if (k2 != NULL)
+		mate_value_set_str(d, k2, mate_value_int(v2));
+	return d;
+}
+
+static void
+test_signatures(void)
+{
+	mate_replay *r = mate_replay_new(NULL);
+	mate_error err;
+	char got[1024];
+
+	/* a handler states a readable signature of named parameters */
+	CHECK_EQ_INT(mate_replay_register_signature(r, NULL, "f", "(a, b", show_args, NULL, &err),
+	    MATE_ERR_ARGUMENT);
+	CHECK_CONTAINS(err.message, "not a parameter list");
+	CHECK_EQ_INT(mate_replay_register_signature(r, NULL, "f", "(a, *rest)", show_args, NULL, &err),
+	    MATE_ERR_ARGUMENT);
+	CHECK_EQ_INT(mate_replay_register_signature(r, NULL, "f", "(a, a)", show_args, NULL, &err),
+	    MATE_ERR_ARGUMENT);
+	CHECK_CONTAINS(err.message, "duplicate parameter 'a'");
+	CHECK_EQ_INT(mate_replay_register_signature(r, NULL, "f", "(a, b=2, /, c=None, *, d=None)",
+	    show_args, NULL, &err), MATE_OK);
+
+	/* bound as inspect.Signature.bind binds, recorded defaults filled, and
+	 * handed over at the handler's positions and names */
+	CHECK_EQ_INT(exec_sig(r, "f", "(a, b=7, c=None, d=3)", ints("arg_0", 1, "kwarg_c", 5), got,
+	    sizeof(got)), MATE_REPLAY_MISMATCH);
+	CHECK_STR(got, "'arg_0=1 arg_1=7 arg_2=5 kwarg_c=5 kwarg_d=3'");
+	/* annotations, defaults with commas, brackets and quotes, a return annotation */
+	CHECK_EQ_INT(exec_sig(r, "f", "(d: Dict[str, Tuple[int, int]] = {'x': (1, 2)}, "
+	    "a: \"Literal['a,b', ')']\" = 'q,)', /, *, b: torch.dtype = torch.float16) -> Tuple[int, ...]",
+	    ints(NULL, 0, NULL, 0), got, sizeof(got)), MATE_REPLAY_MISMATCH);
+	CHECK_STR(got, "'arg_0='q,)' arg_1=float16 kwarg_d=dict'");
+	/* without a recorded signature (or "<unavailable>"), as recorded */
+	CHECK_EQ_INT(exec_sig(r, "f", "<unavailable>", ints("arg_3", 1, "kwarg_zz", 2), got, sizeof(got)),
+	    MATE_REPLAY_MISMATCH);
+	CHECK_STR(got, "'arg_3=1 kwarg_zz=2'");
+	CHECK_EQ_INT(exec_sig(r, "f", NULL, ints("arg_3", 1, NULL, 0), got, sizeof(got)),
+	    MATE_REPLAY_MISMATCH);
+	/* a recorded parameter the handler lacks: only while None */
+	CHECK_EQ_INT(exec_sig(r, "f", "(a, e=None)", ints("arg_0", 1, NULL, 0), got, sizeof(got)),
+	    MATE_REPLAY_MISMATCH);
+	CHECK_STR(got, "'arg_0=1'");
+	CHECK_EQ_INT(exec_sig(r, "f", "(a, e=None)", ints("arg_0", 1, "kwarg_e", 4), got, sizeof(got)),
+	    MATE_REPLAY_UNSUPPORTED);
+	CHECK_CONTAINS(got, "argument 'e' (4) is not implemented");
+	CHECK_EQ_INT(exec_sig(r, "f", "(a, e=0)", ints("arg_0", 1, NULL, 0), got, sizeof(got)),
+	    MATE_REPLAY_UNSUPPORTED);
+	CHECK_CONTAINS(got, "no replay handler implements f(a, e=0) (f(a, b=2, /, c=None, *, d=None): "
+	    "no parameter 'e')");
+	CHECK_EQ_INT(exec_sig(r, "f", "(b, c)", ints("arg_0", 1, NULL, 0), got, sizeof(got)),
+	    MATE_REPLAY_UNSUPPORTED);
+	CHECK_CONTAINS(got, "no parameter 'a'");
+	CHECK_EQ_INT(exec_sig(r, "f", "(a, *args, **kwargs)", ints("arg_0", 1, NULL, 0), got, sizeof(got)),
+	    MATE_REPLAY_UNSUPPORTED);
+	CHECK_CONTAINS(got, "no parameter 'args'");
+	/* arguments that do not bind to their own signature */
+	CHECK_EQ_INT(exec_sig(r, "f", "(a, /, b=1)", ints("kwarg_a", 1, NULL, 0), got, sizeof(got)),
+	    MATE_REPLAY_ERROR);
+	CHECK_CONTAINS(got, "an unexpected keyword argument 'a'");
+	CHECK_EQ_INT(exec_sig(r, "f", "(a)", ints("arg_0", 1, "arg_1", 2), got, sizeof(got)),
+	    MATE_REPLAY_ERROR);
+	CHECK_CONTAINS(got, "too many positional arguments (2)");
+	CHECK_EQ_INT(exec_sig(r, "f", "(a, b)", ints("arg_0", 1, NULL, 0), got, sizeof(got)),
+	    MATE_REPLAY_ERROR);
+	CHECK_CONTAINS(got, "missing a required argument: 'b'");
+	/* a recorded default the handler needs but mate cannot read */
+	CHECK_EQ_INT(exec_sig(r, "f", "(a, c=<object object at 0x7f>)", ints("arg_0", 1, NULL, 0), got,
+	    sizeof(got)), MATE_REPLAY_UNSUPPORTED);
+	CHECK_CONTAINS(got, "the recorded default of 'c' (<object object at 0x7f>) cannot be read");
+	/* a signature that cannot be read is not guessed at */
+	CHECK_EQ_INT(exec_sig(r, "f", "(a, b) junk", ints("arg_0", 1, NULL, 0), got, sizeof(got)),
+	    MATE_REPLAY_UNSUPPORTED);
+	CHECK_CONTAINS(got, "cannot read the recorded signature (a, b) junk");
+	/* Tensor.NAME: "NAME" implements what "Tensor.NAME" does not */
+	CHECK_EQ_INT(mate_replay_register_signature(r, NULL, "Tensor.f", "(self, dim)", constant,
+	    (void *)9, &err), MATE_OK);
+	CHECK_EQ_INT(exec_sig(r, "Tensor.f", "(self, dim)", ints("arg_0", 1, "arg_1", 2), got, sizeof(got)),
+	    MATE_REPLAY_MISMATCH);
+	CHECK_STR(got, "9");
+	CHECK_EQ_INT(exec_sig(r, "Tensor.f", "(a, b=2)", ints("arg_0", 1, "arg_1", 2), got, sizeof(got)),
+	    MATE_REPLAY_MISMATCH);
+	CHECK_STR(got, "'arg_0=1 arg_1=2'");
+	mate_replay_free(r);
+}
+
 static mate_value *
 dict1(const char *key, mate_value *v)
 {
@@ -551,6 +700,7 @@ main(void)
 	test_tolerances();
 	test_compare_reports();
 	test_engine();
+	test_signatures();
 	test_stateful();
 	test_runner();
 	return TEST_DONE();

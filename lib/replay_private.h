@@ -1,0 +1,58 @@
+/* replay_private.h: Python signatures for replay (replay_bind.c): parsed parameter lists, matching and binding (never installed). */
+#ifndef MATE_REPLAY_PRIVATE_H_INCLUDED
+#define MATE_REPLAY_PRIVATE_H_INCLUDED
+
+#include "mate_dump.h"
+#include "dump_private.h"
+
+/* inspect.Parameter's kinds. */
+enum mate_param_kind {
+	MATE_PARAM_POSITIONAL_ONLY,
+	MATE_PARAM_POSITIONAL_OR_KEYWORD,
+	MATE_PARAM_VAR_POSITIONAL,
+	MATE_PARAM_KEYWORD_ONLY,
+	MATE_PARAM_VAR_KEYWORD
+};
+
+struct mate_sig_param {
+	const char *name;
+	int kind;                 /* enum mate_param_kind */
+	const char *def;          /* the default's text ("None", "1e-06"); NULL: required */
+};
+
+/* A parameter list; annotations are dropped. */
+struct mate_sig {
+	struct mate_arena arena;
+	struct mate_sig_param *p;
+	size_t n;
+};
+
+/* Parses text as str(inspect.signature(f)) writes it ("(a, b: int = 3, *,
+ * c=None) -> T"; annotations and defaults may hold brackets, quotes and
+ * commas). @return the list (mate_sig_free()) or NULL with err. */
+struct mate_sig *mate_sig_parse(const char *text, mate_error *err) MATE_HIDDEN;
+void mate_sig_free(struct mate_sig *s) MATE_HIDDEN;
+const struct mate_sig_param *mate_sig_find(const struct mate_sig *s, const char *name) MATE_HIDDEN;
+/* "(a, b=3, *, c=None)" into buf (cut with "..." when long). */
+void mate_sig_format(const struct mate_sig *s, char *buf, size_t len) MATE_HIDDEN;
+/* Whether a handler of signature h implements calls of the recorded
+ * signature rec: h's required parameters are all in rec, and each of rec's
+ * parameters is in h or defaults to None (a call must then leave it None).
+ * When not, why says which parameter is wanting. */
+int mate_sig_implements(const struct mate_sig *h, const struct mate_sig *rec, char *why, size_t len) MATE_HIDDEN;
+/* Binds a call's arguments (a dict of arg_<i> and kwarg_<name>) to s as
+ * inspect.Signature.bind does, then fills the defaults (one whose text
+ * cannot be read as a Python literal is left out). @return a dict of
+ * parameter name to value (var-positional: a tuple, var-keyword: a dict),
+ * or NULL with err (MATE_ERR_ARGUMENT: they do not bind). */
+mate_value *mate_sig_bind(const struct mate_sig *s, const mate_value *args, mate_error *err) MATE_HIDDEN;
+/* The arguments a handler of signature h reads, from bound (mate_sig_bind()
+ * through the recorded rec): "arg_<i>" for each parameter at position i of
+ * h that may be passed by position and "kwarg_<name>" for each that may be
+ * passed by keyword. MATE_ERR_UNSUPPORTED (why says which) when one of
+ * rec's parameters that h lacks is not None, or a recorded default h needs
+ * cannot be read. */
+int mate_sig_arguments(const struct mate_sig *h, const struct mate_sig *rec, const mate_value *bound,
+    mate_value **out, char *why, size_t len) MATE_HIDDEN;
+
+#endif /* MATE_REPLAY_PRIVATE_H_INCLUDED */
