@@ -31,6 +31,10 @@ TESTS += tests/test_recorder_values.py
 EXTRA_DIST += tests/test_recorder_values.py
 TESTS += tests/test_recorder_dumps.py
 EXTRA_DIST += tests/test_recorder_dumps.py
+## In-place arguments: the outputs file holds the return value only, the
+## in-place file the post-call values (libmate-example, mate-demo, torch.load).
+TESTS += tests/test_recorder_inplace.py
+EXTRA_DIST += tests/test_recorder_inplace.py
 
 ## test_recorder_stats: level-5 statistics for every dtype.
 check_PROGRAMS += tests/test_recorder_stats
