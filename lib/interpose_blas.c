@@ -1,15 +1,14 @@
 /* interpose_blas.c: the preload's BLAS entry points: cblas_sgemm, cblas_dgemm and Fortran sgemm_, dgemm_, recorded with every argument. */
 #include "interpose_private.h"
+#include "blas_signatures.h"
 
 #include <stddef.h>
 
 /* CBLAS's enum values (cblas.h), so that the recorded arguments replay as they are. */
 enum { ROW_MAJOR = 101, COL_MAJOR = 102, NO_TRANS = 111, TRANS = 112, CONJ_TRANS = 113 };
 
-static const char cblas_sig[] =
-    "(Order, TransA, TransB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)";
-static const char f77_sig[] =
-    "(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)";
+static const char cblas_sig[] = MATE_SIG_CBLAS_GEMM;
+static const char f77_sig[] = MATE_SIG_F77_GEMM;
 
 static const char *
 trans_name(int t)

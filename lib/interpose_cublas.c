@@ -1,5 +1,6 @@
 /* interpose_cublas.c: the preload's cuBLAS entry points (cublasSgemm_v2, cublasGemmEx, cublasGemmStridedBatchedEx), recorded like BLAS calls with device operands copied on the call's stream. */
 #include "interpose_private.h"
+#include "blas_signatures.h"
 
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -330,14 +331,9 @@ add_args(struct gemm *g, mate_call *c, const char *ctname)
 	}
 }
 
-static const char sig_sgemm[] =
-    "(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)";
-static const char sig_ex[] =
-    "(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, "
-    "ldc, computeType, algo)";
-static const char sig_batched[] =
-    "(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, "
-    "beta, C, Ctype, ldc, strideC, batchCount, computeType, algo)";
+static const char sig_sgemm[] = MATE_SIG_CUBLAS_SGEMM;
+static const char sig_ex[] = MATE_SIG_CUBLAS_GEMMEX;
+static const char sig_batched[] = MATE_SIG_CUBLAS_BATCHED;
 
 /* Begins recording g; ic->c stays NULL when it is not recorded. */
 static void

@@ -2,6 +2,7 @@
 #include "mate_private.h"
 #include "kernels.h"
 #include "replay_blas.h"
+#include "blas_signatures.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -263,18 +264,22 @@ static const struct layout batched_layout = {
 int
 mate_replay_register_blas(mate_replay *r, mate_error *err)
 {
-	static const struct { const char *name; const struct layout *l; } h[] = {
-		{ "cblas_sgemm", &cblas_layout }, { "cblas_dgemm", &cblas_layout },
-		{ "sgemm_", &f77_layout }, { "dgemm_", &f77_layout },
-		{ "cublasSgemm_v2", &sgemm_layout }, { "cublasSgemm", &sgemm_layout },
-		{ "cublasGemmEx", &gemmex_layout },
-		{ "cublasGemmStridedBatchedEx", &batched_layout },
+	static const struct { const char *name, *sig; const struct layout *l; } h[] = {
+		{ "cblas_sgemm", MATE_SIG_CBLAS_GEMM, &cblas_layout },
+		{ "cblas_dgemm", MATE_SIG_CBLAS_GEMM, &cblas_layout },
+		{ "sgemm_", MATE_SIG_F77_GEMM, &f77_layout },
+		{ "dgemm_", MATE_SIG_F77_GEMM, &f77_layout },
+		{ "cublasSgemm_v2", MATE_SIG_CUBLAS_SGEMM, &sgemm_layout },
+		{ "cublasSgemm", MATE_SIG_CUBLAS_SGEMM, &sgemm_layout },
+		{ "cublasGemmEx", MATE_SIG_CUBLAS_GEMMEX, &gemmex_layout },
+		{ "cublasGemmStridedBatchedEx", MATE_SIG_CUBLAS_BATCHED, &batched_layout },
 	};
 	int rc;
 
+	/* the signatures mate-record records them with (blas_signatures.h) */
 	for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++)
-		if ((rc = mate_replay_register(r, NULL, h[i].name, replay_gemm, (void *)h[i].l, err))
-		    != MATE_OK)
+		if ((rc = mate_replay_register_signature(r, NULL, h[i].name, h[i].sig, replay_gemm,
+		    (void *)h[i].l, err)) != MATE_OK)
 			return rc;
 	return MATE_OK;
 }

@@ -106,7 +106,7 @@ man_MANS += man/mate-record.1
 EXTRA_DIST += man/mate-record.1
 
 ## Replay handlers for the recorded BLAS and cuBLAS calls (registered by replay_ops.c).
-libmate_la_SOURCES += lib/replay_blas.h lib/replay_blas.c
+libmate_la_SOURCES += lib/replay_blas.h lib/replay_blas.c lib/blas_signatures.h
 TESTS += tests/test_memlog_replay.sh
 EXTRA_DIST += tests/test_memlog_replay.sh
 
