@@ -107,6 +107,8 @@ EXTRA_DIST += bench/gen-dumps.py bench/list-dumps.sh bench/replay-many.sh
 
 ## The peers' side (run by the peers' Python, tests/run-python.sh): FlashInfer's real
 ## decorator records and mate lists and replays; FlashInfer's replay runs mate's dumps.
-TESTS += tests/test_flashinfer_decorator.py tests/test_flashinfer_logtext.py
+TESTS += tests/test_flashinfer_decorator.py tests/test_flashinfer_logtext.py \
+	tests/test_flashinfer_replays_mate.py
 EXTRA_DIST += tests/test_flashinfer_decorator.py tests/test_flashinfer_logtext.py \
+	tests/test_flashinfer_replays_mate.py \
 	tests/peers/flashinfer_peer.py tests/peers/minilib.py tests/peers/golden_twin.py
