@@ -38,6 +38,14 @@
  * directory record (offset 16; the directory is held back until the end for
  * that). Anything else where a descriptor or a record should be fails the
  * write; it is never left with a wrong CRC.
+ *
+ * Alignment: torch 2.x's own writer starts every entry's data on a multiple
+ * of 64 bytes (padding its local header with an extra field "FB"), and its
+ * torch.load(mmap=True) uses the storage where it lies in the mapped file:
+ * a complex128 tensor at an odd offset crashed it (SIGSEGV). So the sink
+ * holds each local header libarchive writes, pads it the same way, and at
+ * the end writes the central directory again with the moved offsets (and
+ * ZIP64 fields and end records wherever the new offsets need them).
  */
 
 #define PT_CHUNK ((size_t)2 << 20)       /* most bytes per archive_write_data() */
@@ -45,6 +53,14 @@
 _Static_assert(PT_CHUNK % MATE_WQ_ALIGN == 0, "chunks end where the queue's writes do");
 #define SINK_DIRECT_MIN ((size_t)64 << 10) /* smaller pieces are gathered */
 #define CD_MAX ((size_t)1 << 30)         /* central directory held back */
+#define PT_ALIGN 64                      /* entry data alignment (torch 2.x's) */
+#define HDR_MAX 1024                     /* a local header held for padding */
+#define U32_MAX_ 0xffffffffu
+
+struct sink_entry {
+	uint32_t crc;
+	uint64_t offset;      /* of its local header in the file */
+};
 
 struct sink {
 	int error;            /* first errno of a write, or EPROTO (why says) */
@@ -54,8 +70,12 @@ struct sink {
 	/* pieces inside [stable_lo, stable_hi) stay in place until the end */
 	uintptr_t stable_lo, stable_hi;
 	/* CRCs */
-	uint32_t *crcs;       /* of the entries finished so far, in order */
-	size_t ncrcs, crcs_cap;
+	struct sink_entry *ents; /* headers written so far, in order */
+	size_t nents, ents_cap;
+	size_t ncrcs;         /* entries finished (their CRC known) */
+	unsigned char hdr[HDR_MAX]; /* the local header being gathered */
+	size_t hdr_len;
+	int in_header;        /* libarchive is writing a local header */
 	int desc_pending;     /* the next piece is entry ncrcs-1's data descriptor */
 	int cd_next;          /* after that descriptor comes the central directory */
 	int in_cd;
@@ -87,10 +107,36 @@ put_le32(unsigned char *p, uint32_t v)
 	p[3] = (unsigned char)(v >> 24);
 }
 
+static void
+put_le16(unsigned char *p, size_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+}
+
+static void
+put_le64(unsigned char *p, uint64_t v)
+{
+	put_le32(p, (uint32_t)v);
+	put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
 static size_t
 get_le16(const unsigned char *p)
 {
 	return (size_t)p[0] | (size_t)p[1] << 8;
+}
+
+static uint32_t
+get_le32(const unsigned char *p)
+{
+	return (uint32_t)get_le16(p) | (uint32_t)get_le16(p + 2) << 16;
+}
+
+static uint64_t
+get_le64(const unsigned char *p)
+{
+	return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
 }
 
 /* Writes out everything queued. 0 or -1. */
@@ -145,6 +191,13 @@ sink_write(struct archive *a, void *ctx, const void *buf, size_t n)
 		return -1;
 	if (s->in_cd)
 		return sink_hold(s, p, n) < 0 ? -1 : (la_ssize_t)n;
+	if (s->in_header && !s->desc_pending) {
+		if (n > HDR_MAX - s->hdr_len)
+			return sink_fail(s, "a local header over 1 KiB");
+		memcpy(s->hdr + s->hdr_len, p, n);
+		s->hdr_len += n;
+		return (la_ssize_t)n;
+	}
 	if (s->desc_pending) {
 		/* PK\7\10, CRC-32, then 4- or 8-byte sizes (ZIP64) */
 		unsigned char *d;
@@ -156,7 +209,7 @@ sink_write(struct archive *a, void *ctx, const void *buf, size_t n)
 			return -1;
 		}
 		memcpy(d, p, n);
-		put_le32(d + 4, s->crcs[s->ncrcs - 1]);
+		put_le32(d + 4, s->ents[s->ncrcs - 1].crc);
 		s->desc_pending = 0;
 		s->in_cd = s->cd_next;
 		return (la_ssize_t)n;
@@ -176,49 +229,182 @@ sink_write(struct archive *a, void *ctx, const void *buf, size_t n)
 static int
 sink_entry_done(struct sink *s, uint32_t crc, int cd)
 {
-	if (s->ncrcs == s->crcs_cap) {
-		size_t cap = s->crcs_cap ? 2 * s->crcs_cap : 64;
-		uint32_t *q = realloc(s->crcs, cap * sizeof(*q));
-
-		if (q == NULL) {
-			s->error = ENOMEM;
-			return -1;
-		}
-		s->crcs = q;
-		s->crcs_cap = cap;
-	}
-	s->crcs[s->ncrcs++] = crc;
+	if (s->ncrcs >= s->nents)
+		return sink_fail(s, "an entry ended before its header");
+	s->ents[s->ncrcs++].crc = crc;
 	s->desc_pending = 1;
 	s->cd_next = cd;
 	return 0;
 }
 
-/* Puts each entry's CRC in its central directory record (signature PK\1\2,
- * 46 fixed bytes, CRC at 16, then name, extra and comment of the lengths at
- * 28, 30 and 32), then writes the directory and the end records. */
+/* Writes out the local header gathered since sink_header_begin(), with an
+ * extra field "FB" of filler (as torch 2.x's writer has) so that the entry's
+ * data starts on a multiple of PT_ALIGN. */
+static int
+sink_header_end(struct sink *s)
+{
+	uint64_t at = mate_wq_offset(&s->q);
+	size_t pad = (size_t)((PT_ALIGN - (at + s->hdr_len) % PT_ALIGN) % PT_ALIGN);
+	size_t xlen;
+
+	s->in_header = 0;
+	if (s->error != 0)
+		return -1;
+	if (s->hdr_len < 30 || memcmp(s->hdr, "PK\3\4", 4) != 0 ||
+	    s->hdr_len != 30 + get_le16(s->hdr + 26) + get_le16(s->hdr + 28))
+		return sink_fail(s, "no local header where an entry starts");
+	if (pad > 0 && pad < 4)
+		pad += PT_ALIGN;
+	xlen = get_le16(s->hdr + 28) + pad;
+	if (pad > 0) {
+		if (pad > HDR_MAX - s->hdr_len)
+			return sink_fail(s, "a local header over 1 KiB");
+		memcpy(s->hdr + s->hdr_len, "FB", 2);
+		put_le16(s->hdr + s->hdr_len + 2, pad - 4);
+		memset(s->hdr + s->hdr_len + 4, 'Z', pad - 4);
+		put_le16(s->hdr + 28, xlen);
+		s->hdr_len += pad;
+	}
+	if (s->nents == s->ents_cap) {
+		size_t cap = s->ents_cap ? 2 * s->ents_cap : 64;
+		struct sink_entry *q = realloc(s->ents, cap * sizeof(*q));
+
+		if (q == NULL) {
+			s->error = ENOMEM;
+			return -1;
+		}
+		s->ents = q;
+		s->ents_cap = cap;
+	}
+	s->ents[s->nents].crc = 0;
+	s->ents[s->nents++].offset = at;
+	if (mate_wq_copy(&s->q, s->hdr, s->hdr_len) < 0) {
+		s->error = s->q.error;
+		return -1;
+	}
+	return 0;
+}
+
+/* One central directory record again, at out (room for its length + 28):
+ * its CRC, its local header's real offset, and a ZIP64 extra field holding
+ * the sizes libarchive put there and the offset if it needs one. Other extra
+ * fields are kept. @return the new record's length, 0 if r is malformed. */
+static size_t
+cd_record(const unsigned char *r, size_t avail, const struct sink_entry *ent,
+    unsigned char *out)
+{
+	size_t nlen, xlen, clen, len, o, z = 0;
+	uint64_t vals[3];
+	int nvals = 0;
+
+	if (avail < 46 || memcmp(r, "PK\1\2", 4) != 0)
+		return 0;
+	nlen = get_le16(r + 28);
+	xlen = get_le16(r + 30);
+	clen = get_le16(r + 32);
+	if (46 + nlen + xlen + clen > avail)
+		return 0;
+	memcpy(out, r, 46 + nlen);
+	put_le32(out + 16, ent->crc);
+	len = 46 + nlen;
+	/* the 64-bit sizes are those whose 32-bit field reads 0xffffffff,
+	 * uncompressed first (APPNOTE 4.5.3) */
+	for (o = 0; o + 4 <= xlen; o += 4 + get_le16(r + 46 + nlen + o + 2)) {
+		const unsigned char *x = r + 46 + nlen + o;
+		size_t n = get_le16(x + 2);
+
+		if (o + 4 + n > xlen)
+			return 0;
+		if (get_le16(x) == 1) {
+			size_t want = 8 * ((get_le32(r + 24) == U32_MAX_) +
+			    (get_le32(r + 20) == U32_MAX_));
+			if (n < want)
+				return 0;
+			for (size_t k = 0; k < want; k += 8)
+				vals[nvals++] = get_le64(x + 4 + k);
+			continue;
+		}
+		memcpy(out + len, x, 4 + n);
+		len += 4 + n;
+	}
+	if (ent->offset >= U32_MAX_)
+		vals[nvals++] = ent->offset;
+	put_le32(out + 42, ent->offset >= U32_MAX_ ? U32_MAX_ : (uint32_t)ent->offset);
+	if (nvals > 0) {
+		put_le16(out + len, 1);
+		put_le16(out + len + 2, 8 * (size_t)nvals);
+		for (int k = 0; k < nvals; k++)
+			put_le64(out + len + 4 + 8 * (size_t)k, vals[k]);
+		z = 4 + 8 * (size_t)nvals;
+		len += z;
+		if (get_le16(out + 6) < 45)
+			put_le16(out + 6, 45);
+	}
+	put_le16(out + 30, len - 46 - nlen);
+	memcpy(out + len, r + 46 + nlen + xlen, clen);
+	return len + clen;
+}
+
+/* Writes the central directory again (cd_record()) where the file now ends,
+ * then the end records for it: ZIP64 ones where a field does not fit. */
 static int
 sink_write_cd(struct sink *s)
 {
-	size_t off = 0;
+	uint64_t start = mate_wq_offset(&s->q), size;
+	size_t off = 0, len = 0;
+	unsigned char *out, *e;
 
-	if (s->desc_pending || !s->in_cd)
+	if (s->desc_pending || !s->in_cd || s->ncrcs != s->nents)
 		return sink_fail(s, "no data descriptor after the last entry");
-	for (size_t i = 0; i < s->ncrcs; i++) {
-		unsigned char *r = s->cd + off;
-
-		if (s->cd_len - off < 46 || memcmp(r, "PK\1\2", 4) != 0)
-			return sink_fail(s, "fewer central directory records than entries");
-		put_le32(r + 16, s->crcs[i]);
-		off += 46 + (size_t)get_le16(r + 28) + get_le16(r + 30) +
-		    get_le16(r + 32);
-		if (off > s->cd_len)
-			return sink_fail(s, "a central directory record past its end");
+	/* each record grows by at most a 28-byte ZIP64 field; 98 end bytes */
+	if ((out = malloc(s->cd_len + 28 * s->nents + 98)) == NULL) {
+		s->error = ENOMEM;
+		return -1;
 	}
-	if (s->cd_len - off < 4 || memcmp(s->cd + off, "PK\1\2", 4) == 0)
+	for (size_t i = 0; i < s->nents; i++) {
+		const unsigned char *r = s->cd + off;
+		size_t n;
+
+		if ((n = cd_record(r, s->cd_len - off, &s->ents[i], out + len)) == 0) {
+			free(out);
+			return sink_fail(s, "fewer central directory records than entries");
+		}
+		off += 46 + get_le16(r + 28) + get_le16(r + 30) + get_le16(r + 32);
+		len += n;
+	}
+	if (s->cd_len - off < 4 || memcmp(s->cd + off, "PK\1\2", 4) == 0) {
+		free(out);
 		return sink_fail(s, "more central directory records than entries");
-	if (mate_wq_put(&s->q, s->cd, s->cd_len, 0) < 0)
+	}
+	size = len;
+	e = out + len;
+	if (start >= U32_MAX_ || size >= U32_MAX_ || s->nents >= 0xffff) {
+		memset(e, 0, 76);
+		memcpy(e, "PK\6\6", 4);
+		put_le64(e + 4, 44);
+		put_le16(e + 12, 45);
+		put_le16(e + 14, 45);
+		put_le64(e + 24, s->nents);
+		put_le64(e + 32, s->nents);
+		put_le64(e + 40, size);
+		put_le64(e + 48, start);
+		memcpy(e + 56, "PK\6\7", 4);
+		put_le64(e + 64, start + size);
+		put_le32(e + 72, 1);
+		e += 76;
+	}
+	memset(e, 0, 22);
+	memcpy(e, "PK\5\6", 4);
+	put_le16(e + 8, s->nents < 0xffff ? s->nents : 0xffff);
+	put_le16(e + 10, s->nents < 0xffff ? s->nents : 0xffff);
+	put_le32(e + 12, size < U32_MAX_ ? (uint32_t)size : U32_MAX_);
+	put_le32(e + 16, start < U32_MAX_ ? (uint32_t)start : U32_MAX_);
+	e += 22;
+	if (mate_wq_put(&s->q, out, (size_t)(e - out), 0) < 0)
 		s->error = s->q.error;
-	return sink_flush(s);
+	sink_flush(s);
+	free(out);
+	return s->error != 0 ? -1 : 0;
 }
 
 static struct sink *
@@ -244,7 +430,7 @@ sink_finish(struct sink *s, int complete, const char **why)
 		sink_flush(s);
 	e = s->error;
 	*why = s->why;
-	free(s->crcs);
+	free(s->ents);
 	free(s->cd);
 	free(s);
 	return e;
@@ -295,7 +481,10 @@ pt_header(struct pt_writer *w, const char *suffix, uint64_t size)
 	/* the entry before ends here: its descriptor comes first */
 	if (w->entries > 0 && sink_entry_done(w->sink, w->crc, 0) < 0)
 		return pt_fail(w, "cannot write a zip header");
-	if (archive_write_header(w->a, w->e) != ARCHIVE_OK)
+	w->sink->in_header = 1;
+	w->sink->hdr_len = 0;
+	if (archive_write_header(w->a, w->e) != ARCHIVE_OK ||
+	    sink_header_end(w->sink) < 0)
 		return pt_fail(w, "cannot write a zip header");
 	if (w->sink->desc_pending) {
 		sink_fail(w->sink, "no data descriptor after an entry");

@@ -39,6 +39,20 @@ def check(cond, what):
         print("FAIL:", what, file=sys.stderr)
 
 
+def untyped_storage(t):
+    """The byte storage behind tensor t (torch 2.x's untyped_storage, 1.13's storage().untyped())."""
+    return t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage().untyped()
+
+
+def storage_bytes(t):
+    """The whole storage behind tensor t, as bytes."""
+    import torch
+    st = untyped_storage(t)
+    base = torch.empty(0, dtype=torch.uint8)
+    base.set_(st, 0, (st.nbytes(),), (1,))
+    return base.numpy().tobytes()
+
+
 def tmpdir():
     return tempfile.mkdtemp(prefix="mate-test-")
 

@@ -1,4 +1,5 @@
-"""test_pt_write_interop.py: .pt files written by libmate (through tests/tensorfile-tool) loaded by real torch 1.13."""
+"""test_pt_write_interop.py: .pt files written by libmate (through tests/tensorfile-tool) loaded by real
+torch: Debian's 1.13, and torch 2.x (tests/torch2/) with weights_only=True, False and mmap=True."""
 import collections
 import io
 import json
@@ -6,18 +7,24 @@ import os
 import pickle
 import pickletools
 import random
+import struct
 import zipfile
 
 import torch
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, done, run, tmpdir, untyped_storage
+from mate_test import storage_bytes as raw
 
 TOOL = build_path("tests", "tensorfile-tool")
 TMP = tmpdir()
 RNG = random.Random(1234)
 
+TORCH2 = int(torch.__version__.split(".")[0]) >= 2
 DTYPES = ["float64", "float32", "float16", "bfloat16", "int64", "int32", "int16",
           "int8", "uint8", "bool", "complex64", "complex128"]
+if TORCH2:      # the dtypes torch 2.x added that libmate writes (as _rebuild_tensor_v3)
+    DTYPES += ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+               "float8_e8m0fnu", "uint16", "uint32", "uint64"]
 
 
 # ---- spec helpers -------------------------------------------------------------
@@ -58,16 +65,15 @@ def write(name, root, *flags):
     return out
 
 
+MODES = ("weights_only=True", "weights_only=False") + (("mmap=True",) if TORCH2 else ())
+
+
 def load_both(path):
-    """torch.load with weights_only True and False; both must agree."""
-    a = torch.load(path, weights_only=True)
-    b = torch.load(path, weights_only=False)
-    return a, b
-
-
-def raw(t):
-    """The whole storage of t, as bytes."""
-    return bytes(t.storage().untyped().tolist())
+    """torch.load with weights_only True and False (and mmap=True under torch 2.x); all must agree."""
+    got = [torch.load(path, weights_only=True), torch.load(path, weights_only=False)]
+    if TORCH2:
+        got.append(torch.load(path, weights_only=True, mmap=True))
+    return got
 
 
 def bits(t):
@@ -112,14 +118,23 @@ def test_all_dtypes():
             expect.append((key, dt, shape, stride, off, data))
         sid += 1
     path = write("dtypes", d(items))
-    for mode, got in zip(("weights_only=True", "weights_only=False"), load_both(path)):
+    for mode, got in zip(MODES, load_both(path)):
         check(list(got.keys()) == [e[0] for e in expect], "%s: keys in order" % mode)
         for key, dt, shape, stride, off, data in expect:
             expect_tensor(got.get(key), dt, shape, stride, off, data, "%s %s" % (mode, key))
         # Views of one storage share it after loading.
         for dt in DTYPES:
-            ptrs = {got["%s_%d" % (dt, n)].storage().data_ptr() for n in range(4)}
+            ptrs = {untyped_storage(got["%s_%d" % (dt, n)]).data_ptr() for n in range(4)}
             check(len(ptrs) == 1, "%s %s: the four views share one storage" % (mode, dt))
+    # Every entry's data starts on a multiple of 64 bytes, as torch 2.x writes them
+    # (its mmap=True loads storages where they lie: a complex128 one at an odd
+    # offset crashed torch 2.15).
+    with open(path, "rb") as f:
+        for info in zipfile.ZipFile(path).infolist():
+            f.seek(info.header_offset + 26)
+            nlen, xlen = struct.unpack("<HH", f.read(4))
+            at = info.header_offset + 30 + nlen + xlen
+            check(at % 64 == 0, "%s: data at offset %d, not a multiple of 64" % (info.filename, at))
     names = zipfile.ZipFile(path).namelist()
     want = (["archive/data.pkl", "archive/byteorder"]
             + ["archive/data/%d" % n for n in range(len(DTYPES))] + ["archive/version"])
@@ -143,17 +158,17 @@ def test_shared_and_special_shapes():
                     "my_model/data/1", "my_model/data/2", "my_model/version"],
           "shared: entries %s" % names)
     check(zipfile.ZipFile(path).read("my_model/data/0") == a, "shared: record 0 is the whole storage")
-    for mode, got in zip(("weights_only=True", "weights_only=False"), load_both(path)):
+    for mode, got in zip(MODES, load_both(path)):
         expect_tensor(got["x"], "float32", [2, 3], [3, 1], 1, a, mode + " x")
         expect_tensor(got["y"], "float32", [3], [2], 0, a, mode + " y")
         expect_tensor(got["scalar"], "int64", [], [], 0, b, mode + " scalar")
         expect_tensor(got["empty"], "float16", [0, 3], [3, 1], 0, b"", mode + " empty")
-        check(got["x"].storage().data_ptr() == got["y"].storage().data_ptr()
-              == got["x_again"].storage().data_ptr(), mode + ": x, y, x_again share storage")
+        check(untyped_storage(got["x"]).data_ptr() == untyped_storage(got["y"]).data_ptr()
+              == untyped_storage(got["x_again"]).data_ptr(), mode + ": x, y, x_again share storage")
         check(got["scalar"].dim() == 0 and got["scalar"].item() == int.from_bytes(b, "little", signed=True),
               mode + ": scalar value")
         got["x_again"][0] = 42.0
-        check(got["x"].storage()[0] == 42.0, mode + ": a write through one view shows in the other")
+        check(got["x"].as_strided((1,), (1,), 0)[0] == 42.0, mode + ": a write through one view shows in the other")
 
 
 def test_plain_values():
@@ -181,7 +196,7 @@ def test_plain_values():
         ("big_dict", d([("k%d" % n, i(n)) for n in range(1500)])),
     ])
     path = write("plain", root)
-    for mode, got in zip(("weights_only=True", "weights_only=False"), load_both(path)):
+    for mode, got in zip(MODES, load_both(path)):
         check(got["ints"] == [0, 1, 255, 256, 65535, 65536, -1, -256, 2**31 - 1, -2**31, 2**31,
                               -2**31 - 1, 2**40, -2**40, 2**63 - 1, -2**63], mode + ": ints %s" % got["ints"])
         check(got["text"] == ("plain", "h\u00e9 \u4e16\u754c \U0001f600", ""), mode + ": text %r" % (got["text"],))
@@ -190,7 +205,7 @@ def test_plain_values():
         expect_tensor(inner["t"], "int32", [2, 2], [2, 1], 0, t, mode + " nested t")
         check(isinstance(inner["l"], list) and isinstance(inner["l"][0], tuple)
               and inner["l"][0][1] == 3, mode + ": list of tuple")
-        check(inner["l"][0][0].storage().data_ptr() == inner["t"].storage().data_ptr(),
+        check(untyped_storage(inner["l"][0][0]).data_ptr() == untyped_storage(inner["t"]).data_ptr(),
               mode + ": nested views share storage")
         od = got["nested"]["od"]
         check(type(od) is collections.OrderedDict and list(od.items()) == [("b", 2), ("a", 1)],
@@ -204,7 +219,8 @@ def test_plain_values():
 
 
 def test_floats_and_bytes():
-    """Floats and bytes load with weights_only=False; 1.13's weights_only=True refuses them."""
+    """Floats and bytes load with weights_only=False; 1.13's weights_only=True refuses them,
+    torch 2.x's (and mmap=True) loads them."""
     for name, value, want in (
             ("floats", {"type": "list", "items": [{"type": "float", "value": v} for v in
                                                   ("0.5", "-1e300", "inf", "-inf", "nan", "5e-324")]},
@@ -212,12 +228,19 @@ def test_floats_and_bytes():
             ("bytes", {"type": "list", "items": [{"type": "bytes", "hex": h} for h in ("", "00ff80417f")]},
              [b"", b"\x00\xff\x80A\x7f"])):
         path = write(name, d([("v", value)]))
-        got = torch.load(path, weights_only=False)["v"]
-        if name == "floats":
-            ok = got[:4] == want[:4] and got[4] != got[4] and got[5] == want[5]
-        else:
-            ok = got == want
-        check(ok, "%s: weights_only=False gives %r" % (name, got))
+        loads = [("weights_only=False", lambda: torch.load(path, weights_only=False))]
+        if TORCH2:
+            loads += [("weights_only=True", lambda: torch.load(path, weights_only=True)),
+                      ("mmap=True", lambda: torch.load(path, weights_only=True, mmap=True))]
+        for mode, load in loads:
+            got = load()["v"]
+            if name == "floats":
+                ok = got[:4] == want[:4] and got[4] != got[4] and got[5] == want[5]
+            else:
+                ok = got == want
+            check(ok, "%s: %s gives %r" % (name, mode, got))
+        if TORCH2:
+            continue
         try:
             torch.load(path, weights_only=True)
             check(False, "%s: weights_only=True should refuse them (as torch 1.13 does)" % name)
