@@ -10,22 +10,25 @@ TESTS += tests/test_pt_write
 BENCH_BINS += bench/pt_write_bench
 bench_pt_write_bench_SOURCES = bench/pt_write_bench.c
 bench_pt_write_bench_LDADD = libmate.la -lz
-TESTS += tests/test_pt_write_interop.py
-EXTRA_DIST += tests/test_pt_write_interop.py
+TESTS += tests/test_pt_write_interop.py tests/torch2/test_pt_write_interop.sh
+EXTRA_DIST += tests/test_pt_write_interop.py tests/torch2/test_pt_write_interop.sh
 EXTRA_DIST += bench/pt_write_torch.py
 
 ## reader
 ## The restricted unpickler and the .pt reader.
 libmate_la_SOURCES += lib/pickle.c lib/dump_pt_read.c
 
-## Unit tests (hand-built pickles and zips), torch interop, ZIP64 > 4 GiB.
+## Unit tests (hand-built pickles and zips), torch interop (Debian's 1.13, and torch 2.x
+## under PYTHON_PEERS: tests/torch2/ runs the same test there), ZIP64 > 4 GiB.
 check_PROGRAMS += tests/test_pickle tests/test_pt_read tests/pt-read-check
 tests_test_pickle_LDADD = libmate.la
 tests_test_pt_read_LDADD = libmate.la
 tests_pt_read_check_LDADD = libmate.la
 TESTS += tests/test_pickle tests/test_pt_read tests/test_pt_read_interop.py \
+	tests/torch2/test_pt_read_interop.sh tests/test_pt_read_torch2.py \
 	tests/test_pt_read_zip64.py
-EXTRA_DIST += tests/pt_build.h tests/test_pt_read_interop.py tests/test_pt_read_zip64.py
+EXTRA_DIST += tests/pt_build.h tests/torch_expect.py tests/test_pt_read_interop.py \
+	tests/torch2/test_pt_read_interop.sh tests/test_pt_read_torch2.py tests/test_pt_read_zip64.py
 
 ## Fuzz targets (seed corpora in fuzz/corpus/pickle and fuzz/corpus/pt).
 FUZZ_TARGETS += fuzz/fuzz_pickle fuzz/fuzz_pt

@@ -8,8 +8,9 @@ tests_tensorfile_tool_LDADD = libmate.la $(CJSON_LIBS)
 
 ## Unit tests of lib/dtype.c, lib/tensor.c, lib/value.c; dtype-convert drives the interop test.
 check_PROGRAMS += tests/test_dtype tests/test_tensor tests/test_value tests/dtype-convert
-TESTS += tests/test_dtype tests/test_tensor tests/test_value tests/test_dtype_interop.py
-EXTRA_DIST += tests/test_dtype_interop.py
+TESTS += tests/test_dtype tests/test_tensor tests/test_value tests/test_dtype_interop.py \
+	tests/torch2/test_dtype_interop.sh
+EXTRA_DIST += tests/test_dtype_interop.py tests/torch2/test_dtype_interop.sh
 tests_test_dtype_SOURCES = tests/test_dtype.c
 tests_test_dtype_LDADD = libmate.la -lm
 tests_test_tensor_SOURCES = tests/test_tensor.c

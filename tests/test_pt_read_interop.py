@@ -1,118 +1,17 @@
-"""test_pt_read_interop.py: libmate reads real torch.save (1.13) output bit-exactly, compared through tensorfile-tool describe."""
+"""test_pt_read_interop.py: libmate reads real torch.save output (1.13, and 2.x through tests/torch2/) bit-exactly, compared through tensorfile-tool describe."""
 import collections
 import io
-import json
-import math
 import os
-import struct
 import zipfile
 
 import torch
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import check, done, tmpdir
+from torch_expect import Expect, describe, same
 
-TOOL = build_path("tests", "tensorfile-tool")
 DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64,
           torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool,
           torch.complex64, torch.complex128]
-
-
-def storage_bytes(t):
-    """The whole storage behind t, as torch holds it."""
-    st = t.storage()
-    base = torch.empty(0, dtype=t.dtype)
-    base.set_(st, 0, (st.size(),), (1,))
-    return base.view(torch.uint8).numpy().tobytes() if st.size() else b""
-
-
-class Expect:
-    """Builds the JSON tensorfile-tool should print for a torch value."""
-
-    def __init__(self, data=True):
-        self.storages = []
-        self.data = data
-
-    def storage_id(self, t):
-        key = t.storage().data_ptr(), t.storage().size(), t.dtype
-        for i, k in enumerate(self.storages):
-            if k == key:
-                return i
-        self.storages.append(key)
-        return len(self.storages) - 1
-
-    def __call__(self, v):
-        if isinstance(v, torch.Tensor):
-            d = {"type": "tensor", "dtype": str(v.dtype)[len("torch."):],
-                 "shape": list(v.shape), "stride": list(v.stride()),
-                 "offset": v.storage_offset(), "storage": self.storage_id(v),
-                 "storage_nbytes": v.storage().size() * v.element_size()}
-            if self.data:
-                d["hex"] = storage_bytes(v).hex()
-            return d
-        if v is None:
-            return {"type": "none"}
-        if isinstance(v, bool):
-            return {"type": "bool", "value": v}
-        if isinstance(v, int):
-            return {"type": "int", "value": v}
-        if isinstance(v, float):
-            return {"type": "float", "value": v}
-        if isinstance(v, str):
-            return {"type": "str", "value": v}
-        if isinstance(v, bytes):
-            return {"type": "bytes", "hex": v.hex()}
-        if isinstance(v, torch.dtype):
-            return {"type": "dtype", "value": str(v)[len("torch."):]}
-        if isinstance(v, torch.device):
-            return {"type": "object", "name": "torch.device", "repr": str(v)}
-        if isinstance(v, (tuple, torch.Size)):
-            return {"type": "tuple", "items": [self(x) for x in v]}
-        if isinstance(v, (list, set)):     # a set comes back as a list
-            return {"type": "list", "items": [self(x) for x in v]}
-        if isinstance(v, dict):
-            return {"type": "dict", "ordered": isinstance(v, collections.OrderedDict),
-                    "items": [[self(k), self(x)] for k, x in v.items()]}
-        raise TypeError(type(v))
-
-
-def same(got, want, path="root"):
-    """Compares a described value with the expectation; returns a difference or None."""
-    if isinstance(want, dict) and isinstance(got, dict) and want.get("type") == "float" \
-            and got.get("type") == "float":
-        g = float(got["value"])
-        w = want["value"]
-        if struct.pack("<d", g) == struct.pack("<d", w) or (math.isnan(g) and math.isnan(w)):
-            return None
-        return "%s: float %r != %r" % (path, got["value"], w)
-    if isinstance(want, dict):
-        if not isinstance(got, dict):
-            return "%s: %r is not an object" % (path, got)
-        for k in want:
-            if k not in got:
-                return "%s: missing %s" % (path, k)
-            d = same(got[k], want[k], path + "." + k)
-            if d:
-                return d
-        return None
-    if isinstance(want, list):
-        if not isinstance(got, list) or len(got) != len(want):
-            return "%s: %d items, expected %d" % (path, len(got) if isinstance(got, list) else -1, len(want))
-        for i, (g, w) in enumerate(zip(got, want)):
-            d = same(g, w, "%s[%d]" % (path, i))
-            if d:
-                return d
-        return None
-    if got != want:
-        return "%s: %.200r != %.200r" % (path, got, want)
-    return None
-
-
-def describe(path, data=True):
-    args = [TOOL, "describe", path] + ([] if data else ["--no-data"])
-    p = run(args, check=False)
-    if p.returncode != 0:
-        return None, p.stderr.strip()
-    return json.loads(p.stdout)["root"], None
 
 
 def roundtrip(name, obj, path=None, **save_args):
@@ -123,7 +22,7 @@ def roundtrip(name, obj, path=None, **save_args):
 
 
 def expect_from(name, path):
-    ref = torch.load(path)
+    ref = torch.load(path, weights_only=False)
     for data in (True, False):
         got, err = describe(path, data)
         check(got is not None, "%s: libmate failed: %s" % (name, err))
@@ -249,7 +148,7 @@ def test_zip_variants():
                      ("crc0", {"crc_zero": True})]:
         dst = os.path.join(TMP, name + ".pt")
         rewrite(src, dst, **kw)
-        ref = torch.load(src)
+        ref = torch.load(src, weights_only=False)
         got, err = describe(dst)
         check(got is not None, "%s: libmate failed: %s" % (name, err))
         if got is not None:
