@@ -597,6 +597,26 @@ lookup_global(const uint8_t *mod, size_t mlen, const uint8_t *name, size_t nlen,
 	return -1;
 }
 
+/* torch dtypes mate has no tensor type for (torch 2.x's sub-byte, shell and
+ * quantized dtypes): refused as unsupported, not as a hostile global. */
+static int
+is_unknown_torch_dtype(const uint8_t *mod, size_t mlen, const uint8_t *name, size_t nlen)
+{
+	static const char *const names[] = {
+		"float4_e2m1fn_x2", "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16",
+		"uint1", "uint2", "uint3", "uint4", "uint5", "uint6", "uint7",
+		"int1", "int2", "int3", "int4", "int5", "int6", "int7",
+		"quint8", "qint8", "qint32", "quint4x2", "quint2x4",
+	};
+
+	if (!is_name(mod, mlen, "torch"))
+		return 0;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (is_name(name, nlen, names[i]))
+			return 1;
+	return 0;
+}
+
 static int
 op_global(struct pk *pk)
 {
@@ -614,6 +634,9 @@ op_global(struct pk *pk)
 		return -1;
 	if (lookup_global(mod, mlen, name, nlen, o) != 0) {
 		o->kind = PK_GLOBAL;    /* keeps the name freed with the arena */
+		if (is_unknown_torch_dtype(mod, mlen, name, nlen))
+			return pk_fail(pk, MATE_ERR_UNSUPPORTED,
+			    "unsupported dtype torch.%s: mate has no such tensor type", text + mlen + 1);
 		return pk_fail(pk, MATE_ERR_FORMAT, "global '%s' is not allowed", text);
 	}
 	return push(pk, o);

@@ -521,6 +521,15 @@ test_globals_rejected(void)
 		snprintf(want, sizeof(want), "global '%s %s' is not allowed", bad[i][0], bad[i][1]);
 		expect_fail(&b, want, MATE_ERR_FORMAT);
 	}
+	/* torch 2.x dtypes mate has no tensor type for: unsupported, named. */
+	start(&b);
+	p_global(&b, "torch", "float4_e2m1fn_x2");
+	b_op(&b, '.');
+	expect_fail(&b, "unsupported dtype torch.float4_e2m1fn_x2", MATE_ERR_UNSUPPORTED);
+	start(&b);
+	p_global(&b, "torch", "bits8");
+	b_op(&b, '.');
+	expect_fail(&b, "unsupported dtype torch.bits8", MATE_ERR_UNSUPPORTED);
 	/* Allowed globals that are not callable, and REDUCE of a non-global. */
 	start(&b);
 	p_global(&b, "torch", "Tensor"); b_op(&b, ')'); b_op(&b, 'R'); b_op(&b, '.');

@@ -4,8 +4,9 @@
 The records torch 2.x adds (byteorder, .format_version, .storage_alignment,
 .data/serialization_id), entries 64-byte aligned (and 4096 when configured),
 _rebuild_tensor_v3 for the dtypes it added (float8, uint16/32/64), files
-without CRCs or without a byteorder record, its own ZIP64 end records (over
-65535 entries), views sharing one storage, nested containers. Each file is
+without CRCs, its own ZIP64 end records (over
+65535 entries), views sharing one storage, nested containers; the dtypes mate
+has no tensor type for (float4_e2m1fn_x2, bits8/16) refused as such. Each file is
 described by tensorfile-tool and compared with what torch.load returns.
 """
 import os
@@ -106,6 +107,15 @@ def test_dtypes():
         compare("dtype " + str(dt), save("dt_" + str(dt)[6:], {"x": t, "v": t[:, 1:4:2]}))
 
 
+def test_unsupported_dtypes():
+    """torch 2.x dtypes mate has no tensor type for: refused, naming the dtype."""
+    for dt in (torch.float4_e2m1fn_x2, torch.bits8, torch.bits16):
+        t = torch.zeros(4, dtype=torch.uint8).view(dt)
+        got, err = describe(save("unsupported_" + str(dt)[6:], {"x": t}))
+        want = "unsupported dtype %s: mate has no such tensor type" % dt
+        check(got is None and want in (err or ""), "%s: %s" % (dt, err))
+
+
 def test_views_and_nesting():
     """Views that share one storage (one record), in nested dicts, lists and tuples."""
     base = torch.arange(64, dtype=torch.int64)
@@ -178,6 +188,7 @@ def test_zip64():
 
 test_records()
 test_dtypes()
+test_unsupported_dtypes()
 test_views_and_nesting()
 test_config_forms()
 test_zip64()
