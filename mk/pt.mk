@@ -10,8 +10,10 @@ TESTS += tests/test_pt_write
 BENCH_BINS += bench/pt_write_bench
 bench_pt_write_bench_SOURCES = bench/pt_write_bench.c
 bench_pt_write_bench_LDADD = libmate.la -lz
-TESTS += tests/test_pt_write_interop.py tests/torch2/test_pt_write_interop.sh
-EXTRA_DIST += tests/test_pt_write_interop.py tests/torch2/test_pt_write_interop.sh
+TESTS += tests/test_pt_write_interop.py tests/torch2/test_pt_write_interop.sh \
+	tests/test_pt_write_zip64.py
+EXTRA_DIST += tests/test_pt_write_interop.py tests/torch2/test_pt_write_interop.sh \
+	tests/test_pt_write_zip64.py
 EXTRA_DIST += bench/pt_write_torch.py
 
 ## reader

@@ -17,7 +17,9 @@
  *    "storage":0,"storage_nbytes":24,"hex":"..."}
  *      "storage" numbers distinct storages in order of first appearance; "hex"
  *      holds the whole storage (on input only its first appearance needs it;
- *      describe --no-data leaves it out).
+ *      describe --no-data leaves it out). On input, "zeros":"N" instead of
+ *      "hex" makes a storage of N zero bytes, mapped but not touched (files
+ *      over 4 GiB), with "marks":[[OFFSET,BYTE],...] set in it.
  *   {"type":"dtype","value":"float32"}
  *   {"type":"enum","name":"Mode.FAST","value":0}
  *   {"type":"object","name":"Type","repr":"..."}
@@ -28,6 +30,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -315,6 +318,22 @@ build_tensor(const cJSON *j, struct spec_storages *ss)
 		ss->list = realloc(ss->list, (id + 1) * sizeof(*ss->list));
 		memset(ss->list + ss->n, 0, (id + 1 - ss->n) * sizeof(*ss->list));
 		ss->n = id + 1;
+	}
+	if (ss->list[id] == NULL && cJSON_GetObjectItem(j, "zeros") != NULL) {
+		size_t n = (size_t)json_int(cJSON_GetObjectItem(j, "zeros"));
+		unsigned char *p = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		const cJSON *m;
+
+		if (p == MAP_FAILED)
+			return NULL;
+		cJSON_ArrayForEach(m, cJSON_GetObjectItem(j, "marks")) {
+			size_t at = (size_t)json_int(cJSON_GetArrayItem(m, 0));
+			if (at < n)
+				p[at] = (unsigned char)json_int(cJSON_GetArrayItem(m, 1));
+		}
+		if ((ss->list[id] = mate_storage_wrap(p, n, NULL)) == NULL)
+			return NULL;
 	}
 	if (ss->list[id] == NULL) {
 		size_t n;
