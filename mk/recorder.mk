@@ -29,8 +29,8 @@ tests_recorder_values_SOURCES = tests/recorder-values.c
 tests_recorder_values_LDADD = libmate.la
 TESTS += tests/test_recorder_values.py
 EXTRA_DIST += tests/test_recorder_values.py
-TESTS += tests/test_recorder_dumps.py
-EXTRA_DIST += tests/test_recorder_dumps.py
+TESTS += tests/test_recorder_dumps.py tests/torch2/test_recorder_dumps.sh
+EXTRA_DIST += tests/test_recorder_dumps.py tests/torch2/test_recorder_dumps.sh
 ## In-place arguments: the outputs file holds the return value only, the
 ## in-place file the post-call values (libmate-example, mate-demo, torch.load).
 TESTS += tests/test_recorder_inplace.py
