@@ -54,7 +54,7 @@ _Static_assert(PT_CHUNK % MATE_WQ_ALIGN == 0, "chunks end where the queue's writ
 #define SINK_DIRECT_MIN ((size_t)64 << 10) /* smaller pieces are gathered */
 #define CD_MAX ((size_t)1 << 30)         /* central directory held back */
 #define PT_ALIGN 64                      /* entry data alignment (torch 2.x's) */
-#define HDR_MAX 1024                     /* a local header held for padding */
+#define HDR_MAX 1024                     /* a local header held for padding (root <= 255) */
 #define U32_MAX_ 0xffffffffu
 
 struct sink_entry {
@@ -655,13 +655,17 @@ pt_write_file(const char *path, const char *root, const struct mate_pickle_out *
 	return mate_atomic_commit(&af, err);
 }
 
-/* The root folder becomes every entry's first path component. */
+/* The root folder becomes every entry's first path component. torch reads
+ * at most 511 bytes of an entry's name (miniz's MZ_ZIP_MAX_ARCHIVE_FILENAME_SIZE):
+ * a 1024-byte root made files torch 1.13 and 2.15 refused ("not in a
+ * subdirectory"). torch.save names the root after the file, so at most
+ * NAME_MAX (255) bytes, which leaves room for every suffix. */
 static int
 check_root(const char *root, mate_error *err)
 {
 	size_t n = strlen(root);
 
-	if (n == 0 || n > 1024 || strchr(root, '/') != NULL || strchr(root, '\\') != NULL ||
+	if (n == 0 || n > 255 || strchr(root, '/') != NULL || strchr(root, '\\') != NULL ||
 	    strcmp(root, ".") == 0 || strcmp(root, "..") == 0)
 		return mate_set_error(err, MATE_ERR_ARGUMENT,
 		    "bad .pt root folder name \"%.64s\"", root);

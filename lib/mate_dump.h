@@ -106,7 +106,7 @@ const char *mate_value_object_repr(const mate_value *v);
 
 /* ---- .pt files (torch.save's zip + pickle) ------------------------------ */
 struct mate_pt_write_options {
-	const char *root;   /* archive root folder; NULL: "archive" */
+	const char *root;   /* archive root folder (1-255 bytes, no '/'); NULL: "archive" */
 	int use_v3;         /* 1: every tensor as _rebuild_tensor_v3 (torch 2.x only) */
 };
 /*! mate_pt_write() : writes root (any value tree) as a .pt file that

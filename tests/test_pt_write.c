@@ -594,6 +594,13 @@ test_refused(void)
 	expect_refused(mate_value_none(), &o, MATE_ERR_ARGUMENT, "root folder");
 	o.root = "";
 	expect_refused(mate_value_none(), &o, MATE_ERR_ARGUMENT, "root folder");
+	{
+		/* torch reads 511 bytes of an entry name: roots stop at 255 */
+		static char longroot[257];
+		memset(longroot, 'r', 256);
+		o.root = longroot;
+		expect_refused(mate_value_none(), &o, MATE_ERR_ARGUMENT, "root folder");
+	}
 	CHECK_EQ_INT(mate_pt_write(NULL, NULL, NULL, NULL), MATE_ERR_ARGUMENT);
 	mate_storage_unref(st);
 }

@@ -171,6 +171,20 @@ def test_shared_and_special_shapes():
         check(got["x"].as_strided((1,), (1,), 0)[0] == 42.0, mode + ": a write through one view shows in the other")
 
 
+def test_long_root():
+    """The longest root folder libmate takes (255 bytes; torch reads 511 of a name and
+    refused libmate's files with a root of 1024): entries aligned, loadable."""
+    data = storage_bytes("float64", 3)
+    path = write("longroot", d([("x", tensor("float64", [3], [1], 0, 0, data))]), "--root", "r" * 255)
+    with open(path, "rb") as f:
+        for info in zipfile.ZipFile(path).infolist():
+            f.seek(info.header_offset + 26)
+            nlen, xlen = struct.unpack("<HH", f.read(4))
+            check((info.header_offset + 30 + nlen + xlen) % 64 == 0, "long root: %s aligned" % info.filename[255:])
+    for mode, got in zip(MODES, load_both(path)):
+        expect_tensor(got["x"], "float64", [3], [1], 0, data, mode + " long root x")
+
+
 def test_plain_values():
     """Nested dicts, lists and tuples of tensors and plain values, weights_only=True."""
     t = storage_bytes("int32", 4)
@@ -316,6 +330,7 @@ def test_v3_structure():
 
 test_all_dtypes()
 test_shared_and_special_shapes()
+test_long_root()
 test_plain_values()
 test_floats_and_bytes()
 test_v3_structure()
