@@ -237,7 +237,7 @@ sink_entry_done(struct sink *s, uint32_t crc, int cd)
 	return 0;
 }
 
-/* Writes out the local header gathered since sink_header_begin(), with an
+/* Writes out the local header gathered since pt_header() set in_header, with an
  * extra field "FB" of filler (as torch 2.x's writer has) so that the entry's
  * data starts on a multiple of PT_ALIGN. */
 static int
@@ -293,9 +293,9 @@ static size_t
 cd_record(const unsigned char *r, size_t avail, const struct sink_entry *ent,
     unsigned char *out)
 {
-	size_t nlen, xlen, clen, len, o, z = 0;
+	size_t nlen, xlen, clen, len, o, want;
 	uint64_t vals[3];
-	int nvals = 0;
+	int nvals = 0, found = 0;
 
 	if (avail < 46 || memcmp(r, "PK\1\2", 4) != 0)
 		return 0;
@@ -309,6 +309,7 @@ cd_record(const unsigned char *r, size_t avail, const struct sink_entry *ent,
 	len = 46 + nlen;
 	/* the 64-bit sizes are those whose 32-bit field reads 0xffffffff,
 	 * uncompressed first (APPNOTE 4.5.3) */
+	want = 8 * (size_t)((get_le32(r + 24) == U32_MAX_) + (get_le32(r + 20) == U32_MAX_));
 	for (o = 0; o + 4 <= xlen; o += 4 + get_le16(r + 46 + nlen + o + 2)) {
 		const unsigned char *x = r + 46 + nlen + o;
 		size_t n = get_le16(x + 2);
@@ -316,9 +317,7 @@ cd_record(const unsigned char *r, size_t avail, const struct sink_entry *ent,
 		if (o + 4 + n > xlen)
 			return 0;
 		if (get_le16(x) == 1) {
-			size_t want = 8 * ((get_le32(r + 24) == U32_MAX_) +
-			    (get_le32(r + 20) == U32_MAX_));
-			if (n < want)
+			if (n < want || found++)
 				return 0;
 			for (size_t k = 0; k < want; k += 8)
 				vals[nvals++] = get_le64(x + 4 + k);
@@ -327,6 +326,9 @@ cd_record(const unsigned char *r, size_t avail, const struct sink_entry *ent,
 		memcpy(out + len, x, 4 + n);
 		len += 4 + n;
 	}
+	/* libarchive gives a size of exactly 0xffffffff no ZIP64 field */
+	for (; !found && (size_t)nvals < want / 8; nvals++)
+		vals[nvals] = U32_MAX_;
 	if (ent->offset >= U32_MAX_)
 		vals[nvals++] = ent->offset;
 	put_le32(out + 42, ent->offset >= U32_MAX_ ? U32_MAX_ : (uint32_t)ent->offset);
@@ -335,8 +337,7 @@ cd_record(const unsigned char *r, size_t avail, const struct sink_entry *ent,
 		put_le16(out + len + 2, 8 * (size_t)nvals);
 		for (int k = 0; k < nvals; k++)
 			put_le64(out + len + 4 + 8 * (size_t)k, vals[k]);
-		z = 4 + 8 * (size_t)nvals;
-		len += z;
+		len += 4 + 8 * (size_t)nvals;
 		if (get_le16(out + 6) < 45)
 			put_le16(out + 6, 45);
 	}
