@@ -65,14 +65,26 @@ def write(name, root, *flags):
     return out
 
 
-MODES = ("weights_only=True", "weights_only=False") + (("mmap=True",) if TORCH2 else ())
+MODES = ("weights_only=True", "weights_only=False") + (
+    ("mmap=True", "mmap=True calculate_storage_offsets") if TORCH2 else ())
 
 
 def load_both(path):
-    """torch.load with weights_only True and False (and mmap=True under torch 2.x); all must agree."""
+    """torch.load with weights_only True and False (and mmap=True under torch 2.x, also with
+    its config.load.calculate_storage_offsets, which applies to files with a .format_version:
+    libmate writes none); all must agree."""
     got = [torch.load(path, weights_only=True), torch.load(path, weights_only=False)]
     if TORCH2:
+        from torch.utils.serialization import config
         got.append(torch.load(path, weights_only=True, mmap=True))
+        old = config.load.calculate_storage_offsets
+        os.environ["TORCH_SERIALIZATION_DEBUG"] = "1"    # torch checks its offsets then
+        try:
+            config.load.calculate_storage_offsets = True
+            got.append(torch.load(path, weights_only=True, mmap=True))
+        finally:
+            config.load.calculate_storage_offsets = old
+            del os.environ["TORCH_SERIALIZATION_DEBUG"]
     return got
 
 
