@@ -33,8 +33,8 @@ TESTS += tests/test_recorder_dumps.py tests/torch2/test_recorder_dumps.sh
 EXTRA_DIST += tests/test_recorder_dumps.py tests/torch2/test_recorder_dumps.sh
 ## In-place arguments: the outputs file holds the return value only, the
 ## in-place file the post-call values (libmate-example, mate-demo, torch.load).
-TESTS += tests/test_recorder_inplace.py
-EXTRA_DIST += tests/test_recorder_inplace.py
+TESTS += tests/test_recorder_inplace.py tests/torch2/test_recorder_inplace.sh
+EXTRA_DIST += tests/test_recorder_inplace.py tests/torch2/test_recorder_inplace.sh
 
 ## test_recorder_stats: level-5 statistics for every dtype.
 check_PROGRAMS += tests/test_recorder_stats
