@@ -78,3 +78,8 @@ check_PROGRAMS += tests/test_activity
 TESTS += tests/test_activity
 tests_test_activity_SOURCES = tests/test_activity.c
 tests_test_activity_LDADD = libmate.la -lm
+
+## The stream and files read by the Python peers' own code: pyzmq subscribes to the
+## demo's endpoint, pandas loads the memory CSV and an instruction log.
+TESTS += tests/test_peers_zmq_pandas.py
+EXTRA_DIST += tests/test_peers_zmq_pandas.py
