@@ -49,20 +49,25 @@ for level in (1, 3, 5):
     check("FlashInfer API Logging - System Information" in got and "va_range" not in got,
           "level %d: FlashInfer's header title and no va_range" % level)
 
-# mate-record --identity: an unmodified program, FLASHINFER_* read, the default folder flashinfer_dumps.
-prog = build_path("tests", "record-blas-prog")
-work = os.path.join(TMP, "record")
-os.makedirs(work)
-env = dict(os.environ, FLASHINFER_DUMP_MAX_COUNT="2")
-env.pop("MATE_LOGLEVEL", None)
-p = run([build_path("src", "record", "mate-record"), "--identity", "FLASHINFER:FlashInfer", "-l", "10",
-         "-o", os.path.join(work, "log"), prog], check=False, env=env, cwd=work)
-check(p.returncode == 0, "mate-record --identity: exit %d: %s" % (p.returncode, p.stderr))
-with open(os.path.join(work, "log")) as f:
-    log = f.read()
-check("FlashInfer API Call: cblas_sgemm" in log and "MATE API" not in log, "mate-record --identity: the log's name")
-dumps = sorted(os.listdir(os.path.join(work, "flashinfer_dumps"))) if os.path.isdir(os.path.join(work, "flashinfer_dumps")) else []
-check(len([d for d in dumps if "_call" in d]) == 2,
-      "FLASHINFER_DUMP_MAX_COUNT=2 in flashinfer_dumps: %s" % dumps)
-check("FLASHINFER_DUMP_MAX_COUNT=2" in p.stderr, "the limit's warning names FLASHINFER_DUMP_MAX_COUNT: %s" % p.stderr)
+# mate-record --identity: an unmodified program, FLASHINFER_* read, the default folder flashinfer_dumps
+# (a static-only build, as the sanitizer one, has no preload library: that part is left out).
+if not os.path.exists(build_path(".libs", "libmate-preload.so")):
+    print("note: no libmate-preload.so (a static-only build): mate-record --identity not run")
+else:
+    prog = build_path("tests", "record-blas-prog")
+    work = os.path.join(TMP, "record")
+    os.makedirs(work)
+    env = dict(os.environ, FLASHINFER_DUMP_MAX_COUNT="2")
+    env.pop("MATE_LOGLEVEL", None)
+    p = run([build_path("src", "record", "mate-record"), "--identity", "FLASHINFER:FlashInfer", "-l", "10",
+             "-o", os.path.join(work, "log"), prog], check=False, env=env, cwd=work)
+    check(p.returncode == 0, "mate-record --identity: exit %d: %s" % (p.returncode, p.stderr))
+    with open(os.path.join(work, "log")) as f:
+        log = f.read()
+    check("FlashInfer API Call: cblas_sgemm" in log and "MATE API" not in log, "mate-record --identity: the log's name")
+    dumps = sorted(os.listdir(os.path.join(work, "flashinfer_dumps"))) if os.path.isdir(os.path.join(work, "flashinfer_dumps")) else []
+    check(len([d for d in dumps if "_call" in d]) == 2,
+          "FLASHINFER_DUMP_MAX_COUNT=2 in flashinfer_dumps: %s" % dumps)
+    check("FLASHINFER_DUMP_MAX_COUNT=2" in p.stderr, "the limit's warning names FLASHINFER_DUMP_MAX_COUNT: %s" % p.stderr)
+
 done()
