@@ -148,6 +148,27 @@ const mate_kernels *mate_kernels_cpu(void);
 const mate_kernels *mate_kernels_cuda(void);
 #endif
 
+/* FlashInfer's SegmentGEMMWrapper.run: for each segment i < batch_size,
+ * rows [indptr[i], indptr[i+1]) of x (rows, d_in) times W =
+ * weights[weight_indices[i]] (weights[i] when weight_indices is NULL),
+ * stored (d_out, d_in) when column_major (x W^T) and (d_in, d_out) when
+ * not, into the same rows of out (rows, d_out); other rows of out are left
+ * as they are. indptr is seg_indptr when given, else the running sum of
+ * seg_lens from 0; those and weight_indices are 1-D integer host tensors. */
+typedef struct mate_segment_gemm_args {
+	const mate_tensor *x, *weights, *out;
+	int64_t batch_size;
+	int column_major;
+	const mate_tensor *seg_lens, *seg_indptr, *weight_indices;  /* NULL: not given */
+} mate_segment_gemm_args;
+
+/*! mate_segment_gemm() : the segment GEMM through k's mm, one call per
+ * non-empty segment. Every bound and index is checked before the first
+ * product. @return MATE_OK; MATE_ERR_UNSUPPORTED for dtypes other than
+ * float32, float16 and bfloat16 (x and weights alike); MATE_ERR_ARGUMENT
+ * for shapes, bounds or indices that do not fit. */
+int mate_segment_gemm(const mate_kernels *k, const mate_segment_gemm_args *a, mate_error *err);
+
 /* ---- helpers shared by the kernel files -------------------------------- */
 
 /*! mate_tensor_scatter() : the inverse of mate_tensor_copy_contiguous():

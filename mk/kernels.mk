@@ -7,6 +7,7 @@ libmate_la_SOURCES += \
 	lib/kernels_cpu_norm.c \
 	lib/kernels_cpu_norm_tmpl.h \
 	lib/kernels_cpu_gemm.c \
+	lib/kernels_segment.c \
 	lib/blas.h \
 	lib/blas.c \
 	lib/kernels_cpu_attn.c \

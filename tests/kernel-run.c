@@ -162,6 +162,23 @@ run_gemm(const mate_kernels *K, struct ctx *c, mate_error *err)
 }
 
 static int
+run_segment_gemm(const mate_kernels *K, struct ctx *c, mate_error *err)
+{
+	mate_segment_gemm_args a;
+
+	memset(&a, 0, sizeof(a));
+	a.x = tensor(c, "x");
+	a.weights = tensor(c, "weights");
+	a.out = tensor(c, "out");
+	a.batch_size = argi(c, "batch_size", 0);
+	a.column_major = (int)argi(c, "column_major", 0);
+	a.seg_lens = tensor(c, "seg_lens");
+	a.seg_indptr = tensor(c, "seg_indptr");
+	a.weight_indices = tensor(c, "weight_indices");
+	return mate_segment_gemm(K, &a, err);
+}
+
+static int
 run(const mate_kernels *K, const char *name, struct ctx *c, mate_error *err)
 {
 	double eps = argf(c, "eps", 1e-6);
@@ -201,6 +218,8 @@ run(const mate_kernels *K, const char *name, struct ctx *c, mate_error *err)
 		return run_attn(K, name, c, err);
 	if (strcmp(name, "gemm") == 0)
 		return run_gemm(K, c, err);
+	if (strcmp(name, "segment_gemm") == 0)
+		return run_segment_gemm(K, c, err);
 	fprintf(stderr, "kernel-run: unknown kernel %s\n", name);
 	exit(2);
 }

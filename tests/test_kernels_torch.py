@@ -1,4 +1,4 @@
-"""test_kernels_torch.py: every CPU kernel against python3-torch (float64 reference) on random f32, f16 and bf16 inputs."""
+"""test_kernels_torch.py: every CPU kernel against python3-torch (float64 reference) on random f32, f16 and bf16 inputs; FlashInfer's segment GEMM against its formula."""
 import json
 import math
 import os
@@ -16,7 +16,8 @@ DRIVER = build_path("tests", "kernel-run")
 TMP = tmpdir()
 
 ST = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16",
-      torch.float64: "F64", torch.bool: "BOOL", torch.uint8: "U8"}
+      torch.float64: "F64", torch.bool: "BOOL", torch.uint8: "U8", torch.int64: "I64",
+      torch.int32: "I32"}
 FROM_ST = {v: k for k, v in ST.items()}
 # ops.md default tolerances (rtol, atol)
 TOL = {torch.float64: (1e-12, 1e-12), torch.float32: (1e-5, 1e-6),
@@ -239,6 +240,65 @@ def test_mm(dt):
         close("bmm b^T %s" % dt, r["out"], torch.bmm(a3.double(), b3.double().transpose(1, 2)).to(dt))
 
 
+def segment_gemm_ref(x, weights, batch_size, column_major, indptr, widx):
+    """FlashInfer's SegmentGEMMWrapper.run: segment i's rows of x times its weight; other rows 0."""
+    d_out = weights.shape[1] if column_major else weights.shape[2]
+    out = torch.zeros(x.shape[0], d_out, dtype=torch.float64)
+    for i in range(batch_size):
+        s, e = int(indptr[i]), int(indptr[i + 1])
+        w = weights[int(widx[i]) if widx is not None else i].double()
+        out[s:e] = x[s:e].double() @ (w.t() if column_major else w)
+    return out.to(x.dtype)
+
+
+def test_segment_gemm(dt):
+    rows, d_in, d_out, nw = 17, 24, 20, 4
+    x = randn(rows, d_in, dtype=dt, scale=d_in ** -0.25)
+    lens = torch.tensor([3, 0, 6, 4], dtype=torch.int64)          # segment 1 is empty
+    cases = [("lens", {"seg_lens": lens}, 4, torch.cat([torch.zeros(1, dtype=torch.int64), lens.cumsum(0)])),
+             # seg_indptr (int32) wins over seg_lens, starts past row 0 and stops before the end
+             ("indptr", {"seg_indptr": torch.tensor([2, 5, 5, 11], dtype=torch.int32),
+                         "seg_lens": torch.tensor([9, 9, 9])}, 3, torch.tensor([2, 5, 5, 11]))]
+    for cm in (True, False):
+        wshape = (nw, d_out, d_in) if cm else (nw, d_in, d_out)
+        weights = randn(*wshape, dtype=dt, scale=d_in ** -0.25)
+        for form, ints, batch, indptr in cases:
+            for widx in (None, torch.tensor([3, 1, 3, 0], dtype=torch.int64)[:batch]):
+                what = "segment_gemm %s %s %s%s" % (dt, "col-major" if cm else "row-major", form,
+                                                    "" if widx is None else " weight_indices")
+                t = dict(ints, x=x, weights=weights, out=torch.zeros(rows, d_out, dtype=dt))
+                if widx is not None:
+                    t["weight_indices"] = widx
+                r, rc, e = kernel("segment_gemm", t, batch_size=batch, column_major=int(cm))
+                if expect_ok(what, r, rc, e):
+                    close(what, r["out"], segment_gemm_ref(x, weights, batch, cm, indptr, widx))
+    # weights seen through a view: stored (nw, d_in, d_out), read column major as (nw, d_out, d_in)
+    weights = randn(nw, d_in, d_out, dtype=dt, scale=d_in ** -0.25)
+    r, rc, e = kernel("segment_gemm", {"x": x, "weights": weights, "seg_lens": lens,
+                                       "out": torch.zeros(rows, d_out, dtype=dt)},
+                      batch_size=4, column_major=1, perm__weights="0,2,1")
+    if expect_ok("segment_gemm view", r, rc, e):
+        close("segment_gemm %s strided weights" % dt, r["out"],
+              segment_gemm_ref(x, weights.transpose(1, 2), 4, True, [0, 3, 3, 9, 13], None))
+
+
+def test_segment_gemm_errors():
+    x, w = randn(6, 8), randn(2, 8, 5)
+    t = {"x": x, "weights": w, "out": torch.zeros(6, 5), "seg_lens": torch.tensor([2, 4])}
+    r, rc, e = kernel("segment_gemm", dict(t, x=x.double(), weights=w.double(),
+                                           out=torch.zeros(6, 5, dtype=torch.float64)), batch_size=2)
+    check(rc == 1 and e.startswith("-4 ") and "float64" in e, "segment_gemm f64 is unsupported: %d %s" % (rc, e))
+    r, rc, e = kernel("segment_gemm", dict(t, weight_indices=torch.tensor([0, 2])), batch_size=2)
+    check(rc == 1 and "takes weight 2 of 2" in e, "segment_gemm weight index out of range: %d %s" % (rc, e))
+    r, rc, e = kernel("segment_gemm", dict(t, seg_lens=torch.tensor([2, 5])), batch_size=2)
+    check(rc == 1 and "segment 1 is rows [2, 7) of x's 6" in e, "segment_gemm segment past x: %d %s" % (rc, e))
+    r, rc, e = kernel("segment_gemm", dict(t, seg_lens=torch.tensor([2, 4])), batch_size=3)
+    check(rc == 1 and "seg_lens: 2 elements, batch_size needs 3" in e, "segment_gemm short seg_lens: %d %s" % (rc, e))
+    t.pop("seg_lens")
+    r, rc, e = kernel("segment_gemm", t, batch_size=2)
+    check(rc == 1 and "either seg_lens or seg_indptr" in e, "segment_gemm no segments: %d %s" % (rc, e))
+
+
 def test_fp8(dt):
     Bt, M, K, N = 2, 16, 32, 24
     for an, bn in (("F8_E4M3", "F8_E4M3"), ("F8_E4M3", "F8_E5M2")):
@@ -404,12 +464,14 @@ try:
         test_act(dt)
         test_softmax(dt)
         test_mm(dt)
+        test_segment_gemm(dt)
         test_decode(dt)
         test_prefill(dt)
     for dt in (torch.bfloat16, torch.float16):
         test_fp8(dt)
     test_gemm()
     test_errors()
+    test_segment_gemm_errors()
 finally:
     shutil.rmtree(TMP, ignore_errors=True)
 done()
