@@ -593,6 +593,12 @@ find_object(mate_replay *r, const char *key)
 	return NULL;
 }
 
+const char *
+mate_replay_call_object(const mate_replay_call *c)
+{
+	return c->objkey[0] != '\0' ? c->objkey : NULL;
+}
+
 void *
 mate_replay_call_self(const mate_replay_call *c)
 {

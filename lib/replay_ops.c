@@ -2,8 +2,10 @@
 #include "mate_private.h"
 #include "kernels.h"
 #include "replay_blas.h"
+#include "replay_private.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Registers every built-in handler on r (module: any). */
@@ -242,6 +244,76 @@ op_mm_fp8(mate_replay_call *c, void *ctx)
 	return finish(c, rc, &err, outv);
 }
 
+/* ---- FlashInfer's SegmentGEMMWrapper (stateful, by self_id) ---------------- */
+
+/* What SegmentGEMMWrapper.__init__ gave the object. */
+struct segment_gemm_state {
+	char backend[32];
+};
+
+/* SegmentGEMMWrapper.__init__(self, float_workspace_buffer, backend='auto'):
+ * the workspace is scratch for FlashInfer's kernels; nothing to compare */
+static int
+op_segment_gemm_init(mate_replay_call *c, void *ctx)
+{
+	struct segment_gemm_state *st;
+	const mate_tensor *ws;
+	const char *backend;
+	int rc;
+
+	if ((rc = mate_replay_arg_tensor(c, 1, "float_workspace_buffer", 0, &ws)) != MATE_OK ||
+	    (rc = mate_replay_arg_str(c, 2, "backend", "auto", &backend)) != MATE_OK)
+		return rc;
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory", mate_replay_call_function(c));
+	snprintf(st->backend, sizeof(st->backend), "%s", backend);
+	if ((rc = mate_replay_call_set_self(c, st, free)) != MATE_OK)
+		return rc;
+	return mate_replay_return(c, mate_value_none());
+}
+
+/* SegmentGEMMWrapper.run(self, x, weights, batch_size, weight_column_major,
+ * out=None, seg_lens=None, seg_indptr=None, weight_indices=None) on an
+ * object made by __init__; rows outside every segment are zero */
+static int
+op_segment_gemm_run(mate_replay_call *c, void *ctx)
+{
+	const mate_kernels *k = kernels(c);
+	mate_segment_gemm_args a;
+	const mate_tensor *out;
+	mate_value *outv;
+	mate_error err;
+	int64_t d_out;
+	int rc;
+
+	if (mate_replay_call_object(c) == NULL)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: the call has no self_id",
+		    mate_replay_call_function(c));
+	if (mate_replay_call_self(c) == NULL)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: object %s (process_id:self_id): no "
+		    "SegmentGEMMWrapper.__init__ of it was replayed before this call",
+		    mate_replay_call_function(c), mate_replay_call_object(c));
+	memset(&a, 0, sizeof(a));
+	if ((rc = mate_replay_arg_tensor(c, 1, "x", 0, &a.x)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 2, "weights", 0, &a.weights)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, 3, "batch_size", 0, &a.batch_size)) != MATE_OK ||
+	    (rc = mate_replay_arg_bool(c, 4, "weight_column_major", 0, &a.column_major)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 6, "seg_lens", 1, &a.seg_lens)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 7, "seg_indptr", 1, &a.seg_indptr)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 8, "weight_indices", 1, &a.weight_indices)) != MATE_OK)
+		return rc;
+	if (a.x->ndim != 2 || a.weights->ndim != 3)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: x must be 2-D and weights 3-D",
+		    mate_replay_call_function(c));
+	d_out = a.weights->shape[a.column_major ? 1 : 2];
+	if ((rc = output(c, 5, "out", a.x->dtype, 2, (int64_t[]){ a.x->shape[0], d_out },
+	    &outv, &out)) != MATE_OK)
+		return rc;
+	a.out = out;
+	rc = mate_segment_gemm(k, &a, &err);
+	return finish(c, rc, &err, outv);
+}
+
 /* ---- attention ------------------------------------------------------------- */
 
 /* An enum-like argument given as a name ("NHD", "PosEncodingMode.NONE") or
@@ -364,6 +436,8 @@ op_attention(mate_replay_call *c, void *prefill)
 #define SIG_RMSNORM "(input, weight, eps=1e-06, out=None, enable_pdl=None)"
 #define SIG_FUSED_ADD "(input, residual, weight, eps=1e-06, enable_pdl=None)"
 #define SIG_ACT "(input, out=None, enable_pdl=None)"
+#define SIG_SEGMENT_RUN "(self, x, weights, batch_size, weight_column_major, out=None, " \
+	"seg_lens=None, seg_indptr=None, weight_indices=None)"
 #define SIG_DECODE "(q, k, v, kv_layout='NHD', pos_encoding_mode='NONE', " \
 	"use_tensor_cores=False, q_scale=None, k_scale=None, v_scale=None, window_left=-1, " \
 	"logits_soft_cap=None, sm_scale=None, rope_scale=None, rope_theta=None, return_lse=False)"
@@ -401,6 +475,9 @@ mate_replay_register_builtins(mate_replay *r, mate_error *err)
 		    "backend='trtllm_low_latency')", op_mm_fp8, 0 },
 		{ "single_decode_with_kv_cache", SIG_DECODE, op_attention, 0 },
 		{ "single_prefill_with_kv_cache", SIG_PREFILL, op_attention, 1 },
+		{ "SegmentGEMMWrapper.__init__", "(self, float_workspace_buffer, backend='auto')",
+		    op_segment_gemm_init, 0 },
+		{ "SegmentGEMMWrapper.run", SIG_SEGMENT_RUN, op_segment_gemm_run, 0 },
 	};
 	int rc;
 

@@ -55,4 +55,8 @@ mate_value *mate_sig_bind(const struct mate_sig *s, const mate_value *args, mate
 int mate_sig_arguments(const struct mate_sig *h, const struct mate_sig *rec, const mate_value *bound,
     mate_value **out, char *why, size_t len) MATE_HIDDEN;
 
+/* The call's receiver as "<process_id>:<self_id>", or NULL when it has no
+ * self_id (for handlers' messages). */
+const char *mate_replay_call_object(const mate_replay_call *c) MATE_HIDDEN;
+
 #endif /* MATE_REPLAY_PRIVATE_H_INCLUDED */

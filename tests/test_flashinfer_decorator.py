@@ -1,7 +1,8 @@
 # mate-python: peers
-"""test_flashinfer_decorator.py: FlashInfer's real decorator records at level 10 (.pt and safetensors); mate-list-dumps lists every dump and mate-replay replays it as passed, as the reproduced failure, or (stateful wrappers, no handler yet) as unsupported, never a false verdict."""
+"""test_flashinfer_decorator.py: FlashInfer's real decorator records at level 10 (.pt and safetensors); mate-list-dumps lists every dump and mate-replay replays it as passed or as the reproduced failure, a stateful SegmentGEMMWrapper (__init__ and two runs on one object) included; a changed element of a run's recorded output is a mismatch."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -33,11 +34,14 @@ def record():
         fi["rmsnorm"](x, torch.randn(32))
     except RuntimeError:
         pass
-    wrapper = fi["BatchDecodeWithPagedKVCacheWrapper"](torch.empty(1024, dtype=torch.uint8), "NHD")
-    wrapper.plan(torch.tensor([0, 1], dtype=torch.int32), torch.tensor([0], dtype=torch.int32),
-                 torch.tensor([1], dtype=torch.int32), 4, 4, 8, 16)
-    wrapper.run(torch.randn(1, 4, 8), torch.randn(1, 2, 16, 4, 8))
-
+    gemm = fi["SegmentGEMMWrapper"](torch.empty(1 << 16, dtype=torch.int8))
+    xs = torch.randn(10, 32)
+    gemm.run(xs, torch.randn(3, 24, 32), 3, True,                      # W (d_out, d_in)
+             seg_lens=torch.tensor([4, 0, 6], dtype=torch.int64))
+    xh = torch.randn(9, 16, dtype=torch.bfloat16)
+    gemm.run(xh, torch.randn(2, 16, 40, dtype=torch.bfloat16), 3, False,
+             seg_indptr=torch.tensor([0, 2, 7, 9], dtype=torch.int64),
+             weight_indices=torch.tensor([1, 0, 1], dtype=torch.int64))
 
 if len(sys.argv) > 1 and sys.argv[1] == "--record":
     record()
@@ -48,7 +52,7 @@ from mate_test import build_path, check, done, run, tmpdir  # noqa: E402
 LIST = build_path("src", "replay", "mate-list-dumps")
 REPLAY = build_path("src", "replay", "mate-replay")
 TMP = tmpdir()
-WRAPPER = "BatchDecodeWithPagedKVCacheWrapper."
+WRAPPER = "SegmentGEMMWrapper."
 
 for fmt, st in (("pt", "0"), ("safetensors", "1")):
     root = os.path.join(TMP, fmt)
@@ -72,14 +76,46 @@ for fmt, st in (("pt", "0"), ("safetensors", "1")):
     check(sorted(verdicts) == dirs, "%s: mate-replay replayed %d of %d dumps" % (fmt, len(verdicts), len(dirs)))
     for d, v in verdicts.items():
         func = v["function"]
-        if func.startswith(WRAPPER):
-            # No built-in handler for the paged-KV wrappers yet: reported, never judged.
-            check(v["verdict"] == "unsupported" and v["message"],
-                  "%s: %s: %s is %s: %s" % (fmt, d, func, v["verdict"], v["message"]))
-        elif listed[d]["status"] == "inputs_saved":
+        if listed[d]["status"] == "inputs_saved":
             check(v["verdict"] == "reproduced_failure",
                   "%s: %s: the call that raised replays as %s: %s" % (fmt, d, v["verdict"], v["message"]))
         else:
             check(v["verdict"] == "passed", "%s: %s: %s replays as %s: %s" % (fmt, d, func, v["verdict"], v["message"]))
+    wrapped = sorted(v["function"] for v in verdicts.values() if v["function"].startswith(WRAPPER))
+    check(wrapped == [WRAPPER + "__init__", WRAPPER + "run", WRAPPER + "run"],
+          "%s: the wrapper's dumps: %s" % (fmt, wrapped))
+
+    # A run replayed without its object's __init__: an error naming the object.
+    run1 = [d for d in dirs if d.endswith(WRAPPER + "run_call0001")]
+    p = run([REPLAY, "--jsonl", os.path.join(root, run1[0])], check=False)
+    v = json.loads(p.stdout.splitlines()[0]) if p.stdout else {}
+    pid_self = "%s:%s" % (listed[run1[0]]["process_id"], listed[run1[0]]["self_id"])
+    check(v.get("verdict") == "error" and pid_self in v.get("message", "") and "__init__" in v["message"],
+          "%s: a run without __init__ replays as %s: %s" % (fmt, v.get("verdict"), v.get("message")))
+
+    # One element of the second run's recorded result changed: a mismatch there.
+    run2 = [d for d in dirs if d.endswith(WRAPPER + "run_call0002")]
+    check(len(run2) == 1, "%s: the second run's dump: %s" % (fmt, run2))
+    mroot = os.path.join(TMP, fmt + "-mutated")
+    shutil.copytree(root, mroot)
+    outputs = os.path.join(mroot, run2[0], "outputs." + ("safetensors" if st == "1" else "pt"))
+    if st == "1":
+        from safetensors.torch import load_file, save_file
+        t = load_file(outputs)
+        t["result"][5, 7] += 1.0
+        save_file(t, outputs)
+    else:
+        import torch
+        t = torch.load(outputs, weights_only=True)
+        t["result"][5, 7] += 1.0
+        torch.save(t, outputs)
+    p = run([REPLAY, "--jsonl", mroot], check=False)
+    verdicts = {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}
+    v = verdicts.get(run2[0], {})
+    check(v.get("verdict") == "mismatch" and v.get("first_bad_index") == "[5, 7]",
+          "%s: the changed result replays as %s (%s): %s" % (fmt, v.get("verdict"), v.get("first_bad_index"),
+                                                            v.get("message")))
+    others = [d for d, v in verdicts.items() if d != run2[0] and v["verdict"] == "mismatch"]
+    check(not others, "%s: mismatches besides the changed dump: %s" % (fmt, others))
 
 done()

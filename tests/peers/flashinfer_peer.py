@@ -3,6 +3,7 @@ import importlib
 import importlib.util
 import sys
 import types
+from typing import Optional
 
 import torch
 
@@ -70,28 +71,43 @@ def softmax(logits, temperature=None, enable_pdl=None):
     return torch.softmax(lf, dim=-1)
 
 
-class BatchDecodeWithPagedKVCacheWrapper:
-    """A stateful wrapper with FlashInfer's class name: __init__, plan and run are logged with self_id."""
+class SegmentGEMMWrapper:
+    """FlashInfer's stateful segment GEMM with its class name and signatures; __init__ and run are logged with self_id.
 
-    def __init__(self, float_workspace_buffer, kv_layout="NHD"):
-        self.workspace = float_workspace_buffer
-        self.kv_layout = kv_layout
+    run: for each segment i < batch_size (rows seg_indptr[i]:seg_indptr[i+1]
+    of x, the offsets computed from seg_lens when seg_indptr is None), x's rows
+    times weights[weight_indices[i]] (weights[i] without weight_indices),
+    stored (d_out, d_in) when weight_column_major, else (d_in, d_out); rows
+    outside every segment are zero, the result has x's dtype."""
 
-    def plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim,
-             page_size):
-        self.plan_args = (indptr, indices, last_page_len, num_qo_heads, num_kv_heads,
-                          head_dim, page_size)
+    def __init__(self, float_workspace_buffer: torch.Tensor, backend: str = "auto") -> None:
+        self._float_workspace_buffer = float_workspace_buffer
+        self.backend = backend
 
-    def run(self, q, paged_kv_cache):
-        return q.clone()
+    def run(self, x: torch.Tensor, weights: torch.Tensor, batch_size: int,
+            weight_column_major: bool, out: Optional[torch.Tensor] = None,
+            seg_lens: Optional[torch.Tensor] = None, seg_indptr: Optional[torch.Tensor] = None,
+            weight_indices: Optional[torch.Tensor] = None) -> torch.Tensor:
+        if seg_lens is None and seg_indptr is None:
+            raise ValueError("Either seg_lens or seg_indptr should be provided.")
+        if seg_indptr is None:
+            seg_indptr = torch.cat([seg_lens.new_zeros(1), torch.cumsum(seg_lens, 0)])
+        d_out = weights.size(1) if weight_column_major else weights.size(2)
+        if out is None:
+            out = torch.zeros(x.size(0), d_out, dtype=x.dtype)
+        for i in range(batch_size):
+            s, e = int(seg_indptr[i]), int(seg_indptr[i + 1])
+            w = weights[int(weight_indices[i]) if weight_indices is not None else i].double()
+            out[s:e] = (x[s:e].double() @ (w.t() if weight_column_major else w)).to(out.dtype)
+        return out
 
 
 def decorate(api):
     """The reference functions above, each wrapped by FlashInfer's real decorator."""
     names = ["rmsnorm", "gemma_rmsnorm", "fused_add_rmsnorm", "silu_and_mul", "softmax"]
     fns = {n: api.flashinfer_api(globals()[n]) for n in names}
-    cls = BatchDecodeWithPagedKVCacheWrapper
-    for m in ("__init__", "plan", "run"):
+    cls = SegmentGEMMWrapper
+    for m in ("__init__", "run"):
         setattr(cls, m, api.flashinfer_api(getattr(cls, m)))
-    fns["BatchDecodeWithPagedKVCacheWrapper"] = cls
+    fns["SegmentGEMMWrapper"] = cls
     return fns
