@@ -77,8 +77,7 @@ tests_test_recorder_fmt_LDADD = libmate.la $(CJSON_LIBS) -lm
 TESTS += tests/test_recorder_fmt
 
 ## test_recorder_crash: abort() in an API, kill -9 at random instants (50 trials, 16 threads),
-## fork() in the host; every dump parsed by tests/dumpcheck.c. The _pt variant skips (77)
-## while the .pt writer is missing.
+## fork() in the host; every dump parsed by tests/dumpcheck.c. The _pt variant dumps .pt files.
 check_PROGRAMS += tests/test_recorder_crash
 tests_test_recorder_crash_SOURCES = tests/test_recorder_crash.c tests/dumpcheck.c tests/dumpcheck.h \
 	tests/recstress.c tests/recstress.h
@@ -88,7 +87,7 @@ TESTS += tests/test_recorder_crash tests/test_recorder_crash_pt.sh
 EXTRA_DIST += tests/test_recorder_crash_pt.sh
 
 ## test_recorder_threads: 16 threads x 2,000 level-10 calls = 32,000 dumps and 64,000 lines
-## (tmpfs at /dev/shm, else 77). The _pt variant skips (77) while the .pt writer is missing.
+## (tmpfs at /dev/shm, else 77). The _pt variant dumps .pt files.
 check_PROGRAMS += tests/test_recorder_threads
 tests_test_recorder_threads_SOURCES = tests/test_recorder_threads.c tests/dumpcheck.c tests/dumpcheck.h \
 	tests/recstress.c tests/recstress.h
@@ -104,7 +103,7 @@ tests_dump_check_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_dump_check_LDADD = libmate.la $(CJSON_LIBS)
 
 ## test_recorder_enospc: a full disk through an LD_PRELOAD shim (not built by --disable-shared
-## builds, where the test skips with 77). The _pt variant skips while the .pt writer is missing.
+## builds, where the test skips with 77). The _pt variant dumps .pt files.
 check_LTLIBRARIES += tests/enospc-shim.la
 tests_enospc_shim_la_SOURCES = tests/enospc-shim.c
 tests_enospc_shim_la_LDFLAGS = -module -avoid-version -rpath /nowhere

@@ -534,29 +534,3 @@ dc_rmtree(const char *path)
 		rm_below(fd);
 	rmdir(path);
 }
-
-const char *
-dc_pt_missing(const char *scratch_dir)
-{
-	float x = 1;
-	int64_t one = 1;
-	mate_tensor t;
-	mate_value *d = mate_value_dict(), *back;
-	mate_error err;
-	char path[4200];
-	int rc;
-
-	mate_tensor_init(&t, MATE_F32, 1, &one, NULL, &x);
-	mate_value_set_str(d, "x", mate_value_tensor(&t, NULL));
-	snprintf(path, sizeof(path), "%s/probe-%ld.pt", scratch_dir, (long)getpid());
-	rc = mate_pt_write(path, d, NULL, &err);
-	mate_value_free(d);
-	if (rc == MATE_ERR_UNSUPPORTED)
-		return "the .pt writer is not available in this build (lib/dump_stubs.c)";
-	back = rc == MATE_OK ? mate_pt_read(path, NULL, &err) : NULL;
-	unlink(path);
-	if (back == NULL && err.code == MATE_ERR_UNSUPPORTED)
-		return "the .pt reader, which checks the dumped files, is not available in this build (lib/dump_stubs.c)";
-	mate_value_free(back);
-	return NULL;
-}

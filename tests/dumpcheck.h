@@ -57,8 +57,4 @@ void dc_print(const char *what, const struct dc_stats *st);
 /* Removes a directory tree (rm -rf). */
 void dc_rmtree(const char *path);
 
-/* NULL when this build writes and reads .pt files (the checker parses
- * every file it finds), else what is missing. */
-const char *dc_pt_missing(const char *scratch_dir);
-
 #endif /* MATE_DUMPCHECK_H_INCLUDED */
