@@ -6,11 +6,11 @@ import shutil
 import torch
 
 from mate_test import build_path, run, check, tmpdir, done
-from replay_dumps import write_dump, pt_readable
+from replay_dumps import write_dump
 
 REPLAY = build_path("src", "replay", "mate-replay")
 torch.manual_seed(7)
-FMT = "torch" if pt_readable() else "safetensors"  # .pt keeps strides: transposed operands
+FMT = "torch"  # .pt keeps strides: transposed operands
 print("tensor files:", FMT)
 work = tmpdir()
 root = os.path.join(work, "dumps")

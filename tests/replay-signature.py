@@ -7,10 +7,10 @@ from typing import Optional, Union
 import torch
 
 from mate_test import build_path, run, check, tmpdir, done
-from replay_dumps import write_dump, pt_readable
+from replay_dumps import write_dump
 
 REPLAY = build_path("src", "replay", "mate-replay")
-FMT = "torch" if pt_readable() else "safetensors"
+FMT = "torch"
 torch.manual_seed(11)
 work = tmpdir()
 seq = [0]

@@ -1,21 +1,12 @@
 """replay_dumps.py: writes dump directories as MATE's recorder lays them out, for the replay tests (tensor files by torch.save or libmate's safetensors writer)."""
 import json
 import os
-import tempfile
 
 import torch
 
 from mate_test import build_path, run
 
 TOOL = build_path("tests", "tensorfile-tool")
-
-
-def pt_readable():
-    """Whether this libmate reads .pt files (the reader may not have landed)."""
-    with tempfile.TemporaryDirectory() as d:
-        path = os.path.join(d, "probe.pt")
-        torch.save({"x": torch.zeros(2)}, path)
-        return run([TOOL, "describe", path], check=False).returncode == 0
 
 
 def tensor_spec(t, sid):

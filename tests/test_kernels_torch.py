@@ -117,9 +117,6 @@ def kernel(name, tensors, **params):
     if p.returncode == 77:
         print("SKIP: no CUDA device")
         sys.exit(77)
-    if p.returncode == 2 and "not available in this build" in p.stderr:
-        print("SKIP: libmate has no safetensors support yet:", p.stderr.strip())
-        sys.exit(77)
     res = st_read(fout) if p.returncode == 0 else None
     for f in (fin, fout):
         if os.path.exists(f):

@@ -92,11 +92,8 @@ p = run([RECORD, "-q", "-l", "10", "-d", "ptdumps", "-o", "/dev/null", "--", PY,
          program(os.path.join(work, "rec2.npz"))], cwd=work, env=env)
 check(len(glob.glob(os.path.join(work, "ptdumps", "*", "inputs.pt"))) == 4, "four .pt dumps")
 p = run([REPLAY, os.path.join(work, "ptdumps")], check=False)
-if ".pt reading is not available" in p.stdout:
-    print("note: this libmate cannot read .pt files yet; the .pt replay is not checked")
-else:
-    check(p.returncode == 0 and p.stdout.count("Passed (bit-exact)") == 4,
-          ".pt dumps replay bit-exactly: %s%s" % (p.stdout, p.stderr))
+check(p.returncode == 0 and p.stdout.count("Passed (bit-exact)") == 4,
+      ".pt dumps replay bit-exactly: %s%s" % (p.stdout, p.stderr))
 
 # ---- level 1: names only, on stdout by default, after the program's own output is unchanged ----------
 p = run([RECORD, "-l", "1", "-o", "stderr", "--", PY, "-c", program(os.path.join(work, "rec3.npz"))],
