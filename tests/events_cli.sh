@@ -3,19 +3,20 @@
 set -u
 b=$top_builddir
 fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$top_srcdir/tests/checks.sh"
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); checks_failed; }
 for tool in trace top; do
 	bin=$b/src/$tool/mate-$tool
 	page=$top_srcdir/man/mate-$tool.1
-	"$bin" --help >/tmp/mate-cli-$$ 2>&1 || fail "mate-$tool --help exits non-zero"
-	grep -q "^Usage: mate-$tool" /tmp/mate-cli-$$ || fail "mate-$tool --help: usage"
+	check "$bin" --help >/tmp/mate-cli-$$ 2>&1 || fail "mate-$tool --help exits non-zero"
+	check grep -q "^Usage: mate-$tool" /tmp/mate-cli-$$ || fail "mate-$tool --help: usage"
 	"$bin" --version | grep -q "libmate" || fail "mate-$tool --version names libmate"
 	"$bin" --no-such-option >/dev/null 2>&1
-	[ $? -eq 2 ] || fail "mate-$tool: an unknown option exits 2"
+	check [ $? -eq 2 ] || fail "mate-$tool: an unknown option exits 2"
 	"$bin" extra >/dev/null 2>&1
-	[ $? -eq 2 ] || fail "mate-$tool: an operand exits 2"
+	check [ $? -eq 2 ] || fail "mate-$tool: an operand exits 2"
 	"$bin" --pid x >/dev/null 2>&1
-	[ $? -eq 2 ] || fail "mate-$tool: --pid x exits 2"
+	check [ $? -eq 2 ] || fail "mate-$tool: --pid x exits 2"
 	if command -v mandoc >/dev/null 2>&1; then
 		out=$(mandoc -Tlint -W warning "$page" 2>&1) || fail "mandoc -Tlint $page: $out"
 		text=$(mandoc -Tascii "$page" | col -b)
@@ -26,28 +27,27 @@ for tool in trace top; do
 done
 rm -f /tmp/mate-cli-$$
 "$b/src/trace/mate-trace" -s -1 >/dev/null 2>&1
-[ $? -eq 2 ] || fail "mate-trace -s -1 exits 2"
+check [ $? -eq 2 ] || fail "mate-trace -s -1 exits 2"
 "$b/src/trace/mate-trace" --dir a -o b >/dev/null 2>&1
-[ $? -eq 2 ] || fail "mate-trace --dir with -o exits 2"
+check [ $? -eq 2 ] || fail "mate-trace --dir with -o exits 2"
 "$b/src/top/mate-top" -d 0 >/dev/null 2>&1
-[ $? -eq 2 ] || fail "mate-top -d 0 exits 2"
+check [ $? -eq 2 ] || fail "mate-top -d 0 exits 2"
 # nothing to watch: an empty table per refresh, exit 0
 tmp=$(mktemp -d /tmp/mate-cli-XXXXXX)
 chmod 700 "$tmp"
 out=$(MATE_MONITOR_DIR=$tmp "$b/src/top/mate-top" -n 2 -d 0.05) || fail "mate-top with nothing to watch"
 [ "$(echo "$out" | grep -c '^mate-top: ')" -eq 2 ] || fail "mate-top -n 2 prints two tables: $out"
 MATE_MONITOR_DIR=$tmp "$b/src/trace/mate-trace" -s 0.2 -o "$tmp/t.log" 2>/dev/null
-[ $? -eq 1 ] || fail "mate-trace capturing nothing exits 1"
+check [ $? -eq 1 ] || fail "mate-trace capturing nothing exits 1"
 head -1 "$tmp/t.log" | grep -Eq '^={100}$' || fail "the empty trace still has its header"
 # bad tuning values: one warning each naming the variable, and the program runs on
 rt=$(mktemp -d "${TMPDIR:-/tmp}/mate-cli-rt.XXXXXX")
 MATE_MONITOR_DIR=$rt MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 MATE_DEMO_SECONDS=0.2 \
     MATE_MONITOR_CPU=lots MATE_MONITOR_WAIT=-1 "$b/examples/mate-demo" >/dev/null 2>"$tmp.err"
-[ $? -eq 0 ] || fail "the demo with bad tuning values exits 0: $(cat "$tmp.err")"
-grep -q "bad MATE_MONITOR_CPU value 'lots' (want a share of one core, 0 for no limit); using 0.1" "$tmp.err" ||
+check [ $? -eq 0 ] || fail "the demo with bad tuning values exits 0: $(cat "$tmp.err")"
+check grep -q "bad MATE_MONITOR_CPU value 'lots' (want a share of one core, 0 for no limit); using 0.1" "$tmp.err" ||
 	fail "MATE_MONITOR_CPU=lots is named: $(cat "$tmp.err")"
-grep -q "bad MATE_MONITOR_WAIT value '-1' (want seconds, 0..3600); not waiting" "$tmp.err" ||
+check grep -q "bad MATE_MONITOR_WAIT value '-1' (want seconds, 0..3600); not waiting" "$tmp.err" ||
 	fail "MATE_MONITOR_WAIT=-1 is named: $(cat "$tmp.err")"
 rm -rf "$tmp" "$tmp.err" "$rt"
-[ $fails -eq 0 ] && echo "PASS"
-exit $((fails > 0))
+checks_done

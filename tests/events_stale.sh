@@ -6,11 +6,12 @@ tmp=$(mktemp -d /tmp/mate-stale-XXXXXX) || exit 99
 trap 'kill $live 2>/dev/null; rm -rf "$tmp"' EXIT
 mkdir -m 700 "$tmp/rt"
 export MATE_MONITOR_DIR=$tmp/rt
-fail() { echo "FAIL: $*"; exit 1; }
+. "$top_srcdir/tests/checks.sh"
+fail() { echo "FAIL: $*"; checks_failed; checks_done; }
 waitfor() {
 	n=0
 	while [ ! -e "$1" ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done
-	[ -e "$1" ] || fail "$1 never appeared"
+	check [ -e "$1" ] || fail "$1 never appeared"
 }
 
 MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 MATE_DEMO_SECONDS=30 \
@@ -19,15 +20,15 @@ dead=$!
 waitfor "$tmp/rt/$dead.info"
 kill -9 $dead
 wait $dead 2>/dev/null
-[ -e "$tmp/rt/$dead.info" ] && [ -e "$tmp/rt/$dead.ipc" ] || fail "a killed process leaves its files"
+check [ -e "$tmp/rt/$dead.info" ] && [ -e "$tmp/rt/$dead.ipc" ] || fail "a killed process leaves its files"
 
 # following only the dead one: nothing, quickly, and exit 1
 "$b/src/trace/mate-trace" --pid $dead -s 0.5 -o "$tmp/none.log" 2>"$tmp/none.err"
 rc=$?
-[ $rc -eq 1 ] || fail "mate-trace on a dead pid exits $rc, not 1"
-grep -q "no events captured" "$tmp/none.err" || fail "says nothing was captured: $(cat "$tmp/none.err")"
-[ -e "$tmp/rt/$dead.info" ] && fail "the stale endpoint is removed"
-[ -e "$tmp/rt/$dead.ipc" ] && fail "the stale socket is removed"
+check [ $rc -eq 1 ] || fail "mate-trace on a dead pid exits $rc, not 1"
+check grep -q "no events captured" "$tmp/none.err" || fail "says nothing was captured: $(cat "$tmp/none.err")"
+check [ -e "$tmp/rt/$dead.info" ] && fail "the stale endpoint is removed"
+check [ -e "$tmp/rt/$dead.ipc" ] && fail "the stale socket is removed"
 
 # a stale endpoint beside a live one: only the live one is captured
 MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 MATE_DEMO_SECONDS=30 \
@@ -40,11 +41,11 @@ MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 MATE_DEMO_SECONDS=4 \
     "$b/examples/mate-demo" 2>/dev/null &
 live=$!
 waitfor "$tmp/rt/$live.info"
-"$b/src/trace/mate-trace" -s 1 -o "$tmp/t.log" 2>"$tmp/t.err" || fail "mate-trace: $(cat "$tmp/t.err")"
+check "$b/src/trace/mate-trace" -s 1 -o "$tmp/t.log" 2>"$tmp/t.err" || fail "mate-trace: $(cat "$tmp/t.err")"
 cat "$tmp/t.err"
-grep -q "from 1 process " "$tmp/t.err" || fail "one process captured"
-grep -q "pid $live mate-demo" "$tmp/t.err" || fail "the live one captured"
-grep -q "pid $dead " "$tmp/t.err" && fail "the dead one is not attached"
-[ -e "$tmp/rt/$dead.info" ] && fail "the stale endpoint is removed"
-wait $live || fail "the live demo failed"
-echo "PASS"
+check grep -q "from 1 process " "$tmp/t.err" || fail "one process captured"
+check grep -q "pid $live mate-demo" "$tmp/t.err" || fail "the live one captured"
+check grep -q "pid $dead " "$tmp/t.err" && fail "the dead one is not attached"
+check [ -e "$tmp/rt/$dead.info" ] && fail "the stale endpoint is removed"
+check wait $live || fail "the live demo failed"
+checks_done

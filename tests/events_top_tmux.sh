@@ -7,7 +7,8 @@ tmp=$(mktemp -d /tmp/mate-toptmux-XXXXXX) || exit 99
 sock=$tmp/tmux.sock
 trap 'tmux -S "$sock" kill-server 2>/dev/null; kill $demo 2>/dev/null; rm -rf "$tmp"' EXIT
 mkdir -m 700 "$tmp/rt"
-fail() { echo "FAIL: $*"; echo "--- screen:"; cat "$tmp/screen" 2>/dev/null; exit 1; }
+. "$top_srcdir/tests/checks.sh"
+fail() { echo "FAIL: $*"; echo "--- screen:"; cat "$tmp/screen" 2>/dev/null; checks_failed; checks_done; }
 screen() { tmux -S "$sock" capture-pane -p -t top >"$tmp/screen"; }
 # waits (up to 10 s) for the screen to match an extended regex
 waitscreen() {
@@ -31,8 +32,8 @@ tmux -S "$sock" -f /dev/null new-session -d -s top -x 150 -y 30 \
 waitscreen '^  worker_2 '
 waitscreen '^  worker_0 .*\['
 waitscreen '^  worker_1 '
-grep -q "$demo mate-demo" "$tmp/screen" || fail "the process heads its rows"
-grep -q "sort: worker" "$tmp/screen" || fail "sorted by worker first"
+check grep -q "$demo mate-demo" "$tmp/screen" || fail "the process heads its rows"
+check grep -q "sort: worker" "$tmp/screen" || fail "sorted by worker first"
 first=$(rows)
 [ "$(echo $first | wc -w)" -eq 3 ] || fail "three worker rows: $first"
 
@@ -46,12 +47,12 @@ sleep 0.3
 screen
 reversed=$(rows)
 expect=$(echo $first | tr ' ' '\n' | sed '/^$/d' | tac | tr '\n' ' ')
-[ "$reversed" = "$expect" ] || fail "r reverses the order: '$first' then '$reversed'"
+check [ "$reversed" = "$expect" ] || fail "r reverses the order: '$first' then '$reversed'"
 # a smaller terminal: redrawn to fit, rows still there
 tmux -S "$sock" resize-window -t top -x 90 -y 12 2>/dev/null
 sleep 0.5
 screen
-[ "$(grep -Ec '^  worker_[0-9]+ ' "$tmp/screen")" -eq 3 ] || fail "three rows after a resize"
+check [ "$(grep -Ec '^  worker_[0-9]+ ' "$tmp/screen")" -eq 3 ] || fail "three rows after a resize"
 # no line wrapped onto the next: every line is a known kind
 grep -Ev '^(mate-top |  WORKER |[0-9]+ mate-demo |  worker_[0-9]+ |  thread [0-9]+ |$)' "$tmp/screen" &&
 	fail "lines wrapped after a resize"
@@ -66,14 +67,14 @@ while [ $n -lt 100 ]; do
 	sleep 0.1
 	n=$((n + 1))
 done
-grep -q 'mate-top keys' "$tmp/screen" && fail "x did not close the help in 10 s"
+check grep -q 'mate-top keys' "$tmp/screen" && fail "x did not close the help in 10 s"
 
 tmux -S "$sock" send-keys -t top q
 n=0
 while [ ! -s "$tmp/exit" ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n + 1)); done
-[ -s "$tmp/exit" ] || fail "q did not quit in 20 s"
+check [ -s "$tmp/exit" ] || fail "q did not quit in 20 s"
 echo "q quit within $n tenths of a second"
-[ "$(cat "$tmp/exit")" = 0 ] || fail "mate-top exited $(cat "$tmp/exit")"
+check [ "$(cat "$tmp/exit")" = 0 ] || fail "mate-top exited $(cat "$tmp/exit")"
 # NO_COLOR: the bars are drawn with the ops' first letters and dots
 tmux -S "$sock" new-window -t top -n plain \
     "NO_COLOR=1 MATE_MONITOR_DIR='$tmp/rt' TERM=screen '$b/src/top/mate-top' --pid $demo -d 0.2; sleep 30"
@@ -84,5 +85,6 @@ while [ $n -lt 100 ]; do
 	sleep 0.1
 	n=$((n + 1))
 done
-grep -Eq '^  worker_[0-9]+ +\[[a-z]+\.*\]' "$tmp/screen" || fail "NO_COLOR bars of letters and dots"
-echo "PASS: rows $first; reversed $reversed"
+check grep -Eq '^  worker_[0-9]+ +\[[a-z]+\.*\]' "$tmp/screen" || fail "NO_COLOR bars of letters and dots"
+echo "rows $first; reversed $reversed"
+checks_done

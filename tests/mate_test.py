@@ -58,6 +58,8 @@ def tmpdir():
 
 
 def done():
-    """Prints the closing line and exits with the status."""
+    """Prints the closing line and exits with the status: 1 when a check failed or none ran."""
+    if _checks == 0:
+        print("0 checks ran", file=sys.stderr)
     print("%d passed, %d failed" % (_checks - _failures, _failures))
-    sys.exit(1 if _failures else 0)
+    sys.exit(1 if _failures or _checks == 0 else 0)

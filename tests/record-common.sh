@@ -1,4 +1,5 @@
 # record-common.sh: shared setup of the mate-record shell tests (sourced).
+. "$top_srcdir/tests/checks.sh"
 RECORD="$top_builddir/src/record/mate-record"
 PRELOAD="$top_builddir/.libs/libmate-preload.so"
 if [ ! -f "$PRELOAD" ]; then
@@ -13,18 +14,15 @@ failures=0
 fail() {
 	echo "FAIL: $*" >&2
 	failures=$((failures + 1))
+	checks_failed
 }
 
 # expect_status WANT GOT WHAT
 expect_status() {
-	[ "$1" = "$2" ] || fail "$3: exit status $2, expected $1"
+	check [ "$1" = "$2" ] || fail "$3: exit status $2, expected $1"
 }
 
+# finish: the closing line "N passed, M failed"; exits 1 when a check failed or none ran
 finish() {
-	if [ $failures -ne 0 ]; then
-		echo "$failures failed"
-		exit 1
-	fi
-	echo "all passed"
-	exit 0
+	checks_done
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "mate.h"
+#include "test.h"
 
 static struct {
 	void (*config_default)(struct mate_config *);
@@ -107,15 +108,12 @@ main(void)
 	/* the host runs in a child, so that a crash is a status to report */
 	if ((pid = fork()) == 0)
 		_exit(host(lib));
-	waitpid(pid, &status, 0);
-	if (WIFSIGNALED(status)) {
-		printf("FAIL: the host died of signal %d after dlclose(libmate)\n", WTERMSIG(status));
-		return 1;
-	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		printf("FAIL: the host exited with status %d\n", WEXITSTATUS(status));
-		return 1;
-	}
-	printf("PASS: recorded from a thread, dlclose()d libmate, the thread exited cleanly\n");
-	return 0;
+	CHECK_EQ_INT(waitpid(pid, &status, 0), pid);
+	if (WIFSIGNALED(status))
+		printf("the host died of signal %d after dlclose(libmate)\n", WTERMSIG(status));
+	CHECK(WIFEXITED(status));
+	CHECK_EQ_INT(WEXITSTATUS(status), 0);
+	if (test_failures == 0)
+		printf("recorded from a thread, dlclose()d libmate, the thread exited cleanly\n");
+	return TEST_DONE();
 }

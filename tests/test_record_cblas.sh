@@ -8,34 +8,34 @@ cd "$WORK" || exit 99
 plain=$("$PROG") || fail "the program fails on its own"
 out=$("$RECORD" -l 10 --safetensors -d dumps -o log.txt -- "$PROG" 2>err.txt)
 expect_status 0 $? "recorded run"
-[ "$out" = "$plain" ] || fail "the recorded program printed '$out', not '$plain'"
-grep -q '6 calls recorded in 1 process; 6 dumps' err.txt || fail "summary: $(cat err.txt)"
+check [ "$out" = "$plain" ] || fail "the recorded program printed '$out', not '$plain'"
+check grep -q '6 calls recorded in 1 process; 6 dumps' err.txt || fail "summary: $(cat err.txt)"
 for f in cblas_sgemm cblas_dgemm sgemm_ dgemm_; do
-	ls -d dumps/*_${f}_call0001 >/dev/null 2>&1 || fail "no dump of $f"
+	check ls -d dumps/*_${f}_call0001 >/dev/null 2>&1 || fail "no dump of $f"
 done
-grep -q "arg\[0\]:" log.txt && grep -q "CBLAS_ORDER.CblasColMajor (value=102)" log.txt ||
+check grep -q "arg\[0\]:" log.txt && grep -q "CBLAS_ORDER.CblasColMajor (value=102)" log.txt ||
 	fail "level-10 log lacks the arguments"
 
 "$REPLAY" dumps >replay.txt 2>&1
 expect_status 0 $? "replay"
-[ "$(grep -c 'Passed (bit-exact)' replay.txt)" = 6 ] || fail "six bit-exact replays: $(cat replay.txt)"
+check [ "$(grep -c 'Passed (bit-exact)' replay.txt)" = 6 ] || fail "six bit-exact replays: $(cat replay.txt)"
 
 # another BLAS through MATE_BLAS: one that cannot be opened, and one that
 # is no BLAS, each a clear error and a failed replay (exit 1), no crash
 MATE_BLAS=/nonexistent/libnoblas.so.0 "$REPLAY" dumps >noblas.txt 2>&1
 expect_status 1 $? "replay with a missing MATE_BLAS"
-grep -q 'cannot use MATE_BLAS: /nonexistent/libnoblas.so.0' noblas.txt ||
+check grep -q 'cannot use MATE_BLAS: /nonexistent/libnoblas.so.0' noblas.txt ||
 	fail "no error naming MATE_BLAS: $(cat noblas.txt)"
-[ "$(grep -c 'Passed' noblas.txt)" = 0 ] || fail "a GEMM passed without a BLAS: $(cat noblas.txt)"
+check [ "$(grep -c 'Passed' noblas.txt)" = 0 ] || fail "a GEMM passed without a BLAS: $(cat noblas.txt)"
 MATE_BLAS=libc.so.6 "$REPLAY" dumps >noblas.txt 2>&1
 expect_status 1 $? "replay with a MATE_BLAS that is no BLAS"
-grep -q 'libc.so.6 has no cblas_sgemm' noblas.txt || fail "no missing symbol named: $(cat noblas.txt)"
+check grep -q 'libc.so.6 has no cblas_sgemm' noblas.txt || fail "no missing symbol named: $(cat noblas.txt)"
 # and the default again: all six pass
 "$REPLAY" dumps >replay.txt 2>&1
 expect_status 0 $? "replay with the default BLAS"
 
 # Fortran's column-major operands are recorded as column-major views
-grep -q '"stride": \[1, 40\]' dumps/*_sgemm__call0001/metadata.jsonl ||
+check grep -q '"stride": \[1, 40\]' dumps/*_sgemm__call0001/metadata.jsonl ||
 	fail "sgemm_'s A is not a (1, lda) view"
 
 # a wrong recorded result is caught: exit 1, Mismatch
@@ -47,5 +47,5 @@ head -c $((size - 1)) orig.st > "$d/inplace.safetensors"
 printf '\177' >> "$d/inplace.safetensors"
 "$REPLAY" "$d" >replay.txt 2>&1
 expect_status 1 $? "replay of a changed result"
-grep -q 'Mismatch' replay.txt || fail "no mismatch reported: $(cat replay.txt)"
+check grep -q 'Mismatch' replay.txt || fail "no mismatch reported: $(cat replay.txt)"
 finish

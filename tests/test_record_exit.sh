@@ -15,7 +15,7 @@ expect_status 139 $? "killed by SIGSEGV"
 expect_status 0 $? "true"
 "$RECORD" -q -- /nonexistent/program 2>err.txt
 expect_status 127 $? "missing program"
-grep -q 'nonexistent/program' err.txt || fail "no message for a missing program"
+check grep -q 'nonexistent/program' err.txt || fail "no message for a missing program"
 
 # an untrapped SIGTERM sent to mate-record kills the program: 128+N
 # (SIGINT, ignored by background jobs of a shell, is tested from Python)
@@ -30,26 +30,26 @@ expect_status 143 $? "forwarded SIGTERM kills the program"
 # usage errors exit 2 and name the problem; --help exits 0
 "$RECORD" 2>err.txt
 expect_status 2 $? "no program"
-grep -q 'no program to run' err.txt || fail "no 'no program to run' message"
+check grep -q 'no program to run' err.txt || fail "no 'no program to run' message"
 "$RECORD" -l abc -- true 2>err.txt
 expect_status 2 $? "bad level"
-grep -q -- '--level' err.txt || fail "bad level not named"
+check grep -q -- '--level' err.txt || fail "bad level not named"
 "$RECORD" --bogus -- true 2>/dev/null
 expect_status 2 $? "unknown option"
 "$RECORD" --help >out.txt
 expect_status 0 $? "--help"
-grep -q -- '--memlog' out.txt || fail "--help lacks --memlog"
+check grep -q -- '--memlog' out.txt || fail "--help lacks --memlog"
 
 # the summary line goes to stderr, the program's output is left alone
 "$RECORD" -l 1 -- sh -c 'echo hello' >out.txt 2>err.txt
 expect_status 0 $? "summary run"
-[ "$(cat out.txt)" = "hello" ] || fail "stdout changed: $(cat out.txt)"
-grep -q 'mate-record: 0 calls recorded; 0 dumps' err.txt || fail "no summary: $(cat err.txt)"
+check [ "$(cat out.txt)" = "hello" ] || fail "stdout changed: $(cat out.txt)"
+check grep -q 'mate-record: 0 calls recorded; 0 dumps' err.txt || fail "no summary: $(cat err.txt)"
 
 # level 0 without a memory log: nothing is written
 "$RECORD" -q -l 0 -d dumps0 -- sh -c 'echo quiet' >out.txt 2>err.txt
 expect_status 0 $? "level 0"
-[ ! -e dumps0 ] || fail "level 0 made a dump folder"
-[ ! -s err.txt ] || fail "level 0 wrote to stderr: $(cat err.txt)"
+check [ ! -e dumps0 ] || fail "level 0 made a dump folder"
+check [ ! -s err.txt ] || fail "level 0 wrote to stderr: $(cat err.txt)"
 
 finish

@@ -1,0 +1,27 @@
+# checks.sh: counts a shell test's checks and prints its closing line (sourced).
+#
+#   check CMD [ARGS...]  runs CMD as one check and returns its status; the test's own
+#                        failure function reports a failure and calls checks_failed
+#                        (CMD runs in this shell: not the head of a pipeline)
+#   checks_failed        counts one failed check
+#   checks_done          prints "N passed, M failed", the line tests/check-driver.sh holds
+#                        every test to, and exits 1 when a check failed or none ran, else 0
+checks_run=0
+checks_nfailed=0
+
+check() {
+	checks_run=$((checks_run + 1))
+	"$@"
+}
+
+checks_failed() {
+	checks_nfailed=$((checks_nfailed + 1))
+}
+
+checks_done() {
+	[ "$checks_run" -ge "$checks_nfailed" ] || checks_run=$checks_nfailed
+	[ "$checks_run" -gt 0 ] || echo "0 checks ran" >&2
+	echo "$((checks_run - checks_nfailed)) passed, $checks_nfailed failed"
+	[ "$checks_nfailed" -eq 0 ] && [ "$checks_run" -gt 0 ] && exit 0
+	exit 1
+}
