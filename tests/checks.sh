@@ -3,6 +3,8 @@
 #   check CMD [ARGS...]  runs CMD as one check and returns its status; the test's own
 #                        failure function reports a failure and calls checks_failed
 #                        (CMD runs in this shell: not the head of a pipeline)
+#   checks_ran           counts one check that the test runs and reports itself (a
+#                        pipeline, an if ... else ...)
 #   checks_failed        counts one failed check
 #   checks_done          prints "N passed, M failed", the line tests/check-driver.sh holds
 #                        every test to, and exits 1 when a check failed or none ran, else 0
@@ -12,6 +14,10 @@ checks_nfailed=0
 check() {
 	checks_run=$((checks_run + 1))
 	"$@"
+}
+
+checks_ran() {
+	checks_run=$((checks_run + 1))
 }
 
 checks_failed() {

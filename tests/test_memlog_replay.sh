@@ -4,8 +4,9 @@ REPLAY="$top_builddir/src/replay/mate-replay"
 work=$(mktemp -d "${TMPDIR:-/tmp}/mate-memlog-test-XXXXXX") || exit 99
 trap 'rm -rf "$work"' EXIT
 failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-expect() { [ "$1" = "$2" ] || fail "$3: exit status $2, expected $1"; }
+. "$top_srcdir/tests/checks.sh"
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); checks_failed; }
+expect() { check [ "$1" = "$2" ] || fail "$3: exit status $2, expected $1"; }
 
 # RMM's own spelling: free, clock times, hex without 0x, (nil), CRLF, another stream
 printf 'Thread,Time,Action,Pointer,Size,Stream\r\n' > "$work/rmm.csv"
@@ -16,51 +17,50 @@ printf '140573312345856,11:52:31.345678,free,7f8a40000000,1024,7f8a38001020\r\n'
 printf '140573312345857,11:52:31.400000,allocate,7f8a40000000,4096,7f8a38001020\r\n' >> "$work/rmm.csv"
 "$REPLAY" --memlog "$work/rmm.csv" --allocator malloc --allocator pool --repeat 2 >"$work/out" 2>"$work/err"
 expect 0 $? "RMM CSV"
-grep -q '^.*rmm.csv: 2 threads$' "$work/out" || fail "thread count: $(cat "$work/out")"
-grep -q '^LOG shows leak of 2 allocations of 6144 total bytes$' "$work/out" || fail "leak line: $(cat "$work/out")"
-grep -q "^skipped 1 'allocate failure' row$" "$work/out" || fail "skipped row: $(cat "$work/out")"
-[ "$(grep -c '^malloc: 4 events in' "$work/out")" = 2 ] || fail "two malloc replays: $(cat "$work/out")"
-[ "$(grep -c '^pool: 4 events in' "$work/out")" = 2 ] || fail "two pool replays: $(cat "$work/out")"
-grep -q 'peak 6.0 KiB requested' "$work/out" || fail "peak: $(cat "$work/out")"
+check grep -q '^.*rmm.csv: 2 threads$' "$work/out" || fail "thread count: $(cat "$work/out")"
+check grep -q '^LOG shows leak of 2 allocations of 6144 total bytes$' "$work/out" || fail "leak line: $(cat "$work/out")"
+check grep -q "^skipped 1 'allocate failure' row$" "$work/out" || fail "skipped row: $(cat "$work/out")"
+check [ "$(grep -c '^malloc: 4 events in' "$work/out")" = 2 ] || fail "two malloc replays: $(cat "$work/out")"
+check [ "$(grep -c '^pool: 4 events in' "$work/out")" = 2 ] || fail "two pool replays: $(cat "$work/out")"
+check grep -q 'peak 6.0 KiB requested' "$work/out" || fail "peak: $(cat "$work/out")"
 
 # from standard input, default allocators
 "$REPLAY" --memlog - < "$work/rmm.csv" >"$work/out" 2>&1
 expect 0 $? "stdin"
-grep -q '^malloc: ' "$work/out" && grep -q '^pool: ' "$work/out" || fail "default allocators: $(cat "$work/out")"
+check grep -q '^malloc: ' "$work/out" && grep -q '^pool: ' "$work/out" || fail "default allocators: $(cat "$work/out")"
 
 # a free of a pointer the log never allocated: exit 1, the row named
 printf 'Thread,Time,Action,Pointer,Size,Stream\n1,1.0,allocate,0x10,5,0\n1,1.1,deallocate,0x20,5,0\n' > "$work/bad.csv"
 "$REPLAY" --memlog "$work/bad.csv" >/dev/null 2>"$work/err"
 expect 1 $? "inconsistent log"
-grep -q 'bad.csv:3: deallocate of 0x20 (5 bytes), which the log never allocated' "$work/err" ||
+check grep -q 'bad.csv:3: deallocate of 0x20 (5 bytes), which the log never allocated' "$work/err" ||
 	fail "row not named: $(cat "$work/err")"
 
 # an allocation the allocator cannot make: exit 1, the row named
 printf '1,1.0,allocate,0x10,5,0\n1,1.0,allocate,0x20,4611686018427387904,0\n' > "$work/huge.csv"
 "$REPLAY" --memlog "$work/huge.csv" --allocator pool >/dev/null 2>"$work/err"
 expect 1 $? "allocator failure"
-grep -q 'huge.csv:2: allocate of 4611686018427387904 bytes failed with allocator pool' "$work/err" ||
+check grep -q 'huge.csv:2: allocate of 4611686018427387904 bytes failed with allocator pool' "$work/err" ||
 	fail "failing allocation not named: $(cat "$work/err")"
 
 # unreadable or malformed input, unknown allocators, misuse: exit 2
 printf 'Thread,Time,Action,Pointer,Size,Stream\n1,1.0,allocate,0x10,five,0\n' > "$work/malformed.csv"
 "$REPLAY" --memlog "$work/malformed.csv" >/dev/null 2>"$work/err"
 expect 2 $? "malformed CSV"
-grep -q "malformed.csv:2: bad Size 'five'" "$work/err" || fail "parse error: $(cat "$work/err")"
+check grep -q "malformed.csv:2: bad Size 'five'" "$work/err" || fail "parse error: $(cat "$work/err")"
 "$REPLAY" --memlog "$work/nonexistent.csv" >/dev/null 2>&1
 expect 2 $? "missing file"
 "$REPLAY" --memlog "$work/rmm.csv" --allocator bogus >/dev/null 2>"$work/err"
 expect 2 $? "unknown allocator"
-grep -q "unknown allocator 'bogus'" "$work/err" || fail "unknown allocator: $(cat "$work/err")"
+check grep -q "unknown allocator 'bogus'" "$work/err" || fail "unknown allocator: $(cat "$work/err")"
 if ! grep -q '#define HAVE_CUDA 1' "$top_builddir/config.h"; then
 	"$REPLAY" --memlog "$work/rmm.csv" --allocator cuda-async >/dev/null 2>"$work/err"
 	expect 2 $? "cuda-async without CUDA"
-	grep -q 'built without CUDA' "$work/err" || fail "cuda-async: $(cat "$work/err")"
+	check grep -q 'built without CUDA' "$work/err" || fail "cuda-async: $(cat "$work/err")"
 fi
 "$REPLAY" --memlog "$work/rmm.csv" "$work" >/dev/null 2>&1
 expect 2 $? "--memlog with a dump directory"
 "$REPLAY" --allocator pool "$work" >/dev/null 2>&1
 expect 2 $? "--allocator without --memlog"
 
-[ $failures -eq 0 ] || { echo "$failures failed"; exit 1; }
-echo "all passed"
+checks_done

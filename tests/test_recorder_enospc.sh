@@ -12,6 +12,7 @@ if [ ! -f "$shim" ]; then
 	echo "SKIP: $shim was not built: --disable-shared builds (the sanitizer build) make no shared libraries to preload"
 	exit 77
 fi
+. "$top_srcdir/tests/checks.sh"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-enospc.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -27,7 +28,7 @@ rc0=$?
 MATE_LOGLEVEL=10 MATE_LOGDEST="$tmp/log-full" MATE_DUMP_DIR="$tmp/full" "$demo" > "$tmp/out-full" 2> "$tmp/err-full"
 rc_full=$?
 full=$(ls "$tmp/full" | grep -c _call)
-ok() { if eval "$1"; then echo "ok: $2"; else echo "FAIL: $2"; fail=1; fi; }
+ok() { checks_ran; if eval "$1"; then echo "ok: $2"; else echo "FAIL: $2"; fail=1; checks_failed; fi; }
 ok '[ "$rc0" -eq 0 ] && [ "$rc_full" -eq "$rc0" ] && cmp -s "$tmp/out0" "$tmp/out-full"' \
     "level 10 on a roomy disk: results and exit status unchanged ($full dumps)"
 ok '"$check" "$tmp/full"' "the dumps of the roomy run are whole"
@@ -73,4 +74,4 @@ for budget in 3000 17000 40000 75000; do
 		    "what was dumped before the disk filled is whole (files parse, records are whole lines)"
 	fi
 done
-exit $fail
+checks_done

@@ -6,13 +6,14 @@
 demo="$top_builddir/examples/mate-demo"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-results.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
+. "$top_srcdir/tests/checks.sh"
 fail=0
 export MATE_DEMO_CHECKSUM=1 MATE_DEMO_THREADS=3 MATE_DEMO_ROUNDS=2
 
 MATE_LOGLEVEL=0 "$demo" > "$tmp/ref" 2> "$tmp/err"
 rc0=$?
 echo "level 0: exit status $rc0, $(cat "$tmp/ref")"
-if [ "$rc0" -ne 0 ] || ! grep -q 'results checksum' "$tmp/ref"; then
+if check [ "$rc0" -ne 0 ] || ! grep -q 'results checksum' "$tmp/ref"; then
 	echo "FAIL: the demo does not run without recording"; cat "$tmp/err"; exit 1
 fi
 for run in 1 3 5 10:safetensors 10:pt; do
@@ -24,16 +25,17 @@ for run in 1 3 5 10:safetensors 10:pt; do
 		"$demo" > "$tmp/out" 2> "$tmp/err"
 	rc=$?
 	echo "level $run: exit status $rc, $(cat "$tmp/out")"
-	if [ "$rc" -ne "$rc0" ] || ! cmp -s "$tmp/ref" "$tmp/out"; then
-		echo "FAIL: level $run changed the results or the exit status"; sed 's/^/  /' "$tmp/err"; fail=1
+	if check [ "$rc" -ne "$rc0" ] || ! cmp -s "$tmp/ref" "$tmp/out"; then
+		echo "FAIL: level $run changed the results or the exit status"; sed 's/^/  /' "$tmp/err"; fail=1; checks_failed
 	fi
+	[ "$level" = 10 ] && checks_ran && checks_ran
 	if [ "$level" = 10 ] && ! "$top_builddir/tests/dump-check" "$tmp/dumps"; then
-		echo "FAIL: the level-10 dumps are not whole"; fail=1
+		echo "FAIL: the level-10 dumps are not whole"; fail=1; checks_failed
 	fi
 	ext=safetensors
 	[ "$run" = 10:pt ] && ext=pt
 	if [ "$level" = 10 ] && ! ls "$tmp"/dumps/*/inputs.$ext >/dev/null 2>&1; then
-		echo "FAIL: level $run dumped no inputs.$ext"; sed 's/^/  /' "$tmp/err"; fail=1
+		echo "FAIL: level $run dumped no inputs.$ext"; sed 's/^/  /' "$tmp/err"; fail=1; checks_failed
 	fi
 done
-exit $fail
+checks_done

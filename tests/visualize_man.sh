@@ -3,12 +3,14 @@
 page="$top_srcdir/man/mate-visualize.1"
 bin="$top_builddir/mate-visualize"
 command -v mandoc >/dev/null 2>&1 || { echo "SKIP: no mandoc (apt-get install mandoc)"; exit 77; }
+. "$top_srcdir/tests/checks.sh"
 fails=0
 out=$(mandoc -Tlint "$page" 2>&1) || true
-[ -z "$out" ] || { echo "FAIL: mandoc -Tlint: $out" >&2; fails=$((fails + 1)); }
+check [ -z "$out" ] || { echo "FAIL: mandoc -Tlint: $out" >&2; fails=$((fails + 1)); checks_failed; }
 text=$(mandoc -Tascii "$page" | col -b 2>/dev/null || mandoc -Tascii "$page")
 for o in $("$bin" --help | grep -o -- '--[a-z]*' | sort -u); do
-	echo "$text" | grep -q -- "$o" || { echo "FAIL: the page lacks $o" >&2; fails=$((fails + 1)); }
+	checks_ran
+	echo "$text" | grep -q -- "$o" || { echo "FAIL: the page lacks $o" >&2; fails=$((fails + 1)); checks_failed; }
 done
 # the examples, run on GT's demo log as trace.log
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-vis-man.XXXXXX") || exit 1
@@ -18,12 +20,13 @@ n=0
 mandoc -Tascii "$page" | sed -n 's/^ *\$ \(mate-visualize .*\)$/\1/p; s/^ *\$ \(cat .*\)$/\1/p' >"$tmp/examples"
 while IFS= read -r cmd; do
 	n=$((n + 1))
+	checks_ran
 	(cd "$tmp" && PATH="$top_builddir:$PATH" sh -c "$cmd") >/dev/null 2>"$tmp/err" ||
-		{ echo "FAIL: example '$cmd': $(cat "$tmp/err")" >&2; fails=$((fails + 1)); }
+		{ echo "FAIL: example '$cmd': $(cat "$tmp/err")" >&2; fails=$((fails + 1)); checks_failed; }
 done <"$tmp/examples"
-[ "$n" -ge 4 ] || { echo "FAIL: found $n examples" >&2; fails=$((fails + 1)); }
+check [ "$n" -ge 4 ] || { echo "FAIL: found $n examples" >&2; fails=$((fails + 1)); checks_failed; }
 for f in timeline.png workers.svg trace.json.gz both.pdf; do
-	[ -s "$tmp/$f" ] || { echo "FAIL: an example did not write $f" >&2; fails=$((fails + 1)); }
+	check [ -s "$tmp/$f" ] || { echo "FAIL: an example did not write $f" >&2; fails=$((fails + 1)); checks_failed; }
 done
 echo "examples run: $n, failures: $fails"
-[ "$fails" -eq 0 ]
+checks_done
