@@ -3,7 +3,7 @@
 set -u
 b=$top_builddir
 demo=$b/examples/mate-demo
-[ -x "$demo" ] || { echo "SKIP: examples/mate-demo not built"; exit 77; }
+[ -x "$demo" ] || { echo "FAIL: examples/mate-demo not built (make builds it)"; exit 1; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-replay-demo.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 . "$top_srcdir/tests/checks.sh"
