@@ -1,0 +1,14 @@
+#!/bin/sh
+# bench_replay_gemm.sh: bench/replay-gemm stops with exit 1 when the mm kernel fails in its timed loop.
+set -u
+b=$top_builddir
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+out=$("$b/tests/replay-gemm-fail" 64 3 2>&1)
+rc=$?
+[ $rc -eq 1 ] || fail "a failing mm exits 1, got $rc: $out"
+echo "$out" | grep -q "^replay-gemm: mm, repetition 1: mm: failing on purpose (call 2)$" ||
+	fail "the failure is named: $out"
+echo "$out" | grep -q "GFLOP/s" && fail "no speed is reported for a failing kernel: $out"
+[ $fails -eq 0 ] && echo "PASS"
+exit $((fails > 0))
