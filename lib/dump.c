@@ -398,6 +398,23 @@ is_tensor_description(const mate_value *v)
 	    strcmp(t, "torch.Tensor") == 0);
 }
 
+/* MATE_OK when every key the record's tensor_info lists under list is among
+ * tensors (which may be NULL: no file); else the first one missing. */
+static int
+check_listed(const mate_dump *d, const char *list, const char *what,
+    const mate_value *tensors, mate_error *err)
+{
+	const cJSON *ti = cJSON_GetObjectItemCaseSensitive(d->rec, "tensor_info");
+	const cJSON *k;
+
+	cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(ti, list))
+		if (!cJSON_IsString(k) || mate_value_lookup(tensors, k->valuestring) == NULL)
+			return mate_set_error(err, MATE_ERR_FORMAT, "%s: the record lists %s "
+			    "tensor '%.100s' but the %s file lacks it", d->info.name, what,
+			    cJSON_IsString(k) ? k->valuestring : "?", what);
+	return MATE_OK;
+}
+
 /* The in-place file's tensors into outs under their argument keys, each
  * listed in the record's inplace_tensor_keys and every listed one present. */
 static int
@@ -425,11 +442,8 @@ load_inplace(mate_dump *d, mate_value *outs, mate_error *err)
 		else if (mate_value_set_str(outs, key, mate_value_copy(mate_value_item(tensors, i))) != MATE_OK)
 			rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	}
-	cJSON_ArrayForEach(k, keys)
-		if (rc == MATE_OK && (!cJSON_IsString(k) || mate_value_lookup(tensors, k->valuestring) == NULL))
-			rc = mate_set_error(err, MATE_ERR_FORMAT, "%s: the record lists in-place tensor "
-			    "'%.100s' but the in-place file lacks it", d->info.name,
-			    cJSON_IsString(k) ? k->valuestring : "?");
+	if (rc == MATE_OK)
+		rc = check_listed(d, "inplace_tensor_keys", "in-place", tensors, err);
 	mate_value_free(tensors);
 	return rc;
 }
@@ -446,8 +460,10 @@ mate_dump_load_outputs(mate_dump *d, mate_value **out, mate_error *err)
 	meta = decode_members(cJSON_GetObjectItemCaseSensitive(d->rec, "output_metadata"), err);
 	if (meta == NULL)
 		return err ? err->code : MATE_ERR_FORMAT;
-	if ((rc = load_file(d, "outputs", d->info.n_outputs > 0, &tensors, err)) != MATE_OK) {
+	if ((rc = load_file(d, "outputs", d->info.n_outputs > 0, &tensors, err)) != MATE_OK ||
+	    (rc = check_listed(d, "output_tensor_keys", "outputs", tensors, err)) != MATE_OK) {
 		mate_value_free(meta);
+		mate_value_free(tensors);
 		return rc;
 	}
 	if ((outs = mate_value_dict()) == NULL)

@@ -141,6 +141,29 @@ details_from_record(struct tensor_acc *acc, struct mate_arena *a, const cJSON *r
 	}
 }
 
+/* Notes each key the record's tensor_info lists under list that the tensor
+ * file rel (read into v) lacks: its calls cannot be compared. */
+static void
+missing_keys(const cJSON *rec, const char *list, const char *rel, const mate_value *v,
+    struct mate_notes *notes)
+{
+	const cJSON *ti = cJSON_GetObjectItemCaseSensitive(rec, "tensor_info"), *k;
+	size_t n = 0;
+	const char *first = NULL;
+
+	cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(ti, list))
+		if (!cJSON_IsString(k) || mate_value_lookup(v, k->valuestring) == NULL) {
+			if (first == NULL)
+				first = cJSON_IsString(k) ? k->valuestring : "?";
+			n++;
+		}
+	if (n == 1)
+		mate_notes_add(notes, "%s lacks '%.100s', which the record lists", rel, first);
+	else if (n > 1)
+		mate_notes_add(notes, "%s lacks %zu tensors the record lists ('%.100s', ...)",
+		    rel, n, first);
+}
+
 /* The tensors of dir/<stem>.{pt,safetensors} from the file's header; the
  * record's tensor_details when the file cannot be read. */
 static void
@@ -191,6 +214,7 @@ details_from_file(struct tensor_acc *acc, struct mate_arena *a, int dirfd, const
 		add_tensor(acc, a, key, kind, t->dtype,
 		    mate_dtype_name(t->dtype), t->ndim, t->shape, t->stride);
 	}
+	missing_keys(rec, lists[kind], rel, v, notes);
 	mate_value_free(v);
 }
 

@@ -325,5 +325,37 @@ check(p4.stdout == p.stdout, "-j 4 as -j 1: %r" % p4.stdout)
 p = run(EX_REPLAY + ["--include", "Scaler.run", ex], check=False)
 check("Summary: 0 passed, 3 failed (3 unsupported)" in p.stdout, "run without __init__: %r" % p.stdout)
 
+# ---- a record that lists outputs its files lack: never Passed ------------------------------
+# (an empty outputs.pt; an in-place file without the argument listed). A call
+# that returned None has no outputs file and lists none: that one passes ([6] above).
+EMPTY = {"root": {"type": "dict", "ordered": False, "items": []}, "metadata": None}
+lack = os.path.join(work, "lacking")
+os.makedirs(lack)
+shutil.copytree(os.path.join(FIXTURE, NAMES[0]), os.path.join(lack, NAMES[0]))
+with open(os.path.join(work, "empty.json"), "w") as f:
+    json.dump(EMPTY, f)
+run([TOOL, "write", os.path.join(work, "empty.json"), os.path.join(lack, NAMES[0], "outputs.pt")])
+p = run(RP + [lack], check=False)
+check(p.returncode == 1 and "Passed" not in p.stdout and "Summary: 0 passed, 1 failed (1 error)" in p.stdout,
+      "outputs.pt without the listed result is no pass: exit %d %r" % (p.returncode, p.stdout))
+check("Error: %s: the record lists outputs tensor 'result' but the outputs file lacks it" % NAMES[0]
+      in p.stdout, "the missing output is named: %r" % p.stdout)
+p = run([LIST, "--details", lack], check=False)
+check(p.returncode == 1 and "Problem: outputs.pt lacks 'result', which the record lists" in p.stdout,
+      "list-dumps -d reports the missing output: exit %d %r" % (p.returncode, p.stdout))
+p = run([LIST, "--details", "--jsonl", lack], check=False)
+check(p.returncode == 1 and json.loads(p.stdout)["problem"] == "outputs.pt lacks 'result', which the record lists",
+      "--jsonl problem: %r" % p.stdout)
+inpl = write_dump(lack, 9, "no_args", "completed", {}, {"result": None},
+                  {"tensor_info": {"input_tensor_keys": [], "output_tensor_keys": [],
+                                   "inplace_tensor_keys": ["arg_0", "arg_1"], "input_size_bytes": 0}})
+run([TOOL, "write", os.path.join(work, "empty.json"), os.path.join(lack, inpl, "inplace.pt")])
+p = run(RP + [os.path.join(lack, inpl)], check=False)
+check(p.returncode == 1 and "Passed" not in p.stdout and "lacks it" in p.stdout,
+      "an in-place file without the listed arguments is no pass: %r" % p.stdout)
+p = run([LIST, "--details", os.path.join(lack, inpl)], check=False)
+check(p.returncode == 1 and "Problem: inplace.pt lacks 2 tensors the record lists ('arg_0', ...)" in p.stdout,
+      "list-dumps -d reports the missing in-place tensors: exit %d %r" % (p.returncode, p.stdout))
+
 shutil.rmtree(work)
 done()
