@@ -16,16 +16,24 @@ done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-vis-man.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 cp "$top_srcdir/tests/fixtures/gt-logs/demo.log" "$tmp/trace.log"
+ln -s "$top_builddir/examples" "$tmp/examples"  # the recording example runs the demo
 n=0
-mandoc -Tascii "$page" | sed -n 's/^ *\$ \(mate-visualize .*\)$/\1/p; s/^ *\$ \(cat .*\)$/\1/p' >"$tmp/examples"
+mandoc -Tascii "$page" | sed -n 's/^ *\$ \(mate-visualize .*\)$/\1/p; s/^ *\$ \(cat .*\)$/\1/p;
+    s/^ *\$ \(MATE_[A-Z_]*=.*\)$/\1/p' >"$tmp/examples.txt"
+# every mate-record option the page names is one mate-record has
+for o in $(echo "$text" | grep -o -- 'mate-record --[a-z-]*' | sed 's/^mate-record //' | sort -u); do
+	checks_ran
+	"$top_builddir/src/record/mate-record" --help | grep -q -- "$o" ||
+		{ echo "FAIL: the page names mate-record $o, which mate-record lacks" >&2; fails=$((fails + 1)); checks_failed; }
+done
 while IFS= read -r cmd; do
 	n=$((n + 1))
 	checks_ran
 	(cd "$tmp" && PATH="$top_builddir:$PATH" sh -c "$cmd") >/dev/null 2>"$tmp/err" ||
 		{ echo "FAIL: example '$cmd': $(cat "$tmp/err")" >&2; fails=$((fails + 1)); checks_failed; }
-done <"$tmp/examples"
-check [ "$n" -ge 4 ] || { echo "FAIL: found $n examples" >&2; fails=$((fails + 1)); checks_failed; }
-for f in timeline.png workers.svg trace.json.gz both.pdf; do
+done <"$tmp/examples.txt"
+check [ "$n" -ge 6 ] || { echo "FAIL: found $n examples" >&2; fails=$((fails + 1)); checks_failed; }
+for f in run.log run.png timeline.png workers.svg trace.json.gz both.pdf; do
 	check [ -s "$tmp/$f" ] || { echo "FAIL: an example did not write $f" >&2; fails=$((fails + 1)); checks_failed; }
 done
 echo "examples run: $n, failures: $fails"
