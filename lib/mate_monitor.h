@@ -49,6 +49,10 @@ typedef struct mate_publisher_info {
 
 /*! mate_monitor_new() : an empty monitor. @return NULL with err set on failure. */
 mate_monitor *mate_monitor_new(mate_error *err);
+/*! mate_monitor_warning() : what was wrong with the settings read from the
+ * environment (a bad MATE_MONITOR_LAG_MS: the default is used), for the
+ * caller to print; NULL when nothing. Borrowed until mate_monitor_free(). */
+const char *mate_monitor_warning(const mate_monitor *m);
 /*! mate_monitor_add_pid() : follows the local process pid: subscribes as
  * soon as its endpoint appears (checked at every mate_monitor_next()). */
 int mate_monitor_add_pid(mate_monitor *m, long pid, mate_error *err);

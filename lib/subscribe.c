@@ -51,6 +51,7 @@ struct mate_monitor {
 	double base;                /* 0 until set */
 	int flushing;
 	double lag;
+	char warning[160];          /* about a bad MATE_MONITOR_LAG_MS, or "" */
 	double now;                 /* the clock's last reading (monotonic seconds) */
 	struct held **heap;
 	size_t nheld, cap_held;
@@ -74,6 +75,25 @@ nomem(mate_error *err)
 	return mate_set_error(err, MATE_ERR_NOMEM, "monitor: out of memory");
 }
 
+/* MATE_MONITOR_LAG_MS in seconds: the default, with a warning, unless it is
+ * a number of milliseconds from 0 to 60000. */
+static double
+lag_from_env(const char *text, char *warning, size_t size)
+{
+	char *end;
+	double ms;
+
+	warning[0] = '\0';
+	if (text == NULL || *text == '\0')
+		return LAG_MS_DEFAULT / 1000.0;
+	ms = strtod(text, &end);
+	if (end != text && *end == '\0' && ms >= 0 && ms <= 60000)
+		return ms / 1000.0;
+	snprintf(warning, size, "bad MATE_MONITOR_LAG_MS value '%.40s' (want milliseconds, "
+	    "0..60000); using %d", text, LAG_MS_DEFAULT);
+	return LAG_MS_DEFAULT / 1000.0;
+}
+
 mate_monitor *
 mate_monitor_new(mate_error *err)
 {
@@ -89,9 +109,7 @@ mate_monitor_new(mate_error *err)
 		nomem(err);
 		return NULL;
 	}
-	m->lag = (lag != NULL && *lag != '\0' ? atof(lag) : LAG_MS_DEFAULT) / 1000.0;
-	if (!(m->lag >= 0) || m->lag > 60)
-		m->lag = LAG_MS_DEFAULT / 1000.0;
+	m->lag = lag_from_env(lag, m->warning, sizeof(m->warning));
 	m->now = mono_s();
 	if ((m->ctx = zmq_ctx_new()) == NULL || (m->sub = zmq_socket(m->ctx, ZMQ_SUB)) == NULL) {
 		mate_set_error(err, MATE_ERR_IO, "monitor: cannot create a ZeroMQ socket: %s",
@@ -105,6 +123,12 @@ mate_monitor_new(mate_error *err)
 	if (mate_mon_runtime_dir(m->dir, sizeof(m->dir), 0) != 0 && m->dir[0] == '\0')
 		snprintf(m->dir, sizeof(m->dir), "/tmp/mate-%lu", (unsigned long)getuid());
 	return m;
+}
+
+const char *
+mate_monitor_warning(const mate_monitor *m)
+{
+	return m != NULL && m->warning[0] != '\0' ? m->warning : NULL;
 }
 
 void

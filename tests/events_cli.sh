@@ -49,5 +49,19 @@ check grep -q "bad MATE_MONITOR_CPU value 'lots' (want a share of one core, 0 fo
 	fail "MATE_MONITOR_CPU=lots is named: $(cat "$tmp.err")"
 check grep -q "bad MATE_MONITOR_WAIT value '-1' (want seconds, 0..3600); not waiting" "$tmp.err" ||
 	fail "MATE_MONITOR_WAIT=-1 is named: $(cat "$tmp.err")"
+# the readers' MATE_MONITOR_LAG_MS: a bad value is named once, the default used
+for lag in abc -5 60001 1e9x; do
+	MATE_MONITOR_LAG_MS=$lag MATE_MONITOR_DIR=$tmp "$b/src/trace/mate-trace" -s 0.1 -o "$tmp/t.log" \
+	    >/dev/null 2>"$tmp.err"
+	[ "$(grep -c "bad MATE_MONITOR_LAG_MS value '$lag' (want milliseconds, 0..60000); using 100" \
+	    "$tmp.err")" -eq 1 ] || fail "mate-trace: MATE_MONITOR_LAG_MS=$lag is named once: $(cat "$tmp.err")"
+done
+MATE_MONITOR_LAG_MS=abc MATE_MONITOR_DIR=$tmp "$b/src/top/mate-top" -n 1 -d 0.05 >/dev/null 2>"$tmp.err" ||
+	fail "mate-top with a bad MATE_MONITOR_LAG_MS runs"
+grep -q "^mate-top: bad MATE_MONITOR_LAG_MS value 'abc'" "$tmp.err" ||
+	fail "mate-top: MATE_MONITOR_LAG_MS=abc is named: $(cat "$tmp.err")"
+MATE_MONITOR_LAG_MS=250 MATE_MONITOR_DIR=$tmp "$b/src/trace/mate-trace" -s 0.1 -o "$tmp/t.log" \
+    >/dev/null 2>"$tmp.err"
+grep -q "MATE_MONITOR_LAG_MS" "$tmp.err" && fail "MATE_MONITOR_LAG_MS=250 is good: $(cat "$tmp.err")"
 rm -rf "$tmp" "$tmp.err" "$rt"
 checks_done

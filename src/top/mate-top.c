@@ -657,6 +657,8 @@ main(int argc, char **argv)
 	memset(&v, 0, sizeof(v));
 	if ((m = mate_monitor_new(&err)) == NULL)
 		mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
+	if (mate_monitor_warning(m) != NULL)
+		mate_fe_warnx("%s", mate_monitor_warning(m));
 	if ((a = mate_activity_new(o.smooth)) == NULL)
 		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
 	for (int i = 0; i < o.npids; i++)

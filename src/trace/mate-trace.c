@@ -304,6 +304,8 @@ main(int argc, char **argv)
 	parse_options(argc, argv, &o);
 	if ((m = mate_monitor_new(&err)) == NULL)
 		mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
+	if (mate_monitor_warning(m) != NULL)
+		mate_fe_warnx("%s", mate_monitor_warning(m));
 	attach(m, &o);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
