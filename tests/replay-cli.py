@@ -145,6 +145,16 @@ p = run([REPLAY, "--status", "done", FIXTURE], check=False)
 check(p.returncode == 2 and "--status" in p.stderr, "bad --status: exit 2")
 p = run([REPLAY, "--rtol", "-1", FIXTURE], check=False)
 check(p.returncode == 2, "negative rtol: exit 2")
+# -j and --repeat out of range: usage errors, not silently clamped or raised
+for args, what in ((["-j", "257", FIXTURE], "--jobs: '257' (want 1 to 256)"),
+                   (["-j", "0", FIXTURE], "--jobs: '0' (want 1 to 256)"),
+                   (["--memlog", os.path.join(work, "none.csv"), "--repeat", "0"],
+                    "--repeat: '0' (want 1 to 1000000)")):
+    p = run([REPLAY] + args, check=False)
+    check(p.returncode == 2 and "bad value for " + what in p.stderr,
+          "%s: exit 2 naming the range, got %d %r" % (" ".join(args[:2]), p.returncode, p.stderr))
+p = run([REPLAY, "-j", "256", "--include", "configure", FIXTURE], check=False)
+check(p.returncode == 1 and "Summary: 0 passed, 1 failed" in p.stdout, "-j 256 is accepted: %r" % p.stderr)
 p = run([REPLAY, "--plugin", os.path.join(work, "none.so"), FIXTURE], check=False)
 check(p.returncode == 2 and "none.so" in p.stderr, "missing plugin: exit 2: %r" % p.stderr)
 p = run([REPLAY, "--include", "nothing-matches", FIXTURE], check=False)

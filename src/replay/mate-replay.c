@@ -60,7 +60,7 @@ usage(void)
 	    "      --exclude PAT    skip functions matching PAT\n"
 	    "      --status LIST    replay only calls recorded with these statuses\n"
 	    "                       (completed, inputs_saved, failed; comma-separated)\n"
-	    "  -j, --jobs N         replay on N threads (results still print in order)\n"
+	    "  -j, --jobs N         replay on N threads, 1 to 256 (results still print in order)\n"
 	    "      --jsonl          one JSON object per call on stdout, summary on stderr\n"
 	    "      --plugin LIB.so  load replay handlers from LIB.so (repeatable)\n"
 	    "      --memlog FILE    replay a memory log (mate-record --memlog, or RMM's) against\n"
@@ -186,6 +186,20 @@ parse_tolerance(const char *opt, const char *arg)
 	return v;
 }
 
+#define MAX_JOBS 256
+#define MAX_REPEAT 1000000
+
+/* An integer option from lo to hi; anything else is a usage error. */
+static long long
+parse_between(const char *opt, const char *arg, long long lo, long long hi)
+{
+	long long v = mate_fe_parse_count(opt, arg);
+
+	if (v < lo || v > hi)
+		mate_fe_usage_error("bad value for %s: '%s' (want %lld to %lld)", opt, arg, lo, hi);
+	return v;
+}
+
 static void
 parse_options(int argc, char **argv, struct options *o)
 {
@@ -220,12 +234,12 @@ parse_options(int argc, char **argv, struct options *o)
 		case O_INCLUDE: add_patterns(&o->include, optarg); break;
 		case O_EXCLUDE: add_patterns(&o->exclude, optarg); break;
 		case O_STATUS: o->statuses |= parse_statuses(optarg); break;
-		case 'j': o->jobs = mate_fe_parse_count("--jobs", optarg); break;
+		case 'j': o->jobs = parse_between("--jobs", optarg, 1, MAX_JOBS); break;
 		case O_JSONL: o->jsonl = 1; break;
 		case O_PLUGIN: push(&o->plugins, &o->nplugins, optarg); break;
 		case O_MEMLOG: o->memlog = optarg; break;
 		case O_ALLOCATOR: push(&o->allocators, &o->nallocators, optarg); break;
-		case O_REPEAT: o->repeat = mate_fe_parse_count("--repeat", optarg); break;
+		case O_REPEAT: o->repeat = parse_between("--repeat", optarg, 1, MAX_REPEAT); break;
 		case 'h': usage(); exit(MATE_EXIT_OK);
 		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
 		default: mate_fe_usage_error("unknown option");
@@ -240,9 +254,7 @@ parse_options(int argc, char **argv, struct options *o)
 	if (o->npaths == 0 && o->memlog == NULL)
 		mate_fe_usage_error("no dump directory given");
 	if (o->jobs < 1)
-		o->jobs = 1;
-	if (o->jobs > 256)
-		o->jobs = 256;
+		o->jobs = 1;  /* not given */
 }
 
 /* ---- output --------------------------------------------------------------- */
