@@ -56,6 +56,9 @@ TESTS += tests/events_top_tmux.sh
 EXTRA_DIST += tests/events_top_tmux.sh
 TESTS += tests/events_cli.sh
 EXTRA_DIST += tests/events_cli.sh
+## every key=value of an instruction log's details is described in mate.7
+TESTS += tests/events_ilog_doc.sh
+EXTRA_DIST += tests/events_ilog_doc.sh
 
 ## Man pages of the tools.
 man_MANS += man/mate-trace.1 man/mate-top.1
