@@ -135,3 +135,7 @@ check_PROGRAMS += tests/test_dlclose
 tests_test_dlclose_SOURCES = tests/test_dlclose.c
 tests_test_dlclose_LDADD = -ldl -lpthread
 TESTS += tests/test_dlclose
+
+## recorder_logdest.sh: an unopenable MATE_LOGDEST: the log on stderr, one warning, as the pages say.
+TESTS += tests/recorder_logdest.sh
+EXTRA_DIST += tests/recorder_logdest.sh
