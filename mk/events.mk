@@ -59,6 +59,9 @@ EXTRA_DIST += tests/events_cli.sh
 ## every key=value of an instruction log's details is described in mate.7
 TESTS += tests/events_ilog_doc.sh
 EXTRA_DIST += tests/events_ilog_doc.sh
+## no man page states a measured figure (they are the README's, with where)
+TESTS += tests/man_figures.sh
+EXTRA_DIST += tests/man_figures.sh
 
 ## Man pages of the tools.
 man_MANS += man/mate-trace.1 man/mate-top.1

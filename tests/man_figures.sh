@@ -1,0 +1,16 @@
+#!/bin/sh
+# man_figures.sh: the man pages state no measured figure (a time in ns or us, a rate a second): those are the README's, with where they were measured; sample output in a display is not prose.
+set -u
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+for page in "$top_srcdir"/man/*.[137]; do
+	awk '/^\.Bd/ { lit = 1 } /^\.Ed/ { lit = 0; next } !lit { print FILENAME ":" FNR ": " $0 }' "$page" |
+		grep -E '[0-9][0-9,.]* ?(ns|us|µs)\b|[0-9][0-9,.]* ?[kKM]? ?(events|calls|dumps|times)( a|/| per) ?s(econd)?\b|[0-9.]+ ?[GM](FLOP|B|iB)/s' \
+		>"${TMPDIR:-/tmp}/mate-figures.$$"
+	while IFS= read -r line; do
+		fail "a measured figure on a man page: $line"
+	done <"${TMPDIR:-/tmp}/mate-figures.$$"
+done
+rm -f "${TMPDIR:-/tmp}/mate-figures.$$"
+[ $fails -eq 0 ] && echo "PASS"
+exit $((fails > 0))
