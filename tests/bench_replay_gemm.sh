@@ -3,12 +3,14 @@
 set -u
 b=$top_builddir
 fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$top_srcdir/tests/checks.sh"
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); checks_failed; }
 out=$("$b/tests/replay-gemm-fail" 64 3 2>&1)
 rc=$?
-[ $rc -eq 1 ] || fail "a failing mm exits 1, got $rc: $out"
+check [ $rc -eq 1 ] || fail "a failing mm exits 1, got $rc: $out"
+checks_ran
 echo "$out" | grep -q "^replay-gemm: mm, repetition 1: mm: failing on purpose (call 2)$" ||
 	fail "the failure is named: $out"
+checks_ran
 echo "$out" | grep -q "GFLOP/s" && fail "no speed is reported for a failing kernel: $out"
-[ $fails -eq 0 ] && echo "PASS"
-exit $((fails > 0))
+checks_done

@@ -6,7 +6,8 @@ page=$top_srcdir/man/mate.7
 tmp=$(mktemp -d /tmp/mate-ilogdoc-XXXXXX) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$top_srcdir/tests/checks.sh"
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); checks_failed; }
 
 # the demo makes calls, work on workers and a few deliberate failures
 MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_INSTRUCTION_LOG=$tmp/il.log MATE_DEMO_ROUNDS=3 \
@@ -16,7 +17,8 @@ grep -E '^ *[0-9]+\.[0-9]{6}s \| #[0-9]+ \| ' "$tmp/il.log" |
 	awk -F' [|] ' '{ ev = $3; sub(/ +$/, "", ev); d = $NF; sub(/ error=.*/, " error=", d);
 		n = split(d, w, " "); for (i = 1; i <= n; i++) if (w[i] ~ /^[a-z_]+=/) {
 			sub(/=.*/, "", w[i]); print ev, w[i] } }' | sort -u >"$tmp/keys"
-[ "$(grep -c . "$tmp/keys")" -ge 8 ] || fail "too few keys in the log: $(cat "$tmp/keys")"
+check [ "$(grep -c . "$tmp/keys")" -ge 8 ] || fail "too few keys in the log: $(cat "$tmp/keys")"
+checks_ran
 grep -q '^WORKER_RECV success$' "$tmp/keys" || fail "the demo's log has WORKER_RECV success=: $(cat "$tmp/keys")"
 # the page's entry for an event: from its .It line to the next .It or .El
 while read -r ev key; do
@@ -25,7 +27,7 @@ while read -r ev key; do
 			for (i = 3; i <= n; i++) if (w[i] == ev) on = 1; if (on) print; next }
 		/^\.(It|El)/ { on = 0 } on { print }' "$page")
 	[ -n "$entry" ] || { fail "mate.7 has no entry for $ev"; continue; }
+	checks_ran
 	echo "$entry" | grep -q "$key=" || fail "mate.7's $ev entry does not describe $key="
 done <"$tmp/keys"
-[ $fails -eq 0 ] && echo "PASS: $(grep -c . "$tmp/keys") event keys described"
-exit $((fails > 0))
+checks_done

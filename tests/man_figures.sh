@@ -2,8 +2,10 @@
 # man_figures.sh: the man pages state no measured figure (a time in ns or us, a rate a second): those are the README's, with where they were measured; sample output in a display is not prose.
 set -u
 fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$top_srcdir/tests/checks.sh"
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); checks_failed; }
 for page in "$top_srcdir"/man/*.[137]; do
+	checks_ran
 	awk '/^\.Bd/ { lit = 1 } /^\.Ed/ { lit = 0; next } !lit { print FILENAME ":" FNR ": " $0 }' "$page" |
 		grep -E '[0-9][0-9,.]* ?(ns|us|µs)\b|[0-9][0-9,.]* ?[kKM]? ?(events|calls|dumps|times)( a|/| per) ?s(econd)?\b|[0-9.]+ ?[GM](FLOP|B|iB)/s' \
 		>"${TMPDIR:-/tmp}/mate-figures.$$"
@@ -12,5 +14,4 @@ for page in "$top_srcdir"/man/*.[137]; do
 	done <"${TMPDIR:-/tmp}/mate-figures.$$"
 done
 rm -f "${TMPDIR:-/tmp}/mate-figures.$$"
-[ $fails -eq 0 ] && echo "PASS"
-exit $((fails > 0))
+checks_done
