@@ -66,7 +66,15 @@ struct mem_dev {
 	int64_t in_use, peak;
 };
 
-/* The session: everything started by one mate_ev_configure(). */
+/*
+ * The session: everything started by one mate_ev_configure().
+ *
+ * In a forked child with an instruction log (sync) the emitters write the
+ * log themselves: a child such as a multiprocessing worker ends with
+ * _exit(2), which runs no handler, so each event is in the kernel before
+ * its emitter returns. The queue stays: whoever holds drain_lock takes it
+ * in order, and an events thread runs only for a publisher.
+ */
 static struct {
 	/* read by every producer; written when the session starts or stops */
 	struct ev_slot *ring;
@@ -96,6 +104,10 @@ static struct {
 	pthread_cond_t cond;         /* the thread's state changes */
 	pthread_t thread;
 	int running, subscribed, started_thread;
+	int have_thread;             /* the events thread runs (not in a sync child without a publisher) */
+	int forked;                  /* this process is a forked child (a grandchild too) */
+	int sync;                    /* a forked child's log: emitters write it */
+	pthread_mutex_t drain_lock;  /* held by whoever takes the queue */
 	char *ilog_path;             /* as configured (%i kept) */
 	char *monitor;               /* MATE_MONITOR as configured */
 	char tcp[256];
@@ -106,7 +118,8 @@ static struct {
 	int nmem;
 	pid_t pid;
 	double wait_s;               /* MATE_MONITOR_WAIT */
-} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER, .ilog_fd = -1, .wake_fd = -1 };
+} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
+	.drain_lock = PTHREAD_MUTEX_INITIALIZER, .ilog_fd = -1, .wake_fd = -1 };
 
 static const char *const type_name[MATE_EV_TYPE_COUNT] = {
 	"CONNECT", "DISCONNECT", "RECV", "SEND", "WORKER_SEND", "WORKER_RECV",
@@ -114,6 +127,10 @@ static const char *const type_name[MATE_EV_TYPE_COUNT] = {
 };
 
 static void ev_warn(const char *fmt, ...) MATE_PRINTF(1, 2);
+static void sync_flush(void);
+
+/* In a sync child: the emitter writes what it queued (and what came before). */
+#define SYNC_FLUSH() do { if (MATE_UNLIKELY(S.sync)) sync_flush(); } while (0)
 
 static void
 ev_warn(const char *fmt, ...)
@@ -227,6 +244,8 @@ claim(uint64_t *seq, unsigned n)
 			__atomic_add_fetch(&S.queue_drops, n, __ATOMIC_RELAXED);
 			return NULL;
 		}
+		if (S.sync)
+			sync_flush();
 		if (++spins > 64) {
 			struct timespec ts = { 0, 50000 };
 			nanosleep(&ts, NULL);
@@ -337,7 +356,7 @@ commit(struct ev_slot *s, uint64_t seq)
 
 /* ---- producers ---------------------------------------------------------------------- */
 
-static __thread char tid_str[16];
+static __thread char tid_str[16];   /* cleared in a forked child: a new thread id */
 
 const char *
 mate_ev_thread_id(void)
@@ -394,6 +413,7 @@ mate_ev_call(int type, uint64_t call, const char *op, int depth, int64_t bytes, 
 		return;
 	call_fill(&s->r, type, call, op, depth, bytes, ok, error, NULL);
 	commit(s, seq);
+	SYNC_FLUSH();
 }
 
 void
@@ -410,6 +430,7 @@ mate_ev_call_pair(uint64_t call, const char *op, int depth, int64_t in_bytes,
 	call_fill(&s2->r, MATE_EV_SEND, call, op, depth, out_bytes, ok, error, s->r.source);
 	commit(s, seq);
 	commit(s2, seq + 1);
+	SYNC_FLUSH();
 }
 
 void
@@ -428,6 +449,7 @@ mate_ev_work(int type, uint64_t call, uint64_t id, const char *worker, const cha
 	s->r.ok = (int8_t)(ok != 0);
 	copy_str(s->r.command, sizeof(s->r.command), op);
 	commit(s, seq);
+	SYNC_FLUSH();
 }
 
 /* Updates the device's statistics: @return its slot, or NULL when the table is full. */
@@ -507,6 +529,7 @@ mate_event_memory(int type, const char *dev, const char *command, uint64_t ptr, 
 	    type == MATE_EV_MEM_FREE ? "free" : "alloc");
 	copy_str(s->r.text, sizeof(s->r.text), dev);
 	commit(s, seq);
+	SYNC_FLUSH();
 }
 
 void
@@ -524,6 +547,7 @@ mate_event_emit(const char *name, const char *source, const char *command, int64
 	copy_str(s->r.command, sizeof(s->r.command), command);
 	copy_str(s->r.text, sizeof(s->r.text), details);
 	commit(s, seq);
+	SYNC_FLUSH();
 }
 
 /* ---- the events thread: formatting ------------------------------------------------- */
@@ -638,9 +662,10 @@ log_rec(const struct mate_ev_rec *rec)
 		S.out_len += (size_t)n;
 }
 
-/* Takes what the queue holds, up to max events: @return the number taken. */
+/* Takes what the queue holds, up to max events, under drain_lock: @return
+ * the number taken. */
 static size_t
-drain(size_t max)
+drain_queue(size_t max)
 {
 	size_t n = 0;
 	uint64_t drops;
@@ -680,6 +705,47 @@ drain(size_t max)
 		n++;
 	}
 	out_flush();
+	return n;
+}
+
+/* Non-zero when the next event to take is in the queue. */
+static int
+queue_ready(void)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return __atomic_load_n(&S.ring[S.deq & (RING_SLOTS - 1)].turn, __ATOMIC_ACQUIRE) ==
+	    __atomic_load_n(&S.deq, __ATOMIC_RELAXED) + 1;
+}
+
+/*
+ * A sync child's emitter takes the queue unless another thread is taking
+ * it: that one looks again after it lets go (both sides fence between
+ * their store and their look), so an event is never left behind.
+ */
+static void
+sync_flush(void)
+{
+	if (S.ring == NULL)
+		return;
+	do {
+		if (pthread_mutex_trylock(&S.drain_lock) != 0)
+			return;
+		drain_queue((size_t)-1);
+		pthread_mutex_unlock(&S.drain_lock);
+	} while (queue_ready());
+}
+
+/* Takes what the queue holds, up to max events: @return the number taken. */
+static size_t
+drain(size_t max)
+{
+	size_t n;
+
+	pthread_mutex_lock(&S.drain_lock);
+	n = drain_queue(max);
+	pthread_mutex_unlock(&S.drain_lock);
+	if (S.sync && queue_ready())
+		sync_flush();
 	return n;
 }
 
@@ -755,7 +821,15 @@ wait_events(int timeout_ms)
 {
 	uint64_t v;
 
-	if (S.mon != NULL)
+	if (S.mon != NULL && S.sync) {
+		/* emitters send on the socket too: it is read under their lock,
+		 * not waited on */
+		struct pollfd p = { S.wake_fd, POLLIN, 0 };
+		poll(&p, S.wake_fd >= 0 ? 1 : 0, timeout_ms);
+		pthread_mutex_lock(&S.drain_lock);
+		set_subscribed(mate_mon_poll(S.mon, -1, 0));
+		pthread_mutex_unlock(&S.drain_lock);
+	} else if (S.mon != NULL)
 		set_subscribed(mate_mon_poll(S.mon, S.wake_fd, timeout_ms));
 	else if (S.wake_fd >= 0) {
 		struct pollfd p = { S.wake_fd, POLLIN, 0 };
@@ -955,7 +1029,10 @@ start_session(void)
 		S.mon = mate_mon_start(S.tcp, S.start_real);
 	if (S.ilog_fd < 0 && S.mon == NULL)
 		return;
-	if (pthread_create(&S.thread, NULL, events_thread, NULL) != 0) {
+	S.sync = S.forked && S.ilog_fd >= 0;
+	if (S.sync && S.mon == NULL)
+		S.have_thread = 0;
+	else if (pthread_create(&S.thread, NULL, events_thread, NULL) != 0) {
 		ev_warn("cannot start the events thread; no live events");
 		if (S.mon != NULL)
 			mate_mon_stop(S.mon);
@@ -964,7 +1041,8 @@ start_session(void)
 			close(S.ilog_fd);
 		S.ilog_fd = -1;
 		return;
-	}
+	} else
+		S.have_thread = 1;
 	S.started_thread = 1;
 	__atomic_store_n(&mate_ev_wanted_, S.ilog_fd >= 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&mate_ev_on_, 1, __ATOMIC_RELEASE);
@@ -1006,7 +1084,9 @@ stop_session(void)
 		uint64_t one = 1;
 		(void)!write(S.wake_fd, &one, sizeof(one));
 	}
-	pthread_join(S.thread, NULL);
+	if (S.have_thread)
+		pthread_join(S.thread, NULL);
+	S.have_thread = 0;
 	S.started_thread = 0;
 	S.closing = 0;
 	drain((size_t)-1);
@@ -1054,15 +1134,24 @@ mate_ev_configure(int level, const char *ilog, const char *monitor)
 
 /* ---- fork ------------------------------------------------------------------------------- */
 
+static pthread_mutex_t restart_lock = PTHREAD_MUTEX_INITIALIZER;
+
 
 /* The child has no events thread and must not touch the parent's sockets:
- * it starts its own session (own pid, endpoint, %i log) at its next call. */
+ * it starts its own session (own pid, endpoint, %i log) at its next call,
+ * and writes its log from the emitting threads (sync). Its one thread has
+ * a thread id of its own. */
 void
 mate_ev_atfork_child(void)
 {
-	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER, fresh_drain = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_t fresh_restart = PTHREAD_MUTEX_INITIALIZER;
 	pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
 
+	tid_str[0] = '\0';
+	memcpy(&S.drain_lock, &fresh_drain, sizeof(fresh_drain));
+	memcpy(&restart_lock, &fresh_restart, sizeof(fresh_restart));
+	S.forked = 1;
 	if (!S.started_thread)
 		return;
 	memcpy(&S.lock, &fresh, sizeof(fresh));
@@ -1070,6 +1159,8 @@ mate_ev_atfork_child(void)
 	__atomic_store_n(&mate_ev_on_, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&mate_ev_wanted_, 0, __ATOMIC_RELAXED);
 	S.started_thread = 0;
+	S.have_thread = 0;
+	S.sync = 0;   /* until the child's session starts */
 	if (S.mon != NULL)
 		mate_mon_forget(S.mon);
 	S.mon = NULL;
@@ -1083,17 +1174,17 @@ mate_ev_atfork_child(void)
 	mate_ev_restart_ = S.ilog_path != NULL || S.monitor != NULL;
 }
 
+/* The child's threads that call meanwhile wait for the session, so that
+ * their calls are in its log. */
 void
 mate_ev_restart_child(void)
 {
 	if (!__atomic_load_n(&mate_ev_restart_, __ATOMIC_ACQUIRE))
 		return;
-	pthread_mutex_lock(&S.lock);
+	pthread_mutex_lock(&restart_lock);
 	if (mate_ev_restart_) {
-		mate_ev_restart_ = 0;
-		pthread_mutex_unlock(&S.lock);
 		start_session();
-		return;
+		__atomic_store_n(&mate_ev_restart_, 0, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_unlock(&S.lock);
+	pthread_mutex_unlock(&restart_lock);
 }

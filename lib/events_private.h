@@ -29,8 +29,9 @@ extern int mate_ev_wanted_ MATE_HIDDEN;
  * exported (not part of the
  * installed headers) for mate-record's interposer, which reaches libmate
  * through dlsym(). Every function is thread-safe, never blocks on the stream (only on a full
- * queue while an instruction log is written), never fails the caller, and
- * copies its strings (truncated to the sizes below). */
+ * queue while an instruction log is written, and in a forked child on
+ * writing its event to the log), never fails the caller, and copies its
+ * strings (truncated to the sizes below). */
 #define MATE_EV_SOURCE_MAX 48   /* source id (client thread or worker) */
 #define MATE_EV_COMMAND_MAX 48
 #define MATE_EV_DETAILS_MAX 160

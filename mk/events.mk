@@ -48,6 +48,11 @@ TESTS += tests/test_events_budget
 tests_test_events_budget_SOURCES = tests/test_events_budget.c
 tests_test_events_budget_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
 tests_test_events_budget_LDADD = libmate.la $(ZMQ_LIBS) -lpthread
+## A forked child's log: its own ids, every event kept when it ends with _exit(2).
+check_PROGRAMS += tests/test_events_fork
+TESTS += tests/test_events_fork
+tests_test_events_fork_SOURCES = tests/test_events_fork.c
+tests_test_events_fork_LDADD = libmate.la -lpthread
 TESTS += tests/test_events_demo.py tests/events_hostile_name.py
 EXTRA_DIST += tests/test_events_demo.py tests/events_hostile_name.py
 TESTS += tests/events_ilog_trace.sh tests/events_stale.sh
