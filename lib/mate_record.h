@@ -75,7 +75,9 @@ const char *mate_memlog_error(mate_memlog *m);
 
 /* Profile. Allocations count towards the innermost block the allocating
  * thread has pushed, and a block's counts go into its parents when it is
- * popped (RMM's memory_profile). Blocks are named "file:line(function)". */
+ * popped (RMM's memory_profile). Blocks are named "file:line(function)".
+ * What a thread allocates (and frees) with no block open goes to a row of
+ * its own, "<outside any call>", one block over the whole run. */
 /*! mate_memlog_push() : enters a block on this thread (strings copied). */
 void mate_memlog_push(mate_memlog *m, const char *file, int line, const char *function);
 /*! mate_memlog_pop() : leaves the innermost block of this thread. */

@@ -17,7 +17,9 @@
 
 #define PROF_BUCKETS 256
 #define MAX_DEPTH 64
+#define NAME_CACHE 8                   /* a power of two */
 #define CSV_HEADER "Thread,Time,Action,Pointer,Size,Stream\n"
+#define OUTSIDE_NAME "<outside any call>"
 
 /* One named block of the profile. */
 struct prof_entry {
@@ -46,6 +48,8 @@ struct mate_memlog {
 	int tracking_lost;             /* out of memory: live map incomplete */
 	struct prof_entry *buckets[PROF_BUCKETS];
 	struct prof_entry *first, *last;
+	struct prof_entry *outside;    /* what threads allocate with no block open, or NULL */
+	int64_t outside_value;         /* its bytes allocated less those freed */
 	unsigned gen;                  /* bumped in a forked child */
 };
 
@@ -60,6 +64,9 @@ static __thread struct {
 	unsigned gen;
 	int depth, overflow;
 	struct frame f[MAX_DEPTH];
+	/* the entries of the thread's recent blocks, by the function's address:
+	 * a block pushed again (the interposer's calls) costs no formatting or lock */
+	struct prof_entry *cache[NAME_CACHE];
 } tls_blocks;
 
 /* ---- live map ---------------------------------------------------------------------------- */
@@ -306,6 +313,8 @@ prof_clear(mate_memlog *m)
 	}
 	memset(m->buckets, 0, sizeof(m->buckets));
 	m->first = m->last = NULL;
+	m->outside = NULL;
+	m->outside_value = 0;
 }
 
 int
@@ -345,13 +354,42 @@ mate_memlog_free(mate_memlog *m)
 	free(m);
 }
 
+static struct prof_entry *prof_get(mate_memlog *m, const char *name);
+
+/* Non-zero when this thread has a block of m open. */
+static int
+in_block(const mate_memlog *m)
+{
+	return tls_blocks.owner == m && tls_blocks.gen == m->gen && tls_blocks.depth > 0;
+}
+
+/* Adds delta bytes to the profile's row of what no block takes (lock held):
+ * one block, the process's whole run, as RMM's profiler would see a block
+ * around the program. */
+static void
+attribute_outside(mate_memlog *m, int64_t delta)
+{
+	struct prof_entry *e = m->outside;
+
+	m->outside_value += delta;
+	if (e == NULL) {
+		if (delta <= 0 || (e = m->outside = prof_get(m, OUTSIDE_NAME)) == NULL)
+			return;
+		e->ncalls = 1;
+	}
+	if (delta > 0)
+		e->total += (uint64_t)delta;
+	if (m->outside_value > e->peak)
+		e->peak = m->outside_value;
+}
+
 /* Adds delta bytes to this thread's innermost block of m. */
 static void
 attribute(const mate_memlog *m, int64_t delta)
 {
 	struct frame *f;
 
-	if (tls_blocks.owner != m || tls_blocks.gen != m->gen || tls_blocks.depth == 0)
+	if (!in_block(m))
 		return;
 	f = &tls_blocks.f[tls_blocks.depth - 1];
 	f->value += delta;
@@ -382,6 +420,8 @@ mate_memlog_allocate(mate_memlog *m, uint64_t ptr, uint64_t size, uint64_t strea
 	if (s->current_count > s->peak_count)
 		s->peak_count = s->current_count;
 	csv_row(m, MATE_MEMLOG_ALLOCATE, ptr, size, stream);
+	if (!in_block(m))
+		attribute_outside(m, size > INT64_MAX ? INT64_MAX : (int64_t)size);
 	pthread_mutex_unlock(&m->lock);
 	attribute(m, size > INT64_MAX ? INT64_MAX : (int64_t)size);
 	mate_event_memory(MATE_EV_MEM_ALLOC, NULL, NULL, ptr,
@@ -401,6 +441,8 @@ mate_memlog_deallocate(mate_memlog *m, uint64_t ptr, uint64_t stream)
 		m->st.current_bytes -= (uint64_t)size;
 		m->st.current_count--;
 		csv_row(m, MATE_MEMLOG_DEALLOCATE, ptr, (uint64_t)size, stream);
+		if (!in_block(m))
+			attribute_outside(m, -size);
 	}
 	pthread_mutex_unlock(&m->lock);
 	if (size >= 0) {
@@ -486,11 +528,34 @@ prof_get(mate_memlog *m, const char *name)
 	return e;
 }
 
+/* Whether name is "file:line(function)". */
+static int
+name_is(const char *name, const char *file, int line, const char *function)
+{
+	size_t n = strlen(file);
+	long v = 0;
+	int neg;
+
+	if (strncmp(name, file, n) != 0 || name[n] != ':')
+		return 0;
+	name += n + 1;
+	if ((neg = *name == '-'))
+		name++;
+	if (*name < '0' || *name > '9')
+		return 0;
+	for (; *name >= '0' && *name <= '9' && v < 100000000000L; name++)
+		v = v * 10 + (*name - '0');
+	if (*name++ != '(' || (neg ? -v : v) != line)
+		return 0;
+	n = strlen(function);
+	return strncmp(name, function, n) == 0 && name[n] == ')' && name[n + 1] == '\0';
+}
+
 void
 mate_memlog_push(mate_memlog *m, const char *file, int line, const char *function)
 {
 	char name[512];
-	struct prof_entry *e;
+	struct prof_entry *e, **slot;
 	struct frame *f;
 
 	if (m == NULL)
@@ -499,16 +564,24 @@ mate_memlog_push(mate_memlog *m, const char *file, int line, const char *functio
 		tls_blocks.owner = m;
 		tls_blocks.gen = m->gen;
 		tls_blocks.depth = tls_blocks.overflow = 0;
+		memset(tls_blocks.cache, 0, sizeof(tls_blocks.cache));
 	}
 	if (tls_blocks.depth == MAX_DEPTH) {
 		tls_blocks.overflow++;
 		return;
 	}
-	snprintf(name, sizeof(name), "%s:%d(%s)", file ? file : "?", line,
-	    function ? function : "?");
-	pthread_mutex_lock(&m->lock);
-	e = prof_get(m, name);
-	pthread_mutex_unlock(&m->lock);
+	if (file == NULL)
+		file = "?";
+	if (function == NULL)
+		function = "?";
+	slot = &tls_blocks.cache[((uintptr_t)function >> 4) & (NAME_CACHE - 1)];
+	if ((e = *slot) == NULL || !name_is(e->name, file, line, function)) {
+		snprintf(name, sizeof(name), "%s:%d(%s)", file, line, function);
+		pthread_mutex_lock(&m->lock);
+		e = prof_get(m, name);
+		pthread_mutex_unlock(&m->lock);
+		*slot = e;
+	}
 	f = &tls_blocks.f[tls_blocks.depth++];
 	memset(f, 0, sizeof(*f));
 	f->e = e;

@@ -154,6 +154,13 @@ test_live_map(void)
 	mate_memlog_free(m);
 }
 
+static void *
+alloc_7_outside(void *arg)
+{
+	mate_memlog_allocate(arg, 0x600, 7, 0);
+	return NULL;
+}
+
 static void
 test_profile(void)
 {
@@ -174,6 +181,14 @@ test_profile(void)
 	mate_memlog_push(m, "big.c", 1, "big");
 	mate_memlog_allocate(m, 0x400, 1000016, 0);
 	mate_memlog_pop(m);
+	/* outside again, on this thread and another: 5 + 20, then 7 after a free */
+	mate_memlog_allocate(m, 0x500, 20, 0);
+	mate_memlog_deallocate(m, 0x500, 0);
+	mate_memlog_deallocate(m, 0x300, 0);
+	{
+		pthread_t th;
+		CHECK(pthread_create(&th, NULL, alloc_7_outside, m) == 0 && pthread_join(th, NULL) == 0);
+	}
 	r = mate_memlog_profile(m);
 	CHECK(r != NULL);
 	CHECK(r != NULL && strncmp(r, "Memory Profiling\n================\n\nLegends:\n", 44) == 0);
@@ -182,8 +197,39 @@ test_profile(void)
 	/* outer's peak is its 100 plus the inner's 1000; total 100 + 2 * 1000 */
 	CHECK_CONTAINS(r, "     1           1,100           2,100  script.py:5(outer)\n");
 	CHECK_CONTAINS(r, "     2           1,000           2,000  script.py:9(inner)\n");
+	/* what no block took: a row of its own, one block over the whole run */
+	CHECK_CONTAINS(r, "     1              25              32  <outside any call>\n");
 	/* ordered by peak: big, outer, inner */
 	CHECK(r != NULL && strstr(r, "(big)") < strstr(r, "(outer)") && strstr(r, "(outer)") < strstr(r, "(inner)"));
+	free(r);
+	mate_memlog_free(m);
+}
+
+/* A block pushed again from the same buffer, now holding another name, or
+ * at another line: each name its own row. */
+static void
+test_profile_names(void)
+{
+	mate_memlog *m = mate_memlog_new(NULL, NULL);
+	char fn[16], *r;
+
+	strcpy(fn, "aa");
+	for (int i = 0; i < 3; i++) {
+		mate_memlog_push(m, "f.c", 1, fn);
+		mate_memlog_pop(m);
+	}
+	strcpy(fn, "bb");
+	mate_memlog_push(m, "f.c", 1, fn);
+	mate_memlog_pop(m);
+	mate_memlog_push(m, "f.c", 12, fn);
+	mate_memlog_pop(m);
+	mate_memlog_push(m, "g.c", 12, fn);
+	mate_memlog_pop(m);
+	r = mate_memlog_profile(m);
+	CHECK_CONTAINS(r, "     3               0               0  f.c:1(aa)\n");
+	CHECK_CONTAINS(r, "     1               0               0  f.c:1(bb)\n");
+	CHECK_CONTAINS(r, "     1               0               0  f.c:12(bb)\n");
+	CHECK_CONTAINS(r, "     1               0               0  g.c:12(bb)\n");
 	free(r);
 	mate_memlog_free(m);
 }
@@ -386,6 +432,7 @@ main(void)
 	test_writer(dir);
 	test_live_map();
 	test_profile();
+	test_profile_names();
 	test_reader_rmm();
 	test_reader_errors();
 	test_replay();
