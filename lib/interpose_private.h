@@ -84,12 +84,13 @@ mate_ip_load(void)
 	return IP_LIKELY(s != 0) ? s > 0 : mate_ip_load_slow();
 }
 
-/* Whether an API call is to be recorded now / memory events logged now. */
+/* Whether an API call is to be recorded now (at level 0 with a memory
+ * log, only as a block of the memory profile) / memory events logged now. */
 static inline int
 mate_ip_recording(void)
 {
 	return IP_UNLIKELY(mate_ip_want) && mate_ip_depth == 0 && mate_ip_inside == 0 &&
-	    mate_ip_load() && mate_ip_level > 0;
+	    mate_ip_load() && (mate_ip_level > 0 || mate_ip_memlog != NULL);
 }
 
 static inline int

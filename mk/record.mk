@@ -63,6 +63,10 @@ EXTRA_DIST += tests/record-common.sh tests/test_record_exit.sh tests/test_record
 	tests/test_record_fakecuda.py tests/test_memlog_rmm.py tests/rmm_log_parser.py \
 	tests/test_record_memevents.py
 
+## The memory-profile examples of the README and mate-record(1), run as printed.
+TESTS += tests/test_record_profile.py
+EXTRA_DIST += tests/test_record_profile.py
+
 ## A C program linked against CBLAS and Fortran BLAS, recorded and replayed.
 check_PROGRAMS += tests/record-blas-prog
 tests_record_blas_prog_SOURCES = tests/record-blas-prog.c

@@ -1,0 +1,118 @@
+"""test_record_profile.py: the memory-profile examples of the README and mate-record(1) run as printed (the fake CUDA program for ./train): RMM's report with a row per intercepted call and one for what was allocated outside any call, at level 0; the replay line after each."""
+import csv
+import glob
+import os
+import re
+import shlex
+import sys
+
+from mate_test import build_path, check, done, run, src_path, tmpdir
+
+PRELOAD = build_path(".libs", "libmate-preload.so")
+if not os.path.exists(PRELOAD):
+    print("SKIP: no libmate-preload.so (a static-only build)")
+    sys.exit(77)
+TOOLS = {"mate-record": build_path("src", "record", "mate-record"),
+         "mate-replay": build_path("src", "replay", "mate-replay")}
+PROG = build_path("tests", "record-cuda-prog")
+env = dict(os.environ)
+for v in ("MATE_LOGLEVEL", "MATE_MEMLOG", "MATE_MEMLOG_FORMAT", "MATE_DUMP_DIR", "MATE_LOGDEST"):
+    env.pop(v, None)
+
+
+def examples(text, prefix):
+    """The mate-record --memlog example and the mate-replay line after it."""
+    lines = [ln[len(prefix):].strip() for ln in text.split("\n") if ln.startswith(prefix)]
+    for i, ln in enumerate(lines):
+        if ln.startswith("mate-record ") and "--memlog" in ln:
+            return ln, lines[i + 1] if i + 1 < len(lines) else ""
+    return None, None
+
+
+def argv(line, subst):
+    for a, b in subst.items():
+        line = line.replace(a, b)
+    words = shlex.split(line)
+    return [TOOLS.get(words[0], words[0])] + words[1:]
+
+
+def profile_rows(text):
+    """The report's rows: (ncalls, peak, total, name)."""
+    head = "ncalls     memory_peak    memory_total  filename:lineno(function)\n"
+    check("Memory Profiling\n================\n" in text and head in text, "RMM's report: %r" % text[:300])
+    rows = []
+    for ln in text.split(head, 1)[-1].split("\n"):
+        m = re.fullmatch(r"\s*([\d,]+)\s+([\d,]+)\s+([\d,]+)  (.+)", ln)
+        if m is None:
+            break
+        rows.append(tuple(int(x.replace(",", "")) for x in m.groups()[:3]) + (m.group(4),))
+    return rows
+
+
+def csv_figures(path):
+    """Peak of the bytes in use and the total allocated, from the memory log."""
+    cur = peak = total = 0
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            if r["Action"] == "allocate":
+                cur += int(r["Size"])
+                total += int(r["Size"])
+                peak = max(peak, cur)
+            elif r["Action"] in ("free", "deallocate"):
+                cur -= int(r["Size"])
+    return peak, total
+
+
+def doc_rows(text, indent):
+    """The rows of the report shown in a page: (ncalls, peak, total, name)."""
+    head = indent + "ncalls     memory_peak    memory_total  filename:lineno(function)\n"
+    if head not in text:
+        return []
+    rows = []
+    for ln in text.split(head, 1)[1].split("\n"):
+        m = re.fullmatch(re.escape(indent) + r"\s*([\d,]+)\s+([\d,]+)\s+([\d,]+)  (.+)", ln)
+        if m is None:
+            break
+        rows.append(tuple(int(x.replace(",", "")) for x in m.groups()[:3]) + (m.group(4),))
+    return rows
+
+
+def try_example(where, record_line, replay_line, shown):
+    work = tmpdir()
+    check(record_line is not None and "-l 0" in record_line, "%s has the example: %r" % (where, record_line))
+    if record_line is None:
+        return
+    p = run(argv(record_line, {"./train": PROG}), cwd=work, env=env, check=False)
+    check(p.returncode == 0, "%s: %s exits 0: %d %s" % (where, record_line, p.returncode, p.stderr))
+    out = re.search(r"-o (\S+)", record_line).group(1)
+    text = open(os.path.join(work, out)).read() if os.path.exists(os.path.join(work, out)) else ""
+    check("MATE API Call" not in text, "%s: level 0 logs no call" % where)
+    rows = profile_rows(text)
+    by_name = {r[3]: r for r in rows}
+    check(len(rows) >= 7, "%s: the report has rows: %s" % (where, rows))
+    check(by_name.get("cudart:0(cudaMemcpy)", (0,))[0] == 6, "%s: 6 cudaMemcpy: %s" % (where, rows))
+    for call in ("cublasSgemm_v2", "cublasGemmEx", "cublasGemmStridedBatchedEx"):
+        check(by_name.get("cublas:0(%s)" % call, (0,))[0] == 1, "%s: one %s: %s" % (where, call, rows))
+    check(by_name.get("cuda_kernel:0(cudaLaunchKernel)", (0,))[0] == 1, "%s: one launch" % where)
+    check(shown == rows, "%s shows the report it prints:\n%s\n%s" % (where, shown, rows))
+    # the program allocates between its calls only: all of it is the outside row
+    csvs = sorted(glob.glob(os.path.join(work, "mem*.csv")), key=os.path.getsize)
+    check(len(csvs) in (1, 2), "%s: the memory logs: %s" % (where, csvs))
+    if csvs:
+        peak, total = csv_figures(csvs[-1])
+        check(by_name.get("<outside any call>") == (1, peak, total, "<outside any call>"),
+              "%s: outside any call: peak %d, total %d: %s" % (where, peak, total, rows))
+        check(rows and rows[0][3] == "<outside any call>", "%s: ordered by peak" % where)
+        name = os.path.basename(csvs[-1])
+        words = replay_line.split()
+        subst = {w: name for w in words if w.endswith(".csv")}
+        q = run(argv(replay_line, subst), cwd=work, env=env, check=False)
+        check(q.returncode == 0 and "malloc:" in q.stdout and "pool:" in q.stdout,
+              "%s: %s: %d %s %s" % (where, replay_line, q.returncode, q.stdout, q.stderr))
+
+
+readme = open(src_path("README.md")).read()
+try_example("README", *examples(readme, "    "), doc_rows(readme, "    "))
+page = open(src_path("man", "mate-record.1")).read()
+try_example("mate-record(1)", *examples(page, "$ "), doc_rows(page, ""))
+done()
