@@ -10,6 +10,7 @@
 #include "mate.h"
 #include "mate_events.h"
 #include "mate_record.h"
+#include "mate_view.h"
 #include "test.h"
 
 #define MAX_EV 200000
@@ -66,6 +67,31 @@ read_log(long pid)
 	CHECK_EQ_INT(st.malformed, 0);
 	mate_ilog_free(r);
 	return nev;
+}
+
+/* The log of process pid as mate-visualize takes it: its timeline's stats. */
+static void
+timeline_of(long pid, mate_timeline_stats *st)
+{
+	char path[256];
+	mate_error err;
+	mate_timeline *tl = mate_timeline_new(NULL, &err);
+	mate_ilog *r;
+	mate_event ev;
+
+	memset(st, 0, sizeof(*st));
+	snprintf(path, sizeof(path), "%s/fork_%ld.log", dir, pid);
+	r = mate_ilog_open(path, &err);
+	CHECK(tl != NULL && r != NULL);
+	if (tl != NULL && r != NULL) {
+		CHECK_EQ_INT(mate_timeline_begin_log(tl, path, &err), MATE_OK);
+		while (mate_ilog_next(r, &ev, &err) == 1)
+			CHECK_EQ_INT(mate_timeline_add(tl, &ev, &err), MATE_OK);
+		CHECK_EQ_INT(mate_timeline_end_log(tl, &err), MATE_OK);
+		mate_timeline_get_stats(tl, st);
+	}
+	mate_ilog_free(r);
+	mate_timeline_free(tl);
 }
 
 static int
@@ -188,6 +214,14 @@ main(void)
 	CHECK_EQ_INT(count("RECV", me), 0);
 	CHECK_EQ_INT(count("DISCONNECT", NULL), 0);
 	check_sequence();
+	{
+		/* mate-visualize draws it: three whole calls, nothing left open */
+		mate_timeline_stats st;
+		timeline_of(pid, &st);
+		CHECK_EQ_INT(st.calls, 3);
+		CHECK_EQ_INT(st.unpaired, 0);
+		CHECK_EQ_INT(st.clients, 1);
+	}
 
 	/* threads of the child, more events than the queue holds: all there,
 	 * each thread under its own id, in order */
