@@ -11,6 +11,8 @@
 /* Level 1 needs no state: every call shares this read-only handle. */
 static mate_call level1_call = { .level = 1 };
 
+static void ready(mate_call *c, int event);
+
 static pthread_once_t locale_once = PTHREAD_ONCE_INIT;
 static locale_t c_locale;
 
@@ -142,7 +144,7 @@ add_arg(mate_call *c, int flags, const char *name, mate_value *v)
 		return;
 	}
 	if (role == MATE_RESULT && c->state == CALL_BEGUN)
-		mate_call_ready(c);
+		ready(c, 0);
 	if (role != MATE_RESULT && c->state != CALL_BEGUN) {
 		mate_rec_warn_once(REC_ONCE_USAGE, "%s: argument given after mate_call_ready(); not recorded",
 		    c->name);
@@ -507,14 +509,18 @@ stage_all(mate_call *c)
 
 /* ---- phases ------------------------------------------------------------------------------ */
 
-void
-mate_call_ready(mate_call *c)
+/* Logs (and at level 10 dumps) the inputs; event: the call's RECV goes out now.
+ * Without it (a result given before mate_call_ready(): the API has run), the
+ * events layer still sees a call that was never ready and queues its RECV
+ * and SEND together at its end, with one clock reading. */
+static void
+ready(mate_call *c, int event)
 {
 	struct mate_buf log;
 	locale_t old;
 
 	if (SKIP(c) || c->state != CALL_BEGUN) {
-		if (c != NULL && MATE_EV_ON())
+		if (event && c != NULL && MATE_EV_ON())
 			mate_ev_call_ready(c);
 		return;
 	}
@@ -534,8 +540,14 @@ mate_call_ready(mate_call *c)
 	mate_buf_free(&log);
 	release_tensors(c);
 	leave_locale(old);
-	if (MATE_EV_ON())
+	if (event && MATE_EV_ON())
 		mate_ev_call_ready(c);
+}
+
+void
+mate_call_ready(mate_call *c)
+{
+	ready(c, 1);
 }
 
 static void
