@@ -15,7 +15,9 @@
  * outputs are tensors in IN too (the caller fills them with the dtype and
  * shape it wants), and OUT receives every tensor after the kernel ran, in
  * its stored layout. KEY=VALUE sets scalar parameters (eps, temperature,
- * causal, kv_layout, ...) and views:
+ * causal, kv_layout, ...) and views, applied in this order:
+ *   narrow.NAME=D,S,N the kernel sees elements [S, S + N) of stored dim D
+ *                     (x.narrow(D, S, N): a storage offset when S > 0)
  *   perm.NAME=2,0,1   the kernel sees the stored tensor permuted (x.permute)
  *   skip.NAME=D       the kernel sees every other element along dim D
  * Exit status: 0 ok, 1 kernel error (message on stderr, first word the
@@ -61,13 +63,22 @@ argi(const struct ctx *c, const char *key, long long def)
 	return strtoll(v, NULL, 0);
 }
 
-/* Applies perm.NAME / skip.NAME to a copy of the stored tensor. */
+/* Applies narrow.NAME / perm.NAME / skip.NAME to a copy of the stored tensor. */
 static int
 make_view(const struct ctx *c, const char *name, mate_tensor *t)
 {
 	char key[128];
 	const char *p;
 
+	snprintf(key, sizeof(key), "narrow.%s", name);
+	if ((p = arg(c, key)) != NULL) {
+		long long d, st, n;
+		if (sscanf(p, "%lld,%lld,%lld", &d, &st, &n) != 3 || d < 0 || d >= t->ndim ||
+		    st < 0 || n < 0 || st + n > t->shape[d])
+			return -1;
+		t->offset += st * t->stride[d];
+		t->shape[d] = n;
+	}
 	snprintf(key, sizeof(key), "perm.%s", name);
 	if ((p = arg(c, key)) != NULL) {
 		mate_tensor s = *t;

@@ -86,6 +86,27 @@ test_rmsnorm(void)
 	CHECK_EQ_INT(K->rmsnorm(&txd, &twd, 0.0, &tyd, &err), MATE_OK);
 	NEAR(yd[2], 2 / sqrt(3.0), 1e-15);
 
+	/* eps where it dominates: a row of zeros stays zeros (0/0 without it),
+	 * and eps = 37.5 turns (3, 4)'s mean square 12.5 into 50 */
+	float xz[2][2] = { { 0, 0 }, { 3, 4 } }, yz[2][2];
+	mate_tensor txz = t2(MATE_F32, xz, 2, 2), tyz = t2(MATE_F32, yz, 2, 2);
+	CHECK_EQ_INT(K->rmsnorm(&txz, &tw, 37.5, &tyz, &err), MATE_OK);
+	NEAR(yz[0][0], 0, 0);
+	NEAR(yz[0][1], 0, 0);
+	NEAR(yz[1][0], 3 / sqrt(50.0), 1e-6);
+	NEAR(yz[1][1], 8 / sqrt(50.0), 1e-6);
+	CHECK_EQ_INT(K->gemma_rmsnorm(&txz, &tw, 37.5, &tyz, &err), MATE_OK);
+	NEAR(yz[0][1], 0, 0);
+	NEAR(yz[1][0], 2 * 3 / sqrt(50.0), 1e-6);
+	NEAR(yz[1][1], 3 * 4 / sqrt(50.0), 1e-6);
+	/* tiny values: mean square 1.25e-7 against eps 1e-6 */
+	float xt[2] = { 3e-4f, 4e-4f }, yt[2];
+	mate_tensor txt = t2(MATE_F32, xt, 1, 2), tyt = t2(MATE_F32, yt, 1, 2);
+	CHECK_EQ_INT(K->rmsnorm(&txt, &tw, 1e-6, &tyt, &err), MATE_OK);
+	NEAR(yt[1], 8e-4 / sqrt(1.125e-6), 1e-6);
+	CHECK_EQ_INT(K->rmsnorm(&txd, &twd, 1.0, &tyd, &err), MATE_OK);
+	NEAR(yd[2], 2 / sqrt(4.0), 1e-15);
+
 	/* NaN and Inf propagate */
 	float xn[2] = { NAN, 1 }, yn[2];
 	mate_tensor txn = t2(MATE_F32, xn, 1, 2), tyn = t2(MATE_F32, yn, 1, 2);
@@ -120,6 +141,20 @@ test_fused_add(void)
 	CHECK_EQ_INT(K->fused_add_rmsnorm(&txi, &trh, &tones, 0.0, &err), MATE_OK);
 	NEAR(mate_f16_to_f32(rh[0]), 1.0, 0);
 	NEAR(xi[0], 1.0, 0);
+
+	/* eps where it dominates: a zero row stays zero, eps 37.5 on (3, 4) */
+	float xe[2][2] = { { 0, 0 }, { 3, 4 } }, re[2][2] = { { 0, 0 }, { 0, 0 } };
+	mate_tensor txe = t2(MATE_F32, xe, 2, 2), tre = t2(MATE_F32, re, 2, 2);
+	CHECK_EQ_INT(K->fused_add_rmsnorm(&txe, &tre, &tw, 37.5, &err), MATE_OK);
+	NEAR(xe[0][0], 0, 0);
+	NEAR(xe[1][0], 3 / sqrt(50.0), 1e-6);
+	NEAR(xe[1][1], 3 * 4 / sqrt(50.0), 1e-6);
+	for (int i = 0; i < 2; i++)   /* residual: (0, 0), (3, 4) again */
+		xe[1][i] = 0;
+	CHECK_EQ_INT(K->gemma_fused_add_rmsnorm(&txe, &tre, &tw, 37.5, &err), MATE_OK);
+	NEAR(xe[0][1], 0, 0);
+	NEAR(xe[1][0], 2 * 3 / sqrt(50.0), 1e-6);
+	NEAR(xe[1][1], 4 * 4 / sqrt(50.0), 1e-6);
 }
 
 static void
@@ -391,6 +426,15 @@ test_decode(void)
 	p.lse_base_e = 1;
 	CHECK_EQ_INT(K->single_decode(&tq, &tk, &tv, &p, &to, &tl, &err), MATE_OK);
 	NEAR(lse[1], log(4.0), 1e-6);
+	p.lse_base_e = 0;
+	/* q_scale 2 and k_scale 1/4 halve the logits: z1 = ln 3 / 2; v_scale 4 */
+	p.q_scale = 2.0, p.k_scale = 0.25, p.v_scale = 4.0;
+	CHECK_EQ_INT(K->single_decode(&tq, &tk, &tv, &p, &to, &tl, &err), MATE_OK);
+	NEAR(o[0][0], 4 / (1 + sqrt(3.0)), 1e-6);
+	NEAR(o[0][1], 4 * sqrt(3.0) / (1 + sqrt(3.0)), 1e-6);
+	NEAR(lse[0], log2(1 + sqrt(3.0)), 1e-6);
+	p.q_scale = p.k_scale = p.v_scale = 1.0;
+	p.lse_base_e = 1;
 	/* HND layout: the same tensors viewed (Hk, L, D) */
 	int64_t sh[3] = { 1, 2, 2 }, st[3] = { 4, 2, 1 };
 	mate_tensor hk = tens(MATE_F32, dk, 3, sh, st), hv = tens(MATE_F32, dv, 3, sh, st);

@@ -186,6 +186,36 @@ def test_norms(dt):
             close("%s input %s" % (name, dt), r["input"], rms_ref(new_res, w, 1e-6, gemma).to(dt))
 
 
+def test_norm_eps(dt):
+    """eps where it dominates: a row of zeros (0/0 without it), a row of tiny
+    values (mean square 1e-6 against eps 1e-5), and eps 4 against a mean square
+    of 1. The kernel sees rows 1-4 of a stored (6, 16): a storage offset."""
+    H = 16
+    x = randn(6, H, dtype=dt)
+    x[1] = 0
+    x[2] = randn(H, dtype=dt, scale=1e-3)
+    for gemma in (0, 1):
+        w = randn(H, dtype=dt)
+        for eps in (1e-5, 4.0):
+            name = "gemma_rmsnorm" if gemma else "rmsnorm"
+            r, rc, e = kernel(name, {"input": x, "weight": w, "out": torch.zeros(6, H, dtype=dt)},
+                              eps=eps, narrow__input="0,1,4", narrow__out="0,2,4")
+            if expect_ok(name, r, rc, e):
+                ref = torch.zeros(6, H, dtype=torch.float64)
+                ref[2:] = rms_ref(x[1:5], w, eps, gemma)
+                close("%s eps=%g zero and tiny rows %s" % (name, eps, dt), r["out"], ref.to(dt))
+            # residual x plus input 0 is x again: the same rows, normalized in place
+            name = "gemma_fused_add_rmsnorm" if gemma else "fused_add_rmsnorm"
+            r, rc, e = kernel(name, {"input": torch.zeros(6, H, dtype=dt), "residual": x,
+                                     "weight": w}, eps=eps, narrow__input="0,2,4",
+                              narrow__residual="0,1,4")
+            if expect_ok(name, r, rc, e):
+                ref = torch.zeros(6, H, dtype=torch.float64)
+                ref[2:] = rms_ref(x[1:5], w, eps, gemma)
+                close("%s eps=%g residual %s" % (name, eps, dt), r["residual"], x)
+                close("%s eps=%g zero and tiny rows %s" % (name, eps, dt), r["input"], ref.to(dt))
+
+
 def test_act(dt):
     refs = {"silu_and_mul": lambda a: torch.nn.functional.silu(a),
             "gelu_and_mul": lambda a: torch.nn.functional.gelu(a),
@@ -210,6 +240,14 @@ def test_softmax(dt):
     if expect_ok("softmax tensor", r, rc, e):
         close("softmax T tensor %s" % dt, r["out"],
               torch.softmax(x.double() / t.double()[:, None], -1).float())
+    # one element for every row, over the scalar's default of 1
+    r, rc, e = kernel("softmax", {"logits": x, "temperature": torch.tensor([0.25]),
+                                  "out": torch.zeros(4, 100)})
+    if expect_ok("softmax one-element tensor", r, rc, e):
+        close("softmax T tensor (1) %s" % dt, r["out"], torch.softmax(x.double() / 0.25, -1).float())
+    r, rc, e = kernel("softmax", {"logits": x, "out": torch.zeros(4, 100)}, temperature=5.0)
+    if expect_ok("softmax", r, rc, e):
+        close("softmax T=5 %s" % dt, r["out"], torch.softmax(x.double() / 5.0, -1).float())
 
 
 def test_mm(dt):
@@ -222,6 +260,12 @@ def test_mm(dt):
                           perm__a="1,0")
         if expect_ok("mm", r, rc, e):
             close("mm a^T %s -> %s" % (dt, odt), r["out"], (a.double().t() @ b.double()).to(odt))
+    # a seen from row 3 of a stored (K + 5, M): a storage offset
+    a5 = randn(K + 5, M, dtype=dt, scale=s)
+    r, rc, e = kernel("mm", {"a": a5, "b": b, "out": torch.zeros(M, N, dtype=dt)},
+                      narrow__a="0,3,%d" % K, perm__a="1,0")
+    if expect_ok("mm", r, rc, e):
+        close("mm a at an offset %s" % dt, r["out"], (a5.double()[3:3 + K].t() @ b.double()).to(dt))
     # out column major (stored (N, M), seen permuted), b strided by 2
     b2 = randn(K, 2 * N, dtype=dt, scale=s)
     r, rc, e = kernel("mm", {"a": a, "b": b2, "out": torch.zeros(N, M, dtype=dt)},
@@ -279,6 +323,24 @@ def test_segment_gemm(dt):
               segment_gemm_ref(x, weights.transpose(1, 2), 4, True, [0, 3, 3, 9, 13], None))
 
 
+def test_segment_gemm_offsets(dt):
+    """x, weights and out seen at storage offsets: rows 2-16 of x, weights 1-3, out from row 1."""
+    rows, d_in, d_out = 15, 8, 6
+    x = randn(rows + 3, d_in, dtype=dt)
+    weights = randn(4, d_in, d_out, dtype=dt)
+    lens = torch.tensor([4, 6, 5])
+    widx = torch.tensor([2, 0, 1], dtype=torch.int32)
+    r, rc, e = kernel("segment_gemm", {"x": x, "weights": weights, "seg_lens": lens,
+                                       "weight_indices": widx,
+                                       "out": torch.zeros(rows + 1, d_out, dtype=dt)},
+                      batch_size=3, narrow__x="0,2,%d" % rows, narrow__weights="0,1,3",
+                      narrow__out="0,1,%d" % rows)
+    if expect_ok("segment_gemm offsets", r, rc, e):
+        ref = torch.zeros(rows + 1, d_out, dtype=dt)
+        ref[1:] = segment_gemm_ref(x[2:2 + rows], weights[1:], 3, False, [0, 4, 10, 15], widx)
+        close("segment_gemm %s at offsets" % dt, r["out"], ref)
+
+
 def test_segment_gemm_errors():
     x, w = randn(6, 8), randn(2, 8, 5)
     t = {"x": x, "weights": w, "out": torch.zeros(6, 5), "seg_lens": torch.tensor([2, 4])}
@@ -332,8 +394,10 @@ def alibi_slopes(H):
 
 
 def attn_ref(q, k, v, causal=False, pos="NONE", window_left=-1, cap=0, sm_scale=None,
-             rope_scale=1.0, rope_theta=1e4, mask=None):
-    """q (Lq, Hq, D), k/v (Lk, Hk, D): output (Lq, Hq, Dv) and log2 lse (Lq, Hq)."""
+             rope_scale=1.0, rope_theta=1e4, mask=None, q_scale=1.0, k_scale=1.0, v_scale=1.0,
+             lse_base_e=0):
+    """q (Lq, Hq, D), k/v (Lk, Hk, D): output (Lq, Hq, Dv) and log2 lse (Lq, Hq)
+    (natural log with lse_base_e)."""
     q, k, v = q.double(), k.double(), v.double()
     Lq, Hq, D = q.shape
     Lk, Hk = k.shape[:2]
@@ -343,7 +407,7 @@ def attn_ref(q, k, v, causal=False, pos="NONE", window_left=-1, cap=0, sm_scale=
         q, k = rope(q, qpos, rope_scale, rope_theta), rope(k, kpos, rope_scale, rope_theta)
     g = Hq // Hk
     k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
-    z = torch.einsum("qhd,khd->hqk", q, k) * (sm_scale or 1 / math.sqrt(D))
+    z = torch.einsum("qhd,khd->hqk", q, k) * (sm_scale or 1 / math.sqrt(D)) * q_scale * k_scale
     if cap:
         z = cap * torch.tanh(z / cap)
     if pos == "ALIBI":
@@ -357,8 +421,8 @@ def attn_ref(q, k, v, causal=False, pos="NONE", window_left=-1, cap=0, sm_scale=
     if window_left >= 0:
         keep &= kpos[None, :] >= (qpos[:, None] - window_left)
     z = z.masked_fill(~keep[None], -math.inf)
-    o = torch.einsum("hqk,khd->qhd", torch.softmax(z, -1), v)
-    return o, (torch.logsumexp(z, -1) / math.log(2)).t()
+    o = torch.einsum("hqk,khd->qhd", torch.softmax(z, -1), v) * v_scale
+    return o, (torch.logsumexp(z, -1) / (1 if lse_base_e else math.log(2))).t()
 
 
 def to_hnd(x):
@@ -369,21 +433,30 @@ def test_decode(dt):
     L, Hq, Hk, D = 37, 8, 2, 64
     cases = [dict(), dict(kv_layout="HND", pos_encoding_mode="ROPE_LLAMA", rope_theta=5e5,
                           rope_scale=2.0),
-             dict(pos_encoding_mode="ALIBI", logits_soft_cap=30.0), dict(window_left=9, sm_scale=0.3)]
+             dict(pos_encoding_mode="ALIBI", logits_soft_cap=30.0), dict(window_left=9, sm_scale=0.3),
+             # logits of spread 4 capped at 2; scales away from 1; q at an offset
+             dict(logits_soft_cap=2.0, sm_scale=0.5),
+             dict(q_scale=1.5, k_scale=0.5, v_scale=3.0, sm_scale=0.2, lse_base_e=1,
+                  narrow__q="0,1,%d" % Hq, narrow__k="0,2,%d" % L, narrow__v="0,3,%d" % L)]
     for c in cases:
-        q = randn(Hq, D, dtype=dt)
-        k = randn(L, Hk, D, dtype=dt)
-        v = randn(L, Hk, D, dtype=dt)
+        at = 3 if "narrow__q" in c else 0   # stored with more rows, seen from row 1, 2, 3
+        q = randn(Hq + at, D, dtype=dt)
+        k = randn(L + at, Hk, D, dtype=dt)
+        v = randn(L + at, Hk, D, dtype=dt)
         hnd = c.get("kv_layout") == "HND"
         t = {"q": q, "k": to_hnd(k) if hnd else k, "v": to_hnd(v) if hnd else v,
              "out": torch.zeros(Hq, D, dtype=dt), "lse": torch.zeros(Hq)}
         r, rc, e = kernel("single_decode_with_kv_cache", t, **c)
         if not expect_ok("decode %s" % c, r, rc, e):
             continue
+        if at:
+            q, k, v = q[1:1 + Hq], k[2:2 + L], v[3:3 + L]
         o, lse = attn_ref(q[None], k, v, pos=c.get("pos_encoding_mode", "NONE"),
                           window_left=c.get("window_left", -1), cap=c.get("logits_soft_cap", 0),
                           sm_scale=c.get("sm_scale"), rope_scale=c.get("rope_scale", 1.0),
-                          rope_theta=c.get("rope_theta", 1e4))
+                          rope_theta=c.get("rope_theta", 1e4), q_scale=c.get("q_scale", 1.0),
+                          k_scale=c.get("k_scale", 1.0), v_scale=c.get("v_scale", 1.0),
+                          lse_base_e=c.get("lse_base_e", 0))
         close("decode %s %s out" % (c, dt), r["out"], o[0].to(dt))
         close("decode %s %s lse" % (c, dt), r["lse"], lse[0].float())
 
@@ -397,7 +470,10 @@ def test_prefill(dt):
              dict(window_left=5, logits_soft_cap=8.0, causal=1),
              dict(custom_mask=True, causal=1), dict(packed=True),
              dict(causal=1, pos_encoding_mode="ROPE_LLAMA"),
-             dict(pos_encoding_mode="ALIBI", sm_scale=0.25)]
+             dict(pos_encoding_mode="ALIBI", sm_scale=0.25),
+             # a window of 3 without causal, logits of spread 3 capped at 1
+             dict(window_left=3, logits_soft_cap=1.0, sm_scale=0.5),
+             dict(causal=1, q_scale=0.5, k_scale=3.0, v_scale=0.25, lse_base_e=1)]
     for c in cases:
         c = dict(c)
         use_mask = c.pop("custom_mask", False)
@@ -418,7 +494,9 @@ def test_prefill(dt):
             continue
         o, lse = attn_ref(q, k, v, causal=c.get("causal", 0), pos=c.get("pos_encoding_mode", "NONE"),
                           window_left=c.get("window_left", -1), cap=c.get("logits_soft_cap", 0),
-                          sm_scale=c.get("sm_scale"),
+                          sm_scale=c.get("sm_scale"), q_scale=c.get("q_scale", 1.0),
+                          k_scale=c.get("k_scale", 1.0), v_scale=c.get("v_scale", 1.0),
+                          lse_base_e=c.get("lse_base_e", 0),
                           mask=mask if (use_mask or packed) else None)
         close(what + " out", r["out"], o.to(dt))
         close(what + " lse", r["lse"], lse.float())
@@ -458,10 +536,12 @@ def test_errors():
 try:
     for dt in DTYPES:
         test_norms(dt)
+        test_norm_eps(dt)
         test_act(dt)
         test_softmax(dt)
         test_mm(dt)
         test_segment_gemm(dt)
+        test_segment_gemm_offsets(dt)
         test_decode(dt)
         test_prefill(dt)
     for dt in (torch.bfloat16, torch.float16):
