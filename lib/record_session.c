@@ -132,7 +132,8 @@ list_dir(const char *dir, struct names *out, mate_error *err)
 		names_free(out);
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory listing %s", dir);
 	}
-	qsort(out->v, out->n, sizeof(*out->v), cmp_str);
+	if (out->n > 1)		/* qsort(NULL, 0, ...) is undefined */
+		qsort(out->v, out->n, sizeof(*out->v), cmp_str);
 	return MATE_OK;
 }
 
