@@ -1,5 +1,6 @@
 #!/bin/bash
-# tests/ci.sh: the full test run: make check, make distcheck, make check under ASan/UBSan, and the fuzz targets.
+# tests/ci.sh: the full test run: make check, make distcheck, make check under ASan/UBSan
+# (static, and shared for the preload library), and the fuzz targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -26,6 +27,37 @@ rm -rf _build-san && mkdir _build-san && cd _build-san
 make -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	make -j"$jobs" check || { cat test-suite.log; exit 1; }
+cd ..
+
+step "sanitizers, shared (the preload library inside recorded programs, gcc)"
+# The static build above has no libmate-preload.so, so its preload and
+# mate-record tests skip. Here they run with an instrumented preload library
+# inside uninstrumented programs (python, numpy, sh): ASan's runtime must be
+# loaded before libc for its malloc to be used, hence LD_PRELOAD of libasan
+# (and libstdc++, whose __cxa_throw ASan wraps), and
+# verify_asan_link_order=0 since mate-record puts its library first.
+# Leaks are the static build's job (python and sh do not free at exit);
+# handle_segv=0 lets test_record_exit's SIGSEGV reach the program.
+rm -rf _build-san-shared && mkdir _build-san-shared && cd _build-san-shared
+../configure CC=gcc --enable-sanitizers --without-cuda
+make -j"$jobs"
+preload_tests="tests/test_record_cblas.sh tests/test_record_exit.sh
+	tests/test_record_fakecuda.py tests/test_record_gpu.sh tests/test_record_man.sh
+	tests/test_record_memevents.py tests/test_record_numpy.py
+	tests/test_record_signals.py tests/test_record_static.sh tests/test_memlog_rmm.py
+	tests/test_flashinfer_logtext.py tests/test_peers_zmq_pandas.py tests/test_dlclose
+	tests/test_recorder_enospc.sh tests/test_recorder_enospc_pt.sh
+	tests/libmate-openblas-lazy.sh"
+asan=$(readlink -f "$(gcc -print-file-name=libasan.so)")
+cxx=$(readlink -f "$(gcc -print-file-name=libstdc++.so)")
+LD_PRELOAD="$asan $cxx" \
+	ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:abort_on_error=1:handle_segv=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	make -j"$jobs" check TESTS="$(echo $preload_tests)" || { cat test-suite.log; exit 1; }
+# None of them may have left its preload part out as in a static build.
+if grep -l -e 'static-only' -e 'disable-shared' tests/*.log; then
+	echo "ci: the preload library did not run in the shared sanitizer build"; exit 1
+fi
 cd ..
 
 step "fuzz targets (${fuzz_seconds}s each)"
