@@ -449,7 +449,7 @@ mate_sig_arguments(const struct mate_sig *h, const struct mate_sig *rec, const m
 		if (v == NULL || mate_sig_find(h, p->name) != NULL || mate_value_kind_of(v) == MATE_V_NONE)
 			continue;
 		mate_value_format_brief(v, brief, sizeof(brief));
-		snprintf(why, len, "argument '%s' (%s) is not implemented", p->name, brief);
+		snprintf(why, len, "the handler takes no argument '%s' (%s)", p->name, brief);
 		goto unsupported;
 	}
 	for (size_t i = 0; i < h->n; i++) {
