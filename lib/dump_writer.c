@@ -510,12 +510,36 @@ set_detail(struct rec_dump *d, const char *key, const mate_tensor *t)
 	return 0;
 }
 
+/* The tensors a key list names: the dumped inputs, the returned values, the
+ * arguments written in place. */
+enum key_set { KEYS_DUMPED, KEYS_RETURNED, KEYS_INPLACE };
+
+/* Writes the keys of c's tensors in set, comma-separated, each with its
+ * tensor_details entry: 0, or -1 when out of memory. */
+static int
+key_list(struct mate_buf *b, struct rec_dump *d, const mate_call *c, enum key_set set)
+{
+	int first = 1;
+
+	for (size_t i = 0; i < c->ntensors; i++) {
+		const struct rec_tensor *rt = &c->tensors[i];
+		if (set == KEYS_DUMPED ? !rt->dumped : rt->inplace != (set == KEYS_INPLACE))
+			continue;
+		if (!first)
+			mate_buf_put(b, ", ", 2);
+		first = 0;
+		json_str(b, rt->key);
+		if (set_detail(d, rt->key, mate_value_get_tensor(rt->v)) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* The pieces of the first record: everything but the outputs. */
 static int
 first_record(const mate_call *c, struct rec_dump *d, const char *stamp, int64_t seq)
 {
 	struct mate_buf *b = &d->txt;
-	int first = 1;
 
 	mate_buf_puts(b, "{\"function_name\": ");
 	json_str(b, c->name);
@@ -530,17 +554,8 @@ first_record(const mate_call *c, struct rec_dump *d, const char *stamp, int64_t 
 	mate_buf_puts(b, ", \"input_metadata\": ");
 	input_metadata(b, c);
 	d->end[PIECE_HEAD] = b->len;
-	for (size_t i = 0; i < c->ntensors; i++) {
-		const struct rec_tensor *rt = &c->tensors[i];
-		if (!rt->dumped)
-			continue;
-		if (!first)
-			mate_buf_put(b, ", ", 2);
-		first = 0;
-		json_str(b, rt->key);
-		if (set_detail(d, rt->key, mate_value_get_tensor(rt->v)) != 0)
-			return -1;
-	}
+	if (key_list(b, d, c, KEYS_DUMPED) != 0)
+		return -1;
 	d->end[PIECE_IN_KEYS] = b->len;
 	mate_buf_puts(b, "\"tensor_format\": ");
 	json_str(b, mate_rec_cfg.safetensors ? "safetensors" : "torch");
@@ -945,21 +960,12 @@ output_pieces(const mate_call *c, struct rec_dump *d)
 	}
 	mate_buf_putc(b, '}');
 	d->end[PIECE_OUT_META] = b->len;
-	for (int inplace = 0; inplace < 2; inplace++) {
-		first = 1;
-		for (size_t i = 0; i < c->ntensors; i++) {
-			const struct rec_tensor *rt = &c->tensors[i];
-			if (rt->inplace != inplace)
-				continue;
-			if (!first)
-				mate_buf_put(b, ", ", 2);
-			first = 0;
-			json_str(b, rt->key);
-			if (set_detail(d, rt->key, mate_value_get_tensor(rt->v)) != 0)
-				return -1;
-		}
-		d->end[inplace ? PIECE_INPLACE_KEYS : PIECE_OUT_KEYS] = b->len;
-	}
+	if (key_list(b, d, c, KEYS_RETURNED) != 0)
+		return -1;
+	d->end[PIECE_OUT_KEYS] = b->len;
+	if (key_list(b, d, c, KEYS_INPLACE) != 0)
+		return -1;
+	d->end[PIECE_INPLACE_KEYS] = b->len;
 	return mate_buf_str(b) != NULL ? 0 : -1;
 }
 
