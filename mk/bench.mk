@@ -14,3 +14,4 @@ tests_replay_gemm_fail_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_replay_gemm_fail_LDADD = libmate.la $(OPENBLAS_LIBS)
 TESTS += tests/bench_replay_gemm.sh
 EXTRA_DIST += tests/bench_replay_gemm.sh
+EXTRA_DIST += bench/README.md

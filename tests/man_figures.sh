@@ -1,5 +1,5 @@
 #!/bin/sh
-# man_figures.sh: the man pages state no measured figure (a time in ns or us, a rate a second): those are the README's, with where they were measured; sample output in a display is not prose.
+# man_figures.sh: the man pages state no measured figure (a time in ns or us, a rate a second): those are bench/README.md's, with where they were measured; sample output in a display is not prose.
 set -u
 fails=0
 . "$top_srcdir/tests/checks.sh"
