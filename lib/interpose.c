@@ -413,7 +413,8 @@ fork_child(void)
 
 /* ---- exit ---------------------------------------------------------------------------------- */
 
-/* Writes the profile report to MATE_LOGDEST ("stdout", "stderr", or a path with %i). */
+/* Writes the profile report to MATE_LOGDEST ("stdout", "stderr", or a path with %i); a
+ * path that cannot be opened gets a warning and the report goes to stderr, as the log does. */
 static void
 write_profile(void)
 {
@@ -435,22 +436,22 @@ write_profile(void)
 		}
 		path[n] = '\0';
 		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	}
-	if (fd >= 0) {
-		size_t len = strlen(text);
-		const char *p = text;
-		while (len > 0) {
-			ssize_t w = write(fd, p, len);
-			if (w <= 0 && errno != EINTR)
-				break;
-			if (w > 0) {
-				p += w;
-				len -= (size_t)w;
-			}
+		if (fd < 0) {
+			/* as the log does (mate.7): one warning, and the report to stderr */
+			mate_ip_warn("cannot open MATE_LOGDEST '%s': %s; the memory profile goes to "
+			    "stderr", path, strerror(errno));
+			fd = 2;
 		}
-		if (fd > 2)
-			close(fd);
 	}
+	for (const char *p = text, *end = text + strlen(text); p < end;) {
+		ssize_t w = write(fd, p, (size_t)(end - p));
+		if (w > 0)
+			p += w;
+		else if (w == 0 || errno != EINTR)
+			break;
+	}
+	if (fd > 2)
+		close(fd);
 	free(text);
 }
 

@@ -1,4 +1,4 @@
-"""test_record_profile.py: the memory-profile examples of the README and mate-record(1) run as printed (the fake CUDA program for ./train): RMM's report with a row per intercepted call and one for what was allocated outside any call, at level 0; the replay line after each."""
+"""test_record_profile.py: the memory-profile examples of the README and mate-record(1) run as printed (the fake CUDA program for ./train): RMM's report with a row per intercepted call and one for what was allocated outside any call, at level 0; the replay line after each; an -o that cannot be opened sends the report to stderr."""
 import csv
 import glob
 import os
@@ -111,6 +111,20 @@ def try_example(where, record_line, replay_line, shown):
               "%s: %s: %d %s %s" % (where, replay_line, q.returncode, q.stdout, q.stderr))
 
 
+def unopenable_logdest():
+    """-o naming a file that cannot be opened: one warning, and the report on stderr, as the
+    log does (mate.7), not lost."""
+    work = tmpdir()
+    bad = os.path.join(work, "no", "such", "dir", "profile.txt")
+    p = run([TOOLS["mate-record"], "-l", "0", "--memlog", "mem.csv", "-o", bad, PROG],
+            cwd=work, env=env, check=False)
+    check(p.returncode == 0, "unopenable -o: exit 0: %d %s" % (p.returncode, p.stderr))
+    check("cannot open MATE_LOGDEST" in p.stderr and bad in p.stderr,
+          "unopenable -o: the warning names the file: %r" % p.stderr[-500:])
+    check(len(profile_rows(p.stderr)) >= 7, "unopenable -o: the report is on stderr: %r" % p.stderr[-500:])
+
+
+unopenable_logdest()
 readme = open(src_path("README.md")).read()
 try_example("README", *examples(readme, "    "), doc_rows(readme, "    "))
 page = open(src_path("man", "mate-record.1")).read()
