@@ -8,6 +8,28 @@ fuzz_seconds=${MATE_FUZZ_SECONDS:-60}
 
 step() { printf '\n==== %s ====\n' "$*"; }
 
+# The tests that need libmate-preload.so: a static build has none, so they run in the shared
+# sanitizer step below, not in the static one.
+preload_tests="tests/test_record_cblas.sh tests/test_record_exit.sh
+	tests/test_record_fakecuda.py tests/test_record_gpu.sh tests/test_record_man.sh
+	tests/test_record_memevents.py tests/test_record_numpy.py tests/test_record_profile.py
+	tests/test_record_signals.py tests/test_record_static.sh tests/test_memlog_rmm.py
+	tests/test_flashinfer_logtext.py tests/test_peers_zmq_pandas.py tests/test_dlclose
+	tests/test_recorder_enospc.sh tests/test_recorder_enospc_pt.sh
+	tests/libmate-openblas-lazy.sh"
+
+# Only the GPU tests may skip (no GPU here, or a build without CUDA); any other skip is a
+# test that did not run, and fails CI.
+gpu_tests="tests/test_kernels_cuda tests/test_recorder_cuda tests/test_cuda_module.sh
+	tests/test_kernels_torch_cuda.sh tests/test_record_gpu.sh"
+no_skips() {
+	local t bad=
+	for t in $(sed -n 's/^SKIP: //p' test-suite.log); do
+		case " $(echo $gpu_tests) " in *" $t "*) ;; *) bad="$bad $t" ;; esac
+	done
+	[ -z "$bad" ] || { echo "ci: tests skipped that must run here:$bad"; exit 1; }
+}
+
 step "autoreconf"
 autoreconf -fi
 
@@ -16,6 +38,7 @@ rm -rf _build && mkdir _build && cd _build
 ../configure
 make -j"$jobs"
 make -j"$jobs" check || { cat test-suite.log; exit 1; }
+no_skips
 
 step "make distcheck"
 make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS="--without-cuda"
@@ -25,13 +48,15 @@ step "sanitizers (ASan + UBSan, clang)"
 rm -rf _build-san && mkdir _build-san && cd _build-san
 ../configure CC=clang --enable-sanitizers --without-cuda --disable-shared
 make -j"$jobs"
+static_tests=$(make -s print-tests | grep -v -x -F "$(printf '%s\n' $preload_tests)")
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	make -j"$jobs" check || { cat test-suite.log; exit 1; }
+	make -j"$jobs" check TESTS="$(echo $static_tests)" || { cat test-suite.log; exit 1; }
+no_skips
 cd ..
 
 step "sanitizers, shared (the preload library inside recorded programs, gcc)"
 # The static build above has no libmate-preload.so, so its preload and
-# mate-record tests skip. Here they run with an instrumented preload library
+# mate-record tests ($preload_tests) run here: with an instrumented preload library
 # inside uninstrumented programs (python, numpy, sh): ASan's runtime must be
 # loaded before libc for its malloc to be used, hence LD_PRELOAD of libasan
 # (and libstdc++, whose __cxa_throw ASan wraps), and
@@ -41,19 +66,13 @@ step "sanitizers, shared (the preload library inside recorded programs, gcc)"
 rm -rf _build-san-shared && mkdir _build-san-shared && cd _build-san-shared
 ../configure CC=gcc --enable-sanitizers --without-cuda
 make -j"$jobs"
-preload_tests="tests/test_record_cblas.sh tests/test_record_exit.sh
-	tests/test_record_fakecuda.py tests/test_record_gpu.sh tests/test_record_man.sh
-	tests/test_record_memevents.py tests/test_record_numpy.py
-	tests/test_record_signals.py tests/test_record_static.sh tests/test_memlog_rmm.py
-	tests/test_flashinfer_logtext.py tests/test_peers_zmq_pandas.py tests/test_dlclose
-	tests/test_recorder_enospc.sh tests/test_recorder_enospc_pt.sh
-	tests/libmate-openblas-lazy.sh"
 asan=$(readlink -f "$(gcc -print-file-name=libasan.so)")
 cxx=$(readlink -f "$(gcc -print-file-name=libstdc++.so)")
 LD_PRELOAD="$asan $cxx" \
 	ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:abort_on_error=1:handle_segv=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	make -j"$jobs" check TESTS="$(echo $preload_tests)" || { cat test-suite.log; exit 1; }
+no_skips
 # None of them may have left its preload part out as in a static build.
 if grep -l -e 'static-only' -e 'disable-shared' tests/*.log; then
 	echo "ci: the preload library did not run in the shared sanitizer build"; exit 1
