@@ -28,7 +28,9 @@
  *
  * Rates are wall-clock; "cpu" is the same work per CPU-second of the calling
  * thread (user + system time), which a loaded machine does not distort.
- * --only takes level0, level1, level3, level10 or large; --format limits
+ *   profile      level 1 with MATE_PROFILE: calls/s (target: the level-1 budget) and
+ *                its ratio to level 1 alone, best of 3 alternating runs;
+ * --only takes level0, level1, profile, level3, level10 or large; --format limits
  * the level-10 rows to one format (default: both, when .pt is available).
  */
 #include "config.h"
@@ -358,6 +360,48 @@ bench_log_level(int level, double target)
 	unlink(log);
 }
 
+/* Level 1 with MATE_PROFILE against level 1 alone, in alternating runs: the profile keeps
+ * the arguments of every call (at level 1 only the name is logged otherwise), so it is
+ * held to the level-1 budget. */
+static void
+bench_profile(double target)
+{
+	char log[600], prof[600];
+	struct mate_config cfg;
+	mate_error err;
+	struct rate plain = { 0 }, with = { 0 }, r;
+	double best_plain = 0, best_with = 0;
+
+	snprintf(log, sizeof(log), "%s/profile.log", base);
+	snprintf(prof, sizeof(prof), "%s/profile.jsonl", base);
+	for (int rep = 0; rep < 3; rep++)
+		for (int p = 0; p < 2; p++) {
+			mate_config_default(&cfg);
+			cfg.level = 1;
+			cfg.logdest = log;
+			cfg.profile = p ? prof : NULL;
+			if (mate_configure(&cfg, &err) != MATE_OK) {
+				fprintf(stderr, "recorder bench: mate_configure: %s\n", err.message);
+				exit(2);
+			}
+			run_calls(0.02);
+			r = run_calls(opt_seconds / 2);
+			if (p && r.wall_rate > best_with) {
+				best_with = r.wall_rate;
+				with = r;
+			} else if (!p && r.wall_rate > best_plain) {
+				best_plain = r.wall_rate;
+				plain = r;
+			}
+			configure(0, NULL, NULL, 0);
+			unlink(log);
+		}
+	print_rate("level 1 + MATE_PROFILE  add(a, b):", with, target);
+	printf("%-40s %9.2f of level 1 alone (%.0f calls/s), best of 3 alternating runs\n",
+	    "  profile ratio:", best_plain > 0 ? best_with / best_plain : 0, plain.wall_rate);
+	unlink(prof);
+}
+
 static void
 bench_level10(int safetensors)
 {
@@ -470,7 +514,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: recorder [--dir DIR] [--seconds S] [--large-mib N]"
-	    " [--only level0|level1|level3|level10|large] [--format safetensors|pt]\n");
+	    " [--only level0|level1|profile|level3|level10|large] [--format safetensors|pt]\n");
 	exit(2);
 }
 
@@ -517,6 +561,8 @@ main(int argc, char **argv)
 		bench_level0();
 	if (WANT("level1"))
 		bench_log_level(1, 1000000);
+	if (WANT("profile"))
+		bench_profile(1000000);
 	if (WANT("level3"))
 		bench_log_level(3, 200000);
 #define FORMAT(name) (format == NULL || strcmp(format, name) == 0)

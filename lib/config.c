@@ -1,6 +1,7 @@
 /* config.c: the recorder's configuration (MATE_* variables), its log destination, warnings and fork handling. */
 #include "recorder_private.h"
 #include "events_private.h"
+#include "profile.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -341,6 +342,8 @@ mate_config_from_env(struct mate_config *cfg)
 	}
 	if ((s = getenv("MATE_INSTRUCTION_LOG")) != NULL && s[0] != '\0')
 		cfg->instruction_log = s;
+	if ((s = mate_rec_getenv("PROFILE")) != NULL && s[0] != '\0')
+		cfg->profile = s;
 	if ((s = getenv("MATE_MONITOR")) != NULL && s[0] != '\0')
 		cfg->monitor = s;
 	if (cfg->level >= 10)
@@ -510,6 +513,7 @@ apply(const struct mate_config *cfg, mate_error *err)
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	}
 	mate_ev_configure(n.level, cfg->instruction_log, cfg->monitor);
+	mate_rec_profile_configure(n.level >= 1 ? cfg->profile : NULL);
 	__atomic_store_n(&mate_record_level_, n.level, __ATOMIC_RELEASE);
 	return MATE_OK;
 }
@@ -705,11 +709,13 @@ atfork_prepare(void)
 {
 	pthread_mutex_lock(&logst.lock);
 	pthread_mutex_lock(&mate_rec_dump_lock);
+	mate_rec_profile_atfork_prepare();
 }
 
 static void
 atfork_parent(void)
 {
+	mate_rec_profile_atfork_parent();
 	pthread_mutex_unlock(&mate_rec_dump_lock);
 	pthread_mutex_unlock(&logst.lock);
 }
@@ -719,6 +725,7 @@ atfork_parent(void)
 static void
 atfork_child(void)
 {
+	mate_rec_profile_atfork_child();
 	pthread_mutex_unlock(&mate_rec_dump_lock);
 	pthread_mutex_unlock(&logst.lock);
 	cached_pid = getpid();

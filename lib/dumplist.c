@@ -1,6 +1,7 @@
 /* dumplist.c: enumerating dump directories from metadata.jsonl alone (fast), with optional tensor details from the files' headers. */
 #include "mate_private.h"
 #include "dump_private.h"
+#include "profile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -286,7 +287,7 @@ add_one(struct mate_dump_list *l, int dirfd, const char *meta, const char *path,
 	}
 	named = mate_dump_info_from_name(info, name, &l->arena);
 	rc = mate_dump_read_record(dirfd, meta, info, &l->arena,
-	    (l->flags & MATE_DUMP_LIST_DETAILS) ? &rec : NULL, &notes);
+	    (l->flags & (MATE_DUMP_LIST_DETAILS | MATE_DUMP_LIST_SHAPE)) ? &rec : NULL, &notes);
 	if (rc == -ENOENT || rc == -ENOTDIR) {
 		if (!named) {
 			l->n--;
@@ -305,6 +306,15 @@ add_one(struct mate_dump_list *l, int dirfd, const char *meta, const char *path,
 		if (fd >= 0) {
 			load_details(l, info, fd, rec, &notes);
 			close(fd);
+		}
+	}
+	if ((l->flags & MATE_DUMP_LIST_SHAPE) && rec != NULL) {
+		char key[17], *shape = mate_profile_shape_from_record(rec, key);
+
+		if (shape != NULL) {
+			info->shape = mate_arena_strndup(&l->arena, shape, strlen(shape));
+			info->shape_key = mate_arena_strndup(&l->arena, key, 16);
+			free(shape);
 		}
 	}
 	cJSON_Delete(rec);

@@ -21,6 +21,7 @@
 struct ip_api mate_ip_api;
 int mate_ip_want;
 int mate_ip_level;
+int mate_ip_args_level;
 int mate_ip_state;
 mate_memlog *mate_ip_memlog;
 struct mate_rec_summary *mate_ip_sum;
@@ -306,16 +307,22 @@ static void fork_child(void);
 /* The recorder's level variable: PREFIX_LOGLEVEL where MATE_IDENTITY=PREFIX[:NAME]
  * (mate-record --identity) gives another prefix, as libmate reads it. */
 static const char *
-level_env(void)
+prefixed_env(const char *suffix)
 {
 	const char *id = getenv("MATE_IDENTITY");
 	size_t n = id != NULL ? strcspn(id, ":") : 0;
 	char var[64];
 
 	if (n == 0 || n > 31)
-		return getenv("MATE_LOGLEVEL");
-	snprintf(var, sizeof(var), "%.*s_LOGLEVEL", (int)n, id);
+		n = 4, id = "MATE";
+	snprintf(var, sizeof(var), "%.*s_%s", (int)n, id, suffix);
 	return getenv(var);
+}
+
+static const char *
+level_env(void)
+{
+	return prefixed_env("LOGLEVEL");
 }
 
 /* The CSV's spelling from MATE_MEMLOG_FORMAT; RMM's when unset or unknown. */
@@ -340,7 +347,7 @@ set_memlog_format(void)
 static void
 load(void)
 {
-	const char *csv = getenv(MATE_ENV_MEMLOG);
+	const char *csv = getenv(MATE_ENV_MEMLOG), *prof;
 	int state = -1;
 
 	mate_ip_inside++;
@@ -358,6 +365,10 @@ load(void)
 		mate_ip_level = mate_ip_api.record_level();
 	else if (level_env() != NULL)
 		mate_ip_warn("the libmate found has no recorder; API calls are not recorded");
+	/* MATE_PROFILE keeps the calls' shapes: their arguments are collected as at level 3 */
+	prof = prefixed_env("PROFILE");
+	mate_ip_args_level = mate_ip_level > 0 && mate_ip_level < 3 && prof != NULL && *prof != '\0' ?
+	    3 : mate_ip_level;
 	if (csv != NULL && *csv != '\0' && (csv_template = strdup(csv)) == NULL)
 		goto out;
 	if (csv_template != NULL || mate_ip_level > 0) {
@@ -521,7 +532,7 @@ mate_ip_call_begin(struct ip_call *ic, const char *lib, const char *name, const 
 {
 	ic->lib = lib;
 	ic->name = name;
-	ic->level = mate_ip_level;
+	ic->level = mate_ip_args_level;
 	ic->c = NULL;
 	if (ic->level <= 0)
 		return;

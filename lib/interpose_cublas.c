@@ -341,7 +341,7 @@ gemm_begin(struct ip_call *ic, struct gemm *g)
 {
 	const char *ctname = "CUBLAS_COMPUTE_32F";
 	int kind = g->compute < 0 ? 'f' : scalar_kind(g->compute, &ctname), device_mode = 0;
-	int level = mate_ip_level;
+	int level = mate_ip_args_level;
 
 	ic->c = NULL;
 	ic->lib = "cublas";

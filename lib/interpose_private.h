@@ -61,6 +61,8 @@ extern struct ip_api mate_ip_api;
 extern int mate_ip_want;
 /* Set once libmate is loaded: the recording level (0: none) and the log. */
 extern int mate_ip_level;
+/* The level whose arguments the interposers collect: 3 at level 1 with MATE_PROFILE. */
+extern int mate_ip_args_level;
 extern mate_memlog *mate_ip_memlog;
 /* This process's summary file, or NULL. */
 extern struct mate_rec_summary *mate_ip_sum;

@@ -302,6 +302,8 @@ struct mate_config {
 	int dump_safetensors;     /* 1: .safetensors instead of .pt */
 	const char *instruction_log; /* MATE_INSTRUCTION_LOG: a path (%i: the pid); NULL: none */
 	const char *monitor;      /* MATE_MONITOR: "1", "tcp", "tcp:PORT", "tcp://HOST:PORT"; NULL: off */
+	const char *profile;      /* MATE_PROFILE: a path (%i: the pid) for the table of
+	                             distinct calls written at exit; NULL: none */
 };
 
 /*! mate_config_default() : the defaults of mate(7) (level 0, stdout, ...). */

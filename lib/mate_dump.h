@@ -207,12 +207,17 @@ struct mate_dump_info {
 	int n_inplace;              /* arguments written in place: tensors in
 	                               the in-place file (inplace_tensor_keys) */
 	int64_t inplace_bytes;      /* -1 when unknown */
+	const char *shape;          /* MATE_DUMP_LIST_SHAPE: the call's shape as a MATE_PROFILE
+	                               entry holds it (JSON: function, module, tensors with dtype,
+	                               shape, stride and device, scalars), or NULL */
+	const char *shape_key;      /* its key, 16 hex digits, as in the profile; or NULL */
 };
 
 /* ---- Listing dumps -------------------------------------------------------- */
 typedef struct mate_dump_list mate_dump_list;
 
 #define MATE_DUMP_LIST_DETAILS 0x1  /* also read the tensor files' headers */
+#define MATE_DUMP_LIST_SHAPE 0x2    /* also the call's shape (shape, shape_key) */
 
 /*! mate_dump_list_new() : an empty list; flags are MATE_DUMP_LIST_*. */
 mate_dump_list *mate_dump_list_new(int flags, mate_error *err);

@@ -2,11 +2,13 @@
 #include "recorder_private.h"
 #include "backend.h"
 #include "events_private.h"
+#include "profile.h"
 
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Level 1 needs no state: every call shares this read-only handle. */
 static mate_call level1_call = { .level = 1 };
@@ -49,6 +51,22 @@ dup_or(const char *s, const char *dflt)
 	return strdup(s != NULL ? s : dflt);
 }
 
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The call's time, from its beginning to its end, into the profile. */
+static void
+profile_add(mate_call *c, int failed)
+{
+	mate_rec_profile_add(c, now_ns() - c->t0, failed);
+}
+
 mate_call *
 mate_call_begin(const char *name, const char *module, const char *signature)
 {
@@ -67,6 +85,18 @@ mate_call_begin(const char *name, const char *module, const char *signature)
 		mate_ev_restart_child();
 	if (level == 1) {
 		mate_rec_log_name(name);
+		if (!MATE_REC_PROFILE_ON()) {
+			if (MATE_EV_ON())
+				mate_ev_call_begin(&level1_call, name);
+			return &level1_call;
+		}
+		/* the profile's level-1 call: no copies of the strings, no arguments kept */
+		if ((c = mate_rec_profile_call(name, module)) != NULL) {
+			c->t0 = now_ns();
+			if (MATE_EV_ON())
+				mate_ev_call_begin(c, name);
+			return c;
+		}
 		if (MATE_EV_ON())
 			mate_ev_call_begin(&level1_call, name);
 		return &level1_call;
@@ -89,7 +119,10 @@ mate_call_begin(const char *name, const char *module, const char *signature)
 		free(c);
 		return NULL;
 	}
-	mate_rec_stamp(c->stamp);
+	if (level >= 3)
+		mate_rec_stamp(c->stamp);
+	if (MATE_REC_PROFILE_ON() && mate_rec_profile_begin(c, name, module) == 0)
+		c->t0 = now_ns();
 	if (MATE_EV_ON())
 		mate_ev_call_begin(c, name);
 	return c;
@@ -123,6 +156,10 @@ insert_arg(mate_call *c, size_t at, int role, int inplace, const char *name, mat
 	c->nargs++;
 	return 0;
 }
+
+/* Nothing of the arguments is kept (level 1): the profile keeps their shape apart. */
+#define SKIP(c) ((c) == NULL || (c)->level < 3)
+#define PROF(c) ((c) != NULL && (c)->profile && (c)->state == CALL_BEGUN)
 
 static void
 add_arg(mate_call *c, int flags, const char *name, mate_value *v)
@@ -161,7 +198,6 @@ add_arg(mate_call *c, int flags, const char *name, mate_value *v)
 	}
 }
 
-#define SKIP(c) ((c) == NULL || (c)->level < 3)
 
 /* A tensor descriptor the recorder can read safely, or 0. */
 static int
@@ -182,6 +218,8 @@ mate_call_tensor(mate_call *c, int flags, const char *name, const mate_tensor *t
 {
 	if (c != NULL && MATE_EV_ON() && tensor_ok(t))
 		mate_ev_call_tensor(c, flags, t);
+	if (PROF(c) && tensor_ok(t))
+		mate_rec_profile_tensor(c, flags, name, t);
 	if (SKIP(c))
 		return;
 	if (!tensor_ok(t)) {
@@ -196,6 +234,8 @@ mate_call_tensor(mate_call *c, int flags, const char *name, const mate_tensor *t
 void
 mate_call_int(mate_call *c, int flags, const char *name, int64_t v)
 {
+	if (PROF(c))
+		mate_rec_profile_int(c, flags, name, v);
 	if (!SKIP(c))
 		add_arg(c, flags, name, mate_value_int(v));
 }
@@ -203,6 +243,11 @@ mate_call_int(mate_call *c, int flags, const char *name, int64_t v)
 void
 mate_call_float(mate_call *c, int flags, const char *name, double v)
 {
+	if (PROF(c)) {
+		locale_t old = enter_c_locale();  /* JSON numbers */
+		mate_rec_profile_float(c, flags, name, v);
+		leave_locale(old);
+	}
 	if (!SKIP(c))
 		add_arg(c, flags, name, mate_value_float(v));
 }
@@ -210,6 +255,8 @@ mate_call_float(mate_call *c, int flags, const char *name, double v)
 void
 mate_call_bool(mate_call *c, int flags, const char *name, int v)
 {
+	if (PROF(c))
+		mate_rec_profile_bool(c, flags, name, v);
 	if (!SKIP(c))
 		add_arg(c, flags, name, mate_value_bool(v));
 }
@@ -217,6 +264,8 @@ mate_call_bool(mate_call *c, int flags, const char *name, int v)
 void
 mate_call_str(mate_call *c, int flags, const char *name, const char *s)
 {
+	if (PROF(c))
+		mate_rec_profile_str(c, flags, name, s);
 	if (!SKIP(c))
 		add_arg(c, flags, name, s != NULL ? mate_value_str(s, (size_t)-1) : mate_value_none());
 }
@@ -224,6 +273,8 @@ mate_call_str(mate_call *c, int flags, const char *name, const char *s)
 void
 mate_call_none(mate_call *c, int flags, const char *name)
 {
+	if (PROF(c))
+		mate_rec_profile_none(c, flags, name);
 	if (!SKIP(c))
 		add_arg(c, flags, name, mate_value_none());
 }
@@ -231,6 +282,8 @@ mate_call_none(mate_call *c, int flags, const char *name)
 void
 mate_call_dtype(mate_call *c, int flags, const char *name, mate_dtype dt)
 {
+	if (PROF(c))
+		mate_rec_profile_dtype(c, flags, name, dt);
 	if (!SKIP(c))
 		add_arg(c, flags, name, mate_value_dtype(dt));
 }
@@ -238,6 +291,8 @@ mate_call_dtype(mate_call *c, int flags, const char *name, mate_dtype dt)
 void
 mate_call_enum(mate_call *c, int flags, const char *name, const char *enum_name, int64_t v)
 {
+	if (PROF(c))
+		mate_rec_profile_enum(c, flags, name, enum_name, v);
 	if (!SKIP(c))
 		add_arg(c, flags, name, mate_value_enum(enum_name != NULL ? enum_name : "Enum.?", v));
 }
@@ -245,6 +300,11 @@ mate_call_enum(mate_call *c, int flags, const char *name, const char *enum_name,
 void
 mate_call_value(mate_call *c, int flags, const char *name, mate_value *v)
 {
+	if (PROF(c)) {
+		locale_t old = enter_c_locale();
+		mate_rec_profile_value(c, flags, name, v);
+		leave_locale(old);
+	}
 	if (SKIP(c)) {
 		mate_value_free(v);
 		return;
@@ -260,6 +320,8 @@ mate_call_self(mate_call *c, const void *self)
 	mate_value *v;
 	size_t n;
 
+	if (PROF(c) && !c->has_self)
+		mate_rec_profile_self(c);
 	if (SKIP(c) || c->state != CALL_BEGUN || c->has_self)
 		return;
 	dot = strrchr(c->name, '.');
@@ -518,6 +580,7 @@ ready(mate_call *c, int event)
 {
 	struct mate_buf log;
 	locale_t old;
+	uint64_t t;
 
 	if (SKIP(c) || c->state != CALL_BEGUN) {
 		if (event && c != NULL && MATE_EV_ON())
@@ -525,6 +588,7 @@ ready(mate_call *c, int event)
 		return;
 	}
 	c->state = CALL_READY;
+	t = c->profile ? now_ns() : 0;
 	old = enter_c_locale();
 	mate_buf_init(&log);
 	collect_inputs(c);
@@ -540,6 +604,8 @@ ready(mate_call *c, int event)
 	mate_buf_free(&log);
 	release_tensors(c);
 	leave_locale(old);
+	if (c->profile)
+		c->t0 += now_ns() - t;  /* the profile times the API, not the recording */
 	if (event && MATE_EV_ON())
 		mate_ev_call_ready(c);
 }
@@ -561,6 +627,7 @@ free_call(mate_call *c)
 	}
 	free(c->args);
 	mate_rec_dump_free(c->dump);
+	mate_buf_free(&c->ptext);
 	free(c->name);
 	free(c->module);
 	free(c->signature);
@@ -575,6 +642,12 @@ mate_call_end(mate_call *c)
 
 	if (c != NULL && MATE_EV_ON())
 		mate_ev_call_end(c, 1, NULL);
+	if (c != NULL && c->profile)
+		profile_add(c, 0);
+	if (c != NULL && c->pooled) {
+		mate_rec_profile_release(c);
+		return;
+	}
 	if (SKIP(c))
 		return;
 	mate_call_ready(c);
@@ -602,6 +675,12 @@ mate_call_fail(mate_call *c, const char *error)
 
 	if (c != NULL && MATE_EV_ON())
 		mate_ev_call_end(c, 0, error);
+	if (c != NULL && c->profile)
+		profile_add(c, 1);
+	if (c != NULL && c->pooled) {
+		mate_rec_profile_release(c);
+		return;
+	}
 	if (SKIP(c))
 		return;
 	mate_call_ready(c);

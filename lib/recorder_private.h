@@ -133,6 +133,11 @@ struct rec_dump;
 struct mate_call {
 	int level;
 	int state;
+	int profile;          /* MATE_PROFILE counts it (profile.c) */
+	int pooled;           /* a level-1 call of the profile, from the thread's pool */
+	uint64_t t0;          /* when it began (CLOCK_MONOTONIC, ns), less the recording */
+	int64_t ppos;         /* positional arguments so far (the profile's keys) */
+	struct mate_buf ptext; /* the call's shape as the profile looks it up */
 	char *name, *module, *signature;
 	int has_self;
 	uint64_t self_id;

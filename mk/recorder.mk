@@ -3,6 +3,8 @@
 libmate_la_SOURCES += \
 	lib/recorder_private.h \
 	lib/config.c \
+	lib/profile.h \
+	lib/profile.c \
 	lib/recorder.c \
 	lib/apilog.c \
 	lib/stats.c \
@@ -139,3 +141,15 @@ TESTS += tests/test_dlclose
 ## recorder_logdest.sh: an unopenable MATE_LOGDEST: the log on stderr, one warning, as the pages say.
 TESTS += tests/recorder_logdest.sh
 EXTRA_DIST += tests/recorder_logdest.sh
+
+## The stand-in "./program" of the documentation's examples: records rmsnorm, mm, decode and
+## prefill through libmate, and a forked child that dies inside a call.
+check_PROGRAMS += tests/doc-program
+tests_doc_program_SOURCES = tests/doc-program.c
+tests_doc_program_CPPFLAGS = -I$(top_srcdir)/lib
+tests_doc_program_LDADD = libmate.la -lm
+
+## MATE_PROFILE and mate-list-dumps --unique agree; threads, a fork, SIGTERM and SIGINT
+## leave whole files.
+TESTS += tests/test_profile.py tests/test_record_callprofile.py
+EXTRA_DIST += tests/test_profile.py tests/test_record_callprofile.py

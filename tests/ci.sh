@@ -13,6 +13,7 @@ step() { printf '\n==== %s ====\n' "$*"; }
 preload_tests="tests/test_record_cblas.sh tests/test_record_exit.sh
 	tests/test_record_fakecuda.py tests/test_record_gpu.sh tests/test_record_man.sh
 	tests/test_record_memevents.py tests/test_record_numpy.py tests/test_record_profile.py
+	tests/test_record_callprofile.py
 	tests/test_record_signals.py tests/test_record_static.sh tests/test_memlog_rmm.py
 	tests/test_flashinfer_logtext.py tests/test_peers_zmq_pandas.py tests/test_dlclose
 	tests/test_recorder_enospc.sh tests/test_recorder_enospc_pt.sh

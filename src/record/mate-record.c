@@ -20,7 +20,7 @@
 
 struct options {
 	const char *level, *dump_dir, *log, *include, *exclude, *max_count, *max_size_gb;
-	const char *memlog, *memlog_format;
+	const char *memlog, *memlog_format, *profile;
 	const char *identity;    /* PREFIX[:NAME], or NULL: mate's own */
 	char prefix[32];         /* the variables' prefix: MATE or the identity's */
 	int safetensors, quiet;
@@ -49,6 +49,8 @@ usage(FILE *f)
 	    "      --safetensors    MATE_DUMP_SAFETENSORS=1\n"
 	    "      --max-count N    MATE_DUMP_MAX_COUNT\n"
 	    "      --max-size-gb X  MATE_DUMP_MAX_SIZE_GB\n"
+	    "      --profile FILE   MATE_PROFILE: a JSONL table of the distinct calls (shapes,\n"
+	    "                       counts, times) written at exit (%%i: process id)\n"
 	    "      --identity PREFIX[:NAME]\n"
 	    "                       record as another library's logging: PREFIX_LOGLEVEL,\n"
 	    "                       PREFIX_DUMP_DIR, ... and \"NAME API Call\" (FlashInfer's:\n"
@@ -111,7 +113,7 @@ check_values(const struct options *o)
 	if (o->max_size_gb != NULL && mate_fe_parse_double("--max-size-gb", o->max_size_gb) < 0)
 		mate_fe_usage_error("bad value for --max-size-gb: %s", o->max_size_gb);
 	if ((o->log != NULL && *o->log == '\0') || (o->dump_dir != NULL && *o->dump_dir == '\0') ||
-	    (o->memlog != NULL && *o->memlog == '\0'))
+	    (o->memlog != NULL && *o->memlog == '\0') || (o->profile != NULL && *o->profile == '\0'))
 		mate_fe_usage_error("empty file name");
 	if (o->memlog_format != NULL && (*o->memlog_format == '\0' ||
 	    mate_memlog_format_named(o->memlog_format) < 0))
@@ -122,7 +124,7 @@ check_values(const struct options *o)
 static void
 parse(int argc, char **argv, struct options *o)
 {
-	enum { OPT_INCLUDE = 256, OPT_EXCLUDE, OPT_SAFETENSORS, OPT_MAX_COUNT, OPT_MAX_SIZE, OPT_MEMLOG,
+	enum { OPT_INCLUDE = 256, OPT_EXCLUDE, OPT_SAFETENSORS, OPT_MAX_COUNT, OPT_MAX_SIZE, OPT_MEMLOG, OPT_PROFILE,
 		OPT_MEMLOG_FORMAT, OPT_IDENTITY };
 	static const struct option longopts[] = {
 		{ "level", required_argument, NULL, 'l' },
@@ -134,6 +136,7 @@ parse(int argc, char **argv, struct options *o)
 		{ "max-count", required_argument, NULL, OPT_MAX_COUNT },
 		{ "max-size-gb", required_argument, NULL, OPT_MAX_SIZE },
 		{ "memlog", required_argument, NULL, OPT_MEMLOG },
+		{ "profile", required_argument, NULL, OPT_PROFILE },
 		{ "identity", required_argument, NULL, OPT_IDENTITY },
 		{ "memlog-format", required_argument, NULL, OPT_MEMLOG_FORMAT },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -155,6 +158,7 @@ parse(int argc, char **argv, struct options *o)
 		case OPT_MAX_COUNT: o->max_count = optarg; break;
 		case OPT_MAX_SIZE: o->max_size_gb = optarg; break;
 		case OPT_MEMLOG: o->memlog = optarg; break;
+		case OPT_PROFILE: o->profile = optarg; break;
 		case OPT_IDENTITY: o->identity = optarg; break;
 		case OPT_MEMLOG_FORMAT: o->memlog_format = optarg; break;
 		case 'q': o->quiet = 1; break;
@@ -219,6 +223,7 @@ environment(const struct options *o)
 	set(var(o, "DUMP_SAFETENSORS"), o->safetensors ? "1" : NULL);
 	set(var(o, "DUMP_MAX_COUNT"), o->max_count);
 	set(var(o, "DUMP_MAX_SIZE_GB"), o->max_size_gb);
+	set(var(o, "PROFILE"), o->profile);
 	set("MATE_MEMLOG", o->memlog);
 	set("MATE_MEMLOG_FORMAT", o->memlog_format);
 }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "fe.h"
 #include "mate.h"
 #include "mate_dump.h"
@@ -16,6 +18,7 @@ struct options {
 	int details;
 	int jsonl;
 	int quiet;
+	int unique;
 };
 
 static void
@@ -28,6 +31,9 @@ usage(void)
 	    "  -d, --details   a block per dump with each tensor's dtype, shape and strides\n"
 	    "  -j, --jobs N    read on N threads (default: up to one per CPU)\n"
 	    "      --jsonl     one JSON object per dump\n"
+	    "  -u, --unique    one line per distinct call shape (function, tensors' dtypes,\n"
+	    "                  shapes, strides and devices, other arguments by value) with\n"
+	    "                  its count; with --jsonl, MATE_PROFILE's objects\n"
 	    "  -q, --quiet     no summary line on stderr\n"
 	    "  -h, --help      show this help and exit\n"
 	    "  -V, --version   show the version and exit\n\n"
@@ -227,6 +233,152 @@ print_json(const struct mate_dump_info *d, int details)
 	fputs("}\n", stdout);
 }
 
+/* ---- --unique: the dumps grouped by call shape ------------------------------------ */
+
+struct group {
+	const struct mate_dump_info *first;
+	size_t calls, by[4];
+	size_t order;           /* first appearance */
+};
+
+static int
+by_calls(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+
+	if (x->calls != y->calls)
+		return x->calls > y->calls ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static uint64_t
+hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+	return h;
+}
+
+/* "float32[4, 64]" (and the strides when they are not the contiguous ones; "@cuda:0"). */
+static void
+print_tensor_shape(const cJSON *t)
+{
+	const cJSON *shape = cJSON_GetObjectItemCaseSensitive(t, "shape");
+	const cJSON *stride = cJSON_GetObjectItemCaseSensitive(t, "stride");
+	const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(t, "dtype");
+	const cJSON *dev = cJSON_GetObjectItemCaseSensitive(t, "device");
+	const char *dt = cJSON_IsString(dtype) ? dtype->valuestring : "?";
+	double expect = 1;
+	int n = cJSON_GetArraySize(shape), contiguous = cJSON_GetArraySize(stride) == n;
+	const cJSON *d;
+
+	printf("%s[", strncmp(dt, "torch.", 6) == 0 ? dt + 6 : dt);
+	cJSON_ArrayForEach(d, shape)
+		printf("%s%.0f", d == shape->child ? "" : ", ", d->valuedouble);
+	putchar(']');
+	for (int i = n - 1; i >= 0 && contiguous; i--) {
+		double sz = cJSON_GetArrayItem(shape, i)->valuedouble;
+		if (sz != 1 && cJSON_GetArrayItem(stride, i)->valuedouble != expect)
+			contiguous = 0;
+		expect *= sz;
+	}
+	if (!contiguous) {
+		fputs(" stride (", stdout);
+		cJSON_ArrayForEach(d, stride)
+			printf("%s%.0f", d == stride->child ? "" : ", ", d->valuedouble);
+		putchar(')');
+	}
+	if (cJSON_IsString(dev) && strcmp(dev->valuestring, "cpu") != 0)
+		printf(" on %s", dev->valuestring);
+}
+
+/* COUNT KEY function(arg_0=float32[4, 64], ..., kwarg_causal=true) */
+static void
+print_group_line(const struct group *g)
+{
+	cJSON *shape = cJSON_Parse(g->first->shape), *it;
+	const char *sep = "";
+	char *v;
+
+	printf("%6zu  %s  %s(", g->calls, g->first->shape_key, g->first->function);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(shape, "tensors")) {
+		printf("%s%s=", sep, it->string);
+		print_tensor_shape(it);
+		sep = ", ";
+	}
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(shape, "scalars")) {
+		v = cJSON_PrintUnformatted(it);
+		printf("%s%s=%s", sep, it->string, v ? v : "?");
+		free(v);
+		sep = ", ";
+	}
+	puts(")");
+	cJSON_Delete(shape);
+}
+
+/* The profile's object: the shape, its key, the number of calls (dumps) and of each status,
+ * and one dump to replay. */
+static void
+print_group_json(const struct group *g)
+{
+	const char *shape = g->first->shape;
+
+	fwrite(shape, 1, strlen(shape) - 1, stdout);
+	json_key_str("key", g->first->shape_key);
+	printf(",\"calls\":%zu,\"failed\":%zu,\"completed\":%zu,\"inputs_saved\":%zu",
+	    g->calls, g->by[MATE_DUMP_FAILED & 3], g->by[MATE_DUMP_COMPLETED & 3],
+	    g->by[MATE_DUMP_INPUTS_SAVED & 3]);
+	json_key_str("example", g->first->path);
+	fputs("}\n", stdout);
+}
+
+/* Groups the dumps by shape key; dumps without a readable record have no shape and are
+ * counted apart. @return the number of groups. */
+static size_t
+unique(const mate_dump_list *l, int jsonl, size_t *shapeless)
+{
+	size_t n = mate_dump_list_count(l), cap = 16, ng = 0;
+	struct group *g;
+	size_t *slots;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	g = calloc(n ? n : 1, sizeof(*g));
+	slots = malloc(cap * sizeof(*slots));
+	if (g == NULL || slots == NULL)
+		mate_fe_errx(MATE_EXIT_USAGE, "out of memory grouping %zu dumps", n);
+	memset(slots, 0xff, cap * sizeof(*slots));
+	*shapeless = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct mate_dump_info *d = mate_dump_list_get(l, i);
+		size_t s;
+
+		if (d->shape == NULL) {
+			(*shapeless)++;
+			continue;
+		}
+		for (s = hash_str(d->shape) & (cap - 1); slots[s] != (size_t)-1; s = (s + 1) & (cap - 1))
+			if (strcmp(g[slots[s]].first->shape, d->shape) == 0)
+				break;
+		if (slots[s] == (size_t)-1) {
+			slots[s] = ng;
+			g[ng].first = d;
+			g[ng].order = ng;
+			ng++;
+		}
+		g[slots[s]].calls++;
+		g[slots[s]].by[d->status & 3]++;
+	}
+	qsort(g, ng, sizeof(*g), by_calls);
+	for (size_t i = 0; i < ng; i++)
+		(jsonl ? print_group_json : print_group_line)(&g[i]);
+	free(slots);
+	free(g);
+	return ng;
+}
+
 static void
 summary(const mate_dump_list *l, const char *where, size_t problems)
 {
@@ -255,6 +407,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "details", no_argument, NULL, 'd' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "jsonl", no_argument, NULL, 'J' },
+		{ "unique", no_argument, NULL, 'u' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -262,12 +415,13 @@ parse_options(int argc, char **argv, struct options *o)
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "dj:qhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "dj:quhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd': o->details = 1; break;
 		case 'j': o->jobs = mate_fe_parse_count("--jobs", optarg); break;
 		case 'J': o->jsonl = 1; break;
 		case 'q': o->quiet = 1; break;
+		case 'u': o->unique = 1; break;
 		case 'h': usage(); exit(MATE_EXIT_OK);
 		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
 		default: mate_fe_usage_error("unknown option");
@@ -278,7 +432,7 @@ parse_options(int argc, char **argv, struct options *o)
 int
 main(int argc, char **argv)
 {
-	struct options o = { 0, 0, 0, 0 };
+	struct options o = { 0, 0, 0, 0, 0 };
 	const char *def = getenv("MATE_DUMP_DIR");
 	mate_dump_list *l;
 	mate_error err;
@@ -289,7 +443,8 @@ main(int argc, char **argv)
 	parse_options(argc, argv, &o);
 	if (def == NULL || *def == '\0')
 		def = "mate_dumps";
-	if ((l = mate_dump_list_new(o.details ? MATE_DUMP_LIST_DETAILS : 0, &err)) == NULL)
+	if ((l = mate_dump_list_new((o.details ? MATE_DUMP_LIST_DETAILS : 0) |
+	    (o.unique ? MATE_DUMP_LIST_SHAPE : 0), &err)) == NULL)
 		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
 	mate_dump_list_set_threads(l, (int)(o.jobs > 256 ? 256 : o.jobs));
 	nroots = optind < argc ? argc - optind : 1;
@@ -304,6 +459,19 @@ main(int argc, char **argv)
 	}
 	mate_dump_list_sort(l);
 	n = mate_dump_list_count(l);
+	if (o.unique) {
+		size_t shapeless, ng = unique(l, o.jsonl, &shapeless);
+
+		if (!o.quiet)
+			fprintf(stderr, "%zu distinct call%s in %zu dump%s\n", ng, ng == 1 ? "" : "s",
+			    n, n == 1 ? "" : "s");
+		if (shapeless > 0)
+			mate_fe_warnx("%zu dump%s without a readable record not counted", shapeless,
+			    shapeless == 1 ? "" : "s");
+		problems = shapeless;
+		o.quiet = 1;
+		n = 0;
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct mate_dump_info *d = mate_dump_list_get(l, i);
 
