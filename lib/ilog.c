@@ -750,6 +750,18 @@ ilog_line(mate_ilog *r, char **line, size_t *len, mate_error *err)
 	}
 }
 
+/* Header lines are words; one that starts with a number was meant as an
+ * event (a malformed one before the first good line is still reported). */
+static int
+starts_with_digit(const char *s, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && is_blank(s[i]))
+		i++;
+	return i < n && s[i] >= '0' && s[i] <= '9';
+}
+
 static int
 blank_line(const char *s, size_t n)
 {
@@ -784,7 +796,7 @@ mate_ilog_next(mate_ilog *r, mate_event *ev, mate_error *err)
 		}
 		if (len >= 10 && strncmp(line, "==========", 10) == 0)
 			r->in_header = 1;  /* a header: GT's, or a log appended */
-		if (r->in_header || blank_line(line, len))
+		if ((r->in_header && !starts_with_digit(line, len)) || blank_line(line, len))
 			r->st.skipped++;
 		else
 			ilog_bad(r, "not an event line");
