@@ -137,7 +137,8 @@ pf_printf(mate_perfetto *pf, const char *fmt, ...)
 		pf_raw(pf, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
-/* Length of a valid UTF-8 sequence at s, or 0. */
+/* Length of a valid UTF-8 sequence at s, or 0 (RFC 3629: no overlong
+ * forms, no surrogates, nothing past U+10FFFF). */
 static int
 utf8_len(const unsigned char *s)
 {
@@ -149,6 +150,9 @@ utf8_len(const unsigned char *s)
 	for (i = 1; i < n; i++)
 		if ((s[i] & 0xC0) != 0x80)
 			return 0;
+	if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] > 0x9F) ||
+	    (s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] > 0x8F))
+		return 0;
 	return n;
 }
 
