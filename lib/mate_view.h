@@ -50,6 +50,8 @@ typedef struct mate_timeline_stats {
 	uint64_t failed;      /* spans whose closing event reported a failure
 	                       * (success=False, error=, a status= not ok) */
 	uint64_t signals;
+	uint64_t shown;       /* spans, markers and memory samples inside the
+	                       * window (0: nothing to draw there) */
 	int lanes;            /* lanes shown (after --lanes) */
 	int clients, workers, memory_lanes;
 	int op_types;         /* distinct op types among the spans shown */

@@ -188,6 +188,23 @@ tl_log_name(const mate_timeline *tl, int log)
 
 /* ---- Ops ----------------------------------------------------------------------- */
 
+/* Ops take these in order of first appearance: Okabe and Ito's colour-blind
+ * safe set, then Tol's "muted" darks; a hash of the name only past them. */
+static const uint32_t op_palette[] = { 0x0072b2, 0xe69f00, 0x009e73, 0xcc79a7,
+	0x56b4e9, 0xd55e00, 0xf0e442, 0x332288, 0x882255, 0x999933 };
+
+static uint32_t
+op_colour(mate_timeline *tl, const char *name)
+{
+	int n = (int)(sizeof(op_palette) / sizeof(op_palette[0]));
+
+	if (strcmp(name, "other") == 0)
+		return 0x7f8c8d;
+	if (tl->npalette < n)
+		return op_palette[tl->npalette++];
+	return mate_op_color(name);
+}
+
 static int
 op_index(mate_timeline *tl, const char *name)
 {
@@ -207,7 +224,7 @@ op_index(mate_timeline *tl, const char *name)
 		return strcmp(name, "other") == 0 ? 0 : op_index(tl, "other");
 	op = &tl->ops[tl->nops];
 	snprintf(op->name, sizeof(op->name), "%s", name);
-	op->rgb = mate_op_color(op->name);
+	op->rgb = op_colour(tl, op->name);
 	tl->op_hash[h] = tl->nops;
 	return tl->nops++;
 }
@@ -374,12 +391,18 @@ lane_before(const struct tl_lane *a, const struct tl_lane *b)
 }
 
 int
+tl_lane_shown(const struct tl_lane *L)
+{
+	return !L->hidden && L->acts > 0;
+}
+
+int
 tl_lane_order(const mate_timeline *tl, int *order)
 {
 	int i, j, n = 0;
 
 	for (i = 0; i < tl->nlanes; i++) {   /* insertion sort: few lanes, no globals */
-		if (tl->lanes[i]->hidden)
+		if (!tl_lane_shown(tl->lanes[i]))
 			continue;
 		for (j = n; j > 0 && lane_before(tl->lanes[i], tl->lanes[order[j - 1]]); j--)
 			order[j] = order[j - 1];
@@ -435,20 +458,81 @@ ids_grow(mate_timeline *tl)
 	return 0;
 }
 
+static int ids_put_new(mate_timeline *tl, uint64_t key, const struct tl_open *o);
+
+static int
+seq_cmp(const void *pa, const void *pb)
+{
+	uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+
+	return a < b ? -1 : a > b;
+}
+
+/* The table is full of calls and work that never ended (killed clients):
+ * forgets the older half, so that what comes later still pairs. Work
+ * forgotten counts as unpaired (calls are counted by their client's
+ * stack). Amortised over TL_IDS_MAX / 2 puts. @return 0, or -1. */
+static int
+ids_forget_older(mate_timeline *tl)
+{
+	uint64_t *seqs = malloc(tl->ids_n * sizeof(*seqs)), cut;
+	struct tl_id *n = calloc(tl->ids_cap, sizeof(*n));
+	size_t i, j, k = 0, mask = tl->ids_cap - 1;
+
+	if (seqs == NULL || n == NULL) {
+		free(seqs);
+		free(n);
+		return -1;
+	}
+	for (i = 0; i < tl->ids_cap; i++)
+		if (tl->ids[i].key != 0)
+			seqs[k++] = tl->ids[i].o.seq;
+	qsort(seqs, k, sizeof(*seqs), seq_cmp);
+	cut = seqs[k / 2];
+	free(seqs);
+	tl->ids_n = 0;
+	for (i = 0; i < tl->ids_cap; i++) {   /* a fresh table: no broken chains */
+		struct tl_id *e = &tl->ids[i];
+		if (e->key == 0)
+			continue;
+		if (e->o.seq < cut) {
+			if (e->o.lane >= 0 && tl->lanes[e->o.lane]->kind == MATE_LANE_WORKER)
+				tl->st.unpaired++;
+			open_free(&e->o);
+			continue;
+		}
+		for (j = e->key & mask; n[j].key != 0; j = (j + 1) & mask)
+			;
+		n[j] = *e;
+		tl->ids_n++;
+	}
+	free(tl->ids);
+	tl->ids = n;
+	return 0;
+}
+
 /* Stores o under key (replacing an entry with that key). 0, or -1 when full. */
 static int
 ids_put(mate_timeline *tl, uint64_t key, const struct tl_open *o)
 {
 	struct tl_id *e = ids_find(tl, key);
-	size_t i;
 
 	if (e != NULL) {
 		open_free(&e->o);
 		e->o = *o;
 		return 0;
 	}
-	if (tl->ids_n >= TL_IDS_MAX)
+	if (tl->ids_n >= TL_IDS_MAX && ids_forget_older(tl) != 0)
 		return -1;
+	return ids_put_new(tl, key, o);
+}
+
+/* Stores o under key, not yet in the table. 0, or -1 on no memory. */
+static int
+ids_put_new(mate_timeline *tl, uint64_t key, const struct tl_open *o)
+{
+	size_t i;
+
 	if ((tl->ids_n + 1) * 2 > tl->ids_cap && ids_grow(tl) != 0)
 		return -1;
 	for (i = key & (tl->ids_cap - 1); tl->ids[i].key != 0; i = (i + 1) & (tl->ids_cap - 1))
@@ -537,8 +621,10 @@ emit_span(mate_timeline *tl, struct tl_lane *L, const struct tl_open *o, double 
 
 	if (e < s)
 		e = s;
+	L->acts++;
 	if (L->hidden || (tl->o.has_from && e < tl->o.from) || (tl->o.has_to && s > tl->o.to))
 		return MATE_OK;
+	tl->st.shown++;
 	if (tl->o.has_from && s < tl->o.from)
 		s = tl->o.from;
 	if (tl->o.has_to && e > tl->o.to)
@@ -578,8 +664,10 @@ mark(mate_timeline *tl, struct tl_lane *L, int type, int op, const mate_event *e
     mate_error *err)
 {
 	L->events++;
+	L->acts += type != TL_MARK_CONNECT;
 	if (L->hidden || !in_window(tl, ev->time))
 		return MATE_OK;
+	tl->st.shown++;
 	note_time(tl, L, ev->time);
 	tl->mark_seen[type] = 1;
 	if (tl_agg_mark(tl, L, type, op, ev->time, ev->size, ev->seq) != 0)
@@ -626,11 +714,14 @@ call_open(mate_timeline *tl, const mate_event *ev, mate_error *err)
 {
 	struct tl_log *lg = &tl->logs[tl->nlogs - 1];
 	struct tl_lane *L = lane_get(tl, MATE_LANE_CLIENT, client_name(ev->source), err);
-	struct tl_lane *D = dispatcher_lane(tl, err);
+	struct tl_lane *D;
 	char id[64];
 	struct tl_open o;
-	int op;
+	int op, has_id = mate_ilog_detail(ev->details, "call", id, sizeof(id)) > 0;
 
+	/* GT's requests go through its dispatcher; a call with its own id
+	 * (mate's recorder) went through none: its marker stays on its lane */
+	D = has_id ? L : dispatcher_lane(tl, err);
 	if (L == NULL || D == NULL)
 		return MATE_ERR_NOMEM;
 	op = event_op(tl, ev);
@@ -645,7 +736,7 @@ call_open(mate_timeline *tl, const mate_event *ev, mate_error *err)
 	open_init(tl, &o, ev, op, L->index);
 	if (!detail_int(ev, "depth", 0, 1000, &o.depth))
 		o.depth = L->nstack;
-	if (mate_ilog_detail(ev->details, "call", id, sizeof(id)) > 0) {
+	if (has_id) {
 		struct tl_open copy = o;
 		o.key = id_key(0, -1 - L->log, id);
 		copy.command = copy.details = NULL;
@@ -654,7 +745,9 @@ call_open(mate_timeline *tl, const mate_event *ev, mate_error *err)
 			tl->st.unpaired++;
 	}
 	L->stack[L->nstack++] = o;
-	L->events++;
+	L->acts++;   /* a call, even one that never ends */
+	if (D != L)
+		L->events++;
 	lg->cur_client = L->index;
 	lg->ctx_op = op;
 	snprintf(lg->ctx_cmd, sizeof(lg->ctx_cmd), "%s", ev->command);
@@ -966,8 +1059,10 @@ memory_add(mate_timeline *tl, const mate_event *ev, mate_error *err)
 	if ((M = lane_get(tl, MATE_LANE_MEMORY, dev, err)) == NULL)
 		return MATE_ERR_NOMEM;
 	M->events++;
+	M->acts++;
 	if (M->hidden || !in_window(tl, ev->time))
 		return MATE_OK;
+	tl->st.shown++;
 	note_time(tl, M, ev->time);
 	if (tl->pf != NULL)
 		tl_pf_counter(tl->pf, M, ev->time, v);
@@ -1096,7 +1191,7 @@ mate_timeline_get_stats(const mate_timeline *tl, mate_timeline_stats *st)
 	st->lanes = st->clients = st->workers = st->memory_lanes = st->op_types = 0;
 	for (i = 0; i < tl->nlanes; i++) {
 		const struct tl_lane *L = tl->lanes[i];
-		if (L->hidden)
+		if (!tl_lane_shown(L))
 			continue;
 		st->lanes++;
 		st->clients += L->kind == MATE_LANE_CLIENT;

@@ -82,6 +82,8 @@ struct tl_lane {
 	int hidden;
 	int index;           /* position in tl->lanes */
 	uint64_t spans, events;
+	uint64_t acts;       /* spans and events other than connects, anywhere:
+	                      * a lane without any is not drawn */
 	double busy, covered;/* union of depth-0 spans shown */
 	int maxdepth;
 	double first, last;  /* events shown on it */
@@ -164,6 +166,7 @@ struct mate_timeline {
 	/* ops */
 	struct tl_op ops[TL_MAX_OPS];
 	int nops;
+	int npalette;        /* palette colours given out */
 	int op_hash[2 * TL_MAX_OPS];
 	/* logs */
 	struct tl_log *logs;
@@ -212,6 +215,7 @@ float tl_mem_max(const mate_timeline *tl, const float *v, double a, double b);
 
 /* timeline.c */
 int tl_lane_order(const mate_timeline *tl, int *order);  /* visible lanes, drawn order */
+int tl_lane_shown(const struct tl_lane *L);  /* kept by --lanes and did something */
 const char *tl_log_name(const mate_timeline *tl, int log);
 
 /* perfetto.c: the writer's side of the timeline. */

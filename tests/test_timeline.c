@@ -10,6 +10,7 @@
 
 #include "mate_view.h"
 #include "test.h"
+#include "timeline_private.h"   /* op colours and the id table's size */
 
 static uint64_t seq;
 
@@ -277,12 +278,74 @@ test_flow_binding(void)
 	if (json != NULL) {
 		CHECK_CONTAINS(json, "{\"name\":\"call\",\"cat\":\"mate\",\"ph\":\"s\",\"id\":1,"
 		    "\"ts\":0.000,\"pid\":1,\"tid\":1}");
+		/* tid 33: the worker is the second lane (no dispatcher for call=) */
 		CHECK_CONTAINS(json, "{\"name\":\"call\",\"cat\":\"mate\",\"ph\":\"f\",\"bp\":\"e\","
-		    "\"id\":1,\"ts\":100000.000,\"pid\":1,\"tid\":65}");
+		    "\"id\":1,\"ts\":100000.000,\"pid\":1,\"tid\":33}");
 		CHECK(strstr(json, "\"id\":2") == NULL);
 		free(json);
 	}
 	close(fd);
+	mate_timeline_free(tl);
+}
+
+static uint32_t
+op_rgb(const mate_timeline *tl, const char *name)
+{
+	int i;
+
+	for (i = 0; i < tl->nops; i++)
+		if (strcmp(tl->ops[i].name, name) == 0)
+			return tl->ops[i].rgb;
+	return 0xffffffff;
+}
+
+/* mate's own calls (call=) go through no dispatcher: no lane for one; a
+ * client that only connected has no lane; ops get distinct colours. */
+static void
+test_own_lanes(void)
+{
+	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
+	const char *want[] = { "client t1", "w0" };
+	mate_lane_info li;
+	int i;
+
+	add(tl, 0.0, "CONNECT", "idle", "", "");
+	add(tl, 0.1, "RECV", "t1", "rmsnorm", "call=1 op=rmsnorm");
+	add(tl, 0.2, "WORKER_SEND", "w0", "k", "call=1 id=a op=rmsnorm");
+	add(tl, 0.3, "WORKER_RECV", "w0", "k", "id=a");
+	add(tl, 0.4, "SEND", "t1", "rmsnorm", "call=1");
+	add(tl, 0.5, "RECV", "t1", "fused_add_rmsnorm", "call=2 op=fused_add_rmsnorm");
+	add(tl, 0.6, "SEND", "t1", "fused_add_rmsnorm", "call=2");
+	for (i = 0; mate_timeline_lane(tl, i, &li) == 0; i++)
+		CHECK_STR(li.label, i < 2 ? want[i] : "(none)");
+	CHECK_EQ_INT(i, 2);
+	CHECK_EQ_INT(op_rgb(tl, "rmsnorm"), 0x0072b2);   /* the palette, in order */
+	CHECK_EQ_INT(op_rgb(tl, "fused_add_rmsnorm"), 0xe69f00);
+	mate_timeline_free(tl);
+}
+
+/* More calls left open than the id table holds (killed clients) must not
+ * starve the calls and work that come after them. */
+static void
+test_open_calls(void)
+{
+	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
+	mate_timeline_stats st;
+	char d[64];
+	int i;
+
+	for (i = 0; i < TL_IDS_MAX + 1000; i++) {
+		snprintf(d, sizeof(d), "call=%d", i);
+		add(tl, 0.001, "RECV", "dead", "k", d);
+	}
+	add(tl, 1.0, "RECV", "t1", "k", "call=live op=mm");
+	add(tl, 1.1, "WORKER_SEND", "w0", "k", "call=live id=w op=mm");
+	add(tl, 1.2, "WORKER_RECV", "w0", "k", "id=w");
+	add(tl, 1.3, "SEND", "t1", "k", "call=live");
+	mate_timeline_get_stats(tl, &st);
+	CHECK_EQ_INT(st.ops, 1);
+	CHECK_EQ_INT(st.calls, 1);
+	CHECK_EQ_INT(tl->flows_total, 1);
 	mate_timeline_free(tl);
 }
 
@@ -451,5 +514,7 @@ main(void)
 	test_clip();
 	test_render_errors();
 	test_many();
+	test_own_lanes();
+	test_open_calls();
 	return TEST_DONE();
 }
