@@ -73,5 +73,36 @@ grep -q "22 events, 4 ops and 5 calls of 3 op types, 4 lanes (2 clients, 1 worke
 # stdin as '-'
 "$bin" -q - -o "$tmp/in.png" <"$demo" && [ -s "$tmp/in.png" ] && ok || fail "reads stdin"
 
+# a failed write never says "wrote" (a directory in the way, a full disk)
+no_wrote() { ! grep -q "wrote" "$tmp/err" && ok || fail "$1: 'wrote' after a failure: $(cat "$tmp/err")"; }
+mkdir "$tmp/dir.png" "$tmp/dir.json"
+expect 1 "$tmp/dir.png: cannot" "$bin" "$demo" -o "$tmp/dir.png"
+no_wrote "a directory"
+expect 1 "$tmp/dir.json: cannot" "$bin" "$demo" -o "$tmp/dir.json"
+no_wrote "a directory (json)"
+if [ -w /dev/full ]; then
+	"$bin" "$demo" -o - >/dev/full 2>"$tmp/err"
+	[ $? -eq 1 ] && grep -q "No space left on device" "$tmp/err" && ok || fail "/dev/full: $(cat "$tmp/err")"
+	no_wrote "/dev/full"
+	"$bin" "$demo" -o - -f json >/dev/full 2>"$tmp/err"
+	[ $? -eq 1 ] && ok || fail "/dev/full (json) exits 1"
+	no_wrote "/dev/full (json)"
+fi
+# a window with no events in it: a warning in the log's terms, exit 1, no file
+expect 1 "nothing to draw: no event from 100 s to 200 s (seconds since the recording started" \
+	"$bin" "$demo" --from 100 --to 200 -o "$tmp/w.png"
+[ ! -e "$tmp/w.png" ] && ok || fail "an empty window writes no picture"
+expect 1 "nothing to draw: no event from 100 s to the end" "$bin" "$demo" --from 100 -o "$tmp/w.json"
+[ ! -e "$tmp/w.json" ] && ok || fail "an empty window writes no JSON"
+# malformed lines before the first good one are reported too
+{ printf '0.1 | #1 | RECV | CLIENT a | x\n  0.05s | garbage\n'; cat "$demo"; } >"$tmp/pre.log"
+expect 0 "pre.log:1: malformed line skipped: not an event line" "$bin" "$tmp/pre.log" -o "$tmp/pre.png"
+grep -q "pre.log:2: malformed line skipped" "$tmp/err" && ok || fail "line 2 reported: $(cat "$tmp/err")"
+# Perfetto JSON from raw invalid UTF-8 (overlong, surrogate, past U+10FFFF) is valid JSON
+printf '  0.1s | #1 | RECV | CLIENT a\355\240\200 | k\340\200\200 | 1.0KB | call=1 op=x\364\220\200\200\n  0.2s | #2 | SEND | CLIENT a\355\240\200 | k | 1.0KB | call=1\n' >"$tmp/utf.log"
+expect 0 "" "$bin" "$tmp/utf.log" -o "$tmp/utf.json"
+python3 -c 'import json, sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$tmp/utf.json" 2>"$tmp/err" && ok ||
+	fail "invalid UTF-8 gives invalid JSON: $(tail -1 "$tmp/err")"
+
 echo "$((n - fails)) passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -185,9 +185,10 @@ read_log(const struct options *o, mate_timeline *tl, const char *path)
 	return rc < 0 || st.events == 0;
 }
 
+/* The summary on stderr; "wrote" only when the output was written. */
 static void
 print_summary(const struct options *o, const mate_timeline *tl, const mate_render_info *ri,
-    const uint64_t flows[3])
+    const uint64_t flows[3], int written)
 {
 	mate_timeline_stats st;
 	mate_lane_info li;
@@ -196,7 +197,9 @@ print_summary(const struct options *o, const mate_timeline *tl, const mate_rende
 	mate_timeline_get_stats(tl, &st);
 	if (o->quiet)
 		return;
-	if (o->format == FMT_JSON)
+	if (!written)
+		;
+	else if (o->format == FMT_JSON)
 		mate_fe_warnx("wrote %s: Perfetto trace JSON%s, %llu flows from calls to their work",
 		    o->output, o->gzip ? " (gzip)" : "", (unsigned long long)flows[0]);
 	else
@@ -218,7 +221,7 @@ print_summary(const struct options *o, const mate_timeline *tl, const mate_rende
 	if (flows[2] > 0)
 		mate_fe_warnx("%llu flows dropped: their call was forgotten (too many calls "
 		    "with work outstanding)", (unsigned long long)flows[2]);
-	if (!o->verbose || o->format == FMT_JSON)
+	if (!o->verbose || o->format == FMT_JSON || !written)
 		return;
 	mate_fe_warnx("plot: x %.1f to %.1f, y %.1f to %.1f px; time %.6f to %.6f s",
 	    ri->plot_x0, ri->plot_x1, ri->plot_y0, ri->plot_y1, ri->t0, ri->t1);
@@ -227,6 +230,25 @@ print_summary(const struct options *o, const mate_timeline *tl, const mate_rende
 	for (i = 0; mate_timeline_lane(tl, i, &li) == 0; i++)
 		mate_fe_warnx("lane %d: y %.1f to %.1f px, busy %.1f%%, %llu spans: %s", i, li.y0, li.y1,
 		    li.busy * 100, (unsigned long long)li.spans, li.label);
+}
+
+/* --from/--to hold nothing: says so (with where the events are). @return 1. */
+static int
+empty_window(const struct options *o, const mate_timeline *tl)
+{
+	mate_timeline_stats st;
+	char from[32] = "the start", to[32] = "the end";
+
+	mate_timeline_get_stats(tl, &st);
+	if (st.shown > 0)
+		return 0;
+	if (o->has_from)
+		snprintf(from, sizeof(from), "%g s", o->from);
+	if (o->has_to)
+		snprintf(to, sizeof(to), "%g s", o->to);
+	mate_fe_warnx("nothing to draw: no event from %s to %s (seconds since the recording "
+	    "started, as in the log's time column)", from, to);
+	return 1;
 }
 
 static int
@@ -264,7 +286,7 @@ main(int argc, char **argv)
 	mate_render_info ri;
 	mate_error err;
 	uint64_t flows[3] = { 0, 0, 0 };
-	int i, failed = 0, ok = 0;
+	int i, failed = 0, ok = 0, bad_write = 0;
 
 	mate_fe_set_progname(argv[0]);
 	parse_args(argc, argv, &o);
@@ -291,8 +313,11 @@ main(int argc, char **argv)
 		ok |= !bad;
 	}
 	memset(&ri, 0, sizeof(ri));
-	if (!ok) {
+	if (ok && (o.has_from || o.has_to) && empty_window(&o, tl))
+		ok = 0;
+	else if (!ok)
 		mate_fe_warnx("nothing to draw: no log gave any event");
+	if (!ok) {
 		mate_perfetto_abort(pf);
 		mate_timeline_free(tl);
 		return MATE_EXIT_FAIL;
@@ -301,12 +326,13 @@ main(int argc, char **argv)
 		mate_perfetto_flows(pf, &flows[0], &flows[1], &flows[2]);
 		if (mate_perfetto_close(pf, &err) != 0) {
 			mate_fe_warnx("%s: %s", o.output, err.message);
-			failed = 1;
+			bad_write = 1;
 		}
 	} else {
-		failed |= write_output(&o, tl, &ri);
+		bad_write = write_output(&o, tl, &ri);
 	}
-	print_summary(&o, tl, &ri, flows);
+	print_summary(&o, tl, &ri, flows, !bad_write);
+	failed |= bad_write;
 	mate_timeline_free(tl);
 	return failed ? MATE_EXIT_FAIL : MATE_EXIT_OK;
 }
