@@ -422,101 +422,104 @@ draw_backgrounds(struct render *R)
 	}
 }
 
-/* One column of a lane's coverage: each op's share of the busy time. */
-struct column {
-	int n;
-	int op[8];
-	double share[8];
-	double alpha;
-};
+/* Where spans are too narrow to draw one by one, a lane shows what it did
+ * per pixel column as a stack of op shares on a white "idle" band: an op's
+ * height is the share of the column's time it ran (ops in palette order,
+ * from the bottom), and what is left white is idle. On a dense lane the
+ * shares are averaged over a few columns, so that the band reads as an
+ * area rather than as noise. */
+#define COVER_OPS 64
 
-static void
-column_at(struct render *R, const struct tl_lane *L, double a, double b, struct column *c)
-{
-	double busy = 0, v[64], cnt;
-	int j, k, n = L->nob < 64 ? L->nob : 64;
-
-	c->n = 0;
-	c->alpha = 0;
-	cnt = tl_counts_sum(R->tl, L->count, a, b);
-	for (j = 0; j < n; j++)
-		busy += v[j] = tl_bins_sum(R->tl, L->ob[j].busy, a, b);
-	if (busy <= 0 || cnt <= 0)
-		return;
-	for (j = 0; j < n; j++) {   /* up to 8 ops, in op order (legend order) */
-		if (v[j] <= busy * 0.02 && v[j] < busy)
-			continue;
-		if (c->n == 8)
-			break;
-		c->op[c->n] = L->ob[j].op;
-		c->share[c->n++] = v[j] / busy;
-	}
-	for (j = 1; j < c->n; j++)  /* insertion sort by op index */
-		for (k = j; k > 0 && c->op[k] < c->op[k - 1]; k--) {
-			int to = c->op[k];
-			double ts = c->share[k];
-			c->op[k] = c->op[k - 1], c->share[k] = c->share[k - 1];
-			c->op[k - 1] = to, c->share[k - 1] = ts;
-		}
-	c->alpha = busy / (b - a);
-	if (c->alpha > 1)
-		c->alpha = 1;
-	if (c->alpha < 0.3)
-		c->alpha = 0.3;
-	c->alpha = floor(c->alpha * 32 + 0.5) / 32;
-}
-
+/* Each op's share of column c's time, for every column; smoothed over
+ * +-r columns. @return the number of ops (rows of v), or -1. */
 static int
-column_same(const struct column *a, const struct column *b)
+coverage_shares(struct render *R, const struct tl_lane *L, float *v, int *ops, int r)
 {
-	int i;
+	double dt = (R->v1 - R->v0) / R->ncols;
+	float *tmp;
+	int n = L->nob < COVER_OPS ? L->nob : COVER_OPS, j, k, c;
 
-	if (a->n != b->n || a->alpha != b->alpha)
-		return 0;
-	for (i = 0; i < a->n; i++)
-		if (a->op[i] != b->op[i] || fabs(a->share[i] - b->share[i]) > 0.03)
-			return 0;
-	return 1;
-}
-
-static void
-column_fill(struct render *R, const struct column *c, double x, double w, double top, double h)
-{
-	double y = top;
-	int i;
-
-	for (i = 0; i < c->n; i++) {
-		double sh = h * c->share[i];
-		rgb(R, R->tl->ops[c->op[i]].rgb, c->alpha);
-		cairo_rectangle(R->cr, x, y, w, i == c->n - 1 ? top + h - y : sh);
-		cairo_fill(R->cr);
-		y += sh;
+	for (j = 0; j < n; j++)   /* insertion sort by op index: palette order */
+		for (ops[j] = j, k = j; k > 0 && L->ob[ops[k]].op < L->ob[ops[k - 1]].op; k--) {
+			int t = ops[k];
+			ops[k] = ops[k - 1], ops[k - 1] = t;
+		}
+	for (c = 0; c < R->ncols; c++) {
+		double a = R->v0 + c * dt, total = 0;
+		for (j = 0; j < n; j++)
+			total += v[(size_t)j * R->ncols + c] =
+			    (float)(tl_bins_sum(R->tl, L->ob[ops[j]].busy, a, a + dt) / dt);
+		for (j = 0; total > 1 && j < n; j++)   /* overlapping spans */
+			v[(size_t)j * R->ncols + c] /= (float)total;
 	}
+	if (r <= 0 || (tmp = malloc((size_t)R->ncols * sizeof(*tmp))) == NULL)
+		return n;
+	for (j = 0; j < n; j++) {   /* a running box average */
+		float *row = v + (size_t)j * R->ncols;
+		double sum = 0;
+		int lo = 0, hi = -1;
+		for (c = 0; c < R->ncols; c++) {
+			while (hi < c + r && hi + 1 < R->ncols)
+				sum += row[++hi];
+			while (lo < c - r)
+				sum -= row[lo++];
+			tmp[c] = (float)(sum / (hi - lo + 1));
+		}
+		memcpy(row, tmp, (size_t)R->ncols * sizeof(*tmp));
+	}
+	free(tmp);
+	return n;
 }
 
-/* Spans narrower than a column, summed per column (coverage shading). */
 static void
 draw_coverage(struct render *R, const struct tl_lane *L)
 {
-	double dt = (R->v1 - R->v0) / R->ncols, top, h, row;
-	struct column cur, prev;
-	int c, start = 0;
+	double top, h, row, base;
+	float *v, *cum;
+	int ops[COVER_OPS], n, j, c, r = 0;
 
 	band(L, &top, &h, &row);
-	prev.n = 0;
-	prev.alpha = 0;
-	for (c = 0; c <= R->ncols; c++) {
-		if (c < R->ncols)
-			column_at(R, L, R->v0 + c * dt, R->v0 + (c + 1) * dt, &cur);
-		else
-			cur.n = -1;
-		if (c > 0 && column_same(&cur, &prev))
-			continue;
-		if (prev.n > 0)   /* a run of equal columns: one rectangle each op */
-			column_fill(R, &prev, R->x0 + start * R->px, (c - start) * R->px, top, row);
-		prev = cur;
-		start = c;
+	base = top + row;
+	rgb(R, 0xffffff, 1);   /* idle */
+	cairo_rectangle(R->cr, R->x0, top, R->x1 - R->x0, row);
+	cairo_fill(R->cr);
+	if (L->nob == 0)
+		return;
+	if (tl_counts_sum(R->tl, L->count, R->v0, R->v1) > R->ncols / 8.0)
+		r = (int)floor(2.4 * R->f / R->px);   /* dense: a few columns */
+	v = malloc((size_t)COVER_OPS * R->ncols * sizeof(*v));
+	cum = calloc((size_t)R->ncols, sizeof(*cum));
+	if (v == NULL || cum == NULL || (n = coverage_shares(R, L, v, ops, r)) < 0) {
+		free(v);
+		free(cum);
+		return;
 	}
+	for (j = 0; j < n; j++) {   /* one area per op, on top of those before */
+		const float *sh = v + (size_t)j * R->ncols;
+		int any = 0;
+		for (c = 0; c < R->ncols && !any; c++)
+			any = sh[c] > 1e-4f;
+		if (any) {
+			cairo_new_path(R->cr);
+			for (c = 0; c < R->ncols; c++) {
+				double y = base - row * fmin(1, cum[c] + sh[c]);
+				cairo_line_to(R->cr, R->x0 + c * R->px, y);
+				cairo_line_to(R->cr, R->x0 + (c + 1) * R->px, y);
+			}
+			for (c = R->ncols; c-- > 0;) {
+				double y = base - row * fmin(1, cum[c]);
+				cairo_line_to(R->cr, R->x0 + (c + 1) * R->px, y);
+				cairo_line_to(R->cr, R->x0 + c * R->px, y);
+			}
+			cairo_close_path(R->cr);
+			rgb(R, R->tl->ops[L->ob[ops[j]].op].rgb, 1);
+			cairo_fill(R->cr);
+		}
+		for (c = 0; c < R->ncols; c++)
+			cum[c] += sh[c];
+	}
+	free(v);
+	free(cum);
 }
 
 static void
@@ -946,7 +949,7 @@ draw_signals(struct render *R)
 		last = x;
 		drawn++;
 		cairo_save(R->cr);
-		rgb(R, 0xe74c3c, 0.75);
+		rgb(R, 0xe74c3c, 0.9);
 		cairo_set_line_width(R->cr, 1.4 * R->f);
 		cairo_set_dash(R->cr, dashes, 2, 0);
 		cairo_move_to(R->cr, x, R->y0);
@@ -1039,7 +1042,9 @@ draw_axis(struct render *R)
 		text(R, x, R->y1 + 13 * R->f, 0.5, s, 0);
 	}
 	font(R, 8.5, 1);
-	text(R, (R->x0 + R->x1) / 2, R->y1 + 27 * R->f, 0.5, "time since the log's start", 0);
+	/* what zero is: the log's clock, which --from/--to use too */
+	text(R, (R->x0 + R->x1) / 2, R->y1 + 27 * R->f, 0.5,
+	    "time since the recording started (the log's clock, as --from/--to take it)", 0);
 }
 
 static void
@@ -1172,7 +1177,16 @@ legend_ops(struct render *R, double x, double y, double lh, double w)
 		text(R, x + 14 * R->f, y + 8 * R->f, 0, s, 0);
 		y += lh;
 	}
-	return y;
+	rgb(R, 0xffffff, 1);   /* the band's idle part */
+	cairo_rectangle(R->cr, x, y, 10 * R->f, 9 * R->f);
+	cairo_fill_preserve(R->cr);
+	rgb(R, 0x95a5a6, 1);
+	cairo_set_line_width(R->cr, 0.5 * R->f);
+	cairo_stroke(R->cr);
+	font(R, 8.5, 0);
+	rgb(R, 0x17202a, 1);
+	text(R, x + 14 * R->f, y + 8 * R->f, 0, "idle", w - 14 * R->f);
+	return y + lh;
 }
 
 /* One legend line: the symbol is drawn by the caller at (x, y). */
