@@ -42,6 +42,8 @@ TESTS += tests/test_ilog tests/test_timeline \
 EXTRA_DIST += tests/lsan.supp tests/visualize_cli.sh tests/visualize_man.sh \
 	tests/visualize_png.py tests/visualize_svg.py tests/visualize_json.py \
 	tests/visualize_gt.py tests/visualize_usec.py tests/visualize_flows.py tests/gtlog.py
+TESTS += tests/visualize_overview.py
+EXTRA_DIST += tests/visualize_overview.py
 
 ## ---- fuzzing and benchmarks ----
 FUZZ_TARGETS += fuzz/fuzz_ilog
