@@ -161,6 +161,10 @@ echo "--- the trace's first events:"
 awk '/^ *[0-9.]+s \| #/ && n++ < 8' "$out/trace.log"
 echo "--- mate-visualize $out/trace.log --output $out/timeline.png"
 "$build/mate-visualize" "$out/trace.log" --output "$out/timeline.png"
+# and 4 ms of it, one second in: single calls, their work and the arrows between them
+zoom=$(awk '/^ *[0-9.]+s \| #/ { t = $1 + 1; printf "--from %.6f --to %.6f", t, t + 0.004; exit }' "$out/trace.log")
+echo "--- mate-visualize $out/trace.log $zoom --output $out/timeline-zoom.png"
+"$build/mate-visualize" "$out/trace.log" $zoom --output "$out/timeline-zoom.png"
 
 echo
 echo "done: the log is $log, the dumps are in $dumps,"
