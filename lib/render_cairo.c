@@ -1098,6 +1098,14 @@ draw_margins(struct render *R)
 			text(R, R->x1 + 62 * R->f, cy + fs * R->f * 0.35, 1, s, 66 * R->f);
 			continue;
 		}
+		if (L->kind == MATE_LANE_DISPATCHER) {
+			/* no spans of its own: a call open is not the dispatcher busy */
+			snprintf(s, sizeof(s), "%llu event%s", (unsigned long long)L->events,
+			    L->events == 1 ? "" : "s");
+			rgb(R, 0x566573, 1);
+			text(R, R->x1 + 62 * R->f, cy + fs * R->f * 0.35, 1, s, 66 * R->f);
+			continue;
+		}
 		busy = span > 0 ? fmin(1, L->busy / span) : 0;
 		rgb(R, 0xdfe3e8, 1);
 		cairo_rectangle(R->cr, R->x1 + 6 * R->f, cy - 2.5 * R->f, 22 * R->f, 5 * R->f);
@@ -1339,7 +1347,7 @@ draw(struct render *R)
 		const struct tl_lane *L = R->tl->lanes[R->order[i]];
 		if (L->kind == MATE_LANE_MEMORY)
 			draw_memory(R, L);
-		else
+		else if (L->kind != MATE_LANE_DISPATCHER)   /* markers only */
 			draw_coverage(R, L);
 	}
 	cairo_restore(R->cr);

@@ -642,8 +642,6 @@ emit_span(mate_timeline *tl, struct tl_lane *L, const struct tl_open *o, double 
 	if (o->depth == 0) {
 		op->busy += e - s;
 		add_busy(L, s, e);
-		if (is_call && tl->logs[L->log].dispatcher >= 0)
-			add_busy(tl->lanes[tl->logs[L->log].dispatcher], s, e);
 	}
 	if (tl->pf != NULL) {
 		const struct tl_lane *from = NULL;

@@ -324,6 +324,24 @@ test_own_lanes(void)
 	mate_timeline_free(tl);
 }
 
+/* GT's dispatcher has a lane (its requests' markers) but no spans: a call
+ * open is not the dispatcher busy. */
+static void
+test_dispatcher_busy(void)
+{
+	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
+	const mate_lane_info *li;
+
+	add(tl, 0.0, "RECV", "a", "Matmul", "");
+	add(tl, 1.0, "SEND", "a", "Matmul", "success=True");
+	add(tl, 2.0, "RECV", "a", "Matmul", "");
+	if ((li = lane(tl, "dispatcher")) != NULL)
+		CHECK(li->busy == 0.0);
+	if ((li = lane(tl, "client a")) != NULL)
+		CHECK(li->busy > 0.49 && li->busy < 0.51);
+	mate_timeline_free(tl);
+}
+
 /* More calls left open than the id table holds (killed clients) must not
  * starve the calls and work that come after them. */
 static void
@@ -516,5 +534,6 @@ main(void)
 	test_many();
 	test_own_lanes();
 	test_open_calls();
+	test_dispatcher_busy();
 	return TEST_DONE();
 }
