@@ -57,6 +57,7 @@ typedef struct mate_timeline_stats {
 	int op_types;         /* distinct op types among the spans shown */
 	int logs;
 	double t0, t1;        /* time range of the events shown (t1 < t0: none) */
+	double first, last;   /* time range of every event added, shown or not */
 } mate_timeline_stats;
 
 typedef struct mate_lane_info {

@@ -72,8 +72,8 @@ mate_timeline_new(const mate_timeline_options *o, mate_error *err)
 		tl->op_hash[i] = -1;
 	for (i = 0; i < 4; i++)
 		tl->overflow[i] = -1;
-	tl->st.t0 = INFINITY;
-	tl->st.t1 = -INFINITY;
+	tl->st.t0 = tl->st.first = INFINITY;
+	tl->st.t1 = tl->st.last = -INFINITY;
 	return tl;
 }
 
@@ -1121,6 +1121,8 @@ mate_timeline_add(mate_timeline *tl, const mate_event *ev_in, mate_error *err)
 	copy.details = copy.details != NULL ? copy.details : "";
 	lg = &tl->logs[tl->nlogs - 1];
 	tl->st.events++;
+	tl->st.first = ev->time < tl->st.first ? ev->time : tl->st.first;
+	tl->st.last = ev->time > tl->st.last ? ev->time : tl->st.last;
 	type = ev_type(ev->event);
 	rc = MATE_OK;
 	if (is_signal(ev, name, sizeof(name))) {

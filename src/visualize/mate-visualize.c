@@ -247,7 +247,8 @@ empty_window(const struct options *o, const mate_timeline *tl)
 	if (o->has_to)
 		snprintf(to, sizeof(to), "%g s", o->to);
 	mate_fe_warnx("nothing to draw: no event from %s to %s (seconds since the recording "
-	    "started, as in the log's time column)", from, to);
+	    "started, as in the log's time column); the events run from %.6g s to %.6g s",
+	    from, to, st.first, st.last);
 	return 1;
 }
 
