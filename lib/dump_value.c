@@ -525,9 +525,13 @@ decode_typed(const cJSON *j, const char *type, int depth, mate_error *err)
 		return dt != MATE_DTYPE_INVALID ? mate_value_dtype(dt) :
 		    mate_value_object(type, value->valuestring);
 	}
-	if (strcmp(type, "enum") == 0 && cJSON_IsString(name))
-		return mate_value_enum(name->valuestring,
-		    cJSON_IsNumber(value) ? (int64_t)value->valuedouble : 0);
+	if (strcmp(type, "enum") == 0 && cJSON_IsString(name)) {
+		int64_t iv = 0;
+
+		if (cJSON_IsNumber(value))
+			mate_double_to_i64(value->valuedouble, &iv);
+		return mate_value_enum(name->valuestring, iv);
+	}
 	if (!strcmp(type, "list") || !strcmp(type, "tuple") || !strcmp(type, "dict") ||
 	    !strcmp(type, "set"))
 		return decode_container(j, type, depth, err);

@@ -106,6 +106,16 @@ add_tensor(struct tensor_acc *acc, struct mate_arena *a, const char *key, int ou
 	return t->key && t->shape && t->stride ? MATE_OK : MATE_ERR_NOMEM;
 }
 
+/* A recorded shape or stride item; -1 when it is not a number an int64_t
+ * holds. */
+static int64_t
+detail_dim(const cJSON *x)
+{
+	int64_t v;
+
+	return cJSON_IsNumber(x) && mate_double_to_i64(x->valuedouble, &v) ? v : -1;
+}
+
 /* The record's tensor_details for the keys listed under keys_name. */
 static void
 details_from_record(struct tensor_acc *acc, struct mate_arena *a, const cJSON *rec,
@@ -128,10 +138,10 @@ details_from_record(struct tensor_acc *acc, struct mate_arena *a, const cJSON *r
 			continue;
 		cJSON_ArrayForEach(x, sh)
 			if (n < MATE_MAX_DIMS)
-				shape[n++] = cJSON_IsNumber(x) ? (int64_t)x->valuedouble : -1;
+				shape[n++] = detail_dim(x);
 		cJSON_ArrayForEach(x, sr)
 			if (m < n)
-				stride[m++] = cJSON_IsNumber(x) ? (int64_t)x->valuedouble : -1;
+				stride[m++] = detail_dim(x);
 		while (m < n)
 			stride[m++] = -1;
 		dtype = cJSON_IsString(dt) ? mate_dtype_from_name(dt->valuestring) : MATE_DTYPE_INVALID;

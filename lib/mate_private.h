@@ -36,6 +36,16 @@ static inline int mate_add_ok(int64_t a, int64_t b, int64_t *out)
 	return !__builtin_add_overflow(a, b, out);
 }
 
+/* Whether d (from JSON or a float argument) fits an int64_t; then *out is
+ * d truncated. Casting a double out of range is undefined behaviour. */
+static inline int mate_double_to_i64(double d, int64_t *out)
+{
+	if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+		return 0;
+	*out = (int64_t)d;
+	return 1;
+}
+
 /* Writes all of buf to fd, retrying short writes and EINTR. 0 or -errno. */
 int mate_write_all(int fd, const void *buf, size_t len);
 /* Reads exactly len bytes at offset (pread); 0, -errno, or -EIO on EOF. */

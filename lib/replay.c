@@ -437,10 +437,8 @@ mate_replay_arg_int(mate_replay_call *c, int pos, const char *name, int64_t def,
 		return MATE_OK;
 	case MATE_V_FLOAT:
 		d = mate_value_get_float(v);
-		if (d == (double)(int64_t)d) {
-			*out = (int64_t)d;
+		if (mate_double_to_i64(d, out) && d == (double)*out)
 			return MATE_OK;
-		}
 		/* fall through */
 	default:
 		return bad_type(c, pos, name, "an int", v);
