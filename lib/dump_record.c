@@ -470,7 +470,8 @@ member_count(const struct mate_skim_member *m, size_t n, const char *key)
 }
 
 static void
-sizes_from_record(struct mate_dump_info *info, const struct mate_skim_member *ti)
+sizes_from_record(struct mate_dump_info *info, const struct mate_skim_member *ti,
+    struct mate_notes *notes)
 {
 	struct mate_skim_member m[MAX_MEMBERS];
 	size_t n = 0;
@@ -484,8 +485,12 @@ sizes_from_record(struct mate_dump_info *info, const struct mate_skim_member *ti
 	info->total_bytes = member_int(m, n, "total_size_bytes");
 	info->n_inplace = member_count(m, n, "inplace_tensor_keys");
 	info->inplace_bytes = member_int(m, n, "inplace_size_bytes");
-	if (info->total_bytes < 0 && info->input_bytes >= 0)
-		info->total_bytes = info->input_bytes + (info->output_bytes > 0 ? info->output_bytes : 0);
+	if (info->total_bytes < 0 && info->input_bytes >= 0 &&
+	    !mate_add_ok(info->input_bytes, info->output_bytes > 0 ? info->output_bytes : 0,
+	    &info->total_bytes)) {
+		info->total_bytes = -1;
+		mate_notes_add(notes, "input_size_bytes + output_size_bytes is more than 2^63");
+	}
 }
 
 static void
@@ -540,7 +545,7 @@ info_from_line(struct mate_dump_info *info, const char *p, size_t len,
 	if (mate_skim_find(m, n, "process_id") != NULL)
 		info->process_id = member_int(m, n, "process_id");
 	info->call_sequence = member_int(m, n, "call_sequence");
-	sizes_from_record(info, mate_skim_find(m, n, "tensor_info"));
+	sizes_from_record(info, mate_skim_find(m, n, "tensor_info"), notes);
 	self_id_from_record(info, m, n, a);
 	s = member_str(m, n, "execution_status", a);
 	if ((st = status_of(s)) >= 0) {
