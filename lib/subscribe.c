@@ -662,6 +662,16 @@ make_held(const struct frame *fr, double t, mate_error *err)
 	return h;
 }
 
+/* A frame's count (seq, dropped, size) as an integer: 0 below 1, max above
+ * what max holds (a cast out of range is undefined behaviour). */
+static uint64_t
+frame_count(double d, uint64_t max)
+{
+	if (!(d > 0))
+		return 0;
+	return d >= (double)max ? max : (uint64_t)d;
+}
+
 /* Parses one frame and holds its event. Frames that are not mate's are skipped. */
 static int
 take_frame(mate_monitor *m, const char *buf, size_t len, mate_error *err)
@@ -674,6 +684,8 @@ take_frame(mate_monitor *m, const char *buf, size_t len, mate_error *err)
 	if (parse_frame(buf, len, m->scratch, &fr) != 0 || !fr.has_seq || !fr.has_event)
 		return MATE_OK;
 	start = fr.n[N_START];
+	if (!(fr.n[N_PID] >= 0 && fr.n[N_PID] <= INT32_MAX))
+		return MATE_OK;   /* no process has that id: not mate's */
 	if ((p = pub_for_frame(m, (long)fr.n[N_PID], start)) == NULL)
 		return MATE_OK;   /* too many publishers (or no memory): skipped */
 	if (p->program[0] == '\0' && fr.s[F_PROGRAM] != NULL) {
@@ -688,9 +700,9 @@ take_frame(mate_monitor *m, const char *buf, size_t len, mate_error *err)
 	}
 	if ((h = make_held(&fr, start - m->base + fr.n[N_TIMESTAMP], err)) == NULL)
 		return MATE_ERR_NOMEM;
-	h->le.ev.seq = fr.n[N_SEQ] > 0 ? (uint64_t)fr.n[N_SEQ] : 0;
-	h->le.ev.size = fr.n[N_SIZE] > 0 ? (int64_t)fr.n[N_SIZE] : 0;
-	h->le.dropped = fr.n[N_DROPPED] > 0 ? (uint64_t)fr.n[N_DROPPED] : 0;
+	h->le.ev.seq = frame_count(fr.n[N_SEQ], UINT64_MAX);
+	h->le.ev.size = (int64_t)frame_count(fr.n[N_SIZE], INT64_MAX);
+	h->le.dropped = frame_count(fr.n[N_DROPPED], UINT64_MAX);
 	h->le.publisher = (int)(p - m->pubs);
 	h->order = m->order++;
 	h->arrived = m->now;

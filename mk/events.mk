@@ -42,6 +42,11 @@ TESTS += tests/test_events_frames
 tests_test_events_frames_SOURCES = tests/test_events_frames.c
 tests_test_events_frames_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
 tests_test_events_frames_LDADD = libmate.la $(ZMQ_LIBS)
+check_PROGRAMS += tests/test_events_bignum
+TESTS += tests/test_events_bignum
+tests_test_events_bignum_SOURCES = tests/test_events_bignum.c
+tests_test_events_bignum_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
+tests_test_events_bignum_LDADD = libmate.la $(ZMQ_LIBS)
 
 check_PROGRAMS += tests/test_events_budget
 TESTS += tests/test_events_budget
