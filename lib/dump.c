@@ -127,10 +127,14 @@ safetensors_header(const char *path, mate_error *err)
 	char *buf = NULL;
 	cJSON *h = NULL, *it;
 	mate_value *dict = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+	int fd = mate_open_regular(AT_FDCWD, path), rc;
 
+	if (fd == -EFTYPE_MATE) {
+		mate_set_error(err, MATE_ERR_FORMAT, "%s: not a regular file", path);
+		return NULL;
+	}
 	if (fd < 0) {
-		mate_set_errno(err, errno, "cannot open", path);
+		mate_set_errno(err, -fd, "cannot open", path);
 		return NULL;
 	}
 	if ((rc = mate_pread_all(fd, len8, 8, 0)) != 0)

@@ -1147,9 +1147,13 @@ mate_pt_read(const char *path, const struct mate_pt_read_options *opts, mate_err
 	int rc;
 
 	reader_init(&r, path, opts, err, &local);
-	r.fd = open(path, O_RDONLY | O_CLOEXEC);
+	r.fd = mate_open_regular(AT_FDCWD, path);
+	if (r.fd == -EFTYPE_MATE) {
+		pt_fail(&r, MATE_ERR_FORMAT, "not a regular file");
+		return NULL;
+	}
 	if (r.fd < 0 || fstat(r.fd, &sb) != 0) {
-		mate_set_errno(r.err, errno, "cannot open", path);
+		mate_set_errno(r.err, r.fd < 0 ? -r.fd : errno, "cannot open", path);
 		if (r.fd >= 0)
 			close(r.fd);
 		return NULL;

@@ -362,18 +362,17 @@ mate_dump_read_record(int dirfd, const char *name, struct mate_dump_info *info,
 		*rec = NULL;
 	if (buf == NULL)
 		return -ENOMEM;
-	if ((fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC)) < 0) {
-		rc = -errno;
+	if ((fd = mate_open_regular(dirfd, name)) < 0) {
 		free(buf);
-		return rc;
+		if (fd != -EFTYPE_MATE)
+			return fd;
+		mate_notes_add(notes, "metadata.jsonl is not a regular file");
+		return 0;
 	}
 	do
 		got = pread(fd, buf, FIRST_READ, 0);
 	while (got < 0 && errno == EINTR);
-	if (got < 0 && errno == EISDIR) {
-		mate_notes_add(notes, "metadata.jsonl is not a regular file");
-		rc = 0;
-	} else if (got < 0) {
+	if (got < 0) {
 		rc = -errno;
 	} else if (got == 0) {
 		mate_notes_add(notes, "metadata.jsonl is empty");

@@ -1156,9 +1156,13 @@ mate_safetensors_read(const char *path, mate_value **metadata, mate_error *err)
 
 	if (metadata != NULL)
 		*metadata = NULL;
-	src.fd = open(path, O_RDONLY | O_CLOEXEC);
+	src.fd = mate_open_regular(AT_FDCWD, path);
+	if (src.fd == -EFTYPE_MATE) {
+		mate_set_error(err, MATE_ERR_FORMAT, "%s: not a regular file", path);
+		return NULL;
+	}
 	if (src.fd < 0) {
-		mate_set_errno(err, errno, "cannot open", path);
+		mate_set_errno(err, -src.fd, "cannot open", path);
 		return NULL;
 	}
 	if (fstat(src.fd, &sb) != 0)

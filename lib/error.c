@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *
@@ -57,6 +58,24 @@ mate_set_errno(mate_error *err, int errnum, const char *what, const char *path)
 	if (err != NULL)
 		err->sys_errno = errnum;
 	return code;
+}
+
+int
+mate_open_regular(int dirfd, const char *path)
+{
+	struct stat st;
+	int fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), e;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) != 0)
+		e = errno;
+	else if (!S_ISREG(st.st_mode))
+		e = EFTYPE_MATE;
+	else
+		return fd;
+	close(fd);
+	return -e;
 }
 
 int

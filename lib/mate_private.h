@@ -46,6 +46,12 @@ static inline int mate_double_to_i64(double d, int64_t *out)
 	return 1;
 }
 
+/* Opens path (relative to dirfd, or AT_FDCWD) to read it, without blocking
+ * on a FIFO or device someone put under that name: O_NONBLOCK, then fstat.
+ * Returns the fd, or -errno; -EFTYPE_MATE when it is not a regular file. */
+#define EFTYPE_MATE 0x4654
+int mate_open_regular(int dirfd, const char *path);
+
 /* Writes all of buf to fd, retrying short writes and EINTR. 0 or -errno. */
 int mate_write_all(int fd, const void *buf, size_t len);
 /* Reads exactly len bytes at offset (pread); 0, -errno, or -EIO on EOF. */
