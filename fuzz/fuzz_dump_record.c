@@ -76,12 +76,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		decode_members(cJSON_GetObjectItemCaseSensitive(rec, "output_metadata"));
 		cJSON_Delete(rec);
 	}
-	/* what the skim accepts, cJSON accepts too */
+	/* what the skim accepts, cJSON accepts too (2: the skim left deep
+	 * nesting to cJSON) */
 	{
 		struct mate_skim_member m[8];
 		size_t n;
 
-		if (mate_skim_object((const char *)data, size, m, 8, &n)) {
+		if (mate_skim_object((const char *)data, size, m, 8, &n) == 1) {
 			cJSON *j = mate_record_parse((const char *)data, size);
 
 			if (j == NULL && memchr(data, 'N', size) == NULL && memchr(data, 'I', size) == NULL)

@@ -56,7 +56,9 @@ struct mate_skim_member {
 	size_t klen, vlen;
 };
 /* 1 when p is a JSON object (NaN and Infinity allowed); its first max
- * members go to m, their number to *n. */
+ * members go to m, their number to *n. 2 when it is one only if what is
+ * nested deeper than 128 levels is valid, which was not checked: the
+ * caller checks with the full parser (mate_record_parse). */
 int mate_skim_object(const char *p, size_t len, struct mate_skim_member *m, size_t max, size_t *n);
 /* 1 when p is a JSON array; *count gets its length. */
 int mate_skim_array_len(const char *p, size_t len, size_t *count);

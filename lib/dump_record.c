@@ -224,14 +224,14 @@ struct take {
 };
 
 static int info_from_line(struct mate_dump_info *info, const char *p, size_t len,
-    struct mate_arena *a, struct mate_notes *notes);
+    int parsed, struct mate_arena *a, struct mate_notes *notes);
 
 static int
 take_line(const struct take *t, const char *p, size_t len)
 {
 	if (t->rec != NULL && (*t->rec = mate_record_parse(p, len)) == NULL)
 		return 0;
-	if (!info_from_line(t->info, p, len, t->a, t->notes)) {
+	if (!info_from_line(t->info, p, len, t->rec != NULL, t->a, t->notes)) {
 		if (t->rec != NULL) {
 			cJSON_Delete(*t->rec);
 			*t->rec = NULL;
@@ -521,17 +521,30 @@ status_of(const char *s)
 	return -1;
 }
 
-/* Fills info from one record line; 0 when the line is not a JSON object. */
+/* Whether p[0..len) passes the full parser (deep nesting, as Python's
+ * json writes it, is beyond the skim). */
 static int
-info_from_line(struct mate_dump_info *info, const char *p, size_t len,
+parses(const char *p, size_t len)
+{
+	cJSON *j = mate_record_parse(p, len);
+
+	cJSON_Delete(j);
+	return j != NULL;
+}
+
+/* Fills info from one record line (parsed: cJSON accepted it already); 0
+ * when the line is not a JSON object. */
+static int
+info_from_line(struct mate_dump_info *info, const char *p, size_t len, int parsed,
     struct mate_arena *a, struct mate_notes *notes)
 {
 	struct mate_skim_member m[MAX_MEMBERS];
 	size_t n = 0;
 	const char *s;
-	int st;
+	int st, rc;
 
-	if (!mate_skim_object(p, len, m, MAX_MEMBERS, &n))
+	if ((rc = mate_skim_object(p, len, m, MAX_MEMBERS, &n)) == 0 ||
+	    (rc == 2 && !parsed && !parses(p, len)))
 		return 0;
 	if ((s = member_str(m, n, "function_name", a)) != NULL)
 		info->function = s;

@@ -10,6 +10,7 @@
 
 struct skim {
 	const char *p, *end;
+	int deep;             /* a value deeper than SKIM_DEPTH was skipped */
 };
 
 static int skim_value(struct skim *s, int depth);
@@ -249,20 +250,54 @@ out:
 	return 1;
 }
 
+/* An object or array nested deeper than SKIM_DEPTH, skipped by matching
+ * brackets without recursion (strings are still checked): s->deep makes
+ * the caller check the record with the full parser. */
+static int
+skip_deep(struct skim *s)
+{
+	size_t open = 0;
+	int esc = 0;
+
+	s->deep = 1;
+	do {
+		ws(s);
+		if (s->p >= s->end)
+			return 0;
+		switch (*s->p) {
+		case '{':
+		case '[':
+			open++;
+			s->p++;
+			break;
+		case '}':
+		case ']':
+			open--;
+			s->p++;
+			break;
+		case '"':
+			if (!skim_string(s, &esc))
+				return 0;
+			break;
+		default:
+			s->p++;
+		}
+	} while (open > 0);
+	return 1;
+}
+
 static int
 skim_value(struct skim *s, int depth)
 {
 	int esc = 0;
 	size_t n = 0;
 
-	if (depth > SKIM_DEPTH)
-		return 0;
 	ws(s);
 	if (s->p >= s->end)
 		return 0;
 	switch (*s->p) {
-	case '{': return skim_object(s, depth, NULL, 0, &n);
-	case '[': return skim_array(s, depth, NULL);
+	case '{': return depth > SKIM_DEPTH ? skip_deep(s) : skim_object(s, depth, NULL, 0, &n);
+	case '[': return depth > SKIM_DEPTH ? skip_deep(s) : skim_array(s, depth, NULL);
 	case '"': return skim_string(s, &esc);
 	case 't': return word(s, "true");
 	case 'f': return word(s, "false");
@@ -276,20 +311,20 @@ skim_value(struct skim *s, int depth)
 int
 mate_skim_object(const char *p, size_t len, struct mate_skim_member *m, size_t max, size_t *n)
 {
-	struct skim s = { p, p + len };
+	struct skim s = { p, p + len, 0 };
 
 	*n = 0;
 	ws(&s);
 	if (s.p >= s.end || *s.p != '{' || !skim_object(&s, 0, m, max, n))
 		return 0;
 	ws(&s);
-	return s.p == s.end;
+	return s.p != s.end ? 0 : s.deep ? 2 : 1;
 }
 
 int
 mate_skim_array_len(const char *p, size_t len, size_t *count)
 {
-	struct skim s = { p, p + len };
+	struct skim s = { p, p + len, 0 };
 
 	*count = 0;
 	ws(&s);
