@@ -95,6 +95,10 @@ EXTRA_DIST += \
 	tests/replay-reference.py \
 	tests/replay_dumps.py
 
+## Hostile dumps: huge numbers, FIFOs, deep nesting (no hang, no UB).
+TESTS += tests/dump_hostile.py
+EXTRA_DIST += tests/dump_hostile.py
+
 ## Fuzz target for metadata.jsonl records and recorded values.
 FUZZ_TARGETS += fuzz/fuzz_dump_record
 fuzz_fuzz_dump_record_SOURCES = fuzz/fuzz_dump_record.c
