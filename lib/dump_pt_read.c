@@ -549,16 +549,50 @@ parse_cdh(struct pt_reader *r, const unsigned char *p, size_t left, struct cd_en
 	return 0;
 }
 
+/* Whether a local header's 32-bit size field agrees with the central
+ * directory's size: equal, ZIP64's 0xffffffff, or 0 before a data
+ * descriptor (flag bit 3). */
+static int
+local_size_ok(uint64_t field, uint64_t size, unsigned flags)
+{
+	return field == 0xffffffff || (size < 0xffffffff && field == size) ||
+	    ((flags & 8) && field == 0);
+}
+
+/* Checks the local header h (its fixed part, then strlen(name) bytes)
+ * against the central directory's stored entry name of size bytes, as
+ * Python's zipfile checks the name: central records that point at another
+ * entry's header would read its bytes as theirs. */
+static int
+check_local(struct pt_reader *r, const unsigned char *h, uint64_t lfh, const char *name,
+    uint64_t size)
+{
+	size_t nlen = strlen(name);
+	unsigned flags = (unsigned)le(h + 6, 2);
+
+	if (memcmp(h, "PK\003\004", 4) != 0)
+		return pt_fail(r, MATE_ERR_FORMAT, "%s: bad local header", name);
+	if (le(h + 26, 2) != nlen || memcmp(h + ZIP_LFH_SIZE, name, nlen) != 0)
+		return pt_fail(r, MATE_ERR_FORMAT, "%s: the local header at offset %llu names "
+		    "another entry", name, (unsigned long long)lfh);
+	if (le(h + 8, 2) != 0 || !local_size_ok(le(h + 18, 4), size, flags) ||
+	    !local_size_ok(le(h + 22, 4), size, flags))
+		return pt_fail(r, MATE_ERR_FORMAT, "%s: the local header's method or sizes "
+		    "differ from the central directory's", name);
+	return 0;
+}
+
 /* Where an entry's data starts: after its local header's name and extra. */
 static int
 data_offset(struct pt_reader *r, const char *name, uint64_t lfh, uint64_t size, uint64_t *off)
 {
-	unsigned char h[ZIP_LFH_SIZE];
+	unsigned char h[ZIP_LFH_SIZE + 1024];
+	size_t nlen = strlen(name);
 
-	if (src_read(r, lfh, h, sizeof(h), name) != 0)
+	if (nlen >= 1024)
+		return pt_fail(r, MATE_ERR_FORMAT, "%s: name too long", name);
+	if (src_read(r, lfh, h, ZIP_LFH_SIZE + nlen, name) != 0 || check_local(r, h, lfh, name, size) != 0)
 		return -1;
-	if (memcmp(h, "PK\003\004", 4) != 0)
-		return pt_fail(r, MATE_ERR_FORMAT, "%s: bad local header", name);
 	*off = lfh + ZIP_LFH_SIZE + le(h + 26, 2) + le(h + 28, 2);
 	if (*off > r->cd_offset || r->cd_offset - *off < size)
 		return pt_fail(r, MATE_ERR_FORMAT, "%s: data runs into the central directory", name);
@@ -696,14 +730,15 @@ static int
 record_offset(struct pt_reader *r, struct pt_window *w, const char *name,
     const struct pt_record *rec, uint64_t *off)
 {
-	const unsigned char *h = window_at(w, rec->lfh, ZIP_LFH_SIZE);
+	size_t hlen = ZIP_LFH_SIZE + strlen(name);
+	const unsigned char *h = window_at(w, rec->lfh, hlen);
 
 	if (h == NULL && rec->size >= PT_SMALL_RECORD)
 		return data_offset(r, name, rec->lfh, rec->size, off);
-	if (h == NULL && (h = window_fill(r, w, rec->lfh, ZIP_LFH_SIZE, name)) == NULL)
+	if (h == NULL && (h = window_fill(r, w, rec->lfh, hlen, name)) == NULL)
 		return -1;
-	if (memcmp(h, "PK\003\004", 4) != 0)
-		return pt_fail(r, MATE_ERR_FORMAT, "%s: bad local header", name);
+	if (check_local(r, h, rec->lfh, name, rec->size) != 0)
+		return -1;
 	*off = rec->lfh + ZIP_LFH_SIZE + le(h + 26, 2) + le(h + 28, 2);
 	if (*off > r->cd_offset || r->cd_offset - *off < rec->size)
 		return pt_fail(r, MATE_ERR_FORMAT, "%s: data runs into the central directory", name);
@@ -729,7 +764,7 @@ record_name(char *buf, size_t cap, const char *root, const char *key)
 static int
 read_record(struct pt_reader *r, struct pt_window *w, const struct pt_record *rec)
 {
-	char name[600];
+	char name[1100];
 	const unsigned char *p;
 	uint64_t off;
 

@@ -478,6 +478,37 @@ test_zip_structures(void)
 	put_le(zip.p + zip.n - 22 + 4, 1, 2);                             /* disk number */
 	expect_fail(&zip, "multi-disk", MATE_ERR_UNSUPPORTED);
 	b_free(&zip);
+	/* A central record pointing at another entry's local header (the
+	 * pickle's) would read its bytes as the tensor's. */
+	zip_build(&zip, e, n, 0);
+	put_le(find_header(&zip, "archive/data/0", 0) + 42, 0, 4);
+	expect_fail(&zip, "archive/data/0: the local header at offset 0 names another entry",
+	    MATE_ERR_FORMAT);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	for (size_t i = 0; i < n; i++)
+		put_le(find_header(&zip, e[i].name, 0) + 42, 0, 4);
+	expect_fail(&zip, "names another entry", MATE_ERR_FORMAT);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	put_le(find_header(&zip, "archive/data/0", 1) + 22, 23, 4);      /* local size */
+	expect_fail(&zip, "archive/data/0: the local header's method or sizes differ",
+	    MATE_ERR_FORMAT);
+	b_free(&zip);
+	zip_build(&zip, e, n, 0);
+	put_le(find_header(&zip, "archive/data/0", 1) + 8, 8, 2);        /* local method */
+	expect_fail(&zip, "archive/data/0: the local header's method or sizes differ",
+	    MATE_ERR_FORMAT);
+	b_free(&zip);
+	/* sizes left to a data descriptor (flag bit 3) are fine */
+	zip_build(&zip, e, n, 0);
+	put_le(find_header(&zip, "archive/data/0", 1) + 6, 0x0808, 2);
+	put_le(find_header(&zip, "archive/data/0", 1) + 18, 0, 8);
+	v = read_mem(&zip, &err, 1);
+	CHECK(v != NULL);
+	check_std(v);
+	mate_value_free(v);
+	b_free(&zip);
 	/* An archive comment is fine. */
 	zip_build(&zip, e, n, 0);
 	put_le(zip.p + zip.n - 2, 7, 2);
