@@ -108,6 +108,7 @@ fuzz_fuzz_dump_record_LDFLAGS = $(FUZZER_LINK)
 
 ## Benchmarks (scripts; see their headers): bench/list-dumps.sh, bench/replay-many.sh.
 EXTRA_DIST += bench/gen-dumps.py bench/list-dumps.sh bench/replay-many.sh
+EXTRA_DIST += bench/list-details.sh
 
 ## The peers' side (run by the peers' Python, tests/run-python.sh): FlashInfer's real
 ## decorator records and mate lists and replays; FlashInfer's replay runs mate's dumps.
