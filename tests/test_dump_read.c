@@ -343,6 +343,28 @@ test_skim(void)
 	CHECK(mate_skim_object(good[2], strlen(good[2]), m, 8, &n));
 	CHECK_EQ_INT(n, 2);
 	CHECK(mate_skim_find(m, n, "b") != NULL);
+	/* deeper than 128 levels: skipped by brackets, left to cJSON (2) */
+	{
+		char deep[700];
+		size_t o = 0, p0;
+
+		o += (size_t)snprintf(deep, sizeof(deep), "{\"a\": ");
+		p0 = o;
+		for (int i = 0; i < 300; i++)
+			deep[o++] = '[';
+		deep[o++] = '0';
+		for (int i = 0; i < 300; i++)
+			deep[o++] = ']';
+		o += (size_t)snprintf(deep + o, sizeof(deep) - o, ", \"b\": 1}");
+		CHECK_EQ_INT(mate_skim_object(deep, o, m, 8, &n), 2);
+		CHECK_EQ_INT(n, 2);
+		CHECK(mate_skim_find(m, n, "b") != NULL);
+		deep[p0 + 200] = '{';         /* a '{' among the '[': cJSON refuses */
+		CHECK_EQ_INT(mate_skim_object(deep, o, m, 8, &n), 2);
+		CHECK(mate_record_parse(deep, o) == NULL);
+		deep[p0 + 200] = '[';
+		CHECK_EQ_INT(mate_skim_object(deep, p0 + 450, m, 8, &n), 0);   /* torn */
+	}
 }
 
 static void
