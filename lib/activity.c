@@ -28,6 +28,9 @@ struct row {
 	uint64_t ops_total, bytes_total;
 	uint64_t ops_iv, bytes_iv;    /* in the current interval */
 	double ops_ema, bytes_ema;
+	double weight;    /* the averages' weight so far (1 - (1 - alpha)^n):
+	                   * they are divided by it, so that the first interval
+	                   * gives its own figures rather than a climb from 0 */
 };
 
 struct proc {
@@ -410,6 +413,7 @@ mate_activity_tick(mate_activity *a, double now)
 		r->ops_ema += alpha * ((double)r->ops_iv / dt - r->ops_ema);
 		r->bytes_ema += alpha * ((double)r->bytes_iv / dt - r->bytes_ema);
 		r->ops_iv = r->bytes_iv = 0;
+		r->weight += alpha * (1 - r->weight);
 	}
 	a->last_tick = now;
 }
@@ -425,10 +429,12 @@ mate_activity_row(const mate_activity *a, int i, mate_worker_row *out)
 {
 	const struct row *r;
 	int idx[OPS_PER_ROW], n;
+	double w;
 
 	if (i < 0 || i >= a->nrows)
 		return -1;
 	r = &a->rows[i];
+	w = r->weight > 0 ? r->weight : 1;
 	memset(out, 0, sizeof(*out));
 	out->process = r->proc;
 	out->worker = r->worker;
@@ -440,17 +446,19 @@ mate_activity_row(const mate_activity *a, int i, mate_worker_row *out)
 			k--;
 		}
 		idx[k] = n;
-		out->busy += r->ops[n].ema;
+		out->busy += r->ops[n].ema / w;
 	}
 	if (out->busy > 1)
 		out->busy = 1;
 	for (int k = 0; k < n && k < MATE_ACTIVITY_OPS; k++) {
 		out->op[k] = r->ops[idx[k]].name;
-		out->op_busy[k] = r->ops[idx[k]].ema;
+		out->op_busy[k] = r->ops[idx[k]].ema / w;
+		if (out->op_busy[k] > 1)
+			out->op_busy[k] = 1;
 		out->nops++;
 	}
-	out->ops_per_s = r->ops_ema;
-	out->bytes_per_s = r->bytes_ema;
+	out->ops_per_s = r->ops_ema / w;
+	out->bytes_per_s = r->bytes_ema / w;
 	out->ops = r->ops_total;
 	out->bytes = r->bytes_total;
 	return 0;

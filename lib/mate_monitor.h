@@ -84,8 +84,9 @@ void mate_monitor_free(mate_monitor *m);
 /* ---- Activity (what mate-top shows) ------------------------------------------
  * Aggregates live events into one row per worker of each process: the work
  * it did (WORKER_SEND..WORKER_RECV, paired by id=) as busy time per op,
- * smoothed by an exponential moving average over a time constant, ops per
- * second and bytes moved. A call that caused no work is counted on a row
+ * smoothed by an exponential moving average over a time constant (weighted
+ * by the intervals a row has seen, so that its first interval gives that
+ * interval's figures, not a climb from zero), ops per second and bytes moved. A call that caused no work is counted on a row
  * of its own thread ("thread TID"). Device memory (current and peak) comes
  * from the memory events' in_use= and peak=. */
 typedef struct mate_activity mate_activity;

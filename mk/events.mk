@@ -64,6 +64,9 @@ TESTS += tests/events_ilog_trace.sh tests/events_stale.sh
 EXTRA_DIST += tests/events_ilog_trace.sh tests/events_stale.sh
 TESTS += tests/events_top_tmux.sh
 EXTRA_DIST += tests/events_top_tmux.sh
+## mate-top -b: real figures in the first table; a failed write exits 1.
+TESTS += tests/events_top_batch.sh
+EXTRA_DIST += tests/events_top_batch.sh
 TESTS += tests/events_cli.sh
 EXTRA_DIST += tests/events_cli.sh
 ## every key=value of an instruction log's details is described in mate.7

@@ -183,11 +183,13 @@ time_to_stop(double deadline, int interactive)
 	return 1;
 }
 
-/* Takes events until the deadline (monotonic seconds) or a key press. A
- * flood faster than mate-top reads never leaves the queue empty, so the
- * clock and the keyboard are looked at every 256 events too. */
+/* Takes events until the deadline (monotonic seconds) or a key press, or,
+ * with first, until the first event comes out (after the monitor's lag, so
+ * that an interval opened then starts at its time). A flood faster
+ * than mate-top reads never leaves the queue empty, so the clock and the
+ * keyboard are looked at every 256 events too. */
 static int
-feed(mate_monitor *m, mate_activity *a, double deadline, int interactive)
+feed(mate_monitor *m, mate_activity *a, double deadline, int interactive, int first)
 {
 	mate_live_event le;
 	mate_publisher_info pi;
@@ -200,7 +202,7 @@ feed(mate_monitor *m, mate_activity *a, double deadline, int interactive)
 			return 0;
 		double left = deadline - mono();
 		int wait = left <= 0 ? 0 : (int)(left * 1000) + 1;
-		if (interactive && wait > 50)
+		if ((interactive || first) && wait > 50)
 			wait = 50;
 		rc = mate_monitor_next(m, &le, wait, &err);
 		if (rc < 0)
@@ -208,20 +210,28 @@ feed(mate_monitor *m, mate_activity *a, double deadline, int interactive)
 		if (rc > 0) {
 			mate_monitor_publisher(m, le.publisher, &pi);
 			mate_activity_add(a, pi.pid, pi.program, &le);
-			continue;
 		}
-		if (time_to_stop(deadline, interactive))
+		if (first && rc > 0)
+			return 0;
+		if (rc == 0 && time_to_stop(deadline, interactive))
 			return 0;
 	}
 }
 
-static void
-tick(mate_monitor *m, mate_activity *a)
+/* Closes the interval; the first call after the first event opens the
+ * first one. @return whether the figures now cover a whole interval. */
+static int
+tick(mate_monitor *m, mate_activity *a, int *started)
 {
 	double base = mate_monitor_base(m);
 
-	if (base > 0)
-		mate_activity_tick(a, real_now() - base - 0.1);
+	if (base <= 0)
+		return 0;
+	mate_activity_tick(a, real_now() - base - 0.1);
+	if (*started)
+		return 1;
+	*started = 1;
+	return 0;
 }
 
 /* ---- ordering ---------------------------------------------------------------------- */
@@ -341,7 +351,10 @@ print_batch(mate_monitor *m, const mate_activity *a, struct view *v)
 		}
 	}
 	printf("\n");
-	fflush(stdout);
+	/* a script reads these tables: a write that fails (a full disk, a
+	 * closed pipe) ends mate-top with an error, not a silent exit 0 */
+	if (fflush(stdout) != 0 || ferror(stdout))
+		mate_fe_err(MATE_EXIT_FAIL, "standard output");
 	(void)m;
 }
 
@@ -600,12 +613,13 @@ run_interactive(mate_monitor *m, mate_activity *a, const struct options *o, stru
 {
 	double next = mono();
 	long long done = 0;
+	int started = 0;
 
 	screen_start(v, o);
 	draw(m, a, v);
 	while (!interrupted) {
 		int ch, quit = 0, redraw = 0;
-		if (feed(m, a, next, 1) < 0)
+		if (feed(m, a, next, 1, !started) < 0)
 			break;
 		while ((ch = getch()) != ERR) {
 			quit |= handle_key(ch, v);
@@ -613,8 +627,11 @@ run_interactive(mate_monitor *m, mate_activity *a, const struct options *o, stru
 		}
 		if (quit)
 			break;
-		if (mono() >= next) {
-			tick(m, a);
+		if (!started && mate_monitor_base(m) > 0) {
+			tick(m, a, &started);   /* the first interval starts with the first event */
+			next = mono() + o->delay;
+		} else if (mono() >= next) {
+			tick(m, a, &started);
 			next += o->delay;
 			if (next < mono())
 				next = mono() + o->delay;
@@ -628,16 +645,27 @@ run_interactive(mate_monitor *m, mate_activity *a, const struct options *o, stru
 	endwin();
 }
 
+/* A table every delay. The first interval starts with the first event and
+ * its table comes a whole interval later: a script that reads one table
+ * (-n 1) gets real figures, not the zeros of an interval never seen. */
 static void
 run_batch(mate_monitor *m, mate_activity *a, const struct options *o, struct view *v)
 {
 	double next = mono() + o->delay;
+	long long done = 0;
+	int started = 0;
 
-	for (long long done = 0; !interrupted && (o->iterations < 0 || done < o->iterations); done++) {
-		if (feed(m, a, next, 0) < 0 || interrupted)
+	while (!interrupted && (o->iterations < 0 || done < o->iterations)) {
+		if (feed(m, a, next, 0, !started) < 0 || interrupted)
 			break;
-		tick(m, a);
+		if (!started && mate_monitor_base(m) > 0) {
+			tick(m, a, &started);
+			next = mono() + o->delay;
+			continue;
+		}
+		tick(m, a, &started);
 		print_batch(m, a, v);
+		done++;
 		next += o->delay;
 	}
 }

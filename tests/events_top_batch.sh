@@ -1,0 +1,39 @@
+#!/bin/sh
+# events_top_batch.sh: mate-top -b: the first table a script reads holds a whole interval's figures (not zeros, not a climb from zero), and a write that fails exits 1 with a message.
+set -u
+b=$top_builddir
+tmp=$(mktemp -d /tmp/mate-topbatch-XXXXXX) || exit 99
+demo=
+trap 'kill $demo 2>/dev/null; rm -rf "$tmp"' EXIT
+mkdir -m 700 "$tmp/rt"
+. "$top_srcdir/tests/checks.sh"
+fail() { echo "FAIL: $*"; checks_failed; }
+top() { MATE_MONITOR_DIR=$tmp/rt "$b/src/top/mate-top" "$@"; }
+
+MATE_MONITOR_DIR=$tmp/rt MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 \
+    MATE_DEMO_SECONDS=30 "$b/examples/mate-demo" >/dev/null 2>&1 &
+demo=$!
+n=0
+while [ ! -e "$tmp/rt/$demo.info" ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+# ops/s of worker_0 in each table of -b -n N -d 0.5
+rates() { top -b -n "$1" -d 0.5 --pid $demo | awk '$3 == "worker_0" { print $5 }'; }
+first=$(rates 1)
+later=$(rates 4 | tail -1)
+echo "worker_0 ops/s: first table $first, fourth table of another run $later"
+check [ -n "$first" ] && [ -n "$later" ] || fail "worker_0 in the tables: '$first' '$later'"
+# the first figures are the first interval's own: within a factor of two of
+# the later ones (the old first table said 0.0, the second ~60% of them)
+check awk -v f="${first:-0}" -v l="${later:-0}" 'BEGIN { exit !(f > 0 && l > 0 && f > l / 2 && f < l * 2) }' ||
+	fail "the first table's ops/s ($first) is not the truth (about $later)"
+busy=$(top -b -n 1 -d 0.5 --pid $demo | awk '$3 ~ /^worker_/ { print $4 }' | tr -d '%' | sort -n | tail -1)
+check awk -v b="${busy:-0}" 'BEGIN { exit !(b > 0) }' || fail "the first table shows the workers busy: $busy"
+
+# a write that fails: exit 1 and a message naming it (ENOSPC from /dev/full)
+if [ -w /dev/full ]; then
+	top -b -n 1 -d 0.1 >/dev/full 2>"$tmp/err"
+	rc=$?
+	check [ $rc -eq 1 ] || fail "mate-top -b >/dev/full exits $rc, want 1"
+	check grep -q '^mate-top: standard output: No space left on device$' "$tmp/err" ||
+		fail "mate-top -b >/dev/full says why: $(cat "$tmp/err")"
+fi
+checks_done
