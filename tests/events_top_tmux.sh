@@ -1,11 +1,12 @@
 #!/bin/sh
-# events_top_tmux.sh: interactive mate-top in tmux: rows appear, s changes the sort key (and r the order), q quits cleanly.
+# events_top_tmux.sh: interactive mate-top in tmux: rows appear, s changes the sort key (and r the order), q quits cleanly; at 80x24 and 200x50: the first line whole, rows by name, bars of 18 cells or more, idle shares, a help that hides the table, one letter per op without colour.
 set -u
 command -v tmux >/dev/null 2>&1 || { echo "SKIP: no tmux"; exit 77; }
 b=$top_builddir
 tmp=$(mktemp -d /tmp/mate-toptmux-XXXXXX) || exit 99
 sock=$tmp/tmux.sock
-trap 'tmux -S "$sock" kill-server 2>/dev/null; kill $demo 2>/dev/null; rm -rf "$tmp"' EXIT
+demo2=
+trap 'tmux -S "$sock" kill-server 2>/dev/null; kill $demo $demo2 2>/dev/null; rm -rf "$tmp"' EXIT
 mkdir -m 700 "$tmp/rt"
 . "$top_srcdir/tests/checks.sh"
 fail() { echo "FAIL: $*"; echo "--- screen:"; cat "$tmp/screen" 2>/dev/null; checks_failed; checks_done; }
@@ -87,4 +88,73 @@ while [ $n -lt 100 ]; do
 done
 check grep -Eq '^  worker_[0-9]+ +\[[a-z]+\.*\]' "$tmp/screen" || fail "NO_COLOR bars of letters and dots"
 echo "rows $first; reversed $reversed"
+
+# ---- 80x24 and 200x50, a demo of 11 workers ------------------------------------------
+mkdir -m 700 "$tmp/rt2"
+MATE_MONITOR_DIR=$tmp/rt2 MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 \
+    MATE_DEMO_WORKERS=11 MATE_DEMO_SECONDS=40 "$b/examples/mate-demo" 2>/dev/null &
+demo2=$!
+# size win env: a window of that size running mate-top on the second demo
+topwin() {
+	tmux -S "$sock" new-window -t top -n "$2" \
+	    "$3 MATE_MONITOR_DIR='$tmp/rt2' TERM=screen-256color '$b/src/top/mate-top' --pid $demo2 -d 0.2; sleep 30"
+	tmux -S "$sock" resize-window -t "top:$2" -x "${1%x*}" -y "${1#*x}" 2>/dev/null
+}
+# from here a failed check is counted and the others still run
+miss() { echo "FAIL: $*"; checks_failed; }
+# win regex: waits (up to 10 s) for the window's screen to match
+waitwin() {
+	n=0
+	while [ $n -lt 100 ]; do
+		tmux -S "$sock" capture-pane -p -t "top:$1" >"$tmp/screen"
+		grep -Eq "$2" "$tmp/screen" && return 0
+		sleep 0.1
+		n=$((n + 1))
+	done
+	echo "window $1 never showed /$2/"
+}
+for size in 80x24 200x50; do
+	w=w$size
+	topwin $size $w ""
+	waitwin $w '^  worker_10 .*\[.*%'
+	sleep 1
+	tmux -S "$sock" capture-pane -p -t "top:$w" >"$tmp/screen"
+	head -1 "$tmp/screen" >"$tmp/line1"
+	check grep -Eq '^mate-top .* sort: worker$' "$tmp/line1" ||
+		miss "$size: the first line is whole, sort key included: $(cat "$tmp/line1")"
+	got=$(rows)
+	want=$(echo $got | tr ' ' '\n' | sed '/^$/d' | sort -V | tr '\n' ' ')
+	check [ "$(echo $got | wc -w)" -eq 11 ] || miss "$size: eleven worker rows: $got"
+	check [ "$got" = "$want" ] || miss "$size: sorted by name: '$got', want '$want'"
+	bar=$(grep -Eo '^  worker_[0-9]+ +\[[^]]*\]' "$tmp/screen" | head -1 | sed 's/.*\[//; s/\]$//')
+	check [ ${#bar} -ge 18 ] || miss "$size: a bar of 18 cells or more: '[$bar]' (${#bar})"
+	check [ "$(grep -Ec '^  worker_[0-9]+ .* idle [0-9.]+%$' "$tmp/screen")" -ge 1 ] ||
+		miss "$size: the rows end with their idle shares"
+	# reversed, with drops or not: the first line still ends with the sort key
+	tmux -S "$sock" send-keys -t "top:$w" r
+	waitwin $w 'sort: worker (rev|\(reversed\))'
+	head -1 "$tmp/screen" >"$tmp/line1"
+	check grep -Eq '^mate-top .* sort: worker (rev|\(reversed\))$' "$tmp/line1" ||
+		miss "$size: the first line is whole when reversed: $(cat "$tmp/line1")"
+	tmux -S "$sock" send-keys -t "top:$w" h
+	waitwin $w 'mate-top keys'
+	check grep -q '^  mate-top keys$' "$tmp/screen" || miss "$size: the help hides the table: $(grep 'mate-top keys' "$tmp/screen")"
+	check [ "$(sed -n 12p "$tmp/screen")" = "" ] || miss "$size: a blank line under the help"
+	tmux -S "$sock" send-keys -t "top:$w" q
+done
+# without colour: each op has a letter of its own, named in the shares
+topwin 200x50 plain2 NO_COLOR=1
+waitwin plain2 '^  worker_10 +\[[a-zA-Z0-9]*\.*\]'
+n=0
+while [ $n -lt 40 ]; do
+	tmux -S "$sock" capture-pane -p -t top:plain2 >"$tmp/screen"
+	grep -Eo '[a-zA-Z0-9]=[a-z_]+ ' "$tmp/screen" >>"$tmp/letters"
+	sleep 0.2
+	n=$((n + 1))
+done
+pairs=$(sort -u "$tmp/letters" | tr '\n' ' ')
+check [ "$(sort -u "$tmp/letters" | wc -l)" -ge 4 ] || miss "NO_COLOR: the shares name ops' letters: '$pairs'"
+check [ "$(sort -u "$tmp/letters" | cut -c1 | uniq -d)" = "" ] || miss "NO_COLOR: two ops share a letter: $pairs"
+check [ "$(sort -u "$tmp/letters" | sed 's/^..//' | sort | uniq -d)" = "" ] || miss "NO_COLOR: an op has two letters: $pairs"
+echo "letters: $pairs"
 checks_done

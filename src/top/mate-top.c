@@ -1,6 +1,7 @@
 /* mate-top.c: live per-worker activity of monitored processes, on an ncurses screen or as plain tables (batch mode). */
 #include "config.h"
 
+#include <ctype.h>
 #include <curses.h>
 #include <errno.h>
 #include <getopt.h>
@@ -32,10 +33,15 @@ struct options {
 	int nendpoints;
 };
 
+#define LETTERS_MAX 62      /* ops given a letter of their own without colour */
+
 struct view {
 	int sort, reverse, paused, help, scroll, color;
 	int *order;               /* row indices in display order */
 	int norder;
+	char letter_op[LETTERS_MAX][64];  /* without colour: the op (name cut at 63) of each letter */
+	char letter[LETTERS_MAX];
+	int nletters;
 };
 
 static volatile sig_atomic_t interrupted;
@@ -270,8 +276,12 @@ cmp_rows(const void *pa, const void *pb)
 		double va = floor(sort_value(&a) * 100), vb = floor(sort_value(&b) * 100);
 		if (va != vb)
 			return (va > vb ? -1 : 1) * (sort_rev ? -1 : 1);
-	} else if (sort_rev)
-		return ib - ia;
+	} else {
+		/* by name, numbers in names by value: worker_2 before worker_10 */
+		int c = strverscmp(a.worker, b.worker);
+		if (c != 0)
+			return sort_rev ? -c : c;
+	}
 	return ia - ib;
 }
 
@@ -294,18 +304,32 @@ order_rows(const mate_activity *a, struct view *v)
 
 /* ---- batch mode -------------------------------------------------------------------- */
 
+/* A share of the time as GT's top writes it: one decimal below 10%. */
 static void
-top_ops(const mate_worker_row *r, char *out, size_t cap, const char *sep)
+fmt_pct(char *out, size_t cap, double share)
 {
+	snprintf(out, cap, share < 0.0995 ? "%.1f%%" : "%.0f%%", share * 100);
+}
+
+/* The busiest ops and the idle time, as shares of the time (they add up to
+ * 100% as in GT's top), "op:12% op:3.5% idle:84%"; shares under 0.5% are
+ * left out. */
+static void
+top_ops(const mate_worker_row *r, char *out, size_t cap)
+{
+	char pct[16];
 	size_t len = 0;
 
 	out[0] = '\0';
 	for (int k = 0; k < r->nops && k < 3 && len < cap; k++) {
-		double share = r->busy > 0 ? r->op_busy[k] / r->busy : 0;
-		if (r->op_busy[k] < 0.0005)
+		if (r->op_busy[k] < 0.005)
 			break;
-		len += (size_t)snprintf(out + len, cap - len, "%s%s%s%.0f%%", k ? " " : "", r->op[k],
-		    sep, share * 100);
+		fmt_pct(pct, sizeof(pct), r->op_busy[k]);
+		len += (size_t)snprintf(out + len, cap - len, "%s%s:%s", k ? " " : "", r->op[k], pct);
+	}
+	if (1 - r->busy >= 0.005 && len < cap) {
+		fmt_pct(pct, sizeof(pct), 1 - r->busy);
+		snprintf(out + len, cap - len, "%sidle:%s", len ? " " : "", pct);
 	}
 }
 
@@ -336,7 +360,7 @@ print_batch(mate_monitor *m, const mate_activity *a, struct view *v)
 		mate_activity_row(a, v->order[i], &r);
 		mate_activity_process(a, r.process, &p);
 		fmt_bytes(bytes, sizeof(bytes), r.bytes_per_s);
-		top_ops(&r, ops, sizeof(ops), ":");
+		top_ops(&r, ops, sizeof(ops));
 		printf("%-8ld %-16.16s %-20s %5.1f%% %9.1f %8s/s %10llu %s\n", p.pid, p.program,
 		    r.worker, r.busy * 100, r.ops_per_s, bytes, (unsigned long long)r.ops, ops);
 	}
@@ -360,10 +384,30 @@ print_batch(mate_monitor *m, const mate_activity *a, struct view *v)
 
 /* ---- the screen ---------------------------------------------------------------------- */
 
-#define BAR_MIN 10
+/* Columns of the screen for a width: at 80 the bar keeps 18 cells and the
+ * shares keep their room; BYTES/S and long worker names need 100 and 120. */
+struct layout {
+	int name, bar, bytes;
+};
+
+static void
+layout_for(int cols, struct layout *l)
+{
+	int fixed, room;
+
+	l->name = cols >= 120 ? 18 : 12;
+	l->bytes = cols >= 100;
+	fixed = 2 + l->name + 1 + 2 + 6 + 9 + (l->bytes ? 11 : 0) + 2;
+	room = cols - fixed;
+	l->bar = room * 2 / 5;
+	if (l->bar < 10)
+		l->bar = 10;
+	if (l->bar > 50)
+		l->bar = 50;
+}
 
 static short pair_of_color[512];
-static short next_pair = 2;
+static short next_pair = 3;
 
 /* A colour pair with the op's colour as background. */
 static int
@@ -391,29 +435,78 @@ op_attr(const struct view *v, const char *op)
 	return COLOR_PAIR(pair_of_color[c]);
 }
 
+/* Without colour, each op's letter: its first letter, else another of its
+ * name, else a free one; kept for the session so that no two ops share one. */
+static char
+op_letter(struct view *v, const char *op)
+{
+	static const char spare[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	char c = 0;
+
+	for (int i = 0; i < v->nletters; i++)
+		if (strcmp(v->letter_op[i], op) == 0)
+			return v->letter[i];
+	if (v->nletters == LETTERS_MAX)
+		return '#';
+	for (const char *p = op; *p != '\0' && c == 0; p++) {
+		char want = (char)tolower((unsigned char)*p);
+		if (isalnum((unsigned char)want) && memchr(v->letter, want, (size_t)v->nletters) == NULL)
+			c = want;
+	}
+	for (const char *p = op; *p != '\0' && c == 0; p++) {
+		char want = (char)toupper((unsigned char)*p);
+		if (isalpha((unsigned char)want) && memchr(v->letter, want, (size_t)v->nletters) == NULL)
+			c = want;
+	}
+	for (const char *p = spare; *p != '\0' && c == 0; p++)
+		if (memchr(v->letter, *p, (size_t)v->nletters) == NULL)
+			c = *p;
+	snprintf(v->letter_op[v->nletters], sizeof(v->letter_op[0]), "%s", op);
+	v->letter[v->nletters++] = c;
+	return c;
+}
+
+/* Idle cells: dots, dim where there is colour (GT draws them grey). */
 static void
-draw_bar(const struct view *v, const mate_worker_row *r, int width)
+idle_cells(const struct view *v, int n)
+{
+	if (v->color)
+		attron(A_DIM);
+	for (int c = 0; c < n; c++)
+		addch('.');
+	if (v->color)
+		attroff(A_DIM);
+}
+
+/* The bar: ops' cells by cumulative rounding, so that small shares add up
+ * instead of each rounding to nothing; work of a cell's half or more shows. */
+static void
+draw_bar(struct view *v, const mate_worker_row *r, int width)
 {
 	int used = 0;
+	double cum = 0;
 
 	addch('[');
 	for (int k = 0; k < r->nops && used < width; k++) {
-		int cells = (int)lround(r->op_busy[k] * width);
-		int attr = op_attr(v, r->op[k]);
-		if (cells > width - used)
-			cells = width - used;
+		int end, cells, attr = op_attr(v, r->op[k]);
+		cum += r->op_busy[k];
+		end = (int)lround(cum * width);
+		if (k == 0 && end == 0 && r->busy * width >= 0.5)
+			end = 1;
+		if (end > width)
+			end = width;
+		cells = end - used;
 		for (int c = 0; c < cells; c++) {
 			if (v->color) {
 				attron(attr);
 				addch(' ');
 				attroff(attr);
 			} else
-				addch((chtype)(unsigned char)(r->op[k][0] != '\0' ? r->op[k][0] : '#'));
+				addch((chtype)(unsigned char)op_letter(v, r->op[k]));
 		}
-		used += cells;
+		used += cells > 0 ? cells : 0;
 	}
-	for (; used < width; used++)
-		addch(v->color ? ' ' : '.');
+	idle_cells(v, width - used);
 	addch(']');
 }
 
@@ -435,13 +528,59 @@ put(const char *fmt, ...)
 	addnstr(buf, room);
 }
 
+/* The shares after the numbers: the busiest ops (each in its colour, or
+ * with its letter), then idle, as GT's top shows them; ops that do not fit
+ * give way to the idle share. */
+static void
+draw_shares(struct view *v, const mate_worker_row *r)
+{
+	char pct[16], idle[24] = "";
+	int room = COLS - getcurx(stdscr), len;
+
+	if (1 - r->busy >= 0.005) {
+		fmt_pct(pct, sizeof(pct), 1 - r->busy);
+		snprintf(idle, sizeof(idle), "idle %s", pct);
+	}
+	len = (int)strlen(idle);
+	for (int k = 0; k < r->nops && k < 3; k++) {
+		if (r->op_busy[k] < 0.005)
+			break;
+		fmt_pct(pct, sizeof(pct), r->op_busy[k]);
+		int w = (int)strlen(r->op[k]) + (int)strlen(pct) + 2 + (v->color ? 0 : 2);
+		if (len + w > room)
+			break;
+		if (v->color) {
+			int attr = op_attr(v, r->op[k]);
+			attron(attr);
+			put("%s", r->op[k]);
+			attroff(attr);
+			put(" %s  ", pct);
+		} else
+			put("%c=%s %s  ", op_letter(v, r->op[k]), r->op[k], pct);
+		len += w;
+	}
+	put("%s", idle);
+}
+
+/* Numbers as "564k": the first line fits 80 columns. */
+static void
+fmt_count(char *out, size_t cap, uint64_t n)
+{
+	if (n < 10000)
+		snprintf(out, cap, "%llu", (unsigned long long)n);
+	else if (n < 10000000)
+		snprintf(out, cap, "%lluk", (unsigned long long)(n / 1000));
+	else
+		snprintf(out, cap, "%lluM", (unsigned long long)(n / 1000000));
+}
+
 static void
 draw_header(mate_monitor *m, const mate_activity *a, const struct view *v)
 {
 	mate_process_row p;
 	uint64_t drops = 0, events = 0;
-	int np = mate_activity_processes(a), attached = 0;
-	char when[16];
+	int np = mate_activity_processes(a), attached = 0, wide;
+	char when[16], ev[24], dr[24], sort[48];
 	time_t now = time(NULL);
 	struct tm tm;
 
@@ -453,18 +592,30 @@ draw_header(mate_monitor *m, const mate_activity *a, const struct view *v)
 	}
 	localtime_r(&now, &tm);
 	strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	/* the long form where it fits, else short numbers and no publisher count */
+	wide = COLS >= 110;
+	if (wide) {
+		snprintf(ev, sizeof(ev), "%llu", (unsigned long long)events);
+		snprintf(dr, sizeof(dr), "%llu", (unsigned long long)drops);
+	} else {
+		fmt_count(ev, sizeof(ev), events);
+		fmt_count(dr, sizeof(dr), drops);
+	}
+	snprintf(sort, sizeof(sort), "sort: %s%s%s", sort_name[v->sort],
+	    v->reverse ? (wide ? " (reversed)" : " rev") : "", v->paused ? "  PAUSED" : "");
 	attron(A_BOLD);
 	move(0, 0);
-	put("mate-top %s  %d attached (%d seen, %d publishers)  %llu events", when,
-	    attached, np, mate_monitor_publishers(m), (unsigned long long)events);
+	put("mate-top %s  %d attached", when, attached);
+	if (wide)
+		put(" (%d seen, %d publishers)", np, mate_monitor_publishers(m));
+	put("  %s events", ev);
 	attroff(A_BOLD);
 	if (drops > 0) {
 		attron(v->color ? COLOR_PAIR(1) | A_BOLD : A_BOLD);
-		put("  %llu DROPPED", (unsigned long long)drops);
+		put("  %s DROPPED", dr);
 		attroff(v->color ? COLOR_PAIR(1) | A_BOLD : A_BOLD);
 	}
-	put("  sort: %s%s%s", sort_name[v->sort], v->reverse ? " (reversed)" : "",
-	    v->paused ? "  PAUSED" : "");
+	put("  %s", sort);
 	clrtoeol();
 }
 
@@ -484,10 +635,15 @@ draw_help(void)
 	};
 	int n = (int)(sizeof(lines) / sizeof(lines[0]));
 
+	/* whole lines: nothing of the table shows through */
 	for (int i = 0; i < n && i + 2 < LINES; i++) {
-		move(i + 2, 2);
+		move(i + 2, 0);
 		clrtoeol();
-		put("%s", lines[i]);
+		put("  %s", lines[i]);
+	}
+	if (n + 2 < LINES) {
+		move(n + 2, 0);
+		clrtoeol();
 	}
 }
 
@@ -495,18 +651,18 @@ draw_help(void)
 static void
 draw_rows(const mate_activity *a, struct view *v)
 {
-	int y = 2, last_proc = -1, line = 0, bar = COLS - 70;
+	int y = 2, last_proc = -1, line = 0;
+	struct layout l;
 	mate_process_row p;
-	char bytes[16], ops[256];
+	char bytes[16];
 
-	if (bar < BAR_MIN)
-		bar = BAR_MIN;
-	if (bar > 40)
-		bar = 40;
+	layout_for(COLS, &l);
 	attron(A_REVERSE);
 	move(1, 0);
-	put("  %-18s %-*s %5s %8s %10s  %s", "WORKER", bar + 2, "ACTIVITY", "BUSY",
-	    "OPS/S", "BYTES/S", "TOP OPS");
+	put("  %-*s %-*s %5s %8s", l.name, "WORKER", l.bar + 2, "ACTIVITY", "BUSY", "OPS/S");
+	if (l.bytes)
+		put(" %10s", "BYTES/S");
+	put("  %s", "TOP OPS");
 	clrtoeol();
 	attroff(A_REVERSE);
 	if (v->scroll > v->norder - 1)
@@ -536,12 +692,16 @@ draw_rows(const mate_activity *a, struct view *v)
 		if (line++ < v->scroll || y >= LINES)
 			continue;
 		move(y++, 0);
-		put("  %-18.18s ", r.worker);
-		if (COLS - getcurx(stdscr) > bar + 2)
-			draw_bar(v, &r, bar);
-		fmt_bytes(bytes, sizeof(bytes), r.bytes_per_s);
-		top_ops(&r, ops, sizeof(ops), " ");
-		put(" %4.0f%% %8.1f %8s/s  %s", r.busy * 100, r.ops_per_s, bytes, ops);
+		put("  %-*.*s ", l.name, l.name, r.worker);
+		if (COLS - getcurx(stdscr) > l.bar + 2)
+			draw_bar(v, &r, l.bar);
+		put(" %4.0f%% %8.1f", r.busy * 100, r.ops_per_s);
+		if (l.bytes) {
+			fmt_bytes(bytes, sizeof(bytes), r.bytes_per_s);
+			put(" %8s/s", bytes);
+		}
+		put("  ");
+		draw_shares(v, &r);
 		clrtoeol();
 	}
 	if (v->norder == 0 && y < LINES)
