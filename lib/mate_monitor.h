@@ -54,7 +54,8 @@ mate_monitor *mate_monitor_new(mate_error *err);
  * caller to print; NULL when nothing. Borrowed until mate_monitor_free(). */
 const char *mate_monitor_warning(const mate_monitor *m);
 /*! mate_monitor_add_pid() : follows the local process pid: subscribes as
- * soon as its endpoint appears (checked at every mate_monitor_next()). */
+ * soon as its endpoint appears (checked at every mate_monitor_next()).
+ * @return MATE_ERR_ARGUMENT when no process has that pid. */
 int mate_monitor_add_pid(mate_monitor *m, long pid, mate_error *err);
 /*! mate_monitor_add_endpoint() : subscribes to a ZeroMQ endpoint
  * ("tcp://host:port", "ipc://path"). */

@@ -227,6 +227,9 @@ mate_monitor_add_pid(mate_monitor *m, long pid, mate_error *err)
 {
 	if (pid <= 0)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "monitor: bad pid %ld", pid);
+	/* a pid that names no process would be waited for in silence */
+	if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "monitor: pid %ld: no such process", pid);
 	if (m->nwant == m->cap_want) {
 		int cap = m->cap_want ? m->cap_want * 2 : 8;
 		long *w = realloc(m->want_pids, (size_t)cap * sizeof(*w));

@@ -39,7 +39,45 @@ out=$(MATE_MONITOR_DIR=$tmp "$b/src/top/mate-top" -n 2 -d 0.05) || fail "mate-to
 [ "$(echo "$out" | grep -c '^mate-top: ')" -eq 2 ] || fail "mate-top -n 2 prints two tables: $out"
 MATE_MONITOR_DIR=$tmp "$b/src/trace/mate-trace" -s 0.2 -o "$tmp/t.log" 2>/dev/null
 check [ $? -eq 1 ] || fail "mate-trace capturing nothing exits 1"
-head -1 "$tmp/t.log" | grep -Eq '^={100}$' || fail "the empty trace still has its header"
+# no header-only log left behind (the README's next mate-visualize would fail on it)
+check [ ! -e "$tmp/t.log" ] || fail "mate-trace capturing nothing left $tmp/t.log"
+mkdir "$tmp/traces"
+MATE_MONITOR_DIR=$tmp "$b/src/trace/mate-trace" -s 0.2 --dir "$tmp/traces" 2>"$tmp/err"
+check [ $? -eq 1 ] || fail "mate-trace --dir capturing nothing exits 1"
+check [ -z "$(ls "$tmp/traces")" ] || fail "mate-trace --dir capturing nothing left $(ls "$tmp/traces")"
+check grep -q '^mate-trace: no events captured$' "$tmp/err" || fail "it says so: $(cat "$tmp/err")"
+# a file named with -o that was there stays (its header rewritten)
+echo old >"$tmp/keep.log"
+MATE_MONITOR_DIR=$tmp "$b/src/trace/mate-trace" -s 0.1 -o "$tmp/keep.log" 2>/dev/null
+check [ -e "$tmp/keep.log" ] || fail "mate-trace removed a file it did not create"
+# --pid of no process: said at once, exit 1, no file
+sleep 0.1 &
+gone=$!
+wait $gone
+for tool in trace top; do
+	case $tool in trace) opts="-s 5" ;; top) opts="-b -n 3" ;; esac
+	start=$(date +%s)
+	(cd "$tmp/traces" && MATE_MONITOR_DIR=$tmp "$b/src/$tool/mate-$tool" $opts --pid $gone \
+	    >/dev/null 2>"$tmp/err")
+	rc=$?
+	took=$(($(date +%s) - start))
+	check [ $rc -eq 1 ] || fail "mate-$tool --pid $gone (no such process) exits $rc, want 1"
+	check grep -q "^mate-$tool: monitor: pid $gone: no such process$" "$tmp/err" ||
+		fail "mate-$tool --pid $gone says why: $(cat "$tmp/err")"
+	check [ $took -le 2 ] || fail "mate-$tool --pid $gone took $took s to say so"
+done
+check [ -z "$(ls "$tmp/traces")" ] || fail "mate-trace --pid of no process left $(ls "$tmp/traces")"
+# --pid of a process that publishes nothing: one warning, the capture ends with it
+sleep 2 &
+quiet=$!
+start=$(date +%s)
+MATE_MONITOR_DIR=$tmp "$b/src/trace/mate-trace" -s 20 --pid $quiet -o "$tmp/q.log" 2>"$tmp/err"
+rc=$?
+took=$(($(date +%s) - start))
+check [ $rc -eq 1 ] || fail "mate-trace --pid of a silent process exits $rc, want 1"
+check [ "$(grep -c "^mate-trace: pid $quiet publishes no events (is it run with MATE_MONITOR=1?); waiting$" \
+    "$tmp/err")" -eq 1 ] || fail "one warning about the silent process: $(cat "$tmp/err")"
+check [ $took -le 6 ] || fail "mate-trace --pid of a silent process ran $took s after it exited at 2 s"
 # bad tuning values: one warning each naming the variable, and the program runs on
 rt=$(mktemp -d "${TMPDIR:-/tmp}/mate-cli-rt.XXXXXX")
 MATE_MONITOR_DIR=$rt MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 MATE_DEMO_SECONDS=0.2 \

@@ -851,7 +851,7 @@ main(int argc, char **argv)
 		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
 	for (int i = 0; i < o.npids; i++)
 		if (mate_monitor_add_pid(m, o.pids[i], &err) != MATE_OK)
-			mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+			mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
 	for (int i = 0; i < o.nendpoints; i++)
 		if (mate_monitor_add_endpoint(m, o.endpoints[i], &err) != MATE_OK)
 			mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);

@@ -139,12 +139,16 @@ make_dirs(const char *dir)
 	free(p);
 }
 
+/* Opens the log; *created says whether the file is new (removed again
+ * when nothing was captured). */
 static FILE *
-open_output(const struct options *o, time_t now, char *path, size_t cap)
+open_output(const struct options *o, time_t now, char *path, size_t cap, int *created)
 {
 	struct tm tm;
+	struct stat st;
 	FILE *f;
 
+	*created = 0;
 	if (o->out != NULL && strcmp(o->out, "-") == 0) {
 		snprintf(path, cap, "<stdout>");
 		return stdout;
@@ -159,6 +163,7 @@ open_output(const struct options *o, time_t now, char *path, size_t cap)
 		strftime(stamp, sizeof(stamp), "%Y%m%d_%H%M%S", &tm);
 		snprintf(path, cap, "%s/trace_%s.log", dir, stamp);
 	}
+	*created = lstat(path, &st) != 0 && errno == ENOENT;
 	if ((f = fopen(path, "w")) == NULL)
 		mate_fe_errx(MATE_EXIT_FAIL, "%s: %s", path, strerror(errno));
 	return f;
@@ -190,6 +195,34 @@ all_ended(const mate_monitor *m, const struct options *o)
 			return 0;
 	}
 	return seen > 0 && seen >= o->npids;
+}
+
+/* Says once about each --pid that has no publisher a second on (not run
+ * with MATE_MONITOR); @return 1 when every --pid is gone without one, and
+ * no endpoint was named: nothing more can come. */
+static int
+pids_silent(const mate_monitor *m, const struct options *o, double waited, int *told)
+{
+	mate_publisher_info pi;
+	int gone = 0;
+
+	for (int i = 0; i < o->npids; i++) {
+		int found = 0;
+		for (int k = 0; k < mate_monitor_publishers(m) && !found; k++)
+			found = mate_monitor_publisher(m, k, &pi) == 0 && pi.pid == o->pids[i];
+		if (found)
+			continue;
+		if (kill((pid_t)o->pids[i], 0) != 0 && errno == ESRCH) {
+			gone++;
+			continue;
+		}
+		if (waited >= 1 && !*told) {
+			mate_fe_warnx("pid %ld publishes no events (is it run with MATE_MONITOR=1?); "
+			    "waiting", o->pids[i]);
+			*told = 1;
+		}
+	}
+	return o->npids > 0 && gone == o->npids && o->nendpoints == 0;
 }
 
 struct writer {
@@ -254,7 +287,7 @@ attach(mate_monitor *m, const struct options *o)
 
 	for (int i = 0; i < o->npids; i++)
 		if (mate_monitor_add_pid(m, o->pids[i], &err) != MATE_OK)
-			mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+			mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
 	for (int i = 0; i < o->nendpoints; i++)
 		if (mate_monitor_add_endpoint(m, o->endpoints[i], &err) != MATE_OK)
 			mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
@@ -268,12 +301,17 @@ capture(mate_monitor *m, const struct options *o, struct writer *w)
 	double t0 = mono(), end = o->seconds > 0 ? t0 + o->seconds : 1e300;
 	mate_live_event le;
 	mate_error err;
-	int rc;
+	int rc, told = 0;
 
 	while (!interrupted && (o->max_events < 0 || w->seq < (uint64_t)o->max_events)) {
 		double now = mono();
 		if (now >= end || all_ended(m, o))
 			break;
+		if (pids_silent(m, o, now - t0, &told)) {
+			mate_fe_warnx("%s ended without publishing events",
+			    o->npids == 1 ? "the process" : "every process");
+			break;
+		}
 		rc = mate_monitor_next(m, &le, (int)((end - now) * 1000 > 200 ? 200 : (end - now) * 1000), &err);
 		if (rc < 0)
 			mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
@@ -292,6 +330,7 @@ main(int argc, char **argv)
 {
 	struct options o;
 	struct writer w = { NULL, 0, 0, NULL, 0 };
+	int created;
 	char path[4096], head[4096];
 	struct sigaction sa;
 	mate_monitor *m;
@@ -311,7 +350,7 @@ main(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	w.f = open_output(&o, now, path, sizeof(path));
+	w.f = open_output(&o, now, path, sizeof(path), &created);
 	if ((w.line = malloc(w.cap = 4096)) == NULL)
 		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
 	n = mate_ilog_format_header(head, sizeof(head), "mate Trace", now);
@@ -321,8 +360,11 @@ main(int argc, char **argv)
 	capture(m, &o, &w);
 	if (fflush(w.f) != 0 || (w.f != stdout && fclose(w.f) != 0))
 		mate_fe_errx(MATE_EXIT_FAIL, "%s: %s", path, strerror(errno));
+	/* a log of a header alone is no trace: the next mate-visualize would fail on it */
+	if (w.seq == 0 && created && unlink(path) != 0)
+		mate_fe_warn("%s", path);
 	if (!o.quiet)
-		summary(m, &w, mono() - t0, path);
+		summary(m, &w, mono() - t0, w.seq == 0 && created ? "no file" : path);
 	mate_monitor_free(m);
 	free(w.line);
 	free(o.pids);
