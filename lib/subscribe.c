@@ -222,14 +222,19 @@ mate_monitor_add_endpoint(mate_monitor *m, const char *url, mate_error *err)
 	return MATE_OK;
 }
 
+static void remove_stale_pid(const mate_monitor *m, long pid);
+
 int
 mate_monitor_add_pid(mate_monitor *m, long pid, mate_error *err)
 {
 	if (pid <= 0)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "monitor: bad pid %ld", pid);
-	/* a pid that names no process would be waited for in silence */
-	if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+	/* a pid that names no process would be waited for in silence; what
+	 * it left in the runtime directory goes */
+	if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+		remove_stale_pid(m, pid);
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "monitor: pid %ld: no such process", pid);
+	}
 	if (m->nwant == m->cap_want) {
 		int cap = m->cap_want ? m->cap_want * 2 : 8;
 		long *w = realloc(m->want_pids, (size_t)cap * sizeof(*w));
@@ -324,6 +329,18 @@ remove_stale(const mate_monitor *m, const char *name, const struct info *in)
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/%ld.ipc", m->dir, in->pid);
 	unlink(path);
+}
+
+static void
+remove_stale_pid(const mate_monitor *m, long pid)
+{
+	char name[64], path[600];
+	struct info in;
+
+	snprintf(name, sizeof(name), "%ld.info", pid);
+	snprintf(path, sizeof(path), "%s/%s", m->dir, name);
+	if (read_info(path, &in) == 0 && in.pid == pid && !info_alive(&in))
+		remove_stale(m, name, &in);
 }
 
 static void

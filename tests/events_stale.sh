@@ -22,11 +22,11 @@ kill -9 $dead
 wait $dead 2>/dev/null
 check [ -e "$tmp/rt/$dead.info" ] && [ -e "$tmp/rt/$dead.ipc" ] || fail "a killed process leaves its files"
 
-# following only the dead one: nothing, quickly, and exit 1
+# following only the dead one: said at once, exit 1
 "$b/src/trace/mate-trace" --pid $dead -s 0.5 -o "$tmp/none.log" 2>"$tmp/none.err"
 rc=$?
 check [ $rc -eq 1 ] || fail "mate-trace on a dead pid exits $rc, not 1"
-check grep -q "no events captured" "$tmp/none.err" || fail "says nothing was captured: $(cat "$tmp/none.err")"
+check grep -q "pid $dead: no such process" "$tmp/none.err" || fail "says the pid is gone: $(cat "$tmp/none.err")"
 check [ -e "$tmp/rt/$dead.info" ] && fail "the stale endpoint is removed"
 check [ -e "$tmp/rt/$dead.ipc" ] && fail "the stale socket is removed"
 
