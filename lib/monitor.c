@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
@@ -28,7 +29,8 @@ struct mate_mon {
 	int subscribers;
 	long pid;
 	char program[64];
-	char mid[96];               /* ,"pid":N,"start":S,"dropped": (the same in every frame) */
+	char session[17];           /* random, per publisher: in every frame and the .info file */
+	char mid[128];              /* ,"session":"X","pid":N,"start":S,"dropped": (every frame's) */
 	char tail[16 + 6 * 64];     /* ,"program":"..."}, room for a name of control characters */
 	size_t mid_len, tail_len;
 };
@@ -182,9 +184,9 @@ write_info(struct mate_mon *m, const char *tcp_bound)
 	int fd, n;
 
 	n = snprintf(text, sizeof(text),
-	    "pid=%ld\nstart_ticks=%llu\nstart=%.6f\nprogram=%s\nendpoint=ipc://%s\n",
+	    "pid=%ld\nstart_ticks=%llu\nstart=%.6f\nsession=%s\nprogram=%s\nendpoint=ipc://%s\n",
 	    m->pid, (unsigned long long)mate_proc_start_ticks((pid_t)m->pid), m->start_real,
-	    m->program, m->ipc_path);
+	    m->session, m->program, m->ipc_path);
 	if (tcp_bound[0] != '\0' && n > 0 && (size_t)n < sizeof(text))
 		n += snprintf(text + n, sizeof(text) - (size_t)n, "endpoint=%s\n", tcp_bound);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", m->info_path);
@@ -228,6 +230,26 @@ bind_ipc(struct mate_mon *m)
 	return 0;
 }
 
+/* A publisher's session: 64 random bits as hex. A subscriber that found
+ * the publisher by its .info file (readable by its user alone) takes only
+ * frames that carry it: another publisher cannot speak for this one, a
+ * DISCONNECT included, without reading the stream or the file. */
+static void
+new_session(char *out, size_t cap)
+{
+	uint64_t r = 0;
+	struct timespec ts;
+
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+		/* no entropy yet: still unlikely to be guessed by another process */
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		r = ((uint64_t)ts.tv_nsec << 32) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 16) ^
+		    (uint64_t)(uintptr_t)&ts;
+		r *= 0x9E3779B97F4A7C15ull;
+	}
+	snprintf(out, cap, "%016llx", (unsigned long long)r);
+}
+
 struct mate_mon *
 mate_mon_start(const char *tcp, double start_real)
 {
@@ -243,8 +265,10 @@ mate_mon_start(const char *tcp, double start_real)
 	m->start_real = start_real;
 	snprintf(m->program, sizeof(m->program), "%s", program_invocation_short_name);
 	mate_clean_name(m->program);
-	m->mid_len = (size_t)snprintf(m->mid, sizeof(m->mid), ",\"pid\":%ld,\"start\":%.6f,\"dropped\":",
-	    m->pid, m->start_real);
+	new_session(m->session, sizeof(m->session));
+	m->mid_len = (size_t)snprintf(m->mid, sizeof(m->mid),
+	    ",\"session\":\"%s\",\"pid\":%ld,\"start\":%.6f,\"dropped\":", m->session, m->pid,
+	    m->start_real);
 	{
 		char *o = m->tail, *end = m->tail + sizeof(m->tail) - 2;
 		o = mate_put_str(o, end, ",\"program\":");
@@ -333,7 +357,7 @@ void
 mate_mon_send(struct mate_mon *m, const struct mate_ev_rec *r, int last)
 {
 	/* every field is bounded (struct mate_ev_rec, mid, tail): even escaped
-	 * (6 bytes a character), all fits: 6 * 280 + 96 + 400 + 200 < 4088 */
+	 * (6 bytes a character), all fits: 6 * 280 + 128 + 400 + 200 < 4088 */
 	char frame[4096], *o = frame, *end = frame + sizeof(frame) - 8;
 	uint64_t ns = r->t_ns % 1000000000u;
 

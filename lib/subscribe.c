@@ -25,6 +25,8 @@ struct pub {
 	double start;
 	char *endpoint;             /* as connected ("" until known for frames) */
 	char program[64];
+	char session[24];           /* from its .info file or its first frame: frames
+	                             * that claim its pid with another are not its */
 	uint64_t events, dropped, lost, first_seq, last_seq;
 	int ended;
 	int connected;
@@ -263,6 +265,7 @@ struct info {
 	long pid;
 	unsigned long long ticks;
 	double start;
+	char session[24];
 	char program[64];
 	char endpoint[300];
 };
@@ -289,6 +292,8 @@ read_info(const char *path, struct info *in)
 			in->ticks = strtoull(line + 12, NULL, 10);
 		else if (strncmp(line, "start=", 6) == 0)
 			in->start = strtod(line + 6, NULL);
+		else if (strncmp(line, "session=", 8) == 0)
+			snprintf(in->session, sizeof(in->session), "%s", line + 8);
 		else if (strncmp(line, "program=", 8) == 0)
 			snprintf(in->program, sizeof(in->program), "%s", line + 8);
 		else if (strncmp(line, "endpoint=ipc://", 15) == 0 && in->endpoint[0] == '\0')
@@ -359,6 +364,7 @@ connect_info(mate_monitor *m, const struct info *in)
 	    (p = pub_add(m, in->pid, in->start, in->endpoint)) == NULL)
 		return;
 	p->connected = 1;
+	snprintf(p->session, sizeof(p->session), "%s", in->session);
 	snprintf(p->program, sizeof(p->program), "%s", in->program);
 	mate_clean_name(p->program);
 }
@@ -481,7 +487,7 @@ account(struct pub *p, uint64_t seq, uint64_t dropped)
 
 /* ---- one frame: a flat JSON object of strings and numbers ---------------------- */
 
-enum { F_EVENT, F_CLIENT, F_COMMAND, F_DETAILS, F_PROGRAM, F_NSTR };
+enum { F_EVENT, F_CLIENT, F_COMMAND, F_DETAILS, F_PROGRAM, F_SESSION, F_NSTR };
 enum { N_SEQ, N_TIMESTAMP, N_SIZE, N_PID, N_START, N_DROPPED, F_NNUM };
 
 struct frame {
@@ -490,7 +496,8 @@ struct frame {
 	int has_seq, has_event;
 };
 
-static const char *const str_keys[F_NSTR] = { "event", "client", "command", "details", "program" };
+static const char *const str_keys[F_NSTR] = { "event", "client", "command", "details", "program",
+	"session" };
 static const char *const num_keys[F_NNUM] = { "seq", "timestamp", "size_bytes", "pid", "start", "dropped" };
 
 static const double ten_to[16] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
@@ -699,6 +706,7 @@ take_frame(mate_monitor *m, const char *buf, size_t len, mate_error *err)
 	struct frame fr;
 	struct held *h;
 	struct pub *p;
+	const char *sess;
 	double start;
 
 	if (parse_frame(buf, len, m->scratch, &fr) != 0 || !fr.has_seq || !fr.has_event)
@@ -708,6 +716,11 @@ take_frame(mate_monitor *m, const char *buf, size_t len, mate_error *err)
 		return MATE_OK;   /* no process has that id: not mate's */
 	if ((p = pub_for_frame(m, (long)fr.n[N_PID], start)) == NULL)
 		return MATE_OK;   /* too many publishers (or no memory): skipped */
+	sess = fr.s[F_SESSION] != NULL ? fr.s[F_SESSION] : "";
+	if (p->events == 0 && p->session[0] == '\0')
+		snprintf(p->session, sizeof(p->session), "%s", sess);
+	else if (strcmp(p->session, sess) != 0)
+		return MATE_OK;   /* another publisher speaking for this one: skipped */
 	if (p->program[0] == '\0' && fr.s[F_PROGRAM] != NULL) {
 		snprintf(p->program, sizeof(p->program), "%s", fr.s[F_PROGRAM]);
 		mate_clean_name(p->program);

@@ -53,6 +53,12 @@ TESTS += tests/test_events_budget
 tests_test_events_budget_SOURCES = tests/test_events_budget.c
 tests_test_events_budget_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
 tests_test_events_budget_LDADD = libmate.la $(ZMQ_LIBS) -lpthread
+## Another publisher's frames under a real one's pid (a DISCONNECT among them) are not taken.
+check_PROGRAMS += tests/test_events_spoof
+TESTS += tests/test_events_spoof
+tests_test_events_spoof_SOURCES = tests/test_events_spoof.c
+tests_test_events_spoof_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
+tests_test_events_spoof_LDADD = libmate.la $(ZMQ_LIBS)
 ## A forked child's log: its own ids, every event kept when it ends with _exit(2).
 check_PROGRAMS += tests/test_events_fork
 TESTS += tests/test_events_fork
