@@ -79,6 +79,9 @@ int mate_monitor_publisher(const mate_monitor *m, int i, mate_publisher_info *in
 /*! mate_monitor_base() : the base of event times, seconds since the epoch
  * (0 before the first event). */
 double mate_monitor_base(const mate_monitor *m);
+/*! mate_monitor_lag() : how long events are held for ordering, in seconds
+ * (MATE_MONITOR_LAG_MS): what has come out covers up to now minus this. */
+double mate_monitor_lag(const mate_monitor *m);
 /*! mate_monitor_free() : closes the sockets and frees m (NULL ok). */
 void mate_monitor_free(mate_monitor *m);
 

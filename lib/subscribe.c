@@ -866,6 +866,12 @@ mate_monitor_base(const mate_monitor *m)
 	return m->base;
 }
 
+double
+mate_monitor_lag(const mate_monitor *m)
+{
+	return m->lag;
+}
+
 int
 mate_mon_take_frame(mate_monitor *m, const char *buf, size_t len)
 {

@@ -233,7 +233,7 @@ tick(mate_monitor *m, mate_activity *a, int *started)
 
 	if (base <= 0)
 		return 0;
-	mate_activity_tick(a, real_now() - base - 0.1);
+	mate_activity_tick(a, real_now() - base - mate_monitor_lag(m));
 	if (*started)
 		return 1;
 	*started = 1;
