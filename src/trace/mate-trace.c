@@ -299,6 +299,7 @@ static void
 capture(mate_monitor *m, const struct options *o, struct writer *w)
 {
 	double t0 = mono(), end = o->seconds > 0 ? t0 + o->seconds : 1e300;
+	double next_check = t0;
 	mate_live_event le;
 	mate_error err;
 	int rc, told = 0;
@@ -307,10 +308,14 @@ capture(mate_monitor *m, const struct options *o, struct writer *w)
 		double now = mono();
 		if (now >= end || all_ended(m, o))
 			break;
-		if (pids_silent(m, o, now - t0, &told)) {
-			mate_fe_warnx("%s ended without publishing events",
-			    o->npids == 1 ? "the process" : "every process");
-			break;
+		/* a few times a second, not once an event */
+		if (now >= next_check) {
+			next_check = now + 0.2;
+			if (pids_silent(m, o, now - t0, &told)) {
+				mate_fe_warnx("%s ended without publishing events",
+				    o->npids == 1 ? "the process" : "every process");
+				break;
+			}
 		}
 		rc = mate_monitor_next(m, &le, (int)((end - now) * 1000 > 200 ? 200 : (end - now) * 1000), &err);
 		if (rc < 0)
