@@ -59,8 +59,8 @@ rank_of_name(const char *s, size_t len)
 /* Offset of the first byte that breaks UTF-8 as Rust's str::from_utf8
  * defines it (no overlongs, surrogates or code points past U+10FFFF), or
  * len when it is all valid. */
-static size_t
-utf8_invalid_at(const unsigned char *s, size_t len)
+size_t
+mate_utf8_invalid_at(const unsigned char *s, size_t len)
 {
 	size_t i = 0;
 
@@ -196,7 +196,7 @@ check_str(const mate_value *v, const char *what, mate_error *err)
 
 	if (mate_value_kind_of(v) != MATE_V_STR)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "safetensors: %s is not a string", what);
-	if (utf8_invalid_at((const unsigned char *)s, len) != len)
+	if (mate_utf8_invalid_at((const unsigned char *)s, len) != len)
 		return mate_set_error(err, MATE_ERR_ARGUMENT,
 		    "safetensors: %s '%.100s' is not valid UTF-8", what, s);
 	return MATE_OK;
@@ -1088,7 +1088,7 @@ read_header(const struct st_src *src, char **hdr, uint64_t *hlen, mate_error *er
 static int
 check_text(const char *hdr, size_t n, mate_error *err)
 {
-	size_t bad = utf8_invalid_at((const unsigned char *)hdr, n);
+	size_t bad = mate_utf8_invalid_at((const unsigned char *)hdr, n);
 	const char *nul = memchr(hdr, '\0', n);
 
 	if (bad != n)

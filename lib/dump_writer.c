@@ -721,6 +721,11 @@ write_tensors(const mate_call *c, struct rec_dump *d, const char *name, int inpl
 		mate_rec_warn_once(REC_ONCE_DUMP_WRITER, "%s; dumps keep their records only", err.message);
 		return 1;
 	}
+	if (rc == MATE_ERR_ARGUMENT) {
+		/* a value the format cannot hold: this call only, not the disk */
+		mate_rec_warn_once(REC_ONCE_DUMP_KEY, "%s; a call's tensors were not dumped", err.message);
+		return -1;
+	}
 	if (rc != 0) {
 		mate_rec_dump_stop();
 		if (err.message[0] != '\0')
@@ -888,6 +893,28 @@ make_dir(const mate_call *c, int64_t seq, char *stamp)
 	return d;
 }
 
+/* A tensor key that is not UTF-8 (from a keyword argument's name) fits
+ * neither tensor format: that call is not dumped, with one warning, and
+ * dumping goes on. 1 when c has one. */
+static int
+bad_key(const mate_call *c)
+{
+	char safe[128];
+
+	for (size_t i = 0; i < c->ntensors; i++) {
+		const char *k = c->tensors[i].key;
+		size_t n = strlen(k);
+
+		if (!c->tensors[i].dumped || mate_utf8_invalid_at((const unsigned char *)k, n) == n)
+			continue;
+		safe_name(safe, sizeof(safe), c->name);
+		mate_rec_warn_once(REC_ONCE_DUMP_KEY, "a call of %s was not dumped: a keyword "
+		    "argument's name is not valid UTF-8 (dumping goes on)", safe);
+		return 1;
+	}
+	return 0;
+}
+
 void
 mate_rec_dump_inputs(mate_call *c, struct mate_buf *log)
 {
@@ -895,7 +922,7 @@ mate_rec_dump_inputs(mate_call *c, struct mate_buf *log)
 	struct rec_dump *d;
 	int64_t bytes, seq;
 
-	if (mate_rec_dump_stopped() || !wanted(c->name))
+	if (mate_rec_dump_stopped() || !wanted(c->name) || bad_key(c))
 		return;
 	if ((bytes = stage_dumped(c)) < 0 || (seq = reserve(c, bytes)) <= 0)
 		return;

@@ -81,6 +81,11 @@ mate_value *mate_value_tensor_take(const mate_tensor *t, mate_storage *st);
  * all of them (saves a pass over fresh memory). */
 mate_storage *mate_storage_new_uninit(size_t nbytes, mate_error *err);
 
+/* Offset of the first byte that is not UTF-8 as Rust's str::from_utf8
+ * reads it (no overlongs, surrogates or code points past U+10FFFF), or len
+ * when all of s is. */
+size_t mate_utf8_invalid_at(const unsigned char *s, size_t len);
+
 /* mate_pt_read() on a whole .pt file held in memory (the fuzz target). */
 mate_value *mate_pt_read_memory(const void *buf, size_t len,
     const struct mate_pt_read_options *opts, mate_error *err);

@@ -390,8 +390,13 @@ mate_rec_key(char *out, size_t cap, const char *prefix, const char *part, int64_
 
 	for (const char *p = prefix; *p != '\0' && n + 1 < cap; p++)
 		out[n++] = *p;
-	for (size_t i = 0; part != NULL && part[i] != '\0' && i < 280 && n + 1 < cap; i++)
+	for (size_t i = 0; part != NULL && part[i] != '\0' && i < 280 && n + 1 < cap; i++) {
 		out[n++] = part[i];
+		/* a cut name ends on a character boundary: it stays UTF-8 */
+		if ((part[i + 1] & 0xc0) == 0x80 && (i + 1 == 280 || n + 1 == cap))
+			while (n > 0 && ((unsigned char)out[--n] & 0xc0) == 0x80)
+				;
+	}
 	if (idx >= 0) {
 		do
 			num[k++] = (char)('0' + idx % 10);

@@ -366,6 +366,37 @@ count_dumps(char names[][160], int n, const char *suffix)
 	return k;
 }
 
+/* A keyword's name that is not UTF-8 skips that call's dump with one
+ * warning; the calls after it are dumped (issue 19, item 11). */
+static void
+test_bad_kwarg_name(void)
+{
+	int64_t shape[] = { 4, 16 };
+	char names[8][160], path[600], *err;
+	mate_tensor a;
+	mate_call *c;
+
+	configure(10, "badname", NULL, NULL, 1000, 20);
+	mate_tensor_init(&a, MATE_F32, 2, shape, NULL, data_a);
+	capture_begin();
+	for (int i = 0; i < 2; i++) {
+		c = mate_call_begin("odd_op", "mylib", "(x)");
+		mate_call_tensor(c, MATE_KWARG, "x\xff\xfe", &a);
+		mate_call_ready(c);
+		mate_call_tensor(c, MATE_RESULT, NULL, &a);
+		mate_call_end(c);
+	}
+	simple_call("ok_op", 0);
+	simple_call("ok_op", 0);
+	err = capture_end();
+	CHECK_EQ_INT(count_of(err, "not valid UTF-8"), 1);
+	CHECK_EQ_INT(count_of(err, "dumping stopped"), 0);
+	CHECK_EQ_INT(list_dumps(strcat(strcpy(path, tmp_root), "/badname"), names, 8), 2);
+	CHECK_CONTAINS(names[0], "ok_op");
+	CHECK_CONTAINS(names[1], "ok_op");
+	free(err);
+}
+
 static void
 test_filters(void)
 {
@@ -633,6 +664,7 @@ main(void)
 		data_a[i] = (float)i, data_b[i] = (float)-i;
 	test_records_and_failure();
 	test_inplace_self_nested();
+	test_bad_kwarg_name();
 	test_filters();
 	test_limits();
 	test_threads();
