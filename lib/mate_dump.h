@@ -104,6 +104,23 @@ const char *mate_value_enum_name(const mate_value *v);
 const char *mate_value_object_type(const mate_value *v);
 const char *mate_value_object_repr(const mate_value *v);
 
+/* ---- the memory cap ------------------------------------------------------
+ * The most memory libmate takes for one untrusted input: the unpickler's
+ * objects for one .pt file, the tensors of one safetensors header, what
+ * mate-replay materialises for one call, and the pages a host allocator's
+ * replay of a memory log touches. Past it the operation fails with
+ * MATE_ERR_LIMIT and a message naming MATE_MAX_MEMORY. */
+/*! mate_memory_cap() : mate_memory_cap_set()'s value, else MATE_MAX_MEMORY
+ * (see mate_size_parse()), else 1 GiB. */
+uint64_t mate_memory_cap(void);
+/*! mate_memory_cap_set() : sets the cap for the process; 0 goes back to
+ * MATE_MAX_MEMORY or the default. */
+void mate_memory_cap_set(uint64_t bytes);
+/*! mate_size_parse() : a positive byte count, optionally followed by K, M,
+ * G or T (powers of 1024; "MiB" and "MB" read as M). @return MATE_OK, or
+ * MATE_ERR_ARGUMENT (*bytes unchanged). */
+int mate_size_parse(const char *s, uint64_t *bytes);
+
 /* ---- .pt files (torch.save's zip + pickle) ------------------------------ */
 struct mate_pt_write_options {
 	const char *root;   /* archive root folder (1-255 bytes, no '/'); NULL: "archive" */

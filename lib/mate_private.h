@@ -81,6 +81,16 @@ mate_value *mate_value_tensor_take(const mate_tensor *t, mate_storage *st);
  * all of them (saves a pass over fresh memory). */
 mate_storage *mate_storage_new_uninit(size_t nbytes, mate_error *err);
 
+/* What malloc adds to each block, for memory budgets. */
+#define MATE_MALLOC_OVERHEAD 16
+/* The heap bytes one mate_value node takes, for memory budgets: a string's
+ * bytes and a container's item arrays come on top. */
+size_t mate_value_node_bytes(void);
+/* What a container's items cost on top of their nodes: list and tuple
+ * arrays grow by doubling; dicts keep keys and a hash index too. */
+#define MATE_VALUE_ITEM_BYTES 16
+#define MATE_VALUE_DICT_ITEM_BYTES 48
+
 /* Offset of the first byte that is not UTF-8 as Rust's str::from_utf8
  * reads it (no overlongs, surrogates or code points past U+10FFFF), or len
  * when all of s is. */

@@ -11,7 +11,10 @@
  * an arena and freed all at once), so the memo can share objects with the
  * stack exactly as Python does; the graph is turned into a mate_value tree
  * at STOP. Objects reachable twice are copied, under a depth limit and an
- * allocation budget, so cycles and exponential sharing fail cleanly.
+ * allocation budget, so cycles and exponential sharing fail cleanly. The
+ * budget is mate_memory_cap(), whatever the input's length, and every
+ * allocation counts against it at its real size: the arena, the stack,
+ * marks, memo and storage table, and each node of the result tree.
  *
  * Opcodes: those of spec tensor-files.md B4 (protocol 2, plus the protocol
  * 3/4 ones listed there; STACK_GLOBAL is not among them). What the tree
@@ -30,9 +33,6 @@
 #define PK_MAX_MARKS 1000          /* MARKs open at once */
 #define PK_MAX_STACK (1u << 24)    /* stack items */
 #define PK_MAX_GLOBAL 256          /* bytes of a GLOBAL's module or name */
-#define PK_BUDGET_BASE ((uint64_t)64 << 20)
-#define PK_BUDGET_PER_BYTE 128
-#define PK_NODE_COST 64            /* what one result node is charged */
 
 enum pk_kind {
 	PK_NONE, PK_BOOL, PK_INT, PK_FLOAT, PK_STR, PK_BYTES, PK_LIST,
@@ -167,13 +167,14 @@ pk_fail(struct pk *pk, int code, const char *fmt, ...)
 	return -1;
 }
 
-/* Counts n bytes against the allocation budget. */
+/* Counts n bytes (and one malloc block) against the allocation budget. */
 static int
 spend(struct pk *pk, uint64_t n)
 {
+	n = n > UINT64_MAX - MATE_MALLOC_OVERHEAD ? UINT64_MAX : n + MATE_MALLOC_OVERHEAD;
 	if (n > pk->budget - pk->spent)
-		return pk_fail(pk, MATE_ERR_LIMIT, "allocation limit of %llu bytes exceeded",
-		    (unsigned long long)pk->budget);
+		return pk_fail(pk, MATE_ERR_LIMIT, "memory limit of %llu MiB reached (the "
+		    "MATE_MAX_MEMORY variable raises it)", (unsigned long long)(pk->budget >> 20));
 	pk->spent += n;
 	return 0;
 }
@@ -230,7 +231,7 @@ pk_alloc(struct pk *pk, size_t n)
 	if (c == NULL || c->cap - c->used < n) {
 		size_t cap = n > PK_CHUNK ? n : PK_CHUNK;
 
-		if (spend(pk, cap) != 0)
+		if (spend(pk, sizeof(*c) + cap) != 0)
 			return NULL;
 		if ((c = malloc(sizeof(*c) + cap)) == NULL) {
 			nomem(pk);
@@ -359,7 +360,11 @@ push_mark(struct pk *pk)
 		return pk_fail(pk, MATE_ERR_LIMIT, "more than %d nested MARKs", PK_MAX_MARKS);
 	if (pk->mn == pk->mcap) {
 		size_t cap = pk->mcap ? pk->mcap * 2 : 16;
-		size_t *m = realloc(pk->marks, cap * sizeof(*m));
+		size_t *m;
+
+		if (spend(pk, (cap - pk->mcap) * sizeof(*m)) != 0)
+			return -1;
+		m = realloc(pk->marks, cap * sizeof(*m));
 
 		if (m == NULL)
 			return nomem(pk);
@@ -1366,7 +1371,7 @@ to_value(struct pk *pk, const pobj *o, int depth)
 		pk_fail(pk, MATE_ERR_LIMIT, "values nested deeper than %d (or a cycle)", PK_MAX_DEPTH);
 		return NULL;
 	}
-	if (spend(pk, PK_NODE_COST) != 0)
+	if (spend(pk, mate_value_node_bytes()) != 0)
 		return NULL;
 	switch (o->kind) {
 	case PK_NONE: v = mate_value_none(); break;
@@ -1375,7 +1380,7 @@ to_value(struct pk *pk, const pobj *o, int depth)
 	case PK_FLOAT: v = mate_value_float(o->u.f); break;
 	case PK_STR:
 	case PK_BYTES:
-		if (spend(pk, o->u.str.len) != 0)
+		if (spend(pk, o->u.str.len + 1) != 0)
 			return NULL;
 		v = o->kind == PK_STR ? mate_value_str(o->u.str.s, o->u.str.len) :
 		    mate_value_bytes(o->u.str.s, o->u.str.len);
@@ -1384,13 +1389,21 @@ to_value(struct pk *pk, const pobj *o, int depth)
 	case PK_TUPLE:
 	case PK_DICT:
 	case PK_SET:
-		if (spend(pk, o->u.seq.n * sizeof(void *) * 2) != 0)
+		if (spend(pk, o->u.seq.n * (o->kind == PK_DICT ? MATE_VALUE_DICT_ITEM_BYTES :
+		    MATE_VALUE_ITEM_BYTES)) != 0)
 			return NULL;
 		return seq_value(pk, o, depth);
 	case PK_TENSOR: v = mate_value_tensor(&o->u.tensor->t, o->u.tensor->st); break;
 	case PK_STORAGE: v = storage_value(o); break;
 	case PK_DTYPE: v = mate_value_dtype(o->dt); break;
-	case PK_DEVICE: v = mate_value_object("torch.device", o->u.str.s); break;
+	case PK_DEVICE:
+	case PK_GLOBAL:
+		/* the type and the repr are copied */
+		if (spend(pk, o->u.str.len + 32) != 0)
+			return NULL;
+		v = o->kind == PK_DEVICE ? mate_value_object("torch.device", o->u.str.s) :
+		    mate_value_object("global", o->u.str.s);
+		break;
 	default: v = mate_value_object("global", o->u.str.s); break;
 	}
 	if (v == NULL)
@@ -1447,8 +1460,7 @@ mate_pickle_load(const void *buf, size_t len, mate_storage_loader load_storage,
 	pk.none.kind = PK_NONE;
 	pk.yes.kind = pk.no.kind = PK_BOOL;
 	pk.yes.u.i = 1;
-	pk.budget = len < (UINT64_MAX - PK_BUDGET_BASE) / PK_BUDGET_PER_BYTE ?
-	    PK_BUDGET_BASE + (uint64_t)len * PK_BUDGET_PER_BYTE : UINT64_MAX;
+	pk.budget = mate_memory_cap();
 	while (rc == 0) {
 		pk.op = (size_t)(pk.p - pk.start);
 		if (pk.p == pk.end) {

@@ -160,6 +160,12 @@ new_value(mate_value_kind kind)
 	return v;
 }
 
+size_t
+mate_value_node_bytes(void)
+{
+	return sizeof(mate_value) + MATE_MALLOC_OVERHEAD;
+}
+
 mate_value *mate_value_none(void) { return new_value(MATE_V_NONE); }
 mate_value *mate_value_list(void) { return new_value(MATE_V_LIST); }
 mate_value *mate_value_tuple(void) { return new_value(MATE_V_TUPLE); }

@@ -8,6 +8,7 @@ libmate_la_SOURCES += \
 	lib/dtype.c \
 	lib/tensor.c \
 	lib/value.c \
+	lib/memcap.c \
 	lib/backend.h \
 	lib/backend.c
 

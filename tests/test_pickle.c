@@ -2,6 +2,10 @@
 #include "config.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "mate_dump.h"
 #include "test.h"
@@ -855,7 +859,7 @@ test_limits(void)
 		b_op(&b, 'q'); b_op(&b, 0); b_op(&b, 'h'); b_op(&b, 0); b_op(&b, 0x86);
 	}
 	b_op(&b, '.');
-	expect_fail(&b, "allocation limit", MATE_ERR_LIMIT);
+	expect_fail(&b, "memory limit", MATE_ERR_LIMIT);
 	/* A big but honest list is fine. */
 	{
 		mate_error err;
@@ -876,6 +880,61 @@ test_limits(void)
 		mate_value_free(v);
 		b_free(&b);
 	}
+}
+
+static long
+maxrss_kib(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+/* Billion laughs through the memo: 10 levels of ten references each. Its
+ * conversion stops at MATE_MAX_MEMORY (32 MiB here), and the process's
+ * peak grows by about that much, not by the 0.5 GB the old per-node
+ * guess let through (issue 19, item 15). Run in a child, whose peak is its
+ * own. */
+static void
+test_memory_cap(void)
+{
+	struct buf b;
+	pid_t pid;
+	int status;
+
+	start(&b);
+	p_str(&b, "0123456789abcdef");
+	b_op(&b, 'q'); b_op(&b, 0);
+	for (int lvl = 1; lvl <= 10; lvl++) {
+		b_op(&b, ']');
+		b_op(&b, '(');
+		for (int i = 0; i < 10; i++) {
+			b_op(&b, 'h'); b_op(&b, (uint8_t)(lvl - 1));
+		}
+		b_op(&b, 'e');
+		b_op(&b, 'q'); b_op(&b, (uint8_t)lvl);
+	}
+	b_op(&b, '.');
+	fflush(NULL);
+	if ((pid = fork()) == 0) {
+		long before, grown;
+		mate_error err;
+		mate_value *v;
+
+		setenv("MATE_MAX_MEMORY", "32M", 1);
+		before = maxrss_kib();
+		v = load(&b, NULL, &err);
+		grown = (maxrss_kib() - before) / 1024;
+		printf("billion laughs (%zu bytes): %s; peak grew by %ld MiB\n", b.n,
+		    v == NULL ? err.message : "loaded", grown);
+		fflush(stdout);
+		_exit(v == NULL && err.code == MATE_ERR_LIMIT &&
+		    strstr(err.message, "MATE_MAX_MEMORY") != NULL && grown < 80 ? 0 : 1);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	b_free(&b);
 }
 
 /* Every prefix of a valid pickle fails cleanly. */
@@ -911,6 +970,7 @@ test_truncation(void)
 int
 main(void)
 {
+	test_memory_cap();  /* first: its child's peak starts from a small one */
 	test_scalars();
 	test_containers();
 	test_memo();

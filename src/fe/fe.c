@@ -1,6 +1,7 @@
 /* fe.c: progname, err(3)-style messages, terminal checks and option parsing for mate's tools. */
 #include "config.h"
 #include "fe.h"
+#include "mate_dump.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -213,4 +214,25 @@ mate_fe_extension(const char *path, char *buf, size_t cap)
 		buf[i] = (char)tolower((unsigned char)dot[1 + i]);
 	buf[i] = '\0';
 	return buf;
+}
+
+void
+mate_fe_check_memory_cap(void)
+{
+	const char *s = getenv("MATE_MAX_MEMORY");
+	uint64_t v;
+
+	if (s != NULL && mate_size_parse(s, &v) != MATE_OK)
+		mate_fe_warnx("bad MATE_MAX_MEMORY value '%s' (a size such as 512M or 4G); "
+		    "using %llu MiB", s, (unsigned long long)(mate_memory_cap() >> 20));
+}
+
+uint64_t
+mate_fe_opt_size(const char *opt, const char *arg)
+{
+	uint64_t v;
+
+	if (mate_size_parse(arg, &v) != MATE_OK)
+		mate_fe_usage_error("bad value for %s: %s (a size such as 512M or 4G)", opt, arg);
+	return v;
 }

@@ -2,6 +2,7 @@
 #ifndef MATE_FE_H_INCLUDED
 #define MATE_FE_H_INCLUDED
 
+#include <stdint.h>
 #include <stdio.h>
 
 /* Exit statuses shared by the tools (documented in each man page). */
@@ -43,6 +44,12 @@ double mate_fe_parse_double(const char *opt, const char *arg);
 /* The same with a range [lo, hi]; a finite value is required. */
 double mate_fe_opt_double(const char *opt, const char *arg, double lo, double hi);
 long mate_fe_opt_long(const char *opt, const char *arg, long lo, long hi);
+
+/* Warns once when MATE_MAX_MEMORY is set to something that is not a size
+ * (the library then uses its default). */
+void mate_fe_check_memory_cap(void);
+/* A size option argument (mate_size_parse()); a bad one is a usage error. */
+uint64_t mate_fe_opt_size(const char *opt, const char *arg);
 
 /* The extension of path after its last '.', lower-cased into buf ("" if
  * none); ".gz" is looked through: "a.json.gz" gives "json.gz". */

@@ -440,6 +440,7 @@ main(int argc, char **argv)
 	int status = MATE_EXIT_OK, nroots;
 
 	mate_fe_set_progname(argv[0]);
+	mate_fe_check_memory_cap();
 	parse_options(argc, argv, &o);
 	if (def == NULL || *def == '\0')
 		def = "mate_dumps";

@@ -589,6 +589,7 @@ main(int argc, char **argv)
 	o.rtol = o.atol = -1;
 	o.device = MATE_REPLAY_DEVICE_AUTO;
 	mate_fe_set_progname(argv[0]);
+	mate_fe_check_memory_cap();
 	parse_options(argc, argv, &o);
 	if (o.memlog != NULL) {
 		status = replay_memlog(o.memlog, o.allocators, o.nallocators, o.repeat);
