@@ -24,7 +24,18 @@ struct plan {
 	uint64_t *streams;
 	size_t nstreams;
 	size_t nthreads;
+	uint64_t touch_cur;     /* what a host allocator touches for the live allocations */
+	int64_t touch_line;     /* the row that takes it past mate_memory_cap(), or 0 */
 };
+
+/* The bytes malloc writes for an allocation it never has to touch: its
+ * block header, which starts a page of its own in a big block, or all of
+ * a small one. The replay itself touches nothing it allocates. */
+static uint64_t
+host_touch(uint64_t size)
+{
+	return size < 4096 ? ((size + 15) & ~(uint64_t)15) + 16 : 4096;
+}
 
 /* ---- a small map uint64 -> size_t ------------------------------------------------------------ */
 
@@ -178,6 +189,10 @@ check_event(struct plan *pl, struct umap *live, size_t i, uint64_t *cur,
 		*v = pl->nslots + 1;
 		pl->slot[i] = pl->nslots;
 		pl->slot_size[pl->nslots++] = e->size;
+		pl->touch_cur += host_touch(e->size);
+		if (pl->touch_line == 0 && pl->touch_cur > mate_memory_cap()) {
+			pl->touch_line = e->line;
+		}
 		*cur += e->size;
 		if (*cur > res->peak_bytes)
 			res->peak_bytes = *cur;
@@ -193,6 +208,7 @@ check_event(struct plan *pl, struct umap *live, size_t i, uint64_t *cur,
 	if (pl->slot_size[*v - 1] != e->size)
 		res->size_mismatches++;
 	*cur -= pl->slot_size[*v - 1];
+	pl->touch_cur -= host_touch(pl->slot_size[*v - 1]);
 	*v = 0;
 	return MATE_OK;
 }
@@ -740,6 +756,17 @@ mate_alloc_replay(const mate_memlog_trace *t, const char *allocator,
 		return rc;
 	if ((rc = make_plan(t, &pl, res, err)) != MATE_OK)
 		return rc;
+	if ((a == &allocator_malloc || a == &allocator_pool) && pl.touch_line != 0) {
+		/* a log of many big live blocks: malloc's headers alone, a page
+		 * each, would take the host's memory */
+		res->failed_line = pl.touch_line;
+		rc = mate_set_error(err, MATE_ERR_LIMIT, "line %lld: the live allocations would make "
+		    "allocator %s touch more than the memory limit of %" PRIu64 " MiB (a page for "
+		    "each big block; --max-memory or MATE_MAX_MEMORY raises it)",
+		    (long long)pl.touch_line, a->name, mate_memory_cap() >> 20);
+		plan_free(&pl);
+		return rc;
+	}
 	memset(&r, 0, sizeof(r));
 	r.pl = &pl;
 	r.a = a;

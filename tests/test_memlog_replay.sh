@@ -43,6 +43,26 @@ expect 1 $? "allocator failure"
 check grep -q 'huge.csv:2: allocate of 4611686018427387904 bytes failed with allocator pool' "$work/err" ||
 	fail "failing allocation not named: $(cat "$work/err")"
 
+# 50,000 big blocks never freed: malloc writes a header page in each, so
+# past MATE_MAX_MEMORY (or --max-memory) the host allocators refuse the log
+# at once instead of taking 200 MB (issue 19, item 17)
+awk 'BEGIN { print "Thread,Time,Action,Pointer,Size,Stream"
+	for (i = 1; i <= 50000; i++) printf "1,1.0,allocate,0x%x,1048576,0\n", i * 4096 }' > "$work/many.csv"
+if [ -x /usr/bin/time ]; then
+	MATE_MAX_MEMORY=64M /usr/bin/time -f '%M' -o "$work/rss" "$REPLAY" --memlog "$work/many.csv" \
+	    >/dev/null 2>"$work/err"
+	expect 1 $? "live blocks past the memory limit"
+	check [ "$(tail -n 1 "$work/rss")" -lt 100000 ] || fail "peak RSS $(tail -n 1 "$work/rss") KiB"
+	check grep -q 'many.csv:16386: the live allocations would make allocator malloc touch more than the memory limit of 64 MiB' "$work/err" ||
+		fail "limit not named: $(cat "$work/err")"
+fi
+"$REPLAY" --memlog "$work/many.csv" --allocator pool --max-memory 32M >/dev/null 2>"$work/err"
+expect 1 $? "--max-memory"
+check grep -q 'allocator pool touch more than the memory limit of 32 MiB' "$work/err" ||
+	fail "--max-memory: $(cat "$work/err")"
+"$REPLAY" --memlog "$work/many.csv" --max-memory lots >/dev/null 2>"$work/err"
+expect 2 $? "bad --max-memory"
+
 # unreadable or malformed input, unknown allocators, misuse: exit 2
 printf 'Thread,Time,Action,Pointer,Size,Stream\n1,1.0,allocate,0x10,five,0\n' > "$work/malformed.csv"
 "$REPLAY" --memlog "$work/malformed.csv" >/dev/null 2>"$work/err"

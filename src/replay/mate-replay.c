@@ -68,6 +68,8 @@ usage(void)
 	    "      --allocator NAME malloc, pool, cuda or cuda-async (repeatable; default\n"
 	    "                       malloc and pool)\n"
 	    "      --repeat N       replay the memory log N times per allocator\n"
+	    "      --max-memory SIZE  the most memory one call's tensors or a memory log's\n"
+	    "                       live blocks may take (default 1G, or MATE_MAX_MEMORY)\n"
 	    "  -h, --help           show this help and exit\n"
 	    "  -V, --version        show the version and exit\n\n"
 	    "Exit status: 0 every replayed call passed, 1 a mismatch, error or nothing\n"
@@ -204,7 +206,7 @@ static void
 parse_options(int argc, char **argv, struct options *o)
 {
 	enum { O_DIR = 256, O_DEVICE, O_RTOL, O_ATOL, O_INCLUDE, O_EXCLUDE, O_JSONL, O_PLUGIN,
-		O_STATUS, O_MEMLOG, O_ALLOCATOR, O_REPEAT };
+		O_STATUS, O_MEMLOG, O_ALLOCATOR, O_REPEAT, O_MAX_MEMORY };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "device", required_argument, NULL, O_DEVICE },
@@ -219,6 +221,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "memlog", required_argument, NULL, O_MEMLOG },
 		{ "allocator", required_argument, NULL, O_ALLOCATOR },
 		{ "repeat", required_argument, NULL, O_REPEAT },
+		{ "max-memory", required_argument, NULL, O_MAX_MEMORY },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -240,6 +243,7 @@ parse_options(int argc, char **argv, struct options *o)
 		case O_MEMLOG: o->memlog = optarg; break;
 		case O_ALLOCATOR: push(&o->allocators, &o->nallocators, optarg); break;
 		case O_REPEAT: o->repeat = parse_between("--repeat", optarg, 1, MAX_REPEAT); break;
+		case O_MAX_MEMORY: mate_memory_cap_set(mate_fe_opt_size("--max-memory", optarg)); break;
 		case 'h': usage(); exit(MATE_EXIT_OK);
 		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
 		default: mate_fe_usage_error("unknown option");
