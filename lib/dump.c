@@ -94,84 +94,6 @@ has_suffix(const char *s, const char *suf)
 	return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
-/* One header entry, {"dtype", "shape", "data_offsets"}, as a tensor without
- * data (contiguous strides, even for a dtype mate does not know). */
-static int
-header_entry(mate_value *dict, const cJSON *it)
-{
-	const cJSON *dt = cJSON_GetObjectItemCaseSensitive(it, "dtype");
-	const cJSON *shape = cJSON_GetObjectItemCaseSensitive(it, "shape"), *s;
-	int64_t dims[MATE_MAX_DIMS];
-	mate_tensor t;
-	int nd = 0;
-
-	if (!cJSON_IsString(dt) || !cJSON_IsArray(shape) || cJSON_GetArraySize(shape) > MATE_MAX_DIMS)
-		return MATE_ERR_FORMAT;
-	cJSON_ArrayForEach(s, shape) {
-		if (!cJSON_IsNumber(s) || s->valuedouble < 0 || s->valuedouble > 1e15)
-			return MATE_ERR_FORMAT;
-		dims[nd++] = (int64_t)s->valuedouble;
-	}
-	if (mate_tensor_init(&t, MATE_U8, nd, dims, NULL, NULL) != MATE_OK)
-		return MATE_ERR_FORMAT;
-	t.dtype = mate_dtype_from_safetensors(dt->valuestring);
-	return mate_value_set_str(dict, it->string, mate_value_tensor(&t, NULL));
-}
-
-/* A safetensors file's header: {name: tensor without data}. */
-static mate_value *
-safetensors_header(const char *path, mate_error *err)
-{
-	unsigned char len8[8];
-	uint64_t hlen = 0;
-	char *buf = NULL;
-	cJSON *h = NULL, *it;
-	mate_value *dict = NULL;
-	int fd = mate_open_regular(AT_FDCWD, path), rc;
-
-	if (fd == -EFTYPE_MATE) {
-		mate_set_error(err, MATE_ERR_FORMAT, "%s: not a regular file", path);
-		return NULL;
-	}
-	if (fd < 0) {
-		mate_set_errno(err, -fd, "cannot open", path);
-		return NULL;
-	}
-	if ((rc = mate_pread_all(fd, len8, 8, 0)) != 0)
-		goto ioerr;
-	for (int i = 7; i >= 0; i--)
-		hlen = hlen << 8 | len8[i];
-	if (hlen < 2 || hlen > 100000000) {
-		mate_set_error(err, MATE_ERR_FORMAT, "%s: bad safetensors header length", path);
-		goto out;
-	}
-	if ((buf = malloc(hlen)) == NULL || (rc = mate_pread_all(fd, buf, hlen, 8)) != 0)
-		goto ioerr;
-	if ((h = cJSON_ParseWithLength(buf, hlen)) == NULL || !cJSON_IsObject(h) ||
-	    (dict = mate_value_dict()) == NULL) {
-		mate_set_error(err, MATE_ERR_FORMAT, "%s: bad safetensors header", path);
-		goto out;
-	}
-	cJSON_ArrayForEach(it, h)
-		if (strcmp(it->string, "__metadata__") != 0 && header_entry(dict, it) != MATE_OK) {
-			mate_set_error(err, MATE_ERR_FORMAT, "%s: bad safetensors header entry", path);
-			mate_value_free(dict);
-			dict = NULL;
-			break;
-		}
-	goto out;
-ioerr:
-	if (rc == 0)
-		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-	else
-		mate_set_errno(err, -rc, "cannot read", path);
-out:
-	cJSON_Delete(h);
-	free(buf);
-	close(fd);
-	return dict;
-}
-
 mate_value *
 mate_dump_read_tensors(const char *path, int load_data, mate_error *err)
 {
@@ -179,7 +101,7 @@ mate_dump_read_tensors(const char *path, int load_data, mate_error *err)
 
 	if (has_suffix(path, ".safetensors"))
 		return load_data ? mate_safetensors_read(path, NULL, err) :
-		    safetensors_header(path, err);
+		    mate_safetensors_read_header(path, err);
 	{
 		struct mate_pt_read_options o = { 0, 0, load_data };
 

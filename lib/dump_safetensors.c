@@ -452,6 +452,7 @@ struct st_parser {
 	mate_value *meta;
 	int have_meta;
 	mate_error *err;
+	uint64_t spent;     /* memory the header's tensors will take, against mate_memory_cap() */
 };
 
 static int perr(struct st_parser *ps, const char *fmt, ...) MATE_PRINTF(2, 3);
@@ -754,10 +755,28 @@ parse_dtype(struct st_parser *ps, struct st_entry *e)
 	return MATE_OK;
 }
 
+/* What one tensor of the header takes once parsed and loaded, data aside
+ * (the file holds that): its entry (the array doubles), a key and a tensor
+ * node, the name, a storage and the dict's item. */
+static uint64_t
+entry_cost(size_t name_len)
+{
+	return 2 * sizeof(struct st_entry) + 2 * mate_value_node_bytes() + name_len + 1 +
+	    3 * MATE_MALLOC_OVERHEAD + 32 + MATE_VALUE_DICT_ITEM_BYTES;
+}
+
 static struct st_entry *
 new_entry(struct st_parser *ps, const char *name, size_t len)
 {
 	struct st_entry *e;
+
+	ps->spent += entry_cost(len);
+	if (ps->spent > mate_memory_cap()) {
+		mate_set_error(ps->err, MATE_ERR_LIMIT, "safetensors: the header's %zu tensors would "
+		    "take more than the memory limit of %llu MiB (MATE_MAX_MEMORY raises it)",
+		    ps->nents + 1, (unsigned long long)(mate_memory_cap() >> 20));
+		return NULL;
+	}
 
 	if (ps->nents == ps->cap_ents) {
 		size_t cap = ps->cap_ents ? ps->cap_ents * 2 : 16;
@@ -985,6 +1004,7 @@ struct st_src {
 	int fd;
 	const unsigned char *buf;
 	uint64_t size;
+	int header_only;    /* tensors without storages: the header checked, no data read */
 };
 
 static int
@@ -1007,7 +1027,7 @@ src_read(const struct st_src *src, void *dst, size_t n, uint64_t off, mate_error
 }
 
 static int
-load_tensor(const struct st_parser *ps, const struct st_entry *e,
+read_data(const struct st_parser *ps, const struct st_entry *e,
     const struct st_src *src, uint64_t data_start, mate_value **out)
 {
 	int64_t shape[MATE_MAX_DIMS];
@@ -1033,6 +1053,26 @@ load_tensor(const struct st_parser *ps, const struct st_entry *e,
 	if ((*out = mate_value_tensor_take(&t, st)) == NULL)  /* st is released */
 		return mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory");
 	return MATE_OK;
+}
+
+static int
+load_tensor(const struct st_parser *ps, const struct st_entry *e,
+    const struct st_src *src, uint64_t data_start, mate_value **out)
+{
+	if (src->header_only) {
+		int64_t shape[MATE_MAX_DIMS];
+		mate_tensor t;
+
+		for (uint32_t d = 0; d < e->ndim; d++)
+			shape[d] = (int64_t)ps->dims[e->dims_at + d];
+		if (mate_tensor_init(&t, st_dtypes[e->rank].dt, (int)e->ndim, shape, NULL, NULL) != MATE_OK)
+			return mate_set_error(ps->err, MATE_ERR_UNSUPPORTED,
+			    "tensor '%.100s': its shape cannot be represented", e->name);
+		if ((*out = mate_value_tensor(&t, NULL)) == NULL)
+			return mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory");
+		return MATE_OK;
+	}
+	return read_data(ps, e, src, data_start, out);
 }
 
 /* The tensors in file order, each with a storage of its own. */
@@ -1119,6 +1159,7 @@ load(const struct st_src *src, mate_value **metadata, mate_error *err)
 	ps.base = ps.p = hdr;
 	ps.end = hdr + hlen;
 	ps.err = err;
+	ps.spent = hlen + 1;
 	if (check_text(hdr, (size_t)hlen, err) == MATE_OK && parse_header(&ps) == MATE_OK &&
 	    validate(&ps, hlen, src->size) == MATE_OK)
 		res = load_tensors(&ps, src, 8 + hlen);
@@ -1136,7 +1177,7 @@ load(const struct st_src *src, mate_value **metadata, mate_error *err)
 mate_value *
 mate_safetensors_parse(const void *buf, size_t len, mate_value **metadata, mate_error *err)
 {
-	struct st_src src = { -1, buf, len };
+	struct st_src src = { .fd = -1, .buf = buf, .size = len };
 
 	if (metadata != NULL)
 		*metadata = NULL;
@@ -1147,10 +1188,10 @@ mate_safetensors_parse(const void *buf, size_t len, mate_value **metadata, mate_
 	return load(&src, metadata, err);
 }
 
-mate_value *
-mate_safetensors_read(const char *path, mate_value **metadata, mate_error *err)
+static mate_value *
+read_path(const char *path, mate_value **metadata, int header_only, mate_error *err)
 {
-	struct st_src src = { -1, NULL, 0 };
+	struct st_src src = { .fd = -1, .header_only = header_only };
 	struct stat sb;
 	mate_value *v = NULL;
 
@@ -1180,4 +1221,16 @@ mate_safetensors_read(const char *path, mate_value **metadata, mate_error *err)
 	}
 	close(src.fd);
 	return v;
+}
+
+mate_value *
+mate_safetensors_read(const char *path, mate_value **metadata, mate_error *err)
+{
+	return read_path(path, metadata, 0, err);
+}
+
+mate_value *
+mate_safetensors_read_header(const char *path, mate_error *err)
+{
+	return read_path(path, NULL, 1, err);
 }

@@ -96,6 +96,10 @@ size_t mate_value_node_bytes(void);
  * when all of s is. */
 size_t mate_utf8_invalid_at(const unsigned char *s, size_t len);
 
+/* mate_safetensors_read() without the data: every check of the header
+ * and of the offsets against the file's size, tensors without storages. */
+mate_value *mate_safetensors_read_header(const char *path, mate_error *err);
+
 /* mate_pt_read() on a whole .pt file held in memory (the fuzz target). */
 mate_value *mate_pt_read_memory(const void *buf, size_t len,
     const struct mate_pt_read_options *opts, mate_error *err);

@@ -871,6 +871,49 @@ mate_replay_execute(mate_replay *r, const struct mate_replay_request *req,
 	return MATE_OK;
 }
 
+/* The bytes v's tensors take once made whole beyond what their storages
+ * hold: a view that repeats elements (stride 0) or overlaps itself, as a
+ * hostile file can ask for, is materialised by the kernels and the
+ * comparison. Saturates at UINT64_MAX. */
+static uint64_t
+expansion(const mate_value *v, int depth)
+{
+	mate_value_kind k = mate_value_kind_of(v);
+	uint64_t sum = 0;
+
+	if (k == MATE_V_TENSOR) {
+		int64_t nb = mate_tensor_nbytes(mate_value_get_tensor(v));
+		const mate_storage *st = mate_value_get_storage(v);
+		uint64_t have = st != NULL ? mate_storage_size(st) : 0;
+
+		if (nb < 0)
+			return UINT64_MAX;
+		return (uint64_t)nb > have ? (uint64_t)nb - have : 0;
+	}
+	if ((k != MATE_V_LIST && k != MATE_V_TUPLE && k != MATE_V_DICT) || depth > 64)
+		return 0;
+	for (size_t i = 0; i < mate_value_len(v); i++) {
+		uint64_t e = expansion(mate_value_item(v, i), depth + 1);
+		sum = e > UINT64_MAX - sum ? UINT64_MAX : sum + e;
+	}
+	return sum;
+}
+
+/* Refuses a call whose tensors would expand past mate_memory_cap(). */
+static int
+within_cap(const mate_value *args, const mate_value *expected, struct mate_replay_result *res)
+{
+	uint64_t a = expansion(args, 0), e = expected != NULL ? expansion(expected, 0) : 0;
+	uint64_t cap = mate_memory_cap();
+
+	if (a <= cap && e <= cap - a)
+		return 1;
+	snprintf(res->message, sizeof(res->message), "its tensors are views that would take "
+	    "more than the memory limit of %" PRIu64 " MiB beyond what its files hold "
+	    "(--max-memory or MATE_MAX_MEMORY raises it)", cap >> 20);
+	return 0;
+}
+
 int
 mate_replay_dump(mate_replay *r, const char *dir, struct mate_replay_result *res)
 {
@@ -893,6 +936,12 @@ mate_replay_dump(mate_replay *r, const char *dir, struct mate_replay_result *res
 		if (strncmp(msg, dir, dl) == 0 && msg[dl] == '/')
 			msg += dl + 1;  /* the caller names the dump */
 		snprintf(res->message, sizeof(res->message), "%s", msg);
+		mate_value_free(args);
+		mate_dump_free(d);
+		return MATE_OK;
+	}
+	if (!within_cap(args, expected, res)) {
+		mate_value_free(expected);
 		mate_value_free(args);
 		mate_dump_free(d);
 		return MATE_OK;

@@ -85,6 +85,7 @@ TESTS += \
 	tests/replay-builtins.py \
 	tests/replay-signature.py \
 	tests/replay-reference.py \
+	tests/replay-hostile.py \
 	tests/replay-demo.sh
 EXTRA_DIST += \
 	tests/replay-demo.sh \
@@ -93,6 +94,7 @@ EXTRA_DIST += \
 	tests/replay-builtins.py \
 	tests/replay-signature.py \
 	tests/replay-reference.py \
+	tests/replay-hostile.py \
 	tests/replay_dumps.py
 
 ## Hostile dumps: huge numbers, FIFOs, deep nesting (no hang, no UB).

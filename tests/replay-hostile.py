@@ -1,0 +1,113 @@
+"""replay-hostile.py: hostile tensor files in dumps: mate-list-dumps -d and mate-replay read them with one reader and give one verdict; memory stays under MATE_MAX_MEMORY (issue 19, items 16, 18, 19)."""
+import json
+import os
+import struct
+import subprocess
+
+import torch
+
+from mate_test import build_path, check, tmpdir, done
+from replay_dumps import write_dump
+
+LIST = build_path("src", "replay", "mate-list-dumps")
+REPLAY = build_path("src", "replay", "mate-replay")
+TIME = "/usr/bin/time"
+
+
+def run(args, env=None):
+    """Runs a tool; (exit status, stdout, stderr, peak RSS in KiB or None)."""
+    e = dict(os.environ, **(env or {}))
+    rss = None
+    if os.path.exists(TIME):
+        out = os.path.join(tmpdir(), "rss")
+        args = [TIME, "-f", "%M", "-o", out] + args
+    p = subprocess.run(args, capture_output=True, text=True, env=e)
+    if os.path.exists(TIME):
+        with open(out) as f:
+            rss = int(f.read().split()[-1])
+    return p.returncode, p.stdout, p.stderr, rss
+
+
+def st_file(path, header, data=b"", raw=None):
+    """A safetensors file with this header (a dict, or raw JSON text)."""
+    h = (raw if raw is not None else json.dumps(header)).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + data)
+
+
+def one_dump(root, seq, fn="hostile_op", fmt="safetensors"):
+    """A dump whose record lists arg_0 (float32, [4]); its tensor file is replaced by the caller."""
+    name = write_dump(root, seq, fn, {"arg_0": torch.zeros(4)}, status="inputs_saved", fmt=fmt)
+    return os.path.join(root, name)
+
+
+def verdicts(root, env=None):
+    """{dump name: (list-dumps problem, replay message)} for every dump of root."""
+    rc, out, err, _ = run([LIST, "-d", "--jsonl", root], env)
+    problems = {os.path.basename(json.loads(l)["path"]): json.loads(l).get("problem") or ""
+                for l in out.splitlines()}
+    rc, out, err, _ = run([REPLAY, "--jsonl", root], env)
+    msgs = {json.loads(l)["dir"]: (json.loads(l)["verdict"], json.loads(l)["message"])
+            for l in out.splitlines()}
+    return problems, msgs
+
+
+# ---- item 18: what replay rejects, -d reports, with the same words -------------------------
+root = tmpdir()
+cases = {}
+d = one_dump(root, 1)
+st_file(os.path.join(d, "inputs.safetensors"),
+        {"arg_0": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
+         "arg_1": {"dtype": "F32", "shape": [4], "data_offsets": [8, 24]}}, b"\0" * 24)
+cases[os.path.basename(d)] = "InvalidOffset"
+d = one_dump(root, 2)
+st_file(os.path.join(d, "inputs.safetensors"),
+        {"arg_0": {"dtype": "Q4", "shape": [4], "data_offsets": [0, 16]}}, b"\0" * 16)
+cases[os.path.basename(d)] = "unknown dtype"
+d = one_dump(root, 3)
+st_file(os.path.join(d, "inputs.safetensors"), None, b"\0" * 16,
+        raw='{"arg_0":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},'
+            '"arg_0":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}')
+cases[os.path.basename(d)] = "duplicate"
+d = one_dump(root, 4)
+st_file(os.path.join(d, "inputs.safetensors"),
+        {"__metadata__": {"format": 5}, "arg_0": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}},
+        b"\0" * 16)
+cases[os.path.basename(d)] = "__metadata__"
+d = one_dump(root, 5)
+with open(os.path.join(d, "inputs.safetensors"), "wb") as f:
+    f.write(b"\x10\0\0")
+cases[os.path.basename(d)] = "HeaderTooSmall"
+problems, msgs = verdicts(root)
+for name, want in cases.items():
+    p, (v, m) = problems.get(name, ""), msgs.get(name, ("?", ""))
+    check(want in p and "Input/output error" not in p, "-d on %s: %r lacks %r" % (name, p, want))
+    check(v == "error" and want in m, "replay of %s: %s %r lacks %r" % (name, v, m, want))
+
+# ---- item 16: a header of many empty tensors stays under the cap -----------------------------
+root = tmpdir()
+d = one_dump(root, 1)
+n = 200000
+hdr = {"arg_0": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}
+hdr.update({"e%07d" % i: {"dtype": "F32", "shape": [0], "data_offsets": [16, 16]} for i in range(n)})
+st_file(os.path.join(d, "inputs.safetensors"), hdr, b"\0" * 16)
+for tool in ([LIST, "-d", root], [REPLAY, root]):
+    rc, out, err, rss = run(tool, {"MATE_MAX_MEMORY": "32M"})
+    check("memory limit of 32 MiB" in out + err, "%s: no memory limit named: %s %s"
+          % (os.path.basename(tool[0]), out[-300:], err[-300:]))
+    print("%s on %d empty tensors: peak RSS %s KiB" % (os.path.basename(tool[0]), n, rss))
+    check(rss is None or rss < 100 * 1024, "%s peak RSS %s KiB" % (os.path.basename(tool[0]), rss))
+
+# a 2^26-element stride-0 view of one float (256 MiB once made whole)
+root = tmpdir()
+d = one_dump(root, 1, fmt="torch")
+torch.save({"arg_0": torch.zeros(1).expand(1 << 26)}, os.path.join(d, "inputs.pt"))
+print("stride-0 .pt: %d bytes" % os.path.getsize(os.path.join(d, "inputs.pt")))
+rc, out, err, rss = run([REPLAY, root], {"MATE_MAX_MEMORY": "32M"})
+check("memory limit of 32 MiB" in out and rc == 1, "stride-0 view: %d %s %s" % (rc, out, err))
+print("replay of the stride-0 view: peak RSS %s KiB" % rss)
+check(rss is None or rss < 100 * 1024, "stride-0 view: peak RSS %s KiB" % rss)
+rc, out, err, rss = run([REPLAY, "--max-memory", "1G", root])
+check("memory limit" not in out, "--max-memory 1G still refuses: %s" % out)
+
+done()
