@@ -115,23 +115,105 @@ mate_dump_read_tensors(const char *path, int load_data, mate_error *err)
 	return v;
 }
 
+const char *
+mate_dump_tensor_ext(const char *format, int i)
+{
+	int st = format != NULL && strcmp(format, "safetensors") == 0;
+
+	return (i == 0) == st ? ".safetensors" : ".pt";
+}
+
+/* One tensor's dtype and shape against its tensor_details entry. */
+static int
+check_details(const char *rel, const char *key, const mate_tensor *t, const cJSON *det,
+    mate_error *err)
+{
+	const cJSON *dt = cJSON_GetObjectItemCaseSensitive(det, "dtype");
+	const cJSON *sh = cJSON_GetObjectItemCaseSensitive(det, "shape"), *x;
+	mate_dtype want = cJSON_IsString(dt) ? mate_dtype_from_name(dt->valuestring) :
+	    MATE_DTYPE_INVALID;
+	int n = 0, same;
+
+	if (want != MATE_DTYPE_INVALID && want != t->dtype)
+		return mate_set_error(err, MATE_ERR_FORMAT, "%s: tensor '%.100s' is %s in the "
+		    "file but %s in the record", rel, key, mate_dtype_name(t->dtype),
+		    mate_dtype_name(want));
+	if (!cJSON_IsArray(sh))
+		return MATE_OK;
+	same = cJSON_GetArraySize(sh) == t->ndim;
+	cJSON_ArrayForEach(x, sh) {
+		same &= n < t->ndim && cJSON_IsNumber(x) && x->valuedouble == (double)t->shape[n];
+		n++;
+	}
+	if (!same)
+		return mate_set_error(err, MATE_ERR_FORMAT, "%s: tensor '%.100s' has another "
+		    "shape in the file than in the record", rel, key);
+	return MATE_OK;
+}
+
+/* Names the first tensor of the file that keys does not list (a set of
+ * them keeps this linear). */
+static int
+extra_key(const cJSON *keys, const char *rel, const mate_value *tensors, mate_error *err)
+{
+	mate_value *set = mate_value_dict();
+	const cJSON *k;
+	int rc = set == NULL ? mate_set_error(err, MATE_ERR_NOMEM, "out of memory") : MATE_OK;
+
+	cJSON_ArrayForEach(k, keys)
+		if (rc == MATE_OK && cJSON_IsString(k) &&
+		    mate_value_set_str(set, k->valuestring, mate_value_none()) != MATE_OK)
+			rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; rc == MATE_OK && i < mate_value_len(tensors); i++) {
+		const char *key = mate_value_get_str(mate_value_key(tensors, i), NULL);
+
+		if (key == NULL || mate_value_lookup(set, key) == NULL)
+			rc = mate_set_error(err, MATE_ERR_FORMAT, "%s holds '%.100s', which the record "
+			    "does not list", rel, key != NULL ? key : "?");
+	}
+	mate_value_free(set);
+	return rc;
+}
+
+int
+mate_dump_check_tensors(const cJSON *rec, const char *list, const char *rel,
+    const mate_value *tensors, mate_error *err)
+{
+	const cJSON *ti = cJSON_GetObjectItemCaseSensitive(rec, "tensor_info");
+	const cJSON *td = cJSON_GetObjectItemCaseSensitive(rec, "tensor_details");
+	const cJSON *keys = cJSON_GetObjectItemCaseSensitive(ti, list), *k;
+	size_t listed = 0;
+	int rc;
+
+	cJSON_ArrayForEach(k, keys) {
+		const mate_value *v = cJSON_IsString(k) ? mate_value_lookup(tensors, k->valuestring) : NULL;
+
+		if (v == NULL)
+			return mate_set_error(err, MATE_ERR_FORMAT, "%s lacks '%.100s', which the "
+			    "record lists", rel, cJSON_IsString(k) ? k->valuestring : "?");
+		listed++;
+		if (mate_value_kind_of(v) == MATE_V_TENSOR && (rc = check_details(rel, k->valuestring,
+		    mate_value_get_tensor(v), cJSON_GetObjectItemCaseSensitive(td, k->valuestring),
+		    err)) != MATE_OK)
+			return rc;
+	}
+	if (cJSON_IsArray(keys) && listed < mate_value_len(tensors))
+		return extra_key(keys, rel, tensors, err);
+	return MATE_OK;
+}
+
 /* dir/<stem>.pt or dir/<stem>.safetensors (the recorded format first), or
  * NULL when neither exists. */
 static char *
 tensor_file(const mate_dump *d, const char *stem)
 {
-	const char *exts[2] = { ".pt", ".safetensors" };
 	char *path;
 	size_t n = strlen(d->dir) + strlen(stem) + 16;
 
-	if (d->info.format != NULL && strcmp(d->info.format, "safetensors") == 0) {
-		exts[0] = ".safetensors";
-		exts[1] = ".pt";
-	}
 	if ((path = malloc(n)) == NULL)
 		return NULL;
 	for (int i = 0; i < 2; i++) {
-		snprintf(path, n, "%s/%s%s", d->dir, stem, exts[i]);
+		snprintf(path, n, "%s/%s%s", d->dir, stem, mate_dump_tensor_ext(d->info.format, i));
 		if (access(path, F_OK) == 0)
 			return path;
 	}
@@ -152,6 +234,19 @@ load_file(const mate_dump *d, const char *stem, int needed, mate_value **out, ma
 		return MATE_OK;
 	}
 	*out = mate_dump_read_tensors(path, 1, err);
+	if (*out != NULL) {
+		const char *rel = strrchr(path, '/') + 1;
+		const char *list = strcmp(stem, "inputs") == 0 ? "input_tensor_keys" :
+		    strcmp(stem, "outputs") == 0 ? "output_tensor_keys" : "inplace_tensor_keys";
+		int rc = mate_dump_check_tensors(d->rec, list, rel, *out, err);
+
+		if (rc != MATE_OK) {
+			mate_value_free(*out);
+			*out = NULL;
+			free(path);
+			return rc;
+		}
+	}
 	free(path);
 	return *out != NULL ? MATE_OK : (err ? err->code : MATE_ERR_FORMAT);
 }

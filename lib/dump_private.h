@@ -90,6 +90,19 @@ const char *mate_dump_signature(const mate_dump *d);
  * tensor; load_data 0 reads only metadata (safetensors: the header). */
 mate_value *mate_dump_read_tensors(const char *path, int load_data, mate_error *err);
 
+/* The extension of a dump's tensor file to try i-th (0, then 1): the
+ * record's tensor_format first ("safetensors", else torch's .pt), so that
+ * mate-replay and mate-list-dumps read the same file when both exist. */
+const char *mate_dump_tensor_ext(const char *format, int i);
+
+/* Checks the tensors of one tensor file (named rel in messages) against the
+ * record: each key it lists under list ("input_tensor_keys", ...) is in
+ * the file, the file holds no other, and each one's dtype and shape are
+ * those of its tensor_details (where the record has them). @return MATE_OK,
+ * or MATE_ERR_FORMAT with err naming the first disagreement. */
+int mate_dump_check_tensors(const cJSON *rec, const char *list, const char *rel,
+    const mate_value *tensors, mate_error *err);
+
 /* Tensor comparison used by replay (replay_compare.c). Fills the numeric
  * fields of res and returns 1 when got matches expected, 0 when not (with
  * res->message saying where and by how much). rtol/atol < 0: defaults. */

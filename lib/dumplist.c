@@ -221,7 +221,7 @@ details_from_record(struct tensor_acc *acc, struct mate_arena *a, const cJSON *r
 
 /* Notes each key the record's tensor_info lists under list that the tensor
  * file rel (read into v) lacks: its calls cannot be compared. */
-static void
+static size_t
 missing_keys(const cJSON *rec, const char *list, const char *rel, const mate_value *v,
     struct mate_notes *notes)
 {
@@ -240,6 +240,7 @@ missing_keys(const cJSON *rec, const char *list, const char *rel, const mate_val
 	else if (n > 1)
 		mate_notes_add(notes, "%s lacks %zu tensors the record lists ('%.100s', ...)",
 		    rel, n, first);
+	return n;
 }
 
 /* The tensors of dir/<stem>.{pt,safetensors} from the file's header; the
@@ -248,21 +249,27 @@ static void
 details_from_file(struct tensor_acc *acc, struct mate_arena *a, int dirfd, const char *dir,
     int kind, const cJSON *rec, int expected, struct mate_notes *notes)
 {
-	static const char *const exts[] = { ".pt", ".safetensors" };
 	static const char *const stems[] = { "inputs", "outputs", "inplace" };
 	static const char *const lists[] = { "input_tensor_keys", "output_tensor_keys",
 	    "inplace_tensor_keys" };
 	const char *stem = stems[kind];
-	char rel[64], path[4096];
+	const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(rec, "tensor_format");
+	const char *format = cJSON_IsString(fmt) ? fmt->valuestring : NULL;
+	char rel[64], other[64], path[4096];
 	mate_error err;
 	mate_value *v = NULL;
 	int i;
 
+	/* the file mate-replay reads: the recorded format's first */
 	for (i = 0; i < 2; i++) {
-		snprintf(rel, sizeof(rel), "%s%s", stem, exts[i]);
+		snprintf(rel, sizeof(rel), "%s%s", stem, mate_dump_tensor_ext(format, i));
 		if (faccessat(dirfd, rel, F_OK, 0) == 0)
 			break;
 	}
+	snprintf(other, sizeof(other), "%s%s", stem, mate_dump_tensor_ext(format, 1));
+	if (i == 0 && faccessat(dirfd, other, F_OK, 0) == 0)
+		mate_notes_add(notes, "both %s and %s exist; %s, the recorded format, is read",
+		    rel, other, rel);
 	if (i == 2) {
 		if (expected > 0)
 			mate_notes_add(notes, "no %s.pt or %s.safetensors", stem, stem);
@@ -292,7 +299,9 @@ details_from_file(struct tensor_acc *acc, struct mate_arena *a, int dirfd, const
 		add_tensor(acc, a, key, kind, t->dtype,
 		    mate_dtype_name(t->dtype), t->ndim, t->shape, t->stride);
 	}
-	missing_keys(rec, lists[kind], rel, v, notes);
+	if (missing_keys(rec, lists[kind], rel, v, notes) == 0 &&
+	    mate_dump_check_tensors(rec, lists[kind], rel, v, &err) != MATE_OK)
+		mate_notes_add(notes, "%s", err.message);
 	mate_value_free(v);
 }
 

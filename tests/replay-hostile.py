@@ -84,6 +84,37 @@ for name, want in cases.items():
     check(want in p and "Input/output error" not in p, "-d on %s: %r lacks %r" % (name, p, want))
     check(v == "error" and want in m, "replay of %s: %s %r lacks %r" % (name, v, m, want))
 
+# ---- item 19: a tensor file that disagrees with its record is named, by both tools -----------
+root = tmpdir()
+cases = {}
+d = one_dump(root, 1, fmt="torch")
+torch.save({"arg_0": torch.zeros(4, dtype=torch.float16)}, os.path.join(d, "inputs.pt"))
+cases[os.path.basename(d)] = "inputs.pt: tensor 'arg_0' is float16 in the file but float32 in the record"
+d = one_dump(root, 2, fmt="torch")
+torch.save({"arg_0": torch.zeros(4), "arg_9": torch.zeros(2)}, os.path.join(d, "inputs.pt"))
+cases[os.path.basename(d)] = "inputs.pt holds 'arg_9', which the record does not list"
+d = one_dump(root, 3, fmt="torch")
+torch.save({"arg_0": torch.zeros(5)}, os.path.join(d, "inputs.pt"))
+cases[os.path.basename(d)] = "inputs.pt: tensor 'arg_0' has another shape in the file than in the record"
+problems, msgs = verdicts(root)
+for name, want in cases.items():
+    p, (v, m) = problems.get(name, ""), msgs.get(name, ("?", ""))
+    check(want in p, "-d on %s: %r lacks %r" % (name, p, want))
+    check(v == "error" and m == want, "replay of %s: %s %r, not %r" % (name, v, m, want))
+
+# ---- item 18: with inputs.pt and inputs.safetensors both there, both tools read the recorded one
+root = tmpdir()
+d = one_dump(root, 1, fmt="safetensors")
+torch.save({"arg_0": torch.zeros(4, dtype=torch.float16)}, os.path.join(d, "inputs.pt"))
+rc, out, err, _ = run([LIST, "-d", "--jsonl", root])
+rec = json.loads(out.splitlines()[0]) if out else {}
+check([t["dtype"] for t in rec.get("tensors", [])] == ["float32"],
+      "-d reads inputs.safetensors, the recorded format: %r" % rec.get("tensors"))
+check("both inputs.safetensors and inputs.pt exist; inputs.safetensors, the recorded format, is read"
+      in (rec.get("problem") or ""), "-d says which file it reads: %r" % rec.get("problem"))
+problems, msgs = verdicts(root)
+check(list(msgs.values())[0][0] == "unsupported", "replay reads inputs.safetensors too: %r" % msgs)
+
 # ---- item 16: a header of many empty tensors stays under the cap -----------------------------
 root = tmpdir()
 d = one_dump(root, 1)
@@ -100,8 +131,8 @@ for tool in ([LIST, "-d", root], [REPLAY, root]):
 
 # a 2^26-element stride-0 view of one float (256 MiB once made whole)
 root = tmpdir()
-d = one_dump(root, 1, fmt="torch")
-torch.save({"arg_0": torch.zeros(1).expand(1 << 26)}, os.path.join(d, "inputs.pt"))
+d = os.path.join(root, write_dump(root, 1, "hostile_op", {"arg_0": torch.zeros(1).expand(1 << 26)},
+                                  status="inputs_saved", fmt="torch"))
 print("stride-0 .pt: %d bytes" % os.path.getsize(os.path.join(d, "inputs.pt")))
 rc, out, err, rss = run([REPLAY, root], {"MATE_MAX_MEMORY": "32M"})
 check("memory limit of 32 MiB" in out and rc == 1, "stride-0 view: %d %s %s" % (rc, out, err))
