@@ -28,6 +28,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The first byte picks the loader: real storages or placeholders. */
 	if (size == 0)
 		return 0;
+	mate_memory_cap_set(64 << 20);  /* fails sooner than the fuzzer's RSS limit */
 	v = mate_pickle_load(data + 1, size - 1, (data[0] & 1) ? loader : NULL, NULL, &err);
 	mate_value_free(v);
 	return 0;
