@@ -119,3 +119,7 @@ TESTS += tests/test_flashinfer_decorator.py tests/test_flashinfer_logtext.py \
 EXTRA_DIST += tests/test_flashinfer_decorator.py tests/test_flashinfer_logtext.py \
 	tests/test_flashinfer_replays_mate.py \
 	tests/peers/flashinfer_peer.py tests/peers/minilib.py tests/peers/golden_twin.py
+
+## Every tool's misuse message, mate's verbs, mate-list-dumps of a missing folder.
+TESTS += tests/cli_messages.sh
+EXTRA_DIST += tests/cli_messages.sh

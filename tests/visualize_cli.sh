@@ -43,7 +43,7 @@ expect 2 "mate-visualize: --format: 'gif'" "$bin" --format gif "$demo"
 expect 2 "cannot tell the format of '$tmp/x.gif'" "$bin" "$demo" -o "$tmp/x.gif"
 expect 2 "mate-visualize: --to 1 must be after --from 2" "$bin" --from 2 --to 1 "$demo"
 expect 2 "mate-visualize: lanes regex: (" "$bin" --lanes "(" "$demo" -o "$tmp/r.png"
-expect 2 "unknown or incomplete option" "$bin" --bogus "$demo"
+expect 2 "^mate-visualize: unknown option '--bogus'$" "$bin" --bogus "$demo"
 expect 2 "too large a picture" "$bin" --width 300 --height 300 "$demo" -o "$tmp/big.png"
 
 # errors: exit 1, "mate-visualize: what: why"

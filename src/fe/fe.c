@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <langinfo.h>
 #include <locale.h>
@@ -23,10 +24,15 @@ mate_fe_set_progname(const char *argv0)
 {
 	const char *slash;
 
+	opterr = 0;     /* mate_fe_bad_option() says it once, with this name */
 	if (argv0 == NULL || *argv0 == '\0')
 		return;
 	slash = strrchr(argv0, '/');
 	progname = slash != NULL ? slash + 1 : argv0;
+	/* libtool's uninstalled program runs as .libs/lt-NAME */
+	if (slash != NULL && slash - argv0 >= 5 && strncmp(slash - 5, ".libs", 5) == 0 &&
+	    strncmp(progname, "lt-", 3) == 0 && progname[3] != '\0')
+		progname += 3;
 }
 
 const char *
@@ -101,6 +107,24 @@ mate_fe_usage_error(const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "Try '%s --help' for more information.\n", progname);
 	exit(MATE_EXIT_USAGE);
+}
+
+void
+mate_fe_bad_option(char *const argv[], const char *optstring)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+	const char *p;
+
+	if (optopt == 0)        /* an unknown (or ambiguous) long option */
+		mate_fe_usage_error("unknown option '%s'", arg);
+	if (strncmp(arg, "--", 2) == 0)
+		mate_fe_usage_error(strchr(arg, '=') != NULL ? "option '%.*s' takes no value" :
+		    "option '%.*s' needs a value", (int)strcspn(arg, "="), arg);
+	if (optopt < 256 && (p = strchr(optstring, optopt)) != NULL && p[1] == ':')
+		mate_fe_usage_error("option '-%c' needs a value", optopt);
+	if (optopt > 0 && optopt < 256 && isgraph(optopt))
+		mate_fe_usage_error("unknown option '-%c'", optopt);
+	mate_fe_usage_error("unknown option '%s'", arg);
 }
 
 void

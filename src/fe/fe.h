@@ -12,7 +12,8 @@ enum {
 	MATE_EXIT_USAGE = 2    /* usage error or unreadable input */
 };
 
-/* Sets the program name used in messages (basename of argv0). */
+/* Sets the program name used in messages (basename of argv0, less libtool's
+ * .libs/lt- prefix) and turns getopt's messages off (opterr). */
 void mate_fe_set_progname(const char *argv0);
 const char *mate_fe_progname(void);
 
@@ -24,6 +25,10 @@ void mate_fe_errx(int status, const char *fmt, ...)
 /* "progname: message\nTry 'progname --help'.\n" then exit(2). */
 void mate_fe_usage_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2), noreturn));
+/* After getopt_long() returned '?' (mate_fe_set_progname() turns getopt's
+ * own message off): one line naming the unknown option or the one that
+ * lacks its value, the --help hint, exit(2). */
+void mate_fe_bad_option(char *const argv[], const char *optstring) __attribute__((noreturn));
 /* Prints "progname (mate) X.Y.Z" and "libmate X.Y.Z" lines to stdout. */
 void mate_fe_print_version(void);
 

@@ -164,9 +164,7 @@ parse(int argc, char **argv, struct options *o)
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(stdout); exit(MATE_EXIT_OK);
 		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
-		default:
-			fprintf(stderr, "Try '%s --help'.\n", mate_fe_progname());
-			exit(MATE_EXIT_USAGE);
+		default: mate_fe_bad_option(argv, "+l:o:d:qhV");
 		}
 	}
 	if (optind >= argc)

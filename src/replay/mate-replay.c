@@ -246,7 +246,7 @@ parse_options(int argc, char **argv, struct options *o)
 		case O_MAX_MEMORY: mate_memory_cap_set(mate_fe_opt_size("--max-memory", optarg)); break;
 		case 'h': usage(); exit(MATE_EXIT_OK);
 		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
-		default: mate_fe_usage_error("unknown option");
+		default: mate_fe_bad_option(argv, "j:hV");
 		}
 	}
 	for (int i = optind; i < argc; i++)

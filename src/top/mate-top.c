@@ -131,7 +131,7 @@ parse_options(int argc, char **argv, struct options *o)
 		case OPT_ASCII: o->ascii = 1; break;
 		case 'h': usage(); exit(MATE_EXIT_OK);
 		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
-		default: mate_fe_usage_error("unknown option");
+		default: mate_fe_bad_option(argv, "d:n:bt:hV");
 		}
 	}
 	if (optind < argc)

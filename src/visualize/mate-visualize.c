@@ -107,7 +107,7 @@ parse_args(int argc, char **argv, struct options *o)
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(); exit(MATE_EXIT_OK);
 		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
-		default: mate_fe_usage_error("unknown or incomplete option");
+		default: mate_fe_bad_option(argv, "o:f:d:t:l:vqhV");
 		}
 	}
 	o->logs = argv + optind;

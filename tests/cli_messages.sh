@@ -1,0 +1,30 @@
+#!/bin/sh
+# cli_messages.sh: every tool's message for an unknown option or a missing value is one line under its own name (never libtool's .libs/lt- one) plus the --help hint, exit 2.
+. "$top_srcdir/tests/checks.sh"
+b=$top_builddir
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-cli-msg.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; checks_failed; }
+
+# misuse: one line naming the option, the hint, exit 2
+for tool in src/mate/mate src/replay/mate-list-dumps src/replay/mate-replay src/record/mate-record \
+	src/trace/mate-trace src/top/mate-top mate-visualize; do
+	name=${tool##*/}
+	"$b/$tool" --no-such-option > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	check [ "$rc" -eq 2 ] || fail "$name --no-such-option: exit $rc"
+	check [ "$(grep -c . "$tmp/err")" -eq 2 ] && [ "$(grep -c "^$name: unknown option '--no-such-option'$" "$tmp/err")" -eq 1 ] &&
+		grep -q "^Try '$name --help'" "$tmp/err" || fail "$name: $(cat "$tmp/err")"
+	check sh -c '! grep -q -e "\.libs" -e "lt-" "$1"' sh "$tmp/err" || fail "$name names libtool's file: $(cat "$tmp/err")"
+done
+"$b/src/replay/mate-replay" -j > /dev/null 2> "$tmp/err"
+check [ "$(head -1 "$tmp/err")" = "mate-replay: option '-j' needs a value" ] || fail "-j: $(cat "$tmp/err")"
+"$b/mate-visualize" --output > /dev/null 2> "$tmp/err"
+check [ "$(head -1 "$tmp/err")" = "mate-visualize: option '--output' needs a value" ] ||
+	fail "--output: $(cat "$tmp/err")"
+"$b/src/trace/mate-trace" -x > /dev/null 2> "$tmp/err"
+check [ "$(head -1 "$tmp/err")" = "mate-trace: unknown option '-x'" ] || fail "-x: $(cat "$tmp/err")"
+"$b/src/replay/mate-list-dumps" --help=x > /dev/null 2> "$tmp/err"
+check [ "$(head -1 "$tmp/err")" = "mate-list-dumps: option '--help' takes no value" ] ||
+	fail "--help=x: $(cat "$tmp/err")"
+checks_done
