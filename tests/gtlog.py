@@ -198,8 +198,8 @@ def visualize(*args, check=True):
 
 def stats(stderr):
     """Numbers from mate-visualize's summary line."""
-    m = re.search(r"(\d+) events, (\d+) ops and (\d+) calls of (\d+) op types, (\d+) lanes "
-                  r"\((\d+) clients, (\d+) workers\)", stderr)
+    m = re.search(r"(\d+) events?, (\d+) ops? and (\d+) calls? of (\d+) op types?, (\d+) lanes? "
+                  r"\((\d+) clients?, (\d+) workers?\)", stderr)
     if not m:
         return None
     keys = ("events", "ops", "calls", "op_types", "lanes", "clients", "workers")

@@ -63,7 +63,7 @@ expect 0 "" "$bin" -q "$demo" -o "$tmp/q.png"
 [ ! -s "$tmp/err" ] && [ ! -s "$tmp/out" ] && ok || fail "-q prints nothing"
 expect 0 "wrote $tmp/s.svg" "$bin" "$demo" -o "$tmp/s.svg"
 [ ! -s "$tmp/out" ] && ok || fail "no data on stdout without -o -"
-grep -q "22 events, 4 ops and 5 calls of 3 op types, 4 lanes (2 clients, 1 workers)" "$tmp/err" && ok ||
+grep -q "22 events, 4 ops and 5 calls of 3 op types, 4 lanes (2 clients, 1 worker)," "$tmp/err" && ok ||
 	fail "summary counts: $(cat "$tmp/err")"
 # -o - writes the picture to stdout
 "$bin" -q "$demo" -o - >"$tmp/stdout.png" 2>"$tmp/err"

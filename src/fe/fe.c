@@ -127,6 +127,12 @@ mate_fe_bad_option(char *const argv[], const char *optstring)
 	mate_fe_usage_error("unknown option '%s'", arg);
 }
 
+const char *
+mate_fe_s(unsigned long long n)
+{
+	return n == 1 ? "" : "s";
+}
+
 void
 mate_fe_print_version(void)
 {

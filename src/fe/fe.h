@@ -29,6 +29,8 @@ void mate_fe_usage_error(const char *fmt, ...)
  * own message off): one line naming the unknown option or the one that
  * lacks its value, the --help hint, exit(2). */
 void mate_fe_bad_option(char *const argv[], const char *optstring) __attribute__((noreturn));
+/* "s" unless n is 1, for counts in messages: "%llu event%s", n, mate_fe_s(n). */
+const char *mate_fe_s(unsigned long long n);
 /* Prints "progname (mate) X.Y.Z" and "libmate X.Y.Z" lines to stdout. */
 void mate_fe_print_version(void);
 

@@ -513,8 +513,8 @@ print_result(const char *name, const struct mate_alloc_replay_result *r)
 	char b1[32], b2[32];
 	double rate = r->seconds > 0 ? (double)r->events / r->seconds / 1e6 : 0;
 
-	printf("%s: %" PRIu64 " events in %.3f s (%.2f M/s); peak %s requested, footprint %s\n",
-	    name, r->events, r->seconds, rate, human(r->peak_bytes, b1, sizeof(b1)),
+	printf("%s: %" PRIu64 " event%s in %.3f s (%.2f M/s); peak %s requested, footprint %s\n",
+	    name, r->events, mate_fe_s(r->events), r->seconds, rate, human(r->peak_bytes, b1, sizeof(b1)),
 	    human(r->peak_footprint, b2, sizeof(b2)));
 }
 

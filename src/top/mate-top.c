@@ -351,8 +351,9 @@ print_batch(mate_monitor *m, const mate_activity *a, struct view *v)
 	}
 	localtime_r(&now, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-	printf("mate-top: %s, %d process%s, %llu events, %llu dropped\n", when, np,
-	    np == 1 ? "" : "es", (unsigned long long)events, (unsigned long long)drops);
+	printf("mate-top: %s, %d process%s, %llu event%s, %llu dropped\n", when, np,
+	    np == 1 ? "" : "es", (unsigned long long)events, mate_fe_s(events),
+	    (unsigned long long)drops);
 	printf("%-8s %-16s %-20s %6s %9s %10s %10s %s\n", "PID", "PROCESS", "WORKER", "BUSY",
 	    "OPS/S", "BYTES/S", "OPS", "TOP OPS");
 	for (int i = 0; i < v->norder; i++) {

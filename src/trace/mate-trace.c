@@ -269,13 +269,14 @@ summary(const mate_monitor *m, const struct writer *w, double secs, const char *
 	mate_publisher_info pi;
 	int n = mate_monitor_publishers(m);
 
-	fprintf(stderr, "%s: %llu events in %.2f s from %d process%s -> %s\n",
-	    mate_fe_progname(), (unsigned long long)w->seq, secs, n, n == 1 ? "" : "es", path);
+	fprintf(stderr, "%s: %llu event%s in %.2f s from %d process%s -> %s\n",
+	    mate_fe_progname(), (unsigned long long)w->seq, mate_fe_s(w->seq), secs, n,
+	    n == 1 ? "" : "es", path);
 	for (int i = 0; i < n; i++) {
 		mate_monitor_publisher(m, i, &pi);
-		fprintf(stderr, "  pid %ld %s: %llu events, %llu dropped, %llu lost%s\n", pi.pid,
+		fprintf(stderr, "  pid %ld %s: %llu event%s, %llu dropped, %llu lost%s\n", pi.pid,
 		    pi.program[0] != '\0' ? pi.program : pi.endpoint,
-		    (unsigned long long)pi.events, (unsigned long long)pi.dropped,
+		    (unsigned long long)pi.events, mate_fe_s(pi.events), (unsigned long long)pi.dropped,
 		    (unsigned long long)pi.lost, pi.ended ? ", exited" : "");
 	}
 }

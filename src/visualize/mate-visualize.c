@@ -206,16 +206,20 @@ print_summary(const struct options *o, const mate_timeline *tl, const mate_rende
 	else
 		mate_fe_warnx("wrote %s: %d x %d pixels (%g dpi, %g x %g in)", o->output,
 		    ri->width_px, ri->height_px, o->dpi, o->width, o->height);
-	mate_fe_warnx("%llu events, %llu ops and %llu calls of %d op types, %d lanes "
-	    "(%d clients, %d workers), %.3f s (%.3f s to %.3f s)%s",
-	    (unsigned long long)st.events, (unsigned long long)st.ops,
-	    (unsigned long long)st.calls, st.op_types, st.lanes, st.clients, st.workers,
+	mate_fe_warnx("%llu event%s, %llu op%s and %llu call%s of %d op type%s, %d lane%s "
+	    "(%d client%s, %d worker%s), %.3f s (%.3f s to %.3f s)%s",
+	    (unsigned long long)st.events, mate_fe_s(st.events), (unsigned long long)st.ops,
+	    mate_fe_s(st.ops), (unsigned long long)st.calls, mate_fe_s(st.calls), st.op_types,
+	    mate_fe_s(st.op_types), st.lanes, mate_fe_s(st.lanes), st.clients, mate_fe_s(st.clients),
+	    st.workers, mate_fe_s(st.workers),
 	    st.t1 >= st.t0 ? st.t1 - st.t0 : 0.0, st.t1 >= st.t0 ? st.t0 : 0.0,
 	    st.t1 >= st.t0 ? st.t1 : 0.0, "");
 	if (st.unpaired > 0)
-		mate_fe_warnx("%llu events left unpaired", (unsigned long long)st.unpaired);
+		mate_fe_warnx("%llu event%s left unpaired", (unsigned long long)st.unpaired,
+		    mate_fe_s(st.unpaired));
 	if (st.failed > 0)
-		mate_fe_warnx("%llu calls or ops reported a failure", (unsigned long long)st.failed);
+		mate_fe_warnx("%llu call%s or op%s reported a failure", (unsigned long long)st.failed,
+		    mate_fe_s(st.failed), mate_fe_s(st.failed));
 	if (flows[1] > 0)
 		mate_fe_warnx("%llu flows dropped: their call never ended in the log",
 		    (unsigned long long)flows[1]);
