@@ -1,5 +1,5 @@
 #!/bin/sh
-# cli_messages.sh: every tool's message for an unknown option or a missing value is one line under its own name (never libtool's .libs/lt- one) plus the --help hint, exit 2.
+# cli_messages.sh: every tool's message for an unknown option or a missing value is one line under its own name (never libtool's .libs/lt- one) plus the --help hint, exit 2; `mate --help` and mate(1) list every verb.
 . "$top_srcdir/tests/checks.sh"
 b=$top_builddir
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-cli-msg.XXXXXX") || exit 99
@@ -27,4 +27,11 @@ check [ "$(head -1 "$tmp/err")" = "mate-trace: unknown option '-x'" ] || fail "-
 "$b/src/replay/mate-list-dumps" --help=x > /dev/null 2> "$tmp/err"
 check [ "$(head -1 "$tmp/err")" = "mate-list-dumps: option '--help' takes no value" ] ||
 	fail "--help=x: $(cat "$tmp/err")"
+
+# mate --help and mate(1): every verb mate ships
+"$b/src/mate/mate" --help > "$tmp/help"
+for verb in list-dumps record replay top trace visualize; do
+	check grep -q "^  $verb  " "$tmp/help" || fail "mate --help lacks $verb"
+	check grep -q "^\.It Cm $verb\$" "$top_srcdir/man/mate.1" || fail "mate(1) lacks $verb"
+done
 checks_done

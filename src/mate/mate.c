@@ -17,7 +17,10 @@ static const struct verb {
 	const char *name, *help;
 } known[] = {
 	{ "list-dumps", "list recorded calls (dump directories) and their status" },
+	{ "record", "run an unmodified program under the recorder" },
 	{ "replay", "re-execute recorded calls and compare their outputs" },
+	{ "top", "live per-worker activity of monitored programs" },
+	{ "trace", "capture live events of monitored programs into an instruction log" },
 	{ "visualize", "draw timelines of instruction logs, or export them to Perfetto" },
 };
 
