@@ -1,5 +1,5 @@
 #!/bin/sh
-# cli_messages.sh: every tool's message for an unknown option or a missing value is one line under its own name (never libtool's .libs/lt- one) plus the --help hint, exit 2; `mate --help` and mate(1) list every verb.
+# cli_messages.sh: every tool's message for an unknown option or a missing value is one line under its own name (never libtool's .libs/lt- one) plus the --help hint, exit 2; `mate --help` and mate(1) list every verb; mate-list-dumps prints no "0 dumps" after the error that says why.
 . "$top_srcdir/tests/checks.sh"
 b=$top_builddir
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-cli-msg.XXXXXX") || exit 99
@@ -34,4 +34,13 @@ for verb in list-dumps record replay top trace visualize; do
 	check grep -q "^  $verb  " "$tmp/help" || fail "mate --help lacks $verb"
 	check grep -q "^\.It Cm $verb\$" "$top_srcdir/man/mate.1" || fail "mate(1) lacks $verb"
 done
+
+# mate-list-dumps of a missing folder: the error, exit 2, no "0 dumps"
+"$b/src/replay/mate-list-dumps" "$tmp/nonexistent" > "$tmp/out" 2> "$tmp/err"
+rc=$?
+check [ "$rc" -eq 2 ] && [ "$(grep -c . "$tmp/err")" -eq 1 ] && grep -q "No such file" "$tmp/err" ||
+	fail "mate-list-dumps nonexistent: exit $rc: $(cat "$tmp/err")"
+mkdir "$tmp/empty"
+"$b/src/replay/mate-list-dumps" "$tmp/empty" > "$tmp/out" 2> "$tmp/err"
+check grep -q "^0 dumps in $tmp/empty\$" "$tmp/err" || fail "an empty folder: $(cat "$tmp/err")"
 checks_done

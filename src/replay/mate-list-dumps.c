@@ -437,7 +437,7 @@ main(int argc, char **argv)
 	mate_dump_list *l;
 	mate_error err;
 	size_t problems = 0, n;
-	int status = MATE_EXIT_OK, nroots;
+	int status = MATE_EXIT_OK, nroots, nread = 0;
 
 	mate_fe_set_progname(argv[0]);
 	mate_fe_check_memory_cap();
@@ -456,7 +456,8 @@ main(int argc, char **argv)
 		if (mate_dump_list_add(l, root, &err) < 0) {
 			mate_fe_warnx("%s", err.message);
 			status = MATE_EXIT_USAGE;
-		}
+		} else
+			nread++;
 	}
 	mate_dump_list_sort(l);
 	n = mate_dump_list_count(l);
@@ -488,7 +489,7 @@ main(int argc, char **argv)
 			problems++;
 		}
 	}
-	if (!o.quiet)
+	if (!o.quiet && nread > 0)  /* not "0 dumps" after the error that says why */
 		summary(l, nroots == 1 ? (optind < argc ? argv[optind] : def) : NULL, problems);
 	mate_dump_list_free(l);
 	if (fflush(stdout) != 0 || ferror(stdout))
