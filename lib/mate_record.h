@@ -56,6 +56,11 @@ int mate_memlog_format_named(const char *name);
  * (default MATE_MEMLOG_FORMAT_RMM). @return MATE_OK, or MATE_ERR_ARGUMENT
  * for an unknown format. */
 int mate_memlog_set_format(mate_memlog *m, int format);
+/*! mate_memlog_write_header() : the CSV that path names for process pid
+ * ("%i" as in mate_memlog_new()) with its header row alone, when the file
+ * is missing or empty (a run with no device allocations still leaves a log
+ * that readers take). @return MATE_OK, or an error naming the file. */
+int mate_memlog_write_header(const char *path, long pid, mate_error *err);
 /*! mate_memlog_free() : closes the CSV and frees m. NULL ok. */
 void mate_memlog_free(mate_memlog *m);
 

@@ -230,6 +230,28 @@ csv_open(mate_memlog *m)
 	return m->fd >= 0 ? 0 : -1;
 }
 
+int
+mate_memlog_write_header(const char *path, long pid, mate_error *err)
+{
+	char *name = expand_path(path, (pid_t)pid);
+	struct stat sb;
+	int fd, e = 0, rc = MATE_OK;
+
+	if (name == NULL)
+		return mate_set_errno(err, ENAMETOOLONG, "memory log", path);
+	if ((fd = open(name, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0 ||
+	    fstat(fd, &sb) != 0)
+		e = errno;
+	else if (sb.st_size == 0)
+		e = -mate_write_all(fd, CSV_HEADER, sizeof(CSV_HEADER) - 1);
+	if (fd >= 0 && close(fd) != 0 && e == 0)
+		e = errno;
+	if (e != 0)
+		rc = mate_set_errno(err, e, "memory log", name);
+	free(name);
+	return rc;
+}
+
 /* The action words of each format, by enum mate_memlog_action. */
 static const char *const action_names[][3] = {
 	[MATE_MEMLOG_FORMAT_RMM] = { "allocate", "free", "allocate failure" },

@@ -62,6 +62,9 @@ TESTS += tests/test_record_exit.sh tests/test_record_signals.py tests/test_recor
 EXTRA_DIST += tests/record-common.sh tests/test_record_exit.sh tests/test_record_signals.py \
 	tests/test_record_fakecuda.py tests/test_memlog_rmm.py tests/rmm_log_parser.py \
 	tests/test_record_memevents.py
+## What mate-record says after the run, and its --memlog of a run with no allocations.
+TESTS += tests/test_record_summary.sh
+EXTRA_DIST += tests/test_record_summary.sh
 
 ## The memory-profile examples of the README and mate-record(1), run as printed.
 TESTS += tests/test_record_profile.py

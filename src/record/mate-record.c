@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -280,14 +281,26 @@ install_forwarding(void)
 		sigaction(forwarded[i], &sa, &inherited[i]);
 }
 
-static int
-run(char **argv)
+/* How the program ran: its exit status, its pid, and whether exec failed
+ * (then there is nothing to sum up). */
+struct outcome {
+	int status;
+	long pid;
+	int not_run;
+};
+
+static void
+run(char **argv, struct outcome *out)
 {
 	char pid[24];
 	pid_t pid_child;
 	sigset_t all, old;
-	int status;
+	int status, fds[2], e;
+	ssize_t n;
 
+	/* the child says through fds (closed on exec) that it could not exec */
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		mate_fe_errx(MATE_EXIT_USAGE, "pipe: %s", strerror(errno));
 	/* no forwarded signal may fall between fork() and knowing the child */
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
@@ -301,18 +314,28 @@ run(char **argv)
 		snprintf(pid, sizeof(pid), "%ld", (long)getpid());
 		setenv("MATE_RECORD_ROOT_PID", pid, 1);
 		execvp(argv[0], argv);
-		fprintf(stderr, "%s: %s: %s\n", mate_fe_progname(), argv[0], strerror(errno));
-		_exit(errno == ENOENT ? 127 : 126);
+		e = errno;
+		fprintf(stderr, "%s: %s: %s\n", mate_fe_progname(), argv[0], strerror(e));
+		if (write(fds[1], &e, sizeof(e)) < 0)
+			e = errno;
+		_exit(e == ENOENT ? 127 : 126);
 	}
 	child_pid = pid_child;
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(fds[1]);
+	while ((n = read(fds[0], &e, sizeof(e))) < 0 && errno == EINTR)
+		;
+	close(fds[0]);
+	out->not_run = n == (ssize_t)sizeof(e);
+	out->pid = (long)pid_child;
 	while (waitpid(pid_child, &status, 0) < 0)
 		if (errno != EINTR)
 			mate_fe_errx(MATE_EXIT_USAGE, "waitpid: %s", strerror(errno));
 	child_pid = 0;
 	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+		out->status = 128 + WTERMSIG(status);
+	else
+		out->status = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
 /* "1.5 MiB" */
@@ -334,24 +357,39 @@ human(uint64_t b, char *buf, size_t len)
 	return buf;
 }
 
+/* The level the program ran at (what environment() set). */
+static long
+level(const struct options *o)
+{
+	const char *v = getenv(var(o, "LOGLEVEL"));
+
+	return v != NULL ? strtol(v, NULL, 10) : 0;
+}
+
 static void
 summary(const struct mate_record_totals *t, const char *dump_dir, const struct options *o)
 {
-	char b1[32], b2[32], procs[48] = "";
+	char b1[32], b2[32], procs[48] = "", dumps[PATH_MAX + 64] = "";
 
 	if (t->processes > 0)
 		snprintf(procs, sizeof(procs), " in %" PRIu64 " process%s", t->processes,
 		    t->processes == 1 ? "" : "es");
-	fprintf(stderr, "%s: %" PRIu64 " call%s recorded%s; %" PRIu64 " dump%s (%s) in %s; "
-	    "peak device memory %s\n", mate_fe_progname(), t->calls, t->calls == 1 ? "" : "s",
-	    procs, t->dumps, t->dumps == 1 ? "" : "s", human(t->dump_bytes, b1, sizeof(b1)),
-	    dump_dir, human(t->peak_bytes, b2, sizeof(b2)));
+	/* dumps are made at level 10 only: below, "0 dumps" says nothing */
+	if (t->dumps > 0 || level(o) >= 10)
+		snprintf(dumps, sizeof(dumps), "; %" PRIu64 " dump%s (%s) in %s", t->dumps,
+		    t->dumps == 1 ? "" : "s", human(t->dump_bytes, b1, sizeof(b1)), dump_dir);
+	fprintf(stderr, "%s: %" PRIu64 " call%s recorded%s%s; peak device memory %s\n",
+	    mate_fe_progname(), t->calls, t->calls == 1 ? "" : "s", procs, dumps,
+	    human(t->peak_bytes, b2, sizeof(b2)));
 	if (t->transfers || t->launches || t->allocations)
 		fprintf(stderr, "%s: %" PRIu64 " device allocation%s, %" PRIu64 " cudaMemcpy (%s), %"
 		    PRIu64 " kernel launch%s%s%s\n", mate_fe_progname(), t->allocations,
 		    t->allocations == 1 ? "" : "s", t->transfers, human(t->transfer_bytes, b1,
 		    sizeof(b1)), t->launches, t->launches == 1 ? "" : "es",
 		    o->memlog ? "; memory log: " : "", o->memlog ? o->memlog : "");
+	else if (o->memlog)
+		fprintf(stderr, "%s: no device allocations; memory log: %s (its header alone)\n",
+		    mate_fe_progname(), o->memlog);
 	if (t->static_cudart)
 		fprintf(stderr, "%s: a static CUDA runtime was in use: its CUDA calls were not "
 		    "recorded\n", mate_fe_progname());
@@ -369,7 +407,8 @@ main(int argc, char **argv)
 	mate_error err;
 	const char *dump_dir;
 	char dumps[64];
-	int status;
+	struct outcome run_out;
+	int have_totals;
 
 	mate_fe_set_progname(argv[0]);
 	parse(argc, argv, &o);
@@ -381,13 +420,18 @@ main(int argc, char **argv)
 	set("MATE_RECORD_SUMMARY", mate_record_session_dir(s));
 	check_static_runtime(o.argv[0]);
 	install_forwarding();
-	status = run(o.argv);
-	if (!o.quiet) {
-		if (mate_record_session_totals(s, &t, &err) == MATE_OK)
-			summary(&t, dump_dir, &o);
-		else
+	memset(&run_out, 0, sizeof(run_out));
+	run(o.argv, &run_out);
+	if (!run_out.not_run) {
+		if (!(have_totals = mate_record_session_totals(s, &t, &err) == MATE_OK))
 			mate_fe_warnx("%s", err.message);
+		/* a run with no device allocations leaves the header the reader expects */
+		if (o.memlog && have_totals && t.allocations == 0 &&
+		    mate_memlog_write_header(o.memlog, run_out.pid, &err) != MATE_OK)
+			mate_fe_warnx("%s", err.message);
+		if (have_totals && !o.quiet)
+			summary(&t, dump_dir, &o);
 	}
 	mate_record_session_free(s);
-	return status;
+	return run_out.status;
 }
