@@ -123,3 +123,6 @@ EXTRA_DIST += tests/test_flashinfer_decorator.py tests/test_flashinfer_logtext.p
 ## Every tool's misuse message, mate's verbs, mate-list-dumps of a missing folder.
 TESTS += tests/cli_messages.sh
 EXTRA_DIST += tests/cli_messages.sh
+## The README's jq pipelines, as printed.
+TESTS += tests/readme_jq.sh
+EXTRA_DIST += tests/readme_jq.sh

@@ -226,7 +226,12 @@ check("Summary: 2 passed, 5 failed (1 mismatch, 1 unsupported, 2 reproduced fail
       "summary breakdown: %r" % out)
 # crashes are never counted as passed, even alone
 p = run(RP + [os.path.join(syn, crashed)], check=False)
-check(p.returncode == 1 and "Summary: 0 passed, 1 failed" in p.stdout, "a reproduced failure is not a pass")
+check("Summary: 0 passed, 1 failed" in p.stdout, "a reproduced failure is not a pass")
+check(p.returncode == 0, "a reproduced failure is what a replay of a crash expects: exit 0 (%d)" % p.returncode)
+p = run(RP + [os.path.join(syn, fixed)], check=False)
+check(p.returncode == 1, "a call that now runs where it failed: exit 1 (%d)" % p.returncode)
+p = run(RP + [os.path.join(syn, odd)], check=False)
+check(p.returncode == 1, "an unsupported call: exit 1 (%d)" % p.returncode)
 
 # --jsonl: one object per call, summary on stderr
 p = run(RP + ["--jsonl", syn], check=False)
@@ -248,12 +253,12 @@ for i in range(60):
                cfg["output_metadata"] if i % 3 == 0 else {"result": None})
 one = run(RP + [many], check=False)
 four = run(RP + ["-j", "4", many], check=False)
-check(one.stdout == four.stdout and one.returncode == four.returncode == 1, "-j 4 prints as -j 1")
+check(one.stdout == four.stdout and one.returncode == four.returncode == 0, "-j 4 prints as -j 1")
 check("Summary: 40 passed, 20 failed (20 reproduced failures)" in one.stdout, "60 calls: %r" % one.stdout[-200:])
 p = run(RP + ["--exclude", "crash*", "-j", "3", many], check=False)
 check(p.returncode == 0 and "Summary: 40 passed, 0 failed" in p.stdout, "--exclude: exit 0")
 p = run(RP + ["--status", "inputs_saved", many], check=False)
-check(p.returncode == 1 and "Summary: 0 passed, 20 failed (20 reproduced failures)" in p.stdout, "--status inputs_saved")
+check(p.returncode == 0 and "Summary: 0 passed, 20 failed (20 reproduced failures)" in p.stdout, "--status inputs_saved")
 p = run(RP + ["--status", "completed", many], check=False)
 check(p.returncode == 0 and "Summary: 40 passed, 0 failed" in p.stdout, "--status completed")
 p = run(RP + ["--dir", many, "--include", "no_*"], check=False)

@@ -476,7 +476,8 @@ replay_all(const struct options *o, mate_replay *r, const mate_dump_list *l)
 	if (nsel == 0) {
 		mate_fe_warnx("no dumps %s", n ? "selected (--include, --exclude, --status)" : "found");
 		status = MATE_EXIT_FAIL;
-	} else if (nsel - t.by[MATE_REPLAY_PASSED] > 0) {
+	} else if (nsel - t.by[MATE_REPLAY_PASSED] - t.by[MATE_REPLAY_REPRODUCED] > 0) {
+		/* a recorded failure that fails again is what replaying a crash is for */
 		status = MATE_EXIT_FAIL;
 	}
 	free(sel);
