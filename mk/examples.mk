@@ -3,3 +3,7 @@ noinst_PROGRAMS += examples/mate-demo
 examples_mate_demo_SOURCES = examples/mate-demo.c examples/minilib.c examples/minilib.h
 examples_mate_demo_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
 examples_mate_demo_LDADD = libmate.la $(OPENBLAS_LIBS) -lm
+
+## bin/ of the build folder (Makefile.am): every tool and mate-demo.
+TESTS += tests/build_bin.sh
+EXTRA_DIST += tests/build_bin.sh
