@@ -3,13 +3,18 @@
 # demo workload at level 10, shows what was recorded, replays it, then captures a live trace of
 # the demo and renders its timeline.
 #
-# usage: examples/run-demo.sh [--no-install] [--build DIR] [--out DIR] [--safetensors]
+# usage: examples/run-demo.sh [--no-install] [--build DIR] [--out DIR] [--safetensors] [--verbose]
 #
 #   --no-install   do not install packages (they must be there already)
 #   --build DIR    build directory (default: build/ in the source tree)
-#   --out DIR      where the demo's log and dumps go (default: DIR/demo of the build directory);
-#                  emptied first, so every run shows only its own recording
+#   --out DIR      where the demo's logs, dumps, trace and pictures go (default: DIR/demo of
+#                  the build directory): a new or empty folder, or a previous run's output,
+#                  of which the files this script writes are replaced; anything else in it is
+#                  left alone, and a non-empty folder of other files is refused
+#   --clean        remove a previous run's files from --out (nothing else), then stop
 #   --safetensors  dump .safetensors files instead of .pt (MATE_DUMP_SAFETENSORS=1)
+#   --verbose      show every step's full output (the build's, the recording's, the replay's)
+#                  here too; without it, one line per step, and the rest in OUT/run-demo.log
 #
 # It can run again at any time: packages already installed are not installed again, the build
 # is incremental, and the recording starts afresh.
@@ -20,20 +25,66 @@ build=$src/build
 out=
 install=1
 safetensors=0
+verbose=0
+clean=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--no-install) install=0 ;;
-	--build) build=$2; shift ;;
-	--out) out=$2; shift ;;
+	--build|--out)
+		[ $# -ge 2 ] || { echo "run-demo.sh: $1 needs a folder (see --help)" >&2; exit 2; }
+		if [ "$1" = --build ]; then build=$2; else out=$2; fi
+		shift ;;
+	--clean) clean=1 ;;
 	--safetensors) safetensors=1 ;;
-	-h|--help) sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-v|--verbose) verbose=1 ;;
+	-h|--help) sed -n '2,21s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) echo "run-demo.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
 done
+
+# ---- the output folder, checked before anything is installed, built or removed ---------------
+# The files a run writes in it (timeline*.png: every picture), and the marker that says so.
+made="api.log mate_dumps replay-completed.txt replay-failed.txt trace.log run-demo.log"
+marker=.mate-demo
+[ -n "$out" ] || out=$build/demo
+if [ -e "$out" ] && [ ! -d "$out" ]; then
+	echo "run-demo.sh: --out $out: not a folder" >&2
+	exit 2
+fi
+# A previous run's output: the marker, or (runs before the marker) nothing but its files.
+previous_output() {
+	local f
+	[ -f "$out/$marker" ] && return 0
+	[ -f "$out/api.log" ] && [ -d "$out/mate_dumps" ] || return 1
+	for f in "$out"/* "$out"/.[!.]*; do
+		[ -e "$f" ] || continue
+		case " $made " in *" ${f##*/} "*) continue ;; esac
+		case ${f##*/} in timeline*.png) continue ;; esac
+		return 1
+	done
+}
+if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] && ! previous_output; then
+	echo "run-demo.sh: --out $out: not empty, and not a previous demo output (no $marker):" \
+		"nothing was removed; give a new or empty folder" >&2
+	exit 2
+fi
+# Removes what a run wrote there, by name: never anything else.
+remove_previous() {
+	local f
+	for f in $made $marker; do rm -rf "${out:?}/$f"; done
+	rm -f "$out"/timeline*.png
+}
+if [ "$clean" = 1 ]; then
+	if [ -d "$out" ]; then
+		remove_previous
+		rmdir "$out" 2> /dev/null || echo "run-demo.sh: kept $out: it holds other files"
+	fi
+	exit 0
+fi
+
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
-out=${out:-$build/demo}
 jobs=$(nproc 2>/dev/null || echo 2)
 py=/usr/bin/python3   # Debian's, with python3-torch (not a pyenv or venv one)
 [ -x "$py" ] || py=python3
@@ -41,22 +92,50 @@ nsteps=6
 step=0
 step() { step=$((step + 1)); printf '\n==> [%d/%d] %s\n' "$step" "$nsteps" "$*"; }
 
+# ---- the story here, the details in run-demo.log -----------------------------------------------
+mkdir -p "$out"
+remove_previous
+out=$(cd "$out" && pwd)
+printf 'examples/run-demo.sh wrote this folder; its next run replaces: %s timeline*.png\n' \
+	"$made" > "$out/$marker"
+runlog=$out/run-demo.log
+exec 3>&1 4>&2
+if [ "$verbose" = 1 ]; then
+	exec > >(tee "$runlog") 2>&1
+else
+	exec > "$runlog" 2>&1
+fi
+# say: one line of the story (on the terminal, and in the log)
+say() {
+	printf '%s\n' "$*"
+	[ "$verbose" = 1 ] || printf '%s\n' "$*" >&3
+}
+failed() {
+	local rc=$?
+	[ "$rc" = 0 ] || [ "$verbose" = 1 ] && return
+	printf 'run-demo.sh: step %d failed (exit %d); the end of %s:\n' "$step" "$rc" "$runlog" >&4
+	tail -n 20 "$runlog" | sed 's/^/  /' >&4
+}
+trap failed EXIT
+say "mate's demo: one line a step here; every step's full output in $runlog (or --verbose)"
+
 # ---- 1. dependencies --------------------------------------------------------------------------
 step "dependencies (.ci/packages)"
 packages=$(grep -v '^#' "$src/.ci/packages" | tr '\n' ' ')
 if [ "$install" = 0 ]; then
-	echo "skipped (--no-install)"
+	say "[1/$nsteps] dependencies: not checked (--no-install)"
 elif ! command -v dpkg-query > /dev/null; then
-	echo "not a Debian system: install the equivalents of .ci/packages yourself, then use --no-install"
+	say "[1/$nsteps] dependencies: not a Debian system: install the equivalents of .ci/packages" \
+		"yourself, then use --no-install"
 else
 	missing=
 	for p in $packages; do
 		dpkg-query -W -f='${Status}' "$p" 2> /dev/null | grep -q 'install ok installed' || missing="$missing $p"
 	done
 	if [ -z "$missing" ]; then
-		echo "all $(echo $packages | wc -w) packages are installed"
+		say "[1/$nsteps] dependencies: all $(echo $packages | wc -w) packages of .ci/packages are installed"
 	else
-		echo "installing:$missing"
+		say "[1/$nsteps] dependencies: installing$missing"
 		sudo=
 		[ "$(id -u)" = 0 ] || sudo=sudo
 		export DEBIAN_FRONTEND=noninteractive
@@ -74,17 +153,18 @@ if [ ! -f "$build/Makefile" ]; then
 	(cd "$build" && "$src/configure" -q)
 fi
 make -C "$build" -j"$jobs" -s
-echo "built: $build/examples/mate-demo"
+say "[2/$nsteps] build: mate is built in $build; every tool and mate-demo are in $build/bin"
 
 # ---- 3. record ------------------------------------------------------------------------------------
 step "run examples/mate-demo at MATE_LOGLEVEL=10"
-rm -rf "$out"
-mkdir -p "$out"
 export MATE_LOGLEVEL=10 MATE_LOGDEST="$out/api.log" MATE_DUMP_DIR="$out/mate_dumps"
 export MATE_DUMP_SAFETENSORS=$safetensors MATE_DEMO_CHECKSUM=1
 echo "MATE_LOGLEVEL=10 MATE_LOGDEST=$MATE_LOGDEST MATE_DUMP_DIR=$MATE_DUMP_DIR MATE_DUMP_SAFETENSORS=$safetensors"
 "$build/examples/mate-demo"
 unset MATE_LOGLEVEL MATE_LOGDEST MATE_DUMP_DIR MATE_DUMP_SAFETENSORS MATE_DEMO_CHECKSUM
+ncalls=$(grep -c 'MATE API Call:' "$out/api.log" || true)
+say "[3/$nsteps] record: mate-demo at MATE_LOGLEVEL=10 made $ncalls calls: their log api.log," \
+	"their tensors mate_dumps/ (a folder a call)"
 
 # ---- 4. show what was recorded --------------------------------------------------------------------
 step "what was recorded in $out"
@@ -109,13 +189,20 @@ else
 fi
 echo "--- $dumps/session.jsonl: $(wc -l < "$dumps/session.jsonl") records; the last one:"
 tail -n 1 "$dumps/session.jsonl" | { "$py" -m json.tool 2> /dev/null || cat; }
-echo "--- statuses: $(cat "$dumps"/*/metadata.jsonl | grep -o '"execution_status": "[a-z_]*"' | cut -d'"' -f4 |
-	sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2}') records"
+# each call writes an inputs_saved record before it runs, then completed or failed after
+outcomes=$(for m in "$dumps"/*/metadata.jsonl; do tail -n 1 "$m"; done |
+	grep -o '"execution_status": "[a-z_]*"' | cut -d'"' -f4 | sort | uniq -c |
+	awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2}')
+echo "--- how the calls ended: $outcomes (each call saved its inputs before it ran)"
+ncompleted=$(grep -l '"execution_status": "completed"' "$dumps"/*/metadata.jsonl | wc -l)
+nfailed=$(grep -l '"execution_status": "failed"' "$dumps"/*/metadata.jsonl | wc -l)
+read_by=
 ext=pt
 [ "$safetensors" = 1 ] && ext=safetensors
 first=$(ls "$dumps"/*/inputs.$ext 2> /dev/null | head -1 || true)
 if [ -n "$first" ] && { [ "$ext" = safetensors ] || "$py" -c 'import torch' 2> /dev/null; }; then
 	echo "--- Python reads the dumps: $first"
+	read_by="; Python reads them"
 	"$py" - "$first" <<'EOF'
 import json, struct, sys
 path = sys.argv[1]
@@ -131,22 +218,27 @@ else:
                 print(f"  {key}: shape {tuple(t['shape'])}, {t['dtype']}, bytes {t['data_offsets']}")
 EOF
 fi
+say "[4/$nsteps] recorded: $ncompleted calls completed, $nfailed failed on purpose (a bad shape)," \
+	"each with its inputs saved$read_by"
 
 # ---- 5. replay ---------------------------------------------------------------------------------------
 step "replay the recorded calls on libmate's kernels"
 # the tools as built, found by `mate VERB` through PATH
 export PATH="$build/src/replay:$build/src/record:$build/src/trace:$build/src/top:$build:$PATH"
 echo "--- mate replay --status completed: every completed call re-executed and compared"
-"$build/src/mate/mate" replay --status completed "$dumps"
+"$build/src/mate/mate" replay --status completed "$dumps" | tee "$out/replay-completed.txt"
 echo "--- mate replay --status failed: the demo's deliberate failures re-executed (they must reproduce)"
-if "$build/src/mate/mate" replay --status failed "$dumps" | tee "$out/replay-failed.txt"; then
-	echo "run-demo.sh: a deliberate failure no longer fails" >&2
-	exit 1
-fi
+# exit 0: each one failed again as it did when recorded
+"$build/src/mate/mate" replay --status failed "$dumps" | tee "$out/replay-failed.txt"
 grep -q "failed ([0-9]* reproduced failures\{0,1\})$" "$out/replay-failed.txt" || {
 	echo "run-demo.sh: a recorded failure did not reproduce" >&2
 	exit 1
 }
+npassed=$(grep -c ': Passed' "$out/replay-completed.txt" || true)
+nexact=$(grep -c ': Passed (bit-exact' "$out/replay-completed.txt" || true)
+nreproduced=$(grep -c ': Reproduced the failure' "$out/replay-failed.txt" || true)
+say "[5/$nsteps] replay: $npassed of $ncompleted completed calls pass ($nexact bit-exact);" \
+	"$nreproduced of $nfailed failures fail again as recorded"
 
 # ---- 6. watch it live: trace and timeline ----------------------------------------------------------
 step "capture a live trace of the demo and render its timeline"
@@ -166,6 +258,5 @@ zoom=$(awk '/^ *[0-9.]+s \| #/ { t = $1 + 1; printf "--from %.6f --to %.6f", t, 
 echo "--- mate-visualize $out/trace.log $zoom --output $out/timeline-zoom.png"
 "$build/mate-visualize" "$out/trace.log" $zoom --output "$out/timeline-zoom.png"
 
-echo
-echo "done: the log is $log, the dumps are in $dumps,"
-echo "      the trace is $out/trace.log and its timeline $out/timeline.png"
+say "[6/$nsteps] live: a trace of the demo in $out/trace.log, its timeline $out/timeline.png"
+say "done in ${SECONDS}s: everything is in $out"
