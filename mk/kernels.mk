@@ -49,10 +49,16 @@ mate_cuda_la_SOURCES = \
 	lib/kernels_cuda_attn.cu \
 	lib/alloc_replay_cuda.c
 mate_cuda_la_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
+# libmate is linked as a plain shared object, not as libmate.la: libtool
+# would relink the module at install time against $(libdir), and so fail
+# on `make install prefix=DIR` after half the files were installed. The
+# module needs libmate.so.0 (DT_NEEDED), which is the libmate that opens it.
 mate_cuda_la_LDFLAGS = -module -avoid-version -shared \
-	-export-symbols-regex '^mate_cuda_module$$' $(AM_LDFLAGS)
+	-export-symbols-regex '^mate_cuda_module$$' $(AM_LDFLAGS) \
+	-Wl,$(abs_top_builddir)/.libs/libmate.so
 # nvcc's stubs for template kernels use the C++ ABI (static guards)
-mate_cuda_la_LIBADD = libmate.la $(CUDA_LIBS) -lstdc++
+mate_cuda_la_LIBADD = $(CUDA_LIBS) -lstdc++
+mate_cuda_la_DEPENDENCIES = libmate.la
 check_PROGRAMS += tests/test_kernels_cuda tests/test_cuda_module
 ## a module from another mate version or ABI, which libmate refuses
 check_LTLIBRARIES += tests/cuda-module-other.la
