@@ -28,3 +28,7 @@ check_PROGRAMS += tests/test_wqueue
 tests_test_wqueue_SOURCES = tests/test_wqueue.c
 tests_test_wqueue_LDADD = libmate.la
 TESTS += tests/test_wqueue
+
+## libmate.pc: a static link with its private requirements.
+TESTS += tests/test_pkgconfig.sh
+EXTRA_DIST += tests/test_pkgconfig.sh
