@@ -12,3 +12,7 @@ else
 fuzz:
 	@echo "configure with CC=clang --enable-fuzzing to build the fuzz targets" >&2; exit 1
 endif
+
+## CI's fuzz step finds every seed corpus, shows a crash whole, and CI runs the main job.
+TESTS += tests/ci_fuzz_demo.sh
+EXTRA_DIST += tests/ci_fuzz_demo.sh

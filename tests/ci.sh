@@ -1,6 +1,7 @@
 #!/bin/bash
-# tests/ci.sh: the full test run: make check, make distcheck, make check under ASan/UBSan
-# (static, and shared for the preload library), and the fuzz targets.
+# tests/ci.sh: the full test run: make check, the main job (examples/run-demo.sh), make install,
+# make distcheck, make check under ASan/UBSan (static, and shared for the preload library),
+# and the fuzz targets on their seed corpora (fuzz/corpus/NAME for fuzz/fuzz_NAME.c).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -40,6 +41,24 @@ rm -rf _build && mkdir _build && cd _build
 make -j"$jobs"
 make -j"$jobs" check || { cat test-suite.log; exit 1; }
 no_skips
+
+step "the main job (examples/run-demo.sh) in this build, into a scratch folder"
+demo_out=$(mktemp -d "${TMPDIR:-/tmp}/mate-ci-demo.XXXXXX")
+../examples/run-demo.sh --no-install --build . --out "$demo_out/demo" ||
+	{ cat "$demo_out/demo/run-demo.log"; exit 1; }
+rm -rf "$demo_out"
+
+step "install: make install with DESTDIR, then with prefix= (nothing left half done)"
+rm -rf _destdir _prefix
+make install DESTDIR="$PWD/_destdir" > /dev/null
+make install prefix="$PWD/_prefix" > /dev/null
+for d in "_destdir/usr/local" _prefix; do
+	for f in bin/mate bin/mate-record bin/mate-replay lib/pkgconfig/libmate.pc \
+		lib/mate/libmate-preload.so share/man/man1/mate.1; do
+		[ -e "$d/$f" ] || { echo "ci: make install left no $d/$f"; exit 1; }
+	done
+done
+rm -rf _destdir _prefix
 
 step "make distcheck"
 make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS="--without-cuda"
@@ -87,10 +106,19 @@ make -j"$jobs" fuzz
 for f in fuzz/fuzz_*; do
 	[ -x "$f" ] || continue
 	name=$(basename "$f")
+	# fuzz/fuzz_NAME.c's seeds are in fuzz/corpus/NAME
 	corpus="../fuzz/corpus/${name#fuzz_}"
+	[ -d "$corpus" ] || { echo "ci: $name has no seed corpus $corpus"; exit 1; }
 	mkdir -p "corpus-$name"
-	echo "fuzzing $name for ${fuzz_seconds}s"
-	"$f" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -max_len=65536 \
-		"corpus-$name" ${corpus:+$( [ -d "$corpus" ] && echo "$corpus")} 2>&1 | tail -n 3
+	echo "fuzzing $name for ${fuzz_seconds}s (seeds: $(ls "$corpus" | wc -l) in $corpus)"
+	# the whole output of a crash (its stack trace and the input that made
+	# it); the last lines of a clean run
+	if ! "$f" -max_total_time="$fuzz_seconds" -rss_limit_mb=2048 -max_len=65536 \
+		"corpus-$name" "$corpus" > "$name.log" 2>&1; then
+		cat "$name.log"
+		echo "ci: $name failed: its input is in $PWD (crash-*, leak-*, timeout-*)"
+		exit 1
+	fi
+	tail -n 3 "$name.log"
 done
 echo "ci: all steps passed"
