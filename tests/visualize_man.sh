@@ -16,7 +16,7 @@ done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-vis-man.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 cp "$top_srcdir/tests/fixtures/gt-logs/demo.log" "$tmp/trace.log"
-ln -s "$top_builddir/examples" "$tmp/examples"  # the recording example runs the demo
+ln -s "$top_builddir" "$tmp/build"  # the recording example runs build/bin/mate-demo
 n=0
 mandoc -Tascii "$page" | sed -n 's/^ *\$ \(mate-visualize .*\)$/\1/p; s/^ *\$ \(cat .*\)$/\1/p;
     s/^ *\$ \(MATE_[A-Z_]*=.*\)$/\1/p' >"$tmp/examples.txt"
