@@ -3,7 +3,8 @@
 # demo workload at level 10, shows what was recorded, replays it, then captures a live trace of
 # the demo and renders its timeline.
 #
-# usage: examples/run-demo.sh [--no-install] [--build DIR] [--out DIR] [--safetensors] [--verbose]
+# usage: examples/run-demo.sh [--no-install] [--build DIR] [--out DIR [--clean]] [--safetensors]
+#                             [--verbose]
 #
 #   --no-install   do not install packages (they must be there already)
 #   --build DIR    build directory (default: build/ in the source tree)
@@ -37,7 +38,7 @@ while [ $# -gt 0 ]; do
 	--clean) clean=1 ;;
 	--safetensors) safetensors=1 ;;
 	-v|--verbose) verbose=1 ;;
-	-h|--help) sed -n '2,21s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,22s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) echo "run-demo.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 	shift
