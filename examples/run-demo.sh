@@ -48,16 +48,18 @@ done
 # The files a run writes in it (timeline*.png: every picture), and the marker that says so.
 made="api.log mate_dumps replay-completed.txt replay-failed.txt trace.log run-demo.log"
 marker=.mate-demo
+out_given=${out:+1}
 [ -n "$out" ] || out=$build/demo
 if [ -e "$out" ] && [ ! -d "$out" ]; then
 	echo "run-demo.sh: --out $out: not a folder" >&2
 	exit 2
 fi
-# A previous run's output: the marker, or (runs before the marker) nothing but its files.
+# A previous run's output: the marker, or in the default folder (runs before the marker)
+# nothing but its files; a folder given with --out may hold a user's own recording.
 previous_output() {
 	local f
 	[ -f "$out/$marker" ] && return 0
-	[ -f "$out/api.log" ] && [ -d "$out/mate_dumps" ] || return 1
+	[ -z "$out_given" ] && [ -f "$out/api.log" ] && [ -d "$out/mate_dumps" ] || return 1
 	for f in "$out"/* "$out"/.[!.]*; do
 		[ -e "$f" ] || continue
 		case " $made " in *" ${f##*/} "*) continue ;; esac

@@ -44,11 +44,19 @@ run --out "$tmp/prev" --clean
 rc=$?
 check [ "$rc" -eq 0 ] || fail "--clean: exit $rc: $(cat "$tmp/out")"
 check [ "$(ls -A "$tmp/prev" 2>&1)" = mine.txt ] || fail "after --clean: $(ls -A "$tmp/prev" 2>&1)"
-# an output of the runs before the marker: recognised, and cleaned away
-mkdir -p "$tmp/old/mate_dumps/call1"
-echo x > "$tmp/old/api.log"
-echo x > "$tmp/old/timeline.png"
-run --out "$tmp/old" --clean
+# a user's own recording under the demo's names, given with --out: refused
+mkdir -p "$tmp/rec/mate_dumps/call1"
+echo x > "$tmp/rec/api.log"
+run --out "$tmp/rec"
 rc=$?
-check [ "$rc" -eq 0 ] && [ ! -e "$tmp/old" ] || fail "an old output: exit $rc, $(ls -A "$tmp/old" 2>&1)"
+check [ "$rc" -eq 2 ] && [ -f "$tmp/rec/api.log" ] && [ -d "$tmp/rec/mate_dumps/call1" ] ||
+	fail "a recording named api.log and mate_dumps/: exit $rc, $(ls -A "$tmp/rec" 2>&1)"
+# the default folder (BUILD/demo) of a run before the marker: recognised, and cleaned away
+mkdir -p "$tmp/build/demo/mate_dumps/call1"
+echo x > "$tmp/build/demo/api.log"
+echo x > "$tmp/build/demo/timeline.png"
+run --clean
+rc=$?
+check [ "$rc" -eq 0 ] && [ ! -e "$tmp/build/demo" ] ||
+	fail "an old default output: exit $rc, $(ls -A "$tmp/build/demo" 2>&1)"
 checks_done
