@@ -153,3 +153,8 @@ tests_doc_program_LDADD = libmate.la -lm
 ## leave whole files.
 TESTS += tests/test_profile.py tests/test_record_callprofile.py
 EXTRA_DIST += tests/test_profile.py tests/test_record_callprofile.py
+
+## Every shell example of the man pages and the README runs as printed (tests/doc-program
+## is their "./program").
+TESTS += tests/test_doc_examples.py
+EXTRA_DIST += tests/test_doc_examples.py
