@@ -27,7 +27,7 @@ TOOLS = ("mate", "mate-record", "mate-replay", "mate-list-dumps", "mate-trace", 
 SETUP = re.compile(r"^(sudo )?(apt-get|autoreconf|\./configure|make|\.ci/run|"
                    r"examples/run-demo\.sh|tests/peers-venv\.sh)\b")
 INTERACTIVE = re.compile(r"^mate-top( -d [\d.]+)?\s*$")
-COMMAND = re.compile(r"^([A-Z_][A-Z0-9_]*=\S*\s+)*(mate(-[a-z-]+)?|examples/mate-demo|"
+COMMAND = re.compile(r"^([A-Z_][A-Z0-9_]*=\S*\s+)*(mate(-[a-z-]+)?|(build/bin|examples)/mate-demo|"
                      r"\./program|\./my-program|\./train|python3|wait|cat|grep|jq)(\s|$)")
 
 
@@ -53,15 +53,17 @@ def workdir():
     files the pages start from: mate_dumps (from ./program at level 10) and trace.log (an
     instruction log of two seconds of the demo)."""
     work = tmpdir()
-    os.mkdir(os.path.join(work, "bin"))
-    for t in TOOLS:
-        p = find(t, "bin", ".")
-        check(p is not None, "the build has %s" % t)
-        if p:
-            wrapper(os.path.join(work, "bin", t), p)
-    os.mkdir(os.path.join(work, "examples"))
-    demo = find("mate-demo", "examples", "bin")
-    wrapper(os.path.join(work, "examples", "mate-demo"), demo)
+    # the tools and the demo, where the pages run them: in PATH, and in build/bin/ (a
+    # build folder's bin/, as the README builds it)
+    demo = find("mate-demo", "bin", "examples")
+    for d in ("bin", os.path.join("build", "bin")):
+        os.makedirs(os.path.join(work, d))
+        for t in TOOLS:
+            p = find(t, "bin", ".")
+            check(p is not None, "the build has %s" % t)
+            if p:
+                wrapper(os.path.join(work, d, t), p)
+        wrapper(os.path.join(work, d, "mate-demo"), demo)
     prog = build_path("tests", "doc-program")
     # the demo is quick as ./program: MATE_MONITOR_WAIT lets mate-trace attach first
     wrapper(os.path.join(work, "program"), prog)
