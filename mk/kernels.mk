@@ -12,6 +12,8 @@ libmate_la_SOURCES += \
 	lib/blas.c \
 	lib/kernels_cpu_attn.c \
 	lib/kernels_cpu_attn_tmpl.h \
+	lib/kernels_paged.h \
+	lib/kernels_cpu_paged.c \
 	lib/parallel.h \
 	lib/parallel.c
 ## OpenBLAS is opened on first use (lib/blas.c), not linked: only its headers here
