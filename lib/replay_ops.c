@@ -10,6 +10,7 @@
 
 /* Registers every built-in handler on r (module: any). */
 int mate_replay_register_builtins(mate_replay *r, mate_error *err);
+int mate_replay_register_attn(mate_replay *r, mate_error *err) MATE_HIDDEN;
 
 static const mate_kernels *
 kernels(const mate_replay_call *c)
@@ -485,6 +486,9 @@ mate_replay_register_builtins(mate_replay *r, mate_error *err)
 		if ((rc = mate_replay_register_signature(r, NULL, ops[i].name, ops[i].sig, ops[i].fn,
 		    (void *)ops[i].ctx, err)) != MATE_OK)
 			return rc;
+	/* FlashInfer's batch attention and KV cache (replay_ops_attn.c) */
+	if ((rc = mate_replay_register_attn(r, err)) != MATE_OK)
+		return rc;
 	/* the BLAS and cuBLAS calls mate-record records (replay_blas.c) */
 	return mate_replay_register_blas(r, err);
 }

@@ -11,7 +11,8 @@ libmate_la_SOURCES += \
 	lib/replay_private.h \
 	lib/replay_compare.c \
 	lib/replay_run.c \
-	lib/replay_ops.c
+	lib/replay_ops.c \
+	lib/replay_ops_attn.c
 
 ## The tools: mate-list-dumps, mate-replay and the `mate VERB` dispatcher.
 bin_PROGRAMS += src/replay/mate-list-dumps src/replay/mate-replay src/mate/mate
@@ -126,3 +127,7 @@ EXTRA_DIST += tests/cli_messages.sh
 ## The README's jq pipelines, as printed.
 TESTS += tests/readme_jq.sh
 EXTRA_DIST += tests/readme_jq.sh
+
+## FlashInfer's batch attention, MLA, merges and KV-cache appends (replay_ops_attn.c).
+TESTS += tests/test_flashinfer_attn.py
+EXTRA_DIST += tests/test_flashinfer_attn.py tests/peers/flashinfer_attn_ref.py

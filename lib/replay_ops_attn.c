@@ -1,0 +1,895 @@
+/* replay_ops_attn.c: replay handlers for FlashInfer's batch attention wrappers (paged, ragged, MLA), state merges and KV-cache appends. */
+#include "mate_private.h"
+#include "kernels.h"
+#include "kernels_paged.h"
+#include "replay_private.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Registers the handlers of this file on r (replay_ops.c calls it). */
+int mate_replay_register_attn(mate_replay *r, mate_error *err) MATE_HIDDEN;
+
+static const mate_kernels *
+kernels(const mate_replay_call *c)
+{
+#ifdef HAVE_CUDA
+	if (mate_replay_call_device(c) == MATE_REPLAY_DEVICE_CUDA)
+		return mate_kernels_cuda();
+#endif
+	return mate_kernels_cpu();
+}
+
+static const char *
+fname(const mate_replay_call *c)
+{
+	return mate_replay_call_function(c);
+}
+
+#define ABSENT(v) ((v) == NULL || mate_value_kind_of(v) == MATE_V_NONE)
+
+/* Element i of an integer tensor (unsigned 64-bit values past INT64_MAX
+ * read as -1, which every check rejects). */
+static int64_t
+int_at(const mate_tensor *t, int64_t i)
+{
+	const void *p = mate_tensor_element(t, i);
+	int sgn = mate_dtype_kind(t->dtype) == MATE_KIND_INT;
+	int64_t v = 0;
+
+	switch (mate_dtype_size(t->dtype)) {
+	case 1: v = sgn ? *(const int8_t *)p : *(const uint8_t *)p; break;
+	case 2: v = sgn ? *(const int16_t *)p : *(const uint16_t *)p; break;
+	case 4: v = sgn ? *(const int32_t *)p : *(const uint32_t *)p; break;
+	default:
+		memcpy(&v, p, sizeof(v));
+		if (!sgn && v < 0)
+			v = -1;
+	}
+	return v;
+}
+
+/* A 1-D integer tensor argument as a malloc'ed int64 array of *n elements
+ * (NULL and 0 when absent and optional). */
+static int
+arg_ints(mate_replay_call *c, int pos, const char *name, int optional, int64_t **out, int64_t *n)
+{
+	const mate_tensor *t;
+	int kind, rc;
+
+	*out = NULL;
+	*n = 0;
+	if ((rc = mate_replay_arg_tensor(c, pos, name, optional, &t)) != MATE_OK || t == NULL)
+		return rc;
+	kind = mate_dtype_kind(t->dtype);
+	if (t->device_type != MATE_DEVICE_CPU || t->ndim != 1 || (kind != MATE_KIND_INT &&
+	    kind != MATE_KIND_UINT) || (t->data == NULL && t->shape[0] > 0))
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s: expected a 1-D integer host "
+		    "tensor (%s, %d-D)", fname(c), name, mate_dtype_name(t->dtype), t->ndim);
+	if ((*out = malloc((size_t)(t->shape[0] + 1) * sizeof(int64_t))) == NULL)
+		return mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory", fname(c));
+	for (int64_t i = 0; i < t->shape[0]; i++)
+		(*out)[i] = int_at(t, i);
+	*n = t->shape[0];
+	return MATE_OK;
+}
+
+/* Arguments the handler does not read must be absent or None: positional
+ * ones past maxpos, keyword ones not named in known (NULL-terminated). */
+static int
+only_known(mate_replay_call *c, int maxpos, const char *const *known)
+{
+	const mate_value *args = mate_replay_call_args(c);
+
+	for (size_t i = 0; i < mate_value_len(args); i++) {
+		const char *k = mate_value_get_str(mate_value_key(args, i), NULL);
+		const mate_value *v = mate_value_item(args, i);
+		int ok = ABSENT(v) || k == NULL;
+
+		if (!ok && strncmp(k, "arg_", 4) == 0)
+			ok = atoi(k + 4) <= maxpos;
+		for (size_t j = 0; !ok && known[j] != NULL; j++)
+			ok = strncmp(k, "kwarg_", 6) == 0 && strcmp(k + 6, known[j]) == 0;
+		if (!ok)
+			return mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: argument %s is not replayed",
+			    fname(c), k);
+	}
+	return MATE_OK;
+}
+
+/* A string argument that must be one of the allowed values (NULL-terminated). */
+static int
+arg_choice(mate_replay_call *c, int pos, const char *name, const char *def,
+    const char *const *allowed, int *which)
+{
+	const char *s;
+	int rc;
+
+	if ((rc = mate_replay_arg_str(c, pos, name, def, &s)) != MATE_OK)
+		return rc;
+	for (*which = 0; allowed[*which] != NULL; (*which)++)
+		if (strcmp(s, allowed[*which]) == 0)
+			return MATE_OK;
+	return mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: %s=%s is not replayed", fname(c), name, s);
+}
+
+/* The `out=`-style buffer (pos, name) when given, else a new tensor. */
+static int
+output(mate_replay_call *c, int pos, const char *name, mate_dtype dt, int ndim,
+    const int64_t *shape, mate_value **outv)
+{
+	const mate_value *given = mate_replay_arg(c, pos, name);
+
+	if (mate_value_kind_of(given) == MATE_V_TENSOR)
+		*outv = mate_value_copy(given);  /* shares the argument's storage */
+	else
+		*outv = mate_replay_new_tensor(c, dt, ndim, shape);
+	return *outv != NULL ? MATE_OK : MATE_ERR_NOMEM;
+}
+
+static const mate_tensor *
+tensor_of(const mate_value *v)
+{
+	return v != NULL ? mate_value_get_tensor(v) : NULL;
+}
+
+/* Returns out, or (out, lse) when lsev is not NULL; or the kernel's error. */
+static int
+finish_pair(mate_replay_call *c, int rc, const mate_error *err, mate_value *outv, mate_value *lsev)
+{
+	mate_value *ret;
+
+	if (rc != MATE_OK) {
+		mate_value_free(outv);
+		mate_value_free(lsev);
+		return mate_replay_fail(c, rc, "%s: %s", fname(c), err->message);
+	}
+	if (lsev == NULL)
+		return mate_replay_return(c, outv);
+	ret = mate_value_tuple();
+	mate_value_append(ret, outv);
+	mate_value_append(ret, lsev);
+	return mate_replay_return(c, ret);
+}
+
+/* ---- the wrappers' state --------------------------------------------------------- */
+
+enum wrapper { W_DECODE, W_PAGED, W_RAGGED, W_MLA };
+
+static const char *const wrapper_names[] = {
+	"BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper",
+	"BatchPrefillWithRaggedKVCacheWrapper", "BatchMLAPagedAttentionWrapper"
+};
+
+/* What __init__ and the latest plan gave one wrapper object. */
+struct batch_state {
+	int kind, kv_layout, planned;
+	int64_t batch, n_indices, page_size, Hq, Hk, D, Dv;
+	int64_t *qo_indptr, *kv_indptr, *kv_indices, *kv_len;
+	mate_attn_params p;
+	int has_o_dtype;
+	mate_dtype o_dtype;
+};
+
+static void
+state_clear_plan(struct batch_state *st)
+{
+	free(st->qo_indptr);
+	free(st->kv_indptr);
+	free(st->kv_indices);
+	free(st->kv_len);
+	st->qo_indptr = st->kv_indptr = st->kv_indices = st->kv_len = NULL;
+	st->planned = 0;
+}
+
+static void
+state_free(void *p)
+{
+	if (p != NULL)
+		state_clear_plan(p);
+	free(p);
+}
+
+/* The object's state, made by an __init__ of the same class. */
+static struct batch_state *
+state_of(mate_replay_call *c, int kind, int need_plan)
+{
+	struct batch_state *st = mate_replay_call_self(c);
+
+	if (mate_replay_call_object(c) == NULL) {
+		mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: the call has no self_id", fname(c));
+		return NULL;
+	}
+	if (st == NULL || st->kind != kind) {
+		mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: object %s (process_id:self_id): no %s.__init__ "
+		    "of it was replayed before this call", fname(c), mate_replay_call_object(c),
+		    wrapper_names[kind]);
+		return NULL;
+	}
+	if (need_plan && !st->planned) {
+		mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: object %s (process_id:self_id): no plan of it "
+		    "was replayed before this run", fname(c), mate_replay_call_object(c));
+		return NULL;
+	}
+	return st;
+}
+
+/* __init__(self, float_workspace_buffer, kv_layout='NHD', use_cuda_graph=False,
+ * ...buffers..., backend='auto', ...): the buffers are FlashInfer's scratch
+ * and CUDA-graph staging; only kv_layout changes the math. The MLA
+ * wrapper's __init__ has no kv_layout. */
+static int
+op_wrapper_init(mate_replay_call *c, void *ctx)
+{
+	static const char *const layouts[] = { "NHD", "HND", NULL };
+	int kind = (int)(intptr_t)ctx, layout = 0, rc;
+	struct batch_state *st;
+	const mate_tensor *ws;
+
+	if ((rc = mate_replay_arg_tensor(c, 1, "float_workspace_buffer", 0, &ws)) != MATE_OK ||
+	    (kind != W_MLA && (rc = arg_choice(c, 2, "kv_layout", "NHD", layouts, &layout)) != MATE_OK))
+		return rc;
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory", fname(c));
+	st->kind = kind;
+	st->kv_layout = layout;
+	if ((rc = mate_replay_call_set_self(c, st, state_free)) != MATE_OK)
+		return rc;
+	return mate_replay_return(c, mate_value_none());
+}
+
+/* The parameters every plan shares, by position (-1: keyword only). */
+struct plan_pos {
+	int pos_enc, window, cap, sm, rope_scale, rope_theta, causal, o_dtype;
+};
+
+static int
+plan_params(mate_replay_call *c, struct batch_state *st, const struct plan_pos *pp)
+{
+	static const char *const modes[] = { "NONE", "ROPE_LLAMA", "PosEncodingMode.NONE",
+		"PosEncodingMode.ROPE_LLAMA", NULL };
+	mate_attn_params *p = &st->p;
+	const mate_value *odt;
+	int mode, rc;
+
+	mate_attn_params_init(p);
+	p->kv_layout = st->kv_layout;
+	if ((rc = arg_choice(c, pp->pos_enc, "pos_encoding_mode", "NONE", modes, &mode)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, pp->window, "window_left", -1, &p->window_left)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, pp->cap, "logits_soft_cap", 0, &p->logits_soft_cap)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, pp->sm, "sm_scale", 0, &p->sm_scale)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, pp->rope_scale, "rope_scale", 0, &p->rope_scale)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, pp->rope_theta, "rope_theta", 0, &p->rope_theta)) != MATE_OK ||
+	    (pp->causal >= 0 &&
+	    (rc = mate_replay_arg_bool(c, pp->causal, "causal", 0, &p->causal)) != MATE_OK))
+		return rc;
+	p->pos_encoding_mode = mode % 2 == 1 ? MATE_POS_ROPE_LLAMA : MATE_POS_NONE;
+	odt = mate_replay_arg(c, pp->o_dtype, "o_data_type");
+	st->has_o_dtype = !ABSENT(odt);
+	if (st->has_o_dtype &&
+	    (rc = mate_replay_arg_dtype(c, pp->o_dtype, "o_data_type", MATE_F16, &st->o_dtype)) != MATE_OK)
+		return rc;
+	return MATE_OK;
+}
+
+/* BatchDecodeWithPagedKVCacheWrapper.plan(self, indptr, indices, last_page_len,
+ * num_qo_heads, num_kv_heads, head_dim, page_size, *deprecated_positional_args,
+ * **kwargs), the deprecated positions being pos_encoding_mode, window_left,
+ * logits_soft_cap, q_data_type, kv_data_type, o_data_type, data_type,
+ * sm_scale, rope_scale, rope_theta, non_blocking; keywords as _plan_impl's
+ * (window_right, is_causal: no effect on one query per request). */
+static const char *const decode_plan_kw[] = { "indptr", "indices", "last_page_len", "num_qo_heads",
+	"num_kv_heads", "head_dim", "page_size", "pos_encoding_mode", "window_left", "window_right",
+	"logits_soft_cap", "q_data_type", "kv_data_type", "o_data_type", "data_type", "sm_scale",
+	"rope_scale", "rope_theta", "non_blocking", "fixed_split_size", "disable_split_kv",
+	"q_len_per_req", "is_causal", NULL };
+static const struct plan_pos decode_plan_pos = { 8, 9, 10, 15, 16, 17, -1, 13 };
+
+/* BatchPrefillWithPagedKVCacheWrapper.plan(self, qo_indptr, paged_kv_indptr,
+ * paged_kv_indices, paged_kv_last_page_len, num_qo_heads, num_kv_heads,
+ * head_dim_qk, page_size, head_dim_vo=None, custom_mask=None,
+ * packed_custom_mask=None, causal=False, pos_encoding_mode='NONE',
+ * use_fp16_qk_reduction=False, sm_scale=None, window_left=-1,
+ * logits_soft_cap=None, rope_scale=None, rope_theta=None,
+ * q_data_type='float16', kv_data_type=None, o_data_type=None,
+ * non_blocking=True, ...): the later parameters (item masks, block tables,
+ * seq_lens, ...) must be None */
+static const char *const paged_plan_kw[] = { "qo_indptr", "paged_kv_indptr", "paged_kv_indices",
+	"paged_kv_last_page_len", "num_qo_heads", "num_kv_heads", "head_dim_qk", "page_size",
+	"head_dim_vo", "causal", "pos_encoding_mode", "use_fp16_qk_reduction", "sm_scale", "window_left",
+	"logits_soft_cap", "rope_scale", "rope_theta", "q_data_type", "kv_data_type", "o_data_type",
+	"non_blocking", "token_pos_in_items_len", "fixed_split_size", "disable_split_kv", NULL };
+static const struct plan_pos paged_plan_pos = { 13, 16, 17, 15, 18, 19, 12, 22 };
+
+/* BatchPrefillWithRaggedKVCacheWrapper.plan(self, qo_indptr, kv_indptr,
+ * num_qo_heads, num_kv_heads, head_dim_qk, head_dim_vo=None, custom_mask=None,
+ * packed_custom_mask=None, causal=False, pos_encoding_mode='NONE',
+ * use_fp16_qk_reduction=False, window_left=-1, logits_soft_cap=None,
+ * sm_scale=None, rope_scale=None, rope_theta=None, q_data_type='float16',
+ * kv_data_type=None, o_data_type=None, non_blocking=True, ...) */
+static const char *const ragged_plan_kw[] = { "qo_indptr", "kv_indptr", "num_qo_heads",
+	"num_kv_heads", "head_dim_qk", "head_dim_vo", "causal", "pos_encoding_mode",
+	"use_fp16_qk_reduction", "window_left", "logits_soft_cap", "sm_scale", "rope_scale",
+	"rope_theta", "q_data_type", "kv_data_type", "o_data_type", "non_blocking",
+	"token_pos_in_items_len", "fixed_split_size", "disable_split_kv", NULL };
+static const struct plan_pos ragged_plan_pos = { 10, 12, 13, 14, 15, 16, 9, 19 };
+
+/* The shapes' integers of a plan. */
+static int
+plan_ints(mate_replay_call *c, const int *pos, const char *const *names, int n, int64_t *out)
+{
+	int rc;
+
+	for (int i = 0; i < n; i++) {
+		if ((rc = mate_replay_arg_int(c, pos[i], names[i], -1, &out[i])) != MATE_OK)
+			return rc;
+		if (out[i] < (strcmp(names[i], "head_dim_vo") == 0 ? -1 : 1))
+			return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s=%lld", fname(c), names[i],
+			    (long long)out[i]);
+	}
+	return MATE_OK;
+}
+
+/* Page tables: kv_len from last_page_len (request b has kv_indptr[b+1] -
+ * kv_indptr[b] pages, the last holding last_page_len[b]). */
+static int
+paged_lengths(mate_replay_call *c, struct batch_state *st, const int64_t *last, int64_t nlast)
+{
+	if (nlast < st->batch)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %lld last-page lengths for %lld "
+		    "requests", fname(c), (long long)nlast, (long long)st->batch);
+	if ((st->kv_len = calloc((size_t)st->batch + 1, sizeof(int64_t))) == NULL)
+		return mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory", fname(c));
+	for (int64_t b = 0; b < st->batch; b++) {
+		int64_t np = st->kv_indptr[b + 1] - st->kv_indptr[b];
+
+		if (np > 0 && (last[b] < 1 || last[b] > st->page_size))
+			return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: request %lld: last page length "
+			    "%lld with pages of %lld", fname(c), (long long)b, (long long)last[b],
+			    (long long)st->page_size);
+		st->kv_len[b] = np > 0 ? (np - 1) * st->page_size + last[b] : 0;
+	}
+	return MATE_OK;
+}
+
+static int
+check_indptr(mate_replay_call *c, const char *what, const int64_t *p, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		if (p[i] < (i > 0 ? p[i - 1] : 0))
+			return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s is not a non-decreasing "
+			    "offset array from 0 (element %lld)", fname(c), what, (long long)i);
+	return n > 0 ? MATE_OK : mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s is empty", fname(c), what);
+}
+
+static int
+op_batch_plan(mate_replay_call *c, void *ctx)
+{
+	int kind = (int)(intptr_t)ctx, rc, q_len;
+	struct batch_state *st = state_of(c, kind, 0);
+	int64_t *last = NULL, nlast, n, dims[5];
+	const mate_tensor *m1, *m2;
+
+	if (st == NULL)
+		return MATE_ERR_ARGUMENT;
+	state_clear_plan(st);
+	if (kind == W_DECODE) {
+		int64_t qlen, n_ind;
+
+		rc = only_known(c, 17, decode_plan_kw);
+		if (rc == MATE_OK)
+			rc = plan_ints(c, (int[]){ 4, 5, 6, 7 }, (const char *[]){ "num_qo_heads",
+			    "num_kv_heads", "head_dim", "page_size" }, 4, dims);
+		if (rc == MATE_OK && (rc = mate_replay_arg_int(c, -1, "q_len_per_req", 1, &qlen)) == MATE_OK &&
+		    qlen != 1)
+			rc = mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: q_len_per_req=%lld is not replayed",
+			    fname(c), (long long)qlen);
+		if (rc != MATE_OK || (rc = arg_ints(c, 1, "indptr", 0, &st->kv_indptr, &n)) != MATE_OK ||
+		    (rc = arg_ints(c, 2, "indices", 0, &st->kv_indices, &n_ind)) != MATE_OK ||
+		    (rc = arg_ints(c, 3, "last_page_len", 0, &last, &nlast)) != MATE_OK ||
+		    (rc = plan_params(c, st, &decode_plan_pos)) != MATE_OK)
+			goto out;
+		st->n_indices = n_ind;
+		st->Hq = dims[0], st->Hk = dims[1], st->D = st->Dv = dims[2], st->page_size = dims[3];
+	} else {
+		int paged = kind == W_PAGED;
+		int64_t n_ind = 0, nq;
+
+		if ((rc = only_known(c, paged ? 23 : 20, paged ? paged_plan_kw : ragged_plan_kw)) != MATE_OK ||
+		    (rc = mate_replay_arg_tensor(c, paged ? 10 : 7, "custom_mask", 1, &m1)) != MATE_OK ||
+		    (rc = mate_replay_arg_tensor(c, paged ? 11 : 8, "packed_custom_mask", 1, &m2)) != MATE_OK)
+			goto out;
+		if (m1 != NULL || m2 != NULL) {
+			rc = mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: custom masks are not replayed",
+			    fname(c));
+			goto out;
+		}
+		if (paged)
+			rc = plan_ints(c, (int[]){ 5, 6, 7, 8, 9 }, (const char *[]){ "num_qo_heads",
+			    "num_kv_heads", "head_dim_qk", "page_size", "head_dim_vo" }, 5, dims);
+		else
+			rc = plan_ints(c, (int[]){ 3, 4, 5, 6 }, (const char *[]){ "num_qo_heads",
+			    "num_kv_heads", "head_dim_qk", "head_dim_vo" }, 4, dims);
+		if (rc != MATE_OK ||
+		    (rc = arg_ints(c, 1, "qo_indptr", 0, &st->qo_indptr, &nq)) != MATE_OK ||
+		    (rc = arg_ints(c, 2, paged ? "paged_kv_indptr" : "kv_indptr", 0, &st->kv_indptr, &n)) != MATE_OK ||
+		    (paged && (rc = arg_ints(c, 3, "paged_kv_indices", 0, &st->kv_indices, &n_ind)) != MATE_OK) ||
+		    (paged && (rc = arg_ints(c, 4, "paged_kv_last_page_len", 0, &last, &nlast)) != MATE_OK) ||
+		    (rc = plan_params(c, st, paged ? &paged_plan_pos : &ragged_plan_pos)) != MATE_OK)
+			goto out;
+		if (nq != n || (rc = check_indptr(c, "qo_indptr", st->qo_indptr, nq)) != MATE_OK) {
+			if (rc == MATE_OK)
+				rc = mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: qo_indptr has %lld elements, "
+				    "kv_indptr %lld", fname(c), (long long)nq, (long long)n);
+			goto out;
+		}
+		st->n_indices = n_ind;
+		st->Hq = dims[0], st->Hk = dims[1], st->D = dims[2];
+		st->page_size = paged ? dims[3] : 0;
+		st->Dv = dims[paged ? 4 : 3] > 0 ? dims[paged ? 4 : 3] : st->D;
+	}
+	if ((rc = check_indptr(c, "kv_indptr", st->kv_indptr, n)) != MATE_OK)
+		goto out;
+	st->batch = n - 1;
+	if (st->Hq % st->Hk != 0) {
+		rc = mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %lld query heads are not a multiple of "
+		    "%lld kv heads", fname(c), (long long)st->Hq, (long long)st->Hk);
+		goto out;
+	}
+	if (st->kv_indices != NULL && st->kv_indptr[st->batch] > st->n_indices) {
+		rc = mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: indptr ends at %lld of %lld indices",
+		    fname(c), (long long)st->kv_indptr[st->batch], (long long)st->n_indices);
+		goto out;
+	}
+	if (st->page_size > 0 && (rc = paged_lengths(c, st, last, nlast)) != MATE_OK)
+		goto out;
+	(void)q_len;
+	st->planned = 1;
+	rc = mate_replay_return(c, mate_value_none());
+out:
+	free(last);
+	if (rc != MATE_OK)
+		state_clear_plan(st);
+	return rc;
+}
+
+/* The K and V caches of paged_kv_cache: a tuple (k_cache, v_cache) or one
+ * tensor (pages, 2, ...) whose dim 1 selects K or V. */
+static int
+split_cache(mate_replay_call *c, int pos, const char *name, mate_tensor *k, mate_tensor *v)
+{
+	const mate_value *cv = mate_replay_arg(c, pos, name);
+	const mate_tensor *t;
+
+	if (mate_value_kind_of(cv) == MATE_V_TUPLE || mate_value_kind_of(cv) == MATE_V_LIST) {
+		if (mate_value_len(cv) != 2 || (t = tensor_of(mate_value_item(cv, 0))) == NULL ||
+		    tensor_of(mate_value_item(cv, 1)) == NULL)
+			return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s: expected (k_cache, v_cache)",
+			    fname(c), name);
+		*k = *t;
+		*v = *tensor_of(mate_value_item(cv, 1));
+		return MATE_OK;
+	}
+	if (mate_value_kind_of(cv) != MATE_V_TENSOR || (t = mate_value_get_tensor(cv))->ndim != 5 ||
+	    t->shape[1] != 2)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s: expected a (pages, 2, ...) tensor "
+		    "or a (k_cache, v_cache) tuple", fname(c), name);
+	*k = *t;
+	k->ndim = 4;
+	k->shape[0] = t->shape[0], k->stride[0] = t->stride[0];
+	for (int d = 1; d < 4; d++)
+		k->shape[d] = t->shape[d + 1], k->stride[d] = t->stride[d + 1];
+	*v = *k;
+	v->offset += t->stride[1];
+	return MATE_OK;
+}
+
+/* run(self, q, paged_kv_cache | k, v, *args, q_scale=None, k_scale=None,
+ * v_scale=None, out=None, lse=None, return_lse=False, lse_base='log2',
+ * lse_layout='NH', enable_pdl=None, window_left=None, ...): the paged
+ * wrappers' and the ragged one's; sinks, kv_cache_sf, o_scale and the
+ * other options must be None */
+static const char *const run_kw[] = { "q", "paged_kv_cache", "k", "v", "q_scale", "k_scale",
+	"v_scale", "out", "lse", "return_lse", "lse_base", "lse_layout", "enable_pdl", "window_left",
+	"q_len_per_req", NULL };
+
+static int
+op_batch_run(mate_replay_call *c, void *ctx)
+{
+	static const char *const bases[] = { "log2", "e", "ln", NULL }, *const layouts[] = { "NH", NULL };
+	int kind = (int)(intptr_t)ctx, ragged = kind == W_RAGGED, rc, ret_lse, base, lay;
+	struct batch_state *st = state_of(c, kind, 1);
+	const mate_tensor *q;
+	mate_tensor kc, vc;
+	mate_value *outv = NULL, *lsev = NULL;
+	mate_batch_attn a;
+	mate_attn_params p;
+	mate_error err;
+	int64_t qlen;
+
+	if (st == NULL)
+		return MATE_ERR_ARGUMENT;
+	p = st->p;
+	if ((rc = only_known(c, ragged ? 3 : 2, run_kw)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, "q", 0, &q)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, -1, "q_scale", 1.0, &p.q_scale)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, -1, "k_scale", 1.0, &p.k_scale)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, -1, "v_scale", 1.0, &p.v_scale)) != MATE_OK ||
+	    (rc = mate_replay_arg_bool(c, -1, "return_lse", 0, &ret_lse)) != MATE_OK ||
+	    (rc = arg_choice(c, -1, "lse_base", "log2", bases, &base)) != MATE_OK ||
+	    (rc = arg_choice(c, -1, "lse_layout", "NH", layouts, &lay)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, -1, "window_left", p.window_left, &p.window_left)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, -1, "q_len_per_req", 1, &qlen)) != MATE_OK)
+		return rc;
+	if (qlen != 1)
+		return mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: q_len_per_req=%lld is not replayed",
+		    fname(c), (long long)qlen);
+	p.lse_base_e = base > 0;
+	if (ragged) {
+		const mate_tensor *k, *v;
+
+		if ((rc = mate_replay_arg_tensor(c, 2, "k", 0, &k)) != MATE_OK ||
+		    (rc = mate_replay_arg_tensor(c, 3, "v", 0, &v)) != MATE_OK)
+			return rc;
+		kc = *k, vc = *v;
+	} else if ((rc = split_cache(c, 2, "paged_kv_cache", &kc, &vc)) != MATE_OK) {
+		return rc;
+	}
+	if (q->ndim != 3 || q->shape[1] != st->Hq || q->shape[2] != st->D ||
+	    (kind == W_DECODE && q->shape[0] != st->batch))
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: q (%d-D) does not fit the plan "
+		    "(%lld requests, %lld heads of %lld)", fname(c), q->ndim, (long long)st->batch,
+		    (long long)st->Hq, (long long)st->D);
+	if ((rc = output(c, -1, "out", st->has_o_dtype ? st->o_dtype : q->dtype, 3,
+	    (int64_t[]){ q->shape[0], st->Hq, st->Dv }, &outv)) != MATE_OK ||
+	    (ret_lse && (rc = output(c, -1, "lse", MATE_F32, 2, q->shape, &lsev)) != MATE_OK)) {
+		mate_value_free(outv);
+		return rc;
+	}
+	a = (mate_batch_attn){ .batch = st->batch, .qo_indptr = st->qo_indptr,
+		.kv_indptr = st->kv_indptr, .kv_indices = st->kv_indices, .n_indices = st->n_indices,
+		.kv_len = st->kv_len, .page_size = st->page_size, .q = q, .k = &kc, .v = &vc,
+		.out = tensor_of(outv), .lse = tensor_of(lsev) };
+	if (kc.ndim != (ragged ? 3 : 4) || kc.shape[kc.ndim - 2 - (st->kv_layout == MATE_KV_HND)] != st->Hk)
+		return finish_pair(c, mate_set_error(&err, MATE_ERR_ARGUMENT, "the cache (%d-D) does not "
+		    "have the plan's %lld kv heads", kc.ndim, (long long)st->Hk), &err, outv, lsev);
+	rc = mate_batch_attention(kernels(c), &a, &p, &err);
+	return finish_pair(c, rc, &err, outv, lsev);
+}
+
+/* ---- MLA ----------------------------------------------------------------------- */
+
+/* BatchMLAPagedAttentionWrapper.plan(self, qo_indptr, kv_indptr, kv_indices,
+ * kv_len_arr, num_heads, head_dim_ckv, head_dim_kpe, page_size, causal,
+ * sm_scale, q_data_type, kv_data_type, use_profiler=False, *,
+ * query_layout='split', kv_cache_layout='split', lse_mode='none',
+ * output_dtype=None, ...): the split layouts of the classic form only */
+static const char *const mla_plan_kw[] = { "qo_indptr", "kv_indptr", "kv_indices", "kv_len_arr",
+	"num_heads", "head_dim_ckv", "head_dim_kpe", "page_size", "causal", "sm_scale",
+	"q_data_type", "kv_data_type", "use_profiler", "query_layout", "kv_cache_layout", "lse_mode",
+	"output_dtype", "output_scale", "scale_mode", "skip_softmax", "enable_pdl", "use_sinks", NULL };
+
+static int
+op_mla_plan(mate_replay_call *c, void *ctx)
+{
+	static const char *const split[] = { "split", NULL }, *const nones[] = { "none", NULL };
+	static const char *const defaults[] = { "default", NULL };
+	struct batch_state *st = state_of(c, W_MLA, 0);
+	int64_t dims[4], nq, n, nlen, *len = NULL;
+	int rc, w, skip, sinks;
+
+	if (st == NULL)
+		return MATE_ERR_ARGUMENT;
+	state_clear_plan(st);
+	mate_attn_params_init(&st->p);
+	if ((rc = only_known(c, 13, mla_plan_kw)) != MATE_OK ||
+	    (rc = arg_choice(c, -1, "query_layout", "split", split, &w)) != MATE_OK ||
+	    (rc = arg_choice(c, -1, "kv_cache_layout", "split", split, &w)) != MATE_OK ||
+	    (rc = arg_choice(c, -1, "output_scale", "none", nones, &w)) != MATE_OK ||
+	    (rc = arg_choice(c, -1, "scale_mode", "default", defaults, &w)) != MATE_OK ||
+	    (rc = mate_replay_arg_bool(c, -1, "skip_softmax", 0, &skip)) != MATE_OK ||
+	    (rc = mate_replay_arg_bool(c, -1, "use_sinks", 0, &sinks)) != MATE_OK ||
+	    (rc = plan_ints(c, (int[]){ 5, 6, 7, 8 }, (const char *[]){ "num_heads", "head_dim_ckv",
+	    "head_dim_kpe", "page_size" }, 4, dims)) != MATE_OK ||
+	    (rc = mate_replay_arg_bool(c, 9, "causal", 0, &st->p.causal)) != MATE_OK ||
+	    (rc = mate_replay_arg_float(c, 10, "sm_scale", 0, &st->p.sm_scale)) != MATE_OK ||
+	    (rc = arg_ints(c, 1, "qo_indptr", 0, &st->qo_indptr, &nq)) != MATE_OK ||
+	    (rc = arg_ints(c, 2, "kv_indptr", 0, &st->kv_indptr, &n)) != MATE_OK ||
+	    (rc = arg_ints(c, 3, "kv_indices", 0, &st->kv_indices, &st->n_indices)) != MATE_OK ||
+	    (rc = arg_ints(c, 4, "kv_len_arr", 0, &len, &nlen)) != MATE_OK)
+		goto out;
+	if (skip || sinks) {
+		rc = mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: skip_softmax and use_sinks are not "
+		    "replayed", fname(c));
+		goto out;
+	}
+	if ((rc = check_indptr(c, "qo_indptr", st->qo_indptr, nq)) != MATE_OK ||
+	    (rc = check_indptr(c, "kv_indptr", st->kv_indptr, n)) != MATE_OK)
+		goto out;
+	if (nq != n || nlen < n - 1 || st->kv_indptr[n - 1] > st->n_indices) {
+		rc = mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: qo_indptr (%lld), kv_indptr (%lld), "
+		    "kv_len_arr (%lld) and kv_indices (%lld) do not fit", fname(c), (long long)nq,
+		    (long long)n, (long long)nlen, (long long)st->n_indices);
+		goto out;
+	}
+	st->batch = n - 1;
+	st->kv_len = len;
+	len = NULL;
+	st->Hq = dims[0], st->D = dims[1], st->Dv = dims[2], st->page_size = dims[3];
+	st->planned = 1;
+	rc = mate_replay_return(c, mate_value_none());
+out:
+	free(len);
+	if (rc != MATE_OK)
+		state_clear_plan(st);
+	return rc;
+}
+
+/* BatchMLAPagedAttentionWrapper.run(self, q_nope, q_pe, ckv_cache, kpe_cache,
+ * out=None, lse=None, return_lse=False, profiler_buffer=None, kv_len=None,
+ * page_table=None, return_lse_base_on_e=False, o_scale=None, *, ...): the
+ * scales, sinks and the query/kv_cache form must be None */
+static const char *const mla_run_kw[] = { "q_nope", "q_pe", "ckv_cache", "kpe_cache", "out",
+	"lse", "return_lse", "return_lse_base_on_e", NULL };
+
+static int
+op_mla_run(mate_replay_call *c, void *ctx)
+{
+	struct batch_state *st = state_of(c, W_MLA, 1);
+	const mate_tensor *qn, *qp, *ckv, *kpe;
+	mate_value *outv = NULL, *lsev = NULL;
+	mate_attn_params p;
+	mate_batch_mla_args a;
+	mate_error err;
+	int rc, ret_lse;
+
+	if (st == NULL)
+		return MATE_ERR_ARGUMENT;
+	p = st->p;
+	if ((rc = only_known(c, 7, mla_run_kw)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, "q_nope", 0, &qn)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 2, "q_pe", 0, &qp)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 3, "ckv_cache", 0, &ckv)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 4, "kpe_cache", 0, &kpe)) != MATE_OK ||
+	    (rc = mate_replay_arg_bool(c, 7, "return_lse", 0, &ret_lse)) != MATE_OK ||
+	    (rc = mate_replay_arg_bool(c, 11, "return_lse_base_on_e", 0, &p.lse_base_e)) != MATE_OK)
+		return rc;
+	if (qn->ndim != 3 || qn->shape[1] != st->Hq || qn->shape[2] != st->D)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: q_nope does not fit the plan (%lld "
+		    "heads of %lld)", fname(c), (long long)st->Hq, (long long)st->D);
+	if ((rc = output(c, 5, "out", qn->dtype, 3, qn->shape, &outv)) != MATE_OK ||
+	    (ret_lse && (rc = output(c, 6, "lse", MATE_F32, 2, qn->shape, &lsev)) != MATE_OK)) {
+		mate_value_free(outv);
+		return rc;
+	}
+	a = (mate_batch_mla_args){ .batch = st->batch, .qo_indptr = st->qo_indptr,
+		.kv_indptr = st->kv_indptr, .kv_indices = st->kv_indices, .kv_len = st->kv_len,
+		.n_indices = st->n_indices, .page_size = st->page_size, .q_nope = qn, .q_pe = qp,
+		.ckv = ckv, .kpe = kpe, .out = tensor_of(outv), .lse = tensor_of(lsev) };
+	rc = mate_batch_mla(kernels(c), &a, &p, &err);
+	return finish_pair(c, rc, &err, outv, lsev);
+}
+
+/* ---- merging states ---------------------------------------------------------------- */
+
+/* merge_state(v_a, s_a, v_b, s_b) -> (V, S) and merge_states(v, s) -> (V, S):
+ * base-2 LSEs; V has v's dtype, S is float32 */
+static int
+op_merge(mate_replay_call *c, void *many)
+{
+	const mate_tensor *va, *sa, *vb = NULL, *sb = NULL;
+	mate_tensor vs[2], ss[2], *v = vs, *s = ss;
+	mate_value *outv = NULL, *lsev = NULL;
+	int64_t n = 2;
+	mate_error err;
+	int rc;
+
+	if ((rc = mate_replay_arg_tensor(c, 0, many ? "v" : "v_a", 0, &va)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, many ? "s" : "s_a", 0, &sa)) != MATE_OK ||
+	    (!many && ((rc = mate_replay_arg_tensor(c, 2, "v_b", 0, &vb)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 3, "s_b", 0, &sb)) != MATE_OK)))
+		return rc;
+	if (va->ndim != (many ? 4 : 3) || sa->ndim != (many ? 3 : 2) ||
+	    (many && (sa->shape[0] != va->shape[0] || sa->shape[1] != va->shape[1])))
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: v and s have the wrong shapes", fname(c));
+	if (many) {
+		n = va->shape[1];
+		if ((v = calloc((size_t)n + 1, sizeof(*v))) == NULL ||
+		    (s = calloc((size_t)n + 1, sizeof(*s))) == NULL) {
+			free(v);
+			return mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory", fname(c));
+		}
+		for (int64_t i = 0; i < n; i++) {  /* slice i of dim 1 */
+			v[i] = *va, s[i] = *sa;
+			v[i].ndim = 3, s[i].ndim = 2;
+			v[i].offset += i * va->stride[1], s[i].offset += i * sa->stride[1];
+			for (int d = 1; d < 3; d++)
+				v[i].shape[d] = va->shape[d + 1], v[i].stride[d] = va->stride[d + 1];
+			s[i].shape[1] = sa->shape[2], s[i].stride[1] = sa->stride[2];
+		}
+	} else {
+		vs[0] = *va, vs[1] = *vb, ss[0] = *sa, ss[1] = *sb;
+	}
+	rc = output(c, -1, NULL, va->dtype, 3, v[0].shape, &outv);
+	if (rc == MATE_OK)
+		rc = output(c, -1, NULL, MATE_F32, 2, s[0].shape, &lsev);
+	if (rc == MATE_OK)
+		rc = mate_merge_states(v, s, n, tensor_of(outv), tensor_of(lsev), &err);
+	else
+		mate_set_error(&err, rc, "out of memory");
+	if (many) {
+		free(v);
+		free(s);
+	}
+	if (lsev == NULL && rc == MATE_OK)
+		rc = MATE_ERR_NOMEM;
+	return finish_pair(c, rc, &err, outv, lsev);
+}
+
+/* ---- the KV cache ------------------------------------------------------------------ */
+
+/* Stores v in element i of an integer tensor. */
+static void
+store_int(const mate_tensor *t, int64_t i, int64_t v)
+{
+	void *p = mate_tensor_element(t, i);
+
+	if (mate_dtype_size(t->dtype) == 4) {
+		int32_t x = (int32_t)v;
+		memcpy(p, &x, 4);
+	} else {
+		memcpy(p, &v, 8);
+	}
+}
+
+/* get_batch_indices_positions(append_indptr, seq_lens, nnz, batch_indices=None,
+ * positions=None) -> (batch_indices, positions), int32: row j of request b
+ * is at position seq_lens[b] - (append_indptr[b+1] - append_indptr[b]) +
+ * (j - append_indptr[b]); rows past append_indptr[-1] of new outputs hold
+ * batch -1 and position 0 */
+static int
+op_batch_indices(mate_replay_call *c, void *ctx)
+{
+	int64_t *indptr = NULL, *lens = NULL, n, nl, nnz;
+	mate_value *bv = NULL, *pv = NULL;
+	const mate_tensor *bt, *pt;
+	int rc, given;
+
+	if ((rc = arg_ints(c, 0, "append_indptr", 0, &indptr, &n)) != MATE_OK ||
+	    (rc = arg_ints(c, 1, "seq_lens", 0, &lens, &nl)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, 2, "nnz", 0, &nnz)) != MATE_OK)
+		goto out;
+	if ((rc = check_indptr(c, "append_indptr", indptr, n)) != MATE_OK)
+		goto out;
+	if (nl < n - 1 || nnz < 0 || indptr[n - 1] > nnz) {
+		rc = mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %lld seq_lens for %lld requests, "
+		    "nnz %lld", fname(c), (long long)nl, (long long)(n - 1), (long long)nnz);
+		goto out;
+	}
+	given = mate_value_kind_of(mate_replay_arg(c, 3, "batch_indices")) == MATE_V_TENSOR;
+	if ((rc = output(c, 3, "batch_indices", MATE_I32, 1, &nnz, &bv)) != MATE_OK ||
+	    (rc = output(c, 4, "positions", MATE_I32, 1, &nnz, &pv)) != MATE_OK)
+		goto out;
+	bt = tensor_of(bv), pt = tensor_of(pv);
+	if (bt->ndim != 1 || pt->ndim != 1 || bt->shape[0] < nnz || pt->shape[0] < nnz ||
+	    mate_dtype_kind(bt->dtype) != MATE_KIND_INT || mate_dtype_kind(pt->dtype) != MATE_KIND_INT) {
+		rc = mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: batch_indices and positions must be "
+		    "integer tensors of nnz elements", fname(c));
+		goto out;
+	}
+	for (int64_t i = indptr[n - 1]; i < nnz && !given; i++)
+		store_int(bt, i, -1);
+	for (int64_t b = 0; b + 1 < n; b++)
+		for (int64_t j = indptr[b]; j < indptr[b + 1]; j++) {
+			store_int(bt, j, b);
+			store_int(pt, j, lens[b] - (indptr[b + 1] - indptr[b]) + (j - indptr[b]));
+		}
+	{
+		mate_value *ret = mate_value_tuple();
+
+		mate_value_append(ret, bv);
+		mate_value_append(ret, pv);
+		bv = pv = NULL;
+		rc = mate_replay_return(c, ret);
+	}
+out:
+	mate_value_free(bv);
+	mate_value_free(pv);
+	free(indptr);
+	free(lens);
+	return rc;
+}
+
+/* append_paged_kv_cache(append_key, append_value, batch_indices, positions,
+ * paged_kv_cache, kv_indices, kv_indptr, kv_last_page_len, kv_layout='NHD')
+ * and append_paged_mla_kv_cache(append_ckv, append_kpe, batch_indices,
+ * positions, ckv_cache, kpe_cache, kv_indices, kv_indptr, kv_last_page_len):
+ * in place, return None */
+static int
+op_append(mate_replay_call *c, void *mla)
+{
+	static const char *const layouts[] = { "NHD", "HND", NULL };
+	int64_t *bi = NULL, *pos = NULL, *indices = NULL, *indptr = NULL, nb, np, ni, n;
+	const mate_tensor *ak, *av, *ckv = NULL, *kpe = NULL;
+	int hnd = 0, rc, o = mla ? 1 : 0;
+	mate_tensor kc, vc;
+	mate_error err;
+
+	if ((rc = mate_replay_arg_tensor(c, 0, mla ? "append_ckv" : "append_key", 0, &ak)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, mla ? "append_kpe" : "append_value", 0, &av)) != MATE_OK ||
+	    (rc = arg_ints(c, 2, "batch_indices", 0, &bi, &nb)) != MATE_OK ||
+	    (rc = arg_ints(c, 3, "positions", 0, &pos, &np)) != MATE_OK ||
+	    (rc = arg_ints(c, 5 + o, "kv_indices", 0, &indices, &ni)) != MATE_OK ||
+	    (rc = arg_ints(c, 6 + o, "kv_indptr", 0, &indptr, &n)) != MATE_OK ||
+	    (!mla && (rc = arg_choice(c, 8, "kv_layout", "NHD", layouts, &hnd)) != MATE_OK))
+		goto out;
+	if (mla) {
+		if ((rc = mate_replay_arg_tensor(c, 4, "ckv_cache", 1, &ckv)) != MATE_OK ||
+		    (rc = mate_replay_arg_tensor(c, 5, "kpe_cache", 1, &kpe)) != MATE_OK)
+			goto out;
+	} else if ((rc = split_cache(c, 4, "paged_kv_cache", &kc, &vc)) != MATE_OK) {
+		goto out;
+	}
+	if ((rc = check_indptr(c, "kv_indptr", indptr, n)) != MATE_OK)
+		goto out;
+	if (nb < ak->shape[0] || np < ak->shape[0] || av->shape[0] != ak->shape[0]) {
+		rc = mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %lld rows with %lld batch indices and "
+		    "%lld positions", fname(c), (long long)ak->shape[0], (long long)nb, (long long)np);
+		goto out;
+	}
+	rc = mate_append_paged_kv(ak, mla ? ckv : &kc, hnd, bi, pos, indptr, n - 1, indices, ni, &err);
+	if (rc == MATE_OK)
+		rc = mate_append_paged_kv(av, mla ? kpe : &vc, hnd, bi, pos, indptr, n - 1, indices, ni, &err);
+	if (rc != MATE_OK)
+		rc = mate_replay_fail(c, rc, "%s: %s", fname(c), err.message);
+	else
+		rc = mate_replay_return(c, mate_value_none());
+out:
+	free(bi);
+	free(pos);
+	free(indices);
+	free(indptr);
+	return rc;
+}
+
+#define SIG_APPEND "(append_key, append_value, batch_indices, positions, paged_kv_cache, " \
+	"kv_indices, kv_indptr, kv_last_page_len, kv_layout='NHD')"
+#define SIG_APPEND_MLA "(append_ckv, append_kpe, batch_indices, positions, ckv_cache, " \
+	"kpe_cache, kv_indices, kv_indptr, kv_last_page_len)"
+
+int
+mate_replay_register_attn(mate_replay *r, mate_error *err)
+{
+	static const struct {
+		const char *name, *sig;   /* sig NULL: the wrappers' *args and **kwargs forms */
+		mate_replay_handler fn;
+		intptr_t ctx;
+	} ops[] = {
+		{ "BatchDecodeWithPagedKVCacheWrapper.__init__", NULL, op_wrapper_init, W_DECODE },
+		{ "BatchDecodeWithPagedKVCacheWrapper.plan", NULL, op_batch_plan, W_DECODE },
+		{ "BatchDecodeWithPagedKVCacheWrapper.run", NULL, op_batch_run, W_DECODE },
+		{ "BatchPrefillWithPagedKVCacheWrapper.__init__", NULL, op_wrapper_init, W_PAGED },
+		{ "BatchPrefillWithPagedKVCacheWrapper.plan", NULL, op_batch_plan, W_PAGED },
+		{ "BatchPrefillWithPagedKVCacheWrapper.run", NULL, op_batch_run, W_PAGED },
+		{ "BatchPrefillWithRaggedKVCacheWrapper.__init__", NULL, op_wrapper_init, W_RAGGED },
+		{ "BatchPrefillWithRaggedKVCacheWrapper.plan", NULL, op_batch_plan, W_RAGGED },
+		{ "BatchPrefillWithRaggedKVCacheWrapper.run", NULL, op_batch_run, W_RAGGED },
+		{ "BatchMLAPagedAttentionWrapper.__init__", NULL, op_wrapper_init, W_MLA },
+		{ "BatchMLAPagedAttentionWrapper.plan", NULL, op_mla_plan, 0 },
+		{ "BatchMLAPagedAttentionWrapper.run", NULL, op_mla_run, 0 },
+		{ "merge_state", "(v_a, s_a, v_b, s_b)", op_merge, 0 },
+		{ "merge_states", "(v, s)", op_merge, 1 },
+		{ "get_batch_indices_positions", "(append_indptr, seq_lens, nnz, batch_indices=None, "
+		    "positions=None)", op_batch_indices, 0 },
+		{ "append_paged_kv_cache", SIG_APPEND, op_append, 0 },
+		{ "append_paged_mla_kv_cache", SIG_APPEND_MLA, op_append, 1 },
+	};
+	int rc;
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if ((rc = mate_replay_register_signature(r, NULL, ops[i].name, ops[i].sig, ops[i].fn,
+		    (void *)ops[i].ctx, err)) != MATE_OK)
+			return rc;
+	return MATE_OK;
+}
