@@ -497,7 +497,7 @@ static const char *const run_kw[] = { "q", "paged_kv_cache", "k", "v", "q_scale"
 static int
 op_batch_run(mate_replay_call *c, void *ctx)
 {
-	static const char *const bases[] = { "log2", "e", "ln", NULL }, *const layouts[] = { "NH", NULL };
+	static const char *const bases[] = { "log2", "ln", NULL }, *const layouts[] = { "NH", NULL };
 	int kind = (int)(intptr_t)ctx, ragged = kind == W_RAGGED, rc, ret_lse, base, lay;
 	struct batch_state *st = state_of(c, kind, 1);
 	const mate_tensor *q;
