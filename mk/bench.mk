@@ -15,3 +15,4 @@ tests_replay_gemm_fail_LDADD = libmate.la $(OPENBLAS_LIBS)
 TESTS += tests/bench_replay_gemm.sh
 EXTRA_DIST += tests/bench_replay_gemm.sh
 EXTRA_DIST += bench/README.md
+EXTRA_DIST += bench/replay-decode.py
