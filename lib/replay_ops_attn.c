@@ -165,6 +165,7 @@ static const char *const wrapper_names[] = {
 /* What __init__ and the latest plan gave one wrapper object. */
 struct batch_state {
 	int kind, kv_layout, planned;
+	int plan_unsupported;     /* the latest plan was Unsupported */
 	int64_t batch, n_indices, page_size, Hq, Hk, D, Dv;
 	int64_t *qo_indptr, *kv_indptr, *kv_indices, *kv_len;
 	mate_attn_params p;
@@ -193,10 +194,11 @@ state_free(void *p)
 
 /* The object's state, made by an __init__ of the same class. */
 static struct batch_state *
-state_of(mate_replay_call *c, int kind, int need_plan)
+state_of(mate_replay_call *c, int kind, int need_plan, int *rc)
 {
 	struct batch_state *st = mate_replay_call_self(c);
 
+	*rc = MATE_ERR_ARGUMENT;
 	if (mate_replay_call_object(c) == NULL) {
 		mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: the call has no self_id", fname(c));
 		return NULL;
@@ -205,6 +207,12 @@ state_of(mate_replay_call *c, int kind, int need_plan)
 		mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: object %s (process_id:self_id): no %s.__init__ "
 		    "of it was replayed before this call", fname(c), mate_replay_call_object(c),
 		    wrapper_names[kind]);
+		return NULL;
+	}
+	if (need_plan && st->plan_unsupported) {
+		*rc = MATE_ERR_UNSUPPORTED;
+		mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: object %s (process_id:self_id): its plan "
+		    "was Unsupported", fname(c), mate_replay_call_object(c));
 		return NULL;
 	}
 	if (need_plan && !st->planned) {
@@ -366,13 +374,13 @@ check_indptr(mate_replay_call *c, const char *what, const int64_t *p, int64_t n)
 static int
 op_batch_plan(mate_replay_call *c, void *ctx)
 {
-	int kind = (int)(intptr_t)ctx, rc, q_len;
-	struct batch_state *st = state_of(c, kind, 0);
+	int kind = (int)(intptr_t)ctx, rc;
+	struct batch_state *st = state_of(c, kind, 0, &rc);
 	int64_t *last = NULL, nlast, n, dims[5];
 	const mate_tensor *m1, *m2;
 
 	if (st == NULL)
-		return MATE_ERR_ARGUMENT;
+		return rc;
 	state_clear_plan(st);
 	if (kind == W_DECODE) {
 		int64_t qlen, n_ind;
@@ -444,13 +452,13 @@ op_batch_plan(mate_replay_call *c, void *ctx)
 	}
 	if (st->page_size > 0 && (rc = paged_lengths(c, st, last, nlast)) != MATE_OK)
 		goto out;
-	(void)q_len;
 	st->planned = 1;
 	rc = mate_replay_return(c, mate_value_none());
 out:
 	free(last);
 	if (rc != MATE_OK)
 		state_clear_plan(st);
+	st->plan_unsupported = rc == MATE_ERR_UNSUPPORTED;
 	return rc;
 }
 
@@ -499,7 +507,7 @@ op_batch_run(mate_replay_call *c, void *ctx)
 {
 	static const char *const bases[] = { "log2", "ln", NULL }, *const layouts[] = { "NH", NULL };
 	int kind = (int)(intptr_t)ctx, ragged = kind == W_RAGGED, rc, ret_lse, base, lay;
-	struct batch_state *st = state_of(c, kind, 1);
+	struct batch_state *st = state_of(c, kind, 1, &rc);
 	const mate_tensor *q;
 	mate_tensor kc, vc;
 	mate_value *outv = NULL, *lsev = NULL;
@@ -509,7 +517,7 @@ op_batch_run(mate_replay_call *c, void *ctx)
 	int64_t qlen;
 
 	if (st == NULL)
-		return MATE_ERR_ARGUMENT;
+		return rc;
 	p = st->p;
 	if ((rc = only_known(c, ragged ? 3 : 2, run_kw)) != MATE_OK ||
 	    (rc = mate_replay_arg_tensor(c, 1, "q", 0, &q)) != MATE_OK ||
@@ -575,12 +583,12 @@ op_mla_plan(mate_replay_call *c, void *ctx)
 {
 	static const char *const split[] = { "split", NULL }, *const nones[] = { "none", NULL };
 	static const char *const defaults[] = { "default", NULL };
-	struct batch_state *st = state_of(c, W_MLA, 0);
 	int64_t dims[4], nq, n, nlen, *len = NULL;
 	int rc, w, skip, sinks;
+	struct batch_state *st = state_of(c, W_MLA, 0, &rc);
 
 	if (st == NULL)
-		return MATE_ERR_ARGUMENT;
+		return rc;
 	state_clear_plan(st);
 	mate_attn_params_init(&st->p);
 	if ((rc = only_known(c, 13, mla_plan_kw)) != MATE_OK ||
@@ -623,6 +631,7 @@ out:
 	free(len);
 	if (rc != MATE_OK)
 		state_clear_plan(st);
+	st->plan_unsupported = rc == MATE_ERR_UNSUPPORTED;
 	return rc;
 }
 
@@ -636,16 +645,16 @@ static const char *const mla_run_kw[] = { "q_nope", "q_pe", "ckv_cache", "kpe_ca
 static int
 op_mla_run(mate_replay_call *c, void *ctx)
 {
-	struct batch_state *st = state_of(c, W_MLA, 1);
 	const mate_tensor *qn, *qp, *ckv, *kpe;
 	mate_value *outv = NULL, *lsev = NULL;
 	mate_attn_params p;
 	mate_batch_mla_args a;
 	mate_error err;
 	int rc, ret_lse;
+	struct batch_state *st = state_of(c, W_MLA, 1, &rc);
 
 	if (st == NULL)
-		return MATE_ERR_ARGUMENT;
+		return rc;
 	p = st->p;
 	if ((rc = only_known(c, 7, mla_run_kw)) != MATE_OK ||
 	    (rc = mate_replay_arg_tensor(c, 1, "q_nope", 0, &qn)) != MATE_OK ||
