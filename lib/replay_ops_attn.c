@@ -38,10 +38,10 @@ int_at(const mate_tensor *t, int64_t i)
 	int sgn = mate_dtype_kind(t->dtype) == MATE_KIND_INT;
 	int64_t v = 0;
 
-	switch (mate_dtype_size(t->dtype)) {
-	case 1: v = sgn ? *(const int8_t *)p : *(const uint8_t *)p; break;
-	case 2: v = sgn ? *(const int16_t *)p : *(const uint16_t *)p; break;
-	case 4: v = sgn ? *(const int32_t *)p : *(const uint32_t *)p; break;
+	switch (mate_dtype_size(t->dtype)) {  /* each side widened: int32 ?: uint32 is unsigned */
+	case 1: v = sgn ? (int64_t)*(const int8_t *)p : (int64_t)*(const uint8_t *)p; break;
+	case 2: v = sgn ? (int64_t)*(const int16_t *)p : (int64_t)*(const uint16_t *)p; break;
+	case 4: v = sgn ? (int64_t)*(const int32_t *)p : (int64_t)*(const uint32_t *)p; break;
 	default:
 		memcpy(&v, p, sizeof(v));
 		if (!sgn && v < 0)
@@ -371,91 +371,104 @@ check_indptr(mate_replay_call *c, const char *what, const int64_t *p, int64_t n)
 	return n > 0 ? MATE_OK : mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s is empty", fname(c), what);
 }
 
+/* A page table or ragged offsets, as a plan reads them. */
+struct plan_tables {
+	int64_t *last, nlast, n, n_ind, nq;
+};
+
+/* BatchDecodeWithPagedKVCacheWrapper.plan's arguments into st. */
+static int
+plan_decode(mate_replay_call *c, struct batch_state *st, struct plan_tables *t)
+{
+	int64_t qlen, dims[4];
+	int rc;
+
+	if ((rc = only_known(c, 17, decode_plan_kw)) != MATE_OK ||
+	    (rc = plan_ints(c, (int[]){ 4, 5, 6, 7 }, (const char *[]){ "num_qo_heads",
+	    "num_kv_heads", "head_dim", "page_size" }, 4, dims)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, -1, "q_len_per_req", 1, &qlen)) != MATE_OK)
+		return rc;
+	if (qlen != 1)
+		return mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: q_len_per_req=%lld is not replayed",
+		    fname(c), (long long)qlen);
+	if ((rc = arg_ints(c, 1, "indptr", 0, &st->kv_indptr, &t->n)) != MATE_OK ||
+	    (rc = arg_ints(c, 2, "indices", 0, &st->kv_indices, &t->n_ind)) != MATE_OK ||
+	    (rc = arg_ints(c, 3, "last_page_len", 0, &t->last, &t->nlast)) != MATE_OK ||
+	    (rc = plan_params(c, st, &decode_plan_pos)) != MATE_OK)
+		return rc;
+	st->Hq = dims[0], st->Hk = dims[1], st->D = st->Dv = dims[2], st->page_size = dims[3];
+	return MATE_OK;
+}
+
+/* The prefill wrappers' plan arguments into st (paged or ragged). */
+static int
+plan_prefill(mate_replay_call *c, struct batch_state *st, int paged, struct plan_tables *t)
+{
+	const mate_tensor *m1, *m2;
+	int64_t dims[5];
+	int rc;
+
+	if ((rc = only_known(c, paged ? 23 : 20, paged ? paged_plan_kw : ragged_plan_kw)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, paged ? 10 : 7, "custom_mask", 1, &m1)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, paged ? 11 : 8, "packed_custom_mask", 1, &m2)) != MATE_OK)
+		return rc;
+	if (m1 != NULL || m2 != NULL)
+		return mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: custom masks are not replayed",
+		    fname(c));
+	if (paged)
+		rc = plan_ints(c, (int[]){ 5, 6, 7, 8, 9 }, (const char *[]){ "num_qo_heads",
+		    "num_kv_heads", "head_dim_qk", "page_size", "head_dim_vo" }, 5, dims);
+	else
+		rc = plan_ints(c, (int[]){ 3, 4, 5, 6 }, (const char *[]){ "num_qo_heads",
+		    "num_kv_heads", "head_dim_qk", "head_dim_vo" }, 4, dims);
+	if (rc != MATE_OK ||
+	    (rc = arg_ints(c, 1, "qo_indptr", 0, &st->qo_indptr, &t->nq)) != MATE_OK ||
+	    (rc = arg_ints(c, 2, paged ? "paged_kv_indptr" : "kv_indptr", 0, &st->kv_indptr, &t->n)) != MATE_OK ||
+	    (paged && (rc = arg_ints(c, 3, "paged_kv_indices", 0, &st->kv_indices, &t->n_ind)) != MATE_OK) ||
+	    (paged && (rc = arg_ints(c, 4, "paged_kv_last_page_len", 0, &t->last, &t->nlast)) != MATE_OK) ||
+	    (rc = plan_params(c, st, paged ? &paged_plan_pos : &ragged_plan_pos)) != MATE_OK ||
+	    (rc = check_indptr(c, "qo_indptr", st->qo_indptr, t->nq)) != MATE_OK)
+		return rc;
+	if (t->nq != t->n)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: qo_indptr has %lld elements, "
+		    "kv_indptr %lld", fname(c), (long long)t->nq, (long long)t->n);
+	st->Hq = dims[0], st->Hk = dims[1], st->D = dims[2];
+	st->page_size = paged ? dims[3] : 0;
+	st->Dv = dims[paged ? 4 : 3] > 0 ? dims[paged ? 4 : 3] : st->D;
+	return MATE_OK;
+}
+
+/* plan of the decode and prefill wrappers: the tables are copied onto the
+ * object, checked against each other (the caches are checked at run) */
 static int
 op_batch_plan(mate_replay_call *c, void *ctx)
 {
 	int kind = (int)(intptr_t)ctx, rc;
 	struct batch_state *st = state_of(c, kind, 0, &rc);
-	int64_t *last = NULL, nlast, n, dims[5];
-	const mate_tensor *m1, *m2;
+	struct plan_tables t = { .last = NULL };
 
 	if (st == NULL)
 		return rc;
 	state_clear_plan(st);
-	if (kind == W_DECODE) {
-		int64_t qlen, n_ind;
-
-		rc = only_known(c, 17, decode_plan_kw);
-		if (rc == MATE_OK)
-			rc = plan_ints(c, (int[]){ 4, 5, 6, 7 }, (const char *[]){ "num_qo_heads",
-			    "num_kv_heads", "head_dim", "page_size" }, 4, dims);
-		if (rc == MATE_OK && (rc = mate_replay_arg_int(c, -1, "q_len_per_req", 1, &qlen)) == MATE_OK &&
-		    qlen != 1)
-			rc = mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: q_len_per_req=%lld is not replayed",
-			    fname(c), (long long)qlen);
-		if (rc != MATE_OK || (rc = arg_ints(c, 1, "indptr", 0, &st->kv_indptr, &n)) != MATE_OK ||
-		    (rc = arg_ints(c, 2, "indices", 0, &st->kv_indices, &n_ind)) != MATE_OK ||
-		    (rc = arg_ints(c, 3, "last_page_len", 0, &last, &nlast)) != MATE_OK ||
-		    (rc = plan_params(c, st, &decode_plan_pos)) != MATE_OK)
-			goto out;
-		st->n_indices = n_ind;
-		st->Hq = dims[0], st->Hk = dims[1], st->D = st->Dv = dims[2], st->page_size = dims[3];
-	} else {
-		int paged = kind == W_PAGED;
-		int64_t n_ind = 0, nq;
-
-		if ((rc = only_known(c, paged ? 23 : 20, paged ? paged_plan_kw : ragged_plan_kw)) != MATE_OK ||
-		    (rc = mate_replay_arg_tensor(c, paged ? 10 : 7, "custom_mask", 1, &m1)) != MATE_OK ||
-		    (rc = mate_replay_arg_tensor(c, paged ? 11 : 8, "packed_custom_mask", 1, &m2)) != MATE_OK)
-			goto out;
-		if (m1 != NULL || m2 != NULL) {
-			rc = mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: custom masks are not replayed",
-			    fname(c));
-			goto out;
-		}
-		if (paged)
-			rc = plan_ints(c, (int[]){ 5, 6, 7, 8, 9 }, (const char *[]){ "num_qo_heads",
-			    "num_kv_heads", "head_dim_qk", "page_size", "head_dim_vo" }, 5, dims);
-		else
-			rc = plan_ints(c, (int[]){ 3, 4, 5, 6 }, (const char *[]){ "num_qo_heads",
-			    "num_kv_heads", "head_dim_qk", "head_dim_vo" }, 4, dims);
-		if (rc != MATE_OK ||
-		    (rc = arg_ints(c, 1, "qo_indptr", 0, &st->qo_indptr, &nq)) != MATE_OK ||
-		    (rc = arg_ints(c, 2, paged ? "paged_kv_indptr" : "kv_indptr", 0, &st->kv_indptr, &n)) != MATE_OK ||
-		    (paged && (rc = arg_ints(c, 3, "paged_kv_indices", 0, &st->kv_indices, &n_ind)) != MATE_OK) ||
-		    (paged && (rc = arg_ints(c, 4, "paged_kv_last_page_len", 0, &last, &nlast)) != MATE_OK) ||
-		    (rc = plan_params(c, st, paged ? &paged_plan_pos : &ragged_plan_pos)) != MATE_OK)
-			goto out;
-		if (nq != n || (rc = check_indptr(c, "qo_indptr", st->qo_indptr, nq)) != MATE_OK) {
-			if (rc == MATE_OK)
-				rc = mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: qo_indptr has %lld elements, "
-				    "kv_indptr %lld", fname(c), (long long)nq, (long long)n);
-			goto out;
-		}
-		st->n_indices = n_ind;
-		st->Hq = dims[0], st->Hk = dims[1], st->D = dims[2];
-		st->page_size = paged ? dims[3] : 0;
-		st->Dv = dims[paged ? 4 : 3] > 0 ? dims[paged ? 4 : 3] : st->D;
-	}
-	if ((rc = check_indptr(c, "kv_indptr", st->kv_indptr, n)) != MATE_OK)
+	if ((rc = kind == W_DECODE ? plan_decode(c, st, &t) : plan_prefill(c, st, kind == W_PAGED,
+	    &t)) != MATE_OK || (rc = check_indptr(c, "kv_indptr", st->kv_indptr, t.n)) != MATE_OK)
 		goto out;
-	st->batch = n - 1;
-	if (st->Hq % st->Hk != 0) {
+	st->n_indices = t.n_ind;
+	st->batch = t.n - 1;
+	if (st->Hq % st->Hk != 0)
 		rc = mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %lld query heads are not a multiple of "
 		    "%lld kv heads", fname(c), (long long)st->Hq, (long long)st->Hk);
-		goto out;
-	}
-	if (st->kv_indices != NULL && st->kv_indptr[st->batch] > st->n_indices) {
+	else if (st->kv_indices != NULL && st->kv_indptr[st->batch] > st->n_indices)
 		rc = mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: indptr ends at %lld of %lld indices",
 		    fname(c), (long long)st->kv_indptr[st->batch], (long long)st->n_indices);
-		goto out;
+	else if (st->page_size > 0)
+		rc = paged_lengths(c, st, t.last, t.nlast);
+	if (rc == MATE_OK) {
+		st->planned = 1;
+		rc = mate_replay_return(c, mate_value_none());
 	}
-	if (st->page_size > 0 && (rc = paged_lengths(c, st, last, nlast)) != MATE_OK)
-		goto out;
-	st->planned = 1;
-	rc = mate_replay_return(c, mate_value_none());
 out:
-	free(last);
+	free(t.last);
 	if (rc != MATE_OK)
 		state_clear_plan(st);
 	st->plan_unsupported = rc == MATE_ERR_UNSUPPORTED;
