@@ -217,7 +217,7 @@ state_of(mate_replay_call *c, int kind, int need_plan, int *rc)
 	}
 	if (need_plan && !st->planned) {
 		mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: object %s (process_id:self_id): no plan of it "
-		    "was replayed before this run", fname(c), mate_replay_call_object(c));
+		    "replayed without error before this run", fname(c), mate_replay_call_object(c));
 		return NULL;
 	}
 	return st;

@@ -271,6 +271,18 @@ for fmt, st in (("pt", "0"), ("safetensors", "1")):
     check(v.get("verdict") == "error" and "__init__" in v.get("message", ""),
           "%s: a run without its plan replays as %s: %s" % (fmt, v.get("verdict"), v.get("message")))
 
+    # A page table pointing outside the cache: the run is an Error naming the page.
+    broot = os.path.join(TMP, fmt + "-badpage")
+    shutil.copytree(root, broot)
+    plan = [d for d in dirs if d.endswith("BatchDecodeWithPagedKVCacheWrapper.plan_call0001")][0]
+    path = os.path.join(broot, plan, "inputs." + ext)
+    t = load(path)
+    t["arg_2"][0] = 1000000
+    save(t, path)
+    v = replay(broot)[runs[0]]
+    check(v["verdict"] == "error" and "page 1000000 of a cache of" in v["message"],
+          "%s: a page outside the cache replays as %s: %s" % (fmt, v["verdict"], v["message"]))
+
     # Mutations of recorded results: one element, a NaN, a shape.
     mroot = os.path.join(TMP, fmt + "-mutated")
     shutil.copytree(root, mroot)
