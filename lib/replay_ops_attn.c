@@ -518,11 +518,11 @@ static const char *const run_kw[] = { "q", "paged_kv_cache", "k", "v", "q_scale"
 static int
 op_batch_run(mate_replay_call *c, void *ctx)
 {
-	static const char *const bases[] = { "log2", "ln", NULL }, *const layouts[] = { "NH", NULL };
+	static const char *const bases[] = { "log2", "ln", NULL }, *const layouts[] = { "NH", "HN", NULL };
 	int kind = (int)(intptr_t)ctx, ragged = kind == W_RAGGED, rc, ret_lse, base, lay;
 	struct batch_state *st = state_of(c, kind, 1, &rc);
 	const mate_tensor *q;
-	mate_tensor kc, vc;
+	mate_tensor kc, vc, lt;
 	mate_value *outv = NULL, *lsev = NULL;
 	mate_batch_attn a;
 	mate_attn_params p;
@@ -564,14 +564,22 @@ op_batch_run(mate_replay_call *c, void *ctx)
 		    (long long)st->Hq, (long long)st->D);
 	if ((rc = output(c, -1, "out", st->has_o_dtype ? st->o_dtype : q->dtype, 3,
 	    (int64_t[]){ q->shape[0], st->Hq, st->Dv }, &outv)) != MATE_OK ||
-	    (ret_lse && (rc = output(c, -1, "lse", MATE_F32, 2, q->shape, &lsev)) != MATE_OK)) {
+	    (ret_lse && (rc = output(c, -1, "lse", MATE_F32, 2, lay ? (int64_t[]){ st->Hq,
+	    q->shape[0] } : q->shape, &lsev)) != MATE_OK)) {
 		mate_value_free(outv);
 		return rc;
+	}
+	if (lsev != NULL) {  /* lse_layout 'HN': (heads, tokens), written through its transpose */
+		lt = *tensor_of(lsev);
+		if (lay && lt.ndim == 2) {
+			lt.shape[0] = tensor_of(lsev)->shape[1], lt.stride[0] = tensor_of(lsev)->stride[1];
+			lt.shape[1] = tensor_of(lsev)->shape[0], lt.stride[1] = tensor_of(lsev)->stride[0];
+		}
 	}
 	a = (mate_batch_attn){ .batch = st->batch, .qo_indptr = st->qo_indptr,
 		.kv_indptr = st->kv_indptr, .kv_indices = st->kv_indices, .n_indices = st->n_indices,
 		.kv_len = st->kv_len, .page_size = st->page_size, .q = q, .k = &kc, .v = &vc,
-		.out = tensor_of(outv), .lse = tensor_of(lsev) };
+		.out = tensor_of(outv), .lse = lsev != NULL ? &lt : NULL };
 	if (kc.ndim != (ragged ? 3 : 4) || kc.shape[kc.ndim - 2 - (st->kv_layout == MATE_KV_HND)] != st->Hk)
 		return finish_pair(c, mate_set_error(&err, MATE_ERR_ARGUMENT, "the cache (%d-D) does not "
 		    "have the plan's %lld kv heads", kc.ndim, (long long)st->Hk), &err, outv, lsev);

@@ -62,6 +62,8 @@ def record():
         (f16, "HND", 4, 4, 64, 1, [4, 2], [6, 2], {"causal": True, "window_left": 3,
                                                    "logits_soft_cap": 2.0}, False),
         (f32, "NHD", 8, 1, 256, 16, [2, 3], [18, 3], {"pos_encoding_mode": "ROPE_LLAMA"}, True),
+        (f16, "NHD", 8, 2, 64, 4, [2, 3], [5, 3], {"causal": True},
+         {"return_lse": True, "lse_base": "ln", "lse_layout": "HN"}),
     ]
     for dt, lay, Hq, Hk, D, P, qlens, lens, pkw, ret in prefill:
         w = fi["BatchPrefillWithPagedKVCacheWrapper"](ws, lay)
@@ -69,7 +71,8 @@ def record():
         qo = torch.tensor([0] + list(torch.cumsum(torch.tensor(qlens), 0)), dtype=torch.int32)
         w.plan(qo, indptr, indices, last, Hq, Hk, D, P, **pkw)
         q = torch.randn(sum(qlens), Hq, D, generator=gen).to(dt)
-        w.run(q, cache(npages, P, Hk, D, dt, lay, False, gen), return_lse=ret)
+        rkw = ret if isinstance(ret, dict) else {"return_lse": ret}
+        w.run(q, cache(npages, P, Hk, D, dt, lay, False, gen), **rkw)
 
     # ragged prefill: (dtype, layout, Hq, Hk, D, Dv, qo lens, kv lens, plan kw)
     ragged = [
@@ -86,7 +89,7 @@ def record():
         kshape, vshape = ((nk, Hk, D), (nk, Hk, Dv)) if lay == "NHD" else ((Hk, nk, D), (Hk, nk, Dv))
         w.run(torch.randn(sum(qlens), Hq, D, generator=gen).to(dt),
               torch.randn(kshape, generator=gen).to(dt), torch.randn(vshape, generator=gen).to(dt),
-              return_lse=True)
+              return_lse=True, lse_base="ln" if dt == f32 else "log2")
 
     # MLA: (dtype, heads, ckv dim, kpe dim, page size, qo lens, kv lens, causal)
     for dt, H, Dc, Dp, P, qlens, lens, causal in [(bf16, 16, 128, 64, 4, [1, 3], [9, 6], True),
@@ -161,8 +164,8 @@ def record():
 
 
 UNSUPPORTED = {"BatchDecodeWithPagedKVCacheWrapper.run_call0012": "sinks",
-               "BatchPrefillWithPagedKVCacheWrapper.plan_call0004": "packed_custom_mask",
-               "BatchPrefillWithPagedKVCacheWrapper.run_call0004": "plan was Unsupported"}
+               "BatchPrefillWithPagedKVCacheWrapper.plan_call0005": "packed_custom_mask",
+               "BatchPrefillWithPagedKVCacheWrapper.run_call0005": "plan was Unsupported"}
 
 if len(sys.argv) > 1 and sys.argv[1] == "--record":
     record()
@@ -236,7 +239,7 @@ for fmt, st in (("pt", "0"), ("safetensors", "1")):
                        capture_output=True, text=True)
     check(p.returncode == 0, "%s: recording under FlashInfer's decorator: %s" % (fmt, p.stderr[-3000:]))
     dirs = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
-    check(len(dirs) == 68, "%s: FlashInfer wrote %d dumps, expected 68" % (fmt, len(dirs)))
+    check(len(dirs) == 71, "%s: FlashInfer wrote %d dumps, expected 71" % (fmt, len(dirs)))
     appends = [d for d in dirs if "append_paged" in d and add_inplace(os.path.join(root, d), ext)]
     check(len(appends) == 5, "%s: %d appends with their cache in one tensor" % (fmt, len(appends)))
 

@@ -79,13 +79,17 @@ def gather(cache, indptr, indices, last_page_len, b):
     return cache[pages].reshape(-1, *cache.shape[2:])[:n]
 
 
-def _finish(o, lse, dtype, return_lse, out=None, lse_out=None):
+def _finish(o, lse, dtype, return_lse, out=None, lse_out=None, lse_base="log2", lse_layout="NH"):
     o = o.to(dtype)
     if out is not None:
         out.copy_(o)
         o = out
     if not return_lse:
         return o
+    if lse_base == "ln":
+        lse = lse * LN2
+    if lse_layout == "HN":
+        lse = lse.t().contiguous()
     lse = lse.float()
     if lse_out is not None:
         lse_out.copy_(lse)
@@ -186,10 +190,11 @@ class BatchPrefillWithPagedKVCacheWrapper:
             kv_cache_sf=None, skip_softmax_threshold_scale_factor=None, use_fp16_softmax=None,
             uses_spcompress=None):
         return _prefill(self, q, lambda b: self.keys(paged_kv_cache, b), q_scale, k_scale,
-                        v_scale, out, lse, return_lse, window_left)
+                        v_scale, out, lse, return_lse, window_left, lse_base, lse_layout)
 
 
-def _prefill(w, q, keys, q_scale, k_scale, v_scale, out, lse, return_lse, window_left):
+def _prefill(w, q, keys, q_scale, k_scale, v_scale, out, lse, return_lse, window_left,
+             lse_base="log2", lse_layout="NH"):
     kw = dict(w.kw)
     kw["sm_scale"] = (kw["sm_scale"] or 1.0 / math.sqrt(q.shape[-1])) * (q_scale or 1.0) * (k_scale or 1.0)
     if window_left is not None:
@@ -207,7 +212,7 @@ def _prefill(w, q, keys, q_scale, k_scale, v_scale, out, lse, return_lse, window
         o_all[q0:q1], l_all[q0:q1] = o, l
     if o_all is None:
         o_all = torch.zeros(n, H, q.shape[-1], dtype=torch.float64)
-    return _finish(o_all, l_all, w.o_dtype or q.dtype, return_lse, out, lse)
+    return _finish(o_all, l_all, w.o_dtype or q.dtype, return_lse, out, lse, lse_base, lse_layout)
 
 
 class BatchPrefillWithRaggedKVCacheWrapper:
@@ -249,7 +254,8 @@ class BatchPrefillWithRaggedKVCacheWrapper:
         def keys(b):
             s, e = int(self.kv[b]), int(self.kv[b + 1])
             return k[s:e], v[s:e]
-        return _prefill(self, q, keys, q_scale, k_scale, v_scale, out, lse, return_lse, None)
+        return _prefill(self, q, keys, q_scale, k_scale, v_scale, out, lse, return_lse, None,
+                        lse_base, lse_layout)
 
 
 class BatchMLAPagedAttentionWrapper:
