@@ -224,18 +224,27 @@ state_of(mate_replay_call *c, int kind, int need_plan, int *rc)
 }
 
 /* __init__(self, float_workspace_buffer, kv_layout='NHD', use_cuda_graph=False,
- * ...buffers..., backend='auto', ...): the buffers are FlashInfer's scratch
- * and CUDA-graph staging; only kv_layout changes the math. The MLA
+ * ...buffers..., backend='auto', jit_args=None, ...): the buffers are
+ * FlashInfer's scratch and CUDA-graph staging; only kv_layout changes the
+ * math, and jit_args (a custom attention variant) is Unsupported. The MLA
  * wrapper's __init__ has no kv_layout. */
+static const char *const init_kw[] = { "float_workspace_buffer", "kv_layout", "use_cuda_graph",
+	"use_tensor_cores", "paged_kv_indptr_buffer", "paged_kv_indices_buffer",
+	"paged_kv_last_page_len_buffer", "qo_indptr_buf", "paged_kv_indptr_buf",
+	"paged_kv_indices_buf", "paged_kv_last_page_len_buf", "custom_mask_buf", "mask_indptr_buf",
+	"kv_indptr_buf", "qo_indptr", "kv_indptr", "kv_indices", "kv_len_arr", "backend", NULL };
+
 static int
 op_wrapper_init(mate_replay_call *c, void *ctx)
 {
 	static const char *const layouts[] = { "NHD", "HND", NULL };
+	static const int last_pos[] = { [W_DECODE] = 8, [W_PAGED] = 10, [W_RAGGED] = 8, [W_MLA] = 7 };
 	int kind = (int)(intptr_t)ctx, layout = 0, rc;
 	struct batch_state *st;
 	const mate_tensor *ws;
 
-	if ((rc = mate_replay_arg_tensor(c, 1, "float_workspace_buffer", 0, &ws)) != MATE_OK ||
+	if ((rc = only_known(c, last_pos[kind], init_kw)) != MATE_OK ||  /* jit_args: a custom variant */
+	    (rc = mate_replay_arg_tensor(c, 1, "float_workspace_buffer", 0, &ws)) != MATE_OK ||
 	    (kind != W_MLA && (rc = arg_choice(c, 2, "kv_layout", "NHD", layouts, &layout)) != MATE_OK))
 		return rc;
 	if ((st = calloc(1, sizeof(*st))) == NULL)
