@@ -166,6 +166,7 @@ static const char *const wrapper_names[] = {
 struct batch_state {
 	int kind, kv_layout, planned;
 	int plan_unsupported;     /* the latest plan was Unsupported */
+	int init_unsupported;     /* so was __init__: every call on it is */
 	int64_t batch, n_indices, page_size, Hq, Hk, D, Dv;
 	int64_t *qo_indptr, *kv_indptr, *kv_indices, *kv_len;
 	mate_attn_params p;
@@ -209,6 +210,12 @@ state_of(mate_replay_call *c, int kind, int need_plan, int *rc)
 		    wrapper_names[kind]);
 		return NULL;
 	}
+	if (st->init_unsupported) {
+		*rc = MATE_ERR_UNSUPPORTED;
+		mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: object %s (process_id:self_id): its "
+		    "__init__ was Unsupported", fname(c), mate_replay_call_object(c));
+		return NULL;
+	}
 	if (need_plan && st->plan_unsupported) {
 		*rc = MATE_ERR_UNSUPPORTED;
 		mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: object %s (process_id:self_id): its plan "
@@ -243,17 +250,20 @@ op_wrapper_init(mate_replay_call *c, void *ctx)
 	struct batch_state *st;
 	const mate_tensor *ws;
 
-	if ((rc = only_known(c, last_pos[kind], init_kw)) != MATE_OK ||  /* jit_args: a custom variant */
-	    (rc = mate_replay_arg_tensor(c, 1, "float_workspace_buffer", 0, &ws)) != MATE_OK ||
-	    (kind != W_MLA && (rc = arg_choice(c, 2, "kv_layout", "NHD", layouts, &layout)) != MATE_OK))
+	if ((rc = only_known(c, last_pos[kind], init_kw)) == MATE_OK &&  /* jit_args: a custom variant */
+	    (rc = mate_replay_arg_tensor(c, 1, "float_workspace_buffer", 0, &ws)) == MATE_OK &&
+	    kind != W_MLA)
+		rc = arg_choice(c, 2, "kv_layout", "NHD", layouts, &layout);
+	if (rc != MATE_OK && rc != MATE_ERR_UNSUPPORTED)
 		return rc;
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory", fname(c));
 	st->kind = kind;
 	st->kv_layout = layout;
+	st->init_unsupported = rc == MATE_ERR_UNSUPPORTED;  /* kept: its calls say so */
 	if ((rc = mate_replay_call_set_self(c, st, state_free)) != MATE_OK)
 		return rc;
-	return mate_replay_return(c, mate_value_none());
+	return st->init_unsupported ? MATE_ERR_UNSUPPORTED : mate_replay_return(c, mate_value_none());
 }
 
 /* The parameters every plan shares, by position (-1: keyword only). */
