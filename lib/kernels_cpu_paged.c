@@ -316,13 +316,15 @@ mate_merge_states(const mate_tensor *v, const mate_tensor *s, int64_t nstates,
 	if ((rc = kc_check(vo, "v_merged", 3, 1, err)) != MATE_OK ||
 	    (rc = kc_check(so, "s_merged", 2, 1, err)) != MATE_OK)
 		return rc;
-	for (int64_t i = 0; i < nstates; i++)
+	for (int64_t i = 0; i < nstates; i++) {
+		if ((rc = kc_check(&v[i], "v", 3, 0, err)) != MATE_OK ||
+		    (rc = kc_check(&s[i], "s", 2, 0, err)) != MATE_OK)
+			return rc;
 		for (int d = 0; d < 3; d++)
-			if ((rc = kc_check(&v[i], "v", 3, 0, err)) != MATE_OK ||
-			    (rc = kc_check(&s[i], "s", 2, 0, err)) != MATE_OK ||
-			    (rc = kc_check_dim(&v[i], "v", d, vo->shape[d], err)) != MATE_OK ||
+			if ((rc = kc_check_dim(&v[i], "v", d, vo->shape[d], err)) != MATE_OK ||
 			    (d < 2 && (rc = kc_check_dim(&s[i], "s", d, vo->shape[d], err)) != MATE_OK))
 				return rc;
+	}
 	if ((acc = kc_alloc(2 * D + 1, sizeof(float), err)) == NULL)
 		return MATE_ERR_NOMEM;
 	row = acc + D;

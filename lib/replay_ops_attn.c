@@ -771,8 +771,6 @@ op_merge(mate_replay_call *c, void *many)
 		free(v);
 		free(s);
 	}
-	if (lsev == NULL && rc == MATE_OK)
-		rc = MATE_ERR_NOMEM;
 	return finish_pair(c, rc, &err, outv, lsev);
 }
 
