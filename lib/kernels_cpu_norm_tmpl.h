@@ -29,14 +29,15 @@ FN(norm_rows)(void *ctx, int64_t b, int64_t e)
 		int64_t sin = j->in->stride[j->nlead];
 		LOAD(j->in->dtype, pin, sin, H, x);
 		if (j->res != NULL) {
-			/* residual += input, rounded to its dtype, then read back */
+			/* residual += input is stored rounded to its dtype, but
+			 * the norm reads the unrounded sum, as FlashInfer's
+			 * FusedAddRMSNormKernel does (norm.cuh) */
 			char *pres = kc_at(j->res, kc_row_offset(j->res, j->nlead, row));
 			int64_t sres = j->res->stride[j->nlead];
 			LOAD(j->res->dtype, pres, sres, H, r);
 			for (int64_t i = 0; i < H; i++)
-				r[i] += x[i];
-			STORE(j->res->dtype, pres, sres, H, r);
-			LOAD(j->res->dtype, pres, sres, H, x);
+				x[i] += r[i];
+			STORE(j->res->dtype, pres, sres, H, x);
 			FN(rms_row)(x, w, H, (REAL)j->eps);
 			STORE(j->in->dtype, pin, sin, H, x);
 		} else {

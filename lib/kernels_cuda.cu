@@ -354,18 +354,20 @@ rms_kernel(const void *in, int in_dt, void *res, int res_dt, const void *w, int 
 
 	for (int64_t i = threadIdx.x; i < H; i += blockDim.x) {
 		T x = kcu_ld<T>(in_dt, in, base + i);
-		if (res != NULL) {
-			/* residual += input, rounded to its dtype, then read back */
-			kcu_st(res_dt, res, base + i, kcu_ld<T>(res_dt, res, base + i) + x);
-			x = kcu_ld<T>(res_dt, res, base + i);
-		}
+		if (res != NULL)  /* the norm reads the unrounded sum, as FlashInfer's does */
+			x += kcu_ld<T>(res_dt, res, base + i);
 		ss += x * x;
 	}
 	ss = kcu_block_reduce(ss, 0);
 	rs = (T)1 / sqrt(ss / (T)H + eps);
+	/* each thread reads and writes its own elements, in both loops */
 	for (int64_t i = threadIdx.x; i < H; i += blockDim.x) {
-		T x = res != NULL ? kcu_ld<T>(res_dt, res, base + i) : kcu_ld<T>(in_dt, in, base + i);
+		T x = kcu_ld<T>(in_dt, in, base + i);
 		T wv = kcu_ld<T>(w_dt, w, i);
+		if (res != NULL) {
+			x += kcu_ld<T>(res_dt, res, base + i);
+			kcu_st(res_dt, res, base + i, x);
+		}
 		if (gemma)
 			wv = (T)1 + wv;
 		kcu_st(out_dt, out, base + i, x * rs * wv);

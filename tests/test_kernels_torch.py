@@ -179,11 +179,20 @@ def test_norms(dt):
         x = randn(5, 64, dtype=dt)
         res = randn(5, 64, dtype=dt)
         w = randn(64, dtype=dt)
+        res = randn(5, 64, dtype=dt, scale=8.0)  # sums that need more bits than dt has
         r, rc, e = kernel(name, {"input": x, "residual": res, "weight": w}, eps=1e-6)
         if expect_ok(name, r, rc, e):
-            new_res = (x.double() + res.double()).to(dt)
-            close("%s residual %s" % (name, dt), r["residual"], new_res)
-            close("%s input %s" % (name, dt), r["input"], rms_ref(new_res, w, 1e-6, gemma).to(dt))
+            s = x.double() + res.double()
+            close("%s residual %s" % (name, dt), r["residual"], s.to(dt))
+            # FlashInfer's kernel (norm.cuh) normalises the float32 sum, not
+            # the residual rounded to dt: within tolerance either way, so
+            # also count the elements that differ from the rounded reference
+            ref = rms_ref(s, w, 1e-6, gemma).to(dt)
+            close("%s input %s" % (name, dt), r["input"], ref)
+            if dt != torch.float32:
+                differ = float((r["input"].double() != ref.double()).double().mean())
+                check(differ < 0.02, "%s input %s: %.1f%% of the elements differ from the "
+                      "norm of the unrounded sum" % (name, dt, 100 * differ))
 
 
 def test_norm_eps(dt):
