@@ -1,6 +1,7 @@
 /* kernels_segment.c: FlashInfer's segment GEMM (SegmentGEMMWrapper.run) as one mm per segment, on any backend's kernels. */
 #include "mate_private.h"
 #include "kernels.h"
+#include "kernels_fi.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -11,9 +12,8 @@ replayed_dtype(mate_dtype dt)
 	return dt == MATE_F32 || dt == MATE_F16 || dt == MATE_BF16;
 }
 
-/* A usable host tensor of integers, 1-D with at least need elements. */
-static int
-check_ints(const mate_tensor *t, const char *what, int64_t need, mate_error *err)
+int
+mate_kernel_check_ints(const mate_tensor *t, const char *what, int64_t need, mate_error *err)
 {
 	int kind = mate_dtype_kind(t->dtype);
 
@@ -23,15 +23,13 @@ check_ints(const mate_tensor *t, const char *what, int64_t need, mate_error *err
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "%s: expected a 1-D integer host tensor "
 		    "(%s, %d-D)", what, mate_dtype_name(t->dtype), t->ndim);
 	if (t->shape[0] < need)
-		return mate_set_error(err, MATE_ERR_ARGUMENT, "%s: %lld elements, batch_size needs %lld",
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "%s: %lld elements, %lld needed",
 		    what, (long long)t->shape[0], (long long)need);
 	return MATE_OK;
 }
 
-/* Element i of a checked integer tensor (unsigned 64-bit values past
- * INT64_MAX read as -1, which every caller rejects). */
-static int64_t
-int_at(const mate_tensor *t, int64_t i)
+int64_t
+mate_kernel_int_at(const mate_tensor *t, int64_t i)
 {
 	const void *p = mate_tensor_element(t, i);
 	int64_t v = 0;
@@ -55,8 +53,8 @@ segment_end(const mate_segment_gemm_args *a, int64_t i, int64_t s)
 	int64_t len;
 
 	if (a->seg_indptr != NULL)
-		return int_at(a->seg_indptr, i + 1);
-	len = int_at(a->seg_lens, i);
+		return mate_kernel_int_at(a->seg_indptr, i + 1);
+	len = mate_kernel_int_at(a->seg_lens, i);
 	return len >= 0 && len <= INT64_MAX - s ? s + len : -1;
 }
 
@@ -106,16 +104,16 @@ check_segments(const mate_segment_gemm_args *a, mate_error *err)
 		return mate_set_error(err, MATE_ERR_ARGUMENT,
 		    "segment_gemm: either seg_lens or seg_indptr should be provided");
 	if ((a->seg_indptr != NULL &&
-	    (rc = check_ints(a->seg_indptr, "seg_indptr", a->batch_size + 1, err)) != MATE_OK) ||
+	    (rc = mate_kernel_check_ints(a->seg_indptr, "seg_indptr", a->batch_size + 1, err)) != MATE_OK) ||
 	    (a->seg_indptr == NULL &&
-	    (rc = check_ints(a->seg_lens, "seg_lens", a->batch_size, err)) != MATE_OK) ||
+	    (rc = mate_kernel_check_ints(a->seg_lens, "seg_lens", a->batch_size, err)) != MATE_OK) ||
 	    (a->weight_indices != NULL &&
-	    (rc = check_ints(a->weight_indices, "weight_indices", a->batch_size, err)) != MATE_OK))
+	    (rc = mate_kernel_check_ints(a->weight_indices, "weight_indices", a->batch_size, err)) != MATE_OK))
 		return rc;
 	if (a->seg_indptr != NULL)
-		s = int_at(a->seg_indptr, 0);
+		s = mate_kernel_int_at(a->seg_indptr, 0);
 	for (int64_t i = 0; i < a->batch_size; i++, s = e) {
-		int64_t j = a->weight_indices != NULL ? int_at(a->weight_indices, i) : i;
+		int64_t j = a->weight_indices != NULL ? mate_kernel_int_at(a->weight_indices, i) : i;
 
 		e = segment_end(a, i, s);
 		if (s < 0 || e < s || e > rows)
@@ -165,9 +163,9 @@ mate_segment_gemm(const mate_kernels *k, const mate_segment_gemm_args *a, mate_e
 	    (rc = check_segments(a, err)) != MATE_OK)
 		return rc;
 	if (a->seg_indptr != NULL)
-		s = int_at(a->seg_indptr, 0);
+		s = mate_kernel_int_at(a->seg_indptr, 0);
 	for (int64_t i = 0; i < a->batch_size; i++, s = e) {
-		int64_t j = a->weight_indices != NULL ? int_at(a->weight_indices, i) : i;
+		int64_t j = a->weight_indices != NULL ? mate_kernel_int_at(a->weight_indices, i) : i;
 		mate_tensor xs, ws, os;
 
 		e = segment_end(a, i, s);

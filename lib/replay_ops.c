@@ -11,6 +11,7 @@
 /* Registers every built-in handler on r (module: any). */
 int mate_replay_register_builtins(mate_replay *r, mate_error *err);
 int mate_replay_register_attn(mate_replay *r, mate_error *err) MATE_HIDDEN;
+int mate_replay_register_rope(mate_replay *r, mate_error *err);
 
 static const mate_kernels *
 kernels(const mate_replay_call *c)
@@ -488,6 +489,8 @@ mate_replay_register_builtins(mate_replay *r, mate_error *err)
 			return rc;
 	/* FlashInfer's batch attention and KV cache (replay_ops_attn.c) */
 	if ((rc = mate_replay_register_attn(r, err)) != MATE_OK)
+		return rc;
+	if ((rc = mate_replay_register_rope(r, err)) != MATE_OK)
 		return rc;
 	/* the BLAS and cuBLAS calls mate-record records (replay_blas.c) */
 	return mate_replay_register_blas(r, err);

@@ -13,6 +13,8 @@ libmate_la_SOURCES += \
 	lib/replay_run.c \
 	lib/replay_ops.c \
 	lib/replay_ops_attn.c
+## FlashInfer's RoPE, sampling, GEMM and bit-packing APIs (issue 21)
+libmate_la_SOURCES += lib/replay_ops_rope.c
 
 ## The tools: mate-list-dumps, mate-replay and the `mate VERB` dispatcher.
 bin_PROGRAMS += src/replay/mate-list-dumps src/replay/mate-replay src/mate/mate
@@ -131,3 +133,6 @@ EXTRA_DIST += tests/readme_jq.sh
 ## FlashInfer's batch attention, MLA, merges and KV-cache appends (replay_ops_attn.c).
 TESTS += tests/test_flashinfer_attn.py
 EXTRA_DIST += tests/test_flashinfer_attn.py tests/peers/flashinfer_attn_ref.py
+
+TESTS += tests/test_fi_replay_rope.py
+EXTRA_DIST += tests/test_fi_replay_rope.py tests/peers/flashinfer_ops21.py

@@ -361,7 +361,7 @@ def test_segment_gemm_errors():
     r, rc, e = kernel("segment_gemm", dict(t, seg_lens=torch.tensor([2, 5])), batch_size=2)
     check(rc == 1 and "segment 1 is rows [2, 7) of x's 6" in e, "segment_gemm segment past x: %d %s" % (rc, e))
     r, rc, e = kernel("segment_gemm", dict(t, seg_lens=torch.tensor([2, 4])), batch_size=3)
-    check(rc == 1 and "seg_lens: 2 elements, batch_size needs 3" in e, "segment_gemm short seg_lens: %d %s" % (rc, e))
+    check(rc == 1 and "seg_lens: 2 elements, 3 needed" in e, "segment_gemm short seg_lens: %d %s" % (rc, e))
     t.pop("seg_lens")
     r, rc, e = kernel("segment_gemm", t, batch_size=2)
     check(rc == 1 and "either seg_lens or seg_indptr" in e, "segment_gemm no segments: %d %s" % (rc, e))

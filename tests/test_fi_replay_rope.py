@@ -1,0 +1,192 @@
+# mate-python: peers
+"""test_fi_replay_rope.py: FlashInfer's ten RoPE APIs (apply_rope, apply_rope_pos_ids, apply_llama31_rope, apply_llama31_rope_pos_ids, apply_rope_with_cos_sin_cache and their _inplace forms) called on torch references under FlashInfer's real decorator at level 10 replay on mate's CPU kernel as passed (f32, f16, bf16; interleaved and not; partial rotary_dim; GQA; an empty segment; Llama 3.1 smoothing past old_context_len); a changed element, a NaN, a changed shape, a changed in-place tensor and a changed position are each a mismatch that names the place."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "peers"))
+
+
+def record():
+    """The child: FLASHINFER_* are set; calls the decorated torch references."""
+    import torch
+
+    from flashinfer_ops21 import ROPE, decorate
+    from flashinfer_peer import load_api_logging
+
+    fi = decorate(load_api_logging(), ROPE)
+    torch.manual_seed(21)
+    nnz = 7
+    pos = torch.tensor([0, 1, 2, 40, 41, 1000, 3], dtype=torch.int32)
+    for dt in (torch.float32, torch.float16, torch.bfloat16):                 # calls 1-3
+        q, k = torch.randn(nnz, 4, 64, dtype=dt), torch.randn(nnz, 2, 64, dtype=dt)
+        fi["apply_rope_pos_ids"](q, k, pos)
+    indptr = torch.tensor([0, 3, 3, 7], dtype=torch.int32)                    # an empty segment
+    offsets = torch.tensor([5, 0, 100], dtype=torch.int32)
+    q, k = torch.randn(nnz, 8, 64, dtype=torch.bfloat16), torch.randn(nnz, 1, 64, dtype=torch.bfloat16)
+    fi["apply_rope"](q, k, indptr, offsets, rotary_dim=32, interleave=True)   # 4
+    fi["apply_rope_inplace"](q.clone(), k.clone(), indptr, offsets, 64, False, 2.0, 5e5)   # 5
+    q, k = torch.randn(nnz, 4, 128, dtype=torch.float16), torch.randn(nnz, 4, 128, dtype=torch.float16)
+    fi["apply_rope_pos_ids_inplace"](q, k, pos.long(), interleave=True)       # 6
+    lpos = torch.tensor([0, 17, 4095, 8191, 9000, 20000, 131071], dtype=torch.int64)
+    q, k = torch.randn(nnz, 4, 128), torch.randn(nnz, 2, 128)
+    fi["apply_llama31_rope_pos_ids"](q, k, lpos)                              # 7
+    fi["apply_llama31_rope_pos_ids_inplace"](q.bfloat16(), k.bfloat16(), lpos, rotary_dim=64)   # 8
+    fi["apply_llama31_rope"](q.half(), k.half(), indptr, offsets * 3000)     # 9
+    fi["apply_llama31_rope_inplace"](q.clone(), k.clone(), indptr, offsets, interleave=True,
+                                     rope_scale=32, old_context_len=4096)     # 10
+    rd, hs = 64, 128
+    ang = torch.arange(256, dtype=torch.float32)[:, None] * torch.pow(
+        torch.tensor(1e-4), torch.arange(0, rd, 2, dtype=torch.float32) / rd)
+    cache = torch.cat([ang.cos(), ang.sin()], dim=1)
+    cpos = torch.tensor([3, 255, 0, 17, 100, 101, 7], dtype=torch.int64)
+    query = torch.randn(nnz, 4 * hs, dtype=torch.bfloat16)
+    key = torch.randn(nnz, 2 * hs, dtype=torch.bfloat16)
+    fi["apply_rope_with_cos_sin_cache"](cpos, query, key, hs, cache)          # 11
+    fi["apply_rope_with_cos_sin_cache"](cpos, query.float(), key.float(), hs, cache, is_neox=False)
+    fi["apply_rope_with_cos_sin_cache_inplace"](cpos, query.clone(), key.clone(), hs, cache,
+                                                False)                        # 13
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "--record":
+    record()
+    sys.exit(0)
+
+import torch  # noqa: E402
+
+from mate_test import build_path, check, done, run, tmpdir  # noqa: E402
+
+REPLAY = build_path("src", "replay", "mate-replay")
+TMP = tmpdir()
+NCALLS = 13
+
+root = os.path.join(TMP, "rec")
+env = dict(os.environ, FLASHINFER_LOGLEVEL="10", FLASHINFER_DUMP_DIR=root,
+           FLASHINFER_DUMP_SAFETENSORS="0", FLASHINFER_LOGDEST=os.path.join(TMP, "log"))
+p = subprocess.run([sys.executable, os.path.abspath(__file__), "--record"], env=env,
+                   capture_output=True, text=True)
+check(p.returncode == 0, "recording under FlashInfer's decorator: %s" % p.stderr[-2000:])
+dirs = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+check(len(dirs) == NCALLS, "FlashInfer wrote %d dumps, expected %d" % (len(dirs), NCALLS))
+
+
+def replay(path):
+    p = run([REPLAY, "--jsonl", path], check=False)
+    return {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}
+
+
+verdicts = replay(root)
+check(sorted(verdicts) == dirs, "mate-replay replayed %d of %d dumps" % (len(verdicts), len(dirs)))
+for d, v in sorted(verdicts.items()):
+    check(v["verdict"] == "passed", "%s: %s replays as %s: %s" % (d, v["function"], v["verdict"],
+                                                                  v["message"]))
+funcs = {v["function"] for v in verdicts.values()}
+from flashinfer_ops21 import ROPE  # noqa: E402
+check(funcs == set(ROPE), "functions replayed: %s" % sorted(funcs))
+
+
+def find(suffix):
+    hit = [d for d in dirs if d.endswith(suffix)]
+    check(len(hit) == 1, "one dump ending %s: %s" % (suffix, hit))
+    return hit[0] if hit else dirs[0]
+
+
+def mutated(dump, fname, change):
+    """Replays a copy of dump whose fname tensors went through change(dict)."""
+    mroot = os.path.join(TMP, "m%d" % len(os.listdir(TMP)))
+    os.makedirs(mroot)
+    shutil.copytree(os.path.join(root, dump), os.path.join(mroot, dump))
+    path = os.path.join(mroot, dump, fname)
+    t = torch.load(path, weights_only=True)
+    change(t)
+    torch.save(t, path)
+    return replay(mroot).get(dump, {})
+
+
+def expect_mismatch(what, v, where):
+    msg = v.get("message") or ""
+    check(v.get("verdict") == "mismatch" and where in msg,
+          "%s: replays as %s, expected a mismatch naming %s: %s" % (what, v.get("verdict"), where, msg))
+
+
+bf16 = find("apply_rope_pos_ids_call0003")
+keys = sorted(torch.load(os.path.join(root, bf16, "outputs.pt"), weights_only=True))
+check(keys == ["result_0", "result_1"] or keys == ["result"], "outputs keys %s" % keys)
+
+
+def poke(key, idx, value=None):
+    def change(t):
+        x = t[key] if key in t else t["result"][int(key[-1])]
+        x[idx] = value if value is not None else x[idx] + 1.0
+    return change
+
+
+first = keys[0]
+expect_mismatch("one element of q_rope", mutated(bf16, "outputs.pt", poke(first, (5, 2, 9))),
+                "[5, 2, 9]")
+expect_mismatch("a NaN in q_rope", mutated(bf16, "outputs.pt", poke(first, (6, 3, 63), float("nan"))),
+                "[6, 3, 63]")
+
+
+def reshape(t):
+    t[first] = t[first].reshape(7, 2, 128).clone()
+
+
+v = mutated(bf16, "outputs.pt", reshape)
+check(v.get("verdict") == "mismatch" and "shape" in (v.get("message") or ""),
+      "a changed shape: %s %s" % (v.get("verdict"), v.get("message")))
+
+
+def with_inplace(dump, after):
+    """FlashInfer's decorator saves no in-place results: give dump the
+    inplace.pt mate's recorder writes (q and k after the call, computed by
+    the reference), named in its record, so that replay checks them."""
+    d = os.path.join(root, dump)
+    ins = torch.load(os.path.join(d, "inputs.pt"), weights_only=True)
+    q, k = after(ins)
+    torch.save({"arg_%d" % after.qpos: q, "arg_%d" % (after.qpos + 1): k}, os.path.join(d, "inplace.pt"))
+    with open(os.path.join(d, "metadata.jsonl")) as f:
+        recs = [json.loads(l) for l in f]
+    recs[-1]["tensor_info"]["inplace_tensor_keys"] = ["arg_%d" % after.qpos, "arg_%d" % (after.qpos + 1)]
+    recs[-1]["tensor_info"]["inplace_file"] = "inplace.pt"
+    with open(os.path.join(d, "metadata.jsonl"), "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in recs))
+    v = replay(d).get(dump, {})
+    check(v.get("verdict") == "passed", "%s with its in-place results: %s %s" % (dump, v.get("verdict"),
+                                                                               v.get("message")))
+
+
+import flashinfer_ops21 as ref  # noqa: E402
+
+
+def after_pos_ids(ins):
+    return ref.apply_rope_pos_ids(ins["arg_0"], ins["arg_1"], ins["arg_2"], interleave=True)
+
+
+def after_cache(ins):
+    return ref.apply_rope_with_cos_sin_cache(ins["arg_0"], ins["arg_1"], ins["arg_2"], 128,
+                                             ins["arg_4"], False)
+
+
+after_pos_ids.qpos, after_cache.qpos = 0, 1
+inpl = find("apply_rope_pos_ids_inplace_call0001")
+with_inplace(inpl, after_pos_ids)
+expect_mismatch("one element of the in-place k", mutated(inpl, "inplace.pt", poke("arg_1", (4, 3, 100))),
+                "arg_1[4, 3, 100]")
+cache_inpl = find("apply_rope_with_cos_sin_cache_inplace_call0001")
+with_inplace(cache_inpl, after_cache)
+expect_mismatch("one element of the in-place query", mutated(cache_inpl, "inplace.pt",
+                                                             poke("arg_1", (2, 300))), "arg_1[2, 300]")
+
+
+def shift_pos(t):
+    t["arg_2"][3] += 1
+
+
+v = mutated(find("apply_llama31_rope_pos_ids_call0001"), "inputs.pt", shift_pos)
+check(v.get("verdict") == "mismatch" and "[3, " in (v.get("message") or ""),
+      "a changed position: %s %s" % (v.get("verdict"), v.get("message")))
+done()
