@@ -33,4 +33,49 @@ typedef struct mate_rope_params {
 int mate_cpu_rope(const mate_tensor *in, const mate_tensor *out, const int64_t *pos,
     const mate_rope_params *p, mate_error *err);
 
+/* A per-row parameter of FlashInfer's sampling APIs: a number, or a
+ * tensor of one element or one per row (top_k int32, top_p float32). */
+typedef struct mate_row_param {
+	const mate_tensor *t;        /* NULL: v for every row */
+	double v;
+} mate_row_param;
+
+/* The filters a sampler applies before drawing (sampling.py). top_k <= 0
+ * or >= V, top_p >= 1 and min_p <= 0 filter nothing. */
+typedef struct mate_sample_filter {
+	int from_logits;             /* softmax the row first */
+	mate_row_param top_k, top_p, min_p;
+	int joint;                   /* top_p over the whole row ("joint"), else
+	                                over the top-k survivors ("top_k_first") */
+} mate_sample_filter;
+
+/*! mate_cpu_top_k_renorm() : probs (B, V) keeping the values >= the k-th
+ * largest of each row, renormalised to sum 1, others 0, into out. */
+int mate_cpu_top_k_renorm(const mate_tensor *probs, const mate_row_param *top_k,
+    const mate_tensor *out, mate_error *err);
+/*! mate_cpu_top_p_renorm() : probs (B, V) keeping the largest values whose
+ * mass above them is below top_p of the row's sum, renormalised. */
+int mate_cpu_top_p_renorm(const mate_tensor *probs, const mate_row_param *top_p,
+    const mate_tensor *out, mate_error *err);
+/*! mate_cpu_top_k_mask_logits() : logits (B, V) with the values below each
+ * row's k-th largest set to -inf, into out. */
+int mate_cpu_top_k_mask_logits(const mate_tensor *logits, const mate_row_param *top_k,
+    const mate_tensor *out, mate_error *err);
+/*! mate_cpu_sample_check() : whether each recorded sample (samples (n),
+ * from row indices[i] of x (B, V), or row i without indices) is a token
+ * filter f allows (nonzero probability after the filters, with a relative
+ * margin of 1e-5 at the top-p and min-p boundaries): out (n, an integer
+ * tensor) gets the sample, or -1 where it is not allowed. @return MATE_OK
+ * or an error; *first_bad the first such i, or -1. */
+int mate_cpu_sample_check(const mate_tensor *x, const mate_tensor *indices,
+    const mate_sample_filter *f, const mate_tensor *samples, const mate_tensor *out,
+    int64_t *first_bad, mate_error *err);
+/*! mate_cpu_top_k_check() : FlashInfer's top_k(input (B, V), k): whether
+ * each row of indices (B, k) holds k distinct tokens none of which is
+ * smaller than a token left out (sorted: in non-increasing order);
+ * out_idx gets the indices, -1 in a row's first bad place, and out_val
+ * input's values at them. */
+int mate_cpu_top_k_check(const mate_tensor *input, const mate_tensor *indices, int sorted,
+    const mate_tensor *out_val, const mate_tensor *out_idx, mate_error *err);
+
 #endif /* MATE_KERNELS_FI_H_INCLUDED */

@@ -963,3 +963,9 @@ mate_replay_dump(mate_replay *r, const char *dir, struct mate_replay_result *res
 	mate_dump_free(d);
 	return MATE_OK;
 }
+
+const mate_value *
+mate_replay_call_recorded(const mate_replay_call *c, const char *key)
+{
+	return c->req->expected != NULL ? mate_value_lookup(c->req->expected, key) : NULL;
+}

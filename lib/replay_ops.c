@@ -12,6 +12,7 @@
 int mate_replay_register_builtins(mate_replay *r, mate_error *err);
 int mate_replay_register_attn(mate_replay *r, mate_error *err) MATE_HIDDEN;
 int mate_replay_register_rope(mate_replay *r, mate_error *err);
+int mate_replay_register_sampling(mate_replay *r, mate_error *err);
 
 static const mate_kernels *
 kernels(const mate_replay_call *c)
@@ -491,6 +492,8 @@ mate_replay_register_builtins(mate_replay *r, mate_error *err)
 	if ((rc = mate_replay_register_attn(r, err)) != MATE_OK)
 		return rc;
 	if ((rc = mate_replay_register_rope(r, err)) != MATE_OK)
+		return rc;
+	if ((rc = mate_replay_register_sampling(r, err)) != MATE_OK)
 		return rc;
 	/* the BLAS and cuBLAS calls mate-record records (replay_blas.c) */
 	return mate_replay_register_blas(r, err);

@@ -58,5 +58,9 @@ int mate_sig_arguments(const struct mate_sig *h, const struct mate_sig *rec, con
 /* The call's receiver as "<process_id>:<self_id>", or NULL when it has no
  * self_id (for handlers' messages). */
 const char *mate_replay_call_object(const mate_replay_call *c) MATE_HIDDEN;
+/* The recorded output `key` ("result", "result_<i>") of the call being
+ * replayed, or NULL: for handlers that check a recorded result by its
+ * properties (random samplers) rather than recompute it. Borrowed. */
+const mate_value *mate_replay_call_recorded(const mate_replay_call *c, const char *key) MATE_HIDDEN;
 
 #endif /* MATE_REPLAY_PRIVATE_H_INCLUDED */

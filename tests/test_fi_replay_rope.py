@@ -2,6 +2,7 @@
 """test_fi_replay_rope.py: FlashInfer's ten RoPE APIs (apply_rope, apply_rope_pos_ids, apply_llama31_rope, apply_llama31_rope_pos_ids, apply_rope_with_cos_sin_cache and their _inplace forms) called on torch references under FlashInfer's real decorator at level 10 replay on mate's CPU kernel as passed (f32, f16, bf16; interleaved and not; partial rotary_dim; GQA; an empty segment; Llama 3.1 smoothing past old_context_len); a changed element, a NaN, a changed shape, a changed in-place tensor and a changed position are each a mismatch that names the place."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -89,7 +90,7 @@ check(funcs == set(ROPE), "functions replayed: %s" % sorted(funcs))
 
 
 def find(suffix):
-    hit = [d for d in dirs if d.endswith(suffix)]
+    hit = [d for d in dirs if re.search(r"_pid\d+_" + suffix + "$", d)]
     check(len(hit) == 1, "one dump ending %s: %s" % (suffix, hit))
     return hit[0] if hit else dirs[0]
 

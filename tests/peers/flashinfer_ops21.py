@@ -146,3 +146,128 @@ ROPE = ["apply_rope", "apply_rope_inplace", "apply_rope_pos_ids", "apply_rope_po
 def decorate(api, names):
     """The named reference functions, each wrapped by FlashInfer's real decorator."""
     return {n: api.flashinfer_api(globals()[n]) for n in names}
+
+
+# ---- sampling (flashinfer/sampling.py, topk.py) ------------------------------------
+
+def _per_row(v, rows, dtype):
+    if isinstance(v, torch.Tensor):
+        return v.to(dtype).reshape(-1).expand(rows) if v.numel() == 1 else v.to(dtype)
+    return torch.full((rows,), v, dtype=dtype)
+
+
+def _top_k_keep(x, top_k):
+    """Keeps the values >= each row's k-th largest (FlashInfer's test reference)."""
+    ks = _per_row(top_k, x.size(0), torch.int64)
+    keep = torch.ones_like(x, dtype=torch.bool)
+    srt = torch.sort(x, dim=-1, descending=True).values
+    for r in range(x.size(0)):
+        k = int(ks[r])
+        if 0 < k < x.size(1):
+            keep[r] = x[r] >= srt[r, k - 1]
+    return keep
+
+
+def _top_p_keep(p, top_p):
+    """Keeps the largest probabilities while the mass above them is below top_p."""
+    ps = _per_row(top_p, p.size(0), torch.float64)
+    pd = p.double()
+    srt, idx = torch.sort(pd, dim=-1, descending=True)
+    above = torch.cumsum(srt, -1) - srt
+    keep_sorted = above < ps[:, None] * pd.sum(-1, keepdim=True)
+    keep = torch.zeros_like(keep_sorted)
+    keep.scatter_(1, idx, keep_sorted)
+    return keep | (ps[:, None] >= 1)
+
+
+def top_k_renorm_probs(probs, top_k, is_deterministic=False):
+    kept = torch.where(_top_k_keep(probs, top_k), probs.double(), 0.0)
+    return (kept / kept.sum(-1, keepdim=True)).to(probs.dtype)
+
+
+def top_p_renorm_probs(probs, top_p, is_deterministic=False):
+    kept = torch.where(_top_p_keep(probs, top_p), probs.double(), 0.0)
+    return (kept / kept.sum(-1, keepdim=True)).to(probs.dtype)
+
+
+def top_k_mask_logits(logits, top_k):
+    return torch.where(_top_k_keep(logits, top_k), logits, torch.tensor(-math.inf, dtype=logits.dtype))
+
+
+def top_k(input, k, sorted=False, deterministic=False, tie_break=0, dsa_graph_safe=False):
+    v, i = torch.topk(input, k, dim=-1)
+    if not sorted:                     # unsorted, in some order of the kernel's own
+        perm = torch.randperm(k)
+        v, i = v[:, perm], i[:, perm]
+    return v, i
+
+
+def _draw(p, keep, indices, generator):
+    """One token per output from the kept probabilities of row indices[i]."""
+    w = torch.where(keep, p.double(), 0.0)
+    rows = indices.long() if indices is not None else torch.arange(p.size(0))
+    s = torch.multinomial(w[rows], 1, generator=generator).squeeze(-1)
+    return s.to(indices.dtype if indices is not None else torch.int32)
+
+
+def sampling_from_probs(probs, indices=None, deterministic=True, generator=None, check_nan=False,
+                        seed=None, offset=None, return_valid=False):
+    return _draw(probs, probs > 0, indices, generator)
+
+
+def sampling_from_logits(logits, indices=None, deterministic=True, generator=None,
+                         check_nan=False, seed=None, offset=None):
+    p = torch.softmax(logits.double(), -1)
+    return _draw(p, p > 0, indices, generator)
+
+
+def top_k_sampling_from_probs(probs, top_k, indices=None, deterministic=True, generator=None,
+                              check_nan=False, seed=None, offset=None, return_valid=False):
+    p = probs if indices is None else probs[indices.long()]
+    return _draw(p, _top_k_keep(p, top_k) & (p > 0), None, generator).to(
+        indices.dtype if indices is not None else torch.int32)
+
+
+def top_p_sampling_from_probs(probs, top_p, indices=None, deterministic=True, generator=None,
+                              check_nan=False, seed=None, offset=None, return_valid=False):
+    p = probs if indices is None else probs[indices.long()]
+    return _draw(p, _top_p_keep(p, top_p) & (p > 0), None, generator).to(
+        indices.dtype if indices is not None else torch.int32)
+
+
+def min_p_sampling_from_probs(probs, min_p, indices=None, deterministic=True, generator=None,
+                              check_nan=False, seed=None, offset=None, return_valid=False):
+    p = probs if indices is None else probs[indices.long()]
+    m = _per_row(min_p, p.size(0), torch.float64)
+    keep = p.double() >= m[:, None] * p.double().max(-1, keepdim=True).values
+    return _draw(p, keep & (p > 0), None, generator).to(
+        indices.dtype if indices is not None else torch.int32)
+
+
+def _top_k_top_p(p, top_k, top_p, order):
+    kk = _top_k_keep(p, top_k)
+    if order == "joint":
+        return kk & _top_p_keep(p, top_p) & (p > 0)
+    return kk & _top_p_keep(torch.where(kk, p, 0.0), top_p) & (p > 0)
+
+
+def top_k_top_p_sampling_from_probs(probs, top_k, top_p, indices=None,
+                                    filter_apply_order="top_k_first", deterministic=True,
+                                    generator=None, check_nan=False, seed=None, offset=None,
+                                    return_valid=False):
+    p = probs if indices is None else probs[indices.long()]
+    return _draw(p, _top_k_top_p(p, top_k, top_p, filter_apply_order), None, generator).to(
+        indices.dtype if indices is not None else torch.int32)
+
+
+def top_k_top_p_sampling_from_logits(logits, top_k, top_p, indices=None,
+                                     filter_apply_order="top_k_first", deterministic=True,
+                                     generator=None, check_nan=False, seed=None, offset=None):
+    p = torch.softmax(logits.double(), -1).float()
+    return top_k_top_p_sampling_from_probs(p, top_k, top_p, indices, filter_apply_order)
+
+
+SAMPLING = ["top_k_renorm_probs", "top_p_renorm_probs", "top_k_mask_logits", "top_k",
+            "sampling_from_probs", "sampling_from_logits", "top_k_sampling_from_probs",
+            "top_p_sampling_from_probs", "min_p_sampling_from_probs",
+            "top_k_top_p_sampling_from_probs", "top_k_top_p_sampling_from_logits"]

@@ -1,0 +1,180 @@
+# mate-python: peers
+"""test_fi_replay_sampling.py: FlashInfer's sampling APIs called on torch references under FlashInfer's real decorator at level 10 replay as passed: top_k_renorm_probs, top_p_renorm_probs and top_k_mask_logits recomputed (scalar and per-row int32/float32 parameters), top_k and the seven random samplers checked by property; another allowed draw (or another order of an unsorted top_k) still passes, a forbidden token is a mismatch at its index, as are a changed element and a NaN of a filter's result."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "peers"))
+
+
+def record():
+    import torch
+
+    from flashinfer_ops21 import SAMPLING, decorate
+    from flashinfer_peer import load_api_logging
+
+    fi = decorate(load_api_logging(), SAMPLING)
+    torch.manual_seed(5)
+    B, V = 6, 50
+    logits = torch.randn(B, V) * 3
+    probs = torch.softmax(logits, -1)
+    ks = torch.tensor([1, 5, 50, 0, 3, 10], dtype=torch.int32)
+    ps = torch.tensor([0.5, 0.9, 1.0, 0.1, 0.7, 0.95], dtype=torch.float32)
+    fi["top_k_renorm_probs"](probs, 7)                                     # 1
+    fi["top_k_renorm_probs"](probs, ks)
+    fi["top_p_renorm_probs"](probs, 0.8)                                   # 3
+    fi["top_p_renorm_probs"](probs, ps)
+    fi["top_k_mask_logits"](logits, 4)                                     # 5
+    fi["top_k_mask_logits"](logits.bfloat16(), ks)
+    fi["top_k"](logits, 8)                                                 # 7
+    fi["top_k"](logits.half(), 5, sorted=True)
+    idx = torch.tensor([5, 0, 0, 2], dtype=torch.int64)
+    fi["sampling_from_probs"](probs)                                       # 9
+    fi["sampling_from_probs"](probs, idx)
+    fi["sampling_from_logits"](logits, deterministic=False)               # 11
+    fi["top_k_sampling_from_probs"](probs, 3)
+    fi["top_k_sampling_from_probs"](probs, ks)                            # 13
+    fi["top_p_sampling_from_probs"](probs, 0.3)
+    fi["top_p_sampling_from_probs"](probs, ps[:4], idx)                   # 15
+    fi["min_p_sampling_from_probs"](probs, 0.2)
+    fi["top_k_top_p_sampling_from_probs"](probs, 4, 0.6)                  # 17
+    fi["top_k_top_p_sampling_from_probs"](probs, ks, ps, filter_apply_order="joint")
+    fi["top_k_top_p_sampling_from_logits"](logits, 5, 0.5)                # 19
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "--record":
+    record()
+    sys.exit(0)
+
+import torch  # noqa: E402
+
+from flashinfer_ops21 import SAMPLING  # noqa: E402
+from mate_test import build_path, check, done, run, tmpdir  # noqa: E402
+
+REPLAY = build_path("src", "replay", "mate-replay")
+TMP = tmpdir()
+NCALLS = 19
+
+root = os.path.join(TMP, "rec")
+env = dict(os.environ, FLASHINFER_LOGLEVEL="10", FLASHINFER_DUMP_DIR=root,
+           FLASHINFER_DUMP_SAFETENSORS="0", FLASHINFER_LOGDEST=os.path.join(TMP, "log"))
+p = subprocess.run([sys.executable, os.path.abspath(__file__), "--record"], env=env,
+                   capture_output=True, text=True)
+check(p.returncode == 0, "recording under FlashInfer's decorator: %s" % p.stderr[-2000:])
+dirs = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+check(len(dirs) == NCALLS, "FlashInfer wrote %d dumps, expected %d" % (len(dirs), NCALLS))
+
+
+def replay(path):
+    p = run([REPLAY, "--jsonl", path], check=False)
+    return {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}
+
+
+verdicts = replay(root)
+check(sorted(verdicts) == dirs, "mate-replay replayed %d of %d dumps" % (len(verdicts), len(dirs)))
+for d, v in sorted(verdicts.items()):
+    check(v["verdict"] == "passed", "%s: %s replays as %s: %s" % (d, v["function"], v["verdict"],
+                                                                  v["message"]))
+check({v["function"] for v in verdicts.values()} == set(SAMPLING),
+      "functions replayed: %s" % sorted({v["function"] for v in verdicts.values()}))
+
+
+def find(suffix):
+    hit = [d for d in dirs if re.search(r"_pid\d+_" + suffix + "$", d)]
+    check(len(hit) == 1, "one dump ending %s: %s" % (suffix, hit))
+    return hit[0] if hit else dirs[0]
+
+
+def mutated(dump, change, fname="outputs.pt"):
+    mroot = os.path.join(TMP, "m%d" % len(os.listdir(TMP)))
+    os.makedirs(mroot)
+    shutil.copytree(os.path.join(root, dump), os.path.join(mroot, dump))
+    path = os.path.join(mroot, dump, fname)
+    t = torch.load(path, weights_only=True)
+    ins = torch.load(os.path.join(mroot, dump, "inputs.pt"), weights_only=True)
+    change(t, ins)
+    torch.save(t, path)
+    return replay(mroot).get(dump, {})
+
+
+def expect(what, v, verdict, where=""):
+    msg = v.get("message") or ""
+    check(v.get("verdict") == verdict and where in msg,
+          "%s: replays as %s, expected %s %s: %s" % (what, v.get("verdict"), verdict, where, msg))
+
+
+# A filter's result: one element, a NaN.
+renorm = find("top_k_renorm_probs_call0002")
+
+
+def bump(t, ins):
+    t["result"][3, 11] += 0.25
+
+
+def nan(t, ins):
+    t["result"][4, 0] = float("nan")
+
+
+expect("one element of top_k_renorm_probs", mutated(renorm, bump), "mismatch", "result[3, 11]")
+expect("a NaN in top_k_renorm_probs", mutated(renorm, nan), "mismatch", "result[4, 0]")
+
+
+# A sampler: another allowed draw passes, a forbidden token does not.
+def redraw(allowed_of):
+    def change(t, ins):
+        s = t["result"]
+        for i in range(s.numel()):
+            ok = allowed_of(ins, i)
+            others = [j for j in ok if j != int(s[i])]
+            if others:
+                s[i] = others[-1]
+    return change
+
+
+def top_k3(ins, i):
+    return torch.topk(ins["arg_0"][i], 3).indices.tolist()
+
+
+def forbid(row, tok):
+    def change(t, ins):
+        t["result"][row] = tok
+    return change
+
+
+tk = find("top_k_sampling_from_probs_call0001")
+expect("another draw inside top_k=3", mutated(tk, redraw(top_k3)), "passed")
+probs = torch.load(os.path.join(root, tk, "inputs.pt"), weights_only=True)["arg_0"]
+fourth = int(torch.topk(probs[2], 4).indices[3])
+expect("the 4th most likely token under top_k=3", mutated(tk, forbid(2, fourth)), "mismatch", "result[2]")
+expect("a token past the vocabulary", mutated(tk, forbid(0, 50)), "mismatch", "result[0]")
+tp = find("top_p_sampling_from_probs_call0001")
+least = int(torch.argmin(probs[1]))
+expect("the least likely token under top_p=0.3", mutated(tp, forbid(1, least)), "mismatch", "result[1]")
+mp = find("min_p_sampling_from_probs_call0001")
+expect("the least likely token under min_p=0.2", mutated(mp, forbid(1, least)), "mismatch", "result[1]")
+tkp = find("top_k_top_p_sampling_from_probs_call0002")     # per-row k = [1, 5, 50, 0, 3, 10]
+expect("a second token where top_k is 1", mutated(tkp, forbid(0, int(torch.topk(probs[0], 2).indices[1]))),
+       "mismatch", "result[0]")
+# top_k: another order of an unsorted top-k passes; a token outside it does not.
+tk7 = find("top_k_call0001")
+
+
+def reorder(t, ins):
+    t["result_0"] = t["result_0"].flip(-1).clone()
+    t["result_1"] = t["result_1"].flip(-1).clone()
+
+
+def outsider(t, ins):
+    x = ins["arg_0"]
+    out = int(torch.topk(x[2], 9).indices[8])
+    t["result_1"][2, 4] = out
+    t["result_0"][2, 4] = x[2, out]
+
+
+expect("an unsorted top_k in another order", mutated(tk7, reorder), "passed")
+expect("a token outside the top 8", mutated(tk7, outsider), "mismatch", "result_1[2, ")
+done()
