@@ -78,4 +78,14 @@ int mate_cpu_sample_check(const mate_tensor *x, const mate_tensor *indices,
 int mate_cpu_top_k_check(const mate_tensor *input, const mate_tensor *indices, int sorted,
     const mate_tensor *out_val, const mate_tensor *out_idx, mate_error *err);
 
+/*! mate_cpu_packbits() : elements [begin, end) of x (row-major, nonzero
+ * is 1) packed 8 to a byte, the first in the high bit (big) or the low
+ * bit (little), into bytes at, at+1, ... of out (uint8, 1-D). */
+int mate_cpu_packbits(const mate_tensor *x, int64_t begin, int64_t end, int little,
+    const mate_tensor *out, int64_t at, mate_error *err);
+/*! mate_cpu_add_bias() : out (rows, N) = acc (float32) + bias (N), rounded
+ * once to out's dtype. */
+int mate_cpu_add_bias(const mate_tensor *acc, const mate_tensor *bias, const mate_tensor *out,
+    mate_error *err);
+
 #endif /* MATE_KERNELS_FI_H_INCLUDED */

@@ -13,6 +13,7 @@ int mate_replay_register_builtins(mate_replay *r, mate_error *err);
 int mate_replay_register_attn(mate_replay *r, mate_error *err) MATE_HIDDEN;
 int mate_replay_register_rope(mate_replay *r, mate_error *err);
 int mate_replay_register_sampling(mate_replay *r, mate_error *err);
+int mate_replay_register_gemm_bits(mate_replay *r, mate_error *err);
 
 static const mate_kernels *
 kernels(const mate_replay_call *c)
@@ -222,12 +223,16 @@ op_bmm_fp8(mate_replay_call *c, void *ctx)
 	return finish(c, rc, &err, outv);
 }
 
-/* mm_fp8(a, b, alpha=None, out_dtype=torch.bfloat16, out=None, backend='trtllm_low_latency') */
+/* mm_fp8(a, b, alpha=None, out_dtype=torch.bfloat16, out=None, backend='trtllm_low_latency'):
+ * alpha * (a @ b^T) with FlashInfer's unprocessed weight b (n, k); the
+ * 3-D weight prepare_low_latency_gemm_weights() shuffles for
+ * trtllm_low_latency is not replayed */
 static int
 op_mm_fp8(mate_replay_call *c, void *ctx)
 {
 	const mate_kernels *k = kernels(c);
 	const mate_tensor *a, *b, *alpha, *out;
+	mate_tensor bt;
 	mate_value *outv;
 	mate_dtype dt;
 	mate_error err;
@@ -238,12 +243,21 @@ op_mm_fp8(mate_replay_call *c, void *ctx)
 	    (rc = mate_replay_arg_tensor(c, 2, "alpha", 1, &alpha)) != MATE_OK ||
 	    (rc = mate_replay_arg_dtype(c, 3, "out_dtype", MATE_BF16, &dt)) != MATE_OK)
 		return rc;
+	if (b->ndim == 3)
+		return mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "mm_fp8: b (k/128, n, 128) is a weight "
+		    "shuffled by prepare_low_latency_gemm_weights(); only the unprocessed (n, k) "
+		    "weight is replayed");
 	if (a->ndim != 2 || b->ndim != 2)
 		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "mm_fp8: operands must be 2-D");
-	if ((rc = output(c, 4, "out", dt, 2, (int64_t[]){ a->shape[0], b->shape[1] },
+	bt = *b;                /* (k, n): the transposed view */
+	bt.shape[0] = b->shape[1];
+	bt.shape[1] = b->shape[0];
+	bt.stride[0] = b->stride[1];
+	bt.stride[1] = b->stride[0];
+	if ((rc = output(c, 4, "out", dt, 2, (int64_t[]){ a->shape[0], b->shape[0] },
 	    &outv, &out)) != MATE_OK)
 		return rc;
-	rc = k->mm_fp8(a, b, alpha, out, &err);
+	rc = k->mm_fp8(a, &bt, alpha, out, &err);
 	return finish(c, rc, &err, outv);
 }
 
@@ -494,6 +508,8 @@ mate_replay_register_builtins(mate_replay *r, mate_error *err)
 	if ((rc = mate_replay_register_rope(r, err)) != MATE_OK)
 		return rc;
 	if ((rc = mate_replay_register_sampling(r, err)) != MATE_OK)
+		return rc;
+	if ((rc = mate_replay_register_gemm_bits(r, err)) != MATE_OK)
 		return rc;
 	/* the BLAS and cuBLAS calls mate-record records (replay_blas.c) */
 	return mate_replay_register_blas(r, err);

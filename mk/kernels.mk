@@ -19,6 +19,7 @@ libmate_la_SOURCES += \
 ## CPU kernels of FlashInfer's RoPE, sampling filters and bit packing
 libmate_la_SOURCES += lib/kernels_fi.h lib/kernels_cpu_rope.c
 libmate_la_SOURCES += lib/kernels_cpu_sampling.c
+libmate_la_SOURCES += lib/kernels_cpu_bits.c
 ## OpenBLAS is opened on first use (lib/blas.c), not linked: only its headers here
 libmate_la_CFLAGS += $(OPENBLAS_CFLAGS) -DMATE_BLAS_SONAME='"$(OPENBLAS_SONAME)"'
 libmate_la_LIBADD += -lm

@@ -271,3 +271,54 @@ SAMPLING = ["top_k_renorm_probs", "top_p_renorm_probs", "top_k_mask_logits", "to
             "sampling_from_probs", "sampling_from_logits", "top_k_sampling_from_probs",
             "top_p_sampling_from_probs", "min_p_sampling_from_probs",
             "top_k_top_p_sampling_from_probs", "top_k_top_p_sampling_from_logits"]
+
+
+# ---- bf16 and fp8 GEMMs (flashinfer/gemm), bit packing (flashinfer/quantization) ---
+
+def _into(out, r):
+    if out is None:
+        return r
+    out.copy_(r)
+    return out
+
+
+def mm_bf16(a, b, bias=None, pdl=False, out=None, out_dtype=torch.bfloat16, backend="cudnn"):
+    r = a.double() @ b.double()
+    if bias is not None:
+        r = r.float() + bias.float()      # the float32 accumulator plus the bias
+    return _into(out, r.to(out.dtype if out is not None else out_dtype))
+
+
+def bmm_bf16(A, B, out=None, out_dtype=torch.bfloat16, backend="cudnn"):
+    return _into(out, (A.double() @ B.double()).to(out.dtype if out is not None else out_dtype))
+
+
+def mm_fp8(a, b, alpha=None, out_dtype=torch.bfloat16, out=None, backend="trtllm_low_latency"):
+    if b.dim() != 2:
+        raise NotImplementedError("the reference takes the unprocessed (n, k) weight only")
+    r = a.double() @ b.double().t()
+    if alpha is not None:
+        r = r * alpha.float().item()
+    return _into(out, r.to(out_dtype))
+
+
+def bmm_fp8(A, B, A_scale, B_scale, dtype, out=None, backend="cublas"):
+    s = float(A_scale.float().item() * B_scale.float().item())
+    return _into(out, (A.double() @ B.double() * s).to(dtype))
+
+
+def packbits(x, bitorder="big"):
+    import numpy as np
+    return torch.from_numpy(np.packbits(x.numpy().astype(bool), bitorder=bitorder))
+
+
+def segment_packbits(x, indptr, bitorder="big"):
+    parts, new = [], [0]
+    for i in range(indptr.numel() - 1):
+        p = packbits(x[int(indptr[i]):int(indptr[i + 1])], bitorder)
+        parts.append(p)
+        new.append(new[-1] + p.numel())
+    return torch.cat(parts), torch.tensor(new, dtype=torch.int32)
+
+
+GEMM_BITS = ["mm_bf16", "bmm_bf16", "mm_fp8", "bmm_fp8", "packbits", "segment_packbits"]

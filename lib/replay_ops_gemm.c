@@ -1,0 +1,184 @@
+/* replay_ops_gemm.c: replay handlers of FlashInfer's bf16 GEMMs (mm_bf16, bmm_bf16) and bit packing (packbits, segment_packbits), on the CPU kernels. */
+#include "mate_private.h"
+#include "kernels_fi.h"
+#include "replay_private.h"
+
+#include <string.h>
+
+/* Registers these handlers on r (called by mate_replay_register_builtins()). */
+int mate_replay_register_gemm_bits(mate_replay *r, mate_error *err);
+
+static int
+finish(mate_replay_call *c, int rc, const mate_error *err, mate_value *result)
+{
+	if (rc != MATE_OK) {
+		mate_value_free(result);
+		return mate_replay_fail(c, rc, "%s: %s", mate_replay_call_function(c), err->message);
+	}
+	return mate_replay_return(c, result);
+}
+
+/* The `out=` argument when given (written and returned), else a new tensor. */
+static mate_value *
+output(mate_replay_call *c, int pos, mate_dtype dt, int ndim, const int64_t *shape)
+{
+	const mate_value *given = mate_replay_arg(c, pos, "out");
+
+	if (mate_value_kind_of(given) == MATE_V_TENSOR)
+		return mate_value_copy(given);   /* shares the argument's storage */
+	return mate_replay_new_tensor(c, dt, ndim, shape);
+}
+
+/* mm_bf16(a, b, bias=None, pdl=False, out=None, out_dtype=torch.bfloat16,
+ * backend='cudnn'): a (m, k) @ b (k, n) (+ bias (n) in float32 before the
+ * one rounding); bmm_bf16(A, B, out=None, out_dtype=torch.bfloat16,
+ * backend='cudnn'): A (b, m, k) @ B (b, k, n) */
+static int
+op_mm_bf16(mate_replay_call *c, void *batched)
+{
+	const mate_kernels *k = mate_kernels_cpu();
+	const mate_tensor *a, *b, *bias = NULL, *out;
+	int nd = batched ? 3 : 2, o = batched ? 2 : 4;
+	mate_value *outv, *acc;
+	int64_t shape[3];
+	mate_dtype dt;
+	mate_error err;
+	int rc;
+
+	if ((rc = mate_replay_arg_tensor(c, 0, batched ? "A" : "a", 0, &a)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, batched ? "B" : "b", 0, &b)) != MATE_OK ||
+	    (!batched && (rc = mate_replay_arg_tensor(c, 2, "bias", 1, &bias)) != MATE_OK) ||
+	    (rc = mate_replay_arg_dtype(c, o + 1, "out_dtype", MATE_BF16, &dt)) != MATE_OK)
+		return rc;
+	if (a->ndim != nd || b->ndim != nd)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: operands must be %d-D",
+		    mate_replay_call_function(c), nd);
+	for (int i = 0; i < nd - 1; i++)
+		shape[i] = a->shape[i];
+	shape[nd - 1] = b->shape[nd - 1];
+	if ((outv = output(c, o, dt, nd, shape)) == NULL)
+		return MATE_ERR_NOMEM;
+	out = mate_value_get_tensor(outv);
+	if (bias == NULL) {
+		rc = (batched ? k->bmm : k->mm)(a, b, out, &err);
+		return finish(c, rc, &err, outv);
+	}
+	if ((acc = mate_replay_new_tensor(c, MATE_F32, 2, shape)) == NULL) {
+		mate_value_free(outv);
+		return MATE_ERR_NOMEM;
+	}
+	if ((rc = k->mm(a, b, mate_value_get_tensor(acc), &err)) == MATE_OK)
+		rc = mate_cpu_add_bias(mate_value_get_tensor(acc), bias, out, &err);
+	mate_value_free(acc);
+	return finish(c, rc, &err, outv);
+}
+
+static int
+arg_bitorder(mate_replay_call *c, int pos, int *little)
+{
+	const char *s;
+	int rc;
+
+	if ((rc = mate_replay_arg_str(c, pos, "bitorder", "big", &s)) != MATE_OK)
+		return rc;
+	if (strcmp(s, "big") != 0 && strcmp(s, "little") != 0)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: bitorder '%s' is neither 'big' nor "
+		    "'little'", mate_replay_call_function(c), s);
+	*little = strcmp(s, "little") == 0;
+	return MATE_OK;
+}
+
+/* packbits(x, bitorder='big') -> uint8 ((n + 7) / 8) */
+static int
+op_packbits(mate_replay_call *c, void *ctx)
+{
+	const mate_tensor *x;
+	mate_value *outv;
+	mate_error err;
+	int64_t n;
+	int rc, little;
+
+	if ((rc = mate_replay_arg_tensor(c, 0, "x", 0, &x)) != MATE_OK ||
+	    (rc = arg_bitorder(c, 1, &little)) != MATE_OK)
+		return rc;
+	n = (mate_tensor_numel(x) + 7) / 8;
+	if ((outv = mate_replay_new_tensor(c, MATE_U8, 1, &n)) == NULL)
+		return MATE_ERR_NOMEM;
+	rc = mate_cpu_packbits(x, 0, mate_tensor_numel(x), little, mate_value_get_tensor(outv), 0, &err);
+	return finish(c, rc, &err, outv);
+}
+
+/* segment_packbits(x, indptr, bitorder='big') -> (y, new_indptr int32):
+ * segment i, x[indptr[i]:indptr[i+1]], packed on its own into
+ * y[new_indptr[i]:new_indptr[i+1]] */
+static int
+op_segment_packbits(mate_replay_call *c, void *ctx)
+{
+	const mate_tensor *x, *indptr, *np;
+	mate_value *y = NULL, *nip, *ret;
+	mate_error err;
+	int64_t nb, total = 0;
+	int rc, little;
+
+	if ((rc = mate_replay_arg_tensor(c, 0, "x", 0, &x)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, "indptr", 0, &indptr)) != MATE_OK ||
+	    (rc = arg_bitorder(c, 2, &little)) != MATE_OK)
+		return rc;
+	nb = indptr->ndim == 1 ? indptr->shape[0] : 0;
+	if (nb < 1 || (rc = mate_kernel_check_ints(indptr, "indptr", nb, &err)) != MATE_OK)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "segment_packbits: indptr must be a 1-D "
+		    "integer tensor of batch_size + 1 elements");
+	if ((nip = mate_replay_new_tensor(c, MATE_I32, 1, &nb)) == NULL)
+		return MATE_ERR_NOMEM;
+	np = mate_value_get_tensor(nip);
+	for (int64_t i = 0; i + 1 < nb; i++) {
+		int64_t s = mate_kernel_int_at(indptr, i), e = mate_kernel_int_at(indptr, i + 1);
+
+		if (s < 0 || e < s || e > mate_tensor_numel(x)) {
+			mate_value_free(nip);
+			return mate_replay_fail(c, MATE_ERR_ARGUMENT, "segment_packbits: segment %lld is "
+			    "[%lld, %lld) of %lld bits", (long long)i, (long long)s, (long long)e,
+			    (long long)mate_tensor_numel(x));
+		}
+		total += (e - s + 7) / 8;
+		((int32_t *)mate_tensor_element(np, i + 1))[0] = (int32_t)total;
+	}
+	if ((y = mate_replay_new_tensor(c, MATE_U8, 1, &total)) == NULL) {
+		mate_value_free(nip);
+		return MATE_ERR_NOMEM;
+	}
+	for (int64_t i = 0; i + 1 < nb && rc == MATE_OK; i++)
+		rc = mate_cpu_packbits(x, mate_kernel_int_at(indptr, i), mate_kernel_int_at(indptr, i + 1),
+		    little, mate_value_get_tensor(y), mate_kernel_int_at(np, i), &err);
+	if (rc != MATE_OK) {
+		mate_value_free(nip);
+		return finish(c, rc, &err, y);
+	}
+	ret = mate_value_tuple();
+	mate_value_append(ret, y);
+	mate_value_append(ret, nip);
+	return mate_replay_return(c, ret);
+}
+
+int
+mate_replay_register_gemm_bits(mate_replay *r, mate_error *err)
+{
+	static const struct {
+		const char *name, *sig;
+		mate_replay_handler fn;
+		intptr_t ctx;
+	} ops[] = {
+		{ "mm_bf16", "(a, b, bias=None, pdl=False, out=None, out_dtype=torch.bfloat16, "
+		    "backend='cudnn')", op_mm_bf16, 0 },
+		{ "bmm_bf16", "(A, B, out=None, out_dtype=torch.bfloat16, backend='cudnn')", op_mm_bf16, 1 },
+		{ "packbits", "(x, bitorder='big')", op_packbits, 0 },
+		{ "segment_packbits", "(x, indptr, bitorder='big')", op_segment_packbits, 0 },
+	};
+	int rc;
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if ((rc = mate_replay_register_signature(r, NULL, ops[i].name, ops[i].sig, ops[i].fn,
+		    (void *)ops[i].ctx, err)) != MATE_OK)
+			return rc;
+	return MATE_OK;
+}

@@ -1,0 +1,138 @@
+# mate-python: peers
+"""test_fi_replay_gemm_bits.py: FlashInfer's mm_bf16 (with and without bias, out=), bmm_bf16, mm_fp8 (alpha, the unprocessed (n, k) weight) and bmm_fp8 (A_scale, B_scale, column-major B), packbits and segment_packbits (both bit orders, an empty segment) called on torch references under FlashInfer's real decorator at level 10 replay as passed; mm_fp8's shuffled trtllm weight is unsupported with the reason; a changed element, a NaN, a scale, alpha and a shape are mismatches that name the place."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "peers"))
+
+
+def record():
+    import torch
+
+    from flashinfer_ops21 import GEMM_BITS, decorate
+    from flashinfer_peer import load_api_logging
+
+    fi = decorate(load_api_logging(), GEMM_BITS)
+    torch.manual_seed(3)
+    bf = torch.bfloat16
+    a, w = torch.randn(6, 32, dtype=bf), torch.randn(40, 32, dtype=bf)
+    fi["mm_bf16"](a, w.t())                                               # 1: column-major b
+    fi["mm_bf16"](a, w.t(), bias=torch.randn(40, dtype=bf))               # 2
+    fi["mm_bf16"](a, w.t(), out=torch.empty(6, 40, dtype=torch.float16),
+                  out_dtype=torch.float16)                                # 3
+    fi["bmm_bf16"](torch.randn(3, 5, 16, dtype=bf), torch.randn(3, 24, 16, dtype=bf).transpose(1, 2))
+    e4 = torch.float8_e4m3fn
+    a8, w8 = torch.randn(5, 64).to(e4), torch.randn(24, 64).to(e4)
+    fi["mm_fp8"](a8, w8, torch.tensor(0.25), backend="cublas")            # 5
+    try:
+        fi["mm_fp8"](a8, torch.randn(1, 24, 64).to(e4), torch.tensor(1.0))    # 6: trtllm layout
+    except NotImplementedError:
+        pass
+    A8 = torch.randn(2, 4, 64).to(e4)
+    B8 = torch.randn(2, 16, 64).to(torch.float8_e5m2).transpose(1, 2)     # (b, k, n) column major
+    fi["bmm_fp8"](A8, B8, torch.tensor(0.5), torch.tensor(2.0), bf)       # 7
+    bits = torch.rand(37) > 0.5
+    fi["packbits"](bits)                                                  # 8
+    fi["packbits"](bits, "little")
+    fi["segment_packbits"](bits, torch.tensor([0, 9, 9, 30, 37], dtype=torch.int32))   # 10
+    fi["segment_packbits"](bits, torch.tensor([0, 16, 37]), bitorder="little")
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "--record":
+    record()
+    sys.exit(0)
+
+import torch  # noqa: E402
+
+from flashinfer_ops21 import GEMM_BITS  # noqa: E402
+from mate_test import build_path, check, done, run, tmpdir  # noqa: E402
+
+REPLAY = build_path("src", "replay", "mate-replay")
+TMP = tmpdir()
+NCALLS = 11
+
+root = os.path.join(TMP, "rec")
+env = dict(os.environ, FLASHINFER_LOGLEVEL="10", FLASHINFER_DUMP_DIR=root,
+           FLASHINFER_DUMP_SAFETENSORS="0", FLASHINFER_LOGDEST=os.path.join(TMP, "log"))
+p = subprocess.run([sys.executable, os.path.abspath(__file__), "--record"], env=env,
+                   capture_output=True, text=True)
+check(p.returncode == 0, "recording under FlashInfer's decorator: %s" % p.stderr[-2000:])
+dirs = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+check(len(dirs) == NCALLS, "FlashInfer wrote %d dumps, expected %d" % (len(dirs), NCALLS))
+
+
+def replay(path):
+    p = run([REPLAY, "--jsonl", path], check=False)
+    return {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}
+
+
+def find(suffix):
+    hit = [d for d in dirs if re.search(r"_pid\d+_" + suffix + "$", d)]
+    check(len(hit) == 1, "one dump ending %s: %s" % (suffix, hit))
+    return hit[0] if hit else dirs[0]
+
+
+verdicts = replay(root)
+check(sorted(verdicts) == dirs, "mate-replay replayed %d of %d dumps" % (len(verdicts), len(dirs)))
+trtllm = find("mm_fp8_call0002")
+for d, v in sorted(verdicts.items()):
+    if d == trtllm:
+        check(v["verdict"] == "unsupported" and "prepare_low_latency_gemm_weights" in v["message"],
+              "mm_fp8 on the shuffled weight: %s %s" % (v["verdict"], v["message"]))
+    else:
+        check(v["verdict"] == "passed", "%s: %s replays as %s: %s" % (d, v["function"], v["verdict"],
+                                                                      v["message"]))
+check({v["function"] for v in verdicts.values()} == set(GEMM_BITS),
+      "functions replayed: %s" % sorted({v["function"] for v in verdicts.values()}))
+
+
+def mutated(dump, change, fname="outputs.pt"):
+    mroot = os.path.join(TMP, "m%d" % len(os.listdir(TMP)))
+    os.makedirs(mroot)
+    shutil.copytree(os.path.join(root, dump), os.path.join(mroot, dump))
+    path = os.path.join(mroot, dump, fname)
+    t = torch.load(path, weights_only=True)
+    change(t)
+    torch.save(t, path)
+    return replay(mroot).get(dump, {})
+
+
+def expect(what, v, where):
+    msg = v.get("message") or ""
+    check(v.get("verdict") == "mismatch" and where in msg,
+          "%s: replays as %s, expected a mismatch naming %s: %s" % (what, v.get("verdict"), where, msg))
+
+
+def setitem(key, idx, value):
+    def change(t):
+        t[key][idx] = value(t[key][idx])
+    return change
+
+
+expect("one element of mm_bf16 with bias", mutated(find("mm_bf16_call0002"),
+       setitem("result", (4, 33), lambda x: x + 0.5)), "result[4, 33]")
+expect("a NaN in bmm_bf16", mutated(find("bmm_bf16_call0001"),
+       setitem("result", (2, 3, 20), lambda x: float("nan"))), "result[2, 3, 20]")
+expect("A_scale of bmm_fp8 doubled", mutated(find("bmm_fp8_call0001"),
+       setitem("arg_2", (), lambda x: x * 2), "inputs.pt"), "result[")
+expect("alpha of mm_fp8 changed", mutated(find("mm_fp8_call0001"),
+       setitem("arg_2", (), lambda x: x * 0.5), "inputs.pt"), "result[")
+
+
+def reshape(t):
+    t["result"] = t["result"].reshape(40, 6).clone()
+
+
+v = mutated(find("mm_bf16_call0001"), reshape)
+check(v.get("verdict") == "mismatch" and "shape" in (v.get("message") or ""),
+      "a changed shape: %s %s" % (v.get("verdict"), v.get("message")))
+expect("one bit of packbits", mutated(find("packbits_call0002"),
+       setitem("result", 2, lambda x: x ^ 4)), "result[2]")
+expect("new_indptr of segment_packbits", mutated(find("segment_packbits_call0001"),
+       setitem("result_1", 3, lambda x: x + 1)), "result_1[3]")
+done()
