@@ -1,7 +1,8 @@
-/* kernels_cpu_bits.c: CPU kernels of FlashInfer's packbits and segment_packbits, and the bias epilogue of mm_bf16. */
+/* kernels_cpu_bits.c: CPU kernels of FlashInfer's packbits and segment_packbits, and the epilogues of mm_bf16 (bias) and fused_rmsnorm_silu (SiLU). */
 #include "kernels_cpu.h"
 #include "kernels_fi.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 int
@@ -60,6 +61,36 @@ mate_cpu_add_bias(const mate_tensor *acc, const mate_tensor *bias, const mate_te
 		kc_load_f(acc->dtype, kc_at(acc, kc_row_offset(acc, 1, r)), acc->stride[1], N, row);
 		for (int64_t j = 0; j < N; j++)
 			row[j] += b[j];
+		kc_store_f(out->dtype, kc_at(out, kc_row_offset(out, 1, r)), out->stride[1], N, row);
+	}
+	free(row);
+	return MATE_OK;
+}
+
+int
+mate_cpu_silu_store(const mate_tensor *acc, const mate_tensor *out, mate_error *err)
+{
+	int64_t rows, N;
+	float *row;
+	int rc;
+
+	if ((rc = kc_check(acc, "accumulator", 2, 0, err)) != MATE_OK ||
+	    (rc = kc_check(out, "out", 2, 1, err)) != MATE_OK)
+		return rc;
+	rows = acc->shape[0];
+	N = acc->shape[1];
+	if ((rc = kc_check_dim(out, "out", 0, rows, err)) != MATE_OK ||
+	    (rc = kc_check_dim(out, "out", 1, N, err)) != MATE_OK)
+		return rc;
+	if ((row = kc_alloc(N > 0 ? N : 1, sizeof(float), err)) == NULL)
+		return MATE_ERR_NOMEM;
+	for (int64_t r = 0; r < rows; r++) {
+		kc_load_f(acc->dtype, kc_at(acc, kc_row_offset(acc, 1, r)), acc->stride[1], N, row);
+		for (int64_t j = 0; j < N; j++) {
+			row[j] = row[j] / (1.0f + expf(-row[j]));
+			if (out->dtype == MATE_F8_E4M3FN)   /* FlashInfer saturates to e4m3's range */
+				row[j] = fmaxf(-448.0f, fminf(448.0f, row[j]));
+		}
 		kc_store_f(out->dtype, kc_at(out, kc_row_offset(out, 1, r)), out->stride[1], N, row);
 	}
 	free(row);

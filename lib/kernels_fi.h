@@ -87,5 +87,8 @@ int mate_cpu_packbits(const mate_tensor *x, int64_t begin, int64_t end, int litt
  * once to out's dtype. */
 int mate_cpu_add_bias(const mate_tensor *acc, const mate_tensor *bias, const mate_tensor *out,
     mate_error *err);
+/*! mate_cpu_silu_store() : out (rows, N) = silu(acc), rounded once to
+ * out's dtype (float8 e4m3fn saturated to +-448 first). */
+int mate_cpu_silu_store(const mate_tensor *acc, const mate_tensor *out, mate_error *err);
 
 #endif /* MATE_KERNELS_FI_H_INCLUDED */

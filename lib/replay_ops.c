@@ -14,6 +14,7 @@ int mate_replay_register_attn(mate_replay *r, mate_error *err) MATE_HIDDEN;
 int mate_replay_register_rope(mate_replay *r, mate_error *err);
 int mate_replay_register_sampling(mate_replay *r, mate_error *err);
 int mate_replay_register_gemm_bits(mate_replay *r, mate_error *err);
+int mate_replay_register_norm_silu(mate_replay *r, mate_error *err);
 
 static const mate_kernels *
 kernels(const mate_replay_call *c)
@@ -510,6 +511,8 @@ mate_replay_register_builtins(mate_replay *r, mate_error *err)
 	if ((rc = mate_replay_register_sampling(r, err)) != MATE_OK)
 		return rc;
 	if ((rc = mate_replay_register_gemm_bits(r, err)) != MATE_OK)
+		return rc;
+	if ((rc = mate_replay_register_norm_silu(r, err)) != MATE_OK)
 		return rc;
 	/* the BLAS and cuBLAS calls mate-record records (replay_blas.c) */
 	return mate_replay_register_blas(r, err);

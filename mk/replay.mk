@@ -17,6 +17,7 @@ libmate_la_SOURCES += \
 libmate_la_SOURCES += lib/replay_ops_rope.c
 libmate_la_SOURCES += lib/replay_ops_sampling.c
 libmate_la_SOURCES += lib/replay_ops_gemm.c
+libmate_la_SOURCES += lib/replay_ops_norm.c
 
 ## The tools: mate-list-dumps, mate-replay and the `mate VERB` dispatcher.
 bin_PROGRAMS += src/replay/mate-list-dumps src/replay/mate-replay src/mate/mate
@@ -139,6 +140,7 @@ EXTRA_DIST += tests/test_flashinfer_attn.py tests/peers/flashinfer_attn_ref.py
 TESTS += tests/test_fi_replay_rope.py
 EXTRA_DIST += tests/test_fi_replay_rope.py tests/peers/flashinfer_ops21.py
 TESTS += tests/test_fi_replay_rope.py tests/test_fi_replay_sampling.py
-TESTS += tests/test_fi_replay_gemm_bits.py
+TESTS += tests/test_fi_replay_gemm_bits.py tests/test_fi_replay_norm_silu.py
 EXTRA_DIST += tests/test_fi_replay_rope.py tests/peers/flashinfer_ops21.py \
-	tests/test_fi_replay_sampling.py tests/test_fi_replay_gemm_bits.py
+	tests/test_fi_replay_sampling.py tests/test_fi_replay_gemm_bits.py \
+	tests/test_fi_replay_norm_silu.py

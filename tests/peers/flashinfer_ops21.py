@@ -322,3 +322,16 @@ def segment_packbits(x, indptr, bitorder="big"):
 
 
 GEMM_BITS = ["mm_bf16", "bmm_bf16", "mm_fp8", "bmm_fp8", "packbits", "segment_packbits"]
+
+
+# ---- fused_rmsnorm_silu (flashinfer/norm) -----------------------------------------
+
+def fused_rmsnorm_silu(input, weight, eps=1e-6, out=None, block_scale=None):
+    x = input.float()
+    y = torch.nn.functional.silu(x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight.float())
+    if out is None:
+        return y.to(input.dtype)
+    if out.dtype == torch.float8_e4m3fn:
+        y = y.clamp(-448.0, 448.0)
+    out.copy_(y.to(out.dtype))
+    return out
