@@ -372,6 +372,21 @@ int mate_replay_register_signature(mate_replay *r, const char *module, const cha
  * name (whatever its signature). */
 int mate_replay_has_handler(const mate_replay *r, const char *module, const char *name);
 
+/* One registered handler, for listings (mate-replay --list-ops). The
+ * strings are borrowed from r until it changes. */
+struct mate_replay_op {
+	const char *module;         /* NULL: any module */
+	const char *name;
+	const char *signature;      /* as registered; NULL: any arguments */
+	const char *dtypes;         /* what mate's built-in handler states; NULL: not stated */
+	const char *devices;        /* "cpu" or "cpu, cuda"; NULL: not stated */
+};
+/*! mate_replay_op_count() : the handlers registered on r, built-in and plugins'. */
+size_t mate_replay_op_count(const mate_replay *r);
+/*! mate_replay_op_get() : handler i (in registration order) into *op.
+ * @return MATE_OK or MATE_ERR_ARGUMENT (i out of range). */
+int mate_replay_op_get(const mate_replay *r, size_t i, struct mate_replay_op *op);
+
 /* A plugin is a shared object exporting this function; it registers its
  * handlers on r and returns MATE_OK (or a negative status, with err set). */
 #define MATE_REPLAY_PLUGIN_INIT "mate_replay_plugin_init"

@@ -20,6 +20,7 @@ struct handler {
 	char *module;               /* NULL: any */
 	char *name;
 	struct mate_sig *sig;       /* the signature it implements; NULL: any */
+	char *sigtext;              /* as registered, for listings; NULL: any */
 	mate_replay_handler fn;
 	void *ctx;
 };
@@ -104,6 +105,7 @@ mate_replay_free(mate_replay *r)
 		free(r->handlers[i].module);
 		free(r->handlers[i].name);
 		mate_sig_free(r->handlers[i].sig);
+		free(r->handlers[i].sigtext);
 	}
 	free(r->handlers);
 	for (size_t i = r->nplugins; i > 0; i--)
@@ -156,9 +158,12 @@ mate_replay_register_signature(mate_replay *r, const char *module, const char *n
 	h->fn = fn;
 	h->ctx = ctx;
 	h->sig = sig;
-	if (h->name == NULL || (module != NULL && h->module == NULL)) {
+	h->sigtext = signature != NULL ? strdup(signature) : NULL;
+	if (h->name == NULL || (module != NULL && h->module == NULL) ||
+	    (signature != NULL && h->sigtext == NULL)) {
 		free(h->name);
 		free(h->module);
+		free(h->sigtext);
 		mate_sig_free(sig);
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	}
@@ -968,4 +973,26 @@ const mate_value *
 mate_replay_call_recorded(const mate_replay_call *c, const char *key)
 {
 	return c->req->expected != NULL ? mate_value_lookup(c->req->expected, key) : NULL;
+}
+
+size_t
+mate_replay_op_count(const mate_replay *r)
+{
+	return r != NULL ? r->nhandlers : 0;
+}
+
+int
+mate_replay_op_get(const mate_replay *r, size_t i, struct mate_replay_op *op)
+{
+	const struct handler *h;
+
+	if (r == NULL || op == NULL || i >= r->nhandlers)
+		return MATE_ERR_ARGUMENT;
+	h = &r->handlers[i];
+	memset(op, 0, sizeof(*op));
+	op->module = h->module;
+	op->name = h->name;
+	op->signature = h->sigtext;
+	op->dtypes = mate_replay_builtin_info(h->name, &op->devices);
+	return MATE_OK;
 }

@@ -62,5 +62,8 @@ const char *mate_replay_call_object(const mate_replay_call *c) MATE_HIDDEN;
  * replayed, or NULL: for handlers that check a recorded result by its
  * properties (random samplers) rather than recompute it. Borrowed. */
 const mate_value *mate_replay_call_recorded(const mate_replay_call *c, const char *key) MATE_HIDDEN;
+/* The dtypes a built-in handler of that name implements (and in *devices
+ * where it runs), or NULL when it is not one of mate's (replay_ops_info.c). */
+const char *mate_replay_builtin_info(const char *name, const char **devices) MATE_HIDDEN;
 
 #endif /* MATE_REPLAY_PRIVATE_H_INCLUDED */

@@ -18,6 +18,7 @@ libmate_la_SOURCES += lib/replay_ops_rope.c
 libmate_la_SOURCES += lib/replay_ops_sampling.c
 libmate_la_SOURCES += lib/replay_ops_gemm.c
 libmate_la_SOURCES += lib/replay_ops_norm.c
+libmate_la_SOURCES += lib/replay_ops_info.c
 
 ## The tools: mate-list-dumps, mate-replay and the `mate VERB` dispatcher.
 bin_PROGRAMS += src/replay/mate-list-dumps src/replay/mate-replay src/mate/mate
@@ -144,3 +145,13 @@ TESTS += tests/test_fi_replay_gemm_bits.py tests/test_fi_replay_norm_silu.py
 EXTRA_DIST += tests/test_fi_replay_rope.py tests/peers/flashinfer_ops21.py \
 	tests/test_fi_replay_sampling.py tests/test_fi_replay_gemm_bits.py \
 	tests/test_fi_replay_norm_silu.py
+## mate-replay --list-ops and the table in mate-replay(1) generated from it
+TESTS += tests/replay_list_ops.sh
+EXTRA_DIST += tests/replay_list_ops.sh man/ops-table.sh
+update-man-ops: src/replay/mate-replay
+	src/replay/mate-replay --list-ops | sh $(top_srcdir)/man/ops-table.sh > man-ops.tmp
+	awk -v gen=man-ops.tmp '/^\.\\" BEGIN ops/ { while ((getline l < gen) > 0) print l; skip = 1 } \
+	    !skip { print } /^\.\\" END ops/ { skip = 0 }' $(top_srcdir)/man/mate-replay.1 > man-page.tmp
+	mv man-page.tmp $(top_srcdir)/man/mate-replay.1
+	rm -f man-ops.tmp
+.PHONY: update-man-ops

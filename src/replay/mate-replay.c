@@ -36,6 +36,7 @@ struct options {
 	const char **allocators;
 	size_t nallocators;
 	long long repeat;
+	int list_ops;               /* --list-ops: print the registry instead */
 };
 
 struct tally {
@@ -63,6 +64,8 @@ usage(void)
 	    "  -j, --jobs N         replay on N threads, 1 to 256 (results still print in order)\n"
 	    "      --jsonl          one JSON object per call on stdout, summary on stderr\n"
 	    "      --plugin LIB.so  load replay handlers from LIB.so (repeatable)\n"
+	    "      --list-ops       list the replay handlers (name, signature, dtypes,\n"
+	    "                       devices; tab-separated, or JSON with --jsonl) and exit\n"
 	    "      --memlog FILE    replay a memory log (mate-record --memlog, or RMM's) against\n"
 	    "                       allocators instead of replaying dumps\n"
 	    "      --allocator NAME malloc, pool, cuda or cuda-async (repeatable; default\n"
@@ -206,7 +209,7 @@ static void
 parse_options(int argc, char **argv, struct options *o)
 {
 	enum { O_DIR = 256, O_DEVICE, O_RTOL, O_ATOL, O_INCLUDE, O_EXCLUDE, O_JSONL, O_PLUGIN,
-		O_STATUS, O_MEMLOG, O_ALLOCATOR, O_REPEAT, O_MAX_MEMORY };
+		O_STATUS, O_MEMLOG, O_ALLOCATOR, O_REPEAT, O_MAX_MEMORY, O_LIST_OPS };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "device", required_argument, NULL, O_DEVICE },
@@ -222,6 +225,8 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "allocator", required_argument, NULL, O_ALLOCATOR },
 		{ "repeat", required_argument, NULL, O_REPEAT },
 		{ "max-memory", required_argument, NULL, O_MAX_MEMORY },
+
+		{ "list-ops", no_argument, NULL, O_LIST_OPS },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -244,6 +249,8 @@ parse_options(int argc, char **argv, struct options *o)
 		case O_ALLOCATOR: push(&o->allocators, &o->nallocators, optarg); break;
 		case O_REPEAT: o->repeat = parse_between("--repeat", optarg, 1, MAX_REPEAT); break;
 		case O_MAX_MEMORY: mate_memory_cap_set(mate_fe_opt_size("--max-memory", optarg)); break;
+
+		case O_LIST_OPS: o->list_ops = 1; break;
 		case 'h': usage(); exit(MATE_EXIT_OK);
 		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
 		default: mate_fe_bad_option(argv, "j:hV");
@@ -255,7 +262,9 @@ parse_options(int argc, char **argv, struct options *o)
 		mate_fe_usage_error("--memlog replays a memory log, not dump directories");
 	if (o->memlog == NULL && (o->nallocators > 0 || o->repeat > 0))
 		mate_fe_usage_error("--allocator and --repeat go with --memlog");
-	if (o->npaths == 0 && o->memlog == NULL)
+	if (o->list_ops && (o->npaths > 0 || o->memlog != NULL))
+		mate_fe_usage_error("--list-ops takes no dump directory or memory log");
+	if (o->npaths == 0 && o->memlog == NULL && !o->list_ops)
 		mate_fe_usage_error("no dump directory given");
 	if (o->jobs < 1)
 		o->jobs = 1;  /* not given */
@@ -380,6 +389,50 @@ print_summary(const struct tally *t, FILE *f)
 }
 
 /* ---- main ------------------------------------------------------------------ */
+
+/* --list-ops: one line per handler (name, signature, dtypes, devices,
+ * tab-separated; "-" for what is not stated), or one JSON object. */
+static int
+list_ops(const mate_replay *r, int jsonl)
+{
+	struct mate_replay_op op;
+	char name[512];
+
+	for (size_t i = 0; mate_replay_op_get(r, i, &op) == MATE_OK; i++) {
+		snprintf(name, sizeof(name), "%s%s%s", op.module ? op.module : "", op.module ? ":" : "",
+		    op.name);
+		if (jsonl) {
+			cJSON *o = cJSON_CreateObject();
+			char *text;
+
+			cJSON_AddStringToObject(o, "name", op.name);
+			if (op.module != NULL)
+				cJSON_AddStringToObject(o, "module", op.module);
+			else
+				cJSON_AddNullToObject(o, "module");
+			if (op.signature != NULL)
+				cJSON_AddStringToObject(o, "signature", op.signature);
+			else
+				cJSON_AddNullToObject(o, "signature");
+			if (op.dtypes != NULL)
+				cJSON_AddStringToObject(o, "dtypes", op.dtypes);
+			else
+				cJSON_AddNullToObject(o, "dtypes");
+			if (op.devices != NULL)
+				cJSON_AddStringToObject(o, "devices", op.devices);
+			else
+				cJSON_AddNullToObject(o, "devices");
+			if ((text = cJSON_PrintUnformatted(o)) != NULL)
+				printf("%s\n", text);
+			cJSON_free(text);
+			cJSON_Delete(o);
+			continue;
+		}
+		printf("%s\t%s\t%s\t%s\n", name, op.signature ? op.signature : "-",
+		    op.dtypes ? op.dtypes : "-", op.devices ? op.devices : "-");
+	}
+	return MATE_EXIT_OK;
+}
 
 /* The engine with the options applied, or NULL (message printed). */
 static mate_replay *
@@ -599,7 +652,9 @@ main(int argc, char **argv)
 	if (o.memlog != NULL) {
 		status = replay_memlog(o.memlog, o.allocators, o.nallocators, o.repeat);
 		r = NULL;
-	} else if ((r = make_engine(&o)) != NULL && (l = list_dumps(&o)) != NULL)
+	} else if ((r = make_engine(&o)) != NULL && o.list_ops) {
+		status = list_ops(r, o.jsonl);
+	} else if (r != NULL && (l = list_dumps(&o)) != NULL)
 		status = replay_all(&o, r, l);
 	mate_dump_list_free(l);
 	mate_replay_free(r);
