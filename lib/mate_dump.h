@@ -343,7 +343,11 @@ struct mate_replay_result {
 	double max_abs_err, max_rel_err;
 	double rtol, atol;          /* the tolerance applied to that output */
 	double seconds;             /* the handler's run time */
-	char message[1024];         /* where and by how much, or why */
+	char message[1024];         /* where and by how much, or why; a mismatch
+	                               names every output that differs */
+	double mean_abs_err, mean_rel_err;  /* mismatch: over that output's finite
+	                               elements (relative: where expected != 0) */
+	int mismatched;             /* outputs that differ */
 };
 
 /*! mate_replay_verdict_name() : "passed", "mismatch", "error",

@@ -682,8 +682,19 @@ merge(struct mate_replay_result *res, const struct mate_replay_result *sub, int 
 		res->max_rel_err = sub->max_rel_err;
 	if (!sub->bit_exact)
 		res->bit_exact = 0;
-	if (ok || res->verdict == MATE_REPLAY_MISMATCH)
+	if (ok)
 		return;
+	if (res->mismatched++ > 0) {
+		/* a later output that differs too: named after the first's details */
+		size_t len = strlen(res->message);
+
+		for (const char *p = "; also "; *p != '\0' && len + 1 < sizeof(res->message); p++)
+			res->message[len++] = *p;
+		for (const char *p = sub->message; *p != '\0' && len + 1 < sizeof(res->message); p++)
+			res->message[len++] = *p;
+		res->message[len] = '\0';
+		return;
+	}
 	res->verdict = MATE_REPLAY_MISMATCH;
 	snprintf(res->key, sizeof(res->key), "%s", key);
 	res->first_bad = sub->first_bad;
@@ -694,6 +705,8 @@ merge(struct mate_replay_result *res, const struct mate_replay_result *sub, int 
 	res->numel = sub->numel;
 	res->rtol = sub->rtol;
 	res->atol = sub->atol;
+	res->mean_abs_err = sub->mean_abs_err;
+	res->mean_rel_err = sub->mean_rel_err;
 	memcpy(res->message, sub->message, sizeof(res->message));
 }
 

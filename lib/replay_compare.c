@@ -146,6 +146,8 @@ compare_float(mate_dtype dt, const unsigned char *xb, const unsigned char *yb, i
     double rtol, double atol, struct mate_replay_result *res)
 {
 	size_t es = mate_dtype_size(dt);
+	double sum_abs = 0, sum_rel = 0;
+	int64_t n_abs = 0, n_rel = 0;
 
 	for (int64_t i = 0; i < n; i++) {
 		double x = mate_load_f64(dt, xb + i * es), y = mate_load_f64(dt, yb + i * es);
@@ -157,6 +159,12 @@ compare_float(mate_dtype dt, const unsigned char *xb, const unsigned char *yb, i
 				res->max_abs_err = e;
 			if (r > res->max_rel_err)
 				res->max_rel_err = r;
+			sum_abs += e;
+			n_abs++;
+			if (x != 0) {
+				sum_rel += r;
+				n_rel++;
+			}
 		}
 		if (element_bad(x, y, rtol, atol) && res->n_bad++ == 0) {
 			res->first_bad = i;
@@ -164,6 +172,8 @@ compare_float(mate_dtype dt, const unsigned char *xb, const unsigned char *yb, i
 			res->got = y;
 		}
 	}
+	res->mean_abs_err = n_abs > 0 ? sum_abs / (double)n_abs : 0;
+	res->mean_rel_err = n_rel > 0 ? sum_rel / (double)n_rel : 0;
 }
 
 static void
@@ -181,15 +191,18 @@ mismatch_message(const char *key, const mate_tensor *x, int complex_parts,
 	res->first_bad = elem;
 	if (mate_dtype_kind(x->dtype) != MATE_KIND_FLOAT && mate_dtype_kind(x->dtype) != MATE_KIND_COMPLEX) {
 		snprintf(res->message, sizeof(res->message),
-		    "%s%s: expected %.17g, got %.17g; %" PRId64 " of %" PRId64 " elements differ (exact)",
-		    key, res->first_bad_index, res->expected, res->got, res->n_bad, res->numel);
+		    "%s%s: expected %.17g, got %.17g; %" PRId64 " of %" PRId64 " elements differ "
+		    "(exact), %.3g%%", key, res->first_bad_index, res->expected, res->got, res->n_bad,
+		    res->numel, 100.0 * (double)res->n_bad / (double)res->numel);
 		return;
 	}
 	snprintf(res->message, sizeof(res->message),
 	    "%s%s: expected %.9g, got %.9g (abs err %.3g, rel err %.3g); %" PRId64 " of %" PRId64
-	    " elements beyond rtol %g, atol %g; max abs err %.3g, max rel err %.3g",
+	    " elements beyond rtol %g, atol %g (%.3g%%); max abs err %.3g, max rel err %.3g, "
+	    "mean abs err %.3g, mean rel err %.3g",
 	    key, res->first_bad_index, res->expected, res->got, e, r, res->n_bad, res->numel,
-	    res->rtol, res->atol, res->max_abs_err, res->max_rel_err);
+	    res->rtol, res->atol, 100.0 * (double)res->n_bad / (double)res->numel,
+	    res->max_abs_err, res->max_rel_err, res->mean_abs_err, res->mean_rel_err);
 }
 
 int

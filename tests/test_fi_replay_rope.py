@@ -175,6 +175,23 @@ def after_cache(ins):
 after_pos_ids.qpos, after_cache.qpos = 0, 1
 inpl = find("apply_rope_pos_ids_inplace_call0001")
 with_inplace(inpl, after_pos_ids)
+
+
+# Both in-place tensors changed: the report names each, with the first's
+# index, its max and mean errors and the share of elements beyond tolerance.
+def two_places(t):
+    t["arg_0"][1, 2, 3] += 2.0
+    t["arg_1"][:2] *= 1.5
+
+
+v = mutated(inpl, "inplace.pt", two_places)
+msg = v.get("message") or ""
+check(v.get("verdict") == "mismatch" and v.get("key") == "arg_0" and v.get("first_bad_index") == "[1, 2, 3]"
+      and v.get("n_bad") == 1 and abs(v.get("share_bad", 0) - 1 / 3584) < 1e-9 and v.get("mismatched") == 2
+      and v.get("mean_abs_err", 0) > 0 and v.get("mean_rel_err", 0) > 0,
+      "two in-place tensors changed: %s" % json.dumps(v))
+check("(0.0279%)" in msg and "mean abs err" in msg and "; also arg_1[0, 0, " in msg,
+      "the message names both, with the share and the mean errors: %s" % msg)
 expect_mismatch("one element of the in-place k", mutated(inpl, "inplace.pt", poke("arg_1", (4, 3, 100))),
                 "arg_1[4, 3, 100]")
 cache_inpl = find("apply_rope_with_cos_sin_cache_inplace_call0001")

@@ -333,6 +333,10 @@ print_json(size_t i, const struct mate_dump_info *d, const struct mate_replay_re
 		add_num(o, "got", r->got);
 		cJSON_AddNumberToObject(o, "n_bad", (double)r->n_bad);
 		cJSON_AddNumberToObject(o, "numel", (double)r->numel);
+		add_num(o, "share_bad", r->numel > 0 ? (double)r->n_bad / (double)r->numel : 0);
+		add_num(o, "mean_abs_err", r->mean_abs_err);
+		add_num(o, "mean_rel_err", r->mean_rel_err);
+		cJSON_AddNumberToObject(o, "mismatched", r->mismatched);
 		add_num(o, "rtol", r->rtol);
 		add_num(o, "atol", r->atol);
 	} else {
