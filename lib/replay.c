@@ -1009,3 +1009,13 @@ mate_replay_op_get(const mate_replay *r, size_t i, struct mate_replay_op *op)
 	op->dtypes = mate_replay_builtin_info(h->name, &op->devices);
 	return MATE_OK;
 }
+
+int
+mate_replay_kernel_done(mate_replay_call *c, int rc, const mate_error *err, mate_value *result)
+{
+	if (rc != MATE_OK) {
+		mate_value_free(result);
+		return mate_replay_fail(c, rc, "%s: %s", c->req->function, err->message);
+	}
+	return mate_replay_return(c, result != NULL ? result : mate_value_none());
+}

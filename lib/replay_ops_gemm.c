@@ -8,16 +8,6 @@
 /* Registers these handlers on r (called by mate_replay_register_builtins()). */
 int mate_replay_register_gemm_bits(mate_replay *r, mate_error *err);
 
-static int
-finish(mate_replay_call *c, int rc, const mate_error *err, mate_value *result)
-{
-	if (rc != MATE_OK) {
-		mate_value_free(result);
-		return mate_replay_fail(c, rc, "%s: %s", mate_replay_call_function(c), err->message);
-	}
-	return mate_replay_return(c, result);
-}
-
 /* The `out=` argument when given (written and returned), else a new tensor. */
 static mate_value *
 output(mate_replay_call *c, int pos, mate_dtype dt, int ndim, const int64_t *shape)
@@ -61,7 +51,7 @@ op_mm_bf16(mate_replay_call *c, void *batched)
 	out = mate_value_get_tensor(outv);
 	if (bias == NULL) {
 		rc = (batched ? k->bmm : k->mm)(a, b, out, &err);
-		return finish(c, rc, &err, outv);
+		return mate_replay_kernel_done(c, rc, &err, outv);
 	}
 	if ((acc = mate_replay_new_tensor(c, MATE_F32, 2, shape)) == NULL) {
 		mate_value_free(outv);
@@ -70,7 +60,7 @@ op_mm_bf16(mate_replay_call *c, void *batched)
 	if ((rc = k->mm(a, b, mate_value_get_tensor(acc), &err)) == MATE_OK)
 		rc = mate_cpu_add_bias(mate_value_get_tensor(acc), bias, out, &err);
 	mate_value_free(acc);
-	return finish(c, rc, &err, outv);
+	return mate_replay_kernel_done(c, rc, &err, outv);
 }
 
 static int
@@ -105,7 +95,7 @@ op_packbits(mate_replay_call *c, void *ctx)
 	if ((outv = mate_replay_new_tensor(c, MATE_U8, 1, &n)) == NULL)
 		return MATE_ERR_NOMEM;
 	rc = mate_cpu_packbits(x, 0, mate_tensor_numel(x), little, mate_value_get_tensor(outv), 0, &err);
-	return finish(c, rc, &err, outv);
+	return mate_replay_kernel_done(c, rc, &err, outv);
 }
 
 /* segment_packbits(x, indptr, bitorder='big') -> (y, new_indptr int32):
@@ -152,7 +142,7 @@ op_segment_packbits(mate_replay_call *c, void *ctx)
 		    little, mate_value_get_tensor(y), mate_kernel_int_at(np, i), &err);
 	if (rc != MATE_OK) {
 		mate_value_free(nip);
-		return finish(c, rc, &err, y);
+		return mate_replay_kernel_done(c, rc, &err, y);
 	}
 	ret = mate_value_tuple();
 	mate_value_append(ret, y);

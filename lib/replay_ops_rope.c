@@ -19,12 +19,6 @@ enum {
 	ROPE_INPLACE = 8
 };
 
-static int
-fail(mate_replay_call *c, int rc, const mate_error *err)
-{
-	return mate_replay_fail(c, rc, "%s: %s", mate_replay_call_function(c), err->message);
-}
-
 /* t as (nnz, heads, head_size): FlashInfer's view(nnz, -1, head_size). */
 static int
 view3(mate_replay_call *c, const mate_tensor *t, const char *what, int64_t hs, mate_tensor *v)
@@ -56,7 +50,7 @@ positions(mate_replay_call *c, const mate_tensor *pos_ids, const mate_tensor *in
 	*out = NULL;
 	if (pos_ids != NULL) {
 		if ((rc = mate_kernel_check_ints(pos_ids, "pos_ids", nnz, &err)) != MATE_OK)
-			return fail(c, rc, &err);
+			return mate_replay_kernel_done(c, rc, &err, NULL);
 	} else {
 		nb = indptr->ndim == 1 ? indptr->shape[0] - 1 : -1;
 		if (nb < 0 || (rc = mate_kernel_check_ints(indptr, "indptr", nb + 1, &err)) != MATE_OK ||
@@ -135,7 +129,7 @@ rope_run(mate_replay_call *c, const mate_tensor *qa, const mate_tensor *ka, cons
 	}
 	if ((rc = mate_cpu_rope(q, &qv, pos, p, &err)) != MATE_OK ||
 	    (rc = mate_cpu_rope(k, &kv, pos, p, &err)) != MATE_OK) {
-		rc = fail(c, rc, &err);
+		rc = mate_replay_kernel_done(c, rc, &err, NULL);
 		goto out;
 	}
 	if (inplace)

@@ -8,16 +8,6 @@
 /* Registers the sampling handlers on r (called by mate_replay_register_builtins()). */
 int mate_replay_register_sampling(mate_replay *r, mate_error *err);
 
-static int
-finish(mate_replay_call *c, int rc, const mate_error *err, mate_value *result)
-{
-	if (rc != MATE_OK) {
-		mate_value_free(result);
-		return mate_replay_fail(c, rc, "%s: %s", mate_replay_call_function(c), err->message);
-	}
-	return mate_replay_return(c, result);
-}
-
 /* A per-row parameter given as a number or a tensor (top_k int32, top_p float32). */
 static int
 arg_row_param(mate_replay_call *c, int pos, const char *name, double def, mate_row_param *p)
@@ -58,7 +48,7 @@ op_filter(mate_replay_call *c, void *ctx)
 		return MATE_ERR_NOMEM;
 	rc = (kind == TOP_K_RENORM ? mate_cpu_top_k_renorm : kind == TOP_P_RENORM ?
 	    mate_cpu_top_p_renorm : mate_cpu_top_k_mask_logits)(x, &prm, mate_value_get_tensor(outv), &err);
-	return finish(c, rc, &err, outv);
+	return mate_replay_kernel_done(c, rc, &err, outv);
 }
 
 /* The samplers' arguments: which come before `indices`, and the filters. */
@@ -124,7 +114,7 @@ op_sampler(mate_replay_call *c, void *ctx)
 	if ((outv = mate_replay_new_tensor(c, dt, 1, &n)) == NULL)
 		return MATE_ERR_NOMEM;
 	rc = mate_cpu_sample_check(x, indices, &flt, rec, mate_value_get_tensor(outv), &bad, &err);
-	return finish(c, rc, &err, outv);
+	return mate_replay_kernel_done(c, rc, &err, outv);
 }
 
 /* top_k(input, k, sorted=False, deterministic=False, tie_break=0,
@@ -163,7 +153,7 @@ op_top_k(mate_replay_call *c, void *ctx)
 	if ((rc = mate_cpu_top_k_check(x, rec, sorted, mate_value_get_tensor(vals),
 	    mate_value_get_tensor(idx), &err)) != MATE_OK) {
 		mate_value_free(idx);
-		return finish(c, rc, &err, vals);
+		return mate_replay_kernel_done(c, rc, &err, vals);
 	}
 	ret = mate_value_tuple();
 	mate_value_append(ret, vals);

@@ -62,6 +62,9 @@ const char *mate_replay_call_object(const mate_replay_call *c) MATE_HIDDEN;
  * replayed, or NULL: for handlers that check a recorded result by its
  * properties (random samplers) rather than recompute it. Borrowed. */
 const mate_value *mate_replay_call_recorded(const mate_replay_call *c, const char *key) MATE_HIDDEN;
+/* After a kernel: returns result (ownership moves; NULL: None) as the
+ * call's value, or frees it and fails the call with the kernel's error. */
+int mate_replay_kernel_done(mate_replay_call *c, int rc, const mate_error *err, mate_value *result) MATE_HIDDEN;
 /* The dtypes a built-in handler of that name implements (and in *devices
  * where it runs), or NULL when it is not one of mate's (replay_ops_info.c). */
 const char *mate_replay_builtin_info(const char *name, const char **devices) MATE_HIDDEN;
