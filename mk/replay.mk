@@ -138,8 +138,7 @@ EXTRA_DIST += tests/readme_jq.sh
 TESTS += tests/test_flashinfer_attn.py
 EXTRA_DIST += tests/test_flashinfer_attn.py tests/peers/flashinfer_attn_ref.py
 
-TESTS += tests/test_fi_replay_rope.py
-EXTRA_DIST += tests/test_fi_replay_rope.py tests/peers/flashinfer_ops21.py
+## FlashInfer's RoPE, sampling, GEMM and bit-packing APIs, and fused_rmsnorm_silu.
 TESTS += tests/test_fi_replay_rope.py tests/test_fi_replay_sampling.py
 TESTS += tests/test_fi_replay_gemm_bits.py tests/test_fi_replay_norm_silu.py
 EXTRA_DIST += tests/test_fi_replay_rope.py tests/peers/flashinfer_ops21.py \
