@@ -154,3 +154,7 @@ update-man-ops: src/replay/mate-replay
 	mv man-page.tmp $(top_srcdir)/man/mate-replay.1
 	rm -f man-ops.tmp
 .PHONY: update-man-ops
+## A model-like serving step (prefill, decode steps, appends, RoPE, norms, sampling)
+## recorded with FlashInfer's decorator replays with every call passed.
+TESTS += tests/test_fi_model_step.py
+EXTRA_DIST += tests/test_fi_model_step.py

@@ -169,15 +169,17 @@ def _top_k_keep(x, top_k):
 
 
 def _top_p_keep(p, top_p):
-    """Keeps the largest probabilities while the mass above them is below top_p."""
+    """Keeps the largest probabilities while the mass above them is below top_p, and every
+    probability equal to the smallest one kept: FlashInfer's kernels (sampling.cuh,
+    TopPRenormProbKernel) search a threshold and keep the values above it, so ties at the
+    boundary are kept or dropped together, never split by a sort's order."""
     ps = _per_row(top_p, p.size(0), torch.float64)
     pd = p.double()
     srt, idx = torch.sort(pd, dim=-1, descending=True)
     above = torch.cumsum(srt, -1) - srt
     keep_sorted = above < ps[:, None] * pd.sum(-1, keepdim=True)
-    keep = torch.zeros_like(keep_sorted)
-    keep.scatter_(1, idx, keep_sorted)
-    return keep | (ps[:, None] >= 1)
+    piv = torch.where(keep_sorted, srt, torch.full_like(srt, math.inf)).min(-1, keepdim=True).values
+    return (pd >= piv) | (ps[:, None] >= 1)
 
 
 def top_k_renorm_probs(probs, top_k, is_deterministic=False):
