@@ -1,5 +1,6 @@
 /* config.c: the recorder's configuration (MATE_* variables), its log destination, warnings and fork handling. */
 #include "recorder_private.h"
+#include "logfile.h"
 #include "events_private.h"
 #include "profile.h"
 
@@ -620,10 +621,11 @@ open_log(void)
 		logst.fd = STDERR_FILENO;
 	else {
 		path = expand_dest(d);
-		logst.fd = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+		logst.fd = path ? mate_log_open(path, O_CREAT | O_APPEND, mate_log_name_of(d)) :
+		    -ENOMEM;
 		if (logst.fd < 0) {
 			mate_rec_warn("cannot open %s_LOGDEST '%s': %s; logging to stderr", ident.prefix,
-			    path ? path : d, strerror(path ? errno : ENOMEM));
+			    path ? path : d, mate_log_strerror(logst.fd));
 			logst.fd = STDERR_FILENO;
 		} else
 			logst.owned = 1;

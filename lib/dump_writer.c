@@ -1,5 +1,6 @@
 /* dump_writer.c: level 10: crash-safe dump directories, tensor files and the metadata.jsonl/session.jsonl records. */
 #include "recorder_private.h"
+#include "logfile.h"
 #include "backend.h"
 
 #include <errno.h>
@@ -108,7 +109,7 @@ static void
 io_failed(const char *what, const char *path, int errnum)
 {
 	mate_rec_dump_stop();
-	mate_rec_warn_once(REC_ONCE_DUMP_IO, "dumping stopped: %s %s: %s", what, path, strerror(errnum));
+	mate_rec_warn_once(REC_ONCE_DUMP_IO, "dumping stopped: %s %s: %s", what, path, mate_log_strerror(errnum));
 }
 
 /* ---- names ------------------------------------------------------------------------ */
@@ -268,9 +269,10 @@ prepare_root(void)
 	}
 	free(path);
 	snprintf(session, n + 16, "%s/session.jsonl", root);
-	tally.session_fd = open(session, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	tally.session_fd = mate_log_open(session, O_CREAT | O_APPEND, MATE_LOG_MADE);
 	if (tally.session_fd < 0) {
-		int e = errno;
+		int e = -tally.session_fd;
+		tally.session_fd = -1;
 		io_failed("cannot open", session, e);
 		free(session);
 		return -e;
@@ -883,9 +885,9 @@ make_dir(const mate_call *c, int64_t seq, char *stamp)
 	memcpy(d->path, d->dir, d->dir_len);
 	if (e != 0)
 		io_failed("cannot create", d->dir, e);
-	else if ((d->meta_fd = open(file_path(d, "metadata.jsonl"),
-	    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
-		io_failed("cannot create", d->path, errno);
+	else if ((d->meta_fd = mate_log_open(file_path(d, "metadata.jsonl"),
+	    O_CREAT | O_APPEND, MATE_LOG_MADE)) < 0)
+		io_failed("cannot create", d->path, -d->meta_fd);
 	if (d->meta_fd < 0) {
 		mate_rec_dump_free(d);
 		return NULL;

@@ -1,5 +1,6 @@
 /* events.c: live events: a lock-free queue from the recording threads to one events thread, which writes the instruction log and feeds the publisher. */
 #include "events_private.h"
+#include "logfile.h"
 #include "mate_events.h"
 
 #include <errno.h>
@@ -907,10 +908,11 @@ open_ilog(void)
 
 	if (path == NULL)
 		return;
-	S.ilog_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	S.ilog_fd = mate_log_open(path, O_CREAT | O_TRUNC, mate_log_name_of(S.ilog_path));
 	if (S.ilog_fd < 0) {
 		ev_warn("cannot open MATE_INSTRUCTION_LOG '%s': %s; no instruction log",
-		    path, strerror(errno));
+		    path, mate_log_strerror(S.ilog_fd));
+		S.ilog_fd = -1;
 		free(path);
 		return;
 	}

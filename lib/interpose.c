@@ -1,5 +1,6 @@
 /* interpose.c: the core of libmate-preload.so: loading libmate out of the program's sight, finding the real functions, the summary file, fork and exit. */
 #include "interpose_private.h"
+#include "logfile.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -446,11 +447,11 @@ write_profile(void)
 				path[n++] = *p;
 		}
 		path[n] = '\0';
-		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		fd = mate_log_open(path, O_CREAT | O_APPEND, mate_log_name_of(dest));
 		if (fd < 0) {
 			/* as the log does (mate.7): one warning, and the report to stderr */
 			mate_ip_warn("cannot open MATE_LOGDEST '%s': %s; the memory profile goes to "
-			    "stderr", path, strerror(errno));
+			    "stderr", path, mate_log_strerror(-fd));
 			fd = 2;
 		}
 	}

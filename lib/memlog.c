@@ -1,5 +1,6 @@
 /* memlog.c: the memory event log of a process: RMM-style CSV rows, live allocation tracking, statistics and the per-block profile. */
 #include "mate_private.h"
+#include "logfile.h"
 #include "mate_record.h"
 #include "events_private.h"
 
@@ -196,7 +197,7 @@ static void
 csv_stop(mate_memlog *m, const char *what, int errnum)
 {
 	m->stopped = 1;
-	snprintf(m->error, sizeof(m->error), "memory log: %s: %s", what, strerror(errnum));
+	snprintf(m->error, sizeof(m->error), "memory log: %s: %s", what, mate_log_strerror(errnum));
 }
 
 /* Opens the CSV on the first row (lock held). 0 or -1. */
@@ -214,9 +215,10 @@ csv_open(mate_memlog *m)
 		csv_stop(m, m->tmpl, ENAMETOOLONG);
 		return -1;
 	}
-	m->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	m->fd = mate_log_open(path, O_CREAT | O_APPEND, mate_log_name_of(m->tmpl));
 	if (m->fd < 0) {
-		csv_stop(m, path, errno);
+		csv_stop(m, path, -m->fd);
+		m->fd = -1;
 		free(path);
 		return -1;
 	}

@@ -3,6 +3,8 @@ include_HEADERS += lib/mate.h lib/mate_dump.h
 libmate_la_SOURCES += \
 	lib/mate_private.h \
 	lib/error.c \
+	lib/logfile.h \
+	lib/logfile.c \
 	lib/wqueue.h \
 	lib/wqueue.c \
 	lib/dtype.c \

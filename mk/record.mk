@@ -31,7 +31,9 @@ libmate_preload_la_SOURCES = \
 	lib/interpose.c \
 	lib/interpose_blas.c \
 	lib/interpose_cuda.c \
-	lib/interpose_cublas.c
+	lib/interpose_cublas.c \
+	lib/logfile.h \
+	lib/logfile.c
 libmate_preload_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -DMATE_LIBDIR='"$(libdir)"'
 libmate_preload_la_LDFLAGS = -module -avoid-version $(AM_LDFLAGS)
 libmate_preload_la_LIBADD = -ldl -lm

@@ -158,3 +158,8 @@ EXTRA_DIST += tests/test_profile.py tests/test_record_callprofile.py
 ## is their "./program").
 TESTS += tests/test_doc_examples.py
 EXTRA_DIST += tests/test_doc_examples.py
+
+## recorder_hostile_files.sh: FIFOs and symlinks planted at the log, instruction log and
+## session.jsonl names neither block the host nor redirect its writes.
+TESTS += tests/recorder_hostile_files.sh
+EXTRA_DIST += tests/recorder_hostile_files.sh
