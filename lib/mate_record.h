@@ -201,7 +201,9 @@ void mate_record_session_free(mate_record_session *s);
 int mate_record_libmate_path(char *buf, size_t len, mate_error *err);
 /*! mate_record_preload_path() : libmate-preload.so: $MATE_RECORD_PRELOAD,
  * else beside the libmate in use (its mate/ folder, or the same folder in
- * a build tree), else the installed one. */
+ * a build tree), else the installed one. MATE_ERR_FORMAT when
+ * $MATE_RECORD_PRELOAD is not a 64-bit ELF shared object for this machine
+ * (the loader would skip it and the program run unrecorded). */
 int mate_record_preload_path(char *buf, size_t len, mate_error *err);
 
 /* How an ELF file gets its CUDA runtime. */

@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -59,6 +60,44 @@ try_path(char *buf, size_t len, const char *dir, const char *rest)
 	return access(buf, R_OK) == 0;
 }
 
+/* The ELF header of path (0), or an errno; EINVAL for a short or non-ELF file. */
+static int
+elf_header(const char *path, Elf64_Ehdr *h)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc;
+	struct stat sb;
+
+	if (fd < 0)
+		return errno;
+	rc = fstat(fd, &sb) != 0 ? errno : !S_ISREG(sb.st_mode) ? EINVAL :
+	    -mate_pread_all(fd, h, sizeof(*h), 0);
+	close(fd);
+	if (rc == EIO || (rc == 0 && memcmp(h->e_ident, ELFMAG, SELFMAG) != 0))
+		rc = EINVAL;
+	return rc;
+}
+
+/* The dynamic loader ignores an LD_PRELOAD entry it cannot load, with a
+ * line on stderr, and runs the program unrecorded: refuse such a file here.
+ * It must be a 64-bit shared object for the machine mate-record runs on. */
+static int
+check_loadable(const char *path, mate_error *err)
+{
+	Elf64_Ehdr h, self;
+	int e;
+
+	if ((e = elf_header(path, &h)) != 0 && e != EINVAL)
+		return mate_set_errno(err, e, "cannot read", path);
+	if (e == EINVAL || h.e_ident[EI_CLASS] != ELFCLASS64 || h.e_type != ET_DYN)
+		return mate_set_error(err, MATE_ERR_FORMAT, "%s: not a 64-bit ELF shared object; "
+		    "the program would run unrecorded", path);
+	if (elf_header("/proc/self/exe", &self) == 0 && self.e_machine != h.e_machine)
+		return mate_set_error(err, MATE_ERR_FORMAT, "%s: a shared object for another "
+		    "machine (ELF e_machine %u, this one %u); the program would run unrecorded",
+		    path, (unsigned)h.e_machine, (unsigned)self.e_machine);
+	return MATE_OK;
+}
+
 int
 mate_record_preload_path(char *buf, size_t len, mate_error *err)
 {
@@ -67,7 +106,7 @@ mate_record_preload_path(char *buf, size_t len, mate_error *err)
 
 	if (env != NULL && *env != '\0') {
 		if (try_path(buf, len, env, ""))
-			return MATE_OK;
+			return check_loadable(buf, err);
 		return mate_set_errno(err, errno ? errno : ENOENT, "MATE_RECORD_PRELOAD", env);
 	}
 	if (mate_record_libmate_path(lib, sizeof(lib), NULL) == MATE_OK &&

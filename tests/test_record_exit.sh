@@ -46,6 +46,14 @@ expect_status 0 $? "summary run"
 check [ "$(cat out.txt)" = "hello" ] || fail "stdout changed: $(cat out.txt)"
 check grep -q '^mate-record: 0 calls recorded; peak device memory' err.txt || fail "no summary: $(cat err.txt)"
 
+# a MATE_RECORD_PRELOAD the loader would skip is an error, not an unrecorded run
+printf 'not ELF at all\n' >notelf.so
+MATE_RECORD_PRELOAD=$WORK/notelf.so "$RECORD" -q -- sh -c 'echo ran' >out.txt 2>err.txt
+expect_status 2 $? "a non-ELF MATE_RECORD_PRELOAD"
+check grep -q "notelf.so: not a 64-bit ELF shared object" err.txt ||
+	fail "the non-ELF preload is named: $(cat err.txt)"
+check [ ! -s out.txt ] || fail "the program ran unrecorded: $(cat out.txt)"
+
 # level 0 without a memory log: nothing is written
 "$RECORD" -q -l 0 -d dumps0 -- sh -c 'echo quiet' >out.txt 2>err.txt
 expect_status 0 $? "level 0"
