@@ -230,14 +230,29 @@ open_unnamed(const char *path)
 #endif
 }
 
+/* What a name that is not a regular file is, for the refusal. */
+static const char *
+kind_of(mode_t mode)
+{
+	return S_ISLNK(mode) ? "a symbolic link" : S_ISDIR(mode) ? "a directory" :
+	    S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device" :
+	    S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
 int
 mate_atomic_open(mate_atomic_file *af, const char *path, mate_error *err)
 {
 	static unsigned counter;
 	size_t n = strlen(path) + 64;
+	struct stat sb;
 
 	af->fd = -1;
 	af->unnamed = 0;
+	af->path = af->tmp_path = NULL;
+	/* the final rename would replace the link or special file itself */
+	if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "%s is %s: not replaced", path,
+		    kind_of(sb.st_mode));
 	af->path = strdup(path);
 	af->tmp_path = malloc(n);
 	if (af->path == NULL || af->tmp_path == NULL) {

@@ -63,7 +63,9 @@ int mate_pread_big(int fd, void *buf, size_t len, uint64_t off);
 /* Atomic file output: write to a file without a name (O_TMPFILE) and link
  * it as path when complete; where the system cannot, write to
  * "<path>.tmp.<pid>.<n>" and rename it. A killed process leaves no
- * truncated file under path (and, with O_TMPFILE, no temporary name). */
+ * truncated file under path (and, with O_TMPFILE, no temporary name).
+ * An existing path that is not a regular file (a symlink, FIFO, device,
+ * directory) is refused with MATE_ERR_ARGUMENT, never replaced. */
 typedef struct mate_atomic_file {
 	int fd;
 	char *path;

@@ -44,6 +44,9 @@ EXTRA_DIST += tests/lsan.supp tests/visualize_cli.sh tests/visualize_man.sh \
 	tests/visualize_gt.py tests/visualize_usec.py tests/visualize_flows.py tests/gtlog.py
 TESTS += tests/visualize_overview.py
 EXTRA_DIST += tests/visualize_overview.py
+## visualize_special.sh: -o writes into a FIFO or device and never replaces a symlink.
+TESTS += tests/visualize_special.sh
+EXTRA_DIST += tests/visualize_special.sh
 
 ## ---- fuzzing and benchmarks ----
 FUZZ_TARGETS += fuzz/fuzz_ilog

@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <langinfo.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mate.h"
@@ -265,4 +267,25 @@ mate_fe_opt_size(const char *opt, const char *arg)
 	if (mate_size_parse(arg, &v) != MATE_OK)
 		mate_fe_usage_error("bad value for %s: %s (a size such as 512M or 4G)", opt, arg);
 	return v;
+}
+
+int
+mate_fe_open_special(const char *path)
+{
+	struct stat sb;
+	int fd;
+
+	if (stat(path, &sb) != 0 || !(S_ISFIFO(sb.st_mode) || S_ISCHR(sb.st_mode))) {
+		errno = 0;
+		return -1;
+	}
+	if ((fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC)) < 0)
+		return -1;
+	/* replaced by a regular file since the stat(): write that as a new file */
+	if (fstat(fd, &sb) == 0 && !(S_ISFIFO(sb.st_mode) || S_ISCHR(sb.st_mode))) {
+		close(fd);
+		errno = 0;
+		return -1;
+	}
+	return fd;
 }

@@ -62,4 +62,11 @@ uint64_t mate_fe_opt_size(const char *opt, const char *arg);
  * none); ".gz" is looked through: "a.json.gz" gives "json.gz". */
 const char *mate_fe_extension(const char *path, char *buf, size_t cap);
 
+/* For an output named path: when it is a FIFO or character device (also
+ * through a symlink: /dev/stdout, /dev/null), the descriptor to write into
+ * it, opened without truncation, as '-o -' writes stdout; -1 with errno 0
+ * when it is anything else (the caller writes a new file atomically), -1
+ * with errno set when it cannot be opened. */
+int mate_fe_open_special(const char *path);
+
 #endif /* MATE_FE_H_INCLUDED */

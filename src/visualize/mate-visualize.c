@@ -1,6 +1,7 @@
 /* mate-visualize.c: draws timelines of instruction logs (mate's and GT's) as PNG, SVG or PDF, or exports them as Perfetto JSON. */
 #include "config.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,7 +259,7 @@ empty_window(const struct options *o, const mate_timeline *tl)
 }
 
 static int
-write_output(const struct options *o, mate_timeline *tl, mate_render_info *ri)
+write_output(const struct options *o, int fd, mate_timeline *tl, mate_render_info *ri)
 {
 	mate_render_options ro;
 	mate_error err;
@@ -272,8 +273,8 @@ write_output(const struct options *o, mate_timeline *tl, mate_render_info *ri)
 	ro.width = o->width;
 	ro.height = o->height;
 	ro.title = o->title;
-	if (strcmp(o->output, "-") == 0)
-		rc = mate_timeline_render_fd(tl, &ro, 1, ri, &err);
+	if (fd >= 0)
+		rc = mate_timeline_render_fd(tl, &ro, fd, ri, &err);
 	else
 		rc = mate_timeline_render(tl, &ro, o->output, ri, &err);
 	if (rc != 0)
@@ -292,7 +293,7 @@ main(int argc, char **argv)
 	mate_render_info ri;
 	mate_error err;
 	uint64_t flows[3] = { 0, 0, 0 };
-	int i, failed = 0, ok = 0, bad_write = 0;
+	int i, failed = 0, ok = 0, bad_write = 0, out_fd;
 
 	mate_fe_set_progname(argv[0]);
 	parse_args(argc, argv, &o);
@@ -304,8 +305,12 @@ main(int argc, char **argv)
 	to.columns = (int)(o.width * o.dpi);
 	if ((tl = mate_timeline_new(&to, &err)) == NULL)
 		mate_fe_errx(err.code == MATE_ERR_ARGUMENT ? MATE_EXIT_USAGE : MATE_EXIT_FAIL, "%s", err.message);
+	/* a FIFO or device (/dev/stdout) is written into like '-', never replaced */
+	if ((out_fd = strcmp(o.output, "-") == 0 ? 1 : mate_fe_open_special(o.output)) < 0 &&
+	    errno != 0)
+		mate_fe_err(MATE_EXIT_FAIL, "%s", o.output);
 	if (o.format == FMT_JSON) {
-		pf = strcmp(o.output, "-") == 0 ? mate_perfetto_open_fd(1, o.gzip, &err) :
+		pf = out_fd >= 0 ? mate_perfetto_open_fd(out_fd, o.gzip, &err) :
 		    mate_perfetto_open(o.output, o.gzip, &err);
 		if (pf == NULL) {
 			mate_timeline_free(tl);
@@ -335,7 +340,11 @@ main(int argc, char **argv)
 			bad_write = 1;
 		}
 	} else {
-		bad_write = write_output(&o, tl, &ri);
+		bad_write = write_output(&o, out_fd, tl, &ri);
+	}
+	if (out_fd > 1 && close(out_fd) != 0) {
+		mate_fe_warn("%s", o.output);
+		bad_write = 1;
 	}
 	print_summary(&o, tl, &ri, flows, !bad_write);
 	failed |= bad_write;
