@@ -69,23 +69,46 @@ utf8_width(const char *s)
 	return n;
 }
 
-/* Appends s with newlines made spaces and, when bar, '|' made '!'; then
- * pads with spaces to width characters (left-justified). */
+/* Whether s has a byte a terminal may take as control: C0 but newline and
+ * CR (made spaces), DEL, or a non-ASCII byte (a C1 control, invalid UTF-8;
+ * valid UTF-8 text comes back from mate_text_escape() as it is). */
+static int
+needs_escape(const char *s)
+{
+	for (const unsigned char *u = (const unsigned char *)s; *u != '\0'; u++)
+		if ((*u < 0x20 && *u != '\n' && *u != '\r') || *u >= 0x7f)
+			return 1;
+	return 0;
+}
+
+/* Appends s with newlines made spaces, control bytes escaped (\x1b) and,
+ * when bar, '|' made '!'; then pads with spaces to width characters
+ * (left-justified). */
 static void
 sb_field(struct sbuf *b, const char *s, size_t width, int bar)
 {
-	size_t w = s != NULL ? utf8_width(s) : 0;
+	int raw = s != NULL && needs_escape(s);
+	char *esc = raw ? mate_text_escape(s, strlen(s)) : NULL;
+	size_t w;
 
+	if (esc != NULL) {
+		s = esc;
+		raw = 0;
+	}
+	w = s != NULL ? utf8_width(s) : 0;
 	for (; s != NULL && *s != '\0'; s++) {
 		char c = *s;
 		if (c == '\n' || c == '\r')
 			c = ' ';
 		else if (bar && c == '|')
 			c = '!';
+		else if (raw && ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f))
+			c = '?';   /* no memory to escape it */
 		sb_putc(b, c);
 	}
 	for (; w < width; w++)
 		sb_putc(b, ' ');
+	free(esc);
 }
 
 int

@@ -15,6 +15,14 @@ extern "C" {
 /*! mate_version_string() : @return libmate's version, e.g. "0.1.0". */
 const char *mate_version_string(void);
 
+/*! mate_text_escape() : the len bytes of s as a terminal or a line-based
+ * log may show them: control characters (newline, ESC, BEL, C1), invalid
+ * UTF-8 and the backslash become Python's escapes (\n, \x1b, \x9b, \\); other
+ * text, UTF-8 included, is kept. No byte of the result starts a line or a
+ * terminal sequence. @return a string the caller frees, NULL when out of
+ * memory. */
+char *mate_text_escape(const char *s, size_t len);
+
 /* ---- Errors ------------------------------------------------------------
  * Functions that can fail take a caller-owned mate_error (may be NULL) and
  * return a negative status or NULL; the message says what and why. */

@@ -57,8 +57,9 @@ typedef struct mate_event {
  * read any number of decimals): "%10.6fs | #%04llu | %-12s | WORD %-20s | %-15s" then
  * " | %10s" for a size (when ev->size > 0) and " | details" (when not empty).
  * WORD is WORKER when ev->event contains "WORKER", else CLIENT. Newlines in
- * fields become spaces and '|' in the first five fields becomes '!', so every
- * line parses back. Writes at most cap bytes, NUL-terminated when cap > 0.
+ * fields become spaces, other control characters Python's escapes
+ * (mate_text_escape(): "\x1b"), and '|' in the first five fields becomes
+ * '!', so every line parses back and none reaches a terminal raw. Writes at most cap bytes, NUL-terminated when cap > 0.
  * @return the line's full length, as snprintf (>= cap means truncated). */
 int mate_ilog_format(char *buf, size_t cap, const mate_event *ev);
 

@@ -432,15 +432,13 @@ py_printable(uint32_t cp)
 	return 1;
 }
 
-void
-mate_buf_pystr(struct mate_buf *b, const char *s, size_t len)
+/* Python's repr() escapes of s without the quotes: quote (0: none) and '\\'
+ * escaped, the rest as repr() writes it. */
+static void
+escaped(struct mate_buf *b, const char *s, size_t len, char quote)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	char quote = '\'';
 
-	if (memchr(s, '\'', len) != NULL && memchr(s, '"', len) == NULL)
-		quote = '"';
-	mate_buf_putc(b, quote);
 	for (size_t i = 0; i < len;) {
 		uint32_t cp;
 		int n = utf8_decode(u + i, len - i, &cp);
@@ -448,7 +446,7 @@ mate_buf_pystr(struct mate_buf *b, const char *s, size_t len)
 			mate_buf_printf(b, "\\x%02x", u[i++]);
 			continue;
 		}
-		if (cp == (uint32_t)quote || cp == '\\') {
+		if ((quote != 0 && cp == (uint32_t)quote) || cp == '\\') {
 			mate_buf_putc(b, '\\');
 			mate_buf_putc(b, (char)cp);
 		} else if (cp == '\n')
@@ -467,7 +465,32 @@ mate_buf_pystr(struct mate_buf *b, const char *s, size_t len)
 			mate_buf_printf(b, "\\U%08x", (unsigned)cp);
 		i += (size_t)n;
 	}
+}
+
+void
+mate_buf_pystr(struct mate_buf *b, const char *s, size_t len)
+{
+	char quote = '\'';
+
+	if (memchr(s, '\'', len) != NULL && memchr(s, '"', len) == NULL)
+		quote = '"';
 	mate_buf_putc(b, quote);
+	escaped(b, s, len, quote);
+	mate_buf_putc(b, quote);
+}
+
+char *
+mate_text_escape(const char *s, size_t len)
+{
+	struct mate_buf b;
+
+	mate_buf_init(&b);
+	escaped(&b, s, len, 0);
+	if (mate_buf_str(&b) == NULL) {
+		mate_buf_free(&b);
+		return NULL;
+	}
+	return b.p;
 }
 
 /* Bytes json.dumps copies as they are: printable ASCII but '"' and '\\'. */

@@ -50,6 +50,11 @@ tests_test_replay_SOURCES = tests/test_replay.c
 tests_test_replay_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_replay_LDADD = libmate.la $(CJSON_LIBS)
 
+## replay_escape.sh: ESC, BEL and newlines in a dump's names reach no terminal raw
+## from mate-list-dumps or mate-replay, and forge no result or Summary line.
+TESTS += tests/replay_escape.sh
+EXTRA_DIST += tests/replay_escape.sh
+
 ## tests/plugin-reference.la: a replay plugin for the MATE reference fixture's
 ## functions, dlopen()ed by the tests.
 check_LTLIBRARIES += tests/plugin-reference.la

@@ -92,6 +92,16 @@ test_format(void)
 	mate_ilog_format(buf, sizeof(buf), &ev);
 	CHECK_STR(buf, "  0.000000s | #0001 | RE!CV        | CLIENT a ! b                | c d             "
 	    "| x y | z\n");
+	/* ESC, BEL and C1 controls reach no terminal raw (mate-trace's log) */
+	ev = ev_make(0, 1, "RECV", "c\x1b]0;x\a", "op\x1b[2J", -1, "w\xc2\x9b" "1m \xff\\");
+	mate_ilog_format(buf, sizeof(buf), &ev);
+	CHECK_STR(buf, "  0.000000s | #0001 | RECV         | CLIENT c\\x1b]0;x\\x07        | "
+	    "op\\x1b[2J       | w\\x9b1m \\xff\\\\\n");
+	{
+		char *e = mate_text_escape("a\nb\tc\x1b\x07\\ \xc3\xa9\xc2\x85", 13);
+		CHECK_STR(e, "a\\nb\\tc\\x1b\\x07\\\\ \xc3\xa9\\x85");
+		free(e);
+	}
 	/* truncation reports the full length, like snprintf */
 	ev = ev_make(0.123, 42, "RECV", "127.0.0.1:12345", "BinaryOp", 125952, "result=42 op=add");
 	n = mate_ilog_format(buf, 10, &ev);

@@ -43,12 +43,26 @@ mate_fe_progname(void)
 	return progname;
 }
 
+/* "progname: message[: strerror(e)]\n", the message escaped (mate_fe_safe):
+ * names from dumps and streams cannot forge a line or drive the terminal. */
+static void
+vmessage(const char *fmt, va_list ap, int e)
+{
+	char *text = NULL;
+
+	if (vasprintf(&text, fmt, ap) < 0)
+		text = NULL;
+	fprintf(stderr, "%s: %s", progname, text != NULL ? mate_fe_safe(text) : fmt);
+	if (e >= 0)
+		fprintf(stderr, ": %s", strerror(e));
+	fputc('\n', stderr);
+	free(text);
+}
+
 static void
 vwarnx(const char *fmt, va_list ap)
 {
-	fprintf(stderr, "%s: ", progname);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vmessage(fmt, ap, -1);
 }
 
 void
@@ -68,9 +82,7 @@ mate_fe_warn(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", progname);
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, ": %s\n", strerror(e));
+	vmessage(fmt, ap, e);
 	va_end(ap);
 }
 
@@ -81,9 +93,7 @@ mate_fe_err(int status, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	fprintf(stderr, "%s: ", progname);
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, ": %s\n", strerror(e));
+	vmessage(fmt, ap, e);
 	va_end(ap);
 	exit(status);
 }
@@ -288,4 +298,19 @@ mate_fe_open_special(const char *path)
 		return -1;
 	}
 	return fd;
+}
+
+const char *
+mate_fe_safe(const char *s)
+{
+	static char *ring[8];
+	static unsigned next;
+	char **slot = &ring[next++ % 8];
+
+	if (s == NULL)
+		return "(null)";
+	free(*slot);
+	if ((*slot = mate_text_escape(s, strlen(s))) == NULL)
+		return "(out of memory)";
+	return *slot;
 }

@@ -62,6 +62,12 @@ uint64_t mate_fe_opt_size(const char *opt, const char *arg);
  * none); ".gz" is looked through: "a.json.gz" gives "json.gz". */
 const char *mate_fe_extension(const char *path, char *buf, size_t cap);
 
+/* s as a person may read it on a terminal or in a line-based report:
+ * mate_text_escape()'d, so a name with a newline or ESC cannot forge a
+ * line or drive the terminal. NULL gives "(null)". The result lives until
+ * the eighth call after this one (so that one printf can take several). */
+const char *mate_fe_safe(const char *s);
+
 /* For an output named path: when it is a FIFO or character device (also
  * through a symlink: /dev/stdout, /dev/null), the descriptor to write into
  * it, opened without truncation, as '-o -' writes stdout; -1 with errno 0

@@ -58,7 +58,7 @@ format_dims(char *buf, size_t len, const int64_t *d, int n)
 static void
 print_line(const struct mate_dump_info *d)
 {
-	printf("%s: %s [%s] %d in, %d out, ", d->name, d->function,
+	printf("%s: %s [%s] %d in, %d out, ", mate_fe_safe(d->name), mate_fe_safe(d->function),
 	    mate_dump_status_name(d->status), d->n_inputs, d->n_outputs);
 	if (d->n_inplace > 0)
 		printf("%d in place, ", d->n_inplace);
@@ -80,7 +80,8 @@ print_tensors(const struct mate_dump_info *d, int output)
 			continue;
 		format_dims(shape, sizeof(shape), t->shape, t->ndim);
 		format_dims(stride, sizeof(stride), t->stride, t->ndim);
-		printf("    %s: %s shape %s stride %s\n", t->key, t->dtype_name, shape, stride);
+		printf("    %s: %s shape %s stride %s\n", mate_fe_safe(t->key),
+		    mate_fe_safe(t->dtype_name), shape, stride);
 	}
 }
 
@@ -89,18 +90,18 @@ print_details(const struct mate_dump_info *d, int first)
 {
 	if (!first)
 		putchar('\n');
-	printf("%s\n", d->name);
-	printf("  Function: %s\n", d->function);
+	printf("%s\n", mate_fe_safe(d->name));
+	printf("  Function: %s\n", mate_fe_safe(d->function));
 	if (d->module != NULL)
-		printf("  Module: %s\n", d->module);
+		printf("  Module: %s\n", mate_fe_safe(d->module));
 	printf("  Status: %s\n", mate_dump_status_name(d->status));
-	printf("  Timestamp: %s\n", d->timestamp);
+	printf("  Timestamp: %s\n", mate_fe_safe(d->timestamp));
 	if (d->process_id >= 0)
 		printf("  Process: %" PRId64 "\n", d->process_id);
 	if (d->call_sequence >= 0)
 		printf("  Call: %" PRId64 "\n", d->call_sequence);
 	if (d->self_id != NULL)
-		printf("  Object: %s\n", d->self_id);
+		printf("  Object: %s\n", mate_fe_safe(d->self_id));
 	printf("  Inputs: %d\n", d->n_inputs);
 	print_tensors(d, 0);
 	printf("  Outputs: %d\n", d->n_outputs);
@@ -112,11 +113,11 @@ print_details(const struct mate_dump_info *d, int first)
 	if (d->total_bytes >= 0)
 		printf("  Size: %" PRId64 " bytes\n", d->total_bytes);
 	if (d->format != NULL)
-		printf("  Format: %s\n", d->format);
+		printf("  Format: %s\n", mate_fe_safe(d->format));
 	if (d->error != NULL)
-		printf("  Error: %s\n", d->error);
+		printf("  Error: %s\n", mate_fe_safe(d->error));
 	if (d->problem != NULL)
-		printf("  Problem: %s\n", d->problem);
+		printf("  Problem: %s\n", mate_fe_safe(d->problem));
 }
 
 /* ---- --jsonl, written directly (one object per dump, fast) ---------------------- */
@@ -389,7 +390,7 @@ summary(const mate_dump_list *l, const char *where, size_t problems)
 
 	for (size_t i = 0; i < n; i++)
 		by[mate_dump_list_get(l, i)->status & 3]++;
-	fprintf(stderr, "%zu dump%s%s%s", n, n == 1 ? "" : "s", where ? " in " : "", where ? where : "");
+	fprintf(stderr, "%zu dump%s%s%s", n, n == 1 ? "" : "s", where ? " in " : "", where ? mate_fe_safe(where) : "");
 	for (int k = 0; k < 4; k++)
 		if (by[order[k]] > 0) {
 			fprintf(stderr, "%s%zu %s", sep, by[order[k]], mate_dump_status_name(order[k]));

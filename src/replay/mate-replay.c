@@ -289,11 +289,12 @@ verdict_words(int v, int utf8)
 static void
 print_text(size_t i, const struct mate_dump_info *d, const struct mate_replay_result *r, int utf8)
 {
-	printf("[%zu] %s (%s): %s", i + 1, d->function, d->name, verdict_words(r->verdict, utf8));
+	printf("[%zu] %s (%s): %s", i + 1, mate_fe_safe(d->function), mate_fe_safe(d->name),
+	    verdict_words(r->verdict, utf8));
 	if (r->verdict == MATE_REPLAY_PASSED)
-		printf(" (%s)\n", r->message);
+		printf(" (%s)\n", mate_fe_safe(r->message));
 	else
-		printf(": %s\n", r->message);
+		printf(": %s\n", mate_fe_safe(r->message));
 }
 
 static void
@@ -572,7 +573,8 @@ print_result(const char *name, const struct mate_alloc_replay_result *r)
 	double rate = r->seconds > 0 ? (double)r->events / r->seconds / 1e6 : 0;
 
 	printf("%s: %" PRIu64 " event%s in %.3f s (%.2f M/s); peak %s requested, footprint %s\n",
-	    name, r->events, mate_fe_s(r->events), r->seconds, rate, human(r->peak_bytes, b1, sizeof(b1)),
+	    mate_fe_safe(name), r->events, mate_fe_s(r->events), r->seconds, rate,
+	    human(r->peak_bytes, b1, sizeof(b1)),
 	    human(r->peak_footprint, b2, sizeof(b2)));
 }
 
@@ -621,7 +623,7 @@ replay_memlog(const char *path, const char *const *allocators, size_t n,
 		mate_memlog_trace_free(t);
 		return MATE_EXIT_FAIL;
 	}
-	printf("%s: %zu thread%s\n", name, mate_memlog_trace_threads(t),
+	printf("%s: %zu thread%s\n", mate_fe_safe(name), mate_memlog_trace_threads(t),
 	    mate_memlog_trace_threads(t) == 1 ? "" : "s");
 	print_log_facts(&res);
 	for (size_t i = 0; i < n && status == MATE_EXIT_OK; i++)

@@ -275,7 +275,7 @@ summary(const mate_monitor *m, const struct writer *w, double secs, const char *
 	for (int i = 0; i < n; i++) {
 		mate_monitor_publisher(m, i, &pi);
 		fprintf(stderr, "  pid %ld %s: %llu event%s, %llu dropped, %llu lost%s\n", pi.pid,
-		    pi.program[0] != '\0' ? pi.program : pi.endpoint,
+		    mate_fe_safe(pi.program[0] != '\0' ? pi.program : pi.endpoint),
 		    (unsigned long long)pi.events, mate_fe_s(pi.events), (unsigned long long)pi.dropped,
 		    (unsigned long long)pi.lost, pi.ended ? ", exited" : "");
 	}
