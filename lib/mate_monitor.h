@@ -69,7 +69,9 @@ int mate_monitor_watch_local(mate_monitor *m, mate_error *err);
  * time, or a negative mate_status. */
 int mate_monitor_next(mate_monitor *m, mate_live_event *ev, int timeout_ms, mate_error *err);
 /*! mate_monitor_flush() : stops waiting for late events: what is held comes
- * out of mate_monitor_next() at once (call it when a capture ends). */
+ * out of mate_monitor_next() at once, and the socket is read for one lag
+ * (MATE_MONITOR_LAG_MS) more, then no longer (call it when a capture ends;
+ * a flooding publisher cannot keep it going). */
 void mate_monitor_flush(mate_monitor *m);
 /*! mate_monitor_publishers() : how many publishers were seen so far. */
 int mate_monitor_publishers(const mate_monitor *m);

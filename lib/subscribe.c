@@ -18,6 +18,8 @@
 #define RESCAN_MS 100
 #define LAG_MS_DEFAULT 100
 #define HELD_MAX 1000000        /* events held for ordering, at most */
+#define HELD_BYTES_MAX (64u << 20)  /* and their bytes, at most */
+#define RCV_HWM 16384           /* frames ZeroMQ queues for us (each <= FRAME_MAX) */
 #define PUBS_MAX 4096           /* publishers followed, at most */
 
 struct pub {
@@ -37,6 +39,7 @@ struct held {
 	double t;                   /* seconds since the base */
 	uint64_t order;             /* arrival order: ties keep it */
 	double arrived;             /* monotonic seconds */
+	size_t bytes;               /* of this allocation */
 	mate_live_event le;
 	char text[];                /* event, source, command, details */
 };
@@ -57,6 +60,8 @@ struct mate_monitor {
 	double now;                 /* the clock's last reading (monotonic seconds) */
 	struct held **heap;
 	size_t nheld, cap_held;
+	size_t held_bytes;          /* of the held events, at most HELD_BYTES_MAX (about) */
+	double flush_until;         /* flushing: the socket is read until then */
 	uint64_t order;
 	struct held *current;       /* returned last: freed at the next call */
 	char *frame, *scratch;
@@ -101,7 +106,8 @@ mate_monitor_new(mate_error *err)
 {
 	mate_monitor *m = calloc(1, sizeof(*m));
 	const char *lag = getenv("MATE_MONITOR_LAG_MS");
-	int zero = 0, hwm = 1000000;
+	int zero = 0, hwm = RCV_HWM;
+	int64_t max_frame = FRAME_MAX;
 
 	if (m == NULL || (m->frame = malloc(FRAME_MAX + 1)) == NULL ||
 	    (m->scratch = malloc(FRAME_MAX + 1)) == NULL) {
@@ -120,7 +126,10 @@ mate_monitor_new(mate_error *err)
 		return NULL;
 	}
 	zmq_setsockopt(m->sub, ZMQ_LINGER, &zero, sizeof(zero));
+	/* memory: a flooding publisher fills these and then drops (its
+	 * sequence gaps are counted as lost); a larger frame is not ours */
 	zmq_setsockopt(m->sub, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+	zmq_setsockopt(m->sub, ZMQ_MAXMSGSIZE, &max_frame, sizeof(max_frame));
 	zmq_setsockopt(m->sub, ZMQ_SUBSCRIBE, "", 0);
 	if (mate_mon_runtime_dir(m->dir, sizeof(m->dir), 0) != 0 && m->dir[0] == '\0')
 		snprintf(m->dir, sizeof(m->dir), "/tmp/mate-%lu", (unsigned long)getuid());
@@ -428,6 +437,7 @@ heap_push(mate_monitor *m, struct held *h)
 		m->cap_held = cap;
 	}
 	i = m->nheld++;
+	m->held_bytes += h->bytes;
 	while (i > 0 && heap_less(h, m->heap[(i - 1) / 2])) {
 		m->heap[i] = m->heap[(i - 1) / 2];
 		i = (i - 1) / 2;
@@ -442,6 +452,7 @@ heap_pop(mate_monitor *m)
 	struct held *top = m->heap[0], *last = m->heap[--m->nheld];
 	size_t i = 0;
 
+	m->held_bytes -= top->bytes;
 	for (;;) {
 		size_t c = 2 * i + 1;
 		if (c >= m->nheld)
@@ -673,6 +684,7 @@ make_held(const struct frame *fr, double t, mate_error *err)
 		return NULL;
 	}
 	memset(h, 0, sizeof(*h));
+	h->bytes = sizeof(*h) + total;
 	q = h->text;
 	for (int i = 0; i < 4; i++) {
 		memcpy(q, f[i], len[i] + 1);
@@ -749,7 +761,14 @@ take_frame(mate_monitor *m, const char *buf, size_t len, mate_error *err)
 	return MATE_OK;
 }
 
-/* Reads what the socket holds without waiting. */
+/* Whether no more events may be held: the oldest goes out now. */
+static int
+held_full(const mate_monitor *m)
+{
+	return m->nheld >= HELD_MAX || m->held_bytes >= HELD_BYTES_MAX;
+}
+
+/* Reads what the socket holds without waiting (flushing: only until flush_until). */
 static int
 receive_all(mate_monitor *m, mate_error *err)
 {
@@ -758,7 +777,9 @@ receive_all(mate_monitor *m, mate_error *err)
 	/* a bounded batch: the caller's deadline is looked at between batches;
 	 * its frames arrived now (one reading of the clock, not one a frame) */
 	m->now = mono_s();
-	for (int batch = 0; batch < 4096 && m->nheld < HELD_MAX; batch++) {
+	if (m->flushing && m->now >= m->flush_until)
+		return MATE_OK;   /* the end: what still arrives is not waited for */
+	for (int batch = 0; batch < 4096 && !held_full(m); batch++) {
 		n = zmq_recv(m->sub, m->frame, FRAME_MAX, ZMQ_DONTWAIT);
 		if (n < 0)
 			return zmq_errno() == EAGAIN || zmq_errno() == EINTR ? MATE_OK :
@@ -791,7 +812,7 @@ mate_monitor_next(mate_monitor *m, mate_live_event *ev, int timeout_ms, mate_err
 		/* what is due goes out first; the socket is read when nothing is */
 		for (int pass = 0; pass < 2; pass++) {
 			if (m->nheld > 0 && (m->flushing || now - m->heap[0]->arrived >= m->lag ||
-			    m->nheld >= HELD_MAX)) {
+			    held_full(m))) {
 				m->current = heap_pop(m);
 				*ev = m->current->le;
 				return 1;
@@ -830,6 +851,9 @@ mate_monitor_next(mate_monitor *m, mate_live_event *ev, int timeout_ms, mate_err
 void
 mate_monitor_flush(mate_monitor *m)
 {
+	/* frames sent before the end may still be on their way for one lag */
+	if (!m->flushing)
+		m->flush_until = mono_s() + m->lag;
 	m->flushing = 1;
 }
 

@@ -66,6 +66,10 @@ tests_test_events_fork_SOURCES = tests/test_events_fork.c
 tests_test_events_fork_LDADD = lib/libmate_view.la libmate.la -lpthread
 TESTS += tests/test_events_demo.py tests/events_hostile_name.py
 EXTRA_DIST += tests/test_events_demo.py tests/events_hostile_name.py
+## events_flood.py: a flooding tcp publisher (pyzmq) bounds neither mate-trace's memory
+## nor its -s deadline.
+TESTS += tests/events_flood.py
+EXTRA_DIST += tests/events_flood.py
 TESTS += tests/events_ilog_trace.sh tests/events_stale.sh
 EXTRA_DIST += tests/events_ilog_trace.sh tests/events_stale.sh
 TESTS += tests/events_top_tmux.sh
