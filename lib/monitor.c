@@ -176,6 +176,28 @@ hwm_setting(void)
 	return (int)v;
 }
 
+/* MATE_MONITOR_CURVE_SECRET_KEY: makes the endpoints bound from now on
+ * (the tcp one; the ipc one is bound before) CURVE servers. 0 when unset
+ * or set; -1 (warned) for a value that is not a Z85 key. */
+static int
+curve_setting(void *pub)
+{
+	const char *key = getenv("MATE_MONITOR_CURVE_SECRET_KEY");
+	uint8_t raw[32];
+	int one = 1;
+
+	if (key == NULL || *key == '\0')
+		return 0;
+	if (strlen(key) != 40 || zmq_z85_decode(raw, key) == NULL ||
+	    zmq_setsockopt(pub, ZMQ_CURVE_SERVER, &one, sizeof(one)) != 0 ||
+	    zmq_setsockopt(pub, ZMQ_CURVE_SECRETKEY, key, 40) != 0) {
+		mon_warn("MATE_MONITOR_CURVE_SECRET_KEY is not a 40-character Z85 CURVE key%s; "
+		    "no tcp endpoint", zmq_has("curve") ? "" : " (this libzmq has no CURVE)");
+		return -1;
+	}
+	return 0;
+}
+
 /* Writes the endpoint's description next to it, atomically. */
 static void
 write_info(struct mate_mon *m, const char *tcp_bound)
@@ -285,7 +307,10 @@ mate_mon_start(const char *tcp, double start_real)
 	zmq_setsockopt(m->pub, ZMQ_LINGER, &linger, sizeof(linger));
 	ok_ipc = bind_ipc(m) == 0;
 	if (tcp != NULL && tcp[0] != '\0') {
-		if (zmq_bind(m->pub, tcp) != 0) {
+		if (curve_setting(m->pub) != 0) {
+			if (!ok_ipc)
+				goto fail;
+		} else if (zmq_bind(m->pub, tcp) != 0) {
 			mon_warn("cannot bind %s: %s", tcp, zmq_strerror(zmq_errno()));
 			if (!ok_ipc)
 				goto fail;

@@ -62,6 +62,7 @@ struct mate_monitor {
 	size_t nheld, cap_held;
 	size_t held_bytes;          /* of the held events, at most HELD_BYTES_MAX (about) */
 	double flush_until;         /* flushing: the socket is read until then */
+	const char *curve_server;   /* MATE_MONITOR_CURVE_SERVER_KEY, or NULL */
 	uint64_t order;
 	struct held *current;       /* returned last: freed at the next call */
 	char *frame, *scratch;
@@ -118,6 +119,9 @@ mate_monitor_new(mate_error *err)
 		return NULL;
 	}
 	m->lag = lag_from_env(lag, m->warning, sizeof(m->warning));
+	if ((m->curve_server = getenv("MATE_MONITOR_CURVE_SERVER_KEY")) != NULL &&
+	    *m->curve_server == '\0')
+		m->curve_server = NULL;
 	m->now = mono_s();
 	if ((m->ctx = zmq_ctx_new()) == NULL || (m->sub = zmq_socket(m->ctx, ZMQ_SUB)) == NULL) {
 		mate_set_error(err, MATE_ERR_IO, "monitor: cannot create a ZeroMQ socket: %s",
@@ -219,12 +223,42 @@ pub_for_frame(mate_monitor *m, long pid, double start)
 	return pub_add(m, pid, start, "");
 }
 
+/* Connects a tcp url as a CURVE client of the publisher whose public key is
+ * MATE_MONITOR_CURVE_SERVER_KEY (a fresh key pair of our own), then turns
+ * CURVE off again for the ipc endpoints connected later. */
+static int
+curve_connect(mate_monitor *m, const char *url, mate_error *err)
+{
+	char pub[41], sec[41];
+	uint8_t raw[32];
+	int zero = 0, rc;
+
+	if (strlen(m->curve_server) != 40 || zmq_z85_decode(raw, m->curve_server) == NULL)
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "monitor: MATE_MONITOR_CURVE_SERVER_KEY "
+		    "is not a 40-character Z85 CURVE key");
+	if (zmq_curve_keypair(pub, sec) != 0 ||
+	    zmq_setsockopt(m->sub, ZMQ_CURVE_SERVERKEY, m->curve_server, 40) != 0 ||
+	    zmq_setsockopt(m->sub, ZMQ_CURVE_PUBLICKEY, pub, 40) != 0 ||
+	    zmq_setsockopt(m->sub, ZMQ_CURVE_SECRETKEY, sec, 40) != 0)
+		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "monitor: cannot use CURVE: %s",
+		    zmq_strerror(zmq_errno()));
+	rc = zmq_connect(m->sub, url);
+	zmq_setsockopt(m->sub, ZMQ_CURVE_SERVER, &zero, sizeof(zero));
+	return rc == 0 ? MATE_OK : mate_set_error(err, MATE_ERR_ARGUMENT,
+	    "monitor: cannot connect to %s: %s", url, zmq_strerror(zmq_errno()));
+}
+
 int
 mate_monitor_add_endpoint(mate_monitor *m, const char *url, mate_error *err)
 {
+	int rc;
+
 	if (pub_find_endpoint(m, url) != NULL)
 		return MATE_OK;
-	if (zmq_connect(m->sub, url) != 0)
+	if (m->curve_server != NULL && strncmp(url, "tcp://", 6) == 0) {
+		if ((rc = curve_connect(m, url, err)) != MATE_OK)
+			return rc;
+	} else if (zmq_connect(m->sub, url) != 0)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "monitor: cannot connect to %s: %s",
 		    url, zmq_strerror(zmq_errno()));
 	if (pub_add(m, 0, 0, url) == NULL)

@@ -70,6 +70,10 @@ EXTRA_DIST += tests/test_events_demo.py tests/events_hostile_name.py
 ## nor its -s deadline.
 TESTS += tests/events_flood.py
 EXTRA_DIST += tests/events_flood.py
+## events_curve.py: a CURVE tcp endpoint (MATE_MONITOR_CURVE_SECRET_KEY) gives a
+## subscriber without the server key nothing (pyzmq, real libzmq).
+TESTS += tests/events_curve.py
+EXTRA_DIST += tests/events_curve.py
 TESTS += tests/events_ilog_trace.sh tests/events_stale.sh
 EXTRA_DIST += tests/events_ilog_trace.sh tests/events_stale.sh
 TESTS += tests/events_top_tmux.sh
