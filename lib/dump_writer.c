@@ -109,7 +109,8 @@ static void
 io_failed(const char *what, const char *path, int errnum)
 {
 	mate_rec_dump_stop();
-	mate_rec_warn_once(REC_ONCE_DUMP_IO, "dumping stopped: %s %s: %s", what, path, mate_log_strerror(errnum));
+	mate_rec_warn_once(REC_ONCE_DUMP_IO, "dumping stopped: %s %s: %s", what, path,
+	    mate_log_strerror(errnum));
 }
 
 /* ---- names ------------------------------------------------------------------------ */

@@ -65,7 +65,8 @@ const char *mate_fe_extension(const char *path, char *buf, size_t cap);
 /* s as a person may read it on a terminal or in a line-based report:
  * mate_text_escape()'d, so a name with a newline or ESC cannot forge a
  * line or drive the terminal. NULL gives "(null)". The result lives until
- * the eighth call after this one (so that one printf can take several). */
+ * the eighth call after this one (so that one printf can take several);
+ * for one thread, the one that prints. */
 const char *mate_fe_safe(const char *s);
 
 /* For an output named path: when it is a FIFO or character device (also
