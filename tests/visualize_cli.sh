@@ -76,9 +76,9 @@ grep -q "22 events, 4 ops and 5 calls of 3 op types, 4 lanes (2 clients, 1 worke
 # a failed write never says "wrote" (a directory in the way, a full disk)
 no_wrote() { ! grep -q "wrote" "$tmp/err" && ok || fail "$1: 'wrote' after a failure: $(cat "$tmp/err")"; }
 mkdir "$tmp/dir.png" "$tmp/dir.json"
-expect 1 "$tmp/dir.png: cannot" "$bin" "$demo" -o "$tmp/dir.png"
+expect 1 "$tmp/dir.png is a directory: not replaced" "$bin" "$demo" -o "$tmp/dir.png"
 no_wrote "a directory"
-expect 1 "$tmp/dir.json: cannot" "$bin" "$demo" -o "$tmp/dir.json"
+expect 1 "$tmp/dir.json is a directory: not replaced" "$bin" "$demo" -o "$tmp/dir.json"
 no_wrote "a directory (json)"
 if [ -w /dev/full ]; then
 	"$bin" "$demo" -o - >/dev/full 2>"$tmp/err"
