@@ -28,7 +28,7 @@ SETUP = re.compile(r"^(sudo )?(apt-get|autoreconf|\./configure|make|\.ci/run|"
                    r"examples/run-demo\.sh|tests/peers-venv\.sh)\b")
 INTERACTIVE = re.compile(r"^mate-top( -d [\d.]+)?\s*$")
 COMMAND = re.compile(r"^([A-Z_][A-Z0-9_]*=\S*\s+)*(mate(-[a-z-]+)?|(build/bin|examples)/mate-demo|"
-                     r"\./program|\./my-program|\./train|python3|wait|cat|grep|jq)(\s|$)")
+                     r"\./program|\./my-program|\./train|python3|wait|cat|grep|jq|head)(\s|$)")
 
 
 def find(name, *dirs):
