@@ -1301,11 +1301,12 @@ draw_title(struct render *R)
 	else
 		snprintf(title, sizeof(title), "mate timeline: %s", base_name(tl_log_name(R->tl, 0)));
 	duration_str(dur, sizeof(dur), st.t1 >= st.t0 ? st.t1 - st.t0 : 0);
-	snprintf(sub, sizeof(sub), "%llu ops on %d worker%s  \xc2\xb7  %llu calls from %d client%s  "
-	    "\xc2\xb7  %d op types  \xc2\xb7  %s  \xc2\xb7  %llu events",
-	    (unsigned long long)st.ops, st.workers, st.workers == 1 ? "" : "s",
-	    (unsigned long long)st.calls, st.clients, st.clients == 1 ? "" : "s",
-	    st.op_types, dur, (unsigned long long)st.events);
+	snprintf(sub, sizeof(sub), "%llu op%s on %d worker%s  \xc2\xb7  %llu call%s from %d client%s  "
+	    "\xc2\xb7  %d op type%s  \xc2\xb7  %s  \xc2\xb7  %llu event%s",
+	    (unsigned long long)st.ops, st.ops == 1 ? "" : "s", st.workers,
+	    st.workers == 1 ? "" : "s", (unsigned long long)st.calls, st.calls == 1 ? "" : "s",
+	    st.clients, st.clients == 1 ? "" : "s", st.op_types, st.op_types == 1 ? "" : "s", dur,
+	    (unsigned long long)st.events, st.events == 1 ? "" : "s");
 	font(R, 15, 1);
 	rgb(R, 0x17202a, 1);
 	text(R, outer, outer + 14 * R->f, 0, title, R->W - 2 * outer);

@@ -609,7 +609,7 @@ draw_header(mate_monitor *m, const mate_activity *a, const struct view *v)
 	put("mate-top %s  %d attached", when, attached);
 	if (wide)
 		put(" (%d seen, %d publishers)", np, mate_monitor_publishers(m));
-	put("  %s events", ev);
+	put("  %s event%s", ev, mate_fe_s(events));
 	attroff(A_BOLD);
 	if (drops > 0) {
 		attron(v->color ? COLOR_PAIR(1) | A_BOLD : A_BOLD);
