@@ -131,7 +131,8 @@ usage(const char *argv0)
 			scan_dir(*tok ? tok : ".", &found, &n);
 		free(copy);
 	}
-	qsort(found, n, sizeof(*found), cmp_str);
+	if (n > 1)   /* qsort(NULL, 0) is undefined */
+		qsort(found, n, sizeof(*found), cmp_str);
 	for (size_t i = 0; i < n; i++) {
 		size_t k;
 
