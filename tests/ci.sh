@@ -18,7 +18,7 @@ preload_tests="tests/test_record_cblas.sh tests/test_record_exit.sh
 	tests/test_record_signals.py tests/test_record_static.sh tests/test_memlog_rmm.py
 	tests/test_flashinfer_logtext.py tests/test_peers_zmq_pandas.py tests/test_dlclose
 	tests/test_recorder_enospc.sh tests/test_recorder_enospc_pt.sh
-	tests/libmate-openblas-lazy.sh"
+	tests/libmate-openblas-lazy.sh tests/test_record_summary.sh tests/test_doc_examples.py"
 
 # Only the GPU tests may skip (no GPU here, or a build without CUDA); any other skip is a
 # test that did not run, and fails CI.
