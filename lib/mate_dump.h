@@ -348,6 +348,9 @@ struct mate_replay_result {
 	double mean_abs_err, mean_rel_err;  /* mismatch: over that output's finite
 	                               elements (relative: where expected != 0) */
 	int mismatched;             /* outputs that differ */
+	int bench_runs;             /* mate_replay_set_bench(): timed runs (0: none) */
+	double bench_median, bench_min, bench_max;  /* their seconds */
+	int64_t bench_bytes;        /* bytes of the call's tensors, in and out */
 };
 
 /*! mate_replay_verdict_name() : "passed", "mismatch", "error",
@@ -401,6 +404,10 @@ int mate_replay_plugin_init(mate_replay *r, mate_error *err);
  * mate_replay_plugin_init(). The object stays loaded until r is freed. */
 int mate_replay_load_plugin(mate_replay *r, const char *path, mate_error *err);
 
+/*! mate_replay_set_bench() : after a call's verdict, runs its handler once more to warm
+ * up, then runs more times, timing each (bench_* of the result); 0 turns it off. The
+ * runs reuse the call's arguments: an argument written in place is written again. */
+void mate_replay_set_bench(mate_replay *r, int runs);
 /*! mate_replay_set_tolerance() : rtol and atol for every floating output
  * (a negative value keeps that part of the per-dtype default). Integer and
  * bool outputs are always compared exactly. */

@@ -42,6 +42,7 @@ struct mate_replay {
 	double rtol, atol;
 	int device_req;             /* what was asked for */
 	int device;                 /* resolved: CPU or CUDA, 0 until needed */
+	int bench_runs;             /* mate_replay_set_bench() */
 };
 
 struct mate_replay_call {
@@ -846,6 +847,68 @@ resolve(mate_replay *r, const struct mate_replay_request *req, mate_replay_call 
 	return h;
 }
 
+void
+mate_replay_set_bench(mate_replay *r, int runs)
+{
+	r->bench_runs = runs > 0 ? runs : 0;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Bytes of the tensors in v (nested at most 8 deep). */
+static int64_t
+tensor_bytes(const mate_value *v, int depth)
+{
+	int64_t n = 0;
+
+	if (v == NULL || depth > 8)
+		return 0;
+	if (mate_value_kind_of(v) == MATE_V_TENSOR)
+		return mate_tensor_nbytes(mate_value_get_tensor(v));
+	for (size_t i = 0; i < mate_value_len(v); i++)
+		n += tensor_bytes(mate_value_item(v, i), depth + 1);
+	return n;
+}
+
+/* --bench: one warm-up run, then r->bench_runs timed ones, each with fresh outputs; stops
+ * at the first run that fails (the runs so far count). */
+static void
+bench(mate_replay *r, const struct handler *h, mate_replay_call *c,
+    struct mate_replay_result *res)
+{
+	double *t = malloc((size_t)r->bench_runs * sizeof(*t)), t0;
+	int n = 0;
+
+	if (t == NULL)
+		return;
+	for (int i = -1; i < r->bench_runs; i++) {
+		mate_value_free(c->outputs);
+		if ((c->outputs = mate_value_dict()) == NULL)
+			break;
+		c->message[0] = '\0';
+		t0 = now();
+		if (h->fn(c, h->ctx) != MATE_OK)
+			break;
+		if (i >= 0)
+			t[n++] = now() - t0;
+	}
+	if (n > 0) {
+		qsort(t, (size_t)n, sizeof(*t), cmp_double);
+		res->bench_runs = n;
+		res->bench_min = t[0];
+		res->bench_max = t[n - 1];
+		res->bench_median = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+		res->bench_bytes = tensor_bytes(c->args, 0) + tensor_bytes(c->outputs, 0);
+	}
+	free(t);
+}
+
 int
 mate_replay_execute(mate_replay *r, const struct mate_replay_request *req,
     struct mate_replay_result *res)
@@ -884,6 +947,8 @@ mate_replay_execute(mate_replay *r, const struct mate_replay_request *req,
 		    req->recorded_error ? "); the replay completed" : "");
 	} else
 		compare_outputs(r, &c, res);
+	if (rc == MATE_OK && r->bench_runs > 0)
+		bench(r, h, &c, res);
 	mate_value_free(c.outputs);
 	mate_value_free(c.args);
 	return MATE_OK;

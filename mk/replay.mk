@@ -163,3 +163,6 @@ update-man-ops: src/replay/mate-replay
 ## recorded with FlashInfer's decorator replays with every call passed.
 TESTS += tests/test_fi_model_step.py
 EXTRA_DIST += tests/test_fi_model_step.py
+## mate-replay --bench: timed runs of each replayed call after its verdict.
+TESTS += tests/replay_bench.sh
+EXTRA_DIST += tests/replay_bench.sh

@@ -37,6 +37,7 @@ struct options {
 	size_t nallocators;
 	long long repeat;
 	int list_ops;               /* --list-ops: print the registry instead */
+	long bench;                 /* --bench[=N]: timed runs of each replayed call */
 };
 
 struct tally {
@@ -64,6 +65,8 @@ usage(void)
 	    "  -j, --jobs N         replay on N threads, 1 to 256 (results still print in order)\n"
 	    "      --jsonl          one JSON object per call on stdout, summary on stderr\n"
 	    "      --plugin LIB.so  load replay handlers from LIB.so (repeatable)\n"
+	    "      --bench[=N]      after each call's verdict, time N more runs of it on the\n"
+	    "                       kernels (default 10, after one warm-up): median, min, max\n"
 	    "      --list-ops       list the replay handlers (name, signature, dtypes,\n"
 	    "                       devices; tab-separated, or JSON with --jsonl) and exit\n"
 	    "      --memlog FILE    replay a memory log (mate-record --memlog, or RMM's) against\n"
@@ -209,7 +212,7 @@ static void
 parse_options(int argc, char **argv, struct options *o)
 {
 	enum { O_DIR = 256, O_DEVICE, O_RTOL, O_ATOL, O_INCLUDE, O_EXCLUDE, O_JSONL, O_PLUGIN,
-		O_STATUS, O_MEMLOG, O_ALLOCATOR, O_REPEAT, O_MAX_MEMORY, O_LIST_OPS };
+		O_STATUS, O_MEMLOG, O_ALLOCATOR, O_REPEAT, O_MAX_MEMORY, O_LIST_OPS, O_BENCH };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "device", required_argument, NULL, O_DEVICE },
@@ -227,6 +230,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "max-memory", required_argument, NULL, O_MAX_MEMORY },
 
 		{ "list-ops", no_argument, NULL, O_LIST_OPS },
+		{ "bench", optional_argument, NULL, O_BENCH },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -251,6 +255,9 @@ parse_options(int argc, char **argv, struct options *o)
 		case O_MAX_MEMORY: mate_memory_cap_set(mate_fe_opt_size("--max-memory", optarg)); break;
 
 		case O_LIST_OPS: o->list_ops = 1; break;
+		case O_BENCH:
+			o->bench = optarg ? mate_fe_opt_long("--bench", optarg, 1, 1000000) : 10;
+			break;
 		case 'h': usage(); exit(MATE_EXIT_OK);
 		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
 		default: mate_fe_bad_option(argv, "j:hV");
@@ -264,6 +271,8 @@ parse_options(int argc, char **argv, struct options *o)
 		mate_fe_usage_error("--allocator and --repeat go with --memlog");
 	if (o->list_ops && (o->npaths > 0 || o->memlog != NULL))
 		mate_fe_usage_error("--list-ops takes no dump directory or memory log");
+	if (o->bench > 0 && (o->memlog != NULL || o->list_ops))
+		mate_fe_usage_error("--bench times replayed calls (--repeat times a memory log)");
 	if (o->npaths == 0 && o->memlog == NULL && !o->list_ops)
 		mate_fe_usage_error("no dump directory given");
 	if (o->jobs < 1)
@@ -286,15 +295,35 @@ verdict_words(int v, int utf8)
 	}
 }
 
+/* "12.3 us", "4.56 ms", "1.23 s" */
+static const char *
+duration(double s, char *buf, size_t len)
+{
+	if (s < 1e-3)
+		snprintf(buf, len, "%.3g us", s * 1e6);
+	else if (s < 1)
+		snprintf(buf, len, "%.3g ms", s * 1e3);
+	else
+		snprintf(buf, len, "%.3g s", s);
+	return buf;
+}
+
 static void
 print_text(size_t i, const struct mate_dump_info *d, const struct mate_replay_result *r, int utf8)
 {
+	char b1[32], b2[32], b3[32];
+
 	printf("[%zu] %s (%s): %s", i + 1, mate_fe_safe(d->function), mate_fe_safe(d->name),
 	    verdict_words(r->verdict, utf8));
 	if (r->verdict == MATE_REPLAY_PASSED)
 		printf(" (%s)\n", mate_fe_safe(r->message));
 	else
 		printf(": %s\n", mate_fe_safe(r->message));
+	if (r->bench_runs > 0)
+		printf("    bench: median %s (min %s, max %s) over %d run%s; %.3g GB/s of tensors\n",
+		    duration(r->bench_median, b1, sizeof(b1)), duration(r->bench_min, b2, sizeof(b2)),
+		    duration(r->bench_max, b3, sizeof(b3)), r->bench_runs, mate_fe_s((unsigned)r->bench_runs),
+		    r->bench_median > 0 ? (double)r->bench_bytes / r->bench_median / 1e9 : 0.0);
 }
 
 static void
@@ -344,6 +373,15 @@ print_json(size_t i, const struct mate_dump_info *d, const struct mate_replay_re
 		cJSON_AddNullToObject(o, "first_bad_index");
 	}
 	add_num(o, "seconds", r->seconds);
+	if (r->bench_runs > 0) {
+		cJSON_AddNumberToObject(o, "bench_runs", r->bench_runs);
+		add_num(o, "bench_median_s", r->bench_median);
+		add_num(o, "bench_min_s", r->bench_min);
+		add_num(o, "bench_max_s", r->bench_max);
+		cJSON_AddNumberToObject(o, "bench_bytes", (double)r->bench_bytes);
+		add_num(o, "bench_bytes_per_s", r->bench_median > 0 ?
+		    (double)r->bench_bytes / r->bench_median : NAN);
+	}
 	cJSON_AddStringToObject(o, "message", r->message);
 	if ((s = cJSON_PrintUnformatted(o)) != NULL)
 		puts(s);
@@ -458,6 +496,7 @@ make_engine(const struct options *o)
 		goto fail;
 #endif
 	mate_replay_set_tolerance(r, o->rtol, o->atol);
+	mate_replay_set_bench(r, (int)o->bench);
 	if (mate_replay_set_device(r, o->device, &err) != MATE_OK) {
 		mate_fe_warnx("--device: %s", err.message);
 		mate_replay_free(r);
