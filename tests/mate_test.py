@@ -63,3 +63,35 @@ def done():
         print("0 checks ran", file=sys.stderr)
     print("%d passed, %d failed" % (_checks - _failures, _failures))
     sys.exit(1 if _failures or _checks == 0 else 0)
+
+
+# ---- FlashInfer replay tests: record with FlashInfer's real decorator, replay with mate ----
+
+def flashinfer_record(script, tmp, ncalls):
+    """Runs `script --record` with FLASHINFER_LOGLEVEL=10 dumping .pt files into tmp/rec;
+    checks that it exits 0 and wrote ncalls dumps. @return (root, sorted dump names)."""
+    root = os.path.join(tmp, "rec")
+    env = dict(os.environ, FLASHINFER_LOGLEVEL="10", FLASHINFER_DUMP_DIR=root,
+               FLASHINFER_DUMP_SAFETENSORS="0", FLASHINFER_LOGDEST=os.path.join(tmp, "log"))
+    p = subprocess.run([sys.executable, os.path.abspath(script), "--record"], env=env,
+                       capture_output=True, text=True)
+    check(p.returncode == 0, "recording under FlashInfer's decorator: %s" % p.stderr[-2000:])
+    dirs = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))) \
+        if os.path.isdir(root) else []
+    check(len(dirs) == ncalls, "FlashInfer wrote %d dumps, expected %d" % (len(dirs), ncalls))
+    return root, dirs
+
+
+def replay_jsonl(path):
+    """mate-replay --jsonl of path: {dump name: its verdict object}."""
+    import json
+    p = run([build_path("src", "replay", "mate-replay"), "--jsonl", path], check=False)
+    return {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}
+
+
+def find_dump(dirs, suffix):
+    """The one dump whose name ends _pidN_<suffix> (checked), else the first."""
+    import re
+    hit = [d for d in dirs if re.search(r"_pid\d+_" + suffix + "$", d)]
+    check(len(hit) == 1, "one dump ending %s: %s" % (suffix, hit))
+    return hit[0] if hit else dirs[0]

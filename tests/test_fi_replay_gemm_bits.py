@@ -1,10 +1,7 @@
 # mate-python: peers
 """test_fi_replay_gemm_bits.py: FlashInfer's mm_bf16 (with and without bias, out=), bmm_bf16, mm_fp8 (alpha, the unprocessed (n, k) weight) and bmm_fp8 (A_scale, B_scale, column-major B), packbits and segment_packbits (both bit orders, an empty segment) called on torch references under FlashInfer's real decorator at level 10 replay as passed; mm_fp8's shuffled trtllm weight is unsupported with the reason; a changed element, a NaN, a scale, alpha and a shape are mismatches that name the place."""
-import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,31 +47,21 @@ if len(sys.argv) > 1 and sys.argv[1] == "--record":
 import torch  # noqa: E402
 
 from flashinfer_ops21 import GEMM_BITS  # noqa: E402
-from mate_test import build_path, check, done, run, tmpdir  # noqa: E402
+from mate_test import (check, done, find_dump, flashinfer_record,  # noqa: E402
+                       replay_jsonl, tmpdir)
 
-REPLAY = build_path("src", "replay", "mate-replay")
 TMP = tmpdir()
 NCALLS = 11
 
-root = os.path.join(TMP, "rec")
-env = dict(os.environ, FLASHINFER_LOGLEVEL="10", FLASHINFER_DUMP_DIR=root,
-           FLASHINFER_DUMP_SAFETENSORS="0", FLASHINFER_LOGDEST=os.path.join(TMP, "log"))
-p = subprocess.run([sys.executable, os.path.abspath(__file__), "--record"], env=env,
-                   capture_output=True, text=True)
-check(p.returncode == 0, "recording under FlashInfer's decorator: %s" % p.stderr[-2000:])
-dirs = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
-check(len(dirs) == NCALLS, "FlashInfer wrote %d dumps, expected %d" % (len(dirs), NCALLS))
+root, dirs = flashinfer_record(__file__, TMP, NCALLS)
 
 
 def replay(path):
-    p = run([REPLAY, "--jsonl", path], check=False)
-    return {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}
+    return replay_jsonl(path)
 
 
 def find(suffix):
-    hit = [d for d in dirs if re.search(r"_pid\d+_" + suffix + "$", d)]
-    check(len(hit) == 1, "one dump ending %s: %s" % (suffix, hit))
-    return hit[0] if hit else dirs[0]
+    return find_dump(dirs, suffix)
 
 
 verdicts = replay(root)

@@ -1,10 +1,7 @@
 # mate-python: peers
 """test_fi_replay_norm_silu.py: FlashInfer's fused_rmsnorm_silu (bf16 output, and float8 e4m3fn through out=) called on a torch reference under FlashInfer's real decorator at level 10 replays as passed; a changed element and a NaN are mismatches at their index."""
-import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,31 +27,21 @@ if len(sys.argv) > 1 and sys.argv[1] == "--record":
 
 import torch  # noqa: E402
 
-from mate_test import build_path, check, done, run, tmpdir  # noqa: E402
+from mate_test import (check, done, find_dump, flashinfer_record,  # noqa: E402
+                       replay_jsonl, tmpdir)
 
-REPLAY = build_path("src", "replay", "mate-replay")
 TMP = tmpdir()
 NCALLS = 2
 
-root = os.path.join(TMP, "rec")
-env = dict(os.environ, FLASHINFER_LOGLEVEL="10", FLASHINFER_DUMP_DIR=root,
-           FLASHINFER_DUMP_SAFETENSORS="0", FLASHINFER_LOGDEST=os.path.join(TMP, "log"))
-p = subprocess.run([sys.executable, os.path.abspath(__file__), "--record"], env=env,
-                   capture_output=True, text=True)
-check(p.returncode == 0, "recording under FlashInfer's decorator: %s" % p.stderr[-2000:])
-dirs = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
-check(len(dirs) == NCALLS, "FlashInfer wrote %d dumps, expected %d" % (len(dirs), NCALLS))
+root, dirs = flashinfer_record(__file__, TMP, NCALLS)
 
 
 def replay(path):
-    p = run([REPLAY, "--jsonl", path], check=False)
-    return {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}
+    return replay_jsonl(path)
 
 
 def find(suffix):
-    hit = [d for d in dirs if re.search(r"_pid\d+_" + suffix + "$", d)]
-    check(len(hit) == 1, "one dump ending %s: %s" % (suffix, hit))
-    return hit[0] if hit else dirs[0]
+    return find_dump(dirs, suffix)
 
 
 verdicts = replay(root)

@@ -2,9 +2,7 @@
 """test_fi_replay_rope.py: FlashInfer's ten RoPE APIs (apply_rope, apply_rope_pos_ids, apply_llama31_rope, apply_llama31_rope_pos_ids, apply_rope_with_cos_sin_cache and their _inplace forms) called on torch references under FlashInfer's real decorator at level 10 replay on mate's CPU kernel as passed (f32, f16, bf16; interleaved and not; partial rotary_dim; GQA; an empty segment; Llama 3.1 smoothing past old_context_len); a changed element, a NaN, a changed in-place tensor and a changed position are each a mismatch that names the place, and a result whose shape in the file differs from its record an error naming the file."""
 import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,25 +56,17 @@ if len(sys.argv) > 1 and sys.argv[1] == "--record":
 
 import torch  # noqa: E402
 
-from mate_test import build_path, check, done, run, tmpdir  # noqa: E402
+from mate_test import (check, done, find_dump, flashinfer_record,  # noqa: E402
+                       replay_jsonl, tmpdir)
 
-REPLAY = build_path("src", "replay", "mate-replay")
 TMP = tmpdir()
 NCALLS = 13
 
-root = os.path.join(TMP, "rec")
-env = dict(os.environ, FLASHINFER_LOGLEVEL="10", FLASHINFER_DUMP_DIR=root,
-           FLASHINFER_DUMP_SAFETENSORS="0", FLASHINFER_LOGDEST=os.path.join(TMP, "log"))
-p = subprocess.run([sys.executable, os.path.abspath(__file__), "--record"], env=env,
-                   capture_output=True, text=True)
-check(p.returncode == 0, "recording under FlashInfer's decorator: %s" % p.stderr[-2000:])
-dirs = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
-check(len(dirs) == NCALLS, "FlashInfer wrote %d dumps, expected %d" % (len(dirs), NCALLS))
+root, dirs = flashinfer_record(__file__, TMP, NCALLS)
 
 
 def replay(path):
-    p = run([REPLAY, "--jsonl", path], check=False)
-    return {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}
+    return replay_jsonl(path)
 
 
 verdicts = replay(root)
@@ -90,9 +80,7 @@ check(funcs == set(ROPE), "functions replayed: %s" % sorted(funcs))
 
 
 def find(suffix):
-    hit = [d for d in dirs if re.search(r"_pid\d+_" + suffix + "$", d)]
-    check(len(hit) == 1, "one dump ending %s: %s" % (suffix, hit))
-    return hit[0] if hit else dirs[0]
+    return find_dump(dirs, suffix)
 
 
 def mutated(dump, fname, change):

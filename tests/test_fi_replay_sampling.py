@@ -1,10 +1,7 @@
 # mate-python: peers
 """test_fi_replay_sampling.py: FlashInfer's sampling APIs called on torch references under FlashInfer's real decorator at level 10 replay as passed: top_k_renorm_probs, top_p_renorm_probs and top_k_mask_logits recomputed (scalar and per-row int32/float32 parameters), top_k and the seven random samplers checked by property; another allowed draw (or another order of an unsorted top_k) still passes, a forbidden token is a mismatch at its index, as are a changed element and a NaN of a filter's result."""
-import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,25 +50,17 @@ if len(sys.argv) > 1 and sys.argv[1] == "--record":
 import torch  # noqa: E402
 
 from flashinfer_ops21 import SAMPLING  # noqa: E402
-from mate_test import build_path, check, done, run, tmpdir  # noqa: E402
+from mate_test import (check, done, find_dump, flashinfer_record,  # noqa: E402
+                       replay_jsonl, tmpdir)
 
-REPLAY = build_path("src", "replay", "mate-replay")
 TMP = tmpdir()
 NCALLS = 19
 
-root = os.path.join(TMP, "rec")
-env = dict(os.environ, FLASHINFER_LOGLEVEL="10", FLASHINFER_DUMP_DIR=root,
-           FLASHINFER_DUMP_SAFETENSORS="0", FLASHINFER_LOGDEST=os.path.join(TMP, "log"))
-p = subprocess.run([sys.executable, os.path.abspath(__file__), "--record"], env=env,
-                   capture_output=True, text=True)
-check(p.returncode == 0, "recording under FlashInfer's decorator: %s" % p.stderr[-2000:])
-dirs = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
-check(len(dirs) == NCALLS, "FlashInfer wrote %d dumps, expected %d" % (len(dirs), NCALLS))
+root, dirs = flashinfer_record(__file__, TMP, NCALLS)
 
 
 def replay(path):
-    p = run([REPLAY, "--jsonl", path], check=False)
-    return {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}
+    return replay_jsonl(path)
 
 
 verdicts = replay(root)
@@ -84,9 +73,7 @@ check({v["function"] for v in verdicts.values()} == set(SAMPLING),
 
 
 def find(suffix):
-    hit = [d for d in dirs if re.search(r"_pid\d+_" + suffix + "$", d)]
-    check(len(hit) == 1, "one dump ending %s: %s" % (suffix, hit))
-    return hit[0] if hit else dirs[0]
+    return find_dump(dirs, suffix)
 
 
 def mutated(dump, change, fname="outputs.pt"):
