@@ -1,13 +1,15 @@
-## mk/events.mk: live events: the instruction log, the ZeroMQ publisher and subscriber, mate-trace and mate-top.
+## mk/events.mk: lib/events, live events: the call event stream, the ZeroMQ publisher and
+## subscriber, activity, instruction logs; mate-trace and mate-top, with their tests.
 libmate_la_SOURCES += \
-	lib/events_private.h \
-	lib/events.c \
-	lib/events_call.c \
-	lib/monitor.c
+	lib/events/events_private.h \
+	lib/events/events.c \
+	lib/events/events_call.c \
+	lib/events/monitor.c
 libmate_la_CFLAGS += $(ZMQ_CFLAGS)
 libmate_la_LIBADD += $(ZMQ_LIBS)
-libmate_la_SOURCES += lib/subscribe.c lib/activity.c
-include_HEADERS += lib/mate_monitor.h
+libmate_la_SOURCES += lib/events/subscribe.c lib/events/activity.c
+## instruction logs (read and written by every tool)
+libmate_la_SOURCES += lib/include/mate_events.h lib/events/ilog.c
 
 ## mate-trace: capture live events into an instruction log.
 bin_PROGRAMS += src/trace/mate-trace

@@ -1,137 +1,170 @@
-## mk/record.mk: mate-record (the launcher and its preload interposer), the memory event log, statistics, profile and allocation replay.
-
-## libmate: the memory log, its CSV reader and the allocation replay.
-include_HEADERS += lib/mate_record.h
+## mk/record.mk: lib/record, the recorder: configuration, the API log (levels 1-5), dumps
+## (level 10), statistics, MATE_PROFILE, the memory log and recording sessions.
 libmate_la_SOURCES += \
-	lib/mate_record.h \
-	lib/memlog.c \
-	lib/memlog_read.c \
-	lib/alloc_replay_private.h \
-	lib/alloc_replay.c
-
-## Unit tests of the memory log, the reader and the replay engine.
-check_PROGRAMS += tests/test_memlog
-TESTS += tests/test_memlog
-tests_test_memlog_SOURCES = tests/test_memlog.c
-tests_test_memlog_LDADD = libmate.la
-
-## libmate: recording sessions and the static CUDA runtime check.
-libmate_la_SOURCES += \
-	lib/record_summary.h \
-	lib/record_session.c \
-	lib/elf_cuda.c
+	lib/record/recorder_private.h \
+	lib/record/config.c \
+	lib/record/profile.h \
+	lib/record/profile.c \
+	lib/record/recorder.c \
+	lib/record/apilog.c \
+	lib/record/stats.c \
+	lib/record/pyfmt.c \
+	lib/record/dump_writer.c \
+	lib/record/memlog.c \
+	lib/record/record_summary.h \
+	lib/record/record_session.c \
+	lib/record/elf_cuda.c
 libmate_la_CFLAGS += -DMATE_PKGLIBDIR='"$(pkglibdir)"'
 
-## libmate-preload.so: the interposer (installed in pkglibdir). It does not
-## link libmate, libcudart or libcublas: it loads libmate RTLD_LOCAL when
-## recording is on and finds the real functions with dlsym().
-pkglib_LTLIBRARIES += libmate-preload.la
-libmate_preload_la_SOURCES = \
-	lib/interpose_private.h \
-	lib/interpose.c \
-	lib/interpose_blas.c \
-	lib/interpose_cuda.c \
-	lib/interpose_cublas.c \
-	lib/logfile.h \
-	lib/logfile.c
-libmate_preload_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -DMATE_LIBDIR='"$(libdir)"'
-libmate_preload_la_LDFLAGS = -module -avoid-version $(AM_LDFLAGS)
-libmate_preload_la_LIBADD = -ldl -lm
+## recorder-golden: the reference program's calls through the C API.
+check_PROGRAMS += tests/recorder-golden
+tests_recorder_golden_SOURCES = tests/recorder-golden.c
+tests_recorder_golden_LDADD = libmate.la
+TESTS += tests/test_recorder_golden.sh
+EXTRA_DIST += tests/test_recorder_golden.sh tests/gen-golden-tensors.py
 
-## mate-record: the launcher.
-bin_PROGRAMS += src/record/mate-record
-src_record_mate_record_SOURCES = src/record/mate-record.c
-src_record_mate_record_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
-src_record_mate_record_LDADD = src/fe/libmate_fe.la libmate.la
+## test_recorder_dump: level-10 records, statuses, filters, limits, in-place outputs.
+check_PROGRAMS += tests/test_recorder_dump
+tests_test_recorder_dump_SOURCES = tests/test_recorder_dump.c
+tests_test_recorder_dump_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_test_recorder_dump_LDADD = libmate.la $(CJSON_LIBS)
+TESTS += tests/test_recorder_dump
 
-## Test-only fake CUDA runtime and cuBLAS (real sonames, computing on the
-## CPU) and a CUDA program linked against them.
-check_LTLIBRARIES += tests/fake/libcudart.la tests/fake/libcublas.la
-tests_fake_libcudart_la_SOURCES = tests/fake/cudart.c tests/fake/fake_cuda.h
-tests_fake_libcudart_la_LDFLAGS = -version-info 13:0:0 -rpath /nowhere $(AM_LDFLAGS)
-tests_fake_libcublas_la_SOURCES = tests/fake/cublas.c tests/fake/fake_cuda.h
-tests_fake_libcublas_la_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
-tests_fake_libcublas_la_LDFLAGS = -version-info 13:0:0 -rpath /nowhere $(AM_LDFLAGS)
-tests_fake_libcublas_la_LIBADD = $(OPENBLAS_LIBS)
-check_PROGRAMS += tests/record-cuda-prog
-tests_record_cuda_prog_SOURCES = tests/record-cuda-prog.c
-tests_record_cuda_prog_LDFLAGS = -no-install -export-dynamic
-tests_record_cuda_prog_LDADD = tests/fake/libcublas.la tests/fake/libcudart.la
+## recorder-values: Python checks of float/string spelling in the log and records.
+check_PROGRAMS += tests/recorder-values
+tests_recorder_values_SOURCES = tests/recorder-values.c
+tests_recorder_values_LDADD = libmate.la
+TESTS += tests/test_recorder_values.py
+EXTRA_DIST += tests/test_recorder_values.py
+TESTS += tests/test_recorder_dumps.py tests/torch2/test_recorder_dumps.sh
+EXTRA_DIST += tests/test_recorder_dumps.py tests/torch2/test_recorder_dumps.sh
+## In-place arguments: the outputs file holds the return value only, the
+## in-place file the post-call values (libmate-example, mate-demo, torch.load).
+TESTS += tests/test_recorder_inplace.py tests/torch2/test_recorder_inplace.sh
+EXTRA_DIST += tests/test_recorder_inplace.py tests/torch2/test_recorder_inplace.sh
 
-## Tests of mate-record: exit status and signals, the fake-CUDA program.
-TESTS += tests/test_record_exit.sh tests/test_record_signals.py tests/test_record_fakecuda.py \
-	tests/test_memlog_rmm.py tests/test_record_memevents.py
-EXTRA_DIST += tests/record-common.sh tests/test_record_exit.sh tests/test_record_signals.py \
-	tests/test_record_fakecuda.py tests/test_memlog_rmm.py tests/rmm_log_parser.py \
-	tests/test_record_memevents.py
-## What mate-record says after the run, and its --memlog of a run with no allocations.
-TESTS += tests/test_record_summary.sh
-EXTRA_DIST += tests/test_record_summary.sh
+## test_recorder_stats: level-5 statistics for every dtype.
+check_PROGRAMS += tests/test_recorder_stats
+tests_test_recorder_stats_SOURCES = tests/test_recorder_stats.c
+tests_test_recorder_stats_LDADD = libmate.la
+TESTS += tests/test_recorder_stats
 
-## The memory-profile examples of the README and mate-record(1), run as printed.
-TESTS += tests/test_record_profile.py
-EXTRA_DIST += tests/test_record_profile.py
+## The man pages and libmate(3)'s example, built and checked by make check.
+man_MANS += man/mate.7 man/libmate.3
+EXTRA_DIST += man/mate.7 man/libmate.3 examples/libmate-example.c tests/test_recorder_example.sh
+check_PROGRAMS += examples/libmate-example
+examples_libmate_example_SOURCES = examples/libmate-example.c
+examples_libmate_example_LDADD = libmate.la
+TESTS += tests/test_recorder_example.sh
 
-## A C program linked against CBLAS and Fortran BLAS, recorded and replayed.
-check_PROGRAMS += tests/record-blas-prog
-tests_record_blas_prog_SOURCES = tests/record-blas-prog.c
-tests_record_blas_prog_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
-tests_record_blas_prog_LDFLAGS = -no-install
-tests_record_blas_prog_LDADD = $(OPENBLAS_LIBS)
-
-## Benchmarks (make bench): interposer overhead (bench/record-overhead.sh runs it),
-## cost per logged allocation, allocation replay events per second.
-BENCH_BINS += bench/record-gemm
-bench_record_gemm_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
-bench_record_gemm_LDADD = $(OPENBLAS_LIBS)
-EXTRA_DIST += bench/record-overhead.sh
-BENCH_BINS += bench/memlog-bench
-bench_memlog_bench_LDADD = libmate.la
-
-## The static CUDA runtime check: a stand-in program and a fake driver library.
-check_LTLIBRARIES += tests/fake/libcuda.la
-tests_fake_libcuda_la_SOURCES = tests/fake/cuda_driver.c
-tests_fake_libcuda_la_LDFLAGS = -version-info 1:0:0 -rpath /nowhere $(AM_LDFLAGS)
-check_PROGRAMS += tests/static-cudart-prog tests/test_elf_cuda
-tests_static_cudart_prog_SOURCES = tests/static-cudart-prog.c
-tests_static_cudart_prog_LDFLAGS = -no-install
-tests_static_cudart_prog_LDADD = tests/fake/libcuda.la
-tests_test_elf_cuda_SOURCES = tests/test_elf_cuda.c
-tests_test_elf_cuda_LDADD = libmate.la
-TESTS += tests/test_elf_cuda tests/test_record_static.sh
-EXTRA_DIST += tests/test_record_static.sh
-
-## Fuzz targets: the CSV reader and log check, the ELF check.
-FUZZ_TARGETS += fuzz/fuzz_memlog fuzz/fuzz_elf_cuda
-fuzz_fuzz_memlog_SOURCES = fuzz/fuzz_memlog.c
-fuzz_fuzz_memlog_LDADD = libmate.la
-fuzz_fuzz_memlog_LDFLAGS = $(FUZZER_LINK)
-fuzz_fuzz_elf_cuda_SOURCES = fuzz/fuzz_elf_cuda.c
-fuzz_fuzz_elf_cuda_LDADD = libmate.la
-fuzz_fuzz_elf_cuda_LDFLAGS = $(FUZZER_LINK)
-
-## Man page (mate-replay(1) holds the --memlog section).
-man_MANS += man/mate-record.1
-EXTRA_DIST += man/mate-record.1
-
-## Replay handlers for the recorded BLAS and cuBLAS calls (registered by replay_ops.c).
-libmate_la_SOURCES += lib/replay_blas.h lib/replay_blas.c lib/blas_signatures.h
-TESTS += tests/test_memlog_replay.sh
-EXTRA_DIST += tests/test_memlog_replay.sh
-
-## numpy's matmul and a CBLAS program, recorded and replayed bit-exactly.
-TESTS += tests/test_record_numpy.py tests/test_record_cblas.sh
-EXTRA_DIST += tests/test_record_numpy.py tests/test_record_cblas.sh
-
-## A real CUDA program (CUDA builds), recorded and replayed on a GPU; skipped without one.
+## test_recorder_cuda: device tensors (CUDA builds; exits 77 without a device).
+EXTRA_DIST += tests/test_recorder_cuda.c
 if HAVE_CUDA
-check_PROGRAMS += tests/record-cuda-real
-tests_record_cuda_real_SOURCES = tests/record-cuda-real.c
-tests_record_cuda_real_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
-tests_record_cuda_real_LDFLAGS = -no-install
-tests_record_cuda_real_LDADD = $(CUDA_LIBS)
+check_PROGRAMS += tests/test_recorder_cuda
+tests_test_recorder_cuda_SOURCES = tests/test_recorder_cuda.c
+tests_test_recorder_cuda_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
+tests_test_recorder_cuda_LDADD = libmate.la $(CUDA_LIBS)
+TESTS += tests/test_recorder_cuda
 endif
-TESTS += tests/test_record_gpu.sh
-EXTRA_DIST += tests/test_record_gpu.sh tests/record-cuda-real.c
-TESTS += tests/test_record_man.sh
-EXTRA_DIST += tests/test_record_man.sh
+
+## crash safety and benchmark
+## bench/recorder: level-0 overhead, calls/s at levels 1, 3, 10, large dumps against write().
+BENCH_BINS += bench/recorder
+bench_recorder_SOURCES = bench/recorder.c
+## loops aligned alike, so that level 0 compares the instrumentation, not where the loops fall
+bench_recorder_CFLAGS = $(AM_CFLAGS) -falign-loops=32 -falign-functions=64
+bench_recorder_LDADD = libmate.la
+
+## test_recorder_fmt: float repr and fixed-point spellings against printf, vector float32
+## statistics against the scalar path (pyfmt.c and stats.c linked in).
+check_PROGRAMS += tests/test_recorder_fmt
+tests_test_recorder_fmt_SOURCES = tests/test_recorder_fmt.c lib/record/pyfmt.c lib/record/stats.c
+tests_test_recorder_fmt_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_test_recorder_fmt_LDADD = libmate.la $(CJSON_LIBS) -lm
+TESTS += tests/test_recorder_fmt
+
+## test_recorder_crash: abort() in an API, kill -9 at random instants (50 trials, 16 threads),
+## fork() in the host; every dump parsed by tests/dumpcheck.c. The _pt variant dumps .pt files.
+check_PROGRAMS += tests/test_recorder_crash
+tests_test_recorder_crash_SOURCES = tests/test_recorder_crash.c tests/dumpcheck.c tests/dumpcheck.h \
+	tests/recstress.c tests/recstress.h
+tests_test_recorder_crash_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_test_recorder_crash_LDADD = libmate.la $(CJSON_LIBS)
+TESTS += tests/test_recorder_crash tests/test_recorder_crash_pt.sh
+EXTRA_DIST += tests/test_recorder_crash_pt.sh
+
+## test_recorder_threads: 16 threads x 2,000 level-10 calls = 32,000 dumps and 64,000 lines
+## (tmpfs at /dev/shm, else 77). The _pt variant dumps .pt files.
+check_PROGRAMS += tests/test_recorder_threads
+tests_test_recorder_threads_SOURCES = tests/test_recorder_threads.c tests/dumpcheck.c tests/dumpcheck.h \
+	tests/recstress.c tests/recstress.h
+tests_test_recorder_threads_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_test_recorder_threads_LDADD = libmate.la $(CJSON_LIBS)
+TESTS += tests/test_recorder_threads tests/test_recorder_threads_pt.sh
+EXTRA_DIST += tests/test_recorder_threads_pt.sh
+
+## dump-check: the dump checker as a command for the shell tests.
+check_PROGRAMS += tests/dump-check
+tests_dump_check_SOURCES = tests/dump-check.c tests/dumpcheck.c tests/dumpcheck.h
+tests_dump_check_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_dump_check_LDADD = libmate.la $(CJSON_LIBS)
+
+## test_recorder_enospc: a full disk through an LD_PRELOAD shim (not built by --disable-shared
+## builds, where the test skips with 77). The _pt variant dumps .pt files.
+check_LTLIBRARIES += tests/enospc-shim.la
+tests_enospc_shim_la_SOURCES = tests/enospc-shim.c
+tests_enospc_shim_la_LDFLAGS = -module -avoid-version -rpath /nowhere
+tests_enospc_shim_la_LIBADD = -ldl
+TESTS += tests/test_recorder_enospc.sh tests/test_recorder_enospc_pt.sh
+EXTRA_DIST += tests/test_recorder_enospc.sh tests/test_recorder_enospc_pt.sh
+
+## test_recorder_results: mate-demo's results and exit status are the same at every level.
+TESTS += tests/test_recorder_results.sh
+EXTRA_DIST += tests/test_recorder_results.sh
+
+## examples/run-demo.sh: the main job (README): dependencies, build, mate-demo at level 10, what it recorded.
+EXTRA_DIST += examples/run-demo.sh
+
+## test_atomic_file: lib/core/error.c's atomic output (O_TMPFILE + link, or a named temporary + rename).
+check_PROGRAMS += tests/test_atomic_file
+tests_test_atomic_file_SOURCES = tests/test_atomic_file.c
+tests_test_atomic_file_LDADD = libmate.la
+TESTS += tests/test_atomic_file
+
+## test_pread_big: lib/core/error.c's split reads of large tensors, lib/core/value.c's storage padding.
+check_PROGRAMS += tests/test_pread_big
+tests_test_pread_big_SOURCES = tests/test_pread_big.c
+tests_test_pread_big_LDADD = libmate.la
+TESTS += tests/test_pread_big
+
+## test_dlclose: a host that dlclose()s libmate while a recording thread still runs is not crashed.
+check_PROGRAMS += tests/test_dlclose
+tests_test_dlclose_SOURCES = tests/test_dlclose.c
+tests_test_dlclose_LDADD = -ldl -lpthread
+TESTS += tests/test_dlclose
+
+## recorder_logdest.sh: an unopenable MATE_LOGDEST: the log on stderr, one warning, as the pages say.
+TESTS += tests/recorder_logdest.sh
+EXTRA_DIST += tests/recorder_logdest.sh
+
+## The stand-in "./program" of the documentation's examples: records rmsnorm, mm, decode and
+## prefill through libmate, and a forked child that dies inside a call.
+check_PROGRAMS += tests/doc-program
+tests_doc_program_SOURCES = tests/doc-program.c
+tests_doc_program_CPPFLAGS = $(MATE_LIB_CPPFLAGS)
+tests_doc_program_LDADD = libmate.la -lm
+
+## MATE_PROFILE and mate-list-dumps --unique agree; threads, a fork, SIGTERM and SIGINT
+## leave whole files.
+TESTS += tests/test_profile.py tests/test_record_callprofile.py
+EXTRA_DIST += tests/test_profile.py tests/test_record_callprofile.py
+
+## Every shell example of the man pages and the README runs as printed (tests/doc-program
+## is their "./program").
+TESTS += tests/test_doc_examples.py
+EXTRA_DIST += tests/test_doc_examples.py
+
+## recorder_hostile_files.sh: FIFOs and symlinks planted at the log, instruction log and
+## session.jsonl names neither block the host nor redirect its writes.
+TESTS += tests/recorder_hostile_files.sh
+EXTRA_DIST += tests/recorder_hostile_files.sh

@@ -1,31 +1,29 @@
-## mk/replay.mk: dump listing, the replay engine, mate-list-dumps, mate-replay and mate (included by Makefile.am).
+## mk/replay.mk: lib/replay, the replay engine and its handlers, the allocation replay;
+## mate-replay and the `mate VERB` dispatcher, with their tests.
 libmate_la_SOURCES += \
-	lib/dump_private.h \
-	lib/dump_record.c \
-	lib/dump_skim.c \
-	lib/dump_value.c \
-	lib/dump.c \
-	lib/dumplist.c \
-	lib/replay.c \
-	lib/replay_bind.c \
-	lib/replay_private.h \
-	lib/replay_compare.c \
-	lib/replay_run.c \
-	lib/replay_ops.c \
-	lib/replay_ops_attn.c
+	lib/replay/replay.c \
+	lib/replay/replay_bind.c \
+	lib/replay/replay_private.h \
+	lib/replay/replay_compare.c \
+	lib/replay/replay_run.c \
+	lib/replay/replay_ops.c \
+	lib/replay/replay_ops_attn.c
+## Replay handlers for the recorded BLAS and cuBLAS calls (registered by replay_ops.c).
+libmate_la_SOURCES += lib/replay/replay_blas.h lib/replay/replay_blas.c lib/replay/blas_signatures.h
+## The memory log's CSV reader and the allocation replay (mate-replay --memlog).
+libmate_la_SOURCES += \
+	lib/replay/memlog_read.c \
+	lib/replay/alloc_replay_private.h \
+	lib/replay/alloc_replay.c
 ## FlashInfer's RoPE, sampling, GEMM and bit-packing APIs (issue 21)
-libmate_la_SOURCES += lib/replay_ops_rope.c
-libmate_la_SOURCES += lib/replay_ops_sampling.c
-libmate_la_SOURCES += lib/replay_ops_gemm.c
-libmate_la_SOURCES += lib/replay_ops_norm.c
-libmate_la_SOURCES += lib/replay_ops_info.c
+libmate_la_SOURCES += lib/replay/replay_ops_rope.c
+libmate_la_SOURCES += lib/replay/replay_ops_sampling.c
+libmate_la_SOURCES += lib/replay/replay_ops_gemm.c
+libmate_la_SOURCES += lib/replay/replay_ops_norm.c
+libmate_la_SOURCES += lib/replay/replay_ops_info.c
 
-## The tools: mate-list-dumps, mate-replay and the `mate VERB` dispatcher.
-bin_PROGRAMS += src/replay/mate-list-dumps src/replay/mate-replay src/mate/mate
-src_replay_mate_list_dumps_SOURCES = src/replay/mate-list-dumps.c
-src_replay_mate_list_dumps_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
-src_replay_mate_list_dumps_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
-src_replay_mate_list_dumps_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
+## The tools: mate-replay and the `mate VERB` dispatcher.
+bin_PROGRAMS += src/replay/mate-replay src/mate/mate
 src_replay_mate_replay_SOURCES = src/replay/mate-replay.c
 src_replay_mate_replay_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
 src_replay_mate_replay_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
@@ -37,15 +35,12 @@ src_mate_mate_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
 src_mate_mate_LDADD = src/fe/libmate_fe.la libmate.la
 
 ## Man pages.
-man_MANS += man/mate.1 man/mate-list-dumps.1 man/mate-replay.1
-EXTRA_DIST += man/mate.1 man/mate-list-dumps.1 man/mate-replay.1
+man_MANS += man/mate.1 man/mate-replay.1
+EXTRA_DIST += man/mate.1 man/mate-replay.1
 
-## Unit tests of the dump reader and the replay engine.
-check_PROGRAMS += tests/test_dump_read tests/test_replay
-TESTS += tests/test_dump_read tests/test_replay
-tests_test_dump_read_SOURCES = tests/test_dump_read.c
-tests_test_dump_read_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
-tests_test_dump_read_LDADD = libmate.la $(CJSON_LIBS)
+## Unit tests of the replay engine.
+check_PROGRAMS += tests/test_replay
+TESTS += tests/test_replay
 tests_test_replay_SOURCES = tests/test_replay.c
 tests_test_replay_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_replay_LDADD = libmate.la $(CJSON_LIBS)
@@ -109,16 +104,6 @@ EXTRA_DIST += \
 	tests/replay-hostile.py \
 	tests/replay_dumps.py
 
-## Hostile dumps: huge numbers, FIFOs, deep nesting (no hang, no UB).
-TESTS += tests/dump_hostile.py
-EXTRA_DIST += tests/dump_hostile.py
-
-## Fuzz target for metadata.jsonl records and recorded values.
-FUZZ_TARGETS += fuzz/fuzz_dump_record
-fuzz_fuzz_dump_record_SOURCES = fuzz/fuzz_dump_record.c
-fuzz_fuzz_dump_record_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
-fuzz_fuzz_dump_record_LDADD = libmate.la $(CJSON_LIBS)
-fuzz_fuzz_dump_record_LDFLAGS = $(FUZZER_LINK)
 
 ## Benchmarks (scripts; see their headers): bench/list-dumps.sh, bench/replay-many.sh.
 EXTRA_DIST += bench/gen-dumps.py bench/list-dumps.sh bench/replay-many.sh

@@ -10,7 +10,7 @@
  * fails with ENOSPC too. MATE_TEST_ENOSPC_HITS=PATH appends one line there
  * per refused call, so a test can tell that the shim was in play.
  *
- * Two more switches take away what atomic file output (lib/error.c) would
+ * Two more switches take away what atomic file output (lib/core/error.c) would
  * rather use, to test its fallbacks: MATE_TEST_NO_TMPFILE=1 fails
  * open(O_TMPFILE) with EOPNOTSUPP (as a filesystem without it does), and
  * MATE_TEST_NO_FLINK=1 fails linkat() with EPERM (as kernels before 6.10

@@ -1,5 +1,5 @@
 #!/bin/sh
-# libmate-openblas-lazy.sh: libmate does not link OpenBLAS (lib/blas.c opens it when a GEMM first runs): libmate.so has no BLAS among its needed libraries, and mate-list-dumps never loads one. (A replayed GEMM loading it is test_record_cblas.sh.)
+# libmate-openblas-lazy.sh: libmate does not link OpenBLAS (lib/kernels/blas.c opens it when a GEMM first runs): libmate.so has no BLAS among its needed libraries, and mate-list-dumps never loads one. (A replayed GEMM loading it is test_record_cblas.sh.)
 set -u
 . "$top_srcdir/tests/checks.sh"
 fail() { echo "FAIL: $*" >&2; checks_failed; checks_done; }

@@ -1,4 +1,4 @@
-/* test_atomic_file.c: atomic file output (lib/error.c): a file appears under its name only when complete, replaces an older one, and leaves no temporary names behind. */
+/* test_atomic_file.c: atomic file output (lib/core/error.c): a file appears under its name only when complete, replaces an older one, and leaves no temporary names behind. */
 #include "config.h"
 
 #include <dirent.h>

@@ -117,7 +117,7 @@ test_table(void)
 	}
 }
 
-/* ---- reference decoders (independent of lib/dtype.c) ----------------------- */
+/* ---- reference decoders (independent of lib/core/dtype.c) ----------------------- */
 
 static uint32_t
 bits_of(float f)

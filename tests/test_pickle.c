@@ -1,4 +1,4 @@
-/* test_pickle.c: unit tests for the restricted unpickler (lib/pickle.c): every opcode, tensors, and hostile pickles. */
+/* test_pickle.c: unit tests for the restricted unpickler (lib/format/pickle.c): every opcode, tensors, and hostile pickles. */
 #include "config.h"
 
 #include <math.h>

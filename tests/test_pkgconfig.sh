@@ -25,7 +25,7 @@ checks_ran
 case " $requires " in *" libzmq "*) ;; *) fail "Requires.private lacks libzmq: '$requires'" ;; esac
 deps=$(pkg-config --libs $requires) || { fail "pkg-config --libs $requires"; checks_done; }
 # shellcheck disable=SC2086
-if check $cc $flags -I"$top_srcdir/lib" "$top_srcdir/examples/libmate-example.c" "$lib" $deps $private \
+if check $cc $flags -I"$top_srcdir/lib/include" "$top_srcdir/examples/libmate-example.c" "$lib" $deps $private \
 	-o "$tmp/example" 2> "$tmp/err"; then
 	check "$tmp/example" > "$tmp/out" 2>&1 || fail "the static example: $(cat "$tmp/out")"
 else

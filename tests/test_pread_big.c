@@ -1,4 +1,4 @@
-/* test_pread_big.c: lib/error.c's mate_pread_big(): a read of 64 MiB and more split over threads gives exactly the bytes of the file, at any offset, and a short file is an error; lib/value.c's large storages are zero-padded. */
+/* test_pread_big.c: lib/core/error.c's mate_pread_big(): a read of 64 MiB and more split over threads gives exactly the bytes of the file, at any offset, and a short file is an error; lib/core/value.c's large storages are zero-padded. */
 #include "config.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* test_pt_read.c: unit tests for the .pt reader (lib/dump_pt_read.c) on hand-built zips, a real torch file and hostile archives. */
+/* test_pt_read.c: unit tests for the .pt reader (lib/format/pt_read.c) on hand-built zips, a real torch file and hostile archives. */
 #include "config.h"
 
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* test_recorder_fmt.c: the recorder's number spellings (lib/pyfmt.c) against printf and a brute-force shortest repr, and its vectorized float32 statistics (lib/stats.c) against the element-by-element path. */
+/* test_recorder_fmt.c: the recorder's number spellings (lib/record/pyfmt.c) against printf and a brute-force shortest repr, and its vectorized float32 statistics (lib/record/stats.c) against the element-by-element path. */
 #include "recorder_private.h"
 
 #include <float.h>

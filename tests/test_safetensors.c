@@ -1,4 +1,4 @@
-/* test_safetensors.c: unit tests for the safetensors writer and reader (lib/dump_safetensors.c). */
+/* test_safetensors.c: unit tests for the safetensors writer and reader (lib/format/safetensors.c). */
 #include "config.h"
 
 #include <dirent.h>

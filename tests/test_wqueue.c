@@ -1,4 +1,4 @@
-/* test_wqueue.c: the file writers' output queue (lib/wqueue.c): bytes in order, writes that end on 2 MiB boundaries, the iovec limit, sticky errors. */
+/* test_wqueue.c: the file writers' output queue (lib/core/wqueue.c): bytes in order, writes that end on 2 MiB boundaries, the iovec limit, sticky errors. */
 #include "config.h"
 
 #include <errno.h>

@@ -1,19 +1,17 @@
-## mk/visualize.mk: build and test rules for this area (included by Makefile.am).
+## mk/view.mk: lib/view, libmate_view (timelines, cairo pictures, Perfetto JSON) and
+## mate-visualize, with their tests, fuzz target and benchmark.
 
-## ---- libmate: instruction logs (read and written by every tool) ----
-include_HEADERS += lib/mate_events.h
-libmate_la_SOURCES += lib/mate_events.h lib/ilog.c
 
 ## ---- libmate_view: timelines, cairo pictures and Perfetto JSON. A separate
 ## convenience library so that programs under the recorder never load cairo.
 noinst_LTLIBRARIES += lib/libmate_view.la
 lib_libmate_view_la_SOURCES = \
-	lib/mate_view.h \
-	lib/timeline_private.h \
-	lib/timeline.c \
-	lib/timeline_agg.c \
-	lib/render_cairo.c \
-	lib/perfetto.c
+	lib/view/mate_view.h \
+	lib/view/timeline_private.h \
+	lib/view/timeline.c \
+	lib/view/timeline_agg.c \
+	lib/view/render_cairo.c \
+	lib/view/perfetto.c
 lib_libmate_view_la_CFLAGS = $(AM_CFLAGS) $(CAIRO_CFLAGS) $(ZLIB_CFLAGS)
 lib_libmate_view_la_LIBADD = $(CAIRO_LIBS) $(ZLIB_LIBS) -lm
 

@@ -1,7 +1,8 @@
-## mk/pt.mk: build and test rules for this area (included by Makefile.am).
+## mk/format.mk: lib/format, the tensor files: the pickle reader and writer, .pt and
+## safetensors, with their tests, fuzz targets and benchmarks.
 
 ## writer
-libmate_la_SOURCES += lib/pickle_write.h lib/pickle_write.c lib/dump_pt_write.c
+libmate_la_SOURCES += lib/format/pickle_write.h lib/format/pickle_write.c lib/format/pt_write.c
 check_PROGRAMS += tests/test_pt_write
 tests_test_pt_write_SOURCES = tests/test_pt_write.c
 tests_test_pt_write_CFLAGS = $(AM_CFLAGS) $(LIBARCHIVE_CFLAGS)
@@ -18,7 +19,7 @@ EXTRA_DIST += bench/pt_write_torch.py
 
 ## reader
 ## The restricted unpickler and the .pt reader.
-libmate_la_SOURCES += lib/pickle.c lib/dump_pt_read.c
+libmate_la_SOURCES += lib/format/pickle.c lib/format/pt_read.c
 
 ## Unit tests (hand-built pickles and zips), torch interop (Debian's 1.13, and torch 2.x
 ## under PYTHON_PEERS: tests/torch2/ runs the same test there), ZIP64 > 4 GiB.
@@ -46,3 +47,38 @@ EXTRA_DIST += fuzz/fuzz_pickle.c fuzz/fuzz_pt.c
 BENCH_BINS += bench/bench_pt_read
 bench_bench_pt_read_LDADD = libmate.la
 EXTRA_DIST += bench/bench_pt_read.c bench/pt_read_vs_torch.py
+
+## safetensors
+libmate_la_SOURCES += lib/format/safetensors.c
+
+check_PROGRAMS += tests/test_safetensors
+tests_test_safetensors_SOURCES = tests/test_safetensors.c
+tests_test_safetensors_LDADD = libmate.la
+## test_safetensors_peers.py: against the safetensors library itself (PYTHON_PEERS).
+TESTS += tests/test_safetensors tests/test_safetensors_interop.py \
+	tests/torch2/test_safetensors_interop.sh tests/test_safetensors_peers.py
+EXTRA_DIST += tests/test_safetensors_interop.py tests/torch2/test_safetensors_interop.sh \
+	tests/test_safetensors_peers.py
+
+FUZZ_TARGETS += fuzz/fuzz_safetensors
+fuzz_fuzz_safetensors_SOURCES = fuzz/fuzz_safetensors.c
+fuzz_fuzz_safetensors_LDADD = libmate.la
+fuzz_fuzz_safetensors_LDFLAGS = $(FUZZER_LINK)
+
+BENCH_BINS += bench/bench_safetensors
+bench_bench_safetensors_SOURCES = bench/bench_safetensors.c
+bench_bench_safetensors_LDADD = libmate.la
+
+## tests/tensorfile-tool: JSON <-> .pt/.safetensors driver for the Python interop tests.
+check_PROGRAMS += tests/tensorfile-tool
+tests_tensorfile_tool_SOURCES = tests/tensorfile-tool.c
+tests_tensorfile_tool_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_tensorfile_tool_LDADD = libmate.la $(CJSON_LIBS)
+
+## bench/tensor-files: .pt/safetensors throughput against torch and plain I/O
+## (`make bench`, then bench/tensor-files.sh runs it with the torch half).
+BENCH_BINS += bench/tensor-files
+bench_tensor_files_SOURCES = bench/tensor-files.c
+bench_tensor_files_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
+bench_tensor_files_LDADD = src/fe/libmate_fe.la libmate.la
+EXTRA_DIST += bench/tensor-files.sh bench/tensor-files-torch.py

@@ -1,0 +1,54 @@
+## mk/core.mk: lib/core, libmate's common core (errors, dtypes, tensors, values, the output
+## queue, threads, the backend interface and the CUDA module loader); the public headers.
+include_HEADERS += lib/include/mate.h lib/include/mate_dump.h lib/include/mate_record.h \
+	lib/include/mate_monitor.h lib/include/mate_events.h
+libmate_la_SOURCES += \
+	lib/core/mate_private.h \
+	lib/core/error.c \
+	lib/core/logfile.h \
+	lib/core/logfile.c \
+	lib/core/wqueue.h \
+	lib/core/wqueue.c \
+	lib/core/dtype.c \
+	lib/core/tensor.c \
+	lib/core/value.c \
+	lib/core/memcap.c \
+	lib/core/backend.h \
+	lib/core/backend.c \
+	lib/core/parallel.h \
+	lib/core/parallel.c
+
+## The CUDA backend, kernels and allocators are a module, mate-cuda.so
+## (mk/cuda.mk), which lib/core/cuda_module.c opens on first use: libmate
+## itself links no CUDA library.
+if HAVE_CUDA
+libmate_la_SOURCES += lib/core/cuda_module.h lib/core/cuda_module.c
+endif
+
+## src/fe: helpers shared by the frontends (libarchive_fe's role); not installed.
+noinst_LTLIBRARIES += src/fe/libmate_fe.la
+src_fe_libmate_fe_la_SOURCES = src/fe/fe.h src/fe/fe.c
+
+## test_wqueue: the file writers' output queue (lib/core/wqueue.c).
+check_PROGRAMS += tests/test_wqueue
+tests_test_wqueue_SOURCES = tests/test_wqueue.c
+tests_test_wqueue_LDADD = libmate.la
+TESTS += tests/test_wqueue
+
+## libmate.pc: a static link with its private requirements.
+TESTS += tests/test_pkgconfig.sh
+EXTRA_DIST += tests/test_pkgconfig.sh
+
+## Unit tests of lib/core/dtype.c, lib/core/tensor.c, lib/core/value.c; dtype-convert drives the interop test.
+check_PROGRAMS += tests/test_dtype tests/test_tensor tests/test_value tests/dtype-convert
+TESTS += tests/test_dtype tests/test_tensor tests/test_value tests/test_dtype_interop.py \
+	tests/torch2/test_dtype_interop.sh
+EXTRA_DIST += tests/test_dtype_interop.py tests/torch2/test_dtype_interop.sh
+tests_test_dtype_SOURCES = tests/test_dtype.c
+tests_test_dtype_LDADD = libmate.la -lm
+tests_test_tensor_SOURCES = tests/test_tensor.c
+tests_test_tensor_LDADD = libmate.la
+tests_test_value_SOURCES = tests/test_value.c
+tests_test_value_LDADD = libmate.la
+tests_dtype_convert_SOURCES = tests/dtype-convert.c
+tests_dtype_convert_LDADD = libmate.la

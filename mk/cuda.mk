@@ -1,0 +1,45 @@
+## mk/cuda.mk: lib/cuda, everything nvcc builds: the module mate-cuda.so (the CUDA backend,
+## kernels and allocators) and its tests. Built when configure finds nvcc.
+if HAVE_CUDA
+## mate-cuda.so: the CUDA backend, kernels and allocators, in pkglibdir,
+## opened by libmate when a device is first asked for (lib/core/cuda_module.c).
+## It exports mate_cuda_module() alone.
+pkglib_LTLIBRARIES += mate-cuda.la
+mate_cuda_la_SOURCES = \
+	lib/core/cuda_module.h \
+	lib/cuda/cuda_module_entry.c \
+	lib/cuda/backend_cuda.cu \
+	lib/cuda/kernels_cuda.h \
+	lib/cuda/kernels_cuda.cu \
+	lib/cuda/kernels_cuda_gemm.cu \
+	lib/cuda/kernels_cuda_attn.cu \
+	lib/cuda/alloc_replay_cuda.c
+mate_cuda_la_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
+# libmate is linked as a plain shared object, not as libmate.la: libtool
+# would relink the module at install time against $(libdir), and so fail
+# on `make install prefix=DIR` after half the files were installed. The
+# module needs libmate.so.0 (DT_NEEDED), which is the libmate that opens it.
+mate_cuda_la_LDFLAGS = -module -avoid-version -shared \
+	-export-symbols-regex '^mate_cuda_module$$' $(AM_LDFLAGS) \
+	-Wl,$(abs_top_builddir)/.libs/libmate.so
+# nvcc's stubs for template kernels use the C++ ABI (static guards)
+mate_cuda_la_LIBADD = $(CUDA_LIBS) -lstdc++
+mate_cuda_la_DEPENDENCIES = libmate.la
+check_PROGRAMS += tests/test_kernels_cuda tests/test_cuda_module
+## a module from another mate version or ABI, which libmate refuses
+check_LTLIBRARIES += tests/cuda-module-other.la
+tests_cuda_module_other_la_SOURCES = tests/cuda_module_other.c
+tests_cuda_module_other_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_LDFLAGS)
+tests_test_cuda_module_LDADD = libmate.la
+TESTS += tests/test_kernels_cuda
+tests_test_kernels_cuda_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
+tests_test_kernels_cuda_LDADD = libmate.la $(CUDA_LIBS)
+endif
+
+## The module opened on first use, or a clear error (skipped without CUDA).
+TESTS += tests/test_cuda_module.sh
+EXTRA_DIST += tests/test_cuda_module.sh
+
+## The torch comparison again on the CUDA kernels (skipped without a device).
+TESTS += tests/test_kernels_torch_cuda.sh
+EXTRA_DIST += tests/test_kernels_torch_cuda.sh

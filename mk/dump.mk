@@ -1,0 +1,35 @@
+## mk/dump.mk: lib/dump, reading dumps (records, values, the skim of a dump root) and
+## listing them; mate-list-dumps, with its tests and fuzz target.
+libmate_la_SOURCES += \
+	lib/dump/dump_private.h \
+	lib/dump/dump_record.c \
+	lib/dump/dump_skim.c \
+	lib/dump/dump_value.c \
+	lib/dump/dump.c \
+	lib/dump/dumplist.c
+
+bin_PROGRAMS += src/replay/mate-list-dumps
+src_replay_mate_list_dumps_SOURCES = src/replay/mate-list-dumps.c
+src_replay_mate_list_dumps_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
+src_replay_mate_list_dumps_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+src_replay_mate_list_dumps_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
+man_MANS += man/mate-list-dumps.1
+EXTRA_DIST += man/mate-list-dumps.1
+
+## Unit tests of the dump reader.
+check_PROGRAMS += tests/test_dump_read
+TESTS += tests/test_dump_read
+tests_test_dump_read_SOURCES = tests/test_dump_read.c
+tests_test_dump_read_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_test_dump_read_LDADD = libmate.la $(CJSON_LIBS)
+
+## Hostile dumps: huge numbers, FIFOs, deep nesting (no hang, no UB).
+TESTS += tests/dump_hostile.py
+EXTRA_DIST += tests/dump_hostile.py
+
+## Fuzz target for metadata.jsonl records and recorded values.
+FUZZ_TARGETS += fuzz/fuzz_dump_record
+fuzz_fuzz_dump_record_SOURCES = fuzz/fuzz_dump_record.c
+fuzz_fuzz_dump_record_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+fuzz_fuzz_dump_record_LDADD = libmate.la $(CJSON_LIBS)
+fuzz_fuzz_dump_record_LDFLAGS = $(FUZZER_LINK)

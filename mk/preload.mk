@@ -1,0 +1,122 @@
+## mk/preload.mk: lib/preload, the interposers mate-record preloads (libmate-preload.so),
+## and mate-record itself, with their tests (fake CUDA runtime, cuBLAS and driver).
+
+
+## Unit tests of the memory log, the reader and the replay engine.
+check_PROGRAMS += tests/test_memlog
+TESTS += tests/test_memlog
+tests_test_memlog_SOURCES = tests/test_memlog.c
+tests_test_memlog_LDADD = libmate.la
+
+
+## libmate-preload.so: the interposer (installed in pkglibdir). It does not
+## link libmate, libcudart or libcublas: it loads libmate RTLD_LOCAL when
+## recording is on and finds the real functions with dlsym().
+pkglib_LTLIBRARIES += libmate-preload.la
+libmate_preload_la_SOURCES = \
+	lib/preload/interpose_private.h \
+	lib/preload/interpose.c \
+	lib/preload/interpose_blas.c \
+	lib/preload/interpose_cuda.c \
+	lib/preload/interpose_cublas.c \
+	lib/core/logfile.h \
+	lib/core/logfile.c
+libmate_preload_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -DMATE_LIBDIR='"$(libdir)"'
+libmate_preload_la_LDFLAGS = -module -avoid-version $(AM_LDFLAGS)
+libmate_preload_la_LIBADD = -ldl -lm
+
+## mate-record: the launcher.
+bin_PROGRAMS += src/record/mate-record
+src_record_mate_record_SOURCES = src/record/mate-record.c
+src_record_mate_record_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
+src_record_mate_record_LDADD = src/fe/libmate_fe.la libmate.la
+
+## Test-only fake CUDA runtime and cuBLAS (real sonames, computing on the
+## CPU) and a CUDA program linked against them.
+check_LTLIBRARIES += tests/fake/libcudart.la tests/fake/libcublas.la
+tests_fake_libcudart_la_SOURCES = tests/fake/cudart.c tests/fake/fake_cuda.h
+tests_fake_libcudart_la_LDFLAGS = -version-info 13:0:0 -rpath /nowhere $(AM_LDFLAGS)
+tests_fake_libcublas_la_SOURCES = tests/fake/cublas.c tests/fake/fake_cuda.h
+tests_fake_libcublas_la_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_fake_libcublas_la_LDFLAGS = -version-info 13:0:0 -rpath /nowhere $(AM_LDFLAGS)
+tests_fake_libcublas_la_LIBADD = $(OPENBLAS_LIBS)
+check_PROGRAMS += tests/record-cuda-prog
+tests_record_cuda_prog_SOURCES = tests/record-cuda-prog.c
+tests_record_cuda_prog_LDFLAGS = -no-install -export-dynamic
+tests_record_cuda_prog_LDADD = tests/fake/libcublas.la tests/fake/libcudart.la
+
+## Tests of mate-record: exit status and signals, the fake-CUDA program.
+TESTS += tests/test_record_exit.sh tests/test_record_signals.py tests/test_record_fakecuda.py \
+	tests/test_memlog_rmm.py tests/test_record_memevents.py
+EXTRA_DIST += tests/record-common.sh tests/test_record_exit.sh tests/test_record_signals.py \
+	tests/test_record_fakecuda.py tests/test_memlog_rmm.py tests/rmm_log_parser.py \
+	tests/test_record_memevents.py
+## What mate-record says after the run, and its --memlog of a run with no allocations.
+TESTS += tests/test_record_summary.sh
+EXTRA_DIST += tests/test_record_summary.sh
+
+## The memory-profile examples of the README and mate-record(1), run as printed.
+TESTS += tests/test_record_profile.py
+EXTRA_DIST += tests/test_record_profile.py
+
+## A C program linked against CBLAS and Fortran BLAS, recorded and replayed.
+check_PROGRAMS += tests/record-blas-prog
+tests_record_blas_prog_SOURCES = tests/record-blas-prog.c
+tests_record_blas_prog_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_record_blas_prog_LDFLAGS = -no-install
+tests_record_blas_prog_LDADD = $(OPENBLAS_LIBS)
+
+## Benchmarks (make bench): interposer overhead (bench/record-overhead.sh runs it),
+## cost per logged allocation, allocation replay events per second.
+BENCH_BINS += bench/record-gemm
+bench_record_gemm_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
+bench_record_gemm_LDADD = $(OPENBLAS_LIBS)
+EXTRA_DIST += bench/record-overhead.sh
+BENCH_BINS += bench/memlog-bench
+bench_memlog_bench_LDADD = libmate.la
+
+## The static CUDA runtime check: a stand-in program and a fake driver library.
+check_LTLIBRARIES += tests/fake/libcuda.la
+tests_fake_libcuda_la_SOURCES = tests/fake/cuda_driver.c
+tests_fake_libcuda_la_LDFLAGS = -version-info 1:0:0 -rpath /nowhere $(AM_LDFLAGS)
+check_PROGRAMS += tests/static-cudart-prog tests/test_elf_cuda
+tests_static_cudart_prog_SOURCES = tests/static-cudart-prog.c
+tests_static_cudart_prog_LDFLAGS = -no-install
+tests_static_cudart_prog_LDADD = tests/fake/libcuda.la
+tests_test_elf_cuda_SOURCES = tests/test_elf_cuda.c
+tests_test_elf_cuda_LDADD = libmate.la
+TESTS += tests/test_elf_cuda tests/test_record_static.sh
+EXTRA_DIST += tests/test_record_static.sh
+
+## Fuzz targets: the CSV reader and log check, the ELF check.
+FUZZ_TARGETS += fuzz/fuzz_memlog fuzz/fuzz_elf_cuda
+fuzz_fuzz_memlog_SOURCES = fuzz/fuzz_memlog.c
+fuzz_fuzz_memlog_LDADD = libmate.la
+fuzz_fuzz_memlog_LDFLAGS = $(FUZZER_LINK)
+fuzz_fuzz_elf_cuda_SOURCES = fuzz/fuzz_elf_cuda.c
+fuzz_fuzz_elf_cuda_LDADD = libmate.la
+fuzz_fuzz_elf_cuda_LDFLAGS = $(FUZZER_LINK)
+
+## Man page (mate-replay(1) holds the --memlog section).
+man_MANS += man/mate-record.1
+EXTRA_DIST += man/mate-record.1
+
+TESTS += tests/test_memlog_replay.sh
+EXTRA_DIST += tests/test_memlog_replay.sh
+
+## numpy's matmul and a CBLAS program, recorded and replayed bit-exactly.
+TESTS += tests/test_record_numpy.py tests/test_record_cblas.sh
+EXTRA_DIST += tests/test_record_numpy.py tests/test_record_cblas.sh
+
+## A real CUDA program (CUDA builds), recorded and replayed on a GPU; skipped without one.
+if HAVE_CUDA
+check_PROGRAMS += tests/record-cuda-real
+tests_record_cuda_real_SOURCES = tests/record-cuda-real.c
+tests_record_cuda_real_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
+tests_record_cuda_real_LDFLAGS = -no-install
+tests_record_cuda_real_LDADD = $(CUDA_LIBS)
+endif
+TESTS += tests/test_record_gpu.sh
+EXTRA_DIST += tests/test_record_gpu.sh tests/record-cuda-real.c
+TESTS += tests/test_record_man.sh
+EXTRA_DIST += tests/test_record_man.sh
