@@ -7,7 +7,7 @@ Without --tensors each dump holds only metadata.jsonl (an inputs_saved record
 and a completed one, as MATE writes them, about 1 KiB each; every 50th dump
 stops at inputs_saved). With --tensors each is a small gemm(a, b) call: a
 (16, 16) and b (16, 16) float32 in inputs.safetensors and the product in
-outputs.safetensors, replayable by the reference plugin (tests/plugin-reference.c).
+outputs.safetensors, replayable by the reference plugin (tests/fakes/plugin-reference.c).
 Plain Python, no third-party modules.
 """
 import json

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """replay-decode.py: one decode step of BatchDecodeWithPagedKVCacheWrapper recorded
 through FlashInfer's real decorator (level 10), replayed by mate-replay on the CPU
-kernels, against the torch reference of tests/peers/flashinfer_attn_ref.py timed in
+kernels, against the torch reference of tests/interop/peers/flashinfer_attn_ref.py timed in
 the same run on the same inputs.
 
 usage: PYTHON_PEERS bench/replay-decode.py BUILD_DIR [--batch 64] [--kv 4096]

@@ -5,14 +5,14 @@ CLEANFILES += $(BENCH_BINS)
 bench: $(BENCH_BINS) libmate.la
 
 ## tests/replay-gemm-fail: bench/replay-gemm built with a kernel table whose
-## mm fails after the warm-up; tests/bench_replay_gemm.sh checks it exits 1
+## mm fails after the warm-up; tests/cli/test_bench_replay_gemm.sh checks it exits 1
 ## rather than report the failing kernel's time as a speed.
 check_PROGRAMS += tests/replay-gemm-fail
-tests_replay_gemm_fail_SOURCES = bench/replay-gemm.c tests/failing-mm.c tests/failing-mm.h
-tests_replay_gemm_fail_CPPFLAGS = $(AM_CPPFLAGS) -include $(top_srcdir)/tests/failing-mm.h
+tests_replay_gemm_fail_SOURCES = bench/replay-gemm.c tests/fakes/failing-mm.c tests/fakes/failing-mm.h
+tests_replay_gemm_fail_CPPFLAGS = $(AM_CPPFLAGS) -include $(top_srcdir)/tests/fakes/failing-mm.h
 tests_replay_gemm_fail_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_replay_gemm_fail_LDADD = libmate.la $(OPENBLAS_LIBS)
-TESTS += tests/bench_replay_gemm.sh
-EXTRA_DIST += tests/bench_replay_gemm.sh
+TESTS += tests/cli/test_bench_replay_gemm.sh
+EXTRA_DIST += tests/cli/test_bench_replay_gemm.sh
 EXTRA_DIST += bench/README.md
 EXTRA_DIST += bench/replay-decode.py

@@ -31,24 +31,24 @@ src_fe_libmate_fe_la_SOURCES = src/fe/fe.h src/fe/fe.c
 
 ## test_wqueue: the file writers' output queue (lib/core/wqueue.c).
 check_PROGRAMS += tests/test_wqueue
-tests_test_wqueue_SOURCES = tests/test_wqueue.c
+tests_test_wqueue_SOURCES = tests/unit/test_wqueue.c
 tests_test_wqueue_LDADD = libmate.la
 TESTS += tests/test_wqueue
 
 ## libmate.pc: a static link with its private requirements.
-TESTS += tests/test_pkgconfig.sh
-EXTRA_DIST += tests/test_pkgconfig.sh
+TESTS += tests/cli/test_pkgconfig.sh
+EXTRA_DIST += tests/cli/test_pkgconfig.sh
 
 ## Unit tests of lib/core/dtype.c, lib/core/tensor.c, lib/core/value.c; dtype-convert drives the interop test.
 check_PROGRAMS += tests/test_dtype tests/test_tensor tests/test_value tests/dtype-convert
-TESTS += tests/test_dtype tests/test_tensor tests/test_value tests/test_dtype_interop.py \
-	tests/torch2/test_dtype_interop.sh
-EXTRA_DIST += tests/test_dtype_interop.py tests/torch2/test_dtype_interop.sh
-tests_test_dtype_SOURCES = tests/test_dtype.c
+TESTS += tests/test_dtype tests/test_tensor tests/test_value tests/interop/test_dtype_interop.py \
+	tests/interop/torch2/test_dtype_interop.sh
+EXTRA_DIST += tests/interop/test_dtype_interop.py tests/interop/torch2/test_dtype_interop.sh
+tests_test_dtype_SOURCES = tests/unit/test_dtype.c
 tests_test_dtype_LDADD = libmate.la -lm
-tests_test_tensor_SOURCES = tests/test_tensor.c
+tests_test_tensor_SOURCES = tests/unit/test_tensor.c
 tests_test_tensor_LDADD = libmate.la
-tests_test_value_SOURCES = tests/test_value.c
+tests_test_value_SOURCES = tests/unit/test_value.c
 tests_test_value_LDADD = libmate.la
-tests_dtype_convert_SOURCES = tests/dtype-convert.c
+tests_dtype_convert_SOURCES = tests/tools/dtype-convert.c
 tests_dtype_convert_LDADD = libmate.la

@@ -28,18 +28,20 @@ mate_cuda_la_DEPENDENCIES = libmate.la
 check_PROGRAMS += tests/test_kernels_cuda tests/test_cuda_module
 ## a module from another mate version or ABI, which libmate refuses
 check_LTLIBRARIES += tests/cuda-module-other.la
-tests_cuda_module_other_la_SOURCES = tests/cuda_module_other.c
+tests_cuda_module_other_la_SOURCES = tests/fakes/cuda_module_other.c
 tests_cuda_module_other_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_LDFLAGS)
+tests_test_cuda_module_SOURCES = tests/unit/test_cuda_module.c
 tests_test_cuda_module_LDADD = libmate.la
 TESTS += tests/test_kernels_cuda
+tests_test_kernels_cuda_SOURCES = tests/unit/test_kernels_cuda.c
 tests_test_kernels_cuda_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
 tests_test_kernels_cuda_LDADD = libmate.la $(CUDA_LIBS)
 endif
 
 ## The module opened on first use, or a clear error (skipped without CUDA).
-TESTS += tests/test_cuda_module.sh
-EXTRA_DIST += tests/test_cuda_module.sh
+TESTS += tests/cli/test_cuda_module.sh
+EXTRA_DIST += tests/cli/test_cuda_module.sh
 
 ## The torch comparison again on the CUDA kernels (skipped without a device).
-TESTS += tests/test_kernels_torch_cuda.sh
-EXTRA_DIST += tests/test_kernels_torch_cuda.sh
+TESTS += tests/interop/test_kernels_torch_cuda.sh
+EXTRA_DIST += tests/interop/test_kernels_torch_cuda.sh

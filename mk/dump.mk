@@ -19,13 +19,13 @@ EXTRA_DIST += man/mate-list-dumps.1
 ## Unit tests of the dump reader.
 check_PROGRAMS += tests/test_dump_read
 TESTS += tests/test_dump_read
-tests_test_dump_read_SOURCES = tests/test_dump_read.c
+tests_test_dump_read_SOURCES = tests/unit/test_dump_read.c
 tests_test_dump_read_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_dump_read_LDADD = libmate.la $(CJSON_LIBS)
 
 ## Hostile dumps: huge numbers, FIFOs, deep nesting (no hang, no UB).
-TESTS += tests/dump_hostile.py
-EXTRA_DIST += tests/dump_hostile.py
+TESTS += tests/cli/test_dump_hostile.py
+EXTRA_DIST += tests/cli/test_dump_hostile.py
 
 ## Fuzz target for metadata.jsonl records and recorded values.
 FUZZ_TARGETS += fuzz/fuzz_dump_record

@@ -29,68 +29,68 @@ src_top_mate_top_LDADD = src/fe/libmate_fe.la libmate.la $(NCURSES_LIBS) -lm
 ## subscriber, a killed publisher, mate-top in tmux, the man pages.
 check_PROGRAMS += tests/test_events tests/ilog-check
 TESTS += tests/test_events
-tests_test_events_SOURCES = tests/test_events.c
+tests_test_events_SOURCES = tests/unit/test_events.c
 tests_test_events_LDADD = libmate.la
-tests_ilog_check_SOURCES = tests/ilog-check.c
+tests_ilog_check_SOURCES = tests/tools/ilog-check.c
 tests_ilog_check_LDADD = libmate.la
 check_PROGRAMS += tests/test_events_stall
 TESTS += tests/test_events_stall
-tests_test_events_stall_SOURCES = tests/test_events_stall.c
+tests_test_events_stall_SOURCES = tests/unit/test_events_stall.c
 tests_test_events_stall_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
 tests_test_events_stall_LDADD = libmate.la $(ZMQ_LIBS)
 
 check_PROGRAMS += tests/test_events_frames
 TESTS += tests/test_events_frames
-tests_test_events_frames_SOURCES = tests/test_events_frames.c
+tests_test_events_frames_SOURCES = tests/unit/test_events_frames.c
 tests_test_events_frames_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
 tests_test_events_frames_LDADD = libmate.la $(ZMQ_LIBS)
 check_PROGRAMS += tests/test_events_bignum
 TESTS += tests/test_events_bignum
-tests_test_events_bignum_SOURCES = tests/test_events_bignum.c
+tests_test_events_bignum_SOURCES = tests/unit/test_events_bignum.c
 tests_test_events_bignum_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
 tests_test_events_bignum_LDADD = libmate.la $(ZMQ_LIBS)
 
 check_PROGRAMS += tests/test_events_budget
 TESTS += tests/test_events_budget
-tests_test_events_budget_SOURCES = tests/test_events_budget.c
+tests_test_events_budget_SOURCES = tests/unit/test_events_budget.c
 tests_test_events_budget_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
 tests_test_events_budget_LDADD = libmate.la $(ZMQ_LIBS) -lpthread
 ## Another publisher's frames under a real one's pid (a DISCONNECT among them) are not taken.
 check_PROGRAMS += tests/test_events_spoof
 TESTS += tests/test_events_spoof
-tests_test_events_spoof_SOURCES = tests/test_events_spoof.c
+tests_test_events_spoof_SOURCES = tests/unit/test_events_spoof.c
 tests_test_events_spoof_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
 tests_test_events_spoof_LDADD = libmate.la $(ZMQ_LIBS)
 ## A forked child's log: its own ids, every event kept when it ends with _exit(2).
 check_PROGRAMS += tests/test_events_fork
 TESTS += tests/test_events_fork
-tests_test_events_fork_SOURCES = tests/test_events_fork.c
+tests_test_events_fork_SOURCES = tests/unit/test_events_fork.c
 tests_test_events_fork_LDADD = lib/libmate_view.la libmate.la -lpthread
-TESTS += tests/test_events_demo.py tests/events_hostile_name.py
-EXTRA_DIST += tests/test_events_demo.py tests/events_hostile_name.py
+TESTS += tests/cli/test_events_demo.py tests/cli/test_events_hostile_name.py
+EXTRA_DIST += tests/cli/test_events_demo.py tests/cli/test_events_hostile_name.py
 ## events_flood.py: a flooding tcp publisher (pyzmq) bounds neither mate-trace's memory
 ## nor its -s deadline.
-TESTS += tests/events_flood.py
-EXTRA_DIST += tests/events_flood.py
+TESTS += tests/cli/test_events_flood.py
+EXTRA_DIST += tests/cli/test_events_flood.py
 ## events_curve.py: a CURVE tcp endpoint (MATE_MONITOR_CURVE_SECRET_KEY) gives a
 ## subscriber without the server key nothing (pyzmq, real libzmq).
-TESTS += tests/events_curve.py
-EXTRA_DIST += tests/events_curve.py
-TESTS += tests/events_ilog_trace.sh tests/events_stale.sh
-EXTRA_DIST += tests/events_ilog_trace.sh tests/events_stale.sh
-TESTS += tests/events_top_tmux.sh
-EXTRA_DIST += tests/events_top_tmux.sh
+TESTS += tests/cli/test_events_curve.py
+EXTRA_DIST += tests/cli/test_events_curve.py
+TESTS += tests/cli/test_events_ilog_trace.sh tests/cli/test_events_stale.sh
+EXTRA_DIST += tests/cli/test_events_ilog_trace.sh tests/cli/test_events_stale.sh
+TESTS += tests/cli/test_events_top_tmux.sh
+EXTRA_DIST += tests/cli/test_events_top_tmux.sh
 ## mate-top -b: real figures in the first table; a failed write exits 1.
-TESTS += tests/events_top_batch.sh
-EXTRA_DIST += tests/events_top_batch.sh
-TESTS += tests/events_cli.sh
-EXTRA_DIST += tests/events_cli.sh
+TESTS += tests/cli/test_events_top_batch.sh
+EXTRA_DIST += tests/cli/test_events_top_batch.sh
+TESTS += tests/cli/test_events_cli.sh
+EXTRA_DIST += tests/cli/test_events_cli.sh
 ## every key=value of an instruction log's details is described in mate.7
-TESTS += tests/events_ilog_doc.sh
-EXTRA_DIST += tests/events_ilog_doc.sh
+TESTS += tests/cli/test_events_ilog_doc.sh
+EXTRA_DIST += tests/cli/test_events_ilog_doc.sh
 ## no man page states a measured figure (they are the README's, with where)
-TESTS += tests/man_figures.sh
-EXTRA_DIST += tests/man_figures.sh
+TESTS += tests/cli/test_man_figures.sh
+EXTRA_DIST += tests/cli/test_man_figures.sh
 
 ## Man pages of the tools.
 man_MANS += man/mate-trace.1 man/mate-top.1
@@ -107,14 +107,14 @@ FUZZ_TARGETS += fuzz/fuzz_frame
 fuzz_fuzz_frame_SOURCES = fuzz/fuzz_frame.c
 fuzz_fuzz_frame_LDADD = libmate.la
 fuzz_fuzz_frame_LDFLAGS = $(FUZZER_LINK)
-TESTS += tests/events_tcp.sh
-EXTRA_DIST += tests/events_tcp.sh
+TESTS += tests/cli/test_events_tcp.sh
+EXTRA_DIST += tests/cli/test_events_tcp.sh
 check_PROGRAMS += tests/test_activity
 TESTS += tests/test_activity
-tests_test_activity_SOURCES = tests/test_activity.c
+tests_test_activity_SOURCES = tests/unit/test_activity.c
 tests_test_activity_LDADD = libmate.la -lm
 
 ## The stream and files read by the Python peers' own code: pyzmq subscribes to the
 ## demo's endpoint, pandas loads the memory CSV and an instruction log.
-TESTS += tests/test_peers_zmq_pandas.py
-EXTRA_DIST += tests/test_peers_zmq_pandas.py
+TESTS += tests/interop/test_peers_zmq_pandas.py
+EXTRA_DIST += tests/interop/test_peers_zmq_pandas.py

@@ -4,17 +4,17 @@
 ## writer
 libmate_la_SOURCES += lib/format/pickle_write.h lib/format/pickle_write.c lib/format/pt_write.c
 check_PROGRAMS += tests/test_pt_write
-tests_test_pt_write_SOURCES = tests/test_pt_write.c
+tests_test_pt_write_SOURCES = tests/unit/test_pt_write.c
 tests_test_pt_write_CFLAGS = $(AM_CFLAGS) $(LIBARCHIVE_CFLAGS)
 tests_test_pt_write_LDADD = libmate.la $(LIBARCHIVE_LIBS)
 TESTS += tests/test_pt_write
 BENCH_BINS += bench/pt_write_bench
 bench_pt_write_bench_SOURCES = bench/pt_write_bench.c
 bench_pt_write_bench_LDADD = libmate.la -lz
-TESTS += tests/test_pt_write_interop.py tests/torch2/test_pt_write_interop.sh \
-	tests/test_pt_write_zip64.py
-EXTRA_DIST += tests/test_pt_write_interop.py tests/torch2/test_pt_write_interop.sh \
-	tests/test_pt_write_zip64.py
+TESTS += tests/interop/test_pt_write_interop.py tests/interop/torch2/test_pt_write_interop.sh \
+	tests/interop/test_pt_write_zip64.py
+EXTRA_DIST += tests/interop/test_pt_write_interop.py tests/interop/torch2/test_pt_write_interop.sh \
+	tests/interop/test_pt_write_zip64.py
 EXTRA_DIST += bench/pt_write_torch.py
 
 ## reader
@@ -24,14 +24,17 @@ libmate_la_SOURCES += lib/format/pickle.c lib/format/pt_read.c
 ## Unit tests (hand-built pickles and zips), torch interop (Debian's 1.13, and torch 2.x
 ## under PYTHON_PEERS: tests/torch2/ runs the same test there), ZIP64 > 4 GiB.
 check_PROGRAMS += tests/test_pickle tests/test_pt_read tests/pt-read-check
+tests_test_pickle_SOURCES = tests/unit/test_pickle.c
 tests_test_pickle_LDADD = libmate.la
+tests_test_pt_read_SOURCES = tests/unit/test_pt_read.c
 tests_test_pt_read_LDADD = libmate.la
+tests_pt_read_check_SOURCES = tests/tools/pt-read-check.c
 tests_pt_read_check_LDADD = libmate.la
-TESTS += tests/test_pickle tests/test_pt_read tests/test_pt_read_interop.py \
-	tests/torch2/test_pt_read_interop.sh tests/test_pt_read_torch2.py \
-	tests/test_pt_read_zip64.py
-EXTRA_DIST += tests/pt_build.h tests/torch_expect.py tests/test_pt_read_interop.py \
-	tests/torch2/test_pt_read_interop.sh tests/test_pt_read_torch2.py tests/test_pt_read_zip64.py
+TESTS += tests/test_pickle tests/test_pt_read tests/interop/test_pt_read_interop.py \
+	tests/interop/torch2/test_pt_read_interop.sh tests/interop/test_pt_read_torch2.py \
+	tests/interop/test_pt_read_zip64.py
+EXTRA_DIST += tests/tools/pt_build.h tests/tools/torch_expect.py tests/interop/test_pt_read_interop.py \
+	tests/interop/torch2/test_pt_read_interop.sh tests/interop/test_pt_read_torch2.py tests/interop/test_pt_read_zip64.py
 
 ## Fuzz targets (seed corpora in fuzz/corpus/pickle and fuzz/corpus/pt).
 FUZZ_TARGETS += fuzz/fuzz_pickle fuzz/fuzz_pt
@@ -52,13 +55,13 @@ EXTRA_DIST += bench/bench_pt_read.c bench/pt_read_vs_torch.py
 libmate_la_SOURCES += lib/format/safetensors.c
 
 check_PROGRAMS += tests/test_safetensors
-tests_test_safetensors_SOURCES = tests/test_safetensors.c
+tests_test_safetensors_SOURCES = tests/unit/test_safetensors.c
 tests_test_safetensors_LDADD = libmate.la
 ## test_safetensors_peers.py: against the safetensors library itself (PYTHON_PEERS).
-TESTS += tests/test_safetensors tests/test_safetensors_interop.py \
-	tests/torch2/test_safetensors_interop.sh tests/test_safetensors_peers.py
-EXTRA_DIST += tests/test_safetensors_interop.py tests/torch2/test_safetensors_interop.sh \
-	tests/test_safetensors_peers.py
+TESTS += tests/test_safetensors tests/interop/test_safetensors_interop.py \
+	tests/interop/torch2/test_safetensors_interop.sh tests/interop/test_safetensors_peers.py
+EXTRA_DIST += tests/interop/test_safetensors_interop.py tests/interop/torch2/test_safetensors_interop.sh \
+	tests/interop/test_safetensors_peers.py
 
 FUZZ_TARGETS += fuzz/fuzz_safetensors
 fuzz_fuzz_safetensors_SOURCES = fuzz/fuzz_safetensors.c
@@ -71,7 +74,7 @@ bench_bench_safetensors_LDADD = libmate.la
 
 ## tests/tensorfile-tool: JSON <-> .pt/.safetensors driver for the Python interop tests.
 check_PROGRAMS += tests/tensorfile-tool
-tests_tensorfile_tool_SOURCES = tests/tensorfile-tool.c
+tests_tensorfile_tool_SOURCES = tests/tools/tensorfile-tool.c
 tests_tensorfile_tool_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_tensorfile_tool_LDADD = libmate.la $(CJSON_LIBS)
 

@@ -25,14 +25,16 @@ libmate_la_LIBADD += -lm
 
 check_PROGRAMS += tests/test_kernels
 TESTS += tests/test_kernels
+tests_test_kernels_SOURCES = tests/unit/test_kernels.c
 tests_test_kernels_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_test_kernels_LDADD = libmate.la $(OPENBLAS_LIBS)
 
 ## tests/kernel-run: runs one kernel on tensors from a safetensors file, for the torch test.
 check_PROGRAMS += tests/kernel-run
+tests_kernel_run_SOURCES = tests/tools/kernel-run.c
 tests_kernel_run_LDADD = libmate.la
-TESTS += tests/test_kernels_torch.py
-EXTRA_DIST += tests/test_kernels_torch.py
+TESTS += tests/interop/test_kernels_torch.py
+EXTRA_DIST += tests/interop/test_kernels_torch.py
 
 ## bench/replay-gemm: 2048^3 f32 GEMM through the mm kernel vs cblas_sgemm (make bench).
 BENCH_BINS += bench/replay-gemm
@@ -46,5 +48,5 @@ fuzz_fuzz_kernels_LDADD = libmate.la
 fuzz_fuzz_kernels_LDFLAGS = $(FUZZER_LINK)
 
 ## libmate-openblas-lazy.sh: OpenBLAS is opened on first use, never linked into libmate.
-TESTS += tests/libmate-openblas-lazy.sh
-EXTRA_DIST += tests/libmate-openblas-lazy.sh
+TESTS += tests/cli/test_libmate_openblas_lazy.sh
+EXTRA_DIST += tests/cli/test_libmate_openblas_lazy.sh

@@ -5,7 +5,7 @@
 ## Unit tests of the memory log, the reader and the replay engine.
 check_PROGRAMS += tests/test_memlog
 TESTS += tests/test_memlog
-tests_test_memlog_SOURCES = tests/test_memlog.c
+tests_test_memlog_SOURCES = tests/unit/test_memlog.c
 tests_test_memlog_LDADD = libmate.la
 
 
@@ -33,35 +33,35 @@ src_record_mate_record_LDADD = src/fe/libmate_fe.la libmate.la
 
 ## Test-only fake CUDA runtime and cuBLAS (real sonames, computing on the
 ## CPU) and a CUDA program linked against them.
-check_LTLIBRARIES += tests/fake/libcudart.la tests/fake/libcublas.la
-tests_fake_libcudart_la_SOURCES = tests/fake/cudart.c tests/fake/fake_cuda.h
-tests_fake_libcudart_la_LDFLAGS = -version-info 13:0:0 -rpath /nowhere $(AM_LDFLAGS)
-tests_fake_libcublas_la_SOURCES = tests/fake/cublas.c tests/fake/fake_cuda.h
-tests_fake_libcublas_la_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
-tests_fake_libcublas_la_LDFLAGS = -version-info 13:0:0 -rpath /nowhere $(AM_LDFLAGS)
-tests_fake_libcublas_la_LIBADD = $(OPENBLAS_LIBS)
+check_LTLIBRARIES += tests/fakes/libcudart.la tests/fakes/libcublas.la
+tests_fakes_libcudart_la_SOURCES = tests/fakes/cudart.c tests/fakes/fake_cuda.h
+tests_fakes_libcudart_la_LDFLAGS = -version-info 13:0:0 -rpath /nowhere $(AM_LDFLAGS)
+tests_fakes_libcublas_la_SOURCES = tests/fakes/cublas.c tests/fakes/fake_cuda.h
+tests_fakes_libcublas_la_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
+tests_fakes_libcublas_la_LDFLAGS = -version-info 13:0:0 -rpath /nowhere $(AM_LDFLAGS)
+tests_fakes_libcublas_la_LIBADD = $(OPENBLAS_LIBS)
 check_PROGRAMS += tests/record-cuda-prog
-tests_record_cuda_prog_SOURCES = tests/record-cuda-prog.c
+tests_record_cuda_prog_SOURCES = tests/fakes/record-cuda-prog.c
 tests_record_cuda_prog_LDFLAGS = -no-install -export-dynamic
-tests_record_cuda_prog_LDADD = tests/fake/libcublas.la tests/fake/libcudart.la
+tests_record_cuda_prog_LDADD = tests/fakes/libcublas.la tests/fakes/libcudart.la
 
 ## Tests of mate-record: exit status and signals, the fake-CUDA program.
-TESTS += tests/test_record_exit.sh tests/test_record_signals.py tests/test_record_fakecuda.py \
-	tests/test_memlog_rmm.py tests/test_record_memevents.py
-EXTRA_DIST += tests/record-common.sh tests/test_record_exit.sh tests/test_record_signals.py \
-	tests/test_record_fakecuda.py tests/test_memlog_rmm.py tests/rmm_log_parser.py \
-	tests/test_record_memevents.py
+TESTS += tests/cli/test_record_exit.sh tests/cli/test_record_signals.py tests/cli/test_record_fakecuda.py \
+	tests/interop/test_memlog_rmm.py tests/cli/test_record_memevents.py
+EXTRA_DIST += tests/tools/record-common.sh tests/cli/test_record_exit.sh tests/cli/test_record_signals.py \
+	tests/cli/test_record_fakecuda.py tests/interop/test_memlog_rmm.py tests/tools/rmm_log_parser.py \
+	tests/cli/test_record_memevents.py
 ## What mate-record says after the run, and its --memlog of a run with no allocations.
-TESTS += tests/test_record_summary.sh
-EXTRA_DIST += tests/test_record_summary.sh
+TESTS += tests/cli/test_record_summary.sh
+EXTRA_DIST += tests/cli/test_record_summary.sh
 
 ## The memory-profile examples of the README and mate-record(1), run as printed.
-TESTS += tests/test_record_profile.py
-EXTRA_DIST += tests/test_record_profile.py
+TESTS += tests/cli/test_record_profile.py
+EXTRA_DIST += tests/cli/test_record_profile.py
 
 ## A C program linked against CBLAS and Fortran BLAS, recorded and replayed.
 check_PROGRAMS += tests/record-blas-prog
-tests_record_blas_prog_SOURCES = tests/record-blas-prog.c
+tests_record_blas_prog_SOURCES = tests/fakes/record-blas-prog.c
 tests_record_blas_prog_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_record_blas_prog_LDFLAGS = -no-install
 tests_record_blas_prog_LDADD = $(OPENBLAS_LIBS)
@@ -76,17 +76,17 @@ BENCH_BINS += bench/memlog-bench
 bench_memlog_bench_LDADD = libmate.la
 
 ## The static CUDA runtime check: a stand-in program and a fake driver library.
-check_LTLIBRARIES += tests/fake/libcuda.la
-tests_fake_libcuda_la_SOURCES = tests/fake/cuda_driver.c
-tests_fake_libcuda_la_LDFLAGS = -version-info 1:0:0 -rpath /nowhere $(AM_LDFLAGS)
+check_LTLIBRARIES += tests/fakes/libcuda.la
+tests_fakes_libcuda_la_SOURCES = tests/fakes/cuda_driver.c
+tests_fakes_libcuda_la_LDFLAGS = -version-info 1:0:0 -rpath /nowhere $(AM_LDFLAGS)
 check_PROGRAMS += tests/static-cudart-prog tests/test_elf_cuda
-tests_static_cudart_prog_SOURCES = tests/static-cudart-prog.c
+tests_static_cudart_prog_SOURCES = tests/fakes/static-cudart-prog.c
 tests_static_cudart_prog_LDFLAGS = -no-install
-tests_static_cudart_prog_LDADD = tests/fake/libcuda.la
-tests_test_elf_cuda_SOURCES = tests/test_elf_cuda.c
+tests_static_cudart_prog_LDADD = tests/fakes/libcuda.la
+tests_test_elf_cuda_SOURCES = tests/unit/test_elf_cuda.c
 tests_test_elf_cuda_LDADD = libmate.la
-TESTS += tests/test_elf_cuda tests/test_record_static.sh
-EXTRA_DIST += tests/test_record_static.sh
+TESTS += tests/test_elf_cuda tests/cli/test_record_static.sh
+EXTRA_DIST += tests/cli/test_record_static.sh
 
 ## Fuzz targets: the CSV reader and log check, the ELF check.
 FUZZ_TARGETS += fuzz/fuzz_memlog fuzz/fuzz_elf_cuda
@@ -101,22 +101,22 @@ fuzz_fuzz_elf_cuda_LDFLAGS = $(FUZZER_LINK)
 man_MANS += man/mate-record.1
 EXTRA_DIST += man/mate-record.1
 
-TESTS += tests/test_memlog_replay.sh
-EXTRA_DIST += tests/test_memlog_replay.sh
+TESTS += tests/cli/test_memlog_replay.sh
+EXTRA_DIST += tests/cli/test_memlog_replay.sh
 
 ## numpy's matmul and a CBLAS program, recorded and replayed bit-exactly.
-TESTS += tests/test_record_numpy.py tests/test_record_cblas.sh
-EXTRA_DIST += tests/test_record_numpy.py tests/test_record_cblas.sh
+TESTS += tests/cli/test_record_numpy.py tests/cli/test_record_cblas.sh
+EXTRA_DIST += tests/cli/test_record_numpy.py tests/cli/test_record_cblas.sh
 
 ## A real CUDA program (CUDA builds), recorded and replayed on a GPU; skipped without one.
 if HAVE_CUDA
 check_PROGRAMS += tests/record-cuda-real
-tests_record_cuda_real_SOURCES = tests/record-cuda-real.c
+tests_record_cuda_real_SOURCES = tests/fakes/record-cuda-real.c
 tests_record_cuda_real_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
 tests_record_cuda_real_LDFLAGS = -no-install
 tests_record_cuda_real_LDADD = $(CUDA_LIBS)
 endif
-TESTS += tests/test_record_gpu.sh
-EXTRA_DIST += tests/test_record_gpu.sh tests/record-cuda-real.c
-TESTS += tests/test_record_man.sh
-EXTRA_DIST += tests/test_record_man.sh
+TESTS += tests/cli/test_record_gpu.sh
+EXTRA_DIST += tests/cli/test_record_gpu.sh tests/fakes/record-cuda-real.c
+TESTS += tests/cli/test_record_man.sh
+EXTRA_DIST += tests/cli/test_record_man.sh

@@ -18,50 +18,50 @@ libmate_la_CFLAGS += -DMATE_PKGLIBDIR='"$(pkglibdir)"'
 
 ## recorder-golden: the reference program's calls through the C API.
 check_PROGRAMS += tests/recorder-golden
-tests_recorder_golden_SOURCES = tests/recorder-golden.c
+tests_recorder_golden_SOURCES = tests/tools/recorder-golden.c
 tests_recorder_golden_LDADD = libmate.la
-TESTS += tests/test_recorder_golden.sh
-EXTRA_DIST += tests/test_recorder_golden.sh tests/gen-golden-tensors.py
+TESTS += tests/cli/test_recorder_golden.sh
+EXTRA_DIST += tests/cli/test_recorder_golden.sh tests/tools/gen-golden-tensors.py
 
 ## test_recorder_dump: level-10 records, statuses, filters, limits, in-place outputs.
 check_PROGRAMS += tests/test_recorder_dump
-tests_test_recorder_dump_SOURCES = tests/test_recorder_dump.c
+tests_test_recorder_dump_SOURCES = tests/unit/test_recorder_dump.c
 tests_test_recorder_dump_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_recorder_dump_LDADD = libmate.la $(CJSON_LIBS)
 TESTS += tests/test_recorder_dump
 
 ## recorder-values: Python checks of float/string spelling in the log and records.
 check_PROGRAMS += tests/recorder-values
-tests_recorder_values_SOURCES = tests/recorder-values.c
+tests_recorder_values_SOURCES = tests/tools/recorder-values.c
 tests_recorder_values_LDADD = libmate.la
-TESTS += tests/test_recorder_values.py
-EXTRA_DIST += tests/test_recorder_values.py
-TESTS += tests/test_recorder_dumps.py tests/torch2/test_recorder_dumps.sh
-EXTRA_DIST += tests/test_recorder_dumps.py tests/torch2/test_recorder_dumps.sh
+TESTS += tests/cli/test_recorder_values.py
+EXTRA_DIST += tests/cli/test_recorder_values.py
+TESTS += tests/interop/test_recorder_dumps.py tests/interop/torch2/test_recorder_dumps.sh
+EXTRA_DIST += tests/interop/test_recorder_dumps.py tests/interop/torch2/test_recorder_dumps.sh
 ## In-place arguments: the outputs file holds the return value only, the
 ## in-place file the post-call values (libmate-example, mate-demo, torch.load).
-TESTS += tests/test_recorder_inplace.py tests/torch2/test_recorder_inplace.sh
-EXTRA_DIST += tests/test_recorder_inplace.py tests/torch2/test_recorder_inplace.sh
+TESTS += tests/interop/test_recorder_inplace.py tests/interop/torch2/test_recorder_inplace.sh
+EXTRA_DIST += tests/interop/test_recorder_inplace.py tests/interop/torch2/test_recorder_inplace.sh
 
 ## test_recorder_stats: level-5 statistics for every dtype.
 check_PROGRAMS += tests/test_recorder_stats
-tests_test_recorder_stats_SOURCES = tests/test_recorder_stats.c
+tests_test_recorder_stats_SOURCES = tests/unit/test_recorder_stats.c
 tests_test_recorder_stats_LDADD = libmate.la
 TESTS += tests/test_recorder_stats
 
 ## The man pages and libmate(3)'s example, built and checked by make check.
 man_MANS += man/mate.7 man/libmate.3
-EXTRA_DIST += man/mate.7 man/libmate.3 examples/libmate-example.c tests/test_recorder_example.sh
+EXTRA_DIST += man/mate.7 man/libmate.3 examples/libmate-example.c tests/cli/test_recorder_example.sh
 check_PROGRAMS += examples/libmate-example
 examples_libmate_example_SOURCES = examples/libmate-example.c
 examples_libmate_example_LDADD = libmate.la
-TESTS += tests/test_recorder_example.sh
+TESTS += tests/cli/test_recorder_example.sh
 
 ## test_recorder_cuda: device tensors (CUDA builds; exits 77 without a device).
-EXTRA_DIST += tests/test_recorder_cuda.c
+EXTRA_DIST += tests/unit/test_recorder_cuda.c
 if HAVE_CUDA
 check_PROGRAMS += tests/test_recorder_cuda
-tests_test_recorder_cuda_SOURCES = tests/test_recorder_cuda.c
+tests_test_recorder_cuda_SOURCES = tests/unit/test_recorder_cuda.c
 tests_test_recorder_cuda_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
 tests_test_recorder_cuda_LDADD = libmate.la $(CUDA_LIBS)
 TESTS += tests/test_recorder_cuda
@@ -78,93 +78,93 @@ bench_recorder_LDADD = libmate.la
 ## test_recorder_fmt: float repr and fixed-point spellings against printf, vector float32
 ## statistics against the scalar path (pyfmt.c and stats.c linked in).
 check_PROGRAMS += tests/test_recorder_fmt
-tests_test_recorder_fmt_SOURCES = tests/test_recorder_fmt.c lib/record/pyfmt.c lib/record/stats.c
+tests_test_recorder_fmt_SOURCES = tests/unit/test_recorder_fmt.c lib/record/pyfmt.c lib/record/stats.c
 tests_test_recorder_fmt_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_recorder_fmt_LDADD = libmate.la $(CJSON_LIBS) -lm
 TESTS += tests/test_recorder_fmt
 
 ## test_recorder_crash: abort() in an API, kill -9 at random instants (50 trials, 16 threads),
-## fork() in the host; every dump parsed by tests/dumpcheck.c. The _pt variant dumps .pt files.
+## fork() in the host; every dump parsed by tests/tools/dumpcheck.c. The _pt variant dumps .pt files.
 check_PROGRAMS += tests/test_recorder_crash
-tests_test_recorder_crash_SOURCES = tests/test_recorder_crash.c tests/dumpcheck.c tests/dumpcheck.h \
-	tests/recstress.c tests/recstress.h
+tests_test_recorder_crash_SOURCES = tests/unit/test_recorder_crash.c tests/tools/dumpcheck.c tests/tools/dumpcheck.h \
+	tests/tools/recstress.c tests/tools/recstress.h
 tests_test_recorder_crash_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_recorder_crash_LDADD = libmate.la $(CJSON_LIBS)
-TESTS += tests/test_recorder_crash tests/test_recorder_crash_pt.sh
-EXTRA_DIST += tests/test_recorder_crash_pt.sh
+TESTS += tests/test_recorder_crash tests/cli/test_recorder_crash_pt.sh
+EXTRA_DIST += tests/cli/test_recorder_crash_pt.sh
 
 ## test_recorder_threads: 16 threads x 2,000 level-10 calls = 32,000 dumps and 64,000 lines
 ## (tmpfs at /dev/shm, else 77). The _pt variant dumps .pt files.
 check_PROGRAMS += tests/test_recorder_threads
-tests_test_recorder_threads_SOURCES = tests/test_recorder_threads.c tests/dumpcheck.c tests/dumpcheck.h \
-	tests/recstress.c tests/recstress.h
+tests_test_recorder_threads_SOURCES = tests/unit/test_recorder_threads.c tests/tools/dumpcheck.c tests/tools/dumpcheck.h \
+	tests/tools/recstress.c tests/tools/recstress.h
 tests_test_recorder_threads_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_recorder_threads_LDADD = libmate.la $(CJSON_LIBS)
-TESTS += tests/test_recorder_threads tests/test_recorder_threads_pt.sh
-EXTRA_DIST += tests/test_recorder_threads_pt.sh
+TESTS += tests/test_recorder_threads tests/cli/test_recorder_threads_pt.sh
+EXTRA_DIST += tests/cli/test_recorder_threads_pt.sh
 
 ## dump-check: the dump checker as a command for the shell tests.
 check_PROGRAMS += tests/dump-check
-tests_dump_check_SOURCES = tests/dump-check.c tests/dumpcheck.c tests/dumpcheck.h
+tests_dump_check_SOURCES = tests/tools/dump-check.c tests/tools/dumpcheck.c tests/tools/dumpcheck.h
 tests_dump_check_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_dump_check_LDADD = libmate.la $(CJSON_LIBS)
 
 ## test_recorder_enospc: a full disk through an LD_PRELOAD shim (not built by --disable-shared
 ## builds, where the test skips with 77). The _pt variant dumps .pt files.
 check_LTLIBRARIES += tests/enospc-shim.la
-tests_enospc_shim_la_SOURCES = tests/enospc-shim.c
+tests_enospc_shim_la_SOURCES = tests/fakes/enospc-shim.c
 tests_enospc_shim_la_LDFLAGS = -module -avoid-version -rpath /nowhere
 tests_enospc_shim_la_LIBADD = -ldl
-TESTS += tests/test_recorder_enospc.sh tests/test_recorder_enospc_pt.sh
-EXTRA_DIST += tests/test_recorder_enospc.sh tests/test_recorder_enospc_pt.sh
+TESTS += tests/cli/test_recorder_enospc.sh tests/cli/test_recorder_enospc_pt.sh
+EXTRA_DIST += tests/cli/test_recorder_enospc.sh tests/cli/test_recorder_enospc_pt.sh
 
 ## test_recorder_results: mate-demo's results and exit status are the same at every level.
-TESTS += tests/test_recorder_results.sh
-EXTRA_DIST += tests/test_recorder_results.sh
+TESTS += tests/cli/test_recorder_results.sh
+EXTRA_DIST += tests/cli/test_recorder_results.sh
 
 ## examples/run-demo.sh: the main job (README): dependencies, build, mate-demo at level 10, what it recorded.
 EXTRA_DIST += examples/run-demo.sh
 
 ## test_atomic_file: lib/core/error.c's atomic output (O_TMPFILE + link, or a named temporary + rename).
 check_PROGRAMS += tests/test_atomic_file
-tests_test_atomic_file_SOURCES = tests/test_atomic_file.c
+tests_test_atomic_file_SOURCES = tests/unit/test_atomic_file.c
 tests_test_atomic_file_LDADD = libmate.la
 TESTS += tests/test_atomic_file
 
 ## test_pread_big: lib/core/error.c's split reads of large tensors, lib/core/value.c's storage padding.
 check_PROGRAMS += tests/test_pread_big
-tests_test_pread_big_SOURCES = tests/test_pread_big.c
+tests_test_pread_big_SOURCES = tests/unit/test_pread_big.c
 tests_test_pread_big_LDADD = libmate.la
 TESTS += tests/test_pread_big
 
 ## test_dlclose: a host that dlclose()s libmate while a recording thread still runs is not crashed.
 check_PROGRAMS += tests/test_dlclose
-tests_test_dlclose_SOURCES = tests/test_dlclose.c
+tests_test_dlclose_SOURCES = tests/unit/test_dlclose.c
 tests_test_dlclose_LDADD = -ldl -lpthread
 TESTS += tests/test_dlclose
 
 ## recorder_logdest.sh: an unopenable MATE_LOGDEST: the log on stderr, one warning, as the pages say.
-TESTS += tests/recorder_logdest.sh
-EXTRA_DIST += tests/recorder_logdest.sh
+TESTS += tests/cli/test_recorder_logdest.sh
+EXTRA_DIST += tests/cli/test_recorder_logdest.sh
 
 ## The stand-in "./program" of the documentation's examples: records rmsnorm, mm, decode and
 ## prefill through libmate, and a forked child that dies inside a call.
 check_PROGRAMS += tests/doc-program
-tests_doc_program_SOURCES = tests/doc-program.c
+tests_doc_program_SOURCES = tests/fakes/doc-program.c
 tests_doc_program_CPPFLAGS = $(MATE_LIB_CPPFLAGS)
 tests_doc_program_LDADD = libmate.la -lm
 
 ## MATE_PROFILE and mate-list-dumps --unique agree; threads, a fork, SIGTERM and SIGINT
 ## leave whole files.
-TESTS += tests/test_profile.py tests/test_record_callprofile.py
-EXTRA_DIST += tests/test_profile.py tests/test_record_callprofile.py
+TESTS += tests/cli/test_profile.py tests/cli/test_record_callprofile.py
+EXTRA_DIST += tests/cli/test_profile.py tests/cli/test_record_callprofile.py
 
 ## Every shell example of the man pages and the README runs as printed (tests/doc-program
 ## is their "./program").
-TESTS += tests/test_doc_examples.py
-EXTRA_DIST += tests/test_doc_examples.py
+TESTS += tests/cli/test_doc_examples.py
+EXTRA_DIST += tests/cli/test_doc_examples.py
 
 ## recorder_hostile_files.sh: FIFOs and symlinks planted at the log, instruction log and
 ## session.jsonl names neither block the host nor redirect its writes.
-TESTS += tests/recorder_hostile_files.sh
-EXTRA_DIST += tests/recorder_hostile_files.sh
+TESTS += tests/cli/test_recorder_hostile_files.sh
+EXTRA_DIST += tests/cli/test_recorder_hostile_files.sh

@@ -41,31 +41,31 @@ EXTRA_DIST += man/mate.1 man/mate-replay.1
 ## Unit tests of the replay engine.
 check_PROGRAMS += tests/test_replay
 TESTS += tests/test_replay
-tests_test_replay_SOURCES = tests/test_replay.c
+tests_test_replay_SOURCES = tests/unit/test_replay.c
 tests_test_replay_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_replay_LDADD = libmate.la $(CJSON_LIBS)
 
 ## replay_escape.sh: ESC, BEL and newlines in a dump's names reach no terminal raw
 ## from mate-list-dumps or mate-replay, and forge no result or Summary line.
-TESTS += tests/replay_escape.sh
-EXTRA_DIST += tests/replay_escape.sh
+TESTS += tests/cli/test_replay_escape.sh
+EXTRA_DIST += tests/cli/test_replay_escape.sh
 
 ## tests/plugin-reference.la: a replay plugin for the MATE reference fixture's
 ## functions, dlopen()ed by the tests.
 check_LTLIBRARIES += tests/plugin-reference.la
-tests_plugin_reference_la_SOURCES = tests/plugin-reference.c
+tests_plugin_reference_la_SOURCES = tests/fakes/plugin-reference.c
 tests_plugin_reference_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_LDFLAGS)
 
 ## tests/mate-replay-ref: mate-replay with the reference plugin linked in (the
 ## tests use it where a plugin cannot be dlopen()ed: static and sanitizer builds).
 check_PROGRAMS += tests/mate-replay-ref
-tests_mate_replay_ref_SOURCES = src/replay/mate-replay.c tests/plugin-reference.c
+tests_mate_replay_ref_SOURCES = src/replay/mate-replay.c tests/fakes/plugin-reference.c
 tests_mate_replay_ref_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe -DMATE_REPLAY_TEST_PLUGIN
 tests_mate_replay_ref_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_mate_replay_ref_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
 
 ## The example plugin of libmate(3) (REPLAY PLUGINS), cut from the page and built
-## as it stands (roff escapes \e and \& undone); tests/replay-cli.py replays with it.
+## as it stands (roff escapes \e and \& undone); tests/cli/test_replay_cli.py replays with it.
 check_LTLIBRARIES += tests/plugin-man-example.la
 nodist_tests_plugin_man_example_la_SOURCES = tests/plugin-man-example.c
 tests_plugin_man_example_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_LDFLAGS)
@@ -85,24 +85,24 @@ tests_mate_replay_example_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_mate_replay_example_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
 
 ## CLI tests: the real binaries on the MATE reference dumps and on dumps the
-## tests write (tests/replay_dumps.py); the built-in handlers against torch.
+## tests write (tests/tools/replay_dumps.py); the built-in handlers against torch.
 TESTS += \
-	tests/replay-cli.py \
-	tests/replay-mutate.py \
-	tests/replay-builtins.py \
-	tests/replay-signature.py \
-	tests/replay-reference.py \
-	tests/replay-hostile.py \
-	tests/replay-demo.sh
+	tests/cli/test_replay_cli.py \
+	tests/cli/test_replay_mutate.py \
+	tests/cli/test_replay_builtins.py \
+	tests/cli/test_replay_signature.py \
+	tests/cli/test_replay_reference.py \
+	tests/cli/test_replay_hostile.py \
+	tests/cli/test_replay_demo.sh
 EXTRA_DIST += \
-	tests/replay-demo.sh \
-	tests/replay-cli.py \
-	tests/replay-mutate.py \
-	tests/replay-builtins.py \
-	tests/replay-signature.py \
-	tests/replay-reference.py \
-	tests/replay-hostile.py \
-	tests/replay_dumps.py
+	tests/cli/test_replay_demo.sh \
+	tests/cli/test_replay_cli.py \
+	tests/cli/test_replay_mutate.py \
+	tests/cli/test_replay_builtins.py \
+	tests/cli/test_replay_signature.py \
+	tests/cli/test_replay_reference.py \
+	tests/cli/test_replay_hostile.py \
+	tests/tools/replay_dumps.py
 
 
 ## Benchmarks (scripts; see their headers): bench/list-dumps.sh, bench/replay-many.sh.
@@ -111,32 +111,32 @@ EXTRA_DIST += bench/list-details.sh
 
 ## The peers' side (run by the peers' Python, tests/run-python.sh): FlashInfer's real
 ## decorator records and mate lists and replays; FlashInfer's replay runs mate's dumps.
-TESTS += tests/test_flashinfer_decorator.py tests/test_flashinfer_logtext.py \
-	tests/test_flashinfer_replays_mate.py
-EXTRA_DIST += tests/test_flashinfer_decorator.py tests/test_flashinfer_logtext.py \
-	tests/test_flashinfer_replays_mate.py \
-	tests/peers/flashinfer_peer.py tests/peers/minilib.py tests/peers/golden_twin.py
+TESTS += tests/interop/test_flashinfer_decorator.py tests/interop/test_flashinfer_logtext.py \
+	tests/interop/test_flashinfer_replays_mate.py
+EXTRA_DIST += tests/interop/test_flashinfer_decorator.py tests/interop/test_flashinfer_logtext.py \
+	tests/interop/test_flashinfer_replays_mate.py \
+	tests/interop/peers/flashinfer_peer.py tests/interop/peers/minilib.py tests/interop/peers/golden_twin.py
 
 ## Every tool's misuse message, mate's verbs, mate-list-dumps of a missing folder.
-TESTS += tests/cli_messages.sh
-EXTRA_DIST += tests/cli_messages.sh
+TESTS += tests/cli/test_cli_messages.sh
+EXTRA_DIST += tests/cli/test_cli_messages.sh
 ## The README's jq pipelines, as printed.
-TESTS += tests/readme_jq.sh
-EXTRA_DIST += tests/readme_jq.sh
+TESTS += tests/cli/test_readme_jq.sh
+EXTRA_DIST += tests/cli/test_readme_jq.sh
 
 ## FlashInfer's batch attention, MLA, merges and KV-cache appends (replay_ops_attn.c).
-TESTS += tests/test_flashinfer_attn.py
-EXTRA_DIST += tests/test_flashinfer_attn.py tests/peers/flashinfer_attn_ref.py
+TESTS += tests/interop/test_flashinfer_attn.py
+EXTRA_DIST += tests/interop/test_flashinfer_attn.py tests/interop/peers/flashinfer_attn_ref.py
 
 ## FlashInfer's RoPE, sampling, GEMM and bit-packing APIs, and fused_rmsnorm_silu.
-TESTS += tests/test_fi_replay_rope.py tests/test_fi_replay_sampling.py
-TESTS += tests/test_fi_replay_gemm_bits.py tests/test_fi_replay_norm_silu.py
-EXTRA_DIST += tests/test_fi_replay_rope.py tests/peers/flashinfer_ops21.py \
-	tests/test_fi_replay_sampling.py tests/test_fi_replay_gemm_bits.py \
-	tests/test_fi_replay_norm_silu.py
+TESTS += tests/interop/test_fi_replay_rope.py tests/interop/test_fi_replay_sampling.py
+TESTS += tests/interop/test_fi_replay_gemm_bits.py tests/interop/test_fi_replay_norm_silu.py
+EXTRA_DIST += tests/interop/test_fi_replay_rope.py tests/interop/peers/flashinfer_ops21.py \
+	tests/interop/test_fi_replay_sampling.py tests/interop/test_fi_replay_gemm_bits.py \
+	tests/interop/test_fi_replay_norm_silu.py
 ## mate-replay --list-ops and the table in mate-replay(1) generated from it
-TESTS += tests/replay_list_ops.sh
-EXTRA_DIST += tests/replay_list_ops.sh man/ops-table.sh
+TESTS += tests/cli/test_replay_list_ops.sh
+EXTRA_DIST += tests/cli/test_replay_list_ops.sh man/ops-table.sh
 update-man-ops: src/replay/mate-replay
 	src/replay/mate-replay --list-ops | sh $(top_srcdir)/man/ops-table.sh > man-ops.tmp
 	awk -v gen=man-ops.tmp '/^\.\\" BEGIN ops/ { while ((getline l < gen) > 0) print l; skip = 1 } \
@@ -146,8 +146,8 @@ update-man-ops: src/replay/mate-replay
 .PHONY: update-man-ops
 ## A model-like serving step (prefill, decode steps, appends, RoPE, norms, sampling)
 ## recorded with FlashInfer's decorator replays with every call passed.
-TESTS += tests/test_fi_model_step.py
-EXTRA_DIST += tests/test_fi_model_step.py
+TESTS += tests/interop/test_fi_model_step.py
+EXTRA_DIST += tests/interop/test_fi_model_step.py
 ## mate-replay --bench: timed runs of each replayed call after its verdict.
-TESTS += tests/replay_bench.sh
-EXTRA_DIST += tests/replay_bench.sh
+TESTS += tests/cli/test_replay_bench.sh
+EXTRA_DIST += tests/cli/test_replay_bench.sh

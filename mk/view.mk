@@ -29,22 +29,22 @@ AM_TESTS_ENVIRONMENT += \
 	LSAN_OPTIONS="suppressions=$(abs_top_srcdir)/tests/lsan.supp:print_suppressions=0$${LSAN_OPTIONS:+:$$LSAN_OPTIONS}"; \
 	export LSAN_OPTIONS;
 check_PROGRAMS += tests/test_ilog tests/test_timeline
-tests_test_ilog_SOURCES = tests/test_ilog.c
+tests_test_ilog_SOURCES = tests/unit/test_ilog.c
 tests_test_ilog_LDADD = libmate.la
-tests_test_timeline_SOURCES = tests/test_timeline.c
+tests_test_timeline_SOURCES = tests/unit/test_timeline.c
 tests_test_timeline_LDADD = lib/libmate_view.la libmate.la
 TESTS += tests/test_ilog tests/test_timeline \
-	tests/visualize_cli.sh tests/visualize_man.sh \
-	tests/visualize_png.py tests/visualize_svg.py tests/visualize_json.py \
-	tests/visualize_gt.py tests/visualize_usec.py tests/visualize_flows.py
-EXTRA_DIST += tests/lsan.supp tests/visualize_cli.sh tests/visualize_man.sh \
-	tests/visualize_png.py tests/visualize_svg.py tests/visualize_json.py \
-	tests/visualize_gt.py tests/visualize_usec.py tests/visualize_flows.py tests/gtlog.py
-TESTS += tests/visualize_overview.py
-EXTRA_DIST += tests/visualize_overview.py
+	tests/cli/test_visualize_cli.sh tests/cli/test_visualize_man.sh \
+	tests/cli/test_visualize_png.py tests/cli/test_visualize_svg.py tests/cli/test_visualize_json.py \
+	tests/cli/test_visualize_gt.py tests/cli/test_visualize_usec.py tests/cli/test_visualize_flows.py
+EXTRA_DIST += tests/lsan.supp tests/cli/test_visualize_cli.sh tests/cli/test_visualize_man.sh \
+	tests/cli/test_visualize_png.py tests/cli/test_visualize_svg.py tests/cli/test_visualize_json.py \
+	tests/cli/test_visualize_gt.py tests/cli/test_visualize_usec.py tests/cli/test_visualize_flows.py tests/tools/gtlog.py
+TESTS += tests/cli/test_visualize_overview.py
+EXTRA_DIST += tests/cli/test_visualize_overview.py
 ## visualize_special.sh: -o writes into a FIFO or device and never replaces a symlink.
-TESTS += tests/visualize_special.sh
-EXTRA_DIST += tests/visualize_special.sh
+TESTS += tests/cli/test_visualize_special.sh
+EXTRA_DIST += tests/cli/test_visualize_special.sh
 
 ## ---- fuzzing and benchmarks ----
 FUZZ_TARGETS += fuzz/fuzz_ilog

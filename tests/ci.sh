@@ -11,19 +11,19 @@ step() { printf '\n==== %s ====\n' "$*"; }
 
 # The tests that need libmate-preload.so: a static build has none, so they run in the shared
 # sanitizer step below, not in the static one.
-preload_tests="tests/test_record_cblas.sh tests/test_record_exit.sh
-	tests/test_record_fakecuda.py tests/test_record_gpu.sh tests/test_record_man.sh
-	tests/test_record_memevents.py tests/test_record_numpy.py tests/test_record_profile.py
-	tests/test_record_callprofile.py
-	tests/test_record_signals.py tests/test_record_static.sh tests/test_memlog_rmm.py
-	tests/test_flashinfer_logtext.py tests/test_peers_zmq_pandas.py tests/test_dlclose
-	tests/test_recorder_enospc.sh tests/test_recorder_enospc_pt.sh
-	tests/libmate-openblas-lazy.sh tests/test_record_summary.sh tests/test_doc_examples.py"
+preload_tests="tests/cli/test_record_cblas.sh tests/cli/test_record_exit.sh
+	tests/cli/test_record_fakecuda.py tests/cli/test_record_gpu.sh tests/cli/test_record_man.sh
+	tests/cli/test_record_memevents.py tests/cli/test_record_numpy.py tests/cli/test_record_profile.py
+	tests/cli/test_record_callprofile.py
+	tests/cli/test_record_signals.py tests/cli/test_record_static.sh tests/interop/test_memlog_rmm.py
+	tests/interop/test_flashinfer_logtext.py tests/interop/test_peers_zmq_pandas.py tests/test_dlclose
+	tests/cli/test_recorder_enospc.sh tests/cli/test_recorder_enospc_pt.sh
+	tests/cli/test_libmate_openblas_lazy.sh tests/cli/test_record_summary.sh tests/cli/test_doc_examples.py"
 
 # Only the GPU tests may skip (no GPU here, or a build without CUDA); any other skip is a
 # test that did not run, and fails CI.
-gpu_tests="tests/test_kernels_cuda tests/test_recorder_cuda tests/test_cuda_module.sh
-	tests/test_kernels_torch_cuda.sh tests/test_record_gpu.sh"
+gpu_tests="tests/test_kernels_cuda tests/test_recorder_cuda tests/cli/test_cuda_module.sh
+	tests/interop/test_kernels_torch_cuda.sh tests/cli/test_record_gpu.sh"
 no_skips() {
 	local trs t bad=
 	# automake's tests/NAME.trs: NAME without a .sh or .py extension

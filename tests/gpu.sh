@@ -6,8 +6,8 @@ set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$src/_build-gpu}
 jobs=$(nproc 2>/dev/null || echo 2)
-GPU_TESTS="tests/test_kernels_cuda tests/test_cuda_module.sh tests/test_recorder_cuda
-tests/test_kernels_torch_cuda.sh tests/test_record_gpu.sh"
+GPU_TESTS="tests/test_kernels_cuda tests/cli/test_cuda_module.sh tests/test_recorder_cuda
+tests/interop/test_kernels_torch_cuda.sh tests/cli/test_record_gpu.sh"
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
 	echo "gpu.sh: no NVIDIA GPU here (nvidia-smi -L finds none): nothing to verify"

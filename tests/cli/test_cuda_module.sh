@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_cuda_module.sh: the CUDA module is found beside libmate and opened on
 # first use (test_cuda_module); a missing one, a library that is not one, or
-# one from another mate version or ABI (tests/cuda_module_other.c) is named in
+# one from another mate version or ABI (tests/fakes/cuda_module_other.c) is named in
 # the error and the host backend is used.
 set -eu
 t="$top_builddir/tests/test_cuda_module"

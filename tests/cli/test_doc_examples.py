@@ -12,7 +12,7 @@ decode and prefill calls through libmate, and a forked child that dies inside a 
 invents for an earlier output (a dump folder's timestamped name, mem-4242.csv, trace.log).
 The README's set-up commands (apt-get, autoreconf, configure, make, .ci/run, run-demo.sh,
 the peers venv) are the CI's own steps and are not run again here; a terminal UI
-(mate-top without -b) is driven by tests/events_top_tmux.sh instead."""
+(mate-top without -b) is driven by tests/cli/test_events_top_tmux.sh instead."""
 import glob
 import os
 import re
@@ -163,7 +163,7 @@ def run_block(where, work, env, cmds, subst):
         if SETUP.match(head):
             continue
         if INTERACTIVE.match(head):
-            print("not run here (tests/events_top_tmux.sh drives it): %s" % head)
+            print("not run here (tests/cli/test_events_top_tmux.sh drives it): %s" % head)
             continue
         n = len(todo)
         todo.append((text, head, shown))

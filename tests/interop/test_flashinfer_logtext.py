@@ -9,7 +9,7 @@ from mate_test import build_path, check, done, run, src_path, tmpdir
 
 GOLDEN = build_path("tests", "recorder-golden")
 TENSORS = src_path("tests", "fixtures", "recorder", "golden-tensors.bin")
-TWIN = src_path("tests", "peers", "golden_twin.py")
+TWIN = src_path("tests", "interop", "peers", "golden_twin.py")
 TMP = tmpdir()
 RULE = "=" * 80
 
@@ -32,7 +32,7 @@ def mask(text):
 for level in (1, 3, 5):
     fi_log, mate_log = os.path.join(TMP, "fi%d.log" % level), os.path.join(TMP, "mate%d.log" % level)
     env = dict(os.environ, FLASHINFER_LOGLEVEL=str(level), FLASHINFER_LOGDEST=fi_log,
-               PYTHONPATH=src_path("tests", "peers"))
+               PYTHONPATH=src_path("tests", "interop", "peers"))
     p = subprocess.run([sys.executable, TWIN, TENSORS], env=env, capture_output=True, text=True)
     check(p.returncode == 0, "level %d: FlashInfer's side: %s" % (level, p.stderr[-1500:]))
     env = dict(os.environ, FLASHINFER_LOGLEVEL=str(level), FLASHINFER_LOGDEST=mate_log)

@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_record_exit.sh: mate-record's exit status, signal propagation and forwarding, usage errors, and level 0.
-. "$top_srcdir/tests/record-common.sh"
+. "$top_srcdir/tests/tools/record-common.sh"
 
 cd "$WORK" || exit 99
 

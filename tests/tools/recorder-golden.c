@@ -4,7 +4,7 @@
  * The MATE_* variables configure the recorder as in any recorded program; with
  * PREFIX:NAME the program first calls mate_set_identity(PREFIX, NAME), and
  * PREFIX_* configure it.
- * TENSORS.bin holds the reference tensors' bytes (tests/gen-golden-tensors.py).
+ * TENSORS.bin holds the reference tensors' bytes (tests/tools/gen-golden-tensors.py).
  * Exit status: 0 ok, 1 the tensor file is unreadable or malformed.
  */
 #include <stdint.h>

@@ -1,4 +1,4 @@
-"""golden_twin.py TENSORS.bin: the calls of tests/recorder-golden.c (MATE's reference program) made through FlashInfer's real decorator, on the same tensors. FLASHINFER_* configure it."""
+"""golden_twin.py TENSORS.bin: the calls of tests/tools/recorder-golden.c (MATE's reference program) made through FlashInfer's real decorator, on the same tensors. FLASHINFER_* configure it."""
 import enum
 import struct
 import sys

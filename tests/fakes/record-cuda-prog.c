@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "fake/fake_cuda.h"
+#include "fake_cuda.h"
 
 #define CHECK_CUDA(x) do { if ((x) != 0) { fprintf(stderr, "%s failed\n", #x); exit(1); } } while (0)
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_record_static.sh: a statically linked CUDA runtime is detected and named, before the run (the program file) and at its end (libcuda.so loaded without libcudart.so).
-. "$top_srcdir/tests/record-common.sh"
+. "$top_srcdir/tests/tools/record-common.sh"
 
 cd "$WORK" || exit 99
 "$RECORD" -l 1 -o log.txt -- "$top_builddir/tests/static-cudart-prog" >out.txt 2>err.txt

@@ -24,7 +24,7 @@ main(void)
 	mate_error err;
 	unsigned char buf[256];
 
-	int shared = access(built("tests/fake/.libs/libcudart.so.13"), R_OK) == 0;
+	int shared = access(built("tests/fakes/.libs/libcudart.so.13"), R_OK) == 0;
 
 	CHECK_EQ_INT(mate_elf_cuda_runtime(built("tests/record-blas-prog"), &err), MATE_CUDART_NONE);
 	CHECK_EQ_INT(mate_elf_cuda_runtime(built("tests/static-cudart-prog"), &err), MATE_CUDART_STATIC);
@@ -32,7 +32,7 @@ main(void)
 	CHECK_EQ_INT(mate_elf_cuda_runtime(built("tests/record-cuda-prog"), &err),
 	    shared ? MATE_CUDART_SHARED : MATE_CUDART_STATIC);
 	if (shared)
-		CHECK_EQ_INT(mate_elf_cuda_runtime(built("tests/fake/.libs/libcudart.so.13"), &err),
+		CHECK_EQ_INT(mate_elf_cuda_runtime(built("tests/fakes/.libs/libcudart.so.13"), &err),
 		    MATE_CUDART_SHARED);
 	CHECK(mate_elf_cuda_runtime(built("tests/nonexistent"), &err) == MATE_ERR_IO);
 	CHECK_CONTAINS(err.message, "tests/nonexistent");

@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_record_summary.sh: what mate-record says after the run: no dump part below level 10, nothing after a program that could not run, and a header-only --memlog CSV that says "no device allocations".
-. "$top_srcdir/tests/record-common.sh"
+. "$top_srcdir/tests/tools/record-common.sh"
 
 cd "$WORK" || exit 99
 

@@ -1,12 +1,12 @@
 /* doc-program.c: the "./program" of the examples in the man pages and the README, for
- * tests/test_doc_examples.py: a program that records its calls through libmate, as a
+ * tests/cli/test_doc_examples.py: a program that records its calls through libmate, as a
  * library using mate would. It calls rmsnorm, mm, single_decode_with_kv_cache and
  * single_prefill_with_kv_cache (each computed here, so that a replay passes), and a forked
  * child that dies inside a recorded rmsnorm with a mis-sized weight, so that a dump root
  * holds one call that never returned. Exit 0.
  *
  * doc-program --fork-exit: the child makes one good rmsnorm call and exits normally instead
- * (tests/test_profile.py: a forked child's profile). */
+ * (tests/cli/test_profile.py: a forked child's profile). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_record_gpu.sh: on a machine with an NVIDIA GPU, a real CUDA program (cudaMalloc, copies,
 # cuBLAS GEMMs) is recorded under mate-record and replayed; exits 77 without CUDA or a device.
-. "$top_srcdir/tests/record-common.sh"
+. "$top_srcdir/tests/tools/record-common.sh"
 REPLAY="$top_builddir/src/replay/mate-replay"
 PROG="$top_builddir/tests/record-cuda-real"
 if [ ! -x "$PROG" ]; then

@@ -1,7 +1,7 @@
 """gen-golden-tensors.py: extracts the tensors of MATE's reference dumps into tests/fixtures/recorder/golden-tensors.bin.
 
 Run once with the Python that has torch (the output is committed):
-    python3 tests/gen-golden-tensors.py
+    python3 tests/tools/gen-golden-tensors.py
 The blob holds, for each tensor in the order recorder-golden reads them, a
 little-endian u64 byte count and the tensor's storage bytes (storage order,
 so the transposed gemm operand keeps its strides).
@@ -11,7 +11,7 @@ import struct
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DUMPS = os.path.join(HERE, "fixtures", "mate-reference", "mate_dumps")
+DUMPS = os.path.join(HERE, "..", "fixtures", "mate-reference", "mate_dumps")
 ORDER = [
     ("gemm_call0001", ["inputs:arg_0", "inputs:arg_1", "outputs:result"]),
     ("gemm_call0002", ["inputs:arg_0", "inputs:arg_1", "outputs:result"]),
@@ -33,7 +33,7 @@ def main():
             st = t.storage()
             raw = bytes(st.untyped()) if hasattr(st, "untyped") else bytes(st._untyped())
             out += struct.pack("<Q", len(raw)) + raw
-    path = os.path.join(HERE, "fixtures", "recorder", "golden-tensors.bin")
+    path = os.path.join(HERE, "..", "fixtures", "recorder", "golden-tensors.bin")
     with open(path, "wb") as f:
         f.write(out)
     print("wrote", path, len(out), "bytes")

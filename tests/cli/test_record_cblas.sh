@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_record_cblas.sh: a C program linked against CBLAS and the Fortran BLAS, recorded at level 10 and replayed bit-exactly through the same BLAS.
-. "$top_srcdir/tests/record-common.sh"
+. "$top_srcdir/tests/tools/record-common.sh"
 REPLAY="$top_builddir/src/replay/mate-replay"
 PROG="$top_builddir/tests/record-blas-prog"
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_recorder_enospc.sh: a full disk (ENOSPC from the LD_PRELOAD shim tests/enospc-shim.c) stops
+# test_recorder_enospc.sh: a full disk (ENOSPC from the LD_PRELOAD shim tests/fakes/enospc-shim.c) stops
 # dumping with exactly one warning; mate-demo's results, exit status and API log are unchanged.
 # FORMAT=pt (test_recorder_enospc_pt.sh) dumps .pt files.
 : "${top_builddir:=.}"

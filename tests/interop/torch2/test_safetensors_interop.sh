@@ -1,0 +1,3 @@
+#!/bin/sh
+# test_safetensors_interop.sh: tests/interop/test_safetensors_interop.py again, under the current peers' Python (torch 2.x, PYTHON_PEERS).
+exec "$top_srcdir/tests/run-python.sh" --peers "$top_srcdir/tests/interop/test_safetensors_interop.py"

@@ -1,3 +1,0 @@
-#!/bin/sh
-# test_recorder_inplace.sh: tests/test_recorder_inplace.py again, under the current peers' Python (torch 2.x, PYTHON_PEERS).
-exec "$top_srcdir/tests/run-python.sh" --peers "$top_srcdir/tests/test_recorder_inplace.py"
