@@ -100,7 +100,7 @@ LD_PRELOAD="$asan $cxx" \
 	make -j"$jobs" check TESTS="$(echo $preload_tests)" || { cat test-suite.log; exit 1; }
 no_skips
 # None of them may have left its preload part out as in a static build.
-if grep -l -e 'static-only' -e 'disable-shared' tests/*.log; then
+if grep -rl --include='*.log' -e 'static-only' -e 'disable-shared' tests; then
 	echo "ci: the preload library did not run in the shared sanitizer build"; exit 1
 fi
 cd ..
