@@ -18,6 +18,14 @@ libmate_la_SOURCES += \
 	lib/core/parallel.h \
 	lib/core/parallel.c
 
+## The utility layer (lib/util.h): the clock, warnings, the text buffer, JSON strings,
+## function-name patterns. util_warn.c, util_json.c and util_match.c need
+## only libc: the preload library, libmate_view and the tools that use
+## them build them in (their symbols are hidden in libmate.so).
+libmate_la_SOURCES += \
+	lib/util.h \
+	lib/util_warn.c
+
 ## The CUDA backend, kernels and allocators are a module, mate-cuda.so
 ## (mk/cuda.mk), which lib/core/cuda_module.c opens on first use: libmate
 ## itself links no CUDA library.

@@ -20,6 +20,8 @@
 #define MATE_HIDDEN
 #endif
 
+#include "util.h"
+
 /* Sets err (if not NULL) and returns code. */
 int mate_set_error(mate_error *err, int code, const char *fmt, ...) MATE_PRINTF(3, 4);
 /* Sets an I/O error from errno: "what: path: strerror"; ENOSPC/EDQUOT give

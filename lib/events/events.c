@@ -127,28 +127,10 @@ static const char *const type_name[MATE_EV_TYPE_COUNT] = {
 	"MEM_ALLOC", "MEM_FREE", "MEM_FAIL", "ERROR", "CUSTOM"
 };
 
-static void ev_warn(const char *fmt, ...) MATE_PRINTF(1, 2);
 static void sync_flush(void);
 
 /* In a sync child: the emitter writes what it queued (and what came before). */
 #define SYNC_FLUSH() do { if (MATE_UNLIKELY(S.sync)) sync_flush(); } while (0)
-
-static void
-ev_warn(const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = snprintf(msg, sizeof(msg), "mate: ");
-	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
-	if (n > (int)sizeof(msg) - 2)
-		n = (int)sizeof(msg) - 2;
-	msg[n++] = '\n';
-	(void)!write(STDERR_FILENO, msg, (size_t)n);
-}
 
 static uint64_t
 mono_ns(void)
@@ -635,7 +617,7 @@ out_flush(void)
 	S.out_len = 0;
 	if (rc != 0 && !S.out_failed) {
 		S.out_failed = 1;
-		ev_warn("cannot write the instruction log: %s; events are no longer logged",
+		mate_warn("cannot write the instruction log: %s; events are no longer logged",
 		    strerror(-rc));
 	}
 }
@@ -910,7 +892,7 @@ open_ilog(void)
 		return;
 	S.ilog_fd = mate_log_open(path, O_CREAT | O_TRUNC, mate_log_name_of(S.ilog_path));
 	if (S.ilog_fd < 0) {
-		ev_warn("cannot open MATE_INSTRUCTION_LOG '%s': %s; no instruction log",
+		mate_warn("cannot open MATE_INSTRUCTION_LOG '%s': %s; no instruction log",
 		    path, mate_log_strerror(S.ilog_fd));
 		S.ilog_fd = -1;
 		free(path);
@@ -920,7 +902,7 @@ open_ilog(void)
 	n = mate_ilog_format_header(head, sizeof(head), "mate Instruction Stream",
 	    (time_t)S.start_real);
 	if (n > 0 && (size_t)n < sizeof(head) && mate_write_all(S.ilog_fd, head, (size_t)n) != 0) {
-		ev_warn("cannot write the instruction log: %s", strerror(errno));
+		mate_warn("cannot write the instruction log: %s", strerror(errno));
 		S.out_failed = 1;
 	}
 }
@@ -975,7 +957,7 @@ env_number(const char *name, double max, double dflt, const char *want, const ch
 	v = strtod(w, &end);
 	if (*end == '\0' && v >= 0 && v <= max)
 		return v;
-	ev_warn("bad %s value '%s' (want %s); %s", name, w, want, instead);
+	mate_warn("bad %s value '%s' (want %s); %s", name, w, want, instead);
 	return dflt;
 }
 
@@ -1017,7 +999,7 @@ start_session(void)
 		if (S.ring == NULL || S.out == NULL) {
 			free(S.ring), free(S.out);
 			S.ring = NULL, S.out = NULL;
-			ev_warn("out of memory; no live events");
+			mate_warn("out of memory; no live events");
 			return;
 		}
 	}
@@ -1035,7 +1017,7 @@ start_session(void)
 	if (S.sync && S.mon == NULL)
 		S.have_thread = 0;
 	else if (pthread_create(&S.thread, NULL, events_thread, NULL) != 0) {
-		ev_warn("cannot start the events thread; no live events");
+		mate_warn("cannot start the events thread; no live events");
 		if (S.mon != NULL)
 			mate_mon_stop(S.mon);
 		S.mon = NULL;
@@ -1121,7 +1103,7 @@ mate_ev_configure(int level, const char *ilog, const char *monitor)
 	if (monitor != NULL && (monitor[0] == '\0' || strcmp(monitor, "0") == 0))
 		monitor = NULL;
 	if (monitor != NULL && mate_mon_parse_spec(monitor, S.tcp, sizeof(S.tcp)) != 0) {
-		ev_warn("bad MATE_MONITOR value '%s' (want 1, tcp, tcp:PORT or tcp://HOST:PORT); "
+		mate_warn("bad MATE_MONITOR value '%s' (want 1, tcp, tcp:PORT or tcp://HOST:PORT); "
 		    "not monitoring", monitor);
 		monitor = NULL;
 	}

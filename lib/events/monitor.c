@@ -35,26 +35,8 @@ struct mate_mon {
 	size_t mid_len, tail_len;
 };
 
-static void mon_warn(const char *fmt, ...) MATE_PRINTF(1, 2);
 static char *json_str(char *o, char *end, const char *s);
 
-#include <stdarg.h>
-static void
-mon_warn(const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = snprintf(msg, sizeof(msg), "mate: monitor: ");
-	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
-	if (n > (int)sizeof(msg) - 2)
-		n = (int)sizeof(msg) - 2;
-	msg[n++] = '\n';
-	(void)!write(STDERR_FILENO, msg, (size_t)n);
-}
 
 /* ---- the runtime directory ------------------------------------------------------ */
 
@@ -169,7 +151,7 @@ hwm_setting(void)
 		return MON_HWM_DEFAULT;
 	v = strtol(s, &end, 10);
 	if (*end != '\0' || v < 1 || v > 10000000) {
-		mon_warn("bad MATE_MONITOR_HWM value '%s' (want 1..10000000); using %d", s,
+		mate_warn("monitor: bad MATE_MONITOR_HWM value '%s' (want 1..10000000); using %d", s,
 		    MON_HWM_DEFAULT);
 		return MON_HWM_DEFAULT;
 	}
@@ -191,8 +173,8 @@ curve_setting(void *pub)
 	if (strlen(key) != 40 || zmq_z85_decode(raw, key) == NULL ||
 	    zmq_setsockopt(pub, ZMQ_CURVE_SERVER, &one, sizeof(one)) != 0 ||
 	    zmq_setsockopt(pub, ZMQ_CURVE_SECRETKEY, key, 40) != 0) {
-		mon_warn("MATE_MONITOR_CURVE_SECRET_KEY is not a 40-character Z85 CURVE key%s; "
-		    "no tcp endpoint", zmq_has("curve") ? "" : " (this libzmq has no CURVE)");
+		mate_warn("monitor: MATE_MONITOR_CURVE_SECRET_KEY is not a 40-character Z85 CURVE "
+		    "key%s; no tcp endpoint", zmq_has("curve") ? "" : " (this libzmq has no CURVE)");
 		return -1;
 	}
 	return 0;
@@ -216,7 +198,7 @@ write_info(struct mate_mon *m, const char *tcp_bound)
 	if (fd < 0 || n <= 0 || (size_t)n >= sizeof(text) ||
 	    mate_write_all(fd, text, (size_t)n) != 0 || close(fd) != 0 ||
 	    rename(tmp, m->info_path) != 0) {
-		mon_warn("cannot write %s: %s; local tools will not find this process",
+		mate_warn("monitor: cannot write %s: %s; local tools will not find this process",
 		    m->info_path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -232,19 +214,21 @@ bind_ipc(struct mate_mon *m)
 	int rc = mate_mon_runtime_dir(m->dir, sizeof(m->dir), 1);
 
 	if (rc != 0) {
-		mon_warn("runtime directory %s: %s; no local endpoint", m->dir, strerror(-rc));
+		mate_warn("monitor: runtime directory %s: %s; no local endpoint", m->dir,
+		    strerror(-rc));
 		return -1;
 	}
 	if ((size_t)snprintf(m->ipc_path, sizeof(m->ipc_path), "%s/%ld.ipc", m->dir, m->pid) >=
 	    sizeof(m->ipc_path)) {
-		mon_warn("runtime directory %s: path too long for a socket; no local endpoint", m->dir);
+		mate_warn("monitor: runtime directory %s: path too long for a socket; no local endpoint",
+		    m->dir);
 		m->ipc_path[0] = '\0';
 		return -1;
 	}
 	unlink(m->ipc_path);   /* a dead process of the same pid left it */
 	snprintf(ep, sizeof(ep), "ipc://%s", m->ipc_path);
 	if (zmq_bind(m->pub, ep) != 0) {
-		mon_warn("cannot bind %s: %s", ep, zmq_strerror(zmq_errno()));
+		mate_warn("monitor: cannot bind %s: %s", ep, zmq_strerror(zmq_errno()));
 		m->ipc_path[0] = '\0';
 		return -1;
 	}
@@ -299,7 +283,7 @@ mate_mon_start(const char *tcp, double start_real)
 		m->tail_len = (size_t)(o - m->tail);
 	}
 	if ((m->ctx = zmq_ctx_new()) == NULL || (m->pub = zmq_socket(m->ctx, ZMQ_XPUB)) == NULL) {
-		mon_warn("cannot create a ZeroMQ socket: %s", zmq_strerror(zmq_errno()));
+		mate_warn("monitor: cannot create a ZeroMQ socket: %s", zmq_strerror(zmq_errno()));
 		goto fail;
 	}
 	zmq_setsockopt(m->pub, ZMQ_SNDHWM, &hwm, sizeof(hwm));
@@ -311,12 +295,12 @@ mate_mon_start(const char *tcp, double start_real)
 			if (!ok_ipc)
 				goto fail;
 		} else if (zmq_bind(m->pub, tcp) != 0) {
-			mon_warn("cannot bind %s: %s", tcp, zmq_strerror(zmq_errno()));
+			mate_warn("monitor: cannot bind %s: %s", tcp, zmq_strerror(zmq_errno()));
 			if (!ok_ipc)
 				goto fail;
 		} else {
 			zmq_getsockopt(m->pub, ZMQ_LAST_ENDPOINT, bound, &blen);
-			mon_warn("publishing on %s", bound);
+			mate_warn("monitor: publishing on %s", bound);
 		}
 	} else if (!ok_ipc)
 		goto fail;

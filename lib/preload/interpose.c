@@ -33,23 +33,6 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static void *libmate;
 static char *csv_template;          /* MATE_MEMLOG as given */
 
-void
-mate_ip_warn(const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-	int n = snprintf(buf, sizeof(buf), "mate: ");
-
-	va_start(ap, fmt);
-	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
-	if (n > (int)sizeof(buf) - 2)
-		n = (int)sizeof(buf) - 2;
-	buf[n++] = '\n';
-	if (write(2, buf, (size_t)n) < 0)
-		return;
-}
-
 /* ---- finding the real functions ------------------------------------------------------- */
 
 void *
@@ -157,7 +140,7 @@ mate_ip_resolve(const char *name, void *self, void *caller)
 	void *f = mate_ip_lookup(name, self, caller);
 
 	if (f == NULL)
-		mate_ip_warn("cannot find the real %s; the call does nothing", name);
+		mate_warn("cannot find the real %s; the call does nothing", name);
 	return f;
 }
 
@@ -336,10 +319,10 @@ set_memlog_format(void)
 	if (name == NULL || *name == '\0' || mate_ip_memlog == NULL)
 		return;
 	if (mate_ip_api.memlog_format_named == NULL || mate_ip_api.memlog_set_format == NULL)
-		mate_ip_warn("the libmate found has one memory log format; %s=%s is ignored",
+		mate_warn("the libmate found has one memory log format; %s=%s is ignored",
 		    MATE_ENV_MEMLOG_FORMAT, name);
 	else if ((f = mate_ip_api.memlog_format_named(name)) < 0)
-		mate_ip_warn("bad %s value '%s' (want rmm or epoch); writing rmm",
+		mate_warn("bad %s value '%s' (want rmm or epoch); writing rmm",
 		    MATE_ENV_MEMLOG_FORMAT, name);
 	else
 		mate_ip_api.memlog_set_format(mate_ip_memlog, f);
@@ -353,19 +336,19 @@ load(void)
 
 	mate_ip_inside++;
 	if ((libmate = open_libmate()) == NULL) {
-		mate_ip_warn("cannot load libmate (%s); nothing is recorded", dlerror());
+		mate_warn("cannot load libmate (%s); nothing is recorded", dlerror());
 		if (mate_ip_sum != NULL)
 			__atomic_or_fetch(&mate_ip_sum->flags, MATE_SUMMARY_NO_RECORDER, __ATOMIC_RELAXED);
 		goto out;
 	}
 	if (!resolve_api()) {
-		mate_ip_warn("the libmate found lacks the memory log; nothing is recorded");
+		mate_warn("the libmate found lacks the memory log; nothing is recorded");
 		goto out;
 	}
 	if (recorder_complete())
 		mate_ip_level = mate_ip_api.record_level();
 	else if (level_env() != NULL)
-		mate_ip_warn("the libmate found has no recorder; API calls are not recorded");
+		mate_warn("the libmate found has no recorder; API calls are not recorded");
 	/* MATE_PROFILE keeps the calls' shapes: their arguments are collected as at level 3 */
 	prof = prefixed_env("PROFILE");
 	mate_ip_args_level = mate_ip_level > 0 && mate_ip_level < 3 && prof != NULL && *prof != '\0' ?
@@ -450,7 +433,7 @@ write_profile(void)
 		fd = mate_log_open(path, O_CREAT | O_APPEND, mate_log_name_of(dest));
 		if (fd < 0) {
 			/* as the log does (mate.7): one warning, and the report to stderr */
-			mate_ip_warn("cannot open MATE_LOGDEST '%s': %s; the memory profile goes to "
+			mate_warn("cannot open MATE_LOGDEST '%s': %s; the memory profile goes to "
 			    "stderr", path, mate_log_strerror(-fd));
 			fd = 2;
 		}
@@ -477,7 +460,7 @@ check_static_cudart(void)
 
 	objects_list(&o);
 	if (o.libcuda && !o.libcudart) {
-		mate_ip_warn("this program uses the CUDA driver but loaded no libcudart.so: its CUDA "
+		mate_warn("this program uses the CUDA driver but loaded no libcudart.so: its CUDA "
 		    "runtime is linked statically, and its allocations, copies, launches and cuBLAS "
 		    "calls were not recorded (link it with -cudart shared to record them)");
 		n = 1;
@@ -486,7 +469,7 @@ check_static_cudart(void)
 			if (strstr(o.names[i], "/libcudart.so") || strstr(o.names[i], "/libcuda.so") ||
 			    mate_ip_api.elf_cuda_runtime(o.names[i], NULL) != 2)
 				continue;
-			mate_ip_warn("%s carries a static CUDA runtime: its CUDA calls were not recorded",
+			mate_warn("%s carries a static CUDA runtime: its CUDA calls were not recorded",
 			    o.names[i]);
 			n++;
 		}
@@ -508,7 +491,7 @@ ip_exit(void)
 		if (csv_template != NULL)
 			write_profile();
 		if ((e = mate_ip_api.memlog_error(mate_ip_memlog)) != NULL)
-			mate_ip_warn("%s", e);
+			mate_warn("%s", e);
 	}
 	mate_ip_inside--;
 }

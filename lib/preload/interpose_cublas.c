@@ -252,7 +252,7 @@ operands(struct gemm *g, int level)
 		g->bytes[i] = extent_bytes(&g->t[i]);
 		if ((g->host[i] = malloc(g->bytes[i] ? g->bytes[i] : 1)) == NULL ||
 		    dev_copy(g->host[i], data[i], g->bytes[i], g->stream) != 0) {
-			mate_ip_warn("cannot copy a cuBLAS operand to the host; %s is recorded "
+			mate_warn("cannot copy a cuBLAS operand to the host; %s is recorded "
 			    "without data", g->name);
 			return -1;
 		}
@@ -379,7 +379,7 @@ gemm_finish(struct ip_call *ic, struct gemm *g, cublasStatus_t st)
 	mate_ip_call_ran(ic);
 	if (st == 0 && ic->c != NULL && g->host[2] != NULL &&
 	    dev_copy(g->host[2], g->c, g->bytes[2], g->stream) != 0)
-		mate_ip_warn("cannot copy the result of %s to the host", g->name);
+		mate_warn("cannot copy the result of %s to the host", g->name);
 	snprintf(msg, sizeof(msg), "%s returned cublasStatus %d", g->name, st);
 	mate_ip_call_end(ic, st == 0 ? NULL : msg);
 	free_host(g);

@@ -10,6 +10,7 @@
 #include "mate_dump.h"
 #include "mate_record.h"
 #include "record_summary.h"
+#include "util.h"
 
 /* The preload library is built with -fvisibility=hidden: only the
  * interposed API entry points are exported. */
@@ -130,7 +131,6 @@ IP_EXPORT int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, vo
 void *mate_ip_sibling(const void *addr, const char *name);
 
 /* "mate: ..." on stderr in one write. */
-void mate_ip_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Adds n to a counter of the summary file (when there is one). */
 #define IP_COUNT(field, n) do { \

@@ -39,29 +39,6 @@ static struct {
 
 /* ---- warnings ----------------------------------------------------------------- */
 
-static void
-vwarn(const char *fmt, va_list ap)
-{
-	char msg[1024];
-	int n = snprintf(msg, sizeof(msg), "mate: ");
-
-	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n - 1, fmt, ap);
-	if (n > (int)sizeof(msg) - 2)
-		n = (int)sizeof(msg) - 2;
-	msg[n++] = '\n';
-	(void)!write(STDERR_FILENO, msg, (size_t)n);
-}
-
-void
-mate_rec_warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vwarn(fmt, ap);
-	va_end(ap);
-}
-
 void
 mate_rec_warn_once(enum rec_once which, const char *fmt, ...)
 {
@@ -70,7 +47,7 @@ mate_rec_warn_once(enum rec_once which, const char *fmt, ...)
 	if (__atomic_exchange_n(&once_flags[which], 1, __ATOMIC_RELAXED))
 		return;
 	va_start(ap, fmt);
-	vwarn(fmt, ap);
+	mate_vwarn(fmt, ap);
 	va_end(ap);
 }
 
@@ -175,7 +152,7 @@ identity_from_env(void)
 		*colon++ = '\0';
 	mate_error_clear(&err);
 	if (strlen(s) >= sizeof(buf) || set_identity(buf, colon, &err) != MATE_OK)
-		mate_rec_warn("bad MATE_IDENTITY value '%s' (%s); recording as mate", s,
+		mate_warn("bad MATE_IDENTITY value '%s' (%s); recording as mate", s,
 		    err.message[0] ? err.message : "too long");
 }
 
@@ -249,7 +226,7 @@ parse_float(const char *s, double *out)
 static void
 bad_value(const char *var, const char *value, const char *why, const char *dflt)
 {
-	mate_rec_warn("bad %s_%s value '%s' (%s); using the default %s", ident.prefix, var, value,
+	mate_warn("bad %s_%s value '%s' (%s); using the default %s", ident.prefix, var, value,
 	    why, dflt);
 }
 
@@ -527,7 +504,7 @@ init_from_env(void)
 	identity_from_env();
 	mate_config_from_env(&cfg);
 	if (apply(&cfg, NULL) != MATE_OK) {
-		mate_rec_warn("out of memory reading the configuration; recording is off");
+		mate_warn("out of memory reading the configuration; recording is off");
 		__atomic_store_n(&mate_record_level_, 0, __ATOMIC_RELEASE);
 	}
 }
@@ -624,7 +601,7 @@ open_log(void)
 		logst.fd = path ? mate_log_open(path, O_CREAT | O_APPEND, mate_log_name_of(d)) :
 		    -ENOMEM;
 		if (logst.fd < 0) {
-			mate_rec_warn("cannot open %s_LOGDEST '%s': %s; logging to stderr", ident.prefix,
+			mate_warn("cannot open %s_LOGDEST '%s': %s; logging to stderr", ident.prefix,
 			    path ? path : d, mate_log_strerror(logst.fd));
 			logst.fd = STDERR_FILENO;
 		} else

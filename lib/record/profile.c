@@ -527,7 +527,7 @@ mate_rec_profile_add(mate_call *c, uint64_t ns, int failed)
 	if ((e = find(h, bp->p, bp->len, &slot)) == NULL) {
 		if (prof.n >= PROFILE_MAX_ENTRIES) {
 			if (prof.dropped++ == 0)
-				mate_rec_warn("MATE_PROFILE keeps %d distinct calls; calls of further "
+				mate_warn("MATE_PROFILE keeps %d distinct calls; calls of further "
 				    "shapes are left out", PROFILE_MAX_ENTRIES);
 			goto out;
 		}
@@ -641,7 +641,7 @@ write_table(int quiet)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
 		if (!quiet)
-			mate_rec_warn("cannot write the profile %s: %s", tmp, strerror(errno));
+			mate_warn("cannot write the profile %s: %s", tmp, strerror(errno));
 		return;
 	}
 	sort_entries(prof.order, prof.n);
@@ -666,7 +666,7 @@ write_table(int quiet)
 	return;
 failed:
 	if (!quiet)
-		mate_rec_warn("cannot write the profile %s: %s", path, strerror(errno));
+		mate_warn("cannot write the profile %s: %s", path, strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	unlink(tmp);

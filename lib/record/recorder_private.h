@@ -71,8 +71,6 @@ void mate_rec_init(void) MATE_HIDDEN;
 /* Session generation: bumped by mate_configure() and fork. */
 extern unsigned mate_rec_generation MATE_HIDDEN;
 
-/* "mate: ..." on stderr, one write. */
-void mate_rec_warn(const char *fmt, ...) MATE_PRINTF(1, 2) MATE_HIDDEN;
 /* Warns once per session for each of these. */
 enum rec_once {
 	REC_ONCE_NOMEM,
