@@ -25,4 +25,52 @@
 void mate_warn(const char *fmt, ...) MATE_PRINTF(1, 2) MATE_HIDDEN;
 void mate_vwarn(const char *fmt, va_list ap) MATE_PRINTF(1, 0) MATE_HIDDEN;
 
+/* ---- growable text buffer (util_buf.c) ---------------------------------------- */
+
+/* Zeroed (or mate_buf_init()) is empty. After a failed allocation oom is
+ * set, later appends do nothing and mate_buf_str() returns NULL. */
+struct mate_buf {
+	char *p;
+	size_t len, cap;
+	int oom;        /* an allocation failed: the text is incomplete */
+};
+void mate_buf_init(struct mate_buf *b) MATE_HIDDEN;
+void mate_buf_free(struct mate_buf *b) MATE_HIDDEN;
+void mate_buf_put(struct mate_buf *b, const char *s, size_t n) MATE_HIDDEN;
+void mate_buf_puts(struct mate_buf *b, const char *s) MATE_HIDDEN;
+void mate_buf_putc(struct mate_buf *b, char ch) MATE_HIDDEN;
+void mate_buf_printf(struct mate_buf *b, const char *fmt, ...) MATE_PRINTF(2, 3) MATE_HIDDEN;
+void mate_buf_spaces(struct mate_buf *b, int n) MATE_HIDDEN;
+/* Decimal and "0x" hexadecimal integers without printf. */
+void mate_buf_int(struct mate_buf *b, int64_t v) MATE_HIDDEN;
+void mate_buf_uint(struct mate_buf *b, uint64_t v) MATE_HIDDEN;
+void mate_buf_hex(struct mate_buf *b, uint64_t v) MATE_HIDDEN;
+/* NUL-terminates and returns the text (NULL after an allocation failure). */
+const char *mate_buf_str(struct mate_buf *b) MATE_HIDDEN;
+
+/* ---- JSON strings (util_json.c) ------------------------------------------------ */
+
+/* Every writer escapes '"' and '\\' and the control bytes; these choose
+ * the rest, so that each output stays what its reader (or the program it
+ * copies) writes. */
+enum {
+	MATE_JSON_SHORT = 1,   /* \b \t \n \f \r rather than \u00XX (json.dumps, serde_json) */
+	MATE_JSON_ASCII = 2,   /* DEL and all non-ASCII as \uXXXX, surrogate pairs above
+	                        * U+FFFF; a byte that is not UTF-8 as \u00XX (json.dumps'
+	                        * ensure_ascii) */
+	MATE_JSON_UTF8 = 4     /* UTF-8 as it is, a byte that is not as \ufffd; without
+	                        * this or ASCII, bytes from 0x80 are copied as they are */
+};
+/* Writes s (len bytes) as a JSON string, quotes included, through put(ctx,
+ * bytes, n): plain runs in one call, each escape in one call. */
+void mate_json_string(const char *s, size_t len, unsigned flags,
+    void (*put)(void *ctx, const char *p, size_t n), void *ctx) MATE_HIDDEN;
+/* The same appended to b (util_buf.c: util_json.c needs nothing but libc,
+ * so that the frontends and libmate_view can build it in). */
+void mate_buf_json(struct mate_buf *b, const char *s, size_t len, unsigned flags) MATE_HIDDEN;
+/* The length of the well-formed UTF-8 sequence (RFC 3629: no overlong
+ * form, no surrogate, nothing past U+10FFFF) at s, at most n bytes, with
+ * its code point in *cp; 0 when there is none. */
+int mate_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) MATE_HIDDEN;
+
 #endif /* MATE_UTIL_H_INCLUDED */

@@ -24,7 +24,9 @@ libmate_la_SOURCES += \
 ## them build them in (their symbols are hidden in libmate.so).
 libmate_la_SOURCES += \
 	lib/util.h \
-	lib/util_warn.c
+	lib/util_warn.c \
+	lib/util_buf.c \
+	lib/util_json.c
 
 ## The CUDA backend, kernels and allocators are a module, mate-cuda.so
 ## (mk/cuda.mk), which lib/core/cuda_module.c opens on first use: libmate

@@ -336,30 +336,34 @@ mate_mon_poll(struct mate_mon *m, int wake_fd, int timeout_ms)
 	return m->subscribers > 0;
 }
 
+/* Where json_str() writes: o up to end, keeping a byte for the closing
+ * quote; a piece that does not fit ends the string there. */
+struct span {
+	char *o, *end;
+};
+
+static void
+span_put(void *ctx, const char *p, size_t n)
+{
+	struct span *s = ctx;
+
+	if ((size_t)(s->end - s->o) > n) {
+		memcpy(s->o, p, n);
+		s->o += n;
+	} else if (s->end > s->o) {
+		*s->o++ = '"';
+		s->end = s->o;
+	}
+}
+
 /* Appends s as a JSON string (quotes, escapes) at *o, bounded by end. */
 static char *
 json_str(char *o, char *end, const char *s)
 {
-	static const char hex[] = "0123456789abcdef";
+	struct span sp = { o, end };
 
-	if (o < end)
-		*o++ = '"';
-	for (; *s != '\0' && o + 7 < end; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\') {
-			*o++ = '\\';
-			*o++ = (char)c;
-		} else if (c < 0x20) {
-			memcpy(o, "\\u00", 4);
-			o[4] = hex[c >> 4];
-			o[5] = hex[c & 15];
-			o += 6;
-		} else
-			*o++ = (char)c;
-	}
-	if (o < end)
-		*o++ = '"';
-	return o;
+	mate_json_string(s, strlen(s), 0, span_put, &sp);
+	return sp.o;
 }
 
 void

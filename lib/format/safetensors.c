@@ -88,76 +88,6 @@ mate_utf8_invalid_at(const unsigned char *s, size_t len)
 	return len;
 }
 
-/* ---- growing byte buffer (header text) ------------------------------------ */
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	int oom;
-};
-
-static void
-sb_put(struct sbuf *sb, const void *s, size_t n)
-{
-	if (sb->oom)
-		return;
-	if (sb->cap - sb->len < n) {
-		size_t cap = sb->cap ? sb->cap : 256;
-		while (cap - sb->len < n && cap < SIZE_MAX / 2)
-			cap *= 2;
-		char *p = cap - sb->len >= n ? realloc(sb->p, cap) : NULL;
-		if ((sb->oom = p == NULL))
-			return;
-		sb->p = p;
-		sb->cap = cap;
-	}
-	memcpy(sb->p + sb->len, s, n);
-	sb->len += n;
-}
-
-static void
-sb_puts(struct sbuf *sb, const char *s)
-{
-	sb_put(sb, s, strlen(s));
-}
-
-static void
-sb_u64(struct sbuf *sb, uint64_t v)
-{
-	char buf[24], *p = buf + sizeof(buf);
-
-	do
-		*--p = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	sb_put(sb, p, (size_t)(buf + sizeof(buf) - p));
-}
-
-/* A JSON string as serde_json writes it: raw UTF-8, short escapes for
- * \b \t \n \f \r " \\, \u00xx (lower-case hex) for other control bytes. */
-static void
-sb_json_str(struct sbuf *sb, const char *s, size_t n)
-{
-	static const char special[] = "\b\t\n\f\r\"\\", letter[] = "btnfr\"\\";
-	size_t run = 0;
-
-	sb_puts(sb, "\"");
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		const char *e = c != 0 ? strchr(special, c) : NULL;
-		char esc[7];
-		if (c >= 0x20 && e == NULL)
-			continue;
-		sb_put(sb, s + run, i - run);
-		run = i + 1;
-		if (e != NULL)
-			snprintf(esc, sizeof(esc), "\\%c", letter[e - special]);
-		else
-			snprintf(esc, sizeof(esc), "\\u%04x", c);
-		sb_puts(sb, esc);
-	}
-	sb_put(sb, s + run, n - run);
-	sb_puts(sb, "\"");
-}
-
 /* ==== writer =============================================================== */
 
 struct st_item {
@@ -257,7 +187,7 @@ collect_items(const mate_value *tensors, struct st_item **items, size_t *n, mate
 }
 
 static int
-put_metadata(struct sbuf *sb, const mate_value *meta, mate_error *err)
+put_metadata(struct mate_buf *sb, const mate_value *meta, mate_error *err)
 {
 	size_t len;
 	const char *s;
@@ -265,56 +195,56 @@ put_metadata(struct sbuf *sb, const mate_value *meta, mate_error *err)
 
 	if (mate_value_kind_of(meta) != MATE_V_DICT)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "safetensors: metadata must be a dict");
-	sb_puts(sb, "\"__metadata__\":{");
+	mate_buf_puts(sb, "\"__metadata__\":{");
 	for (size_t i = 0; i < mate_value_len(meta); i++) {
 		if ((rc = check_str(mate_value_key(meta, i), "metadata key", err)) != MATE_OK ||
 		    (rc = check_str(mate_value_item(meta, i), "metadata value", err)) != MATE_OK)
 			return rc;
 		s = mate_value_get_str(mate_value_key(meta, i), &len);
-		sb_puts(sb, i > 0 ? "," : "");
-		sb_json_str(sb, s, len);
+		mate_buf_puts(sb, i > 0 ? "," : "");
+		mate_buf_json(sb, s, len, MATE_JSON_SHORT);
 		s = mate_value_get_str(mate_value_item(meta, i), &len);
-		sb_puts(sb, ":");
-		sb_json_str(sb, s, len);
+		mate_buf_puts(sb, ":");
+		mate_buf_json(sb, s, len, MATE_JSON_SHORT);
 	}
-	sb_puts(sb, "}");
+	mate_buf_puts(sb, "}");
 	return MATE_OK;
 }
 
 /* The 8-byte length and the compact JSON header padded with spaces to a
  * multiple of 8, exactly as the reference writes them. */
 static int
-build_header(struct sbuf *sb, const struct st_item *items, size_t n,
+build_header(struct mate_buf *sb, const struct st_item *items, size_t n,
     const mate_value *meta, mate_error *err)
 {
 	uint64_t off = 0, hlen;
 	int rc;
 
-	sb_put(sb, "\0\0\0\0\0\0\0\0{", 9);
+	mate_buf_put(sb, "\0\0\0\0\0\0\0\0{", 9);
 	if (meta != NULL && (rc = put_metadata(sb, meta, err)) != MATE_OK)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
 		const mate_tensor *t = items[i].t;
-		sb_puts(sb, i > 0 || meta != NULL ? "," : "");
-		sb_json_str(sb, items[i].name, items[i].len);
-		sb_puts(sb, ":{\"dtype\":\"");
-		sb_puts(sb, st_dtypes[items[i].rank].name);
-		sb_puts(sb, "\",\"shape\":[");
+		mate_buf_puts(sb, i > 0 || meta != NULL ? "," : "");
+		mate_buf_json(sb, items[i].name, items[i].len, MATE_JSON_SHORT);
+		mate_buf_puts(sb, ":{\"dtype\":\"");
+		mate_buf_puts(sb, st_dtypes[items[i].rank].name);
+		mate_buf_puts(sb, "\",\"shape\":[");
 		for (int d = 0; d < t->ndim; d++) {
-			sb_puts(sb, d > 0 ? "," : "");
-			sb_u64(sb, (uint64_t)t->shape[d]);
+			mate_buf_puts(sb, d > 0 ? "," : "");
+			mate_buf_uint(sb, (uint64_t)t->shape[d]);
 		}
-		sb_puts(sb, "],\"data_offsets\":[");
-		sb_u64(sb, off);
-		sb_puts(sb, ",");
+		mate_buf_puts(sb, "],\"data_offsets\":[");
+		mate_buf_uint(sb, off);
+		mate_buf_puts(sb, ",");
 		if (__builtin_add_overflow(off, items[i].nbytes, &off))
 			return mate_set_error(err, MATE_ERR_LIMIT, "safetensors: tensors too large");
-		sb_u64(sb, off);
-		sb_puts(sb, "]}");
+		mate_buf_uint(sb, off);
+		mate_buf_puts(sb, "]}");
 	}
-	sb_puts(sb, "}");
+	mate_buf_puts(sb, "}");
 	while (sb->len % 8 != 0)
-		sb_puts(sb, " ");
+		mate_buf_puts(sb, " ");
 	if (sb->oom)
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	hlen = sb->len - 8;
@@ -359,7 +289,7 @@ write_view(struct mate_wq *q, const mate_tensor *t)
 }
 
 static int
-write_file(const char *path, const struct sbuf *hdr, const struct st_item *items,
+write_file(const char *path, const struct mate_buf *hdr, const struct st_item *items,
     size_t n, mate_error *err)
 {
 	mate_atomic_file af;
@@ -400,7 +330,7 @@ int
 mate_safetensors_write(const char *path, const mate_value *tensors,
     const mate_value *metadata, mate_error *err)
 {
-	struct sbuf hdr = { 0 };
+	struct mate_buf hdr = { 0 };
 	struct st_item *items;
 	size_t n;
 	int rc;
@@ -412,7 +342,7 @@ mate_safetensors_write(const char *path, const mate_value *tensors,
 		rc = build_header(&hdr, items, n, metadata, err);
 	if (rc == MATE_OK)
 		rc = write_file(path, &hdr, items, n, err);
-	free(hdr.p);
+	mate_buf_free(&hdr);
 	free(items);
 	return rc;
 }

@@ -642,36 +642,9 @@ mate_memlog_pop(mate_memlog *m)
 	}
 }
 
-/* Text of the report. */
-struct pbuf {
-	char *p;
-	size_t len, cap;
-	int oom;
-};
-
-static void
-pb_put(struct pbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = (b->cap ? b->cap * 2 : 1024) + n;
-		char *p = realloc(b->p, cap);
-		if (p == NULL) {
-			b->oom = 1;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
 /* 1234567 -> "1,234,567" right-aligned in width. */
 static void
-put_grouped(struct pbuf *b, uint64_t v, int width)
+put_grouped(struct mate_buf *b, uint64_t v, int width)
 {
 	char digits[32], out[48];
 	int nd = snprintf(digits, sizeof(digits), "%" PRIu64, v), n = 0, pad;
@@ -682,8 +655,8 @@ put_grouped(struct pbuf *b, uint64_t v, int width)
 		out[n++] = digits[i];
 	}
 	for (pad = width - n; pad > 0; pad--)
-		pb_put(b, " ", 1);
-	pb_put(b, out, (size_t)n);
+		mate_buf_put(b, " ", 1);
+	mate_buf_put(b, out, (size_t)n);
 }
 
 static int
@@ -740,7 +713,7 @@ sorted_entries(mate_memlog *m, size_t *count)
 char *
 mate_memlog_profile(mate_memlog *m)
 {
-	struct pbuf b = { NULL, 0, 0, 0 };
+	struct mate_buf b = { 0 };
 	struct prof_entry **v;
 	size_t n;
 
@@ -750,21 +723,21 @@ mate_memlog_profile(mate_memlog *m)
 	v = sorted_entries(m, &n);
 	if (v == NULL)
 		b.oom = 1;
-	pb_put(&b, profile_head, sizeof(profile_head) - 1);
+	mate_buf_put(&b, profile_head, sizeof(profile_head) - 1);
 	for (size_t i = 0; v != NULL && i < n; i++) {
 		put_grouped(&b, v[i]->ncalls, 6);
-		pb_put(&b, " ", 1);
+		mate_buf_put(&b, " ", 1);
 		put_grouped(&b, v[i]->peak > 0 ? (uint64_t)v[i]->peak : 0, 15);
-		pb_put(&b, " ", 1);
+		mate_buf_put(&b, " ", 1);
 		put_grouped(&b, v[i]->total, 15);
-		pb_put(&b, "  ", 2);
-		pb_put(&b, v[i]->name, strlen(v[i]->name));
-		pb_put(&b, "\n", 1);
+		mate_buf_put(&b, "  ", 2);
+		mate_buf_put(&b, v[i]->name, strlen(v[i]->name));
+		mate_buf_put(&b, "\n", 1);
 	}
 	pthread_mutex_unlock(&m->lock);
 	free(v);
-	if (b.oom) {
-		free(b.p);
+	if (mate_buf_str(&b) == NULL) {
+		mate_buf_free(&b);
 		return NULL;
 	}
 	return b.p;

@@ -28,203 +28,6 @@ u64_digits(uint64_t m, char *out)
 	return n;
 }
 
-/* ---- buffer ----------------------------------------------------------------- */
-
-void
-mate_buf_init(struct mate_buf *b)
-{
-	b->p = NULL;
-	b->len = b->cap = 0;
-	b->oom = 0;
-}
-
-/* Each thread keeps a few freed buffers for its next ones: a call at
- * level 10 fills several, and malloc() of large blocks is slow when small
- * ones were freed since (glibc consolidates them first). Freed at thread
- * exit. */
-#define CACHE_SLOTS 4
-#define CACHE_MIN 4096
-#define CACHE_MAX (64u << 10)
-struct buf_cache {
-	char *p[CACHE_SLOTS];
-	size_t cap[CACHE_SLOTS];
-};
-static __thread struct buf_cache cache;
-static __thread int cache_keyed;
-static pthread_key_t cache_key;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
-static int cache_key_ok;
-
-static void
-cache_destroy(void *arg)
-{
-	struct buf_cache *c = arg;
-
-	for (int i = 0; i < CACHE_SLOTS; i++) {
-		free(c->p[i]);
-		c->p[i] = NULL;
-	}
-}
-
-static void
-cache_make_key(void)
-{
-	cache_key_ok = pthread_key_create(&cache_key, cache_destroy) == 0;
-}
-
-/* Whether this thread's cache is in use (its destructor registered). */
-static int
-cache_ready(void)
-{
-	if (cache_keyed)
-		return 1;
-	pthread_once(&cache_once, cache_make_key);
-	if (!cache_key_ok || pthread_setspecific(cache_key, &cache) != 0)
-		return 0;
-	cache_keyed = 1;
-	return 1;
-}
-
-void
-mate_buf_free(struct mate_buf *b)
-{
-	if (b->p != NULL && !b->oom && b->cap >= CACHE_MIN && b->cap <= CACHE_MAX && cache_ready()) {
-		for (int i = 0; i < CACHE_SLOTS; i++)
-			if (cache.p[i] == NULL) {
-				cache.p[i] = b->p;
-				cache.cap[i] = b->cap;
-				mate_buf_init(b);
-				return;
-			}
-	}
-	free(b->p);
-	mate_buf_init(b);
-}
-
-/* After a failure cap == len, so that every later reserve() comes here. */
-static int
-grow(struct mate_buf *b, size_t n)
-{
-	size_t cap;
-	char *p;
-
-	if (b->oom)
-		return 0;
-	if (b->p == NULL && cache_keyed)
-		for (int i = 0; i < CACHE_SLOTS; i++)
-			if (cache.p[i] != NULL && cache.cap[i] > n) {
-				b->p = cache.p[i];
-				b->cap = cache.cap[i];
-				cache.p[i] = NULL;
-				return 1;
-			}
-	cap = b->cap ? b->cap : CACHE_MIN;
-	while (cap < b->len + n + 1) {
-		if (cap > SIZE_MAX / 2)
-			goto fail;
-		cap *= 2;
-	}
-	p = realloc(b->p, cap);
-	if (p == NULL)
-		goto fail;
-	b->p = p;
-	b->cap = cap;
-	return 1;
-fail:
-	b->oom = 1;
-	b->cap = b->len;
-	return 0;
-}
-
-/* Room for n more bytes and a NUL (cap is 0 after an allocation failure). */
-static inline int
-reserve(struct mate_buf *b, size_t n)
-{
-	return MATE_LIKELY(b->cap - b->len > n) || grow(b, n);
-}
-
-void
-mate_buf_put(struct mate_buf *b, const char *s, size_t n)
-{
-	if (n == 0 || !reserve(b, n))
-		return;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-}
-
-void
-mate_buf_puts(struct mate_buf *b, const char *s)
-{
-	mate_buf_put(b, s, strlen(s));
-}
-
-void
-mate_buf_putc(struct mate_buf *b, char ch)
-{
-	if (!reserve(b, 1))
-		return;
-	b->p[b->len++] = ch;
-}
-
-void
-mate_buf_printf(struct mate_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (!reserve(b, 64))
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n >= b->cap - b->len) {
-		if (!reserve(b, (size_t)n))
-			return;
-		va_start(ap, fmt);
-		vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-	}
-	b->len += (size_t)n;
-}
-
-void
-mate_buf_int(struct mate_buf *b, int64_t v)
-{
-	char tmp[24], *p = tmp + sizeof(tmp);
-	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-
-	do
-		*--p = (char)('0' + u % 10);
-	while ((u /= 10) != 0);
-	if (v < 0)
-		*--p = '-';
-	mate_buf_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
-}
-
-void
-mate_buf_hex(struct mate_buf *b, uint64_t v)
-{
-	char tmp[24], *p = tmp + sizeof(tmp);
-
-	do
-		*--p = "0123456789abcdef"[v & 15];
-	while ((v >>= 4) != 0);
-	*--p = 'x';
-	*--p = '0';
-	mate_buf_put(b, p, (size_t)(tmp + sizeof(tmp) - p));
-}
-
-void
-mate_buf_spaces(struct mate_buf *b, int n)
-{
-	if (n <= 0 || !reserve(b, (size_t)n))
-		return;
-	memset(b->p + b->len, ' ', (size_t)n);
-	b->len += (size_t)n;
-}
-
 void
 mate_buf_fixed(struct mate_buf *b, double x, int decimals)
 {
@@ -263,15 +66,6 @@ mate_buf_fixed(struct mate_buf *b, double x, int decimals)
 		n += decimals;
 	}
 	mate_buf_put(b, tmp, (size_t)n);
-}
-
-const char *
-mate_buf_str(struct mate_buf *b)
-{
-	if (!reserve(b, 0))
-		return NULL;
-	b->p[b->len] = '\0';
-	return b->p;
 }
 
 /* ---- repr(float) -------------------------------------------------------------- */
@@ -385,39 +179,6 @@ mate_py_float_repr(double d, char *buf)
 
 /* ---- strings ---------------------------------------------------------------- */
 
-/* Decodes one UTF-8 sequence at s (n bytes left); returns its length, or 0
- * for an invalid byte. */
-static int
-utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-	int len;
-	uint32_t c = s[0], min;
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if ((c & 0xe0) == 0xc0)
-		len = 2, c &= 0x1f, min = 0x80;
-	else if ((c & 0xf0) == 0xe0)
-		len = 3, c &= 0x0f, min = 0x800;
-	else if ((c & 0xf8) == 0xf0)
-		len = 4, c &= 0x07, min = 0x10000;
-	else
-		return 0;
-	if ((size_t)len > n)
-		return 0;
-	for (int i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return len;
-}
-
 /* Python's str.isprintable() for the code points that usually matter. */
 static int
 py_printable(uint32_t cp)
@@ -441,7 +202,7 @@ escaped(struct mate_buf *b, const char *s, size_t len, char quote)
 
 	for (size_t i = 0; i < len;) {
 		uint32_t cp;
-		int n = utf8_decode(u + i, len - i, &cp);
+		int n = mate_utf8_decode(u + i, len - i, &cp);
 		if (n == 0) {
 			mate_buf_printf(b, "\\x%02x", u[i++]);
 			continue;
@@ -493,59 +254,10 @@ mate_text_escape(const char *s, size_t len)
 	return b.p;
 }
 
-/* Bytes json.dumps copies as they are: printable ASCII but '"' and '\\'. */
-static const unsigned char json_plain[256] = {
-#define P16 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
-	[0x20] = 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	[0x30] = P16, P16,
-	[0x50] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
-	[0x60] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-	[0x70] = 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0,
-#undef P16
-};
-
 void
 mate_buf_jsonstr(struct mate_buf *b, const char *s, size_t len)
 {
-	const unsigned char *u = (const unsigned char *)s;
-
-	mate_buf_putc(b, '"');
-	for (size_t i = 0; i < len;) {
-		uint32_t cp;
-		size_t run = 0;
-		int n;
-
-		while (i + run < len && json_plain[u[i + run]])
-			run++;
-		if (run > 0) {
-			mate_buf_put(b, s + i, run);
-			i += run;
-			continue;
-		}
-		n = utf8_decode(u + i, len - i, &cp);
-		if (n == 0) {
-			cp = u[i];
-			n = 1;
-		}
-		i += (size_t)n;
-		switch (cp) {
-		case '"': mate_buf_puts(b, "\\\""); break;
-		case '\\': mate_buf_puts(b, "\\\\"); break;
-		case '\n': mate_buf_puts(b, "\\n"); break;
-		case '\r': mate_buf_puts(b, "\\r"); break;
-		case '\t': mate_buf_puts(b, "\\t"); break;
-		case '\b': mate_buf_puts(b, "\\b"); break;
-		case '\f': mate_buf_puts(b, "\\f"); break;
-		default:
-			if (cp >= 0x10000) {
-				cp -= 0x10000;
-				mate_buf_printf(b, "\\u%04x\\u%04x", 0xd800 + (unsigned)(cp >> 10),
-				    0xdc00 + (unsigned)(cp & 0x3ff));
-			} else
-				mate_buf_printf(b, "\\u%04x", (unsigned)cp);
-		}
-	}
-	mate_buf_putc(b, '"');
+	mate_buf_json(b, s, len, MATE_JSON_SHORT | MATE_JSON_ASCII);
 }
 
 void

@@ -8,29 +8,10 @@
 #include <stdarg.h>
 #include <sys/types.h>
 
-/* ---- growable text buffer (pyfmt.c) ----------------------------------- */
-struct mate_buf {
-	char *p;
-	size_t len, cap;
-	int oom;        /* an allocation failed: the text is incomplete */
-};
-void mate_buf_init(struct mate_buf *b) MATE_HIDDEN;
-void mate_buf_free(struct mate_buf *b) MATE_HIDDEN;
-void mate_buf_put(struct mate_buf *b, const char *s, size_t n) MATE_HIDDEN;
-void mate_buf_puts(struct mate_buf *b, const char *s) MATE_HIDDEN;
-void mate_buf_putc(struct mate_buf *b, char ch) MATE_HIDDEN;
-void mate_buf_printf(struct mate_buf *b, const char *fmt, ...) MATE_PRINTF(2, 3) MATE_HIDDEN;
-void mate_buf_spaces(struct mate_buf *b, int n) MATE_HIDDEN;
-/* Decimal and "0x" hexadecimal integers without printf. */
-void mate_buf_int(struct mate_buf *b, int64_t v) MATE_HIDDEN;
-void mate_buf_hex(struct mate_buf *b, uint64_t v) MATE_HIDDEN;
+/* ---- Python-style text (pyfmt.c; struct mate_buf is util.h's) ---------- */
 /* x with decimals digits after the point, as printf's "%.*f" writes it,
  * but "nan", "inf", "-inf" as Python's format() does. */
 void mate_buf_fixed(struct mate_buf *b, double x, int decimals) MATE_HIDDEN;
-/* NUL-terminates and returns the text (NULL after an allocation failure). */
-const char *mate_buf_str(struct mate_buf *b) MATE_HIDDEN;
-
-/* ---- Python-style text (pyfmt.c) --------------------------------------- */
 #define MATE_PYFLOAT_MAX 32
 /* repr(float) of Python 3: shortest round-trip digits, "1e-05", "3.0",
  * "nan", "inf". Returns the length; buf has MATE_PYFLOAT_MAX bytes. */

@@ -137,54 +137,19 @@ pf_printf(mate_perfetto *pf, const char *fmt, ...)
 		pf_raw(pf, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
-/* Length of a valid UTF-8 sequence at s, or 0 (RFC 3629: no overlong
- * forms, no surrogates, nothing past U+10FFFF). */
-static int
-utf8_len(const unsigned char *s)
+static void
+pf_put(void *pf, const char *s, size_t n)
 {
-	int n, i;
-
-	if (s[0] < 0xC2 || s[0] > 0xF4)
-		return 0;
-	n = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : 2;
-	for (i = 1; i < n; i++)
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-	if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] > 0x9F) ||
-	    (s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] > 0x8F))
-		return 0;
-	return n;
+	pf_raw(pf, s, n);
 }
 
 /* A JSON string: quotes, escapes, invalid UTF-8 as U+FFFD. */
 static void
 pf_str(mate_perfetto *pf, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)(s != NULL ? s : "");
-
-	pf_raw(pf, "\"", 1);
-	while (*p != '\0') {
-		const unsigned char *q = p;
-		while (*q >= 0x20 && *q < 0x80 && *q != '"' && *q != '\\')
-			q++;
-		pf_raw(pf, (const char *)p, (size_t)(q - p));
-		p = q;
-		if (*p == '\0')
-			break;
-		if (*p == '"' || *p == '\\') {
-			char esc[2] = { '\\', (char)*p++ };
-			pf_raw(pf, esc, 2);
-		} else if (*p < 0x20) {
-			pf_printf(pf, "\\u%04x", *p++);
-		} else {
-			int n = utf8_len(p);
-			if (n > 0)
-				pf_raw(pf, (const char *)p, (size_t)n), p += n;
-			else
-				pf_puts(pf, "\\ufffd"), p++;
-		}
-	}
-	pf_raw(pf, "\"", 1);
+	if (s == NULL)
+		s = "";
+	mate_json_string(s, strlen(s), MATE_JSON_UTF8, pf_put, pf);
 }
 
 static void

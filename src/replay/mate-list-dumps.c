@@ -12,6 +12,7 @@
 #include "fe.h"
 #include "mate.h"
 #include "mate_dump.h"
+#include "util.h"
 
 struct options {
 	long long jobs;
@@ -122,48 +123,21 @@ print_details(const struct mate_dump_info *d, int first)
 
 /* ---- --jsonl, written directly (one object per dump, fast) ---------------------- */
 
-/* The length of the valid UTF-8 sequence at s, or 0. */
-static int
-utf8_len(const unsigned char *s)
+static void
+put_stdout(void *ctx, const char *p, size_t n)
 {
-	int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
-
-	for (int i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
+	fwrite(p, 1, n, ctx);
 }
 
 /* A JSON string; bytes that are not UTF-8 (directory names may hold any)
  * become U+FFFD. */
 static void
-json_str(const char *str)
+json_str(const char *s)
 {
-	const unsigned char *s = (const unsigned char *)str;
-
-	if (s == NULL) {
+	if (s == NULL)
 		fputs("null", stdout);
-		return;
-	}
-	putchar('"');
-	while (*s) {
-		int n;
-
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s++);
-		else if (*s < 0x20)
-			printf("\\u%04x", *s++);
-		else if (*s < 0x80)
-			putchar(*s++);
-		else if ((n = utf8_len(s)) > 0) {
-			fwrite(s, 1, (size_t)n, stdout);
-			s += n;
-		} else {
-			fputs("\\ufffd", stdout);
-			s++;
-		}
-	}
-	putchar('"');
+	else
+		mate_json_string(s, strlen(s), MATE_JSON_UTF8, put_stdout, stdout);
 }
 
 static void
