@@ -73,4 +73,25 @@ void mate_buf_json(struct mate_buf *b, const char *s, size_t len, unsigned flags
  * its code point in *cp; 0 when there is none. */
 int mate_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) MATE_HIDDEN;
 
+/* ---- function-name patterns (util_match.c) --------------------------------------- */
+
+/* MATE_DUMP_INCLUDE and EXCLUDE, mate-replay's --include and --exclude:
+ * lists of fnmatch(3) patterns. Zeroed is empty. */
+struct mate_patterns {
+	char **p;
+	size_t n;
+};
+/* Adds the comma-separated items of list, each trimmed of white space
+ * (isspace()), empty items dropped. 0, or -1 out of memory (what was
+ * added stays). */
+int mate_patterns_add(struct mate_patterns *ps, const char *list) MATE_HIDDEN;
+void mate_patterns_free(struct mate_patterns *ps) MATE_HIDDEN;
+/* Whether name is selected: it matches one include pattern (any, when
+ * there are none) and no exclude pattern. fnmatch(3) without flags, case
+ * sensitive, over the whole name as recorded: a method is "Class.method",
+ * "Tensor.softmax" included, as FlashInfer's _should_dump_function()
+ * matches. */
+int mate_patterns_select(const struct mate_patterns *include, const struct mate_patterns *exclude,
+    const char *name) MATE_HIDDEN;
+
 #endif /* MATE_UTIL_H_INCLUDED */

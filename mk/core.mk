@@ -26,7 +26,12 @@ libmate_la_SOURCES += \
 	lib/util.h \
 	lib/util_warn.c \
 	lib/util_buf.c \
-	lib/util_json.c
+	lib/util_json.c \
+	lib/util_match.c
+## test_util: the utility layer, built in as the tools build it.
+check_PROGRAMS += tests/test_util
+tests_test_util_SOURCES = tests/test_util.c lib/util_buf.c lib/util_json.c lib/util_match.c
+TESTS += tests/test_util
 
 ## The CUDA backend, kernels and allocators are a module, mate-cuda.so
 ## (mk/cuda.mk), which lib/core/cuda_module.c opens on first use: libmate

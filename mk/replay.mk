@@ -24,7 +24,7 @@ libmate_la_SOURCES += lib/replay/replay_ops_info.c
 
 ## The tools: mate-replay and the `mate VERB` dispatcher.
 bin_PROGRAMS += src/replay/mate-replay src/mate/mate
-src_replay_mate_replay_SOURCES = src/replay/mate-replay.c
+src_replay_mate_replay_SOURCES = src/replay/mate-replay.c lib/util_match.c
 src_replay_mate_replay_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
 src_replay_mate_replay_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 ## -export-dynamic: plugins find libmate's symbols in a statically linked mate-replay too.
@@ -59,7 +59,7 @@ tests_plugin_reference_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_
 ## tests/mate-replay-ref: mate-replay with the reference plugin linked in (the
 ## tests use it where a plugin cannot be dlopen()ed: static and sanitizer builds).
 check_PROGRAMS += tests/mate-replay-ref
-tests_mate_replay_ref_SOURCES = src/replay/mate-replay.c tests/fakes/plugin-reference.c
+tests_mate_replay_ref_SOURCES = src/replay/mate-replay.c lib/util_match.c tests/fakes/plugin-reference.c
 tests_mate_replay_ref_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe -DMATE_REPLAY_TEST_PLUGIN
 tests_mate_replay_ref_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_mate_replay_ref_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
@@ -78,7 +78,7 @@ tests/plugin-man-example.c: $(top_srcdir)/man/libmate.3
 ## tests/mate-replay-example: mate-replay with that example linked in, for builds
 ## where it cannot be dlopen()ed (static, sanitizers).
 check_PROGRAMS += tests/mate-replay-example
-tests_mate_replay_example_SOURCES = src/replay/mate-replay.c
+tests_mate_replay_example_SOURCES = src/replay/mate-replay.c lib/util_match.c
 nodist_tests_mate_replay_example_SOURCES = tests/plugin-man-example.c
 tests_mate_replay_example_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe -DMATE_REPLAY_TEST_PLUGIN
 tests_mate_replay_example_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
@@ -151,3 +151,7 @@ EXTRA_DIST += tests/interop/test_fi_model_step.py
 ## mate-replay --bench: timed runs of each replayed call after its verdict.
 TESTS += tests/cli/test_replay_bench.sh
 EXTRA_DIST += tests/cli/test_replay_bench.sh
+## test_name_filter.py: MATE_DUMP_INCLUDE/EXCLUDE and --include/--exclude
+## select the same calls (lib/util_match.c).
+TESTS += tests/test_name_filter.py
+EXTRA_DIST += tests/test_name_filter.py

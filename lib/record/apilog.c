@@ -124,8 +124,8 @@ fmt_banner(struct mate_buf *b)
 		mate_buf_puts(b,
 		    "SAFETENSORS mode enabled: tensor stride/non-contiguity will NOT be preserved.\n"
 		    "    Tensors will be saved as contiguous. Use torch.save (default) to preserve strides.\n");
-	print_patterns(b, "Include", cfg->include, cfg->n_include);
-	print_patterns(b, "Exclude", cfg->exclude, cfg->n_exclude);
+	print_patterns(b, "Include", cfg->include.p, cfg->include.n);
+	print_patterns(b, "Exclude", cfg->exclude.p, cfg->exclude.n);
 	mate_buf_puts(b, RULE_EQ);
 }
 

@@ -330,56 +330,6 @@ mate_config_from_env(struct mate_config *cfg)
 
 /* ---- applying a configuration ------------------------------------------------------ */
 
-static void
-free_patterns(char **list, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(list[i]);
-	free(list);
-}
-
-/* Splits "a, b,,c" into trimmed, non-empty items. */
-static int
-split_patterns(const char *s, char ***out, size_t *count)
-{
-	char **list = NULL;
-	size_t n = 0;
-
-	*out = NULL;
-	*count = 0;
-	while (s != NULL && *s != '\0') {
-		const char *comma = strchr(s, ',');
-		size_t len = comma ? (size_t)(comma - s) : strlen(s);
-		char *item = strndup(s, len), **grown;
-		size_t tl;
-		const char *t;
-
-		if (item == NULL)
-			goto nomem;
-		t = trim(item, &tl);
-		if (tl == 0) {
-			free(item);
-		} else {
-			memmove(item, t, tl);
-			item[tl] = '\0';
-			grown = realloc(list, (n + 1) * sizeof(*list));
-			if (grown == NULL) {
-				free(item);
-				goto nomem;
-			}
-			list = grown;
-			list[n++] = item;
-		}
-		s = comma ? comma + 1 : s + len;
-	}
-	*out = list;
-	*count = n;
-	return MATE_OK;
-nomem:
-	free_patterns(list, n);
-	return MATE_ERR_NOMEM;
-}
-
 /* "./x" and "x/" as pathlib prints them: "x". */
 static char *
 normalize_dir(const char *d)
@@ -432,8 +382,8 @@ release_config(struct rec_config *c)
 	free(c->logdest);
 	free(c->dump_dir);
 	free(c->dump_dir_shown);
-	free_patterns(c->include, c->n_include);
-	free_patterns(c->exclude, c->n_exclude);
+	mate_patterns_free(&c->include);
+	mate_patterns_free(&c->exclude);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -471,8 +421,8 @@ apply(const struct mate_config *cfg, mate_error *err)
 	n.max_count = cfg->dump_max_count;
 	n.safetensors = cfg->dump_safetensors == 1;
 	if (n.logdest == NULL || n.dump_dir == NULL || n.dump_dir_shown == NULL ||
-	    split_patterns(cfg->dump_include, &n.include, &n.n_include) != MATE_OK ||
-	    split_patterns(cfg->dump_exclude, &n.exclude, &n.n_exclude) != MATE_OK) {
+	    mate_patterns_add(&n.include, cfg->dump_include) != 0 ||
+	    mate_patterns_add(&n.exclude, cfg->dump_exclude) != 0) {
 		release_config(&n);
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	}

@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,14 +117,7 @@ io_failed(const char *what, const char *path, int errnum)
 static int
 wanted(const char *name)
 {
-	const struct rec_config *cfg = &mate_rec_cfg;
-	int ok = cfg->n_include == 0;
-
-	for (size_t i = 0; i < cfg->n_include && !ok; i++)
-		ok = fnmatch(cfg->include[i], name, 0) == 0;
-	for (size_t i = 0; i < cfg->n_exclude && ok; i++)
-		ok = fnmatch(cfg->exclude[i], name, 0) != 0;
-	return ok;
+	return mate_patterns_select(&mate_rec_cfg.include, &mate_rec_cfg.exclude, name);
 }
 
 /* The next call number of a function; -1 when out of memory. Lock held. */

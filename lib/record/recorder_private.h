@@ -34,8 +34,7 @@ struct rec_config {
 	double max_size_gb;
 	uint64_t max_bytes;
 	int64_t max_count;
-	char **include, **exclude;
-	size_t n_include, n_exclude;
+	struct mate_patterns include, exclude;
 	int safetensors;
 };
 extern struct rec_config mate_rec_cfg MATE_HIDDEN;

@@ -1,7 +1,6 @@
 /* mate-replay.c: re-executes recorded calls (dump directories) and compares their outputs with the recorded ones. */
 #include "config.h"
 
-#include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -15,16 +14,12 @@
 #include "mate.h"
 #include "mate_dump.h"
 #include "mate_record.h"
-
-struct patterns {
-	char **p;
-	size_t n;
-};
+#include "util.h"
 
 struct options {
 	int device;
 	double rtol, atol;
-	struct patterns include, exclude;
+	struct mate_patterns include, exclude;
 	long long jobs;
 	int jsonl;
 	unsigned statuses;          /* bit per enum mate_dump_status; 0: all */
@@ -84,47 +79,10 @@ usage(void)
 }
 
 static void
-add_patterns(struct patterns *ps, const char *arg)
+add_patterns(struct mate_patterns *ps, const char *arg)
 {
-	char *copy = strdup(arg), *save = NULL, *tok;
-
-	if (copy == NULL)
+	if (mate_patterns_add(ps, arg) != 0)
 		mate_fe_errx(MATE_EXIT_USAGE, "out of memory");
-	for (tok = strtok_r(copy, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-		char **p;
-
-		while (*tok == ' ' || *tok == '\t')
-			tok++;
-		for (size_t n = strlen(tok); n > 0 && (tok[n - 1] == ' ' || tok[n - 1] == '\t'); n--)
-			tok[n - 1] = '\0';
-		if (*tok == '\0')
-			continue;
-		if ((p = realloc(ps->p, (ps->n + 1) * sizeof(*p))) == NULL ||
-		    (p[ps->n] = strdup(tok)) == NULL)
-			mate_fe_errx(MATE_EXIT_USAGE, "out of memory");
-		ps->p = p;
-		ps->n++;
-	}
-	free(copy);
-}
-
-static void
-free_patterns(struct patterns *ps)
-{
-	for (size_t i = 0; i < ps->n; i++)
-		free(ps->p[i]);
-	free(ps->p);
-}
-
-static int
-matches(const struct patterns *ps, const char *fn)
-{
-	const char *bare = strncmp(fn, "Tensor.", 7) == 0 ? fn + 7 : fn;
-
-	for (size_t i = 0; i < ps->n; i++)
-		if (fnmatch(ps->p[i], fn, 0) == 0 || fnmatch(ps->p[i], bare, 0) == 0)
-			return 1;
-	return 0;
 }
 
 static int
@@ -132,8 +90,7 @@ selected(const struct options *o, const struct mate_dump_info *d)
 {
 	if (o->statuses != 0 && !(o->statuses & (1u << d->status)))
 		return 0;
-	return (o->include.n == 0 || matches(&o->include, d->function)) &&
-	    !matches(&o->exclude, d->function);
+	return mate_patterns_select(&o->include, &o->exclude, d->function);
 }
 
 static unsigned
@@ -537,8 +494,8 @@ list_dumps(const struct options *o)
 static void
 free_options(struct options *o)
 {
-	free_patterns(&o->include);
-	free_patterns(&o->exclude);
+	mate_patterns_free(&o->include);
+	mate_patterns_free(&o->exclude);
 	free(o->plugins);
 	free(o->paths);
 	free(o->allocators);
