@@ -1,10 +1,11 @@
-/* util.h: the utility layer shared inside mate (warnings, growable text, JSON strings, name patterns); never installed. */
+/* util.h: the utility layer shared inside mate (the clock, warnings, growable text, JSON strings, name patterns); never installed. */
 #ifndef MATE_UTIL_H_INCLUDED
 #define MATE_UTIL_H_INCLUDED
 
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* As mate_private.h spells them (that header is not for the frontends and
  * the preload library, which build some of these files too). */
@@ -17,6 +18,28 @@
 #define MATE_HIDDEN
 #endif
 #endif
+
+/* ---- the monotonic clock ------------------------------------------------------ */
+
+/* CLOCK_MONOTONIC in nanoseconds and in seconds (inline: the recorder
+ * reads it on every call). */
+static inline uint64_t
+mate_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline double
+mate_mono_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 /* ---- warnings (util_warn.c; also built into libmate-preload.so) ------------- */
 

@@ -132,15 +132,6 @@ static void sync_flush(void);
 /* In a sync child: the emitter writes what it queued (and what came before). */
 #define SYNC_FLUSH() do { if (MATE_UNLIKELY(S.sync)) sync_flush(); } while (0)
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void
 copy_str(char *dst, size_t cap, const char *src)
 {
@@ -217,7 +208,7 @@ claim(uint64_t *seq, unsigned n)
 		__atomic_add_fetch(&S.queue_drops, n, __ATOMIC_RELAXED);
 		return NULL;
 	}
-	t = mono_ns() - S.start_mono_ns;
+	t = mate_mono_ns() - S.start_mono_ns;
 	while ((s = ring_claim(seq, n)) == NULL) {
 		if ((S.ilog_fd < 0 && !__atomic_load_n(&S.closing, __ATOMIC_RELAXED)) ||
 		    __atomic_load_n(&S.stopping, __ATOMIC_RELAXED)) {
@@ -760,7 +751,7 @@ drain_budgeted(int stopping, int *rest_ms)
 	    __atomic_load_n(&S.closing, __ATOMIC_RELAXED))
 		return drain((size_t)-1);
 	do {
-		wall = mono_ns();
+		wall = mate_mono_ns();
 		S.budget_ns += (int64_t)((double)(wall - S.budget_wall) * S.budget);
 		if (S.budget_ns > BUDGET_BURST_NS)
 			S.budget_ns = BUDGET_BURST_NS;
@@ -832,7 +823,7 @@ events_thread(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	pthread_setname_np(pthread_self(), "mate-events");
-	S.budget_wall = mono_ns();
+	S.budget_wall = mate_mono_ns();
 	S.budget_cpu = thread_cpu_ns();
 	S.budget_ns = BUDGET_BURST_NS;
 	S.resting = 0;
@@ -977,7 +968,7 @@ start_session(void)
 	char details[128];
 
 	S.pid = getpid();
-	S.start_mono_ns = mono_ns();
+	S.start_mono_ns = mate_mono_ns();
 	clock_gettime(CLOCK_REALTIME, &real);
 	S.start_real = (double)real.tv_sec + real.tv_nsec / 1e9;
 	S.enq = S.deq = S.queue_drops = S.events = S.last_t = S.seq_skew = 0;

@@ -68,15 +68,6 @@ struct mate_monitor {
 	char *frame, *scratch;
 };
 
-static double
-mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int
 nomem(mate_error *err)
 {
@@ -122,7 +113,7 @@ mate_monitor_new(mate_error *err)
 	if ((m->curve_server = getenv("MATE_MONITOR_CURVE_SERVER_KEY")) != NULL &&
 	    *m->curve_server == '\0')
 		m->curve_server = NULL;
-	m->now = mono_s();
+	m->now = mate_mono_seconds();
 	if ((m->ctx = zmq_ctx_new()) == NULL || (m->sub = zmq_socket(m->ctx, ZMQ_SUB)) == NULL) {
 		mate_set_error(err, MATE_ERR_IO, "monitor: cannot create a ZeroMQ socket: %s",
 		    zmq_strerror(zmq_errno()));
@@ -810,7 +801,7 @@ receive_all(mate_monitor *m, mate_error *err)
 
 	/* a bounded batch: the caller's deadline is looked at between batches;
 	 * its frames arrived now (one reading of the clock, not one a frame) */
-	m->now = mono_s();
+	m->now = mate_mono_seconds();
 	if (m->flushing && m->now >= m->flush_until)
 		return MATE_OK;   /* the end: what still arrives is not waited for */
 	for (int batch = 0; batch < 4096 && !held_full(m); batch++) {
@@ -878,7 +869,7 @@ mate_monitor_next(mate_monitor *m, mate_live_event *ev, int timeout_ms, mate_err
 			return mate_set_error(err, MATE_ERR_IO, "monitor: poll: %s",
 			    zmq_strerror(zmq_errno()));
 		}
-		now = m->now = mono_s();
+		now = m->now = mate_mono_seconds();
 	}
 }
 
@@ -887,7 +878,7 @@ mate_monitor_flush(mate_monitor *m)
 {
 	/* frames sent before the end may still be on their way for one lag */
 	if (!m->flushing)
-		m->flush_until = mono_s() + m->lag;
+		m->flush_until = mate_mono_seconds() + m->lag;
 	m->flushing = 1;
 }
 
@@ -935,6 +926,6 @@ mate_mon_take_frame(mate_monitor *m, const char *buf, size_t len)
 {
 	if (len > FRAME_MAX)
 		return -1;
-	m->now = mono_s();
+	m->now = mate_mono_seconds();
 	return take_frame(m, buf, len, NULL);
 }

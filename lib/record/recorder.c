@@ -51,20 +51,11 @@ dup_or(const char *s, const char *dflt)
 	return strdup(s != NULL ? s : dflt);
 }
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The call's time, from its beginning to its end, into the profile. */
 static void
 profile_add(mate_call *c, int failed)
 {
-	mate_rec_profile_add(c, now_ns() - c->t0, failed);
+	mate_rec_profile_add(c, mate_mono_ns() - c->t0, failed);
 }
 
 mate_call *
@@ -92,7 +83,7 @@ mate_call_begin(const char *name, const char *module, const char *signature)
 		}
 		/* the profile's level-1 call: no copies of the strings, no arguments kept */
 		if ((c = mate_rec_profile_call(name, module)) != NULL) {
-			c->t0 = now_ns();
+			c->t0 = mate_mono_ns();
 			if (MATE_EV_ON())
 				mate_ev_call_begin(c, name);
 			return c;
@@ -122,7 +113,7 @@ mate_call_begin(const char *name, const char *module, const char *signature)
 	if (level >= 3)
 		mate_rec_stamp(c->stamp);
 	if (MATE_REC_PROFILE_ON() && mate_rec_profile_begin(c, name, module) == 0)
-		c->t0 = now_ns();
+		c->t0 = mate_mono_ns();
 	if (MATE_EV_ON())
 		mate_ev_call_begin(c, name);
 	return c;
@@ -593,7 +584,7 @@ ready(mate_call *c, int event)
 		return;
 	}
 	c->state = CALL_READY;
-	t = c->profile ? now_ns() : 0;
+	t = c->profile ? mate_mono_ns() : 0;
 	old = enter_c_locale();
 	mate_buf_init(&log);
 	collect_inputs(c);
@@ -610,7 +601,7 @@ ready(mate_call *c, int event)
 	release_tensors(c);
 	leave_locale(old);
 	if (c->profile)
-		c->t0 += now_ns() - t;  /* the profile times the API, not the recording */
+		c->t0 += mate_mono_ns() - t;  /* the profile times the API, not the recording */
 	if (event && MATE_EV_ON())
 		mate_ev_call_ready(c);
 }

@@ -700,21 +700,12 @@ run_threads(struct run *r, mate_error *err)
 	return rc;
 }
 
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Replays the plan on a (created) allocator state, then frees the leaks. */
 static int
 replay_plan(struct run *r, struct mate_alloc_replay_result *res, mate_error *err)
 {
 	const struct plan *pl = r->pl;
-	double t0 = now();
+	double t0 = mate_mono_seconds();
 	int rc = MATE_OK;
 
 	if (pl->nthreads <= 1) {
@@ -726,7 +717,7 @@ replay_plan(struct run *r, struct mate_alloc_replay_result *res, mate_error *err
 	}
 	if (rc == MATE_OK && !r->failed)
 		rc = r->a->finish(r->st, err);
-	res->seconds = now() - t0;
+	res->seconds = mate_mono_seconds() - t0;
 	for (size_t s = 0; s < pl->nslots; s++)
 		if (r->ptrs[s] != NULL)
 			r->a->release(r->st, r->ptrs[s], pl->slot_size[s], 0);

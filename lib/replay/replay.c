@@ -663,15 +663,6 @@ mate_replay_call_set_self(mate_replay_call *c, void *obj, void (*free_fn)(void *
 
 /* ---- running one call ---------------------------------------------------------- */
 
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Folds one output's comparison into the call's result. */
 static void
 merge(struct mate_replay_result *res, const struct mate_replay_result *sub, int ok, const char *key)
@@ -892,11 +883,11 @@ bench(mate_replay *r, const struct handler *h, mate_replay_call *c,
 		if ((c->outputs = mate_value_dict()) == NULL)
 			break;
 		c->message[0] = '\0';
-		t0 = now();
+		t0 = mate_mono_seconds();
 		if (h->fn(c, h->ctx) != MATE_OK)
 			break;
 		if (i >= 0)
-			t[n++] = now() - t0;
+			t[n++] = mate_mono_seconds() - t0;
 	}
 	if (n > 0) {
 		qsort(t, (size_t)n, sizeof(*t), cmp_double);
@@ -933,9 +924,9 @@ mate_replay_execute(mate_replay *r, const struct mate_replay_request *req,
 		mate_value_free(c.args);
 		return MATE_OK;
 	}
-	t0 = now();
+	t0 = mate_mono_seconds();
 	rc = h->fn(&c, h->ctx);
-	res->seconds = now() - t0;
+	res->seconds = mate_mono_seconds() - t0;
 	if (rc != MATE_OK)
 		judge_failure(&c, rc, res);
 	else if (req->expected == NULL) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fe.h"
+#include "util.h"
 #include "mate.h"
 #include "mate_events.h"
 #include "mate_monitor.h"
@@ -149,15 +150,6 @@ real_now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static double
-mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* "123B", "4.5KB", "6.78MB", "1.2GB" */
 static void
 fmt_bytes(char *out, size_t cap, double b)
@@ -181,7 +173,7 @@ time_to_stop(double deadline, int interactive)
 {
 	int ch;
 
-	if (interrupted || mono() >= deadline)
+	if (interrupted || mate_mono_seconds() >= deadline)
 		return 1;
 	if (!interactive || (ch = getch()) == ERR)
 		return 0;
@@ -206,7 +198,7 @@ feed(mate_monitor *m, mate_activity *a, double deadline, int interactive, int fi
 	for (;;) {
 		if ((++taken & 255) == 0 && time_to_stop(deadline, interactive))
 			return 0;
-		double left = deadline - mono();
+		double left = deadline - mate_mono_seconds();
 		int wait = left <= 0 ? 0 : (int)(left * 1000) + 1;
 		if ((interactive || first) && wait > 50)
 			wait = 50;
@@ -772,7 +764,7 @@ screen_start(struct view *v, const struct options *o)
 static void
 run_interactive(mate_monitor *m, mate_activity *a, const struct options *o, struct view *v)
 {
-	double next = mono();
+	double next = mate_mono_seconds();
 	long long done = 0;
 	int started = 0;
 
@@ -790,12 +782,12 @@ run_interactive(mate_monitor *m, mate_activity *a, const struct options *o, stru
 			break;
 		if (!started && mate_monitor_base(m) > 0) {
 			tick(m, a, &started);   /* the first interval starts with the first event */
-			next = mono() + o->delay;
-		} else if (mono() >= next) {
+			next = mate_mono_seconds() + o->delay;
+		} else if (mate_mono_seconds() >= next) {
 			tick(m, a, &started);
 			next += o->delay;
-			if (next < mono())
-				next = mono() + o->delay;
+			if (next < mate_mono_seconds())
+				next = mate_mono_seconds() + o->delay;
 			redraw = !v->paused;
 			if (o->iterations >= 0 && ++done >= o->iterations)
 				break;
@@ -812,7 +804,7 @@ run_interactive(mate_monitor *m, mate_activity *a, const struct options *o, stru
 static void
 run_batch(mate_monitor *m, mate_activity *a, const struct options *o, struct view *v)
 {
-	double next = mono() + o->delay;
+	double next = mate_mono_seconds() + o->delay;
 	long long done = 0;
 	int started = 0;
 
@@ -821,7 +813,7 @@ run_batch(mate_monitor *m, mate_activity *a, const struct options *o, struct vie
 			break;
 		if (!started && mate_monitor_base(m) > 0) {
 			tick(m, a, &started);
-			next = mono() + o->delay;
+			next = mate_mono_seconds() + o->delay;
 			continue;
 		}
 		tick(m, a, &started);

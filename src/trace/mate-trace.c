@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fe.h"
+#include "util.h"
 #include "mate.h"
 #include "mate_events.h"
 #include "mate_monitor.h"
@@ -169,15 +170,6 @@ open_output(const struct options *o, time_t now, char *path, size_t cap, int *cr
 	return f;
 }
 
-static double
-mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Every followed publisher has ended (only when told whom to follow). */
 static int
 all_ended(const mate_monitor *m, const struct options *o)
@@ -299,14 +291,14 @@ attach(mate_monitor *m, const struct options *o)
 static void
 capture(mate_monitor *m, const struct options *o, struct writer *w)
 {
-	double t0 = mono(), end = o->seconds > 0 ? t0 + o->seconds : 1e300;
+	double t0 = mate_mono_seconds(), end = o->seconds > 0 ? t0 + o->seconds : 1e300;
 	double next_check = t0;
 	mate_live_event le;
 	mate_error err;
 	int rc, told = 0;
 
 	while (!interrupted && (o->max_events < 0 || w->seq < (uint64_t)o->max_events)) {
-		double now = mono();
+		double now = mate_mono_seconds();
 		if (now >= end || all_ended(m, o))
 			break;
 		/* a few times a second, not once an event */
@@ -362,7 +354,7 @@ main(int argc, char **argv)
 	n = mate_ilog_format_header(head, sizeof(head), "mate Trace", now);
 	if (n > 0 && (size_t)n < sizeof(head))
 		fwrite(head, 1, (size_t)n, w.f);
-	t0 = mono();
+	t0 = mate_mono_seconds();
 	capture(m, &o, &w);
 	if (fflush(w.f) != 0 || (w.f != stdout && fclose(w.f) != 0))
 		mate_fe_errx(MATE_EXIT_FAIL, "%s: %s", path, strerror(errno));
@@ -370,7 +362,7 @@ main(int argc, char **argv)
 	if (w.seq == 0 && created && unlink(path) != 0)
 		mate_fe_warn("%s", path);
 	if (!o.quiet)
-		summary(m, &w, mono() - t0, w.seq == 0 && created ? "no file" : path);
+		summary(m, &w, mate_mono_seconds() - t0, w.seq == 0 && created ? "no file" : path);
 	mate_monitor_free(m);
 	free(w.line);
 	free(o.pids);
