@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <math.h>
 #include <langinfo.h>
 #include <locale.h>
@@ -228,6 +229,44 @@ mate_fe_opt_long(const char *opt, const char *arg, long lo, long hi)
 	    v < lo || v > hi)
 		mate_fe_usage_error("%s: '%s': expected a whole number from %ld to %ld", opt, arg, lo, hi);
 	return v;
+}
+
+long
+mate_fe_opt_pid(const char *arg)
+{
+	long pid = (long)mate_fe_parse_count("--pid", arg);
+
+	if (pid <= 0)
+		mate_fe_usage_error("bad value for --pid: '%s'", arg);
+	return pid;
+}
+
+void *
+mate_fe_grow(void *p, size_t n, size_t size)
+{
+	void *q = realloc(p, (n + 1) * size);
+
+	if (q == NULL)
+		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
+	return q;
+}
+
+const char *
+mate_fe_human_bytes(uint64_t b, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)b;
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	else
+		snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
 }
 
 const char *

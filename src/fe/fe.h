@@ -58,6 +58,17 @@ void mate_fe_check_memory_cap(void);
 /* A size option argument (mate_size_parse()); a bad one is a usage error. */
 uint64_t mate_fe_opt_size(const char *opt, const char *arg);
 
+/* --pid's argument: a process id above 0; else "bad value for --pid: 'ARG'"
+ * and exit(2). */
+long mate_fe_opt_pid(const char *arg);
+/* p (n elements of size bytes) reallocated for n + 1; out of memory is
+ * "progname: out of memory" and exit(1). */
+void *mate_fe_grow(void *p, size_t n, size_t size);
+
+/* b bytes for a person: "512 B", "1.5 MiB" (binary units up to TiB, one
+ * decimal). Returns buf. */
+const char *mate_fe_human_bytes(uint64_t b, char *buf, size_t len);
+
 /* The extension of path after its last '.', lower-cased into buf ("" if
  * none); ".gz" is looked through: "a.json.gz" gives "json.gz". */
 const char *mate_fe_extension(const char *path, char *buf, size_t cap);

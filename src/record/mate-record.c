@@ -338,25 +338,6 @@ run(char **argv, struct outcome *out)
 		out->status = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
-/* "1.5 MiB" */
-static const char *
-human(uint64_t b, char *buf, size_t len)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)b;
-	int u = 0;
-
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%" PRIu64 " B", b);
-	else
-		snprintf(buf, len, "%.1f %s", v, units[u]);
-	return buf;
-}
-
 /* The level the program ran at (what environment() set). */
 static long
 level(const struct options *o)
@@ -377,15 +358,16 @@ summary(const struct mate_record_totals *t, const char *dump_dir, const struct o
 	/* dumps are made at level 10 only: below, "0 dumps" says nothing */
 	if (t->dumps > 0 || level(o) >= 10)
 		snprintf(dumps, sizeof(dumps), "; %" PRIu64 " dump%s (%s) in %s", t->dumps,
-		    t->dumps == 1 ? "" : "s", human(t->dump_bytes, b1, sizeof(b1)), dump_dir);
+		    t->dumps == 1 ? "" : "s", mate_fe_human_bytes(t->dump_bytes, b1, sizeof(b1)),
+		    dump_dir);
 	fprintf(stderr, "%s: %" PRIu64 " call%s recorded%s%s; peak device memory %s\n",
 	    mate_fe_progname(), t->calls, t->calls == 1 ? "" : "s", procs, dumps,
-	    human(t->peak_bytes, b2, sizeof(b2)));
+	    mate_fe_human_bytes(t->peak_bytes, b2, sizeof(b2)));
 	if (t->transfers || t->launches || t->allocations)
 		fprintf(stderr, "%s: %" PRIu64 " device allocation%s, %" PRIu64 " cudaMemcpy (%s), %"
 		    PRIu64 " kernel launch%s%s%s\n", mate_fe_progname(), t->allocations,
-		    t->allocations == 1 ? "" : "s", t->transfers, human(t->transfer_bytes, b1,
-		    sizeof(b1)), t->launches, t->launches == 1 ? "" : "es",
+		    t->allocations == 1 ? "" : "s", t->transfers,
+		    mate_fe_human_bytes(t->transfer_bytes, b1, sizeof(b1)), t->launches, t->launches == 1 ? "" : "es",
 		    o->memlog ? "; memory log: " : "", o->memlog ? o->memlog : "");
 	else if (o->memlog)
 		fprintf(stderr, "%s: no device allocations; memory log: %s (its header alone)\n",

@@ -544,24 +544,6 @@ replay_all(const struct options *o, mate_replay *r, const mate_dump_list *l)
  * and pool), repeat times each, a line per replay. The exit status: 0 all
  * ran, 1 the log is inconsistent or an allocator failed, 2 an unknown or
  * unavailable allocator or an unreadable log. */
-static const char *
-human(uint64_t b, char *buf, size_t len)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)b;
-	int u = 0;
-
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%" PRIu64 " B", b);
-	else
-		snprintf(buf, len, "%.1f %s", v, units[u]);
-	return buf;
-}
-
 static void
 print_result(const char *name, const struct mate_alloc_replay_result *r)
 {
@@ -570,8 +552,8 @@ print_result(const char *name, const struct mate_alloc_replay_result *r)
 
 	printf("%s: %" PRIu64 " event%s in %.3f s (%.2f M/s); peak %s requested, footprint %s\n",
 	    mate_fe_safe(name), r->events, mate_fe_s(r->events), r->seconds, rate,
-	    human(r->peak_bytes, b1, sizeof(b1)),
-	    human(r->peak_footprint, b2, sizeof(b2)));
+	    mate_fe_human_bytes(r->peak_bytes, b1, sizeof(b1)),
+	    mate_fe_human_bytes(r->peak_footprint, b2, sizeof(b2)));
 }
 
 /* What the log itself shows, once: leaks (RMM's words), skipped rows, odd sizes. */

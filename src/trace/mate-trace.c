@@ -55,16 +55,6 @@ usage(void)
 	    "  -V, --version        the version\n", mate_fe_progname());
 }
 
-static void *
-grow(void *p, int n, size_t size)
-{
-	void *q = realloc(p, (size_t)(n + 1) * size);
-
-	if (q == NULL)
-		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
-	return q;
-}
-
 static void
 parse_options(int argc, char **argv, struct options *o)
 {
@@ -97,13 +87,12 @@ parse_options(int argc, char **argv, struct options *o)
 			o->max_events = mate_fe_parse_count("--max-events", optarg);
 			break;
 		case OPT_PID:
-			o->pids = grow(o->pids, o->npids, sizeof(*o->pids));
-			o->pids[o->npids] = (long)mate_fe_parse_count("--pid", optarg);
-			if (o->pids[o->npids++] <= 0)
-				mate_fe_usage_error("bad value for --pid: '%s'", optarg);
+			o->pids = mate_fe_grow(o->pids, (size_t)o->npids, sizeof(*o->pids));
+			o->pids[o->npids++] = mate_fe_opt_pid(optarg);
 			break;
 		case OPT_ENDPOINT:
-			o->endpoints = grow(o->endpoints, o->nendpoints, sizeof(*o->endpoints));
+			o->endpoints = mate_fe_grow(o->endpoints, (size_t)o->nendpoints,
+			    sizeof(*o->endpoints));
 			o->endpoints[o->nendpoints++] = optarg;
 			break;
 		case OPT_DIR: o->dir = optarg; break;
