@@ -279,28 +279,33 @@ prepare_root(void)
 /* ---- JSON text, spaced as Python's json.dumps -------------------------------------------- */
 
 static void
-json_dims(struct mate_buf *b, const int64_t *v, int n)
+json_dims(struct mate_buf *b, const int64_t *v, int n, const char *sep)
 {
 	mate_buf_putc(b, '[');
 	for (int i = 0; i < n; i++) {
 		if (i > 0)
-			mate_buf_put(b, ", ", 2);
+			mate_buf_puts(b, sep);
 		mate_buf_int(b, v[i]);
 	}
 	mate_buf_putc(b, ']');
 }
 
-/* "shape": [..], "dtype": "torch.float32", "stride": [..], "device": "cpu" */
-static void
-json_details_body(struct mate_buf *b, const mate_tensor *t)
+void
+mate_rec_tensor_fields(struct mate_buf *b, const mate_tensor *t, int compact)
 {
-	mate_buf_puts(b, "\"shape\": ");
-	json_dims(b, t->shape, t->ndim);
-	mate_buf_puts(b, ", \"dtype\": \"");
+	static const char *const words[2][5] = {
+		{ "\"shape\": ", ", \"dtype\": \"", "\", \"stride\": ", ", \"device\": \"", ", " },
+		{ "\"shape\":", ",\"dtype\":\"", "\",\"stride\":", ",\"device\":\"", "," },
+	};
+	const char *const *w = words[compact != 0];
+
+	mate_buf_puts(b, w[0]);
+	json_dims(b, t->shape, t->ndim, w[4]);
+	mate_buf_puts(b, w[1]);
 	mate_buf_dtype(b, t->dtype);       /* letters, digits and dots only */
-	mate_buf_puts(b, "\", \"stride\": ");
-	json_dims(b, t->stride, t->ndim);
-	mate_buf_puts(b, ", \"device\": \"");
+	mate_buf_puts(b, w[2]);
+	json_dims(b, t->stride, t->ndim, w[4]);
+	mate_buf_puts(b, w[3]);
 	if (t->device_type == MATE_DEVICE_CUDA) {
 		mate_buf_puts(b, "cuda:");
 		mate_buf_int(b, t->device_index);
@@ -333,7 +338,7 @@ json_tensor(struct mate_buf *b, const mate_call *c, const mate_value *v)
 	struct rec_tensor *rt = mate_rec_find(c, v);
 
 	mate_buf_puts(b, "{\"type\": \"torch.Tensor\", ");
-	json_details_body(b, t);
+	mate_rec_tensor_fields(b, t, 0);
 	mate_buf_puts(b, t->requires_grad ? ", \"requires_grad\": true" : ", \"requires_grad\": false");
 	mate_buf_puts(b, mate_tensor_is_contiguous(t) ? ", \"is_contiguous\": true" :
 	    ", \"is_contiguous\": false");
@@ -474,7 +479,7 @@ set_detail(struct rec_dump *d, const char *key, const mate_tensor *t)
 	char *text;
 
 	mate_buf_putc(&d->txt, '{');
-	json_details_body(&d->txt, t);
+	mate_rec_tensor_fields(&d->txt, t, 0);
 	mate_buf_putc(&d->txt, '}');
 	if (mate_buf_str(&d->txt) == NULL || (text = malloc(d->txt.len - at + 1)) == NULL)
 		return -1;

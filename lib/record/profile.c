@@ -165,33 +165,11 @@ arg_begin(mate_call *c, int flags, const char *name, int kind, int64_t *pos)
 }
 
 static void
-put_dims(struct mate_buf *b, const int64_t *v, int n)
-{
-	mate_buf_putc(b, '[');
-	for (int i = 0; i < n; i++) {
-		if (i > 0)
-			mate_buf_putc(b, ',');
-		mate_buf_int(b, v[i]);
-	}
-	mate_buf_putc(b, ']');
-}
-
-static void
 put_tensor(struct mate_buf *b, const mate_tensor *t)
 {
-	mate_buf_puts(b, "{\"shape\":");
-	put_dims(b, t->shape, t->ndim);
-	mate_buf_puts(b, ",\"dtype\":\"");
-	mate_buf_dtype(b, t->dtype);
-	mate_buf_puts(b, "\",\"stride\":");
-	put_dims(b, t->stride, t->ndim);
-	mate_buf_puts(b, ",\"device\":\"");
-	if (t->device_type == MATE_DEVICE_CUDA) {
-		mate_buf_puts(b, "cuda:");
-		mate_buf_int(b, t->device_index);
-	} else
-		mate_buf_puts(b, "cpu");
-	mate_buf_puts(b, "\"}]");
+	mate_buf_putc(b, '{');
+	mate_rec_tensor_fields(b, t, 1);
+	mate_buf_puts(b, "}]");
 }
 
 void

@@ -24,6 +24,10 @@ void mate_buf_jsonstr(struct mate_buf *b, const char *s, size_t len) MATE_HIDDEN
 void mate_buf_jsonfloat(struct mate_buf *b, double d) MATE_HIDDEN;
 /* "torch.float32" for a dtype. */
 void mate_buf_dtype(struct mate_buf *b, mate_dtype dt) MATE_HIDDEN;
+/* A tensor's JSON fields, '"shape": [2, 3], "dtype": "torch.float32",
+ * "stride": [3, 1], "device": "cpu"' (dump_writer.c), or compact, without
+ * the spaces (the profile's). */
+void mate_rec_tensor_fields(struct mate_buf *b, const mate_tensor *t, int compact) MATE_HIDDEN;
 
 /* ---- configuration in effect (config.c) --------------------------------- */
 struct rec_config {
