@@ -7,7 +7,8 @@ libmate_la_SOURCES += \
 	lib/replay/replay_compare.c \
 	lib/replay/replay_run.c \
 	lib/replay/replay_ops.c \
-	lib/replay/replay_ops_attn.c
+	lib/replay/replay_ops_attn.c \
+	lib/replay_ops_common.c
 ## Replay handlers for the recorded BLAS and cuBLAS calls (registered by replay_ops.c).
 libmate_la_SOURCES += lib/replay/replay_blas.h lib/replay/replay_blas.c lib/replay/blas_signatures.h
 ## The memory log's CSV reader and the allocation replay (mate-replay --memlog).

@@ -16,16 +16,6 @@ int mate_replay_register_sampling(mate_replay *r, mate_error *err);
 int mate_replay_register_gemm_bits(mate_replay *r, mate_error *err);
 int mate_replay_register_norm_silu(mate_replay *r, mate_error *err);
 
-static const mate_kernels *
-kernels(const mate_replay_call *c)
-{
-#ifdef HAVE_CUDA
-	if (mate_replay_call_device(c) == MATE_REPLAY_DEVICE_CUDA)
-		return mate_kernels_cuda();
-#endif
-	return mate_kernels_cpu();
-}
-
 /* The `out=` argument (pos, name) when given, to be written and returned;
  * else a new tensor of dt and shape. */
 static int
@@ -44,24 +34,13 @@ output(mate_replay_call *c, int pos, const char *name, mate_dtype dt, int ndim,
 	return *outv != NULL ? MATE_OK : MATE_ERR_NOMEM;
 }
 
-/* After a kernel: returns result (or None) or reports the kernel's error. */
-static int
-finish(mate_replay_call *c, int rc, const mate_error *err, mate_value *result)
-{
-	if (rc != MATE_OK) {
-		mate_value_free(result);
-		return mate_replay_fail(c, rc, "%s: %s", mate_replay_call_function(c), err->message);
-	}
-	return mate_replay_return(c, result != NULL ? result : mate_value_none());
-}
-
 /* ---- normalisation and activations ------------------------------------------ */
 
 /* rmsnorm / gemma_rmsnorm(input, weight, eps=1e-6, out=None, enable_pdl=None) */
 static int
 op_rmsnorm(mate_replay_call *c, void *gemma)
 {
-	const mate_kernels *k = kernels(c);
+	const mate_kernels *k = mate_replay_kernels(c);
 	const mate_tensor *x, *w, *out;
 	mate_value *outv;
 	mate_error err;
@@ -74,7 +53,7 @@ op_rmsnorm(mate_replay_call *c, void *gemma)
 	    (rc = output(c, 3, "out", x->dtype, x->ndim, x->shape, &outv, &out)) != MATE_OK)
 		return rc;
 	rc = (gemma ? k->gemma_rmsnorm : k->rmsnorm)(x, w, eps, out, &err);
-	return finish(c, rc, &err, outv);
+	return mate_replay_kernel_done(c, rc, &err, outv);
 }
 
 /* fused_add_rmsnorm / gemma_fused_add_rmsnorm(input, residual, weight, eps=1e-6,
@@ -82,7 +61,7 @@ op_rmsnorm(mate_replay_call *c, void *gemma)
 static int
 op_fused_add_rmsnorm(mate_replay_call *c, void *gemma)
 {
-	const mate_kernels *k = kernels(c);
+	const mate_kernels *k = mate_replay_kernels(c);
 	const mate_tensor *x, *res, *w;
 	mate_error err;
 	double eps;
@@ -94,7 +73,7 @@ op_fused_add_rmsnorm(mate_replay_call *c, void *gemma)
 	    (rc = mate_replay_arg_float(c, 3, "eps", 1e-6, &eps)) != MATE_OK)
 		return rc;
 	rc = (gemma ? k->gemma_fused_add_rmsnorm : k->fused_add_rmsnorm)(x, res, w, eps, &err);
-	return finish(c, rc, &err, NULL);
+	return mate_replay_kernel_done(c, rc, &err, NULL);
 }
 
 enum { ACT_SILU, ACT_GELU, ACT_GELU_TANH };
@@ -103,7 +82,7 @@ enum { ACT_SILU, ACT_GELU, ACT_GELU_TANH };
 static int
 op_act_and_mul(mate_replay_call *c, void *which)
 {
-	const mate_kernels *k = kernels(c);
+	const mate_kernels *k = mate_replay_kernels(c);
 	const mate_tensor *x, *out;
 	int64_t shape[MATE_MAX_DIMS];
 	mate_value *outv;
@@ -121,7 +100,7 @@ op_act_and_mul(mate_replay_call *c, void *which)
 		return rc;
 	rc = (act == ACT_SILU ? k->silu_and_mul : act == ACT_GELU ? k->gelu_and_mul :
 	    k->gelu_tanh_and_mul)(x, out, &err);
-	return finish(c, rc, &err, outv);
+	return mate_replay_kernel_done(c, rc, &err, outv);
 }
 
 enum { LIBRARY_FN, TORCH_METHOD };
@@ -132,7 +111,7 @@ enum { LIBRARY_FN, TORCH_METHOD };
 static int
 op_softmax(mate_replay_call *c, void *ctx)
 {
-	const mate_kernels *k = kernels(c);
+	const mate_kernels *k = mate_replay_kernels(c);
 	const mate_tensor *x, *tt = NULL, *out;
 	const mate_value *temp;
 	int torch_method = (intptr_t)ctx == TORCH_METHOD;
@@ -162,7 +141,7 @@ op_softmax(mate_replay_call *c, void *ctx)
 	if ((rc = output(c, -1, NULL, dt, x->ndim, x->shape, &outv, &out)) != MATE_OK)
 		return rc;
 	rc = k->softmax(x, t, tt, out, &err);
-	return finish(c, rc, &err, outv);
+	return mate_replay_kernel_done(c, rc, &err, outv);
 }
 
 /* ---- matrix products -------------------------------------------------------- */
@@ -173,7 +152,7 @@ op_softmax(mate_replay_call *c, void *ctx)
 static int
 op_mm(mate_replay_call *c, void *batched)
 {
-	const mate_kernels *k = kernels(c);
+	const mate_kernels *k = mate_replay_kernels(c);
 	const mate_tensor *a, *b, *out;
 	int64_t shape[3];
 	int nd = batched ? 3 : 2;
@@ -186,23 +165,19 @@ op_mm(mate_replay_call *c, void *batched)
 	    (rc = mate_replay_arg_tensor(c, 1, "b", 0, &b)) != MATE_OK ||
 	    (rc = mate_replay_arg_dtype(c, 2, "out_dtype", a->dtype, &dt)) != MATE_OK)
 		return rc;
-	if (a->ndim != nd || b->ndim != nd)
-		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: operands must be %d-D",
-		    mate_replay_call_function(c), nd);
-	for (int i = 0; i < nd - 1; i++)
-		shape[i] = a->shape[i];
-	shape[nd - 1] = b->shape[nd - 1];
+	if ((rc = mate_replay_mm_shape(c, a, b, nd, shape)) != MATE_OK)
+		return rc;
 	if ((rc = output(c, -1, "out", dt, nd, shape, &outv, &out)) != MATE_OK)
 		return rc;
 	rc = (batched ? k->bmm : k->mm)(a, b, out, &err);
-	return finish(c, rc, &err, outv);
+	return mate_replay_kernel_done(c, rc, &err, outv);
 }
 
 /* bmm_fp8(A, B, A_scale, B_scale, dtype, out=None, backend='cublas') */
 static int
 op_bmm_fp8(mate_replay_call *c, void *ctx)
 {
-	const mate_kernels *k = kernels(c);
+	const mate_kernels *k = mate_replay_kernels(c);
 	const mate_tensor *A, *B, *as, *bs, *out;
 	mate_value *outv;
 	mate_dtype dt;
@@ -221,7 +196,7 @@ op_bmm_fp8(mate_replay_call *c, void *ctx)
 	    &outv, &out)) != MATE_OK)
 		return rc;
 	rc = k->bmm_fp8(A, B, as, bs, out, &err);
-	return finish(c, rc, &err, outv);
+	return mate_replay_kernel_done(c, rc, &err, outv);
 }
 
 /* mm_fp8(a, b, alpha=None, out_dtype=torch.bfloat16, out=None, backend='trtllm_low_latency'):
@@ -231,7 +206,7 @@ op_bmm_fp8(mate_replay_call *c, void *ctx)
 static int
 op_mm_fp8(mate_replay_call *c, void *ctx)
 {
-	const mate_kernels *k = kernels(c);
+	const mate_kernels *k = mate_replay_kernels(c);
 	const mate_tensor *a, *b, *alpha, *out;
 	mate_tensor bt;
 	mate_value *outv;
@@ -259,7 +234,7 @@ op_mm_fp8(mate_replay_call *c, void *ctx)
 	    &outv, &out)) != MATE_OK)
 		return rc;
 	rc = k->mm_fp8(a, &bt, alpha, out, &err);
-	return finish(c, rc, &err, outv);
+	return mate_replay_kernel_done(c, rc, &err, outv);
 }
 
 /* ---- FlashInfer's SegmentGEMMWrapper (stateful, by self_id) ---------------- */
@@ -296,7 +271,7 @@ op_segment_gemm_init(mate_replay_call *c, void *ctx)
 static int
 op_segment_gemm_run(mate_replay_call *c, void *ctx)
 {
-	const mate_kernels *k = kernels(c);
+	const mate_kernels *k = mate_replay_kernels(c);
 	mate_segment_gemm_args a;
 	const mate_tensor *out;
 	mate_value *outv;
@@ -329,7 +304,7 @@ op_segment_gemm_run(mate_replay_call *c, void *ctx)
 		return rc;
 	a.out = out;
 	rc = mate_segment_gemm(k, &a, &err);
-	return finish(c, rc, &err, outv);
+	return mate_replay_kernel_done(c, rc, &err, outv);
 }
 
 /* ---- attention ------------------------------------------------------------- */
@@ -407,7 +382,7 @@ attn_params(mate_replay_call *c, const struct attn_pos *ap, mate_attn_params *p,
 static int
 op_attention(mate_replay_call *c, void *prefill)
 {
-	const mate_kernels *k = kernels(c);
+	const mate_kernels *k = mate_replay_kernels(c);
 	const struct attn_pos *ap = prefill ? &prefill_pos : &decode_pos;
 	const mate_tensor *q, *kk, *v, *lse = NULL;
 	mate_attn_params p;
@@ -440,7 +415,7 @@ op_attention(mate_replay_call *c, void *prefill)
 	    mate_value_get_tensor(outv), lse, &err);
 	if (rc != MATE_OK || lsev == NULL) {
 		mate_value_free(lsev);
-		return finish(c, rc, &err, outv);
+		return mate_replay_kernel_done(c, rc, &err, outv);
 	}
 	ret = mate_value_tuple();
 	mate_value_append(ret, outv);
@@ -467,11 +442,7 @@ op_attention(mate_replay_call *c, void *prefill)
 int
 mate_replay_register_builtins(mate_replay *r, mate_error *err)
 {
-	static const struct {
-		const char *name, *sig;
-		mate_replay_handler fn;
-		intptr_t ctx;
-	} ops[] = {
+	static const struct mate_replay_op_def ops[] = {
 		{ "rmsnorm", SIG_RMSNORM, op_rmsnorm, 0 },
 		{ "gemma_rmsnorm", SIG_RMSNORM, op_rmsnorm, 1 },
 		{ "fused_add_rmsnorm", SIG_FUSED_ADD, op_fused_add_rmsnorm, 0 },
@@ -499,10 +470,8 @@ mate_replay_register_builtins(mate_replay *r, mate_error *err)
 	};
 	int rc;
 
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if ((rc = mate_replay_register_signature(r, NULL, ops[i].name, ops[i].sig, ops[i].fn,
-		    (void *)ops[i].ctx, err)) != MATE_OK)
-			return rc;
+	if ((rc = mate_replay_register_ops(r, ops, sizeof(ops) / sizeof(ops[0]), err)) != MATE_OK)
+		return rc;
 	/* FlashInfer's batch attention and KV cache (replay_ops_attn.c) */
 	if ((rc = mate_replay_register_attn(r, err)) != MATE_OK)
 		return rc;

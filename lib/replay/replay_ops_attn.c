@@ -1,6 +1,7 @@
 /* replay_ops_attn.c: replay handlers for FlashInfer's batch attention wrappers (paged, ragged, MLA), state merges and KV-cache appends. */
 #include "mate_private.h"
 #include "kernels.h"
+#include "kernels_fi.h"
 #include "kernels_paged.h"
 #include "replay_private.h"
 
@@ -11,16 +12,6 @@
 /* Registers the handlers of this file on r (replay_ops.c calls it). */
 int mate_replay_register_attn(mate_replay *r, mate_error *err) MATE_HIDDEN;
 
-static const mate_kernels *
-kernels(const mate_replay_call *c)
-{
-#ifdef HAVE_CUDA
-	if (mate_replay_call_device(c) == MATE_REPLAY_DEVICE_CUDA)
-		return mate_kernels_cuda();
-#endif
-	return mate_kernels_cpu();
-}
-
 static const char *
 fname(const mate_replay_call *c)
 {
@@ -28,27 +19,6 @@ fname(const mate_replay_call *c)
 }
 
 #define ABSENT(v) ((v) == NULL || mate_value_kind_of(v) == MATE_V_NONE)
-
-/* Element i of an integer tensor (unsigned 64-bit values past INT64_MAX
- * read as -1, which every check rejects). */
-static int64_t
-int_at(const mate_tensor *t, int64_t i)
-{
-	const void *p = mate_tensor_element(t, i);
-	int sgn = mate_dtype_kind(t->dtype) == MATE_KIND_INT;
-	int64_t v = 0;
-
-	switch (mate_dtype_size(t->dtype)) {  /* each side widened: int32 ?: uint32 is unsigned */
-	case 1: v = sgn ? (int64_t)*(const int8_t *)p : (int64_t)*(const uint8_t *)p; break;
-	case 2: v = sgn ? (int64_t)*(const int16_t *)p : (int64_t)*(const uint16_t *)p; break;
-	case 4: v = sgn ? (int64_t)*(const int32_t *)p : (int64_t)*(const uint32_t *)p; break;
-	default:
-		memcpy(&v, p, sizeof(v));
-		if (!sgn && v < 0)
-			v = -1;
-	}
-	return v;
-}
 
 /* A 1-D integer tensor argument as a malloc'ed int64 array of *n elements
  * (NULL and 0 when absent and optional). */
@@ -70,7 +40,7 @@ arg_ints(mate_replay_call *c, int pos, const char *name, int optional, int64_t *
 	if ((*out = malloc((size_t)(t->shape[0] + 1) * sizeof(int64_t))) == NULL)
 		return mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory", fname(c));
 	for (int64_t i = 0; i < t->shape[0]; i++)
-		(*out)[i] = int_at(t, i);
+		(*out)[i] = mate_kernel_int_at(t, i);
 	*n = t->shape[0];
 	return MATE_OK;
 }
@@ -602,7 +572,7 @@ op_batch_run(mate_replay_call *c, void *ctx)
 	if (kc.ndim != (ragged ? 3 : 4) || kc.shape[kc.ndim - 2 - (st->kv_layout == MATE_KV_HND)] != st->Hk)
 		return finish_pair(c, mate_set_error(&err, MATE_ERR_ARGUMENT, "the cache (%d-D) does not "
 		    "have the plan's %lld kv heads", kc.ndim, (long long)st->Hk), &err, outv, lsev);
-	rc = mate_batch_attention(kernels(c), &a, &p, &err);
+	rc = mate_batch_attention(mate_replay_kernels(c), &a, &p, &err);
 	return finish_pair(c, rc, &err, outv, lsev);
 }
 
@@ -716,7 +686,7 @@ op_mla_run(mate_replay_call *c, void *ctx)
 		.kv_indptr = st->kv_indptr, .kv_indices = st->kv_indices, .kv_len = st->kv_len,
 		.n_indices = st->n_indices, .page_size = st->page_size, .q_nope = qn, .q_pe = qp,
 		.ckv = ckv, .kpe = kpe, .out = tensor_of(outv), .lse = tensor_of(lsev) };
-	rc = mate_batch_mla(kernels(c), &a, &p, &err);
+	rc = mate_batch_mla(mate_replay_kernels(c), &a, &p, &err);
 	return finish_pair(c, rc, &err, outv, lsev);
 }
 
@@ -908,11 +878,8 @@ out:
 int
 mate_replay_register_attn(mate_replay *r, mate_error *err)
 {
-	static const struct {
-		const char *name, *sig;   /* sig NULL: the wrappers' *args and **kwargs forms */
-		mate_replay_handler fn;
-		intptr_t ctx;
-	} ops[] = {
+	/* sig NULL: the wrappers' *args and **kwargs forms */
+	static const struct mate_replay_op_def ops[] = {
 		{ "BatchDecodeWithPagedKVCacheWrapper.__init__", NULL, op_wrapper_init, W_DECODE },
 		{ "BatchDecodeWithPagedKVCacheWrapper.plan", NULL, op_batch_plan, W_DECODE },
 		{ "BatchDecodeWithPagedKVCacheWrapper.run", NULL, op_batch_run, W_DECODE },
@@ -932,11 +899,5 @@ mate_replay_register_attn(mate_replay *r, mate_error *err)
 		{ "append_paged_kv_cache", SIG_APPEND, op_append, 0 },
 		{ "append_paged_mla_kv_cache", SIG_APPEND_MLA, op_append, 1 },
 	};
-	int rc;
-
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if ((rc = mate_replay_register_signature(r, NULL, ops[i].name, ops[i].sig, ops[i].fn,
-		    (void *)ops[i].ctx, err)) != MATE_OK)
-			return rc;
-	return MATE_OK;
+	return mate_replay_register_ops(r, ops, sizeof(ops) / sizeof(ops[0]), err);
 }

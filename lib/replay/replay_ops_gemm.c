@@ -40,12 +40,8 @@ op_mm_bf16(mate_replay_call *c, void *batched)
 	    (!batched && (rc = mate_replay_arg_tensor(c, 2, "bias", 1, &bias)) != MATE_OK) ||
 	    (rc = mate_replay_arg_dtype(c, o + 1, "out_dtype", MATE_BF16, &dt)) != MATE_OK)
 		return rc;
-	if (a->ndim != nd || b->ndim != nd)
-		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: operands must be %d-D",
-		    mate_replay_call_function(c), nd);
-	for (int i = 0; i < nd - 1; i++)
-		shape[i] = a->shape[i];
-	shape[nd - 1] = b->shape[nd - 1];
+	if ((rc = mate_replay_mm_shape(c, a, b, nd, shape)) != MATE_OK)
+		return rc;
 	if ((outv = output(c, o, dt, nd, shape)) == NULL)
 		return MATE_ERR_NOMEM;
 	out = mate_value_get_tensor(outv);
@@ -153,22 +149,12 @@ op_segment_packbits(mate_replay_call *c, void *ctx)
 int
 mate_replay_register_gemm_bits(mate_replay *r, mate_error *err)
 {
-	static const struct {
-		const char *name, *sig;
-		mate_replay_handler fn;
-		intptr_t ctx;
-	} ops[] = {
+	static const struct mate_replay_op_def ops[] = {
 		{ "mm_bf16", "(a, b, bias=None, pdl=False, out=None, out_dtype=torch.bfloat16, "
 		    "backend='cudnn')", op_mm_bf16, 0 },
 		{ "bmm_bf16", "(A, B, out=None, out_dtype=torch.bfloat16, backend='cudnn')", op_mm_bf16, 1 },
 		{ "packbits", "(x, bitorder='big')", op_packbits, 0 },
 		{ "segment_packbits", "(x, indptr, bitorder='big')", op_segment_packbits, 0 },
 	};
-	int rc;
-
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if ((rc = mate_replay_register_signature(r, NULL, ops[i].name, ops[i].sig, ops[i].fn,
-		    (void *)ops[i].ctx, err)) != MATE_OK)
-			return rc;
-	return MATE_OK;
+	return mate_replay_register_ops(r, ops, sizeof(ops) / sizeof(ops[0]), err);
 }

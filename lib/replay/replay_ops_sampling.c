@@ -166,11 +166,7 @@ op_top_k(mate_replay_call *c, void *ctx)
 int
 mate_replay_register_sampling(mate_replay *r, mate_error *err)
 {
-	static const struct {
-		const char *name, *sig;
-		mate_replay_handler fn;
-		intptr_t ctx;
-	} ops[] = {
+	static const struct mate_replay_op_def ops[] = {
 		{ "top_k_renorm_probs", "(probs, top_k, is_deterministic=False)", op_filter, TOP_K_RENORM },
 		{ "top_p_renorm_probs", "(probs, top_p, is_deterministic=False)", op_filter, TOP_P_RENORM },
 		{ "top_k_mask_logits", "(logits, top_k)", op_filter, TOP_K_MASK },
@@ -192,11 +188,5 @@ mate_replay_register_sampling(mate_replay *r, mate_error *err)
 		    "filter_apply_order='top_k_first', " SIG_TAIL ")", op_sampler,
 		    S_LOGITS | S_TOP_K | S_TOP_P | S_ORDER },
 	};
-	int rc;
-
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if ((rc = mate_replay_register_signature(r, NULL, ops[i].name, ops[i].sig, ops[i].fn,
-		    (void *)ops[i].ctx, err)) != MATE_OK)
-			return rc;
-	return MATE_OK;
+	return mate_replay_register_ops(r, ops, sizeof(ops) / sizeof(ops[0]), err);
 }

@@ -69,4 +69,23 @@ int mate_replay_kernel_done(mate_replay_call *c, int rc, const mate_error *err, 
  * where it runs), or NULL when it is not one of mate's (replay_ops_info.c). */
 const char *mate_replay_builtin_info(const char *name, const char **devices) MATE_HIDDEN;
 
+/* ---- the built-in handlers (replay_ops_common.c) ---------------------------- */
+struct mate_kernels;
+/* The kernels the call runs on: CUDA's for a call replayed on the device,
+ * else the CPU's. */
+const struct mate_kernels *mate_replay_kernels(const mate_replay_call *c) MATE_HIDDEN;
+/* The shape of a @ b for nd-D operands (2: mm, 3: bmm) into shape[nd]: a's
+ * leading dimensions, b's last; fails the call when an operand is not nd-D. */
+int mate_replay_mm_shape(mate_replay_call *c, const mate_tensor *a, const mate_tensor *b, int nd,
+    int64_t *shape) MATE_HIDDEN;
+/* A handler table: name, signature, handler, its ctx. */
+struct mate_replay_op_def {
+	const char *name, *sig;
+	mate_replay_handler fn;
+	intptr_t ctx;
+};
+/* Registers the n handlers of ops on r; stops at the first failure. */
+int mate_replay_register_ops(mate_replay *r, const struct mate_replay_op_def *ops, size_t n,
+    mate_error *err) MATE_HIDDEN;
+
 #endif /* MATE_REPLAY_PRIVATE_H_INCLUDED */
