@@ -18,19 +18,19 @@ libmate_la_SOURCES += \
 	lib/core/parallel.h \
 	lib/core/parallel.c
 
-## The utility layer (lib/util.h): the clock, warnings, the text buffer, JSON strings,
+## The utility layer (lib/core/util.h): the clock, warnings, the text buffer, JSON strings,
 ## function-name patterns. util_warn.c, util_json.c and util_match.c need
 ## only libc: the preload library, libmate_view and the tools that use
 ## them build them in (their symbols are hidden in libmate.so).
 libmate_la_SOURCES += \
-	lib/util.h \
-	lib/util_warn.c \
-	lib/util_buf.c \
-	lib/util_json.c \
-	lib/util_match.c
+	lib/core/util.h \
+	lib/core/util_warn.c \
+	lib/core/util_buf.c \
+	lib/core/util_json.c \
+	lib/core/util_match.c
 ## test_util: the utility layer, built in as the tools build it.
 check_PROGRAMS += tests/test_util
-tests_test_util_SOURCES = tests/test_util.c lib/util_buf.c lib/util_json.c lib/util_match.c
+tests_test_util_SOURCES = tests/unit/test_util.c lib/core/util_buf.c lib/core/util_json.c lib/core/util_match.c
 TESTS += tests/test_util
 
 ## The CUDA backend, kernels and allocators are a module, mate-cuda.so

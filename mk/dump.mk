@@ -9,7 +9,7 @@ libmate_la_SOURCES += \
 	lib/dump/dumplist.c
 
 bin_PROGRAMS += src/replay/mate-list-dumps
-src_replay_mate_list_dumps_SOURCES = src/replay/mate-list-dumps.c lib/util_json.c
+src_replay_mate_list_dumps_SOURCES = src/replay/mate-list-dumps.c lib/core/util_json.c
 src_replay_mate_list_dumps_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
 src_replay_mate_list_dumps_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 src_replay_mate_list_dumps_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)

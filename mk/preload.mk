@@ -21,8 +21,8 @@ libmate_preload_la_SOURCES = \
 	lib/preload/interpose_cublas.c \
 	lib/core/logfile.h \
 	lib/core/logfile.c \
-	lib/util.h \
-	lib/util_warn.c
+	lib/core/util.h \
+	lib/core/util_warn.c
 libmate_preload_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -DMATE_LIBDIR='"$(libdir)"'
 libmate_preload_la_LDFLAGS = -module -avoid-version $(AM_LDFLAGS)
 libmate_preload_la_LIBADD = -ldl -lm

@@ -78,8 +78,8 @@ bench_recorder_LDADD = libmate.la
 ## test_recorder_fmt: float repr and fixed-point spellings against printf, vector float32
 ## statistics against the scalar path (pyfmt.c and stats.c linked in).
 check_PROGRAMS += tests/test_recorder_fmt
-tests_test_recorder_fmt_SOURCES = tests/unit/test_recorder_fmt.c lib/record/pyfmt.c lib/record/stats.c lib/util_buf.c \
-	lib/util_json.c
+tests_test_recorder_fmt_SOURCES = tests/unit/test_recorder_fmt.c lib/record/pyfmt.c lib/record/stats.c lib/core/util_buf.c \
+	lib/core/util_json.c
 tests_test_recorder_fmt_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_recorder_fmt_LDADD = libmate.la $(CJSON_LIBS) -lm
 TESTS += tests/test_recorder_fmt

@@ -8,7 +8,7 @@ libmate_la_SOURCES += \
 	lib/replay/replay_run.c \
 	lib/replay/replay_ops.c \
 	lib/replay/replay_ops_attn.c \
-	lib/replay_ops_common.c
+	lib/replay/replay_ops_common.c
 ## Replay handlers for the recorded BLAS and cuBLAS calls (registered by replay_ops.c).
 libmate_la_SOURCES += lib/replay/replay_blas.h lib/replay/replay_blas.c lib/replay/blas_signatures.h
 ## The memory log's CSV reader and the allocation replay (mate-replay --memlog).
@@ -25,7 +25,7 @@ libmate_la_SOURCES += lib/replay/replay_ops_info.c
 
 ## The tools: mate-replay and the `mate VERB` dispatcher.
 bin_PROGRAMS += src/replay/mate-replay src/mate/mate
-src_replay_mate_replay_SOURCES = src/replay/mate-replay.c lib/util_match.c
+src_replay_mate_replay_SOURCES = src/replay/mate-replay.c lib/core/util_match.c
 src_replay_mate_replay_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
 src_replay_mate_replay_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 ## -export-dynamic: plugins find libmate's symbols in a statically linked mate-replay too.
@@ -60,7 +60,7 @@ tests_plugin_reference_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_
 ## tests/mate-replay-ref: mate-replay with the reference plugin linked in (the
 ## tests use it where a plugin cannot be dlopen()ed: static and sanitizer builds).
 check_PROGRAMS += tests/mate-replay-ref
-tests_mate_replay_ref_SOURCES = src/replay/mate-replay.c lib/util_match.c tests/fakes/plugin-reference.c
+tests_mate_replay_ref_SOURCES = src/replay/mate-replay.c lib/core/util_match.c tests/fakes/plugin-reference.c
 tests_mate_replay_ref_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe -DMATE_REPLAY_TEST_PLUGIN
 tests_mate_replay_ref_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_mate_replay_ref_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
@@ -79,7 +79,7 @@ tests/plugin-man-example.c: $(top_srcdir)/man/libmate.3
 ## tests/mate-replay-example: mate-replay with that example linked in, for builds
 ## where it cannot be dlopen()ed (static, sanitizers).
 check_PROGRAMS += tests/mate-replay-example
-tests_mate_replay_example_SOURCES = src/replay/mate-replay.c lib/util_match.c
+tests_mate_replay_example_SOURCES = src/replay/mate-replay.c lib/core/util_match.c
 nodist_tests_mate_replay_example_SOURCES = tests/plugin-man-example.c
 tests_mate_replay_example_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe -DMATE_REPLAY_TEST_PLUGIN
 tests_mate_replay_example_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
@@ -153,6 +153,6 @@ EXTRA_DIST += tests/interop/test_fi_model_step.py
 TESTS += tests/cli/test_replay_bench.sh
 EXTRA_DIST += tests/cli/test_replay_bench.sh
 ## test_name_filter.py: MATE_DUMP_INCLUDE/EXCLUDE and --include/--exclude
-## select the same calls (lib/util_match.c).
-TESTS += tests/test_name_filter.py
-EXTRA_DIST += tests/test_name_filter.py
+## select the same calls (lib/core/util_match.c).
+TESTS += tests/cli/test_name_filter.py
+EXTRA_DIST += tests/cli/test_name_filter.py

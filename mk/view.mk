@@ -12,7 +12,7 @@ lib_libmate_view_la_SOURCES = \
 	lib/view/timeline_agg.c \
 	lib/view/render_cairo.c \
 	lib/view/perfetto.c \
-	lib/util_json.c
+	lib/core/util_json.c
 lib_libmate_view_la_CFLAGS = $(AM_CFLAGS) $(CAIRO_CFLAGS) $(ZLIB_CFLAGS)
 lib_libmate_view_la_LIBADD = $(CAIRO_LIBS) $(ZLIB_LIBS) -lm
 

@@ -1,4 +1,4 @@
-/* test_util.c: the utility layer (lib/util.h): one name filter for the recorder and mate-replay, one JSON string writer in each writer's spelling, the text buffer. */
+/* test_util.c: the utility layer (lib/core/util.h): one name filter for the recorder and mate-replay, one JSON string writer in each writer's spelling, the text buffer. */
 #include "config.h"
 #include "util.h"
 #include "test.h"
