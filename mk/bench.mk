@@ -15,4 +15,4 @@ tests_replay_gemm_fail_LDADD = libmate.la $(OPENBLAS_LIBS)
 TESTS += tests/cli/test_bench_replay_gemm.sh
 EXTRA_DIST += tests/cli/test_bench_replay_gemm.sh
 EXTRA_DIST += bench/README.md
-EXTRA_DIST += bench/replay-decode.py
+EXTRA_DIST += bench/replay-decode.py bench/replay-mixed.py

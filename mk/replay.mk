@@ -148,7 +148,7 @@ update-man-ops: src/replay/mate-replay
 ## A model-like serving step (prefill, decode steps, appends, RoPE, norms, sampling)
 ## recorded with FlashInfer's decorator replays with every call passed.
 TESTS += tests/interop/test_fi_model_step.py
-EXTRA_DIST += tests/interop/test_fi_model_step.py
+EXTRA_DIST += tests/interop/test_fi_model_step.py tests/interop/peers/fi_model_step.py
 ## mate-replay --bench: timed runs of each replayed call after its verdict.
 TESTS += tests/cli/test_replay_bench.sh
 EXTRA_DIST += tests/cli/test_replay_bench.sh
