@@ -384,7 +384,9 @@ int mate_replay_has_handler(const mate_replay *r, const char *module, const char
 struct mate_replay_op {
 	const char *module;         /* NULL: any module */
 	const char *name;
-	const char *signature;      /* as registered; NULL: any arguments */
+	const char *signature;      /* as registered, or the signature (with *args or
+	                             * **kwargs) whose arguments a built-in handler
+	                             * reads as recorded; NULL: any arguments */
 	const char *dtypes;         /* what mate's built-in handler states; NULL: not stated */
 	const char *devices;        /* "cpu" or "cpu, cuda"; NULL: not stated */
 };

@@ -1061,8 +1061,9 @@ mate_replay_op_get(const mate_replay *r, size_t i, struct mate_replay_op *op)
 	memset(op, 0, sizeof(*op));
 	op->module = h->module;
 	op->name = h->name;
-	op->signature = h->sigtext;
-	op->dtypes = mate_replay_builtin_info(h->name, &op->devices);
+	op->dtypes = mate_replay_builtin_info(h->name, &op->devices, &op->signature);
+	if (h->sigtext != NULL)
+		op->signature = h->sigtext;
 	return MATE_OK;
 }
 

@@ -8,6 +8,78 @@
 #define BOTH "cpu, cuda"
 #define FLOATS "float32, float16, bfloat16, float64"
 
+/* FlashInfer 0.7.2's signatures of the wrappers' methods (str(inspect.signature)
+ * without the annotations). They take *args or **kwargs, so their handlers
+ * read the arguments as recorded, by these positions and names, rather than
+ * binding them through a registered signature. */
+#define SIG_DECODE_INIT \
+	"(self, float_workspace_buffer, kv_layout='NHD', use_cuda_graph=False, " \
+	"use_tensor_cores=False, paged_kv_indptr_buffer=None, paged_kv_indices_buffer=None, " \
+	"paged_kv_last_page_len_buffer=None, backend='auto', jit_args=None)"
+#define SIG_DECODE_PLAN \
+	"(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, " \
+	"page_size, *deprecated_positional_args, **kwargs)"
+#define SIG_DECODE_RUN \
+	"(self, q, paged_kv_cache, *args, q_scale=None, k_scale=None, v_scale=None, " \
+	"out=None, lse=None, return_lse=False, enable_pdl=None, window_left=None, " \
+	"sinks=None, q_len_per_req=None, skip_softmax_threshold_scale_factor=None, " \
+	"kv_cache_sf=None)"
+#define SIG_PAGED_INIT \
+	"(self, float_workspace_buffer, kv_layout='NHD', use_cuda_graph=False, " \
+	"qo_indptr_buf=None, paged_kv_indptr_buf=None, paged_kv_indices_buf=None, " \
+	"paged_kv_last_page_len_buf=None, custom_mask_buf=None, mask_indptr_buf=None, " \
+	"backend='auto', jit_args=None, jit_kwargs=None, variant_owns_mask=False)"
+#define SIG_PAGED_PLAN \
+	"(self, qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len, " \
+	"num_qo_heads, num_kv_heads, head_dim_qk, page_size, head_dim_vo=None, " \
+	"custom_mask=None, packed_custom_mask=None, causal=False, pos_encoding_mode='NONE', " \
+	"use_fp16_qk_reduction=False, sm_scale=None, window_left=-1, logits_soft_cap=None, " \
+	"rope_scale=None, rope_theta=None, q_data_type='float16', kv_data_type=None, " \
+	"o_data_type=None, non_blocking=True, prefix_len_ptr=None, " \
+	"token_pos_in_items_ptr=None, token_pos_in_items_len=0, max_item_len_ptr=None, " \
+	"seq_lens=None, seq_lens_q=None, block_tables=None, max_token_per_sequence=None, " \
+	"max_sequence_kv=None, fixed_split_size=None, disable_split_kv=False, " \
+	"uniform_q_len=None)"
+#define SIG_PAGED_RUN \
+	"(self, q, paged_kv_cache, *args, q_scale=None, k_scale=None, v_scale=None, " \
+	"out=None, lse=None, return_lse=False, lse_base='log2', lse_layout='NH', " \
+	"enable_pdl=None, window_left=None, sinks=None, kv_cache_sf=None, " \
+	"skip_softmax_threshold_scale_factor=None, use_fp16_softmax=None, " \
+	"uses_spcompress=None)"
+#define SIG_RAGGED_INIT \
+	"(self, float_workspace_buffer, kv_layout='NHD', use_cuda_graph=False, " \
+	"qo_indptr_buf=None, kv_indptr_buf=None, custom_mask_buf=None, mask_indptr_buf=None, " \
+	"backend='auto', jit_args=None, jit_kwargs=None, variant_owns_mask=False)"
+#define SIG_RAGGED_PLAN \
+	"(self, qo_indptr, kv_indptr, num_qo_heads, num_kv_heads, head_dim_qk, " \
+	"head_dim_vo=None, custom_mask=None, packed_custom_mask=None, causal=False, " \
+	"pos_encoding_mode='NONE', use_fp16_qk_reduction=False, window_left=-1, " \
+	"logits_soft_cap=None, sm_scale=None, rope_scale=None, rope_theta=None, " \
+	"q_data_type='float16', kv_data_type=None, o_data_type=None, non_blocking=True, " \
+	"prefix_len_ptr=None, token_pos_in_items_ptr=None, token_pos_in_items_len=0, " \
+	"max_item_len_ptr=None, fixed_split_size=None, disable_split_kv=False, " \
+	"seq_lens=None, seq_lens_q=None, max_token_per_sequence=None, max_sequence_kv=None, " \
+	"v_indptr=None, o_indptr=None, uniform_q_len=None)"
+#define SIG_RAGGED_RUN \
+	"(self, q, k, v, *args, q_scale=None, k_scale=None, v_scale=None, o_scale=None, " \
+	"out=None, lse=None, return_lse=False, lse_base='log2', lse_layout='NH', " \
+	"enable_pdl=None, kv_cache_sf=None)"
+#define SIG_MLA_INIT \
+	"(self, float_workspace_buffer, use_cuda_graph=False, qo_indptr=None, " \
+	"kv_indptr=None, kv_indices=None, kv_len_arr=None, backend='auto')"
+#define SIG_MLA_PLAN \
+	"(self, qo_indptr, kv_indptr, kv_indices, kv_len_arr, num_heads, head_dim_ckv, " \
+	"head_dim_kpe, page_size, causal, sm_scale, q_data_type, kv_data_type, " \
+	"use_profiler=False, *, query_layout='split', kv_cache_layout='split', " \
+	"lse_mode='none', output_dtype=None, output_scale='none', scale_mode='default', " \
+	"skip_softmax=False, enable_pdl=None, use_sinks=False)"
+#define SIG_MLA_RUN \
+	"(self, q_nope=None, q_pe=None, ckv_cache=None, kpe_cache=None, out=None, lse=None, " \
+	"return_lse=False, profiler_buffer=None, kv_len=None, page_table=None, " \
+	"return_lse_base_on_e=False, o_scale=None, *, query=None, kv_cache=None, " \
+	"ckv_scale=None, ckv_scale_arr=None, kpe_scale=None, sinks=None, " \
+	"skip_softmax_threshold_scale_factor=None, bmm1_scale=None, bmm2_scale=None)"
+
 static const struct {
 	const char *name, *dtypes, *devices;
 } info[] = {
@@ -83,14 +155,35 @@ static const struct {
 	{ "cublasGemmStridedBatchedEx", "float32, float16, bfloat16", BOTH },
 };
 
+/* The signatures of the handlers registered without one (replay_ops_attn.c). */
+static const struct {
+	const char *name, *sig;
+} sigs[] = {
+	{ "BatchDecodeWithPagedKVCacheWrapper.__init__", SIG_DECODE_INIT },
+	{ "BatchDecodeWithPagedKVCacheWrapper.plan", SIG_DECODE_PLAN },
+	{ "BatchDecodeWithPagedKVCacheWrapper.run", SIG_DECODE_RUN },
+	{ "BatchPrefillWithPagedKVCacheWrapper.__init__", SIG_PAGED_INIT },
+	{ "BatchPrefillWithPagedKVCacheWrapper.plan", SIG_PAGED_PLAN },
+	{ "BatchPrefillWithPagedKVCacheWrapper.run", SIG_PAGED_RUN },
+	{ "BatchPrefillWithRaggedKVCacheWrapper.__init__", SIG_RAGGED_INIT },
+	{ "BatchPrefillWithRaggedKVCacheWrapper.plan", SIG_RAGGED_PLAN },
+	{ "BatchPrefillWithRaggedKVCacheWrapper.run", SIG_RAGGED_RUN },
+	{ "BatchMLAPagedAttentionWrapper.__init__", SIG_MLA_INIT },
+	{ "BatchMLAPagedAttentionWrapper.plan", SIG_MLA_PLAN },
+	{ "BatchMLAPagedAttentionWrapper.run", SIG_MLA_RUN },
+};
+
 const char *
-mate_replay_builtin_info(const char *name, const char **devices)
+mate_replay_builtin_info(const char *name, const char **devices, const char **signature)
 {
+	*devices = *signature = NULL;
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (strcmp(sigs[i].name, name) == 0)
+			*signature = sigs[i].sig;
 	for (size_t i = 0; i < sizeof(info) / sizeof(info[0]); i++)
 		if (strcmp(info[i].name, name) == 0) {
 			*devices = info[i].devices;
 			return info[i].dtypes;
 		}
-	*devices = NULL;
 	return NULL;
 }

@@ -66,8 +66,11 @@ const mate_value *mate_replay_call_recorded(const mate_replay_call *c, const cha
  * call's value, or frees it and fails the call with the kernel's error. */
 int mate_replay_kernel_done(mate_replay_call *c, int rc, const mate_error *err, mate_value *result) MATE_HIDDEN;
 /* The dtypes a built-in handler of that name implements (and in *devices
- * where it runs), or NULL when it is not one of mate's (replay_ops_info.c). */
-const char *mate_replay_builtin_info(const char *name, const char **devices) MATE_HIDDEN;
+ * where it runs, in *signature the signature of a handler that reads its
+ * arguments as recorded, else NULL), or NULL when it is not one of mate's
+ * (replay_ops_info.c). */
+const char *mate_replay_builtin_info(const char *name, const char **devices,
+    const char **signature) MATE_HIDDEN;
 
 /* ---- the built-in handlers (replay_ops_common.c) ---------------------------- */
 struct mate_kernels;

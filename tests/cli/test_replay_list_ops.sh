@@ -27,6 +27,17 @@ n=$(grep -v -e '^Tensor\.' -e '^cblas_' -e '^[sd]gemm_' -e '^cublas' "$tmp/ops" 
 checks_ran
 grep -q "^rmsnorm	(input, weight, eps=1e-06, out=None, enable_pdl=None)	float32, float16, bfloat16, float64	cpu, cuda$" \
     "$tmp/ops" || no "rmsnorm's line: $(grep '^rmsnorm	' "$tmp/ops")"
+# Every FlashInfer API states its signature, the wrappers' methods FlashInfer's own (with
+# *args or **kwargs, their arguments read as recorded).
+checks_ran
+bad=$(grep -v -e '^Tensor\.' -e '^cblas_' -e '^[sd]gemm_' -e '^cublas' "$tmp/ops" | awk -F '\t' '$2 == "-"')
+[ -z "$bad" ] || no "FlashInfer APIs listed without a signature: $bad"
+checks_ran
+grep -q "^BatchDecodeWithPagedKVCacheWrapper.plan	(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size, \*deprecated_positional_args, \*\*kwargs)	" \
+    "$tmp/ops" || no "the decode plan's line: $(grep '^BatchDecodeWithPagedKVCacheWrapper.plan	' "$tmp/ops")"
+checks_ran
+grep -q "^BatchPrefillWithRaggedKVCacheWrapper.run	(self, q, k, v, \*args, q_scale=None, k_scale=None, v_scale=None, o_scale=None, out=None, lse=None, return_lse=False, lse_base='log2', lse_layout='NH', enable_pdl=None, kv_cache_sf=None)	" \
+    "$tmp/ops" || no "the ragged run's line: $(grep '^BatchPrefillWithRaggedKVCacheWrapper.run	' "$tmp/ops")"
 
 checks_ran
 "$rp" --list-ops --jsonl > "$tmp/jsonl" || no "--list-ops --jsonl exits $?"
