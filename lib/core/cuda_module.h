@@ -12,7 +12,7 @@ extern "C" {
 struct mate_allocator;
 
 /* Raised whenever this structure changes. */
-#define MATE_CUDA_MODULE_ABI 1
+#define MATE_CUDA_MODULE_ABI 2
 
 /* What the module's one exported function, mate_cuda_module(), returns.
  * version is the module's PACKAGE_VERSION: libmate takes only its own. */

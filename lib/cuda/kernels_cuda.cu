@@ -602,6 +602,7 @@ static const mate_kernels cuda_kernels = {
 	mate_cuda_single_decode,
 	mate_cuda_single_prefill,
 	mate_cuda_gemm,
+	mate_cuda_batch_attention,
 };
 
 extern "C" const mate_kernels *

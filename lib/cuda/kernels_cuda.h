@@ -181,5 +181,7 @@ int mate_cuda_single_decode(const mate_tensor *, const mate_tensor *, const mate
     const mate_attn_params *, const mate_tensor *, const mate_tensor *, mate_error *);
 int mate_cuda_single_prefill(const mate_tensor *, const mate_tensor *, const mate_tensor *,
     const mate_attn_params *, const mate_tensor *, const mate_tensor *, mate_error *);
+int mate_cuda_batch_attention(const struct mate_batch_attn *, const mate_attn_params *,
+    mate_error *);
 
 #endif /* MATE_KERNELS_CUDA_H_INCLUDED */

@@ -1,5 +1,6 @@
 /* kernels.c: the CPU kernel table and what every backend's kernels share (names, defaults, scatter). */
 #include "kernels_cpu.h"
+#include "kernels_paged.h"
 
 #include <limits.h>
 #include <math.h>
@@ -240,6 +241,7 @@ static const mate_kernels cpu_kernels = {
 	mate_cpu_single_decode,
 	mate_cpu_single_prefill,
 	mate_cpu_gemm,
+	mate_cpu_batch_attention,
 };
 
 const mate_kernels *

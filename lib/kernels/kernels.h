@@ -87,6 +87,8 @@ typedef struct mate_gemm_call {
 	int64_t stride_a, stride_b, stride_c;
 } mate_gemm_call;
 
+struct mate_batch_attn;   /* kernels_paged.h */
+
 /* The kernel table of a backend. Every entry is set. */
 typedef struct mate_kernels {
 	const char *name;          /* "cpu" or "cuda" */
@@ -135,6 +137,10 @@ typedef struct mate_kernels {
 	    mate_error *err);
 	/* A recorded BLAS/cuBLAS GEMM call, see mate_gemm_call. */
 	int (*gemm)(const mate_gemm_call *call, mate_error *err);
+	/* FlashInfer's batch attention on a paged or ragged KV cache, see
+	 * kernels_paged.h (mate_batch_attention() calls it). */
+	int (*batch_attention)(const struct mate_batch_attn *a, const mate_attn_params *p,
+	    mate_error *err);
 } mate_kernels;
 
 /*! mate_kernels_cpu() : the CPU reference kernels (OpenBLAS for GEMMs,

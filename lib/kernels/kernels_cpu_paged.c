@@ -127,8 +127,9 @@ check_batch(const mate_batch_attn *a, const mate_attn_params *p, mate_error *err
 	return MATE_OK;
 }
 
-int
-mate_batch_attention(const mate_kernels *k, const mate_batch_attn *a, const mate_attn_params *p,
+/* The batch, one request at a time on k's single_prefill. */
+static int
+per_request(const mate_kernels *k, const mate_batch_attn *a, const mate_attn_params *p,
     mate_error *err)
 {
 	int hnd = p->kv_layout == MATE_KV_HND, paged = a->page_size > 0, rc;
@@ -183,6 +184,19 @@ mate_batch_attention(const mate_kernels *k, const mate_batch_attn *a, const mate
 	free(kbuf);
 	free(vbuf);
 	return rc;
+}
+
+int
+mate_cpu_batch_attention(const mate_batch_attn *a, const mate_attn_params *p, mate_error *err)
+{
+	return per_request(mate_kernels_cpu(), a, p, err);
+}
+
+int
+mate_batch_attention(const mate_kernels *k, const mate_batch_attn *a, const mate_attn_params *p,
+    mate_error *err)
+{
+	return k->batch_attention != NULL ? k->batch_attention(a, p, err) : per_request(k, a, p, err);
 }
 
 /* ---- MLA -------------------------------------------------------------------------- */

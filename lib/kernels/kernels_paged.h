@@ -30,12 +30,16 @@ typedef struct mate_batch_attn {
 	const mate_tensor *q, *k, *v, *out, *lse;
 } mate_batch_attn;
 
-/*! mate_batch_attention() : a's batch on k's single_prefill, one call per
- * request with a query row (the keys of a paged request are gathered into
- * a contiguous buffer first). Custom masks are MATE_ERR_UNSUPPORTED.
- * @return MATE_OK or the status with err. */
+/*! mate_batch_attention() : a's batch on k's batch_attention: the CPU's
+ * runs single_prefill once per request with a query row (the keys of a
+ * paged request gathered into a contiguous buffer first), CUDA's one
+ * kernel reading the pages in place. Custom masks are
+ * MATE_ERR_UNSUPPORTED. @return MATE_OK or the status with err. */
 int mate_batch_attention(const mate_kernels *k, const mate_batch_attn *a,
     const mate_attn_params *p, mate_error *err);
+/*! mate_cpu_batch_attention() : the CPU kernel table's batch_attention. */
+int mate_cpu_batch_attention(const mate_batch_attn *a, const mate_attn_params *p,
+    mate_error *err);
 
 /* BatchMLAPagedAttentionWrapper.run: q_nope (nnz, H, Dc), q_pe (nnz, H,
  * Dp); ckv (pages, page_size, Dc) and kpe (pages, page_size, Dp) paged by
