@@ -23,8 +23,9 @@ mate_cuda_la_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
 mate_cuda_la_LDFLAGS = -module -avoid-version -shared \
 	-export-symbols-regex '^mate_cuda_module$$' $(AM_LDFLAGS) \
 	-Wl,$(abs_top_builddir)/.libs/libmate.so
-# nvcc's stubs for template kernels use the C++ ABI (static guards)
-mate_cuda_la_LIBADD = $(CUDA_LIBS) -lstdc++
+# cuBLASLt for the fp8 GEMMs; nvcc's stubs for template kernels use the C++
+# ABI (static guards)
+mate_cuda_la_LIBADD = $(CUDA_LIBS) -lcublasLt -lstdc++
 mate_cuda_la_DEPENDENCIES = libmate.la
 check_PROGRAMS += tests/test_kernels_cuda tests/test_cuda_module
 ## a module from another mate version or ABI, which libmate refuses

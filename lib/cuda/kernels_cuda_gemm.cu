@@ -1,8 +1,9 @@
-/* kernels_cuda_gemm.cu: CUDA matrix products through cuBLAS: mm, bmm, the fp8 GEMMs and recorded GEMM calls. */
+/* kernels_cuda_gemm.cu: CUDA matrix products through cuBLAS: mm, bmm, the fp8 GEMMs (cuBLASLt with its scales where the device has fp8) and recorded GEMM calls. */
 #include "config.h"
 #include "kernels_cuda.h"
 
 #include <cublas_v2.h>
+#include <cublasLt.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -169,6 +170,135 @@ rm_gemm_run(kcu_call *c, const rm_gemm *g)
 	return c->rc;
 }
 
+/* ---- fp8 through cuBLASLt ------------------------------------------------------ */
+
+static int
+is_fp8(int dt)
+{
+	return dt == MATE_F8_E4M3FN || dt == MATE_F8_E5M2;
+}
+
+static cudaDataType_t
+lt_type(int dt)
+{
+	switch (dt) {
+	case MATE_F8_E4M3FN: return CUDA_R_8F_E4M3;
+	case MATE_F8_E5M2: return CUDA_R_8F_E5M2;
+	default: return cuda_type(dt);
+	}
+}
+
+/* A column-major layout rows x cols (ld rows) of batch matrices. */
+static cublasLtMatrixLayout_t
+lt_layout(int dt, int64_t rows, int64_t cols, int64_t batch)
+{
+	cublasLtMatrixLayout_t l = NULL;
+	int32_t nb = (int32_t)batch;
+	int64_t stride = rows * cols;
+
+	if (cublasLtMatrixLayoutCreate(&l, lt_type(dt), (uint64_t)rows, (uint64_t)cols, rows) !=
+	    CUBLAS_STATUS_SUCCESS)
+		return NULL;
+	if (batch > 1 &&
+	    (cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &nb,
+	    sizeof(nb)) != CUBLAS_STATUS_SUCCESS ||
+	    cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+	    &stride, sizeof(stride)) != CUBLAS_STATUS_SUCCESS)) {
+		cublasLtMatrixLayoutDestroy(l);
+		return NULL;
+	}
+	return l;
+}
+
+#define LT_WORKSPACE (4u << 20)
+
+/* out (B, M, N) = (sa * A) (B, M, K) @ (sb * B) with B given transposed,
+ * bt (B, N, K), all staged contiguous, sa and sb device floats: cuBLASLt's
+ * fp8 "TN" product with its A and B scale pointers, as FlashInfer's cublas
+ * backend calls it: in column major, out (N x M) = op_T(bt, K x N) times
+ * a (K x M). 1 when done; 0 when cuBLASLt declines
+ * (a device without fp8, a shape or alignment it does not take), with
+ * nothing written and no error, so the caller computes it another way. */
+static int
+lt_fp8(kcu_call *c, const kcu_dev *a, const kcu_dev *bt, const kcu_dev *o, int64_t batch,
+    int64_t M, int64_t N, int64_t K, const float *sa, const float *sb)
+{
+	cublasLtHandle_t lt = NULL;
+	cublasLtMatmulDesc_t op = NULL;
+	cublasLtMatrixLayout_t lx = NULL, ly = NULL, ld = NULL;
+	cublasLtMatmulPreference_t pref = NULL;
+	cublasLtMatmulHeuristicResult_t heur;
+	cublasOperation_t tt = CUBLAS_OP_T, tn = CUBLAS_OP_N;
+	uint64_t wsize = LT_WORKSPACE;
+	float one = 1, zero = 0;
+	int found = 0, done = 0;
+	void *ws;
+
+	if (c->rc != MATE_OK || (ws = kcu_alloc(c, LT_WORKSPACE)) == NULL)
+		return 0;
+	if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS)
+		return 0;
+	if (cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+	    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &tt, sizeof(tt)) ==
+	    CUBLAS_STATUS_SUCCESS &&
+	    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tn, sizeof(tn)) ==
+	    CUBLAS_STATUS_SUCCESS &&
+	    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sb,
+	    sizeof(sb)) == CUBLAS_STATUS_SUCCESS &&
+	    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sa,
+	    sizeof(sa)) == CUBLAS_STATUS_SUCCESS &&
+	    (lx = lt_layout(bt->dtype, K, N, batch)) != NULL &&
+	    (ly = lt_layout(a->dtype, K, M, batch)) != NULL &&
+	    (ld = lt_layout(o->dtype, N, M, batch)) != NULL &&
+	    cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
+	    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+	    &wsize, sizeof(wsize)) == CUBLAS_STATUS_SUCCESS &&
+	    cublasLtMatmulAlgoGetHeuristic(lt, op, lx, ly, ld, ld, pref, 1, &heur, &found) ==
+	    CUBLAS_STATUS_SUCCESS && found > 0)
+		done = cublasLtMatmul(lt, op, &one, bt->p, lx, a->p, ly, &zero, o->p, ld, o->p, ld,
+		    &heur.algo, ws, LT_WORKSPACE, c->stream) == CUBLAS_STATUS_SUCCESS;
+	if (pref != NULL)
+		cublasLtMatmulPreferenceDestroy(pref);
+	if (ld != NULL)
+		cublasLtMatrixLayoutDestroy(ld);
+	if (ly != NULL)
+		cublasLtMatrixLayoutDestroy(ly);
+	if (lx != NULL)
+		cublasLtMatrixLayoutDestroy(lx);
+	if (op != NULL)
+		cublasLtMatmulDescDestroy(op);
+	cublasLtDestroy(lt);
+	return done;
+}
+
+/* The fp8 product through cuBLASLt when a and b are fp8 (not both e5m2)
+ * and out is bf16, f16 or f32: 1 when done, 0 to compute it otherwise. */
+static int
+try_lt_fp8(kcu_call *c, const mate_tensor *a, const mate_tensor *b, const kcu_dev *da,
+    const kcu_dev *o, int nd, double x, double y)
+{
+	mate_tensor bt = *b;
+	const kcu_dev *dbt;
+	int d = nd - 2;
+	int64_t batch = nd == 3 ? a->shape[0] : 1, M = a->shape[d], K = a->shape[d + 1];
+	int64_t N = b->shape[d + 1];
+	float sc[2] = { (float)x, (float)y };
+	const float *dsc;
+
+	if (!is_fp8(a->dtype) || !is_fp8(b->dtype) ||
+	    (a->dtype == MATE_F8_E5M2 && b->dtype == MATE_F8_E5M2) ||
+	    (o->dtype != MATE_BF16 && o->dtype != MATE_F16 && o->dtype != MATE_F32) ||
+	    M * N * K == 0 || batch == 0 || M > INT_MAX || N > INT_MAX || K > INT_MAX ||
+	    batch > INT_MAX || K % 16 != 0 || N % 16 != 0)
+		return 0;
+	bt.shape[d] = b->shape[d + 1], bt.stride[d] = b->stride[d + 1];   /* (.., N, K) */
+	bt.shape[d + 1] = b->shape[d], bt.stride[d + 1] = b->stride[d];
+	if ((dbt = kcu_stage(c, &bt, 1, 0, "b^T")) == NULL ||
+	    (dsc = (const float *)kcu_upload(c, sc, sizeof(sc))) == NULL)
+		return 0;
+	return lt_fp8(c, da, dbt, o, batch, M, N, K, dsc, dsc + 1);
+}
+
 /* Checks (.., M, K) @ (.., K, N) -> (.., M, N) with nd dims. */
 static int
 check_mm(kcu_call *c, const mate_tensor *a, const mate_tensor *b, const mate_tensor *o, int nd)
@@ -205,8 +335,10 @@ matmul(const mate_tensor *a, const mate_tensor *b, const mate_tensor *o, int nd,
 	    !kcu_scalar(&c, s2, 1.0, &y, "B_scale"))
 		return kcu_finish(&c);
 	g.a = kcu_stage(&c, a, 1, 0, "a");
-	g.b = kcu_stage(&c, b, 1, 0, "b");
 	g.o = kcu_stage(&c, o, 0, 1, "out");
+	if (g.a != NULL && g.o != NULL && try_lt_fp8(&c, a, b, g.a, g.o, nd, x, y))
+		return kcu_finish(&c);
+	g.b = kcu_stage(&c, b, 1, 0, "b");
 	g.batch = nd == 3 ? a->shape[0] : 1;
 	g.M = a->shape[d], g.K = a->shape[d + 1], g.N = b->shape[d + 1];
 	g.alpha = (double)((float)x * (float)y);

@@ -238,6 +238,44 @@ test_batch(mate_dtype dt, int hnd, int prefill, int pos)
 	free(q), free(k), free(v), free(o1), free(o2);
 }
 
+/* n values in [-2, 2) as float8 e4m3fn bytes (through the CPU's rounding). */
+static uint8_t *
+rand_fp8(int64_t n)
+{
+	uint8_t *p = malloc((size_t)n);
+
+	for (int64_t i = 0; i < n; i++) {
+		p[i] = mate_f32_to_f8e4m3fn(frand() * 2.0f);
+	}
+	return p;
+}
+
+/* mm_fp8 and bmm_fp8 with scales, fp8 e4m3fn operands into bf16. */
+static void
+test_fp8(void)
+{
+	enum { Bt = 2, M = 33, K = 64, N = 48 };
+	int64_t sa[3] = { Bt, M, K }, sb[3] = { Bt, K, N }, so[3] = { Bt, M, N }, s1[1] = { 1 };
+	uint8_t *a = rand_fp8(Bt * M * K), *b = rand_fp8(Bt * K * N);
+	void *o1 = calloc(Bt * M * N, 2), *o2 = calloc(Bt * M * N, 2);
+	float sca = 0.5f, scb = 1.75f, alpha = 0.375f;
+	mate_tensor ta = tens(MATE_F8_E4M3FN, a, 3, sa, NULL), tb = tens(MATE_F8_E4M3FN, b, 3, sb, NULL);
+	mate_tensor to1 = tens(MATE_BF16, o1, 3, so, NULL), to2 = tens(MATE_BF16, o2, 3, so, NULL);
+	mate_tensor tsa = tens(MATE_F32, &sca, 1, s1, NULL), tsb = tens(MATE_F32, &scb, 1, s1, NULL);
+	mate_tensor tal = tens(MATE_F32, &alpha, 1, s1, NULL);
+	mate_tensor a2 = tens(MATE_F8_E4M3FN, a, 2, sa + 1, NULL), b2 = tens(MATE_F8_E4M3FN, b, 2, sb + 1, NULL);
+	mate_tensor m1 = tens(MATE_BF16, o1, 2, so + 1, NULL), m2 = tens(MATE_BF16, o2, 2, so + 1, NULL);
+	mate_error err;
+
+	CHECK_EQ_INT(C->bmm_fp8(&ta, &tb, &tsa, &tsb, &to1, &err), MATE_OK);
+	CHECK_EQ_INT(G->bmm_fp8(&ta, &tb, &tsa, &tsb, &to2, &err), MATE_OK);
+	same("bmm_fp8 with scales", &to1, &to2);
+	CHECK_EQ_INT(C->mm_fp8(&a2, &b2, &tal, &m1, &err), MATE_OK);
+	CHECK_EQ_INT(G->mm_fp8(&a2, &b2, &tal, &m2, &err), MATE_OK);
+	same("mm_fp8 with alpha", &m1, &m2);
+	free(a), free(b), free(o1), free(o2);
+}
+
 static void
 test_gemm_call(void)
 {
@@ -283,6 +321,7 @@ main(void)
 				test_batch(dts[i], hnd, prefill, prefill ? MATE_POS_ROPE_LLAMA : MATE_POS_NONE);
 		test_batch(dts[i], 0, 1, MATE_POS_NONE);
 	}
+	test_fp8();
 	test_gemm_call();
 	return TEST_DONE();
 }
