@@ -181,22 +181,37 @@ test_attn(mate_dtype dt, int pos, int causal)
 	free(q), free(k), free(v), free(o1), free(o2);
 }
 
+/* n values in [-2, 2) as float8 e4m3fn bytes (through the CPU's rounding). */
+static uint8_t *
+rand_fp8(int64_t n)
+{
+	uint8_t *p = malloc((size_t)n);
+
+	for (int64_t i = 0; i < n; i++) {
+		p[i] = mate_f32_to_f8e4m3fn(frand() * 2.0f);
+	}
+	return p;
+}
+
 /* FlashInfer's batch attention: 3 requests (one with no keys, one whose
- * last page holds one key) on a paged cache in layout hnd, decode or
- * causal prefill, GQA 4; and the same keys as a ragged batch. */
+ * last page holds one key) on a paged cache of kvdt (fp8: with k_scale
+ * and v_scale) in layout hnd, decode or causal prefill, GQA 4; and the
+ * same keys as a ragged batch. */
 static void
-test_batch(mate_dtype dt, int hnd, int prefill, int pos)
+test_batch(mate_dtype dt, mate_dtype kvdt, int hnd, int prefill, int pos)
 {
 	enum { B = 3, P = 4, NP = 7, Hq = 8, Hk = 2, D = 64, NQ = 9 };
 	int64_t qo[B + 1] = { 0, 4, 4, NQ }, kvp[B + 1] = { 0, 3, 3, 5 };
 	int64_t idx[5] = { 6, 0, 3, 5, 1 }, len[B] = { 9, 0, 5 };
 	int64_t nq = prefill ? NQ : B;
 	int64_t sc[4] = { NP, hnd ? Hk : P, hnd ? P : Hk, D }, sq[3] = { nq, Hq, D }, sl[2] = { nq, Hq };
-	void *q = rand_buf(dt, NQ * Hq * D), *k = rand_buf(dt, NP * P * Hk * D);
-	void *v = rand_buf(dt, NP * P * Hk * D);
+	int fp8 = kvdt == MATE_F8_E4M3FN;
+	void *q = rand_buf(dt, NQ * Hq * D);
+	void *k = fp8 ? (void *)rand_fp8(NP * P * Hk * D) : rand_buf(kvdt, NP * P * Hk * D);
+	void *v = fp8 ? (void *)rand_fp8(NP * P * Hk * D) : rand_buf(kvdt, NP * P * Hk * D);
 	void *o1 = calloc(NQ * Hq * D, 4), *o2 = calloc(NQ * Hq * D, 4);
 	float l1[NQ * Hq], l2[NQ * Hq];
-	mate_tensor tq = tens(dt, q, 3, sq, NULL), tk = tens(dt, k, 4, sc, NULL), tv = tens(dt, v, 4, sc, NULL);
+	mate_tensor tq = tens(dt, q, 3, sq, NULL), tk = tens(kvdt, k, 4, sc, NULL), tv = tens(kvdt, v, 4, sc, NULL);
 	mate_tensor to1 = tens(dt, o1, 3, sq, NULL), to2 = tens(dt, o2, 3, sq, NULL);
 	mate_tensor tl1 = tens(MATE_F32, l1, 2, sl, NULL), tl2 = tens(MATE_F32, l2, 2, sl, NULL);
 	mate_batch_attn a = { .batch = B, .qo_indptr = prefill ? qo : NULL, .kv_indptr = kvp,
@@ -212,18 +227,20 @@ test_batch(mate_dtype dt, int hnd, int prefill, int pos)
 	p.causal = prefill;
 	p.logits_soft_cap = prefill ? 30.0 : 0;
 	p.window_left = prefill ? 6 : -1;
+	p.k_scale = fp8 ? 0.25 : 1.0;
+	p.v_scale = fp8 ? 1.5 : 1.0;
 	CHECK_EQ_INT(mate_batch_attention(C, &a, &p, &err), MATE_OK);
 	a.out = &to2, a.lse = &tl2;
 	CHECK_EQ_INT(mate_batch_attention(G, &a, &p, &err), MATE_OK);
-	snprintf(what, sizeof(what), "batch %s %s pos %d: out", hnd ? "HND" : "NHD",
-	    prefill ? "prefill" : "decode", pos);
+	snprintf(what, sizeof(what), "batch %s %s pos %d%s: out", hnd ? "HND" : "NHD",
+	    prefill ? "prefill" : "decode", pos, fp8 ? " fp8" : "");
 	same(what, &to1, &to2);
-	snprintf(what, sizeof(what), "batch %s %s pos %d: lse", hnd ? "HND" : "NHD",
-	    prefill ? "prefill" : "decode", pos);
+	snprintf(what, sizeof(what), "batch %s %s pos %d%s: lse", hnd ? "HND" : "NHD",
+	    prefill ? "prefill" : "decode", pos, fp8 ? " fp8" : "");
 	same(what, &tl1, &tl2);
 	if (prefill && !hnd) {  /* ragged: the first 9 and 5 rows of k and v as requests 0 and 2 */
 		int64_t rkv[B + 1] = { 0, 9, 9, 14 }, sr[3] = { 14, Hk, D };
-		mate_tensor rk = tens(dt, k, 3, sr, NULL), rv = tens(dt, v, 3, sr, NULL);
+		mate_tensor rk = tens(kvdt, k, 3, sr, NULL), rv = tens(kvdt, v, 3, sr, NULL);
 		mate_batch_attn r = { .batch = B, .qo_indptr = qo, .kv_indptr = rkv, .q = &tq,
 			.k = &rk, .v = &rv, .out = &to1, .lse = &tl1 };
 
@@ -236,18 +253,6 @@ test_batch(mate_dtype dt, int hnd, int prefill, int pos)
 		same(what, &tl1, &tl2);
 	}
 	free(q), free(k), free(v), free(o1), free(o2);
-}
-
-/* n values in [-2, 2) as float8 e4m3fn bytes (through the CPU's rounding). */
-static uint8_t *
-rand_fp8(int64_t n)
-{
-	uint8_t *p = malloc((size_t)n);
-
-	for (int64_t i = 0; i < n; i++) {
-		p[i] = mate_f32_to_f8e4m3fn(frand() * 2.0f);
-	}
-	return p;
 }
 
 /* mm_fp8 and bmm_fp8 with scales, fp8 e4m3fn operands into bf16. */
@@ -318,8 +323,12 @@ main(void)
 		test_attn(dts[i], MATE_POS_ALIBI, 1);
 		for (int hnd = 0; hnd < 2; hnd++)
 			for (int prefill = 0; prefill < 2; prefill++)
-				test_batch(dts[i], hnd, prefill, prefill ? MATE_POS_ROPE_LLAMA : MATE_POS_NONE);
-		test_batch(dts[i], 0, 1, MATE_POS_NONE);
+				test_batch(dts[i], dts[i], hnd, prefill,
+				    prefill ? MATE_POS_ROPE_LLAMA : MATE_POS_NONE);
+		test_batch(dts[i], dts[i], 0, 1, MATE_POS_NONE);
+		if (dts[i] != MATE_F32)   /* an fp8 e4m3 cache with k_scale and v_scale */
+			for (int prefill = 0; prefill < 2; prefill++)
+				test_batch(dts[i], MATE_F8_E4M3FN, prefill, prefill, MATE_POS_NONE);
 	}
 	test_fp8();
 	test_gemm_call();
