@@ -1,4 +1,4 @@
-/* replay_ops_gemm.c: replay handlers of FlashInfer's bf16 GEMMs (mm_bf16, bmm_bf16) and bit packing (packbits, segment_packbits), on the CPU kernels. */
+/* replay_ops_gemm.c: replay handlers of FlashInfer's bf16 GEMMs (mm_bf16, bmm_bf16; on the call's device) and bit packing (packbits, segment_packbits, on the CPU). */
 #include "mate_private.h"
 #include "kernels_fi.h"
 #include "replay_private.h"
@@ -26,7 +26,7 @@ output(mate_replay_call *c, int pos, mate_dtype dt, int ndim, const int64_t *sha
 static int
 op_mm_bf16(mate_replay_call *c, void *batched)
 {
-	const mate_kernels *k = mate_kernels_cpu();
+	const mate_kernels *k = mate_replay_kernels(c);
 	const mate_tensor *a, *b, *bias = NULL, *out;
 	int nd = batched ? 3 : 2, o = batched ? 2 : 4;
 	mate_value *outv, *acc;
