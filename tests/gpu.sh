@@ -1,6 +1,7 @@
 #!/bin/sh
 # gpu.sh [BUILDDIR]: builds mate with CUDA (in BUILDDIR, default _build-gpu) and runs every
 # GPU test and benchmark, then prints one report: the device, each test's result, the figures.
+# PYTHON_PEERS=DIR/bin/python adds the FlashInfer replay tests, replayed on the device.
 # Exits 77 without an NVIDIA GPU, 1 when a GPU test fails or skips, 0 when all pass.
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -8,6 +9,11 @@ build=${1:-$src/_build-gpu}
 jobs=$(nproc 2>/dev/null || echo 2)
 GPU_TESTS="tests/test_kernels_cuda tests/cli/test_cuda_module.sh tests/test_recorder_cuda
 tests/interop/test_kernels_torch_cuda.sh tests/cli/test_record_gpu.sh"
+# With PYTHON_PEERS (a tests/peers-venv.sh venv), FlashInfer's recorded calls replay on the
+# device too (mate-replay's default where one is present): the batch attention kernel and the
+# GEMMs against FlashInfer's torch references.
+[ -n "${PYTHON_PEERS:-}" ] && GPU_TESTS="$GPU_TESTS tests/interop/test_flashinfer_attn.py
+tests/test_fi_fp8_kv.py tests/interop/test_fi_model_step.py tests/interop/test_fi_replay_gemm_bits.py"
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
 	echo "gpu.sh: no NVIDIA GPU here (nvidia-smi -L finds none): nothing to verify"
@@ -23,7 +29,8 @@ step() { printf '%s\n' "$*" >>"$log"; }
 if [ ! -f "$build/Makefile" ]; then
 	[ -x "$src/configure" ] || (cd "$src" && autoreconf -fi) >>"$log" 2>&1 || {
 		echo "gpu.sh: autoreconf failed (see $log)"; exit 1; }
-	(cd "$build" && "$src/configure") >>"$log" 2>&1 || { echo "gpu.sh: configure failed (see $log)"; exit 1; }
+	(cd "$build" && "$src/configure" ${PYTHON_PEERS:+PYTHON_PEERS="$PYTHON_PEERS"}) >>"$log" 2>&1 ||
+		{ echo "gpu.sh: configure failed (see $log)"; exit 1; }
 fi
 grep -q '#define HAVE_CUDA 1' "$build/config.h" || {
 	echo "gpu.sh: $build is not a CUDA build (configure did not find nvcc)"; exit 1; }
