@@ -13,7 +13,7 @@ mate_cuda_la_SOURCES = \
 	lib/cuda/kernels_cuda.cu \
 	lib/cuda/kernels_cuda_gemm.cu \
 	lib/cuda/kernels_cuda_attn.cu \
-	lib/kernels_cuda_paged.cu \
+	lib/cuda/kernels_cuda_paged.cu \
 	lib/cuda/alloc_replay_cuda.c
 mate_cuda_la_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
 # libmate is linked as a plain shared object, not as libmate.la: libtool

@@ -157,5 +157,5 @@ EXTRA_DIST += tests/cli/test_replay_bench.sh
 TESTS += tests/cli/test_name_filter.py
 EXTRA_DIST += tests/cli/test_name_filter.py
 ## The paged wrappers on fp8 KV caches (e4m3, e5m2) with k_scale and v_scale.
-TESTS += tests/test_fi_fp8_kv.py
-EXTRA_DIST += tests/test_fi_fp8_kv.py
+TESTS += tests/interop/test_fi_fp8_kv.py
+EXTRA_DIST += tests/interop/test_fi_fp8_kv.py

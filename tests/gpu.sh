@@ -13,7 +13,7 @@ tests/interop/test_kernels_torch_cuda.sh tests/cli/test_record_gpu.sh"
 # device too (mate-replay's default where one is present): the batch attention kernel and the
 # GEMMs against FlashInfer's torch references.
 [ -n "${PYTHON_PEERS:-}" ] && GPU_TESTS="$GPU_TESTS tests/interop/test_flashinfer_attn.py
-tests/test_fi_fp8_kv.py tests/interop/test_fi_model_step.py tests/interop/test_fi_replay_gemm_bits.py"
+tests/interop/test_fi_fp8_kv.py tests/interop/test_fi_model_step.py tests/interop/test_fi_replay_gemm_bits.py"
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
 	echo "gpu.sh: no NVIDIA GPU here (nvidia-smi -L finds none): nothing to verify"
