@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "mate_dump.h"
+#include "mate_core.h"
 
 static double
 now(void)

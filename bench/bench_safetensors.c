@@ -12,8 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mate.h"
-#include "mate_dump.h"
+#include "mate_core.h"
 
 static double
 now(void)

@@ -6,8 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mate.h"
-#include "mate_monitor.h"
+#include "mate_record.h"
+#include "mate_events.h"
 
 /* OFF_AGAIN: monitoring off once more, a control: its ratio to OFF is the
  * machine's own noise, the figure the others are to be read against */

@@ -17,8 +17,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "mate.h"
-#include "mate_dump.h"
+#include "mate_core.h"
 
 struct bcase {
 	const char *name;

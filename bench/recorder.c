@@ -49,8 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mate.h"
-#include "mate_dump.h"
+#include "mate_record.h"
 
 #define SMALL_N 64
 #define L0_SAMPLES 31

@@ -49,8 +49,7 @@
 #include <unistd.h>
 
 #include "fe.h"
-#include "mate.h"
-#include "mate_dump.h"
+#include "mate_core.h"
 
 #define KiB (INT64_C(1) << 10)
 #define MiB (INT64_C(1) << 20)

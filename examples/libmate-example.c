@@ -1,7 +1,7 @@
 /* libmate-example.c: the example of libmate(3): a library function that records its calls. */
 #include <math.h>
 #include <stdio.h>
-#include <mate.h>
+#include <mate_record.h>
 
 /* y = x / sqrt(mean(x^2) + eps) * w, row by row; -1 on a bad shape. */
 static int

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <mate.h>
+#include <mate_core.h>
 
 #include "minilib.h"
 

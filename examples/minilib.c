@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include <cblas.h>
-#include <mate.h>
+#include <mate_record.h>
 
 #include "minilib.h"
 

@@ -2,7 +2,7 @@
 #ifndef MINILIB_H_INCLUDED
 #define MINILIB_H_INCLUDED
 
-#include <mate.h>
+#include <mate_core.h>
 
 /* Every operation returns 0 on success or -1 with a message in
  * mini_last_error() (per thread). Work runs on the library's worker pool;

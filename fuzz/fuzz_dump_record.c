@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mate_dump.h"
+#include "mate_replay.h"
 #include "dump_private.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

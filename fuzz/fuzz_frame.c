@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mate.h"
-#include "mate_monitor.h"
+#include "mate_record.h"
+#include "mate_events.h"
 #include "events_private.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

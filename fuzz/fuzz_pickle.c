@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mate_dump.h"
+#include "mate_core.h"
 
 /* Hands out small zeroed storages, as a .pt reader would after its checks. */
 static mate_storage *

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mate_dump.h"
+#include "mate_core.h"
 #include "mate_private.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mate_dump.h"
+#include "mate_core.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

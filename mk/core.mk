@@ -1,8 +1,11 @@
 ## mk/core.mk: lib/core, libmate's common core (errors, dtypes, tensors, values, the output
 ## queue, threads, the backend interface and the CUDA module loader); the public headers.
-include_HEADERS += lib/include/mate.h lib/include/mate_dump.h lib/include/mate_record.h \
-	lib/include/mate_monitor.h lib/include/mate_events.h
-libmate_la_SOURCES += \
+## mate.h includes the four others; mate_dump.h and mate_monitor.h are the
+## former names of mate_replay.h and mate_events.h, one-line shims.
+include_HEADERS += lib/include/mate.h lib/include/mate_core.h lib/include/mate_record.h \
+	lib/include/mate_replay.h lib/include/mate_events.h \
+	lib/include/mate_dump.h lib/include/mate_monitor.h
+libmate_impl_la_SOURCES += \
 	lib/core/mate_private.h \
 	lib/core/error.c \
 	lib/core/logfile.h \
@@ -37,7 +40,7 @@ TESTS += tests/test_util
 ## (mk/cuda.mk), which lib/core/cuda_module.c opens on first use: libmate
 ## itself links no CUDA library.
 if HAVE_CUDA
-libmate_la_SOURCES += lib/core/cuda_module.h lib/core/cuda_module.c
+libmate_impl_la_SOURCES += lib/core/cuda_module.h lib/core/cuda_module.c
 endif
 
 ## src/fe: helpers shared by the frontends (libarchive_fe's role); not installed.
@@ -47,7 +50,7 @@ src_fe_libmate_fe_la_SOURCES = src/fe/fe.h src/fe/fe.c
 ## test_wqueue: the file writers' output queue (lib/core/wqueue.c).
 check_PROGRAMS += tests/test_wqueue
 tests_test_wqueue_SOURCES = tests/unit/test_wqueue.c
-tests_test_wqueue_LDADD = libmate.la
+tests_test_wqueue_LDADD = libmate_impl.la
 TESTS += tests/test_wqueue
 
 ## libmate.pc: a static link with its private requirements.

@@ -6,7 +6,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "mate.h"
-#include "mate_dump.h"
 
 #if defined(__GNUC__)
 #define MATE_PRINTF(a, b) __attribute__((format(printf, a, b)))

@@ -1,6 +1,7 @@
 /* activity.c: live events aggregated per worker (busy time by op, smoothed rates, bytes) and per process (device memory), for mate-top. */
 #include "events_private.h"
-#include "mate_monitor.h"
+#include "mate_record.h"
+#include "mate_events.h"
 
 #include <math.h>
 #include <stdio.h>

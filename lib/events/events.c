@@ -1,6 +1,7 @@
 /* events.c: live events: a lock-free queue from the recording threads to one events thread, which writes the instruction log and feeds the publisher. */
 #include "events_private.h"
 #include "logfile.h"
+#include "mate_record.h"
 #include "mate_events.h"
 
 #include <errno.h>

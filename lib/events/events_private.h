@@ -25,10 +25,7 @@ extern int mate_ev_wanted_ MATE_HIDDEN;
 #define MATE_EV_WANTED() MATE_UNLIKELY(__atomic_load_n(&mate_ev_wanted_, __ATOMIC_RELAXED) != 0)
 
 /* ---- emission ----------------------------------------------------------------
- * mate_event_memory(), mate_event_memory_source() and mate_event_emit() are
- * exported (not part of the
- * installed headers) for mate-record's interposer, which reaches libmate
- * through dlsym(). Every function is thread-safe, never blocks on the stream (only on a full
+ * Every function is thread-safe, never blocks on the stream (only on a full
  * queue while an instruction log is written, and in a forked child on
  * writing its event to the log), never fails the caller, and copies its
  * strings (truncated to the sizes below). */
@@ -141,11 +138,7 @@ void mate_ev_work(int type, uint64_t call, uint64_t id, const char *worker,
  * here; dev is a short name ("cuda:0"). */
 void mate_event_memory(int type, const char *dev, const char *command, uint64_t ptr,
     int64_t bytes, uint64_t stream);
-/* Names the device and the function (the interposer's "cudaMalloc", ...) of
- * this thread's next memory event, which the memory log (memlog.c) emits
- * with dev and command NULL; the strings must last until then. @return 0
- * when events are off (nothing is kept). */
-int mate_event_memory_source(const char *dev, const char *command);
+/* mate_event_memory_source() is public (mate_record.h): the interposer calls it. */
 
 /* Any other event: name (e.g. "KERNEL_LAUNCH"; a name with WORKER in it
  * gets a WORKER source), source (NULL: the calling thread), command, size,

@@ -1,6 +1,6 @@
 /* subscribe.c: the subscriber side of live events: finding local publishers, one SUB socket, JSON frames to events, time-ordered merging. */
 #include "events_private.h"
-#include "mate_monitor.h"
+#include "mate_events.h"
 
 #include <dirent.h>
 #include <errno.h>

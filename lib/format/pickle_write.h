@@ -4,8 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "mate.h"
-#include "mate_dump.h"
+#include "mate_core.h"
 
 /* One storage record the pickle refers to; its key is its index ("0", "1",
  * ...), in order of first appearance. Pointers are borrowed from the tree. */

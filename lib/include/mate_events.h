@@ -1,16 +1,20 @@
-/* mate_events.h: instruction logs for tools: parse and format GT-compatible event lines, pair them into timelines, draw and export them. */
+/* mate_events.h: events: GT-compatible instruction log lines (format, parse, read) and live events (subscribe to monitored processes, merge their events, aggregate worker activity). */
 #ifndef MATE_EVENTS_H_INCLUDED
 #define MATE_EVENTS_H_INCLUDED
 
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
-
-#include "mate.h"
+#include "mate_core.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Ownership: readers, monitors and activity aggregates are the caller's,
+ * freed with their *_free (NULL ok). An event's strings are borrowed from
+ * the reader or monitor that returned it, until its next call; formatting
+ * writes into the caller's buffer. */
 
 /* ---- Events --------------------------------------------------------------
  * One line of an instruction log, in the line format of GT's dispatcher
@@ -61,18 +65,18 @@ typedef struct mate_event {
  * (mate_text_escape(): "\x1b"), and '|' in the first five fields becomes
  * '!', so every line parses back and none reaches a terminal raw. Writes at most cap bytes, NUL-terminated when cap > 0.
  * @return the line's full length, as snprintf (>= cap means truncated). */
-int mate_ilog_format(char *buf, size_t cap, const mate_event *ev);
+MATE_API int mate_ilog_format(char *buf, size_t cap, const mate_event *ev);
 
 /*! mate_ilog_format_size() : the size field's text: "91B" below 1 KiB,
  * "39.3KB" below 1 MiB, else "4.00MB" (binary units); "" for bytes <= 0.
  * @return its length (at most 15). */
-int mate_ilog_format_size(char out[16], int64_t bytes);
+MATE_API int mate_ilog_format_size(char out[16], int64_t bytes);
 
 /*! mate_ilog_format_header() : GT's header block (a rule of 100 '=', title,
  * "Started: YYYY-MM-DD HH:MM:SS" in local time, a rule, a description of
  * the columns, a blank line), which readers skip. title NULL gives
  * "mate Instruction Stream". @return its length, as snprintf. */
-int mate_ilog_format_header(char *buf, size_t cap, const char *title, time_t started);
+MATE_API int mate_ilog_format_header(char *buf, size_t cap, const char *title, time_t started);
 
 /*! mate_ilog_parse_line() : parses one line (without its newline) in place:
  * the fields of *ev point into line, which is modified (line[len] too, which
@@ -80,24 +84,24 @@ int mate_ilog_format_header(char *buf, size_t cap, const char *title, time_t sta
  * start like an event ("^\s*[0-9.]+s\s*\|\s*#[0-9]+") are not events.
  * @return 1 for an event, 0 for a line that is not one (header, blank),
  * -1 for a malformed event line (*why, if not NULL, says why; static). */
-int mate_ilog_parse_line(char *line, size_t len, mate_event *ev, const char **why);
+MATE_API int mate_ilog_parse_line(char *line, size_t len, mate_event *ev, const char **why);
 
 /*! mate_ilog_detail() : finds "key=value" in details (key at the start or
  * after a space; the value ends at the next space) and copies the value into
  * buf (cap > 0, NUL-terminated, truncated to fit). @return the value's full
  * length, or -1 when the key is absent. */
-int mate_ilog_detail(const char *details, const char *key, char *buf, size_t cap);
+MATE_API int mate_ilog_detail(const char *details, const char *key, char *buf, size_t cap);
 
 /*! mate_ilog_op() : an event's op type: the op= of its details when present
  * (lower-cased), else derived from the command, or a batch's first command
  * ("[2 cmds: WorkerBinaryOp, ...]"): matmul, add, sub, mul, div, relu,
  * sigmoid, tanh, sum, mean, transpose, getdata, allgather, randn,
  * freetensor, other. Writes into buf (cap >= 2) and returns buf. */
-const char *mate_ilog_op(const mate_event *ev, char *buf, size_t cap);
+MATE_API const char *mate_ilog_op(const mate_event *ev, char *buf, size_t cap);
 
 /*! mate_op_color() : 0xRRGGBB for an op type: GT's palette (gt.scripts.top)
  * for its sixteen names, a stable colour hashed from the name otherwise. */
-uint32_t mate_op_color(const char *op);
+MATE_API uint32_t mate_op_color(const char *op);
 
 /* ---- Reading logs ----------------------------------------------------------
  * A streaming reader: it holds one buffer (about 256 KiB), never the file.
@@ -116,25 +120,155 @@ typedef struct mate_ilog_stats {
 
 /*! mate_ilog_open() : opens the log at path ("-" reads standard input).
  * @return a reader, or NULL with err set. */
-mate_ilog *mate_ilog_open(const char *path, mate_error *err);
+MATE_API mate_ilog *mate_ilog_open(const char *path, mate_error *err);
 /*! mate_ilog_open_fd() : reads fd (left open) under the name given. */
-mate_ilog *mate_ilog_open_fd(int fd, const char *name, mate_error *err);
+MATE_API mate_ilog *mate_ilog_open_fd(int fd, const char *name, mate_error *err);
 /*! mate_ilog_open_memory() : reads the len bytes at buf (borrowed until
  * mate_ilog_free()). */
-mate_ilog *mate_ilog_open_memory(const void *buf, size_t len, const char *name, mate_error *err);
+MATE_API mate_ilog *mate_ilog_open_memory(const void *buf, size_t len, const char *name, mate_error *err);
 /*! mate_ilog_next() : the next event. Its strings are borrowed until the
  * next call. @return 1 with *ev filled, 0 at the end, or a negative
  * mate_status on a read error (message in err). */
-int mate_ilog_next(mate_ilog *r, mate_event *ev, mate_error *err);
+MATE_API int mate_ilog_next(mate_ilog *r, mate_event *ev, mate_error *err);
 /*! mate_ilog_stats() : counts so far. */
-void mate_ilog_get_stats(const mate_ilog *r, mate_ilog_stats *st);
+MATE_API void mate_ilog_get_stats(const mate_ilog *r, mate_ilog_stats *st);
 /*! mate_ilog_malformed() : the i-th remembered malformed line (i from 0):
  * its line number and why. @return 0, or -1 when there is no such line. */
-int mate_ilog_malformed(const mate_ilog *r, int i, uint64_t *line, const char **why);
+MATE_API int mate_ilog_malformed(const mate_ilog *r, int i, uint64_t *line, const char **why);
 /*! mate_ilog_name() : the name given at open ("<stdin>" for "-"). */
-const char *mate_ilog_name(const mate_ilog *r);
+MATE_API const char *mate_ilog_name(const mate_ilog *r);
 /*! mate_ilog_free() : closes what it opened and frees r (NULL ok). */
-void mate_ilog_free(mate_ilog *r);
+MATE_API void mate_ilog_free(mate_ilog *r);
+
+/* ---- Subscribing ------------------------------------------------------------
+ * A process recorded with MATE_MONITOR publishes its events on a ZeroMQ PUB
+ * socket, one JSON frame per event with GT's keys (seq, timestamp, event,
+ * client, command, details, size_bytes) and mate's (pid, start: its start in
+ * seconds since the epoch, dropped: frames it could not send so far,
+ * program). Locally it binds ipc://DIR/PID.ipc and describes it in
+ * DIR/PID.info, DIR being the runtime directory (MATE_MONITOR_DIR, else
+ * $XDG_RUNTIME_DIR/mate, else /tmp/mate-UID). A monitor subscribes to
+ * publishers and returns their events merged in time order: events are held
+ * for a short lag (MATE_MONITOR_LAG_MS, 100 ms) so that a slower publisher's
+ * earlier events can be put first. */
+typedef struct mate_monitor mate_monitor;
+
+typedef struct mate_live_event {
+	mate_event ev;       /* time: seconds since the monitor's base (the
+	                      * earliest start of the publishers it knows);
+	                      * seq: the publisher's; strings borrowed until
+	                      * the next mate_monitor_next() */
+	int publisher;       /* index for mate_monitor_publisher() */
+	uint64_t dropped;    /* the publisher's drop count with this frame */
+	uint64_t missed;     /* events of this publisher missing just before it
+	                      * (a sequence gap or a larger drop count) */
+} mate_live_event;
+
+typedef struct mate_publisher_info {
+	long pid;            /* 0 until known (a tcp endpoint before its first frame) */
+	const char *program; /* "" until known */
+	const char *endpoint;
+	double start;        /* seconds since the epoch; 0 until known */
+	uint64_t events;     /* frames received */
+	uint64_t dropped;    /* frames it dropped (its latest count) */
+	uint64_t lost;       /* sequence gaps its drop count does not explain */
+	uint64_t first_seq, last_seq;
+	int ended;           /* it said DISCONNECT, or its endpoint went away */
+} mate_publisher_info;
+
+/*! mate_monitor_new() : an empty monitor. @return NULL with err set on failure. */
+MATE_API mate_monitor *mate_monitor_new(mate_error *err);
+/*! mate_monitor_warning() : what was wrong with the settings read from the
+ * environment (a bad MATE_MONITOR_LAG_MS: the default is used), for the
+ * caller to print; NULL when nothing. Borrowed until mate_monitor_free(). */
+MATE_API const char *mate_monitor_warning(const mate_monitor *m);
+/*! mate_monitor_add_pid() : follows the local process pid: subscribes as
+ * soon as its endpoint appears (checked at every mate_monitor_next()).
+ * @return MATE_ERR_ARGUMENT when no process has that pid. */
+MATE_API int mate_monitor_add_pid(mate_monitor *m, long pid, mate_error *err);
+/*! mate_monitor_add_endpoint() : subscribes to a ZeroMQ endpoint
+ * ("tcp://host:port", "ipc://path"). */
+MATE_API int mate_monitor_add_endpoint(mate_monitor *m, const char *url, mate_error *err);
+/*! mate_monitor_watch_local() : follows every local publisher, present and
+ * to come (used when neither pids nor endpoints are given). Endpoints of
+ * processes that no longer run are skipped and their files removed. */
+MATE_API int mate_monitor_watch_local(mate_monitor *m, mate_error *err);
+/*! mate_monitor_next() : the next event in time order, waiting up to
+ * timeout_ms (-1: forever). @return 1 with *ev filled, 0 when none came in
+ * time, or a negative mate_status. */
+MATE_API int mate_monitor_next(mate_monitor *m, mate_live_event *ev, int timeout_ms, mate_error *err);
+/*! mate_monitor_flush() : stops waiting for late events: what is held comes
+ * out of mate_monitor_next() at once, and the socket is read for one lag
+ * (MATE_MONITOR_LAG_MS) more, then no longer (call it when a capture ends;
+ * a flooding publisher cannot keep it going). */
+MATE_API void mate_monitor_flush(mate_monitor *m);
+/*! mate_monitor_publishers() : how many publishers were seen so far. */
+MATE_API int mate_monitor_publishers(const mate_monitor *m);
+/*! mate_monitor_publisher() : the i-th one (strings borrowed until the next
+ * call on m). @return 0, or -1 past the last. */
+MATE_API int mate_monitor_publisher(const mate_monitor *m, int i, mate_publisher_info *info);
+/*! mate_monitor_base() : the base of event times, seconds since the epoch
+ * (0 before the first event). */
+MATE_API double mate_monitor_base(const mate_monitor *m);
+/*! mate_monitor_lag() : how long events are held for ordering, in seconds
+ * (MATE_MONITOR_LAG_MS): what has come out covers up to now minus this. */
+MATE_API double mate_monitor_lag(const mate_monitor *m);
+/*! mate_monitor_free() : closes the sockets and frees m (NULL ok). */
+MATE_API void mate_monitor_free(mate_monitor *m);
+
+/* ---- Activity (what mate-top shows) ------------------------------------------
+ * Aggregates live events into one row per worker of each process: the work
+ * it did (WORKER_SEND..WORKER_RECV, paired by id=) as busy time per op,
+ * smoothed by an exponential moving average over a time constant (weighted
+ * by the intervals a row has seen, so that its first interval gives that
+ * interval's figures, not a climb from zero), ops per second and bytes moved. A call that caused no work is counted on a row
+ * of its own thread ("thread TID"). Device memory (current and peak) comes
+ * from the memory events' in_use= and peak=. */
+typedef struct mate_activity mate_activity;
+
+#define MATE_ACTIVITY_OPS 8   /* ops kept per row, busiest first */
+
+typedef struct mate_worker_row {
+	int process;         /* index for mate_activity_process() */
+	const char *worker;  /* "worker_0", "thread 4711", ... */
+	double busy;         /* smoothed busy fraction, 0..1 (sum of the ops') */
+	int nops;
+	const char *op[MATE_ACTIVITY_OPS];
+	double op_busy[MATE_ACTIVITY_OPS]; /* smoothed busy fraction of each op */
+	double ops_per_s;    /* smoothed */
+	double bytes_per_s;  /* smoothed */
+	uint64_t ops;        /* work finished, in all */
+	uint64_t bytes;      /* bytes moved (sent and returned), in all */
+} mate_worker_row;
+
+typedef struct mate_process_row {
+	long pid;
+	const char *program;
+	uint64_t events;
+	uint64_t dropped;    /* as the publisher reports them */
+	int ended;
+	int ndevices;
+	const char *device[4];
+	int64_t mem_current[4], mem_peak[4];
+} mate_process_row;
+
+/*! mate_activity_new() : an empty aggregate smoothing over tau seconds
+ * (tau <= 0: 1 s). @return NULL when out of memory. */
+MATE_API mate_activity *mate_activity_new(double tau);
+/*! mate_activity_add() : one event of process pid (program may be NULL). */
+MATE_API void mate_activity_add(mate_activity *a, long pid, const char *program,
+    const mate_live_event *le);
+/*! mate_activity_tick() : closes the interval that ends at now (seconds on
+ * the events' time base) and updates the averages. */
+MATE_API void mate_activity_tick(mate_activity *a, double now);
+/*! mate_activity_rows() / mate_activity_row() : rows in a stable order
+ * (process, then first appearance); strings borrowed until the next add. */
+MATE_API int mate_activity_rows(const mate_activity *a);
+MATE_API int mate_activity_row(const mate_activity *a, int i, mate_worker_row *row);
+MATE_API int mate_activity_processes(const mate_activity *a);
+MATE_API int mate_activity_process(const mate_activity *a, int i, mate_process_row *p);
+/*! mate_activity_free() : frees a (NULL ok). */
+MATE_API void mate_activity_free(mate_activity *a);
 
 #ifdef __cplusplus
 }

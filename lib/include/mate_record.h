@@ -1,14 +1,209 @@
-/* mate_record.h: libmate for mate-record and its tools: the RMM-style memory event log, statistics, profile, allocation replay, and recording sessions. */
+/* mate_record.h: recording: a library's API calls (mate_call_*), work on workers, the recorder's configuration, the RMM-style memory log, allocation replay and mate-record's sessions. */
 #ifndef MATE_RECORD_H_INCLUDED
 #define MATE_RECORD_H_INCLUDED
 
 #include <stddef.h>
 #include <stdint.h>
-#include "mate.h"
+#include "mate_core.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Ownership: every mate_call_* function accepts NULL and reports no
+ * error (the rules are below, with the recording pattern); mate_call_value()
+ * takes its tree. The configuration's strings are borrowed by
+ * mate_configure(), which copies them. Memory logs, traces and recording
+ * sessions are the caller's, freed with their *_free (NULL ok); strings they
+ * return are borrowed from them, except mate_memlog_profile(), which the
+ * caller frees. */
+
+/* ---- Recording API calls ----------------------------------------------
+ * A library records each call of its public API the way MATE's and
+ * FlashInfer's Python decorators do, driven by the environment (mate(7)):
+ * MATE_LOGLEVEL 0 off, 1 names, 3 arguments and results, 5 with tensor
+ * statistics, 10 with dump directories. The pattern (libmate(3)):
+ *
+ *	mate_call *c = NULL;
+ *	if (MATE_ACTIVE()) {
+ *		c = mate_call_begin("rmsnorm", "mylib", "(input, weight, eps=1e-06)");
+ *		mate_call_tensor(c, MATE_ARG, NULL, &input);
+ *		mate_call_tensor(c, MATE_ARG, NULL, &weight);
+ *		mate_call_float(c, MATE_DEFAULT, "eps", 1e-6);
+ *		mate_call_ready(c);
+ *	}
+ *	rc = rmsnorm_impl(&input, &weight, 1e-6, &out);
+ *	if (c != NULL) {
+ *		if (rc == 0) {
+ *			mate_call_tensor(c, MATE_RESULT, NULL, &out);
+ *			mate_call_end(c);
+ *		} else
+ *			mate_call_fail(c, "rmsnorm: bad shape");
+ *	}
+ *
+ * Rules:
+ * - Every mate_call_* function accepts NULL and then does nothing; none
+ *   reports an error: a failure inside the recorder becomes one warning on
+ *   stderr ("mate: ...") and recording degrades (the call is not recorded,
+ *   or dumping stops), never the host program.
+ * - Strings and tensor descriptors are copied when passed. The memory a
+ *   tensor points to is read in mate_call_ready() (arguments) and in
+ *   mate_call_end() (results and MATE_INPLACE arguments) and must stay valid
+ *   until then. Device tensors are copied to the host on their own stream
+ *   (mate_tensor.stream), which only that stream waits for.
+ * - mate_call_value() takes ownership of the tree (freed even on error).
+ * - A mate_call belongs to the thread that began it until mate_call_end()
+ *   or mate_call_fail() frees it; any number of threads record at once.
+ * - The configuration is read from the environment once, by the first
+ *   mate_call_begin() (MATE_ACTIVE() is true until then), or set by
+ *   mate_configure(). */
+typedef struct mate_call mate_call;
+
+/* The level in effect: -1 until the configuration is read, then 0, 1, 3,
+ * 5 or 10. Read through MATE_ACTIVE(); set only by libmate. */
+MATE_API extern int mate_record_level_;
+
+#if defined(__GNUC__)
+#define MATE_ACTIVE() \
+	__builtin_expect(__atomic_load_n(&mate_record_level_, __ATOMIC_RELAXED) != 0, 0)
+#else
+#define MATE_ACTIVE() (mate_record_level_ != 0)
+#endif
+
+/* How a value takes part in the call (the flags argument below). */
+enum mate_arg_flags {
+	MATE_ARG = 0,        /* positional: arg[i] in the log, arg_<i> in dumps */
+	MATE_KWARG = 1,      /* keyword: name= in the log, kwarg_<name> in dumps */
+	MATE_DEFAULT = 2,    /* a parameter left at its default: logged only */
+	MATE_RESULT = 3,     /* the return value; several make a tuple */
+	MATE_INPLACE = 0x10  /* or'ed with MATE_ARG/MATE_KWARG on a tensor the API
+	                        writes: its value after the call is dumped too */
+};
+
+/*! mate_call_begin() : starts recording a call of name ("Class.method" for a
+ * method), from module, whose Python-style signature is signature (both may
+ * be NULL). At level 1 this writes the log line. @return the call, or NULL
+ * when nothing is recorded (level 0, or the recorder failed). */
+MATE_API mate_call *mate_call_begin(const char *name, const char *module,
+    const char *signature);
+/*! mate_call_self() : the object receiver of a Class.method call: recorded
+ * as positional argument 0 (an object of type Class) and as self_id. Call it
+ * before the other positional arguments. */
+MATE_API void mate_call_self(mate_call *c, const void *self);
+
+/* Arguments, defaults and results. name is the keyword or parameter name
+ * (ignored for MATE_ARG and MATE_RESULT). */
+MATE_API void mate_call_tensor(mate_call *c, int flags, const char *name, const mate_tensor *t);
+MATE_API void mate_call_int(mate_call *c, int flags, const char *name, int64_t v);
+MATE_API void mate_call_float(mate_call *c, int flags, const char *name, double v);
+MATE_API void mate_call_bool(mate_call *c, int flags, const char *name, int v);
+/*! mate_call_str() : a string argument (s NULL records None). */
+MATE_API void mate_call_str(mate_call *c, int flags, const char *name, const char *s);
+MATE_API void mate_call_none(mate_call *c, int flags, const char *name);
+MATE_API void mate_call_dtype(mate_call *c, int flags, const char *name, mate_dtype dt);
+/*! mate_call_enum() : an enum member, enum_name as "Mode.FAST". */
+MATE_API void mate_call_enum(mate_call *c, int flags, const char *name,
+    const char *enum_name, int64_t v);
+/*! mate_call_value() : any value tree (lists, tuples, dicts, nested tensors;
+ * mate_core.h); ownership of v moves to the call. */
+MATE_API void mate_call_value(mate_call *c, int flags, const char *name, struct mate_value *v);
+
+/*! mate_call_ready() : the arguments are complete: logs them (levels 3, 5)
+ * and dumps them (level 10) before the API runs. Implied by the first
+ * MATE_RESULT or by mate_call_end()/mate_call_fail() when not called. */
+MATE_API void mate_call_ready(mate_call *c);
+/*! mate_call_end() : the API returned: logs and dumps the results and the
+ * MATE_INPLACE arguments, then frees c. No MATE_RESULT records None. */
+MATE_API void mate_call_end(mate_call *c);
+/*! mate_call_fail() : the API reported an error: the dump gets a "failed"
+ * record with error (may be NULL); no output is logged. Frees c. */
+MATE_API void mate_call_fail(mate_call *c, const char *error);
+
+/* ---- Work on workers (live events) ------------------------------------------
+ * With events on (MATE_INSTRUCTION_LOG or MATE_MONITOR and MATE_LOGLEVEL >= 1,
+ * mate(7)), every recorded call is a RECV (its inputs are ready) and a SEND
+ * (it returned) from its thread, with ids in the details ("call=N op=NAME
+ * depth=D"). A library whose work runs elsewhere (a worker thread, a GPU
+ * stream, a device) reports that work, so it shows as WORKER_SEND and
+ * WORKER_RECV on that worker, joined to the call:
+ *
+ *	uint64_t call = mate_call_id(c);     // on the calling thread; 0 if off
+ *	... hand call to the worker with the task, then on the worker:
+ *	mate_work w;
+ *	mate_work_begin(&w, call, "worker_1", "rmsnorm", in_bytes);
+ *	rc = run(task);
+ *	mate_work_end(&w, out_bytes, rc == 0);
+ *
+ * Both cost one load when events are off. A mate_work is the caller's (on
+ * the stack); begin and end may run on different threads. */
+typedef struct mate_work {
+	uint64_t call;      /* the call it belongs to (0: none) */
+	uint64_t id;        /* this work's id; 0 when not recorded */
+	char worker[48];    /* the worker's name, as the log shows it */
+	char op[48];
+} mate_work;
+
+/*! mate_call_id() : the id of call c in the events (call=N), for its work;
+ * 0 when events are off or c is NULL. Call it on c's thread. */
+MATE_API uint64_t mate_call_id(const mate_call *c);
+/*! mate_work_begin() : work of call (0: of no call) starts on worker (a
+ * name such as "worker_1" or "cuda:0/stream 7"; NULL: the calling thread)
+ * doing op (NULL: "work") on bytes bytes: WORKER_SEND. */
+MATE_API void mate_work_begin(mate_work *w, uint64_t call, const char *worker, const char *op,
+    int64_t bytes);
+/*! mate_work_end() : the work of w finished (ok non-zero) or failed,
+ * producing bytes bytes: WORKER_RECV. Does nothing when begin did not record. */
+MATE_API void mate_work_end(mate_work *w, int64_t bytes, int ok);
+
+/* ---- Recorder configuration ----------------------------------------------
+ * The environment variables of mate(7) as a struct, for tools and tests.
+ * Strings are borrowed by mate_configure(), which copies them. */
+struct mate_config {
+	int level;                /* MATE_LOGLEVEL, 0..10 (in-between levels act as the lower named one) */
+	const char *logdest;      /* "stdout", "stderr" or a path (%i: the pid); NULL: stdout */
+	const char *dump_dir;     /* NULL: "mate_dumps" */
+	double dump_max_size_gb;  /* GiB (1024^3 bytes) per process */
+	int64_t dump_max_count;   /* dumped calls per process */
+	const char *dump_include; /* comma-separated fnmatch patterns; NULL: none */
+	const char *dump_exclude;
+	int dump_safetensors;     /* 1: .safetensors instead of .pt */
+	const char *instruction_log; /* MATE_INSTRUCTION_LOG: a path (%i: the pid); NULL: none */
+	const char *monitor;      /* MATE_MONITOR: "1", "tcp", "tcp:PORT", "tcp://HOST:PORT"; NULL: off */
+	const char *profile;      /* MATE_PROFILE: a path (%i: the pid) for the table of
+	                             distinct calls written at exit; NULL: none */
+};
+
+/*! mate_config_default() : the defaults of mate(7) (level 0, stdout, ...). */
+MATE_API void mate_config_default(struct mate_config *cfg);
+/*! mate_config_from_env() : the defaults overridden by the MATE_* variables;
+ * a bad value gets one warning on stderr naming it and keeps the default.
+ * The strings point into the environment or static storage. */
+MATE_API void mate_config_from_env(struct mate_config *cfg);
+/*! mate_configure() : replaces the configuration in effect (cfg NULL: read
+ * the environment again) and starts a new session: call counters, limits
+ * and one-time warnings reset, the log destination is reopened, and the
+ * system-information header is written again before the next logged call.
+ * Not to be called while another thread is recording.
+ * @return MATE_OK, or MATE_ERR_ARGUMENT (err set) for an invalid cfg. */
+MATE_API int mate_configure(const struct mate_config *cfg, mate_error *err);
+/*! mate_set_identity() : presents the recording as another library's API
+ * logging, FlashInfer's with ("FLASHINFER", "FlashInfer"): the variables are
+ * read as PREFIX_LOGLEVEL, PREFIX_LOGDEST, PREFIX_DUMP_DIR,
+ * PREFIX_DUMP_MAX_SIZE_GB, PREFIX_DUMP_MAX_COUNT, PREFIX_DUMP_INCLUDE,
+ * PREFIX_DUMP_EXCLUDE and PREFIX_DUMP_SAFETENSORS (MATE_INSTRUCTION_LOG,
+ * MATE_MONITOR and MATE_MEMLOG keep their names), the log says "NAME API
+ * Call" and "NAME API Logging", and the default dump folder is "name_dumps"
+ * in lower case. With the prefix FLASHINFER the text is FlashInfer's
+ * decorator's: tensor blocks have no va_range line. name NULL: the prefix;
+ * both NULL: mate's own (MATE). The environment is then read again, as by
+ * mate_configure(NULL). MATE_IDENTITY=PREFIX[:NAME] does the same before the
+ * first call (mate-record --identity). Not while another thread records.
+ * @return MATE_OK, or MATE_ERR_ARGUMENT (err set): a prefix not of 1-31
+ * A-Z, 0-9 and _, or a name not of 1-31 printable characters. */
+MATE_API int mate_set_identity(const char *prefix, const char *name, mate_error *err);
+/*! mate_record_level() : the effective level: 0, 1, 3, 5 or 10. */
+MATE_API int mate_record_level(void);
+
 
 /* The model is RAPIDS RMM's memory tooling (mate(7), spec memlog.md): a CSV
  * row per allocation and free, running statistics, a profile of the memory
@@ -48,35 +243,42 @@ typedef struct mate_memlog mate_memlog;
  * "%i" becomes the process id). The file is opened at the first event;
  * its header row is written when the file is empty. @return NULL only
  * without memory. */
-mate_memlog *mate_memlog_new(const char *path, mate_error *err);
+MATE_API mate_memlog *mate_memlog_new(const char *path, mate_error *err);
 /*! mate_memlog_format_named() : the format named "rmm" (also NULL or
  * "") or "epoch"; -1 for another name. */
-int mate_memlog_format_named(const char *name);
+MATE_API int mate_memlog_format_named(const char *name);
 /*! mate_memlog_set_format() : the spelling of the rows written from now on
  * (default MATE_MEMLOG_FORMAT_RMM). @return MATE_OK, or MATE_ERR_ARGUMENT
  * for an unknown format. */
-int mate_memlog_set_format(mate_memlog *m, int format);
+MATE_API int mate_memlog_set_format(mate_memlog *m, int format);
 /*! mate_memlog_write_header() : the CSV that path names for process pid
  * ("%i" as in mate_memlog_new()) with its header row alone, when the file
  * is missing or empty (a run with no device allocations still leaves a log
  * that readers take). @return MATE_OK, or an error naming the file. */
-int mate_memlog_write_header(const char *path, long pid, mate_error *err);
+MATE_API int mate_memlog_write_header(const char *path, long pid, mate_error *err);
 /*! mate_memlog_free() : closes the CSV and frees m. NULL ok. */
-void mate_memlog_free(mate_memlog *m);
+MATE_API void mate_memlog_free(mate_memlog *m);
 
 /*! mate_memlog_allocate() : size bytes at ptr were allocated on stream
  * (0: the default stream). A NULL ptr is ignored. */
-void mate_memlog_allocate(mate_memlog *m, uint64_t ptr, uint64_t size, uint64_t stream);
+MATE_API void mate_memlog_allocate(mate_memlog *m, uint64_t ptr, uint64_t size, uint64_t stream);
 /*! mate_memlog_deallocate() : ptr was freed on stream. @return the size it
  * was allocated with, or -1 when ptr is not a live allocation of this log
  * (nothing is written then). */
-int64_t mate_memlog_deallocate(mate_memlog *m, uint64_t ptr, uint64_t stream);
+MATE_API int64_t mate_memlog_deallocate(mate_memlog *m, uint64_t ptr, uint64_t stream);
 /*! mate_memlog_failure() : an allocation of size bytes failed. */
-void mate_memlog_failure(mate_memlog *m, uint64_t size, uint64_t stream);
+MATE_API void mate_memlog_failure(mate_memlog *m, uint64_t size, uint64_t stream);
 /*! mate_memlog_get_stats() : the statistics now (any thread, any time). */
-void mate_memlog_get_stats(mate_memlog *m, struct mate_memlog_stats *s);
+MATE_API void mate_memlog_get_stats(mate_memlog *m, struct mate_memlog_stats *s);
 /*! mate_memlog_error() : why the CSV stopped, or NULL. Borrowed. */
-const char *mate_memlog_error(mate_memlog *m);
+MATE_API const char *mate_memlog_error(mate_memlog *m);
+/*! mate_event_memory_source() : with live events on, names the device
+ * ("cuda:0") and the function ("cudaMalloc") of this thread's next memory
+ * event, which the memory log emits (MEM_ALLOC, MEM_FREE or MEM_FAIL) for
+ * the next mate_memlog_allocate(), _deallocate() or _failure() on this
+ * thread; both strings are borrowed until then. @return 0 when events are
+ * off (nothing is kept). */
+MATE_API int mate_event_memory_source(const char *dev, const char *command);
 
 /* Profile. Allocations count towards the innermost block the allocating
  * thread has pushed, and a block's counts go into its parents when it is
@@ -84,20 +286,20 @@ const char *mate_memlog_error(mate_memlog *m);
  * What a thread allocates (and frees) with no block open goes to a row of
  * its own, "<outside any call>", one block over the whole run. */
 /*! mate_memlog_push() : enters a block on this thread (strings copied). */
-void mate_memlog_push(mate_memlog *m, const char *file, int line, const char *function);
+MATE_API void mate_memlog_push(mate_memlog *m, const char *file, int line, const char *function);
 /*! mate_memlog_pop() : leaves the innermost block of this thread. */
-void mate_memlog_pop(mate_memlog *m);
+MATE_API void mate_memlog_pop(mate_memlog *m);
 /*! mate_memlog_profile() : the report in RMM's format ("Memory Profiling",
  * ordered by memory_peak), one line per block; malloc'ed text the caller
  * frees, or NULL without memory. */
-char *mate_memlog_profile(mate_memlog *m);
+MATE_API char *mate_memlog_profile(mate_memlog *m);
 
 /* fork(): call prepare before, parent after in the parent, and child in
  * the child, which forgets the parent's allocations, statistics and
  * profile and writes to path (NULL: keep the template) from then on. */
-void mate_memlog_fork_prepare(mate_memlog *m);
-void mate_memlog_fork_parent(mate_memlog *m);
-void mate_memlog_fork_child(mate_memlog *m, const char *path);
+MATE_API void mate_memlog_fork_prepare(mate_memlog *m);
+MATE_API void mate_memlog_fork_parent(mate_memlog *m);
+MATE_API void mate_memlog_fork_child(mate_memlog *m, const char *path);
 
 /* ---- Reading a CSV --------------------------------------------------------
  * Accepts mate's rows and RMM's: "free" for "deallocate", clock times
@@ -117,16 +319,16 @@ typedef struct mate_memlog_trace mate_memlog_trace;
 
 /*! mate_memlog_read() : parses the CSV at path ("-": standard input).
  * Errors name the file and line. @return the trace (caller frees) or NULL. */
-mate_memlog_trace *mate_memlog_read(const char *path, mate_error *err);
+MATE_API mate_memlog_trace *mate_memlog_read(const char *path, mate_error *err);
 /*! mate_memlog_parse() : the same on len bytes of text. */
-mate_memlog_trace *mate_memlog_parse(const char *buf, size_t len, mate_error *err);
-void mate_memlog_trace_free(mate_memlog_trace *t);
+MATE_API mate_memlog_trace *mate_memlog_parse(const char *buf, size_t len, mate_error *err);
+MATE_API void mate_memlog_trace_free(mate_memlog_trace *t);
 /*! mate_memlog_trace_events() : the events in file order; *n gets their count. */
-const struct mate_memlog_event *mate_memlog_trace_events(const mate_memlog_trace *t, size_t *n);
+MATE_API const struct mate_memlog_event *mate_memlog_trace_events(const mate_memlog_trace *t, size_t *n);
 /*! mate_memlog_trace_threads() : number of distinct logged threads. */
-size_t mate_memlog_trace_threads(const mate_memlog_trace *t);
+MATE_API size_t mate_memlog_trace_threads(const mate_memlog_trace *t);
 /*! mate_memlog_trace_thread_id() : the logged id of thread index i. */
-uint64_t mate_memlog_trace_thread_id(const mate_memlog_trace *t, size_t i);
+MATE_API uint64_t mate_memlog_trace_thread_id(const mate_memlog_trace *t, size_t i);
 
 /* ---- Allocation replay -----------------------------------------------------
  * Replays a trace against an allocator: one thread per logged thread, the
@@ -146,15 +348,15 @@ struct mate_alloc_replay_result {
 
 /*! mate_alloc_replay_allocator() : the name of allocator i ("malloc",
  * "pool", "cuda", "cuda-async"), or NULL past the last. Static string. */
-const char *mate_alloc_replay_allocator(size_t i);
+MATE_API const char *mate_alloc_replay_allocator(size_t i);
 /*! mate_alloc_replay_available() : whether allocator name can run here;
  * MATE_OK, or MATE_ERR_UNSUPPORTED / MATE_ERR_ARGUMENT with err saying why. */
-int mate_alloc_replay_available(const char *name, mate_error *err);
+MATE_API int mate_alloc_replay_available(const char *name, mate_error *err);
 /*! mate_alloc_replay_check() : checks that the trace is consistent (no
  * free of a pointer that is not live, no allocation of a live one) and
  * fills res's leak and size counts. @return MATE_OK, or MATE_ERR_FORMAT
  * with err naming the row (res->failed_line set). */
-int mate_alloc_replay_check(const mate_memlog_trace *t, struct mate_alloc_replay_result *res,
+MATE_API int mate_alloc_replay_check(const mate_memlog_trace *t, struct mate_alloc_replay_result *res,
     mate_error *err);
 /*! mate_alloc_replay() : checks the trace, then replays it against the
  * named allocator and frees what the log never freed. @return MATE_OK;
@@ -162,7 +364,7 @@ int mate_alloc_replay_check(const mate_memlog_trace *t, struct mate_alloc_replay
  * status) when the allocator failed, with err naming the row; or
  * MATE_ERR_UNSUPPORTED / MATE_ERR_ARGUMENT for an allocator that is not
  * available or not known. res is filled in every case. */
-int mate_alloc_replay(const mate_memlog_trace *t, const char *allocator,
+MATE_API int mate_alloc_replay(const mate_memlog_trace *t, const char *allocator,
     struct mate_alloc_replay_result *res, mate_error *err);
 
 /* ---- Recording sessions (mate-record) ---------------------------------------
@@ -186,25 +388,25 @@ typedef struct mate_record_session mate_record_session;
 /*! mate_record_session_new() : a session with a private folder (under
  * $TMPDIR) for the summary files; dump_dir (may be NULL) is listed now so
  * that the dumps the session makes can be told from older ones. */
-mate_record_session *mate_record_session_new(const char *dump_dir, mate_error *err);
+MATE_API mate_record_session *mate_record_session_new(const char *dump_dir, mate_error *err);
 /*! mate_record_session_dir() : the folder, for MATE_RECORD_SUMMARY. Borrowed. */
-const char *mate_record_session_dir(const mate_record_session *s);
+MATE_API const char *mate_record_session_dir(const mate_record_session *s);
 /*! mate_record_session_totals() : adds up the summaries and the new dumps. */
-int mate_record_session_totals(mate_record_session *s, struct mate_record_totals *t,
+MATE_API int mate_record_session_totals(mate_record_session *s, struct mate_record_totals *t,
     mate_error *err);
 /*! mate_record_session_free() : removes the folder and frees s. NULL ok. */
-void mate_record_session_free(mate_record_session *s);
+MATE_API void mate_record_session_free(mate_record_session *s);
 
 /*! mate_record_libmate_path() : the file of the libmate in use (for the
  * preload library to load). MATE_ERR_UNSUPPORTED when libmate is linked
  * statically. */
-int mate_record_libmate_path(char *buf, size_t len, mate_error *err);
+MATE_API int mate_record_libmate_path(char *buf, size_t len, mate_error *err);
 /*! mate_record_preload_path() : libmate-preload.so: $MATE_RECORD_PRELOAD,
  * else beside the libmate in use (its mate/ folder, or the same folder in
  * a build tree), else the installed one. MATE_ERR_FORMAT when
  * $MATE_RECORD_PRELOAD is not a 64-bit ELF shared object for this machine
  * (the loader would skip it and the program run unrecorded). */
-int mate_record_preload_path(char *buf, size_t len, mate_error *err);
+MATE_API int mate_record_preload_path(char *buf, size_t len, mate_error *err);
 
 /* How an ELF file gets its CUDA runtime. */
 enum mate_cuda_runtime_kind {
@@ -214,9 +416,9 @@ enum mate_cuda_runtime_kind {
 };
 /*! mate_elf_cuda_runtime() : the kind for the ELF file at path, or a
  * negative status (not a 64-bit little-endian ELF file, unreadable). */
-int mate_elf_cuda_runtime(const char *path, mate_error *err);
+MATE_API int mate_elf_cuda_runtime(const char *path, mate_error *err);
 /*! mate_elf_cuda_runtime_buf() : the same for a file's len bytes in memory. */
-int mate_elf_cuda_runtime_buf(const void *buf, size_t len, mate_error *err);
+MATE_API int mate_elf_cuda_runtime_buf(const void *buf, size_t len, mate_error *err);
 
 #ifdef __cplusplus
 }

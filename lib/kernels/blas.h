@@ -5,7 +5,7 @@
 #include <cblas.h>
 #include <f77blas.h>
 
-#include "mate.h"
+#include "mate_core.h"
 
 /* The BLAS functions the CPU kernels call, from OpenBLAS (or $MATE_BLAS). */
 struct mate_blas {

@@ -3,7 +3,7 @@
 #define MATE_KERNELS_H_INCLUDED
 
 #include <stdint.h>
-#include "mate.h"
+#include "mate_core.h"
 
 #ifdef __cplusplus
 extern "C" {

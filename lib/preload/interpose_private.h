@@ -6,8 +6,6 @@
 #include <fenv.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "mate.h"
-#include "mate_dump.h"
 #include "mate_record.h"
 #include "record_summary.h"
 #include "util.h"

@@ -8,7 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "mate_private.h"
-#include "mate_dump.h"
+#include "mate_record.h"
 
 struct mate_call;
 

@@ -2,7 +2,7 @@
 #ifndef MATE_REPLAY_BLAS_H_INCLUDED
 #define MATE_REPLAY_BLAS_H_INCLUDED
 
-#include "mate_dump.h"
+#include "mate_replay.h"
 
 /* Registers cblas_sgemm, cblas_dgemm, sgemm_, dgemm_, cublasSgemm_v2,
  * cublasGemmEx and cublasGemmStridedBatchedEx (any module) on r. */

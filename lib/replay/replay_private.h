@@ -2,7 +2,7 @@
 #ifndef MATE_REPLAY_PRIVATE_H_INCLUDED
 #define MATE_REPLAY_PRIVATE_H_INCLUDED
 
-#include "mate_dump.h"
+#include "mate_replay.h"
 #include "dump_private.h"
 
 /* inspect.Parameter's kinds. */

@@ -1,7 +1,7 @@
 /* fe.c: progname, err(3)-style messages, terminal checks and option parsing for mate's tools. */
 #include "config.h"
 #include "fe.h"
-#include "mate_dump.h"
+#include "mate_core.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -18,7 +18,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mate.h"
 
 static const char *progname = "mate";
 

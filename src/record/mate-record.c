@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "fe.h"
-#include "mate.h"
 #include "mate_record.h"
+#include "mate_replay.h"
 
 struct options {
 	const char *level, *dump_dir, *log, *include, *exclude, *max_count, *max_size_gb;

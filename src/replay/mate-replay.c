@@ -11,9 +11,8 @@
 #include <cjson/cJSON.h>
 
 #include "fe.h"
-#include "mate.h"
-#include "mate_dump.h"
 #include "mate_record.h"
+#include "mate_replay.h"
 #include "util.h"
 
 struct options {

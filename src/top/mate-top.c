@@ -16,10 +16,9 @@
 #include <unistd.h>
 
 #include "fe.h"
+#include "mate_record.h"
 #include "util.h"
-#include "mate.h"
 #include "mate_events.h"
-#include "mate_monitor.h"
 
 enum sort_key { SORT_NAME, SORT_BUSY, SORT_OPS, SORT_BYTES, SORT_COUNT };
 static const char *const sort_name[SORT_COUNT] = { "worker", "busy", "ops/s", "bytes/s" };

@@ -13,9 +13,7 @@
 
 #include "fe.h"
 #include "util.h"
-#include "mate.h"
 #include "mate_events.h"
-#include "mate_monitor.h"
 
 struct options {
 	double seconds;

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <mate.h>
+#include <mate_record.h>
 
 #define ROWS 4
 #define COLS 64

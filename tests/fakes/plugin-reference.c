@@ -3,8 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mate.h"
-#include "mate_dump.h"
+#include "mate_replay.h"
 
 
 /* Element (i, j) of a 2-D view, or element i of the last dim of row r. */

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mate.h"
+#include "mate_core.h"
 
 static uint32_t
 bits_of(float f)

@@ -4,8 +4,7 @@
 
 #include <cJSON.h>
 
-#include "mate.h"
-#include "mate_dump.h"
+#include "mate_core.h"
 
 /* What a dump root held; every violation is printed on stderr and counted
  * in errors. The states of a dump directory, by the last record of its

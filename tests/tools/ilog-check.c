@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "mate.h"
 #include "mate_events.h"
 
 int

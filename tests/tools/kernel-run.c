@@ -2,7 +2,7 @@
 #include "config.h"
 #include "kernels.h"
 #include "backend.h"
-#include "mate_dump.h"
+#include "mate_core.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mate_dump.h"
+#include "mate_core.h"
 
 static uint64_t
 checksum(const unsigned char *p, size_t n)

@@ -12,8 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mate.h"
-#include "mate_dump.h"
+#include "mate_record.h"
 
 #define MAX_TENSORS 32
 

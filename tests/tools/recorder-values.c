@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mate.h"
+#include "mate_record.h"
 
 static int
 unhex(const char *s, char *out, size_t max)

@@ -4,7 +4,7 @@
 
 #include <cJSON.h>
 
-#include "mate.h"
+#include "mate_record.h"
 
 #define RS_N 32  /* elements per tensor */
 

@@ -36,8 +36,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "mate.h"
-#include "mate_dump.h"
+#include "mate_core.h"
 
 struct storages {
 	const mate_storage **list;

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mate.h"
-#include "mate_monitor.h"
+#include "mate_record.h"
+#include "mate_events.h"
 #include "test.h"
 
 static void

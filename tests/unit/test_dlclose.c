@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "mate.h"
+#include "mate_record.h"
 #include "test.h"
 
 static struct {

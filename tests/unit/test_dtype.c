@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mate.h"
+#include "mate_core.h"
 #include "test.h"
 
 /* ---- the table ------------------------------------------------------------ */

@@ -5,9 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mate.h"
-#include "mate_events.h"
 #include "mate_record.h"
+#include "mate_events.h"
 #include "events_private.h"
 #include "test.h"
 

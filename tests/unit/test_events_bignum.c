@@ -7,8 +7,7 @@
 
 #include <zmq.h>
 
-#include "mate.h"
-#include "mate_monitor.h"
+#include "mate_events.h"
 #include "test.h"
 
 /* One frame of pid `pid` with the given seq, size_bytes and dropped texts. */

@@ -9,7 +9,7 @@
 
 #include <zmq.h>
 
-#include "mate.h"
+#include "mate_record.h"
 #include "test.h"
 
 #define BUDGET 0.1

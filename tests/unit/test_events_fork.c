@@ -7,9 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "mate.h"
-#include "mate_events.h"
 #include "mate_record.h"
+#include "mate_events.h"
 #include "mate_view.h"
 #include "test.h"
 

@@ -6,8 +6,7 @@
 
 #include <zmq.h>
 
-#include "mate.h"
-#include "mate_monitor.h"
+#include "mate_events.h"
 #include "test.h"
 
 #define FRAMES 3000

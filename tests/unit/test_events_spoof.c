@@ -7,8 +7,8 @@
 
 #include <zmq.h>
 
-#include "mate.h"
-#include "mate_monitor.h"
+#include "mate_record.h"
+#include "mate_events.h"
 #include "test.h"
 
 static void

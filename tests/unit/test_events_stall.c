@@ -7,7 +7,7 @@
 
 #include <zmq.h>
 
-#include "mate.h"
+#include "mate_record.h"
 #include "test.h"
 
 #define CALLS 100000

@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "mate_dump.h"
+#include "mate_core.h"
 #include "test.h"
 #include "pt_build.h"
 

@@ -5,7 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mate_dump.h"
+#include "mate_replay.h"
 #include "mate_private.h"
 #include "test.h"
 #include "pt_build.h"

@@ -7,7 +7,7 @@
 
 #include <cuda_runtime.h>
 
-#include "mate.h"
+#include "mate_record.h"
 #include "test.h"
 
 static char *

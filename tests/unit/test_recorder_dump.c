@@ -13,8 +13,8 @@
 
 #include <cJSON.h>
 
-#include "mate.h"
-#include "mate_dump.h"
+#include "mate_record.h"
+#include "mate_replay.h"
 #include "test.h"
 
 static char tmp_root[256];

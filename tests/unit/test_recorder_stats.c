@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mate.h"
+#include "mate_record.h"
 #include "test.h"
 
 static char log_path[300];

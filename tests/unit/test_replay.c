@@ -8,8 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mate.h"
-#include "mate_dump.h"
+#include "mate_replay.h"
 #include "dump_private.h"
 #include "test.h"
 

@@ -9,8 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mate.h"
-#include "mate_dump.h"
+#include "mate_core.h"
 #include "test.h"
 #include "write_ends.h"
 

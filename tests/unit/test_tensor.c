@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mate.h"
+#include "mate_core.h"
 #include "test.h"
 
 #define BIG (INT64_C(1) << 40)

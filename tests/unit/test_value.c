@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mate_dump.h"
+#include "mate_core.h"
 #include "test.h"
 
 static void
