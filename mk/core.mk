@@ -5,6 +5,9 @@
 include_HEADERS += lib/include/mate.h lib/include/mate_core.h lib/include/mate_record.h \
 	lib/include/mate_replay.h lib/include/mate_events.h \
 	lib/include/mate_dump.h lib/include/mate_monitor.h
+## libmate exports exactly the MATE_API declarations of those headers.
+TESTS += tests/test_exports.sh
+EXTRA_DIST += tests/test_exports.sh
 libmate_impl_la_SOURCES += \
 	lib/core/mate_private.h \
 	lib/core/error.c \
@@ -25,7 +28,7 @@ libmate_impl_la_SOURCES += \
 ## function-name patterns. util_warn.c, util_json.c and util_match.c need
 ## only libc: the preload library, libmate_view and the tools that use
 ## them build them in (their symbols are hidden in libmate.so).
-libmate_la_SOURCES += \
+libmate_impl_la_SOURCES += \
 	lib/core/util.h \
 	lib/core/util_warn.c \
 	lib/core/util_buf.c \

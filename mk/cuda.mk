@@ -7,6 +7,7 @@ if HAVE_CUDA
 pkglib_LTLIBRARIES += mate-cuda.la
 mate_cuda_la_SOURCES = \
 	lib/core/cuda_module.h \
+	lib/cuda/cuda_host.h \
 	lib/cuda/cuda_module_entry.c \
 	lib/cuda/backend_cuda.cu \
 	lib/cuda/kernels_cuda.h \
@@ -16,17 +17,14 @@ mate_cuda_la_SOURCES = \
 	lib/cuda/kernels_cuda_paged.cu \
 	lib/cuda/alloc_replay_cuda.c
 mate_cuda_la_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
-# libmate is linked as a plain shared object, not as libmate.la: libtool
-# would relink the module at install time against $(libdir), and so fail
-# on `make install prefix=DIR` after half the files were installed. The
-# module needs libmate.so.0 (DT_NEEDED), which is the libmate that opens it.
+# The module links no libmate: it calls libmate through the table that
+# mate_cuda_module() is given (struct mate_cuda_host), so it also works in
+# a program that links libmate statically (the tests on libmate_impl.la).
 mate_cuda_la_LDFLAGS = -module -avoid-version -shared \
-	-export-symbols-regex '^mate_cuda_module$$' $(AM_LDFLAGS) \
-	-Wl,$(abs_top_builddir)/.libs/libmate.so
+	-export-symbols-regex '^mate_cuda_module$$' $(AM_LDFLAGS)
 # cuBLASLt for the fp8 GEMMs; nvcc's stubs for template kernels use the C++
 # ABI (static guards)
 mate_cuda_la_LIBADD = $(CUDA_LIBS) -lcublasLt -lstdc++
-mate_cuda_la_DEPENDENCIES = libmate.la
 check_PROGRAMS += tests/test_kernels_cuda tests/test_cuda_module
 ## a module from another mate version or ABI, which libmate refuses
 check_LTLIBRARIES += tests/cuda-module-other.la
@@ -37,7 +35,11 @@ tests_test_cuda_module_LDADD = libmate.la
 TESTS += tests/test_kernels_cuda
 tests_test_kernels_cuda_SOURCES = tests/unit/test_kernels_cuda.c
 tests_test_kernels_cuda_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
-tests_test_kernels_cuda_LDADD = libmate.la $(CUDA_LIBS)
+tests_test_kernels_cuda_LDADD = libmate_impl.la $(CUDA_LIBS)
+## Tests linked with libmate_impl.la have no libmate.so to find the module
+## beside: they are told where it is (test_cuda_module.sh unsets it).
+AM_TESTS_ENVIRONMENT += \
+	MATE_CUDA_MODULE='$(abs_top_builddir)/.libs/mate-cuda.so'; export MATE_CUDA_MODULE;
 endif
 
 ## The module opened on first use, or a clear error (skipped without CUDA).

@@ -1,6 +1,6 @@
 ## mk/dump.mk: lib/dump, reading dumps (records, values, the skim of a dump root) and
 ## listing them; mate-list-dumps, with its tests and fuzz target.
-libmate_la_SOURCES += \
+libmate_impl_la_SOURCES += \
 	lib/dump/dump_private.h \
 	lib/dump/dump_record.c \
 	lib/dump/dump_skim.c \
@@ -21,7 +21,7 @@ check_PROGRAMS += tests/test_dump_read
 TESTS += tests/test_dump_read
 tests_test_dump_read_SOURCES = tests/unit/test_dump_read.c
 tests_test_dump_read_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
-tests_test_dump_read_LDADD = libmate.la $(CJSON_LIBS)
+tests_test_dump_read_LDADD = libmate_impl.la $(CJSON_LIBS)
 
 ## Hostile dumps: huge numbers, FIFOs, deep nesting (no hang, no UB).
 TESTS += tests/cli/test_dump_hostile.py
@@ -31,5 +31,5 @@ EXTRA_DIST += tests/cli/test_dump_hostile.py
 FUZZ_TARGETS += fuzz/fuzz_dump_record
 fuzz_fuzz_dump_record_SOURCES = fuzz/fuzz_dump_record.c
 fuzz_fuzz_dump_record_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
-fuzz_fuzz_dump_record_LDADD = libmate.la $(CJSON_LIBS)
+fuzz_fuzz_dump_record_LDADD = libmate_impl.la $(CJSON_LIBS)
 fuzz_fuzz_dump_record_LDFLAGS = $(FUZZER_LINK)

@@ -1,15 +1,15 @@
 ## mk/events.mk: lib/events, live events: the call event stream, the ZeroMQ publisher and
 ## subscriber, activity, instruction logs; mate-trace and mate-top, with their tests.
-libmate_la_SOURCES += \
+libmate_impl_la_SOURCES += \
 	lib/events/events_private.h \
 	lib/events/events.c \
 	lib/events/events_call.c \
 	lib/events/monitor.c
-libmate_la_CFLAGS += $(ZMQ_CFLAGS)
-libmate_la_LIBADD += $(ZMQ_LIBS)
-libmate_la_SOURCES += lib/events/subscribe.c lib/events/activity.c
+libmate_impl_la_CFLAGS += $(ZMQ_CFLAGS)
+libmate_impl_la_LIBADD += $(ZMQ_LIBS)
+libmate_impl_la_SOURCES += lib/events/subscribe.c lib/events/activity.c
 ## instruction logs (read and written by every tool)
-libmate_la_SOURCES += lib/include/mate_events.h lib/events/ilog.c
+libmate_impl_la_SOURCES += lib/include/mate_events.h lib/events/ilog.c
 
 ## mate-trace: capture live events into an instruction log.
 bin_PROGRAMS += src/trace/mate-trace
@@ -30,7 +30,7 @@ src_top_mate_top_LDADD = src/fe/libmate_fe.la libmate.la $(NCURSES_LIBS) -lm
 check_PROGRAMS += tests/test_events tests/ilog-check
 TESTS += tests/test_events
 tests_test_events_SOURCES = tests/unit/test_events.c
-tests_test_events_LDADD = libmate.la
+tests_test_events_LDADD = libmate_impl.la
 tests_ilog_check_SOURCES = tests/tools/ilog-check.c
 tests_ilog_check_LDADD = libmate.la
 check_PROGRAMS += tests/test_events_stall
@@ -65,7 +65,7 @@ tests_test_events_spoof_LDADD = libmate.la $(ZMQ_LIBS)
 check_PROGRAMS += tests/test_events_fork
 TESTS += tests/test_events_fork
 tests_test_events_fork_SOURCES = tests/unit/test_events_fork.c
-tests_test_events_fork_LDADD = lib/libmate_view.la libmate.la -lpthread
+tests_test_events_fork_LDADD = lib/libmate_view.la libmate_impl.la -lpthread
 TESTS += tests/cli/test_events_demo.py tests/cli/test_events_hostile_name.py
 EXTRA_DIST += tests/cli/test_events_demo.py tests/cli/test_events_hostile_name.py
 ## events_flood.py: a flooding tcp publisher (pyzmq) bounds neither mate-trace's memory
@@ -105,7 +105,7 @@ EXTRA_DIST += bench/events.py
 ## fuzz/fuzz_frame: the subscriber's frame parser, merging and activity aggregate.
 FUZZ_TARGETS += fuzz/fuzz_frame
 fuzz_fuzz_frame_SOURCES = fuzz/fuzz_frame.c
-fuzz_fuzz_frame_LDADD = libmate.la
+fuzz_fuzz_frame_LDADD = libmate_impl.la
 fuzz_fuzz_frame_LDFLAGS = $(FUZZER_LINK)
 TESTS += tests/cli/test_events_tcp.sh
 EXTRA_DIST += tests/cli/test_events_tcp.sh

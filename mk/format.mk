@@ -2,7 +2,7 @@
 ## safetensors, with their tests, fuzz targets and benchmarks.
 
 ## writer
-libmate_la_SOURCES += lib/format/pickle_write.h lib/format/pickle_write.c lib/format/pt_write.c
+libmate_impl_la_SOURCES += lib/format/pickle_write.h lib/format/pickle_write.c lib/format/pt_write.c
 check_PROGRAMS += tests/test_pt_write
 tests_test_pt_write_SOURCES = tests/unit/test_pt_write.c
 tests_test_pt_write_CFLAGS = $(AM_CFLAGS) $(LIBARCHIVE_CFLAGS)
@@ -19,7 +19,7 @@ EXTRA_DIST += bench/pt_write_torch.py
 
 ## reader
 ## The restricted unpickler and the .pt reader.
-libmate_la_SOURCES += lib/format/pickle.c lib/format/pt_read.c
+libmate_impl_la_SOURCES += lib/format/pickle.c lib/format/pt_read.c
 
 ## Unit tests (hand-built pickles and zips), torch interop (Debian's 1.13, and torch 2.x
 ## under PYTHON_PEERS: tests/torch2/ runs the same test there), ZIP64 > 4 GiB.
@@ -27,7 +27,7 @@ check_PROGRAMS += tests/test_pickle tests/test_pt_read tests/pt-read-check
 tests_test_pickle_SOURCES = tests/unit/test_pickle.c
 tests_test_pickle_LDADD = libmate.la
 tests_test_pt_read_SOURCES = tests/unit/test_pt_read.c
-tests_test_pt_read_LDADD = libmate.la
+tests_test_pt_read_LDADD = libmate_impl.la
 tests_pt_read_check_SOURCES = tests/tools/pt-read-check.c
 tests_pt_read_check_LDADD = libmate.la
 TESTS += tests/test_pickle tests/test_pt_read tests/interop/test_pt_read_interop.py \
@@ -42,7 +42,7 @@ fuzz_fuzz_pickle_SOURCES = fuzz/fuzz_pickle.c
 fuzz_fuzz_pickle_LDADD = libmate.la
 fuzz_fuzz_pickle_LDFLAGS = $(FUZZER_LINK)
 fuzz_fuzz_pt_SOURCES = fuzz/fuzz_pt.c
-fuzz_fuzz_pt_LDADD = libmate.la
+fuzz_fuzz_pt_LDADD = libmate_impl.la
 fuzz_fuzz_pt_LDFLAGS = $(FUZZER_LINK)
 EXTRA_DIST += fuzz/fuzz_pickle.c fuzz/fuzz_pt.c
 
@@ -52,7 +52,7 @@ bench_bench_pt_read_LDADD = libmate.la
 EXTRA_DIST += bench/bench_pt_read.c bench/pt_read_vs_torch.py
 
 ## safetensors
-libmate_la_SOURCES += lib/format/safetensors.c
+libmate_impl_la_SOURCES += lib/format/safetensors.c
 
 check_PROGRAMS += tests/test_safetensors
 tests_test_safetensors_SOURCES = tests/unit/test_safetensors.c

@@ -1,6 +1,6 @@
 ## mk/kernels.mk: lib/kernels, libmate's CPU compute kernels (OpenBLAS opened on first use),
 ## their tests, fuzz target and benchmark. The CUDA kernels are mk/cuda.mk's.
-libmate_la_SOURCES += \
+libmate_impl_la_SOURCES += \
 	lib/kernels/kernels.h \
 	lib/kernels/kernels.c \
 	lib/kernels/kernels_cpu.h \
@@ -16,35 +16,35 @@ libmate_la_SOURCES += \
 	lib/kernels/kernels_paged.h \
 	lib/kernels/kernels_cpu_paged.c
 ## CPU kernels of FlashInfer's RoPE, sampling filters and bit packing
-libmate_la_SOURCES += lib/kernels/kernels_fi.h lib/kernels/kernels_cpu_rope.c
-libmate_la_SOURCES += lib/kernels/kernels_cpu_sampling.c
-libmate_la_SOURCES += lib/kernels/kernels_cpu_bits.c
+libmate_impl_la_SOURCES += lib/kernels/kernels_fi.h lib/kernels/kernels_cpu_rope.c
+libmate_impl_la_SOURCES += lib/kernels/kernels_cpu_sampling.c
+libmate_impl_la_SOURCES += lib/kernels/kernels_cpu_bits.c
 ## OpenBLAS is opened on first use (lib/kernels/blas.c), not linked: only its headers here
-libmate_la_CFLAGS += $(OPENBLAS_CFLAGS) -DMATE_BLAS_SONAME='"$(OPENBLAS_SONAME)"'
-libmate_la_LIBADD += -lm
+libmate_impl_la_CFLAGS += $(OPENBLAS_CFLAGS) -DMATE_BLAS_SONAME='"$(OPENBLAS_SONAME)"'
+libmate_impl_la_LIBADD += -lm
 
 check_PROGRAMS += tests/test_kernels
 TESTS += tests/test_kernels
 tests_test_kernels_SOURCES = tests/unit/test_kernels.c
 tests_test_kernels_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
-tests_test_kernels_LDADD = libmate.la $(OPENBLAS_LIBS)
+tests_test_kernels_LDADD = libmate_impl.la $(OPENBLAS_LIBS)
 
 ## tests/kernel-run: runs one kernel on tensors from a safetensors file, for the torch test.
 check_PROGRAMS += tests/kernel-run
 tests_kernel_run_SOURCES = tests/tools/kernel-run.c
-tests_kernel_run_LDADD = libmate.la
+tests_kernel_run_LDADD = libmate_impl.la
 TESTS += tests/interop/test_kernels_torch.py
 EXTRA_DIST += tests/interop/test_kernels_torch.py
 
 ## bench/replay-gemm: 2048^3 f32 GEMM through the mm kernel vs cblas_sgemm (make bench).
 BENCH_BINS += bench/replay-gemm
 bench_replay_gemm_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
-bench_replay_gemm_LDADD = libmate.la $(OPENBLAS_LIBS)
+bench_replay_gemm_LDADD = libmate_impl.la $(OPENBLAS_LIBS)
 
 ## fuzz/fuzz_kernels: CPU kernels on arbitrary shapes, strides, dtypes and parameters.
 FUZZ_TARGETS += fuzz/fuzz_kernels
 fuzz_fuzz_kernels_SOURCES = fuzz/fuzz_kernels.c
-fuzz_fuzz_kernels_LDADD = libmate.la
+fuzz_fuzz_kernels_LDADD = libmate_impl.la
 fuzz_fuzz_kernels_LDFLAGS = $(FUZZER_LINK)
 
 ## libmate-openblas-lazy.sh: OpenBLAS is opened on first use, never linked into libmate.

@@ -1,6 +1,6 @@
 ## mk/record.mk: lib/record, the recorder: configuration, the API log (levels 1-5), dumps
 ## (level 10), statistics, MATE_PROFILE, the memory log and recording sessions.
-libmate_la_SOURCES += \
+libmate_impl_la_SOURCES += \
 	lib/record/recorder_private.h \
 	lib/record/config.c \
 	lib/record/profile.h \
@@ -14,7 +14,7 @@ libmate_la_SOURCES += \
 	lib/record/record_summary.h \
 	lib/record/record_session.c \
 	lib/record/elf_cuda.c
-libmate_la_CFLAGS += -DMATE_PKGLIBDIR='"$(pkglibdir)"'
+libmate_impl_la_CFLAGS += -DMATE_PKGLIBDIR='"$(pkglibdir)"'
 
 ## recorder-golden: the reference program's calls through the C API.
 check_PROGRAMS += tests/recorder-golden
@@ -90,7 +90,7 @@ check_PROGRAMS += tests/test_recorder_crash
 tests_test_recorder_crash_SOURCES = tests/unit/test_recorder_crash.c tests/tools/dumpcheck.c tests/tools/dumpcheck.h \
 	tests/tools/recstress.c tests/tools/recstress.h
 tests_test_recorder_crash_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
-tests_test_recorder_crash_LDADD = libmate.la $(CJSON_LIBS)
+tests_test_recorder_crash_LDADD = libmate_impl.la $(CJSON_LIBS)
 TESTS += tests/test_recorder_crash tests/cli/test_recorder_crash_pt.sh
 EXTRA_DIST += tests/cli/test_recorder_crash_pt.sh
 
@@ -129,13 +129,13 @@ EXTRA_DIST += examples/run-demo.sh
 ## test_atomic_file: lib/core/error.c's atomic output (O_TMPFILE + link, or a named temporary + rename).
 check_PROGRAMS += tests/test_atomic_file
 tests_test_atomic_file_SOURCES = tests/unit/test_atomic_file.c
-tests_test_atomic_file_LDADD = libmate.la
+tests_test_atomic_file_LDADD = libmate_impl.la
 TESTS += tests/test_atomic_file
 
 ## test_pread_big: lib/core/error.c's split reads of large tensors, lib/core/value.c's storage padding.
 check_PROGRAMS += tests/test_pread_big
 tests_test_pread_big_SOURCES = tests/unit/test_pread_big.c
-tests_test_pread_big_LDADD = libmate.la
+tests_test_pread_big_LDADD = libmate_impl.la
 TESTS += tests/test_pread_big
 
 ## test_dlclose: a host that dlclose()s libmate while a recording thread still runs is not crashed.

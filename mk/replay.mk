@@ -1,6 +1,6 @@
 ## mk/replay.mk: lib/replay, the replay engine and its handlers, the allocation replay;
 ## mate-replay and the `mate VERB` dispatcher, with their tests.
-libmate_la_SOURCES += \
+libmate_impl_la_SOURCES += \
 	lib/replay/replay.c \
 	lib/replay/replay_bind.c \
 	lib/replay/replay_private.h \
@@ -10,18 +10,18 @@ libmate_la_SOURCES += \
 	lib/replay/replay_ops_attn.c \
 	lib/replay/replay_ops_common.c
 ## Replay handlers for the recorded BLAS and cuBLAS calls (registered by replay_ops.c).
-libmate_la_SOURCES += lib/replay/replay_blas.h lib/replay/replay_blas.c lib/replay/blas_signatures.h
+libmate_impl_la_SOURCES += lib/replay/replay_blas.h lib/replay/replay_blas.c lib/replay/blas_signatures.h
 ## The memory log's CSV reader and the allocation replay (mate-replay --memlog).
-libmate_la_SOURCES += \
+libmate_impl_la_SOURCES += \
 	lib/replay/memlog_read.c \
 	lib/replay/alloc_replay_private.h \
 	lib/replay/alloc_replay.c
 ## FlashInfer's RoPE, sampling, GEMM and bit-packing APIs (issue 21)
-libmate_la_SOURCES += lib/replay/replay_ops_rope.c
-libmate_la_SOURCES += lib/replay/replay_ops_sampling.c
-libmate_la_SOURCES += lib/replay/replay_ops_gemm.c
-libmate_la_SOURCES += lib/replay/replay_ops_norm.c
-libmate_la_SOURCES += lib/replay/replay_ops_info.c
+libmate_impl_la_SOURCES += lib/replay/replay_ops_rope.c
+libmate_impl_la_SOURCES += lib/replay/replay_ops_sampling.c
+libmate_impl_la_SOURCES += lib/replay/replay_ops_gemm.c
+libmate_impl_la_SOURCES += lib/replay/replay_ops_norm.c
+libmate_impl_la_SOURCES += lib/replay/replay_ops_info.c
 
 ## The tools: mate-replay and the `mate VERB` dispatcher.
 bin_PROGRAMS += src/replay/mate-replay src/mate/mate
@@ -44,7 +44,7 @@ check_PROGRAMS += tests/test_replay
 TESTS += tests/test_replay
 tests_test_replay_SOURCES = tests/unit/test_replay.c
 tests_test_replay_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
-tests_test_replay_LDADD = libmate.la $(CJSON_LIBS)
+tests_test_replay_LDADD = libmate_impl.la $(CJSON_LIBS)
 
 ## replay_escape.sh: ESC, BEL and newlines in a dump's names reach no terminal raw
 ## from mate-list-dumps or mate-replay, and forge no result or Summary line.

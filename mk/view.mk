@@ -4,6 +4,8 @@
 
 ## ---- libmate_view: timelines, cairo pictures and Perfetto JSON. A separate
 ## convenience library so that programs under the recorder never load cairo.
+## It uses libmate's internal helpers (errors, atomic files), so what links
+## it links libmate_impl.la, not the shared libmate's public API.
 noinst_LTLIBRARIES += lib/libmate_view.la
 lib_libmate_view_la_SOURCES = \
 	lib/view/mate_view.h \
@@ -20,7 +22,7 @@ lib_libmate_view_la_LIBADD = $(CAIRO_LIBS) $(ZLIB_LIBS) -lm
 bin_PROGRAMS += mate-visualize
 mate_visualize_SOURCES = src/visualize/mate-visualize.c
 mate_visualize_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
-mate_visualize_LDADD = src/fe/libmate_fe.la lib/libmate_view.la libmate.la
+mate_visualize_LDADD = src/fe/libmate_fe.la lib/libmate_view.la libmate_impl.la
 man_MANS += man/mate-visualize.1
 EXTRA_DIST += man/mate-visualize.1
 
@@ -33,7 +35,7 @@ check_PROGRAMS += tests/test_ilog tests/test_timeline
 tests_test_ilog_SOURCES = tests/unit/test_ilog.c
 tests_test_ilog_LDADD = libmate.la
 tests_test_timeline_SOURCES = tests/unit/test_timeline.c
-tests_test_timeline_LDADD = lib/libmate_view.la libmate.la
+tests_test_timeline_LDADD = lib/libmate_view.la libmate_impl.la
 TESTS += tests/test_ilog tests/test_timeline \
 	tests/cli/test_visualize_cli.sh tests/cli/test_visualize_man.sh \
 	tests/cli/test_visualize_png.py tests/cli/test_visualize_svg.py tests/cli/test_visualize_json.py \
@@ -50,7 +52,7 @@ EXTRA_DIST += tests/cli/test_visualize_special.sh
 ## ---- fuzzing and benchmarks ----
 FUZZ_TARGETS += fuzz/fuzz_ilog
 fuzz_fuzz_ilog_SOURCES = fuzz/fuzz_ilog.c
-fuzz_fuzz_ilog_LDADD = lib/libmate_view.la libmate.la
+fuzz_fuzz_ilog_LDADD = lib/libmate_view.la libmate_impl.la
 fuzz_fuzz_ilog_LDFLAGS = $(FUZZER_LINK)
 EXTRA_DIST += bench/visualize.py bench/visualize-matplotlib.py bench/gen-ilog.py
 .PHONY: bench-visualize

@@ -27,6 +27,24 @@
 #endif
 #define MODULE_NAME "mate-cuda.so"
 
+static const struct mate_cuda_host host = {
+	mate_dtype_size,
+	mate_dtype_name,
+	mate_tensor_init,
+	mate_tensor_numel,
+	mate_tensor_is_contiguous,
+	mate_tensor_storage_extent,
+	mate_tensor_element,
+	mate_tensor_copy_contiguous,
+	mate_set_error,
+	mate_tensor_scatter,
+	mate_kernel_scalar,
+	mate_gemm_check,
+	mate_attn_params_init,
+	mate_attn_keep_mask,
+	mate_alibi_slope,
+};
+
 static pthread_once_t module_once = PTHREAD_ONCE_INIT;
 static const struct mate_cuda_module *module;
 static char module_why[600];
@@ -36,7 +54,7 @@ static char module_why[600];
 static int
 try_open(const char *path, const struct mate_cuda_module **out)
 {
-	const struct mate_cuda_module *(*entry)(void);
+	const struct mate_cuda_module *(*entry)(const struct mate_cuda_host *);
 	const struct mate_cuda_module *m;
 	void *h;
 
@@ -55,7 +73,7 @@ try_open(const char *path, const struct mate_cuda_module **out)
 		snprintf(module_why, sizeof(module_why), "%s is not a mate CUDA module", path);
 		return -1;
 	}
-	m = entry();
+	m = entry(&host);
 	if (m == NULL || m->abi != MATE_CUDA_MODULE_ABI || m->version == NULL ||
 	    strcmp(m->version, PACKAGE_VERSION) != 0) {
 		snprintf(module_why, sizeof(module_why), "%s is from mate %s, not %s", path,

@@ -1,5 +1,6 @@
 /* alloc_replay_cuda.c: the CUDA allocators of the allocation replay: cudaMalloc/cudaFree and the stream-ordered pool (cudaMallocAsync). */
 #include "alloc_replay_private.h"
+#include "cuda_host.h"
 
 #include <cuda_runtime_api.h>
 #include <stdlib.h>

@@ -3,6 +3,7 @@
 #include "backend.h"
 #include "kernels.h"
 #include "cuda_module.h"
+#include "cuda_host.h"
 
 #include <cuda_runtime.h>
 #include <stdio.h>

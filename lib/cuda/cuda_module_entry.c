@@ -2,12 +2,16 @@
 #include "config.h"
 #include "alloc_replay_private.h"
 #include "cuda_module.h"
+#include "cuda_host.h"
+
+const struct mate_cuda_host *mate_cuda_host_;
 
 const struct mate_cuda_module *
-mate_cuda_module(void)
+mate_cuda_module(const struct mate_cuda_host *host)
 {
 	static struct mate_cuda_module m;
 
+	mate_cuda_host_ = host;
 	/* filled on each call (the pointers are constant): no initialiser
 	 * calls, which C does not allow in a static's initialiser */
 	m.abi = MATE_CUDA_MODULE_ABI;

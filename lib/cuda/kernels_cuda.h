@@ -12,6 +12,7 @@ extern "C" {
 #include "mate_private.h"
 }
 #include "kernels.h"
+#include "cuda_host.h"
 
 #define KCU_MAX_STAGED 16
 #define KCU_MAX_SCRATCH 16

@@ -5,8 +5,9 @@
 #include <stdlib.h>
 
 const struct mate_cuda_module *
-mate_cuda_module(void)
+mate_cuda_module(const struct mate_cuda_host *host)
 {
+	(void)host;
 	static const struct mate_cuda_module other = {
 		MATE_CUDA_MODULE_ABI, "0.0.0-other", NULL, NULL, NULL, NULL,
 	};
