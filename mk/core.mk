@@ -6,8 +6,8 @@ include_HEADERS += lib/include/mate.h lib/include/mate_core.h lib/include/mate_r
 	lib/include/mate_replay.h lib/include/mate_events.h \
 	lib/include/mate_dump.h lib/include/mate_monitor.h
 ## libmate exports exactly the MATE_API declarations of those headers.
-TESTS += tests/test_exports.sh
-EXTRA_DIST += tests/test_exports.sh
+TESTS += tests/cli/test_exports.sh
+EXTRA_DIST += tests/cli/test_exports.sh
 libmate_impl_la_SOURCES += \
 	lib/core/mate_private.h \
 	lib/core/error.c \
