@@ -10,6 +10,8 @@ libmate_impl_la_SOURCES += \
 	lib/record/stats.c \
 	lib/record/pyfmt.c \
 	lib/record/dump_writer.c \
+	lib/benchlog.h \
+	lib/benchlog.c \
 	lib/record/memlog.c \
 	lib/record/record_summary.h \
 	lib/record/record_session.c \
@@ -169,3 +171,11 @@ EXTRA_DIST += tests/cli/test_doc_examples.py
 ## session.jsonl names neither block the host nor redirect its writes.
 TESTS += tests/cli/test_recorder_hostile_files.sh
 EXTRA_DIST += tests/cli/test_recorder_hostile_files.sh
+
+## MATE_BENCH_LOG: a mate-bench line per distinct call, against the profile's entries in
+## the command-line form; threads, forks, SIGTERM, unopenable and hostile paths.
+check_PROGRAMS += tests/benchlog-calls
+tests_benchlog_calls_SOURCES = tests/benchlog-calls.c
+tests_benchlog_calls_LDADD = libmate.la
+TESTS += tests/test_bench_log.py
+EXTRA_DIST += tests/test_bench_log.py

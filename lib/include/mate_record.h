@@ -171,6 +171,8 @@ struct mate_config {
 	const char *monitor;      /* MATE_MONITOR: "1", "tcp", "tcp:PORT", "tcp://HOST:PORT"; NULL: off */
 	const char *profile;      /* MATE_PROFILE: a path (%i: the pid) for the table of
 	                             distinct calls written at exit; NULL: none */
+	const char *bench_log;    /* MATE_BENCH_LOG: a path (%i: the pid) that gets a mate-bench
+	                             command line per distinct call; NULL: none */
 };
 
 /*! mate_config_default() : the defaults of mate(7) (level 0, stdout, ...). */

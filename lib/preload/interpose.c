@@ -331,7 +331,7 @@ set_memlog_format(void)
 static void
 load(void)
 {
-	const char *csv = getenv(MATE_ENV_MEMLOG), *prof;
+	const char *csv = getenv(MATE_ENV_MEMLOG), *prof, *bench;
 	int state = -1;
 
 	mate_ip_inside++;
@@ -349,10 +349,12 @@ load(void)
 		mate_ip_level = mate_ip_api.record_level();
 	else if (level_env() != NULL)
 		mate_warn("the libmate found has no recorder; API calls are not recorded");
-	/* MATE_PROFILE keeps the calls' shapes: their arguments are collected as at level 3 */
+	/* MATE_PROFILE and MATE_BENCH_LOG keep the calls' shapes: their arguments are collected
+	 * as at level 3 */
 	prof = prefixed_env("PROFILE");
-	mate_ip_args_level = mate_ip_level > 0 && mate_ip_level < 3 && prof != NULL && *prof != '\0' ?
-	    3 : mate_ip_level;
+	bench = prefixed_env("BENCH_LOG");
+	mate_ip_args_level = mate_ip_level > 0 && mate_ip_level < 3 &&
+	    ((prof != NULL && *prof != '\0') || (bench != NULL && *bench != '\0')) ? 3 : mate_ip_level;
 	if (csv != NULL && *csv != '\0' && (csv_template = strdup(csv)) == NULL)
 		goto out;
 	if (csv_template != NULL || mate_ip_level > 0) {

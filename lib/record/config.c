@@ -322,6 +322,8 @@ mate_config_from_env(struct mate_config *cfg)
 		cfg->instruction_log = s;
 	if ((s = mate_rec_getenv("PROFILE")) != NULL && s[0] != '\0')
 		cfg->profile = s;
+	if ((s = mate_rec_getenv("BENCH_LOG")) != NULL && s[0] != '\0')
+		cfg->bench_log = s;
 	if ((s = getenv("MATE_MONITOR")) != NULL && s[0] != '\0')
 		cfg->monitor = s;
 	if (cfg->level >= 10)
@@ -441,7 +443,8 @@ apply(const struct mate_config *cfg, mate_error *err)
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	}
 	mate_ev_configure(n.level, cfg->instruction_log, cfg->monitor);
-	mate_rec_profile_configure(n.level >= 1 ? cfg->profile : NULL);
+	mate_rec_profile_configure(n.level >= 1 ? cfg->profile : NULL,
+	    n.level >= 1 ? cfg->bench_log : NULL);
 	__atomic_store_n(&mate_record_level_, n.level, __ATOMIC_RELEASE);
 	return MATE_OK;
 }
@@ -512,9 +515,9 @@ mate_record_level(void)
 
 /* ---- the log destination ------------------------------------------------------------ */
 
-/* MATE_LOGDEST with every %i replaced by the pid. */
-static char *
-expand_dest(const char *tmpl)
+/* A path template (MATE_LOGDEST, MATE_BENCH_LOG) with every %i replaced by the pid. */
+char *
+mate_rec_expand_path(const char *tmpl)
 {
 	struct mate_buf b;
 	const char *p;
@@ -547,7 +550,7 @@ open_log(void)
 	else if (strcmp(d, "stderr") == 0)
 		logst.fd = STDERR_FILENO;
 	else {
-		path = expand_dest(d);
+		path = mate_rec_expand_path(d);
 		logst.fd = path ? mate_log_open(path, O_CREAT | O_APPEND, mate_log_name_of(d)) :
 		    -ENOMEM;
 		if (logst.fd < 0) {
@@ -566,20 +569,20 @@ open_log(void)
 }
 
 /* write() that keeps SIGPIPE from a closed pipe away from the host. */
-static int
-guarded_write(const char *p, size_t n)
+int
+mate_rec_write_guarded(int fd, int is_pipe, const char *p, size_t n)
 {
 	sigset_t pipe_set, old, pending;
 	int rc, was_pending;
 
-	if (!logst.pipe)
-		return mate_write_all(logst.fd, p, n);
+	if (!is_pipe)
+		return mate_write_all(fd, p, n);
 	sigemptyset(&pipe_set);
 	sigaddset(&pipe_set, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
 	sigpending(&pending);
 	was_pending = sigismember(&pending, SIGPIPE);
-	rc = mate_write_all(logst.fd, p, n);
+	rc = mate_write_all(fd, p, n);
 	if (rc == -EPIPE && !was_pending) {
 		struct timespec zero = { 0, 0 };
 		sigtimedwait(&pipe_set, NULL, &zero);
@@ -591,7 +594,7 @@ guarded_write(const char *p, size_t n)
 static void
 write_log(const char *text, size_t len)
 {
-	int rc = guarded_write(text, len);
+	int rc = mate_rec_write_guarded(logst.fd, logst.pipe, text, len);
 
 	if (rc != 0) {
 		__atomic_store_n(&logst.stopped, 1, __ATOMIC_RELAXED);

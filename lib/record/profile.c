@@ -4,7 +4,8 @@
  * SIGTERM and SIGINT when the program left them at their default) as JSONL sorted by total
  * time, atomically. The same shape read back from a dump's record
  * (mate_profile_shape_from_record) gives the same object and key, so a profile and
- * `mate-list-dumps --unique` can be joined. */
+ * `mate-list-dumps --unique` can be joined. MATE_BENCH_LOG (benchlog.c) gets a line for each
+ * shape the table sees first, with or without MATE_PROFILE. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "benchlog.h"
 #include "dump_private.h"
 #include "profile.h"
 #include "recorder_private.h"
@@ -30,6 +32,7 @@ struct entry {
 	size_t len;
 	char *canon;            /* the canonical JSON object, without its closing brace */
 	char key[17];
+	int benched;            /* MATE_BENCH_LOG has its line */
 	uint64_t calls, failed, total_ns, max_ns;
 };
 
@@ -498,7 +501,7 @@ mate_rec_profile_add(mate_call *c, uint64_t ns, int failed)
 		return;
 	h = text_hash(bp->p, bp->len);
 	pthread_mutex_lock(&prof.lock);
-	if (prof.tmpl == NULL)
+	if (prof.tmpl == NULL && !mate_rec_benchlog_on())
 		goto out;
 	if (prof.cap == 0 && grow() != 0)
 		goto out;
@@ -518,6 +521,10 @@ mate_rec_profile_add(mate_call *c, uint64_t ns, int failed)
 			goto out;
 		prof.slots[slot] = e;
 		prof.order[prof.n++] = e;
+	}
+	if (!e->benched && mate_rec_benchlog_on()) {
+		e->benched = 1;
+		mate_rec_benchlog_put(e->canon, strlen(e->canon));
 	}
 	e->calls++;
 	e->failed += failed != 0;
@@ -687,34 +694,61 @@ hook_signal(int sig, struct sigaction *old)
 	sigaction(sig, &sa, NULL);
 }
 
+static void
+zero_counts(void)
+{
+	for (size_t i = 0; i < prof.n; i++) {
+		prof.order[i]->calls = prof.order[i]->failed = 0;
+		prof.order[i]->total_ns = prof.order[i]->max_ns = 0;
+	}
+}
+
+static void
+free_entries(void)
+{
+	for (size_t i = 0; i < prof.n; i++) {
+		free(prof.order[i]->text);
+		free(prof.order[i]->canon);
+		free(prof.order[i]);
+	}
+	if (prof.slots != NULL)
+		memset(prof.slots, 0, prof.cap * sizeof(*prof.slots));
+	prof.n = 0;
+}
+
 void
-mate_rec_profile_configure(const char *tmpl)
+mate_rec_profile_configure(const char *tmpl, const char *bench_log)
 {
 	char *copy = tmpl != NULL && tmpl[0] != '\0' ? strdup(tmpl) : NULL;
+	int changed, bench_changed;
 
 	pthread_mutex_lock(&prof.lock);
-	if (prof.tmpl != NULL && (copy == NULL || strcmp(copy, prof.tmpl) != 0)) {
+	changed = copy == NULL ? prof.tmpl != NULL : prof.tmpl == NULL || strcmp(copy, prof.tmpl) != 0;
+	if (changed) {
 		write_table(0);  /* a new destination: the old one gets what it has */
-		for (size_t i = 0; i < prof.n; i++) {
-			free(prof.order[i]->text);
-			free(prof.order[i]->canon);
-			free(prof.order[i]);
-		}
-		memset(prof.slots, 0, prof.cap * sizeof(*prof.slots));
-		prof.n = 0;
-	}
-	if (copy == NULL || prof.tmpl == NULL || strcmp(copy, prof.tmpl) != 0) {
 		free(prof.tmpl);
 		prof.tmpl = copy;
 	} else
 		free(copy);
+	bench_changed = mate_rec_benchlog_set(bench_log);
+	/* the shapes stay while the bench log keeps its file (it has their lines); the counts
+	 * start again with a new profile */
+	if ((changed && bench_changed) || (changed && !mate_rec_benchlog_on()) ||
+	    (prof.tmpl == NULL && !mate_rec_benchlog_on()))
+		free_entries();
+	else if (changed)
+		zero_counts();
+	if (bench_changed)
+		for (size_t i = 0; i < prof.n; i++)
+			prof.order[i]->benched = 0;
 	if (prof.tmpl != NULL && !prof.hooks) {
 		prof.hooks = 1;
 		atexit(at_exit);
 		hook_signal(SIGTERM, &old_term);
 		hook_signal(SIGINT, &old_int);
 	}
-	__atomic_store_n(&mate_rec_profile_on_, prof.tmpl != NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&mate_rec_profile_on_, prof.tmpl != NULL || mate_rec_benchlog_on(),
+	    __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&prof.lock);
 }
 
@@ -735,10 +769,10 @@ mate_rec_profile_atfork_parent(void)
 void
 mate_rec_profile_atfork_child(void)
 {
-	for (size_t i = 0; i < prof.n; i++) {
-		prof.order[i]->calls = prof.order[i]->failed = 0;
-		prof.order[i]->total_ns = prof.order[i]->max_ns = 0;
-	}
+	zero_counts();
+	if (mate_rec_benchlog_atfork_child())  /* its own bench log: every shape is new there */
+		for (size_t i = 0; i < prof.n; i++)
+			prof.order[i]->benched = 0;
 	prof.child = 1;
 	pthread_mutex_unlock(&prof.lock);
 }

@@ -12,13 +12,14 @@
 
 struct mate_call;
 
-/* Non-zero while a profile is being kept (read on every call). */
+/* Non-zero while a profile or a bench log is being kept (read on every call). */
 extern int mate_rec_profile_on_ MATE_HIDDEN;
 #define MATE_REC_PROFILE_ON() __atomic_load_n(&mate_rec_profile_on_, __ATOMIC_RELAXED)
 
 /* The profile's path template (%i: the pid), or NULL or "" for none; a new path writes the
- * old table first. Installs the exit and signal hooks once. */
-void mate_rec_profile_configure(const char *tmpl) MATE_HIDDEN;
+ * old table first. Installs the exit and signal hooks once. bench_log: MATE_BENCH_LOG's
+ * template (benchlog.h), which keeps the table of shapes without a profile. */
+void mate_rec_profile_configure(const char *tmpl, const char *bench_log) MATE_HIDDEN;
 /* A level-1 call kept for the profile only (no strings copied, no arguments kept), from the
  * thread's pool; NULL when out of memory. mate_rec_profile_release() gives it back. */
 struct mate_call *mate_rec_profile_call(const char *name, const char *module) MATE_HIDDEN;

@@ -76,6 +76,11 @@ void mate_rec_warn_once(enum rec_once which, const char *fmt, ...) MATE_PRINTF(2
  * calls never interleave. Writes the system-information header first when
  * this session has not written it. Errors stop logging with a warning. */
 void mate_rec_log(const char *text, size_t len) MATE_HIDDEN;
+/* A path template with every %i replaced by the pid (malloc'ed; NULL: out of memory). */
+char *mate_rec_expand_path(const char *tmpl) MATE_HIDDEN;
+/* Writes all of p to fd; with pipe set (a FIFO or socket) a reader that went away costs
+ * -EPIPE and its SIGPIPE never reaches the host. 0 or -errno. */
+int mate_rec_write_guarded(int fd, int is_pipe, const char *p, size_t n) MATE_HIDDEN;
 /* Dumping stops for the rest of the session (after an I/O error). */
 void mate_rec_dump_stop(void) MATE_HIDDEN;
 int mate_rec_dump_stopped(void) MATE_HIDDEN;

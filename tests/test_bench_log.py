@@ -1,0 +1,264 @@
+"""test_bench_log.py: MATE_BENCH_LOG's script of one mate-bench line per distinct call.
+
+The oracle is the command-line form of a profile entry (mate(7), written here from its
+specification): the demo (16 client threads) at level 1 with MATE_PROFILE and MATE_BENCH_LOG
+gives a script whose lines are the profile's entries in that form, each once; without a
+profile (level 3) the lines are the same; level 0 writes no file. tests/doc-program's forked
+child writes its own file with %i and shares its parent's without; SIGTERM in the middle of
+the demo leaves whole lines; a path that cannot be opened (a missing folder, a FIFO nobody
+reads, a symlink planted at a %i name) costs one warning and neither blocks nor redirects."""
+import glob
+import json
+import os
+import shlex
+import signal
+import string
+import subprocess
+import time
+
+from mate_test import build_path, check, done, run, tmpdir
+
+DEMO = build_path("examples", "mate-demo")
+PROG = build_path("tests", "doc-program")
+CALLS = build_path("tests", "benchlog-calls")
+SAFE = set(string.ascii_letters + string.digits + "_.,:=@/+-")
+
+
+def env(**kw):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("MATE_")}
+    e.update({"MATE_LOGDEST": "/dev/null"}, **kw)
+    return e
+
+
+# ---- the oracle: a profile entry in its command-line form ------------------------------
+
+class Raw(str):
+    """A JSON number's text as the profile wrote it (cJSON's spelling, kept as-is)."""
+
+
+def compact(v):
+    """A value as cJSON_PrintUnformatted writes it (numbers as the profile spelled them)."""
+    if isinstance(v, Raw):
+        return str(v)
+    if v is None:
+        return "null"
+    if v is True or v is False:
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, list):
+        return "[" + ",".join(compact(x) for x in v) + "]"
+    return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + compact(x)
+                          for k, x in v.items()) + "}"
+
+
+def word(s):
+    if s and all(c in SAFE for c in s):
+        return s
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def contiguous(shape):
+    stride, step = [], 1
+    for n in reversed(shape):
+        stride.insert(0, step)
+        step *= max(n, 1)
+    return stride
+
+
+def dims(v):
+    return "[" + ",".join(str(int(x)) for x in v) + "]"
+
+
+def cli_form(raw_line):
+    """The mate-bench line of one profile line."""
+    e = json.loads(raw_line, parse_float=Raw, parse_int=Raw)
+    words = ["mate-bench"]
+    if e.get("module") not in (None, "<unknown>"):
+        words += ["-m", word(e["module"])]
+    words += ["-c", word(e["function"])]
+    for key, t in e["tensors"].items():
+        shape = [int(x) for x in t["shape"]]
+        stride = [int(x) for x in t["stride"]]
+        spec = t["dtype"][len("torch."):] if t["dtype"].startswith("torch.") else t["dtype"]
+        spec += dims(shape)
+        if stride != contiguous(shape):
+            spec += "@" + dims(stride)
+        if t["device"] != "cpu":
+            spec += ":" + t["device"]
+        words.append(word(key + "=" + spec))
+    for key, v in e["scalars"].items():
+        words.append(word(key + "=" + compact(v)))
+    return " ".join(words)
+
+
+def profile_lines(path):
+    with open(path) as f:
+        return sorted(cli_form(x) for x in f)
+
+
+def script(path, what):
+    """The bench log's lines after its header, each checked whole."""
+    check(os.path.exists(path), "%s: the bench log %s is written" % (what, path))
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        text = f.read()
+    lines = text.split("\n")
+    check(text.endswith("\n"), "%s: the file ends with a whole line: %r" % (what, text[-80:]))
+    check(lines[0] == "#!/bin/sh" and lines[1].startswith("# "),
+          "%s: a script: #!/bin/sh and a comment first: %s" % (what, lines[:2]))
+    body = [x for x in lines[2:] if x != ""]
+    for x in body:
+        ok = True
+        try:
+            ok = shlex.split(x)[0] == "mate-bench"
+        except ValueError:
+            ok = False
+        check(ok, "%s: a whole mate-bench line: %r" % (what, x))
+    return body
+
+
+# ---- the tests ---------------------------------------------------------------------------
+
+def demo_lines():
+    work = tmpdir()
+    run([DEMO], cwd=work, env=env(MATE_LOGLEVEL="1", MATE_PROFILE="prof.jsonl",
+                                  MATE_BENCH_LOG="bench-%i.sh", MATE_DEMO_THREADS="16"))
+    files = glob.glob(os.path.join(work, "bench-*.sh"))
+    check(len(files) == 1, "one bench log for one process: %s" % files)
+    if not files:
+        return None
+    body = script(files[0], "the demo")
+    want = profile_lines(os.path.join(work, "prof.jsonl"))
+    check(len(body) == len(set(body)), "each shape once (16 threads): %d lines, %d distinct"
+          % (len(body), len(set(body))))
+    check(sorted(body) == want, "the lines are the profile's entries in the command-line form:"
+          "\n%s\nwant:\n%s" % ("\n".join(sorted(body)), "\n".join(want)))
+    check(any("@[" in x for x in body) and any(" -m minilib " in x for x in body) and
+          any("'kwarg_" in x or "'arg_" in x for x in body),
+          "strides, the module and quoting appear: %s" % body[:3])
+    # the lines come as the shapes first appear, before the exit writes the profile
+    check(len(body) >= 4, "the demo's shapes: %d" % len(body))
+    return body
+
+
+def hostile_values():
+    work = tmpdir()
+    run([CALLS], cwd=work, env=env(MATE_LOGLEVEL="1", MATE_PROFILE="p.jsonl",
+                                   MATE_BENCH_LOG="b.sh"))
+    body = script(os.path.join(work, "b.sh"), "benchlog-calls")
+    check(sorted(body) == profile_lines(os.path.join(work, "p.jsonl")) and len(body) == 2,
+          "two shapes, as the oracle converts the profile:\n%s" % "\n".join(body))
+    check("mate-bench -c plain 'arg_0=float32[4]'" in body,
+          "no module: no -m; brackets quoted: %s" % body)
+    want = ["mate-bench", "-m", "my lib", "-c", 'it\'s a "call"',
+            "arg_0=bfloat16[2,3]@[1,2]:cuda:1", "arg_1=float32[]",
+            "kwarg_one=float8_e4m3fn[1,3]@[1,1]", "kwarg_empty=int32[0,3]",
+            "kwarg_zero=int64[3,0]", 'kwarg_layout="it\'s NHD"', 'kwarg_plain="NHD"',
+            "kwarg_scale=0.1", "kwarg_big=3", "kwarg_tiny=1e-300", "kwarg_n=-7",
+            "kwarg_causal=true", "kwarg_out=null",
+            'kwarg_out_dtype={"type":"torch.dtype","value":"torch.bfloat16"}',
+            'kwarg_mode={"type":"enum","name":"Mode.FAST","value":2}']
+    other = [shlex.split(x) for x in body if "plain" not in x.split()[2:3]]
+    other = [w for w in other if w[:2] == ["mate-bench", "-m"]]
+    check(other == [want], "the shell reads the words back:\n%s\n%s" % (other, want))
+    check(all("'arg_1=float32[]'" in x or "plain" in x for x in body), "a 0-d tensor: []")
+
+
+def without_profile(first):
+    work = tmpdir()
+    run([DEMO], cwd=work, env=env(MATE_LOGLEVEL="3", MATE_BENCH_LOG="bench.sh"))
+    body = script(os.path.join(work, "bench.sh"), "level 3, no profile")
+    check(first is not None and sorted(body) == sorted(first),
+          "level 3 without MATE_PROFILE gives the same lines: %s" % body)
+    check(os.listdir(work) == ["bench.sh"], "no profile is written: %s" % os.listdir(work))
+    run([DEMO], cwd=work, env=env(MATE_LOGLEVEL="0", MATE_BENCH_LOG="b0.sh"))
+    check(not os.path.exists(os.path.join(work, "b0.sh")), "level 0 writes no bench log")
+    # a second run appends to the script, without a second header
+    run([DEMO], cwd=work, env=env(MATE_LOGLEVEL="1", MATE_BENCH_LOG="bench.sh"))
+    with open(os.path.join(work, "bench.sh")) as f:
+        text = f.read()
+    check(text.count("#!/bin/sh") == 1 and len(text.splitlines()) == 2 + 2 * len(body),
+          "a second run appends its lines only: %d lines" % len(text.splitlines()))
+
+
+def fork():
+    work = tmpdir()
+    run([PROG, "--fork-exit"], cwd=work, env=env(MATE_LOGLEVEL="1", MATE_BENCH_LOG="b-%i.sh"))
+    files = sorted(glob.glob(os.path.join(work, "b-*.sh")), key=os.path.getmtime)
+    check(len(files) == 2, "with %%i the forked child writes its own file: %s" % files)
+    if len(files) == 2:
+        sizes = sorted(len(script(f, "fork %i")) for f in files)
+        check(sizes == [1, 4], "the child's one shape, the parent's four: %s" % sizes)
+        child = [f for f in files if len(script(f, "fork")) == 1]
+        check(child and " -c rmsnorm " in script(child[0], "fork")[0],
+              "the child's line is its rmsnorm call")
+    run([PROG, "--fork-exit"], cwd=work, env=env(MATE_LOGLEVEL="1", MATE_BENCH_LOG="b.sh"))
+    body = script(os.path.join(work, "b.sh"), "fork, shared")
+    check(len(body) == 4 and len(set(body)) == 4,
+          "without %%i parent and child share the file; the child's shape is its parent's: %s"
+          % body)
+
+
+def sigterm():
+    work = tmpdir()
+    p = subprocess.Popen([DEMO], cwd=work, stdout=subprocess.DEVNULL,
+                         env=env(MATE_LOGLEVEL="1", MATE_PROFILE="prof.jsonl",
+                                 MATE_BENCH_LOG="bench.sh", MATE_DEMO_SECONDS="30"))
+    time.sleep(1.5)
+    p.send_signal(signal.SIGTERM)
+    rc = p.wait(timeout=20)
+    check(rc == -signal.SIGTERM, "the demo still dies of SIGTERM: %d" % rc)
+    body = script(os.path.join(work, "bench.sh"), "SIGTERM")
+    prof = os.path.join(work, "prof.jsonl")
+    check(os.path.exists(prof) and sorted(body) == profile_lines(prof),
+          "SIGTERM: the lines are the profile's entries: %s" % body)
+
+
+def unopenable():
+    work = tmpdir()
+    bad = os.path.join(work, "no", "such", "dir", "bench.sh")
+    p = run([DEMO], cwd=work, env=env(MATE_LOGLEVEL="1", MATE_BENCH_LOG=bad), check=False)
+    warns = [x for x in p.stderr.splitlines() if "BENCH_LOG" in x]
+    check(p.returncode == 0, "an unopenable path: the demo runs: %d %s" % (p.returncode, p.stderr))
+    check(len(warns) == 1 and warns[0].startswith("mate: cannot open MATE_BENCH_LOG '%s': " % bad),
+          "one warning names the path: %s" % warns)
+    # a FIFO nobody reads: no hang, one warning
+    fifo = os.path.join(work, "fifo")
+    os.mkfifo(fifo)
+    p = run(["timeout", "20", DEMO], cwd=work, check=False,
+            env=env(MATE_LOGLEVEL="1", MATE_BENCH_LOG=fifo, MATE_DEMO_ROUNDS="2"))
+    warns = [x for x in p.stderr.splitlines() if "BENCH_LOG" in x]
+    check(p.returncode == 0, "a FIFO nobody reads: no hang (124: it hung): %d" % p.returncode)
+    check(len(warns) == 1 and "no reader" in warns[0], "a FIFO: one warning: %s" % warns)
+    # a FIFO with a reader gets the script
+    reader = subprocess.Popen(["cat", fifo], stdout=subprocess.PIPE, text=True)
+    run(["timeout", "20", DEMO], cwd=work, check=False,
+        env=env(MATE_LOGLEVEL="1", MATE_BENCH_LOG=fifo, MATE_DEMO_ROUNDS="2"))
+    try:
+        got = reader.communicate(timeout=20)[0]
+    except subprocess.TimeoutExpired:  # nothing opened the FIFO: the reader waits for ever
+        reader.kill()
+        got = reader.communicate()[0]
+    check(got.startswith("#!/bin/sh\n") and "mate-bench" in got, "a read FIFO gets the lines")
+    # a symlink planted at a %i name is not followed
+    victim = os.path.join(work, "victim")
+    with open(victim, "w") as f:
+        f.write("victim's own text\n")
+    p = run(["sh", "-c", 'ln -s "$1" "b_$$"; exec env MATE_BENCH_LOG="b_%i" "$2"', "sh",
+             victim, DEMO], cwd=work, check=False, env=env(MATE_LOGLEVEL="1"))
+    with open(victim) as f:
+        check(f.read() == "victim's own text\n", "the planted link's target is untouched")
+    warns = [x for x in p.stderr.splitlines() if "BENCH_LOG" in x]
+    check(len(warns) == 1 and "a symbolic link" in warns[0], "the link is refused: %s" % warns)
+
+
+if __name__ == "__main__":
+    first = demo_lines()
+    hostile_values()
+    without_profile(first)
+    fork()
+    sigterm()
+    unopenable()
+    done()
