@@ -177,5 +177,5 @@ EXTRA_DIST += tests/cli/test_recorder_hostile_files.sh
 check_PROGRAMS += tests/benchlog-calls
 tests_benchlog_calls_SOURCES = tests/benchlog-calls.c
 tests_benchlog_calls_LDADD = libmate.la
-TESTS += tests/test_bench_log.py
-EXTRA_DIST += tests/test_bench_log.py
+TESTS += tests/test_bench_log.py tests/test_record_benchlog.py
+EXTRA_DIST += tests/test_bench_log.py tests/test_record_benchlog.py

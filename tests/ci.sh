@@ -14,7 +14,7 @@ step() { printf '\n==== %s ====\n' "$*"; }
 preload_tests="tests/cli/test_record_cblas.sh tests/cli/test_record_exit.sh
 	tests/cli/test_record_fakecuda.py tests/cli/test_record_gpu.sh tests/cli/test_record_man.sh
 	tests/cli/test_record_memevents.py tests/cli/test_record_numpy.py tests/cli/test_record_profile.py
-	tests/cli/test_record_callprofile.py
+	tests/cli/test_record_callprofile.py tests/cli/test_record_benchlog.py
 	tests/cli/test_record_signals.py tests/cli/test_record_static.sh tests/interop/test_memlog_rmm.py
 	tests/interop/test_flashinfer_logtext.py tests/interop/test_peers_zmq_pandas.py tests/test_dlclose
 	tests/cli/test_recorder_enospc.sh tests/cli/test_recorder_enospc_pt.sh

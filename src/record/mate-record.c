@@ -21,7 +21,7 @@
 
 struct options {
 	const char *level, *dump_dir, *log, *include, *exclude, *max_count, *max_size_gb;
-	const char *memlog, *memlog_format, *profile;
+	const char *memlog, *memlog_format, *profile, *bench_log;
 	const char *identity;    /* PREFIX[:NAME], or NULL: mate's own */
 	char prefix[32];         /* the variables' prefix: MATE or the identity's */
 	int safetensors, quiet;
@@ -52,6 +52,8 @@ usage(FILE *f)
 	    "      --max-size-gb X  MATE_DUMP_MAX_SIZE_GB\n"
 	    "      --profile FILE   MATE_PROFILE: a JSONL table of the distinct calls (shapes,\n"
 	    "                       counts, times) written at exit (%%i: process id)\n"
+	    "      --bench-log FILE MATE_BENCH_LOG: a script of one mate-bench line per distinct\n"
+	    "                       call, appended as each first appears (%%i: process id)\n"
 	    "      --identity PREFIX[:NAME]\n"
 	    "                       record as another library's logging: PREFIX_LOGLEVEL,\n"
 	    "                       PREFIX_DUMP_DIR, ... and \"NAME API Call\" (FlashInfer's:\n"
@@ -114,7 +116,8 @@ check_values(const struct options *o)
 	if (o->max_size_gb != NULL && mate_fe_parse_double("--max-size-gb", o->max_size_gb) < 0)
 		mate_fe_usage_error("bad value for --max-size-gb: %s", o->max_size_gb);
 	if ((o->log != NULL && *o->log == '\0') || (o->dump_dir != NULL && *o->dump_dir == '\0') ||
-	    (o->memlog != NULL && *o->memlog == '\0') || (o->profile != NULL && *o->profile == '\0'))
+	    (o->memlog != NULL && *o->memlog == '\0') || (o->profile != NULL && *o->profile == '\0') ||
+	    (o->bench_log != NULL && *o->bench_log == '\0'))
 		mate_fe_usage_error("empty file name");
 	if (o->memlog_format != NULL && (*o->memlog_format == '\0' ||
 	    mate_memlog_format_named(o->memlog_format) < 0))
@@ -126,7 +129,7 @@ static void
 parse(int argc, char **argv, struct options *o)
 {
 	enum { OPT_INCLUDE = 256, OPT_EXCLUDE, OPT_SAFETENSORS, OPT_MAX_COUNT, OPT_MAX_SIZE, OPT_MEMLOG, OPT_PROFILE,
-		OPT_MEMLOG_FORMAT, OPT_IDENTITY };
+		OPT_MEMLOG_FORMAT, OPT_IDENTITY, OPT_BENCH_LOG };
 	static const struct option longopts[] = {
 		{ "level", required_argument, NULL, 'l' },
 		{ "log", required_argument, NULL, 'o' },
@@ -138,6 +141,7 @@ parse(int argc, char **argv, struct options *o)
 		{ "max-size-gb", required_argument, NULL, OPT_MAX_SIZE },
 		{ "memlog", required_argument, NULL, OPT_MEMLOG },
 		{ "profile", required_argument, NULL, OPT_PROFILE },
+		{ "bench-log", required_argument, NULL, OPT_BENCH_LOG },
 		{ "identity", required_argument, NULL, OPT_IDENTITY },
 		{ "memlog-format", required_argument, NULL, OPT_MEMLOG_FORMAT },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -160,6 +164,7 @@ parse(int argc, char **argv, struct options *o)
 		case OPT_MAX_SIZE: o->max_size_gb = optarg; break;
 		case OPT_MEMLOG: o->memlog = optarg; break;
 		case OPT_PROFILE: o->profile = optarg; break;
+		case OPT_BENCH_LOG: o->bench_log = optarg; break;
 		case OPT_IDENTITY: o->identity = optarg; break;
 		case OPT_MEMLOG_FORMAT: o->memlog_format = optarg; break;
 		case 'q': o->quiet = 1; break;
@@ -223,6 +228,7 @@ environment(const struct options *o)
 	set(var(o, "DUMP_MAX_COUNT"), o->max_count);
 	set(var(o, "DUMP_MAX_SIZE_GB"), o->max_size_gb);
 	set(var(o, "PROFILE"), o->profile);
+	set(var(o, "BENCH_LOG"), o->bench_log);
 	set("MATE_MEMLOG", o->memlog);
 	set("MATE_MEMLOG_FORMAT", o->memlog_format);
 }

@@ -1,0 +1,44 @@
+"""test_record_benchlog.py: mate-record --bench-log at level 1 of an unmodified numpy program:
+the interposed cblas_sgemm calls of two shapes give a script of two mate-bench lines, the
+profile's two entries (--profile, same run) in the command-line form; an empty name is a
+usage error."""
+import os
+import shlex
+import sys
+
+from mate_test import build_path, check, done, run, tmpdir
+from test_bench_log import profile_lines, script
+
+PRELOAD = build_path(".libs", "libmate-preload.so")
+if not os.path.exists(PRELOAD):
+    print("SKIP: no libmate-preload.so (a static-only build)")
+    sys.exit(77)
+RECORD = build_path("src", "record", "mate-record")
+PROG = """
+import numpy as np
+a = np.ones((256, 128), np.float32); b = np.ones((128, 64), np.float32)
+for i in range(5):
+    a @ b
+np.ones((8, 4), np.float32) @ np.ones((4, 2), np.float32)
+"""
+env = {k: v for k, v in os.environ.items() if not k.startswith("MATE_")}
+work = tmpdir()
+run([RECORD, "-q", "-o", "/dev/null", "--profile", "prof.jsonl", "--bench-log", "bench.sh",
+     "--", sys.executable, "-c", PROG], cwd=work, env=env)
+body = script(os.path.join(work, "bench.sh"), "mate-record --bench-log")
+check(len(body) == 2, "one line per shape, 6 calls of 2 shapes: %s" % body)
+words = [shlex.split(x) for x in body]
+check(all(w[:5] == ["mate-bench", "-m", "cblas", "-c", "cblas_sgemm"] for w in words),
+      "mate-bench -m cblas -c cblas_sgemm: %s" % words)
+check(sorted(body) == profile_lines(os.path.join(work, "prof.jsonl")),
+      "the lines are the profile's entries (--profile) in the command-line form: %s" % body)
+check(any("arg_3=256" in w for w in words), "m by value: %s" % words)
+# alone, --bench-log still has the interposers collect the arguments at level 1
+run([RECORD, "-q", "-o", "/dev/null", "--bench-log", "alone.sh", "--", sys.executable, "-c",
+     PROG], cwd=work, env=env)
+alone = script(os.path.join(work, "alone.sh"), "--bench-log alone")
+check(sorted(alone) == sorted(body), "without --profile the same lines: %s" % alone)
+p = run([RECORD, "--bench-log", "", "--", "true"], cwd=work, env=env, check=False)
+check(p.returncode == 2 and "empty file name" in p.stderr, "--bench-log '': usage error: %s"
+      % p.stderr)
+done()
