@@ -30,7 +30,8 @@
  * thread (user + system time), which a loaded machine does not distort.
  *   profile      level 1 with MATE_PROFILE: calls/s (target: the level-1 budget) and
  *                its ratio to level 1 alone, best of 3 alternating runs;
- * --only takes level0, level1, profile, level3, level10 or large; --format limits
+ *   benchlog     the same with MATE_BENCH_LOG instead (its one shape already known);
+ * --only takes level0, level1, profile, benchlog, level3, level10 or large; --format limits
  * the level-10 rows to one format (default: both, when .pt is available).
  */
 #include "config.h"
@@ -359,26 +360,31 @@ bench_log_level(int level, double target)
 	unlink(log);
 }
 
-/* Level 1 with MATE_PROFILE against level 1 alone, in alternating runs: the profile keeps
- * the arguments of every call (at level 1 only the name is logged otherwise), so it is
- * held to the level-1 budget. */
+/* Level 1 with MATE_PROFILE (or MATE_BENCH_LOG, bench) against level 1 alone, in alternating
+ * runs: the profile keeps the arguments of every call (at level 1 only the name is logged
+ * otherwise), so it is held to the level-1 budget; the bench log looks the shape up in the
+ * same table. */
 static void
-bench_profile(double target)
+bench_profile(double target, int bench)
 {
-	char log[600], prof[600];
+	const char *what = bench ? "MATE_BENCH_LOG" : "MATE_PROFILE";
+	char log[600], prof[600], row[80];
 	struct mate_config cfg;
 	mate_error err;
 	struct rate plain = { 0 }, with = { 0 }, r;
 	double best_plain = 0, best_with = 0;
 
 	snprintf(log, sizeof(log), "%s/profile.log", base);
-	snprintf(prof, sizeof(prof), "%s/profile.jsonl", base);
+	snprintf(prof, sizeof(prof), "%s/%s", base, bench ? "bench.sh" : "profile.jsonl");
 	for (int rep = 0; rep < 3; rep++)
 		for (int p = 0; p < 2; p++) {
 			mate_config_default(&cfg);
 			cfg.level = 1;
 			cfg.logdest = log;
-			cfg.profile = p ? prof : NULL;
+			if (bench)
+				cfg.bench_log = p ? prof : NULL;
+			else
+				cfg.profile = p ? prof : NULL;
 			if (mate_configure(&cfg, &err) != MATE_OK) {
 				fprintf(stderr, "recorder bench: mate_configure: %s\n", err.message);
 				exit(2);
@@ -395,9 +401,11 @@ bench_profile(double target)
 			configure(0, NULL, NULL, 0);
 			unlink(log);
 		}
-	print_rate("level 1 + MATE_PROFILE  add(a, b):", with, target);
+	snprintf(row, sizeof(row), "level 1 + %s  add(a, b):", what);
+	print_rate(row, with, target);
 	printf("%-40s %9.2f of level 1 alone (%.0f calls/s), best of 3 alternating runs\n",
-	    "  profile ratio:", best_plain > 0 ? best_with / best_plain : 0, plain.wall_rate);
+	    bench ? "  bench log ratio:" : "  profile ratio:", best_plain > 0 ? best_with / best_plain : 0,
+	    plain.wall_rate);
 	unlink(prof);
 }
 
@@ -513,7 +521,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: recorder [--dir DIR] [--seconds S] [--large-mib N]"
-	    " [--only level0|level1|profile|level3|level10|large] [--format safetensors|pt]\n");
+	    " [--only level0|level1|profile|benchlog|level3|level10|large] [--format safetensors|pt]\n");
 	exit(2);
 }
 
@@ -561,7 +569,9 @@ main(int argc, char **argv)
 	if (WANT("level1"))
 		bench_log_level(1, 1000000);
 	if (WANT("profile"))
-		bench_profile(1000000);
+		bench_profile(1000000, 0);
+	if (WANT("benchlog"))
+		bench_profile(1000000, 1);
 	if (WANT("level3"))
 		bench_log_level(3, 200000);
 #define FORMAT(name) (format == NULL || strcmp(format, name) == 0)
