@@ -214,7 +214,9 @@ open_file(void)
 		free(path);
 		return -1;
 	}
-	bl.pipe = fstat(bl.fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+	if (fstat(bl.fd, &st) != 0)
+		memset(&st, 0, sizeof(st));  /* not a regular file: the header, as for a FIFO */
+	bl.pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
 	if (!S_ISREG(st.st_mode) || st.st_size == 0) {
 		n = snprintf(head, sizeof(head), "#!/bin/sh\n# %s_BENCH_LOG of process %ld: "
 		    "a mate-bench line per distinct call\n", mate_rec_prefix(), (long)getpid());
