@@ -88,6 +88,29 @@ text_hash(const char *p, size_t n)
 
 static __thread mate_call pool[POOL];
 static __thread unsigned pool_used;
+static __thread int pool_keyed;        /* the destructor below frees this thread's buffers */
+static pthread_key_t pool_key;
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static int pool_key_ok;
+
+/* At a thread's exit: the text buffers its pooled calls kept (not through mate_buf_free,
+ * whose per-thread cache may be gone already). */
+static void
+pool_destroy(void *arg)
+{
+	mate_call *p = arg;
+
+	for (unsigned i = 0; i < POOL; i++) {
+		free(p[i].ptext.p);
+		mate_buf_init(&p[i].ptext);
+	}
+}
+
+static void
+pool_make_key(void)
+{
+	pool_key_ok = pthread_key_create(&pool_key, pool_destroy) == 0;
+}
 
 int
 mate_rec_profile_begin(mate_call *c, const char *name, const char *module)
@@ -114,6 +137,10 @@ mate_rec_profile_call(const char *name, const char *module)
 	mate_call *c = NULL;
 	struct mate_buf keep;
 
+	if (!pool_keyed) {
+		pthread_once(&pool_once, pool_make_key);
+		pool_keyed = pool_key_ok && pthread_setspecific(pool_key, pool) == 0 ? 1 : -1;
+	}
 	for (unsigned i = 0; i < POOL; i++)
 		if (!(pool_used & (1u << i))) {
 			pool_used |= 1u << i;
