@@ -10,8 +10,8 @@ libmate_impl_la_SOURCES += \
 	lib/record/stats.c \
 	lib/record/pyfmt.c \
 	lib/record/dump_writer.c \
-	lib/benchlog.h \
-	lib/benchlog.c \
+	lib/record/benchlog.h \
+	lib/record/benchlog.c \
 	lib/record/memlog.c \
 	lib/record/record_summary.h \
 	lib/record/record_session.c \
@@ -175,7 +175,7 @@ EXTRA_DIST += tests/cli/test_recorder_hostile_files.sh
 ## MATE_BENCH_LOG: a mate-bench line per distinct call, against the profile's entries in
 ## the command-line form; threads, forks, SIGTERM, unopenable and hostile paths.
 check_PROGRAMS += tests/benchlog-calls
-tests_benchlog_calls_SOURCES = tests/benchlog-calls.c
+tests_benchlog_calls_SOURCES = tests/fakes/benchlog-calls.c
 tests_benchlog_calls_LDADD = libmate.la
-TESTS += tests/test_bench_log.py tests/test_record_benchlog.py
-EXTRA_DIST += tests/test_bench_log.py tests/test_record_benchlog.py
+TESTS += tests/cli/test_bench_log.py tests/cli/test_record_benchlog.py
+EXTRA_DIST += tests/cli/test_bench_log.py tests/cli/test_record_benchlog.py

@@ -1,5 +1,5 @@
 /* benchlog-calls.c: calls whose command-line form needs care, recorded through libmate for
- * tests/test_bench_log.py: names and strings to quote, strides that are not row-major, a
+ * tests/cli/test_bench_log.py: names and strings to quote, strides that are not row-major, a
  * CUDA device, a 0-d tensor, size-0 and size-1 dimensions, and every kind of scalar. No
  * tensor is read at levels below 5: the tensors are descriptions only. */
 #include <stdint.h>
