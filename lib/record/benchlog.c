@@ -177,7 +177,7 @@ mate_rec_benchlog_set(const char *tmpl)
 	free(bl.tmpl);
 	bl.tmpl = tmpl != NULL ? strdup(tmpl) : NULL;
 	if (tmpl != NULL && bl.tmpl == NULL)
-		mate_rec_warn("out of memory; %s_BENCH_LOG is off", mate_rec_prefix());
+		mate_warn("out of memory; %s_BENCH_LOG is off", mate_rec_prefix());
 	return 1;
 }
 
@@ -191,7 +191,7 @@ mate_rec_benchlog_on(void)
 static void
 stop(const char *what, const char *path, const char *why)
 {
-	mate_rec_warn("cannot %s %s_BENCH_LOG '%s': %s; no benchmark lines %s", what,
+	mate_warn("cannot %s %s_BENCH_LOG '%s': %s; no benchmark lines %s", what,
 	    mate_rec_prefix(), path, why, strcmp(what, "open") == 0 ? "are written" : "follow");
 	bl.stopped = 1;
 }
