@@ -1,19 +1,69 @@
-/* test.h: the tiny assertion kit shared by libmate's C unit tests. */
+/* test.h: the harness of libmate's C unit tests: checks, named cases, and the helpers they share. */
 #ifndef MATE_TEST_H_INCLUDED
 #define MATE_TEST_H_INCLUDED
 
+/*
+ * A test is a file of cases (libarchive's DEFINE_TEST is the model):
+ *
+ *	DEFINE_TEST(memo)
+ *	{
+ *		CHECK(...);
+ *	}
+ *	...
+ *	TEST_MAIN()
+ *
+ * `tests/test_pickle` runs every case in the order the file defines them,
+ * `tests/test_pickle memo limits` runs those two, `tests/test_pickle -l`
+ * lists the cases. A failed check prints "FILE:LINE: CASE: what failed";
+ * the run ends with "N passed, M failed" (tests/check-driver.sh holds every
+ * test to that line) and the names of the cases that failed. A test that
+ * needs set-up around its cases calls test_main() from its own main().
+ *
+ * Everything here is static: each test program is one file and its own
+ * harness. The helpers (test_slurp, test_tmpdir, test_rmtree,
+ * test_capture) return malloc'd memory the caller frees.
+ */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-static int test_failures;
-static int test_checks;
+#define TEST_UNUSED __attribute__((unused))
+
+struct test_case {
+	const char *name;
+	void (*fn)(void);
+	int line;                       /* where the file defines it: the run order */
+	struct test_case *next;
+};
+
+static int test_failures TEST_UNUSED;
+static int test_checks TEST_UNUSED;
+static struct test_case *test_cases TEST_UNUSED;   /* by line, filled by DEFINE_TEST */
+static const char *test_case_now TEST_UNUSED;      /* the case running, NULL outside one */
+
+/* Counts one failed check and starts its message: "FILE:LINE: CASE: ". */
+static inline void
+test_failed_at(const char *file, int line)
+{
+	test_failures++;
+	if (test_case_now != NULL)
+		fprintf(stderr, "%s:%d: %s: ", file, line, test_case_now);
+	else
+		fprintf(stderr, "%s:%d: ", file, line);
+}
 
 #define CHECK(cond) do { \
 	test_checks++; \
 	if (!(cond)) { \
-		test_failures++; \
-		fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+		test_failed_at(__FILE__, __LINE__); \
+		fprintf(stderr, "CHECK failed: %s\n", #cond); \
 	} \
 } while (0)
 
@@ -21,9 +71,8 @@ static int test_checks;
 	long long a_ = (long long)(a), b_ = (long long)(b); \
 	test_checks++; \
 	if (a_ != b_) { \
-		test_failures++; \
-		fprintf(stderr, "%s:%d: %s == %s failed: %lld != %lld\n", \
-		    __FILE__, __LINE__, #a, #b, a_, b_); \
+		test_failed_at(__FILE__, __LINE__); \
+		fprintf(stderr, "%s == %s failed: %lld != %lld\n", #a, #b, a_, b_); \
 	} \
 } while (0)
 
@@ -31,9 +80,9 @@ static int test_checks;
 	const char *a_ = (a), *b_ = (b); \
 	test_checks++; \
 	if (a_ == NULL || b_ == NULL || strcmp(a_, b_) != 0) { \
-		test_failures++; \
-		fprintf(stderr, "%s:%d: %s == %s failed: \"%s\" != \"%s\"\n", \
-		    __FILE__, __LINE__, #a, #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)"); \
+		test_failed_at(__FILE__, __LINE__); \
+		fprintf(stderr, "%s == %s failed: \"%s\" != \"%s\"\n", \
+		    #a, #b, a_ ? a_ : "(null)", b_ ? b_ : "(null)"); \
 	} \
 } while (0)
 
@@ -42,18 +91,254 @@ static int test_checks;
 	const char *h_ = (h), *n_ = (n); \
 	test_checks++; \
 	if (h_ == NULL || strstr(h_, n_) == NULL) { \
-		test_failures++; \
-		fprintf(stderr, "%s:%d: \"%s\" does not contain \"%s\"\n", \
-		    __FILE__, __LINE__, h_ ? h_ : "(null)", n_); \
+		test_failed_at(__FILE__, __LINE__); \
+		fprintf(stderr, "\"%s\" does not contain \"%s\"\n", h_ ? h_ : "(null)", n_); \
 	} \
 } while (0)
 
-/* Ends main(): prints "N passed, N failed" and returns the exit status,
- * 1 when a check failed or when none ran (a test that checks nothing
- * cannot pass; tests/check-driver.sh holds every test to this line). */
+/* Prints "N passed, N failed" and gives the exit status: 1 when a check
+ * failed or when none ran (a test that checks nothing cannot pass). */
 #define TEST_DONE() ( \
 	test_checks == 0 ? fprintf(stderr, "0 checks ran\n") : 0, \
 	printf("%d passed, %d failed\n", test_checks - test_failures, test_failures), \
 	test_failures == 0 && test_checks > 0 ? 0 : 1)
+
+/* Adds a case to test_cases, kept in the order of the file's lines. */
+static inline void
+test_register(struct test_case *c)
+{
+	struct test_case **at = &test_cases;
+
+	while (*at != NULL && (*at)->line < c->line)
+		at = &(*at)->next;
+	c->next = *at;
+	*at = c;
+}
+
+/* DEFINE_TEST(name) { body }: a case, run by the name `name`. */
+#define DEFINE_TEST(name) \
+	static void test_case_fn_##name(void); \
+	static struct test_case test_case_##name = { #name, test_case_fn_##name, __LINE__, NULL }; \
+	__attribute__((constructor)) static void \
+	test_case_reg_##name(void) \
+	{ \
+		test_register(&test_case_##name); \
+	} \
+	static void \
+	test_case_fn_##name(void)
+
+static inline struct test_case *
+test_find(const char *name)
+{
+	for (struct test_case *c = test_cases; c != NULL; c = c->next)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	return NULL;
+}
+
+/* Runs one case; @return 1 when one of its checks failed. */
+static inline int
+test_run_case(struct test_case *c)
+{
+	int before = test_failures;
+
+	fprintf(stderr, "case %s\n", c->name);  /* a crash's log names its case */
+	test_case_now = c->name;
+	c->fn();
+	test_case_now = NULL;
+	return test_failures > before;
+}
+
+/* The test's main(): runs the cases named in argv (all without one), or
+ * lists them (-l). @return the exit status: 0 when every check passed, 1
+ * when one failed or none ran, 2 for a case that does not exist or an
+ * unknown option. */
+static inline int
+test_main(int argc, char **argv)
+{
+	const char *prog = argc > 0 ? argv[0] : "test";
+	char failed[1024] = "";
+	size_t n = 0;
+	int first = 1;
+
+	if (argc > 1 && argv[1][0] == '-') {
+		if (strcmp(argv[1], "-l") == 0 && argc == 2) {
+			for (struct test_case *c = test_cases; c != NULL; c = c->next)
+				printf("%s\n", c->name);
+			return 0;
+		}
+		if (strcmp(argv[1], "--") == 0)
+			first = 2;
+		else {
+			fprintf(stderr, "usage: %s [-l | [--] CASE...]\n", prog);
+			return strcmp(argv[1], "-h") == 0 ? 0 : 2;
+		}
+	}
+	for (int i = first; i < argc; i++)
+		if (test_find(argv[i]) == NULL) {
+			fprintf(stderr, "%s: no case named \"%s\" (-l lists them)\n", prog, argv[i]);
+			return 2;
+		}
+	for (struct test_case *c = test_cases; c != NULL; c = c->next) {
+		int wanted = argc <= first;
+
+		for (int i = first; i < argc && !wanted; i++)
+			wanted = strcmp(argv[i], c->name) == 0;
+		if (wanted && test_run_case(c) && n + strlen(c->name) + 2 < sizeof(failed))
+			n += (size_t)snprintf(failed + n, sizeof(failed) - n, " %s", c->name);
+	}
+	if (n > 0)
+		fprintf(stderr, "failed cases:%s\n", failed);
+	return TEST_DONE();
+}
+
+/* TEST_MAIN(): a main() that is test_main() alone. */
+#define TEST_MAIN() \
+	int \
+	main(int argc, char **argv) \
+	{ \
+		return test_main(argc, argv); \
+	}
+
+/* ---- helpers shared by the tests -------------------------------------------------- */
+
+/* The whole of the open file fd, from offset 0 and NUL-terminated (its
+ * length in *len when len is not NULL, 0 on error). @return malloc'd,
+ * NULL on error. */
+static inline char *
+test_slurp_fd(int fd, size_t *len)
+{
+	struct stat sb;
+	char *buf;
+	size_t n = 0;
+	ssize_t got = 1;
+
+	if (len != NULL)
+		*len = 0;
+	if (fstat(fd, &sb) != 0 || (buf = malloc((size_t)sb.st_size + 1)) == NULL)
+		return NULL;
+	while (n < (size_t)sb.st_size &&
+	    (got = pread(fd, buf + n, (size_t)sb.st_size - n, (off_t)n)) > 0)
+		n += (size_t)got;
+	if (got < 0) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	if (len != NULL)
+		*len = n;
+	return buf;
+}
+
+/* The whole file at path, NUL-terminated (its length in *len when len is
+ * not NULL, 0 on error). @return malloc'd, NULL when it cannot be read. */
+static inline char *
+test_slurp(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *buf;
+
+	if (len != NULL)
+		*len = 0;
+	if (fd < 0)
+		return NULL;
+	buf = test_slurp_fd(fd, len);
+	close(fd);
+	return buf;
+}
+
+/* Makes a new empty folder ${TMPDIR:-/tmp}/mate-TAG.XXXXXX. @return its
+ * malloc'd path, or NULL (said on stderr) when it cannot. */
+static inline char *
+test_tmpdir(const char *tag)
+{
+	const char *base = getenv("TMPDIR");
+	size_t len;
+	char *path;
+
+	if (base == NULL || *base == '\0')
+		base = "/tmp";
+	len = strlen(base) + strlen(tag) + sizeof("/mate-.XXXXXX");
+	if ((path = malloc(len)) == NULL)
+		return NULL;
+	snprintf(path, len, "%s/mate-%s.XXXXXX", base, tag);
+	if (mkdtemp(path) == NULL) {
+		fprintf(stderr, "mkdtemp %s: %s\n", path, strerror(errno));
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
+/* Removes path and, for a folder, everything under it (symbolic links are
+ * removed, not followed). @return 0, or -1 when something stayed. */
+static inline int
+test_rmtree(const char *path)
+{
+	struct stat sb;
+	struct dirent *e;
+	DIR *d;
+	int st = 0;
+
+	if (lstat(path, &sb) != 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISDIR(sb.st_mode))
+		return unlink(path);
+	if ((d = opendir(path)) == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(path) + strlen(e->d_name) + 2;
+		char *sub;
+
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if ((sub = malloc(len)) == NULL) {
+			st = -1;
+			continue;
+		}
+		snprintf(sub, len, "%s/%s", path, e->d_name);
+		if (test_rmtree(sub) != 0)
+			st = -1;
+		free(sub);
+	}
+	closedir(d);
+	return rmdir(path) == 0 ? st : -1;
+}
+
+/* Runs cmd with sh -c and captures its standard output (its standard error
+ * goes where the test's goes). *status gets its exit status, 128 + the
+ * signal when one killed it, -1 when it could not run. @return the output,
+ * malloc'd and NUL-terminated, or NULL when it could not run. */
+static inline char *
+test_capture(const char *cmd, int *status)
+{
+	FILE *p;
+	char *buf = NULL, *grown;
+	size_t n = 0, cap = 0, got;
+	int st;
+
+	*status = -1;
+	fflush(NULL);
+	if ((p = popen(cmd, "r")) == NULL)
+		return NULL;
+	do {
+		if (cap - n < 4096) {
+			cap = cap ? cap * 2 : 8192;
+			if ((grown = realloc(buf, cap)) == NULL) {
+				free(buf);
+				pclose(p);
+				return NULL;
+			}
+			buf = grown;
+		}
+		got = fread(buf + n, 1, cap - n - 1, p);
+		n += got;
+	} while (got > 0);
+	buf[n] = '\0';
+	st = pclose(p);
+	if (st != -1)
+		*status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+	return buf;
+}
 
 #endif /* MATE_TEST_H_INCLUDED */
