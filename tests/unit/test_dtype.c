@@ -72,8 +72,7 @@ test_table_row(const struct expect *e)
 	}
 }
 
-static void
-test_table(void)
+DEFINE_TEST(table)
 {
 	static const char *bad_names[] = {
 		"", "torch.", "Float32", "FLOAT32", "f32", "float8_e4m3", "torch.torch.float32",
@@ -166,8 +165,7 @@ same_value(double a, double b)
 
 /* ---- round trips over every pattern --------------------------------------- */
 
-static void
-test_f16_all(void)
+DEFINE_TEST(f16_all)
 {
 	int bad_dec = 0, bad_rt = 0;
 
@@ -191,8 +189,7 @@ test_f16_all(void)
 	CHECK_EQ_INT(bad_rt, 0);
 }
 
-static void
-test_bf16_all(void)
+DEFINE_TEST(bf16_all)
 {
 	int bad_dec = 0, bad_rt = 0;
 
@@ -229,8 +226,7 @@ is_e5m2_nan(unsigned v)
 	return (v & 0x7c) == 0x7c && (v & 3) != 0;
 }
 
-static void
-test_f8_all(void)
+DEFINE_TEST(f8_all)
 {
 	int bad = 0;
 
@@ -334,8 +330,7 @@ test_rounding(const struct fmt *F)
 	CHECK_EQ_INT(bad, 0);
 }
 
-static void
-test_all_rounding(void)
+DEFINE_TEST(all_rounding)
 {
 	const struct fmt f16 = { "f16", dec_f16, enc_f16, 0x7bff, 0x8000, 65536.0, 0x7c00 };
 	const struct fmt bf16 = { "bf16", dec_bf16, enc_bf16, 0x7f7f, 0x8000, ldexp(1, 128), 0x7f80 };
@@ -351,8 +346,7 @@ test_all_rounding(void)
 
 /* ---- specific cases -------------------------------------------------------- */
 
-static void
-test_specials(void)
+DEFINE_TEST(specials)
 {
 	const float huge[] = { INFINITY, FLT_MAX, 1e30f, 65536.0f, 1000.0f, 512.0f, 480.0f, 464.0f,
 		449.0f };
@@ -426,8 +420,7 @@ test_specials(void)
 
 /* ---- mate_load_f64 ---------------------------------------------------------- */
 
-static void
-test_load_f64(void)
+DEFINE_TEST(load_f64)
 {
 	uint8_t b;
 	int16_t i16 = -12345;
@@ -483,15 +476,4 @@ test_load_f64(void)
 	b = 127; CHECK(mate_load_f64(MATE_F8_E8M0FNU, &b) == 1.0);
 }
 
-int
-main(void)
-{
-	test_table();
-	test_f16_all();
-	test_bf16_all();
-	test_f8_all();
-	test_all_rounding();
-	test_specials();
-	test_load_f64();
-	return TEST_DONE();
-}
+TEST_MAIN()

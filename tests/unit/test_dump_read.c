@@ -14,7 +14,7 @@
 #include "dump_private.h"
 #include "test.h"
 
-static char tmp[256];
+static char *tmp;   /* made and removed by main() */
 
 static void
 write_file(const char *rel, const char *text)
@@ -52,8 +52,7 @@ lit(const char *s)
 	return v;
 }
 
-static void
-test_pyliteral(void)
+DEFINE_TEST(pyliteral)
 {
 	mate_value *v;
 	mate_error err;
@@ -135,8 +134,7 @@ decode(const char *json)
 	return v;
 }
 
-static void
-test_decode(void)
+DEFINE_TEST(decode)
 {
 	mate_value *v;
 
@@ -221,8 +219,7 @@ status_of(const cJSON *rec)
 	return cJSON_IsString(s) ? s->valuestring : "(none)";
 }
 
-static void
-test_last_record(void)
+DEFINE_TEST(last_record)
 {
 	struct mate_notes notes;
 	cJSON *rec;
@@ -309,8 +306,7 @@ test_last_record(void)
 
 /* The skim accepts exactly what a strict JSON parser (cJSON, whole input)
  * accepts, plus NaN and Infinity. */
-static void
-test_skim(void)
+DEFINE_TEST(skim)
 {
 	static const char *good[] = { "{}", " {\"a\": [1, -2.5e+3, true, false, null, {}, []]} ",
 	    "{\"k\\\"q\": \"\\u00e9\\n\", \"b\": {\"c\": [[]]}}", "{\"x\": NaN, \"y\": -Infinity}",
@@ -366,8 +362,7 @@ test_skim(void)
 	}
 }
 
-static void
-test_names(void)
+DEFINE_TEST(names)
 {
 	struct mate_dump_info info;
 	struct mate_arena a = { NULL };
@@ -422,8 +417,7 @@ many_dumps(void)
 	mate_dump_list_free(b);
 }
 
-static void
-test_list(void)
+DEFINE_TEST(list)
 {
 	mate_dump_list *l;
 	mate_error err;
@@ -495,8 +489,7 @@ test_list(void)
 	mate_dump_list_free(l);
 }
 
-static void
-test_dump_open(void)
+DEFINE_TEST(dump_open)
 {
 	char path[512];
 	mate_error err;
@@ -543,8 +536,7 @@ test_dump_open(void)
 
 /* Tensors nested in a list ("arg_0__<i>") go back into it; the record's
  * list gives the other items. */
-static void
-test_nested(void)
+DEFINE_TEST(nested)
 {
 	char path[512];
 	mate_value *tensors = mate_value_dict(), *args;
@@ -594,25 +586,15 @@ test_nested(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	char cmd[300];
+	int st;
 
-	snprintf(tmp, sizeof(tmp), "%s/mate-test-dump-read-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (mkdtemp(tmp) == NULL) {
-		perror("mkdtemp");
+	if ((tmp = test_tmpdir("test-dump-read")) == NULL)
 		return 99;
-	}
-	test_pyliteral();
-	test_decode();
-	test_last_record();
-	test_skim();
-	test_names();
-	test_list();
-	test_dump_open();
-	test_nested();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	if (system(cmd) != 0)
+	st = test_main(argc, argv);
+	if (test_rmtree(tmp) != 0)
 		fprintf(stderr, "could not remove %s\n", tmp);
-	return TEST_DONE();
+	free(tmp);
+	return st;
 }

@@ -9,6 +9,9 @@
 #include "mate_events.h"
 #include "test.h"
 
+/* tests/fixtures/gt-logs of the source tree, set by main(). */
+static char dir[900];
+
 static mate_event
 ev_make(double t, uint64_t seq, const char *event, const char *source, const char *cmd,
     int64_t size, const char *details)
@@ -26,8 +29,7 @@ ev_make(double t, uint64_t seq, const char *event, const char *source, const cha
 	return ev;
 }
 
-static void
-test_sizes(void)
+DEFINE_TEST(sizes)
 {
 	char s[16];
 
@@ -51,8 +53,7 @@ test_sizes(void)
 	CHECK_STR(s, "3145728.00MB");
 }
 
-static void
-test_format(void)
+DEFINE_TEST(format)
 {
 	char buf[512];
 	mate_event ev;
@@ -132,8 +133,7 @@ parse(const char *text, mate_event *ev, char *scratch, const char **why)
 	return mate_ilog_parse_line(scratch, strlen(scratch), ev, why);
 }
 
-static void
-test_parse(void)
+DEFINE_TEST(parse)
 {
 	static char line[1024];
 	mate_event ev;
@@ -217,13 +217,16 @@ test_parse(void)
  * for the time, which mate writes with microseconds (GT's "%7.3f" becomes
  * "%10.6f" of the same value). */
 static void
-test_roundtrip(const char *path)
+roundtrip(const char *name)
 {
-	FILE *f = fopen(path, "r");
+	char path[1024];
+	FILE *f;
 	char line[4096], copy[4096], out[4096], want[4200];
 	mate_event ev;
 	int n = 0, same = 0;
 
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
 	CHECK(f != NULL);
 	if (f == NULL)
 		return;
@@ -248,8 +251,13 @@ test_roundtrip(const char *path)
 	CHECK_EQ_INT(same, n);
 }
 
-static void
-test_reader(const char *dir)
+DEFINE_TEST(roundtrip)
+{
+	roundtrip("demo.log");
+	roundtrip("multiworker4_autoshard.log");
+}
+
+DEFINE_TEST(reader)
 {
 	char path[1024], *text;
 	mate_error err;
@@ -312,8 +320,7 @@ test_reader(const char *dir)
 	free(text);
 }
 
-static void
-test_ops(void)
+DEFINE_TEST(ops)
 {
 	char buf[32], v[16];
 	mate_event ev;
@@ -354,20 +361,10 @@ test_ops(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	const char *src = getenv("top_srcdir");
-	char dir[900], path[1024];
 
 	snprintf(dir, sizeof(dir), "%s/tests/fixtures/gt-logs", src != NULL ? src : ".");
-	test_sizes();
-	test_format();
-	test_parse();
-	snprintf(path, sizeof(path), "%s/demo.log", dir);
-	test_roundtrip(path);
-	snprintf(path, sizeof(path), "%s/multiworker4_autoshard.log", dir);
-	test_roundtrip(path);
-	test_reader(dir);
-	test_ops();
-	return TEST_DONE();
+	return test_main(argc, argv);
 }

@@ -49,8 +49,7 @@ t3(mate_dtype dt, void *data, int64_t a, int64_t b, int64_t c)
 	return tens(dt, data, 3, s, NULL);
 }
 
-static void
-test_rmsnorm(void)
+DEFINE_TEST(rmsnorm)
 {
 	float x[2] = { 3, 4 }, w[2] = { 1, 2 }, y[2];
 	mate_tensor tx = t2(MATE_F32, x, 1, 2), tw = t1(MATE_F32, w, 2), ty = t2(MATE_F32, y, 1, 2);
@@ -114,8 +113,7 @@ test_rmsnorm(void)
 	CHECK(isnan(yn[0]) && isnan(yn[1]));
 }
 
-static void
-test_fused_add(void)
+DEFINE_TEST(fused_add)
 {
 	float x[2] = { 1, 1 }, r[2] = { 1, 1 }, w[2] = { 1, 3 };
 	mate_tensor tx = t2(MATE_F32, x, 1, 2), tr = t2(MATE_F32, r, 1, 2), tw = t1(MATE_F32, w, 2);
@@ -157,8 +155,7 @@ test_fused_add(void)
 	NEAR(xe[1][1], 4 * 4 / sqrt(50.0), 1e-6);
 }
 
-static void
-test_act(void)
+DEFINE_TEST(act)
 {
 	float x[4] = { 0, 1, 2, 3 }, y[2];
 	mate_tensor tx = t2(MATE_F32, x, 1, 4), ty = t2(MATE_F32, y, 1, 2);
@@ -189,8 +186,7 @@ test_act(void)
 	CHECK_EQ_INT(K->silu_and_mul(&tx, &tbad, &err), MATE_ERR_ARGUMENT);
 }
 
-static void
-test_softmax(void)
+DEFINE_TEST(softmax)
 {
 	float x[2][3] = { { 0, 0, 0 }, { 1, 2, 3 } }, y[2][3], t[2] = { 1, 2 };
 	mate_tensor tx = t2(MATE_F32, x, 2, 3), ty = t2(MATE_F32, y, 2, 3), tt = t1(MATE_F32, t, 2);
@@ -214,8 +210,7 @@ test_softmax(void)
 	CHECK_EQ_INT(K->softmax(&tx, 1.0, &tbad, &ty, &err), MATE_ERR_ARGUMENT);
 }
 
-static void
-test_mm(void)
+DEFINE_TEST(mm)
 {
 	float a[2][3] = { { 1, 2, 3 }, { 4, 5, 6 } }, b[3][2] = { { 1, 0 }, { 0, 1 }, { 1, 1 } };
 	float c[2][2], bt[2][3] = { { 1, 0, 1 }, { 0, 1, 1 } }, cc[2][2];
@@ -270,8 +265,7 @@ test_mm(void)
 	CHECK_CONTAINS(err.message, "host memory");
 }
 
-static void
-test_bmm_fp8(void)
+DEFINE_TEST(bmm_fp8)
 {
 	/* batch 2 of (1 x 2) @ (2 x 1), B column major */
 	uint8_t A[2][2], B[2][2];
@@ -305,8 +299,7 @@ test_bmm_fp8(void)
 }
 
 /* Recorded GEMM calls replay bit for bit against OpenBLAS called directly. */
-static void
-test_gemm_call(void)
+DEFINE_TEST(gemm_call)
 {
 	enum { M = 37, N = 29, Kd = 41, LD = 64 };
 	static float a[LD * LD], b[LD * LD], c0[LD * LD], c1[LD * LD];
@@ -407,8 +400,7 @@ static float dq[2][2] = { { 1, 0 }, { 1, 0 } };
 static float dk[2][2] = { { 0, 0 }, { 1.0986122886681098f, 0 } };
 static float dv[2][2] = { { 1, 0 }, { 0, 1 } };
 
-static void
-test_decode(void)
+DEFINE_TEST(decode)
 {
 	float o[2][2], lse[2];
 	mate_tensor tq = t2(MATE_F32, dq, 2, 2), tk = t3(MATE_F32, dk, 2, 1, 2),
@@ -489,8 +481,7 @@ test_decode(void)
 	CHECK_CONTAINS(err.message, "multiple");
 }
 
-static void
-test_prefill(void)
+DEFINE_TEST(prefill)
 {
 	float o[2][1][2], lse[2][1];
 	float q[2][1][2] = { { { 1, 0 } }, { { 1, 0 } } };
@@ -541,8 +532,7 @@ test_prefill(void)
 }
 
 /* mate_tensor_scatter() inverts mate_tensor_copy_contiguous() on views. */
-static void
-test_scatter(void)
+DEFINE_TEST(scatter)
 {
 	float buf[12], flat[6] = { 0, 1, 2, 3, 4, 5 }, back[6];
 	int64_t sh[2] = { 2, 3 }, st[2] = { 1, 4 };   /* every 4th column of a 3x4 view, transposed */
@@ -561,8 +551,7 @@ test_scatter(void)
 }
 
 /* Enough rows to run on several threads: every row must be right. */
-static void
-test_threads(void)
+DEFINE_TEST(threads)
 {
 	enum { R = 512, H = 256 };
 	static float x[R][H], y[R][H], w[H];
@@ -582,8 +571,7 @@ test_threads(void)
 	CHECK_EQ_INT(bad, 0);
 }
 
-static void
-test_names(void)
+DEFINE_TEST(names)
 {
 	CHECK_EQ_INT(mate_kv_layout_from_name("HND"), MATE_KV_HND);
 	CHECK_EQ_INT(mate_kv_layout_from_name("NHD"), MATE_KV_NHD);
@@ -596,20 +584,8 @@ test_names(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	K = mate_kernels_cpu();
-	test_names();
-	test_rmsnorm();
-	test_fused_add();
-	test_act();
-	test_softmax();
-	test_mm();
-	test_bmm_fp8();
-	test_gemm_call();
-	test_decode();
-	test_prefill();
-	test_threads();
-	test_scatter();
-	return TEST_DONE();
+	return test_main(argc, argv);
 }

@@ -10,29 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-static char *
-slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
+/* The folder of the files the cases write, made and removed by main(). */
+static char *dir;
 
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = calloc(1, (size_t)n + 1);
-	if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	return buf;
-}
-
-static void
-test_writer(const char *dir)
+DEFINE_TEST(writer)
 {
 	char tmpl[512], path[512];
 	mate_memlog *m;
@@ -64,7 +45,7 @@ test_writer(const char *dir)
 	CHECK(mate_memlog_error(m) == NULL);
 	mate_memlog_free(m);
 
-	text = slurp(path);
+	text = test_slurp(path, NULL);
 	CHECK(text != NULL);
 	CHECK(text != NULL && strncmp(text, "Thread,Time,Action,Pointer,Size,Stream\n", 39) == 0);
 	/* RMM's spelling: "%p,%zu," then the stream as an ostream prints a pointer */
@@ -107,7 +88,7 @@ test_writer(const char *dir)
 	mate_memlog_failure(m, 1 << 30, 0);
 	mate_memlog_deallocate(m, 0x1000, 0);
 	mate_memlog_free(m);
-	text = slurp(path);
+	text = test_slurp(path, NULL);
 	CHECK_CONTAINS(text, ",allocate,0x1000,1024,0x0\n");
 	CHECK_CONTAINS(text, ",allocate failure,0x0,1073741824,0x0\n");
 	CHECK_CONTAINS(text, ",deallocate,0x1000,1024,0x0\n");
@@ -132,8 +113,7 @@ test_writer(const char *dir)
 }
 
 /* Many pointers through the live map: growth and backward-shift deletion. */
-static void
-test_live_map(void)
+DEFINE_TEST(live_map)
 {
 	mate_memlog *m = mate_memlog_new(NULL, NULL);
 	struct mate_memlog_stats st;
@@ -161,8 +141,7 @@ alloc_7_outside(void *arg)
 	return NULL;
 }
 
-static void
-test_profile(void)
+DEFINE_TEST(profile)
 {
 	mate_memlog *m = mate_memlog_new(NULL, NULL);
 	char *r;
@@ -207,8 +186,7 @@ test_profile(void)
 
 /* A block pushed again from the same buffer, now holding another name, or
  * at another line: each name its own row. */
-static void
-test_profile_names(void)
+DEFINE_TEST(profile_names)
 {
 	mate_memlog *m = mate_memlog_new(NULL, NULL);
 	char fn[16], *r;
@@ -234,8 +212,7 @@ test_profile_names(void)
 	mate_memlog_free(m);
 }
 
-static void
-test_reader_rmm(void)
+DEFINE_TEST(reader_rmm)
 {
 	static const char rmm[] =
 	    "Thread,Time,Action,Pointer,Size,Stream\r\n"
@@ -286,8 +263,7 @@ expect_parse_error(const char *text, const char *msg)
 	mate_memlog_trace_free(t);
 }
 
-static void
-test_reader_errors(void)
+DEFINE_TEST(reader_errors)
 {
 	char *long_line = malloc(5000);
 
@@ -318,8 +294,7 @@ parse_ok(const char *text)
 	return t;
 }
 
-static void
-test_replay(void)
+DEFINE_TEST(replay)
 {
 	/* two threads, a leak, a failure row, a reused pointer, a size mismatch */
 	static const char log[] =
@@ -372,8 +347,7 @@ expect_replay_error(const char *text, int64_t line, const char *msg)
 	mate_memlog_trace_free(t);
 }
 
-static void
-test_replay_errors(void)
+DEFINE_TEST(replay_errors)
 {
 	mate_memlog_trace *t;
 	struct mate_alloc_replay_result res;
@@ -394,8 +368,7 @@ test_replay_errors(void)
 }
 
 /* Many threads interleaved: every event runs on its own thread, in order. */
-static void
-test_replay_threads(void)
+DEFINE_TEST(replay_threads)
 {
 	size_t cap = 200000, len = 0;
 	char *text = malloc(cap);
@@ -423,21 +396,14 @@ test_replay_threads(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	char dir[] = "/tmp/mate-test-memlog-XXXXXX";
+	int st;
 
-	if (mkdtemp(dir) == NULL)
+	if ((dir = test_tmpdir("test-memlog")) == NULL)
 		return 99;
-	test_writer(dir);
-	test_live_map();
-	test_profile();
-	test_profile_names();
-	test_reader_rmm();
-	test_reader_errors();
-	test_replay();
-	test_replay_errors();
-	test_replay_threads();
-	rmdir(dir);
-	return TEST_DONE();
+	st = test_main(argc, argv);
+	test_rmtree(dir);
+	free(dir);
+	return st;
 }

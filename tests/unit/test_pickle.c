@@ -71,10 +71,63 @@ start(struct buf *b)
 	b_op(b, 2);
 }
 
+static long
+maxrss_kib(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
+/* Billion laughs through the memo: 10 levels of ten references each. Its
+ * conversion stops at MATE_MAX_MEMORY (32 MiB here), and the process's
+ * peak grows by about that much, not by the 0.5 GB the old per-node
+ * guess let through (issue 19, item 15). Run in a child, whose peak is its
+ * own; the first case, so that the child's peak starts from a small one. */
+DEFINE_TEST(memory_cap)
+{
+	struct buf b;
+	pid_t pid;
+	int status;
+
+	start(&b);
+	p_str(&b, "0123456789abcdef");
+	b_op(&b, 'q'); b_op(&b, 0);
+	for (int lvl = 1; lvl <= 10; lvl++) {
+		b_op(&b, ']');
+		b_op(&b, '(');
+		for (int i = 0; i < 10; i++) {
+			b_op(&b, 'h'); b_op(&b, (uint8_t)(lvl - 1));
+		}
+		b_op(&b, 'e');
+		b_op(&b, 'q'); b_op(&b, (uint8_t)lvl);
+	}
+	b_op(&b, '.');
+	fflush(NULL);
+	if ((pid = fork()) == 0) {
+		long before, grown;
+		mate_error err;
+		mate_value *v;
+
+		setenv("MATE_MAX_MEMORY", "32M", 1);
+		before = maxrss_kib();
+		v = load(&b, NULL, &err);
+		grown = (maxrss_kib() - before) / 1024;
+		printf("billion laughs (%zu bytes): %s; peak grew by %ld MiB\n", b.n,
+		    v == NULL ? err.message : "loaded", grown);
+		fflush(stdout);
+		_exit(v == NULL && err.code == MATE_ERR_LIMIT &&
+		    strstr(err.message, "MATE_MAX_MEMORY") != NULL && grown < 80 ? 0 : 1);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	b_free(&b);
+}
+
 /* ---- plain values, every opcode ---- */
 
-static void
-test_scalars(void)
+DEFINE_TEST(scalars)
 {
 	struct buf b;
 	mate_error err;
@@ -136,8 +189,7 @@ test_scalars(void)
 	b_free(&b);
 }
 
-static void
-test_containers(void)
+DEFINE_TEST(containers)
 {
 	struct buf b;
 	mate_error err;
@@ -195,8 +247,7 @@ test_containers(void)
 }
 
 /* PUT stores the object itself: later mutation shows through GET, as in Python. */
-static void
-test_memo(void)
+DEFINE_TEST(memo)
 {
 	struct buf b;
 	mate_error err;
@@ -230,8 +281,7 @@ test_memo(void)
 }
 
 /* torch.device, torch.Size, dtypes, _codecs.encode and empty bytes. */
-static void
-test_torch_values(void)
+DEFINE_TEST(torch_values)
 {
 	struct buf b;
 	mate_error err;
@@ -281,8 +331,7 @@ test_torch_values(void)
 }
 
 /* state_dict(): OrderedDict, SETITEMS, then BUILD with {'_metadata': ...}. */
-static void
-test_state_dict(void)
+DEFINE_TEST(state_dict)
 {
 	struct buf b;
 	mate_error err;
@@ -318,8 +367,7 @@ test_state_dict(void)
 
 /* ---- tensors ---- */
 
-static void
-test_tensor_v2(void)
+DEFINE_TEST(tensor_v2)
 {
 	struct buf b;
 	mate_error err;
@@ -382,8 +430,7 @@ test_tensor_v2(void)
 
 /* _rebuild_tensor_v3 (UntypedStorage, numel in bytes, dtype last), the old
  * 4-argument _rebuild_tensor and tensor metadata. */
-static void
-test_tensor_v3(void)
+DEFINE_TEST(tensor_v3)
 {
 	struct buf b;
 	mate_error err;
@@ -452,8 +499,7 @@ test_tensor_v3(void)
 	expect_fail(&b, "metadata 'conj'", MATE_ERR_UNSUPPORTED);
 }
 
-static void
-test_parameter(void)
+DEFINE_TEST(parameter)
 {
 	struct buf b;
 	mate_error err;
@@ -503,8 +549,7 @@ test_parameter(void)
 
 /* ---- hostile input ---- */
 
-static void
-test_globals_rejected(void)
+DEFINE_TEST(globals_rejected)
 {
 	static const char *bad[][2] = {
 		{ "os", "system" }, { "builtins", "eval" }, { "posix", "system" },
@@ -566,8 +611,7 @@ test_globals_rejected(void)
 	expect_fail(&b, "longer than", 0);
 }
 
-static void
-test_opcodes_rejected(void)
+DEFINE_TEST(opcodes_rejected)
 {
 	static const unsigned char bad[] = { 'i', 'o', 0x93, 'P', 'I', 'L', 'F', 'S', 'V', 'd',
 		'l', 0x82, 0x83, 0x84, 0x8b, 0x8d, 0x8e, 0x91, 0x92, 0x96, 0x97, 0x98, 'g', 'p', '0',
@@ -591,8 +635,7 @@ test_opcodes_rejected(void)
 	expect_fail(&b, "pickle protocol 6", MATE_ERR_UNSUPPORTED);
 }
 
-static void
-test_malformed(void)
+DEFINE_TEST(malformed)
 {
 	struct buf b;
 
@@ -698,8 +741,7 @@ bad_tensor(int64_t numel, int64_t offset, int ndim, const int64_t *size, int nst
 	expect_fail(&b, want, 0);
 }
 
-static void
-test_bad_tensors(void)
+DEFINE_TEST(bad_tensors)
 {
 	int64_t s23[2] = { 2, 3 }, st31[2] = { 3, 1 }, s24[2] = { 2, 4 }, st41[2] = { 4, 1 };
 	int64_t neg[2] = { -1, 1 }, huge[2] = { INT64_MAX / 2, 4 }, big[2] = { 1LL << 40, 1LL << 40 };
@@ -817,8 +859,7 @@ test_bad_tensors(void)
 }
 
 /* Deep nesting, cycles and exponential sharing fail cleanly. */
-static void
-test_limits(void)
+DEFINE_TEST(limits)
 {
 	struct buf b;
 
@@ -882,64 +923,8 @@ test_limits(void)
 	}
 }
 
-static long
-maxrss_kib(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_maxrss;
-}
-
-/* Billion laughs through the memo: 10 levels of ten references each. Its
- * conversion stops at MATE_MAX_MEMORY (32 MiB here), and the process's
- * peak grows by about that much, not by the 0.5 GB the old per-node
- * guess let through (issue 19, item 15). Run in a child, whose peak is its
- * own. */
-static void
-test_memory_cap(void)
-{
-	struct buf b;
-	pid_t pid;
-	int status;
-
-	start(&b);
-	p_str(&b, "0123456789abcdef");
-	b_op(&b, 'q'); b_op(&b, 0);
-	for (int lvl = 1; lvl <= 10; lvl++) {
-		b_op(&b, ']');
-		b_op(&b, '(');
-		for (int i = 0; i < 10; i++) {
-			b_op(&b, 'h'); b_op(&b, (uint8_t)(lvl - 1));
-		}
-		b_op(&b, 'e');
-		b_op(&b, 'q'); b_op(&b, (uint8_t)lvl);
-	}
-	b_op(&b, '.');
-	fflush(NULL);
-	if ((pid = fork()) == 0) {
-		long before, grown;
-		mate_error err;
-		mate_value *v;
-
-		setenv("MATE_MAX_MEMORY", "32M", 1);
-		before = maxrss_kib();
-		v = load(&b, NULL, &err);
-		grown = (maxrss_kib() - before) / 1024;
-		printf("billion laughs (%zu bytes): %s; peak grew by %ld MiB\n", b.n,
-		    v == NULL ? err.message : "loaded", grown);
-		fflush(stdout);
-		_exit(v == NULL && err.code == MATE_ERR_LIMIT &&
-		    strstr(err.message, "MATE_MAX_MEMORY") != NULL && grown < 80 ? 0 : 1);
-	}
-	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	b_free(&b);
-}
-
 /* Every prefix of a valid pickle fails cleanly. */
-static void
-test_truncation(void)
+DEFINE_TEST(truncation)
 {
 	struct buf b;
 	int64_t size[2] = { 2, 3 }, stride[2] = { 3, 1 };
@@ -967,23 +952,4 @@ test_truncation(void)
 	b_free(&b);
 }
 
-int
-main(void)
-{
-	test_memory_cap();  /* first: its child's peak starts from a small one */
-	test_scalars();
-	test_containers();
-	test_memo();
-	test_torch_values();
-	test_state_dict();
-	test_tensor_v2();
-	test_tensor_v3();
-	test_parameter();
-	test_globals_rejected();
-	test_opcodes_rejected();
-	test_malformed();
-	test_bad_tensors();
-	test_limits();
-	test_truncation();
-	return TEST_DONE();
-}
+TEST_MAIN()

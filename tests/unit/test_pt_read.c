@@ -13,7 +13,7 @@
 static char tmp_path[256];
 static int zip_flags;     /* ZB_DEFLATE: run everything through libarchive */
 
-/* zip_build() with the flags of this round. */
+/* zip_build() with the flags of this round (both_ways()). */
 static void
 make_zip(struct buf *out, const struct zip_entry *e, size_t n, int crc_zero)
 {
@@ -97,6 +97,18 @@ expect_fail(const struct buf *zip, const char *want, int code)
 	mate_value_free(v);
 }
 
+/* Runs fn on stored entries, which take the direct path, then on deflated
+ * ones, which take libarchive's. */
+static void
+both_ways(void (*fn)(void))
+{
+	zip_flags = 0;
+	fn();
+	zip_flags = ZB_DEFLATE;
+	fn();
+	zip_flags = 0;
+}
+
 static void
 check_std(mate_value *v)
 {
@@ -112,7 +124,7 @@ check_std(mate_value *v)
 }
 
 static void
-test_basic(void)
+basic(void)
 {
 	struct zip_entry e[8];
 	char names[8][64];
@@ -177,9 +189,14 @@ test_basic(void)
 	b_free(&pkl);
 }
 
+DEFINE_TEST(basic)
+{
+	both_ways(basic);
+}
+
 /* Each broken archive gets its own error. */
 static void
-test_structure_errors(void)
+structure_errors(void)
 {
 	struct zip_entry e[8];
 	char names[8][64];
@@ -285,8 +302,12 @@ test_structure_errors(void)
 	b_free(&pkl);
 }
 
-static void
-test_magic(void)
+DEFINE_TEST(structure_errors)
+{
+	both_ways(structure_errors);
+}
+
+DEFINE_TEST(magic)
 {
 	struct buf b = { 0 };
 	mate_error err;
@@ -318,7 +339,7 @@ test_magic(void)
 
 /* A small .pt cut at every byte offset fails cleanly, file and memory. */
 static void
-test_truncation(void)
+truncation(void)
 {
 	struct zip_entry e[8];
 	char names[8][64];
@@ -355,9 +376,14 @@ test_truncation(void)
 	b_free(&pkl);
 }
 
+DEFINE_TEST(truncation)
+{
+	both_ways(truncation);
+}
+
 /* 100,000 entries: read in reasonable time, or refused by max_records. */
 static void
-test_many_entries(void)
+many_entries(void)
 {
 	enum { N = 100000 };
 	struct zip_entry *e = calloc(N, sizeof(*e));
@@ -410,6 +436,11 @@ test_many_entries(void)
 	free(names);
 }
 
+DEFINE_TEST(many_entries)
+{
+	both_ways(many_entries);
+}
+
 /* The central directory header (or, local: the local header) of name. */
 static unsigned char *
 find_header(struct buf *zip, const char *name, int local)
@@ -432,8 +463,7 @@ put_le(unsigned char *p, uint64_t v, int n)
 }
 
 /* Damaged zip structures the direct reader must refuse (or accept). */
-static void
-test_zip_structures(void)
+DEFINE_TEST(zip_structures)
 {
 	struct zip_entry e[8];
 	char names[8][64];
@@ -662,8 +692,7 @@ roundtrip_tree(mate_storage **sts)
 	return root;
 }
 
-static void
-test_roundtrip(void)
+DEFINE_TEST(roundtrip)
 {
 	mate_storage *sts[12];
 	mate_value *tree = roundtrip_tree(sts), *v;
@@ -692,8 +721,7 @@ test_roundtrip(void)
 }
 
 /* A real torch 1.13 file from the MATE reference fixtures. */
-static void
-test_fixture(void)
+DEFINE_TEST(fixture)
 {
 	char path[1024];
 	const char *src = getenv("top_srcdir");
@@ -747,20 +775,8 @@ test_fixture(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	snprintf(tmp_path, sizeof(tmp_path), "test_pt_read.%ld.pt", (long)getpid());
-	for (int round = 0; round < 2; round++) {
-		/* Stored entries take the direct path, deflated ones libarchive. */
-		zip_flags = round == 0 ? 0 : ZB_DEFLATE;
-		test_basic();
-		test_structure_errors();
-		test_truncation();
-		test_many_entries();
-	}
-	test_magic();
-	test_zip_structures();
-	test_roundtrip();
-	test_fixture();
-	return TEST_DONE();
+	return test_main(argc, argv);
 }

@@ -29,7 +29,7 @@ struct zip {
 	int ok; /* read to the end with every CRC right */
 };
 
-static char tmpdir[256];
+static char *tmpdir;   /* made and removed by main() */
 
 /* ---- helpers ---------------------------------------------------------------- */
 
@@ -246,8 +246,7 @@ storage_seq(size_t nbytes, unsigned seed)
 /* ---- tests ------------------------------------------------------------------ */
 
 /* Spec B1: {'w': float32 2x3} pickles to exactly these 138 bytes. */
-static void
-test_minimal_tensor(void)
+DEFINE_TEST(minimal_tensor)
 {
 	int64_t shape[2] = { 2, 3 };
 	mate_storage *st = storage_seq(24, 1);
@@ -292,8 +291,7 @@ test_minimal_tensor(void)
 }
 
 /* Spec B3 integer forms and the other scalars, in a list (MARK ... APPENDS). */
-static void
-test_scalars(void)
+DEFINE_TEST(scalars)
 {
 	static const int64_t ints[] = { 0, 255, 256, 65535, 65536, -1, INT32_MAX, INT32_MIN,
 		(int64_t)1 << 31, -((int64_t)1 << 31) - 1, INT64_MAX, INT64_MIN };
@@ -341,8 +339,7 @@ test_scalars(void)
 }
 
 /* Tuples of 0..4 items, one-item list/dict (APPEND/SETITEM), OrderedDict. */
-static void
-test_containers(void)
+DEFINE_TEST(containers)
 {
 	mate_value *t = mate_value_tuple(), *l1 = mate_value_list(), *od = mate_value_ordered_dict();
 	mate_value *d1 = mate_value_dict(), *k = mate_value_tuple();
@@ -391,8 +388,7 @@ test_containers(void)
 
 /* Lists and dicts go out in batches of 1000 (MARK ... APPENDS), a last
  * single item with APPEND / SETITEM. */
-static void
-test_batches(void)
+DEFINE_TEST(batches)
 {
 	mate_value *l = mate_value_list(), *d = mate_value_dict();
 	struct bytes want = { .n = 0 };
@@ -438,8 +434,7 @@ test_batches(void)
 /* Spec B2: float8 goes out as _rebuild_tensor_v3 over an UntypedStorage
  * (numel in bytes, dtype last); use_v3 does the same for float32. 0-dim
  * tensors have () size and stride. */
-static void
-test_v3(void)
+DEFINE_TEST(v3)
 {
 	int64_t shape[1] = { 4 };
 	mate_storage *st8 = storage_seq(4, 3), *st32 = storage_seq(8, 5);
@@ -494,8 +489,7 @@ test_v3(void)
 
 /* Views of one storage share one record; keys follow first appearance;
  * an empty tensor has a 0-byte record. */
-static void
-test_sharing(void)
+DEFINE_TEST(sharing)
 {
 	int64_t shape[2] = { 2, 2 }, tstride[2] = { 1, 3 }, shape1[1] = { 2 }, eshape[2] = { 0, 3 };
 	mate_storage *a = storage_seq(36, 11), *b = storage_seq(8, 13), *e = mate_storage_new(0, NULL);
@@ -557,8 +551,7 @@ expect_refused(mate_value *v, const struct mate_pt_write_options *o, int code,
 	mate_value_free(v);
 }
 
-static void
-test_refused(void)
+DEFINE_TEST(refused)
 {
 	int64_t shape[1] = { 3 };
 	mate_storage *st = storage_seq(8, 1);
@@ -607,8 +600,7 @@ test_refused(void)
 /* Failures while writing leave nothing under the final name (nor a
  * temporary): a missing directory, and a file size limit (EFBIG) hit while
  * small pieces are gathered and while a big storage goes out directly. */
-static void
-test_write_errors(void)
+DEFINE_TEST(write_errors)
 {
 	int64_t shape[1];
 	mate_value *small = mate_value_str("x", 1), *big;
@@ -662,7 +654,7 @@ test_write_errors(void)
  * back with right CRCs: small ones (gathered), 1 KiB ones (written from
  * the caller's memory) and 3000 x 4 KiB (each a piece of its own). */
 static void
-test_many(int count, size_t nbytes)
+many(int count, size_t nbytes)
 {
 	mate_value *d = mate_value_dict();
 	int64_t shape[1] = { (int64_t)nbytes };
@@ -691,11 +683,17 @@ test_many(int count, size_t nbytes)
 	mate_value_free(d);
 }
 
+DEFINE_TEST(many)
+{
+	many(50, 3);
+	many(600, 1024);
+	many(3000, 4096);
+}
+
 /* Large storages go out in writes that end at multiples of 2 MiB in the
  * file (whole large folios in the page cache), all but the last one, and
  * every byte lands where it belongs. */
-static void
-test_aligned_chunks(void)
+DEFINE_TEST(aligned_chunks)
 {
 	static const size_t sizes[2] = { ((size_t)9 << 20) + 4321, ((size_t)3 << 20) + 77 };
 	mate_value *d = mate_value_dict();
@@ -747,27 +745,14 @@ test_aligned_chunks(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	int st;
 
-	snprintf(tmpdir, sizeof(tmpdir), "%s/test_pt_write.XXXXXX", base);
-	if (mkdtemp(tmpdir) == NULL) {
-		perror("mkdtemp");
+	if ((tmpdir = test_tmpdir("test-pt-write")) == NULL)
 		return 99;
-	}
-	test_minimal_tensor();
-	test_scalars();
-	test_containers();
-	test_batches();
-	test_v3();
-	test_sharing();
-	test_refused();
-	test_write_errors();
-	test_many(50, 3);
-	test_many(600, 1024);
-	test_many(3000, 4096);
-	test_aligned_chunks();
-	rmdir(tmpdir);
-	return TEST_DONE();
+	st = test_main(argc, argv);
+	test_rmtree(tmpdir);
+	free(tmpdir);
+	return st;
 }

@@ -17,7 +17,7 @@
 #include "mate_replay.h"
 #include "test.h"
 
-static char tmp_root[256];
+static char *tmp_root;   /* made by main(), removed when every check passed */
 
 /* ---- helpers --------------------------------------------------------------------- */
 
@@ -149,7 +149,7 @@ list_dumps(const char *root, char names[][160], int max)
 	while ((e = readdir(d)) != NULL && n < max) {
 		if (e->d_name[0] == '.' || strcmp(e->d_name, "session.jsonl") == 0)
 			continue;
-		snprintf(names[n++], 160, "%s", e->d_name);
+		snprintf(names[n++], 160, "%.159s", e->d_name);
 	}
 	closedir(d);
 	for (int i = 1; i < n; i++)
@@ -213,8 +213,7 @@ static const char *FIRST_KEYS =
     "function_name,module,call_sequence,timestamp,process_id,input_metadata,output_metadata,"
     "tensor_info,tensor_details,tensor_format,function_signature,versions,execution_status,dump_dir";
 
-static void
-test_records_and_failure(void)
+DEFINE_TEST(records_and_failure)
 {
 	char names[8][160], path[600];
 	cJSON *r[8], *m[8];
@@ -272,8 +271,7 @@ test_records_and_failure(void)
 	free_records(r, n);
 }
 
-static void
-test_inplace_self_nested(void)
+DEFINE_TEST(inplace_self_nested)
 {
 	int64_t shape[] = { 2, 8 }, wshape[] = { 8 };
 	mate_tensor x, res, w, t0, t1;
@@ -368,8 +366,7 @@ count_dumps(char names[][160], int n, const char *suffix)
 
 /* A keyword's name that is not UTF-8 skips that call's dump with one
  * warning; the calls after it are dumped (issue 19, item 11). */
-static void
-test_bad_kwarg_name(void)
+DEFINE_TEST(bad_kwarg_name)
 {
 	int64_t shape[] = { 4, 16 };
 	char names[8][160], path[600], *err;
@@ -397,8 +394,7 @@ test_bad_kwarg_name(void)
 	free(err);
 }
 
-static void
-test_filters(void)
+DEFINE_TEST(filters)
 {
 	char names[16][160], path[300];
 	int n;
@@ -426,8 +422,7 @@ test_filters(void)
 	}
 }
 
-static void
-test_limits(void)
+DEFINE_TEST(limits)
 {
 	char names[16][160], path[300], *err;
 	cJSON *r[16];
@@ -486,8 +481,7 @@ worker_main(void *arg)
 	return NULL;
 }
 
-static void
-test_threads(void)
+DEFINE_TEST(threads)
 {
 	pthread_t th[8];
 	struct worker w[8];
@@ -525,8 +519,7 @@ test_threads(void)
 	free(r);
 }
 
-static void
-test_levels_and_log(void)
+DEFINE_TEST(levels_and_log)
 {
 	char path[300], *log;
 	mate_call *c;
@@ -573,8 +566,7 @@ test_levels_and_log(void)
 	free(log);
 }
 
-static void
-test_config_env(void)
+DEFINE_TEST(config_env)
 {
 	struct mate_config cfg;
 	char *err;
@@ -630,8 +622,7 @@ test_config_env(void)
 	unsetenv("MATE_LOGLEVEL");
 }
 
-static void
-test_logdest_pid(void)
+DEFINE_TEST(logdest_pid)
 {
 	struct mate_config cfg;
 	char tmpl[300], path[300];
@@ -650,29 +641,17 @@ test_logdest_pid(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	const char *t = getenv("TMPDIR");
-	char cmd[400];
+	int st;
 
-	snprintf(tmp_root, sizeof(tmp_root), "%s/mate-dump-test.XXXXXX", t ? t : "/tmp");
-	if (mkdtemp(tmp_root) == NULL) {
-		perror("mkdtemp");
+	if ((tmp_root = test_tmpdir("dump-test")) == NULL)
 		return 99;
-	}
 	for (int i = 0; i < 64; i++)
 		data_a[i] = (float)i, data_b[i] = (float)-i;
-	test_records_and_failure();
-	test_inplace_self_nested();
-	test_bad_kwarg_name();
-	test_filters();
-	test_limits();
-	test_threads();
-	test_levels_and_log();
-	test_config_env();
-	test_logdest_pid();
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_root);
-	if (test_failures == 0 && system(cmd) != 0)
+	st = test_main(argc, argv);
+	if (st == 0 && test_rmtree(tmp_root) != 0)
 		fprintf(stderr, "cannot remove %s\n", tmp_root);
-	return TEST_DONE();
+	free(tmp_root);
+	return st;
 }

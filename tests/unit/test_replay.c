@@ -71,8 +71,7 @@ cmp1(mate_dtype dt, double x, double y, double rtol, double atol)
 	return ok;
 }
 
-static void
-test_tolerances(void)
+DEFINE_TEST(tolerances)
 {
 	double r, a;
 
@@ -119,8 +118,7 @@ test_tolerances(void)
 	CHECK(!cmp1(MATE_C64, 1.0, 2.0, -1, -1));
 }
 
-static void
-test_compare_reports(void)
+DEFINE_TEST(compare_reports)
 {
 	static const double x[6] = { 0, 1, 2, 3, 4, 5 }, y[6] = { 0, 1, 2, 3, 4, 5.5 };
 	static const double t[6] = { 0, 3, 1, 4, 2, 5 };
@@ -345,8 +343,7 @@ ints(const char *k1, int64_t v1, const char *k2, int64_t v2)
 	return d;
 }
 
-static void
-test_signatures(void)
+DEFINE_TEST(signatures)
 {
 	mate_replay *r = mate_replay_new(NULL);
 	mate_error err;
@@ -436,8 +433,7 @@ dict1(const char *key, mate_value *v)
 	return d;
 }
 
-static void
-test_engine(void)
+DEFINE_TEST(engine)
 {
 	static const double x[3] = { 1, 2, 3 }, x2[3] = { 2, 4, 6 }, x3[3] = { 2, 4, 7 };
 	mate_replay *r = mate_replay_new(NULL);
@@ -545,8 +541,7 @@ test_engine(void)
 	mate_replay_free(r);
 }
 
-static void
-test_stateful(void)
+DEFINE_TEST(stateful)
 {
 	mate_replay *r = mate_replay_new(NULL);
 	struct mate_replay_result res;
@@ -635,8 +630,7 @@ on_result(size_t i, const struct mate_dump_info *d, const struct mate_replay_res
 		fprintf(stderr, "%s: %s\n", d->name, res->message);
 }
 
-static void
-test_runner(void)
+DEFINE_TEST(runner)
 {
 	mate_replay *r = mate_replay_new(NULL);
 	mate_dump_list *l = mate_dump_list_new(0, NULL);
@@ -693,14 +687,4 @@ test_runner(void)
 	}
 }
 
-int
-main(void)
-{
-	test_tolerances();
-	test_compare_reports();
-	test_engine();
-	test_signatures();
-	test_stateful();
-	test_runner();
-	return TEST_DONE();
-}
+TEST_MAIN()

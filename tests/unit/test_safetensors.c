@@ -13,7 +13,8 @@
 #include "test.h"
 #include "write_ends.h"
 
-static char tmpdir[64];
+/* The folder of the files the cases write, made and removed by main(). */
+static char *tmpdir;
 
 static char *
 tmp_path(const char *name)
@@ -24,26 +25,6 @@ tmp_path(const char *name)
 
 	snprintf(p, 256, "%s/%s", tmpdir, name);
 	return p;
-}
-
-static unsigned char *
-slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	unsigned char *buf;
-	long n;
-
-	*len = 0;
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	if (buf != NULL && fread(buf, 1, (size_t)n, f) == (size_t)n)
-		*len = (size_t)n;
-	fclose(f);
-	return buf;
 }
 
 static void
@@ -223,8 +204,7 @@ header_of(const unsigned char *b, size_t len)
 
 /* ---- writer --------------------------------------------------------------- */
 
-static void
-test_vector(void)
+DEFINE_TEST(vector)
 {
 	static const unsigned char expect[] = {
 		0x48, 0, 0, 0, 0, 0, 0, 0, 0x7B, 0x22, 0x61, 0x74, 0x74, 0x6E, 0x30, 0x22, 0x3A,
@@ -245,7 +225,7 @@ test_vector(void)
 		f[i] = (float)i;
 	mate_value_set_str(d, "attn0", t);
 	CHECK_EQ_INT(write_ok(tmp_path("vector.safetensors"), d, NULL), MATE_OK);
-	b = slurp(tmp_path("vector.safetensors"), &len);
+	b = (unsigned char *)test_slurp(tmp_path("vector.safetensors"), &len);
 	CHECK_EQ_INT(len, 80 + 24);
 	CHECK(b != NULL && len >= sizeof(expect) && memcmp(b, expect, sizeof(expect)) == 0);
 	CHECK(b != NULL && len == 104 && memcmp(b + 80, f, 24) == 0);
@@ -254,8 +234,7 @@ test_vector(void)
 	mate_value_free(d);
 }
 
-static void
-test_canonical_order(void)
+DEFINE_TEST(canonical_order)
 {
 	static const char expect[] =
 	    "{\"u64\":{\"dtype\":\"U64\",\"shape\":[1],\"data_offsets\":[0,8]},"
@@ -290,7 +269,7 @@ test_canonical_order(void)
 	mate_value_set_str(d, "ab", tensor1(MATE_I64, 2, 12));
 	mate_value_set_str(d, "u64", tensor1(MATE_U64, 1, 13));
 	CHECK_EQ_INT(write_ok(tmp_path("order.safetensors"), d, NULL), MATE_OK);
-	b = slurp(tmp_path("order.safetensors"), &len);
+	b = (unsigned char *)test_slurp(tmp_path("order.safetensors"), &len);
 	h = header_of(b, len);
 	CHECK_STR(h, expect);
 	free(h);
@@ -299,8 +278,7 @@ test_canonical_order(void)
 }
 
 /* One tensor of every dtype: the file lists them in the spec's rank order. */
-static void
-test_rank_order(void)
+DEFINE_TEST(rank_order)
 {
 	static const char *expect[] = { "U64", "I64", "F64", "C64", "F32", "U32", "I32",
 		"BF16", "F16", "U16", "I16", "F8_E5M2FNUZ", "F8_E4M3FNUZ", "F8_E8M0", "F8_E4M3",
@@ -326,8 +304,7 @@ test_rank_order(void)
 	mate_value_free(d);
 }
 
-static void
-test_padding(void)
+DEFINE_TEST(padding)
 {
 	for (int n = 1; n <= 9; n++) {
 		char name[16];
@@ -340,7 +317,7 @@ test_padding(void)
 		name[n] = '\0';
 		mate_value_set_str(d, name, tensor1(MATE_U8, 3, n));
 		CHECK_EQ_INT(write_ok(tmp_path("pad.safetensors"), d, NULL), MATE_OK);
-		b = slurp(tmp_path("pad.safetensors"), &len);
+		b = (unsigned char *)test_slurp(tmp_path("pad.safetensors"), &len);
 		for (int i = 7; i >= 0 && b != NULL; i--)
 			hlen = hlen << 8 | b[i];
 		CHECK_EQ_INT(hlen % 8, 0);
@@ -361,15 +338,14 @@ test_padding(void)
 		unsigned char *b;
 		size_t len;
 		CHECK_EQ_INT(write_ok(tmp_path("empty.safetensors"), d, NULL), MATE_OK);
-		b = slurp(tmp_path("empty.safetensors"), &len);
+		b = (unsigned char *)test_slurp(tmp_path("empty.safetensors"), &len);
 		CHECK(len == 16 && memcmp(b, "\x08\0\0\0\0\0\0\0{}      ", 16) == 0);
 		free(b);
 		mate_value_free(d);
 	}
 }
 
-static void
-test_metadata(void)
+DEFINE_TEST(metadata)
 {
 	mate_value *d = mate_value_dict(), *m = mate_value_dict(), *r, *rm = NULL;
 	unsigned char *b;
@@ -381,7 +357,7 @@ test_metadata(void)
 	mate_value_set_str(m, "format", mate_value_str("pt", (size_t)-1));
 	mate_value_set_str(m, "k\"\\q", mate_value_str("v\n\t\x01/\xe2\x82\xac", (size_t)-1));
 	CHECK_EQ_INT(write_ok(tmp_path("meta.safetensors"), d, m), MATE_OK);
-	b = slurp(tmp_path("meta.safetensors"), &len);
+	b = (unsigned char *)test_slurp(tmp_path("meta.safetensors"), &len);
 	h = header_of(b, len);
 	CHECK_STR(h, "{\"__metadata__\":{\"format\":\"pt\",\"k\\\"\\\\q\":\"v\\n\\t\\u0001/\xe2\x82\xac\"},"
 	    "\"x\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[0,4]}}");
@@ -398,7 +374,7 @@ test_metadata(void)
 	mate_value_free(m);
 	m = mate_value_dict();
 	CHECK_EQ_INT(write_ok(tmp_path("meta.safetensors"), d, m), MATE_OK);
-	b = slurp(tmp_path("meta.safetensors"), &len);
+	b = (unsigned char *)test_slurp(tmp_path("meta.safetensors"), &len);
 	h = header_of(b, len);
 	CHECK_STR(h, "{\"__metadata__\":{},\"x\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[0,4]}}");
 	free(h);
@@ -438,8 +414,7 @@ same_bytes(const mate_value *a, const mate_value *b)
 	return n == 0 || memcmp(x->data, y->data, (size_t)n) == 0;
 }
 
-static void
-test_round_trip_dtypes(void)
+DEFINE_TEST(round_trip_dtypes)
 {
 	int64_t shape[] = { 3, 5 };
 	mate_value *d = mate_value_dict(), *r;
@@ -480,8 +455,7 @@ test_round_trip_dtypes(void)
 	mate_value_free(d);
 }
 
-static void
-test_views(void)
+DEFINE_TEST(views)
 {
 	mate_storage *st = mate_storage_new(40 * sizeof(float), NULL);
 	float *f = mate_storage_data(st);
@@ -525,8 +499,7 @@ test_views(void)
 }
 
 /* A non-contiguous view bigger than the write buffer is gathered in parts. */
-static void
-test_big_view(void)
+DEFINE_TEST(big_view)
 {
 	int64_t rows = 1100, cols = 1024, shape[] = { 1024, 1100 }, stride[] = { 1, 1024 };
 	mate_storage *st = mate_storage_new((size_t)(rows * cols) * 4, NULL);
@@ -556,8 +529,7 @@ test_big_view(void)
 /* Big tensors go out from where they lie in writes that end at multiples
  * of 2 MiB in the file, all but the last one; small ones between them are
  * gathered; every byte reads back. (Sorted by dtype rank, then name.) */
-static void
-test_aligned_writes(void)
+DEFINE_TEST(aligned_writes)
 {
 	static const int64_t sizes[3] = { (5 << 20) + 3, 1000, (3 << 20) + 5 };
 	mate_value *d = mate_value_dict(), *r;
@@ -596,8 +568,7 @@ test_aligned_writes(void)
 	mate_value_free(d);
 }
 
-static void
-test_scalar_and_empty(void)
+DEFINE_TEST(scalar_and_empty)
 {
 	int64_t z[] = { 0, 3 };
 	mate_value *d = mate_value_dict(), *r;
@@ -609,7 +580,7 @@ test_scalar_and_empty(void)
 	mate_value_set_str(d, "e", tensor(MATE_F64, 2, z, 2));
 	mate_value_set_str(d, "f", tensor(MATE_F16, 2, z, 3));
 	CHECK_EQ_INT(write_ok(tmp_path("scalar.safetensors"), d, NULL), MATE_OK);
-	b = slurp(tmp_path("scalar.safetensors"), &len);
+	b = (unsigned char *)test_slurp(tmp_path("scalar.safetensors"), &len);
 	h = header_of(b, len);
 	CHECK_STR(h, "{\"e\":{\"dtype\":\"F64\",\"shape\":[0,3],\"data_offsets\":[0,0]},"
 	    "\"s\":{\"dtype\":\"F64\",\"shape\":[],\"data_offsets\":[0,8]},"
@@ -626,8 +597,7 @@ test_scalar_and_empty(void)
 	mate_value_free(d);
 }
 
-static void
-test_write_errors(void)
+DEFINE_TEST(write_errors)
 {
 	mate_value *d = mate_value_dict(), *l = mate_value_list();
 	mate_error err;
@@ -659,8 +629,7 @@ test_write_errors(void)
 
 /* A write that fails half-way (file size limit) leaves the old file alone
  * and no temporary behind. */
-static void
-test_atomic(void)
+DEFINE_TEST(atomic)
 {
 	struct rlimit old, lim;
 	mate_value *d = mate_value_dict();
@@ -682,7 +651,7 @@ test_atomic(void)
 	CHECK_CONTAINS(err.message, "cannot write");
 	CHECK_EQ_INT(err.sys_errno, EFBIG);
 	CHECK_EQ_INT(count_files(), before);
-	b = slurp(tmp_path("atomic.safetensors"), &len);
+	b = (unsigned char *)test_slurp(tmp_path("atomic.safetensors"), &len);
 	CHECK(len == 3 && memcmp(b, "old", 3) == 0);
 	free(b);
 	CHECK_EQ_INT(write_ok(tmp_path("atomic.safetensors"), d, NULL), MATE_OK);
@@ -692,8 +661,7 @@ test_atomic(void)
 }
 
 /* Many small tensors and a few big ones: the coalescing path. */
-static void
-test_many(void)
+DEFINE_TEST(many)
 {
 	mate_value *d = mate_value_dict(), *r;
 	int bad = 0;
@@ -722,8 +690,7 @@ test_many(void)
 
 /* ---- reader --------------------------------------------------------------- */
 
-static void
-test_accepts(void)
+DEFINE_TEST(accepts)
 {
 	mate_value *v, *m = NULL;
 	const mate_tensor *t;
@@ -780,8 +747,7 @@ test_accepts(void)
 	mate_value_free(v);
 }
 
-static void
-test_rejects(void)
+DEFINE_TEST(rejects)
 {
 	char deep[400];
 	mate_error err;
@@ -906,8 +872,7 @@ test_rejects(void)
 
 /* JSON edges: \u0000 in names and metadata, numbers of more than 63 bytes,
  * offsets past 2^53, all exact both ways. */
-static void
-test_json_edges(void)
+DEFINE_TEST(json_edges)
 {
 	mate_value *v, *m = NULL, *d = mate_value_dict();
 	const char *s;
@@ -939,7 +904,7 @@ test_json_edges(void)
 	/* the writer: a NUL byte is written \u0000 and read back */
 	mate_value_set(d, mate_value_str("n\0ul", 4), tensor1(MATE_U8, 1, 0));
 	CHECK_EQ_INT(write_ok(tmp_path("nul.safetensors"), d, NULL), MATE_OK);
-	b = slurp(tmp_path("nul.safetensors"), &len);
+	b = (unsigned char *)test_slurp(tmp_path("nul.safetensors"), &len);
 	h = header_of(b, len);
 	CHECK_CONTAINS(h, "{\"n\\u0000ul\":{");
 	free(h);
@@ -953,8 +918,7 @@ test_json_edges(void)
 }
 
 /* Declared header lengths: limits checked before any allocation. */
-static void
-test_header_length(void)
+DEFINE_TEST(header_length)
 {
 	unsigned char b[16] = { 0 };
 	uint64_t big[] = { 100000001, UINT64_MAX, (uint64_t)1 << 63 };
@@ -986,8 +950,7 @@ test_header_length(void)
 }
 
 /* Every prefix of a valid file is an error, never a crash. */
-static void
-test_truncated(void)
+DEFINE_TEST(truncated)
 {
 	mate_value *d = mate_value_dict(), *m = mate_value_dict(), *v, *mv;
 	unsigned char *b;
@@ -999,7 +962,7 @@ test_truncated(void)
 	mate_value_set_str(d, "b", tensor1(MATE_U8, 5, 2));
 	mate_value_set_str(m, "k", mate_value_str("v", 1));
 	CHECK_EQ_INT(write_ok(tmp_path("full.safetensors"), d, m), MATE_OK);
-	b = slurp(tmp_path("full.safetensors"), &len);
+	b = (unsigned char *)test_slurp(tmp_path("full.safetensors"), &len);
 	CHECK(len > 100);
 	for (size_t n = 0; n < len; n++) {
 		mv = NULL;
@@ -1023,8 +986,7 @@ test_truncated(void)
 	mate_value_free(m);
 }
 
-static void
-test_read_errors(void)
+DEFINE_TEST(read_errors)
 {
 	mate_error err;
 	mate_value *m = (mate_value *)&err;
@@ -1040,40 +1002,28 @@ test_read_errors(void)
 	CHECK(mate_safetensors_parse(NULL, 0, NULL, NULL) == NULL);
 }
 
-int
-main(void)
+/* The last case: the cases' files are all known, no temporary is left. */
+DEFINE_TEST(nothing_left)
 {
-	strcpy(tmpdir, "/tmp/mate-st-XXXXXX");
-	if (mkdtemp(tmpdir) == NULL)
-		return 99;
-	test_vector();
-	test_canonical_order();
-	test_rank_order();
-	test_padding();
-	test_metadata();
-	test_round_trip_dtypes();
-	test_views();
-	test_big_view();
-	test_aligned_writes();
-	test_scalar_and_empty();
-	test_write_errors();
-	test_atomic();
-	test_many();
-	test_accepts();
-	test_rejects();
-	test_json_edges();
-	test_header_length();
-	test_truncated();
-	test_read_errors();
-	{
-		const char *rm[] = { "ranks", "pad", "empty", "meta", "all", "views", "order", "scalar" };
-		for (size_t i = 0; i < sizeof(rm) / sizeof(rm[0]); i++) {
-			char name[64];
-			snprintf(name, sizeof(name), "%s.safetensors", rm[i]);
-			unlink(tmp_path(name));
-		}
+	const char *rm[] = { "ranks", "pad", "empty", "meta", "all", "views", "order", "scalar" };
+
+	for (size_t i = 0; i < sizeof(rm) / sizeof(rm[0]); i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "%s.safetensors", rm[i]);
+		unlink(tmp_path(name));
 	}
 	CHECK_EQ_INT(count_files(), 0);
-	rmdir(tmpdir);
-	return TEST_DONE();
+}
+
+int
+main(int argc, char **argv)
+{
+	int st;
+
+	if ((tmpdir = test_tmpdir("st")) == NULL)
+		return 99;
+	st = test_main(argc, argv);
+	test_rmtree(tmpdir);
+	free(tmpdir);
+	return st;
 }

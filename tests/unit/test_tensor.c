@@ -27,8 +27,7 @@ raw(mate_dtype dt, int ndim, const int64_t *shape, const int64_t *stride, int64_
 	return t;
 }
 
-static void
-test_init(void)
+DEFINE_TEST(init)
 {
 	mate_tensor t;
 	int64_t shape[MATE_MAX_DIMS + 1], stride[MATE_MAX_DIMS + 1];
@@ -100,8 +99,7 @@ test_init(void)
 	CHECK_EQ_INT(t.stride[0], INT64_C(1) << 31);
 }
 
-static void
-test_numel(void)
+DEFINE_TEST(numel)
 {
 	mate_tensor t;
 	int64_t s3[] = { 2, 3, 4 }, st[] = { 0, 0, 0 };
@@ -147,8 +145,7 @@ contig(int ndim, const int64_t *shape, const int64_t *stride)
 	return mate_tensor_is_contiguous(&t);
 }
 
-static void
-test_contiguous(void)
+DEFINE_TEST(contiguous)
 {
 	int64_t s23[] = { 2, 3 };
 
@@ -180,8 +177,7 @@ extent(int ndim, const int64_t *shape, const int64_t *stride, int64_t offset)
 	return mate_tensor_storage_extent(&t);
 }
 
-static void
-test_extent(void)
+DEFINE_TEST(extent)
 {
 	CHECK_EQ_INT(extent(2, (int64_t[]){ 2, 3 }, (int64_t[]){ 3, 1 }, 0), 6);
 	CHECK_EQ_INT(extent(2, (int64_t[]){ 3, 2 }, (int64_t[]){ 1, 3 }, 0), 6);
@@ -244,8 +240,7 @@ check_view(const char *what, const mate_tensor *t, const int64_t *want, int n)
 	CHECK_EQ_INT(bad, 0);
 }
 
-static void
-test_views(void)
+DEFINE_TEST(views)
 {
 	mate_tensor t;
 	int64_t want[64];
@@ -317,8 +312,7 @@ test_views(void)
 }
 
 /* Other element sizes, and a bigger permuted/strided gather against element(). */
-static void
-test_gather_sizes(void)
+DEFINE_TEST(gather_sizes)
 {
 	static const mate_dtype dts[] = { MATE_U8, MATE_I16, MATE_F32, MATE_F64, MATE_C128 };
 	static unsigned char store[16 * 4 * 5 * 6 * 2];
@@ -356,14 +350,4 @@ test_gather_sizes(void)
 	}
 }
 
-int
-main(void)
-{
-	test_init();
-	test_numel();
-	test_contiguous();
-	test_extent();
-	test_views();
-	test_gather_sizes();
-	return TEST_DONE();
-}
+TEST_MAIN()

@@ -65,8 +65,7 @@ lane(mate_timeline *tl, const char *label)
 	return NULL;
 }
 
-static void
-test_gt_fifo(void)
+DEFINE_TEST(gt_fifo)
 {
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
 	mate_timeline_stats st;
@@ -88,21 +87,6 @@ test_gt_fifo(void)
 	mate_timeline_free(tl);
 }
 
-/* Reads what a Perfetto writer wrote into a temporary file. */
-static char *
-slurp(int fd)
-{
-	off_t n = lseek(fd, 0, SEEK_END);
-	char *s = malloc((size_t)n + 1);
-
-	if (s == NULL || pread(fd, s, (size_t)n, 0) != n) {
-		free(s);
-		return NULL;
-	}
-	s[n] = '\0';
-	return s;
-}
-
 static int
 tmpfd(void)
 {
@@ -114,8 +98,7 @@ tmpfd(void)
 	return fd;
 }
 
-static void
-test_gt_batch(void)
+DEFINE_TEST(gt_batch)
 {
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
 	mate_timeline_stats st;
@@ -150,7 +133,7 @@ test_gt_batch(void)
 	CHECK_EQ_INT(st.failed, 2);
 	li = lane(tl, "client 006b8b4568");   /* GT's repeated word dropped */
 	CHECK(li != NULL && li->kind == MATE_LANE_CLIENT);
-	json = slurp(fd);
+	json = test_slurp_fd(fd, NULL);
 	CHECK(json != NULL);
 	if (json != NULL) {
 		/* the batch spans from the line before its reply, and does the
@@ -174,8 +157,7 @@ test_gt_batch(void)
 	mate_timeline_free(tl);
 }
 
-static void
-test_ids_and_nesting(void)
+DEFINE_TEST(ids_and_nesting)
 {
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
 	mate_timeline_stats st;
@@ -203,7 +185,7 @@ test_ids_and_nesting(void)
 	CHECK_EQ_INT(st.unpaired, 0);
 	CHECK_EQ_INT(st.memory_lanes, 1);
 	CHECK(lane(tl, "memory cuda:0") != NULL);
-	json = slurp(fd);
+	json = test_slurp_fd(fd, NULL);
 	if (json != NULL) {
 		CHECK_CONTAINS(json, "\"name\":\"add\",\"cat\":\"mate\",\"ph\":\"X\",\"ts\":200000.000,\"dur\":300000.000");
 		CHECK_CONTAINS(json, "\"name\":\"matmul\",\"cat\":\"mate\",\"ph\":\"X\",\"ts\":200000.000,\"dur\":700000.000");
@@ -220,8 +202,7 @@ test_ids_and_nesting(void)
 	mate_timeline_free(tl);
 }
 
-static void
-test_overlap_tracks(void)
+DEFINE_TEST(overlap_tracks)
 {
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
 	mate_perfetto *pf;
@@ -237,7 +218,7 @@ test_overlap_tracks(void)
 	add(tl, 4, "WORKER_RECV", "s0", "k", "id=2");
 	mate_timeline_end_log(tl, NULL);
 	mate_perfetto_close(pf, &err);
-	json = slurp(fd);
+	json = test_slurp_fd(fd, NULL);
 	if (json != NULL) {   /* [1,3] and [2,4] cannot nest: a second track */
 		CHECK_CONTAINS(json, "\"args\":{\"name\":\"s0 (2)\"}");
 		free(json);
@@ -249,8 +230,7 @@ test_overlap_tracks(void)
 /* A flow joins two written slices, on their threads, at their starts: a
  * call whose work ends first waits for the call's slice; a call still open
  * at the log's end gets no slice, so its work's flow is dropped, counted. */
-static void
-test_flow_binding(void)
+DEFINE_TEST(flow_binding)
 {
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
 	mate_perfetto *pf;
@@ -274,7 +254,7 @@ test_flow_binding(void)
 	CHECK_EQ_INT(unended, 1);
 	CHECK_EQ_INT(forgotten, 0);
 	mate_perfetto_close(pf, &err);
-	json = slurp(fd);
+	json = test_slurp_fd(fd, NULL);
 	if (json != NULL) {
 		CHECK_CONTAINS(json, "{\"name\":\"call\",\"cat\":\"mate\",\"ph\":\"s\",\"id\":1,"
 		    "\"ts\":0.000,\"pid\":1,\"tid\":1}");
@@ -301,8 +281,7 @@ op_rgb(const mate_timeline *tl, const char *name)
 
 /* mate's own calls (call=) go through no dispatcher: no lane for one; a
  * client that only connected has no lane; ops get distinct colours. */
-static void
-test_own_lanes(void)
+DEFINE_TEST(own_lanes)
 {
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
 	const char *want[] = { "client t1", "w0" };
@@ -326,8 +305,7 @@ test_own_lanes(void)
 
 /* GT's dispatcher has a lane (its requests' markers) but no spans: a call
  * open is not the dispatcher busy. */
-static void
-test_dispatcher_busy(void)
+DEFINE_TEST(dispatcher_busy)
 {
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
 	const mate_lane_info *li;
@@ -344,8 +322,7 @@ test_dispatcher_busy(void)
 
 /* More calls left open than the id table holds (killed clients) must not
  * starve the calls and work that come after them. */
-static void
-test_open_calls(void)
+DEFINE_TEST(open_calls)
 {
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
 	mate_timeline_stats st;
@@ -367,8 +344,7 @@ test_open_calls(void)
 	mate_timeline_free(tl);
 }
 
-static void
-test_lanes(void)
+DEFINE_TEST(lanes)
 {
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
 	mate_lane_info li;
@@ -422,8 +398,7 @@ test_lanes(void)
 	}
 }
 
-static void
-test_clip(void)
+DEFINE_TEST(clip)
 {
 	mate_timeline *tl = fresh(NULL, 1, 2.0, 1, 4.0);
 	mate_timeline_stats st;
@@ -443,8 +418,7 @@ test_clip(void)
 	mate_timeline_free(tl);
 }
 
-static void
-test_render_errors(void)
+DEFINE_TEST(render_errors)
 {
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
 	mate_render_options ro;
@@ -481,8 +455,7 @@ test_render_errors(void)
 }
 
 /* Many events: the counts stay right, pairing stays balanced. */
-static void
-test_many(void)
+DEFINE_TEST(many)
 {
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
 	mate_timeline_stats st;
@@ -520,20 +493,4 @@ test_many(void)
 	mate_timeline_free(tl);
 }
 
-int
-main(void)
-{
-	test_gt_fifo();
-	test_gt_batch();
-	test_ids_and_nesting();
-	test_overlap_tracks();
-	test_flow_binding();
-	test_lanes();
-	test_clip();
-	test_render_errors();
-	test_many();
-	test_own_lanes();
-	test_open_calls();
-	test_dispatcher_busy();
-	return TEST_DONE();
-}
+TEST_MAIN()

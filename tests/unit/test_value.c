@@ -7,8 +7,7 @@
 #include "mate_core.h"
 #include "test.h"
 
-static void
-test_storage(void)
+DEFINE_TEST(storage)
 {
 	mate_error err;
 	mate_storage *s = mate_storage_new(100, &err);
@@ -52,8 +51,7 @@ test_storage(void)
 	CHECK_EQ_INT(mate_storage_size(NULL), 0);
 }
 
-static void
-test_scalars(void)
+DEFINE_TEST(scalars)
 {
 	mate_value *v;
 	size_t len;
@@ -167,8 +165,7 @@ test_scalars(void)
 	mate_value_free(NULL);
 }
 
-static void
-test_sequences(void)
+DEFINE_TEST(sequences)
 {
 	mate_value *l = mate_value_list(), *t = mate_value_tuple(), *n = mate_value_int(1);
 
@@ -198,8 +195,7 @@ test_sequences(void)
 	mate_value_free(n);
 }
 
-static void
-test_dict_basics(void)
+DEFINE_TEST(dict_basics)
 {
 	mate_value *d = mate_value_dict(), *o = mate_value_ordered_dict(), *n = mate_value_none();
 
@@ -249,8 +245,7 @@ test_dict_basics(void)
 	mate_value_free(n);
 }
 
-static void
-test_dict_big(void)
+DEFINE_TEST(dict_big)
 {
 	enum { N = 10000 };
 	mate_value *d = mate_value_dict();
@@ -373,8 +368,7 @@ tensor_value(mate_storage *st, int64_t rows, int64_t cols)
 	return mate_value_tensor(&t, st);
 }
 
-static void
-test_tensor_and_copy(void)
+DEFINE_TEST(tensor_and_copy)
 {
 	mate_storage *st = mate_storage_new(6 * sizeof(float), NULL);
 	float *data = mate_storage_data(st);
@@ -447,8 +441,7 @@ test_tensor_and_copy(void)
 }
 
 /* Deep nesting of every container kind; freeing must release all of it (LSan). */
-static void
-test_free_nested(void)
+DEFINE_TEST(free_nested)
 {
 	mate_value *top = mate_value_list(), *cur = top;
 
@@ -475,15 +468,4 @@ test_free_nested(void)
 	mate_value_free(copy);
 }
 
-int
-main(void)
-{
-	test_storage();
-	test_scalars();
-	test_sequences();
-	test_dict_basics();
-	test_dict_big();
-	test_tensor_and_copy();
-	test_free_nested();
-	return TEST_DONE();
-}
+TEST_MAIN()

@@ -42,8 +42,7 @@ file_is(int fd, const unsigned char *want, size_t n)
 /* A random mix of copied pieces and pieces put from where they lie (stable,
  * some not): the file holds them in order, and every write but the last
  * and those of unstable pieces ends on a 2 MiB boundary. */
-static void
-test_mix(void)
+DEFINE_TEST(mix)
 {
 	size_t total = 40 * MiB, off = 0;
 	unsigned char *src = malloc(total), buf[65536];
@@ -90,8 +89,7 @@ test_mix(void)
 
 /* More small stable pieces than the queue holds, apart in memory, none
  * reaching a boundary: written when the queue is full. */
-static void
-test_many_pieces(void)
+DEFINE_TEST(many_pieces)
 {
 	enum { N = 3 * MATE_WQ_IOVS + 5, SZ = 1000 };
 	unsigned char *pieces[N], *want = malloc((size_t)N * SZ), buf[64];
@@ -119,8 +117,7 @@ test_many_pieces(void)
 /* A write error (a full disk: /dev/full) sticks: every later call fails
  * and writes nothing. A copy or a reservation larger than the buffer is
  * refused with EINVAL. */
-static void
-test_errors(void)
+DEFINE_TEST(errors)
 {
 	static unsigned char big[3 << 20];
 	unsigned char buf[16];
@@ -152,15 +149,14 @@ test_errors(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	int st;
 
 	snprintf(path, sizeof(path), "%s/test_wqueue.%ld", base, (long)getpid());
 	write_ends_tracking = 1;
-	test_mix();
-	test_many_pieces();
-	test_errors();
+	st = test_main(argc, argv);
 	unlink(path);
-	return TEST_DONE();
+	return st;
 }
