@@ -1,0 +1,78 @@
+#!/bin/sh
+# test_harness.sh: the harness of the C unit tests (tests/test.h): one case runs by name and only its checks run, -l lists the cases, an unknown name fails saying so, a failed check and a crash name their case; the converted tests answer the same way.
+. "$top_srcdir/tests/checks.sh"
+t=$top_builddir/tests
+demo=$t/harness-demo
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-harness.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; checks_failed; }
+# run PROG ARGS...: its stdout in $tmp/out, stderr in $tmp/err, exit status in $st
+run() { "$@" > "$tmp/out" 2> "$tmp/err"; st=$?; }
+closing() { grep -E '^[0-9]+ passed, [0-9]+ failed$' "$tmp/out" | tail -n 1; }
+
+# -l: the cases, one a line, in the order the file defines them
+run "$demo" -l
+check [ "$st" -eq 0 ] || fail "-l exited $st"
+check [ "$(cat "$tmp/out")" = "$(printf 'one\ntwo\nsometimes\nhelpers')" ] || fail "-l listed: $(cat "$tmp/out")"
+
+# one case by name: only its 3 checks run
+run "$demo" two
+check [ "$st" -eq 0 ] || fail "'two' exited $st: $(cat "$tmp/err")"
+check [ "$(closing)" = "3 passed, 0 failed" ] || fail "'two' ended: $(closing)"
+check grep -qx 'case two' "$tmp/err" || fail "'two' did not say it ran: $(cat "$tmp/err")"
+check [ "$(grep -c '^case ' "$tmp/err")" -eq 1 ] || fail "'two' ran other cases: $(cat "$tmp/err")"
+
+# two cases, named in any order: both run, in the file's order
+run "$demo" two one
+check [ "$(closing)" = "5 passed, 0 failed" ] || fail "'two one' ended: $(closing)"
+check [ "$(grep '^case ' "$tmp/err" | tr '\n' ' ')" = "case one case two " ] || fail "'two one' ran: $(cat "$tmp/err")"
+
+# all of them: the sum of the cases, the helpers' checks among them
+run "$demo" helpers
+check [ "$st" -eq 0 ] || fail "'helpers' exited $st: $(cat "$tmp/err")"
+nh=$(closing); nh=${nh%% *}
+run "$demo"
+check [ "$st" -eq 0 ] || fail "the whole demo exited $st: $(cat "$tmp/err")"
+check [ "$(closing)" = "$((2 + 3 + 2 + nh)) passed, 0 failed" ] || fail "the whole demo ended: $(closing)"
+
+# a name that is no case: exit 2, said, and nothing run
+run "$demo" one nosuch
+check [ "$st" -eq 2 ] || fail "an unknown case exited $st"
+check grep -q 'no case named "nosuch"' "$tmp/err" || fail "an unknown case said: $(cat "$tmp/err")"
+check [ -z "$(closing)" ] || fail "an unknown case still ran cases: $(cat "$tmp/out")"
+run "$demo" -x
+check [ "$st" -eq 2 ] || fail "an unknown option exited $st"
+check grep -q '^usage: ' "$tmp/err" || fail "an unknown option said: $(cat "$tmp/err")"
+
+# a failed check names its file, line and case; the end names the case again
+run env MATE_HARNESS_FAIL=1 "$demo"
+check [ "$st" -eq 1 ] || fail "a failing case exited $st"
+check grep -Eq '^[^ ]*harness-demo\.c:[0-9]+: sometimes: getenv\("MATE_HARNESS_FAIL"\) != NULL == 0 failed' "$tmp/err" ||
+	fail "the failure does not name its case: $(cat "$tmp/err")"
+check grep -qx 'failed cases: sometimes' "$tmp/err" || fail "no list of failed cases: $(cat "$tmp/err")"
+check [ "$(closing)" = "$((2 + 3 + 1 + nh)) passed, 1 failed" ] || fail "a failing case ended: $(closing)"
+
+# a crash: the log's last case is the one that crashed
+run env MATE_HARNESS_CRASH=1 "$demo"
+check [ "$st" -gt 128 ] || fail "a crashing case exited $st"
+check [ "$(grep '^case ' "$tmp/err" | tail -n 1)" = "case sometimes" ] || fail "a crash's log: $(cat "$tmp/err")"
+
+# the unit tests answer the same way: cases listed, one run alone, a wrong name refused
+run "$t/test_pickle" -l
+check grep -qx memo "$tmp/out" || fail "test_pickle -l: $(cat "$tmp/out")"
+run "$t/test_pickle" memo
+check [ "$st" -eq 0 ] || fail "test_pickle memo exited $st: $(cat "$tmp/err")"
+n1=$(closing); n1=${n1%% *}
+check [ "$(grep -c '^case ' "$tmp/err")" -eq 1 ] || fail "test_pickle memo ran: $(grep '^case ' "$tmp/err")"
+run "$t/test_pickle"
+nall=$(closing); nall=${nall%% *}
+check [ "${n1:-0}" -gt 0 ] && [ "${n1:-0}" -lt "${nall:-0}" ] || fail "test_pickle memo ran $n1 checks of $nall"
+for p in test_dtype test_dump_read test_ilog test_kernels test_memlog test_pickle test_pt_read \
+	test_pt_write test_recorder_dump test_replay test_safetensors test_tensor test_timeline \
+	test_value test_wqueue; do
+	run "$t/$p" -l
+	check [ "$st" -eq 0 ] && [ "$(wc -l < "$tmp/out")" -ge 2 ] || fail "$p -l: $st, $(cat "$tmp/out")"
+	run "$t/$p" no_such_case
+	check [ "$st" -eq 2 ] && grep -q 'no case named' "$tmp/err" || fail "$p no_such_case: $st, $(cat "$tmp/err")"
+done
+checks_done
