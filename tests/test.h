@@ -156,7 +156,8 @@ test_run_case(struct test_case *c)
 static inline int
 test_main(int argc, char **argv)
 {
-	const char *prog = argc > 0 ? argv[0] : "test";
+	const char *prog = argc > 0 && strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 :
+	    argc > 0 ? argv[0] : "test";
 	char failed[1024] = "";
 	size_t n = 0;
 	int first = 1;
@@ -270,38 +271,50 @@ test_tmpdir(const char *tag)
 	return path;
 }
 
-/* Removes path and, for a folder, everything under it (symbolic links are
- * removed, not followed). @return 0, or -1 when something stayed. */
+/* rm -rf below the folder open as fd (closed here), without a stat per
+ * entry (a recorder test removes 100,000 files). @return 0, or -1 when
+ * something stayed. */
 static inline int
-test_rmtree(const char *path)
+test_rm_below(int fd)
 {
-	struct stat sb;
+	DIR *d = fdopendir(fd);
 	struct dirent *e;
-	DIR *d;
 	int st = 0;
 
-	if (lstat(path, &sb) != 0)
-		return errno == ENOENT ? 0 : -1;
-	if (!S_ISDIR(sb.st_mode))
-		return unlink(path);
-	if ((d = opendir(path)) == NULL)
+	if (d == NULL) {
+		close(fd);
 		return -1;
+	}
 	while ((e = readdir(d)) != NULL) {
-		size_t len = strlen(path) + strlen(e->d_name) + 2;
-		char *sub;
+		int sub;
 
 		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
 			continue;
-		if ((sub = malloc(len)) == NULL) {
-			st = -1;
+		if (e->d_type != DT_DIR && unlinkat(dirfd(d), e->d_name, 0) == 0)
 			continue;
-		}
-		snprintf(sub, len, "%s/%s", path, e->d_name);
-		if (test_rmtree(sub) != 0)
+		sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0 || test_rm_below(sub) != 0 ||
+		    unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) != 0)
 			st = -1;
-		free(sub);
 	}
 	closedir(d);
+	return st;
+}
+
+/* Removes path and, for a folder, everything under it (symbolic links are
+ * removed, not followed). @return 0 (also when path does not exist), or -1
+ * when something stayed. */
+static inline int
+test_rmtree(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), st;
+
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return errno == ENOTDIR || errno == ELOOP ? unlink(path) : -1;
+	}
+	st = test_rm_below(fd);
 	return rmdir(path) == 0 ? st : -1;
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "dumpcheck.h"
+#include "test.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
@@ -32,30 +33,6 @@ violation(struct dc_stats *st, const char *fmt, ...)
 		fputc('\n', stderr);
 	} else if (st->errors == 21)
 		fprintf(stderr, "dumpcheck: (further violations not shown)\n");
-}
-
-static char *
-slurp(const char *path, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat sb;
-	char *buf = NULL;
-	size_t n = 0;
-	ssize_t got = 1;
-
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &sb) == 0 && (buf = malloc((size_t)sb.st_size + 1)) != NULL)
-		while (n < (size_t)sb.st_size && (got = read(fd, buf + n, (size_t)sb.st_size - n)) > 0)
-			n += (size_t)got;
-	close(fd);
-	if (buf == NULL || got < 0) {
-		free(buf);
-		return NULL;
-	}
-	buf[n] = '\0';
-	*len = n;
-	return buf;
 }
 
 static uint64_t
@@ -302,7 +279,7 @@ static int
 read_metadata(const char *path, cJSON **recs, struct hset *lines, struct dc_stats *st)
 {
 	size_t len;
-	char *text = slurp(path, &len), *p, *nl;
+	char *text = test_slurp(path, &len), *p, *nl;
 	int n = 0;
 
 	if (text == NULL) {
@@ -434,7 +411,7 @@ check_session(const char *root, int flags, const struct hset *lines, long max_un
 	long found = 0;
 
 	snprintf(path, sizeof(path), "%s/session.jsonl", root);
-	if ((text = slurp(path, &len)) == NULL) {
+	if ((text = test_slurp(path, &len)) == NULL) {
 		if (st->metadata_lines > 0)
 			violation(st, "%s: missing", path);
 		return;
@@ -498,39 +475,4 @@ dc_print(const char *what, const struct dc_stats *st)
 	    " (%ld torn last), %ld violations\n", what, st->dirs, st->completed, st->failed,
 	    st->inputs_saved, st->no_record, st->empty, st->tensor_files, st->temp_files,
 	    st->metadata_lines, st->session_lines, st->session_torn_last, st->errors);
-}
-
-/* rm -rf below the directory fd (closed here), without a stat per entry. */
-static void
-rm_below(int fd)
-{
-	DIR *d = fdopendir(fd);
-	struct dirent *e;
-
-	if (d == NULL) {
-		close(fd);
-		return;
-	}
-	while ((e = readdir(d)) != NULL) {
-		int sub;
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		if (e->d_type != DT_DIR && unlinkat(dirfd(d), e->d_name, 0) == 0)
-			continue;
-		sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub >= 0)
-			rm_below(sub);
-		unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
-	}
-	closedir(d);
-}
-
-void
-dc_rmtree(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	if (fd >= 0)
-		rm_below(fd);
-	rmdir(path);
 }

@@ -53,7 +53,4 @@ long dc_check_root(const char *root, int flags, long max_unlogged, dc_tensor_che
 /* Prints st as one line: "dumps: N (completed ..., ...)". */
 void dc_print(const char *what, const struct dc_stats *st);
 
-/* Removes a directory tree (rm -rf). */
-void dc_rmtree(const char *path);
-
 #endif /* MATE_DUMPCHECK_H_INCLUDED */

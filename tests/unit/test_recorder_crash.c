@@ -144,7 +144,7 @@ test_abort(void)
 	CHECK_EQ_INT(st.tensor_files, 7);
 	CHECK_EQ_INT(st.session_lines, 7);
 	CHECK_EQ_INT(st.temp_files, 0);
-	dc_rmtree(root);
+	test_rmtree(root);
 }
 
 /* ---- kill -9 at random instants ----------------------------------------------------------- */
@@ -186,7 +186,7 @@ test_kill(void)
 		sum.tensor_files += st.tensor_files, sum.temp_files += st.temp_files;
 		sum.metadata_lines += st.metadata_lines, sum.session_lines += st.session_lines;
 		sum.session_torn_last += st.session_torn_last, sum.errors += st.errors;
-		dc_rmtree(root);
+		test_rmtree(root);
 	}
 	dc_print("kill -9, all trials", &sum);
 	printf("kill -9: %d trials in %.2f s, %d with a torn last line in session.jsonl\n",
@@ -280,7 +280,7 @@ test_fork(void)
 	CHECK(pids[0] != pids[1] && (pids[0] == parent || pids[1] == parent));
 	CHECK_EQ_INT(mine, 405);   /* the parent's call 3 completed by the parent alone */
 	CHECK_EQ_INT(theirs, 3);   /* the child's own dumps, numbered from 1 under its pid */
-	dc_rmtree(root);
+	test_rmtree(root);
 }
 
 /* ---- main ----------------------------------------------------------------------------------- */
@@ -321,6 +321,6 @@ main(int argc, char **argv)
 	test_fork();
 	test_kill();
 	CHECK_EQ_INT(hung, 0);
-	dc_rmtree(base);
+	test_rmtree(base);
 	return TEST_DONE();
 }

@@ -10,25 +10,6 @@
 #include "mate_record.h"
 #include "test.h"
 
-static char *
-slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = calloc(1, (size_t)n + 1);
-	if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n)
-		buf[0] = '\0';
-	fclose(f);
-	return buf;
-}
-
 int
 main(void)
 {
@@ -71,8 +52,8 @@ main(void)
 	mate_call_tensor(c, MATE_RESULT, NULL, &t);
 	mate_call_end(c);
 
-	log = slurp(log_path);
-	rec = slurp(session);
+	log = test_slurp(log_path, NULL);
+	rec = test_slurp(session, NULL);
 	CHECK_CONTAINS(log, "device=cuda:0\n");
 	CHECK_CONTAINS(log, "min=-6.000000\n");
 	CHECK_CONTAINS(log, "max=8.000000\n");

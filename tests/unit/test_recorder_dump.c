@@ -21,29 +21,6 @@ static char *tmp_root;   /* made by main(), removed when every check passed */
 
 /* ---- helpers --------------------------------------------------------------------- */
 
-static char *
-slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	if (buf != NULL)
-		buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
 /* stderr into a file while a case runs, to count warnings. */
 static int saved_stderr = -1;
 static char err_path[300];
@@ -67,7 +44,7 @@ capture_end(void)
 	fflush(stderr);
 	dup2(saved_stderr, 2);
 	close(saved_stderr);
-	return slurp(err_path);
+	return test_slurp(err_path, NULL);
 }
 
 static int
@@ -84,7 +61,7 @@ count_of(const char *hay, const char *needle)
 static int
 read_records(const char *path, cJSON **out, int max)
 {
-	char *text = slurp(path), *line, *save = NULL;
+	char *text = test_slurp(path, NULL), *line, *save = NULL;
 	int n = 0;
 
 	if (text == NULL)
@@ -532,7 +509,7 @@ DEFINE_TEST(levels_and_log)
 	mate_call_value(c, MATE_ARG, NULL, mate_value_list());
 	mate_call_ready(c);
 	mate_call_end(c);
-	log = slurp(strcat(strcpy(path, tmp_root), "/l1.log"));
+	log = test_slurp(strcat(strcpy(path, tmp_root), "/l1.log"), NULL);
 	CHECK_CONTAINS(log, "] MATE API Call: named\n");
 	CHECK_EQ_INT(count_of(log, "MATE API Call"), 1);
 	CHECK_EQ_INT(count_of(log, "System Information"), 1);
@@ -558,7 +535,7 @@ DEFINE_TEST(levels_and_log)
 	mate_call_dtype(c, MATE_KWARG, "dtype", MATE_BF16);
 	mate_call_value(c, MATE_KWARG, "t", mate_value_tuple());
 	mate_call_fail(c, NULL);
-	log = slurp(strcat(strcpy(path, tmp_root), "/l3.log"));
+	log = test_slurp(strcat(strcpy(path, tmp_root), "/l3.log"), NULL);
 	CHECK_CONTAINS(log, "  arg[0]:\n    3.0\n  arg[1]:\n    1e-05\n  arg[2]:\n    1e+16\n"
 	    "  arg[3]:\n    0.1\n  arg[4]:\n    \"it's\"\nKeyword input arguments:\n"
 	    "  dtype=\n    torch.bfloat16\n  t=\n    ()\n");
@@ -650,7 +627,7 @@ main(int argc, char **argv)
 	for (int i = 0; i < 64; i++)
 		data_a[i] = (float)i, data_b[i] = (float)-i;
 	st = test_main(argc, argv);
-	if (st == 0 && test_rmtree(tmp_root) != 0)
+	if (test_failures == 0 && test_rmtree(tmp_root) != 0)
 		fprintf(stderr, "cannot remove %s\n", tmp_root);
 	free(tmp_root);
 	return st;

@@ -12,25 +12,6 @@
 
 static char log_path[300];
 
-static char *
-slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = calloc(1, (size_t)n + 1);
-	if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n)
-		buf[0] = '\0';
-	fclose(f);
-	return buf;
-}
-
 /* Records one call with tensor t at level 5; returns the statistics lines
  * of its block (after is_contiguous=, up to the closing parenthesis). */
 static char *
@@ -52,7 +33,7 @@ stats_of(const mate_tensor *t)
 	mate_call_ready(c);
 	mate_call_end(c);
 	out[0] = '\0';
-	log = slurp(log_path);
+	log = test_slurp(log_path, NULL);
 	if (log == NULL || (p = strstr(log, "is_contiguous=")) == NULL ||
 	    (p = strchr(p, '\n')) == NULL || (end = strstr(p, "    )")) == NULL) {
 		free(log);

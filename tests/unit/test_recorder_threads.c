@@ -123,7 +123,7 @@ main(int argc, char **argv)
 	CHECK_EQ_INT(st.temp_files, 0);
 	CHECK(call_numbers_exact(root));
 	t1 = now();
-	dc_rmtree(root);
+	test_rmtree(root);
 	printf("removed in %.2f s\n", now() - t1);
 	return TEST_DONE();
 }
