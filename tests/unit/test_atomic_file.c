@@ -12,7 +12,7 @@
 #include "mate_private.h"
 #include "test.h"
 
-static char dir[256];
+static char *dir;   /* made and removed by main() */
 
 /* Entries in dir other than . and .. */
 static int
@@ -44,72 +44,105 @@ write_file(const char *path, const char *text, mate_error *err)
 	return mate_atomic_commit(&af, err);
 }
 
-static char *
-slurp(const char *path)
+/* The file at path holds exactly text. */
+static int
+holds(const char *path, const char *text)
 {
-	static char buf[256];
-	FILE *f = fopen(path, "r");
-	size_t n;
+	char *got = test_slurp(path, NULL);
+	int same = got != NULL && strcmp(got, text) == 0;
 
-	if (f == NULL)
-		return NULL;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
+	if (!same)
+		fprintf(stderr, "%s holds \"%s\", not \"%s\"\n", path, got ? got : "(nothing)", text);
+	free(got);
+	return same;
 }
 
-int
-main(void)
+static char *
+in_dir(const char *name)
 {
-	char path[300], sub[300];
+	static char path[2][512];
+	static int k;
+	char *p = path[k++ % 2];
+
+	snprintf(p, sizeof(path[0]), "%s/%s", dir, name);
+	return p;
+}
+
+/* A new file in an empty folder; then the same name again: the new content
+ * replaces the old. */
+DEFINE_TEST(replace)
+{
+	mate_error err;
+
+	CHECK_EQ_INT(entries(), 0);
+	CHECK_EQ_INT(write_file(in_dir("out.bin"), "first", &err), MATE_OK);
+	CHECK(holds(in_dir("out.bin"), "first"));
+	CHECK_EQ_INT(write_file(in_dir("out.bin"), "second, longer", &err), MATE_OK);
+	CHECK(holds(in_dir("out.bin"), "second, longer"));
+	CHECK_EQ_INT(entries(), 1);
+	unlink(in_dir("out.bin"));
+}
+
+/* While it is being written, nothing is under the name; abort leaves nothing. */
+DEFINE_TEST(abort)
+{
 	mate_atomic_file af;
 	mate_error err;
 
-	snprintf(dir, sizeof(dir), "%s/atomic-test.%ld", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
-	    (long)getpid());
-	CHECK(mkdir(dir, 0755) == 0);
-	snprintf(path, sizeof(path), "%s/out.bin", dir);
-
-	/* a new file; then the same name again: the new content replaces the old */
-	CHECK_EQ_INT(write_file(path, "first", &err), MATE_OK);
-	CHECK_STR(slurp(path), "first");
-	CHECK_EQ_INT(write_file(path, "second, longer", &err), MATE_OK);
-	CHECK_STR(slurp(path), "second, longer");
-	CHECK_EQ_INT(entries(), 1);
-
-	/* while it is being written, nothing is under the name; abort leaves nothing */
-	unlink(path);
-	CHECK_EQ_INT(mate_atomic_open(&af, path, &err), MATE_OK);
+	CHECK_EQ_INT(mate_atomic_open(&af, in_dir("out.bin"), &err), MATE_OK);
 	CHECK(mate_write_all(af.fd, "partial", 7) == 0);
-	CHECK(access(path, F_OK) != 0);
+	CHECK(access(in_dir("out.bin"), F_OK) != 0);
 	mate_atomic_abort(&af);
-	CHECK(access(path, F_OK) != 0);
+	CHECK(access(in_dir("out.bin"), F_OK) != 0);
 	CHECK_EQ_INT(entries(), 0);
+}
 
-	/* a name taken by a directory: an error, and no temporary left */
-	snprintf(sub, sizeof(sub), "%s/taken", dir);
-	CHECK(mkdir(sub, 0755) == 0);
+/* A name taken by a directory: an error, and no temporary left. */
+DEFINE_TEST(name_taken)
+{
+	mate_error err;
+
+	CHECK(mkdir(in_dir("taken"), 0755) == 0);
 	mate_error_clear(&err);
-	CHECK(write_file(sub, "x", &err) != MATE_OK);
+	CHECK(write_file(in_dir("taken"), "x", &err) != MATE_OK);
 	CHECK(err.message[0] != '\0');
 	CHECK_EQ_INT(entries(), 1);
-	rmdir(sub);
+	rmdir(in_dir("taken"));
+}
 
-	/* a folder that does not exist: a clear error */
-	snprintf(sub, sizeof(sub), "%s/missing/out.bin", dir);
+/* A folder that does not exist: a clear error. */
+DEFINE_TEST(no_folder)
+{
+	mate_error err;
+
 	mate_error_clear(&err);
-	CHECK(write_file(sub, "x", &err) != MATE_OK);
+	CHECK(write_file(in_dir("missing/out.bin"), "x", &err) != MATE_OK);
 	CHECK_CONTAINS(err.message, "missing");
 	CHECK_EQ_INT(entries(), 0);
+}
 
-	/* a relative name, in the current folder */
+/* A relative name, in the current folder. */
+DEFINE_TEST(relative)
+{
+	mate_error err;
+
 	CHECK(chdir(dir) == 0);
 	CHECK_EQ_INT(write_file("rel.bin", "here", &err), MATE_OK);
-	CHECK_STR(slurp("rel.bin"), "here");
+	CHECK(holds("rel.bin", "here"));
 	unlink("rel.bin");
 	CHECK(chdir("/") == 0);
 	CHECK_EQ_INT(entries(), 0);
-	rmdir(dir);
-	return TEST_DONE();
+}
+
+int
+main(int argc, char **argv)
+{
+	int st;
+
+	if ((dir = test_tmpdir("atomic-test")) == NULL)
+		return 99;
+	st = test_main(argc, argv);
+	test_rmtree(dir);
+	free(dir);
+	return st;
 }
