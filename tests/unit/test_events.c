@@ -523,39 +523,75 @@ check_nomem(const char *dir)
 }
 #endif
 
-int
-main(void)
-{
-	char dir[] = "/tmp/mate-events-XXXXXX", path[256];
+/* The folder of the logs the cases write, made and removed by main(). */
+static char *tmp;
 
-	if (mkdtemp(dir) == NULL)
-		return 99;
+/* Levels 1 and 3: the stream of a recorded session, read back from its log. */
+DEFINE_TEST(session)
+{
+	char path[512];
+
 	for (int lvl = 1; lvl <= 3; lvl += 2) {
-		snprintf(path, sizeof(path), "%s/il_%%i.log", dir);
+		snprintf(path, sizeof(path), "%s/il_%%i.log", tmp);
 		record_session(lvl, path);
-		snprintf(path, sizeof(path), "%s/il_%ld.log", dir, (long)getpid());
+		snprintf(path, sizeof(path), "%s/il_%ld.log", tmp, (long)getpid());
 		read_log(path);
 		check_session(lvl);
 		unlink(path);
 	}
-	check_memlog(dir);
-	check_reuse(dir);
-	check_threads(dir);
-	check_deep(dir);
+}
+
+DEFINE_TEST(memlog)
+{
+	check_memlog(tmp);
+}
+
+DEFINE_TEST(reuse)
+{
+	check_reuse(tmp);
+}
+
+DEFINE_TEST(threads)
+{
+	check_threads(tmp);
+}
+
+DEFINE_TEST(deep)
+{
+	check_deep(tmp);
+}
+
 #ifndef NO_CALLOC_OVERRIDE
-	check_nomem(dir);
+DEFINE_TEST(nomem)
+{
+	check_nomem(tmp);
+}
 #endif
-	/* events off: no ids, work not recorded */
+
+/* Events off: no ids, work not recorded. */
+DEFINE_TEST(events_off)
+{
+	mate_call *c;
+	mate_work w;
+
 	configure(1, NULL);
-	{
-		mate_call *c = mate_call_begin("x", NULL, NULL);
-		mate_work w;
-		CHECK_EQ_INT(mate_call_id(c), 0);
-		mate_work_begin(&w, 0, "w", "x", 1);
-		CHECK_EQ_INT(w.id, 0);
-		mate_call_end(c);
-	}
+	c = mate_call_begin("x", NULL, NULL);
+	CHECK_EQ_INT(mate_call_id(c), 0);
+	mate_work_begin(&w, 0, "w", "x", 1);
+	CHECK_EQ_INT(w.id, 0);
+	mate_call_end(c);
 	configure(0, NULL);
-	rmdir(dir);
-	return TEST_DONE();
+}
+
+int
+main(int argc, char **argv)
+{
+	int st;
+
+	if ((tmp = test_tmpdir("events")) == NULL)
+		return 99;
+	st = test_main(argc, argv);
+	test_rmtree(tmp);
+	free(tmp);
+	return st;
 }
