@@ -9,7 +9,9 @@
 
 #include "test.h"
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
+/* xorshift64, seeded by each case: a case checks the same values alone
+ * as in the whole run. */
+static uint64_t rng;
 
 static uint64_t
 next64(void)
@@ -133,16 +135,13 @@ check_stats(const float *v, int64_t n)
 	free(wide);
 }
 
-int
-main(void)
+/* repr: Python's own examples, then random bit patterns, floats, short
+ * decimals, binary fractions and subnormals. */
+DEFINE_TEST(repr)
 {
-	static const int decimals[] = { 0, 1, 2, 6, 9 };
-	struct mate_buf b;
-	double d;
 	union { uint64_t u; double d; } pun;
 
-	/* repr: Python's own examples, then random bit patterns, floats,
-	 * short decimals, binary fractions and subnormals */
+	rng = 0x9e3779b97f4a7c15ull;
 	check_repr(0.1), check_repr(1e-5), check_repr(5e-324), check_repr(DBL_MAX);
 	check_repr(DBL_MIN), check_repr(1e16), check_repr(123456789012345678.0);
 	check_repr(0.000244140625), check_repr(9007199254740993.0), check_repr(-2.5);
@@ -155,7 +154,17 @@ main(void)
 		pun.u = next64() & 0x000fffffffffffffull;
 		check_repr(pun.d);
 	}
-	/* fixed: specials as Python writes them, ties, and random values */
+}
+
+/* fixed: specials as Python writes them, ties, and random values. */
+DEFINE_TEST(fixed)
+{
+	static const int decimals[] = { 0, 1, 2, 6, 9 };
+	struct mate_buf b;
+	double d;
+	union { uint64_t u; double d; } pun;
+
+	rng = 0x2545f4914f6cdd1dull;
 	mate_buf_init(&b);
 	mate_buf_fixed(&b, NAN, 6);
 	mate_buf_fixed(&b, -INFINITY, 6);
@@ -176,7 +185,12 @@ main(void)
 		if (!isnan(pun.d) && !isinf(pun.d) && fabs(pun.d) < 1e30)
 			check_fixed(pun.d, dec);
 	}
-	/* float32 statistics: lengths around the vector width, NaN and Inf anywhere */
+}
+
+/* float32 statistics: lengths around the vector width, NaN and Inf anywhere. */
+DEFINE_TEST(stats)
+{
+	rng = 0x94d049bb133111ebull;
 	for (int round = 0; round < 3000; round++) {
 		float v[64];
 		int64_t n = (int64_t)(next64() % 40);
@@ -192,5 +206,6 @@ main(void)
 				v[i] = NAN;
 		check_stats(v, n);
 	}
-	return TEST_DONE();
 }
+
+TEST_MAIN()
