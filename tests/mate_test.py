@@ -1,4 +1,5 @@
 """mate_test.py: helpers shared by mate's Python interop tests (paths, running binaries, checks)."""
+import contextlib
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ TOP_BUILDDIR = os.environ.get("top_builddir", TOP_SRCDIR)
 
 _failures = 0
 _checks = 0
+_case = None
 
 
 def build_path(*parts):
@@ -31,12 +33,27 @@ def run(args, check=True, **kw):
 
 
 def check(cond, what):
-    """Records one assertion; prints what failed."""
+    """Records one assertion; prints what failed, after the name of the case it is in."""
     global _failures, _checks
     _checks += 1
     if not cond:
         _failures += 1
-        print("FAIL:", what, file=sys.stderr)
+        print("FAIL:", "%s: %s" % (_case, what) if _case else what, file=sys.stderr)
+
+
+@contextlib.contextmanager
+def case(name):
+    """with case("name"): the checks inside are the case's; a failure, or an
+    exception that ends the case, names it."""
+    global _case
+    outer, _case = _case, name
+    try:
+        yield
+    except BaseException:
+        print("case %s stopped by an exception:" % name, file=sys.stderr)
+        raise
+    finally:
+        _case = outer
 
 
 def untyped_storage(t):
@@ -54,7 +71,27 @@ def storage_bytes(t):
 
 
 def tmpdir():
+    """A new temporary folder."""
     return tempfile.mkdtemp(prefix="mate-test-")
+
+
+def read_safetensors(path, arrays=False):
+    """A .safetensors file read by hand, without the safetensors package:
+    {name: (dtype, shape, bytes)}, or {name: numpy array} with arrays=True."""
+    import json
+    import struct
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    header.pop("__metadata__", None)
+    body = raw[8 + n:]
+    out = {k: (v["dtype"], v["shape"], body[v["data_offsets"][0]:v["data_offsets"][1]])
+           for k, v in header.items()}
+    if arrays:
+        import numpy as np
+        dt = {"F16": np.float16, "F32": np.float32, "F64": np.float64}
+        out = {k: np.frombuffer(b, dtype=dt[d]).reshape(shape) for k, (d, shape, b) in out.items()}
+    return out
 
 
 def done():

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, done, read_safetensors, run, tmpdir
 
 PRELOAD = build_path(".libs", "libmate-preload.so")
 if not os.path.exists(PRELOAD):
@@ -21,20 +21,6 @@ work = tmpdir()
 env = dict(os.environ)
 for v in ("MATE_LOGLEVEL", "MATE_MEMLOG", "MATE_DUMP_DIR", "MATE_LOGDEST"):
     env.pop(v, None)
-
-
-def read_safetensors(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    out = {}
-    for k, v in header.items():
-        if k == "__metadata__":
-            continue
-        s, e = v["data_offsets"]
-        dt = {"F32": np.float32, "F64": np.float64, "F16": np.float16}[v["dtype"]]
-        out[k] = np.frombuffer(raw[8 + n + s:8 + n + e], dtype=dt).reshape(v["shape"])
-    return out
 
 
 def rows_of(path):
@@ -118,8 +104,8 @@ C1 = (np.float32(1.5) * (A.astype(np.float64) @ B)).astype(np.float32)
 for d in dirs:
     meta = [json.loads(line) for line in open(os.path.join(d, "metadata.jsonl"))]
     check(meta[-1]["execution_status"] == "completed", "%s completed" % d)
-    out = read_safetensors(os.path.join(d, "inplace.safetensors"))  # C after: written in place
-    inp = read_safetensors(os.path.join(d, "inputs.safetensors"))
+    out = read_safetensors(os.path.join(d, "inplace.safetensors"), arrays=True)  # C after: written in place
+    inp = read_safetensors(os.path.join(d, "inputs.safetensors"), arrays=True)
     if d.endswith("cublasSgemm_v2_call0001"):
         details = meta[-1]["tensor_details"]
         check(details["arg_7"]["shape"] == [64, 32] and details["arg_7"]["stride"] == [1, 64],

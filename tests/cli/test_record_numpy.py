@@ -3,12 +3,11 @@ import glob
 import json
 import os
 import re
-import struct
 import sys
 
 import numpy as np
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, done, read_safetensors, run, tmpdir
 
 PRELOAD = build_path(".libs", "libmate-preload.so")
 if not os.path.exists(PRELOAD):
@@ -41,19 +40,6 @@ def program(out):
     return PROGRAM.replace("OUT", repr(out))
 
 
-def read_safetensors(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    out = {}
-    for k, v in header.items():
-        if k != "__metadata__":
-            s, e = v["data_offsets"]
-            dt = {"F32": np.float32, "F64": np.float64}[v["dtype"]]
-            out[k] = np.frombuffer(raw[8 + n + s:8 + n + e], dtype=dt).reshape(v["shape"])
-    return out
-
-
 plain = run([PY, "-c", program(os.path.join(work, "plain.npz"))], cwd=work, env=env)
 
 # ---- level 10, safetensors dumps -----------------------------------------------------------------
@@ -72,7 +58,7 @@ check(names == ["cblas_dgemm", "cblas_sgemm", "cblas_sgemm", "cblas_sgemm"], "du
 outs = {}
 for d in dirs:
     rec = [json.loads(l) for l in open(os.path.join(d, "metadata.jsonl"))][-1]
-    out = read_safetensors(os.path.join(d, "inplace.safetensors"))["arg_12"]  # C, written in place
+    out = read_safetensors(os.path.join(d, "inplace.safetensors"), arrays=True)["arg_12"]  # C, written in place
     outs[(rec["function_name"], out.shape)] = out
     check(rec["execution_status"] == "completed", "%s completed" % d)
     check(not glob.glob(os.path.join(d, "outputs.*")) and rec["tensor_info"]["output_tensor_keys"] == []

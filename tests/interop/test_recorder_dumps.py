@@ -11,7 +11,7 @@ import json
 import os
 import re
 
-from mate_test import build_path, check, done, run, src_path, tmpdir
+from mate_test import build_path, check, done, read_safetensors, run, src_path, tmpdir
 
 REF = src_path("tests", "fixtures", "mate-reference", "mate_dumps")
 NAME = re.compile(r"^(\d{8}_\d{6}_\d{3})_pid(\d+)_(.+)_call(\d{4,})$")
@@ -88,18 +88,6 @@ def check_tensors(root):
 
 ST_DTYPES = {"F32": "torch.float32", "F16": "torch.float16", "BF16": "torch.bfloat16",
              "I32": "torch.int32", "I64": "torch.int64"}
-
-
-def read_safetensors(path):
-    """{name: (dtype, shape, bytes)} of a .safetensors file, read by hand."""
-    import struct
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    header = json.loads(raw[8:8 + n])
-    header.pop("__metadata__", None)
-    body = raw[8 + n:]
-    return {k: (v["dtype"], v["shape"], body[v["data_offsets"][0]:v["data_offsets"][1]])
-            for k, v in header.items()}
 
 
 def check_safetensors():
