@@ -67,12 +67,22 @@ check [ "$(grep -c '^case ' "$tmp/err")" -eq 1 ] || fail "test_pickle memo ran: 
 run "$t/test_pickle"
 nall=$(closing); nall=${nall%% *}
 check [ "${n1:-0}" -gt 0 ] && [ "${n1:-0}" -lt "${nall:-0}" ] || fail "test_pickle memo ran $n1 checks of $nall"
-for p in test_dtype test_dump_read test_ilog test_kernels test_memlog test_pickle test_pt_read \
-	test_pt_write test_recorder_dump test_replay test_safetensors test_tensor test_timeline \
+for p in test_atomic_file test_dtype test_dump_read test_events test_ilog test_kernels test_memlog test_pickle test_pt_read \
+	test_pt_write test_recorder_dump test_recorder_fmt test_replay test_safetensors test_tensor test_timeline \
 	test_value test_wqueue; do
 	run "$t/$p" -l
 	check [ "$st" -eq 0 ] && [ "$(wc -l < "$tmp/out")" -ge 2 ] || fail "$p -l: $st, $(cat "$tmp/out")"
 	run "$t/$p" no_such_case
 	check [ "$st" -eq 2 ] && grep -q 'no case named' "$tmp/err" || fail "$p no_such_case: $st, $(cat "$tmp/err")"
 done
+
+# Python tests: check() inside case() names the case
+run env PYTHONPATH="$top_srcdir/tests" python3 -c 'from mate_test import case, check, done
+with case("alpha"):
+    check(False, "deliberate")
+check(False, "outside")
+done()'
+check [ "$st" -eq 1 ] || fail "a failing Python check exited $st"
+check grep -qx 'FAIL: alpha: deliberate' "$tmp/err" || fail "a Python failure in a case: $(cat "$tmp/err")"
+check grep -qx 'FAIL: outside' "$tmp/err" || fail "a Python failure outside a case: $(cat "$tmp/err")"
 checks_done
