@@ -254,10 +254,8 @@ main(void)
 	CHECK(nev == 4 && strcmp(evs[3].event, "DISCONNECT") == 0);
 	check_sequence();
 
-	if (test_failures == 0) {
-		snprintf(tmpl, sizeof(tmpl), "rm -rf '%s'", dir);
-		(void)!system(tmpl);
-	}
+	if (test_failures == 0)
+		test_rmtree(dir);
 	free(evs);
 	return TEST_DONE();
 }

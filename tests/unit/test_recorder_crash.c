@@ -242,15 +242,18 @@ fork_child(const char *root)
 static void
 count_by_pid(const char *root, long *pid, long *count)
 {
-	char cmd[700], line[600];
-	FILE *p;
+	char cmd[700], *out, *line;
+	int st;
 
 	snprintf(cmd, sizeof(cmd), "ls '%s' | sed -n 's/.*_pid\\([0-9]*\\)_.*/\\1/p' | sort | uniq -c", root);
-	p = popen(cmd, "r");
-	for (int i = 0; i < 2 && p != NULL && fgets(line, sizeof(line), p) != NULL; i++)
+	out = test_capture(cmd, &st);
+	line = out;
+	for (int i = 0; i < 2 && line != NULL && *line != '\0'; i++) {
 		sscanf(line, "%ld %ld", &count[i], &pid[i]);
-	if (p != NULL)
-		pclose(p);
+		line = strchr(line, '\n');
+		line = line != NULL ? line + 1 : NULL;
+	}
+	free(out);
 }
 
 static void

@@ -584,7 +584,7 @@ DEFINE_TEST(stateful)
 
 /* ---- the runner on dumps written here ---------------------------------------- */
 
-static char tmp[256];
+static char *tmp;   /* the runner case's dumps */
 static size_t reported;
 static int in_order = 1;
 
@@ -638,9 +638,9 @@ DEFINE_TEST(runner)
 	int verdicts[200], steps[4] = { 0, 0, 0, 0 }, n = 0, jobs;
 	char result[32], id[8];
 
-	snprintf(tmp, sizeof(tmp), "%s/mate-test-replay-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (mkdtemp(tmp) == NULL)
-		exit(99);
+	CHECK((tmp = test_tmpdir("test-replay")) != NULL);
+	if (tmp == NULL)
+		return;
 	/* four objects interleaved with independent calls; one planted mismatch */
 	for (int i = 0; i < 120; i++) {
 		int o = i % 4;
@@ -678,13 +678,9 @@ DEFINE_TEST(runner)
 	}
 	mate_dump_list_free(l);
 	mate_replay_free(r);
-	{
-		char cmd[300];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", tmp);
-	}
+	if (test_rmtree(tmp) != 0)
+		fprintf(stderr, "could not remove %s\n", tmp);
+	free(tmp);
 }
 
 TEST_MAIN()
