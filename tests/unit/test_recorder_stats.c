@@ -65,33 +65,24 @@ vec(mate_dtype dt, int64_t n, void *data)
 #define FLOAT_STATS(mn, mx, mean, nans, infs) \
 	"min=" mn "\nmax=" mx "\nmean=" mean "\nnan_count=" #nans "\ninf_count=" #infs "\n"
 
-int
-main(void)
+/* Floating types, through float32 as torch's .float() goes: NaN and Inf
+ * counted, float64's 1e300 an inf. */
+DEFINE_TEST(floats)
 {
-	const char *tmp = getenv("TMPDIR");
 	float f32[] = { 1.5f, -2.25f, 3.0f, 0.125f };
 	double f64[] = { 1e300, -1.0, 2.0 };
-	uint16_t f16[4], bf16[4], c32[4] = { 0 };
-	uint8_t f8a[4], f8b[4], u8[] = { 200, 255, 0, 7 }, b8[] = { 1, 0, 1 };
-	int8_t i8[] = { -128, 127, 3 };
-	int16_t i16[] = { -300, 300, 1 };
-	int32_t i32[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
-	int64_t i64[] = { INT64_MIN, INT64_MAX, 0 };
-	uint64_t u64[] = { UINT64_MAX, 1 };
+	uint16_t f16[4], bf16[4];
+	uint8_t f8a[4], f8b[4];
 	float nan_inf[] = { 1.0f, NAN, INFINITY, -2.0f };
 	float infs[] = { INFINITY, -INFINITY, 1.0f };
-	float m[3][4] = { { 1, 2, 3, 4 }, { 5, 6, 7, 8 }, { 9, 10, 11, 12 } };
-	int64_t mshape[] = { 2, 2 }, mstride[] = { 4, 2 }, cshape[] = { 3, 0 };
 	mate_tensor t;
 
-	snprintf(log_path, sizeof(log_path), "%s/mate-stats-%ld.log", tmp ? tmp : "/tmp", (long)getpid());
 	for (int i = 0; i < 4; i++) {
 		f16[i] = mate_f32_to_f16(f32[i]);
 		bf16[i] = mate_f32_to_bf16(f32[i]);
 		f8a[i] = mate_f32_to_f8e4m3fn(f32[i]);
 		f8b[i] = mate_f32_to_f8e5m2(f32[i]);
 	}
-
 	t = vec(MATE_F32, 4, f32);
 	CHECK_STR(stats_of(&t), FLOAT_STATS("-2.250000", "3.000000", "0.593750", 0, 0));
 	t = vec(MATE_F16, 4, f16);
@@ -109,7 +100,19 @@ main(void)
 	CHECK_STR(stats_of(&t), FLOAT_STATS("nan", "nan", "nan", 1, 1));
 	t = vec(MATE_F32, 3, infs);
 	CHECK_STR(stats_of(&t), FLOAT_STATS("-inf", "inf", "nan", 0, 2));
-	/* integers: exact min and max, mean through float32 */
+}
+
+/* Integers: exact min and max, mean through float32. */
+DEFINE_TEST(integers)
+{
+	uint8_t u8[] = { 200, 255, 0, 7 };
+	int8_t i8[] = { -128, 127, 3 };
+	int16_t i16[] = { -300, 300, 1 };
+	int32_t i32[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	int64_t i64[] = { INT64_MIN, INT64_MAX, 0 };
+	uint64_t u64[] = { UINT64_MAX, 1 };
+	mate_tensor t;
+
 	t = vec(MATE_I8, 3, i8);
 	CHECK_STR(stats_of(&t), "min=-128\nmax=127\nmean=0.666667\n");
 	t = vec(MATE_I16, 3, i16);
@@ -122,14 +125,32 @@ main(void)
 	CHECK_STR(stats_of(&t), "min=0\nmax=255\nmean=115.500000\n");
 	t = vec(MATE_U64, 2, u64);
 	CHECK_STR(stats_of(&t), "min=1\nmax=18446744073709551615\nmean=9223372036854775808.000000\n");
-	/* none for bool, complex and empty tensors */
+}
+
+/* None for bool, complex and empty tensors. */
+DEFINE_TEST(none)
+{
+	uint8_t b8[] = { 1, 0, 1 };
+	uint16_t c32[4] = { 0 };
+	int64_t cshape[] = { 3, 0 };
+	mate_tensor t;
+
 	t = vec(MATE_BOOL, 3, b8);
 	CHECK_STR(stats_of(&t), "");
 	t = vec(MATE_C32, 2, c32);
 	CHECK_STR(stats_of(&t), "");
 	mate_tensor_init(&t, MATE_F32, 2, cshape, NULL, NULL);
 	CHECK_STR(stats_of(&t), "");
-	/* a strided view counts only its own elements: m[0:2, ::2] */
+}
+
+/* A strided view counts only its own elements; a 0-dim tensor its one. */
+DEFINE_TEST(views)
+{
+	float m[3][4] = { { 1, 2, 3, 4 }, { 5, 6, 7, 8 }, { 9, 10, 11, 12 } };
+	int64_t mshape[] = { 2, 2 }, mstride[] = { 4, 2 };
+	mate_tensor t;
+
+	/* m[0:2, ::2] */
 	mate_tensor_init(&t, MATE_F32, 2, mshape, mstride, m);
 	CHECK_STR(stats_of(&t), FLOAT_STATS("1.000000", "7.000000", "4.000000", 0, 0));
 	t.offset = 5; /* m[1:3, 1::2] = 6, 8, 10, 12 */
@@ -137,6 +158,16 @@ main(void)
 	/* a 0-dim tensor */
 	mate_tensor_init(&t, MATE_F32, 0, NULL, NULL, &m[2][3]);
 	CHECK_STR(stats_of(&t), FLOAT_STATS("12.000000", "12.000000", "12.000000", 0, 0));
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *tmp = getenv("TMPDIR");
+	int st;
+
+	snprintf(log_path, sizeof(log_path), "%s/mate-stats-%ld.log", tmp ? tmp : "/tmp", (long)getpid());
+	st = test_main(argc, argv);
 	unlink(log_path);
-	return TEST_DONE();
+	return st;
 }
