@@ -35,8 +35,9 @@ row_named(const mate_activity *a, const char *name, mate_worker_row *r)
 
 #define NEAR(x, y) (fabs((x) - (y)) < 1e-9)
 
-int
-main(void)
+/* Two intervals of a worker's and a thread's calls, then a disconnect:
+ * busy time per op, rates and averages, a process's memory and end. */
+DEFINE_TEST(intervals)
 {
 	mate_activity *a = mate_activity_new(1.0);
 	double alpha = 1.0 - exp(-1.0);
@@ -103,5 +104,6 @@ main(void)
 	mate_activity_process(a, 0, &p);
 	CHECK_EQ_INT(p.ended, 1);
 	mate_activity_free(a);
-	return TEST_DONE();
 }
+
+TEST_MAIN()

@@ -18,12 +18,10 @@ built(const char *rel)
 	return path;
 }
 
-int
-main(void)
+/* The test programs: no runtime, a static one, a shared one. */
+DEFINE_TEST(programs)
 {
 	mate_error err;
-	unsigned char buf[256];
-
 	int shared = access(built("tests/fakes/.libs/libcudart.so.13"), R_OK) == 0;
 
 	CHECK_EQ_INT(mate_elf_cuda_runtime(built("tests/record-blas-prog"), &err), MATE_CUDART_NONE);
@@ -34,6 +32,14 @@ main(void)
 	if (shared)
 		CHECK_EQ_INT(mate_elf_cuda_runtime(built("tests/fakes/.libs/libcudart.so.13"), &err),
 		    MATE_CUDART_SHARED);
+}
+
+/* A missing file, and files that are no ELF or a broken one. */
+DEFINE_TEST(broken)
+{
+	mate_error err;
+	unsigned char buf[256];
+
 	CHECK(mate_elf_cuda_runtime(built("tests/nonexistent"), &err) == MATE_ERR_IO);
 	CHECK_CONTAINS(err.message, "tests/nonexistent");
 	CHECK_EQ_INT(mate_elf_cuda_runtime_buf("hello", 5, &err), MATE_ERR_FORMAT);
@@ -47,5 +53,6 @@ main(void)
 	CHECK_CONTAINS(err.message, "section header");
 	buf[4] = 1;                         /* ELFCLASS32 */
 	CHECK_EQ_INT(mate_elf_cuda_runtime_buf(buf, sizeof(buf), &err), MATE_ERR_UNSUPPORTED);
-	return TEST_DONE();
 }
+
+TEST_MAIN()

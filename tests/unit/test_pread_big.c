@@ -32,14 +32,13 @@ same_as_file(const unsigned char *p, size_t n, uint64_t off)
 	return 1;
 }
 
-int
-main(void)
+/* An 80 MiB file read whole, at odd offsets, past its end, with threads
+ * and without. */
+DEFINE_TEST(pread_big)
 {
 	char path[256];
 	size_t fsize = 80 * MiB + 12345, n;
 	unsigned char *buf, *chunk;
-	mate_error err;
-	mate_storage *st;
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/pread-big.%ld", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
@@ -84,8 +83,14 @@ main(void)
 	CHECK_EQ_INT(mate_pread_big(-1, buf, 70 * MiB, 0), -EBADF);
 	free(buf);
 	close(fd);
+}
 
-	/* large (huge-page) and small storages: the padding to 64 bytes is zero */
+/* Large (huge-page) and small storages: the padding to 64 bytes is zero. */
+DEFINE_TEST(storage_padding)
+{
+	mate_error err;
+	mate_storage *st;
+
 	mate_error_clear(&err);
 	for (size_t sz = 1; sz <= 16 * MiB + 1; sz = sz * 7 + 3) {
 		unsigned char *d;
@@ -97,5 +102,6 @@ main(void)
 		memset(d, 1, sz);   /* all of it is writable */
 		mate_storage_unref(st);
 	}
-	return TEST_DONE();
 }
+
+TEST_MAIN()
