@@ -68,7 +68,7 @@ run "$t/test_pickle"
 nall=$(closing); nall=${nall%% *}
 check [ "${n1:-0}" -gt 0 ] && [ "${n1:-0}" -lt "${nall:-0}" ] || fail "test_pickle memo ran $n1 checks of $nall"
 for p in test_activity test_atomic_file test_dtype test_dump_read test_elf_cuda test_events test_ilog test_kernels test_memlog test_pickle test_pt_read \
-	test_pread_big test_pt_write test_recorder_dump test_recorder_fmt test_recorder_stats test_replay test_safetensors test_tensor test_timeline \
+	test_pread_big test_pt_write test_recorder_crash test_recorder_dump test_recorder_fmt test_recorder_stats test_replay test_safetensors test_tensor test_timeline \
 	test_value test_wqueue; do
 	run "$t/$p" -l
 	check [ "$st" -eq 0 ] && [ "$(wc -l < "$tmp/out")" -ge 2 ] || fail "$p -l: $st, $(cat "$tmp/out")"

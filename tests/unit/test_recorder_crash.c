@@ -1,6 +1,6 @@
 /* test_recorder_crash.c: crash safety of level-10 dumps: abort() inside an API, kill -9 of a 16-thread run at random instants, fork() in the host.
  *
- * usage: test_recorder_crash [safetensors|pt]
+ * usage: test_recorder_crash [safetensors|pt] [-l | CASE...]
  *
  * Every case runs its recording program in a forked child (the test itself
  * never records) and checks the dump root with dumpcheck.c, which parses
@@ -126,8 +126,7 @@ abort_child(const char *root)
 	abort(); /* inside the "API": the inputs are saved, the call never returns */
 }
 
-static void
-test_abort(void)
+DEFINE_TEST(abort)
 {
 	char root[600];
 	struct dc_stats st;
@@ -145,6 +144,7 @@ test_abort(void)
 	CHECK_EQ_INT(st.session_lines, 7);
 	CHECK_EQ_INT(st.temp_files, 0);
 	test_rmtree(root);
+	CHECK_EQ_INT(hung, 0);
 }
 
 /* ---- kill -9 at random instants ----------------------------------------------------------- */
@@ -156,8 +156,7 @@ kill_child(const char *root)
 	rs_run_threads(KILL_THREADS, -1);
 }
 
-static void
-test_kill(void)
+DEFINE_TEST(kill)
 {
 	struct dc_stats st, sum;
 	char root[600];
@@ -197,6 +196,7 @@ test_kill(void)
 	/* the kills landed while dumps were being written, not only before or after */
 	CHECK(sum.completed > 0);
 	CHECK(sum.inputs_saved + sum.no_record + sum.empty > 0);
+	CHECK_EQ_INT(hung, 0);
 }
 
 /* ---- fork() in the host ------------------------------------------------------------------- */
@@ -256,8 +256,7 @@ count_by_pid(const char *root, long *pid, long *count)
 	free(out);
 }
 
-static void
-test_fork(void)
+DEFINE_TEST(fork)
 {
 	char root[600];
 	struct dc_stats st;
@@ -284,6 +283,7 @@ test_fork(void)
 	CHECK_EQ_INT(mine, 405);   /* the parent's call 3 completed by the parent alone */
 	CHECK_EQ_INT(theirs, 3);   /* the child's own dumps, numbered from 1 under its pid */
 	test_rmtree(root);
+	CHECK_EQ_INT(hung, 0);
 }
 
 /* ---- main ----------------------------------------------------------------------------------- */
@@ -308,11 +308,14 @@ make_base(void)
 int
 main(int argc, char **argv)
 {
-	if (argc > 1 && strcmp(argv[1], "pt") != 0 && strcmp(argv[1], "safetensors") != 0) {
-		fprintf(stderr, "usage: test_recorder_crash [safetensors|pt]\n");
-		return 2;
+	int st;
+
+	/* the format comes first: test_recorder_crash [safetensors|pt] [CASE...] */
+	if (argc > 1 && (strcmp(argv[1], "pt") == 0 || strcmp(argv[1], "safetensors") == 0)) {
+		use_pt = strcmp(argv[1], "pt") == 0;
+		argv[1] = argv[0];
+		argc--, argv++;
 	}
-	use_pt = argc > 1 && strcmp(argv[1], "pt") == 0;
 	make_base();
 	printf("format: %s, dumps under %s\n", use_pt ? ".pt" : "safetensors", base);
 	/* The backend is chosen before the children are forked, as in a CUDA
@@ -320,10 +323,7 @@ main(int argc, char **argv)
 	 * one: choosing it opens the CUDA module (a tenth of a second and more,
 	 * the whole window of the kills below) in a build with CUDA. */
 	(void)mate_backend_get();
-	test_abort();
-	test_fork();
-	test_kill();
-	CHECK_EQ_INT(hung, 0);
+	st = test_main(argc, argv);
 	test_rmtree(base);
-	return TEST_DONE();
+	return st;
 }
