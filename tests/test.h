@@ -171,8 +171,10 @@ test_main(int argc, char **argv)
 		if (strcmp(argv[1], "--") == 0)
 			first = 2;
 		else {
-			fprintf(stderr, "usage: %s [-l | [--] CASE...]\n", prog);
-			return strcmp(argv[1], "-h") == 0 ? 0 : 2;
+			int help = strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0;
+
+			fprintf(help ? stdout : stderr, "usage: %s [-l | [--] CASE...]\n", prog);
+			return help ? 0 : 2;
 		}
 	}
 	for (int i = first; i < argc; i++)

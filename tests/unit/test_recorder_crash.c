@@ -317,7 +317,7 @@ main(int argc, char **argv)
 		argc--, argv++;
 	}
 	make_base();
-	printf("format: %s, dumps under %s\n", use_pt ? ".pt" : "safetensors", base);
+	fprintf(stderr, "format: %s, dumps under %s\n", use_pt ? ".pt" : "safetensors", base);
 	/* The backend is chosen before the children are forked, as in a CUDA
 	 * program, whose first device call comes before its first recorded
 	 * one: choosing it opens the CUDA module (a tenth of a second and more,
