@@ -56,6 +56,28 @@ def case(name):
         _case = outer
 
 
+def run_cases(*funcs):
+    """Runs each function as a case named after it less a test_ prefix, in
+    order, or only those named on the command line (-l lists them); then
+    done(). An unknown name exits 2 before any case runs."""
+    names = [f.__name__[5:] if f.__name__.startswith("test_") else f.__name__ for f in funcs]
+    args = sys.argv[1:]
+    if args == ["-l"]:
+        print("\n".join(names))
+        sys.exit(0)
+    for a in args:
+        if a not in names:
+            print("%s: no case named \"%s\" (-l lists them)" % (os.path.basename(sys.argv[0]), a),
+                  file=sys.stderr)
+            sys.exit(2)
+    for name, f in zip(names, funcs):
+        if not args or name in args:
+            print("case", name, file=sys.stderr)
+            with case(name):
+                f()
+    done()
+
+
 def untyped_storage(t):
     """The byte storage behind tensor t (torch 2.x's untyped_storage, 1.13's storage().untyped())."""
     return t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage().untyped()

@@ -92,4 +92,20 @@ done()'
 check [ "$st" -eq 1 ] || fail "a failing Python check exited $st"
 check grep -qx 'FAIL: alpha: deliberate' "$tmp/err" || fail "a Python failure in a case: $(cat "$tmp/err")"
 check grep -qx 'FAIL: outside' "$tmp/err" || fail "a Python failure outside a case: $(cat "$tmp/err")"
+# Python tests of cases (run_cases): one runs by name, -l lists, an unknown name exits 2
+cat > "$tmp/cases.py" << 'EOF'
+import mate_test as m
+def test_a():
+    m.check(True, "a")
+def test_b():
+    m.check(True, "b")
+    m.check(True, "b again")
+m.run_cases(test_a, test_b)
+EOF
+run env PYTHONPATH="$top_srcdir/tests" python3 "$tmp/cases.py" b
+check [ "$st" -eq 0 ] && [ "$(closing)" = "2 passed, 0 failed" ] || fail "a Python case by name: $st, $(closing)"
+run env PYTHONPATH="$top_srcdir/tests" python3 "$tmp/cases.py" -l
+check [ "$(tr '\n' ' ' < "$tmp/out")" = "a b " ] || fail "a Python -l: $(cat "$tmp/out")"
+run env PYTHONPATH="$top_srcdir/tests" python3 "$tmp/cases.py" c
+check [ "$st" -eq 2 ] && grep -q 'no case named "c"' "$tmp/err" || fail "an unknown Python case: $st, $(cat "$tmp/err")"
 checks_done

@@ -12,7 +12,7 @@ import zipfile
 
 import torch
 
-from mate_test import build_path, check, done, run, tmpdir, untyped_storage
+from mate_test import build_path, check, run, run_cases, tmpdir, untyped_storage
 from mate_test import storage_bytes as raw
 
 TOOL = build_path("tests", "tensorfile-tool")
@@ -340,10 +340,5 @@ def test_v3_structure():
           "--v3: rebuild arguments %r" % (got,))
 
 
-test_all_dtypes()
-test_shared_and_special_shapes()
-test_long_root()
-test_plain_values()
-test_floats_and_bytes()
-test_v3_structure()
-done()
+run_cases(test_all_dtypes, test_shared_and_special_shapes, test_long_root, test_plain_values,
+          test_floats_and_bytes, test_v3_structure)
