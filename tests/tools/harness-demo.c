@@ -1,4 +1,4 @@
-/* harness-demo.c: a test program of a few cases for tests/test_harness.sh, which runs the harness of tests/test.h through it. */
+/* harness-demo.c: a test program of a few cases for tests/cli/test_harness.sh, which runs the harness of tests/test.h through it. */
 #include "config.h"
 
 #include <signal.h>
