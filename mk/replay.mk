@@ -159,3 +159,5 @@ EXTRA_DIST += tests/cli/test_name_filter.py
 ## The paged wrappers on fp8 KV caches (e4m3, e5m2) with k_scale and v_scale.
 TESTS += tests/interop/test_fi_fp8_kv.py
 EXTRA_DIST += tests/interop/test_fi_fp8_kv.py
+## the per-op FLOP model of --bench and mate-bench
+libmate_impl_la_SOURCES += lib/op_cost.c lib/op_cost.h

@@ -197,6 +197,8 @@ struct mate_replay_result {
 	int bench_runs;             /* mate_replay_set_bench(): timed runs (0: none) */
 	double bench_median, bench_min, bench_max;  /* their seconds */
 	int64_t bench_bytes;        /* bytes of the call's tensors, in and out */
+	double bench_flops;         /* the op's nominal floating-point operations per
+	                               call (op_cost.c), or -1 when it defines none */
 };
 
 /*! mate_replay_verdict_name() : "passed", "mismatch", "error",

@@ -5,6 +5,7 @@
 #include "backend.h"
 #ifdef HAVE_CUDA
 #include "cuda_module.h"
+#include "op_cost.h"
 #endif
 
 #include <dlfcn.h>
@@ -844,6 +845,12 @@ mate_replay_set_bench(mate_replay *r, int runs)
 	r->bench_runs = runs > 0 ? runs : 0;
 }
 
+int
+mate_replay_get_bench(const mate_replay *r)
+{
+	return r->bench_runs;
+}
+
 static int
 cmp_double(const void *a, const void *b)
 {
@@ -896,6 +903,7 @@ bench(mate_replay *r, const struct handler *h, mate_replay_call *c,
 		res->bench_max = t[n - 1];
 		res->bench_median = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
 		res->bench_bytes = tensor_bytes(c->args, 0) + tensor_bytes(c->outputs, 0);
+		res->bench_flops = mate_op_flops(h->name, h->sigtext, c->args);
 	}
 	free(t);
 }
@@ -903,6 +911,13 @@ bench(mate_replay *r, const struct handler *h, mate_replay_call *c,
 int
 mate_replay_execute(mate_replay *r, const struct mate_replay_request *req,
     struct mate_replay_result *res)
+{
+	return mate_replay_execute_outputs(r, req, res, NULL);
+}
+
+int
+mate_replay_execute_outputs(mate_replay *r, const struct mate_replay_request *req,
+    struct mate_replay_result *res, mate_value **outputs)
 {
 	const struct handler *h;
 	mate_replay_call c;
@@ -940,6 +955,10 @@ mate_replay_execute(mate_replay *r, const struct mate_replay_request *req,
 		compare_outputs(r, &c, res);
 	if (rc == MATE_OK && r->bench_runs > 0)
 		bench(r, h, &c, res);
+	if (outputs != NULL && rc == MATE_OK) {
+		*outputs = c.outputs;
+		c.outputs = NULL;
+	}
 	mate_value_free(c.outputs);
 	mate_value_free(c.args);
 	return MATE_OK;

@@ -90,5 +90,11 @@ struct mate_replay_op_def {
 /* Registers the n handlers of ops on r; stops at the first failure. */
 int mate_replay_register_ops(mate_replay *r, const struct mate_replay_op_def *ops, size_t n,
     mate_error *err) MATE_HIDDEN;
+/* mate_replay_execute(), handing the call's outputs (a dict; NULL when it failed) to
+ * *outputs when that is not NULL (mate-bench checks them). */
+int mate_replay_execute_outputs(mate_replay *r, const struct mate_replay_request *req,
+    struct mate_replay_result *res, mate_value **outputs) MATE_HIDDEN;
+/* The timed runs mate_replay_set_bench() asked for. */
+int mate_replay_get_bench(const mate_replay *r) MATE_HIDDEN;
 
 #endif /* MATE_REPLAY_PRIVATE_H_INCLUDED */

@@ -275,11 +275,15 @@ print_text(size_t i, const struct mate_dump_info *d, const struct mate_replay_re
 		printf(" (%s)\n", mate_fe_safe(r->message));
 	else
 		printf(": %s\n", mate_fe_safe(r->message));
-	if (r->bench_runs > 0)
-		printf("    bench: median %s (min %s, max %s) over %d run%s; %.3g GB/s of tensors\n",
+	if (r->bench_runs > 0) {
+		printf("    bench: median %s (min %s, max %s) over %d run%s; %.3g GB/s of tensors",
 		    duration(r->bench_median, b1, sizeof(b1)), duration(r->bench_min, b2, sizeof(b2)),
 		    duration(r->bench_max, b3, sizeof(b3)), r->bench_runs, mate_fe_s((unsigned)r->bench_runs),
 		    r->bench_median > 0 ? (double)r->bench_bytes / r->bench_median / 1e9 : 0.0);
+		if (r->bench_flops >= 0 && r->bench_median > 0)
+			printf("; %.3g GFLOP/s", r->bench_flops / r->bench_median / 1e9);
+		putchar('\n');
+	}
 }
 
 static void
@@ -337,6 +341,11 @@ print_json(size_t i, const struct mate_dump_info *d, const struct mate_replay_re
 		cJSON_AddNumberToObject(o, "bench_bytes", (double)r->bench_bytes);
 		add_num(o, "bench_bytes_per_s", r->bench_median > 0 ?
 		    (double)r->bench_bytes / r->bench_median : NAN);
+		if (r->bench_flops >= 0) {
+			cJSON_AddNumberToObject(o, "bench_flops", r->bench_flops);
+			add_num(o, "bench_flop_per_s", r->bench_median > 0 ?
+			    r->bench_flops / r->bench_median : NAN);
+		}
 	}
 	cJSON_AddStringToObject(o, "message", r->message);
 	if ((s = cJSON_PrintUnformatted(o)) != NULL)

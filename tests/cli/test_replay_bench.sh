@@ -40,8 +40,15 @@ check [ "$(jq -c 'select(.verdict == "reproduced_failure")' "$tmp/bench.jsonl" |
 	"$tmp/bench.jsonl")" ] || fail "reproduced failures timed"
 # the text form: a bench line under each passed call
 "$replay" --bench=2 --include 'mm' "$tmp/dumps" > "$tmp/text" 2> /dev/null
-check grep -q "^    bench: median .* (min .*, max .*) over 2 runs; .* GB/s of tensors$" "$tmp/text" ||
+check grep -q "^    bench: median .* (min .*, max .*) over 2 runs; .* GB/s of tensors" "$tmp/text" ||
 	fail "the text form: $(head -4 "$tmp/text")"
+# FLOP/s where the op defines them: mm is 2 M N K (text and JSONL)
+check grep -q "^    bench: .* GB/s of tensors; .* GFLOP/s$" "$tmp/text" ||
+	fail "no GFLOP/s in the mm bench line: $(grep bench: "$tmp/text" | head -2)"
+bad=$(jq -c 'select(.function == "mm" and .verdict == "passed") | select((.bench_flops | type) !=
+	"number" or .bench_flops <= 0 or .bench_flop_per_s <= 0)' "$tmp/bench.jsonl")
+check [ -z "$bad" ] && [ "$(jq -c 'select(.function == "mm" and .bench_flops > 0)' \
+	"$tmp/bench.jsonl" | wc -l)" -ge 1 ] || fail "mm's bench_flops: $bad"
 # misuse
 "$replay" --bench=0 "$tmp/dumps" > /dev/null 2>&1
 check [ $? -eq 2 ] || fail "--bench=0 is a usage error"
