@@ -16,6 +16,7 @@
 static const struct verb {
 	const char *name, *help;
 } known[] = {
+	{ "bench", "time the calls of profile entries on inputs of their shapes" },
 	{ "list-dumps", "list recorded calls (dump directories) and their status" },
 	{ "record", "run an unmodified program under the recorder" },
 	{ "replay", "re-execute recorded calls and compare their outputs" },

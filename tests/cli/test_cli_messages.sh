@@ -7,7 +7,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; checks_failed; }
 
 # misuse: one line naming the option, the hint, exit 2
-for tool in src/mate/mate src/replay/mate-list-dumps src/replay/mate-replay src/record/mate-record \
+for tool in src/mate/mate src/replay/mate-list-dumps src/replay/mate-replay src/record/mate-record src/bench/mate-bench \
 	src/trace/mate-trace src/top/mate-top mate-visualize; do
 	name=${tool##*/}
 	"$b/$tool" --no-such-option > "$tmp/out" 2> "$tmp/err"
@@ -30,7 +30,7 @@ check [ "$(head -1 "$tmp/err")" = "mate-list-dumps: option '--help' takes no val
 
 # mate --help and mate(1): every verb mate ships
 "$b/src/mate/mate" --help > "$tmp/help"
-for verb in list-dumps record replay top trace visualize; do
+for verb in bench list-dumps record replay top trace visualize; do
 	check grep -q "^  $verb  " "$tmp/help" || fail "mate --help lacks $verb"
 	check grep -q "^\.It Cm $verb\$" "$top_srcdir/man/mate.1" || fail "mate(1) lacks $verb"
 done

@@ -22,7 +22,7 @@ import sys
 
 from mate_test import build_path, check, done, src_path, tmpdir
 
-TOOLS = ("mate", "mate-record", "mate-replay", "mate-list-dumps", "mate-trace", "mate-top",
+TOOLS = ("mate", "mate-record", "mate-replay", "mate-list-dumps", "mate-trace", "mate-top", "mate-bench",
          "mate-visualize")
 SETUP = re.compile(r"^(sudo )?(apt-get|autoreconf|\./configure|make|\.ci/run|"
                    r"examples/run-demo\.sh|tests/peers-venv\.sh)\b")

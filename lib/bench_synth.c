@@ -1,0 +1,1006 @@
+/* bench_synth.c: mate-bench's problems: a profile entry (its JSON line, or the command-line
+ * form `-c FUNCTION KEY=SPEC...`) read back, inputs of its shapes made up (random, seeded;
+ * index tensors valid for the call), and the call run and timed on the replay engine. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "mate_private.h"
+#include "mate_dump.h"
+#include "op_cost.h"
+#include "replay_private.h"
+
+#define BENCH_MAX_TENSORS 64
+#define BENCH_MAX_ARGS 128
+
+struct mate_bench_entry {
+	cJSON *shape;           /* {"function","module","tensors","scalars"} */
+	char key[17];           /* the profile's key, or the one the shape hashes to */
+};
+
+/* ---- Reading an entry ---------------------------------------------------------- */
+
+static uint64_t
+fnv1a(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* Checks one tensor object {shape, dtype, stride, device}: sizes within the memory cap. */
+static int
+check_tensor(const char *key, const cJSON *t, mate_error *err)
+{
+	const cJSON *shape = cJSON_GetObjectItemCaseSensitive(t, "shape");
+	const cJSON *stride = cJSON_GetObjectItemCaseSensitive(t, "stride");
+	const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(t, "dtype");
+	const cJSON *d;
+	mate_dtype dt;
+	double extent = 1;
+	int nd, i = 0;
+
+	if (!cJSON_IsObject(t) || !cJSON_IsArray(shape) || !cJSON_IsString(dtype))
+		return mate_set_error(err, MATE_ERR_FORMAT, "tensor %s: needs a shape list and a dtype", key);
+	if ((dt = mate_dtype_from_name(dtype->valuestring)) == MATE_DTYPE_INVALID)
+		return mate_set_error(err, MATE_ERR_FORMAT, "tensor %s: unknown dtype '%.60s'", key,
+		    dtype->valuestring);
+	if ((nd = cJSON_GetArraySize(shape)) > MATE_MAX_DIMS)
+		return mate_set_error(err, MATE_ERR_FORMAT, "tensor %s: %d dimensions (at most %d)", key,
+		    nd, MATE_MAX_DIMS);
+	if (stride != NULL && !cJSON_IsNull(stride) &&
+	    (!cJSON_IsArray(stride) || cJSON_GetArraySize(stride) != nd))
+		return mate_set_error(err, MATE_ERR_FORMAT, "tensor %s: %d strides for %d dimensions",
+		    key, cJSON_IsArray(stride) ? cJSON_GetArraySize(stride) : -1, nd);
+	cJSON_ArrayForEach(d, shape) {
+		const cJSON *s = cJSON_IsArray(stride) ? cJSON_GetArrayItem(stride, i) : NULL;
+
+		if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble != floor(d->valuedouble) ||
+		    (s != NULL && (!cJSON_IsNumber(s) || s->valuedouble < 0 ||
+		    s->valuedouble != floor(s->valuedouble))))
+			return mate_set_error(err, MATE_ERR_FORMAT, "tensor %s: dimension %d is not a "
+			    "non-negative integer", key, i);
+		extent *= d->valuedouble;
+		i++;
+	}
+	if (extent * (double)mate_dtype_size(dt) > (double)mate_memory_cap())
+		return mate_set_error(err, MATE_ERR_LIMIT, "tensor %s: %.3g bytes, more than the "
+		    "memory limit of %" PRIu64 " MiB (--max-memory or MATE_MAX_MEMORY raises it)", key,
+		    extent * (double)mate_dtype_size(dt), mate_memory_cap() >> 20);
+	return MATE_OK;
+}
+
+/* Takes shape (consumed): checks it and computes its key when it has none. */
+static mate_bench_entry *
+entry_new(cJSON *shape, const char *key, mate_error *err)
+{
+	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(shape, "function");
+	const cJSON *mod = cJSON_GetObjectItemCaseSensitive(shape, "module");
+	const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(shape, "tensors");
+	const cJSON *scalars = cJSON_GetObjectItemCaseSensitive(shape, "scalars");
+	const cJSON *t;
+	mate_bench_entry *e;
+	char *text;
+
+	if (!cJSON_IsString(fn) || *fn->valuestring == '\0') {
+		mate_set_error(err, MATE_ERR_FORMAT, "no \"function\" name");
+		goto fail;
+	}
+	if (mod != NULL && !cJSON_IsString(mod) && !cJSON_IsNull(mod)) {
+		mate_set_error(err, MATE_ERR_FORMAT, "\"module\" is not a string");
+		goto fail;
+	}
+	if ((tensors != NULL && !cJSON_IsObject(tensors)) || (scalars != NULL && !cJSON_IsObject(scalars))) {
+		mate_set_error(err, MATE_ERR_FORMAT, "\"tensors\" and \"scalars\" must be objects");
+		goto fail;
+	}
+	if (cJSON_GetArraySize(tensors) > BENCH_MAX_TENSORS ||
+	    cJSON_GetArraySize(tensors) + cJSON_GetArraySize(scalars) > BENCH_MAX_ARGS) {
+		mate_set_error(err, MATE_ERR_LIMIT, "more than %d arguments", BENCH_MAX_ARGS);
+		goto fail;
+	}
+	cJSON_ArrayForEach(t, tensors)
+		if (check_tensor(t->string, t, err) != MATE_OK)
+			goto fail;
+	if ((e = calloc(1, sizeof(*e))) == NULL) {
+		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		goto fail;
+	}
+	e->shape = shape;
+	if (key != NULL)
+		snprintf(e->key, sizeof(e->key), "%s", key);
+	else if ((text = cJSON_PrintUnformatted(shape)) != NULL) {
+		snprintf(e->key, sizeof(e->key), "%016" PRIx64, fnv1a(text, strlen(text)));
+		free(text);
+	}
+	return e;
+fail:
+	cJSON_Delete(shape);
+	return NULL;
+}
+
+/* The canonical shape of a profile object: function, module, tensors, scalars. */
+mate_bench_entry *
+mate_bench_entry_from_json(const char *text, mate_error *err)
+{
+	cJSON *j = cJSON_Parse(text), *shape;
+	const cJSON *key;
+	static const char *const fields[] = { "function", "module", "tensors", "scalars" };
+	mate_bench_entry *e;
+
+	if (j == NULL || !cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		mate_set_error(err, MATE_ERR_FORMAT, "not a JSON object");
+		return NULL;
+	}
+	if ((shape = cJSON_CreateObject()) == NULL) {
+		cJSON_Delete(j);
+		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		cJSON *f = cJSON_DetachItemFromObjectCaseSensitive(j, fields[i]);
+
+		if (f == NULL && i >= 2)
+			f = cJSON_CreateObject();
+		if (f != NULL)
+			cJSON_AddItemToObject(shape, fields[i], f);
+	}
+	key = cJSON_GetObjectItemCaseSensitive(j, "key");
+	e = entry_new(shape, cJSON_IsString(key) ? key->valuestring : NULL, err);
+	cJSON_Delete(j);
+	return e;
+}
+
+/* "[1,2,3]" at *p into arr (a cJSON array of numbers); advances *p. */
+static int
+parse_dims(const char **p, cJSON *arr)
+{
+	const char *s = *p;
+
+	if (*s++ != '[')
+		return -1;
+	while (*s != ']') {
+		char *end;
+		long long v;
+
+		if (*s < '0' || *s > '9')
+			return -1;
+		v = strtoll(s, &end, 10);
+		if (v < 0 || v > (1LL << 53) || end == s)
+			return -1;
+		cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)v));
+		s = end;
+		if (*s == ',')
+			s++;
+		else if (*s != ']')
+			return -1;
+		if (cJSON_GetArraySize(arr) > MATE_MAX_DIMS)
+			return -1;
+	}
+	*p = s + 1;
+	return 0;
+}
+
+/* A tensor SPEC (DTYPE[D0,...][@[S0,...]][:DEVICE]) as a tensor object, or NULL. */
+static cJSON *
+parse_tensor_spec(const char *spec)
+{
+	const char *br = strchr(spec, '['), *p;
+	char dtname[64], tname[80];
+	cJSON *t, *shape, *stride;
+	int nd;
+
+	if (br == NULL || br == spec || (size_t)(br - spec) >= sizeof(dtname))
+		return NULL;
+	memcpy(dtname, spec, (size_t)(br - spec));
+	dtname[br - spec] = '\0';
+	if (mate_dtype_from_name(dtname) == MATE_DTYPE_INVALID || strchr(dtname, '.') != NULL)
+		return NULL;
+	t = cJSON_CreateObject();
+	shape = cJSON_AddArrayToObject(t, "shape");
+	p = br;
+	if (parse_dims(&p, shape) != 0)
+		goto bad;
+	snprintf(tname, sizeof(tname), "torch.%s", mate_dtype_name(mate_dtype_from_name(dtname)));
+	cJSON_AddStringToObject(t, "dtype", tname);
+	stride = cJSON_AddArrayToObject(t, "stride");
+	nd = cJSON_GetArraySize(shape);
+	if (*p == '@') {
+		p++;
+		if (parse_dims(&p, stride) != 0 || cJSON_GetArraySize(stride) != nd)
+			goto bad;
+	} else {
+		double s = 1;
+		cJSON *d;
+
+		for (int i = nd - 1; i >= 0; i--) {
+			cJSON_InsertItemInArray(stride, 0, cJSON_CreateNumber(s));
+			d = cJSON_GetArrayItem(shape, i);
+			s *= d->valuedouble > 1 ? d->valuedouble : 1;
+		}
+	}
+	if (*p == ':' && p[1] != '\0')
+		cJSON_AddStringToObject(t, "device", p + 1);
+	else if (*p == '\0')
+		cJSON_AddStringToObject(t, "device", "cpu");
+	else
+		goto bad;
+	return t;
+bad:
+	cJSON_Delete(t);
+	return NULL;
+}
+
+/* The command-line form: module (NULL: none), function, and KEY=SPEC words. */
+mate_bench_entry *
+mate_bench_entry_from_words(const char *module, const char *function, int n,
+    char *const *words, mate_error *err)
+{
+	cJSON *shape = cJSON_CreateObject(), *tensors, *scalars;
+
+	if (shape == NULL) {
+		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	cJSON_AddStringToObject(shape, "function", function ? function : "");
+	if (module != NULL)
+		cJSON_AddStringToObject(shape, "module", module);
+	else
+		cJSON_AddNullToObject(shape, "module");
+	tensors = cJSON_AddObjectToObject(shape, "tensors");
+	scalars = cJSON_AddObjectToObject(shape, "scalars");
+	for (int i = 0; i < n; i++) {
+		const char *eq = strchr(words[i], '=');
+		char key[256];
+		cJSON *v;
+
+		if (eq == NULL || eq == words[i] || (size_t)(eq - words[i]) >= sizeof(key)) {
+			mate_set_error(err, MATE_ERR_FORMAT, "'%.200s' is not KEY=SPEC", words[i]);
+			goto fail;
+		}
+		memcpy(key, words[i], (size_t)(eq - words[i]));
+		key[eq - words[i]] = '\0';
+		if (cJSON_GetObjectItemCaseSensitive(tensors, key) != NULL ||
+		    cJSON_GetObjectItemCaseSensitive(scalars, key) != NULL) {
+			mate_set_error(err, MATE_ERR_FORMAT, "%s given twice", key);
+			goto fail;
+		}
+		if ((v = parse_tensor_spec(eq + 1)) != NULL) {
+			cJSON_AddItemToObject(tensors, key, v);
+			continue;
+		}
+		if (strchr(eq + 1, '[') != NULL) {  /* DTYPE[ but not a tensor: a bad spec */
+			char dt[64];
+			size_t l = strcspn(eq + 1, "[");
+
+			snprintf(dt, sizeof(dt), "%.*s", (int)(l < 63 ? l : 63), eq + 1);
+			if (l > 0 && l < 63 && mate_dtype_from_name(dt) != MATE_DTYPE_INVALID) {
+				mate_set_error(err, MATE_ERR_FORMAT, "%s: bad tensor spec '%.200s' "
+				    "(DTYPE[D0,...][@[S0,...]][:DEVICE])", key, eq + 1);
+				goto fail;
+			}
+		}
+		if ((v = cJSON_Parse(eq + 1)) == NULL || cJSON_IsObject(v) || cJSON_IsArray(v)) {
+			cJSON_Delete(v);
+			v = cJSON_CreateString(eq + 1);  /* not JSON: a string */
+		}
+		cJSON_AddItemToObject(scalars, key, v);
+	}
+	return entry_new(shape, NULL, err);
+fail:
+	cJSON_Delete(shape);
+	return NULL;
+}
+
+void
+mate_bench_entry_free(mate_bench_entry *e)
+{
+	if (e == NULL)
+		return;
+	cJSON_Delete(e->shape);
+	free(e);
+}
+
+const char *
+mate_bench_entry_function(const mate_bench_entry *e)
+{
+	return cJSON_GetObjectItemCaseSensitive(e->shape, "function")->valuestring;
+}
+
+const char *
+mate_bench_entry_module(const mate_bench_entry *e)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(e->shape, "module");
+
+	return cJSON_IsString(m) ? m->valuestring : NULL;
+}
+
+const char *
+mate_bench_entry_key(const mate_bench_entry *e)
+{
+	return e->key;
+}
+
+char *
+mate_bench_entry_problem(const mate_bench_entry *e)
+{
+	return cJSON_PrintUnformatted(e->shape);
+}
+
+/* ---- Making the inputs ----------------------------------------------------------- */
+
+struct targ {
+	const char *key;        /* the entry's key: arg_4, kwarg_q, arg_4__0 */
+	char name[160];         /* the handler's parameter name for it ("" unknown) */
+	mate_tensor t;
+	mate_storage *st;
+	int filled;
+};
+
+struct synth {
+	struct targ a[BENCH_MAX_TENSORS];
+	int n;
+	uint64_t rng;
+	const char *fn, *sig;
+	const cJSON *scalars;
+};
+
+static uint64_t
+rnd(struct synth *s)
+{
+	uint64_t z = (s->rng += 0x9e3779b97f4a7c15ULL);  /* splitmix64 */
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi). */
+static double
+uni(struct synth *s, double lo, double hi)
+{
+	return lo + (hi - lo) * (double)(rnd(s) >> 11) * 0x1.0p-53;
+}
+
+/* An integer in [lo, hi] (lo when hi < lo). */
+static int64_t
+irange(struct synth *s, int64_t lo, int64_t hi)
+{
+	return hi <= lo ? lo : lo + (int64_t)(rnd(s) % (uint64_t)(hi - lo + 1));
+}
+
+static void
+store(mate_dtype dt, void *p, double v)
+{
+	switch (dt) {
+	case MATE_BOOL: *(uint8_t *)p = v != 0; break;
+	case MATE_U8: *(uint8_t *)p = (uint8_t)v; break;
+	case MATE_I8: *(int8_t *)p = (int8_t)v; break;
+	case MATE_I16: *(int16_t *)p = (int16_t)v; break;
+	case MATE_U16: *(uint16_t *)p = (uint16_t)v; break;
+	case MATE_I32: *(int32_t *)p = (int32_t)v; break;
+	case MATE_U32: *(uint32_t *)p = (uint32_t)v; break;
+	case MATE_I64: *(int64_t *)p = (int64_t)v; break;
+	case MATE_U64: *(uint64_t *)p = (uint64_t)v; break;
+	case MATE_F16: *(uint16_t *)p = mate_f32_to_f16((float)v); break;
+	case MATE_BF16: *(uint16_t *)p = mate_f32_to_bf16((float)v); break;
+	case MATE_F32: case MATE_C64: *(float *)p = (float)v; break;
+	case MATE_F64: case MATE_C128: *(double *)p = v; break;
+	case MATE_F8_E4M3FN: *(uint8_t *)p = mate_f32_to_f8e4m3fn((float)v); break;
+	case MATE_F8_E5M2: *(uint8_t *)p = mate_f32_to_f8e5m2((float)v); break;
+	default: break;  /* fnuz, e8m0, complex32: left zero */
+	}
+}
+
+static void
+set(struct targ *a, int64_t i, double v)
+{
+	store(a->t.dtype, mate_tensor_element(&a->t, i), v);
+}
+
+static double
+get(const struct targ *a, int64_t i)
+{
+	return mate_load_f64(a->t.dtype, mate_tensor_element(&a->t, i));
+}
+
+static int64_t
+numel(const struct targ *a)
+{
+	return a != NULL ? mate_tensor_numel(&a->t) : 0;
+}
+
+static int64_t
+dim(const struct targ *a, int d)
+{
+	if (a == NULL || a->t.ndim == 0)
+		return 1;
+	d = d < 0 ? a->t.ndim + d : d;
+	return d >= 0 && d < a->t.ndim ? a->t.shape[d] : 1;
+}
+
+static struct targ *
+find(struct synth *s, const char *name)
+{
+	for (int i = 0; i < s->n; i++)
+		if (strcmp(s->a[i].name, name) == 0)
+			return &s->a[i];
+	return NULL;
+}
+
+/* An integer scalar argument `name`, or dflt. */
+static int64_t
+scalar_int(struct synth *s, const char *name, int64_t dflt)
+{
+	char key[160], pname[64];
+	const cJSON *v;
+
+	snprintf(key, sizeof(key), "kwarg_%s", name);
+	if ((v = cJSON_GetObjectItemCaseSensitive(s->scalars, key)) == NULL)
+		for (int i = 0; mate_op_param_name(s->sig, i, pname, sizeof(pname)) == 0; i++)
+			if (strcmp(pname, name) == 0) {
+				snprintf(key, sizeof(key), "arg_%d", i);
+				v = cJSON_GetObjectItemCaseSensitive(s->scalars, key);
+			}
+	return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 1e15 ?
+	    (int64_t)v->valuedouble : dflt;
+}
+
+/* Offsets 0..total in n-1 even steps. */
+static void
+fill_indptr(struct targ *a, int64_t total)
+{
+	int64_t n = numel(a);
+
+	for (int64_t i = 0; i < n; i++)
+		set(a, i, n > 1 ? (double)(total * i / (n - 1)) : 0);
+}
+
+/* What an offset array named name counts, for this call. */
+static int64_t
+indptr_total(struct synth *s, const char *name)
+{
+	struct targ *x;
+
+	if (strcmp(name, "kv_indptr") == 0)
+		return numel(find(s, "kv_indices"));
+	if (strcmp(name, "append_indptr") == 0)
+		return scalar_int(s, "nnz", 0);
+	if (strcmp(name, "seg_indptr") == 0)
+		return dim(find(s, "x"), 0);
+	if (strstr(s->fn, "packbits") != NULL)
+		return numel(find(s, "x"));
+	if ((x = find(s, "q")) != NULL)
+		return dim(x, 0);
+	for (int i = 0; i < s->n; i++)
+		if (mate_dtype_kind(s->a[i].t.dtype) == MATE_KIND_FLOAT)
+			return dim(&s->a[i], 0);
+	return 0;
+}
+
+/* The vocabulary a top-k or an index row picks from. */
+static struct targ *
+scores(struct synth *s)
+{
+	struct targ *p = find(s, "probs");
+
+	if (p == NULL)
+		p = find(s, "logits");
+	return p != NULL ? p : find(s, "input");
+}
+
+/* Request b's pages in a page table (kv_indptr), 0 when unknown. */
+static int64_t
+pages_of(struct synth *s, int64_t b)
+{
+	struct targ *ip = find(s, "kv_indptr");
+
+	if (ip == NULL || b + 1 >= numel(ip))
+		return 0;
+	return (int64_t)get(ip, b + 1) - (int64_t)get(ip, b);
+}
+
+/* Integer tensors, by what the parameter means to the call. */
+static void
+fill_int(struct synth *s, struct targ *a)
+{
+	const char *nm = a->name;
+	int64_t n = numel(a), L = strlen(nm);
+	struct targ *o;
+
+	if (L >= 6 && strcmp(nm + L - 6, "indptr") == 0) {
+		fill_indptr(a, indptr_total(s, nm));
+		return;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		double v;
+
+		if (strcmp(nm, "seg_lens") == 0) {
+			int64_t tot = dim(find(s, "x"), 0);
+
+			v = (double)(tot * (i + 1) / n - tot * i / n);
+		} else if (strcmp(nm, "seq_lens") == 0 && (o = find(s, "append_indptr")) != NULL &&
+		    i + 1 < numel(o))
+			v = get(o, i + 1) - get(o, i) + (double)(i % 3);
+		else if (strcmp(nm, "kv_indices") == 0) {
+			o = find(s, "paged_kv_cache");
+			v = (double)(i % (o ? dim(o, 0) : (o = find(s, "ckv_cache")) ? dim(o, 0) : 1));
+		} else if (strcmp(nm, "kv_last_page_len") == 0)
+			v = 1;
+		else if (strcmp(nm, "batch_indices") == 0) {
+			int64_t batch = numel(find(s, "kv_indptr")) - 1, b = batch > 0 ? i * batch / n : 0;
+
+			while (b > 0 && pages_of(s, b) == 0)  /* a request with a page */
+				b--;
+			v = (double)b;
+		} else if (strcmp(nm, "positions") == 0 && strstr(s->fn, "append") != NULL) {
+			o = find(s, "batch_indices");
+			v = (double)irange(s, 0, pages_of(s, o && i < numel(o) ? (int64_t)get(o, i) : 0) - 1);
+		} else if (strcmp(nm, "positions") == 0 && (o = find(s, "cos_sin_cache")) != NULL)
+			v = (double)irange(s, 0, dim(o, 0) - 1);
+		else if (strcmp(nm, "positions") == 0 || strcmp(nm, "pos_ids") == 0)
+			v = (double)irange(s, 0, 4095);
+		else if (strcmp(nm, "offsets") == 0)
+			v = (double)irange(s, 0, 63);
+		else if (strcmp(nm, "top_k") == 0 || strcmp(nm, "k") == 0)
+			v = (double)irange(s, 1, dim(scores(s), -1));
+		else if (strcmp(nm, "indices") == 0)
+			v = (double)irange(s, 0, dim(scores(s), 0) - 1);
+		else if (strcmp(nm, "weight_indices") == 0)
+			v = (double)irange(s, 0, dim(find(s, "weights"), 0) - 1);
+		else if (a->t.dtype == MATE_BOOL)
+			v = (double)(rnd(s) & 1);
+		else
+			v = (double)irange(s, 0, 7);
+		set(a, i, v);
+	}
+}
+
+/* Floating tensors: uniform in [-1, 1), but probabilities (rows summing to 1), top_p and
+ * min_p thresholds, and scales (1). */
+static void
+fill_float(struct synth *s, struct targ *a)
+{
+	int64_t n = numel(a), row = dim(a, -1);
+
+	if (strcmp(a->name, "probs") == 0 && row > 0) {
+		for (int64_t r = 0; r < n / row; r++) {
+			double sum = 0;
+
+			for (int64_t j = 0; j < row; j++) {
+				double v = uni(s, 0.01, 1);
+
+				sum += v;
+				set(a, r * row + j, v);
+			}
+			for (int64_t j = 0; j < row; j++)
+				set(a, r * row + j, get(a, r * row + j) / sum);
+		}
+		return;
+	}
+	for (int64_t i = 0; i < n; i++)
+		set(a, i, strcmp(a->name, "top_p") == 0 ? uni(s, 0.3, 0.9) :
+		    strcmp(a->name, "min_p") == 0 ? uni(s, 0.05, 0.3) :
+		    strstr(a->name, "scale") != NULL ? 1 : uni(s, -1, 1));
+}
+
+/* The order index tensors are made in: page tables before what indexes into them. */
+static int
+rank(const struct targ *a)
+{
+	static const char *const order[] = { "kv_indices", "kv_indptr", "append_indptr",
+	    "batch_indices", NULL };
+
+	if (mate_dtype_kind(a->t.dtype) == MATE_KIND_FLOAT || mate_dtype_kind(a->t.dtype) == MATE_KIND_COMPLEX)
+		return 0;
+	for (int i = 0; order[i] != NULL; i++)
+		if (strcmp(a->name, order[i]) == 0)
+			return i + 1;
+	return 10;
+}
+
+/* The handler's parameter name for an entry key: kwarg_NAME, arg_I by sig, KEY__J as KEY. */
+static void
+param_name(const char *sig, const char *key, char *buf, size_t cap)
+{
+	char base[160];
+	const char *sub = strstr(key, "__");
+
+	snprintf(base, sizeof(base), "%.*s", sub ? (int)(sub - key) : (int)strlen(key), key);
+	buf[0] = '\0';
+	if (strncmp(base, "kwarg_", 6) == 0)
+		snprintf(buf, cap, "%s", base + 6);
+	else if (strncmp(base, "arg_", 4) == 0 && mate_op_param_name(sig, atoi(base + 4), buf, cap) != 0)
+		buf[0] = '\0';
+}
+
+static int
+alloc_tensor(struct targ *a, const cJSON *j, mate_error *err)
+{
+	const cJSON *shape = cJSON_GetObjectItemCaseSensitive(j, "shape");
+	const cJSON *stride = cJSON_GetObjectItemCaseSensitive(j, "stride");
+	int64_t sh[MATE_MAX_DIMS], st[MATE_MAX_DIMS], extent;
+	int nd = cJSON_GetArraySize(shape);
+
+	for (int i = 0; i < nd; i++) {
+		sh[i] = (int64_t)cJSON_GetArrayItem(shape, i)->valuedouble;
+		st[i] = cJSON_IsArray(stride) ? (int64_t)cJSON_GetArrayItem(stride, i)->valuedouble : 0;
+	}
+	if (mate_tensor_init(&a->t, mate_dtype_from_name(cJSON_GetObjectItemCaseSensitive(j,
+	    "dtype")->valuestring), nd, sh, cJSON_IsArray(stride) ? st : NULL, NULL) != MATE_OK ||
+	    (extent = mate_tensor_storage_extent(&a->t)) < 0 ||
+	    (double)extent * (double)mate_dtype_size(a->t.dtype) > (double)mate_memory_cap())
+		return mate_set_error(err, MATE_ERR_LIMIT, "tensor %s: its strides reach past the "
+		    "memory limit", a->key);
+	if ((a->st = mate_storage_new((size_t)(extent > 0 ? extent : 1) * mate_dtype_size(a->t.dtype),
+	    err)) == NULL)
+		return err->code;
+	a->t.data = mate_storage_data(a->st);
+	memset(a->t.data, 0, mate_storage_size(a->st));
+	return MATE_OK;
+}
+
+/* A scalar's JSON as a value: integers as ints, "torch.X" dtypes as dtypes. */
+static mate_value *
+scalar_value(const cJSON *v)
+{
+	if (cJSON_IsBool(v))
+		return mate_value_bool(cJSON_IsTrue(v));
+	if (cJSON_IsNumber(v))
+		return v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) < 9e15 ?
+		    mate_value_int((int64_t)v->valuedouble) : mate_value_float(v->valuedouble);
+	if (cJSON_IsString(v)) {
+		if (strncmp(v->valuestring, "torch.", 6) == 0 &&
+		    mate_dtype_from_name(v->valuestring) != MATE_DTYPE_INVALID)
+			return mate_value_dtype(mate_dtype_from_name(v->valuestring));
+		return mate_value_str(v->valuestring, strlen(v->valuestring));
+	}
+	return mate_value_none();
+}
+
+/* Puts a tensor under its key: KEY__J is item J of a tuple KEY. */
+static int
+place(mate_value *args, const char *key, mate_value *v)
+{
+	const char *sub = strstr(key, "__");
+	char base[160];
+	mate_value *tup;
+
+	if (sub == NULL || sub[2] < '0' || sub[2] > '9')
+		return mate_value_set_str(args, key, v);
+	snprintf(base, sizeof(base), "%.*s", (int)(sub - key), key);
+	if ((tup = mate_value_lookup(args, base)) == NULL) {
+		if ((tup = mate_value_tuple()) == NULL || mate_value_set_str(args, base, tup) != MATE_OK) {
+			mate_value_free(v);
+			return MATE_ERR_NOMEM;
+		}
+	}
+	return mate_value_append(tup, v);
+}
+
+/* The first registered signature of function (NULL: none stated). */
+static const char *
+handler_signature(const mate_replay *r, const char *module, const char *fn)
+{
+	struct mate_replay_op op;
+
+	for (size_t i = 0; mate_replay_op_get(r, i, &op) == MATE_OK; i++)
+		if (strcmp(op.name, fn) == 0 && (op.module == NULL || (module && strcmp(op.module, module) == 0)))
+			return op.signature;
+	return NULL;
+}
+
+/* The arguments of e, made up with seed, into *args. */
+static int
+synthesize(const mate_replay *r, const mate_bench_entry *e, uint64_t seed, mate_value **args,
+    mate_error *err)
+{
+	const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(e->shape, "tensors"), *t;
+	struct synth *s = calloc(1, sizeof(*s));
+	int rc = MATE_OK, order[BENCH_MAX_TENSORS];
+	uint64_t total = 0;
+
+	if (s == NULL || (*args = mate_value_dict()) == NULL) {
+		free(s);
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	}
+	s->rng = seed;
+	s->fn = mate_bench_entry_function(e);
+	s->sig = handler_signature(r, mate_bench_entry_module(e), s->fn);
+	s->scalars = cJSON_GetObjectItemCaseSensitive(e->shape, "scalars");
+	cJSON_ArrayForEach(t, tensors) {
+		struct targ *a = &s->a[s->n++];
+
+		a->key = t->string;
+		param_name(s->sig, a->key, a->name, sizeof(a->name));
+		if ((rc = alloc_tensor(a, t, err)) != MATE_OK)
+			goto out;
+		if ((total += mate_storage_size(a->st)) > mate_memory_cap()) {
+			rc = mate_set_error(err, MATE_ERR_LIMIT, "its tensors take more than the memory "
+			    "limit of %" PRIu64 " MiB together (--max-memory or MATE_MAX_MEMORY raises it)",
+			    mate_memory_cap() >> 20);
+			goto out;
+		}
+	}
+	for (int i = 0; i < s->n; i++)
+		order[i] = i;
+	for (int i = 1; i < s->n; i++)  /* stable insertion sort by rank */
+		for (int j = i; j > 0 && rank(&s->a[order[j - 1]]) > rank(&s->a[order[j]]); j--) {
+			int x = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = x;
+		}
+	for (int i = 0; i < s->n; i++) {
+		struct targ *a = &s->a[order[i]];
+		int k = mate_dtype_kind(a->t.dtype);
+
+		if (k == MATE_KIND_FLOAT || k == MATE_KIND_COMPLEX)
+			fill_float(s, a);
+		else
+			fill_int(s, a);
+	}
+	for (int i = 0; i < s->n && rc == MATE_OK; i++) {
+		mate_value *v = mate_value_tensor(&s->a[i].t, s->a[i].st);
+
+		rc = v != NULL ? place(*args, s->a[i].key, v) : MATE_ERR_NOMEM;
+	}
+	cJSON_ArrayForEach(t, s->scalars)
+		if (rc == MATE_OK)
+			rc = mate_value_set_str(*args, t->string, scalar_value(t));
+	if (rc != MATE_OK && err->code == MATE_OK)
+		mate_set_error(err, rc, "out of memory");
+out:
+	for (int i = 0; i < s->n; i++)
+		mate_storage_unref(s->a[i].st);
+	free(s);
+	if (rc != MATE_OK) {
+		mate_value_free(*args);
+		*args = NULL;
+	}
+	return rc;
+}
+
+static const char *const stateful_why = "a wrapper's run replays the plan recorded before it "
+    "on the same object, and neither entry alone gives the other's tables";
+
+/* ---- Running it ------------------------------------------------------------------ */
+
+/* NaN and infinite elements of the floating tensors in v. */
+static void
+count_nonfinite(const mate_value *v, int depth, int64_t *nan, int64_t *inf)
+{
+	if (v == NULL || depth > 8)
+		return;
+	if (mate_value_kind_of(v) == MATE_V_TENSOR) {
+		const mate_tensor *t = mate_value_get_tensor(v);
+		int64_t n = mate_tensor_numel(t);
+
+		if (mate_dtype_kind(t->dtype) != MATE_KIND_FLOAT || t->device_type != MATE_DEVICE_CPU)
+			return;
+		for (int64_t i = 0; i < n; i++) {
+			double x = mate_load_f64(t->dtype, mate_tensor_element(t, i));
+
+			*nan += isnan(x) != 0;
+			*inf += isinf(x) != 0;
+		}
+		return;
+	}
+	for (size_t i = 0; i < mate_value_len(v); i++)
+		count_nonfinite(mate_value_item(v, i), depth + 1, nan, inf);
+}
+
+/* Stateful wrappers: a run needs its plan's tables, which a run's shapes do not give. */
+static const char *
+stateful(const char *fn)
+{
+	const char *dot = strrchr(fn, '.');
+
+	if (dot != NULL && (strcmp(dot, ".run") == 0 || strcmp(dot, ".plan") == 0) &&
+	    strncmp(fn, "SegmentGEMMWrapper.", 19) != 0)
+		return stateful_why;
+	return NULL;
+}
+
+static const char *
+unsupported_why(const mate_replay *r, const char *module, const char *fn)
+{
+	if (!mate_replay_has_handler(r, module, fn))
+		return "no replay handler for this function (a plugin's op, or not an op mate "
+		    "implements)";
+	return stateful(fn);
+}
+
+int
+mate_bench_run(mate_replay *r, const mate_bench_entry *e, uint64_t seed,
+    struct mate_bench_result *res)
+{
+	const char *fn = mate_bench_entry_function(e), *module = mate_bench_entry_module(e), *why;
+	const char *dot = strrchr(fn, '.');
+	struct mate_replay_request req;
+	struct mate_replay_result rr;
+	mate_value *args = NULL, *outputs = NULL;
+	mate_error err;
+	char self[40];
+
+	memset(res, 0, sizeof(*res));
+	res->flops = -1;
+	mate_error_clear(&err);
+	if ((why = unsupported_why(r, module, fn)) != NULL) {
+		res->status = MATE_ERR_UNSUPPORTED;
+		snprintf(res->message, sizeof(res->message), "%s", why);
+		return MATE_OK;
+	}
+	memset(&req, 0, sizeof(req));
+	req.function = fn;
+	req.module = module;
+	if (dot != NULL && strncmp(fn, "Tensor.", 7) != 0) {  /* a method: __init__ the object */
+		static unsigned long next;
+		char init[256];
+		int64_t ws = 1024;
+
+		snprintf(self, sizeof(self), "mate-bench-%lu", ++next);
+		req.self_id = self;
+		snprintf(init, sizeof(init), "%.*s.__init__", (int)(dot - fn), fn);
+		if (strcmp(dot, ".__init__") != 0 && mate_replay_has_handler(r, module, init)) {
+			struct mate_replay_request ir = req;
+			mate_storage *st = mate_storage_new((size_t)ws, &err);
+			mate_tensor t;
+			int saved;
+
+			if (st == NULL || (ir.args = mate_value_dict()) == NULL) {
+				mate_storage_unref(st);
+				res->status = MATE_ERR_NOMEM;
+				snprintf(res->message, sizeof(res->message), "out of memory");
+				return MATE_OK;
+			}
+			mate_tensor_init(&t, MATE_U8, 1, &ws, NULL, mate_storage_data(st));
+			mate_value_set_str(ir.args, "arg_1", mate_value_tensor(&t, st));
+			mate_storage_unref(st);
+			ir.function = init;
+			saved = mate_replay_get_bench(r);
+			mate_replay_set_bench(r, 0);
+			mate_replay_execute(r, &ir, &rr);
+			mate_replay_set_bench(r, saved);
+			mate_value_free(ir.args);
+		}
+	}
+	if (synthesize(r, e, seed, &args, &err) != MATE_OK) {
+		res->status = err.code;
+		snprintf(res->message, sizeof(res->message), "%s", err.message);
+		return MATE_OK;
+	}
+	req.args = args;
+	mate_replay_execute_outputs(r, &req, &rr, &outputs);
+	if (rr.verdict == MATE_REPLAY_NOW_RUNS) {
+		res->status = MATE_OK;
+		res->runs = rr.bench_runs;
+		res->median = rr.bench_median;
+		res->min = rr.bench_min;
+		res->max = rr.bench_max;
+		res->bytes = (double)rr.bench_bytes;
+		res->flops = rr.bench_runs > 0 ? rr.bench_flops : -1;
+		res->first_seconds = rr.seconds;
+		count_nonfinite(outputs, 0, &res->nan, &res->inf);
+		count_nonfinite(args, 0, &res->nan, &res->inf);  /* written in place */
+	} else {
+		res->status = rr.verdict == MATE_REPLAY_UNSUPPORTED ? MATE_ERR_UNSUPPORTED : MATE_ERR_ARGUMENT;
+		snprintf(res->message, sizeof(res->message), "%s", rr.message);
+	}
+	mate_value_free(outputs);
+	mate_value_free(args);
+	return MATE_OK;
+}
+
+/* ---- Built-in problems --------------------------------------------------------------- */
+
+#define APPEND_TABLES "arg_5=int32[6] arg_6=int32[3] arg_7=int32[2]"
+#define ROPE_QK "arg_0=float32[8,4,64] arg_1=float32[8,2,64]"
+#define PROBS "arg_0=float32[4,100]"
+/* One problem per built-in op, in the command-line form's words; NULL words: why not. */
+static const struct {
+	const char *fn, *words;
+} examples[] = {
+	{ "rmsnorm", "arg_0=float32[8,64] arg_1=float32[64] kwarg_eps=1e-06" },
+	{ "gemma_rmsnorm", "arg_0=bfloat16[8,64] arg_1=bfloat16[64]" },
+	{ "fused_add_rmsnorm", "arg_0=float32[8,64] arg_1=float32[8,64] arg_2=float32[64]" },
+	{ "gemma_fused_add_rmsnorm", "arg_0=float16[8,64] arg_1=float16[8,64] arg_2=float16[64]" },
+	{ "silu_and_mul", "arg_0=float32[8,128]" },
+	{ "gelu_and_mul", "arg_0=float32[8,128]" },
+	{ "gelu_tanh_and_mul", "arg_0=bfloat16[8,128]" },
+	{ "softmax", "arg_0=float32[4,100]" },
+	{ "Tensor.softmax", "arg_0=float32[4,100] arg_1=-1" },
+	{ "mm", "arg_0=float32[16,32] arg_1=float32[32,24]@[1,32]" },
+	{ "bmm", "arg_0=float32[2,16,32] arg_1=float32[2,32,24]" },
+	{ "Tensor.mm", "arg_0=float64[16,32] arg_1=float64[32,24]" },
+	{ "Tensor.bmm", "arg_0=float16[2,16,32] arg_1=float16[2,32,24]" },
+	{ "bmm_fp8", "arg_0=float8_e4m3fn[2,16,32] arg_1=float8_e4m3fn[2,32,24]@[768,1,32] "
+	    "arg_2=float32[] arg_3=float32[] arg_4=\"torch.bfloat16\"" },
+	{ "mm_fp8", "arg_0=float8_e4m3fn[16,32] arg_1=float8_e4m3fn[24,32]" },
+	{ "single_decode_with_kv_cache", "arg_0=float32[4,64] arg_1=float32[32,4,64] "
+	    "arg_2=float32[32,4,64]" },
+	{ "single_prefill_with_kv_cache", "arg_0=float32[8,4,64] arg_1=float32[32,4,64] "
+	    "arg_2=float32[32,4,64] kwarg_causal=true" },
+	{ "SegmentGEMMWrapper.__init__", "arg_1=uint8[1024]" },
+	{ "SegmentGEMMWrapper.run", "arg_1=float32[12,32] arg_2=float32[3,32,16] kwarg_seg_lens=int64[3] "
+	    "kwarg_weight_indices=int64[3] arg_3=3 arg_4=false" },
+	{ "apply_rope", ROPE_QK " arg_2=int32[3] arg_3=int32[2]" },
+	{ "apply_rope_inplace", ROPE_QK " arg_2=int32[3] arg_3=int32[2]" },
+	{ "apply_rope_pos_ids", ROPE_QK " arg_2=int32[8]" },
+	{ "apply_rope_pos_ids_inplace", ROPE_QK " arg_2=int32[8]" },
+	{ "apply_llama31_rope", ROPE_QK " arg_2=int32[3] arg_3=int32[2]" },
+	{ "apply_llama31_rope_inplace", ROPE_QK " arg_2=int32[3] arg_3=int32[2]" },
+	{ "apply_llama31_rope_pos_ids", ROPE_QK " arg_2=int32[8]" },
+	{ "apply_llama31_rope_pos_ids_inplace", ROPE_QK " arg_2=int32[8]" },
+	{ "apply_rope_with_cos_sin_cache", "arg_0=int64[8] arg_1=float32[8,256] arg_2=float32[8,128] "
+	    "arg_4=float32[4096,64] arg_3=64" },
+	{ "apply_rope_with_cos_sin_cache_inplace", "arg_0=int64[8] arg_1=float32[8,256] "
+	    "arg_2=float32[8,128] arg_4=float32[4096,64] arg_3=64" },
+	{ "top_k_renorm_probs", PROBS " arg_1=int32[4]" },
+	{ "top_p_renorm_probs", PROBS " arg_1=0.9" },
+	{ "top_k_mask_logits", PROBS " arg_1=10" },
+	{ "sampling_from_probs", PROBS },
+	{ "sampling_from_logits", PROBS },
+	{ "top_k_sampling_from_probs", PROBS " arg_1=int32[4]" },
+	{ "top_p_sampling_from_probs", PROBS " arg_1=float32[4]" },
+	{ "min_p_sampling_from_probs", PROBS " arg_1=0.1" },
+	{ "top_k_top_p_sampling_from_probs", PROBS " arg_1=10 arg_2=0.9" },
+	{ "top_k_top_p_sampling_from_logits", PROBS " arg_1=10 arg_2=0.9" },
+	{ "mm_bf16", "arg_0=bfloat16[16,32] arg_1=bfloat16[32,24]" },
+	{ "bmm_bf16", "arg_0=bfloat16[2,16,32] arg_1=bfloat16[2,32,24]" },
+	{ "packbits", "arg_0=bool[100]" },
+	{ "segment_packbits", "arg_0=bool[100] arg_1=int32[4]" },
+	{ "fused_rmsnorm_silu", "arg_0=bfloat16[8,64] arg_1=bfloat16[64]" },
+	{ "BatchDecodeWithPagedKVCacheWrapper.__init__", "arg_1=uint8[1024]" },
+	{ "BatchPrefillWithPagedKVCacheWrapper.__init__", "arg_1=uint8[1024]" },
+	{ "BatchPrefillWithRaggedKVCacheWrapper.__init__", "arg_1=uint8[1024]" },
+	{ "BatchMLAPagedAttentionWrapper.__init__", "arg_1=uint8[1024]" },
+	{ "merge_state", "arg_0=float32[8,4,64] arg_1=float32[8,4] arg_2=float32[8,4,64] "
+	    "arg_3=float32[8,4]" },
+	{ "merge_states", "arg_0=float32[8,3,4,64] arg_1=float32[8,3,4]" },
+	{ "append_paged_kv_cache", "arg_0=float32[6,2,64] arg_1=float32[6,2,64] arg_2=int32[6] "
+	    "arg_3=int32[6] arg_4=float32[8,2,4,2,64] " APPEND_TABLES " kwarg_kv_layout=\"NHD\"" },
+	{ "append_paged_mla_kv_cache", "arg_0=float32[6,64] arg_1=float32[6,16] arg_2=int32[6] "
+	    "arg_3=int32[6] arg_4=float32[8,4,64] arg_5=float32[8,4,16] arg_6=int32[6] "
+	    "arg_7=int32[3] arg_8=int32[2]" },
+	{ "get_batch_indices_positions", "arg_0=int32[3] arg_1=int32[2] arg_2=6" },
+	{ "cblas_sgemm", "arg_7=float32[512] arg_9=float32[768] arg_12=float32[384] arg_0=101 arg_1=111 arg_2=111 arg_3=16 "
+	    "arg_4=24 arg_5=32 arg_6=1 arg_8=32 arg_10=24 arg_11=0 arg_13=24" },
+	{ "cblas_dgemm", "arg_7=float64[512] arg_9=float64[768] arg_12=float64[384] arg_0=101 arg_1=111 arg_2=111 arg_3=16 "
+	    "arg_4=24 arg_5=32 arg_6=1 arg_8=32 arg_10=24 arg_11=0 arg_13=24" },
+	{ "sgemm_", "arg_6=float32[768] arg_8=float32[512] arg_11=float32[384] arg_0=\"N\" arg_1=\"N\" arg_2=24 "
+	    "arg_3=16 arg_4=32 arg_5=1 arg_7=24 arg_9=32 arg_10=0 arg_12=24" },
+	{ "dgemm_", "arg_6=float64[768] arg_8=float64[512] arg_11=float64[384] arg_0=\"N\" arg_1=\"N\" arg_2=24 "
+	    "arg_3=16 arg_4=32 arg_5=1 arg_7=24 arg_9=32 arg_10=0 arg_12=24" },
+};
+
+
+int
+mate_bench_example(const char *fn, char *buf, size_t cap, const char **why)
+{
+	*why = NULL;
+	for (size_t i = 0; i < sizeof(examples) / sizeof(examples[0]); i++) {
+		if (strcmp(examples[i].fn, fn) != 0)
+			continue;
+		snprintf(buf, cap, "%s", examples[i].words);
+		return MATE_OK;
+	}
+	if ((*why = stateful(fn)) != NULL)
+		;
+	else if (strcmp(fn, "top_k") == 0)
+		*why = "its handler checks the indices against recorded ones (ties may order either "
+		    "way), and a profile records none";
+	else if (strncmp(fn, "cublas", 6) == 0)
+		*why = "cuBLAS calls take device pointers that mate-bench does not make";
+	else
+		*why = "no built-in problem for this function";
+	return MATE_ERR_UNSUPPORTED;
+}

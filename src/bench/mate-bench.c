@@ -1,0 +1,384 @@
+/* mate-bench: times the problems of profile entries (JSONL, or the command-line form) on mate's kernels. */
+#include "config.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "fe.h"
+#include "mate.h"
+#include "mate_dump.h"
+
+#define MAX_LINE (16u << 20)  /* a profile line longer than this is refused */
+#define MAX_RUNS 1000000
+
+struct options {
+	const char *function;       /* -c: the command-line form */
+	const char *module;         /* -m */
+	const char *example;        /* --example */
+	long runs;                  /* -n */
+	unsigned long long seed;
+	int device;
+	int jsonl;
+	char **rest;                /* files, or -c's KEY=SPEC words */
+	int nrest;
+};
+
+struct counts {
+	unsigned long ran, unsupported, failed;
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "Usage: %s [OPTIONS] [FILE...]\n"
+	    "       %s [OPTIONS] [-m MODULE] -c FUNCTION [KEY=SPEC...]\n"
+	    "       %s --example FUNCTION\n"
+	    "Times each profile entry's call (MATE_PROFILE or mate-list-dumps --unique --jsonl\n"
+	    "lines, from the files or stdin) on inputs of its shapes, on mate's kernels.\n"
+	    "  -c, --call FUNCTION  one entry in the command-line form: KEY=SPEC words follow,\n"
+	    "                       a tensor as DTYPE[D0,...][@[S0,...]][:DEVICE], else JSON\n"
+	    "  -m, --module MODULE  the -c entry's module\n"
+	    "  -n, --runs N         timed runs of each call (default 10), after a warm-up\n"
+	    "      --seed N         seed of the random inputs (default 1)\n"
+	    "      --device DEV     cpu, cuda or auto (default cpu)\n"
+	    "      --jsonl          one JSON object per entry\n"
+	    "      --max-memory SIZE  the most an entry's tensors may take (default\n"
+	    "                       MATE_MAX_MEMORY, else the library's limit)\n"
+	    "      --example FUNC   print a runnable mate-bench line for a built-in op\n"
+	    "  -h, --help           this help\n"
+	    "  -V, --version        print the version\n",
+	    mate_fe_progname(), mate_fe_progname(), mate_fe_progname());
+}
+
+static void
+parse_options(int argc, char **argv, struct options *o)
+{
+	enum { O_SEED = 256, O_DEVICE, O_JSONL, O_EXAMPLE, O_MAX_MEMORY };
+	static const struct option longopts[] = {
+		{ "call", required_argument, NULL, 'c' },
+		{ "module", required_argument, NULL, 'm' },
+		{ "runs", required_argument, NULL, 'n' },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "device", required_argument, NULL, O_DEVICE },
+		{ "jsonl", no_argument, NULL, O_JSONL },
+		{ "example", required_argument, NULL, O_EXAMPLE },
+		{ "max-memory", required_argument, NULL, O_MAX_MEMORY },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	static const char optstring[] = "c:m:n:hV";
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, optstring, longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': o->function = optarg; break;
+		case 'm': o->module = optarg; break;
+		case 'n': o->runs = mate_fe_opt_long("--runs", optarg, 1, MAX_RUNS); break;
+		case O_SEED: o->seed = (unsigned long long)mate_fe_parse_count("--seed", optarg); break;
+		case O_DEVICE:
+			if (strcmp(optarg, "cpu") == 0)
+				o->device = MATE_REPLAY_DEVICE_CPU;
+			else if (strcmp(optarg, "cuda") == 0)
+				o->device = MATE_REPLAY_DEVICE_CUDA;
+			else if (strcmp(optarg, "auto") == 0)
+				o->device = MATE_REPLAY_DEVICE_AUTO;
+			else
+				mate_fe_usage_error("bad value for --device: %s (cpu, cuda or auto)", optarg);
+			break;
+		case O_JSONL: o->jsonl = 1; break;
+		case O_EXAMPLE: o->example = optarg; break;
+		case O_MAX_MEMORY: mate_memory_cap_set(mate_fe_opt_size("--max-memory", optarg)); break;
+		case 'h': usage(stdout); exit(MATE_EXIT_OK);
+		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
+		default: mate_fe_bad_option(argv, optstring);
+		}
+	}
+	if (o->module != NULL && o->function == NULL)
+		mate_fe_usage_error("-m names the module of a -c entry");
+	if (o->function != NULL && *o->function == '\0')
+		mate_fe_usage_error("-c needs a function name");
+	o->rest = argv + optind;
+	o->nrest = argc - optind;
+}
+
+/* "12.3 us", "4.56 ms", "1.23 s" */
+static const char *
+duration(double s, char *buf, size_t len)
+{
+	if (s < 1e-3)
+		snprintf(buf, len, "%.3g us", s * 1e6);
+	else if (s < 1)
+		snprintf(buf, len, "%.3g ms", s * 1e3);
+	else
+		snprintf(buf, len, "%.3g s", s);
+	return buf;
+}
+
+static void
+add_num(cJSON *o, const char *key, double v)
+{
+	if (isfinite(v))
+		cJSON_AddNumberToObject(o, key, v);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+static const char *
+outcome(const struct mate_bench_result *res)
+{
+	return res->status == MATE_OK ? "ran" : res->status == MATE_ERR_UNSUPPORTED ?
+	    "unsupported" : "error";
+}
+
+static void
+print_json(const mate_bench_entry *e, const char *where, const struct mate_bench_result *res)
+{
+	cJSON *o = cJSON_CreateObject(), *problem;
+	char *text = e ? mate_bench_entry_problem(e) : NULL;
+
+	if (e != NULL) {
+		cJSON_AddStringToObject(o, "function", mate_bench_entry_function(e));
+		if (mate_bench_entry_module(e) != NULL)
+			cJSON_AddStringToObject(o, "module", mate_bench_entry_module(e));
+		else
+			cJSON_AddNullToObject(o, "module");
+		cJSON_AddStringToObject(o, "key", mate_bench_entry_key(e));
+	} else
+		cJSON_AddStringToObject(o, "input", where);
+	cJSON_AddStringToObject(o, "outcome", outcome(res));
+	if (res->status != MATE_OK)
+		cJSON_AddStringToObject(o, "message", res->message);
+	else {
+		cJSON_AddNumberToObject(o, "warmup", 2);
+		cJSON_AddNumberToObject(o, "runs", res->runs);
+		add_num(o, "median_s", res->median);
+		add_num(o, "min_s", res->min);
+		add_num(o, "max_s", res->max);
+		add_num(o, "spread", res->median > 0 ? (res->max - res->min) / res->median : NAN);
+		if (res->flops >= 0) {
+			cJSON_AddNumberToObject(o, "flops", res->flops);
+			add_num(o, "flop_per_s", res->median > 0 ? res->flops / res->median : NAN);
+		} else {
+			cJSON_AddNullToObject(o, "flops");
+			cJSON_AddNullToObject(o, "flop_per_s");
+		}
+		cJSON_AddNumberToObject(o, "bytes", res->bytes);
+		add_num(o, "bytes_per_s", res->median > 0 ? res->bytes / res->median : NAN);
+		cJSON_AddNumberToObject(o, "nan", (double)res->nan);
+		cJSON_AddNumberToObject(o, "inf", (double)res->inf);
+	}
+	if (text != NULL && (problem = cJSON_Parse(text)) != NULL)
+		cJSON_AddItemToObject(o, "problem", problem);
+	free(text);
+	text = cJSON_PrintUnformatted(o);
+	if (text != NULL)
+		puts(text);
+	free(text);
+	cJSON_Delete(o);
+}
+
+static void
+print_text(const mate_bench_entry *e, const char *where, const struct mate_bench_result *res)
+{
+	char b1[32], b2[32], b3[32];
+
+	if (e != NULL)
+		printf("%s%s%s [%s]: ", mate_fe_safe(mate_bench_entry_function(e)),
+		    mate_bench_entry_module(e) ? " in " : "",
+		    mate_bench_entry_module(e) ? mate_fe_safe(mate_bench_entry_module(e)) : "",
+		    mate_bench_entry_key(e));
+	else
+		printf("%s: ", mate_fe_safe(where));
+	if (res->status != MATE_OK) {
+		printf("%s: %s\n", outcome(res), mate_fe_safe(res->message));
+		return;
+	}
+	printf("median %s (min %s, max %s) over %d run%s after 2 warm-up; ",
+	    duration(res->median, b1, sizeof(b1)), duration(res->min, b2, sizeof(b2)),
+	    duration(res->max, b3, sizeof(b3)), res->runs, mate_fe_s((unsigned)res->runs));
+	if (res->flops >= 0 && res->median > 0)
+		printf("%.3g GFLOP/s, ", res->flops / res->median / 1e9);
+	else
+		printf("- GFLOP/s, ");
+	printf("%.3g GB/s\n", res->median > 0 ? res->bytes / res->median / 1e9 : 0.0);
+}
+
+/* Benchmarks one entry (NULL: it could not be read, err says why) and prints its line. */
+static void
+bench_one(mate_replay *r, const struct options *o, const mate_bench_entry *e, const char *where,
+    const mate_error *err, struct counts *n)
+{
+	struct mate_bench_result res;
+
+	if (e != NULL)
+		mate_bench_run(r, e, o->seed, &res);
+	else {
+		memset(&res, 0, sizeof(res));
+		res.status = err->code != MATE_OK ? err->code : MATE_ERR_FORMAT;
+		snprintf(res.message, sizeof(res.message), "%s", err->message);
+	}
+	if (res.status == MATE_OK)
+		n->ran++;
+	else if (res.status == MATE_ERR_UNSUPPORTED)
+		n->unsupported++;
+	else
+		n->failed++;
+	if (o->jsonl)
+		print_json(e, where, &res);
+	else
+		print_text(e, where, &res);
+	fflush(stdout);
+}
+
+/* One line of f into *buf (at most MAX_LINE bytes; the rest of a longer one is skipped and
+ * *toolong set). 0 at the end of the file. */
+static int
+read_line(FILE *f, char **buf, size_t *cap, int *toolong)
+{
+	size_t n = 0;
+	int ch;
+
+	*toolong = 0;
+	while ((ch = getc(f)) != EOF && ch != '\n') {
+		if (n + 2 > *cap) {
+			size_t c = *cap ? *cap * 2 : 4096;
+			char *p;
+
+			if (n >= MAX_LINE) {
+				*toolong = 1;
+				continue;
+			}
+			if ((p = realloc(*buf, c)) == NULL)
+				mate_fe_errx(MATE_EXIT_USAGE, "out of memory");
+			*buf = p;
+			*cap = c;
+		}
+		(*buf)[n++] = (char)ch;
+	}
+	if (ch == EOF && n == 0)
+		return 0;
+	(*buf)[n] = '\0';
+	return 1;
+}
+
+/* Every entry of one file ("-": stdin). -1 when it cannot be opened. */
+static int
+bench_file(mate_replay *r, const struct options *o, const char *path, struct counts *n)
+{
+	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+	char *line = NULL, where[300];
+	size_t cap = 0;
+	unsigned long lineno = 0;
+	int toolong;
+
+	if (f == NULL) {
+		mate_fe_warn("%s", mate_fe_safe(path));
+		return -1;
+	}
+	while (read_line(f, &line, &cap, &toolong)) {
+		mate_bench_entry *e = NULL;
+		mate_error err;
+
+		lineno++;
+		if (line[strspn(line, " \t\r")] == '\0')
+			continue;
+		snprintf(where, sizeof(where), "%.250s:%lu", strcmp(path, "-") ? path : "<stdin>", lineno);
+		mate_error_clear(&err);
+		if (toolong) {
+			err.code = MATE_ERR_LIMIT;
+			snprintf(err.message, sizeof(err.message), "a line longer than %u bytes", MAX_LINE);
+		} else
+			e = mate_bench_entry_from_json(line, &err);
+		bench_one(r, o, e, where, &err, n);
+		mate_bench_entry_free(e);
+	}
+	if (ferror(f))
+		mate_fe_warn("%s", mate_fe_safe(path));
+	free(line);
+	if (f != stdin)
+		fclose(f);
+	return 0;
+}
+
+/* --example: the command line of a built-in op's problem, quoted as the shell wants it. */
+static int
+print_example(const char *fn)
+{
+	char words[2048], *w, *save = NULL;
+	const char *why;
+
+	if (mate_bench_example(fn, words, sizeof(words), &why) != MATE_OK) {
+		printf("%s: unsupported: %s\n", mate_fe_safe(fn), why);
+		return MATE_EXIT_FAIL;
+	}
+	printf("mate-bench -c %s", fn);
+	for (w = strtok_r(words, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {
+		if (strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.,:=@/+-") ==
+		    strlen(w))
+			printf(" %s", w);
+		else
+			printf(" '%s'", w);  /* the words hold no single quote */
+	}
+	putchar('\n');
+	return MATE_EXIT_OK;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct options o = { .runs = 10, .seed = 1, .device = MATE_REPLAY_DEVICE_CPU };
+	struct counts n = { 0 };
+	mate_replay *r;
+	mate_error err;
+	int status = MATE_EXIT_OK;
+
+	mate_fe_set_progname(argv[0]);
+	mate_fe_check_memory_cap();
+	parse_options(argc, argv, &o);
+	if (o.example != NULL)
+		return print_example(o.example);
+	mate_error_clear(&err);
+	if ((r = mate_replay_new(&err)) == NULL)
+		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+	if (mate_replay_set_device(r, o.device, &err) != MATE_OK) {
+		mate_replay_free(r);
+		mate_fe_errx(MATE_EXIT_USAGE, "--device: %s", err.message);
+	}
+	mate_replay_set_bench(r, (int)o.runs);
+	if (o.function != NULL) {
+		mate_bench_entry *e = mate_bench_entry_from_words(o.module, o.function, o.nrest, o.rest, &err);
+
+		if (e == NULL) {
+			mate_replay_free(r);
+			mate_fe_usage_error("-c %s: %s", mate_fe_safe(o.function), err.message);
+		}
+		bench_one(r, &o, e, o.function, &err, &n);
+		mate_bench_entry_free(e);
+	} else if (o.nrest == 0)
+		status = bench_file(r, &o, "-", &n) < 0 ? MATE_EXIT_USAGE : MATE_EXIT_OK;
+	else
+		for (int i = 0; i < o.nrest; i++)
+			if (bench_file(r, &o, o.rest[i], &n) < 0)
+				status = MATE_EXIT_USAGE;
+	mate_replay_free(r);
+	if (n.ran + n.unsupported + n.failed > 1 || n.unsupported + n.failed > 0)
+		fprintf(stderr, "%s: %lu benchmarked, %lu unsupported, %lu failed\n", mate_fe_progname(),
+		    n.ran, n.unsupported, n.failed);
+	if (status == MATE_EXIT_OK && (n.unsupported + n.failed > 0 || n.ran == 0)) {
+		if (n.ran == 0 && n.unsupported + n.failed == 0)
+			mate_fe_warnx("no entry to benchmark");
+		status = MATE_EXIT_FAIL;
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		mate_fe_warnx("error writing output");
+		status = MATE_EXIT_USAGE;
+	}
+	return status;
+}
