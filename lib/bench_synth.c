@@ -769,8 +769,135 @@ out:
 	return rc;
 }
 
-static const char *const stateful_why = "a wrapper's run replays the plan recorded before it "
-    "on the same object, and neither entry alone gives the other's tables";
+static const char *const stateful_why = "a wrapper's plan is timed with the run that uses it "
+    "(mate-bench makes the plan of a decode or prefill wrapper's run from the run's shapes; "
+    "an MLA run's shapes do not give its page tables)";
+
+
+/* ---- Wrapper plans from a run's shapes ------------------------------------------ */
+
+/* The shape of tensor argument pos/name of e (a tuple's first item), into d; its rank or -1. */
+static int
+entry_dims(const mate_bench_entry *e, int pos, const char *name, int64_t d[MATE_MAX_DIMS])
+{
+	const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(e->shape, "tensors"), *t = NULL, *x;
+	char key[3][80];
+	int n = 0;
+
+	snprintf(key[0], sizeof(key[0]), "arg_%d", pos);
+	snprintf(key[1], sizeof(key[1]), "arg_%d__0", pos);
+	snprintf(key[2], sizeof(key[2]), "kwarg_%s", name);
+	for (int i = 0; i < 3 && t == NULL; i++)
+		t = cJSON_GetObjectItemCaseSensitive(tensors, key[i]);
+	if (t == NULL) {
+		snprintf(key[0], sizeof(key[0]), "kwarg_%s__0", name);
+		t = cJSON_GetObjectItemCaseSensitive(tensors, key[0]);
+	}
+	if (t == NULL)
+		return -1;
+	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(t, "shape"))
+		d[n++] = (int64_t)x->valuedouble;
+	return n;
+}
+
+/* A 1-D int32 tensor of n elements: f(i) = total * i / (n - 1) (offsets), or i % mod, or val. */
+static int
+put_i32(mate_value *args, const char *key, int64_t n, int64_t total, int64_t mod, int64_t val)
+{
+	mate_error err;
+	mate_storage *st = mate_storage_new((size_t)(n > 0 ? n : 1) * 4, &err);
+	mate_tensor t;
+	int rc;
+
+	if (st == NULL)
+		return MATE_ERR_NOMEM;
+	for (int64_t i = 0; i < n; i++)
+		((int32_t *)mate_storage_data(st))[i] = (int32_t)(total >= 0 ? (n > 1 ? total * i / (n - 1) : 0) :
+		    mod > 0 ? i % mod : val);
+	mate_tensor_init(&t, MATE_I32, 1, &n, NULL, mate_storage_data(st));
+	rc = mate_value_set_str(args, key, mate_value_tensor(&t, st));
+	mate_storage_unref(st);
+	return rc;
+}
+
+static int
+put_int(mate_value *args, const char *key, int64_t v)
+{
+	return mate_value_set_str(args, key, mate_value_int(v));
+}
+
+/* The plan arguments of a decode, paged or ragged prefill wrapper's run entry: its requests
+ * share the query rows and the pages (reused when there are fewer than requests). */
+static int
+plan_args(const mate_bench_entry *e, const char *cls, mate_value *a)
+{
+	int64_t q[MATE_MAX_DIMS], k[MATE_MAX_DIMS], v[MATE_MAX_DIMS], B, per, P, Hk, pages;
+	int nq = entry_dims(e, 1, "q", q), nk, rc = MATE_OK;
+
+	if (strcmp(cls, "BatchPrefillWithRaggedKVCacheWrapper") == 0) {
+		if (nq != 3 || entry_dims(e, 2, "k", k) != 3 || entry_dims(e, 3, "v", v) != 3)
+			return MATE_ERR_UNSUPPORTED;
+		B = q[0] < k[0] ? q[0] : k[0];
+		B = B < 4 ? B : 4;
+		if (B < 1)
+			return MATE_ERR_UNSUPPORTED;
+		return put_i32(a, "arg_1", B + 1, q[0], 0, 0) | put_i32(a, "arg_2", B + 1, k[0], 0, 0) |
+		    put_int(a, "arg_3", q[1]) | put_int(a, "arg_4", k[1]) | put_int(a, "arg_5", q[2]) |
+		    put_int(a, "arg_6", v[2]);
+	}
+	nk = entry_dims(e, 2, "paged_kv_cache", k);
+	if (nq != 3 || (nk != 5 && nk != 4))  /* (pages, 2, P, H, D) or a tuple of (pages, P, H, D) */
+		return MATE_ERR_UNSUPPORTED;
+	pages = k[0], P = k[nk - 3], Hk = k[nk - 2];
+	if (strcmp(cls, "BatchDecodeWithPagedKVCacheWrapper") == 0) {
+		B = q[0];
+		per = pages / B > 0 ? pages / B : 1;
+		if (B < 1 || pages < 1)
+			return MATE_ERR_UNSUPPORTED;
+		rc = put_i32(a, "arg_1", B + 1, B * per, 0, 0) | put_i32(a, "arg_2", B * per, -1, pages, 0) |
+		    put_i32(a, "arg_3", B, -1, 0, P) | put_int(a, "arg_4", q[1]) | put_int(a, "arg_5", Hk) |
+		    put_int(a, "arg_6", q[2]) | put_int(a, "arg_7", P);
+		return rc;
+	}
+	B = q[0] < 4 ? q[0] : 4;
+	per = pages / B > 0 ? pages / B : 1;
+	if (B < 1 || pages < 1)
+		return MATE_ERR_UNSUPPORTED;
+	return put_i32(a, "arg_1", B + 1, q[0], 0, 0) | put_i32(a, "arg_2", B + 1, B * per, 0, 0) |
+	    put_i32(a, "arg_3", B * per, -1, pages, 0) | put_i32(a, "arg_4", B, -1, 0, P) |
+	    put_int(a, "arg_5", q[1]) | put_int(a, "arg_6", Hk) | put_int(a, "arg_7", q[2]) |
+	    put_int(a, "arg_8", P) | put_int(a, "arg_9", k[nk - 1]);
+}
+
+/* Plans the object of a wrapper's run entry as its shapes allow. 1 when it did. */
+static int
+plan_for_run(mate_replay *r, const struct mate_replay_request *run, const mate_bench_entry *e,
+    const char *cls)
+{
+	static const char *const plannable[] = { "BatchDecodeWithPagedKVCacheWrapper",
+	    "BatchPrefillWithPagedKVCacheWrapper", "BatchPrefillWithRaggedKVCacheWrapper", NULL };
+	struct mate_replay_request pr = *run;
+	struct mate_replay_result rr;
+	char fn[200];
+	int i, saved;
+
+	for (i = 0; plannable[i] != NULL && strcmp(plannable[i], cls) != 0; i++)
+		;
+	if (plannable[i] == NULL || (pr.args = mate_value_dict()) == NULL)
+		return 0;
+	snprintf(fn, sizeof(fn), "%s.plan", cls);
+	pr.function = fn;
+	if (plan_args(e, cls, pr.args) != MATE_OK) {
+		mate_value_free(pr.args);
+		return 0;
+	}
+	saved = mate_replay_get_bench(r);
+	mate_replay_set_bench(r, 0);
+	mate_replay_execute(r, &pr, &rr);
+	mate_replay_set_bench(r, saved);
+	mate_value_free(pr.args);
+	return rr.verdict == MATE_REPLAY_NOW_RUNS;
+}
 
 /* ---- Running it ------------------------------------------------------------------ */
 
@@ -804,6 +931,9 @@ stateful(const char *fn)
 {
 	const char *dot = strrchr(fn, '.');
 
+	if (dot != NULL && strcmp(dot, ".run") == 0 && strncmp(fn, "Batch", 5) == 0 &&
+	    strncmp(fn, "BatchMLA", 8) != 0)
+		return NULL;  /* its plan is made from its shapes */
 	if (dot != NULL && (strcmp(dot, ".run") == 0 || strcmp(dot, ".plan") == 0) &&
 	    strncmp(fn, "SegmentGEMMWrapper.", 19) != 0)
 		return stateful_why;
@@ -872,6 +1002,18 @@ mate_bench_run(mate_replay *r, const mate_bench_entry *e, uint64_t seed,
 			mate_replay_set_bench(r, saved);
 			mate_value_free(ir.args);
 		}
+		if (strcmp(dot, ".run") == 0 && strncmp(fn, "Batch", 5) == 0) {
+			char cls[160];
+
+			snprintf(cls, sizeof(cls), "%.*s", (int)(dot - fn), fn);
+			if (!plan_for_run(r, &req, e, cls)) {
+				res->status = MATE_ERR_UNSUPPORTED;
+				snprintf(res->message, sizeof(res->message), "%s: no plan could be made "
+				    "from the run's shapes (q (n, heads, dim) and a paged cache (pages, 2, "
+				    "page, heads, dim) or (k, v) are needed)", cls);
+				return MATE_OK;
+			}
+		}
 	}
 	if (synthesize(r, e, seed, &args, &err) != MATE_OK) {
 		res->status = err.code;
@@ -905,6 +1047,9 @@ mate_bench_run(mate_replay *r, const mate_bench_entry *e, uint64_t seed,
 #define APPEND_TABLES "arg_5=int32[6] arg_6=int32[3] arg_7=int32[2]"
 #define ROPE_QK "arg_0=float32[8,4,64] arg_1=float32[8,2,64]"
 #define PROBS "arg_0=float32[4,100]"
+#define CUBLAS_SGEMM "arg_7=float32[512] arg_9=float32[768] arg_12=float32[384] arg_0=null " \
+	"arg_1=0 arg_2=0 arg_3=16 arg_4=24 arg_5=32 arg_6=1 arg_8=16 arg_10=32 arg_11=0 arg_13=16"
+
 /* One problem per built-in op, in the command-line form's words; NULL words: why not. */
 static const struct {
 	const char *fn, *words;
@@ -980,8 +1125,22 @@ static const struct {
 	    "arg_3=16 arg_4=32 arg_5=1 arg_7=24 arg_9=32 arg_10=0 arg_12=24" },
 	{ "dgemm_", "arg_6=float64[768] arg_8=float64[512] arg_11=float64[384] arg_0=\"N\" arg_1=\"N\" arg_2=24 "
 	    "arg_3=16 arg_4=32 arg_5=1 arg_7=24 arg_9=32 arg_10=0 arg_12=24" },
+	{ "BatchDecodeWithPagedKVCacheWrapper.run", "arg_1=float32[4,8,64] "
+	    "arg_2=float32[8,2,16,2,64]" },
+	{ "BatchPrefillWithPagedKVCacheWrapper.run", "arg_1=float32[12,8,64] "
+	    "arg_2__0=float32[8,16,2,64] arg_2__1=float32[8,16,2,64]" },
+	{ "BatchPrefillWithRaggedKVCacheWrapper.run", "arg_1=float32[12,8,64] arg_2=float32[40,2,64] "
+	    "arg_3=float32[40,2,64]" },
+	{ "cublasSgemm_v2", CUBLAS_SGEMM },
+	{ "cublasSgemm", CUBLAS_SGEMM },
+	{ "cublasGemmEx", "arg_7=float32[512] arg_10=float32[768] arg_14=float32[384] arg_0=null "
+	    "arg_1=0 arg_2=0 arg_3=16 arg_4=24 arg_5=32 arg_6=1 arg_8=0 arg_9=16 arg_11=0 arg_12=32 "
+	    "arg_13=0 arg_15=0 arg_16=16 arg_17=68 arg_18=-1" },
+	{ "cublasGemmStridedBatchedEx", "arg_7=float32[1024] arg_11=float32[1536] "
+	    "arg_16=float32[768] arg_0=null arg_1=0 arg_2=0 arg_3=16 arg_4=24 arg_5=32 arg_6=1 "
+	    "arg_8=0 arg_9=16 arg_10=512 arg_12=0 arg_13=32 arg_14=768 arg_15=0 arg_17=0 arg_18=16 "
+	    "arg_19=384 arg_20=2 arg_21=68 arg_22=-1" },
 };
-
 
 int
 mate_bench_example(const char *fn, char *buf, size_t cap, const char **why)
@@ -998,8 +1157,6 @@ mate_bench_example(const char *fn, char *buf, size_t cap, const char **why)
 	else if (strcmp(fn, "top_k") == 0)
 		*why = "its handler checks the indices against recorded ones (ties may order either "
 		    "way), and a profile records none";
-	else if (strncmp(fn, "cublas", 6) == 0)
-		*why = "cuBLAS calls take device pointers that mate-bench does not make";
 	else
 		*why = "no built-in problem for this function";
 	return MATE_ERR_UNSUPPORTED;
