@@ -531,8 +531,12 @@ fill_int(struct synth *s, struct targ *a)
 		    i + 1 < numel(o))
 			v = get(o, i + 1) - get(o, i) + (double)(i % 3);
 		else if (strcmp(nm, "kv_indices") == 0) {
-			o = find(s, "paged_kv_cache");
-			v = (double)(i % (o ? dim(o, 0) : (o = find(s, "ckv_cache")) ? dim(o, 0) : 1));
+			int64_t pages;
+
+			if ((o = find(s, "paged_kv_cache")) == NULL)
+				o = find(s, "ckv_cache");
+			pages = o != NULL ? dim(o, 0) : 1;
+			v = (double)(pages > 0 ? i % pages : 0);
 		} else if (strcmp(nm, "kv_last_page_len") == 0)
 			v = 1;
 		else if (strcmp(nm, "batch_indices") == 0) {
@@ -851,18 +855,18 @@ plan_args(const mate_bench_entry *e, const char *cls, mate_value *a)
 	pages = k[0], P = k[nk - 3], Hk = k[nk - 2];
 	if (strcmp(cls, "BatchDecodeWithPagedKVCacheWrapper") == 0) {
 		B = q[0];
-		per = pages / B > 0 ? pages / B : 1;
 		if (B < 1 || pages < 1)
 			return MATE_ERR_UNSUPPORTED;
+		per = pages / B > 0 ? pages / B : 1;
 		rc = put_i32(a, "arg_1", B + 1, B * per, 0, 0) | put_i32(a, "arg_2", B * per, -1, pages, 0) |
 		    put_i32(a, "arg_3", B, -1, 0, P) | put_int(a, "arg_4", q[1]) | put_int(a, "arg_5", Hk) |
 		    put_int(a, "arg_6", q[2]) | put_int(a, "arg_7", P);
 		return rc;
 	}
 	B = q[0] < 4 ? q[0] : 4;
-	per = pages / B > 0 ? pages / B : 1;
 	if (B < 1 || pages < 1)
 		return MATE_ERR_UNSUPPORTED;
+	per = pages / B > 0 ? pages / B : 1;
 	return put_i32(a, "arg_1", B + 1, q[0], 0, 0) | put_i32(a, "arg_2", B + 1, B * per, 0, 0) |
 	    put_i32(a, "arg_3", B * per, -1, pages, 0) | put_i32(a, "arg_4", B, -1, 0, P) |
 	    put_int(a, "arg_5", q[1]) | put_int(a, "arg_6", Hk) | put_int(a, "arg_7", q[2]) |

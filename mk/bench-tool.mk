@@ -16,3 +16,9 @@ EXTRA_DIST += man/mate-bench.1
 ## hostile entries.
 TESTS += tests/bench_tool.py
 EXTRA_DIST += tests/bench_tool.py
+
+## Fuzz target for profile lines and the command-line form.
+FUZZ_TARGETS += fuzz/fuzz_bench_entry
+fuzz_fuzz_bench_entry_SOURCES = fuzz/fuzz_bench_entry.c
+fuzz_fuzz_bench_entry_LDADD = libmate.la
+fuzz_fuzz_bench_entry_LDFLAGS = $(FUZZER_LINK)

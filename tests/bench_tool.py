@@ -175,6 +175,19 @@ p = bench(["-c", "mm", "arg_0=float32[512,512]", "arg_1=float32[512,512]", "--ma
 check(p.returncode == 1 and "memory limit of 1 MiB together" in p.stdout, "the sum: %r" % p.stdout)
 p = bench(["-c", "mm", "arg_0=float32[512,512]", "arg_1=float32[512,512]", "--max-memory", "3M", "-n", "1"])
 check(p.returncode == 0, "within the limit: %r %r" % (p.stdout, p.stderr))
+# empty shapes where the synthesis divides: a line each, no crash
+for words in [["-c", "BatchDecodeWithPagedKVCacheWrapper.run", "arg_1=float32[0,8,64]",
+               "arg_2=float32[0,2,16,2,64]"],
+              ["-c", "BatchPrefillWithPagedKVCacheWrapper.run", "arg_1=float32[0,8,64]",
+               "arg_2=float32[4,2,16,2,64]"],
+              ["-c", "append_paged_kv_cache", "arg_0=float32[6,2,64]", "arg_1=float32[6,2,64]",
+               "arg_2=int32[6]", "arg_3=int32[6]", "arg_4=float32[0,2,4,2,64]", "arg_5=int32[6]",
+               "arg_6=int32[3]", "arg_7=int32[2]"],
+              ["-c", "top_k_renorm_probs", "arg_0=float32[4,0]", "arg_1=int32[4]"],
+              ["-c", "segment_packbits", "arg_0=bool[0]", "arg_1=int32[0]"]]:
+    p = bench(words + ["-n", "1"])
+    check(p.returncode in (0, 1) and len(p.stdout.splitlines()) == 1, "%s: %d %r %r" %
+          (words, p.returncode, p.stdout, p.stderr[-300:]))
 # the -c form: a bad spec is a usage error
 for words in [["arg_0=float32[4,"], ["arg_0=float32[4]@[1,1]"], ["noequals"],
               ["arg_0=float32[4]", "arg_0=float32[4]"], ["arg_0=float32[99999999999,99999999]"]]:
