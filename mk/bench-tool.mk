@@ -22,3 +22,8 @@ FUZZ_TARGETS += fuzz/fuzz_bench_entry
 fuzz_fuzz_bench_entry_SOURCES = fuzz/fuzz_bench_entry.c
 fuzz_fuzz_bench_entry_LDADD = libmate.la
 fuzz_fuzz_bench_entry_LDFLAGS = $(FUZZER_LINK)
+
+## bench_fi_step.py (peers): a serving step recorded by FlashInfer's decorator, its distinct
+## calls benchmarked.
+TESTS += tests/bench_fi_step.py
+EXTRA_DIST += tests/bench_fi_step.py

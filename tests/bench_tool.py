@@ -199,6 +199,11 @@ p = bench(["-c", "rmsnorm", "arg_0=float32[8,64]:cuda:0", "arg_1=float32[64]", "
 r = jsonl(p)
 check(p.returncode == 0 and r[0]["problem"]["scalars"] == {"kwarg_x": "NHD"} and
       r[0]["problem"]["tensors"]["arg_0"]["device"] == "cuda:0", "string scalar, device: %s" % p.stdout)
+# --device cuda: runs where there is a device, else exit 2 saying so
+p = bench(["--device", "cuda", "-n", "1", "-c", "mm", "arg_0=float32[16,32]", "arg_1=float32[32,24]"])
+check((p.returncode == 0 and " median " in p.stdout) or
+      (p.returncode == 2 and p.stdout == "" and p.stderr.startswith("mate-bench: --device: ")),
+      "--device cuda: %d %r %r" % (p.returncode, p.stdout, p.stderr))
 # usage
 for args in [["-n", "0"], ["--device", "tpu"], ["-m", "x"], ["--bogus"]]:
     check(bench(args).returncode == 2, "%s is a usage error" % args)
