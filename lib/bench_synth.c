@@ -12,6 +12,7 @@
 
 #include "mate_private.h"
 #include "mate_dump.h"
+#include "dump_private.h"
 #include "op_cost.h"
 #include "replay_private.h"
 
@@ -288,10 +289,8 @@ mate_bench_entry_from_words(const char *module, const char *function, int n,
 				goto fail;
 			}
 		}
-		if ((v = cJSON_Parse(eq + 1)) == NULL || cJSON_IsObject(v) || cJSON_IsArray(v)) {
-			cJSON_Delete(v);
+		if ((v = cJSON_Parse(eq + 1)) == NULL)
 			v = cJSON_CreateString(eq + 1);  /* not JSON: a string */
-		}
 		cJSON_AddItemToObject(scalars, key, v);
 	}
 	return entry_new(shape, NULL, err);
@@ -652,10 +651,15 @@ alloc_tensor(struct targ *a, const cJSON *j, mate_error *err)
 	return MATE_OK;
 }
 
-/* A scalar's JSON as a value: integers as ints, "torch.X" dtypes as dtypes. */
+/* A scalar's JSON as a value: integers as ints, "torch.X" dtypes as dtypes; objects and lists
+ * as a dump records them ({"type": "torch.dtype", "value": ...}, enums, lists). */
 static mate_value *
 scalar_value(const cJSON *v)
 {
+	mate_error err;
+
+	if (cJSON_IsObject(v) || cJSON_IsArray(v))
+		return mate_record_decode_value(v, &err);
 	if (cJSON_IsBool(v))
 		return mate_value_bool(cJSON_IsTrue(v));
 	if (cJSON_IsNumber(v))

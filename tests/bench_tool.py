@@ -204,6 +204,19 @@ p = bench(["--device", "cuda", "-n", "1", "-c", "mm", "arg_0=float32[16,32]", "a
 check((p.returncode == 0 and " median " in p.stdout) or
       (p.returncode == 2 and p.stdout == "" and p.stderr.startswith("mate-bench: --device: ")),
       "--device cuda: %d %r %r" % (p.returncode, p.stdout, p.stderr))
+# scalars as the profile writes them: a dtype object, and a list, in both forms
+dt = '{"type":"torch.dtype","value":"torch.float32"}'
+p = bench(["-c", "mm_bf16", "arg_0=bfloat16[16,32]", "arg_1=bfloat16[32,24]", "kwarg_out_dtype=" + dt,
+           "kwarg_l=[1,2]", "--jsonl", "-n", "1"])
+r = jsonl(p)
+check(p.returncode == 0 and r[0]["outcome"] == "ran" and
+      r[0]["problem"]["scalars"] == {"kwarg_out_dtype": json.loads(dt), "kwarg_l": [1, 2]},
+      "a dtype object scalar: %s %s" % (p.stdout, p.stderr))
+q = bench(["--jsonl", "-n", "1"], input=json.dumps(r[0]["problem"]) + "\n") if r else p
+check(jsonl(q) and jsonl(q)[0]["problem"] == r[0]["problem"] and jsonl(q)[0]["outcome"] == "ran",
+      "the same from JSON: %s" % q.stdout)
+check(command_line(r[0]["problem"]).count("'kwarg_out_dtype={\"type\":\"torch.dtype\"") == 1,
+      "quoted as bench-cli.md says: %s" % command_line(r[0]["problem"]))
 # usage
 for args in [["-n", "0"], ["--device", "tpu"], ["-m", "x"], ["--bogus"]]:
     check(bench(args).returncode == 2, "%s is a usage error" % args)
