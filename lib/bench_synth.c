@@ -98,7 +98,8 @@ entry_new(cJSON *shape, const char *key, mate_error *err)
 		mate_set_error(err, MATE_ERR_FORMAT, "\"module\" is not a string");
 		goto fail;
 	}
-	if ((tensors != NULL && !cJSON_IsObject(tensors)) || (scalars != NULL && !cJSON_IsObject(scalars))) {
+	if ((tensors != NULL && !cJSON_IsObject(tensors)) ||
+	    (scalars != NULL && !cJSON_IsObject(scalars))) {
 		mate_set_error(err, MATE_ERR_FORMAT, "\"tensors\" and \"scalars\" must be objects");
 		goto fail;
 	}
@@ -601,8 +602,9 @@ rank(const struct targ *a)
 {
 	static const char *const order[] = { "kv_indices", "kv_indptr", "append_indptr",
 	    "batch_indices", NULL };
+	int k = mate_dtype_kind(a->t.dtype);
 
-	if (mate_dtype_kind(a->t.dtype) == MATE_KIND_FLOAT || mate_dtype_kind(a->t.dtype) == MATE_KIND_COMPLEX)
+	if (k == MATE_KIND_FLOAT || k == MATE_KIND_COMPLEX)
 		return 0;
 	for (int i = 0; order[i] != NULL; i++)
 		if (strcmp(a->name, order[i]) == 0)
@@ -1125,13 +1127,17 @@ static const struct {
 	    "arg_3=int32[6] arg_4=float32[8,4,64] arg_5=float32[8,4,16] arg_6=int32[6] "
 	    "arg_7=int32[3] arg_8=int32[2]" },
 	{ "get_batch_indices_positions", "arg_0=int32[3] arg_1=int32[2] arg_2=6" },
-	{ "cblas_sgemm", "arg_7=float32[512] arg_9=float32[768] arg_12=float32[384] arg_0=101 arg_1=111 arg_2=111 arg_3=16 "
+	{ "cblas_sgemm", "arg_7=float32[512] arg_9=float32[768] arg_12=float32[384] "
+	    "arg_0=101 arg_1=111 arg_2=111 arg_3=16 "
 	    "arg_4=24 arg_5=32 arg_6=1 arg_8=32 arg_10=24 arg_11=0 arg_13=24" },
-	{ "cblas_dgemm", "arg_7=float64[512] arg_9=float64[768] arg_12=float64[384] arg_0=101 arg_1=111 arg_2=111 arg_3=16 "
+	{ "cblas_dgemm", "arg_7=float64[512] arg_9=float64[768] arg_12=float64[384] "
+	    "arg_0=101 arg_1=111 arg_2=111 arg_3=16 "
 	    "arg_4=24 arg_5=32 arg_6=1 arg_8=32 arg_10=24 arg_11=0 arg_13=24" },
-	{ "sgemm_", "arg_6=float32[768] arg_8=float32[512] arg_11=float32[384] arg_0=\"N\" arg_1=\"N\" arg_2=24 "
+	{ "sgemm_", "arg_6=float32[768] arg_8=float32[512] arg_11=float32[384] "
+	    "arg_0=\"N\" arg_1=\"N\" arg_2=24 "
 	    "arg_3=16 arg_4=32 arg_5=1 arg_7=24 arg_9=32 arg_10=0 arg_12=24" },
-	{ "dgemm_", "arg_6=float64[768] arg_8=float64[512] arg_11=float64[384] arg_0=\"N\" arg_1=\"N\" arg_2=24 "
+	{ "dgemm_", "arg_6=float64[768] arg_8=float64[512] arg_11=float64[384] "
+	    "arg_0=\"N\" arg_1=\"N\" arg_2=24 "
 	    "arg_3=16 arg_4=32 arg_5=1 arg_7=24 arg_9=32 arg_10=0 arg_12=24" },
 	{ "BatchDecodeWithPagedKVCacheWrapper.run", "arg_1=float32[4,8,64] "
 	    "arg_2=float32[8,2,16,2,64]" },

@@ -1,4 +1,4 @@
-/* mate-bench: times the problems of profile entries (JSONL, or the command-line form) on mate's kernels. */
+/* mate-bench: times profile entries' calls (JSONL, or the command-line form) on mate's kernels. */
 #include "config.h"
 
 #include <getopt.h>
