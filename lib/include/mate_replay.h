@@ -315,21 +315,21 @@ typedef struct mate_bench_entry mate_bench_entry;
 /*! mate_bench_entry_from_json() : a profile entry from its JSON text (its
  * counts ignored). NULL with err set for malformed input, a shape past
  * mate_memory_cap(), or more than 128 arguments. Free with _free(). */
-mate_bench_entry *mate_bench_entry_from_json(const char *text, mate_error *err);
+MATE_API mate_bench_entry *mate_bench_entry_from_json(const char *text, mate_error *err);
 /*! mate_bench_entry_from_words() : the same from the command-line form
  * (mate-bench(1)): module (NULL: none), function and n KEY=SPEC words. */
-mate_bench_entry *mate_bench_entry_from_words(const char *module, const char *function,
+MATE_API mate_bench_entry *mate_bench_entry_from_words(const char *module, const char *function,
     int n, char *const *words, mate_error *err);
-void mate_bench_entry_free(mate_bench_entry *e);
+MATE_API void mate_bench_entry_free(mate_bench_entry *e);
 /* The entry's function, module (NULL: none) and key (the profile's; for the
  * command-line form, 16 hex digits of the FNV-1a hash of the problem's
  * compact JSON, which need not be the profile's); borrowed from e. */
-const char *mate_bench_entry_function(const mate_bench_entry *e);
-const char *mate_bench_entry_module(const mate_bench_entry *e);
-const char *mate_bench_entry_key(const mate_bench_entry *e);
+MATE_API const char *mate_bench_entry_function(const mate_bench_entry *e);
+MATE_API const char *mate_bench_entry_module(const mate_bench_entry *e);
+MATE_API const char *mate_bench_entry_key(const mate_bench_entry *e);
 /*! mate_bench_entry_problem() : {"function","module","tensors","scalars"}
  * as compact JSON; malloc'ed (free()), NULL when out of memory. */
-char *mate_bench_entry_problem(const mate_bench_entry *e);
+MATE_API char *mate_bench_entry_problem(const mate_bench_entry *e);
 
 struct mate_bench_result {
 	int status;                 /* MATE_OK: it ran; MATE_ERR_UNSUPPORTED: mate
@@ -348,12 +348,12 @@ struct mate_bench_result {
  * on r's device once, then as mate_replay_set_bench() says. A method's object
  * is made by its class's __init__ first. @return MATE_OK (the outcome is in
  * res). */
-int mate_bench_run(mate_replay *r, const mate_bench_entry *e, uint64_t seed,
+MATE_API int mate_bench_run(mate_replay *r, const mate_bench_entry *e, uint64_t seed,
     struct mate_bench_result *res);
 /*! mate_bench_example() : a problem for built-in op fn in the command-line
  * form's KEY=SPEC words (space-separated, unquoted) into buf. @return MATE_OK,
  * or MATE_ERR_UNSUPPORTED with *why (static) when mate has none. */
-int mate_bench_example(const char *fn, char *buf, size_t cap, const char **why);
+MATE_API int mate_bench_example(const char *fn, char *buf, size_t cap, const char **why);
 
 /* ---- Writing handlers ------------------------------------------------------ */
 /*! mate_replay_call_function() : the function name as recorded. */

@@ -1,5 +1,5 @@
 # mate-python: peers
-"""bench_fi_step.py: the model-like serving step of test_fi_model_step.py, recorded with
+"""test_bench_fi_step.py: the model-like serving step of test_fi_model_step.py, recorded with
 FlashInfer's real decorator, listed as distinct calls (mate-list-dumps --unique --jsonl) and
 benchmarked by mate-bench: every entry runs on made-up inputs with finite outputs (the paged
 prefill and decode wrappers' runs on plans made from their shapes), but the wrappers' plans,
@@ -11,7 +11,7 @@ import subprocess
 from mate_test import build_path, check, done, flashinfer_record, run, src_path, tmpdir
 
 tmp = tmpdir()
-root, dirs = flashinfer_record(src_path("tests", "test_fi_model_step.py"), tmp, 47)
+root, dirs = flashinfer_record(src_path("tests", "interop", "test_fi_model_step.py"), tmp, 47)
 u = run([build_path("src", "replay", "mate-list-dumps"), "--unique", "--jsonl", root]).stdout
 entries = [json.loads(l) for l in u.splitlines() if l.strip()]
 check(len(entries) >= 20, "distinct calls: %d" % len(entries))

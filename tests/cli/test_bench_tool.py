@@ -1,4 +1,4 @@
-"""bench_tool.py: mate-bench on every built-in op's problem (its made-up inputs are valid: the
+"""test_bench_tool.py: mate-bench on every built-in op's problem (its made-up inputs are valid: the
 call runs and leaves no NaN), on the demo's MATE_PROFILE, the -c form against the JSON form of
 the same entries, unsupported entries, and hostile input (malformed JSON, bad specs, huge shapes)."""
 import json
