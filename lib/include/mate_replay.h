@@ -317,13 +317,14 @@ typedef struct mate_bench_entry mate_bench_entry;
  * mate_memory_cap(), or more than 128 arguments. Free with _free(). */
 MATE_API mate_bench_entry *mate_bench_entry_from_json(const char *text, mate_error *err);
 /*! mate_bench_entry_from_words() : the same from the command-line form
- * (mate-bench(1)): module (NULL: none), function and n KEY=SPEC words. */
+ * (mate-bench(1)): module (NULL: "<unknown>", as recorded for a call without one),
+ * function and n KEY=SPEC words. */
 MATE_API mate_bench_entry *mate_bench_entry_from_words(const char *module, const char *function,
     int n, char *const *words, mate_error *err);
 MATE_API void mate_bench_entry_free(mate_bench_entry *e);
 /* The entry's function, module (NULL: none) and key (the profile's; for the
- * command-line form, 16 hex digits of the FNV-1a hash of the problem's
- * compact JSON, which need not be the profile's); borrowed from e. */
+ * command-line form, the key the profile gives the same problem: 16 hex
+ * digits of the FNV-1a hash of its compact JSON); borrowed from e. */
 MATE_API const char *mate_bench_entry_function(const mate_bench_entry *e);
 MATE_API const char *mate_bench_entry_module(const mate_bench_entry *e);
 MATE_API const char *mate_bench_entry_key(const mate_bench_entry *e);

@@ -49,14 +49,21 @@ static struct {
 
 int mate_rec_profile_on_ MATE_HIDDEN;
 
+/* 64-bit FNV-1a (offset basis 14695981039346656037, prime 1099511628211). */
 static uint64_t
 fnv1a(const char *p, size_t n)
 {
-	uint64_t h = 1469598103934665603ULL;
+	uint64_t h = 14695981039346656037ULL;
 
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
 	return h;
+}
+
+void
+mate_profile_text_key(const char *text, char key[17])
+{
+	snprintf(key, 17, "%016" PRIx64, fnv1a(text, strlen(text)));
 }
 
 /* The table's hash of a lookup text: eight bytes a step (the key is fnv1a of the canonical
@@ -360,7 +367,7 @@ canonical(cJSON *shape, char key[17])
 	text = cJSON_PrintUnformatted(shape);
 	cJSON_Delete(shape);
 	if (text != NULL)
-		snprintf(key, 17, "%016" PRIx64, fnv1a(text, strlen(text)));
+		mate_profile_text_key(text, key);
 	return text;
 }
 

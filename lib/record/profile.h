@@ -53,5 +53,8 @@ void mate_rec_profile_atfork_child(void) MATE_HIDDEN;
  * counts ({"function", "module", "tensors", "scalars"}; malloc'ed text), and its key (16 hex
  * digits); NULL when the record names no function or memory ran out. */
 char *mate_profile_shape_from_record(const cJSON *rec, char key[17]) MATE_HIDDEN;
+/* The key of a canonical shape text: 16 hex digits of its 64-bit FNV-1a hash (mate-bench
+ * keys the command-line form of an entry the same way). */
+void mate_profile_text_key(const char *text, char key[17]) MATE_HIDDEN;
 
 #endif /* MATE_PROFILE_H_INCLUDED */

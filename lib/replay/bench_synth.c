@@ -15,6 +15,7 @@
 #include "dump_private.h"
 #include "op_cost.h"
 #include "replay_private.h"
+#include "profile.h"
 
 #define BENCH_MAX_TENSORS 64
 #define BENCH_MAX_ARGS 128
@@ -23,18 +24,6 @@ struct mate_bench_entry {
 	cJSON *shape;           /* {"function","module","tensors","scalars"} */
 	char key[17];           /* the profile's key, or the one the shape hashes to */
 };
-
-/* ---- Reading an entry ---------------------------------------------------------- */
-
-static uint64_t
-fnv1a(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
-	return h;
-}
 
 /* Checks one tensor object {shape, dtype, stride, device}: sizes within the memory cap. */
 static int
@@ -119,7 +108,7 @@ entry_new(cJSON *shape, const char *key, mate_error *err)
 	if (key != NULL)
 		snprintf(e->key, sizeof(e->key), "%s", key);
 	else if ((text = cJSON_PrintUnformatted(shape)) != NULL) {
-		snprintf(e->key, sizeof(e->key), "%016" PRIx64, fnv1a(text, strlen(text)));
+		mate_profile_text_key(text, e->key);
 		free(text);
 	}
 	return e;
@@ -253,10 +242,9 @@ mate_bench_entry_from_words(const char *module, const char *function, int n,
 		return NULL;
 	}
 	cJSON_AddStringToObject(shape, "function", function ? function : "");
-	if (module != NULL)
-		cJSON_AddStringToObject(shape, "module", module);
-	else
-		cJSON_AddNullToObject(shape, "module");
+	/* a call recorded without a module has "<unknown>" (the recorder's and the dumps'
+	 * spelling), which the command-line form leaves out */
+	cJSON_AddStringToObject(shape, "module", module != NULL ? module : "<unknown>");
 	tensors = cJSON_AddObjectToObject(shape, "tensors");
 	scalars = cJSON_AddObjectToObject(shape, "scalars");
 	for (int i = 0; i < n; i++) {

@@ -189,11 +189,14 @@ print_text(const mate_bench_entry *e, const char *where, const struct mate_bench
 {
 	char b1[32], b2[32], b3[32];
 
-	if (e != NULL)
-		printf("%s%s%s [%s]: ", mate_fe_safe(mate_bench_entry_function(e)),
-		    mate_bench_entry_module(e) ? " in " : "",
-		    mate_bench_entry_module(e) ? mate_fe_safe(mate_bench_entry_module(e)) : "",
-		    mate_bench_entry_key(e));
+	if (e != NULL) {
+		const char *m = mate_bench_entry_module(e);
+
+		if (m != NULL && strcmp(m, "<unknown>") == 0)
+			m = NULL;   /* a call recorded without a module */
+		printf("%s%s%s [%s]: ", mate_fe_safe(mate_bench_entry_function(e)), m ? " in " : "",
+		    m ? mate_fe_safe(m) : "", mate_bench_entry_key(e));
+	}
 	else
 		printf("%s: ", mate_fe_safe(where));
 	if (res->status != MATE_OK) {

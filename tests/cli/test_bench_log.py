@@ -19,6 +19,7 @@ import time
 from mate_test import build_path, check, done, run, tmpdir
 
 DEMO = build_path("examples", "mate-demo")
+BENCH = build_path("src", "bench", "mate-bench")
 PROG = build_path("tests", "doc-program")
 CALLS = build_path("tests", "benchlog-calls")
 SAFE = set(string.ascii_letters + string.digits + "_.,:=@/+-")
@@ -143,6 +144,35 @@ def demo_lines():
     return body
 
 
+def runs_as_printed():
+    """The demo's bench log is a script that runs as printed (mate-bench in PATH), and each
+    line benchmarks the problem of its profile entry: the same key, tensors and scalars."""
+    work = tmpdir()
+    run([DEMO], cwd=work, env=env(MATE_LOGLEVEL="1", MATE_PROFILE="prof.jsonl",
+                                  MATE_BENCH_LOG="bench.sh", MATE_DEMO_THREADS="2"))
+    path = dict(os.environ, PATH=os.path.dirname(BENCH) + os.pathsep + os.environ["PATH"])
+    entries = {}
+    for ln in open(os.path.join(work, "prof.jsonl")):
+        e = json.loads(ln)
+        entries[e["key"]] = e
+    p = subprocess.run(["sh", os.path.join(work, "bench.sh")], cwd=work, env=path,
+                       capture_output=True, text=True)
+    out = [x for x in p.stdout.splitlines() if x]
+    failing = sum(e["failed"] == e["calls"] for e in entries.values())
+    check(len(out) == len(entries), "sh bench.sh: a line per shape: %d of %d\n%s"
+          % (len(out), len(entries), p.stdout + p.stderr))
+    check(sum(" median " in x for x in out) == len(entries) - failing,
+          "sh bench.sh: every shape but the demo's failing one timed:\n%s" % p.stdout)
+    for ln in script(os.path.join(work, "bench.sh"), "runs as printed"):
+        r = subprocess.run(ln + " -n 1 --jsonl", shell=True, cwd=work, env=path,
+                           capture_output=True, text=True)
+        got = [json.loads(x) for x in r.stdout.splitlines() if x.startswith("{")]
+        e = entries.get(got[0]["key"]) if len(got) == 1 else None
+        check(e is not None and got[0]["problem"]["tensors"] == e["tensors"] and
+              got[0]["problem"]["scalars"] == e["scalars"] and got[0]["function"] == e["function"],
+              "%s: the profile entry's problem, by its key: %s" % (ln, r.stdout + r.stderr))
+
+
 def hostile_values():
     work = tmpdir()
     run([CALLS], cwd=work, env=env(MATE_LOGLEVEL="1", MATE_PROFILE="p.jsonl",
@@ -256,6 +286,7 @@ def unopenable():
 
 if __name__ == "__main__":
     first = demo_lines()
+    runs_as_printed()
     hostile_values()
     without_profile(first)
     fork()

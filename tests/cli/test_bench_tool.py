@@ -33,7 +33,7 @@ def contiguous(shape):
 def command_line(e):
     """An entry's command-line form, as bench-cli.md specifies it."""
     words = ["mate-bench"]
-    if e.get("module") is not None:
+    if e.get("module") not in (None, "<unknown>"):  # a call without a module: no -m
         words += ["-m", e["module"]]
     words += ["-c", e["function"]]
     for k, t in e.get("tensors", {}).items():
@@ -131,6 +131,8 @@ for e, r in zip(entries, res):
     t = jsonl(c)
     check(len(t) == 1 and t[0]["problem"] == r["problem"] and t[0]["outcome"] == r["outcome"],
           "%s: -c form is the same problem: %s vs %s" % (command_line(e), t, r["problem"]))
+    check(len(t) == 1 and t[0]["key"] == e["key"],
+          "%s: -c form has the profile's key %s: %s" % (command_line(e), e["key"], t))
 failing = sum(e["failed"] == e["calls"] for e in entries)
 check(p.returncode == (1 if failing else 0), "exit status with %d failing: %d" % (failing, p.returncode))
 check(("%d benchmarked, 0 unsupported, %d failed" % (len(entries) - failing, failing)) in p.stderr,
