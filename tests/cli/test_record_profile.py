@@ -125,8 +125,10 @@ def unopenable_logdest():
 
 
 unopenable_logdest()
+# the README shows the commands and leaves the table to mate-record(1)
 readme = open(src_path("README.md")).read()
-try_example("README", *examples(readme, "    "), doc_rows(readme, "    "))
+check("--memlog mem.csv -o profile.txt -- ./train" in readme and "mate-record(1)" in readme,
+      "the README's memory-profile command, pointing at mate-record(1)")
 page = open(src_path("man", "mate-record.1")).read()
 try_example("mate-record(1)", *examples(page, "$ "), doc_rows(page, ""))
 done()
