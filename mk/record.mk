@@ -3,6 +3,7 @@
 libmate_impl_la_SOURCES += \
 	lib/record/recorder_private.h \
 	lib/record/config.c \
+	lib/record/logdest.c \
 	lib/record/profile.h \
 	lib/record/profile.c \
 	lib/record/recorder.c \

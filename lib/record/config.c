@@ -1,4 +1,6 @@
-/* config.c: the recorder's configuration (MATE_* variables), its log destination, warnings and fork handling. */
+/* config.c: the recorder's configuration: the MATE_* variables and the identity that
+ * prefixes them, applying a configuration, warnings, and what a fork changes (the log's
+ * destination is logdest.c's). */
 #include "recorder_private.h"
 #include "logfile.h"
 #include "events_private.h"
@@ -25,17 +27,6 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static pid_t cached_pid;
 static int once_flags[REC_ONCE_COUNT];
 static int dump_stopped;
-
-/* The log destination. fd -1: not opened yet in this session. */
-static struct {
-	pthread_mutex_t lock;
-	int fd;
-	int owned;      /* a file we opened (closed on reconfigure) */
-	int atomic;     /* a regular file: each O_APPEND write lands whole */
-	int pipe;       /* a FIFO or socket: SIGPIPE must not reach the host */
-	int stopped;
-	int header_done;
-} logst = { PTHREAD_MUTEX_INITIALIZER, -1, 0, 0, 0, 0, 0 };
 
 /* ---- warnings ----------------------------------------------------------------- */
 
@@ -368,17 +359,6 @@ shown_dir(const char *d)
 }
 
 static void
-close_log(void)
-{
-	if (logst.owned && logst.fd >= 0)
-		close(logst.fd);
-	logst.fd = -1;
-	logst.owned = 0;
-	logst.stopped = 0;
-	logst.header_done = 0;
-}
-
-static void
 release_config(struct rec_config *c)
 {
 	free(c->logdest);
@@ -428,8 +408,8 @@ apply(const struct mate_config *cfg, mate_error *err)
 		release_config(&n);
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	}
-	pthread_mutex_lock(&logst.lock);
-	close_log();
+	mate_rec_log_lock();
+	mate_rec_log_close();
 	release_config(&mate_rec_cfg);
 	mate_rec_cfg = n;
 	memset(once_flags, 0, sizeof(once_flags));
@@ -437,7 +417,7 @@ apply(const struct mate_config *cfg, mate_error *err)
 	cached_pid = getpid();
 	mate_rec_dump_reset(1);
 	__atomic_add_fetch(&mate_rec_generation, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&logst.lock);
+	mate_rec_log_unlock();
 	if (!atfork_done) {
 		atfork_done = 1;
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
@@ -513,133 +493,12 @@ mate_record_level(void)
 	return __atomic_load_n(&mate_record_level_, __ATOMIC_ACQUIRE);
 }
 
-/* ---- the log destination ------------------------------------------------------------ */
-
-/* A path template (MATE_LOGDEST, MATE_BENCH_LOG) with every %i replaced by the pid. */
-char *
-mate_rec_expand_path(const char *tmpl)
-{
-	struct mate_buf b;
-	const char *p;
-
-	mate_buf_init(&b);
-	for (p = tmpl; *p != '\0'; p++) {
-		if (p[0] == '%' && p[1] == 'i') {
-			mate_buf_printf(&b, "%ld", (long)cached_pid);
-			p++;
-		} else
-			mate_buf_putc(&b, *p);
-	}
-	if (mate_buf_str(&b) == NULL) {
-		mate_buf_free(&b);
-		return NULL;
-	}
-	return b.p;
-}
-
-/* Opens the destination; called with logst.lock held. */
-static void
-open_log(void)
-{
-	const char *d = mate_rec_cfg.logdest;
-	struct stat st;
-	char *path;
-
-	if (strcmp(d, "stdout") == 0)
-		logst.fd = STDOUT_FILENO;
-	else if (strcmp(d, "stderr") == 0)
-		logst.fd = STDERR_FILENO;
-	else {
-		path = mate_rec_expand_path(d);
-		logst.fd = path ? mate_log_open(path, O_CREAT | O_APPEND, mate_log_name_of(d)) :
-		    -ENOMEM;
-		if (logst.fd < 0) {
-			mate_warn("cannot open %s_LOGDEST '%s': %s; logging to stderr", ident.prefix,
-			    path ? path : d, mate_log_strerror(logst.fd));
-			logst.fd = STDERR_FILENO;
-		} else
-			logst.owned = 1;
-		free(path);
-	}
-	logst.atomic = logst.pipe = 0;
-	if (fstat(logst.fd, &st) == 0) {
-		logst.atomic = S_ISREG(st.st_mode) && logst.owned;
-		logst.pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
-	}
-}
-
-/* write() that keeps SIGPIPE from a closed pipe away from the host. */
-int
-mate_rec_write_guarded(int fd, int is_pipe, const char *p, size_t n)
-{
-	sigset_t pipe_set, old, pending;
-	int rc, was_pending;
-
-	if (!is_pipe)
-		return mate_write_all(fd, p, n);
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-	sigpending(&pending);
-	was_pending = sigismember(&pending, SIGPIPE);
-	rc = mate_write_all(fd, p, n);
-	if (rc == -EPIPE && !was_pending) {
-		struct timespec zero = { 0, 0 };
-		sigtimedwait(&pipe_set, NULL, &zero);
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return rc;
-}
-
-static void
-write_log(const char *text, size_t len)
-{
-	int rc = mate_rec_write_guarded(logst.fd, logst.pipe, text, len);
-
-	if (rc != 0) {
-		__atomic_store_n(&logst.stopped, 1, __ATOMIC_RELAXED);
-		mate_rec_warn_once(REC_ONCE_LOG_IO, "cannot write the API log (%s): %s; logging stopped",
-		    mate_rec_cfg.logdest, strerror(-rc));
-	}
-}
-
-void
-mate_rec_log(const char *text, size_t len)
-{
-	if (__atomic_load_n(&logst.stopped, __ATOMIC_RELAXED))
-		return;
-	if (!__atomic_load_n(&logst.header_done, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_lock(&logst.lock);
-		if (logst.fd < 0)
-			open_log();
-		if (!logst.header_done) {
-			struct mate_buf b;
-			mate_buf_init(&b);
-			mate_rec_fmt_header(&b);
-			if (mate_buf_str(&b) != NULL)
-				write_log(b.p, b.len);
-			mate_buf_free(&b);
-			__atomic_store_n(&logst.header_done, 1, __ATOMIC_RELEASE);
-		}
-		pthread_mutex_unlock(&logst.lock);
-	}
-	if (text == NULL || len == 0 || __atomic_load_n(&logst.stopped, __ATOMIC_RELAXED))
-		return;
-	if (logst.atomic) {
-		write_log(text, len);
-		return;
-	}
-	pthread_mutex_lock(&logst.lock);
-	write_log(text, len);
-	pthread_mutex_unlock(&logst.lock);
-}
-
 /* ---- fork ------------------------------------------------------------------------------ */
 
 static void
 atfork_prepare(void)
 {
-	pthread_mutex_lock(&logst.lock);
+	mate_rec_log_lock();
 	pthread_mutex_lock(&mate_rec_dump_lock);
 	mate_rec_profile_atfork_prepare();
 }
@@ -649,7 +508,7 @@ atfork_parent(void)
 {
 	mate_rec_profile_atfork_parent();
 	pthread_mutex_unlock(&mate_rec_dump_lock);
-	pthread_mutex_unlock(&logst.lock);
+	mate_rec_log_unlock();
 }
 
 /* The child is a new process: its own pid, counters and limits, and its
@@ -659,12 +518,12 @@ atfork_child(void)
 {
 	mate_rec_profile_atfork_child();
 	pthread_mutex_unlock(&mate_rec_dump_lock);
-	pthread_mutex_unlock(&logst.lock);
+	mate_rec_log_unlock();
 	cached_pid = getpid();
 	mate_rec_dump_reset(0);
 	memset(once_flags, 0, sizeof(once_flags));
 	if (mate_rec_cfg.logdest != NULL && strstr(mate_rec_cfg.logdest, "%i") != NULL)
-		close_log();
+		mate_rec_log_close();
 	mate_rec_generation++;
 	mate_ev_atfork_child();
 }

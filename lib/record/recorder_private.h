@@ -76,6 +76,11 @@ void mate_rec_warn_once(enum rec_once which, const char *fmt, ...) MATE_PRINTF(2
  * calls never interleave. Writes the system-information header first when
  * this session has not written it. Errors stop logging with a warning. */
 void mate_rec_log(const char *text, size_t len) MATE_HIDDEN;
+/* The log destination's lock (held by a reconfiguration and across fork()), and closing
+ * it: the next line opens the destination again (logdest.c). */
+void mate_rec_log_lock(void) MATE_HIDDEN;
+void mate_rec_log_unlock(void) MATE_HIDDEN;
+void mate_rec_log_close(void) MATE_HIDDEN;
 /* A path template with every %i replaced by the pid (malloc'ed; NULL: out of memory). */
 char *mate_rec_expand_path(const char *tmpl) MATE_HIDDEN;
 /* Writes all of p to fd; with pipe set (a FIFO or socket) a reader that went away costs
