@@ -3,9 +3,9 @@
 #include "dump_private.h"
 #include "replay_private.h"
 #include "backend.h"
+#include "op_cost.h"
 #ifdef HAVE_CUDA
 #include "cuda_module.h"
-#include "op_cost.h"
 #endif
 
 #include <dlfcn.h>
