@@ -9,12 +9,12 @@ fuzz_seconds=${MATE_FUZZ_SECONDS:-60}
 
 step() { printf '\n==== %s ====\n' "$*"; }
 
-# The tests that need libmate-preload.so: a static build has none, so they run in the shared
-# sanitizer step below, not in the static one.
+# The tests that need libmate-preload.so (or libmate.so itself, through ctypes): a static
+# build has neither, so they run in the shared sanitizer step below, not in the static one.
 preload_tests="tests/cli/test_record_cblas.sh tests/cli/test_record_exit.sh
 	tests/cli/test_record_fakecuda.py tests/cli/test_record_gpu.sh tests/cli/test_record_man.sh
 	tests/cli/test_record_memevents.py tests/cli/test_record_numpy.py tests/cli/test_record_profile.py
-	tests/cli/test_record_callprofile.py tests/cli/test_record_benchlog.py
+	tests/cli/test_record_callprofile.py tests/cli/test_record_benchlog.py tests/cli/test_name_filter.py
 	tests/cli/test_record_signals.py tests/cli/test_record_static.sh tests/interop/test_memlog_rmm.py
 	tests/interop/test_flashinfer_logtext.py tests/interop/test_peers_zmq_pandas.py tests/test_dlclose
 	tests/cli/test_recorder_enospc.sh tests/cli/test_recorder_enospc_pt.sh
