@@ -31,7 +31,6 @@ check_LTLIBRARIES += tests/cuda-module-other.la
 tests_cuda_module_other_la_SOURCES = tests/fakes/cuda_module_other.c
 tests_cuda_module_other_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_LDFLAGS)
 tests_test_cuda_module_SOURCES = tests/unit/test_cuda_module.c
-tests_test_cuda_module_LDADD = libmate.la
 TESTS += tests/test_kernels_cuda
 tests_test_kernels_cuda_SOURCES = tests/unit/test_kernels_cuda.c
 tests_test_kernels_cuda_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)

@@ -10,8 +10,6 @@ libmate_impl_la_SOURCES += \
 
 bin_PROGRAMS += src/replay/mate-list-dumps
 src_replay_mate_list_dumps_SOURCES = src/replay/mate-list-dumps.c lib/core/util_json.c
-src_replay_mate_list_dumps_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
-src_replay_mate_list_dumps_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 src_replay_mate_list_dumps_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
 man_MANS += man/mate-list-dumps.1
 EXTRA_DIST += man/mate-list-dumps.1
@@ -20,7 +18,6 @@ EXTRA_DIST += man/mate-list-dumps.1
 check_PROGRAMS += tests/test_dump_read
 TESTS += tests/test_dump_read
 tests_test_dump_read_SOURCES = tests/unit/test_dump_read.c
-tests_test_dump_read_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_dump_read_LDADD = libmate_impl.la $(CJSON_LIBS)
 
 ## Hostile dumps: huge numbers, FIFOs, deep nesting (no hang, no UB).
@@ -30,6 +27,5 @@ EXTRA_DIST += tests/cli/test_dump_hostile.py
 ## Fuzz target for metadata.jsonl records and recorded values.
 FUZZ_TARGETS += fuzz/fuzz_dump_record
 fuzz_fuzz_dump_record_SOURCES = fuzz/fuzz_dump_record.c
-fuzz_fuzz_dump_record_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 fuzz_fuzz_dump_record_LDADD = libmate_impl.la $(CJSON_LIBS)
 fuzz_fuzz_dump_record_LDFLAGS = $(FUZZER_LINK)

@@ -5,7 +5,6 @@ libmate_impl_la_SOURCES += \
 	lib/events/events.c \
 	lib/events/events_call.c \
 	lib/events/monitor.c
-libmate_impl_la_CFLAGS += $(ZMQ_CFLAGS)
 libmate_impl_la_LIBADD += $(ZMQ_LIBS)
 libmate_impl_la_SOURCES += lib/events/subscribe.c lib/events/activity.c
 ## instruction logs (read and written by every tool)
@@ -14,13 +13,11 @@ libmate_impl_la_SOURCES += lib/include/mate_events.h lib/events/ilog.c
 ## mate-trace: capture live events into an instruction log.
 bin_PROGRAMS += src/trace/mate-trace
 src_trace_mate_trace_SOURCES = src/trace/mate-trace.c
-src_trace_mate_trace_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
 src_trace_mate_trace_LDADD = src/fe/libmate_fe.la libmate.la
 
 ## mate-top: live per-worker activity (ncurses; batch mode without a terminal).
 bin_PROGRAMS += src/top/mate-top
 src_top_mate_top_SOURCES = src/top/mate-top.c
-src_top_mate_top_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
 src_top_mate_top_CFLAGS = $(AM_CFLAGS) $(NCURSES_CFLAGS)
 src_top_mate_top_LDADD = src/fe/libmate_fe.la libmate.la $(NCURSES_LIBS) -lm
 
@@ -32,34 +29,28 @@ TESTS += tests/test_events
 tests_test_events_SOURCES = tests/unit/test_events.c
 tests_test_events_LDADD = libmate_impl.la
 tests_ilog_check_SOURCES = tests/tools/ilog-check.c
-tests_ilog_check_LDADD = libmate.la
 check_PROGRAMS += tests/test_events_stall
 TESTS += tests/test_events_stall
 tests_test_events_stall_SOURCES = tests/unit/test_events_stall.c
-tests_test_events_stall_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
 tests_test_events_stall_LDADD = libmate.la $(ZMQ_LIBS)
 
 check_PROGRAMS += tests/test_events_frames
 TESTS += tests/test_events_frames
 tests_test_events_frames_SOURCES = tests/unit/test_events_frames.c
-tests_test_events_frames_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
 tests_test_events_frames_LDADD = libmate.la $(ZMQ_LIBS)
 check_PROGRAMS += tests/test_events_bignum
 TESTS += tests/test_events_bignum
 tests_test_events_bignum_SOURCES = tests/unit/test_events_bignum.c
-tests_test_events_bignum_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
 tests_test_events_bignum_LDADD = libmate.la $(ZMQ_LIBS)
 
 check_PROGRAMS += tests/test_events_budget
 TESTS += tests/test_events_budget
 tests_test_events_budget_SOURCES = tests/unit/test_events_budget.c
-tests_test_events_budget_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
 tests_test_events_budget_LDADD = libmate.la $(ZMQ_LIBS) -lpthread
 ## Another publisher's frames under a real one's pid (a DISCONNECT among them) are not taken.
 check_PROGRAMS += tests/test_events_spoof
 TESTS += tests/test_events_spoof
 tests_test_events_spoof_SOURCES = tests/unit/test_events_spoof.c
-tests_test_events_spoof_CFLAGS = $(AM_CFLAGS) $(ZMQ_CFLAGS)
 tests_test_events_spoof_LDADD = libmate.la $(ZMQ_LIBS)
 ## A forked child's log: its own ids, every event kept when it ends with _exit(2).
 check_PROGRAMS += tests/test_events_fork
@@ -99,7 +90,6 @@ EXTRA_DIST += man/mate-trace.1 man/mate-top.1
 ## Benchmarks (make bench; then python3 bench/events.py from the build directory).
 BENCH_BINS += bench/events-overhead
 bench_events_overhead_SOURCES = bench/events-overhead.c
-bench_events_overhead_LDADD = libmate.la
 EXTRA_DIST += bench/events.py
 
 ## fuzz/fuzz_frame: the subscriber's frame parser, merging and activity aggregate.

@@ -25,11 +25,9 @@ libmate_impl_la_SOURCES += lib/format/pickle.c lib/format/pt_read.c
 ## under PYTHON_PEERS: tests/torch2/ runs the same test there), ZIP64 > 4 GiB.
 check_PROGRAMS += tests/test_pickle tests/test_pt_read tests/pt-read-check
 tests_test_pickle_SOURCES = tests/unit/test_pickle.c
-tests_test_pickle_LDADD = libmate.la
 tests_test_pt_read_SOURCES = tests/unit/test_pt_read.c
 tests_test_pt_read_LDADD = libmate_impl.la
 tests_pt_read_check_SOURCES = tests/tools/pt-read-check.c
-tests_pt_read_check_LDADD = libmate.la
 TESTS += tests/test_pickle tests/test_pt_read tests/interop/test_pt_read_interop.py \
 	tests/interop/torch2/test_pt_read_interop.sh tests/interop/test_pt_read_torch2.py \
 	tests/interop/test_pt_read_zip64.py
@@ -39,7 +37,6 @@ EXTRA_DIST += tests/tools/pt_build.h tests/tools/torch_expect.py tests/interop/t
 ## Fuzz targets (seed corpora in fuzz/corpus/pickle and fuzz/corpus/pt).
 FUZZ_TARGETS += fuzz/fuzz_pickle fuzz/fuzz_pt
 fuzz_fuzz_pickle_SOURCES = fuzz/fuzz_pickle.c
-fuzz_fuzz_pickle_LDADD = libmate.la
 fuzz_fuzz_pickle_LDFLAGS = $(FUZZER_LINK)
 fuzz_fuzz_pt_SOURCES = fuzz/fuzz_pt.c
 fuzz_fuzz_pt_LDADD = libmate_impl.la
@@ -48,7 +45,6 @@ EXTRA_DIST += fuzz/fuzz_pickle.c fuzz/fuzz_pt.c
 
 ## Benchmark: bench/bench_pt_read FILE; bench/pt_read_vs_torch.py BUILDDIR.
 BENCH_BINS += bench/bench_pt_read
-bench_bench_pt_read_LDADD = libmate.la
 EXTRA_DIST += bench/bench_pt_read.c bench/pt_read_vs_torch.py
 
 ## safetensors
@@ -56,7 +52,6 @@ libmate_impl_la_SOURCES += lib/format/safetensors.c
 
 check_PROGRAMS += tests/test_safetensors
 tests_test_safetensors_SOURCES = tests/unit/test_safetensors.c
-tests_test_safetensors_LDADD = libmate.la
 ## test_safetensors_peers.py: against the safetensors library itself (PYTHON_PEERS).
 TESTS += tests/test_safetensors tests/interop/test_safetensors_interop.py \
 	tests/interop/torch2/test_safetensors_interop.sh tests/interop/test_safetensors_peers.py
@@ -65,23 +60,19 @@ EXTRA_DIST += tests/interop/test_safetensors_interop.py tests/interop/torch2/tes
 
 FUZZ_TARGETS += fuzz/fuzz_safetensors
 fuzz_fuzz_safetensors_SOURCES = fuzz/fuzz_safetensors.c
-fuzz_fuzz_safetensors_LDADD = libmate.la
 fuzz_fuzz_safetensors_LDFLAGS = $(FUZZER_LINK)
 
 BENCH_BINS += bench/bench_safetensors
 bench_bench_safetensors_SOURCES = bench/bench_safetensors.c
-bench_bench_safetensors_LDADD = libmate.la
 
 ## tests/tensorfile-tool: JSON <-> .pt/.safetensors driver for the Python interop tests.
 check_PROGRAMS += tests/tensorfile-tool
 tests_tensorfile_tool_SOURCES = tests/tools/tensorfile-tool.c
-tests_tensorfile_tool_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_tensorfile_tool_LDADD = libmate.la $(CJSON_LIBS)
 
 ## bench/tensor-files: .pt/safetensors throughput against torch and plain I/O
 ## (`make bench`, then bench/tensor-files.sh runs it with the torch half).
 BENCH_BINS += bench/tensor-files
 bench_tensor_files_SOURCES = bench/tensor-files.c
-bench_tensor_files_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
 bench_tensor_files_LDADD = src/fe/libmate_fe.la libmate.la
 EXTRA_DIST += bench/tensor-files.sh bench/tensor-files-torch.py

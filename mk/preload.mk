@@ -6,7 +6,6 @@
 check_PROGRAMS += tests/test_memlog
 TESTS += tests/test_memlog
 tests_test_memlog_SOURCES = tests/unit/test_memlog.c
-tests_test_memlog_LDADD = libmate.la
 
 
 ## libmate-preload.so: the interposer (installed in pkglibdir). It does not
@@ -30,7 +29,6 @@ libmate_preload_la_LIBADD = -ldl -lm
 ## mate-record: the launcher.
 bin_PROGRAMS += src/record/mate-record
 src_record_mate_record_SOURCES = src/record/mate-record.c
-src_record_mate_record_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
 src_record_mate_record_LDADD = src/fe/libmate_fe.la libmate.la
 
 ## Test-only fake CUDA runtime and cuBLAS (real sonames, computing on the
@@ -75,7 +73,6 @@ bench_record_gemm_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
 bench_record_gemm_LDADD = $(OPENBLAS_LIBS)
 EXTRA_DIST += bench/record-overhead.sh
 BENCH_BINS += bench/memlog-bench
-bench_memlog_bench_LDADD = libmate.la
 
 ## The static CUDA runtime check: a stand-in program and a fake driver library.
 check_LTLIBRARIES += tests/fakes/libcuda.la
@@ -86,17 +83,14 @@ tests_static_cudart_prog_SOURCES = tests/fakes/static-cudart-prog.c
 tests_static_cudart_prog_LDFLAGS = -no-install
 tests_static_cudart_prog_LDADD = tests/fakes/libcuda.la
 tests_test_elf_cuda_SOURCES = tests/unit/test_elf_cuda.c
-tests_test_elf_cuda_LDADD = libmate.la
 TESTS += tests/test_elf_cuda tests/cli/test_record_static.sh
 EXTRA_DIST += tests/cli/test_record_static.sh
 
 ## Fuzz targets: the CSV reader and log check, the ELF check.
 FUZZ_TARGETS += fuzz/fuzz_memlog fuzz/fuzz_elf_cuda
 fuzz_fuzz_memlog_SOURCES = fuzz/fuzz_memlog.c
-fuzz_fuzz_memlog_LDADD = libmate.la
 fuzz_fuzz_memlog_LDFLAGS = $(FUZZER_LINK)
 fuzz_fuzz_elf_cuda_SOURCES = fuzz/fuzz_elf_cuda.c
-fuzz_fuzz_elf_cuda_LDADD = libmate.la
 fuzz_fuzz_elf_cuda_LDFLAGS = $(FUZZER_LINK)
 
 ## Man page (mate-replay(1) holds the --memlog section).

@@ -22,21 +22,18 @@ libmate_impl_la_CFLAGS += -DMATE_PKGLIBDIR='"$(pkglibdir)"'
 ## recorder-golden: the reference program's calls through the C API.
 check_PROGRAMS += tests/recorder-golden
 tests_recorder_golden_SOURCES = tests/tools/recorder-golden.c
-tests_recorder_golden_LDADD = libmate.la
 TESTS += tests/cli/test_recorder_golden.sh
 EXTRA_DIST += tests/cli/test_recorder_golden.sh tests/tools/gen-golden-tensors.py
 
 ## test_recorder_dump: level-10 records, statuses, filters, limits, in-place outputs.
 check_PROGRAMS += tests/test_recorder_dump
 tests_test_recorder_dump_SOURCES = tests/unit/test_recorder_dump.c
-tests_test_recorder_dump_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_recorder_dump_LDADD = libmate.la $(CJSON_LIBS)
 TESTS += tests/test_recorder_dump
 
 ## recorder-values: Python checks of float/string spelling in the log and records.
 check_PROGRAMS += tests/recorder-values
 tests_recorder_values_SOURCES = tests/tools/recorder-values.c
-tests_recorder_values_LDADD = libmate.la
 TESTS += tests/cli/test_recorder_values.py
 EXTRA_DIST += tests/cli/test_recorder_values.py
 TESTS += tests/interop/test_recorder_dumps.py tests/interop/torch2/test_recorder_dumps.sh
@@ -49,7 +46,6 @@ EXTRA_DIST += tests/interop/test_recorder_inplace.py tests/interop/torch2/test_r
 ## test_recorder_stats: level-5 statistics for every dtype.
 check_PROGRAMS += tests/test_recorder_stats
 tests_test_recorder_stats_SOURCES = tests/unit/test_recorder_stats.c
-tests_test_recorder_stats_LDADD = libmate.la
 TESTS += tests/test_recorder_stats
 
 ## The man pages and libmate(3)'s example, built and checked by make check.
@@ -57,7 +53,6 @@ man_MANS += man/mate.7 man/libmate.3
 EXTRA_DIST += man/mate.7 man/libmate.3 examples/libmate-example.c tests/cli/test_recorder_example.sh
 check_PROGRAMS += examples/libmate-example
 examples_libmate_example_SOURCES = examples/libmate-example.c
-examples_libmate_example_LDADD = libmate.la
 TESTS += tests/cli/test_recorder_example.sh
 
 ## test_recorder_cuda: device tensors (CUDA builds; exits 77 without a device).
@@ -76,14 +71,12 @@ BENCH_BINS += bench/recorder
 bench_recorder_SOURCES = bench/recorder.c
 ## loops aligned alike, so that level 0 compares the instrumentation, not where the loops fall
 bench_recorder_CFLAGS = $(AM_CFLAGS) -falign-loops=32 -falign-functions=64
-bench_recorder_LDADD = libmate.la
 
 ## test_recorder_fmt: float repr and fixed-point spellings against printf, vector float32
 ## statistics against the scalar path (pyfmt.c and stats.c linked in).
 check_PROGRAMS += tests/test_recorder_fmt
 tests_test_recorder_fmt_SOURCES = tests/unit/test_recorder_fmt.c lib/record/pyfmt.c lib/record/stats.c lib/core/util_buf.c \
 	lib/core/util_json.c
-tests_test_recorder_fmt_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_recorder_fmt_LDADD = libmate.la $(CJSON_LIBS) -lm
 TESTS += tests/test_recorder_fmt
 
@@ -92,7 +85,6 @@ TESTS += tests/test_recorder_fmt
 check_PROGRAMS += tests/test_recorder_crash
 tests_test_recorder_crash_SOURCES = tests/unit/test_recorder_crash.c tests/tools/dumpcheck.c tests/tools/dumpcheck.h \
 	tests/tools/recstress.c tests/tools/recstress.h
-tests_test_recorder_crash_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_recorder_crash_LDADD = libmate_impl.la $(CJSON_LIBS)
 TESTS += tests/test_recorder_crash tests/cli/test_recorder_crash_pt.sh
 EXTRA_DIST += tests/cli/test_recorder_crash_pt.sh
@@ -102,7 +94,6 @@ EXTRA_DIST += tests/cli/test_recorder_crash_pt.sh
 check_PROGRAMS += tests/test_recorder_threads
 tests_test_recorder_threads_SOURCES = tests/unit/test_recorder_threads.c tests/tools/dumpcheck.c tests/tools/dumpcheck.h \
 	tests/tools/recstress.c tests/tools/recstress.h
-tests_test_recorder_threads_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_recorder_threads_LDADD = libmate.la $(CJSON_LIBS)
 TESTS += tests/test_recorder_threads tests/cli/test_recorder_threads_pt.sh
 EXTRA_DIST += tests/cli/test_recorder_threads_pt.sh
@@ -110,7 +101,6 @@ EXTRA_DIST += tests/cli/test_recorder_threads_pt.sh
 ## dump-check: the dump checker as a command for the shell tests.
 check_PROGRAMS += tests/dump-check
 tests_dump_check_SOURCES = tests/tools/dump-check.c tests/tools/dumpcheck.c tests/tools/dumpcheck.h
-tests_dump_check_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_dump_check_LDADD = libmate.la $(CJSON_LIBS)
 
 ## test_recorder_enospc: a full disk through an LD_PRELOAD shim (not built by --disable-shared
@@ -177,6 +167,5 @@ EXTRA_DIST += tests/cli/test_recorder_hostile_files.sh
 ## the command-line form; threads, forks, SIGTERM, unopenable and hostile paths.
 check_PROGRAMS += tests/benchlog-calls
 tests_benchlog_calls_SOURCES = tests/fakes/benchlog-calls.c
-tests_benchlog_calls_LDADD = libmate.la
 TESTS += tests/cli/test_bench_log.py tests/cli/test_record_benchlog.py
 EXTRA_DIST += tests/cli/test_bench_log.py tests/cli/test_record_benchlog.py

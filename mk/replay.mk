@@ -26,13 +26,10 @@ libmate_impl_la_SOURCES += lib/replay/replay_ops_info.c
 ## The tools: mate-replay and the `mate VERB` dispatcher.
 bin_PROGRAMS += src/replay/mate-replay src/mate/mate
 src_replay_mate_replay_SOURCES = src/replay/mate-replay.c lib/core/util_match.c
-src_replay_mate_replay_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
-src_replay_mate_replay_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 ## -export-dynamic: plugins find libmate's symbols in a statically linked mate-replay too.
 src_replay_mate_replay_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
 src_replay_mate_replay_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
 src_mate_mate_SOURCES = src/mate/mate.c
-src_mate_mate_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
 src_mate_mate_LDADD = src/fe/libmate_fe.la libmate.la
 
 ## Man pages.
@@ -43,7 +40,6 @@ EXTRA_DIST += man/mate.1 man/mate-replay.1
 check_PROGRAMS += tests/test_replay
 TESTS += tests/test_replay
 tests_test_replay_SOURCES = tests/unit/test_replay.c
-tests_test_replay_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 tests_test_replay_LDADD = libmate_impl.la $(CJSON_LIBS)
 
 ## replay_escape.sh: ESC, BEL and newlines in a dump's names reach no terminal raw
@@ -61,8 +57,7 @@ tests_plugin_reference_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_
 ## tests use it where a plugin cannot be dlopen()ed: static and sanitizer builds).
 check_PROGRAMS += tests/mate-replay-ref
 tests_mate_replay_ref_SOURCES = src/replay/mate-replay.c lib/core/util_match.c tests/fakes/plugin-reference.c
-tests_mate_replay_ref_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe -DMATE_REPLAY_TEST_PLUGIN
-tests_mate_replay_ref_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_mate_replay_ref_CPPFLAGS = $(AM_CPPFLAGS) -DMATE_REPLAY_TEST_PLUGIN
 tests_mate_replay_ref_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
 
 ## The example plugin of libmate(3) (REPLAY PLUGINS), cut from the page and built
@@ -81,8 +76,7 @@ tests/plugin-man-example.c: $(top_srcdir)/man/libmate.3
 check_PROGRAMS += tests/mate-replay-example
 tests_mate_replay_example_SOURCES = src/replay/mate-replay.c lib/core/util_match.c
 nodist_tests_mate_replay_example_SOURCES = tests/plugin-man-example.c
-tests_mate_replay_example_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe -DMATE_REPLAY_TEST_PLUGIN
-tests_mate_replay_example_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
+tests_mate_replay_example_CPPFLAGS = $(AM_CPPFLAGS) -DMATE_REPLAY_TEST_PLUGIN
 tests_mate_replay_example_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
 
 ## CLI tests: the real binaries on the MATE reference dumps and on dumps the
@@ -168,8 +162,6 @@ libmate_impl_la_SOURCES += lib/replay/bench_synth.c
 
 bin_PROGRAMS += src/bench/mate-bench
 src_bench_mate_bench_SOURCES = src/bench/mate-bench.c
-src_bench_mate_bench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
-src_bench_mate_bench_CFLAGS = $(AM_CFLAGS) $(CJSON_CFLAGS)
 src_bench_mate_bench_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
 
 man_MANS += man/mate-bench.1
@@ -184,7 +176,6 @@ EXTRA_DIST += tests/cli/test_bench_tool.py
 ## Fuzz target for profile lines and the command-line form.
 FUZZ_TARGETS += fuzz/fuzz_bench_entry
 fuzz_fuzz_bench_entry_SOURCES = fuzz/fuzz_bench_entry.c
-fuzz_fuzz_bench_entry_LDADD = libmate.la
 fuzz_fuzz_bench_entry_LDFLAGS = $(FUZZER_LINK)
 
 ## test_bench_fi_step.py (peers): a serving step recorded by FlashInfer's decorator, its distinct

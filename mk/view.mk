@@ -21,7 +21,6 @@ lib_libmate_view_la_LIBADD = $(CAIRO_LIBS) $(ZLIB_LIBS) -lm
 ## ---- mate-visualize ----
 bin_PROGRAMS += mate-visualize
 mate_visualize_SOURCES = src/visualize/mate-visualize.c
-mate_visualize_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/fe
 mate_visualize_LDADD = src/fe/libmate_fe.la lib/libmate_view.la libmate_impl.la
 man_MANS += man/mate-visualize.1
 EXTRA_DIST += man/mate-visualize.1
@@ -33,7 +32,6 @@ AM_TESTS_ENVIRONMENT += \
 	export LSAN_OPTIONS;
 check_PROGRAMS += tests/test_ilog tests/test_timeline
 tests_test_ilog_SOURCES = tests/unit/test_ilog.c
-tests_test_ilog_LDADD = libmate.la
 tests_test_timeline_SOURCES = tests/unit/test_timeline.c
 tests_test_timeline_LDADD = lib/libmate_view.la libmate_impl.la
 TESTS += tests/test_ilog tests/test_timeline \
