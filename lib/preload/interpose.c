@@ -278,9 +278,9 @@ open_libmate(void)
 	if (env != NULL && *env != '\0')
 		h = dlopen(env, RTLD_LAZY | RTLD_LOCAL);
 	if (h == NULL)
-		h = dlopen("libmate.so.0", RTLD_LAZY | RTLD_LOCAL);
+		h = dlopen(MATE_LIBMATE_SONAME, RTLD_LAZY | RTLD_LOCAL);
 	if (h == NULL)
-		h = dlopen(MATE_LIBDIR "/libmate.so.0", RTLD_LAZY | RTLD_LOCAL);
+		h = dlopen(MATE_LIBDIR "/" MATE_LIBMATE_SONAME, RTLD_LAZY | RTLD_LOCAL);
 	return h;
 }
 
