@@ -6,8 +6,7 @@ include_HEADERS += lib/include/mate.h lib/include/mate_core.h lib/include/mate_r
 	lib/include/mate_replay.h lib/include/mate_events.h \
 	lib/include/mate_dump.h lib/include/mate_monitor.h
 ## libmate exports exactly the MATE_API declarations of those headers.
-TESTS += tests/cli/test_exports.sh
-EXTRA_DIST += tests/cli/test_exports.sh
+SCRIPT_TESTS += tests/cli/test_exports.sh
 libmate_impl_la_SOURCES += \
 	lib/core/mate_private.h \
 	lib/core/error.c \
@@ -57,14 +56,12 @@ tests_test_wqueue_LDADD = libmate_impl.la
 TESTS += tests/test_wqueue
 
 ## libmate.pc: a static link with its private requirements.
-TESTS += tests/cli/test_pkgconfig.sh
-EXTRA_DIST += tests/cli/test_pkgconfig.sh
+SCRIPT_TESTS += tests/cli/test_pkgconfig.sh
 
 ## Unit tests of lib/core/dtype.c, lib/core/tensor.c, lib/core/value.c; dtype-convert drives the interop test.
 check_PROGRAMS += tests/test_dtype tests/test_tensor tests/test_value tests/dtype-convert
-TESTS += tests/test_dtype tests/test_tensor tests/test_value tests/interop/test_dtype_interop.py \
-	tests/interop/torch2/test_dtype_interop.sh
-EXTRA_DIST += tests/interop/test_dtype_interop.py tests/interop/torch2/test_dtype_interop.sh
+SCRIPT_TESTS += tests/interop/test_dtype_interop.py tests/interop/torch2/test_dtype_interop.sh
+TESTS += tests/test_dtype tests/test_tensor tests/test_value
 tests_test_dtype_SOURCES = tests/unit/test_dtype.c
 tests_test_dtype_LDADD = libmate.la -lm
 tests_test_tensor_SOURCES = tests/unit/test_tensor.c

@@ -42,9 +42,7 @@ AM_TESTS_ENVIRONMENT += \
 endif
 
 ## The module opened on first use, or a clear error (skipped without CUDA).
-TESTS += tests/cli/test_cuda_module.sh
-EXTRA_DIST += tests/cli/test_cuda_module.sh
+SCRIPT_TESTS += tests/cli/test_cuda_module.sh
 
 ## The torch comparison again on the CUDA kernels (skipped without a device).
-TESTS += tests/interop/test_kernels_torch_cuda.sh
-EXTRA_DIST += tests/interop/test_kernels_torch_cuda.sh
+SCRIPT_TESTS += tests/interop/test_kernels_torch_cuda.sh

@@ -21,8 +21,7 @@ tests_test_dump_read_SOURCES = tests/unit/test_dump_read.c
 tests_test_dump_read_LDADD = libmate_impl.la $(CJSON_LIBS)
 
 ## Hostile dumps: huge numbers, FIFOs, deep nesting (no hang, no UB).
-TESTS += tests/cli/test_dump_hostile.py
-EXTRA_DIST += tests/cli/test_dump_hostile.py
+SCRIPT_TESTS += tests/cli/test_dump_hostile.py
 
 ## Fuzz target for metadata.jsonl records and recorded values.
 FUZZ_TARGETS += fuzz/fuzz_dump_record

@@ -57,31 +57,22 @@ check_PROGRAMS += tests/test_events_fork
 TESTS += tests/test_events_fork
 tests_test_events_fork_SOURCES = tests/unit/test_events_fork.c
 tests_test_events_fork_LDADD = lib/libmate_view.la libmate_impl.la -lpthread
-TESTS += tests/cli/test_events_demo.py tests/cli/test_events_hostile_name.py
-EXTRA_DIST += tests/cli/test_events_demo.py tests/cli/test_events_hostile_name.py
+SCRIPT_TESTS += tests/cli/test_events_demo.py tests/cli/test_events_hostile_name.py
 ## events_flood.py: a flooding tcp publisher (pyzmq) bounds neither mate-trace's memory
 ## nor its -s deadline.
-TESTS += tests/cli/test_events_flood.py
-EXTRA_DIST += tests/cli/test_events_flood.py
+SCRIPT_TESTS += tests/cli/test_events_flood.py
 ## events_curve.py: a CURVE tcp endpoint (MATE_MONITOR_CURVE_SECRET_KEY) gives a
 ## subscriber without the server key nothing (pyzmq, real libzmq).
-TESTS += tests/cli/test_events_curve.py
-EXTRA_DIST += tests/cli/test_events_curve.py
-TESTS += tests/cli/test_events_ilog_trace.sh tests/cli/test_events_stale.sh
-EXTRA_DIST += tests/cli/test_events_ilog_trace.sh tests/cli/test_events_stale.sh
-TESTS += tests/cli/test_events_top_tmux.sh
-EXTRA_DIST += tests/cli/test_events_top_tmux.sh
+SCRIPT_TESTS += tests/cli/test_events_curve.py
+SCRIPT_TESTS += tests/cli/test_events_ilog_trace.sh tests/cli/test_events_stale.sh
+SCRIPT_TESTS += tests/cli/test_events_top_tmux.sh
 ## mate-top -b: real figures in the first table; a failed write exits 1.
-TESTS += tests/cli/test_events_top_batch.sh
-EXTRA_DIST += tests/cli/test_events_top_batch.sh
-TESTS += tests/cli/test_events_cli.sh
-EXTRA_DIST += tests/cli/test_events_cli.sh
+SCRIPT_TESTS += tests/cli/test_events_top_batch.sh
+SCRIPT_TESTS += tests/cli/test_events_cli.sh
 ## every key=value of an instruction log's details is described in mate.7
-TESTS += tests/cli/test_events_ilog_doc.sh
-EXTRA_DIST += tests/cli/test_events_ilog_doc.sh
+SCRIPT_TESTS += tests/cli/test_events_ilog_doc.sh
 ## no man page states a measured figure (they are the README's, with where)
-TESTS += tests/cli/test_man_figures.sh
-EXTRA_DIST += tests/cli/test_man_figures.sh
+SCRIPT_TESTS += tests/cli/test_man_figures.sh
 
 ## Man pages of the tools.
 man_MANS += man/mate-trace.1 man/mate-top.1
@@ -97,8 +88,7 @@ FUZZ_TARGETS += fuzz/fuzz_frame
 fuzz_fuzz_frame_SOURCES = fuzz/fuzz_frame.c
 fuzz_fuzz_frame_LDADD = libmate_impl.la
 fuzz_fuzz_frame_LDFLAGS = $(FUZZER_LINK)
-TESTS += tests/cli/test_events_tcp.sh
-EXTRA_DIST += tests/cli/test_events_tcp.sh
+SCRIPT_TESTS += tests/cli/test_events_tcp.sh
 check_PROGRAMS += tests/test_activity
 TESTS += tests/test_activity
 tests_test_activity_SOURCES = tests/unit/test_activity.c
@@ -106,5 +96,4 @@ tests_test_activity_LDADD = libmate.la -lm
 
 ## The stream and files read by the Python peers' own code: pyzmq subscribes to the
 ## demo's endpoint, pandas loads the memory CSV and an instruction log.
-TESTS += tests/interop/test_peers_zmq_pandas.py
-EXTRA_DIST += tests/interop/test_peers_zmq_pandas.py
+SCRIPT_TESTS += tests/interop/test_peers_zmq_pandas.py

@@ -5,9 +5,7 @@ examples_mate_demo_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
 examples_mate_demo_LDADD = libmate.la $(OPENBLAS_LIBS) -lm
 
 ## examples/run-demo.sh --out: a user's folder refused, only the demo's own files removed.
-TESTS += tests/cli/test_run_demo_out.sh
-EXTRA_DIST += tests/cli/test_run_demo_out.sh
+SCRIPT_TESTS += tests/cli/test_run_demo_out.sh
 
 ## bin/ of the build folder (Makefile.am): every tool and mate-demo.
-TESTS += tests/cli/test_build_bin.sh
-EXTRA_DIST += tests/cli/test_build_bin.sh
+SCRIPT_TESTS += tests/cli/test_build_bin.sh

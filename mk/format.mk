@@ -11,9 +11,9 @@ TESTS += tests/test_pt_write
 BENCH_BINS += bench/pt_write_bench
 bench_pt_write_bench_SOURCES = bench/pt_write_bench.c
 bench_pt_write_bench_LDADD = libmate.la -lz
-TESTS += tests/interop/test_pt_write_interop.py tests/interop/torch2/test_pt_write_interop.sh \
-	tests/interop/test_pt_write_zip64.py
-EXTRA_DIST += tests/interop/test_pt_write_interop.py tests/interop/torch2/test_pt_write_interop.sh \
+SCRIPT_TESTS += \
+	tests/interop/test_pt_write_interop.py \
+	tests/interop/torch2/test_pt_write_interop.sh \
 	tests/interop/test_pt_write_zip64.py
 EXTRA_DIST += bench/pt_write_torch.py
 
@@ -28,11 +28,9 @@ tests_test_pickle_SOURCES = tests/unit/test_pickle.c
 tests_test_pt_read_SOURCES = tests/unit/test_pt_read.c
 tests_test_pt_read_LDADD = libmate_impl.la
 tests_pt_read_check_SOURCES = tests/tools/pt-read-check.c
-TESTS += tests/test_pickle tests/test_pt_read tests/interop/test_pt_read_interop.py \
-	tests/interop/torch2/test_pt_read_interop.sh tests/interop/test_pt_read_torch2.py \
-	tests/interop/test_pt_read_zip64.py
-EXTRA_DIST += tests/tools/pt_build.h tests/tools/torch_expect.py tests/interop/test_pt_read_interop.py \
-	tests/interop/torch2/test_pt_read_interop.sh tests/interop/test_pt_read_torch2.py tests/interop/test_pt_read_zip64.py
+SCRIPT_TESTS += tests/interop/test_pt_read_interop.py tests/interop/torch2/test_pt_read_interop.sh tests/interop/test_pt_read_torch2.py tests/interop/test_pt_read_zip64.py
+TESTS += tests/test_pickle tests/test_pt_read
+EXTRA_DIST += tests/tools/pt_build.h tests/tools/torch_expect.py
 
 ## Fuzz targets (seed corpora in fuzz/corpus/pickle and fuzz/corpus/pt).
 FUZZ_TARGETS += fuzz/fuzz_pickle fuzz/fuzz_pt
@@ -53,10 +51,8 @@ libmate_impl_la_SOURCES += lib/format/safetensors.c
 check_PROGRAMS += tests/test_safetensors
 tests_test_safetensors_SOURCES = tests/unit/test_safetensors.c
 ## test_safetensors_peers.py: against the safetensors library itself (PYTHON_PEERS).
-TESTS += tests/test_safetensors tests/interop/test_safetensors_interop.py \
-	tests/interop/torch2/test_safetensors_interop.sh tests/interop/test_safetensors_peers.py
-EXTRA_DIST += tests/interop/test_safetensors_interop.py tests/interop/torch2/test_safetensors_interop.sh \
-	tests/interop/test_safetensors_peers.py
+SCRIPT_TESTS += tests/interop/test_safetensors_interop.py tests/interop/torch2/test_safetensors_interop.sh tests/interop/test_safetensors_peers.py
+TESTS += tests/test_safetensors
 
 FUZZ_TARGETS += fuzz/fuzz_safetensors
 fuzz_fuzz_safetensors_SOURCES = fuzz/fuzz_safetensors.c

@@ -14,5 +14,5 @@ fuzz:
 endif
 
 ## CI's fuzz step finds every seed corpus, shows a crash whole, and CI runs the main job.
-TESTS += tests/cli/test_ci_fuzz_demo.sh
-EXTRA_DIST += tests/cli/test_ci_fuzz_demo.sh tests/ci.sh
+SCRIPT_TESTS += tests/cli/test_ci_fuzz_demo.sh
+EXTRA_DIST += tests/ci.sh

@@ -33,8 +33,7 @@ tests_test_kernels_LDADD = libmate_impl.la $(OPENBLAS_LIBS)
 check_PROGRAMS += tests/kernel-run
 tests_kernel_run_SOURCES = tests/tools/kernel-run.c
 tests_kernel_run_LDADD = libmate_impl.la
-TESTS += tests/interop/test_kernels_torch.py
-EXTRA_DIST += tests/interop/test_kernels_torch.py
+SCRIPT_TESTS += tests/interop/test_kernels_torch.py
 
 ## bench/replay-gemm: 2048^3 f32 GEMM through the mm kernel vs cblas_sgemm (make bench).
 BENCH_BINS += bench/replay-gemm
@@ -48,5 +47,4 @@ fuzz_fuzz_kernels_LDADD = libmate_impl.la
 fuzz_fuzz_kernels_LDFLAGS = $(FUZZER_LINK)
 
 ## libmate-openblas-lazy.sh: OpenBLAS is opened on first use, never linked into libmate.
-TESTS += tests/cli/test_libmate_openblas_lazy.sh
-EXTRA_DIST += tests/cli/test_libmate_openblas_lazy.sh
+SCRIPT_TESTS += tests/cli/test_libmate_openblas_lazy.sh

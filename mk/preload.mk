@@ -46,18 +46,18 @@ tests_record_cuda_prog_LDFLAGS = -no-install -export-dynamic
 tests_record_cuda_prog_LDADD = tests/fakes/libcublas.la tests/fakes/libcudart.la
 
 ## Tests of mate-record: exit status and signals, the fake-CUDA program.
-TESTS += tests/cli/test_record_exit.sh tests/cli/test_record_signals.py tests/cli/test_record_fakecuda.py \
-	tests/interop/test_memlog_rmm.py tests/cli/test_record_memevents.py
-EXTRA_DIST += tests/tools/record-common.sh tests/cli/test_record_exit.sh tests/cli/test_record_signals.py \
-	tests/cli/test_record_fakecuda.py tests/interop/test_memlog_rmm.py tests/tools/rmm_log_parser.py \
+SCRIPT_TESTS += \
+	tests/cli/test_record_exit.sh \
+	tests/cli/test_record_signals.py \
+	tests/cli/test_record_fakecuda.py \
+	tests/interop/test_memlog_rmm.py \
 	tests/cli/test_record_memevents.py
+EXTRA_DIST += tests/tools/record-common.sh tests/tools/rmm_log_parser.py
 ## What mate-record says after the run, and its --memlog of a run with no allocations.
-TESTS += tests/cli/test_record_summary.sh
-EXTRA_DIST += tests/cli/test_record_summary.sh
+SCRIPT_TESTS += tests/cli/test_record_summary.sh
 
 ## The memory-profile examples of the README and mate-record(1), run as printed.
-TESTS += tests/cli/test_record_profile.py
-EXTRA_DIST += tests/cli/test_record_profile.py
+SCRIPT_TESTS += tests/cli/test_record_profile.py
 
 ## A C program linked against CBLAS and Fortran BLAS, recorded and replayed.
 check_PROGRAMS += tests/record-blas-prog
@@ -83,8 +83,8 @@ tests_static_cudart_prog_SOURCES = tests/fakes/static-cudart-prog.c
 tests_static_cudart_prog_LDFLAGS = -no-install
 tests_static_cudart_prog_LDADD = tests/fakes/libcuda.la
 tests_test_elf_cuda_SOURCES = tests/unit/test_elf_cuda.c
-TESTS += tests/test_elf_cuda tests/cli/test_record_static.sh
-EXTRA_DIST += tests/cli/test_record_static.sh
+SCRIPT_TESTS += tests/cli/test_record_static.sh
+TESTS += tests/test_elf_cuda
 
 ## Fuzz targets: the CSV reader and log check, the ELF check.
 FUZZ_TARGETS += fuzz/fuzz_memlog fuzz/fuzz_elf_cuda
@@ -97,12 +97,10 @@ fuzz_fuzz_elf_cuda_LDFLAGS = $(FUZZER_LINK)
 man_MANS += man/mate-record.1
 EXTRA_DIST += man/mate-record.1
 
-TESTS += tests/cli/test_memlog_replay.sh
-EXTRA_DIST += tests/cli/test_memlog_replay.sh
+SCRIPT_TESTS += tests/cli/test_memlog_replay.sh
 
 ## numpy's matmul and a CBLAS program, recorded and replayed bit-exactly.
-TESTS += tests/cli/test_record_numpy.py tests/cli/test_record_cblas.sh
-EXTRA_DIST += tests/cli/test_record_numpy.py tests/cli/test_record_cblas.sh
+SCRIPT_TESTS += tests/cli/test_record_numpy.py tests/cli/test_record_cblas.sh
 
 ## A real CUDA program (CUDA builds), recorded and replayed on a GPU; skipped without one.
 if HAVE_CUDA
@@ -112,7 +110,6 @@ tests_record_cuda_real_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
 tests_record_cuda_real_LDFLAGS = -no-install
 tests_record_cuda_real_LDADD = $(CUDA_LIBS)
 endif
-TESTS += tests/cli/test_record_gpu.sh
-EXTRA_DIST += tests/cli/test_record_gpu.sh tests/fakes/record-cuda-real.c
-TESTS += tests/cli/test_record_man.sh
-EXTRA_DIST += tests/cli/test_record_man.sh
+SCRIPT_TESTS += tests/cli/test_record_gpu.sh
+EXTRA_DIST += tests/fakes/record-cuda-real.c
+SCRIPT_TESTS += tests/cli/test_record_man.sh

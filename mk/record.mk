@@ -22,8 +22,8 @@ libmate_impl_la_CFLAGS += -DMATE_PKGLIBDIR='"$(pkglibdir)"'
 ## recorder-golden: the reference program's calls through the C API.
 check_PROGRAMS += tests/recorder-golden
 tests_recorder_golden_SOURCES = tests/tools/recorder-golden.c
-TESTS += tests/cli/test_recorder_golden.sh
-EXTRA_DIST += tests/cli/test_recorder_golden.sh tests/tools/gen-golden-tensors.py
+SCRIPT_TESTS += tests/cli/test_recorder_golden.sh
+EXTRA_DIST += tests/tools/gen-golden-tensors.py
 
 ## test_recorder_dump: level-10 records, statuses, filters, limits, in-place outputs.
 check_PROGRAMS += tests/test_recorder_dump
@@ -34,14 +34,11 @@ TESTS += tests/test_recorder_dump
 ## recorder-values: Python checks of float/string spelling in the log and records.
 check_PROGRAMS += tests/recorder-values
 tests_recorder_values_SOURCES = tests/tools/recorder-values.c
-TESTS += tests/cli/test_recorder_values.py
-EXTRA_DIST += tests/cli/test_recorder_values.py
-TESTS += tests/interop/test_recorder_dumps.py tests/interop/torch2/test_recorder_dumps.sh
-EXTRA_DIST += tests/interop/test_recorder_dumps.py tests/interop/torch2/test_recorder_dumps.sh
+SCRIPT_TESTS += tests/cli/test_recorder_values.py
+SCRIPT_TESTS += tests/interop/test_recorder_dumps.py tests/interop/torch2/test_recorder_dumps.sh
 ## In-place arguments: the outputs file holds the return value only, the
 ## in-place file the post-call values (libmate-example, mate-demo, torch.load).
-TESTS += tests/interop/test_recorder_inplace.py tests/interop/torch2/test_recorder_inplace.sh
-EXTRA_DIST += tests/interop/test_recorder_inplace.py tests/interop/torch2/test_recorder_inplace.sh
+SCRIPT_TESTS += tests/interop/test_recorder_inplace.py tests/interop/torch2/test_recorder_inplace.sh
 
 ## test_recorder_stats: level-5 statistics for every dtype.
 check_PROGRAMS += tests/test_recorder_stats
@@ -50,10 +47,10 @@ TESTS += tests/test_recorder_stats
 
 ## The man pages and libmate(3)'s example, built and checked by make check.
 man_MANS += man/mate.7 man/libmate.3
-EXTRA_DIST += man/mate.7 man/libmate.3 examples/libmate-example.c tests/cli/test_recorder_example.sh
+EXTRA_DIST += man/mate.7 man/libmate.3 examples/libmate-example.c
 check_PROGRAMS += examples/libmate-example
 examples_libmate_example_SOURCES = examples/libmate-example.c
-TESTS += tests/cli/test_recorder_example.sh
+SCRIPT_TESTS += tests/cli/test_recorder_example.sh
 
 ## test_recorder_cuda: device tensors (CUDA builds; exits 77 without a device).
 EXTRA_DIST += tests/unit/test_recorder_cuda.c
@@ -86,8 +83,8 @@ check_PROGRAMS += tests/test_recorder_crash
 tests_test_recorder_crash_SOURCES = tests/unit/test_recorder_crash.c tests/tools/dumpcheck.c tests/tools/dumpcheck.h \
 	tests/tools/recstress.c tests/tools/recstress.h
 tests_test_recorder_crash_LDADD = libmate_impl.la $(CJSON_LIBS)
-TESTS += tests/test_recorder_crash tests/cli/test_recorder_crash_pt.sh
-EXTRA_DIST += tests/cli/test_recorder_crash_pt.sh
+SCRIPT_TESTS += tests/cli/test_recorder_crash_pt.sh
+TESTS += tests/test_recorder_crash
 
 ## test_recorder_threads: 16 threads x 2,000 level-10 calls = 32,000 dumps and 64,000 lines
 ## (tmpfs at /dev/shm, else 77). The _pt variant dumps .pt files.
@@ -95,8 +92,8 @@ check_PROGRAMS += tests/test_recorder_threads
 tests_test_recorder_threads_SOURCES = tests/unit/test_recorder_threads.c tests/tools/dumpcheck.c tests/tools/dumpcheck.h \
 	tests/tools/recstress.c tests/tools/recstress.h
 tests_test_recorder_threads_LDADD = libmate.la $(CJSON_LIBS)
-TESTS += tests/test_recorder_threads tests/cli/test_recorder_threads_pt.sh
-EXTRA_DIST += tests/cli/test_recorder_threads_pt.sh
+SCRIPT_TESTS += tests/cli/test_recorder_threads_pt.sh
+TESTS += tests/test_recorder_threads
 
 ## dump-check: the dump checker as a command for the shell tests.
 check_PROGRAMS += tests/dump-check
@@ -109,12 +106,10 @@ check_LTLIBRARIES += tests/enospc-shim.la
 tests_enospc_shim_la_SOURCES = tests/fakes/enospc-shim.c
 tests_enospc_shim_la_LDFLAGS = -module -avoid-version -rpath /nowhere
 tests_enospc_shim_la_LIBADD = -ldl
-TESTS += tests/cli/test_recorder_enospc.sh tests/cli/test_recorder_enospc_pt.sh
-EXTRA_DIST += tests/cli/test_recorder_enospc.sh tests/cli/test_recorder_enospc_pt.sh
+SCRIPT_TESTS += tests/cli/test_recorder_enospc.sh tests/cli/test_recorder_enospc_pt.sh
 
 ## test_recorder_results: mate-demo's results and exit status are the same at every level.
-TESTS += tests/cli/test_recorder_results.sh
-EXTRA_DIST += tests/cli/test_recorder_results.sh
+SCRIPT_TESTS += tests/cli/test_recorder_results.sh
 
 ## examples/run-demo.sh: the main job (README): dependencies, build, mate-demo at level 10, what it recorded.
 EXTRA_DIST += examples/run-demo.sh
@@ -138,8 +133,7 @@ tests_test_dlclose_LDADD = -ldl -lpthread
 TESTS += tests/test_dlclose
 
 ## recorder_logdest.sh: an unopenable MATE_LOGDEST: the log on stderr, one warning, as the pages say.
-TESTS += tests/cli/test_recorder_logdest.sh
-EXTRA_DIST += tests/cli/test_recorder_logdest.sh
+SCRIPT_TESTS += tests/cli/test_recorder_logdest.sh
 
 ## The stand-in "./program" of the documentation's examples: records rmsnorm, mm, decode and
 ## prefill through libmate, and a forked child that dies inside a call.
@@ -150,22 +144,18 @@ tests_doc_program_LDADD = libmate.la -lm
 
 ## MATE_PROFILE and mate-list-dumps --unique agree; threads, a fork, SIGTERM and SIGINT
 ## leave whole files.
-TESTS += tests/cli/test_profile.py tests/cli/test_record_callprofile.py
-EXTRA_DIST += tests/cli/test_profile.py tests/cli/test_record_callprofile.py
+SCRIPT_TESTS += tests/cli/test_profile.py tests/cli/test_record_callprofile.py
 
 ## Every shell example of the man pages and the README runs as printed (tests/doc-program
 ## is their "./program").
-TESTS += tests/cli/test_doc_examples.py
-EXTRA_DIST += tests/cli/test_doc_examples.py
+SCRIPT_TESTS += tests/cli/test_doc_examples.py
 
 ## recorder_hostile_files.sh: FIFOs and symlinks planted at the log, instruction log and
 ## session.jsonl names neither block the host nor redirect its writes.
-TESTS += tests/cli/test_recorder_hostile_files.sh
-EXTRA_DIST += tests/cli/test_recorder_hostile_files.sh
+SCRIPT_TESTS += tests/cli/test_recorder_hostile_files.sh
 
 ## MATE_BENCH_LOG: a mate-bench line per distinct call, against the profile's entries in
 ## the command-line form; threads, forks, SIGTERM, unopenable and hostile paths.
 check_PROGRAMS += tests/benchlog-calls
 tests_benchlog_calls_SOURCES = tests/fakes/benchlog-calls.c
-TESTS += tests/cli/test_bench_log.py tests/cli/test_record_benchlog.py
-EXTRA_DIST += tests/cli/test_bench_log.py tests/cli/test_record_benchlog.py
+SCRIPT_TESTS += tests/cli/test_bench_log.py tests/cli/test_record_benchlog.py

@@ -44,8 +44,7 @@ tests_test_replay_LDADD = libmate_impl.la $(CJSON_LIBS)
 
 ## replay_escape.sh: ESC, BEL and newlines in a dump's names reach no terminal raw
 ## from mate-list-dumps or mate-replay, and forge no result or Summary line.
-TESTS += tests/cli/test_replay_escape.sh
-EXTRA_DIST += tests/cli/test_replay_escape.sh
+SCRIPT_TESTS += tests/cli/test_replay_escape.sh
 
 ## tests/plugin-reference.la: a replay plugin for the MATE reference fixture's
 ## functions, dlopen()ed by the tests.
@@ -81,7 +80,7 @@ tests_mate_replay_example_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
 
 ## CLI tests: the real binaries on the MATE reference dumps and on dumps the
 ## tests write (tests/tools/replay_dumps.py); the built-in handlers against torch.
-TESTS += \
+SCRIPT_TESTS += \
 	tests/cli/test_replay_cli.py \
 	tests/cli/test_replay_mutate.py \
 	tests/cli/test_replay_builtins.py \
@@ -89,15 +88,7 @@ TESTS += \
 	tests/cli/test_replay_reference.py \
 	tests/cli/test_replay_hostile.py \
 	tests/cli/test_replay_demo.sh
-EXTRA_DIST += \
-	tests/cli/test_replay_demo.sh \
-	tests/cli/test_replay_cli.py \
-	tests/cli/test_replay_mutate.py \
-	tests/cli/test_replay_builtins.py \
-	tests/cli/test_replay_signature.py \
-	tests/cli/test_replay_reference.py \
-	tests/cli/test_replay_hostile.py \
-	tests/tools/replay_dumps.py
+EXTRA_DIST += tests/tools/replay_dumps.py
 
 
 ## Benchmarks (scripts; see their headers): bench/list-dumps.sh, bench/replay-many.sh.
@@ -106,32 +97,31 @@ EXTRA_DIST += bench/list-details.sh
 
 ## The peers' side (run by the peers' Python, tests/run-python.sh): FlashInfer's real
 ## decorator records and mate lists and replays; FlashInfer's replay runs mate's dumps.
-TESTS += tests/interop/test_flashinfer_decorator.py tests/interop/test_flashinfer_logtext.py \
+SCRIPT_TESTS += \
+	tests/interop/test_flashinfer_decorator.py \
+	tests/interop/test_flashinfer_logtext.py \
 	tests/interop/test_flashinfer_replays_mate.py
-EXTRA_DIST += tests/interop/test_flashinfer_decorator.py tests/interop/test_flashinfer_logtext.py \
-	tests/interop/test_flashinfer_replays_mate.py \
-	tests/interop/peers/flashinfer_peer.py tests/interop/peers/minilib.py tests/interop/peers/golden_twin.py
+EXTRA_DIST += \
+	tests/interop/peers/flashinfer_peer.py \
+	tests/interop/peers/minilib.py \
+	tests/interop/peers/golden_twin.py
 
 ## Every tool's misuse message, mate's verbs, mate-list-dumps of a missing folder.
-TESTS += tests/cli/test_cli_messages.sh
-EXTRA_DIST += tests/cli/test_cli_messages.sh
+SCRIPT_TESTS += tests/cli/test_cli_messages.sh
 ## The README's jq pipelines, as printed.
-TESTS += tests/cli/test_readme_jq.sh
-EXTRA_DIST += tests/cli/test_readme_jq.sh
+SCRIPT_TESTS += tests/cli/test_readme_jq.sh
 
 ## FlashInfer's batch attention, MLA, merges and KV-cache appends (replay_ops_attn.c).
-TESTS += tests/interop/test_flashinfer_attn.py
-EXTRA_DIST += tests/interop/test_flashinfer_attn.py tests/interop/peers/flashinfer_attn_ref.py
+SCRIPT_TESTS += tests/interop/test_flashinfer_attn.py
+EXTRA_DIST += tests/interop/peers/flashinfer_attn_ref.py
 
 ## FlashInfer's RoPE, sampling, GEMM and bit-packing APIs, and fused_rmsnorm_silu.
-TESTS += tests/interop/test_fi_replay_rope.py tests/interop/test_fi_replay_sampling.py
-TESTS += tests/interop/test_fi_replay_gemm_bits.py tests/interop/test_fi_replay_norm_silu.py
-EXTRA_DIST += tests/interop/test_fi_replay_rope.py tests/interop/peers/flashinfer_ops21.py \
-	tests/interop/test_fi_replay_sampling.py tests/interop/test_fi_replay_gemm_bits.py \
-	tests/interop/test_fi_replay_norm_silu.py
+SCRIPT_TESTS += tests/interop/test_fi_replay_rope.py tests/interop/test_fi_replay_sampling.py
+SCRIPT_TESTS += tests/interop/test_fi_replay_gemm_bits.py tests/interop/test_fi_replay_norm_silu.py
+EXTRA_DIST += tests/interop/peers/flashinfer_ops21.py
 ## mate-replay --list-ops and the table in mate-replay(1) generated from it
-TESTS += tests/cli/test_replay_list_ops.sh
-EXTRA_DIST += tests/cli/test_replay_list_ops.sh man/ops-table.sh
+SCRIPT_TESTS += tests/cli/test_replay_list_ops.sh
+EXTRA_DIST += man/ops-table.sh
 update-man-ops: src/replay/mate-replay
 	src/replay/mate-replay --list-ops | sh $(top_srcdir)/man/ops-table.sh > man-ops.tmp
 	awk -v gen=man-ops.tmp '/^\.\\" BEGIN ops/ { while ((getline l < gen) > 0) print l; skip = 1 } \
@@ -141,18 +131,15 @@ update-man-ops: src/replay/mate-replay
 .PHONY: update-man-ops
 ## A model-like serving step (prefill, decode steps, appends, RoPE, norms, sampling)
 ## recorded with FlashInfer's decorator replays with every call passed.
-TESTS += tests/interop/test_fi_model_step.py
-EXTRA_DIST += tests/interop/test_fi_model_step.py tests/interop/peers/fi_model_step.py
+SCRIPT_TESTS += tests/interop/test_fi_model_step.py
+EXTRA_DIST += tests/interop/peers/fi_model_step.py
 ## mate-replay --bench: timed runs of each replayed call after its verdict.
-TESTS += tests/cli/test_replay_bench.sh
-EXTRA_DIST += tests/cli/test_replay_bench.sh
+SCRIPT_TESTS += tests/cli/test_replay_bench.sh
 ## test_name_filter.py: MATE_DUMP_INCLUDE/EXCLUDE and --include/--exclude
 ## select the same calls (lib/core/util_match.c).
-TESTS += tests/cli/test_name_filter.py
-EXTRA_DIST += tests/cli/test_name_filter.py
+SCRIPT_TESTS += tests/cli/test_name_filter.py
 ## The paged wrappers on fp8 KV caches (e4m3, e5m2) with k_scale and v_scale.
-TESTS += tests/interop/test_fi_fp8_kv.py
-EXTRA_DIST += tests/interop/test_fi_fp8_kv.py
+SCRIPT_TESTS += tests/interop/test_fi_fp8_kv.py
 ## the per-op FLOP model of --bench and mate-bench
 libmate_impl_la_SOURCES += lib/replay/op_cost.c lib/replay/op_cost.h
 
@@ -170,8 +157,7 @@ EXTRA_DIST += man/mate-bench.1
 ## test_bench_tool.py: every built-in op's problem runs with valid made-up inputs and finite
 ## outputs; the demo's profile, the -c form against the JSON form, unsupported and
 ## hostile entries.
-TESTS += tests/cli/test_bench_tool.py
-EXTRA_DIST += tests/cli/test_bench_tool.py
+SCRIPT_TESTS += tests/cli/test_bench_tool.py
 
 ## Fuzz target for profile lines and the command-line form.
 FUZZ_TARGETS += fuzz/fuzz_bench_entry
@@ -180,5 +166,4 @@ fuzz_fuzz_bench_entry_LDFLAGS = $(FUZZER_LINK)
 
 ## test_bench_fi_step.py (peers): a serving step recorded by FlashInfer's decorator, its distinct
 ## calls benchmarked.
-TESTS += tests/interop/test_bench_fi_step.py
-EXTRA_DIST += tests/interop/test_bench_fi_step.py
+SCRIPT_TESTS += tests/interop/test_bench_fi_step.py

@@ -34,18 +34,12 @@ check_PROGRAMS += tests/test_ilog tests/test_timeline
 tests_test_ilog_SOURCES = tests/unit/test_ilog.c
 tests_test_timeline_SOURCES = tests/unit/test_timeline.c
 tests_test_timeline_LDADD = lib/libmate_view.la libmate_impl.la
-TESTS += tests/test_ilog tests/test_timeline \
-	tests/cli/test_visualize_cli.sh tests/cli/test_visualize_man.sh \
-	tests/cli/test_visualize_png.py tests/cli/test_visualize_svg.py tests/cli/test_visualize_json.py \
-	tests/cli/test_visualize_gt.py tests/cli/test_visualize_usec.py tests/cli/test_visualize_flows.py
-EXTRA_DIST += tests/lsan.supp tests/cli/test_visualize_cli.sh tests/cli/test_visualize_man.sh \
-	tests/cli/test_visualize_png.py tests/cli/test_visualize_svg.py tests/cli/test_visualize_json.py \
-	tests/cli/test_visualize_gt.py tests/cli/test_visualize_usec.py tests/cli/test_visualize_flows.py tests/tools/gtlog.py
-TESTS += tests/cli/test_visualize_overview.py
-EXTRA_DIST += tests/cli/test_visualize_overview.py
+SCRIPT_TESTS += tests/cli/test_visualize_cli.sh tests/cli/test_visualize_man.sh tests/cli/test_visualize_png.py tests/cli/test_visualize_svg.py tests/cli/test_visualize_json.py tests/cli/test_visualize_gt.py tests/cli/test_visualize_usec.py tests/cli/test_visualize_flows.py
+TESTS += tests/test_ilog tests/test_timeline
+EXTRA_DIST += tests/lsan.supp tests/tools/gtlog.py
+SCRIPT_TESTS += tests/cli/test_visualize_overview.py
 ## visualize_special.sh: -o writes into a FIFO or device and never replaces a symlink.
-TESTS += tests/cli/test_visualize_special.sh
-EXTRA_DIST += tests/cli/test_visualize_special.sh
+SCRIPT_TESTS += tests/cli/test_visualize_special.sh
 
 ## ---- fuzzing and benchmarks ----
 FUZZ_TARGETS += fuzz/fuzz_ilog
