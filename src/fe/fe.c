@@ -2,6 +2,7 @@
 #include "config.h"
 #include "fe.h"
 #include "mate_core.h"
+#include "mate_events.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <math.h>
 #include <langinfo.h>
 #include <locale.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,4 +353,73 @@ mate_fe_safe(const char *s)
 	if ((*slot = mate_text_escape(s, strlen(s))) == NULL)
 		return "(out of memory)";
 	return *slot;
+}
+
+int
+mate_fe_follow_option(struct mate_fe_follow *f, int c, const char *arg)
+{
+	switch (c) {
+	case MATE_FE_OPT_PID:
+		f->pids = mate_fe_grow(f->pids, (size_t)f->npids, sizeof(*f->pids));
+		f->pids[f->npids++] = mate_fe_opt_pid(arg);
+		return 1;
+	case MATE_FE_OPT_ENDPOINT:
+		f->endpoints = mate_fe_grow(f->endpoints, (size_t)f->nendpoints, sizeof(*f->endpoints));
+		f->endpoints[f->nendpoints++] = arg;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+mate_monitor *
+mate_fe_follow_open(const struct mate_fe_follow *f, int local_required)
+{
+	mate_monitor *m;
+	mate_error err;
+
+	if ((m = mate_monitor_new(&err)) == NULL)
+		mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
+	if (mate_monitor_warning(m) != NULL)
+		mate_fe_warnx("%s", mate_monitor_warning(m));
+	for (int i = 0; i < f->npids; i++)
+		if (mate_monitor_add_pid(m, f->pids[i], &err) != MATE_OK)
+			mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
+	for (int i = 0; i < f->nendpoints; i++)
+		if (mate_monitor_add_endpoint(m, f->endpoints[i], &err) != MATE_OK)
+			mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+	if (f->npids == 0 && f->nendpoints == 0 && mate_monitor_watch_local(m, &err) != MATE_OK &&
+	    local_required)
+		mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
+	return m;
+}
+
+void
+mate_fe_follow_free(struct mate_fe_follow *f)
+{
+	free(f->pids);
+	free(f->endpoints);
+	f->pids = NULL;
+	f->endpoints = NULL;
+	f->npids = f->nendpoints = 0;
+}
+
+volatile sig_atomic_t mate_fe_interrupted;
+
+static void
+on_interrupt(int sig)
+{
+	(void)sig;
+	mate_fe_interrupted = 1;
+}
+
+void
+mate_fe_catch_interrupts(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_interrupt;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }

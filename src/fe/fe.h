@@ -2,6 +2,7 @@
 #ifndef MATE_FE_H_INCLUDED
 #define MATE_FE_H_INCLUDED
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -86,5 +87,38 @@ const char *mate_fe_safe(const char *s);
  * when it is anything else (the caller writes a new file atomically), -1
  * with errno set when it cannot be opened. */
 int mate_fe_open_special(const char *path);
+
+/* ---- the processes a live tool follows (mate-top, mate-trace) ---------- */
+
+/* --pid and --endpoint, each repeatable; neither: every local publisher. */
+struct mate_fe_follow {
+	long *pids;
+	int npids;
+	const char **endpoints;
+	int nendpoints;
+};
+/* getopt_long()'s values for them, above any other option's. */
+enum { MATE_FE_OPT_PID = 0x1000, MATE_FE_OPT_ENDPOINT };
+/* Their entries in a struct option table, and their lines of --help. */
+#define MATE_FE_FOLLOW_LONGOPTS \
+	{ "pid", required_argument, NULL, MATE_FE_OPT_PID }, \
+	{ "endpoint", required_argument, NULL, MATE_FE_OPT_ENDPOINT }
+#define MATE_FE_FOLLOW_HELP \
+	"      --pid PID        follow process PID (repeatable)\n" \
+	"      --endpoint URL   subscribe to URL, e.g. tcp://host:5555 (repeatable)\n" \
+	"                       (neither: every local publisher, present and to come)\n"
+/* Takes getopt_long()'s c when it is --pid or --endpoint (arg is optarg;
+ * a bad pid is a usage error): returns 1, else 0. */
+int mate_fe_follow_option(struct mate_fe_follow *f, int c, const char *arg);
+/* A monitor (its settings' warning printed) that follows f: a pid it
+ * cannot follow exits 1, an endpoint it cannot take exits 2. With neither,
+ * it watches every local publisher; a failure to do so exits 1 when
+ * local_required, else the monitor starts with none. */
+struct mate_monitor *mate_fe_follow_open(const struct mate_fe_follow *f, int local_required);
+void mate_fe_follow_free(struct mate_fe_follow *f);
+
+/* Set by SIGINT and SIGTERM once mate_fe_catch_interrupts() has run. */
+extern volatile sig_atomic_t mate_fe_interrupted;
+void mate_fe_catch_interrupts(void);
 
 #endif /* MATE_FE_H_INCLUDED */

@@ -7,7 +7,6 @@
 #include <getopt.h>
 #include <locale.h>
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,10 +26,7 @@ struct options {
 	double delay, smooth;
 	long long iterations;     /* -1: forever */
 	int batch, ascii;
-	long *pids;
-	int npids;
-	const char **endpoints;
-	int nendpoints;
+	struct mate_fe_follow follow;
 };
 
 #define LETTERS_MAX 62      /* ops given a letter of their own without colour */
@@ -44,15 +40,6 @@ struct view {
 	int nletters;
 };
 
-static volatile sig_atomic_t interrupted;
-
-static void
-on_signal(int sig)
-{
-	(void)sig;
-	interrupted = 1;
-}
-
 static void
 usage(void)
 {
@@ -62,9 +49,7 @@ usage(void)
 	    "  -n, --iterations N   stop after N refreshes\n"
 	    "  -b, --batch          print plain tables (the default when stdout is not a terminal)\n"
 	    "  -t, --smooth S       time constant of the moving averages (default 1 s)\n"
-	    "      --pid PID        follow process PID (repeatable)\n"
-	    "      --endpoint URL   subscribe to URL, e.g. tcp://host:5555 (repeatable)\n"
-	    "                       (neither: every local publisher, present and to come)\n"
+	    MATE_FE_FOLLOW_HELP
 	    "      --ascii          no colour, no line drawing (also NO_COLOR)\n"
 	    "  -h, --help           this help\n"
 	    "  -V, --version        the version\n\n"
@@ -75,14 +60,13 @@ usage(void)
 static void
 parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_PID = 256, OPT_ENDPOINT, OPT_ASCII };
+	enum { OPT_ASCII = 256 };
 	static const struct option longopts[] = {
 		{ "delay", required_argument, NULL, 'd' },
 		{ "iterations", required_argument, NULL, 'n' },
 		{ "batch", no_argument, NULL, 'b' },
 		{ "smooth", required_argument, NULL, 't' },
-		{ "pid", required_argument, NULL, OPT_PID },
-		{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
+		MATE_FE_FOLLOW_LONGOPTS,
 		{ "ascii", no_argument, NULL, OPT_ASCII },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -108,19 +92,12 @@ parse_options(int argc, char **argv, struct options *o)
 			if (!(o->smooth > 0))
 				mate_fe_usage_error("bad value for --smooth: '%s' (want > 0)", optarg);
 			break;
-		case OPT_PID:
-			o->pids = mate_fe_grow(o->pids, (size_t)o->npids, sizeof(*o->pids));
-			o->pids[o->npids++] = mate_fe_opt_pid(optarg);
-			break;
-		case OPT_ENDPOINT:
-			o->endpoints = mate_fe_grow(o->endpoints, (size_t)o->nendpoints,
-			    sizeof(*o->endpoints));
-			o->endpoints[o->nendpoints++] = optarg;
-			break;
 		case OPT_ASCII: o->ascii = 1; break;
 		case 'h': usage(); exit(MATE_EXIT_OK);
 		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
-		default: mate_fe_bad_option(argv, "d:n:bt:hV");
+		default:
+			if (!mate_fe_follow_option(&o->follow, c, optarg))
+				mate_fe_bad_option(argv, "d:n:bt:hV");
 		}
 	}
 	if (optind < argc)
@@ -161,7 +138,7 @@ time_to_stop(double deadline, int interactive)
 {
 	int ch;
 
-	if (interrupted || mate_mono_seconds() >= deadline)
+	if (mate_fe_interrupted || mate_mono_seconds() >= deadline)
 		return 1;
 	if (!interactive || (ch = getch()) == ERR)
 		return 0;
@@ -758,7 +735,7 @@ run_interactive(mate_monitor *m, mate_activity *a, const struct options *o, stru
 
 	screen_start(v, o);
 	draw(m, a, v);
-	while (!interrupted) {
+	while (!mate_fe_interrupted) {
 		int ch, quit = 0, redraw = 0;
 		if (feed(m, a, next, 1, !started) < 0)
 			break;
@@ -796,8 +773,8 @@ run_batch(mate_monitor *m, mate_activity *a, const struct options *o, struct vie
 	long long done = 0;
 	int started = 0;
 
-	while (!interrupted && (o->iterations < 0 || done < o->iterations)) {
-		if (feed(m, a, next, 0, !started) < 0 || interrupted)
+	while (!mate_fe_interrupted && (o->iterations < 0 || done < o->iterations)) {
+		if (feed(m, a, next, 0, !started) < 0 || mate_fe_interrupted)
 			break;
 		if (!started && mate_monitor_base(m) > 0) {
 			tick(m, a, &started);
@@ -816,32 +793,17 @@ main(int argc, char **argv)
 {
 	struct options o;
 	struct view v;
-	struct sigaction sa;
 	mate_monitor *m;
 	mate_activity *a;
-	mate_error err;
 
 	mate_fe_set_progname(argv[0]);
 	parse_options(argc, argv, &o);
 	memset(&v, 0, sizeof(v));
-	if ((m = mate_monitor_new(&err)) == NULL)
-		mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
-	if (mate_monitor_warning(m) != NULL)
-		mate_fe_warnx("%s", mate_monitor_warning(m));
+	/* 0: failing to watch local publishers is no error for mate-top */
+	m = mate_fe_follow_open(&o.follow, 0);
 	if ((a = mate_activity_new(o.smooth)) == NULL)
 		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
-	for (int i = 0; i < o.npids; i++)
-		if (mate_monitor_add_pid(m, o.pids[i], &err) != MATE_OK)
-			mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
-	for (int i = 0; i < o.nendpoints; i++)
-		if (mate_monitor_add_endpoint(m, o.endpoints[i], &err) != MATE_OK)
-			mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
-	if (o.npids == 0 && o.nendpoints == 0)
-		mate_monitor_watch_local(m, &err);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	mate_fe_catch_interrupts();
 	if (o.batch)
 		run_batch(m, a, &o, &v);
 	else
@@ -849,7 +811,6 @@ main(int argc, char **argv)
 	free(v.order);
 	mate_activity_free(a);
 	mate_monitor_free(m);
-	free(o.pids);
-	free(o.endpoints);
+	mate_fe_follow_free(&o.follow);
 	return MATE_EXIT_OK;
 }

@@ -19,21 +19,9 @@ struct options {
 	double seconds;
 	long long max_events;
 	const char *dir, *out;
-	long *pids;
-	int npids;
-	const char **endpoints;
-	int nendpoints;
+	struct mate_fe_follow follow;
 	int quiet;
 };
-
-static volatile sig_atomic_t interrupted;
-
-static void
-on_signal(int sig)
-{
-	(void)sig;
-	interrupted = 1;
-}
 
 static void
 usage(void)
@@ -43,9 +31,7 @@ usage(void)
 	    "instruction log (GT's line format), merged in time order.\n\n"
 	    "  -s, --seconds S      capture for S seconds (default 5; 0: until interrupted)\n"
 	    "  -n, --max-events N   stop after N events\n"
-	    "      --pid PID        follow process PID (repeatable)\n"
-	    "      --endpoint URL   subscribe to URL, e.g. tcp://host:5555 (repeatable)\n"
-	    "                       (neither: every local publisher, present and to come)\n"
+	    MATE_FE_FOLLOW_HELP
 	    "      --dir DIR        write DIR/trace_YYYYMMDD_HHMMSS.log (default: .)\n"
 	    "  -o, --output FILE    write FILE instead ('-': standard output)\n"
 	    "  -q, --quiet          no summary on standard error\n"
@@ -56,12 +42,11 @@ usage(void)
 static void
 parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_PID = 256, OPT_ENDPOINT, OPT_DIR };
+	enum { OPT_DIR = 256 };
 	static const struct option longopts[] = {
 		{ "seconds", required_argument, NULL, 's' },
 		{ "max-events", required_argument, NULL, 'n' },
-		{ "pid", required_argument, NULL, OPT_PID },
-		{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
+		MATE_FE_FOLLOW_LONGOPTS,
 		{ "dir", required_argument, NULL, OPT_DIR },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -84,21 +69,14 @@ parse_options(int argc, char **argv, struct options *o)
 		case 'n':
 			o->max_events = mate_fe_parse_count("--max-events", optarg);
 			break;
-		case OPT_PID:
-			o->pids = mate_fe_grow(o->pids, (size_t)o->npids, sizeof(*o->pids));
-			o->pids[o->npids++] = mate_fe_opt_pid(optarg);
-			break;
-		case OPT_ENDPOINT:
-			o->endpoints = mate_fe_grow(o->endpoints, (size_t)o->nendpoints,
-			    sizeof(*o->endpoints));
-			o->endpoints[o->nendpoints++] = optarg;
-			break;
 		case OPT_DIR: o->dir = optarg; break;
 		case 'o': o->out = optarg; break;
 		case 'q': o->quiet = 1; break;
 		case 'h': usage(); exit(MATE_EXIT_OK);
 		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
-		default: mate_fe_bad_option(argv, "s:n:o:qhV");
+		default:
+			if (!mate_fe_follow_option(&o->follow, c, optarg))
+				mate_fe_bad_option(argv, "s:n:o:qhV");
 		}
 	}
 	if (optind < argc)
@@ -164,7 +142,7 @@ all_ended(const mate_monitor *m, const struct options *o)
 	mate_publisher_info pi;
 	int n = mate_monitor_publishers(m), seen = 0;
 
-	if (o->npids == 0 && o->nendpoints == 0)
+	if (o->follow.npids == 0 && o->follow.nendpoints == 0)
 		return 0;
 	for (int i = 0; i < n; i++) {
 		mate_monitor_publisher(m, i, &pi);
@@ -173,7 +151,7 @@ all_ended(const mate_monitor *m, const struct options *o)
 		if (!pi.ended)
 			return 0;
 	}
-	return seen > 0 && seen >= o->npids;
+	return seen > 0 && seen >= o->follow.npids;
 }
 
 /* Says once about each --pid that has no publisher a second on (not run
@@ -185,23 +163,23 @@ pids_silent(const mate_monitor *m, const struct options *o, double waited, int *
 	mate_publisher_info pi;
 	int gone = 0;
 
-	for (int i = 0; i < o->npids; i++) {
+	for (int i = 0; i < o->follow.npids; i++) {
 		int found = 0;
 		for (int k = 0; k < mate_monitor_publishers(m) && !found; k++)
-			found = mate_monitor_publisher(m, k, &pi) == 0 && pi.pid == o->pids[i];
+			found = mate_monitor_publisher(m, k, &pi) == 0 && pi.pid == o->follow.pids[i];
 		if (found)
 			continue;
-		if (kill((pid_t)o->pids[i], 0) != 0 && errno == ESRCH) {
+		if (kill((pid_t)o->follow.pids[i], 0) != 0 && errno == ESRCH) {
 			gone++;
 			continue;
 		}
 		if (waited >= 1 && !*told) {
 			mate_fe_warnx("pid %ld publishes no events (is it run with MATE_MONITOR=1?); "
-			    "waiting", o->pids[i]);
+			    "waiting", o->follow.pids[i]);
 			*told = 1;
 		}
 	}
-	return o->npids > 0 && gone == o->npids && o->nendpoints == 0;
+	return o->follow.npids > 0 && gone == o->follow.npids && o->follow.nendpoints == 0;
 }
 
 struct writer {
@@ -261,21 +239,6 @@ summary(const mate_monitor *m, const struct writer *w, double secs, const char *
 }
 
 static void
-attach(mate_monitor *m, const struct options *o)
-{
-	mate_error err;
-
-	for (int i = 0; i < o->npids; i++)
-		if (mate_monitor_add_pid(m, o->pids[i], &err) != MATE_OK)
-			mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
-	for (int i = 0; i < o->nendpoints; i++)
-		if (mate_monitor_add_endpoint(m, o->endpoints[i], &err) != MATE_OK)
-			mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
-	if (o->npids == 0 && o->nendpoints == 0 && mate_monitor_watch_local(m, &err) != MATE_OK)
-		mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
-}
-
-static void
 capture(mate_monitor *m, const struct options *o, struct writer *w)
 {
 	double t0 = mate_mono_seconds(), end = o->seconds > 0 ? t0 + o->seconds : 1e300;
@@ -284,7 +247,7 @@ capture(mate_monitor *m, const struct options *o, struct writer *w)
 	mate_error err;
 	int rc, told = 0;
 
-	while (!interrupted && (o->max_events < 0 || w->seq < (uint64_t)o->max_events)) {
+	while (!mate_fe_interrupted && (o->max_events < 0 || w->seq < (uint64_t)o->max_events)) {
 		double now = mate_mono_seconds();
 		if (now >= end || all_ended(m, o))
 			break;
@@ -293,7 +256,7 @@ capture(mate_monitor *m, const struct options *o, struct writer *w)
 			next_check = now + 0.2;
 			if (pids_silent(m, o, now - t0, &told)) {
 				mate_fe_warnx("%s ended without publishing events",
-				    o->npids == 1 ? "the process" : "every process");
+				    o->follow.npids == 1 ? "the process" : "every process");
 				break;
 			}
 		}
@@ -317,24 +280,15 @@ main(int argc, char **argv)
 	struct writer w = { NULL, 0, 0, NULL, 0 };
 	int created;
 	char path[4096], head[4096];
-	struct sigaction sa;
 	mate_monitor *m;
-	mate_error err;
 	time_t now = time(NULL);
 	double t0;
 	int n;
 
 	mate_fe_set_progname(argv[0]);
 	parse_options(argc, argv, &o);
-	if ((m = mate_monitor_new(&err)) == NULL)
-		mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
-	if (mate_monitor_warning(m) != NULL)
-		mate_fe_warnx("%s", mate_monitor_warning(m));
-	attach(m, &o);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	m = mate_fe_follow_open(&o.follow, 1);
+	mate_fe_catch_interrupts();
 	w.f = open_output(&o, now, path, sizeof(path), &created);
 	if ((w.line = malloc(w.cap = 4096)) == NULL)
 		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
@@ -352,10 +306,9 @@ main(int argc, char **argv)
 		summary(m, &w, mate_mono_seconds() - t0, w.seq == 0 && created ? "no file" : path);
 	mate_monitor_free(m);
 	free(w.line);
-	free(o.pids);
-	free(o.endpoints);
+	mate_fe_follow_free(&o.follow);
 	if (w.seq == 0) {
-		mate_fe_warnx("no events captured%s", interrupted ? " (interrupted)" : "");
+		mate_fe_warnx("no events captured%s", mate_fe_interrupted ? " (interrupted)" : "");
 		return MATE_EXIT_FAIL;
 	}
 	return MATE_EXIT_OK;
