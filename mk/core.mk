@@ -47,7 +47,7 @@ endif
 
 ## src/fe: helpers shared by the frontends (libarchive_fe's role); not installed.
 noinst_LTLIBRARIES += src/fe/libmate_fe.la
-src_fe_libmate_fe_la_SOURCES = src/fe/fe.h src/fe/fe.c
+src_fe_libmate_fe_la_SOURCES = src/fe/fe.h src/fe/fe.c src/fe/fe_json.h
 
 ## test_wqueue: the file writers' output queue (lib/core/wqueue.c).
 check_PROGRAMS += tests/test_wqueue

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "fe.h"
+#include "fe_json.h"
 #include "mate.h"
 #include "mate_dump.h"
 
@@ -82,16 +83,7 @@ parse_options(int argc, char **argv, struct options *o)
 		case 'm': o->module = optarg; break;
 		case 'n': o->runs = mate_fe_opt_long("--runs", optarg, 1, MAX_RUNS); break;
 		case O_SEED: o->seed = (unsigned long long)mate_fe_parse_count("--seed", optarg); break;
-		case O_DEVICE:
-			if (strcmp(optarg, "cpu") == 0)
-				o->device = MATE_REPLAY_DEVICE_CPU;
-			else if (strcmp(optarg, "cuda") == 0)
-				o->device = MATE_REPLAY_DEVICE_CUDA;
-			else if (strcmp(optarg, "auto") == 0)
-				o->device = MATE_REPLAY_DEVICE_AUTO;
-			else
-				mate_fe_usage_error("bad value for --device: %s (cpu, cuda or auto)", optarg);
-			break;
+		case O_DEVICE: o->device = mate_fe_opt_device(optarg); break;
 		case O_JSONL: o->jsonl = 1; break;
 		case O_EXAMPLE: o->example = optarg; break;
 		case O_MAX_MEMORY: mate_memory_cap_set(mate_fe_opt_size("--max-memory", optarg)); break;
@@ -106,28 +98,6 @@ parse_options(int argc, char **argv, struct options *o)
 		mate_fe_usage_error("-c needs a function name");
 	o->rest = argv + optind;
 	o->nrest = argc - optind;
-}
-
-/* "12.3 us", "4.56 ms", "1.23 s" */
-static const char *
-duration(double s, char *buf, size_t len)
-{
-	if (s < 1e-3)
-		snprintf(buf, len, "%.3g us", s * 1e6);
-	else if (s < 1)
-		snprintf(buf, len, "%.3g ms", s * 1e3);
-	else
-		snprintf(buf, len, "%.3g s", s);
-	return buf;
-}
-
-static void
-add_num(cJSON *o, const char *key, double v)
-{
-	if (isfinite(v))
-		cJSON_AddNumberToObject(o, key, v);
-	else
-		cJSON_AddNullToObject(o, key);
 }
 
 static const char *
@@ -145,10 +115,7 @@ print_json(const mate_bench_entry *e, const char *where, const struct mate_bench
 
 	if (e != NULL) {
 		cJSON_AddStringToObject(o, "function", mate_bench_entry_function(e));
-		if (mate_bench_entry_module(e) != NULL)
-			cJSON_AddStringToObject(o, "module", mate_bench_entry_module(e));
-		else
-			cJSON_AddNullToObject(o, "module");
+		mate_fe_json_str(o, "module", mate_bench_entry_module(e));
 		cJSON_AddStringToObject(o, "key", mate_bench_entry_key(e));
 	} else
 		cJSON_AddStringToObject(o, "input", where);
@@ -158,19 +125,19 @@ print_json(const mate_bench_entry *e, const char *where, const struct mate_bench
 	else {
 		cJSON_AddNumberToObject(o, "warmup", 2);
 		cJSON_AddNumberToObject(o, "runs", res->runs);
-		add_num(o, "median_s", res->median);
-		add_num(o, "min_s", res->min);
-		add_num(o, "max_s", res->max);
-		add_num(o, "spread", res->median > 0 ? (res->max - res->min) / res->median : NAN);
+		mate_fe_json_num(o, "median_s", res->median);
+		mate_fe_json_num(o, "min_s", res->min);
+		mate_fe_json_num(o, "max_s", res->max);
+		mate_fe_json_num(o, "spread", res->median > 0 ? (res->max - res->min) / res->median : NAN);
 		if (res->flops >= 0) {
 			cJSON_AddNumberToObject(o, "flops", res->flops);
-			add_num(o, "flop_per_s", res->median > 0 ? res->flops / res->median : NAN);
+			mate_fe_json_num(o, "flop_per_s", res->median > 0 ? res->flops / res->median : NAN);
 		} else {
 			cJSON_AddNullToObject(o, "flops");
 			cJSON_AddNullToObject(o, "flop_per_s");
 		}
 		cJSON_AddNumberToObject(o, "bytes", res->bytes);
-		add_num(o, "bytes_per_s", res->median > 0 ? res->bytes / res->median : NAN);
+		mate_fe_json_num(o, "bytes_per_s", res->median > 0 ? res->bytes / res->median : NAN);
 		cJSON_AddNumberToObject(o, "nan", (double)res->nan);
 		cJSON_AddNumberToObject(o, "inf", (double)res->inf);
 	}
@@ -204,8 +171,9 @@ print_text(const mate_bench_entry *e, const char *where, const struct mate_bench
 		return;
 	}
 	printf("median %s (min %s, max %s) over %d run%s after 2 warm-up; ",
-	    duration(res->median, b1, sizeof(b1)), duration(res->min, b2, sizeof(b2)),
-	    duration(res->max, b3, sizeof(b3)), res->runs, mate_fe_s((unsigned)res->runs));
+	    mate_fe_duration(res->median, b1, sizeof(b1)),
+	    mate_fe_duration(res->min, b2, sizeof(b2)),
+	    mate_fe_duration(res->max, b3, sizeof(b3)), res->runs, mate_fe_s((unsigned)res->runs));
 	if (res->flops >= 0 && res->median > 0)
 		printf("%.3g GFLOP/s, ", res->flops / res->median / 1e9);
 	else

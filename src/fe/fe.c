@@ -3,6 +3,7 @@
 #include "fe.h"
 #include "mate_core.h"
 #include "mate_events.h"
+#include "mate_replay.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -268,6 +269,30 @@ mate_fe_human_bytes(uint64_t b, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%.1f %s", v, units[u]);
 	return buf;
+}
+
+const char *
+mate_fe_duration(double s, char *buf, size_t len)
+{
+	if (s < 1e-3)
+		snprintf(buf, len, "%.3g us", s * 1e6);
+	else if (s < 1)
+		snprintf(buf, len, "%.3g ms", s * 1e3);
+	else
+		snprintf(buf, len, "%.3g s", s);
+	return buf;
+}
+
+int
+mate_fe_opt_device(const char *arg)
+{
+	if (strcmp(arg, "cpu") == 0)
+		return MATE_REPLAY_DEVICE_CPU;
+	if (strcmp(arg, "cuda") == 0)
+		return MATE_REPLAY_DEVICE_CUDA;
+	if (strcmp(arg, "auto") == 0)
+		return MATE_REPLAY_DEVICE_AUTO;
+	mate_fe_usage_error("bad value for --device: %s (cpu, cuda or auto)", arg);
 }
 
 const char *

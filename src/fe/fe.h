@@ -70,6 +70,14 @@ void *mate_fe_grow(void *p, size_t n, size_t size);
  * decimal). Returns buf. */
 const char *mate_fe_human_bytes(uint64_t b, char *buf, size_t len);
 
+/* s seconds for a person: "12.3 us", "4.56 ms", "1.23 s" (three
+ * significant digits). Returns buf. */
+const char *mate_fe_duration(double s, char *buf, size_t len);
+
+/* --device's argument: cpu, cuda or auto, as MATE_REPLAY_DEVICE_*; anything
+ * else is a usage error. */
+int mate_fe_opt_device(const char *arg);
+
 /* The extension of path after its last '.', lower-cased into buf ("" if
  * none); ".gz" is looked through: "a.json.gz" gives "json.gz". */
 const char *mate_fe_extension(const char *path, char *buf, size_t cap);

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "fe.h"
+#include "fe_json.h"
 #include "mate_record.h"
 #include "mate_replay.h"
 #include "util.h"
@@ -128,18 +129,6 @@ push(const char ***list, size_t *n, const char *s)
 	*list = p;
 }
 
-static int
-parse_device(const char *arg)
-{
-	if (strcmp(arg, "cpu") == 0)
-		return MATE_REPLAY_DEVICE_CPU;
-	if (strcmp(arg, "cuda") == 0)
-		return MATE_REPLAY_DEVICE_CUDA;
-	if (strcmp(arg, "auto") == 0)
-		return MATE_REPLAY_DEVICE_AUTO;
-	mate_fe_usage_error("bad value for --device: %s (cpu, cuda or auto)", arg);
-}
-
 static double
 parse_tolerance(const char *opt, const char *arg)
 {
@@ -196,7 +185,7 @@ parse_options(int argc, char **argv, struct options *o)
 	while ((c = getopt_long(argc, argv, "j:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_DIR: push(&o->paths, &o->npaths, optarg); break;
-		case O_DEVICE: o->device = parse_device(optarg); break;
+		case O_DEVICE: o->device = mate_fe_opt_device(optarg); break;
 		case O_RTOL: o->rtol = parse_tolerance("--rtol", optarg); break;
 		case O_ATOL: o->atol = parse_tolerance("--atol", optarg); break;
 		case O_INCLUDE: add_patterns(&o->include, optarg); break;
@@ -251,19 +240,6 @@ verdict_words(int v, int utf8)
 	}
 }
 
-/* "12.3 us", "4.56 ms", "1.23 s" */
-static const char *
-duration(double s, char *buf, size_t len)
-{
-	if (s < 1e-3)
-		snprintf(buf, len, "%.3g us", s * 1e6);
-	else if (s < 1)
-		snprintf(buf, len, "%.3g ms", s * 1e3);
-	else
-		snprintf(buf, len, "%.3g s", s);
-	return buf;
-}
-
 static void
 print_text(size_t i, const struct mate_dump_info *d, const struct mate_replay_result *r, int utf8)
 {
@@ -277,22 +253,14 @@ print_text(size_t i, const struct mate_dump_info *d, const struct mate_replay_re
 		printf(": %s\n", mate_fe_safe(r->message));
 	if (r->bench_runs > 0) {
 		printf("    bench: median %s (min %s, max %s) over %d run%s; %.3g GB/s of tensors",
-		    duration(r->bench_median, b1, sizeof(b1)), duration(r->bench_min, b2, sizeof(b2)),
-		    duration(r->bench_max, b3, sizeof(b3)), r->bench_runs, mate_fe_s((unsigned)r->bench_runs),
-		    r->bench_median > 0 ? (double)r->bench_bytes / r->bench_median / 1e9 : 0.0);
+		    mate_fe_duration(r->bench_median, b1, sizeof(b1)),
+		    mate_fe_duration(r->bench_min, b2, sizeof(b2)),
+		    mate_fe_duration(r->bench_max, b3, sizeof(b3)), r->bench_runs,
+		    mate_fe_s((unsigned)r->bench_runs), r->bench_median > 0 ? (double)r->bench_bytes / r->bench_median / 1e9 : 0.0);
 		if (r->bench_flops >= 0 && r->bench_median > 0)
 			printf("; %.3g GFLOP/s", r->bench_flops / r->bench_median / 1e9);
 		putchar('\n');
 	}
-}
-
-static void
-add_num(cJSON *o, const char *key, double v)
-{
-	if (isfinite(v))
-		cJSON_AddNumberToObject(o, key, v);
-	else
-		cJSON_AddNullToObject(o, key);
 }
 
 static void
@@ -310,8 +278,8 @@ print_json(size_t i, const struct mate_dump_info *d, const struct mate_replay_re
 	cJSON_AddStringToObject(o, "verdict", mate_replay_verdict_name(r->verdict));
 	cJSON_AddBoolToObject(o, "bit_exact", r->verdict == MATE_REPLAY_PASSED && r->bit_exact);
 	cJSON_AddNumberToObject(o, "compared", r->compared);
-	add_num(o, "max_abs_err", r->max_abs_err);
-	add_num(o, "max_rel_err", r->max_rel_err);
+	mate_fe_json_num(o, "max_abs_err", r->max_abs_err);
+	mate_fe_json_num(o, "max_rel_err", r->max_rel_err);
 	if (r->verdict == MATE_REPLAY_MISMATCH)
 		cJSON_AddStringToObject(o, "key", r->key);
 	else
@@ -319,31 +287,31 @@ print_json(size_t i, const struct mate_dump_info *d, const struct mate_replay_re
 	if (bad) {
 		cJSON_AddStringToObject(o, "first_bad_index", r->first_bad_index);
 		cJSON_AddNumberToObject(o, "first_bad", (double)r->first_bad);
-		add_num(o, "expected", r->expected);
-		add_num(o, "got", r->got);
+		mate_fe_json_num(o, "expected", r->expected);
+		mate_fe_json_num(o, "got", r->got);
 		cJSON_AddNumberToObject(o, "n_bad", (double)r->n_bad);
 		cJSON_AddNumberToObject(o, "numel", (double)r->numel);
-		add_num(o, "share_bad", r->numel > 0 ? (double)r->n_bad / (double)r->numel : 0);
-		add_num(o, "mean_abs_err", r->mean_abs_err);
-		add_num(o, "mean_rel_err", r->mean_rel_err);
+		mate_fe_json_num(o, "share_bad", r->numel > 0 ? (double)r->n_bad / (double)r->numel : 0);
+		mate_fe_json_num(o, "mean_abs_err", r->mean_abs_err);
+		mate_fe_json_num(o, "mean_rel_err", r->mean_rel_err);
 		cJSON_AddNumberToObject(o, "mismatched", r->mismatched);
-		add_num(o, "rtol", r->rtol);
-		add_num(o, "atol", r->atol);
+		mate_fe_json_num(o, "rtol", r->rtol);
+		mate_fe_json_num(o, "atol", r->atol);
 	} else {
 		cJSON_AddNullToObject(o, "first_bad_index");
 	}
-	add_num(o, "seconds", r->seconds);
+	mate_fe_json_num(o, "seconds", r->seconds);
 	if (r->bench_runs > 0) {
 		cJSON_AddNumberToObject(o, "bench_runs", r->bench_runs);
-		add_num(o, "bench_median_s", r->bench_median);
-		add_num(o, "bench_min_s", r->bench_min);
-		add_num(o, "bench_max_s", r->bench_max);
+		mate_fe_json_num(o, "bench_median_s", r->bench_median);
+		mate_fe_json_num(o, "bench_min_s", r->bench_min);
+		mate_fe_json_num(o, "bench_max_s", r->bench_max);
 		cJSON_AddNumberToObject(o, "bench_bytes", (double)r->bench_bytes);
-		add_num(o, "bench_bytes_per_s", r->bench_median > 0 ?
+		mate_fe_json_num(o, "bench_bytes_per_s", r->bench_median > 0 ?
 		    (double)r->bench_bytes / r->bench_median : NAN);
 		if (r->bench_flops >= 0) {
 			cJSON_AddNumberToObject(o, "bench_flops", r->bench_flops);
-			add_num(o, "bench_flop_per_s", r->bench_median > 0 ?
+			mate_fe_json_num(o, "bench_flop_per_s", r->bench_median > 0 ?
 			    r->bench_flops / r->bench_median : NAN);
 		}
 	}
@@ -414,22 +382,10 @@ list_ops(const mate_replay *r, int jsonl)
 			char *text;
 
 			cJSON_AddStringToObject(o, "name", op.name);
-			if (op.module != NULL)
-				cJSON_AddStringToObject(o, "module", op.module);
-			else
-				cJSON_AddNullToObject(o, "module");
-			if (op.signature != NULL)
-				cJSON_AddStringToObject(o, "signature", op.signature);
-			else
-				cJSON_AddNullToObject(o, "signature");
-			if (op.dtypes != NULL)
-				cJSON_AddStringToObject(o, "dtypes", op.dtypes);
-			else
-				cJSON_AddNullToObject(o, "dtypes");
-			if (op.devices != NULL)
-				cJSON_AddStringToObject(o, "devices", op.devices);
-			else
-				cJSON_AddNullToObject(o, "devices");
+			mate_fe_json_str(o, "module", op.module);
+			mate_fe_json_str(o, "signature", op.signature);
+			mate_fe_json_str(o, "dtypes", op.dtypes);
+			mate_fe_json_str(o, "devices", op.devices);
 			if ((text = cJSON_PrintUnformatted(o)) != NULL)
 				printf("%s\n", text);
 			cJSON_free(text);
