@@ -34,9 +34,9 @@ struct counts {
 };
 
 static void
-usage(FILE *f)
+usage(void)
 {
-	fprintf(f,
+	printf(
 	    "Usage: %s [OPTIONS] [FILE...]\n"
 	    "       %s [OPTIONS] [-m MODULE] -c FUNCTION [KEY=SPEC...]\n"
 	    "       %s --example FUNCTION\n"
@@ -70,14 +70,12 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "jsonl", no_argument, NULL, O_JSONL },
 		{ "example", required_argument, NULL, O_EXAMPLE },
 		{ "max-memory", required_argument, NULL, O_MAX_MEMORY },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
+		MATE_FE_LONGOPTS_END
 	};
 	static const char optstring[] = "c:m:n:hV";
 	int ch;
 
-	while ((ch = getopt_long(argc, argv, optstring, longopts, NULL)) != -1) {
+	while ((ch = mate_fe_getopt(argc, argv, optstring, longopts, usage)) != -1) {
 		switch (ch) {
 		case 'c': o->function = optarg; break;
 		case 'm': o->module = optarg; break;
@@ -87,9 +85,6 @@ parse_options(int argc, char **argv, struct options *o)
 		case O_JSONL: o->jsonl = 1; break;
 		case O_EXAMPLE: o->example = optarg; break;
 		case O_MAX_MEMORY: mate_memory_cap_set(mate_fe_opt_size("--max-memory", optarg)); break;
-		case 'h': usage(stdout); exit(MATE_EXIT_OK);
-		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
-		default: mate_fe_bad_option(argv, optstring);
 		}
 	}
 	if (o->module != NULL && o->function == NULL)

@@ -142,6 +142,26 @@ mate_fe_bad_option(char *const argv[], const char *optstring)
 	mate_fe_usage_error("unknown option '%s'", arg);
 }
 
+int
+mate_fe_getopt(int argc, char *argv[], const char *optstring, const struct option *longopts,
+    void (*usage)(void))
+{
+	int c = getopt_long(argc, argv, optstring, longopts, NULL);
+
+	switch (c) {
+	case 'h':
+		usage();
+		exit(MATE_EXIT_OK);
+	case 'V':
+		mate_fe_print_version();
+		exit(MATE_EXIT_OK);
+	case '?':
+		mate_fe_bad_option(argv, optstring);
+	default:
+		return c;
+	}
+}
+
 const char *
 mate_fe_s(unsigned long long n)
 {
@@ -380,20 +400,15 @@ mate_fe_safe(const char *s)
 	return *slot;
 }
 
-int
+void
 mate_fe_follow_option(struct mate_fe_follow *f, int c, const char *arg)
 {
-	switch (c) {
-	case MATE_FE_OPT_PID:
+	if (c == MATE_FE_OPT_PID) {
 		f->pids = mate_fe_grow(f->pids, (size_t)f->npids, sizeof(*f->pids));
 		f->pids[f->npids++] = mate_fe_opt_pid(arg);
-		return 1;
-	case MATE_FE_OPT_ENDPOINT:
+	} else {
 		f->endpoints = mate_fe_grow(f->endpoints, (size_t)f->nendpoints, sizeof(*f->endpoints));
 		f->endpoints[f->nendpoints++] = arg;
-		return 1;
-	default:
-		return 0;
 	}
 }
 

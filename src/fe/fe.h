@@ -30,6 +30,18 @@ void mate_fe_usage_error(const char *fmt, ...)
  * own message off): one line naming the unknown option or the one that
  * lacks its value, the --help hint, exit(2). */
 void mate_fe_bad_option(char *const argv[], const char *optstring) __attribute__((noreturn));
+/* getopt_long() for a tool's options, with what every tool does the
+ * same way: -h/--help prints usage() and exits 0, -V/--version prints the
+ * version and exits 0, an unknown option or one that lacks its value is
+ * mate_fe_bad_option(). Returns the other options' values, -1 at the end.
+ * longopts ends with MATE_FE_LONGOPTS_END. */
+struct option;
+int mate_fe_getopt(int argc, char *argv[], const char *optstring,
+    const struct option *longopts, void (*usage)(void));
+#define MATE_FE_LONGOPTS_END \
+	{ "help", no_argument, NULL, 'h' }, \
+	{ "version", no_argument, NULL, 'V' }, \
+	{ NULL, 0, NULL, 0 }
 /* "s" unless n is 1, for counts in messages: "%llu event%s", n, mate_fe_s(n). */
 const char *mate_fe_s(unsigned long long n);
 /* Prints "progname (mate) X.Y.Z" and "libmate X.Y.Z" lines to stdout. */
@@ -115,9 +127,9 @@ enum { MATE_FE_OPT_PID = 0x1000, MATE_FE_OPT_ENDPOINT };
 	"      --pid PID        follow process PID (repeatable)\n" \
 	"      --endpoint URL   subscribe to URL, e.g. tcp://host:5555 (repeatable)\n" \
 	"                       (neither: every local publisher, present and to come)\n"
-/* Takes getopt_long()'s c when it is --pid or --endpoint (arg is optarg;
- * a bad pid is a usage error): returns 1, else 0. */
-int mate_fe_follow_option(struct mate_fe_follow *f, int c, const char *arg);
+/* Takes the value arg of --pid (c is MATE_FE_OPT_PID; a bad pid is a usage
+ * error) or --endpoint (MATE_FE_OPT_ENDPOINT). */
+void mate_fe_follow_option(struct mate_fe_follow *f, int c, const char *arg);
 /* A monitor (its settings' warning printed) that follows f: a pid it
  * cannot follow exits 1, an endpoint it cannot take exits 2. With neither,
  * it watches every local publisher; a failure to do so exits 1 when

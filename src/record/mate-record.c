@@ -34,9 +34,9 @@ static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 static struct sigaction inherited[NFORWARDED];   /* given back to the program */
 
 static void
-usage(FILE *f)
+usage(void)
 {
-	fprintf(f,
+	printf(
 	    "usage: %s [options] [--] PROGRAM [ARGS...]\n"
 	    "Runs PROGRAM with libmate's interposer preloaded: BLAS, CUDA runtime and cuBLAS\n"
 	    "calls are recorded as MATE_LOGLEVEL describes (see mate-record(1), mate(7)).\n"
@@ -145,14 +145,12 @@ parse(int argc, char **argv, struct options *o)
 		{ "identity", required_argument, NULL, OPT_IDENTITY },
 		{ "memlog-format", required_argument, NULL, OPT_MEMLOG_FORMAT },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+		MATE_FE_LONGOPTS_END
 	};
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	while ((c = getopt_long(argc, argv, "+l:o:d:qhV", longopts, NULL)) != -1) {
+	while ((c = mate_fe_getopt(argc, argv, "+l:o:d:qhV", longopts, usage)) != -1) {
 		switch (c) {
 		case 'l': o->level = optarg; break;
 		case 'o': o->log = optarg; break;
@@ -168,9 +166,6 @@ parse(int argc, char **argv, struct options *o)
 		case OPT_IDENTITY: o->identity = optarg; break;
 		case OPT_MEMLOG_FORMAT: o->memlog_format = optarg; break;
 		case 'q': o->quiet = 1; break;
-		case 'h': usage(stdout); exit(MATE_EXIT_OK);
-		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
-		default: mate_fe_bad_option(argv, "+l:o:d:qhV");
 		}
 	}
 	if (optind >= argc)

@@ -383,22 +383,17 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "jsonl", no_argument, NULL, 'J' },
 		{ "unique", no_argument, NULL, 'u' },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
+		MATE_FE_LONGOPTS_END
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "dj:quhV", longopts, NULL)) != -1) {
+	while ((c = mate_fe_getopt(argc, argv, "dj:quhV", longopts, usage)) != -1) {
 		switch (c) {
 		case 'd': o->details = 1; break;
 		case 'j': o->jobs = mate_fe_parse_count("--jobs", optarg); break;
 		case 'J': o->jsonl = 1; break;
 		case 'q': o->quiet = 1; break;
 		case 'u': o->unique = 1; break;
-		case 'h': usage(); exit(MATE_EXIT_OK);
-		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
-		default: mate_fe_bad_option(argv, "dj:qhV");
 		}
 	}
 }

@@ -176,13 +176,11 @@ parse_options(int argc, char **argv, struct options *o)
 
 		{ "list-ops", no_argument, NULL, O_LIST_OPS },
 		{ "bench", optional_argument, NULL, O_BENCH },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
+		MATE_FE_LONGOPTS_END
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "j:hV", longopts, NULL)) != -1) {
+	while ((c = mate_fe_getopt(argc, argv, "j:hV", longopts, usage)) != -1) {
 		switch (c) {
 		case O_DIR: push(&o->paths, &o->npaths, optarg); break;
 		case O_DEVICE: o->device = mate_fe_opt_device(optarg); break;
@@ -203,9 +201,6 @@ parse_options(int argc, char **argv, struct options *o)
 		case O_BENCH:
 			o->bench = optarg ? mate_fe_opt_long("--bench", optarg, 1, 1000000) : 10;
 			break;
-		case 'h': usage(); exit(MATE_EXIT_OK);
-		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
-		default: mate_fe_bad_option(argv, "j:hV");
 		}
 	}
 	for (int i = optind; i < argc; i++)

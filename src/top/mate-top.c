@@ -68,9 +68,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "smooth", required_argument, NULL, 't' },
 		MATE_FE_FOLLOW_LONGOPTS,
 		{ "ascii", no_argument, NULL, OPT_ASCII },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
+		MATE_FE_LONGOPTS_END
 	};
 	int c;
 
@@ -78,7 +76,7 @@ parse_options(int argc, char **argv, struct options *o)
 	o->delay = 1;
 	o->smooth = 1;
 	o->iterations = -1;
-	while ((c = getopt_long(argc, argv, "d:n:bt:hV", longopts, NULL)) != -1) {
+	while ((c = mate_fe_getopt(argc, argv, "d:n:bt:hV", longopts, usage)) != -1) {
 		switch (c) {
 		case 'd':
 			o->delay = mate_fe_parse_double("--delay", optarg);
@@ -93,11 +91,8 @@ parse_options(int argc, char **argv, struct options *o)
 				mate_fe_usage_error("bad value for --smooth: '%s' (want > 0)", optarg);
 			break;
 		case OPT_ASCII: o->ascii = 1; break;
-		case 'h': usage(); exit(MATE_EXIT_OK);
-		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
-		default:
-			if (!mate_fe_follow_option(&o->follow, c, optarg))
-				mate_fe_bad_option(argv, "d:n:bt:hV");
+		case MATE_FE_OPT_PID:
+		case MATE_FE_OPT_ENDPOINT: mate_fe_follow_option(&o->follow, c, optarg); break;
 		}
 	}
 	if (optind < argc)

@@ -50,16 +50,14 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "dir", required_argument, NULL, OPT_DIR },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
+		MATE_FE_LONGOPTS_END
 	};
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->seconds = 5;
 	o->max_events = -1;
-	while ((c = getopt_long(argc, argv, "s:n:o:qhV", longopts, NULL)) != -1) {
+	while ((c = mate_fe_getopt(argc, argv, "s:n:o:qhV", longopts, usage)) != -1) {
 		switch (c) {
 		case 's':
 			o->seconds = mate_fe_parse_double("--seconds", optarg);
@@ -72,11 +70,8 @@ parse_options(int argc, char **argv, struct options *o)
 		case OPT_DIR: o->dir = optarg; break;
 		case 'o': o->out = optarg; break;
 		case 'q': o->quiet = 1; break;
-		case 'h': usage(); exit(MATE_EXIT_OK);
-		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
-		default:
-			if (!mate_fe_follow_option(&o->follow, c, optarg))
-				mate_fe_bad_option(argv, "s:n:o:qhV");
+		case MATE_FE_OPT_PID:
+		case MATE_FE_OPT_ENDPOINT: mate_fe_follow_option(&o->follow, c, optarg); break;
 		}
 	}
 	if (optind < argc)

@@ -83,14 +83,12 @@ parse_args(int argc, char **argv, struct options *o)
 		{ "lanes", required_argument, NULL, 'l' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
+		MATE_FE_LONGOPTS_END
 	};
 	char ext[16];
 	int c;
 
-	while ((c = getopt_long(argc, argv, "o:f:d:t:l:vqhV", longopts, NULL)) != -1) {
+	while ((c = mate_fe_getopt(argc, argv, "o:f:d:t:l:vqhV", longopts, usage)) != -1) {
 		switch (c) {
 		case 'o': o->output = optarg; break;
 		case 'f':
@@ -106,9 +104,6 @@ parse_args(int argc, char **argv, struct options *o)
 		case 'l': o->lanes = optarg; break;
 		case 'v': o->verbose = 1; break;
 		case 'q': o->quiet = 1; break;
-		case 'h': usage(); exit(MATE_EXIT_OK);
-		case 'V': mate_fe_print_version(); exit(MATE_EXIT_OK);
-		default: mate_fe_bad_option(argv, "o:f:d:t:l:vqhV");
 		}
 	}
 	o->logs = argv + optind;
