@@ -13,15 +13,7 @@
 #include <time.h>
 
 #include "mate_core.h"
-
-static double
-now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
+#include "util.h"
 
 static void
 count(const mate_value *v, long *tensors, long long *bytes)
@@ -67,10 +59,10 @@ main(int argc, char **argv)
 		return 1;
 	for (int i = 0; i < runs; i++) {
 		mate_error err;
-		double t0 = now();
+		double t0 = mate_mono_seconds();
 		mate_value *v = mate_pt_read(argv[1], &opts, &err);
 
-		t[i] = now() - t0;
+		t[i] = mate_mono_seconds() - t0;
 		if (v == NULL) {
 			fprintf(stderr, "bench_pt_read: %s\n", err.message);
 			free(t);

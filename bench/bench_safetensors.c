@@ -13,15 +13,7 @@
 #include <unistd.h>
 
 #include "mate_core.h"
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+#include "util.h"
 
 static void
 add(mate_value *d, const char *name, size_t nbytes)
@@ -40,7 +32,7 @@ add(mate_value *d, const char *name, size_t nbytes)
 static double
 plain_write(const char *path, const mate_value *d)
 {
-	double t0 = now();
+	double t0 = mate_mono_seconds();
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	size_t total = 0;
 
@@ -56,13 +48,13 @@ plain_write(const char *path, const mate_value *d)
 		total += n;
 	}
 	close(fd);
-	return (double)total / (now() - t0) / 1e6;
+	return (double)total / (mate_mono_seconds() - t0) / 1e6;
 }
 
 static double
 plain_read(const char *path, size_t total)
 {
-	double t0 = now();
+	double t0 = mate_mono_seconds();
 	int fd = open(path, O_RDONLY);
 	char *buf = malloc(total);
 
@@ -74,7 +66,7 @@ plain_read(const char *path, size_t total)
 	}
 	close(fd);
 	free(buf);
-	return (double)total / (now() - t0) / 1e6;
+	return (double)total / (mate_mono_seconds() - t0) / 1e6;
 }
 
 static void
@@ -93,15 +85,15 @@ run_case(const char *label, const mate_value *d, const char *dir)
 		double a = plain_write(p1, d), b, c, e;
 		b = plain_read(p1, total);
 		unlink(p1);
-		t0 = now();
+		t0 = mate_mono_seconds();
 		if (mate_safetensors_write(p2, d, NULL, &err) != MATE_OK) {
 			fprintf(stderr, "write: %s\n", err.message);
 			exit(1);
 		}
-		c = (double)total / (now() - t0) / 1e6;
-		t0 = now();
+		c = (double)total / (mate_mono_seconds() - t0) / 1e6;
+		t0 = mate_mono_seconds();
 		mate_value *r = mate_safetensors_read(p2, NULL, &err);
-		e = (double)total / (now() - t0) / 1e6;
+		e = (double)total / (mate_mono_seconds() - t0) / 1e6;
 		if (r == NULL) {
 			fprintf(stderr, "read: %s\n", err.message);
 			exit(1);

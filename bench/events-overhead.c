@@ -8,21 +8,13 @@
 
 #include "mate_record.h"
 #include "mate_events.h"
+#include "util.h"
 
 /* OFF_AGAIN: monitoring off once more, a control: its ratio to OFF is the
  * machine's own noise, the figure the others are to be read against */
 enum { OFF, NO_SUB, ONE_SUB, STALLED, OFF_AGAIN, MODES };
 static const char *const mode_name[MODES] = { "monitoring off", "no subscriber",
 	"one subscriber", "stalled subscriber", "off again (control)" };
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void
 one_call(void)
@@ -47,14 +39,14 @@ thread_cpu(void)
 static double
 calls_per_s(double secs, double *per_cpu)
 {
-	double t0 = now(), c0 = thread_cpu(), t;
+	double t0 = mate_mono_seconds(), c0 = thread_cpu(), t;
 	long n = 0;
 
 	do {
 		for (int i = 0; i < 1000; i++)
 			one_call();
 		n += 1000;
-	} while ((t = now() - t0) < secs);
+	} while ((t = mate_mono_seconds() - t0) < secs);
 	if (per_cpu != NULL)
 		*per_cpu = n / (thread_cpu() - c0);
 	return n / t;
@@ -132,10 +124,10 @@ cmp_double(const void *a, const void *b)
 static int
 flood(double secs)
 {
-	double t0 = now();
+	double t0 = mate_mono_seconds();
 	long n = 0;
 
-	while (now() - t0 < secs) {
+	while (mate_mono_seconds() - t0 < secs) {
 		for (int i = 0; i < 100; i++) {
 			mate_call *c = mate_call_begin("gemm", "bench", NULL);
 			mate_work w;
@@ -145,7 +137,7 @@ flood(double secs)
 		}
 		n += 100;
 	}
-	fprintf(stderr, "events-overhead: %ld calls, %ld events in %.2f s\n", n, 4 * n + 1, now() - t0);
+	fprintf(stderr, "events-overhead: %ld calls, %ld events in %.2f s\n", n, 4 * n + 1, mate_mono_seconds() - t0);
 	return 0;
 }
 

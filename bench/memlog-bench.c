@@ -6,29 +6,21 @@
 #include <unistd.h>
 
 #include "mate_record.h"
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "util.h"
 
 /* n allocate/deallocate pairs with up to 64 live at once. */
 static double
 log_pairs(const char *path, int n)
 {
 	mate_memlog *m = mate_memlog_new(path, NULL);
-	double t0 = now(), t;
+	double t0 = mate_mono_seconds(), t;
 
 	for (int i = 0; i < n; i++) {
 		mate_memlog_allocate(m, (uint64_t)(i + 1) * 256, 256 + (uint64_t)(i % 1000), 0);
 		if (i >= 64)
 			mate_memlog_deallocate(m, (uint64_t)(i - 63) * 256, 0);
 	}
-	t = now() - t0;
+	t = mate_mono_seconds() - t0;
 	mate_memlog_free(m);
 	return t / (2.0 * n - 64) * 1e9;
 }
@@ -69,7 +61,7 @@ replay(int n, int threads)
 {
 	char *text = make_trace(n, threads);
 	mate_error err;
-	double t0 = now();
+	double t0 = mate_mono_seconds();
 	mate_memlog_trace *t = text ? mate_memlog_parse(text, strlen(text), &err) : NULL;
 	struct mate_alloc_replay_result res;
 
@@ -77,7 +69,7 @@ replay(int n, int threads)
 		fprintf(stderr, "memlog-bench: %s\n", text ? err.message : "out of memory");
 		exit(1);
 	}
-	printf("parse: %.2f M rows/s\n", n / (now() - t0) / 1e6);
+	printf("parse: %.2f M rows/s\n", n / (mate_mono_seconds() - t0) / 1e6);
 	for (int a = 0; a < 2; a++) {
 		const char *name = mate_alloc_replay_allocator((size_t)a);
 		if (mate_alloc_replay(t, name, &res, &err) != MATE_OK) {

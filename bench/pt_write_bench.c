@@ -18,21 +18,13 @@
 #include <zlib.h>
 
 #include "mate_core.h"
+#include "util.h"
 
 struct bcase {
 	const char *name;
 	int count;
 	size_t bytes;
 };
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static mate_value *
 make_dict(const struct bcase *c, mate_storage **st)
@@ -62,7 +54,7 @@ make_dict(const struct bcase *c, mate_storage **st)
 static double
 time_plain(const char *path, const struct bcase *c, mate_storage **st)
 {
-	double t0 = now();
+	double t0 = mate_mono_seconds();
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 	if (fd < 0) {
@@ -83,13 +75,13 @@ time_plain(const char *path, const struct bcase *c, mate_storage **st)
 		}
 	}
 	close(fd);
-	return now() - t0;
+	return mate_mono_seconds() - t0;
 }
 
 static double
 time_crc(const struct bcase *c, mate_storage **st, unsigned long *sum)
 {
-	double t0 = now();
+	double t0 = mate_mono_seconds();
 
 	for (int i = 0; i < c->count; i++) {
 		const unsigned char *p = mate_storage_data(st[i]);
@@ -100,7 +92,7 @@ time_crc(const struct bcase *c, mate_storage **st, unsigned long *sum)
 		}
 		*sum += crc;
 	}
-	return now() - t0;
+	return mate_mono_seconds() - t0;
 }
 
 int
@@ -131,12 +123,12 @@ main(int argc, char **argv)
 			double t = time_plain(raw, c, st);
 			best_plain = t < best_plain ? t : best_plain;
 			unlink(raw);
-			t = now();
+			t = mate_mono_seconds();
 			if (mate_pt_write(pt, d, NULL, &err) != MATE_OK) {
 				fprintf(stderr, "mate_pt_write: %s\n", err.message);
 				return 1;
 			}
-			t = now() - t;
+			t = mate_mono_seconds() - t;
 			best_pt = t < best_pt ? t : best_pt;
 			unlink(pt);
 			t = time_crc(c, st, &sum);

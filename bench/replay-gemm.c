@@ -1,6 +1,7 @@
 /* replay-gemm.c: benchmark: a 2048^3 f32 GEMM through libmate's mm kernel against OpenBLAS's cblas_sgemm called directly. */
 #include "config.h"
 #include "kernels.h"
+#include "util.h"
 
 #include <cblas.h>
 #include <stdio.h>
@@ -12,15 +13,6 @@
 #ifndef BENCH_KERNELS
 #define BENCH_KERNELS mate_kernels_cpu()
 #endif
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int
 main(int argc, char **argv)
@@ -59,7 +51,7 @@ main(int argc, char **argv)
 	/* alternate which goes first, keep the best of each: the machine may be shared */
 	for (int r = 0; r < reps; r++) {
 		for (int w = 0; w < 2; w++) {
-			double t0 = now(), t;
+			double t0 = mate_mono_seconds(), t;
 			int rc = MATE_OK;
 
 			if ((w ^ r) & 1)
@@ -67,7 +59,7 @@ main(int argc, char **argv)
 				    a, n, b, n, 0.0f, c, n);
 			else
 				rc = BENCH_KERNELS->mm(&ta, &tb, &tc, &err);
-			t = now() - t0;
+			t = mate_mono_seconds() - t0;
 			if (rc != MATE_OK) {  /* a failing kernel is no speed-up */
 				fprintf(stderr, "replay-gemm: mm, repetition %d: %s\n", r + 1, err.message);
 				free(a);

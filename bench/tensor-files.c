@@ -50,6 +50,7 @@
 
 #include "fe.h"
 #include "mate_core.h"
+#include "util.h"
 
 #define KiB (INT64_C(1) << 10)
 #define MiB (INT64_C(1) << 20)
@@ -210,15 +211,6 @@ workload_same(const struct workload *w, const mate_value *got)
 
 /* ---- files and the page cache ------------------------------------------------ */
 
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void
 write_all(int fd, const void *buf, size_t len, const char *path)
 {
@@ -353,7 +345,7 @@ libmate_write(int fmt, const char *path, const struct workload *w, const struct 
     double *secs)
 {
 	mate_error err;
-	double t0 = now();
+	double t0 = mate_mono_seconds();
 	int rc;
 
 	mate_error_clear(&err);
@@ -363,7 +355,7 @@ libmate_write(int fmt, const char *path, const struct workload *w, const struct 
 		rc = mate_safetensors_write(path, w->dict, NULL, &err);
 	if (rc == MATE_OK && o->fsync)
 		fsync_path(path);
-	*secs = now() - t0;
+	*secs = mate_mono_seconds() - t0;
 	if (rc != MATE_OK) {
 		mate_fe_warnx("libmate %s write: %s", fmt == FMT_PT ? "pt" : "safetensors",
 		    err.message);
@@ -378,14 +370,14 @@ libmate_read(int fmt, const char *path, const struct workload *w, int verify, do
 	struct mate_pt_read_options ro = { 0, 0, 1 };
 	mate_error err;
 	mate_value *v;
-	double t0 = now();
+	double t0 = mate_mono_seconds();
 
 	mate_error_clear(&err);
 	if (fmt == FMT_PT)
 		v = mate_pt_read(path, &ro, &err);
 	else
 		v = mate_safetensors_read(path, NULL, &err);
-	*secs = now() - t0;
+	*secs = mate_mono_seconds() - t0;
 	if (v == NULL) {
 		mate_fe_warnx("libmate %s read: %s", fmt == FMT_PT ? "pt" : "safetensors",
 		    err.message);
@@ -404,7 +396,7 @@ plain_write(const char *path, const struct workload *w, int64_t file_bytes,
     const struct options *o)
 {
 	int64_t pad = file_bytes - w->c->count * w->c->nbytes;
-	double t0 = now();
+	double t0 = mate_mono_seconds();
 	int fd = open_or_die(path, O_WRONLY | O_CREAT | O_TRUNC);
 
 	for (int64_t k = 0; k < w->c->count; k++)
@@ -415,7 +407,7 @@ plain_write(const char *path, const struct workload *w, int64_t file_bytes,
 		mate_fe_errx(1, "fsync %s: %s", path, strerror(errno));
 	if (close(fd) != 0)
 		mate_fe_errx(1, "close %s: %s", path, strerror(errno));
-	return now() - t0;
+	return mate_mono_seconds() - t0;
 }
 
 /* read() of the same bytes into one fresh buffer per tensor. */
@@ -430,7 +422,7 @@ plain_read(const char *path, const struct workload *w, int verify)
 
 	if (bufs == NULL)
 		mate_fe_errx(1, "out of memory");
-	t0 = now();
+	t0 = mate_mono_seconds();
 	fd = open_or_die(path, O_RDONLY);
 	for (int64_t k = 0; k < w->c->count; k++) {
 		if ((bufs[k] = malloc((size_t)w->c->nbytes)) == NULL)
@@ -440,7 +432,7 @@ plain_read(const char *path, const struct workload *w, int verify)
 	while ((n = read(fd, scratch, sizeof(scratch))) > 0)
 		;
 	close(fd);
-	secs = now() - t0;
+	secs = mate_mono_seconds() - t0;
 	for (int64_t k = 0; k < w->c->count; k++) {
 		if (verify && memcmp(bufs[k], w->data[k], (size_t)w->c->nbytes) != 0)
 			mate_fe_errx(1, "plain read of %s gave different bytes", path);
