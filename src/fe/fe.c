@@ -199,15 +199,35 @@ mate_fe_use_utf8(FILE *f)
 	return cs != NULL && strcmp(cs, "UTF-8") == 0;
 }
 
+/* Whether all of arg is one decimal integer (strtoll: leading white space
+ * allowed) that fits, into *v. */
+static int
+whole_integer(const char *arg, long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoll(arg, &end, 10);
+	return errno == 0 && end != arg && *end == '\0';
+}
+
+/* The same for a number as strtod() reads it (NaN and infinities too). */
+static int
+whole_number(const char *arg, double *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtod(arg, &end);
+	return errno == 0 && end != arg && *end == '\0';
+}
+
 long long
 mate_fe_parse_count(const char *opt, const char *arg)
 {
-	char *end;
 	long long v;
 
-	errno = 0;
-	v = strtoll(arg, &end, 10);
-	if (errno != 0 || end == arg || *end != '\0' || v < 0)
+	if (!whole_integer(arg, &v) || v < 0)
 		mate_fe_usage_error("bad value for %s: '%s' (want a non-negative integer)", opt, arg);
 	return v;
 }
@@ -215,12 +235,9 @@ mate_fe_parse_count(const char *opt, const char *arg)
 double
 mate_fe_parse_double(const char *opt, const char *arg)
 {
-	char *end;
 	double v;
 
-	errno = 0;
-	v = strtod(arg, &end);
-	if (errno != 0 || end == arg || *end != '\0' || v != v)
+	if (!whole_number(arg, &v) || v != v)
 		mate_fe_usage_error("bad value for %s: '%s' (want a number)", opt, arg);
 	return v;
 }
@@ -228,13 +245,9 @@ mate_fe_parse_double(const char *opt, const char *arg)
 double
 mate_fe_opt_double(const char *opt, const char *arg, double lo, double hi)
 {
-	char *end;
 	double v;
 
-	errno = 0;
-	v = strtod(arg, &end);
-	if (*arg == '\0' || isspace((unsigned char)*arg) || errno != 0 || *end != '\0' ||
-	    !isfinite(v) || v < lo || v > hi)
+	if (isspace((unsigned char)*arg) || !whole_number(arg, &v) || !isfinite(v) || v < lo || v > hi)
 		mate_fe_usage_error("%s: '%s': expected a number from %g to %g", opt, arg, lo, hi);
 	return v;
 }
@@ -242,15 +255,11 @@ mate_fe_opt_double(const char *opt, const char *arg, double lo, double hi)
 long
 mate_fe_opt_long(const char *opt, const char *arg, long lo, long hi)
 {
-	char *end;
-	long v;
+	long long v;
 
-	errno = 0;
-	v = strtol(arg, &end, 10);
-	if (*arg == '\0' || isspace((unsigned char)*arg) || errno != 0 || *end != '\0' ||
-	    v < lo || v > hi)
+	if (isspace((unsigned char)*arg) || !whole_integer(arg, &v) || v < lo || v > hi)
 		mate_fe_usage_error("%s: '%s': expected a whole number from %ld to %ld", opt, arg, lo, hi);
-	return v;
+	return (long)v;
 }
 
 long
