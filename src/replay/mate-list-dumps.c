@@ -225,16 +225,6 @@ by_calls(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static uint64_t
-hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
-	return h;
-}
-
 /* "float32[4, 64]" (and the strides when they are not the contiguous ones; "@cuda:0"). */
 static void
 print_tensor_shape(const cJSON *t)
@@ -327,13 +317,14 @@ unique(const mate_dump_list *l, int jsonl, size_t *shapeless)
 	*shapeless = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct mate_dump_info *d = mate_dump_list_get(l, i);
-		size_t s;
+		/* the shape's key is already a 64-bit hash of it (the slot's start) */
+		size_t s = d->shape_key != NULL ? (size_t)strtoull(d->shape_key, NULL, 16) : 0;
 
 		if (d->shape == NULL) {
 			(*shapeless)++;
 			continue;
 		}
-		for (s = hash_str(d->shape) & (cap - 1); slots[s] != (size_t)-1; s = (s + 1) & (cap - 1))
+		for (s &= cap - 1; slots[s] != (size_t)-1; s = (s + 1) & (cap - 1))
 			if (strcmp(g[slots[s]].first->shape, d->shape) == 0)
 				break;
 		if (slots[s] == (size_t)-1) {
