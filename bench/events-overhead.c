@@ -137,7 +137,8 @@ flood(double secs)
 		}
 		n += 100;
 	}
-	fprintf(stderr, "events-overhead: %ld calls, %ld events in %.2f s\n", n, 4 * n + 1, mate_mono_seconds() - t0);
+	fprintf(stderr, "events-overhead: %ld calls, %ld events in %.2f s\n", n, 4 * n + 1,
+	    mate_mono_seconds() - t0);
 	return 0;
 }
 

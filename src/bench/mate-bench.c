@@ -123,16 +123,19 @@ print_json(const mate_bench_entry *e, const char *where, const struct mate_bench
 		mate_fe_json_num(o, "median_s", res->median);
 		mate_fe_json_num(o, "min_s", res->min);
 		mate_fe_json_num(o, "max_s", res->max);
-		mate_fe_json_num(o, "spread", res->median > 0 ? (res->max - res->min) / res->median : NAN);
+		mate_fe_json_num(o, "spread",
+		    res->median > 0 ? (res->max - res->min) / res->median : NAN);
 		if (res->flops >= 0) {
 			cJSON_AddNumberToObject(o, "flops", res->flops);
-			mate_fe_json_num(o, "flop_per_s", res->median > 0 ? res->flops / res->median : NAN);
+			mate_fe_json_num(o, "flop_per_s",
+			    res->median > 0 ? res->flops / res->median : NAN);
 		} else {
 			cJSON_AddNullToObject(o, "flops");
 			cJSON_AddNullToObject(o, "flop_per_s");
 		}
 		cJSON_AddNumberToObject(o, "bytes", res->bytes);
-		mate_fe_json_num(o, "bytes_per_s", res->median > 0 ? res->bytes / res->median : NAN);
+		mate_fe_json_num(o, "bytes_per_s",
+		    res->median > 0 ? res->bytes / res->median : NAN);
 		cJSON_AddNumberToObject(o, "nan", (double)res->nan);
 		cJSON_AddNumberToObject(o, "inf", (double)res->inf);
 	}

@@ -247,7 +247,8 @@ mate_fe_opt_double(const char *opt, const char *arg, double lo, double hi)
 {
 	double v;
 
-	if (isspace((unsigned char)*arg) || !whole_number(arg, &v) || !isfinite(v) || v < lo || v > hi)
+	if (isspace((unsigned char)*arg) || !whole_number(arg, &v) || !isfinite(v) ||
+	    v < lo || v > hi)
 		mate_fe_usage_error("%s: '%s': expected a number from %g to %g", opt, arg, lo, hi);
 	return v;
 }
@@ -416,7 +417,8 @@ mate_fe_follow_option(struct mate_fe_follow *f, int c, const char *arg)
 		f->pids = mate_fe_grow(f->pids, (size_t)f->npids, sizeof(*f->pids));
 		f->pids[f->npids++] = mate_fe_opt_pid(arg);
 	} else {
-		f->endpoints = mate_fe_grow(f->endpoints, (size_t)f->nendpoints, sizeof(*f->endpoints));
+		f->endpoints = mate_fe_grow(f->endpoints, (size_t)f->nendpoints,
+		    sizeof(*f->endpoints));
 		f->endpoints[f->nendpoints++] = arg;
 	}
 }

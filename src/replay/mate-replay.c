@@ -251,7 +251,8 @@ print_text(size_t i, const struct mate_dump_info *d, const struct mate_replay_re
 		    mate_fe_duration(r->bench_median, b1, sizeof(b1)),
 		    mate_fe_duration(r->bench_min, b2, sizeof(b2)),
 		    mate_fe_duration(r->bench_max, b3, sizeof(b3)), r->bench_runs,
-		    mate_fe_s((unsigned)r->bench_runs), r->bench_median > 0 ? (double)r->bench_bytes / r->bench_median / 1e9 : 0.0);
+		    mate_fe_s((unsigned)r->bench_runs),
+		    r->bench_median > 0 ? (double)r->bench_bytes / r->bench_median / 1e9 : 0.0);
 		if (r->bench_flops >= 0 && r->bench_median > 0)
 			printf("; %.3g GFLOP/s", r->bench_flops / r->bench_median / 1e9);
 		putchar('\n');
@@ -286,7 +287,8 @@ print_json(size_t i, const struct mate_dump_info *d, const struct mate_replay_re
 		mate_fe_json_num(o, "got", r->got);
 		cJSON_AddNumberToObject(o, "n_bad", (double)r->n_bad);
 		cJSON_AddNumberToObject(o, "numel", (double)r->numel);
-		mate_fe_json_num(o, "share_bad", r->numel > 0 ? (double)r->n_bad / (double)r->numel : 0);
+		mate_fe_json_num(o, "share_bad",
+		    r->numel > 0 ? (double)r->n_bad / (double)r->numel : 0);
 		mate_fe_json_num(o, "mean_abs_err", r->mean_abs_err);
 		mate_fe_json_num(o, "mean_rel_err", r->mean_rel_err);
 		cJSON_AddNumberToObject(o, "mismatched", r->mismatched);

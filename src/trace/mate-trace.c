@@ -161,7 +161,8 @@ pids_silent(const mate_monitor *m, const struct options *o, double waited, int *
 	for (int i = 0; i < o->follow.npids; i++) {
 		int found = 0;
 		for (int k = 0; k < mate_monitor_publishers(m) && !found; k++)
-			found = mate_monitor_publisher(m, k, &pi) == 0 && pi.pid == o->follow.pids[i];
+			found = mate_monitor_publisher(m, k, &pi) == 0 &&
+			    pi.pid == o->follow.pids[i];
 		if (found)
 			continue;
 		if (kill((pid_t)o->follow.pids[i], 0) != 0 && errno == ESRCH) {
