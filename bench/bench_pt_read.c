@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "mate_core.h"
-#include "util.h"
+#include "bench_util.h"
 
 static void
 count(const mate_value *v, long *tensors, long long *bytes)
@@ -25,14 +25,6 @@ count(const mate_value *v, long *tensors, long long *bytes)
 	}
 	for (size_t i = 0; i < mate_value_len(v); i++)
 		count(mate_value_item(v, i), tensors, bytes);
-}
-
-static int
-cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 int
@@ -72,7 +64,7 @@ main(int argc, char **argv)
 			count(v, &tensors, &bytes);
 		mate_value_free(v);
 	}
-	qsort(t, (size_t)runs, sizeof(*t), cmp);
+	qsort(t, (size_t)runs, sizeof(*t), bench_cmp_double);
 	printf("%s: best %.3f s, median %.3f s, %ld tensors, %lld bytes\n", argv[1], t[0],
 	    t[runs / 2], tensors, bytes);
 	free(t);

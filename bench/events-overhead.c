@@ -8,7 +8,7 @@
 
 #include "mate_record.h"
 #include "mate_events.h"
-#include "util.h"
+#include "bench_util.h"
 
 /* OFF_AGAIN: monitoring off once more, a control: its ratio to OFF is the
  * machine's own noise, the figure the others are to be read against */
@@ -24,22 +24,13 @@ one_call(void)
 	mate_call_end(c);
 }
 
-static double
-thread_cpu(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Level-1 calls for secs seconds: @return calls per second of wall time;
  * *per_cpu gets them per second of the calling thread's CPU time (what the
  * program would do with a core to itself, whatever the machine's load). */
 static double
 calls_per_s(double secs, double *per_cpu)
 {
-	double t0 = mate_mono_seconds(), c0 = thread_cpu(), t;
+	double t0 = mate_mono_seconds(), c0 = bench_thread_cpu(), t;
 	long n = 0;
 
 	do {
@@ -48,7 +39,7 @@ calls_per_s(double secs, double *per_cpu)
 		n += 1000;
 	} while ((t = mate_mono_seconds() - t0) < secs);
 	if (per_cpu != NULL)
-		*per_cpu = n / (thread_cpu() - c0);
+		*per_cpu = n / (bench_thread_cpu() - c0);
 	return n / t;
 }
 
@@ -112,14 +103,6 @@ configure(int monitor)
 	mate_configure(&cfg, NULL);
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Four events per call (the call and its work), for secs seconds. */
 static int
 flood(double secs)
@@ -152,15 +135,17 @@ idle_main(void *arg)
 	return NULL;
 }
 
+/* The median, and the ends of the middle half in *lo and *hi. */
 static double
 median(double *v, int n, double *lo, double *hi)
 {
-	qsort(v, (size_t)n, sizeof(double), cmp_double);
+	double m = bench_median(v, n);
+
 	if (lo != NULL)
 		*lo = v[n / 4];
 	if (hi != NULL)
 		*hi = v[(3 * n) / 4 < n ? (3 * n) / 4 : n - 1];
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return m;
 }
 
 int

@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "mate_record.h"
+#include "bench_util.h"
 
 #define SMALL_N 64
 #define L0_SAMPLES 31
@@ -129,42 +130,6 @@ static add_fn volatile fn_split = add_recorded_split;
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
-static double
-clock_s(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double
-wall(void)
-{
-	return clock_s(CLOCK_MONOTONIC);
-}
-
-static double
-cpu(void)
-{
-	return clock_s(CLOCK_THREAD_CPUTIME_ID);
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double
-median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static int
 rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -236,11 +201,11 @@ static double
 ns_per_call(add_fn volatile *fn, const float *a, const float *b, float *out, long iters)
 {
 	add_fn f = *fn;
-	double t0 = cpu();
+	double t0 = bench_thread_cpu();
 
 	for (long i = 0; i < iters; i++)
 		f(a, b, out, SMALL_N);
-	return (cpu() - t0) * 1e9 / (double)iters;
+	return (bench_thread_cpu() - t0) * 1e9 / (double)iters;
 }
 
 /* Alternating samples of the plain function and of rec: the median of
@@ -264,8 +229,8 @@ level0_row(const char *what, add_fn volatile *rec, long iters)
 		}
 		delta[s] = recd[s] - plain[s];
 	}
-	mp = median(plain, L0_SAMPLES);
-	md = median(delta, L0_SAMPLES);
+	mp = bench_median(plain, L0_SAMPLES);
+	md = bench_median(delta, L0_SAMPLES);
 	printf("level 0  %-34s %.2f ns/call plain, %+.2f ns recorded: ratio %.4f"
 	    "   target: ratio <= 1.02 or <= +0.5 ns   %s\n", what, mp, md, (mp + md) / mp,
 	    verdict((mp + md) / mp <= 1.02 || md <= 0.5));
@@ -284,9 +249,9 @@ bench_level0(void)
 	/* about 0.02 s of CPU per sample */
 	do {
 		iters *= 2;
-		t0 = cpu();
+		t0 = bench_thread_cpu();
 		ns_per_call(&fn_plain, a, b, out, iters);
-	} while (cpu() - t0 < 0.02 && iters < (1L << 30));
+	} while (bench_thread_cpu() - t0 < 0.02 && iters < (1L << 30));
 	level0_row("add(a, b), libmate(3)'s pattern:", &fn_recorded, iters);
 	level0_row("add(a, b), recording out of line:", &fn_split, iters);
 }
@@ -320,15 +285,15 @@ run_calls(double seconds)
 	fill(a, SMALL_N);
 	fill(b, SMALL_N);
 	thread_times(&u0, &s0);
-	w0 = wall();
-	c0 = cpu();
+	w0 = mate_mono_seconds();
+	c0 = bench_thread_cpu();
 	do {
 		for (int i = 0; i < 64; i++)
 			fn_recorded(a, b, out, SMALL_N);
 		calls += 64;
-	} while ((w = wall()) - w0 < seconds);
+	} while ((w = mate_mono_seconds()) - w0 < seconds);
 	r.wall_rate = (double)calls / (w - w0);
-	r.cpu_rate = (double)calls / (cpu() - c0);
+	r.cpu_rate = (double)calls / (bench_thread_cpu() - c0);
 	thread_times(&u1, &s1);
 	r.user_us = (u1 - u0) * 1e6 / (double)calls;
 	r.sys_us = (s1 - s0) * 1e6 / (double)calls;
@@ -463,27 +428,27 @@ bench_large(int safetensors)
 	snprintf(f2, sizeof(f2), "%s/plain-outputs", base);
 	for (int i = 0; i < LARGE_RUNS; i++) {
 		configure(0, NULL, NULL, 0);
-		t0 = wall();
+		t0 = mate_mono_seconds();
 		fn_recorded(a, b, out, n);
-		t_plain[i] = wall() - t0;
+		t_plain[i] = mate_mono_seconds() - t0;
 		configure(10, log, dumps, safetensors);
-		t0 = wall();
+		t0 = mate_mono_seconds();
 		fn_recorded(a, b, out, n);
-		t_call[i] = wall() - t0;
+		t_call[i] = mate_mono_seconds() - t0;
 		configure(0, NULL, NULL, 0);
 		rm_tree(dumps);
-		t0 = wall();
+		t0 = mate_mono_seconds();
 		if (write_file(f1, a, b, bytes) != 0 || write_file(f2, out, NULL, bytes) != 0) {
 			printf("large      skipped: cannot write %s: %s\n", base, strerror(errno));
 			goto out;
 		}
-		t_write[i] = wall() - t0;
+		t_write[i] = mate_mono_seconds() - t0;
 		unlink(f1);
 		unlink(f2);
 	}
-	mp = median(t_plain, LARGE_RUNS);
-	mc = median(t_call, LARGE_RUNS);
-	mw = median(t_write, LARGE_RUNS);
+	mp = bench_median(t_plain, LARGE_RUNS);
+	mc = bench_median(t_call, LARGE_RUNS);
+	mw = bench_median(t_write, LARGE_RUNS);
 	printf("level 10 large: 3 x %" PRId64 " MiB (%s): dump %.1f ms (%.0f MiB/s), write() %.1f ms"
 	    " (%.0f MiB/s): ratio %.2f   target: >= 0.7   %s\n",
 	    opt_large_mib, safetensors ? "safetensors" : ".pt", (mc - mp) * 1e3,

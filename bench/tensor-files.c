@@ -50,7 +50,7 @@
 
 #include "fe.h"
 #include "mate_core.h"
-#include "util.h"
+#include "bench_util.h"
 
 #define KiB (INT64_C(1) << 10)
 #define MiB (INT64_C(1) << 20)
@@ -450,28 +450,20 @@ struct timing {
 	int failed;
 };
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static void
 report(const char *who, const char *fmt, const char *op, const struct workload *w,
     struct timing *tm)
 {
 	int64_t payload = w->c->count * w->c->nbytes;
+	double median;
 
 	if (tm->failed || tm->n == 0) {
 		printf("RESULT %s %s %s %s %" PRId64 " NA NA\n", who, fmt, op, w->c->name, payload);
 		return;
 	}
-	qsort(tm->t, (size_t)tm->n, sizeof(double), cmp_double);
+	median = bench_median(tm->t, tm->n);
 	printf("RESULT %s %s %s %s %" PRId64 " %.6f %.6f\n", who, fmt, op, w->c->name, payload,
-	    tm->n % 2 ? tm->t[tm->n / 2] : (tm->t[tm->n / 2 - 1] + tm->t[tm->n / 2]) / 2,
-	    tm->t[0]);
+	    median, tm->t[0]);
 }
 
 /* All repetitions for one format and case; prints its RESULT lines. */
