@@ -126,6 +126,16 @@ def done():
 
 # ---- FlashInfer replay tests: record with FlashInfer's real decorator, replay with mate ----
 
+def flashinfer_main(record):
+    """The top of a FlashInfer replay test: puts tests/interop/peers on the path;
+    run as `script --record` (the child flashinfer_record starts), calls record()
+    and exits."""
+    sys.path.insert(0, src_path("tests", "interop", "peers"))
+    if sys.argv[1:2] == ["--record"]:
+        record()
+        sys.exit(0)
+
+
 def flashinfer_record(script, tmp, ncalls):
     """Runs `script --record` with FLASHINFER_LOGLEVEL=10 dumping .pt files into tmp/rec;
     checks that it exits 0 and wrote ncalls dumps. @return (root, sorted dump names)."""
@@ -154,3 +164,62 @@ def find_dump(dirs, suffix):
     hit = [d for d in dirs if re.search(r"_pid\d+_" + suffix + "$", d)]
     check(len(hit) == 1, "one dump ending %s: %s" % (suffix, hit))
     return hit[0] if hit else dirs[0]
+
+
+class FlashinferReplay:
+    """The calls of script recorded under FlashInfer's decorator (flashinfer_record)
+    and replayed once by mate-replay: root, dirs and verdicts; copies of a dump
+    changed and replayed again by mutated()."""
+
+    def __init__(self, script, ncalls):
+        self.tmp = tmpdir()
+        self.root, self.dirs = flashinfer_record(script, self.tmp, ncalls)
+        self.verdicts = replay_jsonl(self.root)
+        check(sorted(self.verdicts) == self.dirs,
+              "mate-replay replayed %d of %d dumps" % (len(self.verdicts), len(self.dirs)))
+
+    def check_passed(self, functions=None, but=()):
+        """Checks that every dump but those in but replayed as passed and, given
+        functions, that the dumps are of those functions."""
+        for d, v in sorted(self.verdicts.items()):
+            if d not in but:
+                check(v["verdict"] == "passed", "%s: %s replays as %s: %s" % (d, v["function"], v["verdict"],
+                                                                            v["message"]))
+        if functions is not None:
+            funcs = {v["function"] for v in self.verdicts.values()}
+            check(funcs == set(functions), "functions replayed: %s" % sorted(funcs))
+
+    def find(self, suffix):
+        """The one dump whose name ends _pidN_<suffix> (find_dump)."""
+        return find_dump(self.dirs, suffix)
+
+    def mutated(self, dump, change, fname="outputs.pt", inputs=False):
+        """The verdict of a copy of dump whose fname tensors went through
+        change(dict), or change(dict, the dump's inputs) with inputs=True."""
+        import shutil
+        import torch
+        mroot = os.path.join(self.tmp, "m%d" % len(os.listdir(self.tmp)))
+        os.makedirs(mroot)
+        shutil.copytree(os.path.join(self.root, dump), os.path.join(mroot, dump))
+        path = os.path.join(mroot, dump, fname)
+        t = torch.load(path, weights_only=True)
+        if inputs:
+            change(t, torch.load(os.path.join(mroot, dump, "inputs.pt"), weights_only=True))
+        else:
+            change(t)
+        torch.save(t, path)
+        return replay_jsonl(mroot).get(dump, {})
+
+
+def set_element(key, idx, value):
+    """A change for FlashinferReplay.mutated(): t[key][idx] = value(t[key][idx])."""
+    def change(t):
+        t[key][idx] = value(t[key][idx])
+    return change
+
+
+def expect_verdict(what, v, where="", verdict="mismatch"):
+    """Checks that verdict object v is verdict with a message naming where."""
+    msg = v.get("message") or ""
+    check(v.get("verdict") == verdict and where in msg,
+          "%s: replays as %s, expected %s naming %s: %s" % (what, v.get("verdict"), verdict, where, msg))

@@ -5,10 +5,8 @@ the output in bf16 or f16), decode and causal paged prefill, called through Flas
 decorator at level 10 on the torch references of peers/flashinfer_attn_ref.py, replay on
 mate's CPU kernels as passed; a changed output element is a Mismatch naming it."""
 import os
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "peers"))
+from mate_test import FlashinferReplay, check, done, flashinfer_main, replay_jsonl
 
 
 def record():
@@ -60,34 +58,27 @@ def record():
               kv(npages, 4, 2, 64, kdt, lay, False), k_scale=0.5, v_scale=2.0, return_lse=True)
 
 
-if len(sys.argv) > 1 and sys.argv[1] == "--record":
-    record()
-    sys.exit(0)
-
-from mate_test import check, done, find_dump, flashinfer_record, replay_jsonl, tmpdir  # noqa: E402
+flashinfer_main(record)
 
 import torch  # noqa: E402
 
-TMP = tmpdir()
-root, dirs = flashinfer_record(__file__, TMP, 15)
-verdicts = replay_jsonl(root)
-check(len(verdicts) == len(dirs), "mate-replay replayed %d of %d dumps" % (len(verdicts), len(dirs)))
-runs = [d for d in dirs if ".run_call" in d]
+fr = FlashinferReplay(__file__, 15)
+fr.check_passed()
+runs = [d for d in fr.dirs if ".run_call" in d]
 check(len(runs) == 5, "5 runs recorded: %s" % runs)
-for d in dirs:
-    v = verdicts.get(d, {})
-    check(v.get("verdict") == "passed", "%s replays as %s: %s" % (d, v.get("verdict"), v.get("message")))
 for d in runs:
-    check(verdicts.get(d, {}).get("compared", 0) >= 1, "%s: no output compared" % d)
+    check(fr.verdicts.get(d, {}).get("compared", 0) >= 1, "%s: no output compared" % d)
 
-# A changed output element of the first decode run is a Mismatch that names it.
-d = find_dump(dirs, "BatchDecodeWithPagedKVCacheWrapper.run_call0001")
-path = os.path.join(root, d, "outputs.pt")
+
+# A changed output element of the first decode run is a Mismatch that names it (replayed
+# with the whole recording: the run needs its wrapper's plan).
+d = fr.find("BatchDecodeWithPagedKVCacheWrapper.run_call0001")
+path = os.path.join(fr.root, d, "outputs.pt")
 outs = torch.load(path, weights_only=True)
 key = sorted(outs)[0]
 outs[key].view(-1)[5] += 1.0 + outs[key].view(-1)[5].abs()
 torch.save(outs, path)
-v = replay_jsonl(root).get(d, {})
+v = replay_jsonl(fr.root).get(d, {})
 check(v.get("verdict") == "mismatch" and v.get("first_bad_index") == "[0, 0, 5]",
       "a changed output element: %s at %s: %s" % (v.get("verdict"), v.get("first_bad_index"),
                                                    v.get("message")))

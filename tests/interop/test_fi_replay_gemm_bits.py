@@ -1,11 +1,6 @@
 # mate-python: peers
 """test_fi_replay_gemm_bits.py: FlashInfer's mm_bf16 (with and without bias, out=), bmm_bf16, mm_fp8 (alpha, the unprocessed (n, k) weight) and bmm_fp8 (A_scale, B_scale, column-major B), packbits and segment_packbits (both bit orders, an empty segment) called on torch references under FlashInfer's real decorator at level 10 replay as passed; mm_fp8's shuffled trtllm weight is unsupported with the reason; a changed element, a NaN, a scale, alpha and a shape are mismatches that name the place."""
-import os
-import shutil
-import sys
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "peers"))
+from mate_test import FlashinferReplay, check, done, expect_verdict, flashinfer_main, set_element
 
 
 def record():
@@ -40,87 +35,36 @@ def record():
     fi["segment_packbits"](bits, torch.tensor([0, 16, 37]), bitorder="little")
 
 
-if len(sys.argv) > 1 and sys.argv[1] == "--record":
-    record()
-    sys.exit(0)
-
-import torch  # noqa: E402
+flashinfer_main(record)
 
 from flashinfer_ops21 import GEMM_BITS  # noqa: E402
-from mate_test import (check, done, find_dump, flashinfer_record,  # noqa: E402
-                       replay_jsonl, tmpdir)
 
-TMP = tmpdir()
-NCALLS = 11
-
-root, dirs = flashinfer_record(__file__, TMP, NCALLS)
-
-
-def replay(path):
-    return replay_jsonl(path)
-
-
-def find(suffix):
-    return find_dump(dirs, suffix)
-
-
-verdicts = replay(root)
-check(sorted(verdicts) == dirs, "mate-replay replayed %d of %d dumps" % (len(verdicts), len(dirs)))
+fr = FlashinferReplay(__file__, 11)
+find = fr.find
 trtllm = find("mm_fp8_call0002")
-for d, v in sorted(verdicts.items()):
-    if d == trtllm:
-        check(v["verdict"] == "unsupported" and "prepare_low_latency_gemm_weights" in v["message"],
-              "mm_fp8 on the shuffled weight: %s %s" % (v["verdict"], v["message"]))
-    else:
-        check(v["verdict"] == "passed", "%s: %s replays as %s: %s" % (d, v["function"], v["verdict"],
-                                                                      v["message"]))
-check({v["function"] for v in verdicts.values()} == set(GEMM_BITS),
-      "functions replayed: %s" % sorted({v["function"] for v in verdicts.values()}))
-
-
-def mutated(dump, change, fname="outputs.pt"):
-    mroot = os.path.join(TMP, "m%d" % len(os.listdir(TMP)))
-    os.makedirs(mroot)
-    shutil.copytree(os.path.join(root, dump), os.path.join(mroot, dump))
-    path = os.path.join(mroot, dump, fname)
-    t = torch.load(path, weights_only=True)
-    change(t)
-    torch.save(t, path)
-    return replay(mroot).get(dump, {})
-
-
-def expect(what, v, where):
-    msg = v.get("message") or ""
-    check(v.get("verdict") == "mismatch" and where in msg,
-          "%s: replays as %s, expected a mismatch naming %s: %s" % (what, v.get("verdict"), where, msg))
-
-
-def setitem(key, idx, value):
-    def change(t):
-        t[key][idx] = value(t[key][idx])
-    return change
-
-
-expect("one element of mm_bf16 with bias", mutated(find("mm_bf16_call0002"),
-       setitem("result", (4, 33), lambda x: x + 0.5)), "result[4, 33]")
-expect("a NaN in bmm_bf16", mutated(find("bmm_bf16_call0001"),
-       setitem("result", (2, 3, 20), lambda x: float("nan"))), "result[2, 3, 20]")
-expect("A_scale of bmm_fp8 doubled", mutated(find("bmm_fp8_call0001"),
-       setitem("arg_2", (), lambda x: x * 2), "inputs.pt"), "result[")
-expect("alpha of mm_fp8 changed", mutated(find("mm_fp8_call0001"),
-       setitem("arg_2", (), lambda x: x * 0.5), "inputs.pt"), "result[")
+fr.check_passed(GEMM_BITS, but=(trtllm,))
+v = fr.verdicts.get(trtllm, {})
+check(v.get("verdict") == "unsupported" and "prepare_low_latency_gemm_weights" in (v.get("message") or ""),
+      "mm_fp8 on the shuffled weight: %s %s" % (v.get("verdict"), v.get("message")))
+expect_verdict("one element of mm_bf16 with bias", fr.mutated(find("mm_bf16_call0002"),
+               set_element("result", (4, 33), lambda x: x + 0.5)), "result[4, 33]")
+expect_verdict("a NaN in bmm_bf16", fr.mutated(find("bmm_bf16_call0001"),
+               set_element("result", (2, 3, 20), lambda x: float("nan"))), "result[2, 3, 20]")
+expect_verdict("A_scale of bmm_fp8 doubled", fr.mutated(find("bmm_fp8_call0001"),
+               set_element("arg_2", (), lambda x: x * 2), "inputs.pt"), "result[")
+expect_verdict("alpha of mm_fp8 changed", fr.mutated(find("mm_fp8_call0001"),
+               set_element("arg_2", (), lambda x: x * 0.5), "inputs.pt"), "result[")
 
 
 def reshape(t):
     t["result"] = t["result"].reshape(40, 6).clone()
 
 
-v = mutated(find("mm_bf16_call0001"), reshape)
 # the file no longer matches its record's tensor_details: an error naming the file
-check(v.get("verdict") == "error" and "another shape in the file" in (v.get("message") or ""),
-      "a changed shape: %s %s" % (v.get("verdict"), v.get("message")))
-expect("one bit of packbits", mutated(find("packbits_call0002"),
-       setitem("result", 2, lambda x: x ^ 4)), "result[2]")
-expect("new_indptr of segment_packbits", mutated(find("segment_packbits_call0001"),
-       setitem("result_1", 3, lambda x: x + 1)), "result_1[3]")
+expect_verdict("a changed shape", fr.mutated(find("mm_bf16_call0001"), reshape), "another shape in the file",
+               "error")
+expect_verdict("one bit of packbits", fr.mutated(find("packbits_call0002"),
+               set_element("result", 2, lambda x: x ^ 4)), "result[2]")
+expect_verdict("new_indptr of segment_packbits", fr.mutated(find("segment_packbits_call0001"),
+               set_element("result_1", 3, lambda x: x + 1)), "result_1[3]")
 done()

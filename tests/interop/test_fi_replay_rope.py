@@ -2,11 +2,8 @@
 """test_fi_replay_rope.py: FlashInfer's ten RoPE APIs (apply_rope, apply_rope_pos_ids, apply_llama31_rope, apply_llama31_rope_pos_ids, apply_rope_with_cos_sin_cache and their _inplace forms) called on torch references under FlashInfer's real decorator at level 10 replay on mate's CPU kernel as passed (f32, f16, bf16; interleaved and not; partial rotary_dim; GQA; an empty segment; Llama 3.1 smoothing past old_context_len); a changed element, a NaN, a changed in-place tensor and a changed position are each a mismatch that names the place, and a result whose shape in the file differs from its record an error naming the file."""
 import json
 import os
-import shutil
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "peers"))
+from mate_test import FlashinferReplay, check, done, expect_verdict, flashinfer_main, replay_jsonl
 
 
 def record():
@@ -50,55 +47,15 @@ def record():
                                                 False)                        # 13
 
 
-if len(sys.argv) > 1 and sys.argv[1] == "--record":
-    record()
-    sys.exit(0)
+flashinfer_main(record)
 
 import torch  # noqa: E402
 
-from mate_test import (check, done, find_dump, flashinfer_record,  # noqa: E402
-                       replay_jsonl, tmpdir)
-
-TMP = tmpdir()
-NCALLS = 13
-
-root, dirs = flashinfer_record(__file__, TMP, NCALLS)
-
-
-def replay(path):
-    return replay_jsonl(path)
-
-
-verdicts = replay(root)
-check(sorted(verdicts) == dirs, "mate-replay replayed %d of %d dumps" % (len(verdicts), len(dirs)))
-for d, v in sorted(verdicts.items()):
-    check(v["verdict"] == "passed", "%s: %s replays as %s: %s" % (d, v["function"], v["verdict"],
-                                                                  v["message"]))
-funcs = {v["function"] for v in verdicts.values()}
 from flashinfer_ops21 import ROPE  # noqa: E402
-check(funcs == set(ROPE), "functions replayed: %s" % sorted(funcs))
 
-
-def find(suffix):
-    return find_dump(dirs, suffix)
-
-
-def mutated(dump, fname, change):
-    """Replays a copy of dump whose fname tensors went through change(dict)."""
-    mroot = os.path.join(TMP, "m%d" % len(os.listdir(TMP)))
-    os.makedirs(mroot)
-    shutil.copytree(os.path.join(root, dump), os.path.join(mroot, dump))
-    path = os.path.join(mroot, dump, fname)
-    t = torch.load(path, weights_only=True)
-    change(t)
-    torch.save(t, path)
-    return replay(mroot).get(dump, {})
-
-
-def expect_mismatch(what, v, where):
-    msg = v.get("message") or ""
-    check(v.get("verdict") == "mismatch" and where in msg,
-          "%s: replays as %s, expected a mismatch naming %s: %s" % (what, v.get("verdict"), where, msg))
+fr = FlashinferReplay(__file__, 13)
+fr.check_passed(ROPE)
+root, find, mutated = fr.root, fr.find, fr.mutated
 
 
 bf16 = find("apply_rope_pos_ids_call0003")
@@ -114,20 +71,16 @@ def poke(key, idx, value=None):
 
 
 first = keys[0]
-expect_mismatch("one element of q_rope", mutated(bf16, "outputs.pt", poke(first, (5, 2, 9))),
-                "[5, 2, 9]")
-expect_mismatch("a NaN in q_rope", mutated(bf16, "outputs.pt", poke(first, (6, 3, 63), float("nan"))),
-                "[6, 3, 63]")
+expect_verdict("one element of q_rope", mutated(bf16, poke(first, (5, 2, 9))), "[5, 2, 9]")
+expect_verdict("a NaN in q_rope", mutated(bf16, poke(first, (6, 3, 63), float("nan"))), "[6, 3, 63]")
 
 
 def reshape(t):
     t[first] = t[first].reshape(7, 2, 128).clone()
 
 
-v = mutated(bf16, "outputs.pt", reshape)
 # the file no longer matches its record's tensor_details: an error naming the file
-check(v.get("verdict") == "error" and "another shape in the file" in (v.get("message") or ""),
-      "a changed shape: %s %s" % (v.get("verdict"), v.get("message")))
+expect_verdict("a changed shape", mutated(bf16, reshape), "another shape in the file", "error")
 
 
 def with_inplace(dump, after):
@@ -144,7 +97,7 @@ def with_inplace(dump, after):
     recs[-1]["tensor_info"]["inplace_file"] = "inplace.pt"
     with open(os.path.join(d, "metadata.jsonl"), "w") as f:
         f.write("".join(json.dumps(r) + "\n" for r in recs))
-    v = replay(d).get(dump, {})
+    v = replay_jsonl(d).get(dump, {})
     check(v.get("verdict") == "passed", "%s with its in-place results: %s %s" % (dump, v.get("verdict"),
                                                                                v.get("message")))
 
@@ -173,7 +126,7 @@ def two_places(t):
     t["arg_1"][:2] *= 1.5
 
 
-v = mutated(inpl, "inplace.pt", two_places)
+v = mutated(inpl, two_places, "inplace.pt")
 msg = v.get("message") or ""
 check(v.get("verdict") == "mismatch" and v.get("key") == "arg_0" and v.get("first_bad_index") == "[1, 2, 3]"
       and v.get("n_bad") == 1 and abs(v.get("share_bad", 0) - 1 / 3584) < 1e-9 and v.get("mismatched") == 2
@@ -181,19 +134,18 @@ check(v.get("verdict") == "mismatch" and v.get("key") == "arg_0" and v.get("firs
       "two in-place tensors changed: %s" % json.dumps(v))
 check("(0.0279%)" in msg and "mean abs err" in msg and "; also arg_1[0, 0, " in msg,
       "the message names both, with the share and the mean errors: %s" % msg)
-expect_mismatch("one element of the in-place k", mutated(inpl, "inplace.pt", poke("arg_1", (4, 3, 100))),
-                "arg_1[4, 3, 100]")
+expect_verdict("one element of the in-place k", mutated(inpl, poke("arg_1", (4, 3, 100)), "inplace.pt"),
+               "arg_1[4, 3, 100]")
 cache_inpl = find("apply_rope_with_cos_sin_cache_inplace_call0001")
 with_inplace(cache_inpl, after_cache)
-expect_mismatch("one element of the in-place query", mutated(cache_inpl, "inplace.pt",
-                                                             poke("arg_1", (2, 300))), "arg_1[2, 300]")
+expect_verdict("one element of the in-place query", mutated(cache_inpl, poke("arg_1", (2, 300)), "inplace.pt"),
+               "arg_1[2, 300]")
 
 
 def shift_pos(t):
     t["arg_2"][3] += 1
 
 
-v = mutated(find("apply_llama31_rope_pos_ids_call0001"), "inputs.pt", shift_pos)
-check(v.get("verdict") == "mismatch" and "[3, " in (v.get("message") or ""),
-      "a changed position: %s %s" % (v.get("verdict"), v.get("message")))
+expect_verdict("a changed position", mutated(find("apply_llama31_rope_pos_ids_call0001"), shift_pos, "inputs.pt"),
+               "[3, ")
 done()

@@ -1,11 +1,8 @@
 # mate-python: peers
 """test_fi_replay_sampling.py: FlashInfer's sampling APIs called on torch references under FlashInfer's real decorator at level 10 replay as passed: top_k_renorm_probs, top_p_renorm_probs and top_k_mask_logits recomputed (scalar and per-row int32/float32 parameters), top_k and the seven random samplers checked by property; another allowed draw (or another order of an unsorted top_k) still passes, a forbidden token is a mismatch at its index, as are a changed element and a NaN of a filter's result."""
 import os
-import shutil
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "peers"))
+from mate_test import FlashinferReplay, done, expect_verdict, flashinfer_main
 
 
 def record():
@@ -43,55 +40,20 @@ def record():
     fi["top_k_top_p_sampling_from_logits"](logits, 5, 0.5)                # 19
 
 
-if len(sys.argv) > 1 and sys.argv[1] == "--record":
-    record()
-    sys.exit(0)
+flashinfer_main(record)
 
 import torch  # noqa: E402
 
 from flashinfer_ops21 import SAMPLING  # noqa: E402
-from mate_test import (check, done, find_dump, flashinfer_record,  # noqa: E402
-                       replay_jsonl, tmpdir)
 
-TMP = tmpdir()
-NCALLS = 19
-
-root, dirs = flashinfer_record(__file__, TMP, NCALLS)
+fr = FlashinferReplay(__file__, 19)
+fr.check_passed(SAMPLING)
+root, find = fr.root, fr.find
 
 
-def replay(path):
-    return replay_jsonl(path)
-
-
-verdicts = replay(root)
-check(sorted(verdicts) == dirs, "mate-replay replayed %d of %d dumps" % (len(verdicts), len(dirs)))
-for d, v in sorted(verdicts.items()):
-    check(v["verdict"] == "passed", "%s: %s replays as %s: %s" % (d, v["function"], v["verdict"],
-                                                                  v["message"]))
-check({v["function"] for v in verdicts.values()} == set(SAMPLING),
-      "functions replayed: %s" % sorted({v["function"] for v in verdicts.values()}))
-
-
-def find(suffix):
-    return find_dump(dirs, suffix)
-
-
-def mutated(dump, change, fname="outputs.pt"):
-    mroot = os.path.join(TMP, "m%d" % len(os.listdir(TMP)))
-    os.makedirs(mroot)
-    shutil.copytree(os.path.join(root, dump), os.path.join(mroot, dump))
-    path = os.path.join(mroot, dump, fname)
-    t = torch.load(path, weights_only=True)
-    ins = torch.load(os.path.join(mroot, dump, "inputs.pt"), weights_only=True)
-    change(t, ins)
-    torch.save(t, path)
-    return replay(mroot).get(dump, {})
-
-
-def expect(what, v, verdict, where=""):
-    msg = v.get("message") or ""
-    check(v.get("verdict") == verdict and where in msg,
-          "%s: replays as %s, expected %s %s: %s" % (what, v.get("verdict"), verdict, where, msg))
+def mutated(dump, change):
+    """The verdict of a copy of dump whose outputs went through change(outputs, inputs)."""
+    return fr.mutated(dump, change, inputs=True)
 
 
 # A filter's result: one element, a NaN.
@@ -106,8 +68,8 @@ def nan(t, ins):
     t["result"][4, 0] = float("nan")
 
 
-expect("one element of top_k_renorm_probs", mutated(renorm, bump), "mismatch", "result[3, 11]")
-expect("a NaN in top_k_renorm_probs", mutated(renorm, nan), "mismatch", "result[4, 0]")
+expect_verdict("one element of top_k_renorm_probs", mutated(renorm, bump), "result[3, 11]")
+expect_verdict("a NaN in top_k_renorm_probs", mutated(renorm, nan), "result[4, 0]")
 
 
 # A sampler: another allowed draw passes, a forbidden token does not.
@@ -133,19 +95,19 @@ def forbid(row, tok):
 
 
 tk = find("top_k_sampling_from_probs_call0001")
-expect("another draw inside top_k=3", mutated(tk, redraw(top_k3)), "passed")
+expect_verdict("another draw inside top_k=3", mutated(tk, redraw(top_k3)), verdict="passed")
 probs = torch.load(os.path.join(root, tk, "inputs.pt"), weights_only=True)["arg_0"]
 fourth = int(torch.topk(probs[2], 4).indices[3])
-expect("the 4th most likely token under top_k=3", mutated(tk, forbid(2, fourth)), "mismatch", "result[2]")
-expect("a token past the vocabulary", mutated(tk, forbid(0, 50)), "mismatch", "result[0]")
+expect_verdict("the 4th most likely token under top_k=3", mutated(tk, forbid(2, fourth)), "result[2]")
+expect_verdict("a token past the vocabulary", mutated(tk, forbid(0, 50)), "result[0]")
 tp = find("top_p_sampling_from_probs_call0001")
 least = int(torch.argmin(probs[1]))
-expect("the least likely token under top_p=0.3", mutated(tp, forbid(1, least)), "mismatch", "result[1]")
+expect_verdict("the least likely token under top_p=0.3", mutated(tp, forbid(1, least)), "result[1]")
 mp = find("min_p_sampling_from_probs_call0001")
-expect("the least likely token under min_p=0.2", mutated(mp, forbid(1, least)), "mismatch", "result[1]")
+expect_verdict("the least likely token under min_p=0.2", mutated(mp, forbid(1, least)), "result[1]")
 tkp = find("top_k_top_p_sampling_from_probs_call0002")     # per-row k = [1, 5, 50, 0, 3, 10]
-expect("a second token where top_k is 1", mutated(tkp, forbid(0, int(torch.topk(probs[0], 2).indices[1]))),
-       "mismatch", "result[0]")
+second = int(torch.topk(probs[0], 2).indices[1])
+expect_verdict("a second token where top_k is 1", mutated(tkp, forbid(0, second)), "result[0]")
 # top_k: another order of an unsorted top-k passes; a token outside it does not.
 tk7 = find("top_k_call0001")
 
@@ -162,6 +124,6 @@ def outsider(t, ins):
     t["result_0"][2, 4] = x[2, out]
 
 
-expect("an unsorted top_k in another order", mutated(tk7, reorder), "passed")
-expect("a token outside the top 8", mutated(tk7, outsider), "mismatch", "result_1[2, ")
+expect_verdict("an unsorted top_k in another order", mutated(tk7, reorder), verdict="passed")
+expect_verdict("a token outside the top 8", mutated(tk7, outsider), "result_1[2, ")
 done()
