@@ -32,6 +32,30 @@ def run(args, check=True, **kw):
     return p
 
 
+def skip(why):
+    """Ends the test as skipped (77), saying what is missing."""
+    print("SKIP:", why)
+    sys.exit(77)
+
+
+def need_preload():
+    """Skips the test where the build has no libmate-preload.so (a static-only
+    build); @return its path."""
+    path = build_path(".libs", "libmate-preload.so")
+    if not os.path.exists(path):
+        skip("no libmate-preload.so (a static-only build)")
+    return path
+
+
+def record_env(*more):
+    """os.environ less the variables that steer the recorder (level, memory log,
+    dump folder, log destination) and the names in more."""
+    env = dict(os.environ)
+    for v in ("MATE_LOGLEVEL", "MATE_MEMLOG", "MATE_MEMLOG_FORMAT", "MATE_DUMP_DIR", "MATE_LOGDEST") + more:
+        env.pop(v, None)
+    return env
+
+
 def check(cond, what):
     """Records one assertion; prints what failed, after the name of the case it is in."""
     global _failures, _checks

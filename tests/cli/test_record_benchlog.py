@@ -6,13 +6,10 @@ import os
 import shlex
 import sys
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, done, need_preload, run, tmpdir
 from test_bench_log import profile_lines, script
 
-PRELOAD = build_path(".libs", "libmate-preload.so")
-if not os.path.exists(PRELOAD):
-    print("SKIP: no libmate-preload.so (a static-only build)")
-    sys.exit(77)
+need_preload()
 RECORD = build_path("src", "record", "mate-record")
 PROG = """
 import numpy as np

@@ -6,12 +6,9 @@ import json
 import os
 import sys
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, done, need_preload, run, tmpdir
 
-PRELOAD = build_path(".libs", "libmate-preload.so")
-if not os.path.exists(PRELOAD):
-    print("SKIP: no libmate-preload.so (a static-only build)")
-    sys.exit(77)
+need_preload()
 RECORD = build_path("src", "record", "mate-record")
 LIST = build_path("src", "replay", "mate-list-dumps")
 PROG = """

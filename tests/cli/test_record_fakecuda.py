@@ -5,22 +5,16 @@ import json
 import os
 import re
 import struct
-import sys
 
 import numpy as np
 
-from mate_test import build_path, check, done, read_safetensors, run, tmpdir
+from mate_test import build_path, check, done, need_preload, read_safetensors, record_env, run, tmpdir
 
-PRELOAD = build_path(".libs", "libmate-preload.so")
-if not os.path.exists(PRELOAD):
-    print("SKIP: no libmate-preload.so (a static-only build)")
-    sys.exit(77)
+need_preload()
 RECORD = build_path("src", "record", "mate-record")
 PROG = build_path("tests", "record-cuda-prog")
 work = tmpdir()
-env = dict(os.environ)
-for v in ("MATE_LOGLEVEL", "MATE_MEMLOG", "MATE_DUMP_DIR", "MATE_LOGDEST"):
-    env.pop(v, None)
+env = record_env()
 
 
 def rows_of(path):

@@ -5,24 +5,17 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, done, need_preload, record_env, run, tmpdir
 
-PRELOAD = build_path(".libs", "libmate-preload.so")
-if not os.path.exists(PRELOAD):
-    print("SKIP: no libmate-preload.so (a static-only build)")
-    sys.exit(77)
+need_preload()
 RECORD = build_path("src", "record", "mate-record")
 PROG = build_path("tests", "record-cuda-prog")
 TOP = build_path("src", "top", "mate-top")
 VISUALIZE = build_path("mate-visualize")
 work = tmpdir()
-env = dict(os.environ)
-for v in ("MATE_LOGLEVEL", "MATE_MEMLOG", "MATE_DUMP_DIR", "MATE_LOGDEST", "MATE_MONITOR",
-          "MATE_INSTRUCTION_LOG", "MATE_MONITOR_DIR", "MATE_MONITOR_WAIT"):
-    env.pop(v, None)
+env = record_env("MATE_MONITOR", "MATE_INSTRUCTION_LOG", "MATE_MONITOR_DIR", "MATE_MONITOR_WAIT")
 
 EVENT = re.compile(r"^\s*[\d.]+s \| #\d+ \| ")
 # what the program allocates (record-cuda-prog.c), the child's 4096 apart

@@ -7,19 +7,14 @@ import sys
 
 import numpy as np
 
-from mate_test import build_path, check, done, read_safetensors, run, tmpdir
+from mate_test import build_path, check, done, need_preload, read_safetensors, record_env, run, tmpdir
 
-PRELOAD = build_path(".libs", "libmate-preload.so")
-if not os.path.exists(PRELOAD):
-    print("SKIP: no libmate-preload.so (a static-only build)")
-    sys.exit(77)
+need_preload()
 RECORD = build_path("src", "record", "mate-record")
 REPLAY = build_path("src", "replay", "mate-replay")
 PY = os.environ.get("PYTHON_TORCH") or sys.executable
 work = tmpdir()
-env = dict(os.environ)
-for v in ("MATE_LOGLEVEL", "MATE_MEMLOG", "MATE_DUMP_DIR", "MATE_LOGDEST"):
-    env.pop(v, None)
+env = record_env()
 
 # The README's example program, with its results saved for the comparison.
 PROGRAM = """

@@ -4,20 +4,14 @@ import glob
 import os
 import re
 import shlex
-import sys
 
-from mate_test import build_path, check, done, run, src_path, tmpdir
+from mate_test import build_path, check, done, need_preload, record_env, run, src_path, tmpdir
 
-PRELOAD = build_path(".libs", "libmate-preload.so")
-if not os.path.exists(PRELOAD):
-    print("SKIP: no libmate-preload.so (a static-only build)")
-    sys.exit(77)
+need_preload()
 TOOLS = {"mate-record": build_path("src", "record", "mate-record"),
          "mate-replay": build_path("src", "replay", "mate-replay")}
 PROG = build_path("tests", "record-cuda-prog")
-env = dict(os.environ)
-for v in ("MATE_LOGLEVEL", "MATE_MEMLOG", "MATE_MEMLOG_FORMAT", "MATE_DUMP_DIR", "MATE_LOGDEST"):
-    env.pop(v, None)
+env = record_env()
 
 
 def examples(text, prefix):

@@ -2,20 +2,14 @@
 import os
 import signal
 import subprocess
-import sys
 import time
 
-from mate_test import build_path, check, done, tmpdir
+from mate_test import build_path, check, done, need_preload, record_env, tmpdir
 
-PRELOAD = build_path(".libs", "libmate-preload.so")
-if not os.path.exists(PRELOAD):
-    print("SKIP: no libmate-preload.so (a static-only build)")
-    sys.exit(77)
+need_preload()
 RECORD = build_path("src", "record", "mate-record")
 work = tmpdir()
-env = dict(os.environ)
-for v in ("MATE_LOGLEVEL", "MATE_MEMLOG", "MATE_DUMP_DIR", "MATE_LOGDEST"):
-    env.pop(v, None)
+env = record_env()
 
 
 def default_signals():

@@ -2,22 +2,16 @@
 import datetime
 import os
 import re
-import sys
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, done, need_preload, record_env, run, tmpdir
 from rmm_log_parser import RmmError, parse_csv
 
-PRELOAD = build_path(".libs", "libmate-preload.so")
-if not os.path.exists(PRELOAD):
-    print("SKIP: no libmate-preload.so (a static-only build)")
-    sys.exit(77)
+need_preload()
 RECORD = build_path("src", "record", "mate-record")
 REPLAY = build_path("src", "replay", "mate-replay")
 PROG = build_path("tests", "record-cuda-prog")
 work = tmpdir()
-env = dict(os.environ)
-for v in ("MATE_LOGLEVEL", "MATE_MEMLOG", "MATE_MEMLOG_FORMAT", "MATE_DUMP_DIR", "MATE_LOGDEST"):
-    env.pop(v, None)
+env = record_env()
 SIZES = sorted([8192, 6144, 12288, 4096, 2304, 8, 3000, 5000, 7000, 2560, 1000, 1001, 1002, 1003, 1004])
 
 
