@@ -8,31 +8,14 @@ import sys
 import torch
 
 from mate_test import build_path, src_path, run, check, tmpdir, done
+from replay_dumps import write_safetensors
 
 FIXTURE = src_path("tests", "fixtures", "mate-reference", "mate_dumps")
-TOOL = build_path("tests", "tensorfile-tool")
 PLUGIN = build_path("tests", ".libs", "plugin-reference.so")
 RP = ([build_path("src", "replay", "mate-replay"), "--plugin", PLUGIN] if os.path.exists(PLUGIN)
       else [build_path("tests", "mate-replay-ref")])
 NAMES = sorted(d for d in os.listdir(FIXTURE) if d != "session.jsonl")
 GEMM32, GEMM16, RMS_BF16, RMS_NAN, SILU, CONFIGURE, INT_OPS, NO_ARGS, CRASHES = NAMES
-
-
-def tensor_spec(t, sid):
-    t = t.contiguous()
-    raw = (t.view(torch.int16) if t.dtype == torch.bfloat16 else t).numpy().tobytes()
-    return {"type": "tensor", "dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape),
-            "stride": list(t.stride()), "offset": 0, "storage": sid, "storage_nbytes": len(raw),
-            "hex": raw.hex()}
-
-
-def write_safetensors(path, tensors):
-    items = [[{"type": "str", "value": k}, tensor_spec(v, i)] for i, (k, v) in enumerate(tensors.items())]
-    spec = path + ".json"
-    with open(spec, "w") as f:
-        json.dump({"root": {"type": "dict", "ordered": False, "items": items}, "metadata": None}, f)
-    run([TOOL, "write", spec, path])
-    os.remove(spec)
 
 
 def convert(src, dst):
