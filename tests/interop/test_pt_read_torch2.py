@@ -20,7 +20,7 @@ import torch.serialization as ser
 from torch.utils.serialization import config
 
 from mate_test import build_path, check, done, run, tmpdir
-from torch_expect import Expect, describe, same
+from torch_expect import check_read, describe, random_bytes
 
 TMP = tmpdir()
 NEW_DTYPES = [torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz,
@@ -42,35 +42,10 @@ def entries(path):
     return out
 
 
-def compare(name, path):
-    """libmate's reading of path, with and without data, against torch.load's."""
-    ref = torch.load(path, weights_only=True)
-    for data in (True, False):
-        got, err = describe(path, data)
-        check(got is not None, "%s: libmate failed: %s" % (name, err))
-        if got is None:
-            return
-        diff = same(got, Expect(data)(ref))
-        check(diff is None, "%s (data=%s): %s" % (name, data, diff))
-
-
 def save(name, obj, **kw):
     path = os.path.join(TMP, name + ".pt")
     torch.save(obj, path, **kw)
     return path
-
-
-def random_bytes(dt, shape, seed):
-    """A tensor of dtype dt whose bytes are random (every bit pattern: NaNs, subnormals)."""
-    g = torch.Generator().manual_seed(seed)
-    size = torch.empty(0, dtype=dt).element_size()
-    n = 1
-    for s in shape:
-        n *= s
-    raw = torch.randint(0, 256, (n * size,), dtype=torch.uint8, generator=g)
-    if dt == torch.bool:
-        return (raw & 1).view(torch.bool).reshape(shape)
-    return raw.view(dt).reshape(shape)
 
 
 def test_records():
@@ -83,7 +58,7 @@ def test_records():
         check(got == want, "torch 2.x writes %s = %r (got %r)" % (rec, want, got))
     check(".data/serialization_id" in ents, "torch 2.x writes .data/serialization_id")
     check(all(off % 64 == 0 for off, _ in ents.values()), "torch 2.x aligns entries: %s" % ents)
-    compare("records", path)
+    check_read("records", path)
 
 
 def test_dtypes():
@@ -100,11 +75,11 @@ def test_dtypes():
     globals_ = {arg for op, arg, _ in pickletools.genops(pkl) if op.name == "GLOBAL"}
     check("torch._utils _rebuild_tensor_v3" in globals_, "torch 2.x emits _rebuild_tensor_v3")
     check("torch.storage UntypedStorage" in globals_, "torch 2.x emits UntypedStorage")
-    compare("dtypes", path)
+    check_read("dtypes", path)
     # One file per new dtype, so that a dtype libmate lacks is named alone.
     for n, dt in enumerate(NEW_DTYPES):
         t = random_bytes(dt, (3, 5), 100 + n)
-        compare("dtype " + str(dt), save("dt_" + str(dt)[6:], {"x": t, "v": t[:, 1:4:2]}))
+        check_read("dtype " + str(dt), save("dt_" + str(dt)[6:], {"x": t, "v": t[:, 1:4:2]}))
 
 
 def test_unsupported_dtypes():
@@ -127,7 +102,7 @@ def test_views_and_nesting():
     path = save("views", obj)
     datas = [e for e in entries(path) if e.startswith("data/")]
     check(len(datas) == 4, "views share records: %s" % datas)
-    compare("views", path)
+    check_read("views", path)
     got, _ = describe(path, False)
     if got is not None:
         ids = []
@@ -151,21 +126,21 @@ def test_config_forms():
         ser.set_crc32_options(False)
         path = save("nocrc", obj)
         check(all(crc == 0 for _, crc in entries(path).values()), "CRCs off: every CRC is 0")
-        compare("nocrc", path)
+        check_read("nocrc", path)
         ser.set_crc32_options(True)
         config.save.storage_alignment = 4096
         path = save("align4096", obj)
         check(zipfile.ZipFile(path).read("align4096/.storage_alignment") == b"4096",
               ".storage_alignment 4096")
         check(all(off % 4096 == 0 for off, _ in entries(path).values()), "entries 4096-aligned")
-        compare("align4096", path)
+        check_read("align4096", path)
     finally:
         ser.set_crc32_options(old_crc)
         config.save.storage_alignment = old_align
     # torch 2.15 still writes byteorder then, last but one, after version
     path = save("nobyteorder", obj, _disable_byteorder_record=True)
-    compare("nobyteorder", path)
-    compare("protocol3", save("protocol3", obj, pickle_protocol=3))
+    check_read("nobyteorder", path)
+    check_read("protocol3", save("protocol3", obj, pickle_protocol=3))
 
 
 def test_zip64():

@@ -19,6 +19,7 @@ import torch
 from safetensors import safe_open
 
 from mate_test import build_path, check, done, run, tmpdir
+from torch_expect import random_bytes
 
 TOOL = build_path("tests", "tensorfile-tool")
 TMP = tmpdir()
@@ -77,17 +78,18 @@ def metadata_of(j):
     return {k["value"]: v["value"] for k, v in m["items"]}
 
 
-def random_tensor(dt, shape, seed):
-    """dt with random bytes (every bit pattern, NaNs included)."""
-    g = torch.Generator().manual_seed(seed)
-    size = torch.empty(0, dtype=dt).element_size()
-    n = 1
-    for s in shape:
-        n *= s
-    raw = torch.randint(0, 256, (n * size,), dtype=torch.uint8, generator=g)
-    if dt == torch.bool:
-        raw = raw & 1
-    return raw.view(dt).reshape(shape)
+def check_read(what, path, want, meta):
+    """Checks that libmate reads the safetensors.<what> file path as want
+    {name: (dtype, shape, bytes)}, with the metadata meta."""
+    j, err = describe(path)
+    check(j is not None, "safetensors.%s file: libmate failed: %s" % (what, err))
+    if j is None:
+        return
+    got = tensors_of(j)
+    for k, w in want.items():
+        check(got.get(k) == w, "%s file %s: got %r, expected %r" % (what, k, got.get(k, ("-",))[:2], w[:2]))
+    check(set(got) == set(want), "%s file: names %s" % (what, sorted(set(got) ^ set(want))))
+    check(metadata_of(j) == meta, "%s file: metadata %r, expected %r" % (what, metadata_of(j), meta))
 
 
 def tbytes(t):
@@ -101,24 +103,16 @@ def test_read_torch_files():
     obj, want = {}, {}
     for n, (dt, (name, _)) in enumerate(TORCH.items()):
         for suffix, shape in (("", (3, 4)), ("_empty", (2, 0)), ("_row", (1, 6))):
-            t = random_tensor(dt, shape, n)
+            t = random_bytes(dt, shape, n)
             obj[name + suffix] = t
             want[name + suffix] = (name, list(shape), tbytes(t))
-        t = random_tensor(dt, (), 50 + n)
+        t = random_bytes(dt, (), 50 + n)
         obj[name + "_scalar"] = t
         want[name + "_scalar"] = (name, [], tbytes(t))
     meta = {"format": "pt", "note": "h\u00e9 \u4e16\u754c", "empty": ""}
     path = os.path.join(TMP, "lib_torch.safetensors")
     safetensors.torch.save_file(obj, path, metadata=meta)
-    j, err = describe(path)
-    check(j is not None, "safetensors.torch file: libmate failed: %s" % err)
-    if j is None:
-        return
-    got = tensors_of(j)
-    for k, w in want.items():
-        check(got.get(k) == w, "torch file %s: got %r, expected %r" % (k, got.get(k, ("-",))[:2], w[:2]))
-    check(set(got) == set(want), "torch file: names %s" % sorted(set(got) ^ set(want)))
-    check(metadata_of(j) == meta, "torch file: metadata %r" % metadata_of(j))
+    check_read("torch", path, want, meta)
 
 
 def test_float4_gap():
@@ -150,14 +144,7 @@ def test_read_numpy_files():
     for meta in (None, {"k": "v"}):
         path = os.path.join(TMP, "lib_numpy.safetensors")
         safetensors.numpy.save_file(obj, path, metadata=meta)
-        j, err = describe(path)
-        check(j is not None, "safetensors.numpy file: libmate failed: %s" % err)
-        if j is None:
-            continue
-        got = tensors_of(j)
-        for k, w in want.items():
-            check(got.get(k) == w, "numpy file %s: got %r, expected %r" % (k, got.get(k, ("-",))[:2], w[:2]))
-        check(metadata_of(j) == meta, "numpy file: metadata %r, expected %r" % (metadata_of(j), meta))
+        check_read("numpy", path, want, meta)
 
 
 # ---- libmate writes, the library reads ----------------------------------------
@@ -183,7 +170,7 @@ def test_library_loads_mate():
     """Every dtype libmate writes, as contiguous and strided views, loads with both loaders."""
     tensors, want = [], {}
     for n, (dt, (name, _)) in enumerate(TORCH.items()):
-        t = random_tensor(dt, (4, 6), 200 + n)
+        t = random_bytes(dt, (4, 6), 200 + n)
         storage = tbytes(t)
         tensors.append((name, name, [4, 6], [6, 1], 0, storage))
         want[name] = t

@@ -6,7 +6,7 @@ import struct
 
 import torch
 
-from mate_test import build_path, run, storage_bytes, untyped_storage
+from mate_test import build_path, check, run, storage_bytes, untyped_storage
 
 TOOL = build_path("tests", "tensorfile-tool")
 
@@ -99,3 +99,28 @@ def describe(path, data=True):
     if p.returncode != 0:
         return None, p.stderr.strip()
     return json.loads(p.stdout)["root"], None
+
+
+def check_read(name, path, weights_only=True):
+    """Checks libmate's reading of path, with and without data, against torch.load's."""
+    ref = torch.load(path, weights_only=weights_only)
+    for data in (True, False):
+        got, err = describe(path, data)
+        check(got is not None, "%s: libmate failed: %s" % (name, err))
+        if got is None:
+            return
+        diff = same(got, Expect(data)(ref))
+        check(diff is None, "%s (data=%s): %s" % (name, data, diff))
+
+
+def random_bytes(dt, shape, seed):
+    """A tensor of dtype dt whose bytes are random (every bit pattern: NaNs, subnormals)."""
+    g = torch.Generator().manual_seed(seed)
+    size = torch.empty(0, dtype=dt).element_size()
+    n = 1
+    for s in shape:
+        n *= s
+    raw = torch.randint(0, 256, (n * size,), dtype=torch.uint8, generator=g)
+    if dt == torch.bool:
+        return (raw & 1).view(torch.bool).reshape(shape)
+    return raw.view(dt).reshape(shape)
