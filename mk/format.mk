@@ -31,6 +31,7 @@ tests_pt_read_check_SOURCES = tests/tools/pt-read-check.c
 SCRIPT_TESTS += tests/interop/test_pt_read_interop.py tests/interop/torch2/test_pt_read_interop.sh tests/interop/test_pt_read_torch2.py tests/interop/test_pt_read_zip64.py
 TESTS += tests/test_pickle tests/test_pt_read
 EXTRA_DIST += tests/tools/pt_build.h tests/tools/torch_expect.py
+EXTRA_DIST += tests/tools/zip64_pt.py
 
 ## Fuzz targets (seed corpora in fuzz/corpus/pickle and fuzz/corpus/pt).
 FUZZ_TARGETS += fuzz/fuzz_pickle fuzz/fuzz_pt
