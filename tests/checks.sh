@@ -8,6 +8,13 @@
 #   checks_failed        counts one failed check
 #   checks_done          prints "N passed, M failed", the line tests/check-driver.sh holds
 #                        every test to, and exits 1 when a check failed or none ran, else 0
+#   fail WHAT...         reports a failed check ("FAIL: WHAT..." on stderr) and counts it
+#   fail_stop WHAT...    the same, then ends the test (checks_done)
+#   checks_tmpdir NAME   makes the test's temporary folder, $tmp (mate-NAME.XXXXXX under
+#                        $TMPDIR or /tmp), removed when the shell exits (a test that must
+#                        also stop processes sets its own trap, which removes "$tmp" too);
+#                        exits 99 where it cannot
+#   checks_need CMD WHY  skips the test (77, "SKIP: WHY") where the command CMD is missing
 checks_run=0
 checks_nfailed=0
 
@@ -30,4 +37,25 @@ checks_done() {
 	echo "$((checks_run - checks_nfailed)) passed, $checks_nfailed failed"
 	[ "$checks_nfailed" -eq 0 ] && [ "$checks_run" -gt 0 ] && exit 0
 	exit 1
+}
+
+fail() {
+	echo "FAIL: $*" >&2
+	checks_failed
+}
+
+fail_stop() {
+	fail "$@"
+	checks_done
+}
+
+checks_tmpdir() {
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-$1.XXXXXX") || exit 99
+	trap 'rm -rf "$tmp"' EXIT
+}
+
+checks_need() {
+	command -v "$1" >/dev/null 2>&1 && return 0
+	echo "SKIP: $2"
+	exit 77
 }

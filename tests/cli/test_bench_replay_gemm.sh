@@ -2,9 +2,7 @@
 # bench_replay_gemm.sh: bench/replay-gemm stops with exit 1 when the mm kernel fails in its timed loop.
 set -u
 b=$top_builddir
-fails=0
 . "$top_srcdir/tests/checks.sh"
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); checks_failed; }
 out=$("$b/tests/replay-gemm-fail" 64 3 2>&1)
 rc=$?
 check [ $rc -eq 1 ] || fail "a failing mm exits 1, got $rc: $out"

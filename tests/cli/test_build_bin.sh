@@ -1,7 +1,6 @@
 #!/bin/sh
 # build_bin.sh: a build folder's bin/ holds every tool (one per man/*.1 page) and mate-demo, each of which runs from there, and `mate VERB` finds its verbs through it.
 . "$top_srcdir/tests/checks.sh"
-fail() { echo "FAIL: $*" >&2; checks_failed; }
 bin=$top_builddir/bin
 
 for page in "$top_srcdir"/man/*.1; do

@@ -1,7 +1,6 @@
 #!/bin/sh
 # ci_fuzz_demo.sh: what CI (tests/ci.sh) runs is there: a seed corpus fuzz/corpus/NAME for every fuzz/fuzz_NAME.c, a crash's whole output (no tail), and the main job into a scratch folder.
 . "$top_srcdir/tests/checks.sh"
-fail() { echo "FAIL: $*" >&2; checks_failed; }
 ci=$top_srcdir/tests/ci.sh
 
 n=0

@@ -2,9 +2,7 @@
 # cli_messages.sh: every tool's message for an unknown option or a missing value is one line under its own name (never libtool's .libs/lt- one) plus the --help hint, exit 2; `mate --help` and mate(1) list every verb; mate-list-dumps prints no "0 dumps" after the error that says why.
 . "$top_srcdir/tests/checks.sh"
 b=$top_builddir
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-cli-msg.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; checks_failed; }
+checks_tmpdir cli-msg
 
 # misuse: one line naming the option, the hint, exit 2
 for tool in src/mate/mate src/replay/mate-list-dumps src/replay/mate-replay src/record/mate-record src/bench/mate-bench \

@@ -2,9 +2,7 @@
 # events_cli.sh: mate-trace and mate-top options, exit statuses and man pages (mandoc -Tlint clean, every option of --help documented).
 set -u
 b=$top_builddir
-fails=0
 . "$top_srcdir/tests/checks.sh"
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); checks_failed; }
 for tool in trace top; do
 	bin=$b/src/$tool/mate-$tool
 	page=$top_srcdir/man/mate-$tool.1
@@ -33,7 +31,7 @@ check [ $? -eq 2 ] || fail "mate-trace --dir with -o exits 2"
 "$b/src/top/mate-top" -d 0 >/dev/null 2>&1
 check [ $? -eq 2 ] || fail "mate-top -d 0 exits 2"
 # nothing to watch: an empty table per refresh, exit 0
-tmp=$(mktemp -d /tmp/mate-cli-XXXXXX)
+checks_tmpdir cli
 chmod 700 "$tmp"
 out=$(MATE_MONITOR_DIR=$tmp "$b/src/top/mate-top" -n 2 -d 0.05) || fail "mate-top with nothing to watch"
 [ "$(echo "$out" | grep -c '^mate-top: ')" -eq 2 ] || fail "mate-top -n 2 prints two tables: $out"

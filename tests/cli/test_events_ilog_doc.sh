@@ -3,11 +3,8 @@
 set -u
 b=$top_builddir
 page=$top_srcdir/man/mate.7
-tmp=$(mktemp -d /tmp/mate-ilogdoc-XXXXXX) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fails=0
 . "$top_srcdir/tests/checks.sh"
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); checks_failed; }
+checks_tmpdir ilogdoc
 
 # the demo makes calls, work on workers and a few deliberate failures
 MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_INSTRUCTION_LOG=$tmp/il.log MATE_DEMO_ROUNDS=3 \

@@ -2,12 +2,11 @@
 # events_top_batch.sh: mate-top -b: the first table a script reads holds a whole interval's figures (not zeros, not a climb from zero), and a write that fails exits 1 with a message.
 set -u
 b=$top_builddir
-tmp=$(mktemp -d /tmp/mate-topbatch-XXXXXX) || exit 99
+. "$top_srcdir/tests/checks.sh"
+checks_tmpdir topbatch
 demo=
 trap 'kill $demo 2>/dev/null; rm -rf "$tmp"' EXIT
 mkdir -m 700 "$tmp/rt"
-. "$top_srcdir/tests/checks.sh"
-fail() { echo "FAIL: $*"; checks_failed; }
 top() { MATE_MONITOR_DIR=$tmp/rt "$b/src/top/mate-top" "$@"; }
 
 MATE_MONITOR_DIR=$tmp/rt MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 \

@@ -3,12 +3,12 @@
 set -u
 command -v tmux >/dev/null 2>&1 || { echo "SKIP: no tmux"; exit 77; }
 b=$top_builddir
-tmp=$(mktemp -d /tmp/mate-toptmux-XXXXXX) || exit 99
+. "$top_srcdir/tests/checks.sh"
+checks_tmpdir toptmux
 sock=$tmp/tmux.sock
 demo2=
 trap 'tmux -S "$sock" kill-server 2>/dev/null; kill $demo $demo2 2>/dev/null; rm -rf "$tmp"' EXIT
 mkdir -m 700 "$tmp/rt"
-. "$top_srcdir/tests/checks.sh"
 fail() { echo "FAIL: $*"; echo "--- screen:"; cat "$tmp/screen" 2>/dev/null; checks_failed; checks_done; }
 screen() { tmux -S "$sock" capture-pane -p -t top >"$tmp/screen"; }
 # waits (up to 10 s) for the screen to match an extended regex

@@ -1,9 +1,7 @@
 #!/bin/sh
 # test_exports.sh: libmate exports exactly the functions its installed headers declare MATE_API: no internal name leaks out of libmate.so (or, in a static build, out of libmate.a with default visibility), and no declared function is missing.
 . "$top_srcdir/tests/checks.sh"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-exports.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; checks_failed; }
+checks_tmpdir exports
 
 # The declared names: each statement that starts with MATE_API, joined up to
 # its ';', gives the identifier before its '(' (a function) or before the ';'

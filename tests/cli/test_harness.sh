@@ -1,11 +1,9 @@
 #!/bin/sh
-# test_harness.sh: the harness of the C unit tests (tests/test.h): one case runs by name and only its checks run, -l lists the cases, an unknown name fails saying so, a failed check and a crash name their case; the converted tests answer the same way.
+# test_harness.sh: the harness of the C unit tests (tests/test.h): one case runs by name and only its checks run, -l lists the cases, an unknown name fails saying so, a failed check and a crash name their case; the converted tests answer the same way; the Python (mate_test.py) and shell (checks.sh) helpers.
 . "$top_srcdir/tests/checks.sh"
 t=$top_builddir/tests
 demo=$t/harness-demo
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-harness.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; checks_failed; }
+checks_tmpdir harness
 # run PROG ARGS...: its stdout in $tmp/out, stderr in $tmp/err, exit status in $st
 run() { "$@" > "$tmp/out" 2> "$tmp/err"; st=$?; }
 closing() { grep -E '^[0-9]+ passed, [0-9]+ failed$' "$tmp/out" | tail -n 1; }
@@ -108,4 +106,26 @@ run env PYTHONPATH="$top_srcdir/tests" python3 "$tmp/cases.py" -l
 check [ "$(tr '\n' ' ' < "$tmp/out")" = "a b " ] || fail "a Python -l: $(cat "$tmp/out")"
 run env PYTHONPATH="$top_srcdir/tests" python3 "$tmp/cases.py" c
 check [ "$st" -eq 2 ] && grep -q 'no case named "c"' "$tmp/err" || fail "an unknown Python case: $st, $(cat "$tmp/err")"
+
+# shell tests (checks.sh): fail counts and says, fail_stop ends the test, checks_tmpdir's
+# folder goes at exit, checks_need skips
+cat > "$tmp/checks.sh" << 'EOF'
+. "$top_srcdir/tests/checks.sh"
+checks_tmpdir harness-sh
+echo "$tmp" > "$1"
+check true || fail "not said"
+check false || fail "deliberate"
+[ -n "${2:-}" ] && { check false || fail_stop "stopped"; }
+check true || fail "not said"
+checks_done
+EOF
+run sh "$tmp/checks.sh" "$tmp/inner"
+check [ "$st" -eq 1 ] && [ "$(closing)" = "2 passed, 1 failed" ] || fail "a failing shell check: $st, $(closing)"
+check [ "$(cat "$tmp/err")" = "FAIL: deliberate" ] || fail "a shell failure said: $(cat "$tmp/err")"
+check [ -s "$tmp/inner" ] && [ ! -e "$(cat "$tmp/inner")" ] || fail "checks_tmpdir left $(cat "$tmp/inner")"
+run sh "$tmp/checks.sh" "$tmp/inner" stop
+check [ "$st" -eq 1 ] && [ "$(closing)" = "1 passed, 2 failed" ] || fail "fail_stop: $st, $(closing)"
+check [ "$(tail -n 1 "$tmp/err")" = "FAIL: stopped" ] || fail "fail_stop said: $(cat "$tmp/err")"
+run sh -c '. "$top_srcdir/tests/checks.sh"; checks_need mate-no-such-command "no such command"; echo ran'
+check [ "$st" -eq 77 ] && [ "$(cat "$tmp/out")" = "SKIP: no such command" ] || fail "checks_need: $st, $(cat "$tmp/out")"
 checks_done

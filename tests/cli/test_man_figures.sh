@@ -1,9 +1,7 @@
 #!/bin/sh
 # man_figures.sh: the man pages state no measured figure (a time in ns or us, a rate a second): those are bench/README.md's, with where they were measured; sample output in a display is not prose.
 set -u
-fails=0
 . "$top_srcdir/tests/checks.sh"
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); checks_failed; }
 for page in "$top_srcdir"/man/*.[137]; do
 	checks_ran
 	awk '/^\.Bd/ { lit = 1 } /^\.Ed/ { lit = 0; next } !lit { print FILENAME ":" FNR ": " $0 }' "$page" |

@@ -3,9 +3,7 @@
 REPLAY="$top_builddir/src/replay/mate-replay"
 work=$(mktemp -d "${TMPDIR:-/tmp}/mate-memlog-test-XXXXXX") || exit 99
 trap 'rm -rf "$work"' EXIT
-failures=0
 . "$top_srcdir/tests/checks.sh"
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); checks_failed; }
 expect() { check [ "$1" = "$2" ] || fail "$3: exit status $2, expected $1"; }
 
 # RMM's own spelling: free, clock times, hex without 0x, (nil), CRLF, another stream

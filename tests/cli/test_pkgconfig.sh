@@ -11,9 +11,7 @@ if [ ! -f "$lib" ]; then
 	echo "SKIP: no libmate.a (--disable-static)"
 	exit 77
 fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-pc.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; checks_failed; }
+checks_tmpdir pc
 # the compiler and flags of this build (a sanitizer build links its runtime)
 mk() { sed -n "s/^$1 = //p" "$top_builddir/Makefile" | head -n 1; }
 cc=$(mk CC)

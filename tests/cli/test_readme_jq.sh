@@ -1,14 +1,9 @@
 #!/bin/sh
 # readme_jq.sh: the README's jq pipelines, run as printed on the demo's dumps, select what they say: the calls that failed or never finished, and the replays that went wrong (none: every completed call passes, every recorded failure fails again).
 . "$top_srcdir/tests/checks.sh"
-if ! command -v jq > /dev/null; then
-	echo "SKIP: no jq"
-	exit 77
-fi
+checks_need jq "no jq"
 b=$top_builddir
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-readme-jq.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; checks_failed; }
+checks_tmpdir readme-jq
 PATH=$b/src/replay:$PATH
 export PATH
 

@@ -13,8 +13,7 @@ if [ ! -f "$shim" ]; then
 	exit 77
 fi
 . "$top_srcdir/tests/checks.sh"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-enospc.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
+checks_tmpdir enospc
 fail=0
 st=1
 [ "$FORMAT" = pt ] && st=0

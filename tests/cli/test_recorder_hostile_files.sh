@@ -2,11 +2,8 @@
 # recorder_hostile_files.sh: FIFOs and symlinks planted where the recorder writes neither block the host nor redirect its writes; names the user gave literally still work.
 set -u
 b=$top_builddir
-tmp=$(mktemp -d /tmp/mate-hostile-XXXXXX) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fails=0
 . "$top_srcdir/tests/checks.sh"
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); checks_failed; }
+checks_tmpdir hostile
 demo() {  # demo OUT ERR VAR=VALUE...: the demo (2 threads, 2 rounds), killed after 20 s
 	out=$1 err=$2
 	shift 2

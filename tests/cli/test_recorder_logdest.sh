@@ -3,11 +3,8 @@
 set -u
 b=$top_builddir
 s=$top_srcdir
-tmp=$(mktemp -d /tmp/mate-logdest-XXXXXX) || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fails=0
 . "$top_srcdir/tests/checks.sh"
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); checks_failed; }
+checks_tmpdir logdest
 
 # the code: the demo (4 threads) at level 1, its log file in a directory that does not exist
 MATE_LOGLEVEL=1 MATE_LOGDEST=$tmp/no/such/api_%i.log MATE_DEMO_ROUNDS=2 \

@@ -4,9 +4,8 @@
 # level-10 dumps are whole (tests/dump-check).
 : "${top_builddir:=.}"
 demo="$top_builddir/examples/mate-demo"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-results.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
 . "$top_srcdir/tests/checks.sh"
+checks_tmpdir results
 fail=0
 export MATE_DEMO_CHECKSUM=1 MATE_DEMO_THREADS=3 MATE_DEMO_ROUNDS=2
 

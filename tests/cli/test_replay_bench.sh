@@ -3,14 +3,9 @@
 # runs (median, min, max, bytes of the call's tensors) after its verdict, which the runs do
 # not change; a call that fails again, as recorded, is not timed; misuse is exit 2.
 . "$top_srcdir/tests/checks.sh"
-if ! command -v jq > /dev/null; then
-	echo "SKIP: no jq"
-	exit 77
-fi
+checks_need jq "no jq"
 b=$top_builddir
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-replay-bench.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; checks_failed; }
+checks_tmpdir replay-bench
 replay=$b/src/replay/mate-replay
 
 MATE_LOGLEVEL=10 MATE_DUMP_DIR="$tmp/dumps" MATE_LOGDEST=/dev/null MATE_DEMO_THREADS=2 \

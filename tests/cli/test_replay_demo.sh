@@ -4,9 +4,8 @@ set -u
 b=$top_builddir
 demo=$b/examples/mate-demo
 [ -x "$demo" ] || { echo "FAIL: examples/mate-demo not built (make builds it)"; exit 1; }
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-replay-demo.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 . "$top_srcdir/tests/checks.sh"
+checks_tmpdir replay-demo
 fail=0
 no() { echo "FAIL: $*"; fail=1; checks_failed; }
 

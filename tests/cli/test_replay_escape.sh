@@ -2,10 +2,8 @@
 # replay_escape.sh: ESC, BEL and newlines in a dump's function name, module, error and folder name reach neither mate-list-dumps' nor mate-replay's terminal raw, and cannot forge a result or Summary line.
 set -u
 b=$top_builddir
-tmp=$(mktemp -d /tmp/mate-escape-XXXXXX) || exit 99
-trap 'rm -rf "$tmp"' EXIT
 . "$top_srcdir/tests/checks.sh"
-fail() { echo "FAIL: $*"; checks_failed; }
+checks_tmpdir escape
 esc=$(printf '\033')
 bel=$(printf '\007')
 

@@ -4,9 +4,8 @@ set -u
 b=$top_builddir
 s=$top_srcdir
 rp=$b/src/replay/mate-replay
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-list-ops.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 . "$s/tests/checks.sh"
+checks_tmpdir list-ops
 no() { echo "FAIL: $*"; checks_failed; }
 
 checks_ran

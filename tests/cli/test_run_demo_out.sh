@@ -2,9 +2,7 @@
 # test_run_demo_out.sh: examples/run-demo.sh --out never removes what it did not write: a folder of a user's files is refused before anything is built or removed, --clean removes a previous run's files alone.
 . "$top_srcdir/tests/checks.sh"
 demo=$top_srcdir/examples/run-demo.sh
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-demo-out.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; checks_failed; }
+checks_tmpdir demo-out
 
 # A build folder that builds nothing and has no mate-demo: were the script
 # to get past its --out check, it would stop at once (after the removal

@@ -3,10 +3,8 @@
 set -u
 bin="$top_builddir/mate-visualize"
 demo="$top_srcdir/tests/fixtures/gt-logs/demo.log"
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/mate-vis-special.XXXXXX") || exit 99
-trap 'rm -rf "$tmp"' EXIT
 . "$top_srcdir/tests/checks.sh"
-fail() { echo "FAIL: $*"; checks_failed; }
+checks_tmpdir vis-special
 
 # a FIFO: the picture goes to its reader, the FIFO stays a FIFO
 mkfifo "$tmp/fifo.svg"

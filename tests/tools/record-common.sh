@@ -9,13 +9,6 @@ fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/mate-record-test-XXXXXX") || exit 99
 trap 'rm -rf "$WORK"' EXIT
 unset MATE_LOGLEVEL MATE_LOGDEST MATE_DUMP_DIR MATE_MEMLOG MATE_RECORD_PRELOAD
-failures=0
-
-fail() {
-	echo "FAIL: $*" >&2
-	failures=$((failures + 1))
-	checks_failed
-}
 
 # expect_status WANT GOT WHAT
 expect_status() {
