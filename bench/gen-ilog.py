@@ -2,24 +2,18 @@
 """gen-ilog.py: writes a synthetic instruction log (mate's style with call=/id=/op= ids, or GT's) of N lines, for benchmarks and tests."""
 import argparse
 import heapq
+import os
 import random
 import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "tests", "tools"), os.path.join(HERE, "..", "tests")]
+from gtlog import gt_line  # noqa: E402  (the line format the visualize tests write too)
 
 OPS = [("matmul", "gemm", 3.0), ("add", "add", 0.4), ("mul", "mul", 0.4),
        ("relu", "relu", 0.3), ("sum", "reduce_sum", 0.6), ("transpose", "transpose", 0.5),
        ("rmsnorm", "rmsnorm", 0.8), ("silu_and_mul", "silu_and_mul", 0.7),
        ("getdata", "memcpy_d2h", 1.5)]
-
-
-def size_str(n):
-    """The size field, exactly as GT writes it."""
-    if n <= 0:
-        return ""
-    if n < 1024:
-        return "%dB" % n
-    if n < 1024 * 1024:
-        return "%.1fKB" % (n / 1024)
-    return "%.2fMB" % (n / (1024 * 1024))
 
 
 class Writer:
@@ -30,14 +24,7 @@ class Writer:
 
     def line(self, t, event, source, command, size=0, details=""):
         self.seq += 1
-        word = "WORKER" if "WORKER" in event else "CLIENT"
-        s = "%7.3fs | #%04d | %-12s | %s %-20s | %-15s" % (t, self.seq, event, word, source, command)
-        sz = size_str(size)
-        if sz:
-            s += " | %10s" % sz
-        if details:
-            s += " | " + details
-        self.out.write(s + "\n")
+        self.out.write(gt_line(self.seq, t, event, source, command, size, details) + "\n")
         self.lines += 1
 
 

@@ -28,6 +28,17 @@ def size_str(n):
     return "%.2fMB" % (n / (1024 * 1024))
 
 
+def gt_line(seq, t, event, source, command, size=0, details=""):
+    """One event line, exactly as GT's dispatcher formats it (also bench/gen-ilog.py's)."""
+    word = "WORKER" if "WORKER" in event else "CLIENT"
+    s = "%7.3fs | #%04d | %-12s | %s %-20s | %-15s" % (t, seq, event, word, source, command)
+    if size > 0:
+        s += " | %10s" % size_str(size)
+    if details:
+        s += " | " + details
+    return s
+
+
 class Log:
     """Lines in GT's format, in order, counting what a reader should find."""
 
@@ -47,15 +58,10 @@ class Log:
                        "  elapsed  = Seconds since dispatcher start (with millisecond precision)", ""]
 
     def ev(self, t, event, source, command, size=0, details=""):
-        """One event line, exactly as GT's dispatcher formats it."""
+        """One event line (gt_line)."""
         self.seq += 1
         self.events += 1
-        word = "WORKER" if "WORKER" in event else "CLIENT"
-        s = "%7.3fs | #%04d | %-12s | %s %-20s | %-15s" % (t, self.seq, event, word, source, command)
-        if size > 0:
-            s += " | %10s" % size_str(size)
-        if details:
-            s += " | " + details
+        s = gt_line(self.seq, t, event, source, command, size, details)
         assert GT_EVENT.match(s), s
         self.lines.append(s)
 
