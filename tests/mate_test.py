@@ -160,18 +160,22 @@ def flashinfer_main(record):
         sys.exit(0)
 
 
-def flashinfer_record(script, tmp, ncalls):
-    """Runs `script --record` with FLASHINFER_LOGLEVEL=10 dumping .pt files into tmp/rec;
-    checks that it exits 0 and wrote ncalls dumps. @return (root, sorted dump names)."""
-    root = os.path.join(tmp, "rec")
+def flashinfer_record(script, tmp, ncalls, fmt=None):
+    """Runs `script --record` with FLASHINFER_LOGLEVEL=10 dumping .pt files into tmp/rec,
+    or with fmt ("pt" or "safetensors") files of that format into tmp/FMT (the failures
+    named after it); checks that it exits 0 and wrote ncalls dumps.
+    @return (root, sorted dump names)."""
+    root = os.path.join(tmp, fmt or "rec")
     env = dict(os.environ, FLASHINFER_LOGLEVEL="10", FLASHINFER_DUMP_DIR=root,
-               FLASHINFER_DUMP_SAFETENSORS="0", FLASHINFER_LOGDEST=os.path.join(tmp, "log"))
+               FLASHINFER_DUMP_SAFETENSORS="1" if fmt == "safetensors" else "0",
+               FLASHINFER_LOGDEST=os.path.join(tmp, fmt + ".log" if fmt else "log"))
     p = subprocess.run([sys.executable, os.path.abspath(script), "--record"], env=env,
                        capture_output=True, text=True)
-    check(p.returncode == 0, "recording under FlashInfer's decorator: %s" % p.stderr[-2000:])
+    what = fmt + ": " if fmt else ""
+    check(p.returncode == 0, "%srecording under FlashInfer's decorator: %s" % (what, p.stderr[-3000:]))
     dirs = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))) \
         if os.path.isdir(root) else []
-    check(len(dirs) == ncalls, "FlashInfer wrote %d dumps, expected %d" % (len(dirs), ncalls))
+    check(len(dirs) == ncalls, "%sFlashInfer wrote %d dumps, expected %d" % (what, len(dirs), ncalls))
     return root, dirs
 
 

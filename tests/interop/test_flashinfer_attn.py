@@ -3,11 +3,8 @@
 import json
 import os
 import shutil
-import subprocess
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "peers"))
+from mate_test import check, done, flashinfer_main, flashinfer_record, replay_jsonl, tmpdir
 
 
 def pages_for(lens, P, gen, extra=3):
@@ -171,21 +168,11 @@ UNSUPPORTED = {"BatchDecodeWithPagedKVCacheWrapper.run_call0012": "sinks",
                "BatchDecodeWithPagedKVCacheWrapper.__init___call0009": "jit_args",
                "BatchDecodeWithPagedKVCacheWrapper.plan_call0009": "__init__ was Unsupported"}
 
-if len(sys.argv) > 1 and sys.argv[1] == "--record":
-    record()
-    sys.exit(0)
-
-from mate_test import build_path, check, done, run, tmpdir  # noqa: E402
+flashinfer_main(record)
 
 import torch  # noqa: E402
 
-REPLAY = build_path("src", "replay", "mate-replay")
 TMP = tmpdir()
-
-
-def replay(root):
-    p = run([REPLAY, "--jsonl", root], check=False)
-    return {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}
 
 
 def load(path):
@@ -236,18 +223,11 @@ def add_inplace(d, ext):
 
 for fmt, st in (("pt", "0"), ("safetensors", "1")):
     ext = "safetensors" if st == "1" else "pt"
-    root = os.path.join(TMP, fmt)
-    env = dict(os.environ, FLASHINFER_LOGLEVEL="10", FLASHINFER_DUMP_DIR=root,
-               FLASHINFER_DUMP_SAFETENSORS=st, FLASHINFER_LOGDEST=os.path.join(TMP, fmt + ".log"))
-    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--record"], env=env,
-                       capture_output=True, text=True)
-    check(p.returncode == 0, "%s: recording under FlashInfer's decorator: %s" % (fmt, p.stderr[-3000:]))
-    dirs = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
-    check(len(dirs) == 73, "%s: FlashInfer wrote %d dumps, expected 73" % (fmt, len(dirs)))
+    root, dirs = flashinfer_record(__file__, TMP, 73, fmt)
     appends = [d for d in dirs if "append_paged" in d and add_inplace(os.path.join(root, d), ext)]
     check(len(appends) == 5, "%s: %d appends with their cache in one tensor" % (fmt, len(appends)))
 
-    verdicts = replay(root)
+    verdicts = replay_jsonl(root)
     check(sorted(verdicts) == dirs, "%s: mate-replay replayed %d of %d dumps" % (fmt, len(verdicts), len(dirs)))
     funcs = set()
     for d, v in sorted(verdicts.items()):
@@ -274,7 +254,7 @@ for fmt, st in (("pt", "0"), ("safetensors", "1")):
 
     # One run replayed alone: its plan is missing, and the error names the object.
     runs = [d for d in dirs if "BatchDecodeWithPagedKVCacheWrapper.run_call0001" in d]
-    v = replay(os.path.join(root, runs[0])).get(runs[0], {})
+    v = replay_jsonl(os.path.join(root, runs[0])).get(runs[0], {})
     check(v.get("verdict") == "error" and "__init__" in v.get("message", ""),
           "%s: a run without its plan replays as %s: %s" % (fmt, v.get("verdict"), v.get("message")))
 
@@ -286,7 +266,7 @@ for fmt, st in (("pt", "0"), ("safetensors", "1")):
     t = load(path)
     t["arg_2"][0] = 1000000
     save(t, path)
-    v = replay(broot)[runs[0]]
+    v = replay_jsonl(broot)[runs[0]]
     check(v["verdict"] == "error" and "page 1000000 of a cache of" in v["message"],
           "%s: a page outside the cache replays as %s: %s" % (fmt, v["verdict"], v["message"]))
 
@@ -325,7 +305,7 @@ for fmt, st in (("pt", "0"), ("safetensors", "1")):
         t["arg_4"].view(-1)[7] += 3.0
         save(t, path)
         expect[d] = ("in-place element", None)
-    mv = replay(mroot)
+    mv = replay_jsonl(mroot)
     for d, (kind, where) in sorted(expect.items()):
         v = mv.get(d, {})
         if kind == "shape":

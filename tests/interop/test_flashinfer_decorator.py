@@ -3,11 +3,8 @@
 import json
 import os
 import shutil
-import subprocess
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "peers"))
+from mate_test import build_path, check, done, flashinfer_main, flashinfer_record, replay_jsonl, run, tmpdir
 
 
 def record():
@@ -43,11 +40,7 @@ def record():
              seg_indptr=torch.tensor([0, 2, 7, 9], dtype=torch.int64),
              weight_indices=torch.tensor([1, 0, 1], dtype=torch.int64))
 
-if len(sys.argv) > 1 and sys.argv[1] == "--record":
-    record()
-    sys.exit(0)
-
-from mate_test import build_path, check, done, run, tmpdir  # noqa: E402
+flashinfer_main(record)
 
 LIST = build_path("src", "replay", "mate-list-dumps")
 REPLAY = build_path("src", "replay", "mate-replay")
@@ -55,14 +48,7 @@ TMP = tmpdir()
 WRAPPER = "SegmentGEMMWrapper."
 
 for fmt, st in (("pt", "0"), ("safetensors", "1")):
-    root = os.path.join(TMP, fmt)
-    env = dict(os.environ, FLASHINFER_LOGLEVEL="10", FLASHINFER_DUMP_DIR=root,
-               FLASHINFER_DUMP_SAFETENSORS=st, FLASHINFER_LOGDEST=os.path.join(TMP, fmt + ".log"))
-    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--record"], env=env,
-                       capture_output=True, text=True)
-    check(p.returncode == 0, "%s: recording under FlashInfer's decorator: %s" % (fmt, p.stderr[-2000:]))
-    dirs = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
-    check(len(dirs) == 10, "%s: FlashInfer wrote %d dumps, expected 10" % (fmt, len(dirs)))
+    root, dirs = flashinfer_record(__file__, TMP, 10, fmt)
 
     listed = {d["dir"]: d for d in map(json.loads, run([LIST, "--jsonl", root]).stdout.splitlines())}
     check(sorted(listed) == dirs, "%s: mate-list-dumps lists %s, on disk %s" % (fmt, sorted(listed), dirs))
@@ -71,8 +57,7 @@ for fmt, st in (("pt", "0"), ("safetensors", "1")):
         want = "inputs_saved" if d.endswith("rmsnorm_call0003") and "gemma" not in d else "completed"
         check(rec["status"] == want, "%s: %s: status %s, expected %s" % (fmt, d, rec["status"], want))
 
-    p = run([REPLAY, "--jsonl", root], check=False)
-    verdicts = {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}
+    verdicts = replay_jsonl(root)
     check(sorted(verdicts) == dirs, "%s: mate-replay replayed %d of %d dumps" % (fmt, len(verdicts), len(dirs)))
     for d, v in verdicts.items():
         func = v["function"]
@@ -109,8 +94,7 @@ for fmt, st in (("pt", "0"), ("safetensors", "1")):
         t = torch.load(outputs, weights_only=True)
         t["result"][5, 7] += 1.0
         torch.save(t, outputs)
-    p = run([REPLAY, "--jsonl", mroot], check=False)
-    verdicts = {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}
+    verdicts = replay_jsonl(mroot)
     v = verdicts.get(run2[0], {})
     check(v.get("verdict") == "mismatch" and v.get("first_bad_index") == "[5, 7]",
           "%s: the changed result replays as %s (%s): %s" % (fmt, v.get("verdict"), v.get("first_bad_index"),
