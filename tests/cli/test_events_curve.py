@@ -7,13 +7,23 @@ import time
 
 import zmq
 
-from mate_test import build_path, check, done, tmpdir
+from mate_test import build_path, check, done, skip, tmpdir
+
+
+def first_message(sock, url, timeout_ms):
+    """The first message sock, subscribed to everything at url, receives within timeout_ms, or None."""
+    sock.setsockopt(zmq.SUBSCRIBE, b"")
+    sock.setsockopt(zmq.RCVTIMEO, timeout_ms)
+    sock.connect(url)
+    try:
+        return sock.recv()
+    except zmq.Again:
+        return None
 
 
 def main():
     if not zmq.has("curve"):
-        print("SKIP: pyzmq's libzmq has no CURVE")
-        raise SystemExit(77)
+        skip("pyzmq's libzmq has no CURVE")
     d = tmpdir()
     rt = os.path.join(d, "rt")
     os.mkdir(rt, 0o700)
@@ -35,26 +45,14 @@ def main():
     # a plain subscriber (no CURVE) gets nothing
     ctx = zmq.Context()
     plain = ctx.socket(zmq.SUB)
-    plain.setsockopt(zmq.SUBSCRIBE, b"")
-    plain.setsockopt(zmq.RCVTIMEO, 1500)
-    plain.connect(url)
-    try:
-        got = plain.recv()
-    except zmq.Again:
-        got = None
+    got = first_message(plain, url, 1500)
     check(got is None, "a subscriber without CURVE receives nothing: %r" % (got,))
     # a CURVE client with the wrong server key gets nothing either
     wrong = ctx.socket(zmq.SUB)
     wpub, wsec = zmq.curve_keypair()
     wrong.curve_serverkey = zmq.curve_keypair()[0]
     wrong.curve_publickey, wrong.curve_secretkey = wpub, wsec
-    wrong.setsockopt(zmq.SUBSCRIBE, b"")
-    wrong.setsockopt(zmq.RCVTIMEO, 1000)
-    wrong.connect(url)
-    try:
-        got = wrong.recv()
-    except zmq.Again:
-        got = None
+    got = first_message(wrong, url, 1000)
     check(got is None, "a subscriber with another server key receives nothing: %r" % (got,))
     plain.close(0)    # (one that never reads would hold the publisher back)
     wrong.close(0)
