@@ -54,12 +54,14 @@ def compact(v):
 
 
 def word(s):
+    """A word as bench-cli.md quotes it."""
     if s and all(c in SAFE for c in s):
         return s
     return "'" + s.replace("'", "'\\''") + "'"
 
 
 def contiguous(shape):
+    """The strides of a row-major tensor of shape."""
     stride, step = [], 1
     for n in reversed(shape):
         stride.insert(0, step)

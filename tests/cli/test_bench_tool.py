@@ -8,26 +8,13 @@ import shlex
 import subprocess
 
 from mate_test import build_path, run, check, tmpdir, done
+from test_bench_log import contiguous, word
 
 BENCH = build_path("src", "bench", "mate-bench")
 REPLAY = build_path("src", "replay", "mate-replay")
 DEMO = build_path("examples", "mate-demo")
-SAFE = re.compile(r"^[A-Za-z0-9_.,:=@/+-]*$")
 # outputs that are -inf by design: masked logits
 MASKS = {"top_k_mask_logits"}
-
-
-def quote(w):
-    """A word as bench-cli.md quotes it."""
-    return w if SAFE.match(w) else "'" + w.replace("'", "'\\''") + "'"
-
-
-def contiguous(shape):
-    st, s = [], 1
-    for d in reversed(shape):
-        st.insert(0, s)
-        s *= max(d, 1)
-    return st
 
 
 def command_line(e):
@@ -45,7 +32,7 @@ def command_line(e):
         words.append(k + "=" + spec)
     for k, v in e.get("scalars", {}).items():
         words.append(k + "=" + json.dumps(v, separators=(",", ":")))
-    return " ".join(quote(w) for w in words)
+    return " ".join(word(w) for w in words)
 
 
 def bench(args, **kw):
@@ -93,7 +80,7 @@ for op in ops:
     t = jsonl(s)
     check(s.returncode == 0 and len(t) == 1 and t[0]["key"] == r["key"] and
           t[0]["problem"] == r["problem"], "%s: JSON and -c forms agree: %s" % (op, s.stdout))
-    check(command_line(r["problem"]) == " ".join(quote(w) for w in shlex.split(p.stdout.strip())),
+    check(command_line(r["problem"]) == " ".join(word(w) for w in shlex.split(p.stdout.strip())),
           "%s: --example prints bench-cli.md's form: %s / %s" % (op, command_line(r["problem"]), p.stdout))
 check(ran >= 60, "problems that run: %d (unsupported %d)" % (ran, unsupported))
 for op in ["mm", "rmsnorm", "single_decode_with_kv_cache", "append_paged_kv_cache",
