@@ -133,35 +133,42 @@ def nearest_even(a, vals, table):
     return lo[1] if lo[1] % 2 == 0 else hi[1]
 
 
-def ref_e4m3fn(x):
-    """e4m3fn: round to nearest even; no inf, saturate to +-448; NaN -> None."""
+def ref_f8(x, inf_code, magnitude):
+    """The float8 code of x: NaN -> None, an infinity -> inf_code, else magnitude(|x|)
+    (a Fraction) with x's sign."""
     if math.isnan(x):
         return None
     sign = 0x80 if math.copysign(1.0, x) < 0 else 0
     if math.isinf(x):
-        return 0x7E | sign
-    a = Fraction(abs(x))
+        return inf_code | sign
+    return magnitude(Fraction(abs(x))) | sign
+
+
+def e4m3fn_magnitude(a):
+    """e4m3fn: round to nearest even; no inf, saturate to 448."""
     if a >= E4M3_VALS[-1]:
-        return 0x7E | sign
-    return nearest_even(a, E4M3_VALS, E4M3) | sign
+        return 0x7E
+    return nearest_even(a, E4M3_VALS, E4M3)
 
 
-def ref_e5m2(x):
-    """e5m2: round to nearest even, IEEE-style overflow to inf; NaN -> None."""
-    if math.isnan(x):
-        return None
-    sign = 0x80 if math.copysign(1.0, x) < 0 else 0
-    if math.isinf(x):
-        return 0x7C | sign
-    a = Fraction(abs(x))
+def e5m2_magnitude(a):
+    """e5m2: round to nearest even, IEEE-style overflow to inf."""
     top = E5M2_VALS[-1]                  # 57344, code 0x7b (odd)
     past = top + Fraction(2) ** 13        # 65536: would be code 0x7c, even
     mid = (top + past) / 2
     if a > mid or a == mid:              # the tie goes to the even code: inf
-        return 0x7C | sign
+        return 0x7C
     if a > top:
-        return 0x7B | sign
-    return nearest_even(a, E5M2_VALS, E5M2) | sign
+        return 0x7B
+    return nearest_even(a, E5M2_VALS, E5M2)
+
+
+def ref_e4m3fn(x):
+    return ref_f8(x, 0x7E, e4m3fn_magnitude)
+
+
+def ref_e5m2(x):
+    return ref_f8(x, 0x7C, e5m2_magnitude)
 
 
 def f8_inputs():
