@@ -1,6 +1,8 @@
 """mate_test.py: helpers shared by mate's Python interop tests (paths, running binaries, checks)."""
+import atexit
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -116,9 +118,23 @@ def storage_bytes(t):
     return base.numpy().tobytes()
 
 
+_tmpdirs = []
+
+
+def _remove_tmpdirs():
+    # A failed test keeps its folders for a look (their paths are in its log).
+    if _failures == 0:
+        for d in _tmpdirs:
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def tmpdir():
-    """A new temporary folder."""
-    return tempfile.mkdtemp(prefix="mate-test-")
+    """A new temporary folder, removed when the test ends without a failure."""
+    d = tempfile.mkdtemp(prefix="mate-test-")
+    if not _tmpdirs:
+        atexit.register(_remove_tmpdirs)
+    _tmpdirs.append(d)
+    return d
 
 
 def read_safetensors(path, arrays=False):
