@@ -28,11 +28,39 @@ gemm_operands(mate_dtype dt, int colmajor, int ta, int tb, int64_t m, int64_t n,
 	mate_ip_matrix(&out[2], dt, colmajor, m, n, ldc, 0, 0, c);
 }
 
+/* alpha or beta, a float or a double by dt. */
+static double
+scalar(mate_dtype dt, const void *p)
+{
+	return dt == MATE_F32 ? *(const float *)p : *(const double *)p;
+}
+
+/* The arguments both interfaces record after the transposes: m, n, k, alpha, A, lda, B, ldb,
+ * beta, C (written in place), ldc. */
+static void
+gemm_args(mate_call *c, mate_dtype dt, int64_t m, int64_t n, int64_t k, const void *alpha,
+    const mate_tensor t[3], int64_t lda, int64_t ldb, const void *beta, int64_t ldc)
+{
+	const struct ip_api *api = &mate_ip_api;
+
+	api->call_int(c, MATE_ARG, NULL, m);
+	api->call_int(c, MATE_ARG, NULL, n);
+	api->call_int(c, MATE_ARG, NULL, k);
+	api->call_float(c, MATE_ARG, NULL, scalar(dt, alpha));
+	api->call_tensor(c, MATE_ARG, NULL, &t[0]);
+	api->call_int(c, MATE_ARG, NULL, lda);
+	api->call_tensor(c, MATE_ARG, NULL, &t[1]);
+	api->call_int(c, MATE_ARG, NULL, ldb);
+	api->call_float(c, MATE_ARG, NULL, scalar(dt, beta));
+	api->call_tensor(c, MATE_ARG | MATE_INPLACE, NULL, &t[2]);
+	api->call_int(c, MATE_ARG, NULL, ldc);
+}
+
 /* Begins recording a cblas_?gemm call; ic->c stays NULL when it is not recorded. */
 static void
 cblas_begin(struct ip_call *ic, const char *name, mate_dtype dt, int order, int ta, int tb,
-    int m, int n, int k, double alpha, const void *a, int lda, const void *b, int ldb,
-    double beta, const void *c, int ldc)
+    int m, int n, int k, const void *alpha, const void *a, int lda, const void *b, int ldb,
+    const void *beta, const void *c, int ldc)
 {
 	const struct ip_api *api = &mate_ip_api;
 	mate_tensor t[3];
@@ -54,17 +82,7 @@ cblas_begin(struct ip_call *ic, const char *name, mate_dtype dt, int order, int 
 	    "CBLAS_ORDER.CblasRowMajor", order);
 	api->call_enum(ic->c, MATE_ARG, NULL, trans_name(ta), ta);
 	api->call_enum(ic->c, MATE_ARG, NULL, trans_name(tb), tb);
-	api->call_int(ic->c, MATE_ARG, NULL, m);
-	api->call_int(ic->c, MATE_ARG, NULL, n);
-	api->call_int(ic->c, MATE_ARG, NULL, k);
-	api->call_float(ic->c, MATE_ARG, NULL, alpha);
-	api->call_tensor(ic->c, MATE_ARG, NULL, &t[0]);
-	api->call_int(ic->c, MATE_ARG, NULL, lda);
-	api->call_tensor(ic->c, MATE_ARG, NULL, &t[1]);
-	api->call_int(ic->c, MATE_ARG, NULL, ldb);
-	api->call_float(ic->c, MATE_ARG, NULL, beta);
-	api->call_tensor(ic->c, MATE_ARG | MATE_INPLACE, NULL, &t[2]);
-	api->call_int(ic->c, MATE_ARG, NULL, ldc);
+	gemm_args(ic->c, dt, m, n, k, alpha, t, lda, ldb, beta, ldc);
 	mate_ip_args_end();
 }
 
@@ -72,6 +90,28 @@ typedef void (*cblas_sgemm_fn)(int, int, int, int, int, int, float, const float 
     const float *, int, float, float *, int);
 typedef void (*cblas_dgemm_fn)(int, int, int, int, int, int, double, const double *, int,
     const double *, int, double, double *, int);
+
+/* Records a cblas_?gemm call around the real one, fn, whose scalars and
+ * matrices are of type dt; alpha and beta point to the values received. */
+static void
+cblas_record(const char *name, mate_dtype dt, void *fn, int order, int ta, int tb, int m,
+    int n, int k, const void *alpha, const void *a, int lda, const void *b, int ldb,
+    const void *beta, void *c, int ldc)
+{
+	struct ip_call ic;
+
+	cblas_begin(&ic, name, dt, order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+	mate_ip_call_ready(&ic);
+	mate_ip_call_run(&ic);
+	if (dt == MATE_F32)
+		((cblas_sgemm_fn)fn)(order, ta, tb, m, n, k, *(const float *)alpha, a, lda, b, ldb,
+		    *(const float *)beta, c, ldc);
+	else
+		((cblas_dgemm_fn)fn)(order, ta, tb, m, n, k, *(const double *)alpha, a, lda, b,
+		    ldb, *(const double *)beta, c, ldc);
+	mate_ip_call_ran(&ic);
+	mate_ip_call_end(&ic, NULL);
+}
 
 IP_EXPORT void cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha,
     const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
@@ -85,21 +125,14 @@ cblas_sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const f
 	static void *real;
 	cblas_sgemm_fn fn = (cblas_sgemm_fn)mate_ip_real(&real, "cblas_sgemm", (void *)cblas_sgemm,
 	    __builtin_return_address(0));
-	struct ip_call ic;
 
 	if (IP_UNLIKELY(fn == NULL))
 		return;
-	if (IP_LIKELY(!mate_ip_recording())) {
+	if (IP_UNLIKELY(mate_ip_recording()))
+		cblas_record("cblas_sgemm", MATE_F32, (void *)fn, order, ta, tb, m, n, k, &alpha, a,
+		    lda, b, ldb, &beta, c, ldc);
+	else
 		fn(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-		return;
-	}
-	cblas_begin(&ic, "cblas_sgemm", MATE_F32, order, ta, tb, m, n, k, alpha, a, lda, b, ldb,
-	    beta, c, ldc);
-	mate_ip_call_ready(&ic);
-	mate_ip_call_run(&ic);
-	fn(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-	mate_ip_call_ran(&ic);
-	mate_ip_call_end(&ic, NULL);
 }
 
 IP_EXPORT void
@@ -109,21 +142,14 @@ cblas_dgemm(int order, int ta, int tb, int m, int n, int k, double alpha, const 
 	static void *real;
 	cblas_dgemm_fn fn = (cblas_dgemm_fn)mate_ip_real(&real, "cblas_dgemm", (void *)cblas_dgemm,
 	    __builtin_return_address(0));
-	struct ip_call ic;
 
 	if (IP_UNLIKELY(fn == NULL))
 		return;
-	if (IP_LIKELY(!mate_ip_recording())) {
+	if (IP_UNLIKELY(mate_ip_recording()))
+		cblas_record("cblas_dgemm", MATE_F64, (void *)fn, order, ta, tb, m, n, k, &alpha, a,
+		    lda, b, ldb, &beta, c, ldc);
+	else
 		fn(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-		return;
-	}
-	cblas_begin(&ic, "cblas_dgemm", MATE_F64, order, ta, tb, m, n, k, alpha, a, lda, b, ldb,
-	    beta, c, ldc);
-	mate_ip_call_ready(&ic);
-	mate_ip_call_run(&ic);
-	fn(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-	mate_ip_call_ran(&ic);
-	mate_ip_call_end(&ic, NULL);
 }
 
 /* ---- Fortran: column major, every argument by reference ------------------------------------- */
@@ -143,10 +169,10 @@ f77_trans(const char *t)
 
 static void
 f77_begin(struct ip_call *ic, const char *name, mate_dtype dt, const char *transa,
-    const char *transb, const int *m, const int *n, const int *k, double alpha, const void *a,
-    const int *lda, const void *b, const int *ldb, double beta, const void *c, const int *ldc)
+    const char *transb, const int *m, const int *n, const int *k, const void *alpha,
+    const void *a, const int *lda, const void *b, const int *ldb, const void *beta,
+    const void *c, const int *ldc)
 {
-	const struct ip_api *api = &mate_ip_api;
 	char sa[2], sb[2];
 	int ta = f77_trans(transa), tb = f77_trans(transb);
 	mate_tensor t[3];
@@ -165,19 +191,9 @@ f77_begin(struct ip_call *ic, const char *name, mate_dtype dt, const char *trans
 	sb[0] = *transb;
 	sa[1] = sb[1] = '\0';
 	mate_ip_args_begin();
-	api->call_str(ic->c, MATE_ARG, NULL, sa);
-	api->call_str(ic->c, MATE_ARG, NULL, sb);
-	api->call_int(ic->c, MATE_ARG, NULL, *m);
-	api->call_int(ic->c, MATE_ARG, NULL, *n);
-	api->call_int(ic->c, MATE_ARG, NULL, *k);
-	api->call_float(ic->c, MATE_ARG, NULL, alpha);
-	api->call_tensor(ic->c, MATE_ARG, NULL, &t[0]);
-	api->call_int(ic->c, MATE_ARG, NULL, *lda);
-	api->call_tensor(ic->c, MATE_ARG, NULL, &t[1]);
-	api->call_int(ic->c, MATE_ARG, NULL, *ldb);
-	api->call_float(ic->c, MATE_ARG, NULL, beta);
-	api->call_tensor(ic->c, MATE_ARG | MATE_INPLACE, NULL, &t[2]);
-	api->call_int(ic->c, MATE_ARG, NULL, *ldc);
+	mate_ip_api.call_str(ic->c, MATE_ARG, NULL, sa);
+	mate_ip_api.call_str(ic->c, MATE_ARG, NULL, sb);
+	gemm_args(ic->c, dt, *m, *n, *k, alpha, t, *lda, *ldb, beta, *ldc);
 	mate_ip_args_end();
 }
 
@@ -190,6 +206,28 @@ typedef void (*sgemm_fn)(const char *, const char *, const int *, const int *, c
 typedef void (*dgemm_fn)(const char *, const char *, const int *, const int *, const int *,
     const double *, const double *, const int *, const double *, const int *, const double *,
     double *, const int *, size_t, size_t);
+
+/* Records a Fortran ?gemm_ call around the real one, fn, of type dt (alpha and beta not NULL). */
+static void
+f77_record(const char *name, mate_dtype dt, void *fn, const char *transa, const char *transb,
+    const int *m, const int *n, const int *k, const void *alpha, const void *a, const int *lda,
+    const void *b, const int *ldb, const void *beta, void *c, const int *ldc, size_t la,
+    size_t lb)
+{
+	struct ip_call ic;
+
+	f77_begin(&ic, name, dt, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+	mate_ip_call_ready(&ic);
+	mate_ip_call_run(&ic);
+	if (dt == MATE_F32)
+		((sgemm_fn)fn)(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, la,
+		    lb);
+	else
+		((dgemm_fn)fn)(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, la,
+		    lb);
+	mate_ip_call_ran(&ic);
+	mate_ip_call_end(&ic, NULL);
+}
 
 IP_EXPORT void sgemm_(const char *transa, const char *transb, const int *m, const int *n,
     const int *k, const float *alpha, const float *a, const int *lda, const float *b,
@@ -206,21 +244,14 @@ sgemm_(const char *transa, const char *transb, const int *m, const int *n, const
 	static void *real;
 	sgemm_fn fn = (sgemm_fn)mate_ip_real(&real, "sgemm_", (void *)sgemm_,
 	    __builtin_return_address(0));
-	struct ip_call ic;
 
 	if (IP_UNLIKELY(fn == NULL))
 		return;
-	if (IP_LIKELY(!mate_ip_recording()) || alpha == NULL || beta == NULL) {
+	if (IP_UNLIKELY(mate_ip_recording()) && alpha != NULL && beta != NULL)
+		f77_record("sgemm_", MATE_F32, (void *)fn, transa, transb, m, n, k, alpha, a, lda,
+		    b, ldb, beta, c, ldc, la, lb);
+	else
 		fn(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, la, lb);
-		return;
-	}
-	f77_begin(&ic, "sgemm_", MATE_F32, transa, transb, m, n, k, *alpha, a, lda, b, ldb, *beta,
-	    c, ldc);
-	mate_ip_call_ready(&ic);
-	mate_ip_call_run(&ic);
-	fn(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, la, lb);
-	mate_ip_call_ran(&ic);
-	mate_ip_call_end(&ic, NULL);
 }
 
 IP_EXPORT void
@@ -231,19 +262,12 @@ dgemm_(const char *transa, const char *transb, const int *m, const int *n, const
 	static void *real;
 	dgemm_fn fn = (dgemm_fn)mate_ip_real(&real, "dgemm_", (void *)dgemm_,
 	    __builtin_return_address(0));
-	struct ip_call ic;
 
 	if (IP_UNLIKELY(fn == NULL))
 		return;
-	if (IP_LIKELY(!mate_ip_recording()) || alpha == NULL || beta == NULL) {
+	if (IP_UNLIKELY(mate_ip_recording()) && alpha != NULL && beta != NULL)
+		f77_record("dgemm_", MATE_F64, (void *)fn, transa, transb, m, n, k, alpha, a, lda,
+		    b, ldb, beta, c, ldc, la, lb);
+	else
 		fn(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, la, lb);
-		return;
-	}
-	f77_begin(&ic, "dgemm_", MATE_F64, transa, transb, m, n, k, *alpha, a, lda, b, ldb, *beta,
-	    c, ldc);
-	mate_ip_call_ready(&ic);
-	mate_ip_call_run(&ic);
-	fn(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, la, lb);
-	mate_ip_call_ran(&ic);
-	mate_ip_call_end(&ic, NULL);
 }
