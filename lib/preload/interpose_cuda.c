@@ -83,49 +83,47 @@ freeing(void *p, cudaStream_t stream, const char *name, int host, void *fn)
 		mate_ip_api.memory_source(NULL, NULL);  /* not ours: no event */
 }
 
-#define REAL(type, name) \
+/* Declares and defines the exported entry point name params, whose real
+ * function has the type name_fn; its body follows in braces. */
+#define ENTRY(name, params) \
+	typedef cudaError_t (*name##_fn) params; \
+	IP_EXPORT cudaError_t name params; \
+	IP_EXPORT cudaError_t name params
+
+/* The real function of the entry point name, as fn. */
+#define REAL(name) \
 	static void *real_; \
-	type fn = (type)mate_ip_real(&real_, name, (void *)self_, __builtin_return_address(0)); \
+	name##_fn fn = (name##_fn)mate_ip_real(&real_, #name, (void *)name, \
+	    __builtin_return_address(0)); \
 	if (IP_UNLIKELY(fn == NULL)) \
 		return 1 /* cudaErrorInvalidValue */
+
+/* A function of the alloc/free family: straight to fn while nothing is
+ * wanted, else with before and after (statements, rc the result) around it. */
+#define MEMORY_FN(name, params, args, before, after) \
+	ENTRY(name, params) \
+	{ \
+		cudaError_t rc; \
+		REAL(name); \
+		if (IP_LIKELY(!mate_ip_want)) \
+			return fn args; \
+		before; \
+		alloc_depth++; \
+		rc = fn args; \
+		alloc_depth--; \
+		after; \
+		return rc; \
+	}
 
 /* An allocation function: f(void **p, size_t size, EXTRA), logged on stream
  * (host: pinned host memory). */
 #define ALLOC_FN(name, params, args, size_expr, stream_expr, host) \
-	typedef cudaError_t (*name##_fn) params; \
-	IP_EXPORT cudaError_t name params; \
-	IP_EXPORT cudaError_t name params \
-	{ \
-		void *self_ = (void *)name; \
-		cudaError_t rc; \
-		REAL(name##_fn, #name); \
-		if (IP_LIKELY(!mate_ip_want)) \
-			return fn args; \
-		alloc_depth++; \
-		rc = fn args; \
-		if (--alloc_depth == 0) \
-			allocated(rc, p, (size_expr), (stream_expr), #name, (host), \
-			    (void *)fn); \
-		return rc; \
-	}
+	MEMORY_FN(name, params, args, , if (alloc_depth == 0) \
+	    allocated(rc, p, (size_expr), (stream_expr), #name, (host), (void *)fn))
 
 #define FREE_FN(name, params, args, stream_expr, host) \
-	typedef cudaError_t (*name##_fn) params; \
-	IP_EXPORT cudaError_t name params; \
-	IP_EXPORT cudaError_t name params \
-	{ \
-		void *self_ = (void *)name; \
-		cudaError_t rc; \
-		REAL(name##_fn, #name); \
-		if (IP_LIKELY(!mate_ip_want)) \
-			return fn args; \
-		if (alloc_depth == 0) \
-			freeing(p, (stream_expr), #name, (host), (void *)fn); \
-		alloc_depth++; \
-		rc = fn args; \
-		alloc_depth--; \
-		return rc; \
-	}
+	MEMORY_FN(name, params, args, if (alloc_depth == 0) \
+	    freeing(p, (stream_expr), #name, (host), (void *)fn), )
 
 ALLOC_FN(cudaMalloc, (void **p, size_t size), (p, size), size, NULL, 0)
 ALLOC_FN(cudaMallocManaged, (void **p, size_t size, unsigned flags), (p, size, flags), size, NULL,
@@ -204,26 +202,28 @@ call_finish(struct ip_call *ic, cudaError_t rc)
 	mate_ip_call_end(ic, rc == 0 ? NULL : msg);
 }
 
-/* A copy function with its byte count and kind. */
-#define COPY_FN(name, params, args, bytes_expr, dst_expr, src_expr, kind_expr, stream_expr) \
-	typedef cudaError_t (*name##_fn) params; \
-	IP_EXPORT cudaError_t name params; \
-	IP_EXPORT cudaError_t name params \
+/* An entry point recorded as an API call: straight to fn when nothing is
+ * recorded, else begin (a statement filling ic) starts the record. */
+#define RECORDED_FN(name, params, args, begin) \
+	ENTRY(name, params) \
 	{ \
-		void *self_ = (void *)name; \
 		struct ip_call ic; \
 		cudaError_t rc; \
-		REAL(name##_fn, #name); \
+		REAL(name); \
 		if (IP_LIKELY(!mate_ip_recording())) \
 			return fn args; \
-		transfer_begin(&ic, #name, (dst_expr), (src_expr), (bytes_expr), (kind_expr), \
-		    (stream_expr)); \
+		begin; \
 		mate_ip_call_ready(&ic); \
 		mate_ip_call_run(&ic); \
 		rc = fn args; \
 		call_finish(&ic, rc); \
 		return rc; \
 	}
+
+/* A copy function with its byte count and kind. */
+#define COPY_FN(name, params, args, bytes_expr, dst_expr, src_expr, kind_expr, stream_expr) \
+	RECORDED_FN(name, params, args, transfer_begin(&ic, #name, (dst_expr), (src_expr), \
+	    (bytes_expr), (kind_expr), (stream_expr)))
 
 COPY_FN(cudaMemcpy, (void *dst, const void *src, size_t n, int kind), (dst, src, n, kind),
     n, dst, src, kind, NULL)
@@ -360,26 +360,10 @@ launch_begin(struct ip_call *ic, const void *func, struct ip_dim3 grid, struct i
 }
 
 #define LAUNCH_FN(name) \
-	typedef cudaError_t (*name##_fn)(const void *, struct ip_dim3, struct ip_dim3, void **, \
-	    size_t, cudaStream_t); \
-	IP_EXPORT cudaError_t name(const void *func, struct ip_dim3 grid, struct ip_dim3 block, \
-	    void **args, size_t shmem, cudaStream_t stream); \
-	IP_EXPORT cudaError_t name(const void *func, struct ip_dim3 grid, struct ip_dim3 block, \
-	    void **args, size_t shmem, cudaStream_t stream) \
-	{ \
-		void *self_ = (void *)name; \
-		struct ip_call ic; \
-		cudaError_t rc; \
-		REAL(name##_fn, #name); \
-		if (IP_LIKELY(!mate_ip_recording())) \
-			return fn(func, grid, block, args, shmem, stream); \
-		launch_begin(&ic, func, grid, block, shmem, stream, (void *)fn); \
-		mate_ip_call_ready(&ic); \
-		mate_ip_call_run(&ic); \
-		rc = fn(func, grid, block, args, shmem, stream); \
-		call_finish(&ic, rc); \
-		return rc; \
-	}
+	RECORDED_FN(name, (const void *func, struct ip_dim3 grid, struct ip_dim3 block, \
+	    void **args, size_t shmem, cudaStream_t stream), \
+	    (func, grid, block, args, shmem, stream), \
+	    launch_begin(&ic, func, grid, block, shmem, stream, (void *)fn))
 
 LAUNCH_FN(cudaLaunchKernel)
 LAUNCH_FN(cudaLaunchKernel_ptsz)
