@@ -418,24 +418,35 @@ collect(mate_call *c, const mate_value *v, const char *key, int dumped, int dept
 	}
 }
 
+const struct rec_arg *
+mate_rec_next_input(const mate_call *c, struct rec_inputs *it, char *key, size_t cap)
+{
+	/* positional arguments first, then keywords, as Python passes them */
+	while (it->at < 2 * c->nargs) {
+		int keywords = it->at >= c->nargs;
+		const struct rec_arg *a = &c->args[it->at++ % c->nargs];
+
+		if (!keywords && a->role == MATE_ARG) {
+			mate_rec_key(key, cap, "arg_", NULL, (int64_t)it->pos++);
+			return a;
+		}
+		if (keywords && a->role == MATE_KWARG) {
+			mate_rec_key(key, cap, "kwarg_", a->name, -1);
+			return a;
+		}
+	}
+	return NULL;
+}
+
 static void
 collect_inputs(mate_call *c)
 {
+	struct rec_inputs it = { 0 };
+	const struct rec_arg *a;
 	char key[300];
-	size_t pos = 0;
 
-	/* positional arguments first, then keywords, as Python passes them */
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < c->nargs; i++) {
-			const struct rec_arg *a = &c->args[i];
-			if (pass == 0 && a->role == MATE_ARG)
-				mate_rec_key(key, sizeof(key), "arg_", NULL, (int64_t)pos++);
-			else if (pass == 1 && a->role == MATE_KWARG)
-				mate_rec_key(key, sizeof(key), "kwarg_", a->name, -1);
-			else
-				continue;
-			collect(c, a->v, key, 1, 0);
-		}
+	while ((a = mate_rec_next_input(c, &it, key, sizeof(key))) != NULL)
+		collect(c, a->v, key, 1, 0);
 	for (size_t i = 0; i < c->nargs; i++)
 		if (c->args[i].role == MATE_DEFAULT)
 			collect(c, c->args[i].v, "default", 0, 0);
@@ -630,24 +641,35 @@ free_call(mate_call *c)
 	free(c);
 }
 
+/* What mate_call_end and mate_call_fail do first: the events and the
+ * profile see the end (ok: it succeeded). 1 when a record is left to
+ * finish, ready and in the C locale (*old: the locale to go back to). */
+static int
+finishing(mate_call *c, int ok, const char *error, locale_t *old)
+{
+	if (c != NULL && MATE_EV_ON())
+		mate_ev_call_end(c, ok, error);
+	if (c != NULL && c->profile)
+		profile_add(c, !ok);
+	if (c != NULL && c->pooled) {
+		mate_rec_profile_release(c);
+		return 0;
+	}
+	if (SKIP(c))
+		return 0;
+	mate_call_ready(c);
+	*old = enter_c_locale();
+	return 1;
+}
+
 void
 mate_call_end(mate_call *c)
 {
 	struct mate_buf log;
 	locale_t old;
 
-	if (c != NULL && MATE_EV_ON())
-		mate_ev_call_end(c, 1, NULL);
-	if (c != NULL && c->profile)
-		profile_add(c, 0);
-	if (c != NULL && c->pooled) {
-		mate_rec_profile_release(c);
+	if (!finishing(c, 1, NULL, &old))
 		return;
-	}
-	if (SKIP(c))
-		return;
-	mate_call_ready(c);
-	old = enter_c_locale();
 	mate_buf_init(&log);
 	collect_outputs(c);
 	if (c->level >= 5)
@@ -669,18 +691,8 @@ mate_call_fail(mate_call *c, const char *error)
 {
 	locale_t old;
 
-	if (c != NULL && MATE_EV_ON())
-		mate_ev_call_end(c, 0, error);
-	if (c != NULL && c->profile)
-		profile_add(c, 1);
-	if (c != NULL && c->pooled) {
-		mate_rec_profile_release(c);
+	if (!finishing(c, 0, error, &old))
 		return;
-	}
-	if (SKIP(c))
-		return;
-	mate_call_ready(c);
-	old = enter_c_locale();
 	if (c->level >= 10)
 		mate_rec_dump_failed(c, error != NULL ? error : "");
 	leave_locale(old);
