@@ -438,29 +438,22 @@ mate_rec_json_value(struct mate_buf *b, const mate_call *c, const mate_value *v,
 static void
 input_metadata(struct mate_buf *b, const mate_call *c)
 {
+	struct rec_inputs it = { 0 };
+	const struct rec_arg *a;
 	char key[300];
-	size_t pos = 0;
 	int first = 1;
 
 	mate_buf_putc(b, '{');
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < c->nargs; i++) {
-			const struct rec_arg *a = &c->args[i];
-			if (pass == 0 && a->role == MATE_ARG)
-				mate_rec_key(key, sizeof(key), "arg_", NULL, (int64_t)pos++);
-			else if (pass == 1 && a->role == MATE_KWARG)
-				mate_rec_key(key, sizeof(key), "kwarg_", a->name, -1);
-			else
-				continue;
-			if (mate_value_kind_of(a->v) == MATE_V_TENSOR)
-				continue;
-			if (!first)
-				mate_buf_put(b, ", ", 2);
-			first = 0;
-			json_str(b, key);
-			mate_buf_put(b, ": ", 2);
-			mate_rec_json_value(b, c, a->v, 0);
-		}
+	while ((a = mate_rec_next_input(c, &it, key, sizeof(key))) != NULL) {
+		if (mate_value_kind_of(a->v) == MATE_V_TENSOR)
+			continue;
+		if (!first)
+			mate_buf_put(b, ", ", 2);
+		first = 0;
+		json_str(b, key);
+		mate_buf_put(b, ": ", 2);
+		mate_rec_json_value(b, c, a->v, 0);
+	}
 	mate_buf_putc(b, '}');
 }
 

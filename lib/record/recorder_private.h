@@ -146,6 +146,15 @@ struct mate_call {
  * idx in decimal when idx >= 0, truncated to cap bytes with the NUL. No
  * printf: its cost grows when a library registers printf handlers. */
 void mate_rec_key(char *out, size_t cap, const char *prefix, const char *part, int64_t idx) MATE_HIDDEN;
+/* A walk over a call's inputs, positional then keywords, as Python passes
+ * them: zero it to start. */
+struct rec_inputs {
+	size_t at, pos;
+};
+/* The walk's next input, with its dump key ("arg_<i>", "kwarg_<name>") in
+ * key (cap bytes); NULL after the last. */
+const struct rec_arg *mate_rec_next_input(const mate_call *c, struct rec_inputs *it, char *key,
+    size_t cap) MATE_HIDDEN;
 /* Stages t on the host (copy from a device, view of host memory). */
 int mate_rec_stage(struct rec_tensor *rt) MATE_HIDDEN;
 /* The staged entry for a tensor value of the current phase, or NULL. */
