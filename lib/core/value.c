@@ -48,8 +48,10 @@ struct mate_value {
 #define HUGE_PAGE ((size_t)2 << 20)
 #define HUGE_STORAGE ((size_t)8 << 20)   /* storages this large are 2 MiB-aligned */
 
-mate_storage *
-mate_storage_new(size_t nbytes, mate_error *err)
+/* A storage of nbytes in a block rounded up to 64 bytes, 64-byte aligned;
+ * zeroed from byte from on. huge: 2 MiB aligned when large. */
+static mate_storage *
+storage_alloc(size_t nbytes, size_t from, int huge, mate_error *err)
 {
 	mate_storage *s = calloc(1, sizeof(*s));
 	size_t alloc = (nbytes + 63) & ~(size_t)63;
@@ -58,9 +60,14 @@ mate_storage_new(size_t nbytes, mate_error *err)
 		goto nomem;
 	if (alloc == 0)
 		alloc = 64;
-	if (posix_memalign(&s->data, 64, alloc) != 0)
+	/* 2 MiB aligned, so that where transparent huge pages are on for
+	 * everything a large storage gets them. No MADV_HUGEPAGE: with the
+	 * common defrag=madvise setting it makes page faults compact memory
+	 * synchronously, which stalled a 512 MiB read from 0.13 s to 0.7 s
+	 * (median) in bench/tensor-files. */
+	if (posix_memalign(&s->data, huge && alloc >= HUGE_STORAGE ? HUGE_PAGE : 64, alloc) != 0)
 		goto nomem;
-	memset(s->data, 0, alloc);
+	memset((char *)s->data + from, 0, alloc - from);
 	s->refs = 1;
 	s->owned = 1;
 	s->nbytes = nbytes;
@@ -72,35 +79,16 @@ nomem:
 }
 
 mate_storage *
+mate_storage_new(size_t nbytes, mate_error *err)
+{
+	return storage_alloc(nbytes, 0, 0, err);
+}
+
+mate_storage *
 mate_storage_new_uninit(size_t nbytes, mate_error *err)
 {
-	mate_storage *s = calloc(1, sizeof(*s));
-	size_t alloc = (nbytes + 63) & ~(size_t)63;
-
-	if (s == NULL || alloc < nbytes)
-		goto nomem;
-	if (alloc == 0)
-		alloc = 64;
-	if (alloc >= HUGE_STORAGE) {
-		/* 2 MiB aligned, so that where transparent huge pages are on
-		 * for everything a large storage gets them. No MADV_HUGEPAGE:
-		 * with the common defrag=madvise setting it makes page faults
-		 * compact memory synchronously, which stalled a 512 MiB read
-		 * from 0.13 s to 0.7 s (median) in bench/tensor-files. */
-		if (posix_memalign(&s->data, HUGE_PAGE, alloc) != 0)
-			goto nomem;
-	} else if (posix_memalign(&s->data, 64, alloc) != 0)
-		goto nomem;
 	/* the padding after the last byte is never left undefined */
-	memset((char *)s->data + nbytes, 0, alloc - nbytes);
-	s->refs = 1;
-	s->owned = 1;
-	s->nbytes = nbytes;
-	return s;
-nomem:
-	free(s);
-	mate_set_error(err, MATE_ERR_NOMEM, "cannot allocate a storage of %zu bytes", nbytes);
-	return NULL;
+	return storage_alloc(nbytes, nbytes, 1, err);
 }
 
 mate_storage *
@@ -160,6 +148,18 @@ new_value(mate_value_kind kind)
 	return v;
 }
 
+/* A new value holding what *tmpl holds (nothing it points to is copied):
+ * a scalar, or a copy of one. */
+static mate_value *
+new_like(const mate_value *tmpl)
+{
+	mate_value *v = malloc(sizeof(*v));
+
+	if (v != NULL)
+		*v = *tmpl;
+	return v;
+}
+
 size_t
 mate_value_node_bytes(void)
 {
@@ -184,31 +184,19 @@ mate_value_ordered_dict(void)
 mate_value *
 mate_value_bool(int b)
 {
-	mate_value *v = new_value(MATE_V_BOOL);
-
-	if (v != NULL)
-		v->u.b = b != 0;
-	return v;
+	return new_like(&(mate_value){ .kind = MATE_V_BOOL, .u.b = b != 0 });
 }
 
 mate_value *
 mate_value_int(int64_t i)
 {
-	mate_value *v = new_value(MATE_V_INT);
-
-	if (v != NULL)
-		v->u.i = i;
-	return v;
+	return new_like(&(mate_value){ .kind = MATE_V_INT, .u.i = i });
 }
 
 mate_value *
 mate_value_float(double d)
 {
-	mate_value *v = new_value(MATE_V_FLOAT);
-
-	if (v != NULL)
-		v->u.f = d;
-	return v;
+	return new_like(&(mate_value){ .kind = MATE_V_FLOAT, .u.f = d });
 }
 
 static mate_value *
@@ -269,11 +257,7 @@ mate_value_tensor(const mate_tensor *t, mate_storage *st)
 mate_value *
 mate_value_dtype(mate_dtype dt)
 {
-	mate_value *v = new_value(MATE_V_DTYPE);
-
-	if (v != NULL)
-		v->u.dt = dt;
-	return v;
+	return new_like(&(mate_value){ .kind = MATE_V_DTYPE, .u.dt = dt });
 }
 
 static mate_value *
@@ -378,10 +362,7 @@ mate_value_copy(const mate_value *v)
 		}
 		return c;
 	default:
-		c = new_value(v->kind);
-		if (c != NULL)
-			*c = *v;
-		return c;
+		return new_like(v);
 	}
 }
 
