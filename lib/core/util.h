@@ -1,4 +1,4 @@
-/* util.h: the utility layer shared inside mate (the clock, warnings, growable text, JSON strings, name patterns); never installed. */
+/* util.h: the utility layer shared inside mate (the clock, hashes, warnings, growable text, JSON strings, name patterns); never installed. */
 #ifndef MATE_UTIL_H_INCLUDED
 #define MATE_UTIL_H_INCLUDED
 
@@ -39,6 +39,32 @@ mate_mono_seconds(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- FNV-1a hashes -------------------------------------------------------------- */
+
+/* The 32-bit FNV-1a hash of n bytes (offset basis 2166136261, prime 16777619). */
+static inline uint32_t
+mate_fnv1a32(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 16777619u;
+	return h;
+}
+
+/* The 64-bit one (offset basis 14695981039346656037, prime 1099511628211). */
+static inline uint64_t
+mate_fnv1a64(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	uint64_t h = 14695981039346656037ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 1099511628211ULL;
+	return h;
 }
 
 /* ---- warnings (util_warn.c; also built into libmate-preload.so) ------------- */

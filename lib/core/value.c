@@ -406,22 +406,12 @@ mate_value_append(mate_value *seq, mate_value *item)
 	return MATE_OK;
 }
 
-static uint32_t
-hash_str(const char *s, size_t len)
-{
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
-}
-
 static void
 index_put(mate_value *d, size_t item)
 {
 	const mate_value *k = d->u.seq.keys[item];
 	size_t mask = d->u.seq.index_cap - 1;
-	size_t h = hash_str(k->u.str.s, k->u.str.len) & mask;
+	size_t h = mate_fnv1a32(k->u.str.s, k->u.str.len) & mask;
 
 	while (d->u.seq.index[h] != 0)
 		h = (h + 1) & mask;
@@ -454,7 +444,7 @@ find_key(const mate_value *d, const char *s, size_t len)
 {
 	if (d->u.seq.index != NULL) {
 		size_t mask = d->u.seq.index_cap - 1;
-		for (size_t h = hash_str(s, len) & mask; d->u.seq.index[h] != 0; h = (h + 1) & mask) {
+		for (size_t h = mate_fnv1a32(s, len) & mask; d->u.seq.index[h] != 0; h = (h + 1) & mask) {
 			const mate_value *k = d->u.seq.keys[d->u.seq.index[h] - 1];
 			if (k->u.str.len == len && memcmp(k->u.str.s, s, len) == 0)
 				return (long)d->u.seq.index[h] - 1;

@@ -807,16 +807,6 @@ rebuild_tensor(struct pk *pk, int version, pobj **a, size_t n)
 	return new_tensor(pk, &t, a[0]->u.store->st);
 }
 
-static uint32_t
-hash_key(const char *s, size_t len)
-{
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
-	return h;
-}
-
 static struct pk_store *
 store_find(struct pk *pk, const char *key, size_t len)
 {
@@ -824,7 +814,7 @@ store_find(struct pk *pk, const char *key, size_t len)
 
 	if (pk->store_index_cap == 0)
 		return NULL;
-	for (size_t h = hash_key(key, len) & mask; pk->store_index[h] != 0; h = (h + 1) & mask) {
+	for (size_t h = mate_fnv1a32(key, len) & mask; pk->store_index[h] != 0; h = (h + 1) & mask) {
 		struct pk_store *s = pk->stores[pk->store_index[h] - 1];
 		if (s->keylen == len && memcmp(s->key, key, len) == 0)
 			return s;
@@ -836,7 +826,7 @@ static int
 store_index_add(struct pk *pk, size_t i)
 {
 	size_t mask = pk->store_index_cap - 1;
-	size_t h = hash_key(pk->stores[i]->key, pk->stores[i]->keylen) & mask;
+	size_t h = mate_fnv1a32(pk->stores[i]->key, pk->stores[i]->keylen) & mask;
 
 	while (pk->store_index[h] != 0)
 		h = (h + 1) & mask;

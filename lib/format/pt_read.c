@@ -115,16 +115,6 @@ le(const unsigned char *p, int n)
 
 /* ---- records --------------------------------------------------------------------- */
 
-static uint32_t
-hash_key(const char *s)
-{
-	uint32_t h = 2166136261u;
-
-	for (; *s != '\0'; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
 static struct pt_record *
 rec_find(struct pt_reader *r, const char *key)
 {
@@ -132,7 +122,7 @@ rec_find(struct pt_reader *r, const char *key)
 
 	if (r->index_cap == 0)
 		return NULL;
-	for (size_t h = hash_key(key) & mask; r->index[h] != 0; h = (h + 1) & mask)
+	for (size_t h = mate_fnv1a32(key, strlen(key)) & mask; r->index[h] != 0; h = (h + 1) & mask)
 		if (strcmp(r->recs[r->index[h] - 1]->key, key) == 0)
 			return r->recs[r->index[h] - 1];
 	return NULL;
@@ -141,7 +131,8 @@ rec_find(struct pt_reader *r, const char *key)
 static void
 index_put(struct pt_reader *r, size_t i)
 {
-	size_t mask = r->index_cap - 1, h = hash_key(r->recs[i]->key) & mask;
+	const char *key = r->recs[i]->key;
+	size_t mask = r->index_cap - 1, h = mate_fnv1a32(key, strlen(key)) & mask;
 
 	while (r->index[h] != 0)
 		h = (h + 1) & mask;

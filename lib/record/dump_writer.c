@@ -124,11 +124,9 @@ wanted(const char *name)
 static int64_t
 next_call(const char *name)
 {
-	uint32_t h = 2166136261u;
+	uint32_t h = mate_fnv1a32(name, strlen(name));
 	struct fn_counter *n;
 
-	for (const char *p = name; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
 	for (n = tally.buckets[h % NBUCKETS]; n != NULL; n = n->next)
 		if (strcmp(n->name, name) == 0)
 			return ++n->calls;

@@ -518,21 +518,11 @@ mate_memlog_error(mate_memlog *m)
 
 /* ---- profile --------------------------------------------------------------------------------- */
 
-static unsigned
-hash_str(const char *s)
-{
-	unsigned h = 2166136261u;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h;
-}
-
 /* The entry named name, made on first use (lock held); NULL without memory. */
 static struct prof_entry *
 prof_get(mate_memlog *m, const char *name)
 {
-	unsigned b = hash_str(name) % PROF_BUCKETS;
+	unsigned b = mate_fnv1a32(name, strlen(name)) % PROF_BUCKETS;
 	struct prof_entry *e;
 
 	for (e = m->buckets[b]; e != NULL; e = e->next)

@@ -49,21 +49,10 @@ static struct {
 
 int mate_rec_profile_on_ MATE_HIDDEN;
 
-/* 64-bit FNV-1a (offset basis 14695981039346656037, prime 1099511628211). */
-static uint64_t
-fnv1a(const char *p, size_t n)
-{
-	uint64_t h = 14695981039346656037ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
-	return h;
-}
-
 void
 mate_profile_text_key(const char *text, char key[17])
 {
-	snprintf(key, 17, "%016" PRIx64, fnv1a(text, strlen(text)));
+	snprintf(key, 17, "%016" PRIx64, mate_fnv1a64(text, strlen(text)));
 }
 
 /* The table's hash of a lookup text: eight bytes a step (the key is fnv1a of the canonical
