@@ -43,28 +43,30 @@ mate_mono_seconds(void)
 
 /* ---- FNV-1a hashes -------------------------------------------------------------- */
 
-/* The 32-bit FNV-1a hash of n bytes (offset basis 2166136261, prime 16777619). */
-static inline uint32_t
-mate_fnv1a32(const void *p, size_t n)
+/* FNV-1a of n bytes from the offset basis h with prime. Kept to 32 bits at
+ * the end, the 32-bit constants give the 32-bit hash: the low bits of a
+ * product depend on the low bits of its factors only. */
+static inline uint64_t
+mate_fnv1a(const void *p, size_t n, uint64_t h, uint64_t prime)
 {
 	const unsigned char *s = p;
-	uint32_t h = 2166136261u;
 
 	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 16777619u;
+		h = (h ^ s[i]) * prime;
 	return h;
 }
 
-/* The 64-bit one (offset basis 14695981039346656037, prime 1099511628211). */
+/* The 32-bit and 64-bit FNV-1a hashes of n bytes. */
+static inline uint32_t
+mate_fnv1a32(const void *p, size_t n)
+{
+	return (uint32_t)mate_fnv1a(p, n, 2166136261u, 16777619u);
+}
+
 static inline uint64_t
 mate_fnv1a64(const void *p, size_t n)
 {
-	const unsigned char *s = p;
-	uint64_t h = 14695981039346656037ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 1099511628211ULL;
-	return h;
+	return mate_fnv1a(p, n, 14695981039346656037ULL, 1099511628211ULL);
 }
 
 /* ---- warnings (util_warn.c; also built into libmate-preload.so) ------------- */
