@@ -78,33 +78,14 @@ mate_open_regular(int dirfd, const char *path)
 	return -e;
 }
 
-int
-mate_write_all(int fd, const void *buf, size_t len)
+/* All len bytes at p: written out (write), else read at off (pread), in pieces
+ * of at most 1 GiB, again after EINTR. 0, -errno, or -EIO at the end. */
+static int
+io_all(int fd, char *p, size_t len, uint64_t off, int out)
 {
-	const char *p = buf;
-
 	while (len > 0) {
-		ssize_t n = write(fd, p, len > (1u << 30) ? (1u << 30) : len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-int
-mate_pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-	char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = pread(fd, p, len > (1u << 30) ? (1u << 30) : len, (off_t)off);
+		size_t part = len > (1u << 30) ? (1u << 30) : len;
+		ssize_t n = out ? write(fd, p, part) : pread(fd, p, part, (off_t)off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -117,6 +98,18 @@ mate_pread_all(int fd, void *buf, size_t len, uint64_t off)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+int
+mate_write_all(int fd, const void *buf, size_t len)
+{
+	return io_all(fd, (char *)buf, len, 0, 1);
+}
+
+int
+mate_pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	return io_all(fd, buf, len, off, 0);
 }
 
 /* Large reads are split over threads: each copies its part out of the page
