@@ -2,6 +2,7 @@
 #include "mate_private.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 struct dtype_info {
@@ -62,19 +63,31 @@ mate_dtype_name(mate_dtype dt)
 	return valid(dt) ? dtypes[dt].name : "invalid";
 }
 
-mate_dtype
-mate_dtype_from_name(const char *name)
+/* The dtype whose name at offset off of its entry (one of the names of
+ * struct dtype_info) is s. */
+static mate_dtype
+lookup(size_t off, const char *s)
 {
-	if (name == NULL)
+	if (s == NULL)
 		return MATE_DTYPE_INVALID;
-	if (strncmp(name, "torch.", 6) == 0)
-		name += 6;
 	for (int i = 1; i < MATE_DTYPE_COUNT; i++) {
-		if (strcmp(name, dtypes[i].name) == 0 ||
-		    (dtypes[i].alias != NULL && strcmp(name, dtypes[i].alias) == 0))
+		const char *name = *(const char *const *)((const char *)&dtypes[i] + off);
+		if (name != NULL && strcmp(s, name) == 0)
 			return (mate_dtype)i;
 	}
 	return MATE_DTYPE_INVALID;
+}
+
+mate_dtype
+mate_dtype_from_name(const char *name)
+{
+	mate_dtype dt;
+
+	if (name != NULL && strncmp(name, "torch.", 6) == 0)
+		name += 6;
+	/* no alias is another dtype's name: name first, then alias, is either */
+	dt = lookup(offsetof(struct dtype_info, name), name);
+	return dt != MATE_DTYPE_INVALID ? dt : lookup(offsetof(struct dtype_info, alias), name);
 }
 
 const char *
@@ -86,12 +99,7 @@ mate_dtype_safetensors_name(mate_dtype dt)
 mate_dtype
 mate_dtype_from_safetensors(const char *name)
 {
-	if (name == NULL)
-		return MATE_DTYPE_INVALID;
-	for (int i = 1; i < MATE_DTYPE_COUNT; i++)
-		if (dtypes[i].st_name != NULL && strcmp(name, dtypes[i].st_name) == 0)
-			return (mate_dtype)i;
-	return MATE_DTYPE_INVALID;
+	return lookup(offsetof(struct dtype_info, st_name), name);
 }
 
 const char *
@@ -103,12 +111,7 @@ mate_dtype_storage_class(mate_dtype dt)
 mate_dtype
 mate_dtype_from_storage_class(const char *cls)
 {
-	if (cls == NULL)
-		return MATE_DTYPE_INVALID;
-	for (int i = 1; i < MATE_DTYPE_COUNT; i++)
-		if (dtypes[i].storage != NULL && strcmp(cls, dtypes[i].storage) == 0)
-			return (mate_dtype)i;
-	return MATE_DTYPE_INVALID;
+	return lookup(offsetof(struct dtype_info, storage), cls);
 }
 
 /* ---- conversions -------------------------------------------------------- */
@@ -218,67 +221,49 @@ encode_small(double a, int mbits, int bias, unsigned max_field_exp,
 	return bits > max_bits ? ovf_bits : bits;
 }
 
-float
-mate_f8e4m3fn_to_f32(uint8_t v)
-{
-	unsigned e = (v >> 3) & 0xf, m = v & 7;
-	float r;
+/* The special values of an 8-bit float format: "fn" has no infinity, and
+ * NaN has every bit but the sign set; "ieee" has IEEE 754's infinities
+ * and NaNs; "fnuz" has one NaN, where negative zero would be. */
+enum f8_kind { F8_FN, F8_IEEE, F8_FNUZ };
 
-	if ((v & 0x7f) == 0x7f)
-		return NAN;
-	r = e == 0 ? ldexpf((float)m, -9) : ldexpf(1.0f + (float)m / 8, (int)e - 7);
-	return (v & 0x80) ? -r : r;
-}
-
-uint8_t
-mate_f32_to_f8e4m3fn(float f)
-{
-	unsigned sign = (f2u(f) >> 24) & 0x80;
-
-	if (isnan(f))
-		return 0x7f | sign;
-	/* no infinity: everything beyond 448 saturates to 448 (0x7e) */
-	return (uint8_t)(sign | encode_small(fabs((double)f), 3, 7, 15, 0x7e, 0x7e));
-}
-
-float
-mate_f8e5m2_to_f32(uint8_t v)
-{
-	unsigned e = (v >> 2) & 0x1f, m = v & 3;
-	float r;
-
-	if (e == 31)
-		r = m == 0 ? INFINITY : NAN;
-	else
-		r = e == 0 ? ldexpf((float)m, -16) : ldexpf(1.0f + (float)m / 4, (int)e - 15);
-	return (v & 0x80) ? -r : r;
-}
-
-uint8_t
-mate_f32_to_f8e5m2(float f)
-{
-	unsigned sign = (f2u(f) >> 24) & 0x80;
-
-	if (isnan(f))
-		return 0x7e | sign;
-	if (isinf(f))
-		return 0x7c | sign;
-	return (uint8_t)(sign | encode_small(fabs((double)f), 2, 15, 30, 0x7c, 0x7b));
-}
-
+/* The 8-bit float v of mbits mantissa bits (the rest, less the sign, its
+ * exponent) with bias. */
 static double
-fnuz_to_f64(uint8_t v, int mbits, int bias)
+f8_to_f64(uint8_t v, int mbits, int bias, enum f8_kind kind)
 {
-	int ebits = 7 - mbits;
-	unsigned e = (v >> mbits) & ((1u << ebits) - 1), m = v & ((1u << mbits) - 1);
+	unsigned emax = (1u << (7 - mbits)) - 1;
+	unsigned e = (v >> mbits) & emax, m = v & ((1u << mbits) - 1);
 	double r;
 
-	if (v == 0x80)
+	if ((kind == F8_FN && (v & 0x7f) == 0x7f) || (kind == F8_FNUZ && v == 0x80))
 		return NAN;
-	r = e == 0 ? ldexp((double)m, 1 - bias - mbits)
-	           : ldexp(1.0 + ldexp((double)m, -mbits), (int)e - bias);
+	if (kind == F8_IEEE && e == emax)
+		r = m == 0 ? INFINITY : NAN;
+	else
+		r = e == 0 ? ldexp((double)m, 1 - bias - mbits)
+		           : ldexp(1.0 + ldexp((double)m, -mbits), (int)e - bias);
 	return (v & 0x80) ? -r : r;
 }
+
+/* The sign of f, then encode_small's magnitude bits; nan_bits for a NaN. */
+static uint8_t
+f32_to_f8(float f, unsigned nan_bits, int mbits, int bias, unsigned max_field_exp,
+    unsigned ovf_bits, unsigned max_bits)
+{
+	unsigned sign = (f2u(f) >> 24) & 0x80;
+
+	if (isnan(f))
+		return (uint8_t)(nan_bits | sign);
+	return (uint8_t)(sign | encode_small(fabs((double)f), mbits, bias, max_field_exp,
+	    ovf_bits, max_bits));
+}
+
+/* e4m3fn has no infinity: everything beyond 448 saturates to 448 (0x7e);
+ * e5m2's infinities stay infinities (0x7c). */
+float mate_f8e4m3fn_to_f32(uint8_t v) { return (float)f8_to_f64(v, 3, 7, F8_FN); }
+uint8_t mate_f32_to_f8e4m3fn(float f) { return f32_to_f8(f, 0x7f, 3, 7, 15, 0x7e, 0x7e); }
+float mate_f8e5m2_to_f32(uint8_t v) { return (float)f8_to_f64(v, 2, 15, F8_IEEE); }
+uint8_t mate_f32_to_f8e5m2(float f) { return f32_to_f8(f, 0x7e, 2, 15, 30, 0x7c, 0x7b); }
 
 double
 mate_load_f64(mate_dtype dt, const void *p)
@@ -299,8 +284,8 @@ mate_load_f64(mate_dtype dt, const void *p)
 	case MATE_F64: case MATE_C128: { double v; memcpy(&v, p, 8); return v; }
 	case MATE_F8_E4M3FN: return mate_f8e4m3fn_to_f32(*(const uint8_t *)p);
 	case MATE_F8_E5M2: return mate_f8e5m2_to_f32(*(const uint8_t *)p);
-	case MATE_F8_E4M3FNUZ: return fnuz_to_f64(*(const uint8_t *)p, 3, 8);
-	case MATE_F8_E5M2FNUZ: return fnuz_to_f64(*(const uint8_t *)p, 2, 16);
+	case MATE_F8_E4M3FNUZ: return f8_to_f64(*(const uint8_t *)p, 3, 8, F8_FNUZ);
+	case MATE_F8_E5M2FNUZ: return f8_to_f64(*(const uint8_t *)p, 2, 16, F8_FNUZ);
 	case MATE_F8_E8M0FNU: {
 		uint8_t v = *(const uint8_t *)p;
 		return v == 0xff ? NAN : ldexp(1.0, (int)v - 127);
