@@ -490,44 +490,48 @@ check_key(struct pw *w, const mate_value *k, int depth)
 	}
 }
 
+/* The items of a list, or the keys and items of a dict, in batches of
+ * PW_BATCH as pickle's batch_list and batch_dict write them: MARK, the
+ * items, APPENDS/SETITEMS; a batch of one without MARK, with APPEND/SETITEM. */
 static int
-save_dict(struct pw *w, const mate_value *v, int depth)
+save_items(struct pw *w, const mate_value *v, int depth, int dict)
 {
 	size_t n = mate_value_len(v);
 
-	if (mate_value_is_ordered(v))
-		ordered_dict_new(w);
-	else
-		put1(w, OP_EMPTY_DICT);
 	for (size_t i = 0; i < n && w->rc == MATE_OK; i += PW_BATCH) {
 		size_t m = n - i < PW_BATCH ? n - i : PW_BATCH;
 		if (m > 1)
 			put1(w, OP_MARK);
 		for (size_t j = i; j < i + m && w->rc == MATE_OK; j++) {
-			check_key(w, mate_value_key(v, j), depth);
-			save(w, mate_value_key(v, j), depth + 1);
+			if (dict) {
+				check_key(w, mate_value_key(v, j), depth);
+				save(w, mate_value_key(v, j), depth + 1);
+			}
 			save(w, mate_value_item(v, j), depth + 1);
 		}
-		put1(w, m > 1 ? OP_SETITEMS : OP_SETITEM);
+		if (dict)
+			put1(w, m > 1 ? OP_SETITEMS : OP_SETITEM);
+		else
+			put1(w, m > 1 ? OP_APPENDS : OP_APPEND);
 	}
 	return w->rc;
 }
 
 static int
+save_dict(struct pw *w, const mate_value *v, int depth)
+{
+	if (mate_value_is_ordered(v))
+		ordered_dict_new(w);
+	else
+		put1(w, OP_EMPTY_DICT);
+	return save_items(w, v, depth, 1);
+}
+
+static int
 save_list(struct pw *w, const mate_value *v, int depth)
 {
-	size_t n = mate_value_len(v);
-
 	put1(w, OP_EMPTY_LIST);
-	for (size_t i = 0; i < n && w->rc == MATE_OK; i += PW_BATCH) {
-		size_t m = n - i < PW_BATCH ? n - i : PW_BATCH;
-		if (m > 1)
-			put1(w, OP_MARK);
-		for (size_t j = i; j < i + m && w->rc == MATE_OK; j++)
-			save(w, mate_value_item(v, j), depth + 1);
-		put1(w, m > 1 ? OP_APPENDS : OP_APPEND);
-	}
-	return w->rc;
+	return save_items(w, v, depth, 0);
 }
 
 static int
