@@ -32,7 +32,8 @@ libmate_impl_la_SOURCES += \
 	lib/core/util_warn.c \
 	lib/core/util_buf.c \
 	lib/core/util_json.c \
-	lib/core/util_match.c
+	lib/core/util_match.c \
+	lib/core/util_array.c
 ## test_util: the utility layer, built in as the tools build it.
 check_PROGRAMS += tests/test_util
 tests_test_util_SOURCES = tests/unit/test_util.c lib/core/util_buf.c lib/core/util_json.c lib/core/util_match.c

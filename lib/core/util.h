@@ -1,4 +1,4 @@
-/* util.h: the utility layer shared inside mate (the clock, hashes, warnings, growable text, JSON strings, name patterns); never installed. */
+/* util.h: the utility layer shared inside mate (the clock, hashes, arrays, warnings, growable text, JSON strings, name patterns); never installed. */
 #ifndef MATE_UTIL_H_INCLUDED
 #define MATE_UTIL_H_INCLUDED
 
@@ -75,6 +75,13 @@ mate_fnv1a64(const void *p, size_t n)
  * inside someone else's program says what went wrong without stdio. */
 void mate_warn(const char *fmt, ...) MATE_PRINTF(1, 2) MATE_HIDDEN;
 void mate_vwarn(const char *fmt, va_list ap) MATE_PRINTF(1, 0) MATE_HIDDEN;
+
+/* ---- growing arrays (util_array.c) --------------------------------------------- */
+
+/* Room for one more element in the array at *arrayp (a T **, elements of
+ * size bytes) holding n of *cap: a full array doubles (first elements the
+ * first time). 0, or -1 out of memory, the array and *cap as they were. */
+int mate_array_grow(void *arrayp, size_t n, size_t *cap, size_t size, size_t first) MATE_HIDDEN;
 
 /* ---- growable text buffer (util_buf.c) ---------------------------------------- */
 

@@ -65,15 +65,8 @@ struct tensor_acc {
 static struct mate_dump_tensor *
 acc_push(struct tensor_acc *acc)
 {
-	if (acc->n == acc->cap) {
-		size_t cap = acc->cap ? acc->cap * 2 : 8;
-		struct mate_dump_tensor *t = realloc(acc->t, cap * sizeof(*t));
-
-		if (t == NULL)
-			return NULL;
-		acc->t = t;
-		acc->cap = cap;
-	}
+	if (mate_array_grow(&acc->t, acc->n, &acc->cap, sizeof(*acc->t), 8) != 0)
+		return NULL;
 	memset(&acc->t[acc->n], 0, sizeof(acc->t[0]));
 	return &acc->t[acc->n++];
 }
@@ -333,15 +326,8 @@ load_details(struct mate_dump_list *l, struct mate_dump_info *info, int dirfd,
 static struct mate_dump_info *
 push_item(struct mate_dump_list *l)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 256;
-		struct mate_dump_info *p = realloc(l->items, cap * sizeof(*p));
-
-		if (p == NULL)
-			return NULL;
-		l->items = p;
-		l->cap = cap;
-	}
+	if (mate_array_grow(&l->items, l->n, &l->cap, sizeof(*l->items), 256) != 0)
+		return NULL;
 	mate_dump_info_init(&l->items[l->n]);
 	return &l->items[l->n++];
 }
@@ -580,13 +566,8 @@ read_names(DIR *dir, struct mate_arena *a, char ***names, size_t *n)
 	while ((errno = 0, de = readdir(dir)) != NULL) {
 		if (de->d_name[0] == '.' || !is_dir_entry(dirfd(dir), de))
 			continue;
-		if (*n == cap) {
-			char **p = realloc(*names, (cap = cap ? cap * 2 : 1024) * sizeof(*p));
-
-			if (p == NULL)
-				return ENOMEM;
-			*names = p;
-		}
+		if (mate_array_grow(names, *n, &cap, sizeof(**names), 1024) != 0)
+			return ENOMEM;
 		if (((*names)[*n] = mate_arena_strndup(a, de->d_name, (size_t)-1)) == NULL)
 			return ENOMEM;
 		(*n)++;

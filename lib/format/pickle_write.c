@@ -315,15 +315,9 @@ storage_reserve(struct pw *w)
 {
 	struct mate_pickle_out *o = w->out;
 
-	if (o->nstorages == o->storages_cap) {
-		size_t cap = o->storages_cap ? o->storages_cap * 2 : 16;
-		void *p = cap < SIZE_MAX / sizeof(*o->storages) ?
-		    realloc(o->storages, cap * sizeof(*o->storages)) : NULL;
-		if (p == NULL)
-			return fail(w, MATE_ERR_NOMEM, "out of memory");
-		o->storages = p;
-		o->storages_cap = cap;
-	}
+	if (mate_array_grow(&o->storages, o->nstorages, &o->storages_cap, sizeof(*o->storages),
+	    16) != 0)
+		return fail(w, MATE_ERR_NOMEM, "out of memory");
 	if ((o->nstorages + 1) * 2 > o->index_cap) {
 		size_t cap = o->index_cap ? o->index_cap * 2 : 32;
 		size_t *idx = calloc(cap, sizeof(*idx));

@@ -167,14 +167,8 @@ rec_add(struct pt_reader *r, const char *key)
 
 	if (r->nrecs >= UINT32_MAX - 1 || index_reserve(r) != 0)
 		goto nomem;
-	if (r->nrecs == r->recs_cap) {
-		size_t cap = r->recs_cap ? r->recs_cap * 2 : 64;
-		struct pt_record **v = realloc(r->recs, cap * sizeof(*v));
-		if (v == NULL)
-			goto nomem;
-		r->recs = v;
-		r->recs_cap = cap;
-	}
+	if (mate_array_grow(&r->recs, r->nrecs, &r->recs_cap, sizeof(*r->recs), 64) != 0)
+		goto nomem;
 	rec = calloc(1, sizeof(*rec));
 	if (rec == NULL || (rec->key = strdup(key)) == NULL) {
 		free(rec);

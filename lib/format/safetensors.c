@@ -640,14 +640,9 @@ parse_shape(struct st_parser *ps, struct st_entry *e)
 			return MATE_ERR_FORMAT;
 		e->overflow |= __builtin_mul_overflow(e->numel, v, &e->numel);
 		if (e->ndim++ < MATE_MAX_DIMS) {
-			if (ps->ndims == ps->cap_dims) {
-				size_t cap = ps->cap_dims ? ps->cap_dims * 2 : 64;
-				uint64_t *d = realloc(ps->dims, cap * sizeof(*d));
-				if (d == NULL)
-					return mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory");
-				ps->dims = d;
-				ps->cap_dims = cap;
-			}
+			if (mate_array_grow(&ps->dims, ps->ndims, &ps->cap_dims, sizeof(*ps->dims),
+			    64) != 0)
+				return mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory");
 			ps->dims[ps->ndims++] = v;
 		}
 		rc = next_item(ps, ']');
@@ -708,14 +703,9 @@ new_entry(struct st_parser *ps, const char *name, size_t len)
 		return NULL;
 	}
 
-	if (ps->nents == ps->cap_ents) {
-		size_t cap = ps->cap_ents ? ps->cap_ents * 2 : 16;
-		if ((e = realloc(ps->ents, cap * sizeof(*e))) == NULL) {
-			mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory");
-			return NULL;
-		}
-		ps->ents = e;
-		ps->cap_ents = cap;
+	if (mate_array_grow(&ps->ents, ps->nents, &ps->cap_ents, sizeof(*e), 16) != 0) {
+		mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory");
+		return NULL;
 	}
 	e = &ps->ents[ps->nents];
 	memset(e, 0, sizeof(*e));

@@ -126,14 +126,8 @@ insert_arg(mate_call *c, size_t at, int role, int inplace, const char *name, mat
 {
 	struct rec_arg *a;
 
-	if (c->nargs == c->cap_args) {
-		size_t cap = c->cap_args ? c->cap_args * 2 : 8;
-		a = realloc(c->args, cap * sizeof(*a));
-		if (a == NULL)
-			return -1;
-		c->args = a;
-		c->cap_args = cap;
-	}
+	if (mate_array_grow(&c->args, c->nargs, &c->cap_args, sizeof(*a), 8) != 0)
+		return -1;
 	a = &c->args[at];
 	memmove(a + 1, a, (c->nargs - at) * sizeof(*a));
 	a->role = role;
@@ -349,15 +343,9 @@ add_tensor(mate_call *c, const mate_value *v, const char *key, int dumped)
 {
 	struct rec_tensor *rt;
 
-	if (c->ntensors == c->cap_tensors) {
-		size_t cap = c->cap_tensors ? c->cap_tensors * 2 : 8;
-		rt = realloc(c->tensors, cap * sizeof(*rt));
-		if (rt == NULL) {
-			nomem();
-			return NULL;
-		}
-		c->tensors = rt;
-		c->cap_tensors = cap;
+	if (mate_array_grow(&c->tensors, c->ntensors, &c->cap_tensors, sizeof(*rt), 8) != 0) {
+		nomem();
+		return NULL;
 	}
 	rt = &c->tensors[c->ntensors];
 	memset(rt, 0, sizeof(*rt));
