@@ -185,6 +185,20 @@ nomem(struct pk *pk)
 	return pk_fail(pk, MATE_ERR_NOMEM, "out of memory");
 }
 
+/* Room for one more of the n elements (size bytes each, and extra bytes
+ * kept beside each) at *arrayp: its growth is spent from the budget. 0,
+ * or -1 with the error recorded. */
+static int
+pk_grow(struct pk *pk, void *arrayp, size_t n, size_t *cap, size_t size, size_t extra,
+    size_t first)
+{
+	if (n < *cap)
+		return 0;
+	if (spend(pk, (uint64_t)(*cap ? *cap : first) * (size + extra)) != 0)
+		return -1;
+	return mate_array_grow(arrayp, n, cap, size, first) != 0 ? nomem(pk) : 0;
+}
+
 /* Copies s for messages, replacing anything unprintable. */
 static void
 printable(char *dst, size_t cap, const char *s, size_t len)
@@ -314,20 +328,10 @@ push(struct pk *pk, pobj *o)
 {
 	if (o == NULL)
 		return -1;
-	if (pk->sn == pk->scap) {
-		size_t cap = pk->scap ? pk->scap * 2 : 64;
-		pobj **s;
-
-		if (pk->sn >= PK_MAX_STACK)
-			return pk_fail(pk, MATE_ERR_LIMIT, "stack deeper than %u items", PK_MAX_STACK);
-		if (spend(pk, (uint64_t)(cap - pk->scap) * sizeof(*s)) != 0)
-			return -1;
-		s = realloc(pk->stack, cap * sizeof(*s));
-		if (s == NULL)
-			return nomem(pk);
-		pk->stack = s;
-		pk->scap = cap;
-	}
+	if (pk->sn == pk->scap && pk->sn >= PK_MAX_STACK)
+		return pk_fail(pk, MATE_ERR_LIMIT, "stack deeper than %u items", PK_MAX_STACK);
+	if (pk_grow(pk, &pk->stack, pk->sn, &pk->scap, sizeof(*pk->stack), 0, 64) != 0)
+		return -1;
 	pk->stack[pk->sn++] = o;
 	return 0;
 }
@@ -358,19 +362,8 @@ push_mark(struct pk *pk)
 {
 	if (pk->mn == PK_MAX_MARKS)
 		return pk_fail(pk, MATE_ERR_LIMIT, "more than %d nested MARKs", PK_MAX_MARKS);
-	if (pk->mn == pk->mcap) {
-		size_t cap = pk->mcap ? pk->mcap * 2 : 16;
-		size_t *m;
-
-		if (spend(pk, (cap - pk->mcap) * sizeof(*m)) != 0)
-			return -1;
-		m = realloc(pk->marks, cap * sizeof(*m));
-
-		if (m == NULL)
-			return nomem(pk);
-		pk->marks = m;
-		pk->mcap = cap;
-	}
+	if (pk_grow(pk, &pk->marks, pk->mn, &pk->mcap, sizeof(*pk->marks), 0, 16) != 0)
+		return -1;
 	pk->marks[pk->mn++] = pk->sn;
 	pk->fence = pk->sn;
 	return 0;
@@ -838,19 +831,13 @@ static int
 store_add(struct pk *pk, struct pk_store *s)
 {
 	if (pk->nstores == pk->stores_cap) {
-		size_t cap = pk->stores_cap ? pk->stores_cap * 2 : 16;
-		struct pk_store **v;
-
-		if (spend(pk, (cap - pk->stores_cap) * (sizeof(*v) + 2 * sizeof(uint32_t))) != 0)
+		/* the index (two slots a store) is spent with the array */
+		if (pk_grow(pk, &pk->stores, pk->nstores, &pk->stores_cap, sizeof(*pk->stores),
+		    2 * sizeof(uint32_t), 16) != 0)
 			return -1;
-		v = realloc(pk->stores, cap * sizeof(*v));
-		if (v == NULL)
-			return nomem(pk);
-		pk->stores = v;
-		pk->stores_cap = cap;
 		free(pk->store_index);
-		pk->store_index = calloc(cap * 2, sizeof(uint32_t));
-		pk->store_index_cap = cap * 2;
+		pk->store_index = calloc(pk->stores_cap * 2, sizeof(uint32_t));
+		pk->store_index_cap = pk->stores_cap * 2;
 		if (pk->store_index == NULL) {
 			pk->store_index_cap = 0;
 			return nomem(pk);
