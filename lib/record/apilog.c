@@ -407,11 +407,35 @@ has_role(const mate_call *c, int role)
 	return 0;
 }
 
+/* The arguments of one role, each under its line: "  arg[<i>]:"
+ * (positional), "  <name>=" (keyword), "  <name>= [DEFAULT]". */
+static void
+fmt_args(struct mate_buf *b, const mate_call *c, int role)
+{
+	size_t idx = 0;
+
+	for (size_t i = 0; i < c->nargs; i++) {
+		const struct rec_arg *a = &c->args[i];
+		if (a->role != role)
+			continue;
+		mate_buf_puts(b, "  ");
+		if (role == MATE_ARG) {
+			mate_buf_puts(b, "arg[");
+			mate_buf_int(b, (int64_t)idx++);
+			mate_buf_put(b, "]:\n", 3);
+		} else {
+			mate_buf_puts(b, a->name);
+			mate_buf_puts(b, role == MATE_KWARG ? "=\n" : "= [DEFAULT]\n");
+		}
+		mate_rec_fmt_value(b, c, a->v, 2);
+		mate_buf_putc(b, '\n');
+	}
+}
+
 void
 mate_rec_fmt_inputs(struct mate_buf *b, const mate_call *c)
 {
 	int pos = has_role(c, MATE_ARG), kw = has_role(c, MATE_KWARG);
-	size_t idx = 0;
 
 	mate_buf_puts(b, RULE_EQ);
 	mate_buf_puts(b, c->stamp);
@@ -421,39 +445,15 @@ mate_rec_fmt_inputs(struct mate_buf *b, const mate_call *c)
 	mate_buf_puts(b, RULE_DASH);
 	if (pos)
 		mate_buf_puts(b, "Positional input arguments:\n");
-	for (size_t i = 0; i < c->nargs; i++) {
-		if (c->args[i].role != MATE_ARG)
-			continue;
-		mate_buf_puts(b, "  arg[");
-		mate_buf_int(b, (int64_t)idx++);
-		mate_buf_put(b, "]:\n", 3);
-		mate_rec_fmt_value(b, c, c->args[i].v, 2);
-		mate_buf_putc(b, '\n');
-	}
+	fmt_args(b, c, MATE_ARG);
 	if (kw)
 		mate_buf_puts(b, "Keyword input arguments:\n");
-	for (size_t i = 0; kw && i < c->nargs; i++) {
-		if (c->args[i].role != MATE_KWARG)
-			continue;
-		mate_buf_puts(b, "  ");
-		mate_buf_puts(b, c->args[i].name);
-		mate_buf_put(b, "=\n", 2);
-		mate_rec_fmt_value(b, c, c->args[i].v, 2);
-		mate_buf_putc(b, '\n');
-	}
+	fmt_args(b, c, MATE_KWARG);
 	if (!pos && !kw)
 		mate_buf_puts(b, "(No explicit arguments)\n");
 	if (has_role(c, MATE_DEFAULT))
 		mate_buf_puts(b, "Default parameters (not explicitly provided):\n");
-	for (size_t i = 0; i < c->nargs; i++) {
-		if (c->args[i].role != MATE_DEFAULT)
-			continue;
-		mate_buf_puts(b, "  ");
-		mate_buf_puts(b, c->args[i].name);
-		mate_buf_puts(b, "= [DEFAULT]\n");
-		mate_rec_fmt_value(b, c, c->args[i].v, 2);
-		mate_buf_putc(b, '\n');
-	}
+	fmt_args(b, c, MATE_DEFAULT);
 }
 
 void
