@@ -946,21 +946,31 @@ src_read(const struct st_src *src, void *dst, size_t n, uint64_t off, mate_error
 	return MATE_OK;
 }
 
+/* The descriptor of entry e's tensor (no data). */
+static int
+entry_tensor(const struct st_parser *ps, const struct st_entry *e, mate_tensor *t)
+{
+	int64_t shape[MATE_MAX_DIMS];
+
+	for (uint32_t d = 0; d < e->ndim; d++)
+		shape[d] = (int64_t)ps->dims[e->dims_at + d];
+	if (mate_tensor_init(t, st_dtypes[e->rank].dt, (int)e->ndim, shape, NULL, NULL) != MATE_OK)
+		return mate_set_error(ps->err, MATE_ERR_UNSUPPORTED,
+		    "tensor '%.100s': its shape cannot be represented", e->name);
+	return MATE_OK;
+}
+
 static int
 read_data(const struct st_parser *ps, const struct st_entry *e,
     const struct st_src *src, uint64_t data_start, mate_value **out)
 {
-	int64_t shape[MATE_MAX_DIMS];
 	uint64_t nbytes = e->end - e->begin;
 	mate_storage *st;
 	mate_tensor t;
 	int rc;
 
-	for (uint32_t d = 0; d < e->ndim; d++)
-		shape[d] = (int64_t)ps->dims[e->dims_at + d];
-	if (mate_tensor_init(&t, st_dtypes[e->rank].dt, (int)e->ndim, shape, NULL, NULL) != MATE_OK)
-		return mate_set_error(ps->err, MATE_ERR_UNSUPPORTED,
-		    "tensor '%.100s': its shape cannot be represented", e->name);
+	if ((rc = entry_tensor(ps, e, &t)) != MATE_OK)
+		return rc;
 	if (nbytes > SIZE_MAX)
 		return mate_set_error(ps->err, MATE_ERR_NOMEM, "tensor '%.100s' is too large", e->name);
 	if ((st = mate_storage_new_uninit((size_t)nbytes, ps->err)) == NULL)
@@ -980,14 +990,11 @@ load_tensor(const struct st_parser *ps, const struct st_entry *e,
     const struct st_src *src, uint64_t data_start, mate_value **out)
 {
 	if (src->header_only) {
-		int64_t shape[MATE_MAX_DIMS];
 		mate_tensor t;
+		int rc = entry_tensor(ps, e, &t);
 
-		for (uint32_t d = 0; d < e->ndim; d++)
-			shape[d] = (int64_t)ps->dims[e->dims_at + d];
-		if (mate_tensor_init(&t, st_dtypes[e->rank].dt, (int)e->ndim, shape, NULL, NULL) != MATE_OK)
-			return mate_set_error(ps->err, MATE_ERR_UNSUPPORTED,
-			    "tensor '%.100s': its shape cannot be represented", e->name);
+		if (rc != MATE_OK)
+			return rc;
 		if ((*out = mate_value_tensor(&t, NULL)) == NULL)
 			return mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory");
 		return MATE_OK;
