@@ -317,9 +317,8 @@ prefault(const struct options *o, int64_t bytes)
  * Before a timed write: the same, and then a scratch file of that size is
  * written in the target's folder and unlinked unsynced (no disk I/O). The
  * anonymous pages above are not the kind a file's page cache takes (ext4
- * uses large folios); without this, a plain write() of 512 MiB here took
- * 0.12 s or 0.45-0.65 s from one round to the next, and after a 1 s pause
- * mostly the latter; with it, 16 rounds of 16 took 0.11-0.19 s.
+ * uses large folios); without this, a plain write()'s time swung several
+ * fold from one round to the next (bench/README.md, "Tensor files").
  */
 static void
 prefault_write(const struct options *o, int64_t bytes)

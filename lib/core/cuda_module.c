@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 /*
- * Why a module: the CUDA runtime, cuBLAS and cuBLASLt take 0.1 s and more
- * to load and relocate, and every mate tool and every program mate-record
+ * Why a module: the CUDA runtime, cuBLAS and cuBLASLt are slow to load and
+ * relocate (bench/README.md, "Start-up"), and every mate tool and every program mate-record
  * runs loads libmate. Linked into libmate, they cost that at every start,
  * listing included, and put a second CUDA runtime into recorded programs
  * that never touch a device tensor. As a module they load when a device is

@@ -18,9 +18,8 @@
  * room (a full buffer, MATE_WQ_IOVS pieces), and the page cache takes whole
  * large folios (2 MiB on ext4), as it does for one big write() from offset
  * 0. Writes that ended anywhere (after a zip header, between tensors) left
- * folios of a few pages at each joint: on a VM here, a 512 MiB tensor in
- * 1 MiB writes took 0.28-0.83 s that way against 0.11-0.16 s aligned, and
- * 100 x 5 MiB in one write each 0.13-0.77 s against 0.11-0.16 s.
+ * folios of a few pages at each joint, and the writes ran several times
+ * slower than aligned ones (bench/README.md, "Tensor files").
  */
 struct mate_wq {
 	int fd;

@@ -26,12 +26,12 @@
  * writes there), each chunk's CRC taken first, so that the kernel copies a
  * chunk the CRC has just brought into cache.
  *
- * CRC-32: libarchive's own is zlib's crc32(), which took 89 ms of a 512 MiB
- * tensor's 0.21 s here (the write() itself 0.115 s). So libarchive runs with
- * its "fakecrc32" option, which writes 0 for every CRC, and this file
- * computes each entry's CRC with libdeflate_crc32() (0.038 s for 512 MiB;
- * taken before the write rather than after, the whole .pt write of 512 MiB
- * went from 0.15 to 0.14 s against write()'s 0.11 s), then puts it where
+ * CRC-32: libarchive's own is zlib's crc32(), which cost nearly as much as
+ * the write() itself (bench/README.md, "Tensor files", has the figures). So
+ * libarchive runs with its "fakecrc32" option, which writes 0 for every CRC,
+ * and this file computes each entry's CRC with libdeflate_crc32(), taken
+ * before the write rather than after (the kernel then copies from cache),
+ * then puts it where
  * the zip format keeps it: in the entry's data descriptor (the 16 or 24
  * bytes "PK\7\10" crc sizes, which libarchive writes as one piece when the
  * next entry starts or the archive closes) and in the entry's central

@@ -357,7 +357,8 @@ mate_safetensors_write(const char *path, const mate_value *tensors,
  * built and measured (branch h-st2). cJSON keeps numbers as doubles, accepts
  * what the reference rejects (raw control characters, leading zeros, bad
  * \u escapes), cuts strings at \u0000, and allocates per value: the header
- * parse became 10x slower and a hostile 100 MB header could cost ~5 GB. The
+ * parse was slower and a hostile header cost memory many times its own size
+ * (bench/README.md, "Tensor files", has the figures). The
  * safetensors header is untrusted input with a fixed schema, so this reader
  * allocates nothing per value and checks while it scans. */
 
