@@ -21,7 +21,8 @@
  *
  * Everything here is static: each test program is one file and its own
  * harness. The helpers (test_slurp, test_tmpdir, test_rmtree,
- * test_capture) return malloc'd memory the caller frees.
+ * test_capture) return malloc'd memory the caller frees; test_main_tmpdir
+ * runs the cases in a temporary folder of their own.
  */
 
 #include <dirent.h>
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TEST_UNUSED __attribute__((unused))
@@ -355,5 +357,64 @@ test_capture(const char *cmd, int *status)
 		*status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
 	return buf;
 }
+
+/* Seconds on clock (CLOCK_MONOTONIC for a wall time, CLOCK_THREAD_CPUTIME_ID
+ * for what the calling thread spent). */
+static inline double
+test_seconds(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A main() for cases that share one temporary folder: makes
+ * ${TMPDIR:-/tmp}/mate-TAG.XXXXXX, its path in *dir while test_main() runs
+ * them, then removes it. @return test_main()'s status, 99 when the folder
+ * cannot be made. */
+static inline int
+test_main_tmpdir(int argc, char **argv, const char *tag, char **dir)
+{
+	int st;
+
+	if ((*dir = test_tmpdir(tag)) == NULL)
+		return 99;
+	st = test_main(argc, argv);
+	if (test_rmtree(*dir) != 0)
+		fprintf(stderr, "could not remove %s\n", *dir);
+	free(*dir);
+	*dir = NULL;
+	return st;
+}
+
+/* TEST_MAIN_TMPDIR("tag", dir): a main() that is test_main_tmpdir() alone,
+ * for a file's `static char *dir`. */
+#define TEST_MAIN_TMPDIR(tag, dir) \
+	int \
+	main(int argc, char **argv) \
+	{ \
+		return test_main_tmpdir(argc, argv, tag, &dir); \
+	}
+
+#ifdef MATE_RECORD_H_INCLUDED
+/* For a test that includes mate_record.h first: records at level (0 stops)
+ * with the text log to /dev/null, an instruction log at the template ilog
+ * (or none) and live events when monitor is "1" (or none), and checks that
+ * the configuration took. */
+static inline void
+test_record(int level, const char *ilog, const char *monitor)
+{
+	struct mate_config cfg;
+	mate_error err;
+
+	mate_config_default(&cfg);
+	cfg.level = level;
+	cfg.logdest = "/dev/null";
+	cfg.instruction_log = ilog;
+	cfg.monitor = monitor;
+	CHECK_EQ_INT(mate_configure(&cfg, &err), MATE_OK);
+}
+#endif
 
 #endif /* MATE_TEST_H_INCLUDED */

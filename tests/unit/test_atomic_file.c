@@ -134,15 +134,4 @@ DEFINE_TEST(relative)
 	CHECK_EQ_INT(entries(), 0);
 }
 
-int
-main(int argc, char **argv)
-{
-	int st;
-
-	if ((dir = test_tmpdir("atomic-test")) == NULL)
-		return 99;
-	st = test_main(argc, argv);
-	test_rmtree(dir);
-	free(dir);
-	return st;
-}
+TEST_MAIN_TMPDIR("atomic-test", dir)

@@ -585,16 +585,4 @@ DEFINE_TEST(nested)
 	mate_dump_free(d);
 }
 
-int
-main(int argc, char **argv)
-{
-	int st;
-
-	if ((tmp = test_tmpdir("test-dump-read")) == NULL)
-		return 99;
-	st = test_main(argc, argv);
-	if (test_rmtree(tmp) != 0)
-		fprintf(stderr, "could not remove %s\n", tmp);
-	free(tmp);
-	return st;
-}
+TEST_MAIN_TMPDIR("test-dump-read", tmp)

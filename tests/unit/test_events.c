@@ -85,19 +85,6 @@ worker(void *p)
 	return NULL;
 }
 
-static void
-configure(int level, const char *ilog)
-{
-	struct mate_config cfg;
-	mate_error err;
-
-	mate_config_default(&cfg);
-	cfg.level = level;
-	cfg.logdest = "/dev/null";
-	cfg.instruction_log = ilog;
-	CHECK_EQ_INT(mate_configure(&cfg, &err), MATE_OK);
-}
-
 /* Starts a level-lvl session logging to DIR/NAME_%i.log; path gets the
  * log's name in this process. */
 static void
@@ -107,7 +94,7 @@ log_start(const char *dir, const char *name, int lvl, char *path, size_t cap)
 
 	snprintf(tmpl, sizeof(tmpl), "%s/%s_%%i.log", dir, name);
 	snprintf(path, cap, "%s/%s_%ld.log", dir, name, (long)getpid());
-	configure(lvl, tmpl);
+	test_record(lvl, tmpl, NULL);
 }
 
 /* Stops the session and opens its log: NULL (a failed check) if it cannot. */
@@ -117,7 +104,7 @@ log_stop_open(const char *path)
 	mate_error err;
 	mate_ilog *r;
 
-	configure(0, NULL);
+	test_record(0, NULL, NULL);
 	r = mate_ilog_open(path, &err);
 	CHECK(r != NULL);
 	return r;
@@ -136,7 +123,7 @@ record_session(int lvl, const char *path)
 
 	mate_tensor_init(&t, MATE_F32, 1, shape, NULL, data);
 	mate_tensor_init(&small, MATE_F32, 1, shape_small, NULL, data);
-	configure(lvl, path);
+	test_record(lvl, path, NULL);
 	outer = mate_call_begin("gemm", "test", "(a)");
 	CHECK(outer != NULL);
 	mate_call_tensor(outer, MATE_ARG, NULL, &t);
@@ -157,7 +144,7 @@ record_session(int lvl, const char *path)
 	mate_event_memory(MATE_EV_MEM_FREE, "cuda:0", "cudaFree", 0x1000, 3000, 0);
 	mate_event_emit("KERNEL_LAUNCH", "cuda:0/stream 7", "k", 0, "grid=1 ok");
 	mate_call_fail(outer, "bad shape");
-	configure(0, NULL);   /* stops the session: DISCONNECT, flushed */
+	test_record(0, NULL, NULL);   /* stops the session: DISCONNECT, flushed */
 	CHECK_EQ_INT(mate_call_id(outer), 0);
 }
 
@@ -259,7 +246,7 @@ check_memlog(const char *dir)
 	CHECK_EQ_INT(mate_memlog_deallocate(m, 0x1000, 0), 4096);
 	CHECK_EQ_INT(mate_memlog_deallocate(m, 0x9999, 0), -1);
 	mate_memlog_failure(m, (uint64_t)1 << 40, 0x7);
-	configure(0, NULL);
+	test_record(0, NULL, NULL);
 	CHECK_EQ_INT(mate_event_memory_source("cuda:2", "cudaMalloc"), 0);
 	mate_memlog_free(m);
 	read_log(path);
@@ -321,7 +308,7 @@ check_reuse(const char *dir)
 			mate_call_end(c);
 		}
 	}
-	configure(0, NULL);
+	test_record(0, NULL, NULL);
 	f = fopen(path, "r");
 	CHECK(f != NULL);
 	if (f == NULL)
@@ -574,24 +561,13 @@ DEFINE_TEST(events_off)
 	mate_call *c;
 	mate_work w;
 
-	configure(1, NULL);
+	test_record(1, NULL, NULL);
 	c = mate_call_begin("x", NULL, NULL);
 	CHECK_EQ_INT(mate_call_id(c), 0);
 	mate_work_begin(&w, 0, "w", "x", 1);
 	CHECK_EQ_INT(w.id, 0);
 	mate_call_end(c);
-	configure(0, NULL);
+	test_record(0, NULL, NULL);
 }
 
-int
-main(int argc, char **argv)
-{
-	int st;
-
-	if ((tmp = test_tmpdir("events")) == NULL)
-		return 99;
-	st = test_main(argc, argv);
-	test_rmtree(tmp);
-	free(tmp);
-	return st;
-}
+TEST_MAIN_TMPDIR("events", tmp)

@@ -395,15 +395,4 @@ DEFINE_TEST(replay_threads)
 	free(text);
 }
 
-int
-main(int argc, char **argv)
-{
-	int st;
-
-	if ((dir = test_tmpdir("test-memlog")) == NULL)
-		return 99;
-	st = test_main(argc, argv);
-	test_rmtree(dir);
-	free(dir);
-	return st;
-}
+TEST_MAIN_TMPDIR("test-memlog", dir)

@@ -748,15 +748,4 @@ DEFINE_TEST(aligned_chunks)
 	mate_value_free(d);
 }
 
-int
-main(int argc, char **argv)
-{
-	int st;
-
-	if ((tmpdir = test_tmpdir("test-pt-write")) == NULL)
-		return 99;
-	st = test_main(argc, argv);
-	test_rmtree(tmpdir);
-	free(tmpdir);
-	return st;
-}
+TEST_MAIN_TMPDIR("test-pt-write", tmpdir)

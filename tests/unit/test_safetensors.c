@@ -1015,15 +1015,4 @@ DEFINE_TEST(nothing_left)
 	CHECK_EQ_INT(count_files(), 0);
 }
 
-int
-main(int argc, char **argv)
-{
-	int st;
-
-	if ((tmpdir = test_tmpdir("st")) == NULL)
-		return 99;
-	st = test_main(argc, argv);
-	test_rmtree(tmpdir);
-	free(tmpdir);
-	return st;
-}
+TEST_MAIN_TMPDIR("st", tmpdir)
