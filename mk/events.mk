@@ -29,6 +29,7 @@ TESTS += tests/test_events
 tests_test_events_SOURCES = tests/unit/test_events.c
 tests_test_events_LDADD = libmate_impl.la
 tests_ilog_check_SOURCES = tests/tools/ilog-check.c
+EXTRA_DIST += tests/test_live.h
 check_PROGRAMS += tests/test_events_stall
 TESTS += tests/test_events_stall
 tests_test_events_stall_SOURCES = tests/unit/test_events_stall.c

@@ -5,10 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <zmq.h>
-
-#include "mate_events.h"
-#include "test.h"
+#include "test_live.h"
 
 /* One frame of pid `pid` with the given seq, size_bytes and dropped texts. */
 static void
@@ -23,45 +20,27 @@ send_frame(void *pub, const char *pid, const char *seq, const char *size, const 
 	CHECK(zmq_send(pub, frame, (size_t)n, 0) == n);
 }
 
-int
-main(void)
+DEFINE_TEST(saturate)
 {
-	char dir[] = "/tmp/mate-bignum-XXXXXX", url[128], sub[64], pid[32];
-	void *ctx, *pub;
-	mate_monitor *m;
+	struct test_pub p;
+	char pid[32];
 	mate_live_event le;
 	mate_publisher_info pi;
 	int got = 0;
 
-	if (mkdtemp(dir) == NULL)
-		return 99;
-	snprintf(url, sizeof(url), "ipc://%s/pub", dir);
 	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
-	ctx = zmq_ctx_new();
-	pub = zmq_socket(ctx, ZMQ_XPUB);
-	if (zmq_bind(pub, url) != 0) {
-		fprintf(stderr, "bind %s: %s\n", url, zmq_strerror(zmq_errno()));
-		return 99;
-	}
-	m = mate_monitor_new(NULL);
-	CHECK(m != NULL);
-	CHECK_EQ_INT(mate_monitor_add_endpoint(m, url, NULL), MATE_OK);
-	{
-		zmq_pollitem_t it = { pub, 0, ZMQ_POLLIN, 0 };
-		CHECK(zmq_poll(&it, 1, 10000) == 1 && zmq_recv(pub, sub, sizeof(sub), 0) >= 1);
-	}
-	mate_monitor_flush(m);
+	test_pub_open(&p, "bignum", 0);
 
 	/* no process has these ids: the frames are not mate's */
-	send_frame(pub, "1e300", "1", "1", "0");
-	send_frame(pub, "-1e300", "1", "1", "0");
-	send_frame(pub, "3e9", "1", "1", "0");
+	send_frame(p.pub, "1e300", "1", "1", "0");
+	send_frame(p.pub, "-1e300", "1", "1", "0");
+	send_frame(p.pub, "3e9", "1", "1", "0");
 	/* counts past 2^64 (and past 2^63 for the size) saturate */
-	send_frame(pub, pid, "1", "1e300", "0");
-	send_frame(pub, pid, "1e300", "1", "1e300");
-	send_frame(pub, pid, "2e19", "9.3e18", "-1e300");
-	while (mate_monitor_next(m, &le, got < 3 ? 5000 : 200, NULL) > 0) {
-		CHECK_EQ_INT(mate_monitor_publisher(m, le.publisher, &pi), 0);
+	send_frame(p.pub, pid, "1", "1e300", "0");
+	send_frame(p.pub, pid, "1e300", "1", "1e300");
+	send_frame(p.pub, pid, "2e19", "9.3e18", "-1e300");
+	while (mate_monitor_next(p.m, &le, got < 3 ? 5000 : 200, NULL) > 0) {
+		CHECK_EQ_INT(mate_monitor_publisher(p.m, le.publisher, &pi), 0);
 		CHECK(pi.pid == (long)getpid());
 		switch (got++) {
 		case 0:
@@ -81,12 +60,8 @@ main(void)
 		}
 	}
 	CHECK_EQ_INT(got, 3);
-	CHECK_EQ_INT(mate_monitor_publishers(m), 1);
-	mate_monitor_free(m);
-	zmq_close(pub);
-	zmq_ctx_term(ctx);
-	snprintf(url, sizeof(url), "%s/pub", dir);
-	unlink(url);
-	rmdir(dir);
-	return TEST_DONE();
+	CHECK_EQ_INT(mate_monitor_publishers(p.m), 1);
+	test_pub_close(&p);
 }
+
+TEST_MAIN()

@@ -24,19 +24,6 @@ static struct logged *evs;
 static int nev;
 static char dir[] = "/tmp/mate-evfork-XXXXXX";
 
-static void
-configure(int level, const char *ilog)
-{
-	struct mate_config cfg;
-	mate_error err;
-
-	mate_config_default(&cfg);
-	cfg.level = level;
-	cfg.logdest = "/dev/null";
-	cfg.instruction_log = ilog;
-	CHECK_EQ_INT(mate_configure(&cfg, &err), MATE_OK);
-}
-
 /* Reads the log of process pid into evs: @return the events read. */
 static int
 read_log(long pid)
@@ -188,23 +175,16 @@ calls_then_exit(void)
 	exit(0);
 }
 
-int
-main(void)
+static char me[24];   /* this process's pid, in the logs' spelling */
+
+/* a few calls, then _exit(): every event is in the child's own log, from
+ * the child's own thread; no DISCONNECT (nothing runs at _exit) */
+DEFINE_TEST(few_calls__exit)
 {
-	char tmpl[256], me[24], child[24], tid[4][24];
-	pid_t pid;
-	FILE *f;
+	pid_t pid = in_child(few_calls_then__exit);
+	char child[24];
+	mate_timeline_stats st;
 
-	if (mkdtemp(dir) == NULL || (evs = calloc(MAX_EV, sizeof(*evs))) == NULL)
-		return 99;
-	snprintf(tmpl, sizeof(tmpl), "%s/fork_%%i.log", dir);
-	snprintf(me, sizeof(me), "%ld", (long)getpid());
-	configure(1, tmpl);
-	mate_call_end(mate_call_begin("parent_call", "test", "()"));
-
-	/* a few calls, then _exit(): every event is in the child's own log,
-	 * from the child's own thread; no DISCONNECT (nothing runs at _exit) */
-	pid = in_child(few_calls_then__exit);
 	snprintf(child, sizeof(child), "%ld", (long)pid);
 	CHECK_EQ_INT(read_log(pid), 7);
 	CHECK_EQ_INT(count("CONNECT", NULL), 1);
@@ -213,23 +193,26 @@ main(void)
 	CHECK_EQ_INT(count("RECV", me), 0);
 	CHECK_EQ_INT(count("DISCONNECT", NULL), 0);
 	check_sequence();
-	{
-		/* mate-visualize draws it: three whole calls, nothing left open */
-		mate_timeline_stats st;
-		timeline_of(pid, &st);
-		CHECK_EQ_INT(st.calls, 3);
-		CHECK_EQ_INT(st.unpaired, 0);
-		CHECK_EQ_INT(st.clients, 1);
-	}
+	/* mate-visualize draws it: three whole calls, nothing left open */
+	timeline_of(pid, &st);
+	CHECK_EQ_INT(st.calls, 3);
+	CHECK_EQ_INT(st.unpaired, 0);
+	CHECK_EQ_INT(st.clients, 1);
+}
 
-	/* threads of the child, more events than the queue holds: all there,
-	 * each thread under its own id, in order */
-	pid = in_child(calls_and_threads_then__exit);
+/* threads of the child, more events than the queue holds: all there, each
+ * thread under its own id, in order */
+DEFINE_TEST(threads__exit)
+{
+	pid_t pid = in_child(calls_and_threads_then__exit);
+	char child[24], path[256], tid[4][24];
+	FILE *f;
+
 	snprintf(child, sizeof(child), "%ld", (long)pid);
 	CHECK_EQ_INT(read_log(pid), 1 + 2 * 20000 + 4 * 2 * 2000);
 	CHECK_EQ_INT(count("SEND", child), 20000);
-	snprintf(tmpl, sizeof(tmpl), "%s/tids", dir);
-	f = fopen(tmpl, "r");
+	snprintf(path, sizeof(path), "%s/tids", dir);
+	f = fopen(path, "r");
 	CHECK(f != NULL);
 	for (int i = 0; f != NULL && i < 4; i++) {
 		CHECK(fscanf(f, "%23s", tid[i]) == 1);
@@ -240,22 +223,45 @@ main(void)
 	if (f != NULL)
 		fclose(f);
 	check_sequence();
+}
 
-	/* exit(): the log ends with DISCONNECT */
-	pid = in_child(calls_then_exit);
+/* exit(): the log ends with DISCONNECT */
+DEFINE_TEST(exit)
+{
+	pid_t pid = in_child(calls_then_exit);
+
 	CHECK_EQ_INT(read_log(pid), 4);
 	CHECK(nev == 4 && strcmp(evs[3].event, "DISCONNECT") == 0);
 	check_sequence();
+}
 
-	/* the parent's log holds the parent's events only */
-	configure(0, NULL);
+/* the parent's log holds the parent's events only (the last case: it ends
+ * the parent's session) */
+DEFINE_TEST(parent)
+{
+	test_record(0, NULL, NULL);
 	CHECK_EQ_INT(read_log(getpid()), 4);
 	CHECK_EQ_INT(count("RECV", me), 1);
 	CHECK(nev == 4 && strcmp(evs[3].event, "DISCONNECT") == 0);
 	check_sequence();
+}
 
+/* The parent records one call into DIR/fork_%i.log; each case forks. */
+int
+main(int argc, char **argv)
+{
+	char tmpl[256];
+	int st;
+
+	if (mkdtemp(dir) == NULL || (evs = calloc(MAX_EV, sizeof(*evs))) == NULL)
+		return 99;
+	snprintf(tmpl, sizeof(tmpl), "%s/fork_%%i.log", dir);
+	snprintf(me, sizeof(me), "%ld", (long)getpid());
+	test_record(1, tmpl, NULL);
+	mate_call_end(mate_call_begin("parent_call", "test", "()"));
+	st = test_main(argc, argv);
 	if (test_failures == 0)
 		test_rmtree(dir);
 	free(evs);
-	return TEST_DONE();
+	return st;
 }

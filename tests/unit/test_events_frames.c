@@ -4,10 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <zmq.h>
-
-#include "mate_events.h"
-#include "test.h"
+#include "test_live.h"
 
 #define FRAMES 3000
 
@@ -30,36 +27,15 @@ random_decimal(char *s, size_t cap, unsigned *seed)
 	s[n] = '\0';
 }
 
-int
-main(void)
+DEFINE_TEST(as_strtod)
 {
-	char dir[] = "/tmp/mate-frames-XXXXXX", url[128], frame[512], sub[64];
-	void *ctx, *pub;
-	mate_monitor *m;
+	struct test_pub p;
+	char frame[512];
 	mate_live_event le;
 	unsigned seed = 20261122;
-	int hwm = FRAMES * 2, got = 0, n, seen[FRAMES] = { 0 };
+	int got = 0, n, seen[FRAMES] = { 0 };
 
-	if (mkdtemp(dir) == NULL)
-		return 99;
-	snprintf(url, sizeof(url), "ipc://%s/pub", dir);
-	ctx = zmq_ctx_new();
-	pub = zmq_socket(ctx, ZMQ_XPUB);
-	zmq_setsockopt(pub, ZMQ_SNDHWM, &hwm, sizeof(hwm));
-	if (zmq_bind(pub, url) != 0) {
-		fprintf(stderr, "bind %s: %s\n", url, zmq_strerror(zmq_errno()));
-		return 99;
-	}
-	m = mate_monitor_new(NULL);
-	CHECK(m != NULL);
-	CHECK_EQ_INT(mate_monitor_add_endpoint(m, url, NULL), MATE_OK);
-	/* the subscription reaches the publisher first: frames before it are lost */
-	{
-		zmq_pollitem_t it = { pub, 0, ZMQ_POLLIN, 0 };
-		CHECK(zmq_poll(&it, 1, 10000) == 1 && zmq_recv(pub, sub, sizeof(sub), 0) >= 1);
-	}
-	mate_monitor_flush(m);   /* no holding back for late frames */
-
+	test_pub_open(&p, "frames", FRAMES * 2);
 	for (int i = 0; i < FRAMES; i++) {
 		random_decimal(stamp[i], sizeof(stamp[i]), &seed);
 		/* sizes of 1 to 16 digits (past 2^53 a double rounds them:
@@ -74,9 +50,9 @@ main(void)
 		    "\"client\":\"1\",\"command\":\"op\",\"details\":\"\",\"size_bytes\":%s,"
 		    "\"pid\":%ld,\"start\":1763782000.25,\"dropped\":0,\"program\":\"frames\"}",
 		    i + 1, stamp[i], size[i], (long)getpid());
-		CHECK(zmq_send(pub, frame, (size_t)n, 0) == n);
+		CHECK(zmq_send(p.pub, frame, (size_t)n, 0) == n);
 	}
-	while (got < FRAMES && mate_monitor_next(m, &le, 5000, NULL) > 0) {
+	while (got < FRAMES && mate_monitor_next(p.m, &le, 5000, NULL) > 0) {
 		int i = (int)le.ev.seq - 1;
 		got++;
 		if (i < 0 || i >= FRAMES || seen[i]++) {
@@ -92,12 +68,8 @@ main(void)
 		CHECK(le.ev.size == (int64_t)strtod(size[i], NULL));
 	}
 	CHECK_EQ_INT(got, FRAMES);
-	CHECK(mate_monitor_base(m) == 1763782000.25);
-	mate_monitor_free(m);
-	zmq_close(pub);
-	zmq_ctx_term(ctx);
-	snprintf(url, sizeof(url), "%s/pub", dir);
-	unlink(url);
-	rmdir(dir);
-	return TEST_DONE();
+	CHECK(mate_monitor_base(p.m) == 1763782000.25);
+	test_pub_close(&p);
 }
+
+TEST_MAIN()

@@ -5,11 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <zmq.h>
-
-#include "mate_record.h"
-#include "mate_events.h"
-#include "test.h"
+#include "test_live.h"
 
 static void
 calls(int n)
@@ -67,11 +63,9 @@ drain(mate_monitor *m, int real, int ms, struct seen *s)
 	}
 }
 
-int
-main(void)
+DEFINE_TEST(forged)
 {
-	char dir[] = "/tmp/mate-spoof-XXXXXX", url[300], frame[1024], sub[64];
-	struct mate_config cfg;
+	char dir[64], url[300], frame[1024], sub[64];
 	mate_publisher_info pi;
 	mate_error err;
 	struct seen s = { 0, 0, 0 };
@@ -80,14 +74,7 @@ main(void)
 	double start;
 	int real = -1, n;
 
-	if (mkdtemp(dir) == NULL)
-		return 99;
-	setenv("MATE_MONITOR_DIR", dir, 1);
-	mate_config_default(&cfg);
-	cfg.level = 1;
-	cfg.logdest = "/dev/null";
-	cfg.monitor = "1";
-	CHECK_EQ_INT(mate_configure(&cfg, &err), MATE_OK);
+	test_live_start(dir, sizeof(dir), "spoof");
 	calls(10);
 	start = info_start(dir);
 	CHECK(start > 0);
@@ -153,9 +140,7 @@ main(void)
 	CHECK(s.events > before);
 
 	/* the real DISCONNECT is taken */
-	cfg.monitor = NULL;
-	cfg.level = 0;
-	mate_configure(&cfg, &err);
+	test_record(0, NULL, NULL);
 	drain(m, real, 500, &s);
 	mate_monitor_publisher(m, real, &pi);
 	CHECK_EQ_INT(s.disconnects, 1);
@@ -165,5 +150,6 @@ main(void)
 	zmq_ctx_term(ctx);
 	unlink(url + 6);
 	rmdir(dir);
-	return TEST_DONE();
 }
+
+TEST_MAIN()
