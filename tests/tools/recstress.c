@@ -5,8 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
+#include <unistd.h>
 
 #include "recstress.h"
+
+#define TMPFS_MAGIC_ 0x01021994
 
 static float
 a_of(long tag, int j)
@@ -167,4 +171,27 @@ rs_check_tensor(const cJSON *record, const char *key, const mate_tensor *t, int 
 			return -1;
 	}
 	return 0;
+}
+
+int
+rs_shm_usable(void)
+{
+	struct statfs sf;
+
+	return statfs("/dev/shm", &sf) == 0 && sf.f_type == TMPFS_MAGIC_ && access("/dev/shm", W_OK) == 0;
+}
+
+int
+rs_format_arg(int *argc, char ***argv)
+{
+	char **av = *argv;
+	int pt;
+
+	if (*argc < 2 || (strcmp(av[1], "pt") != 0 && strcmp(av[1], "safetensors") != 0))
+		return 0;
+	pt = strcmp(av[1], "pt") == 0;
+	av[1] = av[0];
+	(*argc)--;
+	(*argv)++;
+	return pt;
 }

@@ -26,5 +26,12 @@ long rs_run_threads(int nthreads, long calls);
  * record's kwarg_tag; without a record, values consistent with some tag). */
 int rs_check_tensor(const cJSON *record, const char *key, const mate_tensor *t,
     int is_output, void *ctx);
+/* Whether /dev/shm is a writable tmpfs, where tens of thousands of dumps
+ * are quick to write and remove. */
+int rs_shm_usable(void);
+/* The format both tests take first, `TEST [safetensors|pt] [CASE...]`:
+ * takes a first argument "pt" or "safetensors" off *argc and *argv (the
+ * program's name moves up). @return 1 for "pt", 0 else. */
+int rs_format_arg(int *argc, char ***argv);
 
 #endif /* MATE_RECSTRESS_H_INCLUDED */

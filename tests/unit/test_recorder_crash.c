@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,7 +30,6 @@
 #define KILL_TRIALS 50
 #define KILL_THREADS 16
 #define CHILD_LIMIT 120 /* seconds a child may run before it counts as hung */
-#define TMPFS_MAGIC_ 0x01021994
 
 /*
  * clang 14's AddressSanitizer does not lock its allocator around fork(): a
@@ -48,15 +46,6 @@
 static char base[512];
 static int use_pt;
 static int hung; /* children killed after CHILD_LIMIT */
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Runs fn(arg) in a child; returns its wait status. A child still
  * running after CHILD_LIMIT seconds is killed and reported as hung. */
@@ -87,7 +76,7 @@ in_child(void (*fn)(const char *), const char *root, pid_t *pid_out, double kill
 		nanosleep(&ts, NULL);
 		kill(pid, SIGKILL);
 	}
-	deadline = now() + CHILD_LIMIT;
+	deadline = test_seconds(CLOCK_MONOTONIC) + CHILD_LIMIT;
 	for (;;) {
 		pid_t r = waitpid(pid, &status, WNOHANG);
 		struct timespec tick = { 0, 2000000 };
@@ -97,7 +86,7 @@ in_child(void (*fn)(const char *), const char *root, pid_t *pid_out, double kill
 			perror("waitpid");
 			exit(99);
 		}
-		if (now() > deadline) {
+		if (test_seconds(CLOCK_MONOTONIC) > deadline) {
 			fprintf(stderr, "FAIL: the child for %s still runs after %d s: killed\n", root,
 			    CHILD_LIMIT);
 			kill(-pid, SIGKILL); /* its process group: a hung grandchild too */
@@ -160,7 +149,7 @@ DEFINE_TEST(kill)
 {
 	struct dc_stats st, sum;
 	char root[600];
-	double t0 = now(), delay;
+	double t0 = test_seconds(CLOCK_MONOTONIC), delay;
 	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
 	int status, killed = 0, torn_trials = 0;
 
@@ -189,7 +178,7 @@ DEFINE_TEST(kill)
 	}
 	dc_print("kill -9, all trials", &sum);
 	printf("kill -9: %d trials in %.2f s, %d with a torn last line in session.jsonl\n",
-	    KILL_TRIALS, now() - t0, torn_trials);
+	    KILL_TRIALS, test_seconds(CLOCK_MONOTONIC) - t0, torn_trials);
 	CHECK_EQ_INT(killed, KILL_TRIALS);
 	CHECK_EQ_INT(sum.errors, 0);
 	CHECK_EQ_INT(sum.failed, 0);
@@ -291,10 +280,9 @@ DEFINE_TEST(fork)
 static void
 make_base(void)
 {
-	struct statfs sf;
 	const char *dir = getenv("top_builddir");
 
-	if (statfs("/dev/shm", &sf) == 0 && sf.f_type == TMPFS_MAGIC_ && access("/dev/shm", W_OK) == 0)
+	if (rs_shm_usable())
 		dir = "/dev/shm";
 	else if (dir == NULL)
 		dir = ".";
@@ -311,11 +299,7 @@ main(int argc, char **argv)
 	int st;
 
 	/* the format comes first: test_recorder_crash [safetensors|pt] [CASE...] */
-	if (argc > 1 && (strcmp(argv[1], "pt") == 0 || strcmp(argv[1], "safetensors") == 0)) {
-		use_pt = strcmp(argv[1], "pt") == 0;
-		argv[1] = argv[0];
-		argc--, argv++;
-	}
+	use_pt = rs_format_arg(&argc, &argv);
 	make_base();
 	fprintf(stderr, "format: %s, dumps under %s\n", use_pt ? ".pt" : "safetensors", base);
 	/* The backend is chosen before the children are forked, as in a CUDA

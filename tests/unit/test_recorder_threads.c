@@ -1,6 +1,6 @@
 /* test_recorder_threads.c: 16 threads x 2,000 level-10 calls give exactly 32,000 dumps and 64,000 valid lines.
  *
- * usage: test_recorder_threads [safetensors|pt]
+ * usage: test_recorder_threads [safetensors|pt] [-l | CASE...]
  *
  * Runs on /dev/shm (tmpfs); without it the test is skipped (77), since
  * 96,000 files on a disk take too long for make check, unless
@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,7 +27,6 @@
 #define THREADS 16
 #define CALLS 2000
 #define TOTAL (THREADS * CALLS)
-#define TMPFS_MAGIC_ 0x01021994
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -41,15 +39,6 @@
 #ifndef SANITIZED
 #define SANITIZED 0
 #endif
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Every call number 1..TOTAL names exactly one directory. */
 static int
@@ -80,31 +69,23 @@ call_numbers_exact(const char *root)
 	return dup == 0 && bad == 0 && count == TOTAL;
 }
 
-int
-main(int argc, char **argv)
+static int pt;   /* .pt dumps, else safetensors: the first argument */
+
+DEFINE_TEST(dumps)
 {
-	struct statfs sf;
 	struct dc_stats st;
 	char root[600];
-	const char *dir = "/dev/shm", *slow = getenv("MATE_TEST_SLOW");
-	int pt = argc > 1 && strcmp(argv[1], "pt") == 0;
+	const char *dir = rs_shm_usable() ? "/dev/shm" :
+	    getenv("top_builddir") ? getenv("top_builddir") : ".";
 	double t0, t1;
 	long failures;
 	int sample;
 
-	if (!(statfs(dir, &sf) == 0 && sf.f_type == TMPFS_MAGIC_ && access(dir, W_OK) == 0)) {
-		if (slow == NULL || strcmp(slow, "1") != 0) {
-			printf("SKIP: no writable tmpfs at /dev/shm; 96,000 files on a disk take too long"
-			    " (MATE_TEST_SLOW=1 runs it anyway)\n");
-			return 77;
-		}
-		dir = getenv("top_builddir") ? getenv("top_builddir") : ".";
-	}
 	snprintf(root, sizeof(root), "%s/mate-test-threads.%ld", dir, (long)getpid());
 	rs_configure(root, pt);
-	t0 = now();
+	t0 = test_seconds(CLOCK_MONOTONIC);
 	failures = rs_run_threads(THREADS, CALLS);
-	t1 = now();
+	t1 = test_seconds(CLOCK_MONOTONIC);
 	printf("%d threads x %d calls (%s) in %.2f s: %.0f calls/s in all\n", THREADS, CALLS,
 	    pt ? ".pt" : "safetensors", t1 - t0, TOTAL / (t1 - t0));
 	CHECK_EQ_INT(failures, 0);
@@ -112,7 +93,7 @@ main(int argc, char **argv)
 	 * test reads all of its own) and under sanitizers: 1 dump in 8 */
 	sample = SANITIZED || pt;
 	dc_check_root(root, sample ? DC_SAMPLE_FILES : 0, 0, rs_check_tensor, NULL, &st);
-	printf("checked in %.2f s%s\n", now() - t1,
+	printf("checked in %.2f s%s\n", test_seconds(CLOCK_MONOTONIC) - t1,
 	    sample ? " (the tensor files of 1 dump in 8 parsed)" : "");
 	CHECK_EQ_INT(st.errors, 0);
 	CHECK_EQ_INT(st.dirs, TOTAL);
@@ -122,8 +103,21 @@ main(int argc, char **argv)
 	CHECK_EQ_INT(st.session_lines, 2 * TOTAL);
 	CHECK_EQ_INT(st.temp_files, 0);
 	CHECK(call_numbers_exact(root));
-	t1 = now();
+	t1 = test_seconds(CLOCK_MONOTONIC);
 	test_rmtree(root);
-	printf("removed in %.2f s\n", now() - t1);
-	return TEST_DONE();
+	printf("removed in %.2f s\n", test_seconds(CLOCK_MONOTONIC) - t1);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *slow = getenv("MATE_TEST_SLOW");
+
+	pt = rs_format_arg(&argc, &argv);
+	if (!rs_shm_usable() && (slow == NULL || strcmp(slow, "1") != 0)) {
+		printf("SKIP: no writable tmpfs at /dev/shm; 96,000 files on a disk take too long"
+		    " (MATE_TEST_SLOW=1 runs it anyway)\n");
+		return 77;
+	}
+	return test_main(argc, argv);
 }
