@@ -92,20 +92,14 @@ host(const char *lib)
 	return 0;
 }
 
-int
-main(void)
+static char lib[4096];   /* libmate.so of the build, found by main() */
+
+/* The host runs in a child, so that a crash is a status to report. */
+DEFINE_TEST(thread_after_dlclose)
 {
-	const char *top = getenv("top_builddir");
-	char lib[4096];
 	pid_t pid;
 	int status;
 
-	snprintf(lib, sizeof(lib), "%s/.libs/libmate.so", top != NULL ? top : ".");
-	if (access(lib, R_OK) != 0) {
-		printf("SKIP: no %s (a static-only build)\n", lib);
-		return 77;
-	}
-	/* the host runs in a child, so that a crash is a status to report */
 	if ((pid = fork()) == 0)
 		_exit(host(lib));
 	CHECK_EQ_INT(waitpid(pid, &status, 0), pid);
@@ -115,5 +109,17 @@ main(void)
 	CHECK_EQ_INT(WEXITSTATUS(status), 0);
 	if (test_failures == 0)
 		printf("recorded from a thread, dlclose()d libmate, the thread exited cleanly\n");
-	return TEST_DONE();
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *top = getenv("top_builddir");
+
+	snprintf(lib, sizeof(lib), "%s/.libs/libmate.so", top != NULL ? top : ".");
+	if (access(lib, R_OK) != 0) {
+		printf("SKIP: no %s (a static-only build)\n", lib);
+		return 77;
+	}
+	return test_main(argc, argv);
 }

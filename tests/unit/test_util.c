@@ -5,8 +5,7 @@
 
 /* ---- name patterns ----------------------------------------------------------- */
 
-static void
-test_patterns_split(void)
+DEFINE_TEST(patterns_split)
 {
 	struct mate_patterns ps = { 0 };
 
@@ -47,8 +46,7 @@ selected(const char *inc, const char *exc, const char *name)
  * matched "Tensor.softmax" without its "Tensor." prefix. Both now match the
  * whole name, as FlashInfer's _should_dump_function() (fnmatch over
  * "Class.method") and mate.7 say. */
-static void
-test_patterns_select(void)
+DEFINE_TEST(patterns_select)
 {
 	CHECK(selected(NULL, NULL, "Tensor.softmax"));               /* no patterns: all */
 	CHECK(!selected("softmax", NULL, "Tensor.softmax"));
@@ -77,8 +75,7 @@ json(const char *s, size_t len, unsigned flags)
 	return mate_buf_str(&b);
 }
 
-static void
-test_json(void)
+DEFINE_TEST(json)
 {
 	/* quote, backslash, controls, DEL, UTF-8 (é, U+1F600), a stray byte */
 	static const char s[] = "q\"b\\n\n\t\x01\x7f\xc3\xa9\xf0\x9f\x98\x80\xff";
@@ -103,8 +100,7 @@ test_json(void)
 
 /* ---- the text buffer ------------------------------------------------------------------ */
 
-static void
-test_buf(void)
+DEFINE_TEST(buf)
 {
 	struct mate_buf b = { 0 };
 	char big[5000];
@@ -126,12 +122,4 @@ test_buf(void)
 	CHECK(b.p == NULL && b.len == 0);
 }
 
-int
-main(void)
-{
-	test_patterns_split();
-	test_patterns_select();
-	test_json();
-	test_buf();
-	return TEST_DONE();
-}
+TEST_MAIN()
