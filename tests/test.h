@@ -417,4 +417,19 @@ test_record(int level, const char *ilog, const char *monitor)
 }
 #endif
 
+#ifdef __CUDA_RUNTIME_H__
+/* For a test that includes cuda_runtime.h first: exits 77 (skipped) when
+ * the machine has no CUDA device. */
+static inline void
+test_need_cuda_device(void)
+{
+	int n = 0;
+
+	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+		printf("SKIP: no CUDA device\n");
+		exit(77);
+	}
+}
+#endif
+
 #endif /* MATE_TEST_H_INCLUDED */

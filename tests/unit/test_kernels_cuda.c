@@ -3,11 +3,12 @@
 #include "kernels.h"
 #include "kernels_paged.h"
 #include "backend.h"
-#include "test.h"
 
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+
+#include "test.h"
 
 static const mate_kernels *C, *G;
 static uint32_t rng = 12345;
@@ -255,9 +256,46 @@ test_batch(mate_dtype dt, mate_dtype kvdt, int hnd, int prefill, int pos)
 	free(q), free(k), free(v), free(o1), free(o2);
 }
 
-/* mm_fp8 and bmm_fp8 with scales, fp8 e4m3fn operands into bf16. */
+/* Every kernel of one dtype, the paged ones with their caches. */
 static void
-test_fp8(void)
+kernels_of(mate_dtype dt)
+{
+	test_norm_act(dt);
+	test_mm(dt);
+	test_attn(dt, MATE_POS_NONE, 1);
+	test_attn(dt, MATE_POS_ROPE_LLAMA, 0);
+	test_attn(dt, MATE_POS_ALIBI, 1);
+	for (int hnd = 0; hnd < 2; hnd++)
+		for (int prefill = 0; prefill < 2; prefill++)
+			test_batch(dt, dt, hnd, prefill, prefill ? MATE_POS_ROPE_LLAMA : MATE_POS_NONE);
+	test_batch(dt, dt, 0, 1, MATE_POS_NONE);
+	if (dt != MATE_F32)   /* an fp8 e4m3 cache with k_scale and v_scale */
+		for (int prefill = 0; prefill < 2; prefill++)
+			test_batch(dt, MATE_F8_E4M3FN, prefill, prefill, MATE_POS_NONE);
+}
+
+DEFINE_TEST(backend)
+{
+	CHECK(mate_backend_get()->kernels() == G);
+}
+
+DEFINE_TEST(f32)
+{
+	kernels_of(MATE_F32);
+}
+
+DEFINE_TEST(f16)
+{
+	kernels_of(MATE_F16);
+}
+
+DEFINE_TEST(bf16)
+{
+	kernels_of(MATE_BF16);
+}
+
+/* mm_fp8 and bmm_fp8 with scales, fp8 e4m3fn operands into bf16. */
+DEFINE_TEST(fp8)
 {
 	enum { Bt = 2, M = 33, K = 64, N = 48 };
 	int64_t sa[3] = { Bt, M, K }, sb[3] = { Bt, K, N }, so[3] = { Bt, M, N }, s1[1] = { 1 };
@@ -281,8 +319,7 @@ test_fp8(void)
 	free(a), free(b), free(o1), free(o2);
 }
 
-static void
-test_gemm_call(void)
+DEFINE_TEST(gemm_call)
 {
 	enum { N = 48 };
 	float *a = rand_buf(MATE_F32, N * N), *b = rand_buf(MATE_F32, N * N);
@@ -303,34 +340,10 @@ test_gemm_call(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	int n = 0;
-	const mate_dtype dts[3] = { MATE_F32, MATE_F16, MATE_BF16 };
-
-	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-		printf("SKIP: no CUDA device\n");
-		return 77;
-	}
+	test_need_cuda_device();
 	C = mate_kernels_cpu();
 	G = mate_kernels_cuda();
-	CHECK(mate_backend_get()->kernels() == G);
-	for (int i = 0; i < 3; i++) {
-		test_norm_act(dts[i]);
-		test_mm(dts[i]);
-		test_attn(dts[i], MATE_POS_NONE, 1);
-		test_attn(dts[i], MATE_POS_ROPE_LLAMA, 0);
-		test_attn(dts[i], MATE_POS_ALIBI, 1);
-		for (int hnd = 0; hnd < 2; hnd++)
-			for (int prefill = 0; prefill < 2; prefill++)
-				test_batch(dts[i], dts[i], hnd, prefill,
-				    prefill ? MATE_POS_ROPE_LLAMA : MATE_POS_NONE);
-		test_batch(dts[i], dts[i], 0, 1, MATE_POS_NONE);
-		if (dts[i] != MATE_F32)   /* an fp8 e4m3 cache with k_scale and v_scale */
-			for (int prefill = 0; prefill < 2; prefill++)
-				test_batch(dts[i], MATE_F8_E4M3FN, prefill, prefill, MATE_POS_NONE);
-	}
-	test_fp8();
-	test_gemm_call();
-	return TEST_DONE();
+	return test_main(argc, argv);
 }

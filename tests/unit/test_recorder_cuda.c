@@ -10,27 +10,19 @@
 #include "mate_record.h"
 #include "test.h"
 
-int
-main(void)
+static char *root;   /* made and removed by main() */
+
+DEFINE_TEST(device_tensor)
 {
-	const char *tmp = getenv("TMPDIR");
 	float host[8] = { 1, -2, 3, -4, 5, -6, 7, 8 }, *dev = NULL;
 	int64_t shape[] = { 2, 4 };
-	char root[256], log_path[300], session[300], cmd[400];
+	char log_path[300], session[300], dumps[300];
 	struct mate_config cfg;
 	cudaStream_t stream;
 	mate_tensor t;
 	mate_call *c;
 	char *log, *rec;
-	int n = 0;
 
-	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-		printf("SKIP: no CUDA device\n");
-		return 77;
-	}
-	snprintf(root, sizeof(root), "%s/mate-cuda.XXXXXX", tmp ? tmp : "/tmp");
-	if (mkdtemp(root) == NULL)
-		return 99;
 	snprintf(log_path, sizeof(log_path), "%s/log.txt", root);
 	snprintf(session, sizeof(session), "%s/dumps/session.jsonl", root);
 	CHECK(cudaStreamCreate(&stream) == cudaSuccess);
@@ -44,8 +36,8 @@ main(void)
 	mate_config_default(&cfg);
 	cfg.level = 10;
 	cfg.logdest = log_path;
-	snprintf(cmd, sizeof(cmd), "%s/dumps", root);
-	cfg.dump_dir = cmd;
+	snprintf(dumps, sizeof(dumps), "%s/dumps", root);
+	cfg.dump_dir = dumps;
 	CHECK_EQ_INT(mate_configure(&cfg, NULL), MATE_OK);
 	c = mate_call_begin("device_op", "cudatest", "(x)");
 	mate_call_tensor(c, MATE_ARG, NULL, &t);
@@ -65,8 +57,11 @@ main(void)
 	free(rec);
 	cudaFree(dev);
 	cudaStreamDestroy(stream);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	if (test_failures == 0 && system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", root);
-	return TEST_DONE();
+}
+
+int
+main(int argc, char **argv)
+{
+	test_need_cuda_device();
+	return test_main_tmpdir(argc, argv, "cuda", &root);
 }
