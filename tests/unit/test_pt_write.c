@@ -197,6 +197,19 @@ addg(struct bytes *x, const char *module, const char *name)
 	addc(x, '\n');
 }
 
+/* The opening of a tensor's pickle: GLOBAL torch._utils.fn, two MARKs
+ * and the persistent id's "storage", module.cls, key "0", "cpu". */
+static void
+add_rebuild(struct bytes *x, const char *fn, const char *module, const char *cls)
+{
+	addg(x, "torch._utils", fn);
+	add(x, "((", 2);
+	addu(x, "storage");
+	addg(x, module, cls);
+	addu(x, "0");
+	addu(x, "cpu");
+}
+
 static void
 dump_hex(const char *what, const unsigned char *p, size_t n)
 {
@@ -260,12 +273,7 @@ DEFINE_TEST(minimal_tensor)
 	mate_value_set_str(d, "w", tensor_over(st, MATE_F32, 2, shape, NULL, 0));
 	add(&want, "\x80\x02\x7d", 3);
 	addu(&want, "w");
-	addg(&want, "torch._utils", "_rebuild_tensor_v2");
-	add(&want, "((", 2);
-	addu(&want, "storage");
-	addg(&want, "torch", "FloatStorage");
-	addu(&want, "0");
-	addu(&want, "cpu");
+	add_rebuild(&want, "_rebuild_tensor_v2", "torch", "FloatStorage");
 	add(&want, tail, sizeof(tail));
 	addg(&want, "collections", "OrderedDict");
 	add(&want, "\x29\x52\x74\x52\x73\x2e", 6);
@@ -447,12 +455,7 @@ DEFINE_TEST(v3)
 	mate_value_set_str(d, "f", tensor_over(st8, MATE_F8_E4M3FN, 1, shape, NULL, 0));
 	add(&want, "\x80\x02\x7d", 3);
 	addu(&want, "f");
-	addg(&want, "torch._utils", "_rebuild_tensor_v3");
-	add(&want, "((", 2);
-	addu(&want, "storage");
-	addg(&want, "torch.storage", "UntypedStorage");
-	addu(&want, "0");
-	addu(&want, "cpu");
+	add_rebuild(&want, "_rebuild_tensor_v3", "torch.storage", "UntypedStorage");
 	add(&want, "\x4b\x04\x74\x51\x4b\x00\x4b\x04\x85\x4b\x01\x85\x89", 13);
 	addg(&want, "collections", "OrderedDict");
 	add(&want, "\x29\x52", 2);
@@ -466,12 +469,7 @@ DEFINE_TEST(v3)
 	d = tensor_over(st32, MATE_F32, 0, NULL, NULL, 1);
 	want.n = 0;
 	add(&want, "\x80\x02", 2);
-	addg(&want, "torch._utils", "_rebuild_tensor_v3");
-	add(&want, "((", 2);
-	addu(&want, "storage");
-	addg(&want, "torch.storage", "UntypedStorage");
-	addu(&want, "0");
-	addu(&want, "cpu");
+	add_rebuild(&want, "_rebuild_tensor_v3", "torch.storage", "UntypedStorage");
 	add(&want, "\x4b\x08\x74\x51\x4b\x01\x29\x29\x89", 9);
 	addg(&want, "collections", "OrderedDict");
 	add(&want, "\x29\x52", 2);

@@ -98,19 +98,46 @@ tmpfd(void)
 	return fd;
 }
 
-DEFINE_TEST(gt_batch)
+/* A fresh timeline writing Perfetto JSON (*pf) to an unlinked temporary
+ * file (*fd). */
+static mate_timeline *
+traced(mate_perfetto **pf, int *fd)
 {
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
+	mate_error err;
+
+	*fd = tmpfd();
+	*pf = mate_perfetto_open_fd(*fd, 0, &err);
+	CHECK(*pf != NULL);
+	mate_timeline_set_perfetto(tl, *pf);
+	return tl;
+}
+
+/* Closes the JSON of traced() (once its log has ended) and its file.
+ * @return the JSON, malloc'd, or NULL when it cannot be read. */
+static char *
+traced_json(mate_perfetto *pf, int fd)
+{
+	mate_error err;
+	char *json;
+
+	CHECK_EQ_INT(mate_perfetto_close(pf, &err), MATE_OK);
+	json = test_slurp_fd(fd, NULL);
+	CHECK(json != NULL);
+	close(fd);
+	return json;
+}
+
+DEFINE_TEST(gt_batch)
+{
+	mate_timeline *tl;
 	mate_timeline_stats st;
 	const mate_lane_info *li;
 	mate_perfetto *pf;
-	mate_error err;
-	int fd = tmpfd();
+	int fd;
 	char *json;
 
-	pf = mate_perfetto_open_fd(fd, 0, &err);
-	CHECK(pf != NULL);
-	mate_timeline_set_perfetto(tl, pf);
+	tl = traced(&pf, &fd);
 	add(tl, 1.000, "RECV", "CLIENT 006b8b4568", "BinaryOp", "result=2 op=add left=0 right=1");
 	add(tl, 1.001, "MODIFIER_INJECT", "CLIENT 006b8b4568", "BinaryOp", "result=2 op=matmul");
 	add(tl, 1.003, "WORKER_RECV", "auto_worker", "WorkerBatch", "success=True");
@@ -125,7 +152,7 @@ DEFINE_TEST(gt_batch)
 	add(tl, 2.000, "WORKER_RECV", "auto_worker", "WorkerBatch", "success=True");
 	add(tl, 2.010, "WORKER_SEND", "auto_worker", "WorkerBatch", "[1 cmds: WorkerBinaryOp]");
 	mate_timeline_end_log(tl, NULL);
-	CHECK_EQ_INT(mate_perfetto_close(pf, &err), MATE_OK);
+	json = traced_json(pf, fd);
 	mate_timeline_get_stats(tl, &st);
 	CHECK_EQ_INT(st.ops, 2);
 	CHECK_EQ_INT(st.calls, 2);
@@ -133,8 +160,6 @@ DEFINE_TEST(gt_batch)
 	CHECK_EQ_INT(st.failed, 2);
 	li = lane(tl, "client 006b8b4568");   /* GT's repeated word dropped */
 	CHECK(li != NULL && li->kind == MATE_LANE_CLIENT);
-	json = test_slurp_fd(fd, NULL);
-	CHECK(json != NULL);
 	if (json != NULL) {
 		/* the batch spans from the line before its reply, and does the
 		 * injected op; the call keeps its own op; a flow joins them */
@@ -153,21 +178,18 @@ DEFINE_TEST(gt_batch)
 		CHECK(strstr(json, "\n],\"displayTimeUnit\":\"ns\"}\n") != NULL);
 		free(json);
 	}
-	close(fd);
 	mate_timeline_free(tl);
 }
 
 DEFINE_TEST(ids_and_nesting)
 {
-	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
+	mate_timeline *tl;
 	mate_timeline_stats st;
 	mate_perfetto *pf;
-	mate_error err;
-	int fd = tmpfd();
+	int fd;
 	char *json;
 
-	pf = mate_perfetto_open_fd(fd, 0, &err);
-	mate_timeline_set_perfetto(tl, pf);
+	tl = traced(&pf, &fd);
 	add(tl, 0.0, "RECV", "t1", "outer", "call=1 op=outer");
 	add(tl, 0.1, "RECV", "t1", "inner", "call=2 op=inner depth=1");
 	add(tl, 0.2, "WORKER_SEND", "s0", "k", "call=2 id=a op=matmul");
@@ -178,14 +200,13 @@ DEFINE_TEST(ids_and_nesting)
 	add(tl, 1.0, "SEND", "t1", "outer", "call=1");
 	add(tl, 1.5, "MEM_ALLOC", "t1", "cudaMalloc", "device=cuda:0 in_use=4096");
 	mate_timeline_end_log(tl, NULL);
-	mate_perfetto_close(pf, &err);
+	json = traced_json(pf, fd);
 	mate_timeline_get_stats(tl, &st);
 	CHECK_EQ_INT(st.calls, 2);
 	CHECK_EQ_INT(st.ops, 2);
 	CHECK_EQ_INT(st.unpaired, 0);
 	CHECK_EQ_INT(st.memory_lanes, 1);
 	CHECK(lane(tl, "memory cuda:0") != NULL);
-	json = test_slurp_fd(fd, NULL);
 	if (json != NULL) {
 		CHECK_CONTAINS(json, "\"name\":\"add\",\"cat\":\"mate\",\"ph\":\"X\",\"ts\":200000.000,\"dur\":300000.000");
 		CHECK_CONTAINS(json, "\"name\":\"matmul\",\"cat\":\"mate\",\"ph\":\"X\",\"ts\":200000.000,\"dur\":700000.000");
@@ -198,32 +219,27 @@ DEFINE_TEST(ids_and_nesting)
 		CHECK_CONTAINS(json, "\"ph\":\"C\",\"ts\":1500000.000,\"pid\":1,\"args\":{\"bytes\":4096}");
 		free(json);
 	}
-	close(fd);
 	mate_timeline_free(tl);
 }
 
 DEFINE_TEST(overlap_tracks)
 {
-	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
+	mate_timeline *tl;
 	mate_perfetto *pf;
-	mate_error err;
-	int fd = tmpfd();
+	int fd;
 	char *json;
 
-	pf = mate_perfetto_open_fd(fd, 0, &err);
-	mate_timeline_set_perfetto(tl, pf);
+	tl = traced(&pf, &fd);
 	add(tl, 1, "WORKER_SEND", "s0", "k", "id=1");
 	add(tl, 2, "WORKER_SEND", "s0", "k", "id=2");
 	add(tl, 3, "WORKER_RECV", "s0", "k", "id=1");
 	add(tl, 4, "WORKER_RECV", "s0", "k", "id=2");
 	mate_timeline_end_log(tl, NULL);
-	mate_perfetto_close(pf, &err);
-	json = test_slurp_fd(fd, NULL);
+	json = traced_json(pf, fd);
 	if (json != NULL) {   /* [1,3] and [2,4] cannot nest: a second track */
 		CHECK_CONTAINS(json, "\"args\":{\"name\":\"s0 (2)\"}");
 		free(json);
 	}
-	close(fd);
 	mate_timeline_free(tl);
 }
 
@@ -232,15 +248,13 @@ DEFINE_TEST(overlap_tracks)
  * at the log's end gets no slice, so its work's flow is dropped, counted. */
 DEFINE_TEST(flow_binding)
 {
-	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
+	mate_timeline *tl;
 	mate_perfetto *pf;
-	mate_error err;
 	uint64_t written, unended, forgotten;
-	int fd = tmpfd();
+	int fd;
 	char *json;
 
-	pf = mate_perfetto_open_fd(fd, 0, &err);
-	mate_timeline_set_perfetto(tl, pf);
+	tl = traced(&pf, &fd);
 	add(tl, 0.0, "RECV", "t1", "sync", "call=1");
 	add(tl, 0.1, "WORKER_SEND", "s0", "k", "call=1 id=a op=add");
 	add(tl, 0.2, "WORKER_RECV", "s0", "k", "id=a");
@@ -253,8 +267,7 @@ DEFINE_TEST(flow_binding)
 	CHECK_EQ_INT(written, 1);
 	CHECK_EQ_INT(unended, 1);
 	CHECK_EQ_INT(forgotten, 0);
-	mate_perfetto_close(pf, &err);
-	json = test_slurp_fd(fd, NULL);
+	json = traced_json(pf, fd);
 	if (json != NULL) {
 		CHECK_CONTAINS(json, "{\"name\":\"call\",\"cat\":\"mate\",\"ph\":\"s\",\"id\":1,"
 		    "\"ts\":0.000,\"pid\":1,\"tid\":1}");
@@ -264,7 +277,6 @@ DEFINE_TEST(flow_binding)
 		CHECK(strstr(json, "\"id\":2") == NULL);
 		free(json);
 	}
-	close(fd);
 	mate_timeline_free(tl);
 }
 
