@@ -124,17 +124,27 @@ p_storage(struct buf *b, const char *mod, const char *cls, const char *key, int6
 	b_op(b, 'Q');
 }
 
+/* MARK (storage mod.cls, offset, size, stride: the arguments every
+ * tensor-rebuilding function begins with, after its GLOBAL; the caller
+ * writes the rest and the closing TUPLE. */
+static inline void
+p_tensor_args(struct buf *b, const char *mod, const char *cls, const char *key, int64_t numel,
+    int64_t offset, int ndim, const int64_t *size, const int64_t *stride)
+{
+	b_op(b, '(');
+	p_storage(b, mod, cls, key, numel);
+	p_int(b, offset);
+	p_ints(b, ndim, size);
+	p_ints(b, ndim, stride);
+}
+
 /* _rebuild_tensor_v2(storage, offset, size, stride, False, OrderedDict()) */
 static inline void
 p_tensor_v2(struct buf *b, const char *cls, const char *key, int64_t numel, int64_t offset,
     int ndim, const int64_t *size, const int64_t *stride)
 {
 	p_global(b, "torch._utils", "_rebuild_tensor_v2");
-	b_op(b, '(');
-	p_storage(b, "torch", cls, key, numel);
-	p_int(b, offset);
-	p_ints(b, ndim, size);
-	p_ints(b, ndim, stride);
+	p_tensor_args(b, "torch", cls, key, numel, offset, ndim, size, stride);
 	b_op(b, 0x89);
 	p_odict(b);
 	b_op(b, 't');

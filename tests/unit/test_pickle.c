@@ -441,24 +441,18 @@ DEFINE_TEST(tensor_v3)
 	start(&b);
 	b_op(&b, '(');
 	p_global(&b, "torch._utils", "_rebuild_tensor_v3");
-	b_op(&b, '(');
-	p_storage(&b, "torch.storage", "UntypedStorage", "0", 8);
-	p_int(&b, 2); p_ints(&b, 1, &size); p_ints(&b, 1, &stride);
+	p_tensor_args(&b, "torch.storage", "UntypedStorage", "0", 8, 2, 1, &size, &stride);
 	b_op(&b, 0x89); p_odict(&b);
 	p_global(&b, "torch", "float8_e5m2");
 	b_op(&b, '}');                                      /* metadata {} */
 	b_op(&b, 't'); b_op(&b, 'R');
 	p_global(&b, "torch._utils", "_rebuild_tensor_v3");
-	b_op(&b, '(');
-	p_storage(&b, "torch", "UntypedStorage", "1", 8);
-	p_int(&b, 0); p_ints(&b, 1, &size); p_ints(&b, 1, &stride);
+	p_tensor_args(&b, "torch", "UntypedStorage", "1", 8, 0, 1, &size, &stride);
 	b_op(&b, 0x89); p_odict(&b);
 	p_global(&b, "torch", "uint16");
 	b_op(&b, 't'); b_op(&b, 'R');
 	p_global(&b, "torch._utils", "_rebuild_tensor");
-	b_op(&b, '(');
-	p_storage(&b, "torch", "ShortStorage", "2", 4);
-	p_int(&b, 0); p_ints(&b, 1, &size); p_ints(&b, 1, &stride);
+	p_tensor_args(&b, "torch", "ShortStorage", "2", 4, 0, 1, &size, &stride);
 	b_op(&b, 't'); b_op(&b, 'R');
 	b_op(&b, 't');
 	b_op(&b, '.');
@@ -480,9 +474,7 @@ DEFINE_TEST(tensor_v3)
 	/* uint16 x 4 needs 8 bytes: a 6-byte untyped storage is too small. */
 	start(&b);
 	p_global(&b, "torch._utils", "_rebuild_tensor_v3");
-	b_op(&b, '(');
-	p_storage(&b, "torch.storage", "UntypedStorage", "0", 6);
-	p_int(&b, 0); p_ints(&b, 1, &size); p_ints(&b, 1, &stride);
+	p_tensor_args(&b, "torch.storage", "UntypedStorage", "0", 6, 0, 1, &size, &stride);
 	b_op(&b, 0x89); p_odict(&b); p_global(&b, "torch", "uint16");
 	b_op(&b, 't'); b_op(&b, 'R'); b_op(&b, '.');
 	expect_fail(&b, "needs 8 bytes of its storage, which has 6", MATE_ERR_FORMAT);
@@ -490,9 +482,7 @@ DEFINE_TEST(tensor_v3)
 	/* conj/neg metadata would change values: refused. */
 	start(&b);
 	p_global(&b, "torch._utils", "_rebuild_tensor_v2");
-	b_op(&b, '(');
-	p_storage(&b, "torch", "ComplexFloatStorage", "0", 4);
-	p_int(&b, 0); p_ints(&b, 1, &size); p_ints(&b, 1, &stride);
+	p_tensor_args(&b, "torch", "ComplexFloatStorage", "0", 4, 0, 1, &size, &stride);
 	b_op(&b, 0x89); p_odict(&b);
 	b_op(&b, '}'); p_str(&b, "conj"); b_op(&b, 0x88); b_op(&b, 's');
 	b_op(&b, 't'); b_op(&b, 'R'); b_op(&b, '.');
@@ -522,9 +512,7 @@ DEFINE_TEST(parameter)
 	b_op(&b, '(');
 	p_global(&b, "torch._utils", "_rebuild_tensor_v2");
 	p_global(&b, "torch", "Tensor");
-	b_op(&b, '(');
-	p_storage(&b, "torch", "BoolStorage", "1", 3);
-	p_int(&b, 0); p_ints(&b, 1, &size); p_ints(&b, 1, &stride);
+	p_tensor_args(&b, "torch", "BoolStorage", "1", 3, 0, 1, &size, &stride);
 	b_op(&b, 0x88); p_odict(&b);
 	b_op(&b, 't');
 	b_op(&b, '}');
@@ -767,9 +755,7 @@ DEFINE_TEST(bad_tensors)
 	/* requires_grad must be a bool; storage must come from BINPERSID. */
 	start(&b);
 	p_global(&b, "torch._utils", "_rebuild_tensor_v2");
-	b_op(&b, '(');
-	p_storage(&b, "torch", "FloatStorage", "0", 6);
-	p_int(&b, 0); p_ints(&b, 2, s23); p_ints(&b, 2, st31);
+	p_tensor_args(&b, "torch", "FloatStorage", "0", 6, 0, 2, s23, st31);
 	p_int(&b, 1); p_odict(&b);
 	b_op(&b, 't'); b_op(&b, 'R'); b_op(&b, '.');
 	expect_fail(&b, "requires_grad is a int", 0);
@@ -788,9 +774,7 @@ DEFINE_TEST(bad_tensors)
 	/* v2 with an untyped storage. */
 	start(&b);
 	p_global(&b, "torch._utils", "_rebuild_tensor_v2");
-	b_op(&b, '(');
-	p_storage(&b, "torch.storage", "UntypedStorage", "0", 24);
-	p_int(&b, 0); p_ints(&b, 2, s23); p_ints(&b, 2, st31);
+	p_tensor_args(&b, "torch.storage", "UntypedStorage", "0", 24, 0, 2, s23, st31);
 	b_op(&b, 0x89); p_odict(&b);
 	b_op(&b, 't'); b_op(&b, 'R'); b_op(&b, '.');
 	expect_fail(&b, "UntypedStorage needs _rebuild_tensor_v3", 0);
