@@ -130,17 +130,23 @@ creates(int flags)
 	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
 }
 
+/* mode = the mode argument after flags of an open() that creates (a
+ * macro: va_start() belongs to the open() being defined). */
+#define OPEN_MODE(flags, mode) do { \
+	if (creates(flags)) { \
+		va_list ap_; \
+		va_start(ap_, flags); \
+		mode = (mode_t)va_arg(ap_, int); \
+		va_end(ap_); \
+	} \
+} while (0)
+
 int
 openat(int dirfd, const char *path, int flags, ...)
 {
 	mode_t mode = 0;
-	va_list ap;
 
-	if (creates(flags)) {
-		va_start(ap, flags);
-		mode = (mode_t)va_arg(ap, int);
-		va_end(ap);
-	}
+	OPEN_MODE(flags, mode);
 	if (no_tmpfile && (flags & O_TMPFILE) == O_TMPFILE) {
 		errno = EOPNOTSUPP;
 		return -1;
@@ -157,13 +163,8 @@ int
 open(const char *path, int flags, ...)
 {
 	mode_t mode = 0;
-	va_list ap;
 
-	if (creates(flags)) {
-		va_start(ap, flags);
-		mode = (mode_t)va_arg(ap, int);
-		va_end(ap);
-	}
+	OPEN_MODE(flags, mode);
 	return openat(AT_FDCWD, path, flags, mode);
 }
 
