@@ -275,6 +275,22 @@ test_tmpdir(const char *tag)
 	return path;
 }
 
+/* The entries of folder dir but . and .. (to see that nothing was left
+ * behind). @return their number, 0 when dir cannot be read. */
+static inline int
+test_count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d != NULL && (e = readdir(d)) != NULL)
+		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	if (d != NULL)
+		closedir(d);
+	return n;
+}
+
 /* rm -rf below the folder open as fd (closed here), without a stat per
  * entry (a recorder test removes 100,000 files). @return 0, or -1 when
  * something stayed. */

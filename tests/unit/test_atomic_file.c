@@ -14,21 +14,6 @@
 
 static char *dir;   /* made and removed by main() */
 
-/* Entries in dir other than . and .. */
-static int
-entries(void)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
-
-	while (d != NULL && (e = readdir(d)) != NULL)
-		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-	if (d != NULL)
-		closedir(d);
-	return n;
-}
-
 static int
 write_file(const char *path, const char *text, mate_error *err)
 {
@@ -74,12 +59,12 @@ DEFINE_TEST(replace)
 {
 	mate_error err;
 
-	CHECK_EQ_INT(entries(), 0);
+	CHECK_EQ_INT(test_count_entries(dir), 0);
 	CHECK_EQ_INT(write_file(in_dir("out.bin"), "first", &err), MATE_OK);
 	CHECK(holds(in_dir("out.bin"), "first"));
 	CHECK_EQ_INT(write_file(in_dir("out.bin"), "second, longer", &err), MATE_OK);
 	CHECK(holds(in_dir("out.bin"), "second, longer"));
-	CHECK_EQ_INT(entries(), 1);
+	CHECK_EQ_INT(test_count_entries(dir), 1);
 	unlink(in_dir("out.bin"));
 }
 
@@ -94,7 +79,7 @@ DEFINE_TEST(abort)
 	CHECK(access(in_dir("out.bin"), F_OK) != 0);
 	mate_atomic_abort(&af);
 	CHECK(access(in_dir("out.bin"), F_OK) != 0);
-	CHECK_EQ_INT(entries(), 0);
+	CHECK_EQ_INT(test_count_entries(dir), 0);
 }
 
 /* A name taken by a directory: an error, and no temporary left. */
@@ -106,7 +91,7 @@ DEFINE_TEST(name_taken)
 	mate_error_clear(&err);
 	CHECK(write_file(in_dir("taken"), "x", &err) != MATE_OK);
 	CHECK(err.message[0] != '\0');
-	CHECK_EQ_INT(entries(), 1);
+	CHECK_EQ_INT(test_count_entries(dir), 1);
 	rmdir(in_dir("taken"));
 }
 
@@ -118,7 +103,7 @@ DEFINE_TEST(no_folder)
 	mate_error_clear(&err);
 	CHECK(write_file(in_dir("missing/out.bin"), "x", &err) != MATE_OK);
 	CHECK_CONTAINS(err.message, "missing");
-	CHECK_EQ_INT(entries(), 0);
+	CHECK_EQ_INT(test_count_entries(dir), 0);
 }
 
 /* A relative name, in the current folder. */
@@ -131,7 +116,7 @@ DEFINE_TEST(relative)
 	CHECK(holds("rel.bin", "here"));
 	unlink("rel.bin");
 	CHECK(chdir("/") == 0);
-	CHECK_EQ_INT(entries(), 0);
+	CHECK_EQ_INT(test_count_entries(dir), 0);
 }
 
 TEST_MAIN_TMPDIR("atomic-test", dir)

@@ -37,21 +37,6 @@ spit(const char *path, const void *p, size_t n)
 	fclose(f);
 }
 
-/* Files in tmpdir (to check an atomic write left nothing behind). */
-static int
-count_files(void)
-{
-	DIR *d = opendir(tmpdir);
-	struct dirent *e;
-	int n = 0;
-
-	while (d != NULL && (e = readdir(d)) != NULL)
-		n += e->d_name[0] != '.';
-	if (d != NULL)
-		closedir(d);
-	return n;
-}
-
 /* A tensor with its own storage of bytes b(i) = (i * 37 + seed) & 0xff. */
 static mate_value *
 tensor(mate_dtype dt, int ndim, const int64_t *shape, int seed)
@@ -639,7 +624,7 @@ DEFINE_TEST(atomic)
 	int before;
 
 	spit(tmp_path("atomic.safetensors"), "old", 3);
-	before = count_files();
+	before = test_count_entries(tmpdir);
 	mate_value_set_str(d, "big", tensor1(MATE_U8, 1 << 20, 0));
 	signal(SIGXFSZ, SIG_IGN);
 	getrlimit(RLIMIT_FSIZE, &old);
@@ -650,12 +635,12 @@ DEFINE_TEST(atomic)
 	setrlimit(RLIMIT_FSIZE, &old);
 	CHECK_CONTAINS(err.message, "cannot write");
 	CHECK_EQ_INT(err.sys_errno, EFBIG);
-	CHECK_EQ_INT(count_files(), before);
+	CHECK_EQ_INT(test_count_entries(tmpdir), before);
 	b = (unsigned char *)test_slurp(tmp_path("atomic.safetensors"), &len);
 	CHECK(len == 3 && memcmp(b, "old", 3) == 0);
 	free(b);
 	CHECK_EQ_INT(write_ok(tmp_path("atomic.safetensors"), d, NULL), MATE_OK);
-	CHECK_EQ_INT(count_files(), before);
+	CHECK_EQ_INT(test_count_entries(tmpdir), before);
 	unlink(tmp_path("atomic.safetensors"));
 	mate_value_free(d);
 }
@@ -1012,7 +997,7 @@ DEFINE_TEST(nothing_left)
 		snprintf(name, sizeof(name), "%s.safetensors", rm[i]);
 		unlink(tmp_path(name));
 	}
-	CHECK_EQ_INT(count_files(), 0);
+	CHECK_EQ_INT(test_count_entries(tmpdir), 0);
 }
 
 TEST_MAIN_TMPDIR("st", tmpdir)
