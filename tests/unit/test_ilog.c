@@ -16,17 +16,8 @@ static mate_event
 ev_make(double t, uint64_t seq, const char *event, const char *source, const char *cmd,
     int64_t size, const char *details)
 {
-	mate_event ev;
-
-	memset(&ev, 0, sizeof(ev));
-	ev.time = t;
-	ev.seq = seq;
-	ev.event = event;
-	ev.source = source;
-	ev.command = cmd;
-	ev.size = size;
-	ev.details = details;
-	return ev;
+	return (mate_event){ .time = t, .seq = seq, .event = event, .source = source,
+		.command = cmd, .size = size, .details = details };
 }
 
 DEFINE_TEST(sizes)
