@@ -28,6 +28,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,26 @@ test_slurp(const char *path, size_t *len)
 	buf = test_slurp_fd(fd, len);
 	close(fd);
 	return buf;
+}
+
+/* The bits of a float32, and the float32 of bits (through memcpy, as
+ * aliasing rules want). */
+static inline uint32_t
+test_f32_bits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+static inline float
+test_bits_f32(uint32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
 }
 
 /* Makes a new empty folder ${TMPDIR:-/tmp}/mate-TAG.XXXXXX. @return its

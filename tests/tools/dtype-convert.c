@@ -4,14 +4,7 @@
 #include <string.h>
 
 #include "mate_core.h"
-
-static uint32_t
-bits_of(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	return u;
-}
+#include "test.h"   /* test_f32_bits() */
 
 /* decode <fmt>: each input line is a code of f16, bf16, e4m3fn or e5m2; prints the f32 bits. */
 static int
@@ -31,7 +24,7 @@ decode(const char *fmt)
 			f = mate_f8e5m2_to_f32((uint8_t)v);
 		else
 			return 2;
-		printf("%08x\n", (unsigned)bits_of(f));
+		printf("%08x\n", (unsigned)test_f32_bits(f));
 	}
 	return 0;
 }

@@ -118,22 +118,6 @@ DEFINE_TEST(table)
 
 /* ---- reference decoders (independent of lib/core/dtype.c) ----------------------- */
 
-static uint32_t
-bits_of(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	return u;
-}
-
-static float
-float_of(uint32_t u)
-{
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
 /* Value of a sign-magnitude binary float with ebits/mbits, or NaN/inf as
  * the format says; all_ones_nan: only the all-ones pattern is NaN (e4m3fn). */
 static double
@@ -200,8 +184,8 @@ DEFINE_TEST(bf16_all)
 
 		if (!same_value(f, want) && bad_dec++ < 5)
 			fprintf(stderr, "bf16 0x%04x decodes to %g, want %g\n", b, f, want);
-		if (bits_of(f) != b << 16 && !isnan(want) && bad_dec++ < 5)
-			fprintf(stderr, "bf16 0x%04x widened to bits 0x%08x\n", b, bits_of(f));
+		if (test_f32_bits(f) != b << 16 && !isnan(want) && bad_dec++ < 5)
+			fprintf(stderr, "bf16 0x%04x widened to bits 0x%08x\n", b, test_f32_bits(f));
 		if (isnan(want)) {
 			if (((back & 0x7f80) != 0x7f80 || (back & 0x7f) == 0 ||
 			    (back & 0x8000) != (b & 0x8000)) && bad_rt++ < 5)
@@ -301,7 +285,7 @@ check_round(const struct fmt *F, float x, unsigned want)
 	if (got == want && gotn == (want | F->signbit))
 		return 0;
 	fprintf(stderr, "%s: %.9g (bits 0x%08x) -> 0x%x / -x -> 0x%x, want 0x%x\n",
-	    F->name, x, bits_of(x), got, gotn, want);
+	    F->name, x, test_f32_bits(x), got, gotn, want);
 	return 1;
 }
 
@@ -395,15 +379,15 @@ DEFINE_TEST(specials)
 	CHECK_EQ_INT(mate_f32_to_f16(1.0f + ldexpf(3, -11)), 0x3c02);
 	CHECK(isnan(mate_f16_to_f32(mate_f32_to_f16(NAN))));
 	CHECK_EQ_INT(mate_f32_to_bf16(1.0f), 0x3f80);
-	CHECK_EQ_INT(mate_f32_to_bf16(float_of(0x3f808000)), 0x3f80); /* tie -> even */
-	CHECK_EQ_INT(mate_f32_to_bf16(float_of(0x3f818000)), 0x3f82); /* tie -> even (up) */
-	CHECK_EQ_INT(mate_f32_to_bf16(float_of(0x3f808001)), 0x3f81);
+	CHECK_EQ_INT(mate_f32_to_bf16(test_bits_f32(0x3f808000)), 0x3f80); /* tie -> even */
+	CHECK_EQ_INT(mate_f32_to_bf16(test_bits_f32(0x3f818000)), 0x3f82); /* tie -> even (up) */
+	CHECK_EQ_INT(mate_f32_to_bf16(test_bits_f32(0x3f808001)), 0x3f81);
 	CHECK_EQ_INT(mate_f32_to_bf16(FLT_MAX), 0x7f80);
-	CHECK_EQ_INT(mate_f32_to_bf16(float_of(0x00008000)), 0x0000);
-	CHECK_EQ_INT(mate_f32_to_bf16(float_of(0x00018000)), 0x0002);
-	CHECK_EQ_INT(mate_f32_to_bf16(float_of(0x7fc00001)) & 0x7fc0, 0x7fc0);
-	CHECK_EQ_INT(mate_f32_to_bf16(float_of(0x7f800001)) & 0x7f80, 0x7f80); /* sNaN stays NaN */
-	CHECK(mate_f32_to_bf16(float_of(0x7f800001)) != 0x7f80);
+	CHECK_EQ_INT(mate_f32_to_bf16(test_bits_f32(0x00008000)), 0x0000);
+	CHECK_EQ_INT(mate_f32_to_bf16(test_bits_f32(0x00018000)), 0x0002);
+	CHECK_EQ_INT(mate_f32_to_bf16(test_bits_f32(0x7fc00001)) & 0x7fc0, 0x7fc0);
+	CHECK_EQ_INT(mate_f32_to_bf16(test_bits_f32(0x7f800001)) & 0x7f80, 0x7f80); /* sNaN stays NaN */
+	CHECK(mate_f32_to_bf16(test_bits_f32(0x7f800001)) != 0x7f80);
 
 	/* negative zero everywhere */
 	CHECK_EQ_INT(mate_f32_to_f16(-0.0f), 0x8000);
