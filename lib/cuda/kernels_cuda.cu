@@ -233,18 +233,6 @@ kcu_finish(kcu_call *c)
 	return c->rc;
 }
 
-int
-kcu_dtype_ok(int dt)
-{
-	switch (dt) {
-	case MATE_F16: case MATE_BF16: case MATE_F32: case MATE_F64:
-	case MATE_F8_E4M3FN: case MATE_F8_E5M2:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 template <typename T>
 static __global__ void
 convert_kernel(const void *src, int sdt, void *dst, int ddt, int64_t n)

@@ -55,8 +55,12 @@ void *kcu_upload(kcu_call *c, const void *host, size_t bytes);
 int kcu_ok(kcu_call *c, cudaError_t e, const char *what);
 /* Writes outputs back, synchronises, frees, restores the device; the status. */
 int kcu_finish(kcu_call *c);
-/* Dtypes the device kernels read and write. */
-int kcu_dtype_ok(int dt);
+/* Dtypes the device kernels read and write: those the CPU kernels write. */
+static inline int
+kcu_dtype_ok(int dt)
+{
+	return mate_kernel_out_dtype_ok(dt);
+}
 /* Checks a launched kernel. */
 int kcu_launched(kcu_call *c, const char *what);
 /* Converts n elements between dtypes on the device (through f32 or f64). */

@@ -196,6 +196,20 @@ int mate_attn_keep_mask(const mate_attn_params *p, int64_t Lq, int64_t Lk, uint8
     mate_error *err);
 /*! mate_alibi_slope() : FlashInfer's ALiBi slope of head h of heads. */
 double mate_alibi_slope(int64_t h, int64_t heads);
+/*! mate_kernel_out_dtype_ok() : whether the kernels write dt (a mate_dtype):
+ * f16, bf16, f32, f64, f8 e4m3fn and e5m2; the CPU kernels' outputs and
+ * every tensor of the CUDA ones. */
+static inline int
+mate_kernel_out_dtype_ok(int dt)
+{
+	switch (dt) {
+	case MATE_F16: case MATE_BF16: case MATE_F32: case MATE_F64:
+	case MATE_F8_E4M3FN: case MATE_F8_E5M2:
+		return 1;
+	default:
+		return 0;
+	}
+}
 
 #ifdef __cplusplus
 }

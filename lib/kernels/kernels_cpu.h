@@ -6,6 +6,12 @@
 #include "kernels.h"
 #include "parallel.h"
 
+/* FN(name): name_f or name_d, the float or double instance of a helper or
+ * of a *_tmpl.h function, by SFX (f or d) where the template is included. */
+#define FN_(n, s) n##_##s
+#define FN2(n, s) FN_(n, s)
+#define FN(n) FN2(n, SFX)
+
 /* Element size times offset: the address of element `off` of t's storage. */
 static inline char *
 kc_at(const mate_tensor *t, int64_t off)
@@ -19,8 +25,7 @@ int64_t kc_row_offset(const mate_tensor *t, int nlead, int64_t r);
 
 /* Real floating dtypes the kernels read (f16, bf16, f32, f64, every f8). */
 int kc_is_float(mate_dtype dt);
-/* Dtypes the kernels write: f16, bf16, f32, f64, f8 e4m3fn and e5m2. */
-int kc_is_float_out(mate_dtype dt);
+/* The dtypes they write: mate_kernel_out_dtype_ok() (kernels.h). */
 
 /* Loads n elements at base (stride in elements) widened to float / double. */
 void kc_load_f(mate_dtype dt, const void *base, int64_t stride, int64_t n, float *dst);
@@ -51,11 +56,21 @@ void kc_scatter_f(mate_dtype dt, void *base, int64_t rows, int64_t cols,
 void kc_scatter_d(mate_dtype dt, void *base, int64_t rows, int64_t cols,
     int64_t s0, int64_t s1, const double *src);
 
-/* Sums of squares and dot products with 8 partial sums (vectorisable). */
-float kc_sumsq_f(const float *x, int64_t n);
-double kc_sumsq_d(const double *x, int64_t n);
+/* Dot products and sums of squares with 8 partial sums (vectorisable). */
 float kc_dot_f(const float *x, const float *y, int64_t n);
 double kc_dot_d(const double *x, const double *y, int64_t n);
+
+static inline float
+kc_sumsq_f(const float *x, int64_t n)
+{
+	return kc_dot_f(x, x, n);
+}
+
+static inline double
+kc_sumsq_d(const double *x, int64_t n)
+{
+	return kc_dot_d(x, x, n);
+}
 
 /* Per-file kernel entry points collected into the table (kernels_cpu.c). */
 int mate_cpu_rmsnorm(const mate_tensor *, const mate_tensor *, double, const mate_tensor *, mate_error *);

@@ -19,33 +19,20 @@ struct attn_job {
 	int failed;
 };
 
-#define FN_(n, s) n##_##s
-#define FN2(n, s) FN_(n, s)
-#define FN(n) FN2(n, SFX)
-
 #define REAL float
 #define SFX f
-#define DOT kc_dot_f
-#define LOAD kc_load_f
-#define STORE kc_store_f
 #define R_EXP expf
 #define R_LOG logf
 #define R_TANH tanhf
 #include "kernels_cpu_attn_tmpl.h"
 #undef REAL
 #undef SFX
-#undef DOT
-#undef LOAD
-#undef STORE
 #undef R_EXP
 #undef R_LOG
 #undef R_TANH
 
 #define REAL double
 #define SFX d
-#define DOT kc_dot_d
-#define LOAD kc_load_d
-#define STORE kc_store_d
 #define R_EXP exp
 #define R_LOG log
 #define R_TANH tanh

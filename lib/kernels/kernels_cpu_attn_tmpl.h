@@ -1,5 +1,5 @@
 /* kernels_cpu_attn_tmpl.h: attention rows of kernels_cpu_attn.c, included once per REAL (float, double). */
-/* Expects REAL, FN(name), DOT, LOAD, STORE, R_EXP, R_LOG, R_TANH. */
+/* Expects REAL, SFX (f or d: see FN in kernels_cpu.h), R_EXP, R_LOG, R_TANH. */
 
 /* Rotates x (D values) by the table row of position pos (rotate-half). */
 static void
@@ -40,9 +40,9 @@ FN(kv_rows)(void *ctx, int64_t b, int64_t e)
 	for (int64_t r = b; r < e; r++) {
 		int64_t h = r / j->Lk, pos = r % j->Lk;
 		const mate_tensor *k = j->k, *v = j->v;
-		LOAD(k->dtype, kc_at(k, k->offset + h * j->k_sh + pos * j->k_sl), k->stride[2],
+		FN(kc_load)(k->dtype, kc_at(k, k->offset + h * j->k_sh + pos * j->k_sl), k->stride[2],
 		    j->D, K + r * j->D);
-		LOAD(v->dtype, kc_at(v, v->offset + h * j->v_sh + pos * j->v_sl), v->stride[2],
+		FN(kc_load)(v->dtype, kc_at(v, v->offset + h * j->v_sh + pos * j->v_sl), v->stride[2],
 		    j->Dv, V + r * j->Dv);
 		if (j->rope_tab != NULL)
 			FN(rope)(j, K + r * j->D, pos);
@@ -64,7 +64,7 @@ FN(logits)(const struct attn_job *j, const REAL *qv, int64_t i, int64_t h, int64
 			z[t] = -(REAL)INFINITY;
 			continue;
 		}
-		x = DOT(qv, K + t * j->D, j->D) * scale;
+		x = FN(kc_dot)(qv, K + t * j->D, j->D) * scale;
 		if (j->cap > 0)
 			x = cap * R_TANH(x / cap);
 		if (j->slopes != NULL)
@@ -95,7 +95,7 @@ FN(attn_rows)(void *ctx, int64_t b, int64_t e)
 		const REAL *V = (const REAL *)j->vbuf + (h / j->group) * j->Lk * j->Dv;
 		REAL m, sum = 0, lse;
 
-		LOAD(q->dtype, kc_at(q, q->offset + i * q->stride[0] + h * q->stride[1]),
+		FN(kc_load)(q->dtype, kc_at(q, q->offset + i * q->stride[0] + h * q->stride[1]),
 		    q->stride[2], j->D, qv);
 		if (j->rope_tab != NULL)
 			FN(rope)(j, qv, qpos);
@@ -122,10 +122,10 @@ FN(attn_rows)(void *ctx, int64_t b, int64_t e)
 			if (!j->lse_base_e)
 				lse = lse * (REAL)1.44269504088896340736;
 		}
-		STORE(out->dtype, kc_at(out, out->offset + i * out->stride[0] + h * out->stride[1]),
+		FN(kc_store)(out->dtype, kc_at(out, out->offset + i * out->stride[0] + h * out->stride[1]),
 		    out->stride[2], j->Dv, o);
 		if (j->lse != NULL)
-			STORE(j->lse->dtype, kc_at(j->lse, j->lse->offset + i * j->lse->stride[0] +
+			FN(kc_store)(j->lse->dtype, kc_at(j->lse, j->lse->offset + i * j->lse->stride[0] +
 			    h * j->lse->stride[1]), 1, 1, &lse);
 	}
 	free(qv);

@@ -348,7 +348,7 @@ mate_cpu_gemm(const mate_gemm_call *g, mate_error *err)
 
 	if ((rc = mate_gemm_check(g, &ta, &tb, need, err)) != MATE_OK)
 		return rc;
-	if (g->c != NULL && !kc_is_float_out(g->c->dtype))
+	if (g->c != NULL && !mate_kernel_out_dtype_ok(g->c->dtype))
 		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "C: dtype %s not writable",
 		    mate_dtype_name(g->c->dtype));
 	if ((bl = mate_blas(err)) == NULL)

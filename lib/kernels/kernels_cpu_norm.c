@@ -28,15 +28,8 @@ struct softmax_job {
 	int failed;
 };
 
-#define FN_(n, s) n##_##s
-#define FN2(n, s) FN_(n, s)
-#define FN(n) FN2(n, SFX)
-
 #define REAL float
 #define SFX f
-#define SUMSQ kc_sumsq_f
-#define LOAD kc_load_f
-#define STORE kc_store_f
 #define R_SQRT sqrtf
 #define R_EXP expf
 #define R_ERF erff
@@ -44,9 +37,6 @@ struct softmax_job {
 #include "kernels_cpu_norm_tmpl.h"
 #undef REAL
 #undef SFX
-#undef SUMSQ
-#undef LOAD
-#undef STORE
 #undef R_SQRT
 #undef R_EXP
 #undef R_ERF
@@ -54,9 +44,6 @@ struct softmax_job {
 
 #define REAL double
 #define SFX d
-#define SUMSQ kc_sumsq_d
-#define LOAD kc_load_d
-#define STORE kc_store_d
 #define R_SQRT sqrt
 #define R_EXP exp
 #define R_ERF erf

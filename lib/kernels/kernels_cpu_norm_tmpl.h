@@ -1,11 +1,11 @@
 /* kernels_cpu_norm_tmpl.h: row kernels of kernels_cpu_norm.c, included once per REAL (float, double). */
-/* Expects REAL, FN(name), SUMSQ, LOAD, STORE, R_SQRT, R_EXP, R_ERF, R_TANH. */
+/* Expects REAL, SFX (f or d: see FN in kernels_cpu.h), R_SQRT, R_EXP, R_ERF, R_TANH. */
 
 /* x := x / sqrt(mean(x^2) + eps) * w */
 static void
 FN(rms_row)(REAL *x, const REAL *w, int64_t n, REAL eps)
 {
-	REAL ms = SUMSQ(x, n) / (REAL)n;
+	REAL ms = FN(kc_sumsq)(x, n) / (REAL)n;
 	REAL rs = (REAL)1 / R_SQRT(ms + eps);
 
 	for (int64_t i = 0; i < n; i++)
@@ -27,23 +27,23 @@ FN(norm_rows)(void *ctx, int64_t b, int64_t e)
 	for (int64_t row = b; row < e; row++) {
 		char *pin = kc_at(j->in, kc_row_offset(j->in, j->nlead, row));
 		int64_t sin = j->in->stride[j->nlead];
-		LOAD(j->in->dtype, pin, sin, H, x);
+		FN(kc_load)(j->in->dtype, pin, sin, H, x);
 		if (j->res != NULL) {
 			/* residual += input is stored rounded to its dtype, but
 			 * the norm reads the unrounded sum, as FlashInfer's
 			 * FusedAddRMSNormKernel does (norm.cuh) */
 			char *pres = kc_at(j->res, kc_row_offset(j->res, j->nlead, row));
 			int64_t sres = j->res->stride[j->nlead];
-			LOAD(j->res->dtype, pres, sres, H, r);
+			FN(kc_load)(j->res->dtype, pres, sres, H, r);
 			for (int64_t i = 0; i < H; i++)
 				x[i] += r[i];
-			STORE(j->res->dtype, pres, sres, H, x);
+			FN(kc_store)(j->res->dtype, pres, sres, H, x);
 			FN(rms_row)(x, w, H, (REAL)j->eps);
-			STORE(j->in->dtype, pin, sin, H, x);
+			FN(kc_store)(j->in->dtype, pin, sin, H, x);
 		} else {
 			char *pout = kc_at(j->out, kc_row_offset(j->out, j->nlead, row));
 			FN(rms_row)(x, w, H, (REAL)j->eps);
-			STORE(j->out->dtype, pout, j->out->stride[j->nlead], H, x);
+			FN(kc_store)(j->out->dtype, pout, j->out->stride[j->nlead], H, x);
 		}
 	}
 	free(x);
@@ -56,7 +56,7 @@ FN(norm_run)(struct norm_job *j, mate_error *err)
 
 	if (w == NULL)
 		return MATE_ERR_NOMEM;
-	LOAD(j->w->dtype, kc_at(j->w, j->w->offset), j->w->stride[0], j->H, w);
+	FN(kc_load)(j->w->dtype, kc_at(j->w, j->w->offset), j->w->stride[0], j->H, w);
 	if (j->gemma)
 		for (int64_t i = 0; i < j->H; i++)
 			w[i] = (REAL)1 + w[i];
@@ -98,11 +98,11 @@ FN(act_rows)(void *ctx, int64_t b, int64_t e)
 	for (int64_t row = b; row < e; row++) {
 		char *pin = kc_at(j->in, kc_row_offset(j->in, j->nlead, row));
 		char *pout = kc_at(j->out, kc_row_offset(j->out, j->nlead, row));
-		LOAD(j->in->dtype, pin, s_in, D, x);
-		LOAD(j->in->dtype, pin + D * s_in * es, s_in, D, y);
+		FN(kc_load)(j->in->dtype, pin, s_in, D, x);
+		FN(kc_load)(j->in->dtype, pin + D * s_in * es, s_in, D, y);
 		for (int64_t i = 0; i < D; i++)
 			y[i] = FN(act)(j->act, x[i]) * y[i];
-		STORE(j->out->dtype, pout, j->out->stride[j->nlead], D, y);
+		FN(kc_store)(j->out->dtype, pout, j->out->stride[j->nlead], D, y);
 	}
 	free(x);
 }
@@ -142,9 +142,10 @@ FN(softmax_rows)(void *ctx, int64_t b, int64_t e)
 		if (j->temp_t != NULL)
 			t = mate_load_f64(j->temp_t->dtype, mate_tensor_element(j->temp_t,
 			    mate_tensor_numel(j->temp_t) == 1 ? 0 : row));
-		LOAD(in->dtype, kc_at(in, in->offset + row * in->stride[0]), in->stride[1], V, x);
+		FN(kc_load)(in->dtype, kc_at(in, in->offset + row * in->stride[0]), in->stride[1], V, x);
 		FN(softmax_row)(x, V, (REAL)t);
-		STORE(out->dtype, kc_at(out, out->offset + row * out->stride[0]), out->stride[1], V, x);
+		FN(kc_store)(out->dtype, kc_at(out, out->offset + row * out->stride[0]),
+		    out->stride[1], V, x);
 	}
 	free(x);
 }

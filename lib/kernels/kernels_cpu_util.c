@@ -54,16 +54,16 @@ kc_is_float(mate_dtype dt)
 	}
 }
 
-int
-kc_is_float_out(mate_dtype dt)
+/* n elements of es bytes from src (stride ss elements) to dst (stride ds). */
+static void
+copy_elems(char *dst, int64_t ds, const char *src, int64_t ss, int64_t n, int64_t es)
 {
-	switch (dt) {
-	case MATE_F16: case MATE_BF16: case MATE_F32: case MATE_F64:
-	case MATE_F8_E4M3FN: case MATE_F8_E5M2:
-		return 1;
-	default:
-		return 0;
+	if (ds == 1 && ss == 1) {
+		memcpy(dst, src, (size_t)(n * es));
+		return;
 	}
+	for (int64_t i = 0; i < n; i++)
+		memcpy(dst + i * ds * es, src + i * ss * es, (size_t)es);
 }
 
 static void
@@ -85,12 +85,7 @@ kc_load_f(mate_dtype dt, const void *base, int64_t stride, int64_t n, float *dst
 	pthread_once(&tab_once, tab_init);
 	switch (dt) {
 	case MATE_F32:
-		if (stride == 1) {
-			memcpy(dst, p, (size_t)n * 4);
-			return;
-		}
-		for (int64_t i = 0; i < n; i++)
-			memcpy(&dst[i], p + i * stride * 4, 4);
+		copy_elems((char *)dst, 1, p, stride, n, 4);
 		return;
 	case MATE_F16:
 		load_tab16(tab_f16, p, stride, n, dst);
@@ -124,12 +119,7 @@ kc_load_d(mate_dtype dt, const void *base, int64_t stride, int64_t n, double *ds
 	size_t es = mate_dtype_size(dt);
 
 	if (dt == MATE_F64) {
-		if (stride == 1) {
-			memcpy(dst, p, (size_t)n * 8);
-			return;
-		}
-		for (int64_t i = 0; i < n; i++)
-			memcpy(&dst[i], p + i * stride * 8, 8);
+		copy_elems((char *)dst, 1, p, stride, n, 8);
 		return;
 	}
 	for (int64_t i = 0; i < n; i++)
@@ -143,12 +133,7 @@ kc_store_f(mate_dtype dt, void *base, int64_t stride, int64_t n, const float *sr
 
 	switch (dt) {
 	case MATE_F32:
-		if (stride == 1) {
-			memcpy(p, src, (size_t)n * 4);
-			return;
-		}
-		for (int64_t i = 0; i < n; i++)
-			memcpy(p + i * stride * 4, &src[i], 4);
+		copy_elems(p, stride, (const char *)src, 1, n, 4);
 		return;
 	case MATE_F16: case MATE_BF16:
 		for (int64_t i = 0; i < n; i++) {
@@ -171,7 +156,7 @@ kc_store_f(mate_dtype dt, void *base, int64_t stride, int64_t n, const float *sr
 			p[i * stride] = (char)mate_f32_to_f8e5m2(src[i]);
 		return;
 	default:
-		return;  /* excluded by kc_is_float_out() */
+		return;  /* excluded by mate_kernel_out_dtype_ok() */
 	}
 }
 
@@ -182,8 +167,7 @@ kc_store_d(mate_dtype dt, void *base, int64_t stride, int64_t n, const double *s
 	size_t es = mate_dtype_size(dt);
 
 	if (dt == MATE_F64) {
-		for (int64_t i = 0; i < n; i++)
-			memcpy(p + i * stride * 8, &src[i], 8);
+		copy_elems(p, stride, (const char *)src, 1, n, 8);
 		return;
 	}
 	/* narrower outputs of f64 math go through f32 (double rounding for
@@ -219,7 +203,7 @@ kc_check(const mate_tensor *t, const char *what, int ndim, int out, mate_error *
 	    t->ndim > MATE_MAX_DIMS)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "%s: %d dimensions, expected %s%d",
 		    what, t->ndim, ndim < 0 ? "at least " : "", ndim < 0 ? 1 : ndim);
-	if (out ? !kc_is_float_out(t->dtype) : !kc_is_float(t->dtype))
+	if (out ? !mate_kernel_out_dtype_ok(t->dtype) : !kc_is_float(t->dtype))
 		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s: dtype %s not supported%s",
 		    what, mate_dtype_name(t->dtype), out ? " as an output" : "");
 	if (mate_tensor_storage_extent(t) < 0 || mate_tensor_numel(t) < 0)
@@ -264,36 +248,29 @@ struct mat_job {
 	char *base;
 	int64_t cols, s0, s1;
 	void *buf;
-	int dbl;
+	int dbl, scatter;
 };
 
+/* Rows [b, e) of a gather (widen into buf) or a scatter (round from buf). */
 static void
-gather_rows(void *ctx, int64_t b, int64_t e)
+mat_rows(void *ctx, int64_t b, int64_t e)
 {
 	struct mat_job *j = ctx;
 	int64_t es = (int64_t)mate_dtype_size(j->dt);
-
-	for (int64_t r = b; r < e; r++) {
-		const char *p = j->base + r * j->s0 * es;
-		if (j->dbl)
-			kc_load_d(j->dt, p, j->s1, j->cols, (double *)j->buf + r * j->cols);
-		else
-			kc_load_f(j->dt, p, j->s1, j->cols, (float *)j->buf + r * j->cols);
-	}
-}
-
-static void
-scatter_rows(void *ctx, int64_t b, int64_t e)
-{
-	struct mat_job *j = ctx;
-	int64_t es = (int64_t)mate_dtype_size(j->dt);
+	int64_t w = j->dbl ? (int64_t)sizeof(double) : (int64_t)sizeof(float);
 
 	for (int64_t r = b; r < e; r++) {
 		char *p = j->base + r * j->s0 * es;
-		if (j->dbl)
-			kc_store_d(j->dt, p, j->s1, j->cols, (const double *)j->buf + r * j->cols);
+		void *row = (char *)j->buf + r * j->cols * w;
+
+		if (j->scatter && j->dbl)
+			kc_store_d(j->dt, p, j->s1, j->cols, row);
+		else if (j->scatter)
+			kc_store_f(j->dt, p, j->s1, j->cols, row);
+		else if (j->dbl)
+			kc_load_d(j->dt, p, j->s1, j->cols, row);
 		else
-			kc_store_f(j->dt, p, j->s1, j->cols, (const float *)j->buf + r * j->cols);
+			kc_load_f(j->dt, p, j->s1, j->cols, row);
 	}
 }
 
@@ -301,9 +278,10 @@ static void
 mat_run(mate_dtype dt, const void *base, int64_t rows, int64_t cols, int64_t s0,
     int64_t s1, void *buf, int dbl, int scatter)
 {
-	struct mat_job j = { dt, (char *)base, cols, s0, s1, buf, dbl };
+	struct mat_job j = { .dt = dt, .base = (char *)base, .cols = cols, .s0 = s0,
+		.s1 = s1, .buf = buf, .dbl = dbl, .scatter = scatter };
 
-	mate_parallel_for(rows, cols * 4, scatter ? scatter_rows : gather_rows, &j);
+	mate_parallel_for(rows, cols * 4, mat_rows, &j);
 }
 
 void
@@ -336,58 +314,23 @@ kc_scatter_d(mate_dtype dt, void *base, int64_t rows, int64_t cols, int64_t s0,
 
 /* ---- reductions ---------------------------------------------------------- */
 
-float
-kc_sumsq_f(const float *x, int64_t n)
-{
-	float acc[8] = { 0 }, s = 0;
-	int64_t i = 0;
-
-	for (; i + 8 <= n; i += 8)
-		for (int l = 0; l < 8; l++)
-			acc[l] += x[i + l] * x[i + l];
-	for (; i < n; i++)
-		s += x[i] * x[i];
-	return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + s;
+/* The dot products: 8 partial sums (vectorisable) added in a fixed order,
+ * the same for float and double. */
+#define KC_DOT(name, T)								\
+T										\
+name(const T *x, const T *y, int64_t n)						\
+{										\
+	T acc[8] = { 0 }, s = 0;						\
+	int64_t i = 0;								\
+										\
+	for (; i + 8 <= n; i += 8)						\
+		for (int l = 0; l < 8; l++)					\
+			acc[l] += x[i + l] * y[i + l];				\
+	for (; i < n; i++)							\
+		s += x[i] * y[i];						\
+	return ((acc[0] + acc[4]) + (acc[1] + acc[5])) +			\
+	    ((acc[2] + acc[6]) + (acc[3] + acc[7])) + s;			\
 }
 
-double
-kc_sumsq_d(const double *x, int64_t n)
-{
-	double acc[8] = { 0 }, s = 0;
-	int64_t i = 0;
-
-	for (; i + 8 <= n; i += 8)
-		for (int l = 0; l < 8; l++)
-			acc[l] += x[i + l] * x[i + l];
-	for (; i < n; i++)
-		s += x[i] * x[i];
-	return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + s;
-}
-
-float
-kc_dot_f(const float *x, const float *y, int64_t n)
-{
-	float acc[8] = { 0 }, s = 0;
-	int64_t i = 0;
-
-	for (; i + 8 <= n; i += 8)
-		for (int l = 0; l < 8; l++)
-			acc[l] += x[i + l] * y[i + l];
-	for (; i < n; i++)
-		s += x[i] * y[i];
-	return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + s;
-}
-
-double
-kc_dot_d(const double *x, const double *y, int64_t n)
-{
-	double acc[8] = { 0 }, s = 0;
-	int64_t i = 0;
-
-	for (; i + 8 <= n; i += 8)
-		for (int l = 0; l < 8; l++)
-			acc[l] += x[i + l] * y[i + l];
-	for (; i < n; i++)
-		s += x[i] * y[i];
-	return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + s;
-}
+KC_DOT(kc_dot_f, float)
+KC_DOT(kc_dot_d, double)
