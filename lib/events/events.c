@@ -317,16 +317,22 @@ mate_ev_drop_untracked(void)
 }
 
 static void
+wake_thread(void)
+{
+	uint64_t one = 1;
+
+	if (S.wake_fd >= 0)
+		(void)!write(S.wake_fd, &one, sizeof(one));
+}
+
+static void
 commit(struct ev_slot *s, uint64_t seq)
 {
 	ring_publish(s, seq);
 	/* a quarter full: wake the thread rather than wait for its next poll
 	 * (the thread's position is read every 256 events, not on each) */
-	if ((seq & 255) == 0 && seq - __atomic_load_n(&S.deq, __ATOMIC_RELAXED) - RING_SLOTS / 4 < 256 &&
-	    S.wake_fd >= 0) {
-		uint64_t one = 1;
-		(void)!write(S.wake_fd, &one, sizeof(one));
-	}
+	if ((seq & 255) == 0 && seq - __atomic_load_n(&S.deq, __ATOMIC_RELAXED) - RING_SLOTS / 4 < 256)
+		wake_thread();
 }
 
 /* ---- producers ---------------------------------------------------------------------- */
@@ -538,36 +544,25 @@ fmt_details(const struct ev_raw *r, char *d, size_t cap)
 	switch (r->type) {
 	case MATE_EV_RECV:
 	case MATE_EV_SEND:
-		o = mate_put_str(o, end, "call=");
-		o = mate_put_u64(o, end, r->call);
-		o = mate_put_str(o, end, " op=");
-		o = mate_put_str(o, end, r->command);
-		o = mate_put_str(o, end, " depth=");
-		o = mate_put_i64(o, end, r->depth);
-		if (r->type == MATE_EV_SEND) {
-			o = mate_put_str(o, end, " success=");
-			o = mate_put_str(o, end, okw);
-			if (r->has_text) {
-				char *e60 = o + 7 + 60 < end ? o + 7 + 60 : end;
-				o = mate_put_str(o, end, " error=");
-				o = mate_put_str(o, e60, r->text);
-			}
+		o = mate_put_key_u64(o, end, "call=", r->call);
+		o = mate_put_key_str(o, end, " op=", r->command);
+		o = mate_put_key_i64(o, end, " depth=", r->depth);
+		if (r->type == MATE_EV_SEND)
+			o = mate_put_key_str(o, end, " success=", okw);
+		if (r->type == MATE_EV_SEND && r->has_text) {
+			/* at most 60 characters of the error */
+			char *e60 = o + 7 + 60 < end ? o + 7 + 60 : end;
+			o = mate_put_key_str(o, e60, " error=", r->text);
 		}
 		break;
 	case MATE_EV_WORKER_SEND:
 	case MATE_EV_WORKER_RECV:
-		o = mate_put_str(o, end, "call=");
-		o = mate_put_u64(o, end, r->call);
-		o = mate_put_str(o, end, " id=");
-		o = mate_put_u64(o, end, r->id);
-		o = mate_put_str(o, end, " op=");
-		o = mate_put_str(o, end, r->command);
-		o = mate_put_str(o, end, " worker=");
-		o = mate_put_str(o, end, r->source);
-		if (r->type == MATE_EV_WORKER_RECV) {
-			o = mate_put_str(o, end, " success=");
-			o = mate_put_str(o, end, okw);
-		}
+		o = mate_put_key_u64(o, end, "call=", r->call);
+		o = mate_put_key_u64(o, end, " id=", r->id);
+		o = mate_put_key_str(o, end, " op=", r->command);
+		o = mate_put_key_str(o, end, " worker=", r->source);
+		if (r->type == MATE_EV_WORKER_RECV)
+			o = mate_put_key_str(o, end, " success=", okw);
 		break;
 	case MATE_EV_MEM_ALLOC:
 	case MATE_EV_MEM_FREE:
@@ -961,6 +956,19 @@ read_tuning(void)
 	    "a share of one core, 0 for no limit", "using " BUDGET_DEFAULT_TEXT);
 }
 
+/* Ends the publisher (stop: mate_mon_stop, or mate_mon_forget in a forked
+ * child) and closes the instruction log. */
+static void
+close_outputs(void (*stop)(struct mate_mon *))
+{
+	if (S.mon != NULL)
+		stop(S.mon);
+	S.mon = NULL;
+	if (S.ilog_fd >= 0)
+		close(S.ilog_fd);
+	S.ilog_fd = -1;
+}
+
 static void
 start_session(void)
 {
@@ -1010,12 +1018,7 @@ start_session(void)
 		S.have_thread = 0;
 	else if (pthread_create(&S.thread, NULL, events_thread, NULL) != 0) {
 		mate_warn("cannot start the events thread; no live events");
-		if (S.mon != NULL)
-			mate_mon_stop(S.mon);
-		S.mon = NULL;
-		if (S.ilog_fd >= 0)
-			close(S.ilog_fd);
-		S.ilog_fd = -1;
+		close_outputs(mate_mon_stop);
 		return;
 	} else
 		S.have_thread = 1;
@@ -1041,10 +1044,7 @@ stop_session(void)
 	/* the last word waits for room in the queue, drained without a budget */
 	__atomic_store_n(&S.closing, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&mate_ev_shed_, 0, __ATOMIC_RELAXED);   /* whole calls are not dropped now */
-	if (S.wake_fd >= 0) {
-		uint64_t one = 1;
-		(void)!write(S.wake_fd, &one, sizeof(one));
-	}
+	wake_thread();
 	snprintf(details, sizeof(details), "pid=%ld events=%llu dropped=%llu", (long)S.pid,
 	    (unsigned long long)S.enq + 1,
 	    (unsigned long long)(S.mon != NULL ? mate_mon_drops(S.mon) : 0) +
@@ -1056,22 +1056,14 @@ stop_session(void)
 	__atomic_store_n(&S.stopping, 1, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&S.cond);
 	pthread_mutex_unlock(&S.lock);
-	if (S.wake_fd >= 0) {
-		uint64_t one = 1;
-		(void)!write(S.wake_fd, &one, sizeof(one));
-	}
+	wake_thread();
 	if (S.have_thread)
 		pthread_join(S.thread, NULL);
 	S.have_thread = 0;
 	S.started_thread = 0;
 	S.closing = 0;
 	drain((size_t)-1);
-	if (S.mon != NULL)
-		mate_mon_stop(S.mon);
-	S.mon = NULL;
-	if (S.ilog_fd >= 0)
-		close(S.ilog_fd);
-	S.ilog_fd = -1;
+	close_outputs(mate_mon_stop);
 }
 
 static void
@@ -1137,12 +1129,7 @@ mate_ev_atfork_child(void)
 	S.started_thread = 0;
 	S.have_thread = 0;
 	S.sync = 0;   /* until the child's session starts */
-	if (S.mon != NULL)
-		mate_mon_forget(S.mon);
-	S.mon = NULL;
-	if (S.ilog_fd >= 0)
-		close(S.ilog_fd);
-	S.ilog_fd = -1;
+	close_outputs(mate_mon_forget);
 	if (S.ilog_path != NULL && strstr(S.ilog_path, "%i") == NULL) {
 		free(S.ilog_path);   /* the parent's file stays the parent's */
 		S.ilog_path = NULL;

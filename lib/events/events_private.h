@@ -253,6 +253,25 @@ mate_put_i64(char *o, const char *end, int64_t v)
 	return mate_put_u64(o, end, (uint64_t)v);
 }
 
+/* A key then its value ("call=" and the number) in one call. */
+static inline char *
+mate_put_key_str(char *o, const char *end, const char *key, const char *s)
+{
+	return mate_put_str(mate_put_str(o, end, key), end, s);
+}
+
+static inline char *
+mate_put_key_u64(char *o, const char *end, const char *key, uint64_t v)
+{
+	return mate_put_u64(mate_put_str(o, end, key), end, v);
+}
+
+static inline char *
+mate_put_key_i64(char *o, const char *end, const char *key, int64_t v)
+{
+	return mate_put_i64(mate_put_str(o, end, key), end, v);
+}
+
 /* ---- the publisher (monitor.c) ------------------------------------------------
  * Owned by the events thread: every function but mate_mon_parse_spec() is
  * called from that thread only. */

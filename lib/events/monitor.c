@@ -35,7 +35,7 @@ struct mate_mon {
 	size_t mid_len, tail_len;
 };
 
-static char *json_str(char *o, char *end, const char *s);
+static char *json_str(char *o, char *end, const char *key, const char *s);
 
 
 /* ---- the runtime directory ------------------------------------------------------ */
@@ -277,8 +277,7 @@ mate_mon_start(const char *tcp, double start_real)
 	    m->start_real);
 	{
 		char *o = m->tail, *end = m->tail + sizeof(m->tail) - 2;
-		o = mate_put_str(o, end, ",\"program\":");
-		o = json_str(o, end, m->program);
+		o = json_str(o, end, ",\"program\":", m->program);
 		*o++ = '}';
 		m->tail_len = (size_t)(o - m->tail);
 	}
@@ -356,11 +355,11 @@ span_put(void *ctx, const char *p, size_t n)
 	}
 }
 
-/* Appends s as a JSON string (quotes, escapes) at *o, bounded by end. */
+/* Appends key, then s as a JSON string (quotes, escapes), at o, bounded by end. */
 static char *
-json_str(char *o, char *end, const char *s)
+json_str(char *o, char *end, const char *key, const char *s)
 {
-	struct span sp = { o, end };
+	struct span sp = { mate_put_str(o, end, key), end };
 
 	mate_json_string(s, strlen(s), 0, span_put, &sp);
 	return sp.o;
@@ -374,23 +373,16 @@ mate_mon_send(struct mate_mon *m, const struct mate_ev_rec *r, int last)
 	char frame[4096], *o = frame, *end = frame + sizeof(frame) - 8;
 	uint64_t ns = r->t_ns % 1000000000u;
 
-	o = mate_put_str(o, end, "{\"seq\":");
-	o = mate_put_u64(o, end, r->seq);
-	o = mate_put_str(o, end, ",\"timestamp\":");
-	o = mate_put_u64(o, end, r->t_ns / 1000000000u);
+	o = mate_put_key_u64(o, end, "{\"seq\":", r->seq);
+	o = mate_put_key_u64(o, end, ",\"timestamp\":", r->t_ns / 1000000000u);
 	*o++ = '.';
 	for (uint64_t d = 100000000u; d > 0; d /= 10)
 		*o++ = (char)('0' + ns / d % 10);
-	o = mate_put_str(o, end, ",\"event\":");
-	o = json_str(o, end, r->event);
-	o = mate_put_str(o, end, ",\"client\":");
-	o = json_str(o, end, r->source);
-	o = mate_put_str(o, end, ",\"command\":");
-	o = json_str(o, end, r->command);
-	o = mate_put_str(o, end, ",\"details\":");
-	o = json_str(o, end, r->details);
-	o = mate_put_str(o, end, ",\"size_bytes\":");
-	o = mate_put_i64(o, end, r->size);
+	o = json_str(o, end, ",\"event\":", r->event);
+	o = json_str(o, end, ",\"client\":", r->source);
+	o = json_str(o, end, ",\"command\":", r->command);
+	o = json_str(o, end, ",\"details\":", r->details);
+	o = mate_put_key_i64(o, end, ",\"size_bytes\":", r->size);
 	memcpy(o, m->mid, m->mid_len);
 	o += m->mid_len;
 	o = mate_put_u64(o, end, m->drops);
