@@ -386,7 +386,7 @@ op_attention(mate_replay_call *c, void *prefill)
 	const struct attn_pos *ap = prefill ? &prefill_pos : &decode_pos;
 	const mate_tensor *q, *kk, *v, *lse = NULL;
 	mate_attn_params p;
-	mate_value *outv, *lsev = NULL, *ret;
+	mate_value *outv, *lsev = NULL;
 	int64_t shape[3];
 	mate_dtype dt;
 	mate_error err;
@@ -413,14 +413,7 @@ op_attention(mate_replay_call *c, void *prefill)
 		lse = mate_value_get_tensor(lsev);
 	rc = (prefill ? k->single_prefill : k->single_decode)(q, kk, v, &p,
 	    mate_value_get_tensor(outv), lse, &err);
-	if (rc != MATE_OK || lsev == NULL) {
-		mate_value_free(lsev);
-		return mate_replay_kernel_done(c, rc, &err, outv);
-	}
-	ret = mate_value_tuple();
-	mate_value_append(ret, outv);
-	mate_value_append(ret, lsev);
-	return mate_replay_return(c, ret);
+	return mate_replay_kernel_done_pair(c, rc, &err, outv, lsev);
 }
 
 /* The signatures the handlers implement: FlashInfer's (spec/ops.md), with

@@ -104,25 +104,6 @@ tensor_of(const mate_value *v)
 	return v != NULL ? mate_value_get_tensor(v) : NULL;
 }
 
-/* Returns out, or (out, lse) when lsev is not NULL; or the kernel's error. */
-static int
-finish_pair(mate_replay_call *c, int rc, const mate_error *err, mate_value *outv, mate_value *lsev)
-{
-	mate_value *ret;
-
-	if (rc != MATE_OK) {
-		mate_value_free(outv);
-		mate_value_free(lsev);
-		return mate_replay_fail(c, rc, "%s: %s", fname(c), err->message);
-	}
-	if (lsev == NULL)
-		return mate_replay_return(c, outv);
-	ret = mate_value_tuple();
-	mate_value_append(ret, outv);
-	mate_value_append(ret, lsev);
-	return mate_replay_return(c, ret);
-}
-
 /* ---- the wrappers' state --------------------------------------------------------- */
 
 enum wrapper { W_DECODE, W_PAGED, W_RAGGED, W_MLA };
@@ -570,10 +551,11 @@ op_batch_run(mate_replay_call *c, void *ctx)
 		.kv_len = st->kv_len, .page_size = st->page_size, .q = q, .k = &kc, .v = &vc,
 		.out = tensor_of(outv), .lse = lsev != NULL ? &lt : NULL };
 	if (kc.ndim != (ragged ? 3 : 4) || kc.shape[kc.ndim - 2 - (st->kv_layout == MATE_KV_HND)] != st->Hk)
-		return finish_pair(c, mate_set_error(&err, MATE_ERR_ARGUMENT, "the cache (%d-D) does not "
-		    "have the plan's %lld kv heads", kc.ndim, (long long)st->Hk), &err, outv, lsev);
+		return mate_replay_kernel_done_pair(c, mate_set_error(&err, MATE_ERR_ARGUMENT,
+		    "the cache (%d-D) does not have the plan's %lld kv heads", kc.ndim,
+		    (long long)st->Hk), &err, outv, lsev);
 	rc = mate_batch_attention(mate_replay_kernels(c), &a, &p, &err);
-	return finish_pair(c, rc, &err, outv, lsev);
+	return mate_replay_kernel_done_pair(c, rc, &err, outv, lsev);
 }
 
 /* ---- MLA ----------------------------------------------------------------------- */
@@ -687,7 +669,7 @@ op_mla_run(mate_replay_call *c, void *ctx)
 		.n_indices = st->n_indices, .page_size = st->page_size, .q_nope = qn, .q_pe = qp,
 		.ckv = ckv, .kpe = kpe, .out = tensor_of(outv), .lse = tensor_of(lsev) };
 	rc = mate_batch_mla(mate_replay_kernels(c), &a, &p, &err);
-	return finish_pair(c, rc, &err, outv, lsev);
+	return mate_replay_kernel_done_pair(c, rc, &err, outv, lsev);
 }
 
 /* ---- merging states ---------------------------------------------------------------- */
@@ -741,7 +723,7 @@ op_merge(mate_replay_call *c, void *many)
 		free(v);
 		free(s);
 	}
-	return finish_pair(c, rc, &err, outv, lsev);
+	return mate_replay_kernel_done_pair(c, rc, &err, outv, lsev);
 }
 
 /* ---- the KV cache ------------------------------------------------------------------ */

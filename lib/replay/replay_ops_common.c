@@ -29,6 +29,22 @@ mate_replay_mm_shape(mate_replay_call *c, const mate_tensor *a, const mate_tenso
 }
 
 int
+mate_replay_kernel_done_pair(mate_replay_call *c, int rc, const mate_error *err,
+    mate_value *v1, mate_value *v2)
+{
+	mate_value *ret;
+
+	if (rc != MATE_OK || v2 == NULL) {
+		mate_value_free(v2);
+		return mate_replay_kernel_done(c, rc, err, v1);
+	}
+	ret = mate_value_tuple();
+	mate_value_append(ret, v1);
+	mate_value_append(ret, v2);
+	return mate_replay_return(c, ret);
+}
+
+int
 mate_replay_register_ops(mate_replay *r, const struct mate_replay_op_def *ops, size_t n, mate_error *err)
 {
 	int rc;

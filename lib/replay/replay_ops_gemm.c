@@ -101,7 +101,7 @@ static int
 op_segment_packbits(mate_replay_call *c, void *ctx)
 {
 	const mate_tensor *x, *indptr, *np;
-	mate_value *y = NULL, *nip, *ret;
+	mate_value *y = NULL, *nip;
 	mate_error err;
 	int64_t nb, total = 0;
 	int rc, little;
@@ -136,14 +136,7 @@ op_segment_packbits(mate_replay_call *c, void *ctx)
 	for (int64_t i = 0; i + 1 < nb && rc == MATE_OK; i++)
 		rc = mate_cpu_packbits(x, mate_kernel_int_at(indptr, i), mate_kernel_int_at(indptr, i + 1),
 		    little, mate_value_get_tensor(y), mate_kernel_int_at(np, i), &err);
-	if (rc != MATE_OK) {
-		mate_value_free(nip);
-		return mate_replay_kernel_done(c, rc, &err, y);
-	}
-	ret = mate_value_tuple();
-	mate_value_append(ret, y);
-	mate_value_append(ret, nip);
-	return mate_replay_return(c, ret);
+	return mate_replay_kernel_done_pair(c, rc, &err, y, nip);
 }
 
 int

@@ -112,7 +112,7 @@ static int
 rope_run(mate_replay_call *c, const mate_tensor *qa, const mate_tensor *ka, const mate_tensor *q,
     const mate_tensor *k, int64_t hs, const int64_t *pos, const mate_rope_params *p, int inplace)
 {
-	mate_value *qo = NULL, *ko = NULL, *ret;
+	mate_value *qo = NULL, *ko = NULL;
 	mate_tensor qv = *q, kv = *k;
 	mate_error err;
 	int rc;
@@ -127,17 +127,9 @@ rope_run(mate_replay_call *c, const mate_tensor *qa, const mate_tensor *ka, cons
 		    (rc = view3(c, mate_value_get_tensor(ko), "key", hs, &kv)) != MATE_OK)
 			goto out;
 	}
-	if ((rc = mate_cpu_rope(q, &qv, pos, p, &err)) != MATE_OK ||
-	    (rc = mate_cpu_rope(k, &kv, pos, p, &err)) != MATE_OK) {
-		rc = mate_replay_kernel_done(c, rc, &err, NULL);
-		goto out;
-	}
-	if (inplace)
-		return mate_replay_return(c, mate_value_none());
-	ret = mate_value_tuple();
-	mate_value_append(ret, qo);
-	mate_value_append(ret, ko);
-	return mate_replay_return(c, ret);
+	if ((rc = mate_cpu_rope(q, &qv, pos, p, &err)) == MATE_OK)
+		rc = mate_cpu_rope(k, &kv, pos, p, &err);
+	return mate_replay_kernel_done_pair(c, rc, &err, qo, ko);   /* in place: None */
 out:
 	mate_value_free(qo);
 	mate_value_free(ko);

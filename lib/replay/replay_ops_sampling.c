@@ -125,7 +125,7 @@ op_top_k(mate_replay_call *c, void *ctx)
 {
 	const mate_tensor *x, *rec = NULL;
 	const mate_value *recv;
-	mate_value *vals, *idx, *ret;
+	mate_value *vals, *idx;
 	mate_error err;
 	int64_t k, shape[2];
 	int rc, sorted;
@@ -150,15 +150,9 @@ op_top_k(mate_replay_call *c, void *ctx)
 		mate_value_free(vals);
 		return MATE_ERR_NOMEM;
 	}
-	if ((rc = mate_cpu_top_k_check(x, rec, sorted, mate_value_get_tensor(vals),
-	    mate_value_get_tensor(idx), &err)) != MATE_OK) {
-		mate_value_free(idx);
-		return mate_replay_kernel_done(c, rc, &err, vals);
-	}
-	ret = mate_value_tuple();
-	mate_value_append(ret, vals);
-	mate_value_append(ret, idx);
-	return mate_replay_return(c, ret);
+	rc = mate_cpu_top_k_check(x, rec, sorted, mate_value_get_tensor(vals),
+	    mate_value_get_tensor(idx), &err);
+	return mate_replay_kernel_done_pair(c, rc, &err, vals, idx);
 }
 
 #define SIG_TAIL "deterministic=True, generator=None, check_nan=False, seed=None, offset=None"

@@ -81,6 +81,10 @@ const struct mate_kernels *mate_replay_kernels(const mate_replay_call *c) MATE_H
  * leading dimensions, b's last; fails the call when an operand is not nd-D. */
 int mate_replay_mm_shape(mate_replay_call *c, const mate_tensor *a, const mate_tensor *b, int nd,
     int64_t *shape) MATE_HIDDEN;
+/* mate_replay_kernel_done() for a call that returns (v1, v2): a tuple of
+ * both; v1 alone when v2 is NULL; on a kernel error both are freed. */
+int mate_replay_kernel_done_pair(mate_replay_call *c, int rc, const mate_error *err,
+    mate_value *v1, mate_value *v2) MATE_HIDDEN;
 /* A handler table: name, signature, handler, its ctx. */
 struct mate_replay_op_def {
 	const char *name, *sig;
