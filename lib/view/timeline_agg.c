@@ -423,26 +423,28 @@ tl_agg_free_lane(struct tl_lane *L)
 	} \
 } while (0)
 
-double
-tl_bins_sum(const mate_timeline *tl, const float *v, double a, double b)
+/* The weighted sum over [a, b) of the bins of f (floats) or else u (counts). */
+static double
+bins_sum(const mate_timeline *tl, const float *f, const uint32_t *u, double a, double b)
 {
 	double s = 0;
 
-	if (v == NULL || !tl->grid_set)
+	if ((f == NULL && u == NULL) || !tl->grid_set)
 		return 0;
-	FOR_BINS(tl, a, b, s += v[k_] * wt_);
+	FOR_BINS(tl, a, b, s += (f != NULL ? (double)f[k_] : (double)u[k_]) * wt_);
 	return s;
+}
+
+double
+tl_bins_sum(const mate_timeline *tl, const float *v, double a, double b)
+{
+	return bins_sum(tl, v, NULL, a, b);
 }
 
 double
 tl_counts_sum(const mate_timeline *tl, const uint32_t *v, double a, double b)
 {
-	double s = 0;
-
-	if (v == NULL || !tl->grid_set)
-		return 0;
-	FOR_BINS(tl, a, b, s += v[k_] * wt_);
-	return s;
+	return bins_sum(tl, NULL, v, a, b);
 }
 
 float
