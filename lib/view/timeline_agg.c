@@ -127,6 +127,19 @@ bin_of(const mate_timeline *tl, double t)
 	return i;
 }
 
+/* arr (*cap elements of size bytes) reallocated to twice as many (first
+ * when empty); NULL, arr untouched, when out of memory. */
+static void *
+grow(void *arr, size_t *cap, size_t first, size_t size)
+{
+	size_t n = *cap ? *cap * 2 : first;
+	void *p = realloc(arr, n * size);
+
+	if (p != NULL)
+		*cap = n;
+	return p;
+}
+
 /* An array of nbins, or NULL when the budget is spent. */
 static void *
 bins_alloc(mate_timeline *tl, size_t elem)
@@ -204,12 +217,10 @@ bar_add(mate_timeline *tl, struct tl_lane *L, int op, double s, double e, int de
 			bars_prune(tl);
 			if (e - s < tl->bar_min && !(flags & 2))
 				return 0;
+		} else if ((b = grow(tl->bars, &tl->capbars, 1024, sizeof(*b))) == NULL) {
+			return -1;
 		} else {
-			size_t cap = tl->capbars ? tl->capbars * 2 : 1024;
-			if ((b = realloc(tl->bars, cap * sizeof(*b))) == NULL)
-				return -1;
 			tl->bars = b;
-			tl->capbars = cap;
 		}
 	}
 	b = &tl->bars[tl->nbars++];
@@ -303,12 +314,10 @@ tl_agg_mark(mate_timeline *tl, struct tl_lane *L, int type, int op, double t,
 		if (tl->capmarks == TL_MARK_CAP) {
 			marks_prune(tl);
 		} else {
-			size_t cap = tl->capmarks ? tl->capmarks * 2 : 1024;
-			struct tl_mark *p = realloc(tl->marks, cap * sizeof(*p));
+			struct tl_mark *p = grow(tl->marks, &tl->capmarks, 1024, sizeof(*p));
 			if (p == NULL)
 				return -1;
 			tl->marks = p;
-			tl->capmarks = cap;
 		}
 	}
 	m.t = t;
@@ -357,12 +366,10 @@ tl_agg_flow(mate_timeline *tl, int lane0, double t0, int lane1, double t1)
 				tl->nflows = n;
 			} while (tl->nflows > TL_FLOW_CAP / 2);
 		} else {
-			size_t cap = tl->capflows ? tl->capflows * 2 : 256;
-			struct tl_flow *p = realloc(tl->flows, cap * sizeof(*p));
+			struct tl_flow *p = grow(tl->flows, &tl->capflows, 256, sizeof(*p));
 			if (p == NULL)
 				return -1;
 			tl->flows = p;
-			tl->capflows = cap;
 		}
 	}
 	flow_keep(tl, &f, &tl->nflows);
