@@ -7,6 +7,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <math.h>
+#include <stdlib.h>
 
 extern "C" {
 #include "mate_private.h"
@@ -172,6 +173,57 @@ kcu_block_reduce(T v, int is_max)
 	__syncthreads();
 	v = lane < nw ? part[lane] : (is_max ? (T)-INFINITY : (T)0);
 	return is_max ? kcu_warp_max(v) : kcu_warp_sum(v);
+}
+
+/* ---- position tables of the attention kernels ------------------------------ */
+
+/* The RoPE table of positions pos0 .. pos0 + npos - 1, (npos, D/2, {cos,
+ * sin}) of T, built on the host and uploaded; NULL with c->rc set on failure. */
+template <typename T>
+static T *
+kcu_rope_table(kcu_call *c, const mate_attn_params *p, int64_t pos0, int64_t npos, int64_t D)
+{
+	int64_t half = D / 2;
+	double scale = p->rope_scale > 0 ? p->rope_scale : 1.0;
+	double theta = p->rope_theta > 0 ? p->rope_theta : 1e4;
+	size_t n = (size_t)(npos * half * 2 + 1);
+	T *tab = (T *)malloc(sizeof(T) * n);
+	void *dev;
+
+	if (tab == NULL) {
+		c->rc = mate_set_error(c->err, MATE_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	for (int64_t q = 0; q < npos; q++)
+		for (int64_t i = 0; i < half; i++) {
+			double ang = (double)(q + pos0) / scale *
+			    pow(theta, -2.0 * (double)i / (double)D);
+			tab[(q * half + i) * 2] = (T)cos(ang);
+			tab[(q * half + i) * 2 + 1] = (T)sin(ang);
+		}
+	dev = kcu_upload(c, tab, sizeof(T) * n);
+	free(tab);
+	return (T *)dev;
+}
+
+/* The ALiBi slopes of heads heads, as T, uploaded; NULL with c->rc set on
+ * failure. */
+template <typename T>
+static T *
+kcu_alibi_slopes(kcu_call *c, int64_t heads)
+{
+	T *s = (T *)malloc(sizeof(T) * (size_t)heads);
+	void *dev;
+
+	if (s == NULL) {
+		c->rc = mate_set_error(c->err, MATE_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	for (int64_t h = 0; h < heads; h++)
+		s[h] = (T)mate_alibi_slope(h, heads);
+	dev = kcu_upload(c, s, sizeof(T) * (size_t)heads);
+	free(s);
+	return (T *)dev;
 }
 
 /* Entry points of the other CUDA files. */

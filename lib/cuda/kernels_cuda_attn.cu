@@ -183,36 +183,10 @@ upload_tables(kcu_call *c, attn_args *a, const mate_attn_params *p, int prefill)
 		free(b1);
 		free(b2);
 	}
-	if (p->pos_encoding_mode == MATE_POS_ALIBI && c->rc == MATE_OK) {
-		double *s = (double *)malloc(sizeof(double) * (size_t)a->Hq);
-		if (s == NULL) {
-			c->rc = mate_set_error(c->err, MATE_ERR_NOMEM, "out of memory");
-			return;
-		}
-		for (int64_t h = 0; h < a->Hq; h++)
-			s[h] = mate_alibi_slope(h, a->Hq);
-		a->slopes = (const double *)kcu_upload(c, s, sizeof(double) * (size_t)a->Hq);
-		free(s);
-	}
-	if (p->pos_encoding_mode == MATE_POS_ROPE_LLAMA && c->rc == MATE_OK) {
-		int64_t half = a->D / 2, npos = a->Lk - a->pos0;
-		double scale = p->rope_scale > 0 ? p->rope_scale : 1.0;
-		double theta = p->rope_theta > 0 ? p->rope_theta : 1e4;
-		T *tab = (T *)malloc(sizeof(T) * (size_t)(npos * half * 2 + 1));
-		if (tab == NULL) {
-			c->rc = mate_set_error(c->err, MATE_ERR_NOMEM, "out of memory");
-			return;
-		}
-		for (int64_t q = 0; q < npos; q++)
-			for (int64_t i = 0; i < half; i++) {
-				double ang = (double)(q + a->pos0) / scale *
-				    pow(theta, -2.0 * (double)i / (double)a->D);
-				tab[(q * half + i) * 2] = (T)cos(ang);
-				tab[(q * half + i) * 2 + 1] = (T)sin(ang);
-			}
-		a->rope = kcu_upload(c, tab, sizeof(T) * (size_t)(npos * half * 2 + 1));
-		free(tab);
-	}
+	if (p->pos_encoding_mode == MATE_POS_ALIBI && c->rc == MATE_OK)
+		a->slopes = kcu_alibi_slopes<double>(c, a->Hq);
+	if (p->pos_encoding_mode == MATE_POS_ROPE_LLAMA && c->rc == MATE_OK)
+		a->rope = kcu_rope_table<T>(c, p, a->pos0, a->Lk - a->pos0, a->D);
 }
 
 /* Shapes and parameters; q (Lq, Hq, D) or, decoding, (Hq, D). */

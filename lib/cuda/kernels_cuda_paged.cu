@@ -267,37 +267,11 @@ static void
 batch_upload_pos(kcu_call *c, batch_args *ba, const mate_attn_params *p,
     const struct batch_tables *t)
 {
-	if (p->pos_encoding_mode == MATE_POS_ALIBI) {
-		float *s = (float *)malloc(sizeof(float) * (size_t)ba->Hq);
-		if (s == NULL) {
-			c->rc = mate_set_error(c->err, MATE_ERR_NOMEM, "out of memory");
-			return;
-		}
-		for (int64_t h = 0; h < ba->Hq; h++)
-			s[h] = (float)mate_alibi_slope(h, ba->Hq);
-		ba->slopes = (const float *)kcu_upload(c, s, sizeof(float) * (size_t)ba->Hq);
-		free(s);
-	}
+	if (p->pos_encoding_mode == MATE_POS_ALIBI)
+		ba->slopes = kcu_alibi_slopes<float>(c, ba->Hq);
 	if (p->pos_encoding_mode == MATE_POS_ROPE_LLAMA) {
-		int64_t half = ba->D / 2, npos = t->max_len - t->pos0;
-		double scale = p->rope_scale > 0 ? p->rope_scale : 1.0;
-		double theta = p->rope_theta > 0 ? p->rope_theta : 1e4;
-		size_t n = (size_t)(npos * half * 2 + 1);
-		float *tab = (float *)malloc(sizeof(float) * n);
-		if (tab == NULL) {
-			c->rc = mate_set_error(c->err, MATE_ERR_NOMEM, "out of memory");
-			return;
-		}
-		for (int64_t q = 0; q < npos; q++)
-			for (int64_t i = 0; i < half; i++) {
-				double ang = (double)(q + t->pos0) / scale *
-				    pow(theta, -2.0 * (double)i / (double)ba->D);
-				tab[(q * half + i) * 2] = (float)cos(ang);
-				tab[(q * half + i) * 2 + 1] = (float)sin(ang);
-			}
-		ba->rope = (const float *)kcu_upload(c, tab, sizeof(float) * n);
+		ba->rope = kcu_rope_table<float>(c, p, t->pos0, t->max_len - t->pos0, ba->D);
 		ba->pos0 = t->pos0;
-		free(tab);
 	}
 }
 
