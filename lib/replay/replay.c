@@ -437,8 +437,6 @@ mate_replay_arg_int(mate_replay_call *c, int pos, const char *name, int64_t def,
 	switch (mate_value_kind_of(v)) {
 	case MATE_V_INT:
 	case MATE_V_BOOL:
-		*out = mate_value_get_int(v);
-		return MATE_OK;
 	case MATE_V_ENUM:
 		*out = mate_value_get_int(v);
 		return MATE_OK;
