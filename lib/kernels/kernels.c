@@ -7,34 +7,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The index in names[n] of name, with or without the Python enum's
+ * "Class." prefix; -1 when it is not there. */
+static int
+enum_index(const char *name, const char *prefix, const char *const *names, int n)
+{
+	size_t len = strlen(prefix);
+
+	if (name == NULL)
+		return -1;
+	if (strncmp(name, prefix, len) == 0)
+		name += len;
+	for (int i = 0; i < n; i++)
+		if (strcmp(name, names[i]) == 0)
+			return i;
+	return -1;
+}
+
 int
 mate_kv_layout_from_name(const char *name)
 {
-	if (name == NULL)
-		return -1;
-	if (strncmp(name, "TensorLayout.", 13) == 0)
-		name += 13;
-	if (strcmp(name, "NHD") == 0)
-		return MATE_KV_NHD;
-	if (strcmp(name, "HND") == 0)
-		return MATE_KV_HND;
-	return -1;
+	/* by value: MATE_KV_NHD, MATE_KV_HND */
+	static const char *const names[] = { "NHD", "HND" };
+
+	return enum_index(name, "TensorLayout.", names, 2);
 }
 
 int
 mate_pos_encoding_from_name(const char *name)
 {
-	if (name == NULL)
-		return -1;
-	if (strncmp(name, "PosEncodingMode.", 16) == 0)
-		name += 16;
-	if (strcmp(name, "NONE") == 0)
-		return MATE_POS_NONE;
-	if (strcmp(name, "ROPE_LLAMA") == 0)
-		return MATE_POS_ROPE_LLAMA;
-	if (strcmp(name, "ALIBI") == 0)
-		return MATE_POS_ALIBI;
-	return -1;
+	/* by value: MATE_POS_NONE, MATE_POS_ROPE_LLAMA, MATE_POS_ALIBI */
+	static const char *const names[] = { "NONE", "ROPE_LLAMA", "ALIBI" };
+
+	return enum_index(name, "PosEncodingMode.", names, 3);
 }
 
 void
