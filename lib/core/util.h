@@ -49,7 +49,7 @@ mate_mono_seconds(void)
 static inline uint64_t
 mate_fnv1a(const void *p, size_t n, uint64_t h, uint64_t prime)
 {
-	const unsigned char *s = p;
+	const unsigned char *s = (const unsigned char *)p;  /* also C++ (nvcc) */
 
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ s[i]) * prime;
