@@ -17,6 +17,14 @@ mate_cuda_la_SOURCES = \
 	lib/cuda/kernels_cuda_paged.cu \
 	lib/cuda/alloc_replay_cuda.c
 mate_cuda_la_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
+## nvcc's objects get no automatic dependency tracking: each is rebuilt when
+## a header it may include changes.
+mate_cuda_deps = lib/cuda/kernels_cuda.h lib/cuda/cuda_host.h lib/core/cuda_module.h \
+	lib/core/backend.h lib/core/mate_private.h lib/core/util.h lib/kernels/kernels.h \
+	lib/kernels/kernels_paged.h lib/include/mate.h lib/include/mate_core.h \
+	lib/include/mate_record.h lib/include/mate_replay.h lib/include/mate_events.h
+lib/cuda/backend_cuda.lo lib/cuda/kernels_cuda.lo lib/cuda/kernels_cuda_gemm.lo \
+	lib/cuda/kernels_cuda_attn.lo lib/cuda/kernels_cuda_paged.lo: $(mate_cuda_deps) config.h
 # The module links no libmate: it calls libmate through the table that
 # mate_cuda_module() is given (struct mate_cuda_host), so it also works in
 # a program that links libmate statically (the tests on libmate_impl.la).
