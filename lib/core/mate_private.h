@@ -79,6 +79,9 @@ void mate_atomic_abort(mate_atomic_file *af);
 
 /* Internal tensor-value access used by the file formats. */
 mate_value *mate_value_tensor_take(const mate_tensor *t, mate_storage *st);
+/* The inverse of mate_tensor_copy_contiguous() (tensor.c): writes contiguous
+ * row-major src into the (host) view t. */
+void mate_tensor_scatter(const mate_tensor *t, const void *src);
 
 /* mate_storage_new() without clearing the bytes: for readers that overwrite
  * all of them (saves a pass over fresh memory). */

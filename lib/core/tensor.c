@@ -99,33 +99,55 @@ mate_tensor_element(const mate_tensor *t, int64_t i)
 	return (char *)t->data + off * (int64_t)mate_dtype_size(t->dtype);
 }
 
-/* Copies the innermost dimension run by run; recursion over outer dims. */
-static char *
-gather(const mate_tensor *t, int d, const char *src, char *dst, size_t es)
+/* Copies between the view at view (dims d.. of t) and the packed bytes at
+ * *packed, which advances: into the packed bytes (gather) or out of them
+ * (scatter). The innermost dimension goes run by run; recursion over outer
+ * dims. */
+static void
+view_copy(const mate_tensor *t, int d, char *view, char **packed, size_t es, int scatter)
 {
-	if (d == t->ndim)
-		return (char *)memcpy(dst, src, es) + es;
-	if (d == t->ndim - 1 && t->stride[d] == 1) {
-		size_t n = (size_t)t->shape[d] * es;
-		memcpy(dst, src, n);
-		return dst + n;
+	size_t n = es;
+
+	if (d < t->ndim && (d < t->ndim - 1 || t->stride[d] != 1)) {
+		for (int64_t i = 0; i < t->shape[d]; i++)
+			view_copy(t, d + 1, view + i * t->stride[d] * (int64_t)es, packed, es, scatter);
+		return;
 	}
-	for (int64_t i = 0; i < t->shape[d]; i++)
-		dst = gather(t, d + 1, src + i * t->stride[d] * (int64_t)es, dst, es);
-	return dst;
+	if (d < t->ndim)
+		n = (size_t)t->shape[d] * es;
+	if (scatter)
+		memcpy(view, *packed, n);
+	else
+		memcpy(*packed, view, n);
+	*packed += n;
+}
+
+/* The view's bytes to or from packed (nbytes bytes, row-major). */
+static void
+copy_packed(const mate_tensor *t, char *packed, int scatter)
+{
+	size_t es = mate_dtype_size(t->dtype);
+	char *base = (char *)t->data + t->offset * (int64_t)es;
+
+	if (mate_tensor_numel(t) <= 0)
+		return;
+	if (mate_tensor_is_contiguous(t)) {
+		size_t n = (size_t)mate_tensor_nbytes(t);
+
+		memcpy(scatter ? base : packed, scatter ? packed : base, n);
+		return;
+	}
+	view_copy(t, 0, base, &packed, es, scatter);
 }
 
 void
 mate_tensor_copy_contiguous(const mate_tensor *t, void *dst)
 {
-	size_t es = mate_dtype_size(t->dtype);
-	const char *base = (const char *)t->data + t->offset * (int64_t)es;
+	copy_packed(t, dst, 0);
+}
 
-	if (mate_tensor_numel(t) <= 0)
-		return;
-	if (mate_tensor_is_contiguous(t)) {
-		memcpy(dst, base, (size_t)mate_tensor_nbytes(t));
-		return;
-	}
-	gather(t, 0, base, dst, es);
+void
+mate_tensor_scatter(const mate_tensor *t, const void *src)
+{
+	copy_packed(t, (char *)src, 1);  /* only read: scatter copies out of it */
 }

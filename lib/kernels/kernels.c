@@ -52,39 +52,6 @@ mate_attn_params_init(mate_attn_params *p)
 	p->q_scale = p->k_scale = p->v_scale = 1.0;
 }
 
-/* Copies the innermost dimension run by run; recursion over outer dims. */
-static const char *
-scatter(const mate_tensor *t, int d, char *dst, const char *src, size_t es)
-{
-	if (d == t->ndim) {
-		memcpy(dst, src, es);
-		return src + es;
-	}
-	if (d == t->ndim - 1 && t->stride[d] == 1) {
-		size_t n = (size_t)t->shape[d] * es;
-		memcpy(dst, src, n);
-		return src + n;
-	}
-	for (int64_t i = 0; i < t->shape[d]; i++)
-		src = scatter(t, d + 1, dst + i * t->stride[d] * (int64_t)es, src, es);
-	return src;
-}
-
-void
-mate_tensor_scatter(const mate_tensor *t, const void *src)
-{
-	size_t es = mate_dtype_size(t->dtype);
-	char *base = (char *)t->data + t->offset * (int64_t)es;
-
-	if (mate_tensor_numel(t) <= 0)
-		return;
-	if (mate_tensor_is_contiguous(t)) {
-		memcpy(base, src, (size_t)mate_tensor_nbytes(t));
-		return;
-	}
-	scatter(t, 0, base, src, es);
-}
-
 int
 mate_kernel_scalar(const mate_tensor *t, double def, double *out, const char *what,
     mate_error *err)

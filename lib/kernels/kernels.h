@@ -177,9 +177,6 @@ int mate_segment_gemm(const mate_kernels *k, const mate_segment_gemm_args *a, ma
 
 /* ---- helpers shared by the kernel files -------------------------------- */
 
-/*! mate_tensor_scatter() : the inverse of mate_tensor_copy_contiguous():
- * writes contiguous row-major src into the (host) view t. */
-void mate_tensor_scatter(const mate_tensor *t, const void *src);
 /*! mate_kernel_scalar() : the value of a one-element host tensor widened
  * to double; def when t is NULL. @return MATE_OK or MATE_ERR_ARGUMENT. */
 int mate_kernel_scalar(const mate_tensor *t, double def, double *out,

@@ -1,5 +1,6 @@
 /* test_kernels.c: unit tests of the CPU kernels on small hand-computed cases, strided views and errors. */
 #include "config.h"
+#include "mate_private.h"
 #include "kernels.h"
 #include "backend.h"
 #include "test.h"
