@@ -85,7 +85,7 @@ reader(void *arg)
 			__atomic_add_fetch(&R.calm, 1, __ATOMIC_RELAXED);
 		if ((e = strstr(buf, "\"event\":\"")) != NULL)
 			sscanf(e + 9, "%31[^\"]", R.last_event);
-		R.frames++;
+		__atomic_add_fetch(&R.frames, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
 }
@@ -159,10 +159,26 @@ DEFINE_TEST(flood)
 	CHECK((cpu1 - cpu0) <= BUDGET * wall + 0.02 + 0.03);
 }
 
+/* Waits until the flood's backlog has drained: no frame for 0.3 s (at most
+ * 15 s). A fixed wait was too short on a loaded machine, where the events
+ * thread, held to its budget, was still sending the backlog, and the calm
+ * calls found the queue full. */
+static void
+wait_drained(void)
+{
+	for (int i = 0; i < 50; i++) {
+		unsigned long long seen = __atomic_load_n(&R.frames, __ATOMIC_RELAXED);
+
+		usleep(300000);
+		if (__atomic_load_n(&R.frames, __ATOMIC_RELAXED) == seen)
+			return;
+	}
+}
+
 /* After the flood, once the queue has drained: calls flow again, whole. */
 DEFINE_TEST(calm)
 {
-	usleep(300000);
+	wait_drained();
 	for (int i = 0; i < 50; i++) {
 		mate_call_end(mate_call_begin("calm", "budget", NULL));
 		usleep(2000);
