@@ -63,10 +63,13 @@ mate_fnv1a32(const void *p, size_t n)
 	return (uint32_t)mate_fnv1a(p, n, 2166136261u, 16777619u);
 }
 
+#define MATE_FNV1A64_BASIS 14695981039346656037ULL
+#define MATE_FNV1A64_PRIME 1099511628211ULL
+
 static inline uint64_t
 mate_fnv1a64(const void *p, size_t n)
 {
-	return mate_fnv1a(p, n, 14695981039346656037ULL, 1099511628211ULL);
+	return mate_fnv1a(p, n, MATE_FNV1A64_BASIS, MATE_FNV1A64_PRIME);
 }
 
 /* ---- warnings (util_warn.c; also built into libmate-preload.so) ------------- */

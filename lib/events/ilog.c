@@ -561,15 +561,12 @@ static const uint32_t extra[] = { 0x1f3a93, 0x9a9a1f, 0x8c564b, 0xd4ac0d, 0x2e40
 uint32_t
 mate_op_color(const char *op)
 {
-	uint32_t h = 2166136261u;
 	size_t i;
 
 	for (i = 0; i < sizeof(palette) / sizeof(palette[0]); i++)
 		if (strcmp(op, palette[i].name) == 0)
 			return palette[i].rgb;
-	for (; *op != '\0'; op++)
-		h = (h ^ (unsigned char)*op) * 16777619u;
-	return extra[h % (sizeof(extra) / sizeof(extra[0]))];
+	return extra[mate_fnv1a32(op, strlen(op)) % (sizeof(extra) / sizeof(extra[0]))];
 }
 
 /* ---- The streaming reader ------------------------------------------------ */

@@ -10,16 +10,6 @@
 enum ev_type { EV_RECV, EV_SEND, EV_WSEND, EV_WRECV, EV_INJECT, EV_CONNECT,
 	EV_ERROR, EV_OTHER };
 
-static uint64_t
-fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *c = p;
-
-	while (n-- > 0)
-		h = (h ^ *c++) * 1099511628211ull;
-	return h;
-}
-
 static int
 nomem(mate_error *err)
 {
@@ -209,7 +199,7 @@ static int
 op_index(mate_timeline *tl, const char *name)
 {
 	size_t n = strlen(name);
-	unsigned h = (unsigned)fnv(14695981039346656037ull, name, n) % (2 * TL_MAX_OPS);
+	unsigned h = (unsigned)mate_fnv1a64(name, n) % (2 * TL_MAX_OPS);
 	struct tl_op *op;
 
 	for (;;) {
@@ -297,11 +287,11 @@ static struct tl_lane *
 lane_get(mate_timeline *tl, int kind, const char *name, mate_error *err)
 {
 	int log = tl->nlogs - 1;
-	uint64_t h = fnv(14695981039346656037ull, name, strlen(name));
+	uint64_t h = mate_fnv1a64(name, strlen(name));
 	unsigned slot;
 
-	h = fnv(h, &log, sizeof(log));
-	h = fnv(h, &kind, sizeof(kind));
+	h = mate_fnv1a(&log, sizeof(log), h, MATE_FNV1A64_PRIME);
+	h = mate_fnv1a(&kind, sizeof(kind), h, MATE_FNV1A64_PRIME);
 	slot = (unsigned)(h % (2 * TL_MAX_LANES));
 	for (;;) {
 		int i = tl->lane_hash[slot];
@@ -417,10 +407,10 @@ tl_lane_order(const mate_timeline *tl, int *order)
 static uint64_t
 id_key(int what, int lane, const char *id)
 {
-	uint64_t h = fnv(14695981039346656037ull, &what, sizeof(what));
+	uint64_t h = mate_fnv1a64(&what, sizeof(what));
 
-	h = fnv(h, &lane, sizeof(lane));
-	h = fnv(h, id, strlen(id));
+	h = mate_fnv1a(&lane, sizeof(lane), h, MATE_FNV1A64_PRIME);
+	h = mate_fnv1a(id, strlen(id), h, MATE_FNV1A64_PRIME);
 	return h != 0 ? h : 1;
 }
 
