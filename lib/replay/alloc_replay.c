@@ -405,16 +405,10 @@ pool_release(void *st, void *ptr, uint64_t size, size_t stream)
 	unsigned c = pool_class(size, &rounded);
 
 	(void)stream;
-	if (p->cls[c].n == p->cls[c].cap) {
-		size_t cap = p->cls[c].cap ? p->cls[c].cap * 2 : 16;
-		void **v = realloc(p->cls[c].v, cap * sizeof(*v));
-		if (v == NULL) {   /* cannot cache it: give it back */
-			p->h.cur -= rounded;
-			free(ptr);
-			return;
-		}
-		p->cls[c].v = v;
-		p->cls[c].cap = cap;
+	if (mate_array_grow(&p->cls[c].v, p->cls[c].n, &p->cls[c].cap, sizeof(void *), 16) != 0) {
+		p->h.cur -= rounded;   /* cannot cache it: give it back */
+		free(ptr);
+		return;
 	}
 	p->cls[c].v[p->cls[c].n++] = ptr;
 }

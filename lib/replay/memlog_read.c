@@ -205,14 +205,8 @@ thread_index(mate_memlog_trace *t, uint64_t id)
 			return t->tvals[j] - 1;
 	if (t->ntids == MAX_THREADS)
 		return -2;
-	if (t->ntids == t->cap_tids) {
-		size_t cap = t->cap_tids ? t->cap_tids * 2 : 16;
-		uint64_t *n = realloc(t->tids, cap * sizeof(*n));
-		if (n == NULL)
-			return -1;
-		t->tids = n;
-		t->cap_tids = cap;
-	}
+	if (mate_array_grow(&t->tids, t->ntids, &t->cap_tids, sizeof(*t->tids), 16) != 0)
+		return -1;
 	t->tids[t->ntids] = id;
 	t->tkeys[j] = id;
 	t->tvals[j] = (uint32_t)++t->ntids;
@@ -224,17 +218,11 @@ push_event(struct parser *p, const struct mate_memlog_event *e)
 {
 	mate_memlog_trace *t = p->t;
 
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		struct mate_memlog_event *n;
-		if (t->n >= MAX_EVENTS)
-			return mate_set_error(p->err, MATE_ERR_LIMIT, "%s:%lld: more than %llu events",
-			    p->name, (long long)p->line, (unsigned long long)MAX_EVENTS);
-		if ((n = realloc(t->ev, cap * sizeof(*n))) == NULL)
-			return mate_set_error(p->err, MATE_ERR_NOMEM, "%s: out of memory", p->name);
-		t->ev = n;
-		t->cap = cap;
-	}
+	if (t->n == t->cap && t->n >= MAX_EVENTS)
+		return mate_set_error(p->err, MATE_ERR_LIMIT, "%s:%lld: more than %llu events",
+		    p->name, (long long)p->line, (unsigned long long)MAX_EVENTS);
+	if (mate_array_grow(&t->ev, t->n, &t->cap, sizeof(*t->ev), 1024) != 0)
+		return mate_set_error(p->err, MATE_ERR_NOMEM, "%s: out of memory", p->name);
 	t->ev[t->n++] = *e;
 	return MATE_OK;
 }

@@ -144,15 +144,9 @@ mate_replay_register_signature(mate_replay *r, const char *module, const char *n
 			return mate_set_error(err, MATE_ERR_ARGUMENT, "mate_replay_register: %s: a handler's "
 			    "signature names its parameters (no *args or **kwargs)", name);
 		}
-	if (r->nhandlers == r->caphandlers) {
-		size_t cap = r->caphandlers ? r->caphandlers * 2 : 32;
-
-		if ((h = realloc(r->handlers, cap * sizeof(*h))) == NULL) {
-			mate_sig_free(sig);
-			return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-		}
-		r->handlers = h;
-		r->caphandlers = cap;
+	if (mate_array_grow(&r->handlers, r->nhandlers, &r->caphandlers, sizeof(*h), 32) != 0) {
+		mate_sig_free(sig);
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	}
 	h = &r->handlers[r->nhandlers];
 	h->name = strdup(name);

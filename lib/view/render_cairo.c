@@ -240,14 +240,8 @@ text(struct render *R, double x, double y, double align, const char *s, double m
 	cairo_show_text(R->cr, buf);
 	cairo_new_path(R->cr);
 	if (R->svg && R->ntexts < 100000) {
-		if (R->ntexts == R->captexts) {
-			size_t cap = R->captexts ? R->captexts * 2 : 256;
-			struct rtext *t = realloc(R->texts, cap * sizeof(*t));
-			if (t == NULL)
-				return w;
-			R->texts = t;
-			R->captexts = cap;
-		}
+		if (mate_array_grow(&R->texts, R->ntexts, &R->captexts, sizeof(*R->texts), 256) != 0)
+			return w;
 		R->texts[R->ntexts].x = x - align * w;
 		R->texts[R->ntexts].y = y;
 		{

@@ -127,19 +127,6 @@ bin_of(const mate_timeline *tl, double t)
 	return i;
 }
 
-/* arr (*cap elements of size bytes) reallocated to twice as many (first
- * when empty); NULL, arr untouched, when out of memory. */
-static void *
-grow(void *arr, size_t *cap, size_t first, size_t size)
-{
-	size_t n = *cap ? *cap * 2 : first;
-	void *p = realloc(arr, n * size);
-
-	if (p != NULL)
-		*cap = n;
-	return p;
-}
-
 /* An array of nbins, or NULL when the budget is spent. */
 static void *
 bins_alloc(mate_timeline *tl, size_t elem)
@@ -217,10 +204,8 @@ bar_add(mate_timeline *tl, struct tl_lane *L, int op, double s, double e, int de
 			bars_prune(tl);
 			if (e - s < tl->bar_min && !(flags & 2))
 				return 0;
-		} else if ((b = grow(tl->bars, &tl->capbars, 1024, sizeof(*b))) == NULL) {
+		} else if (mate_array_grow(&tl->bars, tl->nbars, &tl->capbars, sizeof(*b), 1024) != 0) {
 			return -1;
-		} else {
-			tl->bars = b;
 		}
 	}
 	b = &tl->bars[tl->nbars++];
@@ -313,11 +298,9 @@ tl_agg_mark(mate_timeline *tl, struct tl_lane *L, int type, int op, double t,
 	if (tl->nmarks == tl->capmarks) {
 		if (tl->capmarks == TL_MARK_CAP) {
 			marks_prune(tl);
-		} else {
-			struct tl_mark *p = grow(tl->marks, &tl->capmarks, 1024, sizeof(*p));
-			if (p == NULL)
-				return -1;
-			tl->marks = p;
+		} else if (mate_array_grow(&tl->marks, tl->nmarks, &tl->capmarks,
+		    sizeof(*tl->marks), 1024) != 0) {
+			return -1;
 		}
 	}
 	m.t = t;
@@ -365,11 +348,9 @@ tl_agg_flow(mate_timeline *tl, int lane0, double t0, int lane1, double t1)
 				}
 				tl->nflows = n;
 			} while (tl->nflows > TL_FLOW_CAP / 2);
-		} else {
-			struct tl_flow *p = grow(tl->flows, &tl->capflows, 256, sizeof(*p));
-			if (p == NULL)
-				return -1;
-			tl->flows = p;
+		} else if (mate_array_grow(&tl->flows, tl->nflows, &tl->capflows,
+		    sizeof(*tl->flows), 256) != 0) {
+			return -1;
 		}
 	}
 	flow_keep(tl, &f, &tl->nflows);
