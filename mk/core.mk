@@ -35,9 +35,8 @@ libmate_impl_la_SOURCES += \
 	lib/core/util_match.c \
 	lib/core/util_array.c
 ## test_util: the utility layer, built in as the tools build it.
-check_PROGRAMS += tests/test_util
+C_TESTS += tests/test_util
 tests_test_util_SOURCES = tests/unit/test_util.c lib/core/util_buf.c lib/core/util_json.c lib/core/util_match.c
-TESTS += tests/test_util
 
 ## The CUDA backend, kernels and allocators are a module, mate-cuda.so
 ## (mk/cuda.mk), which lib/core/cuda_module.c opens on first use: libmate
@@ -51,18 +50,17 @@ noinst_LTLIBRARIES += src/fe/libmate_fe.la
 src_fe_libmate_fe_la_SOURCES = src/fe/fe.h src/fe/fe.c src/fe/fe_json.h
 
 ## test_wqueue: the file writers' output queue (lib/core/wqueue.c).
-check_PROGRAMS += tests/test_wqueue
+C_TESTS += tests/test_wqueue
 tests_test_wqueue_SOURCES = tests/unit/test_wqueue.c
 tests_test_wqueue_LDADD = libmate_impl.la
-TESTS += tests/test_wqueue
 
 ## libmate.pc: a static link with its private requirements.
 SCRIPT_TESTS += tests/cli/test_pkgconfig.sh
 
 ## Unit tests of lib/core/dtype.c, lib/core/tensor.c, lib/core/value.c; dtype-convert drives the interop test.
-check_PROGRAMS += tests/test_dtype tests/test_tensor tests/test_value tests/dtype-convert
+C_TESTS += tests/test_dtype tests/test_tensor tests/test_value
+check_PROGRAMS += tests/dtype-convert
 SCRIPT_TESTS += tests/interop/test_dtype_interop.py tests/interop/torch2/test_dtype_interop.sh
-TESTS += tests/test_dtype tests/test_tensor tests/test_value
 tests_test_dtype_SOURCES = tests/unit/test_dtype.c
 tests_test_dtype_LDADD = libmate.la -lm
 tests_test_tensor_SOURCES = tests/unit/test_tensor.c

@@ -15,8 +15,7 @@ man_MANS += man/mate-list-dumps.1
 EXTRA_DIST += man/mate-list-dumps.1
 
 ## Unit tests of the dump reader.
-check_PROGRAMS += tests/test_dump_read
-TESTS += tests/test_dump_read
+C_TESTS += tests/test_dump_read
 tests_test_dump_read_SOURCES = tests/unit/test_dump_read.c
 tests_test_dump_read_LDADD = libmate_impl.la $(CJSON_LIBS)
 

@@ -24,38 +24,32 @@ src_top_mate_top_LDADD = src/fe/libmate_fe.la libmate.la $(NCURSES_LIBS) -lm
 ## Tests: events in instruction logs (unit), the demo under mate-trace and
 ## mate-top (GT's regex, round trip, no gaps), ilog == trace, a stalled
 ## subscriber, a killed publisher, mate-top in tmux, the man pages.
-check_PROGRAMS += tests/test_events tests/ilog-check
-TESTS += tests/test_events
+C_TESTS += tests/test_events
+check_PROGRAMS += tests/ilog-check
 tests_test_events_SOURCES = tests/unit/test_events.c
 tests_test_events_LDADD = libmate_impl.la
 tests_ilog_check_SOURCES = tests/tools/ilog-check.c
 EXTRA_DIST += tests/test_live.h
-check_PROGRAMS += tests/test_events_stall
-TESTS += tests/test_events_stall
+C_TESTS += tests/test_events_stall
 tests_test_events_stall_SOURCES = tests/unit/test_events_stall.c
 tests_test_events_stall_LDADD = libmate.la $(ZMQ_LIBS)
 
-check_PROGRAMS += tests/test_events_frames
-TESTS += tests/test_events_frames
+C_TESTS += tests/test_events_frames
 tests_test_events_frames_SOURCES = tests/unit/test_events_frames.c
 tests_test_events_frames_LDADD = libmate.la $(ZMQ_LIBS)
-check_PROGRAMS += tests/test_events_bignum
-TESTS += tests/test_events_bignum
+C_TESTS += tests/test_events_bignum
 tests_test_events_bignum_SOURCES = tests/unit/test_events_bignum.c
 tests_test_events_bignum_LDADD = libmate.la $(ZMQ_LIBS)
 
-check_PROGRAMS += tests/test_events_budget
-TESTS += tests/test_events_budget
+C_TESTS += tests/test_events_budget
 tests_test_events_budget_SOURCES = tests/unit/test_events_budget.c
 tests_test_events_budget_LDADD = libmate.la $(ZMQ_LIBS) -lpthread
 ## Another publisher's frames under a real one's pid (a DISCONNECT among them) are not taken.
-check_PROGRAMS += tests/test_events_spoof
-TESTS += tests/test_events_spoof
+C_TESTS += tests/test_events_spoof
 tests_test_events_spoof_SOURCES = tests/unit/test_events_spoof.c
 tests_test_events_spoof_LDADD = libmate.la $(ZMQ_LIBS)
 ## A forked child's log: its own ids, every event kept when it ends with _exit(2).
-check_PROGRAMS += tests/test_events_fork
-TESTS += tests/test_events_fork
+C_TESTS += tests/test_events_fork
 tests_test_events_fork_SOURCES = tests/unit/test_events_fork.c
 tests_test_events_fork_LDADD = lib/libmate_view.la libmate_impl.la -lpthread
 SCRIPT_TESTS += tests/cli/test_events_demo.py tests/cli/test_events_hostile_name.py
@@ -90,8 +84,7 @@ fuzz_fuzz_frame_SOURCES = fuzz/fuzz_frame.c
 fuzz_fuzz_frame_LDADD = libmate_impl.la
 fuzz_fuzz_frame_LDFLAGS = $(FUZZER_LINK)
 SCRIPT_TESTS += tests/cli/test_events_tcp.sh
-check_PROGRAMS += tests/test_activity
-TESTS += tests/test_activity
+C_TESTS += tests/test_activity
 tests_test_activity_SOURCES = tests/unit/test_activity.c
 tests_test_activity_LDADD = libmate.la -lm
 

@@ -3,11 +3,10 @@
 
 ## writer
 libmate_impl_la_SOURCES += lib/format/pickle_write.h lib/format/pickle_write.c lib/format/pt_write.c
-check_PROGRAMS += tests/test_pt_write
+C_TESTS += tests/test_pt_write
 tests_test_pt_write_SOURCES = tests/unit/test_pt_write.c
 tests_test_pt_write_CFLAGS = $(AM_CFLAGS) $(LIBARCHIVE_CFLAGS)
 tests_test_pt_write_LDADD = libmate.la $(LIBARCHIVE_LIBS)
-TESTS += tests/test_pt_write
 BENCH_BINS += bench/pt_write_bench
 bench_pt_write_bench_SOURCES = bench/pt_write_bench.c
 bench_pt_write_bench_LDADD = libmate.la -lz
@@ -23,13 +22,13 @@ libmate_impl_la_SOURCES += lib/format/pickle.c lib/format/pt_read.c
 
 ## Unit tests (hand-built pickles and zips), torch interop (Debian's 1.13, and torch 2.x
 ## under PYTHON_PEERS: tests/torch2/ runs the same test there), ZIP64 > 4 GiB.
-check_PROGRAMS += tests/test_pickle tests/test_pt_read tests/pt-read-check
+C_TESTS += tests/test_pickle tests/test_pt_read
+check_PROGRAMS += tests/pt-read-check
 tests_test_pickle_SOURCES = tests/unit/test_pickle.c
 tests_test_pt_read_SOURCES = tests/unit/test_pt_read.c
 tests_test_pt_read_LDADD = libmate_impl.la
 tests_pt_read_check_SOURCES = tests/tools/pt-read-check.c
 SCRIPT_TESTS += tests/interop/test_pt_read_interop.py tests/interop/torch2/test_pt_read_interop.sh tests/interop/test_pt_read_torch2.py tests/interop/test_pt_read_zip64.py
-TESTS += tests/test_pickle tests/test_pt_read
 EXTRA_DIST += tests/tools/pt_build.h tests/tools/torch_expect.py
 EXTRA_DIST += tests/tools/zip64_pt.py
 
@@ -49,11 +48,10 @@ EXTRA_DIST += bench/bench_pt_read.c bench/pt_read_vs_torch.py
 ## safetensors
 libmate_impl_la_SOURCES += lib/format/safetensors.c
 
-check_PROGRAMS += tests/test_safetensors
+C_TESTS += tests/test_safetensors
 tests_test_safetensors_SOURCES = tests/unit/test_safetensors.c
 ## test_safetensors_peers.py: against the safetensors library itself (PYTHON_PEERS).
 SCRIPT_TESTS += tests/interop/test_safetensors_interop.py tests/interop/torch2/test_safetensors_interop.sh tests/interop/test_safetensors_peers.py
-TESTS += tests/test_safetensors
 
 FUZZ_TARGETS += fuzz/fuzz_safetensors
 fuzz_fuzz_safetensors_SOURCES = fuzz/fuzz_safetensors.c

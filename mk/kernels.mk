@@ -23,8 +23,7 @@ libmate_impl_la_SOURCES += lib/kernels/kernels_cpu_bits.c
 libmate_impl_la_CFLAGS += $(OPENBLAS_CFLAGS) -DMATE_BLAS_SONAME='"$(OPENBLAS_SONAME)"'
 libmate_impl_la_LIBADD += -lm
 
-check_PROGRAMS += tests/test_kernels
-TESTS += tests/test_kernels
+C_TESTS += tests/test_kernels
 tests_test_kernels_SOURCES = tests/unit/test_kernels.c
 tests_test_kernels_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_test_kernels_LDADD = libmate_impl.la $(OPENBLAS_LIBS)

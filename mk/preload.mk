@@ -3,8 +3,7 @@
 
 
 ## Unit tests of the memory log, the reader and the replay engine.
-check_PROGRAMS += tests/test_memlog
-TESTS += tests/test_memlog
+C_TESTS += tests/test_memlog
 tests_test_memlog_SOURCES = tests/unit/test_memlog.c
 
 
@@ -78,13 +77,13 @@ BENCH_BINS += bench/memlog-bench
 check_LTLIBRARIES += tests/fakes/libcuda.la
 tests_fakes_libcuda_la_SOURCES = tests/fakes/cuda_driver.c
 tests_fakes_libcuda_la_LDFLAGS = -version-info 1:0:0 -rpath /nowhere $(AM_LDFLAGS)
-check_PROGRAMS += tests/static-cudart-prog tests/test_elf_cuda
+check_PROGRAMS += tests/static-cudart-prog
+C_TESTS += tests/test_elf_cuda
 tests_static_cudart_prog_SOURCES = tests/fakes/static-cudart-prog.c
 tests_static_cudart_prog_LDFLAGS = -no-install
 tests_static_cudart_prog_LDADD = tests/fakes/libcuda.la
 tests_test_elf_cuda_SOURCES = tests/unit/test_elf_cuda.c
 SCRIPT_TESTS += tests/cli/test_record_static.sh
-TESTS += tests/test_elf_cuda
 
 ## Fuzz targets: the CSV reader and log check, the ELF check.
 FUZZ_TARGETS += fuzz/fuzz_memlog fuzz/fuzz_elf_cuda

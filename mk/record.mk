@@ -26,10 +26,9 @@ SCRIPT_TESTS += tests/cli/test_recorder_golden.sh
 EXTRA_DIST += tests/tools/gen-golden-tensors.py
 
 ## test_recorder_dump: level-10 records, statuses, filters, limits, in-place outputs.
-check_PROGRAMS += tests/test_recorder_dump
+C_TESTS += tests/test_recorder_dump
 tests_test_recorder_dump_SOURCES = tests/unit/test_recorder_dump.c
 tests_test_recorder_dump_LDADD = libmate.la $(CJSON_LIBS)
-TESTS += tests/test_recorder_dump
 
 ## recorder-values: Python checks of float/string spelling in the log and records.
 check_PROGRAMS += tests/recorder-values
@@ -41,9 +40,8 @@ SCRIPT_TESTS += tests/interop/test_recorder_dumps.py tests/interop/torch2/test_r
 SCRIPT_TESTS += tests/interop/test_recorder_inplace.py tests/interop/torch2/test_recorder_inplace.sh
 
 ## test_recorder_stats: level-5 statistics for every dtype.
-check_PROGRAMS += tests/test_recorder_stats
+C_TESTS += tests/test_recorder_stats
 tests_test_recorder_stats_SOURCES = tests/unit/test_recorder_stats.c
-TESTS += tests/test_recorder_stats
 
 ## The man pages and libmate(3)'s example, built and checked by make check.
 man_MANS += man/mate.7 man/libmate.3
@@ -55,11 +53,10 @@ SCRIPT_TESTS += tests/cli/test_recorder_example.sh
 ## test_recorder_cuda: device tensors (CUDA builds; exits 77 without a device).
 EXTRA_DIST += tests/unit/test_recorder_cuda.c
 if HAVE_CUDA
-check_PROGRAMS += tests/test_recorder_cuda
+C_TESTS += tests/test_recorder_cuda
 tests_test_recorder_cuda_SOURCES = tests/unit/test_recorder_cuda.c
 tests_test_recorder_cuda_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
 tests_test_recorder_cuda_LDADD = libmate.la $(CUDA_LIBS)
-TESTS += tests/test_recorder_cuda
 endif
 
 ## crash safety and benchmark
@@ -71,29 +68,26 @@ bench_recorder_CFLAGS = $(AM_CFLAGS) -falign-loops=32 -falign-functions=64
 
 ## test_recorder_fmt: float repr and fixed-point spellings against printf, vector float32
 ## statistics against the scalar path (pyfmt.c and stats.c linked in).
-check_PROGRAMS += tests/test_recorder_fmt
+C_TESTS += tests/test_recorder_fmt
 tests_test_recorder_fmt_SOURCES = tests/unit/test_recorder_fmt.c lib/record/pyfmt.c lib/record/stats.c lib/core/util_buf.c \
 	lib/core/util_json.c
 tests_test_recorder_fmt_LDADD = libmate.la $(CJSON_LIBS) -lm
-TESTS += tests/test_recorder_fmt
 
 ## test_recorder_crash: abort() in an API, kill -9 at random instants (50 trials, 16 threads),
 ## fork() in the host; every dump parsed by tests/tools/dumpcheck.c. The _pt variant dumps .pt files.
-check_PROGRAMS += tests/test_recorder_crash
+C_TESTS += tests/test_recorder_crash
 tests_test_recorder_crash_SOURCES = tests/unit/test_recorder_crash.c tests/tools/dumpcheck.c tests/tools/dumpcheck.h \
 	tests/tools/recstress.c tests/tools/recstress.h
 tests_test_recorder_crash_LDADD = libmate_impl.la $(CJSON_LIBS)
 SCRIPT_TESTS += tests/cli/test_recorder_crash_pt.sh
-TESTS += tests/test_recorder_crash
 
 ## test_recorder_threads: 16 threads x 2,000 level-10 calls = 32,000 dumps and 64,000 lines
 ## (tmpfs at /dev/shm, else 77). The _pt variant dumps .pt files.
-check_PROGRAMS += tests/test_recorder_threads
+C_TESTS += tests/test_recorder_threads
 tests_test_recorder_threads_SOURCES = tests/unit/test_recorder_threads.c tests/tools/dumpcheck.c tests/tools/dumpcheck.h \
 	tests/tools/recstress.c tests/tools/recstress.h
 tests_test_recorder_threads_LDADD = libmate.la $(CJSON_LIBS)
 SCRIPT_TESTS += tests/cli/test_recorder_threads_pt.sh
-TESTS += tests/test_recorder_threads
 
 ## dump-check: the dump checker as a command for the shell tests.
 check_PROGRAMS += tests/dump-check
@@ -115,22 +109,19 @@ SCRIPT_TESTS += tests/cli/test_recorder_results.sh
 EXTRA_DIST += examples/run-demo.sh
 
 ## test_atomic_file: lib/core/error.c's atomic output (O_TMPFILE + link, or a named temporary + rename).
-check_PROGRAMS += tests/test_atomic_file
+C_TESTS += tests/test_atomic_file
 tests_test_atomic_file_SOURCES = tests/unit/test_atomic_file.c
 tests_test_atomic_file_LDADD = libmate_impl.la
-TESTS += tests/test_atomic_file
 
 ## test_pread_big: lib/core/error.c's split reads of large tensors, lib/core/value.c's storage padding.
-check_PROGRAMS += tests/test_pread_big
+C_TESTS += tests/test_pread_big
 tests_test_pread_big_SOURCES = tests/unit/test_pread_big.c
 tests_test_pread_big_LDADD = libmate_impl.la
-TESTS += tests/test_pread_big
 
 ## test_dlclose: a host that dlclose()s libmate while a recording thread still runs is not crashed.
-check_PROGRAMS += tests/test_dlclose
+C_TESTS += tests/test_dlclose
 tests_test_dlclose_SOURCES = tests/unit/test_dlclose.c
 tests_test_dlclose_LDADD = -ldl -lpthread
-TESTS += tests/test_dlclose
 
 ## recorder_logdest.sh: an unopenable MATE_LOGDEST: the log on stderr, one warning, as the pages say.
 SCRIPT_TESTS += tests/cli/test_recorder_logdest.sh

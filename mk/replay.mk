@@ -37,8 +37,7 @@ man_MANS += man/mate.1 man/mate-replay.1
 EXTRA_DIST += man/mate.1 man/mate-replay.1
 
 ## Unit tests of the replay engine.
-check_PROGRAMS += tests/test_replay
-TESTS += tests/test_replay
+C_TESTS += tests/test_replay
 tests_test_replay_SOURCES = tests/unit/test_replay.c
 tests_test_replay_LDADD = libmate_impl.la $(CJSON_LIBS)
 

@@ -30,12 +30,11 @@ EXTRA_DIST += man/mate-visualize.1
 AM_TESTS_ENVIRONMENT += \
 	LSAN_OPTIONS="suppressions=$(abs_top_srcdir)/tests/lsan.supp:print_suppressions=0$${LSAN_OPTIONS:+:$$LSAN_OPTIONS}"; \
 	export LSAN_OPTIONS;
-check_PROGRAMS += tests/test_ilog tests/test_timeline
+C_TESTS += tests/test_ilog tests/test_timeline
 tests_test_ilog_SOURCES = tests/unit/test_ilog.c
 tests_test_timeline_SOURCES = tests/unit/test_timeline.c
 tests_test_timeline_LDADD = lib/libmate_view.la libmate_impl.la
 SCRIPT_TESTS += tests/cli/test_visualize_cli.sh tests/cli/test_visualize_man.sh tests/cli/test_visualize_png.py tests/cli/test_visualize_svg.py tests/cli/test_visualize_json.py tests/cli/test_visualize_gt.py tests/cli/test_visualize_usec.py tests/cli/test_visualize_flows.py
-TESTS += tests/test_ilog tests/test_timeline
 EXTRA_DIST += tests/lsan.supp tests/tools/gtlog.py
 SCRIPT_TESTS += tests/cli/test_visualize_overview.py
 ## visualize_special.sh: -o writes into a FIFO or device and never replaces a symlink.
