@@ -7,33 +7,17 @@ include_HEADERS += lib/include/mate.h lib/include/mate_core.h lib/include/mate_r
 	lib/include/mate_dump.h lib/include/mate_monitor.h
 ## libmate exports exactly the MATE_API declarations of those headers.
 SCRIPT_TESTS += tests/cli/test_exports.sh
-libmate_impl_la_SOURCES += \
-	lib/core/mate_private.h \
-	lib/core/error.c \
-	lib/core/logfile.h \
-	lib/core/logfile.c \
-	lib/core/wqueue.h \
-	lib/core/wqueue.c \
-	lib/core/dtype.c \
-	lib/core/tensor.c \
-	lib/core/value.c \
-	lib/core/memcap.c \
-	lib/core/backend.h \
-	lib/core/backend.c \
-	lib/core/parallel.h \
-	lib/core/parallel.c
+libmate_impl_la_SOURCES += lib/core/mate_private.h lib/core/error.c lib/core/logfile.h \
+	lib/core/logfile.c lib/core/wqueue.h lib/core/wqueue.c lib/core/dtype.c \
+	lib/core/tensor.c lib/core/value.c lib/core/memcap.c lib/core/backend.h \
+	lib/core/backend.c lib/core/parallel.h lib/core/parallel.c
 
 ## The utility layer (lib/core/util.h): the clock, warnings, the text buffer, JSON strings,
 ## function-name patterns. util_warn.c, util_json.c and util_match.c need
 ## only libc: the preload library, libmate_view and the tools that use
 ## them build them in (their symbols are hidden in libmate.so).
-libmate_impl_la_SOURCES += \
-	lib/core/util.h \
-	lib/core/util_warn.c \
-	lib/core/util_buf.c \
-	lib/core/util_json.c \
-	lib/core/util_match.c \
-	lib/core/util_array.c
+libmate_impl_la_SOURCES += lib/core/util.h lib/core/util_warn.c lib/core/util_buf.c \
+	lib/core/util_json.c lib/core/util_match.c lib/core/util_array.c
 ## test_util: the utility layer, built in as the tools build it.
 C_TESTS += tests/test_util
 tests_test_util_SOURCES = tests/unit/test_util.c lib/core/util_buf.c lib/core/util_json.c lib/core/util_match.c

@@ -5,17 +5,10 @@ if HAVE_CUDA
 ## opened by libmate when a device is first asked for (lib/core/cuda_module.c).
 ## It exports mate_cuda_module() alone.
 pkglib_LTLIBRARIES += mate-cuda.la
-mate_cuda_la_SOURCES = \
-	lib/core/cuda_module.h \
-	lib/cuda/cuda_host.h \
-	lib/cuda/cuda_module_entry.c \
-	lib/cuda/backend_cuda.cu \
-	lib/cuda/kernels_cuda.h \
-	lib/cuda/kernels_cuda.cu \
-	lib/cuda/kernels_cuda_gemm.cu \
-	lib/cuda/kernels_cuda_attn.cu \
-	lib/cuda/kernels_cuda_paged.cu \
-	lib/cuda/alloc_replay_cuda.c
+mate_cuda_la_SOURCES = lib/core/cuda_module.h lib/cuda/cuda_host.h \
+	lib/cuda/cuda_module_entry.c lib/cuda/backend_cuda.cu lib/cuda/kernels_cuda.h \
+	lib/cuda/kernels_cuda.cu lib/cuda/kernels_cuda_gemm.cu lib/cuda/kernels_cuda_attn.cu \
+	lib/cuda/kernels_cuda_paged.cu lib/cuda/alloc_replay_cuda.c
 mate_cuda_la_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
 ## nvcc's objects get no automatic dependency tracking: each is rebuilt when
 ## a header it may include changes.

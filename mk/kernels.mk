@@ -1,20 +1,11 @@
 ## mk/kernels.mk: lib/kernels, libmate's CPU compute kernels (OpenBLAS opened on first use),
 ## their tests, fuzz target and benchmark. The CUDA kernels are mk/cuda.mk's.
-libmate_impl_la_SOURCES += \
-	lib/kernels/kernels.h \
-	lib/kernels/kernels.c \
-	lib/kernels/kernels_cpu.h \
-	lib/kernels/kernels_cpu_util.c \
-	lib/kernels/kernels_cpu_norm.c \
-	lib/kernels/kernels_cpu_norm_tmpl.h \
-	lib/kernels/kernels_cpu_gemm.c \
-	lib/kernels/kernels_segment.c \
-	lib/kernels/blas.h \
-	lib/kernels/blas.c \
-	lib/kernels/kernels_cpu_attn.c \
-	lib/kernels/kernels_cpu_attn_tmpl.h \
-	lib/kernels/kernels_paged.h \
-	lib/kernels/kernels_cpu_paged.c
+libmate_impl_la_SOURCES += lib/kernels/kernels.h lib/kernels/kernels.c \
+	lib/kernels/kernels_cpu.h lib/kernels/kernels_cpu_util.c \
+	lib/kernels/kernels_cpu_norm.c lib/kernels/kernels_cpu_norm_tmpl.h \
+	lib/kernels/kernels_cpu_gemm.c lib/kernels/kernels_segment.c lib/kernels/blas.h \
+	lib/kernels/blas.c lib/kernels/kernels_cpu_attn.c lib/kernels/kernels_cpu_attn_tmpl.h \
+	lib/kernels/kernels_paged.h lib/kernels/kernels_cpu_paged.c
 ## CPU kernels of FlashInfer's RoPE, sampling filters and bit packing
 libmate_impl_la_SOURCES += lib/kernels/kernels_fi.h lib/kernels/kernels_cpu_rope.c
 libmate_impl_la_SOURCES += lib/kernels/kernels_cpu_sampling.c

@@ -11,15 +11,9 @@ tests_test_memlog_SOURCES = tests/unit/test_memlog.c
 ## link libmate, libcudart or libcublas: it loads libmate RTLD_LOCAL when
 ## recording is on and finds the real functions with dlsym().
 pkglib_LTLIBRARIES += libmate-preload.la
-libmate_preload_la_SOURCES = \
-	lib/preload/interpose_private.h \
-	lib/preload/interpose.c \
-	lib/preload/interpose_blas.c \
-	lib/preload/interpose_cuda.c \
-	lib/preload/interpose_cublas.c \
-	lib/core/logfile.h \
-	lib/core/logfile.c \
-	lib/core/util.h \
+libmate_preload_la_SOURCES = lib/preload/interpose_private.h lib/preload/interpose.c \
+	lib/preload/interpose_blas.c lib/preload/interpose_cuda.c \
+	lib/preload/interpose_cublas.c lib/core/logfile.h lib/core/logfile.c lib/core/util.h \
 	lib/core/util_warn.c
 libmate_preload_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -DMATE_LIBDIR='"$(libdir)"'
 libmate_preload_la_LDFLAGS = -module -avoid-version $(AM_LDFLAGS)
@@ -45,11 +39,8 @@ tests_record_cuda_prog_LDFLAGS = -no-install -export-dynamic
 tests_record_cuda_prog_LDADD = tests/fakes/libcublas.la tests/fakes/libcudart.la
 
 ## Tests of mate-record: exit status and signals, the fake-CUDA program.
-SCRIPT_TESTS += \
-	tests/cli/test_record_exit.sh \
-	tests/cli/test_record_signals.py \
-	tests/cli/test_record_fakecuda.py \
-	tests/interop/test_memlog_rmm.py \
+SCRIPT_TESTS += tests/cli/test_record_exit.sh tests/cli/test_record_signals.py \
+	tests/cli/test_record_fakecuda.py tests/interop/test_memlog_rmm.py \
 	tests/cli/test_record_memevents.py
 EXTRA_DIST += tests/tools/record-common.sh tests/tools/rmm_log_parser.py
 ## What mate-record says after the run, and its --memlog of a run with no allocations.

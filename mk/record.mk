@@ -1,22 +1,10 @@
 ## mk/record.mk: lib/record, the recorder: configuration, the API log (levels 1-5), dumps
 ## (level 10), statistics, MATE_PROFILE, the memory log and recording sessions.
-libmate_impl_la_SOURCES += \
-	lib/record/recorder_private.h \
-	lib/record/config.c \
-	lib/record/logdest.c \
-	lib/record/profile.h \
-	lib/record/profile.c \
-	lib/record/recorder.c \
-	lib/record/apilog.c \
-	lib/record/stats.c \
-	lib/record/pyfmt.c \
-	lib/record/dump_writer.c \
-	lib/record/benchlog.h \
-	lib/record/benchlog.c \
-	lib/record/memlog.c \
-	lib/record/record_summary.h \
-	lib/record/record_session.c \
-	lib/record/elf_cuda.c
+libmate_impl_la_SOURCES += lib/record/recorder_private.h lib/record/config.c \
+	lib/record/logdest.c lib/record/profile.h lib/record/profile.c lib/record/recorder.c \
+	lib/record/apilog.c lib/record/stats.c lib/record/pyfmt.c lib/record/dump_writer.c \
+	lib/record/benchlog.h lib/record/benchlog.c lib/record/memlog.c \
+	lib/record/record_summary.h lib/record/record_session.c lib/record/elf_cuda.c
 libmate_impl_la_CFLAGS += -DMATE_PKGLIBDIR='"$(pkglibdir)"'
 
 ## recorder-golden: the reference program's calls through the C API.

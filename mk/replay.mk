@@ -1,14 +1,8 @@
 ## mk/replay.mk: lib/replay, the replay engine and its handlers, the allocation replay;
 ## mate-replay and the `mate VERB` dispatcher, with their tests.
-libmate_impl_la_SOURCES += \
-	lib/replay/replay.c \
-	lib/replay/replay_bind.c \
-	lib/replay/replay_private.h \
-	lib/replay/replay_compare.c \
-	lib/replay/replay_run.c \
-	lib/replay/replay_ops.c \
-	lib/replay/replay_ops_attn.c \
-	lib/replay/replay_ops_common.c
+libmate_impl_la_SOURCES += lib/replay/replay.c lib/replay/replay_bind.c \
+	lib/replay/replay_private.h lib/replay/replay_compare.c lib/replay/replay_run.c \
+	lib/replay/replay_ops.c lib/replay/replay_ops_attn.c lib/replay/replay_ops_common.c
 ## Replay handlers for the recorded BLAS and cuBLAS calls (registered by replay_ops.c).
 libmate_impl_la_SOURCES += lib/replay/replay_blas.h lib/replay/replay_blas.c lib/replay/blas_signatures.h
 ## The memory log's CSV reader and the allocation replay (mate-replay --memlog).
@@ -79,13 +73,9 @@ tests_mate_replay_example_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
 
 ## CLI tests: the real binaries on the MATE reference dumps and on dumps the
 ## tests write (tests/tools/replay_dumps.py); the built-in handlers against torch.
-SCRIPT_TESTS += \
-	tests/cli/test_replay_cli.py \
-	tests/cli/test_replay_mutate.py \
-	tests/cli/test_replay_builtins.py \
-	tests/cli/test_replay_signature.py \
-	tests/cli/test_replay_reference.py \
-	tests/cli/test_replay_hostile.py \
+SCRIPT_TESTS += tests/cli/test_replay_cli.py tests/cli/test_replay_mutate.py \
+	tests/cli/test_replay_builtins.py tests/cli/test_replay_signature.py \
+	tests/cli/test_replay_reference.py tests/cli/test_replay_hostile.py \
 	tests/cli/test_replay_demo.sh
 EXTRA_DIST += tests/tools/replay_dumps.py
 
