@@ -20,7 +20,10 @@ rmsnorm_impl(const float *x, const float *w, float *y, int rows, int cols, doubl
 	return 0;
 }
 
-/* The public function: recording costs one branch when MATE_LOGLEVEL=0. */
+/* The public function, declared in the library's header (mylib.h);
+ * recording costs one branch when MATE_LOGLEVEL=0. */
+int mylib_rmsnorm(const float *x, const float *w, float *y, int rows, int cols, double eps);
+
 int
 mylib_rmsnorm(const float *x, const float *w, float *y, int rows, int cols, double eps)
 {
