@@ -359,15 +359,15 @@ summary(const struct mate_record_totals *t, const char *dump_dir, const struct o
 	/* dumps are made at level 10 only: below, "0 dumps" says nothing */
 	if (t->dumps > 0 || level(o) >= 10)
 		snprintf(dumps, sizeof(dumps), "; %" PRIu64 " dump%s (%s) in %s", t->dumps,
-		    t->dumps == 1 ? "" : "s", mate_fe_human_bytes(t->dump_bytes, b1, sizeof(b1)),
+		    mate_fe_s(t->dumps), mate_fe_human_bytes(t->dump_bytes, b1, sizeof(b1)),
 		    dump_dir);
 	fprintf(stderr, "%s: %" PRIu64 " call%s recorded%s%s; peak device memory %s\n",
-	    mate_fe_progname(), t->calls, t->calls == 1 ? "" : "s", procs, dumps,
+	    mate_fe_progname(), t->calls, mate_fe_s(t->calls), procs, dumps,
 	    mate_fe_human_bytes(t->peak_bytes, b2, sizeof(b2)));
 	if (t->transfers || t->launches || t->allocations)
 		fprintf(stderr, "%s: %" PRIu64 " device allocation%s, %" PRIu64 " cudaMemcpy (%s), %"
 		    PRIu64 " kernel launch%s%s%s\n", mate_fe_progname(), t->allocations,
-		    t->allocations == 1 ? "" : "s", t->transfers,
+		    mate_fe_s(t->allocations), t->transfers,
 		    mate_fe_human_bytes(t->transfer_bytes, b1, sizeof(b1)), t->launches, t->launches == 1 ? "" : "es",
 		    o->memlog ? "; memory log: " : "", o->memlog ? o->memlog : "");
 	else if (o->memlog)

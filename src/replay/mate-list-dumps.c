@@ -354,7 +354,7 @@ summary(const mate_dump_list *l, const char *where, size_t problems)
 
 	for (size_t i = 0; i < n; i++)
 		by[mate_dump_list_get(l, i)->status & 3]++;
-	fprintf(stderr, "%zu dump%s%s%s", n, n == 1 ? "" : "s", where ? " in " : "", where ? mate_fe_safe(where) : "");
+	fprintf(stderr, "%zu dump%s%s%s", n, mate_fe_s(n), where ? " in " : "", where ? mate_fe_safe(where) : "");
 	for (int k = 0; k < 4; k++)
 		if (by[order[k]] > 0) {
 			fprintf(stderr, "%s%zu %s", sep, by[order[k]], mate_dump_status_name(order[k]));
@@ -425,11 +425,11 @@ main(int argc, char **argv)
 		size_t shapeless, ng = unique(l, o.jsonl, &shapeless);
 
 		if (!o.quiet)
-			fprintf(stderr, "%zu distinct call%s in %zu dump%s\n", ng, ng == 1 ? "" : "s",
-			    n, n == 1 ? "" : "s");
+			fprintf(stderr, "%zu distinct call%s in %zu dump%s\n", ng, mate_fe_s(ng),
+			    n, mate_fe_s(n));
 		if (shapeless > 0)
 			mate_fe_warnx("%zu dump%s without a readable record not counted", shapeless,
-			    shapeless == 1 ? "" : "s");
+			    mate_fe_s(shapeless));
 		problems = shapeless;
 		o.quiet = 1;
 		n = 0;

@@ -526,11 +526,11 @@ print_log_facts(const struct mate_alloc_replay_result *r)
 		    r->leaked_count, r->leaked_bytes);
 	if (r->skipped > 0)
 		printf("skipped %" PRIu64 " 'allocate failure' row%s\n", r->skipped,
-		    r->skipped == 1 ? "" : "s");
+		    mate_fe_s(r->skipped));
 	if (r->size_mismatches > 0)
 		printf("%" PRIu64 " free%s logged with another size than the allocation's; "
 		    "the allocation's size was used\n", r->size_mismatches,
-		    r->size_mismatches == 1 ? "" : "s");
+		    mate_fe_s(r->size_mismatches));
 }
 
 static int
@@ -563,7 +563,7 @@ replay_memlog(const char *path, const char *const *allocators, size_t n,
 		return MATE_EXIT_FAIL;
 	}
 	printf("%s: %zu thread%s\n", mate_fe_safe(name), mate_memlog_trace_threads(t),
-	    mate_memlog_trace_threads(t) == 1 ? "" : "s");
+	    mate_fe_s(mate_memlog_trace_threads(t)));
 	print_log_facts(&res);
 	for (size_t i = 0; i < n && status == MATE_EXIT_OK; i++)
 		for (long long k = 0; k < (repeat > 0 ? repeat : 1); k++) {
