@@ -206,10 +206,7 @@ write_event(struct writer *w, const mate_monitor *m, const mate_live_event *le)
 	}
 	n = mate_ilog_format(w->line, w->cap, &ev);
 	if (n >= (int)w->cap) {
-		char *grown = realloc(w->line, (size_t)n + 1);
-		if (grown == NULL)
-			mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
-		w->line = grown;
+		w->line = mate_fe_grow(w->line, (size_t)n, 1);
 		w->cap = (size_t)n + 1;
 		n = mate_ilog_format(w->line, w->cap, &ev);
 	}
