@@ -392,7 +392,7 @@ parse_options(int argc, char **argv, struct options *o)
 int
 main(int argc, char **argv)
 {
-	struct options o = { 0, 0, 0, 0, 0 };
+	struct options o = { 0 };
 	const char *def = getenv("MATE_DUMP_DIR");
 	mate_dump_list *l;
 	mate_error err;

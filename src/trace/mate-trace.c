@@ -270,7 +270,7 @@ int
 main(int argc, char **argv)
 {
 	struct options o;
-	struct writer w = { NULL, 0, 0, NULL, 0 };
+	struct writer w = { .f = NULL };
 	int created;
 	char path[4096], head[4096];
 	mate_monitor *m;

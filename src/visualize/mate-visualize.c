@@ -280,8 +280,8 @@ write_output(const struct options *o, int fd, mate_timeline *tl, mate_render_inf
 int
 main(int argc, char **argv)
 {
-	struct options o = { "timeline.png", -1, 0, 150, 16, 10, NULL, 0, 0, 0, 0, NULL,
-		0, 0, NULL, 0 };
+	struct options o = { .output = "timeline.png", .format = -1, .dpi = 150, .width = 16,
+		.height = 10 };
 	mate_timeline_options to;
 	mate_timeline *tl;
 	mate_perfetto *pf = NULL;
