@@ -434,6 +434,39 @@ test_main_tmpdir(int argc, char **argv, const char *tag, char **dir)
 		return test_main_tmpdir(argc, argv, tag, &dir); \
 	}
 
+#ifdef MATE_CORE_H_INCLUDED
+/* For a test that includes mate_core.h first: whether the scalar values a
+ * and b, of one kind, are equal (bools and ints by value, floats to the
+ * bit, strs and bytes byte for byte, dtypes). @return 1 or 0, or -1 when
+ * the kind is not one of these (the caller's to compare). */
+static inline int
+test_same_scalar(const mate_value *a, const mate_value *b)
+{
+	size_t la, lb;
+	const char *sa, *sb;
+	double fa, fb;
+
+	switch (mate_value_kind_of(a)) {
+	case MATE_V_BOOL:
+	case MATE_V_INT:
+		return mate_value_get_int(a) == mate_value_get_int(b);
+	case MATE_V_FLOAT:
+		fa = mate_value_get_float(a);
+		fb = mate_value_get_float(b);
+		return memcmp(&fa, &fb, sizeof(fa)) == 0;
+	case MATE_V_STR:
+	case MATE_V_BYTES:
+		sa = mate_value_get_str(a, &la);
+		sb = mate_value_get_str(b, &lb);
+		return la == lb && memcmp(sa, sb, la) == 0;
+	case MATE_V_DTYPE:
+		return mate_value_get_dtype(a) == mate_value_get_dtype(b);
+	default:
+		return -1;
+	}
+}
+#endif
+
 #ifdef MATE_RECORD_H_INCLUDED
 /* For a test that includes mate_record.h first: records at level (0 stops)
  * with the text log to /dev/null, an instruction log at the template ilog

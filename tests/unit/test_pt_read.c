@@ -79,9 +79,10 @@ read_path(const struct buf *zip, mate_error *err, const struct mate_pt_read_opti
 	return v;
 }
 
-/* The file and memory readers both fail with want in the message. */
+/* The file and memory readers both fail with want in the message; then
+ * frees zip. */
 static void
-expect_fail(const struct buf *zip, const char *want, int code)
+expect_fail(struct buf *zip, const char *want, int code)
 {
 	mate_error err;
 	mate_value *v = read_mem(zip, &err, 1);
@@ -95,6 +96,27 @@ expect_fail(const struct buf *zip, const char *want, int code)
 	CHECK(v == NULL);
 	CHECK_CONTAINS(err.message, want);
 	mate_value_free(v);
+	b_free(zip);
+}
+
+/* expect_fail() of the zip of e[0..n) as make_zip() builds it. */
+static void
+zip_fails(const struct zip_entry *e, size_t n, const char *want, int code)
+{
+	struct buf zip = { 0 };
+
+	make_zip(&zip, e, n, 0);
+	expect_fail(&zip, want, code);
+}
+
+/* zip_fails() with the pickle pkl as r[0], the data.pkl; then frees pkl. */
+static void
+pickle_fails(struct zip_entry *r, size_t n, struct buf *pkl, const char *want, int code)
+{
+	r[0].data = pkl->p;
+	r[0].len = pkl->n;
+	zip_fails(r, n, want, code);
+	b_free(pkl);
 }
 
 /* Runs fn on stored entries, which take the direct path, then on deflated
@@ -123,6 +145,18 @@ check_std(mate_value *v)
 	CHECK_EQ_INT(mate_value_get_tensor(t)->stride[1], 3);
 }
 
+/* v, as read from the zip of std_entries(), is its tree (else err says
+ * why); then frees v. */
+static void
+expect_std(mate_value *v, const mate_error *err)
+{
+	CHECK(v != NULL);
+	if (v == NULL)
+		fprintf(stderr, "%s\n", err->message);
+	check_std(v);
+	mate_value_free(v);
+}
+
 static void
 basic(void)
 {
@@ -135,16 +169,8 @@ basic(void)
 	size_t n = std_entries(e, &pkl, "archive", names);
 
 	make_zip(&zip, e, n, 0);
-	v = read_mem(&zip, &err, 1);
-	CHECK(v != NULL);
-	if (v == NULL)
-		fprintf(stderr, "%s\n", err.message);
-	check_std(v);
-	mate_value_free(v);
-	v = read_path(&zip, &err, NULL);
-	CHECK(v != NULL);
-	check_std(v);
-	mate_value_free(v);
+	expect_std(read_mem(&zip, &err, 1), &err);
+	expect_std(read_path(&zip, &err, NULL), &err);
 	/* Metadata only: placeholders of the right size, no data. */
 	v = read_path(&zip, &err, &meta);
 	CHECK(v != NULL);
@@ -157,10 +183,7 @@ basic(void)
 
 	/* CRC 0 (torch 2.x without CRCs) reads. */
 	make_zip(&zip, e, n, 1);
-	v = read_path(&zip, &err, NULL);
-	CHECK(v != NULL);
-	check_std(v);
-	mate_value_free(v);
+	expect_std(read_path(&zip, &err, NULL), &err);
 	b_free(&zip);
 
 	/* Custom and UTF-8 roots; version first, "3" without LF; .data/version;
@@ -178,12 +201,7 @@ basic(void)
 		r[3] = (struct zip_entry){ names[5], "xyz", 3 };
 		r[4] = e[0];
 		make_zip(&zip, r, 5, 0);
-		v = read_path(&zip, &err, NULL);
-		CHECK(v != NULL);
-		if (v == NULL)
-			fprintf(stderr, "%s\n", err.message);
-		check_std(v);
-		mate_value_free(v);
+		expect_std(read_path(&zip, &err, NULL), &err);
 		b_free(&zip);
 	}
 	b_free(&pkl);
@@ -200,105 +218,73 @@ structure_errors(void)
 {
 	struct zip_entry e[8];
 	char names[8][64];
-	struct buf pkl, zip = { 0 }, p2;
+	struct buf pkl, p2;
 	size_t n = std_entries(e, &pkl, "archive", names);
 	struct zip_entry r[8];
+	const struct {
+		const char *text;
+		const char *want;
+		int code;
+	} versions[] = {
+		{ "99\n", "format version 99 is not supported", MATE_ERR_UNSUPPORTED },
+		{ "0", "archive/version: not a version number", MATE_ERR_FORMAT },
+		{ "3 x", "not a version number", MATE_ERR_FORMAT },
+	};
+	/* one entry more: TorchScript, big-endian, duplicates */
+	const struct {
+		struct zip_entry extra;
+		const char *want;
+		int code;
+	} extras[] = {
+		{ { "archive/constants.pkl", "\x80\x02N.", 4 }, "TorchScript", MATE_ERR_UNSUPPORTED },
+		{ { "archive/byteorder", "big", 3 }, "big-endian", MATE_ERR_UNSUPPORTED },
+		{ { "archive/byteorder", "middle", 6 }, "must be \"little\" or \"big\"", MATE_ERR_FORMAT },
+		{ e[0], "duplicate archive/data.pkl", MATE_ERR_FORMAT },
+		{ e[1], "duplicate record archive/data/0", MATE_ERR_FORMAT },
+	};
 
 	/* Missing version, data.pkl, the data record. */
-	make_zip(&zip, e, 2, 0);
-	expect_fail(&zip, "no archive/version record", MATE_ERR_FORMAT);
-	b_free(&zip);
-	make_zip(&zip, e + 1, 2, 0);
-	expect_fail(&zip, "no archive/data.pkl record", MATE_ERR_FORMAT);
-	b_free(&zip);
+	zip_fails(e, 2, "no archive/version record", MATE_ERR_FORMAT);
+	zip_fails(e + 1, 2, "no archive/data.pkl record", MATE_ERR_FORMAT);
 	r[0] = e[0];
 	r[1] = e[2];
-	make_zip(&zip, r, 2, 0);
-	expect_fail(&zip, "missing record archive/data/0", MATE_ERR_FORMAT);
-	b_free(&zip);
+	zip_fails(r, 2, "missing record archive/data/0", MATE_ERR_FORMAT);
 	/* version 99, 0 and junk. */
 	memcpy(r, e, sizeof(e[0]) * n);
-	r[2].data = "99\n";
-	r[2].len = 3;
-	make_zip(&zip, r, n, 0);
-	expect_fail(&zip, "format version 99 is not supported", MATE_ERR_UNSUPPORTED);
-	b_free(&zip);
-	r[2].data = "0";
-	r[2].len = 1;
-	make_zip(&zip, r, n, 0);
-	expect_fail(&zip, "archive/version: not a version number", MATE_ERR_FORMAT);
-	b_free(&zip);
-	r[2].data = "3 x";
-	r[2].len = 3;
-	make_zip(&zip, r, n, 0);
-	expect_fail(&zip, "not a version number", MATE_ERR_FORMAT);
-	b_free(&zip);
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		r[2].data = versions[i].text;
+		r[2].len = strlen(versions[i].text);
+		zip_fails(r, n, versions[i].want, versions[i].code);
+	}
 	/* Two roots; no root at all. */
 	memcpy(r, e, sizeof(e[0]) * n);
 	r[1].name = "other/data/0";
-	make_zip(&zip, r, n, 0);
-	expect_fail(&zip, "entry 'other/data/0' is outside the archive root 'archive'", MATE_ERR_FORMAT);
-	b_free(&zip);
+	zip_fails(r, n, "entry 'other/data/0' is outside the archive root 'archive'", MATE_ERR_FORMAT);
 	r[1] = e[1];
 	r[0].name = "data.pkl";
-	make_zip(&zip, r, n, 0);
-	expect_fail(&zip, "entry 'data.pkl' is not in a subdirectory", MATE_ERR_FORMAT);
-	b_free(&zip);
-	/* TorchScript, big-endian, duplicates. */
+	zip_fails(r, n, "entry 'data.pkl' is not in a subdirectory", MATE_ERR_FORMAT);
 	memcpy(r, e, sizeof(e[0]) * n);
-	r[n] = (struct zip_entry){ "archive/constants.pkl", "\x80\x02N.", 4 };
-	make_zip(&zip, r, n + 1, 0);
-	expect_fail(&zip, "TorchScript", MATE_ERR_UNSUPPORTED);
-	b_free(&zip);
-	r[n] = (struct zip_entry){ "archive/byteorder", "big", 3 };
-	make_zip(&zip, r, n + 1, 0);
-	expect_fail(&zip, "big-endian", MATE_ERR_UNSUPPORTED);
-	b_free(&zip);
-	r[n] = (struct zip_entry){ "archive/byteorder", "middle", 6 };
-	make_zip(&zip, r, n + 1, 0);
-	expect_fail(&zip, "must be \"little\" or \"big\"", MATE_ERR_FORMAT);
-	b_free(&zip);
-	r[n] = e[0];
-	make_zip(&zip, r, n + 1, 0);
-	expect_fail(&zip, "duplicate archive/data.pkl", MATE_ERR_FORMAT);
-	b_free(&zip);
-	r[n] = e[1];
-	make_zip(&zip, r, n + 1, 0);
-	expect_fail(&zip, "duplicate record archive/data/0", MATE_ERR_FORMAT);
-	b_free(&zip);
+	for (size_t i = 0; i < sizeof(extras) / sizeof(extras[0]); i++) {
+		r[n] = extras[i].extra;
+		zip_fails(r, n + 1, extras[i].want, extras[i].code);
+	}
 	/* Record sizes that disagree with the pickle. */
 	memcpy(r, e, sizeof(e[0]) * n);
 	r[1].len = 20;
-	make_zip(&zip, r, n, 0);
-	expect_fail(&zip, "record archive/data/0 has 20 bytes, but the pickle declares 24", 0);
-	b_free(&zip);
+	zip_fails(r, n, "record archive/data/0 has 20 bytes, but the pickle declares 24", 0);
 	r[1].len = 24;
 	make_pickle(&p2, "0", 8);       /* numel 8: 32 bytes, record has 24 */
-	r[0].data = p2.p;
-	r[0].len = p2.n;
-	make_zip(&zip, r, n, 0);
-	expect_fail(&zip, "has 24 bytes, but the pickle declares 32", 0);
-	b_free(&zip);
-	b_free(&p2);
+	pickle_fails(r, n, &p2, "has 24 bytes, but the pickle declares 32", 0);
 	make_pickle(&p2, "0", 1LL << 40);   /* far more than the file holds */
-	r[0].data = p2.p;
-	r[0].len = p2.n;
-	make_zip(&zip, r, n, 0);
-	expect_fail(&zip, "record archive/data/0 has 24 bytes, but the pickle declares 4398046511104", 0);
-	b_free(&zip);
-	b_free(&p2);
+	pickle_fails(r, n, &p2,
+	    "record archive/data/0 has 24 bytes, but the pickle declares 4398046511104", 0);
 	/* A hostile pickle inside a good zip. */
 	memset(&p2, 0, sizeof(p2));
 	{
 		static const char evil[] = "\x80\x02" "cos\nsystem\nX\x02\x00\x00\x00id\x85R.";
 		b_bytes(&p2, evil, sizeof(evil) - 1);
 	}
-	r[0].data = p2.p;
-	r[0].len = p2.n;
-	make_zip(&zip, r, n, 0);
-	expect_fail(&zip, "global 'os system' is not allowed", MATE_ERR_FORMAT);
-	b_free(&zip);
-	b_free(&p2);
+	pickle_fails(r, n, &p2, "global 'os system' is not allowed", MATE_ERR_FORMAT);
 	b_free(&pkl);
 }
 
@@ -315,16 +301,12 @@ DEFINE_TEST(magic)
 
 	b_bytes(&b, "\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19.", 15);
 	expect_fail(&b, "legacy torch.save format (pre-1.6) is not supported", MATE_ERR_UNSUPPORTED);
-	b_free(&b);
 	b_bytes(&b, "GIF89a........", 14);
 	expect_fail(&b, "bad magic", MATE_ERR_FORMAT);
-	b_free(&b);
 	b_bytes(&b, "PK", 2);
 	expect_fail(&b, "too short", MATE_ERR_FORMAT);
-	b_free(&b);
 	b_bytes(&b, "PK\003\004 not really a zip at all, just text", 40);
 	expect_fail(&b, "zip", MATE_ERR_FORMAT);
-	b_free(&b);
 	v = mate_pt_read_memory(NULL, 0, NULL, &err);
 	CHECK(v == NULL);
 	CHECK_CONTAINS(err.message, "too short");
@@ -406,12 +388,7 @@ many_entries(void)
 	}
 	make_zip(&zip, e, N, 0);
 	t0 = clock();
-	v = read_path(&zip, &err, NULL);
-	CHECK(v != NULL);
-	if (v == NULL)
-		fprintf(stderr, "%s\n", err.message);
-	check_std(v);
-	mate_value_free(v);
+	expect_std(read_path(&zip, &err, NULL), &err);
 	CHECK((double)(clock() - t0) / CLOCKS_PER_SEC < 10);
 	v = read_path(&zip, &err, &o);
 	CHECK(v == NULL);
@@ -504,49 +481,37 @@ DEFINE_TEST(zip_structures)
 	struct buf pkl, zip = { 0 };
 	size_t n = std_entries(e, &pkl, "archive", names);
 	mate_error err;
-	mate_value *v;
 
 	for (size_t i = 0; i < sizeof(damaged) / sizeof(damaged[0]); i++) {
 		zip_build(&zip, e, n, damaged[i].flags);
 		put_le(find_header(&zip, "archive/data/0", damaged[i].local) + damaged[i].at,
 		    damaged[i].value, damaged[i].width);
 		expect_fail(&zip, damaged[i].want, damaged[i].code);
-		b_free(&zip);
 	}
 	zip_build(&zip, e, n, 0);
 	put_le(zip.p + zip.n - 6, 1u << 30, 4);                           /* CD offset */
 	expect_fail(&zip, "bad central directory", MATE_ERR_FORMAT);
-	b_free(&zip);
 	zip_build(&zip, e, n, 0);
 	put_le(zip.p + zip.n - 22 + 4, 1, 2);                             /* disk number */
 	expect_fail(&zip, "multi-disk", MATE_ERR_UNSUPPORTED);
-	b_free(&zip);
 	zip_build(&zip, e, n, 0);
 	for (size_t i = 0; i < n; i++)
 		put_le(find_header(&zip, e[i].name, 0) + 42, 0, 4);
 	expect_fail(&zip, "names another entry", MATE_ERR_FORMAT);
-	b_free(&zip);
 	/* sizes left to a data descriptor (flag bit 3) are fine */
 	zip_build(&zip, e, n, 0);
 	put_le(find_header(&zip, "archive/data/0", 1) + 6, 0x0808, 2);
 	put_le(find_header(&zip, "archive/data/0", 1) + 18, 0, 8);
-	v = read_mem(&zip, &err, 1);
-	CHECK(v != NULL);
-	check_std(v);
-	mate_value_free(v);
+	expect_std(read_mem(&zip, &err, 1), &err);
 	b_free(&zip);
 	/* An archive comment is fine. */
 	zip_build(&zip, e, n, 0);
 	put_le(zip.p + zip.n - 2, 7, 2);
 	b_bytes(&zip, "comment", 7);
-	v = read_mem(&zip, &err, 1);
-	CHECK(v != NULL);
-	check_std(v);
-	mate_value_free(v);
+	expect_std(read_mem(&zip, &err, 1), &err);
 	/* ... but bytes after the end record are not. */
 	b_bytes(&zip, "x", 1);
 	expect_fail(&zip, "no end of central directory", MATE_ERR_FORMAT);
-	b_free(&zip);
 	b_free(&pkl);
 }
 
@@ -591,9 +556,8 @@ static int
 same(struct pairs *p, const mate_value *a, const mate_value *b)
 {
 	mate_value_kind k = mate_value_kind_of(a);
-	size_t la, lb;
-	const char *sa, *sb;
-	double fa, fb;
+	const char *sa;
+	int r;
 
 	if (k == MATE_V_ENUM || k == MATE_V_OBJECT) {
 		sa = k == MATE_V_ENUM ? mate_value_enum_name(a) : mate_value_object_repr(a);
@@ -601,21 +565,9 @@ same(struct pairs *p, const mate_value *a, const mate_value *b)
 	}
 	if (k != mate_value_kind_of(b))
 		return 0;
+	if ((r = test_same_scalar(a, b)) >= 0)
+		return r;
 	switch (k) {
-	case MATE_V_BOOL:
-	case MATE_V_INT:
-		return mate_value_get_int(a) == mate_value_get_int(b);
-	case MATE_V_FLOAT:
-		fa = mate_value_get_float(a);
-		fb = mate_value_get_float(b);
-		return memcmp(&fa, &fb, sizeof(fa)) == 0;
-	case MATE_V_STR:
-	case MATE_V_BYTES:
-		sa = mate_value_get_str(a, &la);
-		sb = mate_value_get_str(b, &lb);
-		return la == lb && memcmp(sa, sb, la) == 0;
-	case MATE_V_DTYPE:
-		return mate_value_get_dtype(a) == mate_value_get_dtype(b);
 	case MATE_V_TENSOR:
 		return same_tensor(p, a, b);
 	case MATE_V_LIST:

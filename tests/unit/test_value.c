@@ -310,25 +310,14 @@ DEFINE_TEST(dict_big)
 static int
 equal(const mate_value *a, const mate_value *b)
 {
-	size_t la, lb;
-	const char *sa, *sb;
+	int r;
 
 	if (mate_value_kind_of(a) != mate_value_kind_of(b) ||
 	    mate_value_is_ordered(a) != mate_value_is_ordered(b))
 		return 0;
+	if ((r = test_same_scalar(a, b)) >= 0)
+		return r;
 	switch (mate_value_kind_of(a)) {
-	case MATE_V_BOOL:
-	case MATE_V_INT:
-		return mate_value_get_int(a) == mate_value_get_int(b);
-	case MATE_V_FLOAT:
-		return mate_value_get_float(a) == mate_value_get_float(b);
-	case MATE_V_STR:
-	case MATE_V_BYTES:
-		sa = mate_value_get_str(a, &la);
-		sb = mate_value_get_str(b, &lb);
-		return la == lb && memcmp(sa, sb, la) == 0;
-	case MATE_V_DTYPE:
-		return mate_value_get_dtype(a) == mate_value_get_dtype(b);
 	case MATE_V_ENUM:
 		return strcmp(mate_value_enum_name(a), mate_value_enum_name(b)) == 0 &&
 		    mate_value_get_int(a) == mate_value_get_int(b);
