@@ -47,6 +47,22 @@ load(struct buf *b, struct loads *l, mate_error *err)
 	return mate_pickle_load(b->p, b->n, l ? loader : NULL, l, err);
 }
 
+/* Loads the pickle in b, which must work; when it does not, says why and
+ * frees b. @return the value, or NULL after a failed check. */
+static mate_value *
+load_ok(struct buf *b, struct loads *l)
+{
+	mate_error err;
+	mate_value *v = load(b, l, &err);
+
+	CHECK(v != NULL);
+	if (v == NULL) {
+		fprintf(stderr, "%s\n", err.message);
+		b_free(b);
+	}
+	return v;
+}
+
 /* Expects the pickle in b to fail with a message containing want. */
 static void
 expect_fail(struct buf *b, const char *want, int code)
@@ -130,7 +146,6 @@ DEFINE_TEST(memory_cap)
 DEFINE_TEST(scalars)
 {
 	struct buf b;
-	mate_error err;
 	mate_value *v;
 	const unsigned char d[8] = { 0x40, 0x09, 0x21, 0xfb, 0x54, 0x44, 0x2d, 0x18 };
 
@@ -156,8 +171,7 @@ DEFINE_TEST(scalars)
 	b_op(&b, 'B'); b_le(&b, 3, 4); b_bytes(&b, "xyz", 3);         /* BINBYTES */
 	b_op(&b, 'e');
 	b_op(&b, '.');
-	v = load(&b, NULL, &err);
-	CHECK(v != NULL);
+	v = load_ok(&b, NULL);
 	CHECK_EQ_INT(mate_value_kind_of(v), MATE_V_LIST);
 	CHECK_EQ_INT(mate_value_len(v), 17);
 	CHECK_EQ_INT(mate_value_get_int(mate_value_item(v, 0)), 7);
@@ -192,7 +206,6 @@ DEFINE_TEST(scalars)
 DEFINE_TEST(containers)
 {
 	struct buf b;
-	mate_error err;
 	mate_value *v, *t;
 
 	start(&b);
@@ -211,8 +224,7 @@ DEFINE_TEST(containers)
 	p_str(&b, "od"); p_global(&b, "collections", "OrderedDict"); b_op(&b, ')'); b_op(&b, 0x81);
 	b_op(&b, 'u');                       /* SETITEMS */
 	b_op(&b, '.');
-	v = load(&b, NULL, &err);
-	CHECK(v != NULL);
+	v = load_ok(&b, NULL);
 	CHECK_EQ_INT(mate_value_kind_of(v), MATE_V_DICT);
 	CHECK_EQ_INT(mate_value_is_ordered(v), 0);
 	CHECK_EQ_INT(mate_value_len(v), 8);
@@ -239,7 +251,7 @@ DEFINE_TEST(containers)
 	/* MARK TUPLE on an empty stack: (). */
 	start(&b);
 	b_op(&b, '('); b_op(&b, 't'); b_op(&b, '.');
-	v = load(&b, NULL, &err);
+	v = load_ok(&b, NULL);
 	CHECK_EQ_INT(mate_value_kind_of(v), MATE_V_TUPLE);
 	CHECK_EQ_INT(mate_value_len(v), 0);
 	mate_value_free(v);
@@ -250,7 +262,6 @@ DEFINE_TEST(containers)
 DEFINE_TEST(memo)
 {
 	struct buf b;
-	mate_error err;
 	mate_value *v;
 
 	start(&b);
@@ -266,8 +277,7 @@ DEFINE_TEST(memo)
 	b_op(&b, 'h'); b_op(&b, 0);
 	b_op(&b, 't');
 	b_op(&b, '.');
-	v = load(&b, NULL, &err);
-	CHECK(v != NULL);
+	v = load_ok(&b, NULL);
 	CHECK_EQ_INT(mate_value_len(v), 6);
 	CHECK_EQ_INT(mate_value_len(mate_value_item(v, 0)), 1);
 	CHECK_EQ_INT(mate_value_len(mate_value_item(v, 1)), 1);
@@ -284,7 +294,6 @@ DEFINE_TEST(memo)
 DEFINE_TEST(torch_values)
 {
 	struct buf b;
-	mate_error err;
 	mate_value *v;
 	size_t n;
 	const char *s;
@@ -303,13 +312,8 @@ DEFINE_TEST(torch_values)
 	p_global(&b, "collections", "OrderedDict");
 	b_op(&b, 't');
 	b_op(&b, '.');
-	v = load(&b, NULL, &err);
-	CHECK(v != NULL);
-	if (v == NULL) {
-		fprintf(stderr, "%s\n", err.message);
-		b_free(&b);
+	if ((v = load_ok(&b, NULL)) == NULL)
 		return;
-	}
 	CHECK_STR(mate_value_object_type(mate_value_item(v, 0)), "torch.device");
 	CHECK_STR(mate_value_object_repr(mate_value_item(v, 0)), "cuda:1");
 	CHECK_STR(mate_value_object_repr(mate_value_item(v, 1)), "cpu");
@@ -334,7 +338,6 @@ DEFINE_TEST(torch_values)
 DEFINE_TEST(state_dict)
 {
 	struct buf b;
-	mate_error err;
 	struct loads l = { 0 };
 	mate_value *v;
 	int64_t size[2] = { 2, 3 }, stride[2] = { 3, 1 };
@@ -354,8 +357,7 @@ DEFINE_TEST(state_dict)
 	b_op(&b, 's');
 	b_op(&b, 'b');
 	b_op(&b, '.');
-	v = load(&b, &l, &err);
-	CHECK(v != NULL);
+	v = load_ok(&b, &l);
 	CHECK_EQ_INT(l.calls, 2);
 	CHECK_EQ_INT(mate_value_is_ordered(v), 1);
 	CHECK_EQ_INT(mate_value_len(v), 2);
@@ -370,7 +372,6 @@ DEFINE_TEST(state_dict)
 DEFINE_TEST(tensor_v2)
 {
 	struct buf b;
-	mate_error err;
 	struct loads l = { 0 };
 	mate_value *v;
 	const mate_tensor *t, *u;
@@ -387,13 +388,8 @@ DEFINE_TEST(tensor_v2)
 	p_tensor_v2(&b, "HalfStorage", "3", 0, 0, 2, (int64_t[]){ 0, 3 }, stride); /* empty */
 	b_op(&b, 't');
 	b_op(&b, '.');
-	v = load(&b, &l, &err);
-	CHECK(v != NULL);
-	if (v == NULL) {
-		fprintf(stderr, "%s\n", err.message);
-		b_free(&b);
+	if ((v = load_ok(&b, &l)) == NULL)
 		return;
-	}
 	CHECK_EQ_INT(l.calls, 4);
 	t = mate_value_get_tensor(mate_value_item(v, 0));
 	u = mate_value_get_tensor(mate_value_item(v, 1));
@@ -420,8 +416,7 @@ DEFINE_TEST(tensor_v2)
 	start(&b);
 	p_tensor_v2(&b, "IntStorage", "0", 6, 0, 2, size, stride);
 	b_op(&b, '.');
-	v = load(&b, NULL, &err);
-	CHECK(v != NULL);
+	v = load_ok(&b, NULL);
 	CHECK(mate_storage_data(mate_value_get_storage(v)) == NULL);
 	CHECK_EQ_INT(mate_storage_size(mate_value_get_storage(v)), 24);
 	mate_value_free(v);
@@ -433,7 +428,6 @@ DEFINE_TEST(tensor_v2)
 DEFINE_TEST(tensor_v3)
 {
 	struct buf b;
-	mate_error err;
 	struct loads l = { 0 };
 	mate_value *v;
 	int64_t size = 4, stride = 1;
@@ -456,13 +450,8 @@ DEFINE_TEST(tensor_v3)
 	b_op(&b, 't'); b_op(&b, 'R');
 	b_op(&b, 't');
 	b_op(&b, '.');
-	v = load(&b, &l, &err);
-	CHECK(v != NULL);
-	if (v == NULL) {
-		fprintf(stderr, "%s\n", err.message);
-		b_free(&b);
+	if ((v = load_ok(&b, &l)) == NULL)
 		return;
-	}
 	CHECK_EQ_INT(mate_value_get_tensor(mate_value_item(v, 0))->dtype, MATE_F8_E5M2);
 	CHECK_EQ_INT(mate_value_get_tensor(mate_value_item(v, 0))->offset, 2);
 	CHECK_EQ_INT(mate_storage_size(mate_value_get_storage(mate_value_item(v, 0))), 8);
@@ -492,7 +481,6 @@ DEFINE_TEST(tensor_v3)
 DEFINE_TEST(parameter)
 {
 	struct buf b;
-	mate_error err;
 	struct loads l = { 0 };
 	mate_value *v;
 	int64_t size = 3, stride = 1;
@@ -519,13 +507,8 @@ DEFINE_TEST(parameter)
 	b_op(&b, 't'); b_op(&b, 'R');
 	b_op(&b, 't');
 	b_op(&b, '.');
-	v = load(&b, &l, &err);
-	CHECK(v != NULL);
-	if (v == NULL) {
-		fprintf(stderr, "%s\n", err.message);
-		b_free(&b);
+	if ((v = load_ok(&b, &l)) == NULL)
 		return;
-	}
 	CHECK_EQ_INT(mate_value_get_tensor(mate_value_item(v, 0))->requires_grad, 1);
 	CHECK_EQ_INT(mate_value_get_tensor(mate_value_item(v, 1))->requires_grad, 0);
 	CHECK_EQ_INT(mate_value_get_tensor(mate_value_item(v, 2))->dtype, MATE_BOOL);
@@ -805,7 +788,6 @@ DEFINE_TEST(bad_tensors)
 	expect_fail(&b, "storage '0' is declared with 16 and 20 bytes", 0);
 	/* The same key with another class but the same byte size is one storage. */
 	{
-		mate_error err;
 		struct loads l = { 0 };
 		mate_value *v;
 
@@ -815,8 +797,7 @@ DEFINE_TEST(bad_tensors)
 		persid(&b, "storage", "IntStorage", "k", 4);
 		persid(&b, "storage", "ByteStorage", "k", 16);
 		b_op(&b, 't'); b_op(&b, '.');
-		v = load(&b, &l, &err);
-		CHECK(v != NULL);
+		v = load_ok(&b, &l);
 		CHECK_EQ_INT(l.calls, 1);
 		CHECK_STR(l.last_key, "k");
 		/* A bare storage comes back as a 1-D tensor over it. */
@@ -887,7 +868,6 @@ DEFINE_TEST(limits)
 	expect_fail(&b, "memory limit", MATE_ERR_LIMIT);
 	/* A big but honest list is fine. */
 	{
-		mate_error err;
 		mate_value *v;
 
 		start(&b);
@@ -899,8 +879,7 @@ DEFINE_TEST(limits)
 			b_op(&b, 'e');
 		}
 		b_op(&b, '.');
-		v = load(&b, NULL, &err);
-		CHECK(v != NULL);
+		v = load_ok(&b, NULL);
 		CHECK_EQ_INT(mate_value_len(v), 200000);
 		mate_value_free(v);
 		b_free(&b);
