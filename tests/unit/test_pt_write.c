@@ -210,6 +210,21 @@ add_rebuild(struct bytes *x, const char *fn, const char *module, const char *cls
 	addu(x, "cpu");
 }
 
+/* A whole _rebuild_tensor_v3 call: add_rebuild()'s opening over an
+ * UntypedStorage, args (the storage's numel in bytes, the end of its
+ * persistent id, offset, size, stride, requires_grad), OrderedDict() for
+ * the hooks, the torch dtype last, TUPLE and REDUCE. */
+static void
+add_rebuild_v3(struct bytes *x, const void *args, size_t n, const char *dtype)
+{
+	add_rebuild(x, "_rebuild_tensor_v3", "torch.storage", "UntypedStorage");
+	add(x, args, n);
+	addg(x, "collections", "OrderedDict");
+	add(x, "\x29\x52", 2);
+	addg(x, "torch", dtype);
+	add(x, "\x74\x52", 2);
+}
+
 static void
 dump_hex(const char *what, const unsigned char *p, size_t n)
 {
@@ -455,12 +470,9 @@ DEFINE_TEST(v3)
 	mate_value_set_str(d, "f", tensor_over(st8, MATE_F8_E4M3FN, 1, shape, NULL, 0));
 	add(&want, "\x80\x02\x7d", 3);
 	addu(&want, "f");
-	add_rebuild(&want, "_rebuild_tensor_v3", "torch.storage", "UntypedStorage");
-	add(&want, "\x4b\x04\x74\x51\x4b\x00\x4b\x04\x85\x4b\x01\x85\x89", 13);
-	addg(&want, "collections", "OrderedDict");
-	add(&want, "\x29\x52", 2);
-	addg(&want, "torch", "float8_e4m3fn");
-	add(&want, "\x74\x52\x73\x2e", 4);
+	add_rebuild_v3(&want, "\x4b\x04\x74\x51\x4b\x00\x4b\x04\x85\x4b\x01\x85\x89", 13,
+	    "float8_e4m3fn");
+	add(&want, "\x73\x2e", 2);
 	check_bytes(write_read(d, NULL, &z), &want, "float8 as v3");
 	zip_free(&z);
 	mate_value_free(d);
@@ -469,12 +481,8 @@ DEFINE_TEST(v3)
 	d = tensor_over(st32, MATE_F32, 0, NULL, NULL, 1);
 	want.n = 0;
 	add(&want, "\x80\x02", 2);
-	add_rebuild(&want, "_rebuild_tensor_v3", "torch.storage", "UntypedStorage");
-	add(&want, "\x4b\x08\x74\x51\x4b\x01\x29\x29\x89", 9);
-	addg(&want, "collections", "OrderedDict");
-	add(&want, "\x29\x52", 2);
-	addg(&want, "torch", "float32");
-	add(&want, "\x74\x52\x2e", 3);
+	add_rebuild_v3(&want, "\x4b\x08\x74\x51\x4b\x01\x29\x29\x89", 9, "float32");
+	add(&want, "\x2e", 1);
 	pkl = write_read(d, &o, &z);
 	check_bytes(pkl, &want, "use_v3 0-dim float32");
 	CHECK_STR(z.e[0].name, "r/data.pkl");
