@@ -65,6 +65,25 @@ vec(mate_dtype dt, int64_t n, void *data)
 #define FLOAT_STATS(mn, mx, mean, nans, infs) \
 	"min=" mn "\nmax=" mx "\nmean=" mean "\nnan_count=" #nans "\ninf_count=" #infs "\n"
 
+/* One row of a table: tensor data of dtype dt, n elements, and the
+ * statistics its call gets. */
+struct stats_case {
+	mate_dtype dt;
+	int64_t n;
+	void *data;
+	const char *want;
+};
+
+static void
+check_stats(const struct stats_case *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		mate_tensor t = vec(c[i].dt, c[i].n, c[i].data);
+
+		CHECK_STR(stats_of(&t), c[i].want);
+	}
+}
+
 /* Floating types, through float32 as torch's .float() goes: NaN and Inf
  * counted, float64's 1e300 an inf. */
 DEFINE_TEST(floats)
@@ -75,7 +94,21 @@ DEFINE_TEST(floats)
 	uint8_t f8a[4], f8b[4];
 	float nan_inf[] = { 1.0f, NAN, INFINITY, -2.0f };
 	float infs[] = { INFINITY, -INFINITY, 1.0f };
-	mate_tensor t;
+	/* f32's values, exact in each of these types: the same statistics */
+	const struct {
+		mate_dtype dt;
+		void *data;
+	} exact[] = {
+		{ MATE_F32, f32 }, { MATE_F16, f16 }, { MATE_BF16, bf16 }, { MATE_F8_E4M3FN, f8a },
+	};
+	const struct stats_case other[] = {
+		/* e5m2 rounds -2.25 to -2 and 0.125 stays */
+		{ MATE_F8_E5M2, 4, f8b, FLOAT_STATS("-2.000000", "3.000000", "0.656250", 0, 0) },
+		/* float64 goes through float32 as torch's .float() does: 1e300 -> inf */
+		{ MATE_F64, 3, f64, FLOAT_STATS("-1.000000", "inf", "inf", 0, 1) },
+		{ MATE_F32, 4, nan_inf, FLOAT_STATS("nan", "nan", "nan", 1, 1) },
+		{ MATE_F32, 3, infs, FLOAT_STATS("-inf", "inf", "nan", 0, 2) },
+	};
 
 	for (int i = 0; i < 4; i++) {
 		f16[i] = mate_f32_to_f16(f32[i]);
@@ -83,23 +116,12 @@ DEFINE_TEST(floats)
 		f8a[i] = mate_f32_to_f8e4m3fn(f32[i]);
 		f8b[i] = mate_f32_to_f8e5m2(f32[i]);
 	}
-	t = vec(MATE_F32, 4, f32);
-	CHECK_STR(stats_of(&t), FLOAT_STATS("-2.250000", "3.000000", "0.593750", 0, 0));
-	t = vec(MATE_F16, 4, f16);
-	CHECK_STR(stats_of(&t), FLOAT_STATS("-2.250000", "3.000000", "0.593750", 0, 0));
-	t = vec(MATE_BF16, 4, bf16);
-	CHECK_STR(stats_of(&t), FLOAT_STATS("-2.250000", "3.000000", "0.593750", 0, 0));
-	t = vec(MATE_F8_E4M3FN, 4, f8a);
-	CHECK_STR(stats_of(&t), FLOAT_STATS("-2.250000", "3.000000", "0.593750", 0, 0));
-	t = vec(MATE_F8_E5M2, 4, f8b);
-	CHECK_STR(stats_of(&t), FLOAT_STATS("-2.000000", "3.000000", "0.656250", 0, 0));
-	/* float64 goes through float32 as torch's .float() does: 1e300 -> inf */
-	t = vec(MATE_F64, 3, f64);
-	CHECK_STR(stats_of(&t), FLOAT_STATS("-1.000000", "inf", "inf", 0, 1));
-	t = vec(MATE_F32, 4, nan_inf);
-	CHECK_STR(stats_of(&t), FLOAT_STATS("nan", "nan", "nan", 1, 1));
-	t = vec(MATE_F32, 3, infs);
-	CHECK_STR(stats_of(&t), FLOAT_STATS("-inf", "inf", "nan", 0, 2));
+	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++) {
+		mate_tensor t = vec(exact[i].dt, 4, exact[i].data);
+
+		CHECK_STR(stats_of(&t), FLOAT_STATS("-2.250000", "3.000000", "0.593750", 0, 0));
+	}
+	check_stats(other, sizeof(other) / sizeof(other[0]));
 }
 
 /* Integers: exact min and max, mean through float32. */
@@ -111,20 +133,16 @@ DEFINE_TEST(integers)
 	int32_t i32[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
 	int64_t i64[] = { INT64_MIN, INT64_MAX, 0 };
 	uint64_t u64[] = { UINT64_MAX, 1 };
-	mate_tensor t;
+	const struct stats_case cases[] = {
+		{ MATE_I8, 3, i8, "min=-128\nmax=127\nmean=0.666667\n" },
+		{ MATE_I16, 3, i16, "min=-300\nmax=300\nmean=0.333333\n" },
+		{ MATE_I32, 10, i32, "min=0\nmax=9\nmean=4.500000\n" },
+		{ MATE_I64, 3, i64, "min=-9223372036854775808\nmax=9223372036854775807\nmean=0.000000\n" },
+		{ MATE_U8, 4, u8, "min=0\nmax=255\nmean=115.500000\n" },
+		{ MATE_U64, 2, u64, "min=1\nmax=18446744073709551615\nmean=9223372036854775808.000000\n" },
+	};
 
-	t = vec(MATE_I8, 3, i8);
-	CHECK_STR(stats_of(&t), "min=-128\nmax=127\nmean=0.666667\n");
-	t = vec(MATE_I16, 3, i16);
-	CHECK_STR(stats_of(&t), "min=-300\nmax=300\nmean=0.333333\n");
-	t = vec(MATE_I32, 10, i32);
-	CHECK_STR(stats_of(&t), "min=0\nmax=9\nmean=4.500000\n");
-	t = vec(MATE_I64, 3, i64);
-	CHECK_STR(stats_of(&t), "min=-9223372036854775808\nmax=9223372036854775807\nmean=0.000000\n");
-	t = vec(MATE_U8, 4, u8);
-	CHECK_STR(stats_of(&t), "min=0\nmax=255\nmean=115.500000\n");
-	t = vec(MATE_U64, 2, u64);
-	CHECK_STR(stats_of(&t), "min=1\nmax=18446744073709551615\nmean=9223372036854775808.000000\n");
+	check_stats(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 /* None for bool, complex and empty tensors. */
