@@ -52,30 +52,41 @@ lit(const char *s)
 	return v;
 }
 
+/* A literal or a record's JSON, the kind of its value and its length
+ * (-1: not a container). */
+struct kind_case {
+	const char *text;
+	mate_value_kind kind;
+	int len;
+};
+
+/* Each case's text through parse, as kind of len. */
+static void
+check_kinds(mate_value *(*parse)(const char *), const struct kind_case *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		mate_value *v = parse(c[i].text);
+
+		CHECK_EQ_INT(mate_value_kind_of(v), c[i].kind);
+		if (c[i].len >= 0)
+			CHECK_EQ_INT(mate_value_len(v), c[i].len);
+		mate_value_free(v);
+	}
+}
+
 DEFINE_TEST(pyliteral)
 {
+	static const struct kind_case containers[] = {
+		{ "[1, 2, 3]", MATE_V_LIST, 3 }, { "(4, 5)", MATE_V_TUPLE, 2 }, { "(7,)", MATE_V_TUPLE, 1 },
+		{ "()", MATE_V_TUPLE, 0 },
+		{ "12345678901234567890", MATE_V_FLOAT, -1 },  /* beyond int64: a float */
+	};
 	mate_value *v;
 	mate_error err;
 
+	check_kinds(lit, containers, sizeof(containers) / sizeof(containers[0]));
 	v = lit("[1, 2, 3]");
-	CHECK_EQ_INT(mate_value_kind_of(v), MATE_V_LIST);
-	CHECK_EQ_INT(mate_value_len(v), 3);
 	CHECK_EQ_INT(mate_value_get_int(mate_value_item(v, 2)), 3);
-	mate_value_free(v);
-
-	v = lit("(4, 5)");
-	CHECK_EQ_INT(mate_value_kind_of(v), MATE_V_TUPLE);
-	CHECK_EQ_INT(mate_value_len(v), 2);
-	mate_value_free(v);
-
-	v = lit("(7,)");
-	CHECK_EQ_INT(mate_value_kind_of(v), MATE_V_TUPLE);
-	CHECK_EQ_INT(mate_value_len(v), 1);
-	mate_value_free(v);
-
-	v = lit("()");
-	CHECK_EQ_INT(mate_value_kind_of(v), MATE_V_TUPLE);
-	CHECK_EQ_INT(mate_value_len(v), 0);
 	mate_value_free(v);
 
 	v = lit("{'k': 1, 'v': [2]}");
@@ -106,10 +117,6 @@ DEFINE_TEST(pyliteral)
 	CHECK_EQ_INT(mate_value_kind_of(mate_value_item(v, 5)), MATE_V_BYTES);
 	mate_value_free(v);
 
-	v = lit("12345678901234567890");  /* beyond int64: a float */
-	CHECK_EQ_INT(mate_value_kind_of(v), MATE_V_FLOAT);
-	mate_value_free(v);
-
 	/* malformed: an error, never a crash */
 	static const char *bad[] = { "[1, 2", "{'a' 1}", "'open", "[tensor([1.])]", "(1, 2))",
 	    "", "[,]", "{1: }", "\\", "<X: y>", "<\": ", "<X:", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
@@ -136,12 +143,16 @@ decode(const char *json)
 
 DEFINE_TEST(decode)
 {
+	static const struct kind_case lists[] = {
+		{ "{\"type\": \"list\", \"value\": \"[1, 2, 3]\"}", MATE_V_LIST, 3 },
+		/* a container MATE could not repr as a literal stays an object */
+		{ "{\"type\": \"list\", \"value\": \"[tensor([1.])]\"}", MATE_V_OBJECT, -1 },
+		{ "{\"type\": \"list\", \"length\": 9, \"items\": [1], \"truncated\": true}",
+		    MATE_V_OBJECT, -1 },
+	};
 	mate_value *v;
 
-	v = decode("{\"type\": \"list\", \"value\": \"[1, 2, 3]\"}");
-	CHECK_EQ_INT(mate_value_kind_of(v), MATE_V_LIST);
-	CHECK_EQ_INT(mate_value_len(v), 3);
-	mate_value_free(v);
+	check_kinds(decode, lists, sizeof(lists) / sizeof(lists[0]));
 
 	v = decode("{\"type\": \"tuple\", \"length\": 2, \"items\": [1, {\"type\": \"torch.dtype\", "
 	    "\"value\": \"torch.float16\"}], \"truncated\": false}");
@@ -163,15 +174,6 @@ DEFINE_TEST(decode)
 	CHECK_EQ_INT(mate_value_kind_of(v), MATE_V_OBJECT);
 	CHECK_STR(mate_value_object_type(v), "Widget");
 	CHECK_STR(mate_value_object_repr(v), "Widget(3)");
-	mate_value_free(v);
-
-	/* a container MATE could not repr as a literal stays an object */
-	v = decode("{\"type\": \"list\", \"value\": \"[tensor([1.])]\"}");
-	CHECK_EQ_INT(mate_value_kind_of(v), MATE_V_OBJECT);
-	mate_value_free(v);
-
-	v = decode("{\"type\": \"list\", \"length\": 9, \"items\": [1], \"truncated\": true}");
-	CHECK_EQ_INT(mate_value_kind_of(v), MATE_V_OBJECT);
 	mate_value_free(v);
 
 	v = decode("[7, 0.5, null, \"s\", true]");
@@ -219,44 +221,49 @@ status_of(const cJSON *rec)
 	return cJSON_IsString(s) ? s->valuestring : "(none)";
 }
 
+/* read_last() of text: its record's status (NULL: no record) and a note
+ * that says note (NULL: no note). */
+static void
+check_last(const char *text, const char *status, const char *note)
+{
+	struct mate_notes notes;
+	cJSON *rec = read_last(text, &notes);
+
+	if (status != NULL)
+		CHECK_STR(status_of(rec), status);
+	else
+		CHECK(rec == NULL);
+	if (note != NULL)
+		CHECK_CONTAINS(notes.text, note);
+	else
+		CHECK_EQ_INT(notes.len, 0);
+	cJSON_Delete(rec);
+}
+
 DEFINE_TEST(last_record)
 {
+	static const struct {
+		const char *text, *status, *note;
+	} cases[] = {
+		{ REC("inputs_saved", "") "\n" REC("completed", "") "\n", "completed", NULL },
+		/* a torn last line: the earlier record, and a note */
+		{ REC("inputs_saved", "") "\n{\"function_name\": \"f\", \"execu", "inputs_saved",
+		  "torn last line" },
+		/* a complete record without its newline is still the state */
+		{ REC("inputs_saved", "") "\n" REC("failed", ", \"error\": \"boom\""), "failed", NULL },
+		/* a corrupt line is passed over and reported */
+		{ REC("inputs_saved", "") "\nnot json at all\n\n", "inputs_saved", "corrupt record" },
+		{ "", NULL, "empty" },
+		{ "{\"trunc", NULL, "torn" },
+	};
 	struct mate_notes notes;
 	cJSON *rec;
 	char *big;
 	size_t n;
 	int fd;
 
-	rec = read_last(REC("inputs_saved", "") "\n" REC("completed", "") "\n", &notes);
-	CHECK_STR(status_of(rec), "completed");
-	CHECK_EQ_INT(notes.len, 0);
-	cJSON_Delete(rec);
-
-	/* a torn last line: the earlier record, and a note */
-	rec = read_last(REC("inputs_saved", "") "\n{\"function_name\": \"f\", \"execu", &notes);
-	CHECK_STR(status_of(rec), "inputs_saved");
-	CHECK_CONTAINS(notes.text, "torn last line");
-	cJSON_Delete(rec);
-
-	/* a complete record without its newline is still the state */
-	rec = read_last(REC("inputs_saved", "") "\n" REC("failed", ", \"error\": \"boom\""), &notes);
-	CHECK_STR(status_of(rec), "failed");
-	CHECK_EQ_INT(notes.len, 0);
-	cJSON_Delete(rec);
-
-	/* a corrupt line is passed over and reported */
-	rec = read_last(REC("inputs_saved", "") "\nnot json at all\n\n", &notes);
-	CHECK_STR(status_of(rec), "inputs_saved");
-	CHECK_CONTAINS(notes.text, "corrupt record");
-	cJSON_Delete(rec);
-
-	rec = read_last("", &notes);
-	CHECK(rec == NULL);
-	CHECK_CONTAINS(notes.text, "empty");
-
-	rec = read_last("{\"trunc", &notes);
-	CHECK(rec == NULL);
-	CHECK_CONTAINS(notes.text, "torn");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		check_last(cases[i].text, cases[i].status, cases[i].note);
 
 	/* Python's NaN and Infinity tokens */
 	rec = read_last(REC("completed", ", \"input_metadata\": {\"arg_1\": NaN, \"arg_2\": -Infinity, "
@@ -287,10 +294,7 @@ DEFINE_TEST(last_record)
 		memset(big + pre, 'x', n);
 		strcpy(big + pre + n, "\", \"execution_status\": \"completed\"}\n");
 	}
-	rec = read_last(big, &notes);
-	CHECK_STR(status_of(rec), "completed");
-	CHECK_EQ_INT(notes.len, 0);
-	cJSON_Delete(rec);
+	check_last(big, "completed", NULL);
 	free(big);
 
 	{
