@@ -147,55 +147,89 @@ same_value(double a, double b)
 	return a == b && signbit(a) == signbit(b);
 }
 
-/* ---- round trips over every pattern --------------------------------------- */
+/* ---- the formats, round trips over every pattern ---------------------------- */
 
-DEFINE_TEST(f16_all)
+struct fmt {
+	const char *name;
+	double (*dec)(unsigned);
+	unsigned (*enc)(float);
+	int ebits, mbits;     /* ref_decode()'s view of it */
+	int ieee_special, all_ones_nan;
+	int nan_sign;         /* a NaN encodes back with its sign */
+	unsigned maxfinite;   /* largest positive finite code */
+	unsigned signbit;
+	double next_above;    /* the value one step past maxfinite */
+	unsigned overflow;    /* code for values rounding past maxfinite */
+};
+
+static double dec_f16(unsigned v) { return mate_f16_to_f32((uint16_t)v); }
+static unsigned enc_f16(float f) { return mate_f32_to_f16(f); }
+static double dec_bf16(unsigned v) { return mate_bf16_to_f32((uint16_t)v); }
+static unsigned enc_bf16(float f) { return mate_f32_to_bf16(f); }
+static double dec_e4m3(unsigned v) { return mate_f8e4m3fn_to_f32((uint8_t)v); }
+static unsigned enc_e4m3(float f) { return mate_f32_to_f8e4m3fn(f); }
+static double dec_e5m2(unsigned v) { return mate_f8e5m2_to_f32((uint8_t)v); }
+static unsigned enc_e5m2(float f) { return mate_f32_to_f8e5m2(f); }
+
+static const struct fmt fmt_f16 = { .name = "f16", .dec = dec_f16, .enc = enc_f16,
+	.ebits = 5, .mbits = 10, .ieee_special = 1, .nan_sign = 1,
+	.maxfinite = 0x7bff, .signbit = 0x8000, .next_above = 65536.0, .overflow = 0x7c00 };
+static const struct fmt fmt_bf16 = { .name = "bf16", .dec = dec_bf16, .enc = enc_bf16,
+	.ebits = 8, .mbits = 7, .ieee_special = 1, .nan_sign = 1,
+	.maxfinite = 0x7f7f, .signbit = 0x8000, .next_above = 0x1p128, .overflow = 0x7f80 };
+/* e4m3fn: the step past 448 would be 480, which is NaN's slot; saturate */
+static const struct fmt fmt_e4m3 = { .name = "e4m3fn", .dec = dec_e4m3, .enc = enc_e4m3,
+	.ebits = 4, .mbits = 3, .all_ones_nan = 1,
+	.maxfinite = 0x7e, .signbit = 0x80, .next_above = 480.0, .overflow = 0x7e };
+static const struct fmt fmt_e5m2 = { .name = "e5m2", .dec = dec_e5m2, .enc = enc_e5m2,
+	.ebits = 5, .mbits = 2, .ieee_special = 1,
+	.maxfinite = 0x7b, .signbit = 0x80, .next_above = 65536.0, .overflow = 0x7c };
+
+/* Every code of F decodes to what ref_decode() says and encodes back to
+ * itself; a NaN to a NaN (of its sign where F says so). */
+static void
+check_all_codes(const struct fmt *F)
 {
-	int bad_dec = 0, bad_rt = 0;
+	int bad_dec = 0, bad_rt = 0, digits = F->signbit > 0xff ? 4 : 2;
 
-	for (uint32_t h = 0; h < 65536; h++) {
-		float f = mate_f16_to_f32((uint16_t)h);
-		double want = ref_decode(h, 5, 10, 1, 0);
-		uint16_t back = mate_f32_to_f16(f);
+	for (unsigned v = 0; v < F->signbit << 1; v++) {
+		float f = (float)F->dec(v);
+		double want = ref_decode(v, F->ebits, F->mbits, F->ieee_special, F->all_ones_nan);
+		unsigned back = F->enc(f);
 
 		if (!same_value(f, want) && bad_dec++ < 5)
-			fprintf(stderr, "f16 0x%04x decodes to %g, want %g\n", h, f, want);
+			fprintf(stderr, "%s 0x%0*x decodes to %g, want %g\n", F->name, digits, v, f, want);
 		if (isnan(want)) {
-			/* NaN stays NaN, sign kept */
-			if (((back & 0x7c00) != 0x7c00 || (back & 0x3ff) == 0 ||
-			    (back & 0x8000) != (h & 0x8000)) && bad_rt++ < 5)
-				fprintf(stderr, "f16 NaN 0x%04x came back as 0x%04x\n", h, back);
-		} else if (back != h && bad_rt++ < 5) {
-			fprintf(stderr, "f16 0x%04x came back as 0x%04x\n", h, back);
+			if ((!isnan(ref_decode(back, F->ebits, F->mbits, F->ieee_special, F->all_ones_nan)) ||
+			    (F->nan_sign && (back & F->signbit) != (v & F->signbit))) && bad_rt++ < 5)
+				fprintf(stderr, "%s NaN 0x%0*x came back as 0x%0*x\n", F->name, digits, v,
+				    digits, back);
+		} else if (back != v && bad_rt++ < 5) {
+			fprintf(stderr, "%s 0x%0*x came back as 0x%0*x\n", F->name, digits, v, digits, back);
 		}
 	}
 	CHECK_EQ_INT(bad_dec, 0);
 	CHECK_EQ_INT(bad_rt, 0);
 }
 
+DEFINE_TEST(f16_all)
+{
+	check_all_codes(&fmt_f16);
+}
+
 DEFINE_TEST(bf16_all)
 {
-	int bad_dec = 0, bad_rt = 0;
+	int bad = 0;
 
+	check_all_codes(&fmt_bf16);
+	/* bfloat16 is float32's top half: widening keeps every bit */
 	for (uint32_t b = 0; b < 65536; b++) {
 		float f = mate_bf16_to_f32((uint16_t)b);
-		double want = ref_decode(b, 8, 7, 1, 0);
-		uint16_t back = mate_f32_to_bf16(f);
 
-		if (!same_value(f, want) && bad_dec++ < 5)
-			fprintf(stderr, "bf16 0x%04x decodes to %g, want %g\n", b, f, want);
-		if (test_f32_bits(f) != b << 16 && !isnan(want) && bad_dec++ < 5)
+		if (test_f32_bits(f) != b << 16 && !isnan(ref_decode(b, 8, 7, 1, 0)) && bad++ < 5)
 			fprintf(stderr, "bf16 0x%04x widened to bits 0x%08x\n", b, test_f32_bits(f));
-		if (isnan(want)) {
-			if (((back & 0x7f80) != 0x7f80 || (back & 0x7f) == 0 ||
-			    (back & 0x8000) != (b & 0x8000)) && bad_rt++ < 5)
-				fprintf(stderr, "bf16 NaN 0x%04x came back as 0x%04x\n", b, back);
-		} else if (back != b && bad_rt++ < 5) {
-			fprintf(stderr, "bf16 0x%04x came back as 0x%04x\n", b, back);
-		}
 	}
-	CHECK_EQ_INT(bad_dec, 0);
-	CHECK_EQ_INT(bad_rt, 0);
+	CHECK_EQ_INT(bad, 0);
 }
 
 static int
@@ -212,31 +246,8 @@ is_e5m2_nan(unsigned v)
 
 DEFINE_TEST(f8_all)
 {
-	int bad = 0;
-
-	for (unsigned v = 0; v < 256; v++) {
-		float f = mate_f8e4m3fn_to_f32((uint8_t)v);
-		double want = ref_decode(v, 4, 3, 0, 1);
-		unsigned back = mate_f32_to_f8e4m3fn(f);
-
-		if (!same_value(f, want) && bad++ < 5)
-			fprintf(stderr, "e4m3fn 0x%02x decodes to %g, want %g\n", v, f, want);
-		if (isnan(want) ? !is_e4m3_nan(back) : back != v) {
-			if (bad++ < 5)
-				fprintf(stderr, "e4m3fn 0x%02x came back as 0x%02x\n", v, back);
-		}
-
-		f = mate_f8e5m2_to_f32((uint8_t)v);
-		want = ref_decode(v, 5, 2, 1, 0);
-		back = mate_f32_to_f8e5m2(f);
-		if (!same_value(f, want) && bad++ < 5)
-			fprintf(stderr, "e5m2 0x%02x decodes to %g, want %g\n", v, f, want);
-		if (isnan(want) ? !is_e5m2_nan(back) : back != v) {
-			if (bad++ < 5)
-				fprintf(stderr, "e5m2 0x%02x came back as 0x%02x\n", v, back);
-		}
-	}
-	CHECK_EQ_INT(bad, 0);
+	check_all_codes(&fmt_e4m3);
+	check_all_codes(&fmt_e5m2);
 	/* landmarks */
 	CHECK(mate_f8e4m3fn_to_f32(0x7e) == 448.0f);
 	CHECK(mate_f8e4m3fn_to_f32(0xfe) == -448.0f);
@@ -257,25 +268,6 @@ DEFINE_TEST(f8_all)
  * For each pair of neighbouring finite codes a < b (positive), the exact
  * midpoint must round to the even one, and one float below/above it to a/b.
  * Every midpoint of these formats is exactly representable in float. */
-
-struct fmt {
-	const char *name;
-	double (*dec)(unsigned);
-	unsigned (*enc)(float);
-	unsigned maxfinite;   /* largest positive finite code */
-	unsigned signbit;
-	double next_above;    /* the value one step past maxfinite */
-	unsigned overflow;    /* code for values rounding past maxfinite */
-};
-
-static double dec_f16(unsigned v) { return mate_f16_to_f32((uint16_t)v); }
-static unsigned enc_f16(float f) { return mate_f32_to_f16(f); }
-static double dec_bf16(unsigned v) { return mate_bf16_to_f32((uint16_t)v); }
-static unsigned enc_bf16(float f) { return mate_f32_to_bf16(f); }
-static double dec_e4m3(unsigned v) { return mate_f8e4m3fn_to_f32((uint8_t)v); }
-static unsigned enc_e4m3(float f) { return mate_f32_to_f8e4m3fn(f); }
-static double dec_e5m2(unsigned v) { return mate_f8e5m2_to_f32((uint8_t)v); }
-static unsigned enc_e5m2(float f) { return mate_f32_to_f8e5m2(f); }
 
 static int
 check_round(const struct fmt *F, float x, unsigned want)
@@ -316,16 +308,10 @@ test_rounding(const struct fmt *F)
 
 DEFINE_TEST(all_rounding)
 {
-	const struct fmt f16 = { "f16", dec_f16, enc_f16, 0x7bff, 0x8000, 65536.0, 0x7c00 };
-	const struct fmt bf16 = { "bf16", dec_bf16, enc_bf16, 0x7f7f, 0x8000, ldexp(1, 128), 0x7f80 };
-	/* e4m3fn: the step past 448 would be 480, which is NaN's slot; saturate */
-	const struct fmt e4m3 = { "e4m3fn", dec_e4m3, enc_e4m3, 0x7e, 0x80, 480.0, 0x7e };
-	const struct fmt e5m2 = { "e5m2", dec_e5m2, enc_e5m2, 0x7b, 0x80, 65536.0, 0x7c };
-
-	test_rounding(&f16);
-	test_rounding(&bf16);
-	test_rounding(&e4m3);
-	test_rounding(&e5m2);
+	test_rounding(&fmt_f16);
+	test_rounding(&fmt_bf16);
+	test_rounding(&fmt_e4m3);
+	test_rounding(&fmt_e5m2);
 }
 
 /* ---- specific cases -------------------------------------------------------- */
