@@ -124,81 +124,100 @@ parse(const char *text, mate_event *ev, char *scratch, const char **why)
 	return mate_ilog_parse_line(scratch, strlen(scratch), ev, why);
 }
 
+/* An event line and the event it parses to. */
+struct parse_case {
+	const char *line;
+	double time;
+	uint64_t seq;
+	const char *event;
+	int source_kind;
+	const char *source, *command;
+	int64_t size;
+	const char *details;
+};
+
+static const struct parse_case events[] = {
+	/* 7 fields, GT's CLIENT CLIENT <hex> */
+	{ "  0.823s | #0001 | RECV         | CLIENT CLIENT 006b8b4567    | "
+	  "RegisterWorker  |        88B | worker_id=auto_worker",
+	  0.823, 1, "RECV", MATE_SOURCE_CLIENT, "CLIENT 006b8b4567", "RegisterWorker", 88,
+	  "worker_id=auto_worker" },
+	/* 6 fields: details, not a size */
+	{ "  0.827s | #0004 | MODIFIER_INJECT | CLIENT CLIENT 006b8b4568    | "
+	  "CreateTensor    | tensor_id=0 shape=(4,)",
+	  0.827, 4, "MODIFIER_INJECT", MATE_SOURCE_CLIENT, "CLIENT 006b8b4568", "CreateTensor", -1,
+	  "tensor_id=0 shape=(4,)" },
+	/* 6 fields: a size, not details */
+	{ "  0.828s | #0005 | WORKER_RECV  | WORKER auto_worker          | "
+	  "WorkerBatch     |     39.3KB",
+	  0.828, 5, "WORKER_RECV", MATE_SOURCE_WORKER, "auto_worker", "WorkerBatch", 40243, "" },
+	/* 5 fields, trailing spaces */
+	{ "  0.300s | #0019 | MODIFIER_INJECT | CLIENT CLIENT 006b8b4568    | "
+	  "BinaryOp        ",
+	  0.3, 19, "MODIFIER_INJECT", MATE_SOURCE_CLIENT, "CLIENT 006b8b4568", "BinaryOp", -1, "" },
+	/* sizes in MB, times past 1000 s, sequences past four digits */
+	{ "1234.500s | #10000 | SEND         | CLIENT CLIENT 006b8b4568    | "
+	  "GetData         |     4.00MB | success=True",
+	  1234.5, 10000, "SEND", MATE_SOURCE_CLIENT, "CLIENT 006b8b4568", "GetData", 4194304,
+	  "success=True" },
+	/* overrunning columns, details with spaces and pipes */
+	{ "  0.200s | #0009 | WORKER_SEND  | WORKER gpu_worker_with_a_long_name_0 | "
+	  "WorkerCompileStart |        88B | [2 cmds: WorkerCreateTensor, WorkerBinaryOp] | x",
+	  0.2, 9, "WORKER_SEND", MATE_SOURCE_WORKER, "gpu_worker_with_a_long_name_0",
+	  "WorkerCompileStart", 88, "[2 cmds: WorkerCreateTensor, WorkerBinaryOp] | x" },
+	/* GT's documentation: an ip:port client, unpadded sizes */
+	{ "  0.127s | #0044 | WORKER_RECV  | WORKER worker_0        | "
+	  "WorkerResponse  | 45B   | success=True",
+	  0.127, 44, "WORKER_RECV", MATE_SOURCE_WORKER, "worker_0", "WorkerResponse", 45,
+	  "success=True" },
+	/* CRLF */
+	{ "  0.1s | #1 | RECV | CLIENT x | Cmd | 1B | a=b\r",
+	  0.1, 1, "RECV", MATE_SOURCE_CLIENT, "x", "Cmd", 1, "a=b" },
+};
+
+/* Lines that are no event (rc 0) or malformed (rc -1, why says so). */
+static const struct {
+	const char *line;
+	int rc;
+	const char *why;
+} not_events[] = {
+	/* header lines, the Format line with pipes, blank */
+	{ "Format: <elapsed> | #<seq> | <event_type> | <source> | <command> | <details>", 0, NULL },
+	{ "=====", 0, NULL },
+	{ "", 0, NULL },
+	{ "  elapsed  = Seconds since dispatcher start", 0, NULL },
+	{ "  0.900s | #0099 | RECV", -1, "too few fields" },
+	{ "  1.2.3s | #0100 | RECV | CLIENT x | Cmd", -1, "bad time" },
+	{ "  0.1s | #12a | RECV | CLIENT x | Cmd", -1, "sequence" },
+	{ "  0.1s | #99999999999999999999999 | RECV | CLIENT x | Cmd", -1, NULL },
+	{ "  0.1s | #1 |   | CLIENT x | Cmd", -1, "empty event" },
+	{ "  9999999999.0s | #1 | RECV | CLIENT x | Cmd", -1, "time" },
+};
+
 DEFINE_TEST(parse)
 {
 	static char line[1024];
 	mate_event ev;
 	const char *why;
 
-	/* 7 fields, GT's CLIENT CLIENT <hex> */
-	CHECK_EQ_INT(parse("  0.823s | #0001 | RECV         | CLIENT CLIENT 006b8b4567    | "
-	    "RegisterWorker  |        88B | worker_id=auto_worker", &ev, line, &why), 1);
-	CHECK(ev.time > 0.8229 && ev.time < 0.8231);
-	CHECK_EQ_INT(ev.seq, 1);
-	CHECK_STR(ev.event, "RECV");
-	CHECK_EQ_INT(ev.source_kind, MATE_SOURCE_CLIENT);
-	CHECK_STR(ev.source, "CLIENT 006b8b4567");
-	CHECK_STR(ev.command, "RegisterWorker");
-	CHECK_EQ_INT(ev.size, 88);
-	CHECK_STR(ev.details, "worker_id=auto_worker");
-	/* 6 fields: details, not a size */
-	CHECK_EQ_INT(parse("  0.827s | #0004 | MODIFIER_INJECT | CLIENT CLIENT 006b8b4568    | "
-	    "CreateTensor    | tensor_id=0 shape=(4,)", &ev, line, NULL), 1);
-	CHECK_STR(ev.event, "MODIFIER_INJECT");
-	CHECK_EQ_INT(ev.size, -1);
-	CHECK_STR(ev.details, "tensor_id=0 shape=(4,)");
-	/* 6 fields: a size, not details */
-	CHECK_EQ_INT(parse("  0.828s | #0005 | WORKER_RECV  | WORKER auto_worker          | "
-	    "WorkerBatch     |     39.3KB", &ev, line, NULL), 1);
-	CHECK_EQ_INT(ev.source_kind, MATE_SOURCE_WORKER);
-	CHECK_STR(ev.source, "auto_worker");
-	CHECK_EQ_INT(ev.size, 40243);
-	CHECK_STR(ev.details, "");
-	/* 5 fields, trailing spaces */
-	CHECK_EQ_INT(parse("  0.300s | #0019 | MODIFIER_INJECT | CLIENT CLIENT 006b8b4568    | "
-	    "BinaryOp        ", &ev, line, NULL), 1);
-	CHECK_STR(ev.command, "BinaryOp");
-	CHECK_EQ_INT(ev.size, -1);
-	CHECK_STR(ev.details, "");
-	/* sizes in MB, times past 1000 s, sequences past four digits */
-	CHECK_EQ_INT(parse("1234.500s | #10000 | SEND         | CLIENT CLIENT 006b8b4568    | "
-	    "GetData         |     4.00MB | success=True", &ev, line, NULL), 1);
-	CHECK(ev.time == 1234.5);
-	CHECK_EQ_INT(ev.seq, 10000);
-	CHECK_EQ_INT(ev.size, 4194304);
-	/* overrunning columns, details with spaces and pipes */
-	CHECK_EQ_INT(parse("  0.200s | #0009 | WORKER_SEND  | WORKER gpu_worker_with_a_long_name_0 | "
-	    "WorkerCompileStart |        88B | [2 cmds: WorkerCreateTensor, WorkerBinaryOp] | x",
-	    &ev, line, NULL), 1);
-	CHECK_STR(ev.source, "gpu_worker_with_a_long_name_0");
-	CHECK_STR(ev.command, "WorkerCompileStart");
-	CHECK_STR(ev.details, "[2 cmds: WorkerCreateTensor, WorkerBinaryOp] | x");
-	/* GT's documentation: an ip:port client, unpadded sizes */
-	CHECK_EQ_INT(parse("  0.127s | #0044 | WORKER_RECV  | WORKER worker_0        | "
-	    "WorkerResponse  | 45B   | success=True", &ev, line, NULL), 1);
-	CHECK_EQ_INT(ev.size, 45);
-	CHECK_STR(ev.details, "success=True");
-	/* CRLF */
-	CHECK_EQ_INT(parse("  0.1s | #1 | RECV | CLIENT x | Cmd | 1B | a=b\r", &ev, line, NULL), 1);
-	CHECK_STR(ev.details, "a=b");
-	/* not events: header lines, the Format line with pipes, blank */
-	CHECK_EQ_INT(parse("Format: <elapsed> | #<seq> | <event_type> | <source> | <command> | "
-	    "<details>", &ev, line, NULL), 0);
-	CHECK_EQ_INT(parse("=====", &ev, line, NULL), 0);
-	CHECK_EQ_INT(parse("", &ev, line, NULL), 0);
-	CHECK_EQ_INT(parse("  elapsed  = Seconds since dispatcher start", &ev, line, NULL), 0);
-	/* malformed */
-	CHECK_EQ_INT(parse("  0.900s | #0099 | RECV", &ev, line, &why), -1);
-	CHECK_CONTAINS(why, "too few fields");
-	CHECK_EQ_INT(parse("  1.2.3s | #0100 | RECV | CLIENT x | Cmd", &ev, line, &why), -1);
-	CHECK_CONTAINS(why, "bad time");
-	CHECK_EQ_INT(parse("  0.1s | #12a | RECV | CLIENT x | Cmd", &ev, line, &why), -1);
-	CHECK_CONTAINS(why, "sequence");
-	CHECK_EQ_INT(parse("  0.1s | #99999999999999999999999 | RECV | CLIENT x | Cmd", &ev, line, &why), -1);
-	CHECK_EQ_INT(parse("  0.1s | #1 |   | CLIENT x | Cmd", &ev, line, &why), -1);
-	CHECK_CONTAINS(why, "empty event");
-	CHECK_EQ_INT(parse("  9999999999.0s | #1 | RECV | CLIENT x | Cmd", &ev, line, &why), -1);
-	CHECK_CONTAINS(why, "time");
+	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+		const struct parse_case *c = &events[i];
+
+		CHECK_EQ_INT(parse(c->line, &ev, line, &why), 1);
+		CHECK(ev.time == c->time);   /* exact: a decimal over its power of ten */
+		CHECK_EQ_INT(ev.seq, c->seq);
+		CHECK_STR(ev.event, c->event);
+		CHECK_EQ_INT(ev.source_kind, c->source_kind);
+		CHECK_STR(ev.source, c->source);
+		CHECK_STR(ev.command, c->command);
+		CHECK_EQ_INT(ev.size, c->size);
+		CHECK_STR(ev.details, c->details);
+	}
+	for (size_t i = 0; i < sizeof(not_events) / sizeof(not_events[0]); i++) {
+		CHECK_EQ_INT(parse(not_events[i].line, &ev, line, &why), not_events[i].rc);
+		if (not_events[i].why != NULL)
+			CHECK_CONTAINS(why, not_events[i].why);
+	}
 	memcpy(line, "  0.1s | #1 | RE\0V | CLIENT x | Cmd", 36);
 	CHECK_EQ_INT(mate_ilog_parse_line(line, 35, &ev, &why), -1);
 	CHECK_CONTAINS(why, "NUL");
