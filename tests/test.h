@@ -99,6 +99,23 @@ test_failed_at(const char *file, int line)
 	} \
 } while (0)
 
+/* CHECK_CONTAINS_ALL(haystack, needle, ...): CHECK_CONTAINS of each needle
+ * (a check each), as for the lines a report must have. */
+#define CHECK_CONTAINS_ALL(h, ...) \
+	test_contains_all(__FILE__, __LINE__, (h), (const char *const[]){ __VA_ARGS__, NULL })
+
+static inline void
+test_contains_all(const char *file, int line, const char *h, const char *const *needles)
+{
+	for (; *needles != NULL; needles++) {
+		test_checks++;
+		if (h == NULL || strstr(h, *needles) == NULL) {
+			test_failed_at(file, line);
+			fprintf(stderr, "\"%s\" does not contain \"%s\"\n", h ? h : "(null)", *needles);
+		}
+	}
+}
+
 /* Prints "N passed, N failed" and gives the exit status: 1 when a check
  * failed or when none ran (a test that checks nothing cannot pass). */
 #define TEST_DONE() ( \

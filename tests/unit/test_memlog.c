@@ -13,11 +13,25 @@
 /* The folder of the files the cases write, made and removed by main(). */
 static char *dir;
 
+/* m's statistics are want: "current BYTES/COUNT peak BYTES/COUNT total
+ * BYTES/COUNT". */
+static void
+check_stats(mate_memlog *m, const char *want)
+{
+	struct mate_memlog_stats st;
+	char got[160];
+
+	mate_memlog_get_stats(m, &st);
+	snprintf(got, sizeof(got), "current %" PRIu64 "/%" PRIu64 " peak %" PRIu64 "/%" PRIu64
+	    " total %" PRIu64 "/%" PRIu64, st.current_bytes, st.current_count, st.peak_bytes,
+	    st.peak_count, st.total_bytes, st.total_count);
+	CHECK_STR(got, want);
+}
+
 DEFINE_TEST(writer)
 {
 	char tmpl[512], path[512];
 	mate_memlog *m;
-	struct mate_memlog_stats st;
 	mate_memlog_trace *t;
 	const struct mate_memlog_event *ev;
 	size_t n;
@@ -35,13 +49,7 @@ DEFINE_TEST(writer)
 	CHECK_EQ_INT(mate_memlog_deallocate(m, 0x1000, 0), -1);   /* not live any more */
 	CHECK_EQ_INT(mate_memlog_deallocate(m, 0x9999, 0), -1);   /* never allocated */
 	mate_memlog_allocate(m, 0x3000, 100, 0);
-	mate_memlog_get_stats(m, &st);
-	CHECK_EQ_INT(st.current_bytes, 2148);
-	CHECK_EQ_INT(st.current_count, 2);
-	CHECK_EQ_INT(st.peak_bytes, 3072);
-	CHECK_EQ_INT(st.peak_count, 2);
-	CHECK_EQ_INT(st.total_bytes, 3172);
-	CHECK_EQ_INT(st.total_count, 3);
+	check_stats(m, "current 2148/2 peak 3072/2 total 3172/3");
 	CHECK(mate_memlog_error(m) == NULL);
 	mate_memlog_free(m);
 
@@ -49,10 +57,8 @@ DEFINE_TEST(writer)
 	CHECK(text != NULL);
 	CHECK(text != NULL && strncmp(text, "Thread,Time,Action,Pointer,Size,Stream\n", 39) == 0);
 	/* RMM's spelling: "%p,%zu," then the stream as an ostream prints a pointer */
-	CHECK_CONTAINS(text, ",allocate,0x1000,1024,0\n");
-	CHECK_CONTAINS(text, ",allocate,0x2000,2048,0xabc\n");
-	CHECK_CONTAINS(text, ",allocate failure,(nil),1073741824,0\n");
-	CHECK_CONTAINS(text, ",free,0x1000,1024,0\n");
+	CHECK_CONTAINS_ALL(text, ",allocate,0x1000,1024,0\n", ",allocate,0x2000,2048,0xabc\n",
+	    ",allocate failure,(nil),1073741824,0\n", ",free,0x1000,1024,0\n");
 	if (text != NULL) {   /* "<tid>,HH:MM:SS.ffffff," */
 		const char *c = strchr(text + 39, ',');
 		CHECK(c != NULL && strlen(c) > 17 && c[3] == ':' && c[6] == ':' && c[9] == '.' &&
@@ -106,8 +112,7 @@ DEFINE_TEST(writer)
 	/* an unwritable path stops the CSV, not the statistics */
 	m = mate_memlog_new("/nonexistent-dir/x.csv", NULL);
 	mate_memlog_allocate(m, 0x10, 5, 0);
-	mate_memlog_get_stats(m, &st);
-	CHECK_EQ_INT(st.current_bytes, 5);
+	check_stats(m, "current 5/1 peak 5/1 total 5/1");
 	CHECK_CONTAINS(mate_memlog_error(m), "/nonexistent-dir/x.csv");
 	mate_memlog_free(m);
 }
@@ -116,7 +121,6 @@ DEFINE_TEST(writer)
 DEFINE_TEST(live_map)
 {
 	mate_memlog *m = mate_memlog_new(NULL, NULL);
-	struct mate_memlog_stats st;
 	int ok = 1;
 
 	for (uint64_t i = 1; i <= 5000; i++)
@@ -126,11 +130,8 @@ DEFINE_TEST(live_map)
 	for (uint64_t i = 2; i <= 5000; i += 2)
 		ok &= mate_memlog_deallocate(m, i * 256, 0) == (int64_t)i;
 	CHECK(ok);
-	mate_memlog_get_stats(m, &st);
-	CHECK_EQ_INT(st.current_bytes, 0);
-	CHECK_EQ_INT(st.current_count, 0);
-	CHECK_EQ_INT(st.peak_count, 5000);
-	CHECK_EQ_INT(st.total_bytes, 5000 * 5001 / 2);
+	/* all 5000 live at once before the first free: 1 + 2 + ... + 5000 bytes */
+	check_stats(m, "current 0/0 peak 12502500/5000 total 12502500/5000");
 	mate_memlog_free(m);
 }
 
@@ -171,13 +172,14 @@ DEFINE_TEST(profile)
 	r = mate_memlog_profile(m);
 	CHECK(r != NULL);
 	CHECK(r != NULL && strncmp(r, "Memory Profiling\n================\n\nLegends:\n", 44) == 0);
-	CHECK_CONTAINS(r, "\nOrdered by: memory_peak\n\nncalls     memory_peak    memory_total  filename:lineno(function)\n");
-	CHECK_CONTAINS(r, "     1       1,000,016       1,000,016  big.c:1(big)\n");
-	/* outer's peak is its 100 plus the inner's 1000; total 100 + 2 * 1000 */
-	CHECK_CONTAINS(r, "     1           1,100           2,100  script.py:5(outer)\n");
-	CHECK_CONTAINS(r, "     2           1,000           2,000  script.py:9(inner)\n");
-	/* what no block took: a row of its own, one block over the whole run */
-	CHECK_CONTAINS(r, "     1              25              32  <outside any call>\n");
+	CHECK_CONTAINS_ALL(r,
+	    "\nOrdered by: memory_peak\n\nncalls     memory_peak    memory_total  filename:lineno(function)\n",
+	    "     1       1,000,016       1,000,016  big.c:1(big)\n",
+	    /* outer's peak is its 100 plus the inner's 1000; total 100 + 2 * 1000 */
+	    "     1           1,100           2,100  script.py:5(outer)\n",
+	    "     2           1,000           2,000  script.py:9(inner)\n",
+	    /* what no block took: a row of its own, one block over the whole run */
+	    "     1              25              32  <outside any call>\n");
 	/* ordered by peak: big, outer, inner */
 	CHECK(r != NULL && strstr(r, "(big)") < strstr(r, "(outer)") && strstr(r, "(outer)") < strstr(r, "(inner)"));
 	free(r);
@@ -204,10 +206,10 @@ DEFINE_TEST(profile_names)
 	mate_memlog_push(m, "g.c", 12, fn);
 	mate_memlog_pop(m);
 	r = mate_memlog_profile(m);
-	CHECK_CONTAINS(r, "     3               0               0  f.c:1(aa)\n");
-	CHECK_CONTAINS(r, "     1               0               0  f.c:1(bb)\n");
-	CHECK_CONTAINS(r, "     1               0               0  f.c:12(bb)\n");
-	CHECK_CONTAINS(r, "     1               0               0  g.c:12(bb)\n");
+	CHECK_CONTAINS_ALL(r, "     3               0               0  f.c:1(aa)\n",
+	    "     1               0               0  f.c:1(bb)\n",
+	    "     1               0               0  f.c:12(bb)\n",
+	    "     1               0               0  g.c:12(bb)\n");
 	free(r);
 	mate_memlog_free(m);
 }
