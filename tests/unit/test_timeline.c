@@ -65,6 +65,19 @@ lane(mate_timeline *tl, const char *label)
 	return NULL;
 }
 
+/* The lanes of tl are want[0..n), in order. */
+static void
+check_lanes(mate_timeline *tl, const char *const *want, int n)
+{
+	mate_lane_info li;
+	int i, rc;
+
+	for (i = 0; (rc = mate_timeline_lane(tl, i, &li)) == 0; i++)
+		CHECK_STR(li.label, i < n ? want[i] : "(none)");
+	CHECK_EQ_INT(rc, -1);   /* past the last lane */
+	CHECK_EQ_INT(i, n);
+}
+
 DEFINE_TEST(gt_fifo)
 {
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
@@ -98,33 +111,41 @@ tmpfd(void)
 	return fd;
 }
 
-/* A fresh timeline writing Perfetto JSON (*pf) to an unlinked temporary
- * file (*fd). */
+/* The Perfetto JSON of a traced() timeline: its writer, its unlinked
+ * temporary file. */
+struct traced {
+	mate_perfetto *pf;
+	int fd;
+};
+
+/* @return a fresh timeline that writes Perfetto JSON, its writer and file
+ * in *t. */
 static mate_timeline *
-traced(mate_perfetto **pf, int *fd)
+traced(struct traced *t)
 {
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
 	mate_error err;
 
-	*fd = tmpfd();
-	*pf = mate_perfetto_open_fd(*fd, 0, &err);
-	CHECK(*pf != NULL);
-	mate_timeline_set_perfetto(tl, *pf);
+	t->fd = tmpfd();
+	t->pf = mate_perfetto_open_fd(t->fd, 0, &err);
+	CHECK(t->pf != NULL);
+	mate_timeline_set_perfetto(tl, t->pf);
 	return tl;
 }
 
-/* Closes the JSON of traced() (once its log has ended) and its file.
+/* Ends the log of traced()'s timeline tl, closes its JSON and its file.
  * @return the JSON, malloc'd, or NULL when it cannot be read. */
 static char *
-traced_json(mate_perfetto *pf, int fd)
+traced_json(mate_timeline *tl, struct traced *t)
 {
 	mate_error err;
 	char *json;
 
-	CHECK_EQ_INT(mate_perfetto_close(pf, &err), MATE_OK);
-	json = test_slurp_fd(fd, NULL);
+	mate_timeline_end_log(tl, NULL);
+	CHECK_EQ_INT(mate_perfetto_close(t->pf, &err), MATE_OK);
+	json = test_slurp_fd(t->fd, NULL);
 	CHECK(json != NULL);
-	close(fd);
+	close(t->fd);
 	return json;
 }
 
@@ -133,11 +154,10 @@ DEFINE_TEST(gt_batch)
 	mate_timeline *tl;
 	mate_timeline_stats st;
 	const mate_lane_info *li;
-	mate_perfetto *pf;
-	int fd;
+	struct traced tr;
 	char *json;
 
-	tl = traced(&pf, &fd);
+	tl = traced(&tr);
 	add(tl, 1.000, "RECV", "CLIENT 006b8b4568", "BinaryOp", "result=2 op=add left=0 right=1");
 	add(tl, 1.001, "MODIFIER_INJECT", "CLIENT 006b8b4568", "BinaryOp", "result=2 op=matmul");
 	add(tl, 1.003, "WORKER_RECV", "auto_worker", "WorkerBatch", "success=True");
@@ -151,8 +171,7 @@ DEFINE_TEST(gt_batch)
 	/* a reply with no send in reach is not a batch: unpaired */
 	add(tl, 2.000, "WORKER_RECV", "auto_worker", "WorkerBatch", "success=True");
 	add(tl, 2.010, "WORKER_SEND", "auto_worker", "WorkerBatch", "[1 cmds: WorkerBinaryOp]");
-	mate_timeline_end_log(tl, NULL);
-	json = traced_json(pf, fd);
+	json = traced_json(tl, &tr);
 	mate_timeline_get_stats(tl, &st);
 	CHECK_EQ_INT(st.ops, 2);
 	CHECK_EQ_INT(st.calls, 2);
@@ -185,11 +204,10 @@ DEFINE_TEST(ids_and_nesting)
 {
 	mate_timeline *tl;
 	mate_timeline_stats st;
-	mate_perfetto *pf;
-	int fd;
+	struct traced tr;
 	char *json;
 
-	tl = traced(&pf, &fd);
+	tl = traced(&tr);
 	add(tl, 0.0, "RECV", "t1", "outer", "call=1 op=outer");
 	add(tl, 0.1, "RECV", "t1", "inner", "call=2 op=inner depth=1");
 	add(tl, 0.2, "WORKER_SEND", "s0", "k", "call=2 id=a op=matmul");
@@ -199,8 +217,7 @@ DEFINE_TEST(ids_and_nesting)
 	add(tl, 0.9, "WORKER_RECV", "s0", "k", "id=a");
 	add(tl, 1.0, "SEND", "t1", "outer", "call=1");
 	add(tl, 1.5, "MEM_ALLOC", "t1", "cudaMalloc", "device=cuda:0 in_use=4096");
-	mate_timeline_end_log(tl, NULL);
-	json = traced_json(pf, fd);
+	json = traced_json(tl, &tr);
 	mate_timeline_get_stats(tl, &st);
 	CHECK_EQ_INT(st.calls, 2);
 	CHECK_EQ_INT(st.ops, 2);
@@ -225,17 +242,15 @@ DEFINE_TEST(ids_and_nesting)
 DEFINE_TEST(overlap_tracks)
 {
 	mate_timeline *tl;
-	mate_perfetto *pf;
-	int fd;
+	struct traced tr;
 	char *json;
 
-	tl = traced(&pf, &fd);
+	tl = traced(&tr);
 	add(tl, 1, "WORKER_SEND", "s0", "k", "id=1");
 	add(tl, 2, "WORKER_SEND", "s0", "k", "id=2");
 	add(tl, 3, "WORKER_RECV", "s0", "k", "id=1");
 	add(tl, 4, "WORKER_RECV", "s0", "k", "id=2");
-	mate_timeline_end_log(tl, NULL);
-	json = traced_json(pf, fd);
+	json = traced_json(tl, &tr);
 	if (json != NULL) {   /* [1,3] and [2,4] cannot nest: a second track */
 		CHECK_CONTAINS(json, "\"args\":{\"name\":\"s0 (2)\"}");
 		free(json);
@@ -249,12 +264,11 @@ DEFINE_TEST(overlap_tracks)
 DEFINE_TEST(flow_binding)
 {
 	mate_timeline *tl;
-	mate_perfetto *pf;
+	struct traced tr;
 	uint64_t written, unended, forgotten;
-	int fd;
 	char *json;
 
-	tl = traced(&pf, &fd);
+	tl = traced(&tr);
 	add(tl, 0.0, "RECV", "t1", "sync", "call=1");
 	add(tl, 0.1, "WORKER_SEND", "s0", "k", "call=1 id=a op=add");
 	add(tl, 0.2, "WORKER_RECV", "s0", "k", "id=a");
@@ -263,11 +277,11 @@ DEFINE_TEST(flow_binding)
 	add(tl, 0.5, "WORKER_SEND", "s0", "k", "call=2 id=b op=add");
 	add(tl, 0.6, "WORKER_RECV", "s0", "k", "id=b");
 	mate_timeline_end_log(tl, NULL);
-	mate_perfetto_flows(pf, &written, &unended, &forgotten);
+	mate_perfetto_flows(tr.pf, &written, &unended, &forgotten);
 	CHECK_EQ_INT(written, 1);
 	CHECK_EQ_INT(unended, 1);
 	CHECK_EQ_INT(forgotten, 0);
-	json = traced_json(pf, fd);
+	json = traced_json(tl, &tr);
 	if (json != NULL) {
 		CHECK_CONTAINS(json, "{\"name\":\"call\",\"cat\":\"mate\",\"ph\":\"s\",\"id\":1,"
 		    "\"ts\":0.000,\"pid\":1,\"tid\":1}");
@@ -297,8 +311,6 @@ DEFINE_TEST(own_lanes)
 {
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
 	const char *want[] = { "client t1", "w0" };
-	mate_lane_info li;
-	int i;
 
 	add(tl, 0.0, "CONNECT", "idle", "", "");
 	add(tl, 0.1, "RECV", "t1", "rmsnorm", "call=1 op=rmsnorm");
@@ -307,9 +319,7 @@ DEFINE_TEST(own_lanes)
 	add(tl, 0.4, "SEND", "t1", "rmsnorm", "call=1");
 	add(tl, 0.5, "RECV", "t1", "fused_add_rmsnorm", "call=2 op=fused_add_rmsnorm");
 	add(tl, 0.6, "SEND", "t1", "fused_add_rmsnorm", "call=2");
-	for (i = 0; mate_timeline_lane(tl, i, &li) == 0; i++)
-		CHECK_STR(li.label, i < 2 ? want[i] : "(none)");
-	CHECK_EQ_INT(i, 2);
+	check_lanes(tl, want, 2);
 	CHECK_EQ_INT(op_rgb(tl, "rmsnorm"), 0x0072b2);   /* the palette, in order */
 	CHECK_EQ_INT(op_rgb(tl, "fused_add_rmsnorm"), 0xe69f00);
 	mate_timeline_free(tl);
@@ -359,28 +369,23 @@ DEFINE_TEST(open_calls)
 DEFINE_TEST(lanes)
 {
 	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
-	mate_lane_info li;
 	const char *want[] = { "client b", "client a", "dispatcher", "w2", "w10", "memory m" };
+	const char *filtered[] = { "w1" };
 	mate_error err;
-	int i;
 
 	add(tl, 1, "RECV", "b", "x", "");
 	add(tl, 1, "WORKER_SEND", "w10", "k", "");
 	add(tl, 1, "WORKER_SEND", "w2", "k", "worker=w2");
 	add(tl, 1, "RECV", "a", "x", "");
 	add(tl, 1, "FOO", "a", "x", "device=m in_use=1");
-	for (i = 0; mate_timeline_lane(tl, i, &li) == 0; i++)
-		CHECK_STR(li.label, i < 6 ? want[i] : "(none)");
-	CHECK_EQ_INT(i, 6);
+	check_lanes(tl, want, 6);
 	mate_timeline_free(tl);
 
 	tl = fresh("^w", 0, 0, 0, 0);
 	add(tl, 1, "RECV", "b", "x", "");
 	add(tl, 1, "WORKER_SEND", "w1", "k", "");
 	add(tl, 2, "WORKER_RECV", "w1", "k", "");
-	CHECK_EQ_INT(mate_timeline_lane(tl, 0, &li), 0);
-	CHECK_STR(li.label, "w1");
-	CHECK_EQ_INT(mate_timeline_lane(tl, 1, &li), -1);
+	check_lanes(tl, filtered, 1);
 	mate_timeline_free(tl);
 
 	/* two logs: lanes of the same name stay apart */
