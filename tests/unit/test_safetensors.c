@@ -168,22 +168,31 @@ read_ok(const char *path, mate_value **meta)
 	return v;
 }
 
-/* The header text of a file written by mate (without the padding). */
+/* Writes d (and meta) to the file name, which must work, and reads back
+ * its header text without the padding. @return it, malloc'd ("" when the
+ * file has no header). */
 static char *
-header_of(const unsigned char *b, size_t len)
+written_header(const char *name, const mate_value *d, const mate_value *meta)
 {
+	unsigned char *b;
+	size_t len;
 	uint64_t n = 0;
 	char *s;
 
-	for (int i = 7; i >= 0; i--)
+	CHECK_EQ_INT(write_ok(tmp_path(name), d, meta), MATE_OK);
+	b = (unsigned char *)test_slurp(tmp_path(name), &len);
+	for (int i = 7; i >= 0 && len >= 8; i--)
 		n = n << 8 | b[i];
-	if (len < 8 || n > len - 8)
+	if (len < 8 || n > len - 8) {
+		free(b);
 		return strdup("");
+	}
 	s = malloc(n + 1);
 	memcpy(s, b + 8, n);
 	s[n] = '\0';
 	while (n > 0 && s[n - 1] == ' ')
 		s[--n] = '\0';
+	free(b);
 	return s;
 }
 
@@ -236,9 +245,7 @@ DEFINE_TEST(canonical_order)
 	    "\"z\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[68,71]},"
 	    "\"m\":{\"dtype\":\"BOOL\",\"shape\":[1],\"data_offsets\":[71,72]}}";
 	mate_value *d = mate_value_dict();
-	unsigned char *b;
 	char *h;
-	size_t len;
 
 	mate_value_set_str(d, "m", tensor1(MATE_BOOL, 1, 1));
 	mate_value_set_str(d, "b", tensor1(MATE_F32, 1, 2));
@@ -253,12 +260,9 @@ DEFINE_TEST(canonical_order)
 	mate_value_set_str(d, "B", tensor1(MATE_F32, 1, 11));
 	mate_value_set_str(d, "ab", tensor1(MATE_I64, 2, 12));
 	mate_value_set_str(d, "u64", tensor1(MATE_U64, 1, 13));
-	CHECK_EQ_INT(write_ok(tmp_path("order.safetensors"), d, NULL), MATE_OK);
-	b = (unsigned char *)test_slurp(tmp_path("order.safetensors"), &len);
-	h = header_of(b, len);
+	h = written_header("order.safetensors", d, NULL);
 	CHECK_STR(h, expect);
 	free(h);
-	free(b);
 	mate_value_free(d);
 }
 
@@ -333,21 +337,16 @@ DEFINE_TEST(padding)
 DEFINE_TEST(metadata)
 {
 	mate_value *d = mate_value_dict(), *m = mate_value_dict(), *r, *rm = NULL;
-	unsigned char *b;
 	char *h;
-	size_t len;
 	mate_error err;
 
 	mate_value_set_str(d, "x", tensor1(MATE_I32, 1, 0));
 	mate_value_set_str(m, "format", mate_value_str("pt", (size_t)-1));
 	mate_value_set_str(m, "k\"\\q", mate_value_str("v\n\t\x01/\xe2\x82\xac", (size_t)-1));
-	CHECK_EQ_INT(write_ok(tmp_path("meta.safetensors"), d, m), MATE_OK);
-	b = (unsigned char *)test_slurp(tmp_path("meta.safetensors"), &len);
-	h = header_of(b, len);
+	h = written_header("meta.safetensors", d, m);
 	CHECK_STR(h, "{\"__metadata__\":{\"format\":\"pt\",\"k\\\"\\\\q\":\"v\\n\\t\\u0001/\xe2\x82\xac\"},"
 	    "\"x\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[0,4]}}");
 	free(h);
-	free(b);
 	r = read_ok(tmp_path("meta.safetensors"), &rm);
 	CHECK_EQ_INT(mate_value_len(rm), 2);
 	CHECK_STR(mate_value_get_str(mate_value_lookup(rm, "format"), NULL), "pt");
@@ -358,12 +357,9 @@ DEFINE_TEST(metadata)
 	/* an empty metadata dict is written, as the reference does */
 	mate_value_free(m);
 	m = mate_value_dict();
-	CHECK_EQ_INT(write_ok(tmp_path("meta.safetensors"), d, m), MATE_OK);
-	b = (unsigned char *)test_slurp(tmp_path("meta.safetensors"), &len);
-	h = header_of(b, len);
+	h = written_header("meta.safetensors", d, m);
 	CHECK_STR(h, "{\"__metadata__\":{},\"x\":{\"dtype\":\"I32\",\"shape\":[1],\"data_offsets\":[0,4]}}");
 	free(h);
-	free(b);
 	r = read_ok(tmp_path("meta.safetensors"), &rm);
 	CHECK(rm != NULL && mate_value_len(rm) == 0);
 	mate_value_free(r);
@@ -557,21 +553,16 @@ DEFINE_TEST(scalar_and_empty)
 {
 	int64_t z[] = { 0, 3 };
 	mate_value *d = mate_value_dict(), *r;
-	unsigned char *b;
 	char *h;
-	size_t len;
 
 	mate_value_set_str(d, "s", tensor(MATE_F64, 0, NULL, 1));
 	mate_value_set_str(d, "e", tensor(MATE_F64, 2, z, 2));
 	mate_value_set_str(d, "f", tensor(MATE_F16, 2, z, 3));
-	CHECK_EQ_INT(write_ok(tmp_path("scalar.safetensors"), d, NULL), MATE_OK);
-	b = (unsigned char *)test_slurp(tmp_path("scalar.safetensors"), &len);
-	h = header_of(b, len);
+	h = written_header("scalar.safetensors", d, NULL);
 	CHECK_STR(h, "{\"e\":{\"dtype\":\"F64\",\"shape\":[0,3],\"data_offsets\":[0,0]},"
 	    "\"s\":{\"dtype\":\"F64\",\"shape\":[],\"data_offsets\":[0,8]},"
 	    "\"f\":{\"dtype\":\"F16\",\"shape\":[0,3],\"data_offsets\":[8,8]}}");
 	free(h);
-	free(b);
 	r = read_ok(tmp_path("scalar.safetensors"), NULL);
 	CHECK_EQ_INT(mate_value_len(r), 3);
 	for (size_t i = 0; i < mate_value_len(d); i++)
@@ -861,7 +852,6 @@ DEFINE_TEST(json_edges)
 {
 	mate_value *v, *m = NULL, *d = mate_value_dict();
 	const char *s;
-	unsigned char *b;
 	char *h;
 	size_t len;
 
@@ -888,12 +878,9 @@ DEFINE_TEST(json_edges)
 
 	/* the writer: a NUL byte is written \u0000 and read back */
 	mate_value_set(d, mate_value_str("n\0ul", 4), tensor1(MATE_U8, 1, 0));
-	CHECK_EQ_INT(write_ok(tmp_path("nul.safetensors"), d, NULL), MATE_OK);
-	b = (unsigned char *)test_slurp(tmp_path("nul.safetensors"), &len);
-	h = header_of(b, len);
+	h = written_header("nul.safetensors", d, NULL);
 	CHECK_CONTAINS(h, "{\"n\\u0000ul\":{");
 	free(h);
-	free(b);
 	mate_value_free(d);
 	d = read_ok(tmp_path("nul.safetensors"), NULL);
 	s = d != NULL ? mate_value_get_str(mate_value_key(d, 0), &len) : NULL;
