@@ -46,8 +46,8 @@ class Log:
         self.lines = []
         self.seq = 0
         self.events = 0
-        self.calls = 0       # RECV..SEND pairs
-        self.ops = 0         # WORKER_SEND..WORKER_RECV pairs
+        self.calls = 0       # RECV..SEND pairs, counted at their SEND
+        self.ops = 0         # WORKER_SEND..WORKER_RECV pairs, counted at their WORKER_RECV
 
     def header(self, title="GT2 Dispatcher Instruction Stream"):
         self.lines += ["=" * 100, title, "Started: 2026-11-21 12:50:16", "=" * 100, "",
@@ -61,6 +61,10 @@ class Log:
         """One event line (gt_line)."""
         self.seq += 1
         self.events += 1
+        if event == "SEND":
+            self.calls += 1
+        elif event == "WORKER_RECV":
+            self.ops += 1
         s = gt_line(self.seq, t, event, source, command, size, details)
         assert GT_EVENT.match(s), s
         self.lines.append(s)
@@ -79,38 +83,29 @@ def gt_quirks(path):
     wk = "gpu_worker_with_a_rather_long_name_0"   # overruns the source column
     g.ev(0.101, "RECV", "CLIENT 006b8b4567", "RegisterWorker", 90, "worker_id=" + wk)
     g.ev(0.101, "SEND", "CLIENT 006b8b4567", "RegisterWorker", 91, "success=True")
-    g.calls += 1
     # a batch: WORKER_RECV logged before its WORKER_SEND, same millisecond
     g.ev(0.150, "RECV", cl, "CreateTensor", 284, "tensor_id=0 shape=(256, 128)")
     g.ev(0.151, "MODIFIER_INJECT", cl, "CreateTensor", 0, "tensor_id=0 shape=(256, 128)")
     g.ev(0.153, "WORKER_RECV", wk, "WorkerBatch", 91, "success=True")
     g.ev(0.153, "WORKER_SEND", wk, "WorkerBatch", 40243, "[2 cmds: WorkerCreateTensor, WorkerBinaryOp]")
     g.ev(0.153, "SEND", cl, "CreateTensor", 91, "success=True")
-    g.calls += 1
-    g.ops += 1
     # compile commands: send then receive; WorkerCompileStart overruns the command column
     g.ev(0.200, "RECV", cl, "CompileStart", 80, "signal=layer1")
     g.ev(0.200, "WORKER_SEND", wk, "WorkerCompileStart", 88, "signal=layer1")
     g.ev(0.201, "WORKER_RECV", wk, "WorkerCompileStart", 91, "success=True")
     g.ev(0.201, "SEND", cl, "CompileStart", 91, "success=True")
-    g.calls += 1
-    g.ops += 1
     # GetData: send then receive, a 4.00MB reply
     g.ev(0.250, "RECV", cl, "GetData", 69, "tensor_id=0")
     g.ev(0.250, "MODIFIER_INJECT", cl, "GetData", 0, "tensor_id=0")
     g.ev(0.251, "WORKER_SEND", wk, "WorkerGetData", 88, "tensor=006b8b4568_0")
     g.ev(0.262, "WORKER_RECV", wk, "WorkerGetData", 4194304, "success=True")
     g.ev(0.263, "SEND", cl, "GetData", 4194304, "success=True")
-    g.calls += 1
-    g.ops += 1
     # a failure shows as success=False; a 5-field line (no size, no details)
     g.ev(0.300, "RECV", cl, "BinaryOp", 107, "result=2 op=matmul left=0 right=1")
     g.ev(0.300, "MODIFIER_INJECT", cl, "BinaryOp")
     g.ev(0.305, "WORKER_RECV", wk, "WorkerBatch", 91, "success=False")
     g.ev(0.305, "WORKER_SEND", wk, "WorkerBatch", 191, "[3 cmds: WorkerBinaryOp, WorkerUnaryOp, ... (+1 more)]")
     g.ev(0.306, "SEND", cl, "BinaryOp", 91, "success=False")
-    g.calls += 1
-    g.ops += 1
     # enough lines for sequence numbers past four digits, times past 100 s
     t = 0.4
     i = 0
@@ -124,8 +119,6 @@ def gt_quirks(path):
         g.ev(t, "WORKER_RECV", w, "WorkerBatch", 91, "success=True")
         g.ev(t, "WORKER_SEND", w, "WorkerBatch", 206, "[1 cmds: Worker%s]" % cmd)
         g.ev(t, "SEND", cl, cmd, 91, "success=True")
-        g.calls += 1
-        g.ops += 1
         t += 0.007 + (i % 7) * 0.001
         i += 1
     # from 100 s on the time has no leading space; then past 1000 s
@@ -134,8 +127,6 @@ def gt_quirks(path):
         g.ev(t, "WORKER_SEND", wk, "WorkerFreeTensor", 131, "tensor=%d" % int(t))
         g.ev(t + 0.001, "WORKER_RECV", wk, "WorkerFreeTensor", 91, "success=True")
         g.ev(t + 0.001, "SEND", cl, "FreeTensor", 91, "success=True")
-        g.calls += 1
-        g.ops += 1
     g.write(path)
     return g
 
@@ -168,7 +159,7 @@ def mate_known(path):
     g.ev(5.000, "MEM_FREE", "thread-1", "cudaFree", 1048576, "device=cuda:0 in_use=0")
     g.ev(7.500, "SIGNAL", "thread-1", "checkpoint", 0, "signal=checkpoint")
     g.ev(9.000, "WORKER_RECV", "worker_b", "add_kernel", 64, "call=2 id=2 op=add")
-    g.calls, g.ops = 2, 2
+    assert (g.calls, g.ops) == (2, 2)
     g.write(path)
     return g
 
@@ -190,8 +181,6 @@ def nested(path, n=200):
         g.ev(t + 0.006, "WORKER_RECV", "stream%d" % (i % 2), "k2", 10, c + " id=%db op=add" % i)
         g.ev(t + 0.008, "WORKER_RECV", "stream%d" % (i % 2), "k1", 10, c + " id=%da op=matmul" % i)
         g.ev(t + 0.009, "SEND", "thread-0", "outer", 10, c)
-        g.calls += 2
-        g.ops += 2
         t += 0.010
     g.write(path)
     return g
