@@ -343,6 +343,52 @@ ints(const char *k1, int64_t v1, const char *k2, int64_t v2)
 	return d;
 }
 
+/* Calls of f, whose handler takes (a, b=2, /, c=None, *, d=None), recorded with the
+ * signature sig and the int arguments k1=v1, k2=v2: the verdict, and the handler's
+ * arguments or the reason as they read (is) or in part (has). */
+struct bind_case {
+	const char *sig, *k1;
+	int64_t v1;
+	const char *k2;
+	int64_t v2;
+	int verdict;
+	const char *is, *has;
+};
+
+static const struct bind_case binds[] = {
+	/* bound as inspect.Signature.bind binds, recorded defaults filled, and
+	 * handed over at the handler's positions and names */
+	{ "(a, b=7, c=None, d=3)", "arg_0", 1, "kwarg_c", 5, MATE_REPLAY_MISMATCH,
+	    "'arg_0=1 arg_1=7 arg_2=5 kwarg_c=5 kwarg_d=3'", NULL },
+	/* annotations, defaults with commas, brackets and quotes, a return annotation */
+	{ "(d: Dict[str, Tuple[int, int]] = {'x': (1, 2)}, "
+	    "a: \"Literal['a,b', ')']\" = 'q,)', /, *, b: torch.dtype = torch.float16) -> Tuple[int, ...]",
+	    NULL, 0, NULL, 0, MATE_REPLAY_MISMATCH, "'arg_0='q,)' arg_1=float16 kwarg_d=dict'", NULL },
+	/* without a recorded signature (or "<unavailable>"), as recorded */
+	{ "<unavailable>", "arg_3", 1, "kwarg_zz", 2, MATE_REPLAY_MISMATCH, "'arg_3=1 kwarg_zz=2'", NULL },
+	{ NULL, "arg_3", 1, NULL, 0, MATE_REPLAY_MISMATCH, NULL, NULL },
+	/* a recorded parameter the handler lacks: only while None */
+	{ "(a, e=None)", "arg_0", 1, NULL, 0, MATE_REPLAY_MISMATCH, "'arg_0=1'", NULL },
+	{ "(a, e=None)", "arg_0", 1, "kwarg_e", 4, MATE_REPLAY_UNSUPPORTED, NULL,
+	    "the handler takes no argument 'e' (4)" },
+	{ "(a, e=0)", "arg_0", 1, NULL, 0, MATE_REPLAY_UNSUPPORTED, NULL,
+	    "no replay handler implements f(a, e=0) (f(a, b=2, /, c=None, *, d=None): no parameter 'e')" },
+	{ "(b, c)", "arg_0", 1, NULL, 0, MATE_REPLAY_UNSUPPORTED, NULL, "no parameter 'a'" },
+	{ "(a, *args, **kwargs)", "arg_0", 1, NULL, 0, MATE_REPLAY_UNSUPPORTED, NULL,
+	    "no parameter 'args'" },
+	/* arguments that do not bind to their own signature */
+	{ "(a, /, b=1)", "kwarg_a", 1, NULL, 0, MATE_REPLAY_ERROR, NULL,
+	    "an unexpected keyword argument 'a'" },
+	{ "(a)", "arg_0", 1, "arg_1", 2, MATE_REPLAY_ERROR, NULL, "too many positional arguments (2)" },
+	{ "(a, b)", "arg_0", 1, NULL, 0, MATE_REPLAY_ERROR, NULL, "missing a required argument: 'b'" },
+	/* a recorded default the handler needs but mate cannot read */
+	{ "(a, c=<object object at 0x7f>)", "arg_0", 1, NULL, 0, MATE_REPLAY_UNSUPPORTED, NULL,
+	    "the recorded default of 'c' (<object object at 0x7f>) cannot be read" },
+	/* a signature that cannot be read is not guessed at */
+	{ "(a, b) junk", "arg_0", 1, NULL, 0, MATE_REPLAY_UNSUPPORTED, NULL,
+	    "cannot read the recorded signature (a, b) junk" },
+};
+
 DEFINE_TEST(signatures)
 {
 	mate_replay *r = mate_replay_new(NULL);
@@ -361,57 +407,19 @@ DEFINE_TEST(signatures)
 	CHECK_EQ_INT(mate_replay_register_signature(r, NULL, "f", "(a, b=2, /, c=None, *, d=None)",
 	    show_args, NULL, &err), MATE_OK);
 
-	/* bound as inspect.Signature.bind binds, recorded defaults filled, and
-	 * handed over at the handler's positions and names */
-	CHECK_EQ_INT(exec_sig(r, "f", "(a, b=7, c=None, d=3)", ints("arg_0", 1, "kwarg_c", 5), got,
-	    sizeof(got)), MATE_REPLAY_MISMATCH);
-	CHECK_STR(got, "'arg_0=1 arg_1=7 arg_2=5 kwarg_c=5 kwarg_d=3'");
-	/* annotations, defaults with commas, brackets and quotes, a return annotation */
-	CHECK_EQ_INT(exec_sig(r, "f", "(d: Dict[str, Tuple[int, int]] = {'x': (1, 2)}, "
-	    "a: \"Literal['a,b', ')']\" = 'q,)', /, *, b: torch.dtype = torch.float16) -> Tuple[int, ...]",
-	    ints(NULL, 0, NULL, 0), got, sizeof(got)), MATE_REPLAY_MISMATCH);
-	CHECK_STR(got, "'arg_0='q,)' arg_1=float16 kwarg_d=dict'");
-	/* without a recorded signature (or "<unavailable>"), as recorded */
-	CHECK_EQ_INT(exec_sig(r, "f", "<unavailable>", ints("arg_3", 1, "kwarg_zz", 2), got, sizeof(got)),
-	    MATE_REPLAY_MISMATCH);
-	CHECK_STR(got, "'arg_3=1 kwarg_zz=2'");
-	CHECK_EQ_INT(exec_sig(r, "f", NULL, ints("arg_3", 1, NULL, 0), got, sizeof(got)),
-	    MATE_REPLAY_MISMATCH);
-	/* a recorded parameter the handler lacks: only while None */
-	CHECK_EQ_INT(exec_sig(r, "f", "(a, e=None)", ints("arg_0", 1, NULL, 0), got, sizeof(got)),
-	    MATE_REPLAY_MISMATCH);
-	CHECK_STR(got, "'arg_0=1'");
-	CHECK_EQ_INT(exec_sig(r, "f", "(a, e=None)", ints("arg_0", 1, "kwarg_e", 4), got, sizeof(got)),
-	    MATE_REPLAY_UNSUPPORTED);
-	CHECK_CONTAINS(got, "the handler takes no argument 'e' (4)");
-	CHECK_EQ_INT(exec_sig(r, "f", "(a, e=0)", ints("arg_0", 1, NULL, 0), got, sizeof(got)),
-	    MATE_REPLAY_UNSUPPORTED);
-	CHECK_CONTAINS(got, "no replay handler implements f(a, e=0) (f(a, b=2, /, c=None, *, d=None): "
-	    "no parameter 'e')");
-	CHECK_EQ_INT(exec_sig(r, "f", "(b, c)", ints("arg_0", 1, NULL, 0), got, sizeof(got)),
-	    MATE_REPLAY_UNSUPPORTED);
-	CHECK_CONTAINS(got, "no parameter 'a'");
-	CHECK_EQ_INT(exec_sig(r, "f", "(a, *args, **kwargs)", ints("arg_0", 1, NULL, 0), got, sizeof(got)),
-	    MATE_REPLAY_UNSUPPORTED);
-	CHECK_CONTAINS(got, "no parameter 'args'");
-	/* arguments that do not bind to their own signature */
-	CHECK_EQ_INT(exec_sig(r, "f", "(a, /, b=1)", ints("kwarg_a", 1, NULL, 0), got, sizeof(got)),
-	    MATE_REPLAY_ERROR);
-	CHECK_CONTAINS(got, "an unexpected keyword argument 'a'");
-	CHECK_EQ_INT(exec_sig(r, "f", "(a)", ints("arg_0", 1, "arg_1", 2), got, sizeof(got)),
-	    MATE_REPLAY_ERROR);
-	CHECK_CONTAINS(got, "too many positional arguments (2)");
-	CHECK_EQ_INT(exec_sig(r, "f", "(a, b)", ints("arg_0", 1, NULL, 0), got, sizeof(got)),
-	    MATE_REPLAY_ERROR);
-	CHECK_CONTAINS(got, "missing a required argument: 'b'");
-	/* a recorded default the handler needs but mate cannot read */
-	CHECK_EQ_INT(exec_sig(r, "f", "(a, c=<object object at 0x7f>)", ints("arg_0", 1, NULL, 0), got,
-	    sizeof(got)), MATE_REPLAY_UNSUPPORTED);
-	CHECK_CONTAINS(got, "the recorded default of 'c' (<object object at 0x7f>) cannot be read");
-	/* a signature that cannot be read is not guessed at */
-	CHECK_EQ_INT(exec_sig(r, "f", "(a, b) junk", ints("arg_0", 1, NULL, 0), got, sizeof(got)),
-	    MATE_REPLAY_UNSUPPORTED);
-	CHECK_CONTAINS(got, "cannot read the recorded signature (a, b) junk");
+	for (size_t i = 0; i < sizeof(binds) / sizeof(binds[0]); i++) {
+		const struct bind_case *c = &binds[i];
+		int failures = test_failures;
+
+		CHECK_EQ_INT(exec_sig(r, "f", c->sig, ints(c->k1, c->v1, c->k2, c->v2), got, sizeof(got)),
+		    c->verdict);
+		if (c->is != NULL)
+			CHECK_STR(got, c->is);
+		if (c->has != NULL)
+			CHECK_CONTAINS(got, c->has);
+		if (test_failures != failures)
+			fprintf(stderr, "  (recorded signature %s)\n", c->sig != NULL ? c->sig : "NULL");
+	}
 	/* Tensor.NAME: "NAME" implements what "Tensor.NAME" does not */
 	CHECK_EQ_INT(mate_replay_register_signature(r, NULL, "Tensor.f", "(self, dim)", constant,
 	    (void *)9, &err), MATE_OK);
