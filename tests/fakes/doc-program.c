@@ -123,44 +123,44 @@ attention(int nq, int causal)
 		}
 }
 
+/* One attention call over q, k and v: qlen query rows, the causal mask recorded when set. */
 static void
-decode(void)
+attention_call(const char *name, const char *sig, mate_tensor tq, mate_tensor to, int qlen,
+    int causal)
 {
-	mate_tensor tq = tensor(q, 2, HQ, DIM, 0), tk = tensor(k, 3, KV, HK, DIM);
-	mate_tensor tv = tensor(v, 3, KV, HK, DIM), to = tensor(o, 2, HQ, DIM, 0);
-	mate_call *c = mate_call_begin("single_decode_with_kv_cache", "docprog",
-	    "(q, k, v, kv_layout='NHD', pos_encoding_mode='NONE', use_tensor_cores=False, "
-	    "q_scale=None, k_scale=None, v_scale=None, window_left=-1, logits_soft_cap=None, "
-	    "sm_scale=None, rope_scale=None, rope_theta=None, return_lse=False)");
+	mate_tensor tk = tensor(k, 3, KV, HK, DIM), tv = tensor(v, 3, KV, HK, DIM);
+	mate_call *c = mate_call_begin(name, "docprog", sig);
 
 	mate_call_tensor(c, MATE_ARG, NULL, &tq);
 	mate_call_tensor(c, MATE_ARG, NULL, &tk);
 	mate_call_tensor(c, MATE_ARG, NULL, &tv);
+	if (causal)
+		mate_call_bool(c, MATE_KWARG, "causal", 1);
 	mate_call_ready(c);
-	attention(1, 0);
+	attention(qlen, causal);
 	mate_call_tensor(c, MATE_RESULT, NULL, &to);
 	mate_call_end(c);
 }
 
 static void
+decode(void)
+{
+	attention_call("single_decode_with_kv_cache",
+	    "(q, k, v, kv_layout='NHD', pos_encoding_mode='NONE', use_tensor_cores=False, "
+	    "q_scale=None, k_scale=None, v_scale=None, window_left=-1, logits_soft_cap=None, "
+	    "sm_scale=None, rope_scale=None, rope_theta=None, return_lse=False)",
+	    tensor(q, 2, HQ, DIM, 0), tensor(o, 2, HQ, DIM, 0), 1, 0);
+}
+
+static void
 prefill(void)
 {
-	mate_tensor tq = tensor(q, 3, QLEN, HQ, DIM), tk = tensor(k, 3, KV, HK, DIM);
-	mate_tensor tv = tensor(v, 3, KV, HK, DIM), to = tensor(o, 3, QLEN, HQ, DIM);
-	mate_call *c = mate_call_begin("single_prefill_with_kv_cache", "docprog",
+	attention_call("single_prefill_with_kv_cache",
 	    "(q, k, v, scale_q=None, scale_k=None, scale_v=None, o_dtype=None, custom_mask=None, "
 	    "packed_custom_mask=None, causal=False, kv_layout='NHD', pos_encoding_mode='NONE', "
 	    "use_fp16_qk_reduction=False, sm_scale=None, window_left=-1, logits_soft_cap=None, "
-	    "rope_scale=None, rope_theta=None, backend='auto', return_lse=False)");
-
-	mate_call_tensor(c, MATE_ARG, NULL, &tq);
-	mate_call_tensor(c, MATE_ARG, NULL, &tk);
-	mate_call_tensor(c, MATE_ARG, NULL, &tv);
-	mate_call_bool(c, MATE_KWARG, "causal", 1);
-	mate_call_ready(c);
-	attention(QLEN, 1);
-	mate_call_tensor(c, MATE_RESULT, NULL, &to);
-	mate_call_end(c);
+	    "rope_scale=None, rope_theta=None, backend='auto', return_lse=False)",
+	    tensor(q, 3, QLEN, HQ, DIM), tensor(o, 3, QLEN, HQ, DIM), QLEN, 1);
 }
 
 int
