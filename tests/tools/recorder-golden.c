@@ -66,26 +66,45 @@ next(mate_dtype dt, int ndim, const int64_t *shape, const int64_t *stride)
 	return t;
 }
 
+/* The call name (module __main__) with its tensor arguments a and b (b may be NULL), or
+ * NULL while nothing records. */
+static mate_call *
+begin_call(const char *name, const char *sig, const mate_tensor *a, const mate_tensor *b)
+{
+	mate_call *c;
+
+	if (!MATE_ACTIVE())
+		return NULL;
+	c = mate_call_begin(name, "__main__", sig);
+	mate_call_tensor(c, MATE_ARG, NULL, a);
+	if (b != NULL)
+		mate_call_tensor(c, MATE_ARG, NULL, b);
+	return c;
+}
+
+/* The API has run: its result is the reference output. */
+static void
+end_call(mate_call *c, const mate_tensor *out)
+{
+	mate_call_tensor(c, MATE_RESULT, NULL, out);
+	mate_call_end(c);
+}
+
 static void
 gemm(mate_dtype dt, int explicit_out_dtype)
 {
 	int64_t sa[] = { 16, 32 }, sb[] = { 32, 8 }, stb[] = { 1, 32 }, so[] = { 16, 8 };
 	mate_tensor a = next(dt, 2, sa, NULL), b = next(dt, 2, sb, stb), out = next(dt, 2, so, NULL);
-	mate_call *c = NULL;
+	mate_call *c = begin_call("gemm", "(a, b, out_dtype=torch.float32)", &a, &b);
 
-	if (MATE_ACTIVE()) {
-		c = mate_call_begin("gemm", "__main__", "(a, b, out_dtype=torch.float32)");
-		mate_call_tensor(c, MATE_ARG, NULL, &a);
-		mate_call_tensor(c, MATE_ARG, NULL, &b);
+	if (c != NULL) {
 		if (explicit_out_dtype)
 			mate_call_dtype(c, MATE_KWARG, "out_dtype", dt);
 		else
 			mate_call_dtype(c, MATE_DEFAULT, "out_dtype", MATE_F32);
 		mate_call_ready(c);
 	}
-	/* the API runs here; its result is the reference output */
-	mate_call_tensor(c, MATE_RESULT, NULL, &out);
-	mate_call_end(c);
+	end_call(c, &out);
 }
 
 static void
@@ -93,12 +112,9 @@ rmsnorm(mate_dtype dt, int rows, int explicit_eps)
 {
 	int64_t sx[] = { rows, 64 }, sw[] = { 64 };
 	mate_tensor x = next(dt, 2, sx, NULL), w = next(dt, 1, sw, NULL), out = next(dt, 2, sx, NULL);
-	mate_call *c = NULL;
+	mate_call *c = begin_call("rmsnorm", "(input, weight, eps=1e-06, out=None)", &x, &w);
 
-	if (MATE_ACTIVE()) {
-		c = mate_call_begin("rmsnorm", "__main__", "(input, weight, eps=1e-06, out=None)");
-		mate_call_tensor(c, MATE_ARG, NULL, &x);
-		mate_call_tensor(c, MATE_ARG, NULL, &w);
+	if (c != NULL) {
 		if (explicit_eps)
 			mate_call_float(c, MATE_KWARG, "eps", 1e-5);
 		else
@@ -106,8 +122,7 @@ rmsnorm(mate_dtype dt, int rows, int explicit_eps)
 		mate_call_none(c, MATE_DEFAULT, "out");
 		mate_call_ready(c);
 	}
-	mate_call_tensor(c, MATE_RESULT, NULL, &out);
-	mate_call_end(c);
+	end_call(c, &out);
 }
 
 static void
@@ -115,14 +130,8 @@ silu_and_mul(void)
 {
 	int64_t si[] = { 2, 5, 128 }, so[] = { 2, 5, 64 };
 	mate_tensor x = next(MATE_F32, 3, si, NULL), out = next(MATE_F32, 3, so, NULL);
-	mate_call *c = NULL;
 
-	if (MATE_ACTIVE()) {
-		c = mate_call_begin("silu_and_mul", "__main__", "(input)");
-		mate_call_tensor(c, MATE_ARG, NULL, &x);
-	}
-	mate_call_tensor(c, MATE_RESULT, NULL, &out);
-	mate_call_end(c);
+	end_call(begin_call("silu_and_mul", "(input)", &x, NULL), &out);
 }
 
 static void
@@ -180,16 +189,11 @@ int_ops(void)
 	int64_t s[] = { 10 };
 	mate_tensor idx = next(MATE_I32, 1, s, NULL), counts = next(MATE_I64, 1, s, NULL);
 	mate_tensor out = next(MATE_I64, 1, s, NULL);
-	mate_call *c = NULL;
+	mate_call *c = begin_call("int_ops", "(idx, counts)", &idx, &counts);
 
-	if (MATE_ACTIVE()) {
-		c = mate_call_begin("int_ops", "__main__", "(idx, counts)");
-		mate_call_tensor(c, MATE_ARG, NULL, &idx);
-		mate_call_tensor(c, MATE_ARG, NULL, &counts);
+	if (c != NULL)
 		mate_call_ready(c);
-	}
-	mate_call_tensor(c, MATE_RESULT, NULL, &out);
-	mate_call_end(c);
+	end_call(c, &out);
 }
 
 static void
@@ -197,11 +201,9 @@ crashes(void)
 {
 	int64_t s[] = { 3, 3 };
 	mate_tensor x = next(MATE_F32, 2, s, NULL);
-	mate_call *c = NULL;
+	mate_call *c = begin_call("crashes", "(x, code)", &x, NULL);
 
-	if (MATE_ACTIVE()) {
-		c = mate_call_begin("crashes", "__main__", "(x, code)");
-		mate_call_tensor(c, MATE_ARG, NULL, &x);
+	if (c != NULL) {
 		mate_call_int(c, MATE_ARG, NULL, 11);
 		mate_call_ready(c);
 	}
