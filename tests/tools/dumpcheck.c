@@ -203,9 +203,18 @@ struct dirfiles {
 	int has_meta;
 };
 
+/* The tensor files a dump directory may hold: inputs, outputs and in-place values, each as
+ * .pt or .safetensors. */
+static const char *const tensor_files[] = {
+	"inputs.pt", "inputs.safetensors", "outputs.pt", "outputs.safetensors",
+	"inplace.pt", "inplace.safetensors",
+};
+#define NTENSOR_FILES (sizeof(tensor_files) / sizeof(tensor_files[0]))
+
 static int
 list_dir(const char *path, struct dirfiles *f, struct dc_stats *st)
 {
+	const char **slots[] = { &f->inputs, &f->outputs, &f->inplace };   /* tensor_files' pairs */
 	DIR *d = opendir(path);
 	struct dirent *e;
 
@@ -217,22 +226,15 @@ list_dir(const char *path, struct dirfiles *f, struct dc_stats *st)
 	}
 	while ((e = readdir(d)) != NULL) {
 		const char *n = e->d_name;
+		size_t k = 0;
 		if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
 			continue;
+		while (k < NTENSOR_FILES && strcmp(n, tensor_files[k]) != 0)
+			k++;
 		if (strcmp(n, "metadata.jsonl") == 0)
 			f->has_meta = 1;
-		else if (strcmp(n, "inputs.pt") == 0)
-			f->inputs = "inputs.pt";
-		else if (strcmp(n, "inputs.safetensors") == 0)
-			f->inputs = "inputs.safetensors";
-		else if (strcmp(n, "outputs.pt") == 0)
-			f->outputs = "outputs.pt";
-		else if (strcmp(n, "outputs.safetensors") == 0)
-			f->outputs = "outputs.safetensors";
-		else if (strcmp(n, "inplace.pt") == 0)
-			f->inplace = "inplace.pt";
-		else if (strcmp(n, "inplace.safetensors") == 0)
-			f->inplace = "inplace.safetensors";
+		else if (k < NTENSOR_FILES)
+			*slots[k / 2] = tensor_files[k];
 		else if (is_temp(n))
 			st->temp_files++;
 		else
@@ -308,6 +310,38 @@ read_metadata(const char *path, cJSON **recs, struct hset *lines, struct dc_stat
 	return n;
 }
 
+/* A dump directory's tensor files against its records: in_rec lists the inputs' keys,
+ * out_rec (NULL until a record says completed) the outputs' and in-place keys. A file a
+ * record lists keys for must be there, unless the files were sampled out. */
+static void
+check_files(const char *dir, const struct dirfiles *f, const cJSON *in_rec, const cJSON *out_rec,
+    int sampled_out, dc_tensor_check check, void *ctx, struct dc_stats *st)
+{
+	const struct {
+		const char *file, *keys, *missing;
+		const cJSON *rec;
+		int is_output;
+	} sides[] = {
+		{ f->inputs, "input_tensor_keys", "a record lists inputs but there is no inputs file",
+		    in_rec, 0 },
+		/* a complete outputs file may precede its record (killed before the append) */
+		{ f->outputs, "output_tensor_keys", "completed, but there is no outputs file", out_rec, 1 },
+		/* the arguments' post-call values: outputs to the checks */
+		{ f->inplace, "inplace_tensor_keys", "completed, but there is no in-place file", out_rec, 1 },
+	};
+	char path[4200];
+
+	for (size_t i = 0; i < sizeof(sides) / sizeof(sides[0]); i++) {
+		if (sides[i].file[0] != '\0') {
+			snprintf(path, sizeof(path), "%s/%s", dir, sides[i].file);
+			check_tensor_file(path, sides[i].rec, sides[i].keys, sides[i].is_output, check, ctx, st);
+		} else if (sides[i].rec != NULL && !sampled_out &&
+		    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+		    sides[i].rec, "tensor_info"), sides[i].keys)) > 0)
+			violation(st, "%s: %s", dir, sides[i].missing);
+	}
+}
+
 static void
 check_dir(const char *root, const char *name, int flags, dc_tensor_check check, void *ctx,
     struct hset *lines, struct dc_stats *st)
@@ -315,7 +349,7 @@ check_dir(const char *root, const char *name, int flags, dc_tensor_check check, 
 	char dir[4096], path[4200];
 	struct dirfiles f;
 	cJSON *recs[4];
-	const cJSON *in_rec = NULL, *last;
+	const cJSON *last;
 	const char *s0, *sl;
 	long pid, call;
 	int n = 0, sampled_out = 0;
@@ -367,34 +401,8 @@ check_dir(const char *root, const char *name, int flags, dc_tensor_check check, 
 		st->failed++;
 	else
 		st->inputs_saved++;
-	in_rec = recs[0];
-	if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(in_rec,
-	    "tensor_info"), "input_tensor_keys")) > 0 && f.inputs[0] == '\0' && !sampled_out)
-		violation(st, "%s: a record lists inputs but there is no inputs file", dir);
-	if (f.inputs[0] != '\0') {
-		snprintf(path, sizeof(path), "%s/%s", dir, f.inputs);
-		check_tensor_file(path, in_rec, "input_tensor_keys", 0, check, ctx, st);
-	}
-	if (sl != NULL && strcmp(sl, "completed") == 0 && f.outputs[0] == '\0' && !sampled_out &&
-	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(last,
-	    "tensor_info"), "output_tensor_keys")) > 0)
-		violation(st, "%s: completed, but there is no outputs file", dir);
-	if (f.outputs[0] != '\0') {
-		/* a complete outputs file may precede its record (killed before the append) */
-		int done = sl != NULL && strcmp(sl, "completed") == 0;
-		snprintf(path, sizeof(path), "%s/%s", dir, f.outputs);
-		check_tensor_file(path, done ? last : NULL, "output_tensor_keys", 1, check, ctx, st);
-	}
-	if (sl != NULL && strcmp(sl, "completed") == 0 && f.inplace[0] == '\0' && !sampled_out &&
-	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(last,
-	    "tensor_info"), "inplace_tensor_keys")) > 0)
-		violation(st, "%s: completed, but there is no in-place file", dir);
-	if (f.inplace[0] != '\0') {
-		/* the arguments' post-call values: outputs to the checks */
-		int done = sl != NULL && strcmp(sl, "completed") == 0;
-		snprintf(path, sizeof(path), "%s/%s", dir, f.inplace);
-		check_tensor_file(path, done ? last : NULL, "inplace_tensor_keys", 1, check, ctx, st);
-	}
+	check_files(dir, &f, recs[0], sl != NULL && strcmp(sl, "completed") == 0 ? last : NULL,
+	    sampled_out, check, ctx, st);
 	for (int i = 0; i < n; i++)
 		cJSON_Delete(recs[i]);
 }
