@@ -543,6 +543,15 @@ DEFINE_TEST(levels_and_log)
 	free(log);
 }
 
+/* mate_config_from_env() into cfg; returns the warnings it wrote. */
+static char *
+config_from_env_warnings(struct mate_config *cfg)
+{
+	capture_begin();
+	mate_config_from_env(cfg);
+	return capture_end();
+}
+
 DEFINE_TEST(config_env)
 {
 	struct mate_config cfg;
@@ -555,9 +564,7 @@ DEFINE_TEST(config_env)
 	setenv("MATE_DUMP_MAX_COUNT", "-5", 1);
 	setenv("MATE_DUMP_INCLUDE", " a , b ", 1);
 	setenv("MATE_DUMP_SAFETENSORS", "yes", 1);
-	capture_begin();
-	mate_config_from_env(&cfg);
-	err = capture_end();
+	err = config_from_env_warnings(&cfg);
 	CHECK_EQ_INT(cfg.level, 10);
 	CHECK_STR(cfg.logdest, "log_%i.txt");
 	CHECK_STR(cfg.dump_dir, "d");
@@ -571,26 +578,20 @@ DEFINE_TEST(config_env)
 	free(err);
 	setenv("MATE_LOGLEVEL", "verbose", 1);
 	setenv("MATE_DUMP_SAFETENSORS", "1", 1);
-	capture_begin();
-	mate_config_from_env(&cfg);
-	err = capture_end();
+	err = config_from_env_warnings(&cfg);
 	CHECK_EQ_INT(cfg.level, 0);
 	CHECK_CONTAINS(err, "mate: bad MATE_LOGLEVEL value 'verbose' (not an integer); using the default 0");
 	CHECK_EQ_INT(count_of(err, "\n"), 1); /* level 0 reads nothing else */
 	free(err);
 	setenv("MATE_LOGLEVEL", " 7 ", 1);
 	setenv("MATE_DUMP_MAX_SIZE_GB", "0.5", 1);
-	capture_begin();
-	mate_config_from_env(&cfg);
-	err = capture_end();
+	err = config_from_env_warnings(&cfg);
 	CHECK_EQ_INT(cfg.level, 7);
 	CHECK(cfg.dump_max_size_gb == 20); /* read only at level 10 */
 	CHECK_EQ_INT(strlen(err), 0);
 	free(err);
 	setenv("MATE_LOGLEVEL", "10", 1);
-	capture_begin();
-	mate_config_from_env(&cfg);
-	err = capture_end();
+	err = config_from_env_warnings(&cfg);
 	CHECK_EQ_INT(count_of(err, "MATE_DUMP_MAX_COUNT value '-5'"), 1);
 	free(err);
 	CHECK(cfg.dump_max_size_gb == 0.5);
