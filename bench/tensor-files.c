@@ -211,36 +211,33 @@ workload_same(const struct workload *w, const mate_value *got)
 
 /* ---- files and the page cache ------------------------------------------------ */
 
+/* Moves len bytes between buf and fd (to fd when writing), at most 1 GiB a call. */
 static void
-write_all(int fd, const void *buf, size_t len, const char *path)
+transfer_all(int fd, char *p, size_t len, const char *path, int writing)
 {
-	const char *p = buf;
-
 	while (len > 0) {
-		ssize_t n = write(fd, p, len > (size_t)(1 << 30) ? (size_t)(1 << 30) : len);
+		size_t part = len > (size_t)(1 << 30) ? (size_t)(1 << 30) : len;
+		ssize_t n = writing ? write(fd, p, part) : read(fd, p, part);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			mate_fe_errx(1, "write %s: %s", path, n < 0 ? strerror(errno) : "short write");
+			mate_fe_errx(1, "%s %s: %s", writing ? "write" : "read", path,
+			    n < 0 ? strerror(errno) : writing ? "short write" : "short file");
 		p += n;
 		len -= (size_t)n;
 	}
 }
 
 static void
+write_all(int fd, const void *buf, size_t len, const char *path)
+{
+	transfer_all(fd, (char *)buf, len, path, 1);
+}
+
+static void
 read_all(int fd, void *buf, size_t len, const char *path)
 {
-	char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = read(fd, p, len > (size_t)(1 << 30) ? (size_t)(1 << 30) : len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			mate_fe_errx(1, "read %s: %s", path, n < 0 ? strerror(errno) : "short file");
-		p += n;
-		len -= (size_t)n;
-	}
+	transfer_all(fd, buf, len, path, 0);
 }
 
 /* padding for plain_write(), content for prefault_write() */
