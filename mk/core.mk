@@ -36,6 +36,7 @@ src_fe_libmate_fe_la_SOURCES = src/fe/fe.h src/fe/fe.c src/fe/fe_json.h
 ## test_wqueue: the file writers' output queue (lib/core/wqueue.c).
 C_TESTS += tests/test_wqueue
 tests_test_wqueue_SOURCES = tests/unit/test_wqueue.c
+EXTRA_DIST += tests/tools/xorshift.h
 tests_test_wqueue_LDADD = libmate_impl.la
 
 ## libmate.pc: a static link with its private requirements.

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "test.h"
+#include "xorshift.h"
 
 /* xorshift64, seeded by each case: a case checks the same values alone
  * as in the whole run. */
@@ -16,10 +17,7 @@ static uint64_t rng;
 static uint64_t
 next64(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
+	return xorshift64(&rng);
 }
 
 /* The significant digits of a decimal string, without leading or trailing

@@ -11,21 +11,13 @@
 #include "wqueue.h"
 #include "test.h"
 #include "write_ends.h"
+#include "xorshift.h"
 
 #define MiB ((size_t)1 << 20)
 
 static char path[256];
 
 static uint32_t rng = 12345;
-
-static uint32_t
-next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 17;
-	rng ^= rng << 5;
-	return rng;
-}
 
 /* Everything fd's file holds, compared with want. */
 static int
@@ -51,12 +43,12 @@ DEFINE_TEST(mix)
 	struct mate_wq q;
 
 	for (size_t i = 0; i < total; i++)
-		src[i] = (unsigned char)next();
+		src[i] = (unsigned char)xorshift32(&rng);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	mate_wq_init(&q, fd, buf, sizeof(buf));
 	nwrite_ends = 0;
 	while (off < total) {
-		uint32_t r = next();
+		uint32_t r = xorshift32(&rng);
 		size_t n = r % 4 == 0 ? r % 4000 : r % 4 == 1 ? r % (3 * MiB) : r % 300000;
 
 		n = n < total - off ? n : total - off;
@@ -101,7 +93,7 @@ DEFINE_TEST(many_pieces)
 	for (int i = 0; i < N; i++) {
 		pieces[i] = malloc(SZ + 64);   /* + 64: never adjacent */
 		for (int k = 0; k < SZ; k++)
-			pieces[i][k] = want[(size_t)i * SZ + (size_t)k] = (unsigned char)next();
+			pieces[i][k] = want[(size_t)i * SZ + (size_t)k] = (unsigned char)xorshift32(&rng);
 		CHECK_EQ_INT(mate_wq_put(&q, pieces[i], SZ, 1), 0);
 	}
 	CHECK_EQ_INT(nwrite_ends, 3);
