@@ -14,6 +14,7 @@
 #include "mate_core.h"
 #include "test.h"
 #include "write_ends.h"
+#include "xorshift.h"
 
 #define MAX_ENTRIES 4096
 
@@ -718,12 +719,8 @@ DEFINE_TEST(aligned_chunks)
 		int64_t shape[1] = { (int64_t)sizes[i] };
 		char key[8];
 
-		for (size_t k = 0; k < sizes[i] / 4; k++) {   /* xorshift32 */
-			x ^= x << 13;
-			x ^= x >> 17;
-			x ^= x << 5;
-			p[k] = x;
-		}
+		for (size_t k = 0; k < sizes[i] / 4; k++)
+			p[k] = xorshift32(&x);
 		snprintf(key, sizeof(key), "t%d", i);
 		mate_value_set_str(d, key, tensor_over(st, MATE_U8, 1, shape, NULL, 0));
 		mate_storage_unref(st);
