@@ -507,17 +507,13 @@ self_id_from_record(struct mate_dump_info *info, const struct mate_skim_member *
 	}
 }
 
+/* The status a record names (mate_dump_status_name()'s inverse), or -1. */
 static int
 status_of(const char *s)
 {
-	if (s == NULL)
-		return -1;
-	if (strcmp(s, "completed") == 0)
-		return MATE_DUMP_COMPLETED;
-	if (strcmp(s, "inputs_saved") == 0)
-		return MATE_DUMP_INPUTS_SAVED;
-	if (strcmp(s, "failed") == 0)
-		return MATE_DUMP_FAILED;
+	for (int st = MATE_DUMP_INPUTS_SAVED; s != NULL && st <= MATE_DUMP_FAILED; st++)
+		if (strcmp(s, mate_dump_status_name(st)) == 0)
+			return st;
 	return -1;
 }
 

@@ -167,17 +167,40 @@ skim_number(struct skim *s)
 	return 1;
 }
 
+/* Steps into the bracket at s->p; 1 where its closing one follows at once
+ * (stepped over too), else 0. */
+static int
+skim_empty(struct skim *s, char close)
+{
+	s->p++;
+	ws(s);
+	if (s->p < s->end && *s->p == close) {
+		s->p++;
+		return 1;
+	}
+	return 0;
+}
+
+/* After an item: steps over a ',' (1: another item follows) or the closing
+ * bracket (0: the end); -1 on anything else. */
+static int
+skim_next(struct skim *s, char close)
+{
+	ws(s);
+	if (s->p < s->end && (*s->p == ',' || *s->p == close))
+		return *s->p++ == ',';
+	return -1;
+}
+
 /* The object at s->p; its members go to m[0..max) when m is not NULL. */
 static int
 skim_object(struct skim *s, int depth, struct mate_skim_member *m, size_t max, size_t *n)
 {
-	s->p++;
-	ws(s);
-	if (s->p < s->end && *s->p == '}') {
-		s->p++;
+	int more;
+
+	if (skim_empty(s, '}'))
 		return 1;
-	}
-	for (;;) {
+	do {
 		const char *k;
 		int esc = 0, keep;
 
@@ -204,17 +227,8 @@ skim_object(struct skim *s, int depth, struct mate_skim_member *m, size_t max, s
 			m[*n].vlen = (size_t)(s->p - m[*n].val);
 			(*n)++;
 		}
-		ws(s);
-		if (s->p < s->end && *s->p == ',') {
-			s->p++;
-			continue;
-		}
-		if (s->p < s->end && *s->p == '}') {
-			s->p++;
-			return 1;
-		}
-		return 0;
-	}
+	} while ((more = skim_next(s, '}')) > 0);
+	return more == 0;
 }
 
 /* An array; *count gets its items when count is not NULL. */
@@ -222,29 +236,16 @@ static int
 skim_array(struct skim *s, int depth, size_t *count)
 {
 	size_t c = 0;
+	int more = 0;
 
-	s->p++;
-	ws(s);
-	if (s->p < s->end && *s->p == ']') {
-		s->p++;
-		goto out;
-	}
-	for (;;) {
-		if (!skim_value(s, depth + 1))
-			return 0;
-		c++;
-		ws(s);
-		if (s->p < s->end && *s->p == ',') {
-			s->p++;
-			continue;
-		}
-		if (s->p < s->end && *s->p == ']') {
-			s->p++;
-			goto out;
-		}
+	if (!skim_empty(s, ']'))
+		do {
+			if (!skim_value(s, depth + 1))
+				return 0;
+			c++;
+		} while ((more = skim_next(s, ']')) > 0);
+	if (more < 0)
 		return 0;
-	}
-out:
 	if (count != NULL)
 		*count = c;
 	return 1;

@@ -217,6 +217,38 @@ lit_number(struct lit *l)
 	}
 }
 
+/* After an item of a sequence or dict: steps over a ',' (counted in *commas
+ * when commas is not NULL) or stops at the closing bracket; 0, with the
+ * error set, on anything else. */
+static int
+lit_after_item(struct lit *l, char close, const char *expected, int *commas)
+{
+	lit_ws(l);
+	if (l->p < l->end && *l->p == ',') {
+		l->p++;
+		if (commas != NULL)
+			(*commas)++;
+		lit_ws(l);
+	} else if (l->p >= l->end || *l->p != close) {
+		lit_fail(l, expected);
+		return 0;
+	}
+	return 1;
+}
+
+/* Steps over the closing bracket; 0, with the error set, where the input
+ * ended before it. */
+static int
+lit_close(struct lit *l, const char *unterminated)
+{
+	if (l->p >= l->end) {
+		lit_fail(l, unterminated);
+		return 0;
+	}
+	l->p++;
+	return 1;
+}
+
 /* Items up to the closing bracket; tuples note whether a comma was seen. */
 static mate_value *
 lit_seq(struct lit *l, mate_value *seq, char close, int *commas)
@@ -226,23 +258,12 @@ lit_seq(struct lit *l, mate_value *seq, char close, int *commas)
 	while (l->p < l->end && *l->p != close) {
 		mate_value *item = lit_value(l);
 
-		if (item == NULL || mate_value_append(seq, item) != MATE_OK)
+		if (item == NULL || mate_value_append(seq, item) != MATE_OK ||
+		    !lit_after_item(l, close, "expected ',' or a closing bracket", commas))
 			goto fail;
-		lit_ws(l);
-		if (l->p < l->end && *l->p == ',') {
-			l->p++;
-			(*commas)++;
-			lit_ws(l);
-		} else if (l->p >= l->end || *l->p != close) {
-			lit_fail(l, "expected ',' or a closing bracket");
-			goto fail;
-		}
 	}
-	if (l->p >= l->end) {
-		lit_fail(l, "unterminated sequence");
+	if (!lit_close(l, "unterminated sequence"))
 		goto fail;
-	}
-	l->p++;
 	return seq;
 fail:
 	mate_value_free(seq);
@@ -272,22 +293,12 @@ lit_dict(struct lit *l)
 			mate_value_free(k);
 			goto fail;
 		}
-		if (mate_value_set(d, k, v) != MATE_OK)
+		if (mate_value_set(d, k, v) != MATE_OK ||
+		    !lit_after_item(l, '}', "expected ',' or '}'", NULL))
 			goto fail;
-		lit_ws(l);
-		if (l->p < l->end && *l->p == ',') {
-			l->p++;
-			lit_ws(l);
-		} else if (l->p >= l->end || *l->p != '}') {
-			lit_fail(l, "expected ',' or '}'");
-			goto fail;
-		}
 	}
-	if (l->p >= l->end) {
-		lit_fail(l, "unterminated dict");
+	if (!lit_close(l, "unterminated dict"))
 		goto fail;
-	}
-	l->p++;
 	return d;
 fail:
 	mate_value_free(d);
