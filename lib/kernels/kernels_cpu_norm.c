@@ -108,22 +108,28 @@ mate_cpu_gemma_rmsnorm(const mate_tensor *in, const mate_tensor *w, double eps,
 	return norm(in, NULL, w, eps, out, 1, err);
 }
 
+/* The fused_add variants, in place: res += in, then in = norm(res). */
+static int
+fused_add_norm(const mate_tensor *in, const mate_tensor *res, const mate_tensor *w,
+    double eps, int gemma, mate_error *err)
+{
+	if (res == NULL)
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "residual: missing tensor");
+	return norm(in, res, w, eps, NULL, gemma, err);
+}
+
 int
 mate_cpu_fused_add_rmsnorm(const mate_tensor *in, const mate_tensor *res,
     const mate_tensor *w, double eps, mate_error *err)
 {
-	if (res == NULL)
-		return mate_set_error(err, MATE_ERR_ARGUMENT, "residual: missing tensor");
-	return norm(in, res, w, eps, NULL, 0, err);
+	return fused_add_norm(in, res, w, eps, 0, err);
 }
 
 int
 mate_cpu_gemma_fused_add_rmsnorm(const mate_tensor *in, const mate_tensor *res,
     const mate_tensor *w, double eps, mate_error *err)
 {
-	if (res == NULL)
-		return mate_set_error(err, MATE_ERR_ARGUMENT, "residual: missing tensor");
-	return norm(in, res, w, eps, NULL, 1, err);
+	return fused_add_norm(in, res, w, eps, 1, err);
 }
 
 static int

@@ -127,6 +127,21 @@ check_batch(const mate_batch_attn *a, const mate_attn_params *p, mate_error *err
 	return MATE_OK;
 }
 
+/* Query rows [q0, q1) of out (and of lse when it is not NULL) from one
+ * request's q, k and v, on k's single_prefill. */
+static int
+prefill_rows(const mate_kernels *k, const mate_tensor *qt, const mate_tensor *kt,
+    const mate_tensor *vt, const mate_attn_params *rp, const mate_tensor *out,
+    const mate_tensor *lse, int64_t q0, int64_t q1, mate_error *err)
+{
+	mate_tensor ot, lt;
+
+	rows_view(out, q0, q1, &ot);
+	if (lse != NULL)
+		rows_view(lse, q0, q1, &lt);
+	return k->single_prefill(qt, kt, vt, rp, &ot, lse != NULL ? &lt : NULL, err);
+}
+
 /* The batch, one request at a time on k's single_prefill. */
 static int
 per_request(const mate_kernels *k, const mate_batch_attn *a, const mate_attn_params *p,
@@ -134,7 +149,7 @@ per_request(const mate_kernels *k, const mate_batch_attn *a, const mate_attn_par
 {
 	int hnd = p->kv_layout == MATE_KV_HND, paged = a->page_size > 0, rc;
 	mate_attn_params rp = *p;
-	mate_tensor kc, vc, kt, vt, qt, ot, lt;
+	mate_tensor kc, vc, kt, vt, qt;
 	int64_t maxlen = 0, H, D, Dv;
 	char *kbuf = NULL, *vbuf = NULL;
 
@@ -176,10 +191,7 @@ per_request(const mate_kernels *k, const mate_batch_attn *a, const mate_attn_par
 			rows_view(a->v, a->kv_indptr[b], a->kv_indptr[b + 1], &vt);
 		}
 		rows_view(a->q, q0, q1, &qt);
-		rows_view(a->out, q0, q1, &ot);
-		if (a->lse != NULL)
-			rows_view(a->lse, q0, q1, &lt);
-		rc = k->single_prefill(&qt, &kt, &vt, &rp, &ot, a->lse != NULL ? &lt : NULL, err);
+		rc = prefill_rows(k, &qt, &kt, &vt, &rp, a->out, a->lse, q0, q1, err);
 	}
 	free(kbuf);
 	free(vbuf);
@@ -265,7 +277,7 @@ mate_batch_mla(const mate_kernels *k, const mate_batch_mla_args *a, const mate_a
     mate_error *err)
 {
 	mate_attn_params rp = *p;
-	mate_tensor cv, pv, kt, vt, qt, ot, lt;
+	mate_tensor cv, pv, kt, vt, qt;
 	int64_t maxlen = 0, maxq = 0, H, Dc, W;
 	char *kbuf = NULL, *qbuf = NULL;
 	size_t kes, qes;
@@ -307,10 +319,7 @@ mate_batch_mla(const mate_kernels *k, const mate_batch_mla_args *a, const mate_a
 		vt = kt;          /* the first Dc columns: ckv */
 		vt.shape[2] = Dc;
 		buf_tensor(&qt, a->q_nope->dtype, q1 - q0, H, W, qbuf);
-		rows_view(a->out, q0, q1, &ot);
-		if (a->lse != NULL)
-			rows_view(a->lse, q0, q1, &lt);
-		rc = k->single_prefill(&qt, &kt, &vt, &rp, &ot, a->lse != NULL ? &lt : NULL, err);
+		rc = prefill_rows(k, &qt, &kt, &vt, &rp, a->out, a->lse, q0, q1, err);
 	}
 	free(kbuf);
 	free(qbuf);

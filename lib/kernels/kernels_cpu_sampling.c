@@ -86,6 +86,20 @@ rank(const double *v, int64_t V, struct ranked *rk)
 	qsort(rk, (size_t)V, sizeof(*rk), by_value_desc);
 }
 
+/* One row's values and their ranking, V each; MATE_ERR_NOMEM (err set)
+ * when either cannot be had. */
+static int
+row_bufs(int64_t V, double **v, struct ranked **rk, mate_error *err)
+{
+	if ((*v = kc_alloc(V, sizeof(**v), err)) == NULL)
+		return MATE_ERR_NOMEM;
+	if ((*rk = kc_alloc(V, sizeof(**rk), err)) == NULL) {
+		free(*v);
+		return MATE_ERR_NOMEM;
+	}
+	return MATE_OK;
+}
+
 /* The k-th largest value (k clamped to [1, V]; k <= 0 keeps all). */
 static double
 pivot_k(const struct ranked *rk, int64_t V, double k)
@@ -114,12 +128,8 @@ filter_rows(const mate_tensor *x, const mate_row_param *prm, const mate_tensor *
 		return rc;
 	B = x->shape[0];
 	V = x->shape[1];
-	if ((v = kc_alloc(V, sizeof(*v), err)) == NULL)
-		return MATE_ERR_NOMEM;
-	if ((rk = kc_alloc(V, sizeof(*rk), err)) == NULL) {
-		free(v);
-		return MATE_ERR_NOMEM;
-	}
+	if ((rc = row_bufs(V, &v, &rk, err)) != MATE_OK)
+		return rc;
 	for (int64_t r = 0; r < B; r++) {
 		double p, piv = -INFINITY, sum = 0, kept = 0, above = 0;
 
@@ -245,12 +255,8 @@ mate_cpu_sample_check(const mate_tensor *x, const mate_tensor *indices,
 	if (indices == NULL && n != B)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "%lld samples of %lld rows",
 		    (long long)n, (long long)B);
-	if ((v = kc_alloc(V, sizeof(*v), err)) == NULL)
-		return MATE_ERR_NOMEM;
-	if ((rk = kc_alloc(V, sizeof(*rk), err)) == NULL) {
-		free(v);
-		return MATE_ERR_NOMEM;
-	}
+	if ((rc = row_bufs(V, &v, &rk, err)) != MATE_OK)
+		return rc;
 	for (int64_t i = 0; i < n; i++) {
 		int64_t r = indices != NULL ? mate_kernel_int_at(indices, i) : i;
 		int64_t s = samples != NULL && i < mate_tensor_numel(samples) ?
