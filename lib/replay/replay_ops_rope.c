@@ -210,27 +210,21 @@ op_rope(mate_replay_call *c, void *ctx)
 int
 mate_replay_register_rope(mate_replay *r, mate_error *err)
 {
-	static const struct {
-		const char *name, *sig;
-		intptr_t ctx;
-	} ops[] = {
-		{ "apply_rope", SIG_ROPE, ROPE_INDPTR },
-		{ "apply_rope_inplace", SIG_ROPE, ROPE_INDPTR | ROPE_INPLACE },
-		{ "apply_rope_pos_ids", SIG_ROPE_POS, ROPE_POS_IDS },
-		{ "apply_rope_pos_ids_inplace", SIG_ROPE_POS, ROPE_POS_IDS | ROPE_INPLACE },
-		{ "apply_llama31_rope", SIG_LLAMA31, ROPE_INDPTR | ROPE_LLAMA31 },
-		{ "apply_llama31_rope_inplace", SIG_LLAMA31, ROPE_INDPTR | ROPE_LLAMA31 | ROPE_INPLACE },
-		{ "apply_llama31_rope_pos_ids", SIG_LLAMA31_POS, ROPE_POS_IDS | ROPE_LLAMA31 },
-		{ "apply_llama31_rope_pos_ids_inplace", SIG_LLAMA31_POS,
+	static const struct mate_replay_op_def ops[] = {
+		{ "apply_rope", SIG_ROPE, op_rope, ROPE_INDPTR },
+		{ "apply_rope_inplace", SIG_ROPE, op_rope, ROPE_INDPTR | ROPE_INPLACE },
+		{ "apply_rope_pos_ids", SIG_ROPE_POS, op_rope, ROPE_POS_IDS },
+		{ "apply_rope_pos_ids_inplace", SIG_ROPE_POS, op_rope, ROPE_POS_IDS | ROPE_INPLACE },
+		{ "apply_llama31_rope", SIG_LLAMA31, op_rope, ROPE_INDPTR | ROPE_LLAMA31 },
+		{ "apply_llama31_rope_inplace", SIG_LLAMA31, op_rope,
+		    ROPE_INDPTR | ROPE_LLAMA31 | ROPE_INPLACE },
+		{ "apply_llama31_rope_pos_ids", SIG_LLAMA31_POS, op_rope, ROPE_POS_IDS | ROPE_LLAMA31 },
+		{ "apply_llama31_rope_pos_ids_inplace", SIG_LLAMA31_POS, op_rope,
 		    ROPE_POS_IDS | ROPE_LLAMA31 | ROPE_INPLACE },
-		{ "apply_rope_with_cos_sin_cache", SIG_COS_SIN, ROPE_CACHE },
-		{ "apply_rope_with_cos_sin_cache_inplace", SIG_COS_SIN, ROPE_CACHE | ROPE_INPLACE },
+		{ "apply_rope_with_cos_sin_cache", SIG_COS_SIN, op_rope, ROPE_CACHE },
+		{ "apply_rope_with_cos_sin_cache_inplace", SIG_COS_SIN, op_rope,
+		    ROPE_CACHE | ROPE_INPLACE },
 	};
-	int rc;
 
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if ((rc = mate_replay_register_signature(r, NULL, ops[i].name, ops[i].sig, op_rope,
-		    (void *)ops[i].ctx, err)) != MATE_OK)
-			return rc;
-	return MATE_OK;
+	return mate_replay_register_ops(r, ops, sizeof(ops) / sizeof(ops[0]), err);
 }
