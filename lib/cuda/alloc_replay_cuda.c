@@ -7,7 +7,7 @@
 #include <string.h>
 
 struct cuda_state {
-	uint64_t cur, peak;          /* cuda: requested bytes rounded to 512 */
+	struct mate_alloc_usage use; /* cuda: requested bytes rounded to 512 */
 	cudaStream_t *streams;       /* cuda-async: one per logged stream */
 	size_t nstreams;
 	cudaMemPool_t pool;
@@ -53,9 +53,7 @@ cuda_alloc(void *st, uint64_t size, size_t stream, void **out)
 	(void)stream;
 	if (cudaMalloc(out, (size_t)size) != cudaSuccess)
 		return -1;
-	c->cur += (size + 511) / 512 * 512;
-	if (c->cur > c->peak)
-		c->peak = c->cur;
+	mate_alloc_usage_take(&c->use, (size + 511) / 512 * 512);
 	return 0;
 }
 
@@ -65,7 +63,7 @@ cuda_release(void *st, void *p, uint64_t size, size_t stream)
 	struct cuda_state *c = st;
 
 	(void)stream;
-	c->cur -= (size + 511) / 512 * 512;
+	c->use.cur -= (size + 511) / 512 * 512;
 	cudaFree(p);
 }
 
@@ -79,7 +77,7 @@ cuda_finish(void *st, mate_error *err)
 static uint64_t
 cuda_peak(void *st)
 {
-	return ((struct cuda_state *)st)->peak;
+	return ((struct cuda_state *)st)->use.peak;
 }
 
 static void

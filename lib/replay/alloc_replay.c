@@ -261,10 +261,16 @@ mate_alloc_replay_check(const mate_memlog_trace *t, struct mate_alloc_replay_res
 	return rc;
 }
 
-/* ---- malloc -------------------------------------------------------------------------------------- */
+/* ---- malloc and pool: the host allocators -------------------------------------------------------- */
 
+#define POOL_CLASSES 256
+#define POOL_MIN 256
+
+/* The host allocators' state: what they took from malloc, and the pool's
+ * cached blocks by size class (empty for malloc). */
 struct host_state {
-	uint64_t cur, peak;
+	struct mate_alloc_usage use;
+	struct { void **v; size_t n, cap; } cls[POOL_CLASSES];
 };
 
 static int
@@ -287,31 +293,6 @@ host_create(const uint64_t *streams, size_t nstreams, mate_error *err)
 }
 
 static int
-malloc_alloc(void *st, uint64_t size, size_t stream, void **out)
-{
-	struct host_state *h = st;
-
-	(void)stream;
-	if (size > SIZE_MAX - 64 || (*out = malloc(size ? (size_t)size : 1)) == NULL)
-		return -1;
-	h->cur += malloc_usable_size(*out);
-	if (h->cur > h->peak)
-		h->peak = h->cur;
-	return 0;
-}
-
-static void
-malloc_release(void *st, void *p, uint64_t size, size_t stream)
-{
-	struct host_state *h = st;
-
-	(void)size;
-	(void)stream;
-	h->cur -= malloc_usable_size(p);
-	free(p);
-}
-
-static int
 host_finish(void *st, mate_error *err)
 {
 	(void)st;
@@ -322,13 +303,45 @@ host_finish(void *st, mate_error *err)
 static uint64_t
 host_peak(void *st)
 {
-	return ((struct host_state *)st)->peak;
+	return ((struct host_state *)st)->use.peak;
 }
 
 static void
 host_destroy(void *st)
 {
-	free(st);
+	struct host_state *h = st;
+
+	for (unsigned c = 0; c < POOL_CLASSES; c++) {
+		for (size_t i = 0; i < h->cls[c].n; i++)
+			free(h->cls[c].v[i]);
+		free(h->cls[c].v);
+	}
+	free(h);
+}
+
+/* ---- malloc -------------------------------------------------------------------------------------- */
+
+static int
+malloc_alloc(void *st, uint64_t size, size_t stream, void **out)
+{
+	struct host_state *h = st;
+
+	(void)stream;
+	if (size > SIZE_MAX - 64 || (*out = malloc(size ? (size_t)size : 1)) == NULL)
+		return -1;
+	mate_alloc_usage_take(&h->use, malloc_usable_size(*out));
+	return 0;
+}
+
+static void
+malloc_release(void *st, void *p, uint64_t size, size_t stream)
+{
+	struct host_state *h = st;
+
+	(void)size;
+	(void)stream;
+	h->use.cur -= malloc_usable_size(p);
+	free(p);
 }
 
 static const struct mate_allocator allocator_malloc = {
@@ -337,14 +350,6 @@ static const struct mate_allocator allocator_malloc = {
 };
 
 /* ---- pool: size classes over malloc, blocks cached and reused, never returned ------------------ */
-
-#define POOL_CLASSES 256
-#define POOL_MIN 256
-
-struct pool_state {
-	struct host_state h;           /* cur/peak: bytes taken from malloc */
-	struct { void **v; size_t n, cap; } cls[POOL_CLASSES];
-};
 
 /* Rounds size up to its class: 256 B, then four steps per power of two. */
 static unsigned
@@ -363,22 +368,10 @@ pool_class(uint64_t size, uint64_t *rounded)
 	return (k - 7) * 4 + (unsigned)((*rounded >> (k - 2)) - 4);
 }
 
-static void *
-pool_create(const uint64_t *streams, size_t nstreams, mate_error *err)
-{
-	struct pool_state *p = calloc(1, sizeof(*p));
-
-	(void)streams;
-	(void)nstreams;
-	if (p == NULL)
-		nomem(err);
-	return p;
-}
-
 static int
 pool_alloc(void *st, uint64_t size, size_t stream, void **out)
 {
-	struct pool_state *p = st;
+	struct host_state *p = st;
 	uint64_t rounded;
 	unsigned c = pool_class(size > (UINT64_C(1) << 60) ? 0 : size, &rounded);
 
@@ -391,50 +384,29 @@ pool_alloc(void *st, uint64_t size, size_t stream, void **out)
 	}
 	if (rounded > SIZE_MAX / 2 || (*out = malloc((size_t)rounded)) == NULL)
 		return -1;
-	p->h.cur += rounded;
-	if (p->h.cur > p->h.peak)
-		p->h.peak = p->h.cur;
+	mate_alloc_usage_take(&p->use, rounded);
 	return 0;
 }
 
 static void
 pool_release(void *st, void *ptr, uint64_t size, size_t stream)
 {
-	struct pool_state *p = st;
+	struct host_state *p = st;
 	uint64_t rounded;
 	unsigned c = pool_class(size, &rounded);
 
 	(void)stream;
 	if (mate_array_grow(&p->cls[c].v, p->cls[c].n, &p->cls[c].cap, sizeof(void *), 16) != 0) {
-		p->h.cur -= rounded;   /* cannot cache it: give it back */
+		p->use.cur -= rounded;   /* cannot cache it: give it back */
 		free(ptr);
 		return;
 	}
 	p->cls[c].v[p->cls[c].n++] = ptr;
 }
 
-static uint64_t
-pool_peak(void *st)
-{
-	return ((struct pool_state *)st)->h.peak;
-}
-
-static void
-pool_destroy(void *st)
-{
-	struct pool_state *p = st;
-
-	for (unsigned c = 0; c < POOL_CLASSES; c++) {
-		for (size_t i = 0; i < p->cls[c].n; i++)
-			free(p->cls[c].v[i]);
-		free(p->cls[c].v);
-	}
-	free(p);
-}
-
 static const struct mate_allocator allocator_pool = {
-	"pool", host_available, pool_create, pool_alloc, pool_release, host_finish,
-	pool_peak, pool_destroy,
+	"pool", host_available, host_create, pool_alloc, pool_release, host_finish,
+	host_peak, host_destroy,
 };
 
 /* ---- the registry ---------------------------------------------------------------------------------- */

@@ -23,6 +23,20 @@ struct mate_allocator {
 	void (*destroy)(void *st);
 };
 
+/* What an allocator holds from its upstream, now and at most, in bytes. */
+struct mate_alloc_usage {
+	uint64_t cur, peak;
+};
+
+/* Counts bytes taken from the upstream. */
+static inline void
+mate_alloc_usage_take(struct mate_alloc_usage *u, uint64_t bytes)
+{
+	u->cur += bytes;
+	if (u->cur > u->peak)
+		u->peak = u->cur;
+}
+
 #ifdef HAVE_CUDA
 /* In the CUDA module (alloc_replay_cuda.c). */
 extern const struct mate_allocator mate_allocator_cuda MATE_HIDDEN;
