@@ -1,7 +1,8 @@
-/* util.h: the utility layer shared inside mate (the clock, hashes, arrays, warnings, growable text, JSON strings, name patterns); never installed. */
+/* util.h: the utility layer shared inside mate (the clock, hashes, arrays, warnings, growable text, JSON strings, name patterns, locales); never installed. */
 #ifndef MATE_UTIL_H_INCLUDED
 #define MATE_UTIL_H_INCLUDED
 
+#include <locale.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -154,5 +155,20 @@ void mate_patterns_free(struct mate_patterns *ps) MATE_HIDDEN;
  * matches. */
 int mate_patterns_select(const struct mate_patterns *include, const struct mate_patterns *exclude,
     const char *name) MATE_HIDDEN;
+
+/* ---- thread locales (util_locale.c) -------------------------------------------- */
+
+enum {
+	MATE_LOCALE_C,     /* "C", every category: Python-compatible numbers and text */
+	MATE_LOCALE_UTF8   /* "C.UTF-8" for LC_CTYPE (the rest "C"): libarchive's zip names */
+};
+/* The locale which, made on first use and kept; (locale_t)0 where the
+ * system has none. */
+locale_t mate_locale(int which) MATE_HIDDEN;
+/* Switches this thread to the locale which (uselocale(3) is per thread)
+ * and returns the one to go back to with mate_locale_leave(); (locale_t)0,
+ * nothing changed, where which is missing. */
+locale_t mate_locale_enter(int which) MATE_HIDDEN;
+void mate_locale_leave(locale_t old) MATE_HIDDEN;
 
 #endif /* MATE_UTIL_H_INCLUDED */

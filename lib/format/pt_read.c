@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <locale.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1015,43 +1014,20 @@ la_finish(struct pt_reader *r)
 	return r->load_data ? run_pickle(r, loaded_storage) : 0;
 }
 
-static locale_t utf8_locale;
-static pthread_once_t utf8_once = PTHREAD_ONCE_INIT;
-
-static void
-utf8_locale_init(void)
-{
-	utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
-}
-
-/* libarchive converts zip names (UTF-8 in torch files) to the current
- * locale, which fails for non-ASCII names in the C locale; this thread
- * uses C.UTF-8 while reading (uselocale is per thread), where available. */
-static locale_t
-enter_utf8(void)
-{
-	pthread_once(&utf8_once, utf8_locale_init);
-	return utf8_locale != (locale_t)0 ? uselocale(utf8_locale) : (locale_t)0;
-}
-
-static void
-leave_utf8(locale_t old)
-{
-	if (old != (locale_t)0)
-		uselocale(old);
-}
-
-/* Reads the archive through libarchive, from the start. */
+/* Reads the archive through libarchive, from the start. libarchive
+ * converts zip names (UTF-8 in torch files) to the current locale, which
+ * fails for non-ASCII names in the C locale: the thread reads in C.UTF-8
+ * where the system has it. */
 static int
 archive_path(struct pt_reader *r, const char *path)
 {
 	struct archive_entry *e;
-	locale_t old = enter_utf8();
+	locale_t old = mate_locale_enter(MATE_LOCALE_UTF8);
 	int rc;
 
 	r->a = archive_read_new();
 	if (r->a == NULL) {
-		leave_utf8(old);
+		mate_locale_leave(old);
 		return pt_fail(r, MATE_ERR_NOMEM, "out of memory");
 	}
 	archive_read_support_format_zip_seekable(r->a);
@@ -1076,7 +1052,7 @@ archive_path(struct pt_reader *r, const char *path)
 		la_finish(r);
 	archive_read_free(r->a);
 	r->a = NULL;
-	leave_utf8(old);
+	mate_locale_leave(old);
 	return r->failed ? -1 : 0;
 }
 

@@ -193,7 +193,7 @@ parse_int(const char *s, int64_t *out)
 static int
 parse_float(const char *s, double *out)
 {
-	static locale_t c_locale;
+	locale_t c_locale = mate_locale(MATE_LOCALE_C);
 	char tmp[128], *end;
 	size_t n;
 	const char *p = trim(s, &n);
@@ -202,8 +202,6 @@ parse_float(const char *s, double *out)
 		return -1;
 	memcpy(tmp, p, n);
 	tmp[n] = '\0';
-	if (c_locale == (locale_t)0)
-		c_locale = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
 	if (c_locale == (locale_t)0)
 		return -1;
 	errno = 0;

@@ -15,30 +15,6 @@ static mate_call level1_call = { .level = 1 };
 
 static void ready(mate_call *c, int event);
 
-static pthread_once_t locale_once = PTHREAD_ONCE_INIT;
-static locale_t c_locale;
-
-static void
-make_locale(void)
-{
-	c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-}
-
-/* Python-compatible text needs the C locale whatever the host set. */
-static locale_t
-enter_c_locale(void)
-{
-	pthread_once(&locale_once, make_locale);
-	return c_locale != (locale_t)0 ? uselocale(c_locale) : (locale_t)0;
-}
-
-static void
-leave_locale(locale_t old)
-{
-	if (old != (locale_t)0)
-		uselocale(old);
-}
-
 static void
 nomem(void)
 {
@@ -229,9 +205,9 @@ void
 mate_call_float(mate_call *c, int flags, const char *name, double v)
 {
 	if (PROF(c)) {
-		locale_t old = enter_c_locale();  /* JSON numbers */
+		locale_t old = mate_locale_enter(MATE_LOCALE_C);  /* JSON numbers */
 		mate_rec_profile_float(c, flags, name, v);
-		leave_locale(old);
+		mate_locale_leave(old);
 	}
 	if (!SKIP(c))
 		add_arg(c, flags, name, mate_value_float(v));
@@ -286,9 +262,9 @@ void
 mate_call_value(mate_call *c, int flags, const char *name, mate_value *v)
 {
 	if (PROF(c)) {
-		locale_t old = enter_c_locale();
+		locale_t old = mate_locale_enter(MATE_LOCALE_C);
 		mate_rec_profile_value(c, flags, name, v);
-		leave_locale(old);
+		mate_locale_leave(old);
 	}
 	if (SKIP(c)) {
 		mate_value_free(v);
@@ -584,7 +560,7 @@ ready(mate_call *c, int event)
 	}
 	c->state = CALL_READY;
 	t = c->profile ? mate_mono_ns() : 0;
-	old = enter_c_locale();
+	old = mate_locale_enter(MATE_LOCALE_C);
 	mate_buf_init(&log);
 	collect_inputs(c);
 	if (c->level >= 5)
@@ -598,7 +574,7 @@ ready(mate_call *c, int event)
 		nomem();
 	mate_buf_free(&log);
 	release_tensors(c);
-	leave_locale(old);
+	mate_locale_leave(old);
 	if (c->profile)
 		c->t0 += mate_mono_ns() - t;  /* the profile times the API, not the recording */
 	if (event && MATE_EV_ON())
@@ -646,7 +622,7 @@ finishing(mate_call *c, int ok, const char *error, locale_t *old)
 	if (SKIP(c))
 		return 0;
 	mate_call_ready(c);
-	*old = enter_c_locale();
+	*old = mate_locale_enter(MATE_LOCALE_C);
 	return 1;
 }
 
@@ -670,7 +646,7 @@ mate_call_end(mate_call *c)
 	else
 		nomem();
 	mate_buf_free(&log);
-	leave_locale(old);
+	mate_locale_leave(old);
 	free_call(c);
 }
 
@@ -683,6 +659,6 @@ mate_call_fail(mate_call *c, const char *error)
 		return;
 	if (c->level >= 10)
 		mate_rec_dump_failed(c, error != NULL ? error : "");
-	leave_locale(old);
+	mate_locale_leave(old);
 	free_call(c);
 }

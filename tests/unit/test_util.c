@@ -1,4 +1,4 @@
-/* test_util.c: the utility layer (lib/core/util.h): one name filter for the recorder and mate-replay, one JSON string writer in each writer's spelling, the text buffer. */
+/* test_util.c: the utility layer (lib/core/util.h): one name filter for the recorder and mate-replay, one JSON string writer in each writer's spelling, the text buffer, locales. */
 #include "config.h"
 #include "util.h"
 #include "test.h"
@@ -120,6 +120,26 @@ DEFINE_TEST(buf)
 	CHECK_EQ_INT(strlen(mate_buf_str(&b)), b.len);
 	mate_buf_free(&b);
 	CHECK(b.p == NULL && b.len == 0);
+}
+
+/* ---- thread locales ------------------------------------------------------------------- */
+
+DEFINE_TEST(locale)
+{
+	locale_t old;
+	char tmp[16];
+
+	CHECK(mate_locale(MATE_LOCALE_C) != (locale_t)0);
+	CHECK(mate_locale(MATE_LOCALE_C) == mate_locale(MATE_LOCALE_C));
+	old = mate_locale_enter(MATE_LOCALE_C);
+	CHECK(old != (locale_t)0);
+	snprintf(tmp, sizeof(tmp), "%.1f", 1.5);
+	CHECK_STR(tmp, "1.5");
+	CHECK(uselocale((locale_t)0) == mate_locale(MATE_LOCALE_C));
+	mate_locale_leave(old);
+	CHECK(uselocale((locale_t)0) == old);
+	mate_locale_leave((locale_t)0);  /* nothing to go back to: nothing changes */
+	CHECK(uselocale((locale_t)0) == old);
 }
 
 TEST_MAIN()
