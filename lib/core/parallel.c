@@ -20,16 +20,9 @@ struct job {
 static int
 env_threads(void)
 {
-	const char *s = getenv("MATE_NUM_THREADS");
-	char *end;
 	long v;
 
-	if (s == NULL || *s == '\0')
-		return 0;
-	v = strtol(s, &end, 10);
-	if (*end != '\0' || v < 1 || v > MAX_THREADS)
-		return 0;
-	return (int)v;
+	return mate_env_long("MATE_NUM_THREADS", 1, MAX_THREADS, &v) > 0 ? (int)v : 0;
 }
 
 int

@@ -1,4 +1,4 @@
-/* util.h: the utility layer shared inside mate (the clock, hashes, arrays, warnings, growable text, JSON strings, name patterns, locales); never installed. */
+/* util.h: the utility layer shared inside mate (the clock, hashes, arrays, warnings, growable text, JSON strings, name patterns, settings, locales); never installed. */
 #ifndef MATE_UTIL_H_INCLUDED
 #define MATE_UTIL_H_INCLUDED
 
@@ -155,6 +155,13 @@ void mate_patterns_free(struct mate_patterns *ps) MATE_HIDDEN;
  * matches. */
 int mate_patterns_select(const struct mate_patterns *include, const struct mate_patterns *exclude,
     const char *name) MATE_HIDDEN;
+
+/* ---- settings from the environment (util_env.c) --------------------------------- */
+
+/* 1, *v set, when the variable name holds a decimal integer (strtol(3),
+ * nothing after it) in [lo, hi]; 0 when it is unset or empty; -1 when it
+ * holds anything else (*v undefined). */
+int mate_env_long(const char *name, long lo, long hi, long *v) MATE_HIDDEN;
 
 /* ---- thread locales (util_locale.c) -------------------------------------------- */
 

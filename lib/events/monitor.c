@@ -143,19 +143,13 @@ mate_mon_parse_spec(const char *spec, char *tcp, size_t cap)
 static int
 hwm_setting(void)
 {
-	const char *s = getenv("MATE_MONITOR_HWM");
-	char *end;
 	long v;
+	int rc = mate_env_long("MATE_MONITOR_HWM", 1, 10000000, &v);
 
-	if (s == NULL || *s == '\0')
-		return MON_HWM_DEFAULT;
-	v = strtol(s, &end, 10);
-	if (*end != '\0' || v < 1 || v > 10000000) {
-		mate_warn("monitor: bad MATE_MONITOR_HWM value '%s' (want 1..10000000); using %d", s,
-		    MON_HWM_DEFAULT);
-		return MON_HWM_DEFAULT;
-	}
-	return (int)v;
+	if (rc < 0)
+		mate_warn("monitor: bad MATE_MONITOR_HWM value '%s' (want 1..10000000); using %d",
+		    getenv("MATE_MONITOR_HWM"), MON_HWM_DEFAULT);
+	return rc > 0 ? (int)v : MON_HWM_DEFAULT;
 }
 
 /* MATE_MONITOR_CURVE_SECRET_KEY: makes the endpoints bound from now on

@@ -1,4 +1,4 @@
-/* test_util.c: the utility layer (lib/core/util.h): one name filter for the recorder and mate-replay, one JSON string writer in each writer's spelling, the text buffer, locales. */
+/* test_util.c: the utility layer (lib/core/util.h): one name filter for the recorder and mate-replay, one JSON string writer in each writer's spelling, the text buffer, settings, locales. */
 #include "config.h"
 #include "util.h"
 #include "test.h"
@@ -120,6 +120,28 @@ DEFINE_TEST(buf)
 	CHECK_EQ_INT(strlen(mate_buf_str(&b)), b.len);
 	mate_buf_free(&b);
 	CHECK(b.p == NULL && b.len == 0);
+}
+
+/* ---- settings from the environment ---------------------------------------------------- */
+
+DEFINE_TEST(env_long)
+{
+	long v = 0;
+
+	unsetenv("MATE_TEST_ENV_LONG");
+	CHECK_EQ_INT(mate_env_long("MATE_TEST_ENV_LONG", 1, 10, &v), 0);
+	setenv("MATE_TEST_ENV_LONG", "", 1);
+	CHECK_EQ_INT(mate_env_long("MATE_TEST_ENV_LONG", 1, 10, &v), 0);
+	setenv("MATE_TEST_ENV_LONG", "7", 1);
+	CHECK_EQ_INT(mate_env_long("MATE_TEST_ENV_LONG", 1, 10, &v), 1);
+	CHECK_EQ_INT(v, 7);
+	setenv("MATE_TEST_ENV_LONG", "11", 1);
+	CHECK_EQ_INT(mate_env_long("MATE_TEST_ENV_LONG", 1, 10, &v), -1);
+	setenv("MATE_TEST_ENV_LONG", "3x", 1);
+	CHECK_EQ_INT(mate_env_long("MATE_TEST_ENV_LONG", 1, 10, &v), -1);
+	setenv("MATE_TEST_ENV_LONG", "99999999999999999999", 1);
+	CHECK_EQ_INT(mate_env_long("MATE_TEST_ENV_LONG", 1, 10, &v), -1);
+	unsetenv("MATE_TEST_ENV_LONG");
 }
 
 /* ---- thread locales ------------------------------------------------------------------- */
