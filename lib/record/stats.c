@@ -282,44 +282,37 @@ mate_rec_stats(const mate_tensor *t, struct rec_stats *s)
 	s->mean = (float)(a.sum / (double)a.n);
 }
 
+/* Starts the indented line "KEY=". */
+static void
+stat_key(struct mate_buf *b, int indent, const char *key)
+{
+	mate_buf_spaces(b, indent);
+	mate_buf_puts(b, key);
+}
+
 void
 mate_rec_fmt_stats(struct mate_buf *b, const struct rec_stats *s, int indent)
 {
 	if (s->kind == 0)
 		return;
-	mate_buf_spaces(b, indent);
-	if (s->kind == 1) {
-		mate_buf_puts(b, "min=");
-		mate_buf_fixed(b, s->min, 6);
+	for (int i = 0; i < 2; i++) {
+		stat_key(b, indent, i == 0 ? "min=" : "max=");
+		if (s->kind == 1)
+			mate_buf_fixed(b, i == 0 ? s->min : s->max, 6);
+		else if (s->kind == 2)
+			mate_buf_int(b, i == 0 ? s->imin : s->imax);
+		else
+			mate_buf_uint(b, i == 0 ? s->umin : s->umax);
 		mate_buf_putc(b, '\n');
-		mate_buf_spaces(b, indent);
-		mate_buf_puts(b, "max=");
-		mate_buf_fixed(b, s->max, 6);
-	} else if (s->kind == 2) {
-		mate_buf_puts(b, "min=");
-		mate_buf_int(b, s->imin);
-		mate_buf_putc(b, '\n');
-		mate_buf_spaces(b, indent);
-		mate_buf_puts(b, "max=");
-		mate_buf_int(b, s->imax);
-	} else {
-		mate_buf_printf(b, "min=%llu\n", (unsigned long long)s->umin);
-		mate_buf_spaces(b, indent);
-		mate_buf_printf(b, "max=%llu", (unsigned long long)s->umax);
 	}
-	mate_buf_putc(b, '\n');
-	mate_buf_spaces(b, indent);
-	mate_buf_puts(b, "mean=");
+	stat_key(b, indent, "mean=");
 	mate_buf_fixed(b, s->mean, 6);
 	mate_buf_putc(b, '\n');
 	if (s->kind != 1)
 		return;
-	mate_buf_spaces(b, indent);
-	mate_buf_puts(b, "nan_count=");
-	mate_buf_int(b, s->nan_count);
-	mate_buf_putc(b, '\n');
-	mate_buf_spaces(b, indent);
-	mate_buf_puts(b, "inf_count=");
-	mate_buf_int(b, s->inf_count);
-	mate_buf_putc(b, '\n');
+	for (int i = 0; i < 2; i++) {
+		stat_key(b, indent, i == 0 ? "nan_count=" : "inf_count=");
+		mate_buf_int(b, i == 0 ? s->nan_count : s->inf_count);
+		mate_buf_putc(b, '\n');
+	}
 }
