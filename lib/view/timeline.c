@@ -959,38 +959,26 @@ work_recv(mate_timeline *tl, const mate_event *ev, mate_error *err)
 
 /* ---- Other events ------------------------------------------------------------------ */
 
+static const struct {
+	const char *name;
+	int type;
+} ev_types[] = {
+	{ "RECV", EV_RECV },
+	{ "SEND", EV_SEND },
+	{ "WORKER_SEND", EV_WSEND },
+	{ "WORKER_RECV", EV_WRECV },
+	{ "MODIFIER_INJECT", EV_INJECT },
+	{ "CONNECT", EV_CONNECT },
+	{ "DISCONNECT", EV_CONNECT },
+	{ "ERROR", EV_ERROR },
+};
+
 static int
 ev_type(const char *e)
 {
-	switch (e[0]) {
-	case 'R':
-		if (strcmp(e, "RECV") == 0)
-			return EV_RECV;
-		break;
-	case 'S':
-		if (strcmp(e, "SEND") == 0)
-			return EV_SEND;
-		break;
-	case 'W':
-		if (strcmp(e, "WORKER_SEND") == 0)
-			return EV_WSEND;
-		if (strcmp(e, "WORKER_RECV") == 0)
-			return EV_WRECV;
-		break;
-	case 'M':
-		if (strcmp(e, "MODIFIER_INJECT") == 0)
-			return EV_INJECT;
-		break;
-	case 'C':
-	case 'D':
-		if (strcmp(e, "CONNECT") == 0 || strcmp(e, "DISCONNECT") == 0)
-			return EV_CONNECT;
-		break;
-	case 'E':
-		if (strcmp(e, "ERROR") == 0)
-			return EV_ERROR;
-		break;
-	}
+	for (size_t i = 0; i < sizeof(ev_types) / sizeof(ev_types[0]); i++)
+		if (e[0] == ev_types[i].name[0] && strcmp(e, ev_types[i].name) == 0)
+			return ev_types[i].type;
 	return EV_OTHER;
 }
 
