@@ -1,4 +1,4 @@
-/* bench_util.h: what mate's C benchmarks share beyond util.h's clock (mate_mono_seconds()): the thread's CPU time and the median of their runs. */
+/* bench_util.h: what mate's C benchmarks share beyond util.h's clocks: the thread's CPU time and the median of their runs. */
 #ifndef MATE_BENCH_UTIL_H_INCLUDED
 #define MATE_BENCH_UTIL_H_INCLUDED
 
@@ -12,10 +12,7 @@
 static inline double
 bench_thread_cpu(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return mate_clock_seconds(CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* qsort()'s ascending order of doubles. */

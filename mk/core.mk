@@ -12,7 +12,7 @@ libmate_impl_la_SOURCES += lib/core/mate_private.h lib/core/error.c lib/core/log
 	lib/core/tensor.c lib/core/value.c lib/core/memcap.c lib/core/backend.h \
 	lib/core/backend.c lib/core/parallel.h lib/core/parallel.c
 
-## The utility layer (lib/core/util.h): the clock, warnings, the text buffer, JSON strings,
+## The utility layer (lib/core/util.h): clocks, warnings, the text buffer, JSON strings,
 ## function-name patterns, settings, locales. util_warn.c, util_json.c
 ## and util_match.c need only libc: the preload library, libmate_view and the
 ## tools that use them build them in (their symbols are hidden in libmate.so).

@@ -1,4 +1,4 @@
-/* util.h: the utility layer shared inside mate (the clock, hashes, arrays, warnings, growable text, JSON strings, name patterns, settings, locales); never installed. */
+/* util.h: the utility layer shared inside mate (clocks, hashes, arrays, warnings, growable text, JSON strings, name patterns, settings, locales); never installed. */
 #ifndef MATE_UTIL_H_INCLUDED
 #define MATE_UTIL_H_INCLUDED
 
@@ -20,26 +20,39 @@
 #endif
 #endif
 
-/* ---- the monotonic clock ------------------------------------------------------ */
+/* ---- clocks ------------------------------------------------------------------- */
 
-/* CLOCK_MONOTONIC in nanoseconds and in seconds (inline: the recorder
- * reads it on every call). */
+/* A clock (CLOCK_MONOTONIC, CLOCK_REALTIME, CLOCK_THREAD_CPUTIME_ID, ...) in
+ * nanoseconds and in seconds (inline: the recorder reads it on every call). */
 static inline uint64_t
-mate_mono_ns(void)
+mate_clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline double
+mate_clock_seconds(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The monotonic clock, which times everything mate measures. */
+static inline uint64_t
+mate_mono_ns(void)
+{
+	return mate_clock_ns(CLOCK_MONOTONIC);
 }
 
 static inline double
 mate_mono_seconds(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return mate_clock_seconds(CLOCK_MONOTONIC);
 }
 
 /* ---- FNV-1a hashes -------------------------------------------------------------- */

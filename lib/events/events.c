@@ -719,15 +719,6 @@ drain(size_t max)
 	return n;
 }
 
-static uint64_t
-thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Drains the queue within the thread's CPU budget (MATE_MONITOR_CPU). The
  * budget holds for the stream alone: an instruction log must be complete,
@@ -764,7 +755,7 @@ drain_budgeted(int stopping, int *rest_ms)
 		S.resting = 0;
 		k = drain(DRAIN_CHUNK);
 		n += k;
-		cpu = thread_cpu_ns();
+		cpu = mate_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 		S.budget_ns -= (int64_t)(cpu - S.budget_cpu);
 		S.budget_cpu = cpu;
 	} while (k == DRAIN_CHUNK);
@@ -820,7 +811,7 @@ events_thread(void *arg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	pthread_setname_np(pthread_self(), "mate-events");
 	S.budget_wall = mate_mono_ns();
-	S.budget_cpu = thread_cpu_ns();
+	S.budget_cpu = mate_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	S.budget_ns = BUDGET_BURST_NS;
 	S.resting = 0;
 	for (;;) {

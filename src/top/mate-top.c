@@ -104,10 +104,7 @@ parse_options(int argc, char **argv, struct options *o)
 static double
 real_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+	return mate_clock_seconds(CLOCK_REALTIME);
 }
 
 /* "123B", "4.5KB", "6.78MB", "1.2GB" */
