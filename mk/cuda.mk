@@ -26,13 +26,13 @@ mate_cuda_la_LDFLAGS = -module -avoid-version -shared \
 # cuBLASLt for the fp8 GEMMs; nvcc's stubs for template kernels use the C++
 # ABI (static guards)
 mate_cuda_la_LIBADD = $(CUDA_LIBS) -lcublasLt -lstdc++
-check_PROGRAMS += tests/test_kernels_cuda tests/test_cuda_module
+check_PROGRAMS += tests/test_cuda_module
+C_TESTS += tests/test_kernels_cuda
 ## a module from another mate version or ABI, which libmate refuses
 check_LTLIBRARIES += tests/cuda-module-other.la
 tests_cuda_module_other_la_SOURCES = tests/fakes/cuda_module_other.c
 tests_cuda_module_other_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_LDFLAGS)
 tests_test_cuda_module_SOURCES = tests/unit/test_cuda_module.c
-TESTS += tests/test_kernels_cuda
 tests_test_kernels_cuda_SOURCES = tests/unit/test_kernels_cuda.c
 tests_test_kernels_cuda_CFLAGS = $(AM_CFLAGS) $(CUDA_CFLAGS)
 tests_test_kernels_cuda_LDADD = libmate_impl.la $(CUDA_LIBS)
