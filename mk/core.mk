@@ -18,7 +18,7 @@ libmate_impl_la_SOURCES += lib/core/mate_private.h lib/core/error.c lib/core/log
 ## tools that use them build them in (their symbols are hidden in libmate.so).
 libmate_impl_la_SOURCES += lib/core/util.h lib/core/util_warn.c lib/core/util_buf.c \
 	lib/core/util_json.c lib/core/util_match.c lib/core/util_array.c lib/core/util_env.c \
-	lib/core/util_locale.c
+	lib/core/util_locale.c lib/core/util_map.h
 ## test_util: the utility layer, built in as the tools build it.
 C_TESTS += tests/test_util
 tests_test_util_SOURCES = tests/unit/test_util.c lib/core/util_buf.c lib/core/util_json.c lib/core/util_match.c \

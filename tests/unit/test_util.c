@@ -1,6 +1,7 @@
-/* test_util.c: the utility layer (lib/core/util.h): one name filter for the recorder and mate-replay, one JSON string writer in each writer's spelling, the text buffer, settings, locales. */
+/* test_util.c: the utility layer (lib/core/util.h): one name filter for the recorder and mate-replay, one JSON string writer in each writer's spelling, the text buffer, settings, locales, the hash map. */
 #include "config.h"
 #include "util.h"
+#include "util_map.h"
 #include "test.h"
 
 /* ---- name patterns ----------------------------------------------------------- */
@@ -142,6 +143,138 @@ DEFINE_TEST(env_long)
 	setenv("MATE_TEST_ENV_LONG", "99999999999999999999", 1);
 	CHECK_EQ_INT(mate_env_long("MATE_TEST_ENV_LONG", 1, 10, &v), -1);
 	unsetenv("MATE_TEST_ENV_LONG");
+}
+
+/* ---- the hash map ---------------------------------------------------------------------- */
+
+/* n keys other than 0 sharing the home slot of `first` in a table of cap slots. */
+static void
+same_home(uint64_t *k, int n, uint64_t first, size_t cap)
+{
+	size_t home = mate_map_home(first, cap);
+
+	k[0] = first;
+	for (uint64_t c = first + 1; n > 1; c++)
+		if (mate_map_home(c, cap) == home)
+			k[--n] = c;
+}
+
+DEFINE_TEST(map_basic)
+{
+	struct mate_map m = { 0 };
+	uint64_t *v, val = 7;
+	int found = -1;
+
+	CHECK(mate_map_get(&m, 5) == NULL);
+	CHECK(mate_map_get(&m, 0) == NULL);
+	CHECK_EQ_INT(mate_map_take(&m, 5, &val), 0);
+	CHECK_EQ_INT(mate_map_take(&m, 0, &val), 0);
+	CHECK((v = mate_map_put(&m, 5, &found)) != NULL && found == 0 && *v == 0);
+	*v = 50;
+	CHECK((v = mate_map_put(&m, 5, &found)) != NULL && found == 1 && *v == 50);
+	*v = 51;                                  /* replace */
+	CHECK((v = mate_map_get(&m, 5)) != NULL && *v == 51);
+	/* 0 and UINT64_MAX are keys like any other */
+	CHECK((v = mate_map_put(&m, 0, &found)) != NULL && found == 0 && *v == 0);
+	*v = 100;
+	CHECK((v = mate_map_put(&m, UINT64_MAX, &found)) != NULL && found == 0);
+	*v = UINT64_MAX;
+	CHECK_EQ_INT(mate_map_count(&m), 3);
+	CHECK((v = mate_map_get(&m, 0)) != NULL && *v == 100);
+	CHECK((v = mate_map_get(&m, UINT64_MAX)) != NULL && *v == UINT64_MAX);
+	CHECK_EQ_INT(mate_map_take(&m, 0, &val), 1);
+	CHECK(val == 100 && mate_map_get(&m, 0) == NULL);
+	CHECK_EQ_INT(mate_map_take(&m, 5, &val), 1);
+	CHECK(val == 51 && mate_map_get(&m, 5) == NULL);
+	CHECK_EQ_INT(mate_map_take(&m, 5, &val), 0);
+	CHECK_EQ_INT(mate_map_count(&m), 1);
+	mate_map_free(&m);
+	CHECK(m.keys == NULL && m.cap == 0 && mate_map_count(&m) == 0);
+}
+
+/* Deleting from the middle of a probe chain, also one that wraps past the last slot. */
+DEFINE_TEST(map_chain_delete)
+{
+	struct mate_map m = { 0 };
+	uint64_t k[4], val = 0;
+	int found;
+
+	for (int wrap = 0; wrap < 2; wrap++) {
+		uint64_t first = 1;
+		while (wrap && mate_map_home(first, MATE_MAP_FIRST) != MATE_MAP_FIRST - 2)
+			first++;
+		same_home(k, 4, first, MATE_MAP_FIRST);
+		for (int i = 0; i < 4; i++)
+			*mate_map_put(&m, k[i], &found) = k[i] * 3;
+		CHECK_EQ_INT(m.cap, MATE_MAP_FIRST);
+		for (int gone = 0; gone < 4; gone++) {
+			CHECK_EQ_INT(mate_map_take(&m, k[gone], &val), 1);
+			CHECK(val == k[gone] * 3);
+			for (int i = 0; i < 4; i++) {
+				uint64_t *v = mate_map_get(&m, k[i]);
+				CHECK(i <= gone ? v == NULL : v != NULL && *v == k[i] * 3);
+			}
+		}
+		CHECK_EQ_INT(mate_map_count(&m), 0);
+		mate_map_free(&m);
+	}
+}
+
+/* A pseudo-random run of puts and takes over a small set of keys (probe
+ * chains form, the table grows), checked against a plain array. */
+DEFINE_TEST(map_random)
+{
+	enum { NKEYS = 3000, STEPS = 200000 };
+	static uint64_t key[NKEYS], ref[NKEYS];
+	static unsigned char in[NKEYS];
+	struct mate_map m = { 0 };
+	uint64_t s = 88172645463325252u, val, k, v;
+	size_t count = 0, seen = 0, pos = 0;
+	int found, bad = 0;
+
+	for (int i = 0; i < NKEYS; i++)          /* 0, pointers, and the top of the range */
+		key[i] = i == 0 ? 0 : i % 3 == 0 ? UINT64_MAX - (uint64_t)i : (uint64_t)i * 256;
+	for (int step = 0; step < STEPS && !bad; step++) {
+		int i, op;
+		uint64_t *p;
+		s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+		/* the first half fills (inserts twice as likely), the second drains */
+		i = (int)((s >> 8) % NKEYS);
+		op = (int)(s % 3) + (step < STEPS / 2 ? 0 : 1);
+		if (op <= 1) {
+			p = mate_map_put(&m, key[i], &found);
+			bad |= p == NULL || found != in[i] || (found && *p != ref[i]);
+			if (p != NULL)
+				*p = ref[i] = s;
+			count += !in[i];
+			in[i] = 1;
+		} else {
+			int took = mate_map_take(&m, key[i], &val);
+			bad |= took != in[i] || (took && val != ref[i]);
+			count -= in[i];
+			in[i] = 0;
+		}
+		if (step % 1000 == 0)
+			for (int j = 0; j < NKEYS; j++) {
+				p = mate_map_get(&m, key[j]);
+				bad |= in[j] ? p == NULL || *p != ref[j] : p != NULL;
+			}
+		bad |= mate_map_count(&m) != count;
+		if (bad)
+			fprintf(stderr, "map_random: wrong at step %d (key %#llx)\n", step,
+			    (unsigned long long)key[i]);
+	}
+	CHECK(!bad);
+	CHECK(m.cap >= 1024 && (m.cap & (m.cap - 1)) == 0);   /* it grew, by doubling */
+	while (mate_map_next(&m, &pos, &k, &v)) {
+		int j = 0;
+		while (j < NKEYS - 1 && key[j] != k)
+			j++;
+		CHECK(key[j] == k && in[j] && ref[j] == v);
+		seen++;
+	}
+	CHECK_EQ_INT(seen, count);
+	mate_map_free(&m);
 }
 
 /* ---- thread locales ------------------------------------------------------------------- */
