@@ -3,6 +3,7 @@
 #include "logfile.h"
 #include "mate_record.h"
 #include "events_private.h"
+#include "util_map.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,12 +32,6 @@ struct prof_entry {
 	int64_t peak;
 };
 
-/* Live allocations: open addressing, linear probing, key 0 empty. */
-struct live_map {
-	uint64_t *keys, *sizes;
-	size_t cap, n;
-};
-
 struct mate_memlog {
 	pthread_mutex_t lock;
 	char *tmpl;                    /* CSV path template, or NULL */
@@ -44,7 +39,7 @@ struct mate_memlog {
 	int stopped;                   /* the CSV failed: no more rows */
 	int format;                    /* enum mate_memlog_format */
 	char error[300];
-	struct live_map live;
+	struct mate_map live;          /* pointer -> size of live allocations */
 	struct mate_memlog_stats st;
 	int tracking_lost;             /* out of memory: live map incomplete */
 	struct prof_entry *buckets[PROF_BUCKETS];
@@ -69,100 +64,6 @@ static __thread struct {
 	 * a block pushed again (the interposer's calls) costs no formatting or lock */
 	struct prof_entry *cache[NAME_CACHE];
 } tls_blocks;
-
-/* ---- live map ---------------------------------------------------------------------------- */
-
-static size_t
-slot_of(uint64_t key, size_t cap)
-{
-	key ^= key >> 33;
-	key *= UINT64_C(0xff51afd7ed558ccd);
-	key ^= key >> 33;
-	return (size_t)key & (cap - 1);
-}
-
-static int
-live_grow(struct live_map *m)
-{
-	size_t cap = m->cap ? m->cap * 2 : 1024;
-	uint64_t *k = calloc(cap, sizeof(*k)), *s = calloc(cap, sizeof(*s));
-
-	if (k == NULL || s == NULL) {
-		free(k);
-		free(s);
-		return -1;
-	}
-	for (size_t i = 0; i < m->cap; i++) {
-		size_t j;
-		if (m->keys[i] == 0)
-			continue;
-		for (j = slot_of(m->keys[i], cap); k[j] != 0; j = (j + 1) & (cap - 1))
-			;
-		k[j] = m->keys[i];
-		s[j] = m->sizes[i];
-	}
-	free(m->keys);
-	free(m->sizes);
-	m->keys = k;
-	m->sizes = s;
-	m->cap = cap;
-	return 0;
-}
-
-/* Inserts or replaces key. -1 without memory. */
-static int
-live_put(struct live_map *m, uint64_t key, uint64_t size)
-{
-	size_t j;
-
-	if ((m->n + 1) * 2 > m->cap && live_grow(m) != 0)
-		return -1;
-	for (j = slot_of(key, m->cap); m->keys[j] != 0; j = (j + 1) & (m->cap - 1)) {
-		if (m->keys[j] == key) {
-			m->sizes[j] = size;
-			return 0;
-		}
-	}
-	m->keys[j] = key;
-	m->sizes[j] = size;
-	m->n++;
-	return 0;
-}
-
-/* Removes key; returns its size or -1. Backward-shift deletion. */
-static int64_t
-live_take(struct live_map *m, uint64_t key)
-{
-	size_t j, mask = m->cap - 1;
-	uint64_t size;
-
-	if (m->cap == 0)
-		return -1;
-	for (j = slot_of(key, m->cap); m->keys[j] != key; j = (j + 1) & mask)
-		if (m->keys[j] == 0)
-			return -1;
-	size = m->sizes[j];
-	for (size_t i = (j + 1) & mask; m->keys[i] != 0; i = (i + 1) & mask) {
-		size_t home = slot_of(m->keys[i], m->cap);
-		/* move i into the hole at j when its home is not in (j, i] */
-		if ((i > j && (home <= j || home > i)) || (i < j && home <= j && home > i)) {
-			m->keys[j] = m->keys[i];
-			m->sizes[j] = m->sizes[i];
-			j = i;
-		}
-	}
-	m->keys[j] = 0;
-	m->n--;
-	return (int64_t)(size > INT64_MAX ? INT64_MAX : size);
-}
-
-static void
-live_clear(struct live_map *m)
-{
-	free(m->keys);
-	free(m->sizes);
-	memset(m, 0, sizeof(*m));
-}
 
 /* ---- CSV ----------------------------------------------------------------------------------- */
 
@@ -371,7 +272,7 @@ mate_memlog_free(mate_memlog *m)
 		return;
 	if (m->fd >= 0)
 		close(m->fd);
-	live_clear(&m->live);
+	mate_map_free(&m->live);
 	prof_clear(m);
 	free(m->tmpl);
 	pthread_mutex_destroy(&m->lock);
@@ -428,12 +329,16 @@ void
 mate_memlog_allocate(mate_memlog *m, uint64_t ptr, uint64_t size, uint64_t stream)
 {
 	struct mate_memlog_stats *s;
+	uint64_t *live;
+	int found;
 
 	if (m == NULL || ptr == 0)
 		return;
 	pthread_mutex_lock(&m->lock);
 	s = &m->st;
-	if (live_put(&m->live, ptr, size) != 0)
+	if ((live = mate_map_put(&m->live, ptr, &found)) != NULL)
+		*live = size;
+	else
 		m->tracking_lost = 1;
 	s->current_bytes += size;
 	s->current_count++;
@@ -455,12 +360,14 @@ mate_memlog_allocate(mate_memlog *m, uint64_t ptr, uint64_t size, uint64_t strea
 int64_t
 mate_memlog_deallocate(mate_memlog *m, uint64_t ptr, uint64_t stream)
 {
-	int64_t size;
+	int64_t size = -1;
+	uint64_t taken;
 
 	if (m == NULL || ptr == 0)
 		return -1;
 	pthread_mutex_lock(&m->lock);
-	size = live_take(&m->live, ptr);
+	if (mate_map_take(&m->live, ptr, &taken))
+		size = taken > INT64_MAX ? INT64_MAX : (int64_t)taken;
 	if (size >= 0) {
 		m->st.current_bytes -= (uint64_t)size;
 		m->st.current_count--;
@@ -767,7 +674,7 @@ mate_memlog_fork_child(mate_memlog *m, const char *path)
 			m->tmpl = t;
 		}
 	}
-	live_clear(&m->live);
+	mate_map_free(&m->live);
 	memset(&m->st, 0, sizeof(m->st));
 	prof_clear(m);
 	m->gen++;
