@@ -1,6 +1,7 @@
 /* memlog_read.c: reads memory event CSVs written by mate or by RMM's logging_resource_adaptor, with bounded lines, fields and growth. */
 #include "mate_private.h"
 #include "mate_record.h"
+#include "util_map.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -20,10 +21,7 @@ struct mate_memlog_trace {
 	size_t n, cap;
 	uint64_t *tids;            /* thread index -> logged id */
 	size_t ntids, cap_tids;
-	/* thread id -> index + 1, open addressing */
-	uint64_t *tkeys;
-	uint32_t *tvals;
-	size_t tcap;
+	struct mate_map tindex;    /* logged id -> thread index */
 };
 
 /* Parser state: the column of each field, and where errors point. */
@@ -163,54 +161,23 @@ parse_action(const char *s, size_t len)
 
 /* ---- trace ------------------------------------------------------------------------------------- */
 
-static size_t
-tslot(uint64_t key, size_t cap)
-{
-	key ^= key >> 31;
-	key *= UINT64_C(0x9e3779b97f4a7c15);
-	return (size_t)(key >> 20) & (cap - 1);
-}
-
-/* The index of logged thread id, added on first sight. -1 past the limit or without memory. */
+/* The index of logged thread id, added on first sight. -1 without memory, -2 past the limit. */
 static int64_t
 thread_index(mate_memlog_trace *t, uint64_t id)
 {
-	size_t j;
+	uint64_t *v = mate_map_get(&t->tindex, id);
+	int found;
 
-	if (t->tcap == 0 || (t->ntids + 1) * 2 > t->tcap) {
-		size_t cap = t->tcap ? t->tcap * 2 : 64;
-		uint64_t *k = calloc(cap, sizeof(*k));
-		uint32_t *v = calloc(cap, sizeof(*v));
-		if (k == NULL || v == NULL) {
-			free(k);
-			free(v);
-			return -1;
-		}
-		for (size_t i = 0; i < t->tcap; i++) {
-			if (t->tvals[i] == 0)
-				continue;
-			for (j = tslot(t->tkeys[i], cap); v[j] != 0; j = (j + 1) & (cap - 1))
-				;
-			k[j] = t->tkeys[i];
-			v[j] = t->tvals[i];
-		}
-		free(t->tkeys);
-		free(t->tvals);
-		t->tkeys = k;
-		t->tvals = v;
-		t->tcap = cap;
-	}
-	for (j = tslot(id, t->tcap); t->tvals[j] != 0; j = (j + 1) & (t->tcap - 1))
-		if (t->tkeys[j] == id)
-			return t->tvals[j] - 1;
+	if (v != NULL)
+		return (int64_t)*v;
 	if (t->ntids == MAX_THREADS)
 		return -2;
-	if (mate_array_grow(&t->tids, t->ntids, &t->cap_tids, sizeof(*t->tids), 16) != 0)
+	if (mate_array_grow(&t->tids, t->ntids, &t->cap_tids, sizeof(*t->tids), 16) != 0 ||
+	    (v = mate_map_put(&t->tindex, id, &found)) == NULL)
 		return -1;
 	t->tids[t->ntids] = id;
-	t->tkeys[j] = id;
-	t->tvals[j] = (uint32_t)++t->ntids;
-	return (int64_t)t->ntids - 1;
+	*v = t->ntids++;
+	return (int64_t)*v;
 }
 
 static int
@@ -465,8 +432,7 @@ mate_memlog_trace_free(mate_memlog_trace *t)
 		return;
 	free(t->ev);
 	free(t->tids);
-	free(t->tkeys);
-	free(t->tvals);
+	mate_map_free(&t->tindex);
 	free(t);
 }
 
