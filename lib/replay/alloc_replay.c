@@ -1,5 +1,6 @@
 /* alloc_replay.c: replays a memory event trace against an allocator (malloc, a size-class pool, CUDA), RMM REPLAY_BENCH style, thread by logged thread. */
 #include "alloc_replay_private.h"
+#include "util_map.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -37,87 +38,6 @@ host_touch(uint64_t size)
 	return size < 4096 ? ((size + 15) & ~(uint64_t)15) + 16 : 4096;
 }
 
-/* ---- a small map uint64 -> size_t ------------------------------------------------------------ */
-
-struct umap {
-	uint64_t *k;
-	size_t *v;
-	unsigned char *used;
-	size_t cap, n;
-};
-
-static size_t
-uslot(uint64_t key, size_t cap)
-{
-	key ^= key >> 33;
-	key *= UINT64_C(0xc4ceb9fe1a85ec53);
-	key ^= key >> 33;
-	return (size_t)key & (cap - 1);
-}
-
-static int
-umap_grow(struct umap *m)
-{
-	struct umap g = { 0 };
-
-	g.cap = m->cap ? m->cap * 2 : 256;
-	g.k = malloc(g.cap * sizeof(*g.k));
-	g.v = malloc(g.cap * sizeof(*g.v));
-	g.used = calloc(g.cap, 1);
-	if (g.k == NULL || g.v == NULL || g.used == NULL) {
-		free(g.k);
-		free(g.v);
-		free(g.used);
-		return -1;
-	}
-	for (size_t i = 0; i < m->cap; i++) {
-		size_t j;
-		if (!m->used[i])
-			continue;
-		for (j = uslot(m->k[i], g.cap); g.used[j]; j = (j + 1) & (g.cap - 1))
-			;
-		g.used[j] = 1;
-		g.k[j] = m->k[i];
-		g.v[j] = m->v[i];
-	}
-	g.n = m->n;
-	free(m->k);
-	free(m->v);
-	free(m->used);
-	*m = g;
-	return 0;
-}
-
-/* The entry for key: *found says whether it existed; NULL without memory. */
-static size_t *
-umap_at(struct umap *m, uint64_t key, int *found)
-{
-	size_t j;
-
-	if ((m->n + 1) * 2 > m->cap && umap_grow(m) != 0)
-		return NULL;
-	for (j = uslot(key, m->cap); m->used[j]; j = (j + 1) & (m->cap - 1))
-		if (m->k[j] == key) {
-			*found = 1;
-			return &m->v[j];
-		}
-	*found = 0;
-	m->used[j] = 1;
-	m->k[j] = key;
-	m->n++;
-	return &m->v[j];
-}
-
-static void
-umap_free(struct umap *m)
-{
-	free(m->k);
-	free(m->v);
-	free(m->used);
-}
-
-/* Live pointers are kept with slot + 1; 0 marks a freed one (no deletion needed). */
-
 /* ---- checking ------------------------------------------------------------------------------------ */
 
 static void
@@ -138,10 +58,10 @@ nomem(mate_error *err)
 
 /* The stream index of event e, adding the stream on first sight. */
 static int
-stream_of(struct plan *pl, struct umap *sm, uint64_t s, uint32_t *out)
+stream_of(struct plan *pl, struct mate_map *sm, uint64_t s, uint32_t *out)
 {
 	int found;
-	size_t *v = umap_at(sm, s, &found);
+	uint64_t *v = mate_map_put(sm, s, &found);
 
 	if (v == NULL)
 		return -1;
@@ -167,21 +87,22 @@ fail_row(struct mate_alloc_replay_result *res, mate_error *err, const struct mat
 	    "deallocate", e->ptr, e->size, what);
 }
 
-/* One event of the check; live maps pointers to slot + 1 (0: freed). */
+/* One event of the check; live maps pointers to slot + 1, and a freed one to 0
+ * (kept, so that a second free is told from one never allocated). */
 static int
-check_event(struct plan *pl, struct umap *live, size_t i, uint64_t *cur,
+check_event(struct plan *pl, struct mate_map *live, size_t i, uint64_t *cur,
     struct mate_alloc_replay_result *res, mate_error *err)
 {
 	const struct mate_memlog_event *e = &pl->ev[i];
 	int found;
-	size_t *v;
+	uint64_t *v;
 
 	if (e->action == MATE_MEMLOG_FAILURE) {
 		pl->slot[i] = NO_SLOT;
 		res->skipped++;
 		return MATE_OK;
 	}
-	if ((v = umap_at(live, e->ptr, &found)) == NULL)
+	if ((v = mate_map_put(live, e->ptr, &found)) == NULL)
 		return nomem(err);
 	if (e->action == MATE_MEMLOG_ALLOCATE) {
 		if (found && *v != 0)
@@ -217,8 +138,8 @@ static int
 make_plan(const mate_memlog_trace *t, struct plan *pl, struct mate_alloc_replay_result *res,
     mate_error *err)
 {
-	struct umap live = { 0 }, sm = { 0 };
-	uint64_t cur = 0;
+	struct mate_map live = { 0 }, sm = { 0 };
+	uint64_t cur = 0, key, v;
 	int rc = MATE_OK;
 
 	memset(pl, 0, sizeof(*pl));
@@ -236,14 +157,14 @@ make_plan(const mate_memlog_trace *t, struct plan *pl, struct mate_alloc_replay_
 		else
 			rc = check_event(pl, &live, i, &cur, res, err);
 	}
-	for (size_t j = 0; rc == MATE_OK && j < live.cap; j++)
-		if (live.used[j] && live.v[j] != 0) {
+	for (size_t pos = 0; rc == MATE_OK && mate_map_next(&live, &pos, &key, &v);)
+		if (v != 0) {
 			res->leaked_count++;
-			res->leaked_bytes += pl->slot_size[live.v[j] - 1];
+			res->leaked_bytes += pl->slot_size[v - 1];
 		}
 	res->events = pl->n - res->skipped;
-	umap_free(&live);
-	umap_free(&sm);
+	mate_map_free(&live);
+	mate_map_free(&sm);
 	if (rc != MATE_OK)
 		plan_free(pl);
 	return rc;
