@@ -67,7 +67,8 @@ done
 rm -rf _destdir _prefix
 
 step "make distcheck"
-make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS="--without-cuda"
+make -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS="--without-cuda" || {
+	find mate-*/_build -name test-suite.log -exec cat {} + 2>/dev/null; exit 1; }
 cd ..
 
 step "sanitizers (ASan + UBSan, clang)"

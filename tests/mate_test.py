@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 TOP_SRCDIR = os.environ.get("top_srcdir", os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOP_BUILDDIR = os.environ.get("top_builddir", TOP_SRCDIR)
@@ -126,6 +127,21 @@ def _remove_tmpdirs():
     if _failures == 0:
         for d in _tmpdirs:
             shutil.rmtree(d, ignore_errors=True)
+
+
+def wait_for_calls(log, n, timeout=60):
+    """Waits until the level 1 log names n calls: the recorder is up and the program
+    is in the middle of its work (a fixed sleep is too short on a loaded machine)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with open(log, errors="replace") as f:
+                if f.read().count("API Call") >= n:
+                    return True
+        except FileNotFoundError:
+            pass
+        time.sleep(0.05)
+    return False
 
 
 def tmpdir():

@@ -14,9 +14,8 @@ import shlex
 import signal
 import string
 import subprocess
-import time
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, done, run, tmpdir, wait_for_calls
 
 DEMO = build_path("examples", "mate-demo")
 BENCH = build_path("src", "bench", "mate-bench")
@@ -235,10 +234,11 @@ def fork():
 
 def sigterm():
     work = tmpdir()
+    log = os.path.join(work, "log.txt")
     p = subprocess.Popen([DEMO], cwd=work, stdout=subprocess.DEVNULL,
-                         env=env(MATE_LOGLEVEL="1", MATE_PROFILE="prof.jsonl",
+                         env=env(MATE_LOGLEVEL="1", MATE_PROFILE="prof.jsonl", MATE_LOGDEST=log,
                                  MATE_BENCH_LOG="bench.sh", MATE_DEMO_SECONDS="30"))
-    time.sleep(1.5)
+    check(wait_for_calls(log, 200), "the demo logs 200 calls")
     p.send_signal(signal.SIGTERM)
     rc = p.wait(timeout=20)
     check(rc == -signal.SIGTERM, "the demo still dies of SIGTERM: %d" % rc)

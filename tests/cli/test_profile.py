@@ -11,9 +11,8 @@ import json
 import os
 import signal
 import subprocess
-import time
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, done, run, tmpdir, wait_for_calls
 
 DEMO = build_path("examples", "mate-demo")
 PROG = build_path("tests", "doc-program")
@@ -108,10 +107,11 @@ def levels_and_fork():
 
 def signalled(sig):
     work = tmpdir()
+    log = os.path.join(work, "log.txt")
     p = subprocess.Popen([DEMO], cwd=work, stdout=subprocess.DEVNULL,
                          env=env(MATE_LOGLEVEL="1", MATE_PROFILE="prof.jsonl",
-                                 MATE_DEMO_SECONDS="30"))
-    time.sleep(1.5)
+                                 MATE_LOGDEST=log, MATE_DEMO_SECONDS="30"))
+    check(wait_for_calls(log, 200), "signal %d: the demo logs 200 calls" % sig)
     p.send_signal(sig)
     rc = p.wait(timeout=20)
     check(rc == -sig, "the demo still dies of signal %d: %d" % (sig, rc))
