@@ -51,8 +51,16 @@ expect=$(echo $first | tr ' ' '\n' | sed '/^$/d' | tac | tr '\n' ' ')
 check [ "$reversed" = "$expect" ] || fail "r reverses the order: '$first' then '$reversed'"
 # a smaller terminal: redrawn to fit, rows still there
 tmux -S "$sock" resize-window -t top -x 90 -y 12 2>/dev/null
-sleep 0.5
-screen
+# the redraw at the new size (up to 10 s: a loaded machine), then a look at it
+n=0
+while [ $n -lt 100 ]; do
+	screen
+	[ "$(grep -Ec '^  worker_[0-9]+ ' "$tmp/screen")" -eq 3 ] &&
+		! grep -Evq '^(mate-top |  WORKER |[0-9]+ mate-demo |  worker_[0-9]+ |  thread [0-9]+ |$)' "$tmp/screen" &&
+		break
+	sleep 0.1
+	n=$((n + 1))
+done
 check [ "$(grep -Ec '^  worker_[0-9]+ ' "$tmp/screen")" -eq 3 ] || fail "three rows after a resize"
 # no line wrapped onto the next: every line is a known kind
 grep -Ev '^(mate-top |  WORKER |[0-9]+ mate-demo |  worker_[0-9]+ |  thread [0-9]+ |$)' "$tmp/screen" &&
@@ -113,6 +121,17 @@ waitwin() {
 	done
 	echo "window $1 never showed /$2/"
 }
+# win line regex: waits (up to 10 s) for one line of the window's screen to match
+waitline() {
+	n=0
+	while [ $n -lt 100 ]; do
+		tmux -S "$sock" capture-pane -p -t "top:$1" >"$tmp/screen"
+		sed -n "$2p" "$tmp/screen" | grep -Eq "$3" && return 0
+		sleep 0.1
+		n=$((n + 1))
+	done
+	echo "window $1 line $2 never showed /$3/"
+}
 for size in 80x24 200x50; do
 	w=w$size
 	topwin $size $w ""
@@ -137,7 +156,10 @@ for size in 80x24 200x50; do
 	check grep -Eq '^mate-top .* sort: worker (rev|\(reversed\))$' "$tmp/line1" ||
 		miss "$size: the first line is whole when reversed: $(cat "$tmp/line1")"
 	tmux -S "$sock" send-keys -t "top:$w" h
-	waitwin $w 'mate-top keys'
+	# the help's last line, then its line 12 cleared: a capture can land while tmux is
+	# still taking in the one redraw, top to bottom
+	waitwin $w 'PgUp/PgDn scroll a page'
+	waitline $w 12 '^$'
 	check grep -q '^  mate-top keys$' "$tmp/screen" || miss "$size: the help hides the table: $(grep 'mate-top keys' "$tmp/screen")"
 	check [ "$(sed -n 12p "$tmp/screen")" = "" ] || miss "$size: a blank line under the help"
 	tmux -S "$sock" send-keys -t "top:$w" q
