@@ -29,11 +29,18 @@ check grep -q "pid $demo mate-demo: [0-9]* events, [0-9]* dropped, 0 lost" "$tmp
 MATE_MONITOR_DIR=$tmp/none "$b/src/trace/mate-trace" --endpoint "$url" -s 0 -o "$tmp/int.log" \
     2>"$tmp/int.err" &
 tr=$!
-sleep 2
+# interrupted once it has written 200 events (a fixed sleep was too short when loaded)
+n=0
+while [ $n -lt 200 ]; do
+	got=$(cat "$tmp/int.log" 2>/dev/null | grep -Ec '^ *[0-9]+\.[0-9]{6}s \| #')
+	[ "$got" -gt 200 ] && break
+	sleep 0.05
+	n=$((n + 1))
+done
 kill -INT $tr
 check wait $tr || fail_stop "mate-trace interrupted exits non-zero: $(cat "$tmp/int.err")"
 n=$(grep -Ec '^ *[0-9]+\.[0-9]{6}s \| #' "$tmp/int.log")
-check [ "$n" -gt 100 ] || fail_stop "the interrupted capture kept only $n events"
+check [ "$n" -gt 200 ] || fail_stop "the interrupted capture kept only $n events"
 check grep -q "events in" "$tmp/int.err" || fail_stop "the interrupted capture still sums up"
 check wait $demo || fail_stop "the demo failed"
 echo "endpoint $url"
