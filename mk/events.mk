@@ -84,6 +84,8 @@ fuzz_fuzz_frame_SOURCES = fuzz/fuzz_frame.c
 fuzz_fuzz_frame_LDADD = libmate_impl.la
 fuzz_fuzz_frame_LDFLAGS = $(FUZZER_LINK)
 SCRIPT_TESTS += tests/cli/test_events_tcp.sh
+## "publishing on URL" comes once the .info file names URL.
+SCRIPT_TESTS += tests/cli/test_events_announce.py
 C_TESTS += tests/test_activity
 tests_test_activity_SOURCES = tests/unit/test_activity.c
 tests_test_activity_LDADD = libmate.la -lm

@@ -293,12 +293,15 @@ mate_mon_start(const char *tcp, double start_real)
 				goto fail;
 		} else {
 			zmq_getsockopt(m->pub, ZMQ_LAST_ENDPOINT, bound, &blen);
-			mate_warn("monitor: publishing on %s", bound);
 		}
 	} else if (!ok_ipc)
 		goto fail;
 	if (ok_ipc)
 		write_info(m, bound);
+	/* said once the .info file is in place: a script that waits for the
+	 * line can read the file */
+	if (bound[0] != '\0')
+		mate_warn("monitor: publishing on %s", bound);
 	return m;
 fail:
 	if (m->pub != NULL)
