@@ -23,6 +23,19 @@ waitscreen() {
 	fail "the screen never showed /$1/"
 }
 rows() { grep -Eo '^  worker_[0-9]+' "$tmp/screen" | tr -d ' ' | tr '\n' ' '; }
+# target: captures until two looks 0.2 s apart show the same rows (up to 10 s), so that
+# the checks read a whole redraw, not one tmux is still taking in
+settle() {
+	n=0
+	tmux -S "$sock" capture-pane -p -t "$1" >"$tmp/screen"
+	while [ $n -lt 50 ]; do
+		before=$(rows)
+		sleep 0.2
+		tmux -S "$sock" capture-pane -p -t "$1" >"$tmp/screen"
+		[ -n "$before" ] && [ "$(rows)" = "$before" ] && return 0
+		n=$((n + 1))
+	done
+}
 
 MATE_MONITOR_DIR=$tmp/rt MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 \
     MATE_DEMO_SECONDS=20 "$b/examples/mate-demo" 2>/dev/null &
@@ -44,8 +57,7 @@ for k in s s s; do tmux -S "$sock" send-keys -t top $k; sleep 0.1; done
 waitscreen 'sort: worker$'
 tmux -S "$sock" send-keys -t top r
 waitscreen 'sort: worker \(reversed\)'
-sleep 0.3
-screen
+settle top
 reversed=$(rows)
 expect=$(echo $first | tr ' ' '\n' | sed '/^$/d' | tac | tr '\n' ' ')
 check [ "$reversed" = "$expect" ] || fail "r reverses the order: '$first' then '$reversed'"
@@ -136,8 +148,7 @@ for size in 80x24 200x50; do
 	w=w$size
 	topwin $size $w ""
 	waitwin $w '^  worker_10 .*\[.*%'
-	sleep 1
-	tmux -S "$sock" capture-pane -p -t "top:$w" >"$tmp/screen"
+	settle "top:$w"
 	head -1 "$tmp/screen" >"$tmp/line1"
 	check grep -Eq '^mate-top .* sort: worker$' "$tmp/line1" ||
 		miss "$size: the first line is whole, sort key included: $(cat "$tmp/line1")"
