@@ -6,10 +6,13 @@ the same run on the same inputs.
 
 usage: PYTHON_PEERS bench/replay-decode.py BUILD_DIR [--batch 64] [--kv 4096]
            [--qo-heads 32] [--kv-heads 8] [--head-dim 128] [--page 16] [--repeat 3]
+           [--device cpu|cuda]
 
 Prints the reference's time, the replayed run's time (the handler, as mate-replay
 reports it in "seconds") and the whole mate-replay process's (loading the dumps
-too), each the best of --repeat, and the ratios reference / replay."""
+too), each the best of --repeat, and the ratios reference / replay. With --device
+cuda (tests/gpu.sh on a GPU machine) the reference runs in torch on the GPU and
+mate-replay on its CUDA kernels (--device cuda), the same inputs on the same GPU."""
 import argparse
 import json
 import os
@@ -19,7 +22,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "peers"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "interop", "peers"))
 
 
 def inputs(a):
@@ -28,12 +31,13 @@ def inputs(a):
     P = a.page
     per = (a.kv + P - 1) // P
     npages = a.batch * per
-    indptr = torch.arange(0, npages + 1, per, dtype=torch.int32)
-    indices = torch.randperm(npages, generator=gen).to(torch.int32)
-    last = torch.full((a.batch,), a.kv - (per - 1) * P, dtype=torch.int32)
-    kv = torch.randn(npages, 2, P, a.kv_heads, a.head_dim, generator=gen).to(torch.bfloat16)
-    q = torch.randn(a.batch, a.qo_heads, a.head_dim, generator=gen).to(torch.bfloat16)
-    return indptr, indices, last, kv, q
+    cpu = {"device": "cpu"}
+    indptr = torch.arange(0, npages + 1, per, dtype=torch.int32, **cpu)
+    indices = torch.randperm(npages, generator=gen, **cpu).to(torch.int32)
+    last = torch.full((a.batch,), a.kv - (per - 1) * P, dtype=torch.int32, **cpu)
+    kv = torch.randn(npages, 2, P, a.kv_heads, a.head_dim, generator=gen, **cpu).to(torch.bfloat16)
+    q = torch.randn(a.batch, a.qo_heads, a.head_dim, generator=gen, **cpu).to(torch.bfloat16)
+    return [t.to(a.device) for t in (indptr, indices, last, kv, q)]
 
 
 def child(a):
@@ -43,13 +47,19 @@ def child(a):
     import flashinfer_attn_ref as ref
 
     indptr, indices, last, kv, q = inputs(a)
+    if a.device != "cpu":
+        torch.set_default_device(a.device)  # the reference's own tensors (aranges, masks)
+    sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
     ws = torch.empty(1 << 12, dtype=torch.uint8)
     w = ref.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
     w.plan(indptr, indices, last, a.qo_heads, a.kv_heads, a.head_dim, a.page)
+    w.run(q, kv)  # warm-up: on the GPU, the first call loads the kernels
+    sync()
     best = float("inf")
     for _ in range(a.repeat):
         t0 = time.perf_counter()
         w.run(q, kv)
+        sync()
         best = min(best, time.perf_counter() - t0)
     fi = ref.decorate(load_api_logging())
     w = fi["BatchDecodeWithPagedKVCacheWrapper"](ws, "NHD")
@@ -68,6 +78,7 @@ def main():
     p.add_argument("--head-dim", type=int, default=128)
     p.add_argument("--page", type=int, default=16)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--child", action="store_true")
     a = p.parse_args()
     if a.child:
@@ -86,7 +97,8 @@ def main():
         run_s = wall_s = float("inf")
         for _ in range(a.repeat):
             t0 = time.perf_counter()
-            out = subprocess.run([replay, "--jsonl", root], capture_output=True, text=True).stdout
+            out = subprocess.run([replay, "--device", a.device, "--jsonl", root], capture_output=True,
+                                 text=True).stdout
             wall_s = min(wall_s, time.perf_counter() - t0)
             for v in map(json.loads, out.splitlines()):
                 if v["function"].endswith(".run"):
@@ -95,8 +107,10 @@ def main():
                     run_s = min(run_s, v["seconds"])
     print("decode step: batch %d, %d keys each, %d/%d heads, dim %d, pages of %d, bf16" % (
         a.batch, a.kv, a.qo_heads, a.kv_heads, a.head_dim, a.page))
-    print("torch reference (%d threads): %.3f s" % (ref["threads"], ref["reference_s"]))
-    print("mate-replay run (CPU kernels): %.3f s  ratio %.1fx" % (run_s, ref["reference_s"] / run_s))
+    where = "on the GPU" if a.device == "cuda" else "%d threads" % ref["threads"]
+    print("torch reference (%s): %.3f s" % (where, ref["reference_s"]))
+    print("mate-replay run (%s kernels): %.3f s  ratio %.1fx" % (
+        "CUDA" if a.device == "cuda" else "CPU", run_s, ref["reference_s"] / run_s))
     print("mate-replay process (load + replay of 3 dumps): %.3f s  ratio %.1fx" % (
         wall_s, ref["reference_s"] / wall_s))
 

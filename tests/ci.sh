@@ -48,6 +48,17 @@ make -j"$jobs"
 make -j"$jobs" check || { cat test-suite.log; exit 1; }
 no_skips
 
+step "the GPU pack: tests/gpu.sh --pack of this build, --rehearse (no GPU here)"
+# What a developer carries to a lent GPU machine: every binary must load there with nothing
+# but glibc, libstdc++ and CUDA's own libraries, and --run must get as far as the device check.
+if grep -q '#define HAVE_CUDA 1' config.h; then
+	../tests/gpu.sh --pack ../_gpu-pack . && ../tests/gpu.sh --rehearse ../_gpu-pack ||
+		{ cat ../_gpu-pack/pack.log 2>/dev/null | tail -n 50; exit 1; }
+	cat ../_gpu-pack/MANIFEST | head -n 4
+else
+	echo "ci: configure found no nvcc: no CUDA build to pack"
+fi
+
 step "the main job (examples/run-demo.sh) in this build, into a scratch folder"
 demo_out=$(mktemp -d "${TMPDIR:-/tmp}/mate-ci-demo.XXXXXX")
 ../examples/run-demo.sh --no-install --build . --out "$demo_out/demo" ||
