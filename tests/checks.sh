@@ -15,6 +15,11 @@
 #                        also stop processes sets its own trap, which removes "$tmp" too);
 #                        exits 99 where it cannot
 #   checks_need CMD WHY  skips the test (77, "SKIP: WHY") where the command CMD is missing
+#   wait_until CMD [ARGS...]  runs CMD every 0.1 s until it succeeds (status 0) or
+#                        $MATE_TEST_WAIT seconds have passed (default 60: long enough for a
+#                        sanitizer build on a loaded machine); returns CMD's last status.
+#                        Every test that depends on time waits for the state it checks
+#                        with it, never for a fixed time.
 checks_run=0
 checks_nfailed=0
 
@@ -58,4 +63,13 @@ checks_need() {
 	command -v "$1" >/dev/null 2>&1 && return 0
 	echo "SKIP: $2"
 	exit 77
+}
+
+wait_until() {
+	wait_until_end=$(($(date +%s) + ${MATE_TEST_WAIT:-60}))
+	while :; do
+		"$@" && return 0
+		[ "$(date +%s)" -lt "$wait_until_end" ] || { "$@"; return; }
+		sleep 0.1
+	done
 }

@@ -129,19 +129,47 @@ def _remove_tmpdirs():
             shutil.rmtree(d, ignore_errors=True)
 
 
-def wait_for_calls(log, n, timeout=60):
+def default_signals():
+    """A preexec_fn: the child starts with SIGINT and SIGTERM at their defaults. A shell's
+    background jobs (a CI script, a stress loop) start with SIGINT ignored, and ignored
+    signals pass to the programs they run: a test that signals its child must not inherit
+    that."""
+    import signal
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
+
+
+def wait_seconds():
+    """How long a test waits for a state before it fails: $MATE_TEST_WAIT seconds, 60 by
+    default (long enough for a sanitizer build on a loaded machine)."""
+    try:
+        return float(os.environ.get("MATE_TEST_WAIT", "60"))
+    except ValueError:
+        return 60.0
+
+
+def wait_until(pred, timeout=None, step=0.05):
+    """Calls pred() every step seconds until it returns something true, and returns
+    that, or pred()'s last answer after timeout seconds (wait_seconds() by default).
+    Every test that depends on time waits for the state it checks, never a fixed time."""
+    end = time.monotonic() + (wait_seconds() if timeout is None else timeout)
+    while True:
+        got = pred()
+        if got or time.monotonic() >= end:
+            return got
+        time.sleep(step)
+
+
+def wait_for_calls(log, n, timeout=None):
     """Waits until the level 1 log names n calls: the recorder is up and the program
     is in the middle of its work (a fixed sleep is too short on a loaded machine)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
+    def named():
         try:
             with open(log, errors="replace") as f:
-                if f.read().count("API Call") >= n:
-                    return True
+                return f.read().count("API Call") >= n
         except FileNotFoundError:
-            pass
-        time.sleep(0.05)
-    return False
+            return False
+    return wait_until(named, timeout)
 
 
 def tmpdir():

@@ -423,6 +423,29 @@ test_seconds(clockid_t clock)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* How long a test waits for a state before it fails, in seconds:
+ * $MATE_TEST_WAIT, 60 by default (long enough for a sanitizer build on a
+ * loaded machine). */
+static inline double
+test_wait_seconds(void)
+{
+	const char *s = getenv("MATE_TEST_WAIT");
+	double v = s != NULL ? strtod(s, NULL) : 0;
+
+	return v > 0 ? v : 60.0;
+}
+
+/* TEST_WAIT_UNTIL(cond): evaluates cond every 10 ms until it holds or
+ * test_wait_seconds() have passed; the value is cond's last. Every test
+ * that depends on time waits for the state it checks, never a fixed time. */
+#define TEST_WAIT_UNTIL(cond) __extension__({ \
+	double test_wait_end_ = test_seconds(CLOCK_MONOTONIC) + test_wait_seconds(); \
+	int test_wait_ok_; \
+	while (!(test_wait_ok_ = !!(cond)) && test_seconds(CLOCK_MONOTONIC) < test_wait_end_) \
+		usleep(10000); \
+	test_wait_ok_; \
+})
+
 /* A main() for cases that share one temporary folder: makes
  * ${TMPDIR:-/tmp}/mate-TAG.XXXXXX, its path in *dir while test_main() runs
  * them, then removes it. @return test_main()'s status, 99 when the folder

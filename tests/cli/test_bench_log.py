@@ -15,7 +15,8 @@ import signal
 import string
 import subprocess
 
-from mate_test import build_path, check, done, run, tmpdir, wait_for_calls
+from mate_test import (build_path, check, default_signals, done, run, tmpdir, wait_for_calls,
+                       wait_seconds)
 
 DEMO = build_path("examples", "mate-demo")
 BENCH = build_path("src", "bench", "mate-bench")
@@ -235,12 +236,12 @@ def fork():
 def sigterm():
     work = tmpdir()
     log = os.path.join(work, "log.txt")
-    p = subprocess.Popen([DEMO], cwd=work, stdout=subprocess.DEVNULL,
+    p = subprocess.Popen([DEMO], cwd=work, stdout=subprocess.DEVNULL, preexec_fn=default_signals,
                          env=env(MATE_LOGLEVEL="1", MATE_PROFILE="prof.jsonl", MATE_LOGDEST=log,
                                  MATE_BENCH_LOG="bench.sh", MATE_DEMO_SECONDS="30"))
     check(wait_for_calls(log, 200), "the demo logs 200 calls")
     p.send_signal(signal.SIGTERM)
-    rc = p.wait(timeout=20)
+    rc = p.wait(timeout=wait_seconds())
     check(rc == -signal.SIGTERM, "the demo still dies of SIGTERM: %d" % rc)
     body = script(os.path.join(work, "bench.sh"), "SIGTERM")
     prof = os.path.join(work, "prof.jsonl")
@@ -269,7 +270,7 @@ def unopenable():
     run(["timeout", "20", DEMO], cwd=work, check=False,
         env=env(MATE_LOGLEVEL="1", MATE_BENCH_LOG=fifo, MATE_DEMO_ROUNDS="2"))
     try:
-        got = reader.communicate(timeout=20)[0]
+        got = reader.communicate(timeout=wait_seconds())[0]
     except subprocess.TimeoutExpired:  # nothing opened the FIFO: the reader waits for ever
         reader.kill()
         got = reader.communicate()[0]

@@ -74,11 +74,7 @@ sh -c 'read x < "$1"' sh "$tmp/hold" &
 quiet=$!
 MATE_MONITOR_DIR=$tmp "$b/src/trace/mate-trace" -s 20 --pid $quiet -o "$tmp/q.log" 2>"$tmp/err" &
 tracer=$!
-i=0
-while [ $i -lt 200 ] && ! grep -q "publishes no events" "$tmp/err"; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_until grep -q "publishes no events" "$tmp/err"
 start=$(date +%s)
 echo > "$tmp/hold"
 wait $tracer

@@ -2,10 +2,9 @@
 import os
 import re
 import subprocess
-import time
 
 from gtlog import GT_VISUALIZE
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, done, run, tmpdir, wait_until
 
 # mate's event lines: GT's layout with microseconds; lines GT's visualizer skips.
 MATE_EVENT = re.compile(r"^\s*\d+\.\d{6}s \| #\d+ \| ")
@@ -74,10 +73,7 @@ def main():
     demo = subprocess.Popen([build_path("examples", "mate-demo")], env=env,
                             stderr=subprocess.PIPE, text=True)
     info = os.path.join(rt, "%d.info" % demo.pid)
-    for _ in range(100):
-        if os.path.exists(info):
-            break
-        time.sleep(0.05)
+    wait_until(lambda: os.path.exists(info))
     check(os.path.exists(info), "the demo's endpoint is described in %s" % info)
     check(os.path.exists(os.path.join(rt, "%d.ipc" % demo.pid)), "the ipc endpoint exists")
     check(oct(os.stat(rt).st_mode & 0o777) == oct(0o700), "runtime directory mode 0700")

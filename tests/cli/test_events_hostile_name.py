@@ -2,9 +2,8 @@
 import os
 import re
 import subprocess
-import time
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, done, run, tmpdir, wait_until
 
 NAME = "\x1b" * 40 + "end"
 
@@ -23,10 +22,7 @@ def main():
     # argv[0] is the program's name in the stream
     p = subprocess.Popen([NAME], executable=demo, env=env, stderr=subprocess.PIPE, text=True)
     info = os.path.join(rt, "%d.info" % p.pid)
-    for _ in range(100):
-        if os.path.exists(info):
-            break
-        time.sleep(0.05)
+    wait_until(lambda: os.path.exists(info))
     check(os.path.exists(info), "the publisher's endpoint is described")
     r = run([build_path("src", "trace", "mate-trace"), "-s", "1", "--pid", str(p.pid), "-o",
              os.path.join(d, "t.log")], env=dict(os.environ, MATE_MONITOR_DIR=rt))

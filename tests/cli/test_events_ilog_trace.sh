@@ -11,8 +11,7 @@ MATE_MONITOR_DIR=$tmp/rt MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 \
     MATE_MONITOR_WAIT=30 MATE_INSTRUCTION_LOG=$tmp/il_%i.log MATE_DEMO_ROUNDS=3 \
     "$b/examples/mate-demo" 2>"$tmp/demo.err" &
 pid=$!
-n=0
-while [ ! -e "$tmp/rt/$pid.info" ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done
+wait_until [ -e "$tmp/rt/$pid.info" ]
 check [ -e "$tmp/rt/$pid.info" ] || fail_stop "no endpoint for the demo"
 # ends by itself when the demo disconnects
 MATE_MONITOR_DIR=$tmp/rt "$b/src/trace/mate-trace" --pid "$pid" -s 60 -o "$tmp/trace.log" \

@@ -8,8 +8,7 @@ trap 'kill $live 2>/dev/null; rm -rf "$tmp"' EXIT
 mkdir -m 700 "$tmp/rt"
 export MATE_MONITOR_DIR=$tmp/rt
 waitfor() {
-	n=0
-	while [ ! -e "$1" ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done
+	wait_until [ -e "$1" ]
 	check [ -e "$1" ] || fail_stop "$1 never appeared"
 }
 

@@ -11,8 +11,7 @@ export MATE_MONITOR_DIR=$tmp/rt
 MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=tcp:0 MATE_DEMO_SECONDS=8 \
     "$b/examples/mate-demo" 2>"$tmp/demo.err" &
 demo=$!
-n=0
-while ! grep -q "publishing on" "$tmp/demo.err" && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done
+wait_until grep -q "publishing on" "$tmp/demo.err"
 url=$(sed -n 's/^mate: monitor: publishing on //p' "$tmp/demo.err")
 case $url in
 tcp://127.0.0.1:[0-9]*) ;;
@@ -30,13 +29,8 @@ MATE_MONITOR_DIR=$tmp/none "$b/src/trace/mate-trace" --endpoint "$url" -s 0 -o "
     2>"$tmp/int.err" &
 tr=$!
 # interrupted once it has written 200 events (a fixed sleep was too short when loaded)
-n=0
-while [ $n -lt 200 ]; do
-	got=$(cat "$tmp/int.log" 2>/dev/null | grep -Ec '^ *[0-9]+\.[0-9]{6}s \| #')
-	[ "$got" -gt 200 ] && break
-	sleep 0.05
-	n=$((n + 1))
-done
+over200() { [ "$(cat "$tmp/int.log" 2>/dev/null | grep -Ec '^ *[0-9]+\.[0-9]{6}s \| #')" -gt 200 ]; }
+wait_until over200
 kill -INT $tr
 check wait $tr || fail_stop "mate-trace interrupted exits non-zero: $(cat "$tmp/int.err")"
 n=$(grep -Ec '^ *[0-9]+\.[0-9]{6}s \| #' "$tmp/int.log")

@@ -12,8 +12,7 @@ top() { MATE_MONITOR_DIR=$tmp/rt "$b/src/top/mate-top" "$@"; }
 MATE_MONITOR_DIR=$tmp/rt MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 \
     MATE_DEMO_SECONDS=30 "$b/examples/mate-demo" >/dev/null 2>&1 &
 demo=$!
-n=0
-while [ ! -e "$tmp/rt/$demo.info" ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+wait_until [ -e "$tmp/rt/$demo.info" ]
 # ops/s of worker_0 in each table of -b -n N -d 0.5
 rates() { top -b -n "$1" -d 0.5 --pid $demo | awk '$3 == "worker_0" { print $5 }'; }
 # one run: the first table against the median of the next three, read

@@ -11,31 +11,22 @@ trap 'tmux -S "$sock" kill-server 2>/dev/null; kill $demo $demo2 2>/dev/null; rm
 mkdir -m 700 "$tmp/rt"
 fail() { echo "FAIL: $*"; echo "--- screen:"; cat "$tmp/screen" 2>/dev/null; checks_failed; checks_done; }
 screen() { tmux -S "$sock" capture-pane -p -t top >"$tmp/screen"; }
-# waits (up to 10 s) for the screen to match an extended regex
-waitscreen() {
-	n=0
-	while [ $n -lt 100 ]; do
-		screen
-		grep -Eq "$1" "$tmp/screen" && return 0
-		sleep 0.1
-		n=$((n + 1))
-	done
-	fail "the screen never showed /$1/"
-}
+# Every look waits (wait_until, $MATE_TEST_WAIT: 60 s) for the state it checks.
+# has regex: the screen matches an extended regex (captured anew)
+has() { screen; grep -Eq "$1" "$tmp/screen"; }
+waitscreen() { wait_until has "$1" || fail "the screen never showed /$1/"; }
 rows() { grep -Eo '^  worker_[0-9]+' "$tmp/screen" | tr -d ' ' | tr '\n' ' '; }
-# target: captures until two looks 0.2 s apart show the same rows (up to 10 s), so that
-# the checks read a whole redraw, not one tmux is still taking in
-settle() {
-	n=0
+# whole target n: one capture of target holds a complete frame: the first line with its sort
+# key, the column heads, and exactly n worker rows each drawn up to its busy share (two equal
+# captures are not enough: a frame of one row of eleven is as steady as a whole one)
+whole() {
 	tmux -S "$sock" capture-pane -p -t "$1" >"$tmp/screen"
-	while [ $n -lt 50 ]; do
-		before=$(rows)
-		sleep 0.2
-		tmux -S "$sock" capture-pane -p -t "$1" >"$tmp/screen"
-		[ -n "$before" ] && [ "$(rows)" = "$before" ] && return 0
-		n=$((n + 1))
-	done
+	grep -Eq '^mate-top .* sort: ' "$tmp/screen" && grep -q '^  WORKER ' "$tmp/screen" &&
+		[ "$(grep -Ec '^  worker_[0-9]+ +\[[^]]*\] +[0-9]+%' "$tmp/screen")" -eq "$2" ] &&
+		[ "$(grep -Ec '^  worker_[0-9]+' "$tmp/screen")" -eq "$2" ]
 }
+# frame target n: waits for a complete frame of n rows; the checks read that capture
+frame() { wait_until whole "$1" "$2" || echo "$1 never showed a whole frame of $2 rows"; }
 
 MATE_MONITOR_DIR=$tmp/rt MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 \
     MATE_DEMO_SECONDS=20 "$b/examples/mate-demo" 2>/dev/null &
@@ -57,22 +48,19 @@ for k in s s s; do tmux -S "$sock" send-keys -t top $k; sleep 0.1; done
 waitscreen 'sort: worker$'
 tmux -S "$sock" send-keys -t top r
 waitscreen 'sort: worker \(reversed\)'
-settle top
+frame top 3
 reversed=$(rows)
 expect=$(echo $first | tr ' ' '\n' | sed '/^$/d' | tac | tr '\n' ' ')
 check [ "$reversed" = "$expect" ] || fail "r reverses the order: '$first' then '$reversed'"
 # a smaller terminal: redrawn to fit, rows still there
 tmux -S "$sock" resize-window -t top -x 90 -y 12 2>/dev/null
-# the redraw at the new size (up to 10 s: a loaded machine), then a look at it
-n=0
-while [ $n -lt 100 ]; do
+# the redraw at the new size, then a look at it
+fits() {
 	screen
 	[ "$(grep -Ec '^  worker_[0-9]+ ' "$tmp/screen")" -eq 3 ] &&
-		! grep -Evq '^(mate-top |  WORKER |[0-9]+ mate-demo |  worker_[0-9]+ |  thread [0-9]+ |$)' "$tmp/screen" &&
-		break
-	sleep 0.1
-	n=$((n + 1))
-done
+		! grep -Evq '^(mate-top |  WORKER |[0-9]+ mate-demo |  worker_[0-9]+ |  thread [0-9]+ |$)' "$tmp/screen"
+}
+wait_until fits
 check [ "$(grep -Ec '^  worker_[0-9]+ ' "$tmp/screen")" -eq 3 ] || fail "three rows after a resize"
 # no line wrapped onto the next: every line is a known kind
 grep -Ev '^(mate-top |  WORKER |[0-9]+ mate-demo |  worker_[0-9]+ |  thread [0-9]+ |$)' "$tmp/screen" &&
@@ -80,32 +68,22 @@ grep -Ev '^(mate-top |  WORKER |[0-9]+ mate-demo |  worker_[0-9]+ |  thread [0-9
 tmux -S "$sock" send-keys -t top h
 waitscreen 'mate-top keys'
 tmux -S "$sock" send-keys -t top x
-# any key closes the help (up to 10 s: a sanitizer build on a busy machine)
-n=0
-while [ $n -lt 100 ]; do
-	screen
-	grep -q 'mate-top keys' "$tmp/screen" || break
-	sleep 0.1
-	n=$((n + 1))
-done
-check grep -q 'mate-top keys' "$tmp/screen" && fail "x did not close the help in 10 s"
+# any key closes the help
+wait_until eval '! has "mate-top keys"'
+check grep -q 'mate-top keys' "$tmp/screen" && fail "x did not close the help in ${MATE_TEST_WAIT:-60} s"
 
 tmux -S "$sock" send-keys -t top q
-n=0
-while [ ! -s "$tmp/exit" ] && [ $n -lt 200 ]; do sleep 0.1; n=$((n + 1)); done
-check [ -s "$tmp/exit" ] || fail "q did not quit in 20 s"
-echo "q quit within $n tenths of a second"
+wait_until [ -s "$tmp/exit" ]
+check [ -s "$tmp/exit" ] || fail "q did not quit in ${MATE_TEST_WAIT:-60} s"
 check [ "$(cat "$tmp/exit")" = 0 ] || fail "mate-top exited $(cat "$tmp/exit")"
 # NO_COLOR: the bars are drawn with the ops' first letters and dots
 tmux -S "$sock" new-window -t top -n plain \
     "NO_COLOR=1 MATE_MONITOR_DIR='$tmp/rt' TERM=screen '$b/src/top/mate-top' --pid $demo -d 0.2; sleep 30"
-n=0
-while [ $n -lt 100 ]; do
+plain() {
 	tmux -S "$sock" capture-pane -p -t top:plain >"$tmp/screen"
-	grep -Eq '^  worker_[0-9]+ +\[[a-z]+\.*\]' "$tmp/screen" && break
-	sleep 0.1
-	n=$((n + 1))
-done
+	grep -Eq '^  worker_[0-9]+ +\[[a-z]+\.*\]' "$tmp/screen"
+}
+wait_until plain
 check grep -Eq '^  worker_[0-9]+ +\[[a-z]+\.*\]' "$tmp/screen" || fail "NO_COLOR bars of letters and dots"
 echo "rows $first; reversed $reversed"
 
@@ -122,33 +100,16 @@ topwin() {
 }
 # from here a failed check is counted and the others still run
 miss() { echo "FAIL: $*"; checks_failed; }
-# win regex: waits (up to 10 s) for the window's screen to match
-waitwin() {
-	n=0
-	while [ $n -lt 100 ]; do
-		tmux -S "$sock" capture-pane -p -t "top:$1" >"$tmp/screen"
-		grep -Eq "$2" "$tmp/screen" && return 0
-		sleep 0.1
-		n=$((n + 1))
-	done
-	echo "window $1 never showed /$2/"
-}
-# win line regex: waits (up to 10 s) for one line of the window's screen to match
-waitline() {
-	n=0
-	while [ $n -lt 100 ]; do
-		tmux -S "$sock" capture-pane -p -t "top:$1" >"$tmp/screen"
-		sed -n "$2p" "$tmp/screen" | grep -Eq "$3" && return 0
-		sleep 0.1
-		n=$((n + 1))
-	done
-	echo "window $1 line $2 never showed /$3/"
-}
+# win regex: waits for the window's screen to match
+winhas() { tmux -S "$sock" capture-pane -p -t "top:$1" >"$tmp/screen"; grep -Eq "$2" "$tmp/screen"; }
+waitwin() { wait_until winhas "$1" "$2" || echo "window $1 never showed /$2/"; }
+# win line regex: waits for one line of the window's screen to match
+linehas() { tmux -S "$sock" capture-pane -p -t "top:$1" >"$tmp/screen"; sed -n "$2p" "$tmp/screen" | grep -Eq "$3"; }
+waitline() { wait_until linehas "$1" "$2" "$3" || echo "window $1 line $2 never showed /$3/"; }
 for size in 80x24 200x50; do
 	w=w$size
 	topwin $size $w ""
-	waitwin $w '^  worker_10 .*\[.*%'
-	settle "top:$w"
+	frame "top:$w" 11
 	head -1 "$tmp/screen" >"$tmp/line1"
 	check grep -Eq '^mate-top .* sort: worker$' "$tmp/line1" ||
 		miss "$size: the first line is whole, sort key included: $(cat "$tmp/line1")"
@@ -178,13 +139,15 @@ done
 # without colour: each op has a letter of its own, named in the shares
 topwin 200x50 plain2 NO_COLOR=1
 waitwin plain2 '^  worker_10 +\[[a-zA-Z0-9]*\.*\]'
+# looks until 40 looks have named 4 ops or more (the shares name the ops of the moment)
 n=0
-while [ $n -lt 40 ]; do
+sample() {
 	tmux -S "$sock" capture-pane -p -t top:plain2 >"$tmp/screen"
 	grep -Eo '[a-zA-Z0-9]=[a-z_]+ ' "$tmp/screen" >>"$tmp/letters"
-	sleep 0.2
 	n=$((n + 1))
-done
+	[ $n -ge 40 ] && [ "$(sort -u "$tmp/letters" | wc -l)" -ge 4 ]
+}
+wait_until sample
 pairs=$(sort -u "$tmp/letters" | tr '\n' ' ')
 check [ "$(sort -u "$tmp/letters" | wc -l)" -ge 4 ] || miss "NO_COLOR: the shares name ops' letters: '$pairs'"
 check [ "$(sort -u "$tmp/letters" | cut -c1 | uniq -d)" = "" ] || miss "NO_COLOR: two ops share a letter: $pairs"

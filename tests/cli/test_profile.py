@@ -12,7 +12,8 @@ import os
 import signal
 import subprocess
 
-from mate_test import build_path, check, done, run, tmpdir, wait_for_calls
+from mate_test import (build_path, check, default_signals, done, run, tmpdir, wait_for_calls,
+                       wait_seconds)
 
 DEMO = build_path("examples", "mate-demo")
 PROG = build_path("tests", "doc-program")
@@ -108,12 +109,12 @@ def levels_and_fork():
 def signalled(sig):
     work = tmpdir()
     log = os.path.join(work, "log.txt")
-    p = subprocess.Popen([DEMO], cwd=work, stdout=subprocess.DEVNULL,
+    p = subprocess.Popen([DEMO], cwd=work, stdout=subprocess.DEVNULL, preexec_fn=default_signals,
                          env=env(MATE_LOGLEVEL="1", MATE_PROFILE="prof.jsonl",
                                  MATE_LOGDEST=log, MATE_DEMO_SECONDS="30"))
     check(wait_for_calls(log, 200), "signal %d: the demo logs 200 calls" % sig)
     p.send_signal(sig)
-    rc = p.wait(timeout=20)
+    rc = p.wait(timeout=wait_seconds())
     check(rc == -sig, "the demo still dies of signal %d: %d" % (sig, rc))
     path = os.path.join(work, "prof.jsonl")
     check(os.path.exists(path), "signal %d: the profile is written" % sig)

@@ -21,8 +21,7 @@ check grep -q 'nonexistent/program' err.txt || fail "no message for a missing pr
 # (SIGINT, ignored by background jobs of a shell, is tested from Python)
 "$RECORD" -q -- sh -c 'touch ready.txt; while :; do sleep 0.05; done' &
 pid=$!
-n=0
-while [ ! -f ready.txt ] && [ $n -lt 200 ]; do sleep 0.05; n=$((n + 1)); done
+wait_until [ -f ready.txt ]
 kill -TERM $pid
 wait $pid
 expect_status 143 $? "forwarded SIGTERM kills the program"

@@ -5,9 +5,8 @@ import json
 import os
 import re
 import subprocess
-import time
 
-from mate_test import build_path, check, done, need_preload, record_env, run, tmpdir
+from mate_test import build_path, check, done, need_preload, record_env, run, tmpdir, wait_until
 
 need_preload()
 RECORD = build_path("src", "record", "mate-record")
@@ -132,10 +131,7 @@ e = dict(env, MATE_MONITOR="1", MATE_MONITOR_DIR=rt, MATE_MONITOR_WAIT="30",
 prog = subprocess.Popen([RECORD, "-l", "1", "-o", "log2.txt", "--", PROG], cwd=work, env=e,
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 try:
-    for _ in range(200):
-        if glob.glob(os.path.join(rt, "*.info")):
-            break
-        time.sleep(0.05)
+    wait_until(lambda: glob.glob(os.path.join(rt, "*.info")))
     top = run([TOP, "-b", "-n", "6", "-d", "0.5"], env=dict(env, MATE_MONITOR_DIR=rt))
 finally:
     open(hold, "w").close()

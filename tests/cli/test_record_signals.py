@@ -2,19 +2,14 @@
 import os
 import signal
 import subprocess
-import time
 
-from mate_test import build_path, check, done, need_preload, record_env, tmpdir
+from mate_test import (build_path, check, default_signals, done, need_preload, record_env, tmpdir,
+                       wait_until)
 
 need_preload()
 RECORD = build_path("src", "record", "mate-record")
 work = tmpdir()
 env = record_env()
-
-
-def default_signals():
-    for s in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(s, signal.SIG_DFL)
 
 
 def start(script):
@@ -25,10 +20,7 @@ def start(script):
     # signals pass to the program (as nohup wants): start from the defaults
     p = subprocess.Popen([RECORD, "-q", "--", "sh", "-c", script], cwd=work, env=env,
                          preexec_fn=default_signals)
-    for _ in range(400):
-        if os.path.exists(ready):
-            break
-        time.sleep(0.025)
+    wait_until(lambda: os.path.exists(ready), step=0.025)
     check(os.path.exists(ready), "the program started")
     return p
 

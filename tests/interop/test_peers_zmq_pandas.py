@@ -5,12 +5,11 @@ import json
 import os
 import re
 import subprocess
-import time
 
 import pandas as pd
 import zmq
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, done, run, tmpdir, wait_seconds, wait_until
 
 TMP = tmpdir()
 ENV = dict(os.environ)
@@ -27,14 +26,12 @@ demo = subprocess.Popen([build_path("examples", "mate-demo")], stdout=subprocess
                                  MATE_MONITOR_DIR=mondir, MATE_MONITOR_WAIT="10",
                                  MATE_DEMO_SECONDS="1", MATE_DEMO_THREADS="2"))
 endpoint = os.path.join(mondir, "%d.ipc" % demo.pid)
-deadline = time.time() + 10
-while not os.path.exists(endpoint) and time.time() < deadline and demo.poll() is None:
-    time.sleep(0.02)
+wait_until(lambda: os.path.exists(endpoint) or demo.poll() is not None, step=0.02)
 check(os.path.exists(endpoint), "the demo's endpoint %s appears" % endpoint)
 ctx = zmq.Context()
 sub = ctx.socket(zmq.SUB)
 sub.setsockopt(zmq.SUBSCRIBE, b"")
-sub.setsockopt(zmq.RCVTIMEO, 5000)
+sub.setsockopt(zmq.RCVTIMEO, int(wait_seconds() * 1000))   # ends at DISCONNECT
 sub.setsockopt(zmq.RCVHWM, 0)   # keep every frame: a full SUB queue drops silently
 sub.connect("ipc://" + endpoint)
 frames = []
@@ -48,7 +45,7 @@ except zmq.Again:
     pass
 sub.close(0)
 ctx.term()
-demo.wait(timeout=30)
+demo.wait(timeout=wait_seconds())
 check(demo.returncode == 0, "the demo exits 0: %s" % demo.stderr.read()[-500:])
 events = {f.get("event") for f in frames}
 check(len(frames) > 100 and {"RECV", "SEND", "WORKER_SEND", "WORKER_RECV", "DISCONNECT"} <= events,

@@ -56,6 +56,7 @@ static struct {
 	pthread_t thread;
 	volatile int stop;
 	unsigned long long frames, gaps, dropped, last_seq, calm;
+	int disconnected;       /* the session's last word has arrived */
 	char last_event[32];
 } R;
 
@@ -85,6 +86,8 @@ reader(void *arg)
 			__atomic_add_fetch(&R.calm, 1, __ATOMIC_RELAXED);
 		if ((e = strstr(buf, "\"event\":\"")) != NULL)
 			sscanf(e + 9, "%31[^\"]", R.last_event);
+		if (strcmp(R.last_event, "DISCONNECT") == 0)
+			__atomic_store_n(&R.disconnected, 1, __ATOMIC_RELEASE);
 		__atomic_add_fetch(&R.frames, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
@@ -126,7 +129,8 @@ stop(void)
 	if (R.stop)
 		return;
 	test_record(0, NULL, NULL);
-	usleep(300000);
+	/* until the last word has arrived (a fixed wait was a race on a loaded machine) */
+	TEST_WAIT_UNTIL(__atomic_load_n(&R.disconnected, __ATOMIC_ACQUIRE));
 	R.stop = 1;
 	pthread_join(R.thread, NULL);
 }
@@ -159,20 +163,24 @@ DEFINE_TEST(flood)
 	CHECK((cpu1 - cpu0) <= BUDGET * wall + 0.02 + 0.03);
 }
 
-/* Waits until the flood's backlog has drained: no frame for 0.3 s (at most
- * 15 s). A fixed wait was too short on a loaded machine, where the events
- * thread, held to its budget, was still sending the backlog, and the calm
- * calls found the queue full. */
+/* Whether no frame came in the last 0.3 s. */
+static int
+quiet(void)
+{
+	unsigned long long seen = __atomic_load_n(&R.frames, __ATOMIC_RELAXED);
+
+	usleep(300000);
+	return __atomic_load_n(&R.frames, __ATOMIC_RELAXED) == seen;
+}
+
+/* Waits until the flood's backlog has drained: no frame for 0.3 s. A fixed
+ * wait was too short on a loaded machine, where the events thread, held to
+ * its budget, was still sending the backlog, and the calm calls found the
+ * queue full. */
 static void
 wait_drained(void)
 {
-	for (int i = 0; i < 50; i++) {
-		unsigned long long seen = __atomic_load_n(&R.frames, __ATOMIC_RELAXED);
-
-		usleep(300000);
-		if (__atomic_load_n(&R.frames, __ATOMIC_RELAXED) == seen)
-			return;
-	}
+	TEST_WAIT_UNTIL(quiet());
 }
 
 /* After the flood, once the queue has drained: calls flow again, whole. */
@@ -183,9 +191,8 @@ DEFINE_TEST(calm)
 		mate_call_end(mate_call_begin("calm", "budget", NULL));
 		usleep(2000);
 	}
-	/* read while the reader runs: atomically; waits up to 5 s for them */
-	for (int i = 0; i < 100 && __atomic_load_n(&R.calm, __ATOMIC_RELAXED) < 100; i++)
-		usleep(50000);
+	/* read while the reader runs: atomically */
+	TEST_WAIT_UNTIL(__atomic_load_n(&R.calm, __ATOMIC_RELAXED) >= 100);
 	usleep(100000);   /* and a little more: none past the 100 either */
 	printf("after the flood: %llu of 100 events of 50 calls\n",
 	    __atomic_load_n(&R.calm, __ATOMIC_RELAXED));
@@ -223,7 +230,9 @@ main(int argc, char **argv)
 	ctx = zmq_ctx_new();
 	R.sub = test_live_subscribe(ctx, dir, ZMQ_RCVTIMEO, 200);
 	pthread_create(&R.thread, NULL, reader, NULL);
-	usleep(300000);   /* the subscription reaches the publisher */
+	/* calls until the subscription has reached the publisher: the reader has a frame */
+	TEST_WAIT_UNTIL((mate_call_end(mate_call_begin("op", "budget", NULL)),
+	    __atomic_load_n(&R.frames, __ATOMIC_RELAXED) > 0));
 	st = test_main(argc, argv);
 	stop();
 	zmq_close(R.sub);

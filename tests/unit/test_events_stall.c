@@ -65,19 +65,14 @@ DEFINE_TEST(stalled)
 	sub = test_live_subscribe(ctx, dir, ZMQ_RCVHWM, 500);
 	/* read until the subscription has reached the publisher and events
 	 * flow (a fixed wait was not always enough on a loaded machine) */
-	for (int i = 0; i < 1000 && frames == 0; i++) {
-		calls(10);
-		usleep(10000);
-		read_frames(sub, &frames, &gaps, &dropped, &last);
-	}
+	TEST_WAIT_UNTIL((calls(10), usleep(10000), read_frames(sub, &frames, &gaps, &dropped, &last),
+	    frames > 0));
 	CHECK(frames > 0);
 	t_stalled = calls(CALLS);
-	usleep(300000);
-	read_frames(sub, &frames, &gaps, &dropped, &last);
-	/* now reading again: later frames carry the count */
-	calls(10);
-	usleep(300000);
-	read_frames(sub, &frames, &gaps, &dropped, &last);
+	/* now reading again: later frames carry the count; calls and reads until one has
+	 * arrived (two fixed waits of 0.3 s were a race on a loaded machine) */
+	TEST_WAIT_UNTIL((read_frames(sub, &frames, &gaps, &dropped, &last), dropped > 0 ||
+	    (calls(10), usleep(20000), read_frames(sub, &frames, &gaps, &dropped, &last), dropped > 0)));
 	printf("per thread-CPU second: no subscriber %.0f calls/s, stalled subscriber %.0f calls/s (ratio %.2f)\n",
 	    CALLS / t_none, CALLS / t_stalled, t_none / t_stalled);
 	printf("frames read %llu, seq gaps %llu, dropped (from the stream) %llu\n", frames, gaps,
