@@ -174,6 +174,13 @@ tests/interop/test_kernels_torch_cuda.sh tests/cli/test_record_gpu.sh"
 PEER_TESTS="tests/interop/test_flashinfer_attn.py tests/interop/test_fi_fp8_kv.py
 tests/interop/test_fi_model_step.py tests/interop/test_fi_replay_gemm_bits.py"
 BUDGET_S=${MATE_GPU_BUDGET_S:-480}
+# limit MAX: the seconds a step may take, MAX at most, within what is left of the budget
+# (0 when less than 20 s is left: the step is not started)
+limit() {
+	local left=$((BUDGET_S - ($(date +%s) - t0)))
+	[ $left -gt "$1" ] && left=$1
+	[ $left -ge 20 ] && echo $left || echo 0
+}
 
 run() {
 	local dir=$1 out t0 n tb line res rc pass=0 fail=0 skip=0 t
@@ -219,32 +226,35 @@ run() {
 	[ -f "$work/py/flashinfer/api_logging.py" ] && tests="$tests $PEER_TESTS" ||
 		echo "note: the pack has no FlashInfer api_logging.py: FlashInfer's replay tests are left out"
 	for t in $tests; do
-		if [ $(($(date +%s) - t0)) -gt $BUDGET_S ]; then
+		local lim=$(limit 180)
+		if [ "$lim" -eq 0 ]; then
 			echo "TIME  $t: not run, the ${BUDGET_S} s budget is spent"; fail=$((fail + 1)); continue
 		fi
 		local lf=$work/logs/$(echo "$t" | tr / _).log s0=$(date +%s)
 		case $t in
-		*.sh) (cd "$tb" && timeout 180 sh "$src/$t") >"$lf" 2>&1 ;;
-		*.py) (cd "$tb" && timeout 180 sh "$src/tests/run-python.sh" "$src/$t") >"$lf" 2>&1 ;;
-		*) (cd "$tb" && timeout 180 "$tb/$t") >"$lf" 2>&1 ;;
+		*.sh) (cd "$tb" && timeout "$lim" sh "$src/$t") >"$lf" 2>&1 ;;
+		*.py) (cd "$tb" && timeout "$lim" sh "$src/tests/run-python.sh" "$src/$t") >"$lf" 2>&1 ;;
+		*) (cd "$tb" && timeout "$lim" "$tb/$t") >"$lf" 2>&1 ;;
 		esac
 		rc=$?
 		case $rc in 0) res=PASS; pass=$((pass + 1)) ;; 77) res=SKIP; skip=$((skip + 1)) ;; *) res=FAIL; fail=$((fail + 1)) ;; esac
 		line=
 		[ $rc -eq 0 ] || line=$(grep -m 1 -E 'SKIP|FAIL|rror|Timeout' "$lf")
-		[ $rc -eq 124 ] && line="timed out after 180 s"
+		[ $rc -eq 124 ] && line="timed out after $lim s"
 		printf '%-5s %s (%d s)%s\n' "$res" "$t" $(($(date +%s) - s0)) "${line:+: $line}"
 	done
 
 	# compute-sanitizer's memcheck over the CUDA kernel tests
-	if command -v compute-sanitizer >/dev/null 2>&1; then
+	if command -v compute-sanitizer >/dev/null 2>&1 && [ "$(limit 150)" -gt 0 ]; then
 		local lf=$work/logs/memcheck.log s0=$(date +%s)
-		(cd "$tb" && timeout 150 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+		(cd "$tb" && timeout "$(limit 150)" compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
 		    "$tb/tests/test_kernels_cuda") >"$lf" 2>&1
 		rc=$?
 		case $rc in 0) res=PASS; pass=$((pass + 1)) ;; *) res=FAIL; fail=$((fail + 1)) ;; esac
 		printf '%-5s compute-sanitizer --tool memcheck tests/test_kernels_cuda (%d s): %s\n' "$res" \
 		    $(($(date +%s) - s0)) "$(grep -m 1 'ERROR SUMMARY' "$lf" || tail -n 1 "$lf")"
+	elif command -v compute-sanitizer >/dev/null 2>&1; then
+		echo "TIME  compute-sanitizer: not run, the ${BUDGET_S} s budget is spent"; fail=$((fail + 1))
 	else
 		echo "FAIL  compute-sanitizer: not on this machine"; fail=$((fail + 1))
 	fi
@@ -265,9 +275,10 @@ run() {
 	done
 	# One decode step recorded by FlashInfer's decorator: mate-replay's CUDA and CPU kernels
 	# against the torch reference on the same GPU.
-	if [ -f "$work/py/flashinfer/api_logging.py" ] && [ $(($(date +%s) - t0)) -lt $BUDGET_S ]; then
+	if [ -f "$work/py/flashinfer/api_logging.py" ]; then
 		for dev in cuda cpu; do
-			timeout 120 "$py" "$src/bench/replay-decode.py" "$tb" --device "$dev" --batch 32 --kv 2048 \
+			[ "$(limit 120)" -gt 0 ] || { echo "TIME  bench decode ($dev): not run, the budget is spent"; fail=$((fail + 1)); continue; }
+			timeout "$(limit 120)" "$py" "$src/bench/replay-decode.py" "$tb" --device "$dev" --batch 32 --kv 2048 \
 			    >"$work/logs/bench-decode-$dev.log" 2>&1
 			rc=$?
 			sed 's/^/bench decode ('"$dev"'): /' "$work/logs/bench-decode-$dev.log" | tail -n 4
