@@ -53,6 +53,7 @@ struct mate_replay_call {
 	mate_value *outputs;
 	char objkey[160];
 	char message[1024];
+	char note[300];             /* parameters the handler lacks, left at their defaults */
 };
 
 /* Built-in handlers (replay_ops.c). */
@@ -817,7 +818,7 @@ resolve(mate_replay *r, const struct mate_replay_request *req, mate_replay_call 
 			snprintf(res->message, sizeof(res->message), "the recorded arguments do not bind "
 			    "to the recorded signature %s: %s", sig, err.message);
 		} else if ((rc = mate_sig_arguments(h->sig, search.rec, bound, &c->args, sig,
-		    sizeof(sig))) != MATE_OK) {
+		    sizeof(sig), c->note, sizeof(c->note))) != MATE_OK) {
 			if (rc != MATE_ERR_UNSUPPORTED)
 				res->verdict = MATE_REPLAY_ERROR;
 			snprintf(res->message, sizeof(res->message), "%.100s: %s", req->function, sig);
@@ -945,6 +946,11 @@ mate_replay_execute_outputs(mate_replay *r, const struct mate_replay_request *re
 		    req->recorded_error ? "); the replay completed" : "");
 	} else
 		compare_outputs(r, &c, res);
+	if (c.note[0] != '\0') {  /* what the verdict took as its default */
+		size_t n = strlen(res->message);
+
+		snprintf(res->message + n, sizeof(res->message) - n, "%s%s", n ? "; " : "", c.note);
+	}
 	if (rc == MATE_OK && r->bench_runs > 0)
 		bench(r, h, &c, res);
 	if (outputs != NULL && rc == MATE_OK) {

@@ -256,7 +256,10 @@ mate_sig_implements(const struct mate_sig *h, const struct mate_sig *rec, char *
 
 		if (mate_sig_find(h, p->name) != NULL)
 			continue;
-		if (p->def == NULL || strcmp(p->def, "None") != 0) {
+		/* one the handler lacks binds while None, or, keyword-only (as the peers add
+		 * parameters that keep the old behaviour at their default), while at its
+		 * default: mate_sig_arguments() checks the call's value */
+		if (p->def == NULL || (strcmp(p->def, "None") != 0 && p->kind != MATE_PARAM_KEYWORD_ONLY)) {
 			snprintf(why, len, "no parameter '%s'", p->name);
 			return 0;
 		}
@@ -423,15 +426,54 @@ mate_sig_bind(const struct mate_sig *s, const mate_value *args, mate_error *err)
 
 /* ---- the handler's arguments ---------------------------------------------------- */
 
+/* Whether v is the value of the Python literal def (None, a bool, an int, a
+ * float to the bit, a string); anything else is not taken as equal. */
+static int
+is_default(const mate_value *v, const char *def)
+{
+	mate_value *d;
+	mate_error err;
+	int same = 0;
+
+	mate_error_clear(&err);
+	if (def == NULL || (d = mate_pyliteral_parse(def, strlen(def), &err)) == NULL)
+		return 0;
+	if (mate_value_kind_of(d) == mate_value_kind_of(v)) {
+		switch (mate_value_kind_of(v)) {
+		case MATE_V_NONE:
+			same = 1;
+			break;
+		case MATE_V_BOOL:
+		case MATE_V_INT:
+			same = mate_value_get_int(v) == mate_value_get_int(d);
+			break;
+		case MATE_V_FLOAT: {
+			double a = mate_value_get_float(v), b = mate_value_get_float(d);
+			same = memcmp(&a, &b, sizeof(a)) == 0;
+			break;
+		}
+		case MATE_V_STR:
+			same = strcmp(mate_value_get_str(v, NULL), mate_value_get_str(d, NULL)) == 0;
+			break;
+		default:
+			break;
+		}
+	}
+	mate_value_free(d);
+	return same;
+}
+
 int
 mate_sig_arguments(const struct mate_sig *h, const struct mate_sig *rec, const mate_value *bound,
-    mate_value **out, char *why, size_t len)
+    mate_value **out, char *why, size_t len, char *note, size_t notelen)
 {
 	mate_value *args = mate_value_dict();
 	char key[300];
 	int pos = 0;
 
 	*out = NULL;
+	if (notelen > 0)
+		note[0] = '\0';
 	if (args == NULL) {
 		snprintf(why, len, "out of memory");
 		return MATE_ERR_NOMEM;
@@ -446,10 +488,23 @@ mate_sig_arguments(const struct mate_sig *h, const struct mate_sig *rec, const m
 			    p->def ? p->def : "?");
 			goto unsupported;
 		}
-		if (v == NULL || mate_sig_find(h, p->name) != NULL || mate_value_kind_of(v) == MATE_V_NONE)
+		if (v == NULL || mate_sig_find(h, p->name) != NULL || mate_value_kind_of(v) == MATE_V_NONE ||
+		    is_var(p))
 			continue;
 		mate_value_format_brief(v, brief, sizeof(brief));
-		snprintf(why, len, "the handler takes no argument '%s' (%s)", p->name, brief);
+		if (p->kind == MATE_PARAM_KEYWORD_ONLY && is_default(v, p->def)) {
+			/* a parameter newer than the handler, left at its default: named */
+			size_t n = strlen(note);
+
+			if (n + 1 < notelen)
+				snprintf(note + n, notelen - n, "%s%s=%s, its default, ignored", n ? "; " : "",
+				    p->name, brief);
+			continue;
+		}
+		snprintf(why, len, "the handler takes no argument '%s' (%s)%s%.60s%s", p->name, brief,
+		    p->kind == MATE_PARAM_KEYWORD_ONLY && p->def ? "; only its default, " : "",
+		    p->kind == MATE_PARAM_KEYWORD_ONLY && p->def ? p->def : "",
+		    p->kind == MATE_PARAM_KEYWORD_ONLY && p->def ? ", is replayed" : "");
 		goto unsupported;
 	}
 	for (size_t i = 0; i < h->n; i++) {

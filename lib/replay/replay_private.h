@@ -37,7 +37,8 @@ const struct mate_sig_param *mate_sig_find(const struct mate_sig *s, const char 
 void mate_sig_format(const struct mate_sig *s, char *buf, size_t len) MATE_HIDDEN;
 /* Whether a handler of signature h implements calls of the recorded
  * signature rec: h's required parameters are all in rec, and each of rec's
- * parameters is in h or defaults to None (a call must then leave it None).
+ * parameters is in h, or defaults to None, or is keyword-only with a
+ * default (a call must then leave it None or at that default).
  * When not, why says which parameter is wanting. */
 int mate_sig_implements(const struct mate_sig *h, const struct mate_sig *rec, char *why, size_t len) MATE_HIDDEN;
 /* Binds a call's arguments (a dict of arg_<i> and kwarg_<name>) to s as
@@ -49,11 +50,13 @@ mate_value *mate_sig_bind(const struct mate_sig *s, const mate_value *args, mate
 /* The arguments a handler of signature h reads, from bound (mate_sig_bind()
  * through the recorded rec): "arg_<i>" for each parameter at position i of
  * h that may be passed by position and "kwarg_<name>" for each that may be
- * passed by keyword. MATE_ERR_UNSUPPORTED (why says which) when one of
- * rec's parameters that h lacks is not None, or a recorded default h needs
- * cannot be read. */
+ * passed by keyword. A parameter of rec that h lacks may be None or, when
+ * keyword-only, its recorded default (newer peers add such parameters:
+ * each so left is named in note, "NAME=VALUE, its default, ignored").
+ * MATE_ERR_UNSUPPORTED (why says which) when one that h lacks has another
+ * value, or a recorded default h needs cannot be read. */
 int mate_sig_arguments(const struct mate_sig *h, const struct mate_sig *rec, const mate_value *bound,
-    mate_value **out, char *why, size_t len) MATE_HIDDEN;
+    mate_value **out, char *why, size_t len, char *note, size_t notelen) MATE_HIDDEN;
 
 /* The call's receiver as "<process_id>:<self_id>", or NULL when it has no
  * self_id (for handlers' messages). */

@@ -373,6 +373,17 @@ static const struct bind_case binds[] = {
 	    "the handler takes no argument 'e' (4)" },
 	{ "(a, e=0)", "arg_0", 1, NULL, 0, MATE_REPLAY_UNSUPPORTED, NULL,
 	    "no replay handler implements f(a, e=0) (f(a, b=2, /, c=None, *, d=None): no parameter 'e')" },
+	/* keyword-only with a default (a newer peer's parameter, such as FlashInfer
+	 * 0.7.4's batch_invariant=False): replayed while at its default, and named */
+	{ "(a, *, e=0)", "arg_0", 1, NULL, 0, MATE_REPLAY_MISMATCH,
+	    "'arg_0=1'; e=0, its default, ignored", NULL },
+	{ "(a, *, e=0)", "arg_0", 1, "kwarg_e", 0, MATE_REPLAY_MISMATCH,
+	    "'arg_0=1'; e=0, its default, ignored", NULL },
+	{ "(a, *, e=0)", "arg_0", 1, "kwarg_e", 4, MATE_REPLAY_UNSUPPORTED, NULL,
+	    "the handler takes no argument 'e' (4); only its default, 0, is replayed" },
+	{ "(a, *, e=0, g=1)", "kwarg_g", 2, "arg_0", 1, MATE_REPLAY_UNSUPPORTED, NULL,
+	    "the handler takes no argument 'g' (2)" },
+	{ "(a, *, e)", "arg_0", 1, "kwarg_e", 0, MATE_REPLAY_UNSUPPORTED, NULL, "no parameter 'e'" },
 	{ "(b, c)", "arg_0", 1, NULL, 0, MATE_REPLAY_UNSUPPORTED, NULL, "no parameter 'a'" },
 	{ "(a, *args, **kwargs)", "arg_0", 1, NULL, 0, MATE_REPLAY_UNSUPPORTED, NULL,
 	    "no parameter 'args'" },
