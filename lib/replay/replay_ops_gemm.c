@@ -3,6 +3,7 @@
 #include "kernels_fi.h"
 #include "replay_private.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Registers these handlers on r (called by mate_replay_register_builtins()). */
@@ -17,6 +18,56 @@ output(mate_replay_call *c, int pos, mate_dtype dt, int ndim, const int64_t *sha
 	if (mate_value_kind_of(given) == MATE_V_TENSOR)
 		return mate_value_copy(given);   /* shares the argument's storage */
 	return mate_replay_new_tensor(c, dt, ndim, shape);
+}
+
+/* "[d0, d1, ...]" of n dimensions (the first 8) into buf. */
+static void
+dims(const int64_t *shape, int n, char *buf, size_t len)
+{
+	size_t o = (size_t)snprintf(buf, len, "[");
+
+	for (int i = 0; i < n && i < 8 && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? ", " : "", (long long)shape[i]);
+	if (o < len)
+		snprintf(buf + o, len - o, "%s]", n > 8 ? ", ..." : "");
+}
+
+/* What FlashInfer checks before a bf16 GEMM (its _check_mm_bf16_problem_size and
+ * _check_bmm_bf16_problem_size): bfloat16 operands and bias, an out= of the result's
+ * shape and of out_dtype. A call it refuses fails here with its words, so that a recorded
+ * failure replays as the same failure and a record it could not have made is no pass. */
+static int
+check_bf16_gemm(mate_replay_call *c, const mate_tensor *a, const mate_tensor *b,
+    const mate_tensor *bias, int out_pos, mate_dtype out_dtype, int nd, const int64_t *shape)
+{
+	const mate_value *given = mate_replay_arg(c, out_pos, "out");
+	const mate_tensor *out;
+	const char *fn = mate_replay_call_function(c);
+
+	if (a->dtype != MATE_BF16)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: First tensor has unsupported dtype %s. "
+		    "Only bfloat16 is supported.", fn, mate_dtype_name(a->dtype));
+	if (b->dtype != MATE_BF16)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: Second tensor has unsupported dtype %s. "
+		    "Only bfloat16 is supported.", fn, mate_dtype_name(b->dtype));
+	if (bias != NULL && bias->dtype != MATE_BF16)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: Bias tensor has unsupported dtype %s. "
+		    "Only bfloat16 is supported.", fn, mate_dtype_name(bias->dtype));
+	if (mate_value_kind_of(given) != MATE_V_TENSOR)
+		return MATE_OK;
+	out = mate_value_get_tensor(given);
+	if (out->ndim != nd || memcmp(out->shape, shape, (size_t)nd * sizeof(*shape)) != 0) {
+		char want[80], got[80];
+
+		dims(shape, nd, want, sizeof(want));
+		dims(out->shape, out->ndim, got, sizeof(got));
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: Output shape mismatch. Expected %s, "
+		    "got %s.", fn, want, got);
+	}
+	if (out->dtype != out_dtype)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: Output dtype mismatch. Expected %s, got "
+		    "%s.", fn, mate_dtype_name(out_dtype), mate_dtype_name(out->dtype));
+	return MATE_OK;
 }
 
 /* mm_bf16(a, b, bias=None, pdl=False, out=None, out_dtype=torch.bfloat16,
@@ -40,7 +91,8 @@ op_mm_bf16(mate_replay_call *c, void *batched)
 	    (!batched && (rc = mate_replay_arg_tensor(c, 2, "bias", 1, &bias)) != MATE_OK) ||
 	    (rc = mate_replay_arg_dtype(c, o + 1, "out_dtype", MATE_BF16, &dt)) != MATE_OK)
 		return rc;
-	if ((rc = mate_replay_mm_shape(c, a, b, nd, shape)) != MATE_OK)
+	if ((rc = mate_replay_mm_shape(c, a, b, nd, shape)) != MATE_OK ||
+	    (rc = check_bf16_gemm(c, a, b, bias, o, dt, nd, shape)) != MATE_OK)
 		return rc;
 	if ((outv = output(c, o, dt, nd, shape)) == NULL)
 		return MATE_ERR_NOMEM;
