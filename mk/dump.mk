@@ -1,7 +1,7 @@
 ## mk/dump.mk: lib/dump, reading dumps (records, values, the skim of a dump root) and
 ## listing them; mate-list-dumps, with its tests and fuzz target.
 libmate_impl_la_SOURCES += lib/dump/dump_private.h lib/dump/dump_record.c lib/dump/dump_skim.c \
-	lib/dump/dump_value.c lib/dump/dump.c lib/dump/dumplist.c
+	lib/dump/dump_value.c lib/dump/dump.c lib/dump/dumplist.c lib/dump/dump_session.c
 
 bin_PROGRAMS += src/replay/mate-list-dumps
 src_replay_mate_list_dumps_SOURCES = src/replay/mate-list-dumps.c lib/core/util_json.c

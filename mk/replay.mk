@@ -109,6 +109,8 @@ SCRIPT_TESTS += tests/interop/test_fi_replay_rope.py tests/interop/test_fi_repla
 SCRIPT_TESTS += tests/interop/test_fi_replay_gemm_bits.py tests/interop/test_fi_replay_norm_silu.py
 ## FlashInfer 0.7.4's keyword-only batch_invariant, replayed at its default and named.
 SCRIPT_TESTS += tests/interop/test_fi_newer_params.py
+## Calls in one millisecond replay in session.jsonl's order.
+SCRIPT_TESTS += tests/interop/test_fi_call_order.py
 EXTRA_DIST += tests/interop/peers/flashinfer_ops21.py
 ## mate-replay --list-ops and the table in mate-replay(1) generated from it
 SCRIPT_TESTS += tests/cli/test_replay_list_ops.sh

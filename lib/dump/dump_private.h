@@ -72,6 +72,13 @@ int mate_dump_info_from_name(struct mate_dump_info *info, const char *name,
     struct mate_arena *a);
 /* Whether name has a dump directory's form. */
 int mate_dump_name_matches(const char *name);
+/* Reorders, in items[0..n) sorted by timestamp, process and path, each run of
+ * dumps of one millisecond, one process and one folder by the order that
+ * folder's session.jsonl first names them (read as a stream, a regular file
+ * only). @return how many dumps of such runs it could not order (no
+ * session.jsonl, or one that lacks them), example naming two. */
+size_t mate_dump_session_order(struct mate_dump_info *items, size_t n, char *example, size_t len)
+    MATE_HIDDEN;
 
 /* Decodes one recorded non-tensor value: raw JSON, the structured form
  * ({"type": "list", "items": [...]}), MATE's string form ({"type": "list",

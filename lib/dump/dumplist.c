@@ -19,6 +19,8 @@ struct mate_dump_list {
 	struct mate_arena arena;
 	struct mate_dump_info *items;
 	size_t n, cap;
+	size_t unordered;           /* dumps whose order session.jsonl does not give */
+	char unordered_example[600];
 };
 
 mate_dump_list *
@@ -705,6 +707,8 @@ mate_dump_list_sort(mate_dump_list *l)
 		free(o);
 		free(items);
 		qsort(l->items, l->n, sizeof(l->items[0]), cmp_info);
+		l->unordered = mate_dump_session_order(l->items, l->n, l->unordered_example,
+		    sizeof(l->unordered_example));
 		return;
 	}
 	for (size_t i = 0; i < l->n; i++) {
@@ -718,4 +722,14 @@ mate_dump_list_sort(mate_dump_list *l)
 	free(l->items);
 	l->items = items;
 	l->cap = l->n;
+	l->unordered = mate_dump_session_order(l->items, l->n, l->unordered_example,
+	    sizeof(l->unordered_example));
+}
+
+size_t
+mate_dump_list_unordered(const mate_dump_list *l, const char **example)
+{
+	if (example != NULL)
+		*example = l->unordered ? l->unordered_example : NULL;
+	return l->unordered;
 }

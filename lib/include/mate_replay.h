@@ -94,8 +94,15 @@ MATE_API int mate_dump_list_add(mate_dump_list *l, const char *path, mate_error 
 /*! mate_dump_list_set_threads() : how many threads read a root's dumps
  * (0, the default: one per 2048 dumps, up to the CPUs and at most 16). */
 MATE_API void mate_dump_list_set_threads(mate_dump_list *l, int threads);
-/*! mate_dump_list_sort() : orders by timestamp, then process id, then name. */
+/*! mate_dump_list_sort() : orders by timestamp, then process id, then name;
+ * calls of one process in one millisecond (folder names cannot tell their
+ * order) in the order their root's session.jsonl first names them. */
 MATE_API void mate_dump_list_sort(mate_dump_list *l);
+/*! mate_dump_list_unordered() : after mate_dump_list_sort(), how many dumps
+ * share a millisecond and a process with another whose order no
+ * session.jsonl gives (they are in their names' order); *example (NULL ok)
+ * names two of them. */
+MATE_API size_t mate_dump_list_unordered(const mate_dump_list *l, const char **example);
 MATE_API size_t mate_dump_list_count(const mate_dump_list *l);
 /*! mate_dump_list_get() : the i-th dump (borrowed, valid until the next
  * add, sort or free), or NULL when i is out of range. */

@@ -449,6 +449,15 @@ list_dumps(const struct options *o)
 		return NULL;
 	}
 	mate_dump_list_sort(l);
+	{
+		const char *ex;
+		size_t un = mate_dump_list_unordered(l, &ex);
+
+		if (un > 0)
+			mate_fe_warnx("%zu calls share a millisecond with another call of their process "
+			    "and no session.jsonl gives their order: they replay in their folders' "
+			    "names' order (%s)", un, ex);
+	}
 	return l;
 }
 

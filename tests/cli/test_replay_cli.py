@@ -16,7 +16,14 @@ HAVE_PLUGIN = os.path.exists(PLUGIN)
 # the reference handlers: as a dlopen()ed plugin, or linked in where plugins cannot load
 RP = [REPLAY, "--plugin", PLUGIN] if HAVE_PLUGIN else [build_path("tests", "mate-replay-ref")]
 
-NAMES = sorted(d for d in os.listdir(FIXTURE) if d != "session.jsonl")
+# in call order: by name, but the calls of one millisecond (int_ops and no_args, both at
+# 125033_791) as MATE's session.jsonl has them, no_args first
+with open(os.path.join(FIXTURE, "session.jsonl")) as f:
+    NAMES = list(dict.fromkeys(json.loads(ln)["dump_dir"].rsplit("/", 1)[-1] for ln in f))
+check(NAMES[6:8] == ["20261121_125033_791_pid23322_no_args_call0001",
+                     "20261121_125033_791_pid23322_int_ops_call0001"]
+      and sorted(NAMES) == sorted(d for d in os.listdir(FIXTURE) if d != "session.jsonl"),
+      "the fixture's session.jsonl names every dump, no_args before int_ops: %s" % NAMES)
 LINE = re.compile(r"^(\S+): (\S+) \[(completed|inputs_saved|failed|incomplete)\] (\d+) in, (\d+) out, (\d+) bytes$")
 
 # ---- mate-list-dumps on the fixture ------------------------------------------------
