@@ -413,6 +413,9 @@ mate_append_paged_kv(const mate_tensor *append, const mate_tensor *cache, int hn
 		if ((rc = kc_check_dim(append, "append", d, c.shape[d + 4 - append->ndim], err)) != MATE_OK)
 			return rc;
 	P = c.shape[1];
+	if (P <= 0 && nnz > 0)
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "append: the cache's pages have no slots "
+		    "(a page size of %lld)", (long long)P);
 	for (int64_t i = 0; i < nnz; i++) {
 		int64_t b = batch_indices[i], pos = positions[i];
 

@@ -100,11 +100,12 @@ row_bufs(int64_t V, double **v, struct ranked **rk, mate_error *err)
 	return MATE_OK;
 }
 
-/* The k-th largest value (k clamped to [1, V]; k <= 0 keeps all). */
+/* The k-th largest value (k clamped to [1, V]; k < 1, NaN included, keeps all; a
+ * fraction, which only a hostile dump records, is taken down to a whole k). */
 static double
 pivot_k(const struct ranked *rk, int64_t V, double k)
 {
-	if (!(k > 0) || k >= (double)V)
+	if (!(k >= 1) || k >= (double)V)
 		return -INFINITY;
 	return rk[(int64_t)k - 1].v;
 }
