@@ -696,10 +696,60 @@ merge(struct mate_replay_result *res, const struct mate_replay_result *sub, int 
 	memcpy(res->message, sub->message, sizeof(res->message));
 }
 
+/* A key under which a handler returns: "result", or "result_<i>" for a tuple. */
+static int
+is_result_key(const char *key)
+{
+	return strcmp(key, "result") == 0 ||
+	    (strncmp(key, "result_", 7) == 0 && key[7] >= '0' && key[7] <= '9');
+}
+
+/* The results the replay returned that the record lacks (not None; beside a
+ * recorded "result", a tuple's items are that key's mismatch, and the other
+ * way round), listed in buf as "result_0, result_1 (a tuple of 2)"; how many. */
+static size_t
+unrecorded_results(const mate_value *outputs, const mate_value *exp, int tuple_only,
+    char *buf, size_t len)
+{
+	int has_result = mate_value_lookup(exp, "result") != NULL, has_items = 0;
+	const mate_value *one = NULL;
+	size_t n = 0, o = 0;
+
+	for (size_t i = 0; i < mate_value_len(exp); i++) {
+		const char *k = mate_value_get_str(mate_value_key(exp, i), NULL);
+
+		has_items |= k != NULL && strcmp(k, "result") != 0 && is_result_key(k);
+	}
+	buf[0] = '\0';
+	for (size_t i = 0; i < mate_value_len(outputs); i++) {
+		const char *k = mate_value_get_str(mate_value_key(outputs, i), NULL);
+		const mate_value *v = mate_value_item(outputs, i);
+		int whole;
+
+		if (k == NULL || !is_result_key(k) || mate_value_kind_of(v) == MATE_V_NONE ||
+		    mate_value_lookup(exp, k) != NULL)
+			continue;
+		whole = strcmp(k, "result") == 0;
+		if ((whole && (has_items || tuple_only)) || (!whole && has_result && !tuple_only))
+			continue;
+		if (o < len)
+			o += (size_t)snprintf(buf + o, len - o, "%s%s", n ? ", " : "", k);
+		one = v;
+		n++;
+	}
+	if (n == 1 && o < len)
+		snprintf(buf + o, len - o, " (%s %s)", strchr("aeiou", kind_name(one)[0]) ? "an" : "a",
+		    kind_name(one));
+	else if (n > 1 && o < len)
+		snprintf(buf + o, len - o, " (a tuple of %zu)", n);
+	return n;
+}
+
 static void
 compare_outputs(mate_replay *r, const mate_replay_call *c, struct mate_replay_result *res)
 {
 	const mate_value *exp = c->req->expected;
+	char got[256];
 
 	res->verdict = MATE_REPLAY_PASSED;
 	res->bit_exact = 1;
@@ -713,12 +763,18 @@ compare_outputs(mate_replay *r, const mate_replay_call *c, struct mate_replay_re
 			continue;
 		memset(&sub, 0, sizeof(sub));
 		sub.first_bad = -1;
+		got[0] = '\0';
 		y = mate_value_lookup(c->outputs, key);
 		if (y == NULL)  /* an argument written in place */
 			y = mate_value_lookup(c->req->args, key);
-		if (y == NULL && strcmp(key, "result") == 0 && mate_value_kind_of(x) == MATE_V_NONE)
+		if (y == NULL && strcmp(key, "result") == 0 && mate_value_kind_of(x) == MATE_V_NONE &&
+		    unrecorded_results(c->outputs, exp, 1, got, sizeof(got)) == 0)
 			y = x;      /* returned None */
-		if (y == NULL) {
+		if (y == NULL && got[0] != '\0') {
+			snprintf(sub.message, sizeof(sub.message), "%s: the record says the call returned "
+			    "None, the replay returned %s", key, got);
+			ok = 0;
+		} else if (y == NULL) {
 			snprintf(sub.message, sizeof(sub.message), "%s: not produced by the replay", key);
 			ok = 0;
 		} else if (mate_value_kind_of(x) == MATE_V_TENSOR && mate_value_kind_of(y) != MATE_V_TENSOR) {
@@ -729,6 +785,20 @@ compare_outputs(mate_replay *r, const mate_replay_call *c, struct mate_replay_re
 			ok = mate_replay_compare_value(key, x, y, r->rtol, r->atol, &sub);
 		}
 		merge(res, &sub, ok, key);
+	}
+	if (unrecorded_results(c->outputs, exp, 0, got, sizeof(got)) > 0) {
+		struct mate_replay_result sub;
+
+		memset(&sub, 0, sizeof(sub));
+		sub.first_bad = -1;
+		if (mate_value_len(exp) == 0)
+			snprintf(sub.message, sizeof(sub.message), "the record has no outputs but the "
+			    "replay returned %s: the record lost its outputs", got);
+		else
+			snprintf(sub.message, sizeof(sub.message), "the replay returned %s, which the "
+			    "record does not have", got);
+		got[strcspn(got, ", ")] = '\0';  /* the first key */
+		merge(res, &sub, 0, got);
 	}
 	if (res->verdict == MATE_REPLAY_PASSED)
 		snprintf(res->message, sizeof(res->message), res->compared == 0 ?

@@ -146,6 +146,14 @@ dump("cblas_sgemm", {"arg_0": 101, "arg_1": 111, "arg_2": 112, "arg_3": 6, "arg_
 x, w = rnd(4, 64), rnd(64)
 bad = dump("rmsnorm", {"arg_0": x, "arg_1": w}, {"result": rms(x, w, 1e-6) * 1.1}, verdict="Mismatch")
 
+# ---- a record that contradicts the replay is a mismatch -----------------------------------------
+# outputs lost: completed, with no output keys and no outputs file
+lost = dump("rmsnorm", {"arg_0": x, "arg_1": w}, {}, verdict="Mismatch")
+# a recorded None where the call returns a tuple (o, lse)
+none_for_tuple = dump("single_prefill_with_kv_cache", {"arg_0": q, "arg_1": k, "arg_2": v,
+                                                       "kwarg_return_lse": True}, {"result": None},
+                      verdict="Mismatch")
+
 p = run([REPLAY, "--device", "cpu", root], check=False)
 lines = [l for l in p.stdout.splitlines() if l.startswith("[")]
 check(p.returncode == 1, "exit 1 (a planted mismatch and an unsupported mode): %d" % p.returncode)
@@ -156,9 +164,15 @@ for line in lines:
     check(line.split("): ", 1)[1].startswith(want), "%s: want %s, got %s" % (name, want, line))
 print(p.stdout)
 npass = sum(1 for v in expect.values() if v == "Passed")
-check("Summary: %d passed, 2 failed (1 mismatch, 1 unsupported)" % npass in p.stdout, "summary")
+check("Summary: %d passed, 4 failed (3 mismatches, 1 unsupported)" % npass in p.stdout, "summary")
 mism = [l for l in lines if bad in l]
 check(mism and "Mismatch: result[0, 0]" in mism[0], "the mismatch names the element: %r" % mism)
+mism = [l for l in lines if lost in l]
+check(mism and mism[0].endswith("Mismatch: the record has no outputs but the replay returned result "
+                                "(a tensor): the record lost its outputs"), "outputs lost: %r" % mism)
+mism = [l for l in lines if none_for_tuple in l]
+check(mism and mism[0].endswith("Mismatch: result: the record says the call returned None, the replay "
+                                "returned result_0, result_1 (a tuple of 2)"), "None for a tuple: %r" % mism)
 
 # -j 2 gives the same lines
 p2 = run([REPLAY, "-j", "2", root], check=False)

@@ -560,6 +560,57 @@ DEFINE_TEST(engine)
 	mate_replay_free(r);
 }
 
+static int
+nothing(mate_replay_call *c, void *ctx)
+{
+	return MATE_OK;
+}
+
+/* What the replay returns and the record lacks is no pass (issue 31, items 2 and 3). */
+DEFINE_TEST(unrecorded_results)
+{
+	static const double x[3] = { 1, 2, 3 };
+	mate_replay *r = mate_replay_new(NULL);
+	struct mate_replay_result res;
+	mate_value *args = dict1("arg_0", vec(MATE_F32, 3, x)), *none = mate_value_dict();
+	mate_value *exp = mate_value_dict();
+
+	mate_replay_register(r, NULL, "double_it", double_it, NULL, NULL);
+	mate_replay_register(r, NULL, "pair", pair, NULL, NULL);
+	mate_replay_register(r, NULL, "nothing", nothing, NULL, NULL);
+	/* a record that lost its outputs: a tensor, a tuple */
+	CHECK_EQ_INT(exec1(r, "double_it", NULL, args, exp, &res), MATE_REPLAY_MISMATCH);
+	CHECK_STR(res.message, "the record has no outputs but the replay returned result "
+	    "(a tensor): the record lost its outputs");
+	CHECK_STR(res.key, "result");
+	CHECK_EQ_INT(exec1(r, "pair", NULL, none, exp, &res), MATE_REPLAY_MISMATCH);
+	CHECK_STR(res.message, "the record has no outputs but the replay returned result_0, "
+	    "result_1 (a tuple of 2): the record lost its outputs");
+	CHECK_STR(res.key, "result_0");
+	/* nothing recorded, nothing returned */
+	CHECK_EQ_INT(exec1(r, "nothing", NULL, none, exp, &res), MATE_REPLAY_PASSED);
+	CHECK_STR(res.message, "no outputs were recorded to compare");
+	/* a recorded None where the replay returns a tuple, or a tensor */
+	mate_value_set_str(exp, "result", mate_value_none());
+	CHECK_EQ_INT(exec1(r, "pair", NULL, none, exp, &res), MATE_REPLAY_MISMATCH);
+	CHECK_STR(res.message, "result: the record says the call returned None, the replay "
+	    "returned result_0, result_1 (a tuple of 2)");
+	CHECK_EQ_INT(res.mismatched, 1);
+	CHECK_EQ_INT(exec1(r, "double_it", NULL, args, exp, &res), MATE_REPLAY_MISMATCH);
+	CHECK_CONTAINS(res.message, "result: expected None, got ");
+	CHECK_EQ_INT(exec1(r, "nothing", NULL, none, exp, &res), MATE_REPLAY_PASSED);
+	/* a tuple longer than the recorded one */
+	mate_value_free(exp);
+	exp = dict1("result_0", mate_value_int(14));
+	CHECK_EQ_INT(exec1(r, "pair", NULL, none, exp, &res), MATE_REPLAY_MISMATCH);
+	CHECK_STR(res.message, "the replay returned result_1 (a float), which the record does "
+	    "not have");
+	mate_value_free(exp);
+	mate_value_free(args);
+	mate_value_free(none);
+	mate_replay_free(r);
+}
+
 DEFINE_TEST(stateful)
 {
 	mate_replay *r = mate_replay_new(NULL);
