@@ -206,6 +206,11 @@ struct mate_replay_result {
 	int64_t bench_bytes;        /* bytes of the call's tensors, in and out */
 	double bench_flops;         /* the op's nominal floating-point operations per
 	                               call (op_cost.c), or -1 when it defines none */
+	int64_t n_nan, n_inf;       /* mismatch: of that output's n_bad, elements with a
+	                               NaN on one side only, and with an infinity that
+	                               differs (neither in the errors above) */
+	int64_t first_nan, first_inf;  /* the first of each (row-major), or -1 */
+	char first_nan_index[160], first_inf_index[160];  /* the same as "[3, 7]", or "" */
 };
 
 /*! mate_replay_verdict_name() : "passed", "mismatch", "error",

@@ -693,6 +693,12 @@ merge(struct mate_replay_result *res, const struct mate_replay_result *sub, int 
 	res->atol = sub->atol;
 	res->mean_abs_err = sub->mean_abs_err;
 	res->mean_rel_err = sub->mean_rel_err;
+	res->n_nan = sub->n_nan;
+	res->n_inf = sub->n_inf;
+	res->first_nan = sub->first_nan;
+	res->first_inf = sub->first_inf;
+	memcpy(res->first_nan_index, sub->first_nan_index, sizeof(res->first_nan_index));
+	memcpy(res->first_inf_index, sub->first_inf_index, sizeof(res->first_inf_index));
 	memcpy(res->message, sub->message, sizeof(res->message));
 }
 
@@ -762,7 +768,7 @@ compare_outputs(mate_replay *r, const mate_replay_call *c, struct mate_replay_re
 		if (key == NULL)
 			continue;
 		memset(&sub, 0, sizeof(sub));
-		sub.first_bad = -1;
+		sub.first_bad = sub.first_nan = sub.first_inf = -1;
 		got[0] = '\0';
 		y = mate_value_lookup(c->outputs, key);
 		if (y == NULL)  /* an argument written in place */
@@ -790,7 +796,7 @@ compare_outputs(mate_replay *r, const mate_replay_call *c, struct mate_replay_re
 		struct mate_replay_result sub;
 
 		memset(&sub, 0, sizeof(sub));
-		sub.first_bad = -1;
+		sub.first_bad = sub.first_nan = sub.first_inf = -1;
 		if (mate_value_len(exp) == 0)
 			snprintf(sub.message, sizeof(sub.message), "the record has no outputs but the "
 			    "replay returned %s: the record lost its outputs", got);
@@ -988,7 +994,7 @@ mate_replay_execute_outputs(mate_replay *r, const struct mate_replay_request *re
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	res->first_bad = -1;
+	res->first_bad = res->first_nan = res->first_inf = -1;
 	memset(&c, 0, sizeof(c));
 	c.r = r;
 	c.req = req;
@@ -1085,7 +1091,7 @@ mate_replay_dump(mate_replay *r, const char *dir, struct mate_replay_result *res
 	struct mate_replay_request req;
 
 	memset(res, 0, sizeof(*res));
-	res->first_bad = -1;
+	res->first_bad = res->first_nan = res->first_inf = -1;
 	res->verdict = MATE_REPLAY_ERROR;
 	mate_error_clear(&err);
 	if ((d = mate_dump_open(dir, &err)) == NULL ||

@@ -54,7 +54,7 @@ format_dims(char *buf, size_t len, const int64_t *d, int n, char open, char clos
 static void
 format_index(char *buf, size_t len, const mate_tensor *t, int64_t i)
 {
-	int64_t idx[MATE_MAX_DIMS];
+	int64_t idx[MATE_MAX_DIMS] = { 0 };
 
 	for (int d = t->ndim - 1; d >= 0; d--) {
 		idx[d] = t->shape[d] > 0 ? i % t->shape[d] : 0;
@@ -166,34 +166,90 @@ compare_float(mate_dtype dt, const unsigned char *xb, const unsigned char *yb, i
 				n_rel++;
 			}
 		}
-		if (element_bad(x, y, rtol, atol) && res->n_bad++ == 0) {
+		if (!element_bad(x, y, rtol, atol))
+			continue;
+		if (res->n_bad++ == 0) {
 			res->first_bad = i;
 			res->expected = x;
 			res->got = y;
+		}
+		if (isnan(x) || isnan(y)) {
+			if (res->n_nan++ == 0)
+				res->first_nan = i;
+		} else if (isinf(x) || isinf(y)) {
+			if (res->n_inf++ == 0)
+				res->first_inf = i;
 		}
 	}
 	res->mean_abs_err = n_abs > 0 ? sum_abs / (double)n_abs : 0;
 	res->mean_rel_err = n_rel > 0 ? sum_rel / (double)n_rel : 0;
 }
 
+/* The element of linear index i (of the interleaved parts when complex_parts)
+ * as "[3, 7]" or "[3].imag" in buf; the element's index. */
+static int64_t
+element_index(char *buf, size_t len, const mate_tensor *x, int complex_parts, int64_t i)
+{
+	char idx[150];
+	int64_t elem = complex_parts ? i / 2 : i;
+
+	format_index(idx, sizeof(idx), x, elem);
+	snprintf(buf, len, "%s%s", idx, complex_parts ? (i % 2 ? ".imag" : ".real") : "");
+	return elem;
+}
+
+/* The float mismatch of an output where NaN or infinities differ: how many
+ * of each, where the first one is, and the errors of the finite elements. */
+static void
+nonfinite_message(const char *key, struct mate_replay_result *res)
+{
+	char nan[240] = "", inf[240] = "", head[100] = "";
+	double e = fabs(res->got - res->expected);
+
+	if (isfinite(e))
+		snprintf(head, sizeof(head), " (abs err %.3g, rel err %.3g)", e,
+		    res->expected != 0 ? e / fabs(res->expected) : INFINITY);
+	if (res->n_nan > 0)
+		snprintf(nan, sizeof(nan), "%" PRId64 " NaN where the other is not (first at %s)",
+		    res->n_nan, res->first_nan_index);
+	if (res->n_inf > 0)
+		snprintf(inf, sizeof(inf), "%" PRId64 " infinit%s that differ%s (first at %s)",
+		    res->n_inf, res->n_inf == 1 ? "y" : "ies", res->n_inf == 1 ? "s" : "",
+		    res->first_inf_index);
+	snprintf(res->message, sizeof(res->message),
+	    "%s%s: expected %.9g, got %.9g%s; %" PRId64 " of %" PRId64 " elements beyond rtol %g, "
+	    "atol %g (%.3g%%), of them %s%s%s; over the finite elements: max abs err %.3g, "
+	    "max rel err %.3g, mean abs err %.3g, mean rel err %.3g",
+	    key, res->first_bad_index, res->expected, res->got, head, res->n_bad, res->numel,
+	    res->rtol, res->atol, 100.0 * (double)res->n_bad / (double)res->numel, nan,
+	    nan[0] && inf[0] ? " and " : "", inf, res->max_abs_err, res->max_rel_err,
+	    res->mean_abs_err, res->mean_rel_err);
+}
+
 static void
 mismatch_message(const char *key, const mate_tensor *x, int complex_parts,
     struct mate_replay_result *res)
 {
-	char idx[150];
-	int64_t elem = complex_parts ? res->first_bad / 2 : res->first_bad;
 	double e = fabs(res->got - res->expected);
 	double r = res->expected != 0 ? e / fabs(res->expected) : INFINITY;
 
-	format_index(idx, sizeof(idx), x, elem);
-	snprintf(res->first_bad_index, sizeof(res->first_bad_index), "%s%s", idx,
-	    complex_parts ? (res->first_bad % 2 ? ".imag" : ".real") : "");
-	res->first_bad = elem;
+	res->first_bad = element_index(res->first_bad_index, sizeof(res->first_bad_index), x,
+	    complex_parts, res->first_bad);
+	if (res->n_nan > 0)
+		res->first_nan = element_index(res->first_nan_index, sizeof(res->first_nan_index), x,
+		    complex_parts, res->first_nan);
+	if (res->n_inf > 0)
+		res->first_inf = element_index(res->first_inf_index, sizeof(res->first_inf_index), x,
+		    complex_parts, res->first_inf);
 	if (mate_dtype_kind(x->dtype) != MATE_KIND_FLOAT && mate_dtype_kind(x->dtype) != MATE_KIND_COMPLEX) {
 		snprintf(res->message, sizeof(res->message),
 		    "%s%s: expected %.17g, got %.17g; %" PRId64 " of %" PRId64 " elements differ "
 		    "(exact), %.3g%%", key, res->first_bad_index, res->expected, res->got, res->n_bad,
 		    res->numel, 100.0 * (double)res->n_bad / (double)res->numel);
+		return;
+	}
+	if (res->n_nan > 0 || res->n_inf > 0) {
+		nonfinite_message(key, res);
 		return;
 	}
 	snprintf(res->message, sizeof(res->message),
@@ -215,7 +271,7 @@ mate_replay_compare_tensor(const char *key, const mate_tensor *x, const mate_ten
 	int kind = mate_dtype_kind(x->dtype), parts = kind == MATE_KIND_COMPLEX;
 	double dr, da;
 
-	res->first_bad = -1;
+	res->first_bad = res->first_nan = res->first_inf = -1;
 	res->bit_exact = 0;
 	mate_replay_default_tolerance(x->dtype, &dr, &da);
 	res->rtol = (kind == MATE_KIND_FLOAT || parts) && rtol >= 0 ? rtol : dr;

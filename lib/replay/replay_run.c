@@ -120,7 +120,7 @@ report_nomem(size_t i, const struct mate_dump_info *d, mate_replay_report_fn rep
 
 	memset(&res, 0, sizeof(res));
 	res.verdict = MATE_REPLAY_ERROR;
-	res.first_bad = -1;
+	res.first_bad = res.first_nan = res.first_inf = -1;
 	strcpy(res.message, "out of memory");
 	report(i, d, &res, ctx);
 }

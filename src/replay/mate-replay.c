@@ -292,6 +292,10 @@ print_json(size_t i, const struct mate_dump_info *d, const struct mate_replay_re
 		mate_fe_json_num(o, "mean_abs_err", r->mean_abs_err);
 		mate_fe_json_num(o, "mean_rel_err", r->mean_rel_err);
 		cJSON_AddNumberToObject(o, "mismatched", r->mismatched);
+		cJSON_AddNumberToObject(o, "n_nan", (double)r->n_nan);
+		cJSON_AddNumberToObject(o, "n_inf", (double)r->n_inf);
+		mate_fe_json_str(o, "first_nan_index", r->n_nan > 0 ? r->first_nan_index : NULL);
+		mate_fe_json_str(o, "first_inf_index", r->n_inf > 0 ? r->first_inf_index : NULL);
 		mate_fe_json_num(o, "rtol", r->rtol);
 		mate_fe_json_num(o, "atol", r->atol);
 	} else {

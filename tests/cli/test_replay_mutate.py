@@ -118,6 +118,11 @@ check(obj.get("n_bad", 0) > 100 and obj.get("max_rel_err", 0) > 0.3, "scaled: mo
 # an injected NaN
 rc, line, obj = mutated(GEMM32, "result", setitem((2, 1), float("nan")))
 check(rc == 1 and "Mismatch: result[2, 1]: expected nan, got %.9g" % g[2, 1].item() in line, "NaN: %r" % line)
+# counted apart and located, not hidden behind errors of 0
+check("1 of 128 elements beyond rtol 1e-05, atol 1e-06 (0.781%), of them 1 NaN where the other is not "
+      "(first at [2, 1]); over the finite elements: max abs err 0," in line, "NaN counted: %r" % line)
+check(obj.get("n_nan") == 1 and obj.get("first_nan_index") == "[2, 1]" and obj.get("n_inf") == 0
+      and obj.get("first_inf_index") is None, "NaN in --jsonl: %r" % obj)
 
 # a changed shape, a changed dtype in the outputs file alone: the file
 # disagrees with its record, which is named, not the result blamed
@@ -168,6 +173,8 @@ check(rc == 1 and "Mismatch: result[%d, %d]: expected 1, got nan" % nan_at in li
 # infinities exactly, whatever the tolerance
 rc, line, obj = mutated(RMS_NAN, "result", setitem(fin_at, float("inf")), ["--atol", "1e30", "--rtol", "10"])
 check(rc == 1 and "Mismatch: result[%d, %d]: expected inf" % fin_at in line, "inf exact: %r" % line)
+check("of them 1 infinity that differs (first at [%d, %d])" % fin_at in line and obj.get("n_inf") == 1
+      and obj.get("first_inf_index") == "[%d, %d]" % fin_at, "inf counted: %r %r" % (line, obj))
 
 shutil.rmtree(work)
 done()

@@ -149,6 +149,42 @@ DEFINE_TEST(compare_reports)
 	    -1, -1, &res));
 	CHECK_CONTAINS(res.message, "result: dtype float64, expected float32");
 
+	/* NaN and infinities counted apart, the first of each located; the errors are
+	 * over the finite elements (issue 31, item 8) */
+	{
+		static const double nx[6] = { 0, 1, 2, 3, 4, 5 };
+		const double ny[6] = { 0, NAN, 2, INFINITY, NAN, 5 };
+		mate_value *f = tensor(MATE_F32, 2, s23, nx), *g = tensor(MATE_F32, 2, s23, ny);
+
+		memset(&res, 0, sizeof(res));
+		CHECK(!mate_replay_compare_tensor("result", mate_value_get_tensor(f),
+		    mate_value_get_tensor(g), -1, -1, &res));
+		CHECK_EQ_INT(res.n_bad, 3);
+		CHECK_EQ_INT(res.n_nan, 2);
+		CHECK_EQ_INT(res.n_inf, 1);
+		CHECK_EQ_INT(res.first_nan, 1);
+		CHECK_STR(res.first_nan_index, "[0, 1]");
+		CHECK_EQ_INT(res.first_inf, 3);
+		CHECK_STR(res.first_inf_index, "[1, 0]");
+		CHECK_STR(res.message, "result[0, 1]: expected 1, got nan; 3 of 6 elements beyond "
+		    "rtol 1e-05, atol 1e-06 (50%), of them 2 NaN where the other is not (first at "
+		    "[0, 1]) and 1 infinity that differs (first at [1, 0]); over the finite "
+		    "elements: max abs err 0, max rel err 0, mean abs err 0, mean rel err 0");
+		mate_value_free(g);
+		g = tensor(MATE_F32, 2, s23, (const double[]){ 0, 1, 2.5, 3, 4, -INFINITY });
+		memset(&res, 0, sizeof(res));
+		CHECK(!mate_replay_compare_tensor("result", mate_value_get_tensor(f),
+		    mate_value_get_tensor(g), -1, -1, &res));
+		CHECK_EQ_INT(res.n_nan, 0);
+		CHECK_EQ_INT(res.first_nan, -1);
+		CHECK_STR(res.first_nan_index, "");
+		CHECK_CONTAINS(res.message, "result[0, 2]: expected 2, got 2.5 (abs err 0.5, rel err "
+		    "0.25); 2 of 6 elements beyond rtol 1e-05, atol 1e-06 (33.3%), of them 1 infinity "
+		    "that differs (first at [1, 2]); over the finite elements: max abs err 0.5");
+		mate_value_free(f);
+		mate_value_free(g);
+	}
+
 	/* a transposed view compares by element, and identical data is bit-exact */
 	tv = *mate_value_get_tensor(e);
 	tv.shape[0] = 2;
