@@ -172,7 +172,10 @@ enum mate_replay_verdict {
 	MATE_REPLAY_ERROR,          /* could not load, or the replayed call failed */
 	MATE_REPLAY_UNSUPPORTED,    /* no handler, or the handler cannot do it */
 	MATE_REPLAY_REPRODUCED,     /* no outputs recorded; the call failed again */
-	MATE_REPLAY_NOW_RUNS        /* no outputs recorded; the call now succeeds */
+	MATE_REPLAY_NOW_RUNS,       /* no outputs recorded; the call now succeeds */
+	MATE_REPLAY_UNCHECKED       /* ran, but nothing was recorded to compare save a
+	                               None return: a function with tensor arguments
+	                               whose writes in place were not recorded */
 };
 
 enum mate_replay_device {
@@ -214,7 +217,7 @@ struct mate_replay_result {
 };
 
 /*! mate_replay_verdict_name() : "passed", "mismatch", "error",
- * "unsupported", "reproduced_failure", "now_runs". Static string. */
+ * "unsupported", "reproduced_failure", "now_runs", "unchecked". Static string. */
 MATE_API const char *mate_replay_verdict_name(int verdict);
 
 /*! mate_replay_new() : a registry holding mate's built-in handlers (the

@@ -38,7 +38,7 @@ struct options {
 struct tally {
 	int utf8;
 	int jsonl;
-	size_t by[MATE_REPLAY_NOW_RUNS + 1];
+	size_t by[MATE_REPLAY_UNCHECKED + 1];
 };
 
 static void
@@ -73,8 +73,9 @@ usage(void)
 	    "                       live blocks may take (default 1G, or MATE_MAX_MEMORY)\n"
 	    "  -h, --help           show this help and exit\n"
 	    "  -V, --version        show the version and exit\n\n"
-	    "Exit status: 0 every replayed call passed, 1 a mismatch, error or nothing\n"
-	    "replayed, 2 usage error or unreadable input.\n",
+	    "Exit status: 0 every replayed call passed (or ran unchecked, or failed again as\n"
+	    "recorded), 1 a mismatch, error or nothing replayed, 2 usage error or unreadable\n"
+	    "input.\n",
 	    mate_fe_progname(), mate_fe_progname());
 }
 
@@ -231,6 +232,7 @@ verdict_words(int v, int utf8)
 	case MATE_REPLAY_REPRODUCED:
 		return utf8 ? "\u26a0\ufe0f  Reproduced the failure" : "Reproduced the failure";
 	case MATE_REPLAY_NOW_RUNS: return utf8 ? "\u26a0\ufe0f  Now runs" : "Now runs";
+	case MATE_REPLAY_UNCHECKED: return utf8 ? "\u2611\ufe0f  Ran, unchecked" : "Ran, unchecked";
 	default: return utf8 ? "\u274c Error" : "Error";
 	}
 }
@@ -328,7 +330,7 @@ report(size_t i, const struct mate_dump_info *d, const struct mate_replay_result
 {
 	struct tally *t = ctx;
 
-	if (r->verdict >= 0 && r->verdict <= MATE_REPLAY_NOW_RUNS)
+	if (r->verdict >= 0 && r->verdict <= MATE_REPLAY_UNCHECKED)
 		t->by[r->verdict]++;
 	if (t->jsonl)
 		print_json(i, d, r);
@@ -362,7 +364,10 @@ print_summary(const struct tally *t, FILE *f)
 		fprintf(f, "%s%zu %s", sep, n, n == 1 ? kinds[k].one : kinds[k].many);
 		sep = ", ";
 	}
-	fprintf(f, "%s\n", failed ? ")" : "");
+	fprintf(f, "%s", failed ? ")" : "");
+	if (t->by[MATE_REPLAY_UNCHECKED] > 0)  /* neither passed nor failed */
+		fprintf(f, ", %zu ran unchecked", t->by[MATE_REPLAY_UNCHECKED]);
+	fputc('\n', f);
 }
 
 /* ---- main ------------------------------------------------------------------ */
@@ -504,8 +509,10 @@ replay_all(const struct options *o, mate_replay *r, const mate_dump_list *l)
 	if (nsel == 0) {
 		mate_fe_warnx("no dumps %s", n ? "selected (--include, --exclude, --status)" : "found");
 		status = MATE_EXIT_FAIL;
-	} else if (nsel - t.by[MATE_REPLAY_PASSED] - t.by[MATE_REPLAY_REPRODUCED] > 0) {
-		/* a recorded failure that fails again is what replaying a crash is for */
+	} else if (nsel - t.by[MATE_REPLAY_PASSED] - t.by[MATE_REPLAY_REPRODUCED] -
+	    t.by[MATE_REPLAY_UNCHECKED] > 0) {
+		/* a recorded failure that fails again is what replaying a crash is for; a
+		 * call with nothing recorded to check ran as the record says it did */
 		status = MATE_EXIT_FAIL;
 	}
 	free(sel);

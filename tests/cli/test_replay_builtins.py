@@ -1,4 +1,5 @@
 """replay-builtins.py: mate's built-in handlers replay FlashInfer-style calls of every ops.md operation (arguments by position and keyword, out=, in place, return_lse, the BLAS call), with references from torch."""
+import json
 import math
 import os
 import shutil
@@ -153,6 +154,11 @@ lost = dump("rmsnorm", {"arg_0": x, "arg_1": w}, {}, verdict="Mismatch")
 none_for_tuple = dump("single_prefill_with_kv_cache", {"arg_0": q, "arg_1": k, "arg_2": v,
                                                        "kwarg_return_lse": True}, {"result": None},
                       verdict="Mismatch")
+# in place, recorded as FlashInfer's decorator records it (the None return alone): it ran,
+# and nothing it wrote can be checked, so it is not a pass
+x, r, w = rnd(4, 64, dtype=torch.float16), rnd(4, 64, dtype=torch.float16), rnd(64, dtype=torch.float16)
+unchecked = dump("fused_add_rmsnorm", {"arg_0": x, "arg_1": r, "arg_2": w}, {"result": None},
+                 verdict="Ran, unchecked")
 
 p = run([REPLAY, "--device", "cpu", root], check=False)
 lines = [l for l in p.stdout.splitlines() if l.startswith("[")]
@@ -164,7 +170,19 @@ for line in lines:
     check(line.split("): ", 1)[1].startswith(want), "%s: want %s, got %s" % (name, want, line))
 print(p.stdout)
 npass = sum(1 for v in expect.values() if v == "Passed")
-check("Summary: %d passed, 4 failed (3 mismatches, 1 unsupported)" % npass in p.stdout, "summary")
+check("Summary: %d passed, 4 failed (3 mismatches, 1 unsupported), 1 ran unchecked" % npass in p.stdout,
+      "summary")
+line = [l for l in lines if unchecked in l]
+check(line and line[0].endswith("Ran, unchecked: only its None return was recorded to compare; its in-place "
+                                "writes, if any, were not recorded"), "in place, unrecorded: %r" % line)
+# alone: not a failure (exit 0), not a pass
+p1 = run([REPLAY, os.path.join(root, unchecked)], check=False)
+check(p1.returncode == 0 and "Summary: 0 passed, 0 failed, 1 ran unchecked" in p1.stdout,
+      "unchecked alone: exit %d %r" % (p1.returncode, p1.stdout))
+p1 = run([REPLAY, "--jsonl", os.path.join(root, unchecked)], check=False)
+obj = json.loads(p1.stdout) if p1.stdout else {}
+check(p1.returncode == 0 and obj.get("verdict") == "unchecked" and obj.get("compared") == 1
+      and "Summary: 0 passed, 0 failed, 1 ran unchecked" in p1.stderr, "--jsonl: %r %r" % (obj, p1.stderr))
 mism = [l for l in lines if bad in l]
 check(mism and "Mismatch: result[0, 0]" in mism[0], "the mismatch names the element: %r" % mism)
 mism = [l for l in lines if lost in l]

@@ -4,7 +4,7 @@ import json
 import os
 import shutil
 
-from mate_test import check, done, flashinfer_main, flashinfer_record, replay_jsonl, tmpdir
+from mate_test import check, done, fi_verdict, flashinfer_main, flashinfer_record, replay_jsonl, tmpdir
 
 
 def pages_for(lens, P, gen, extra=3):
@@ -238,8 +238,10 @@ for fmt, st in (("pt", "0"), ("safetensors", "1")):
                   "%s: %s: %s replays as %s, expected unsupported (%s): %s" % (
                       fmt, d, v["function"], v["verdict"], why[0], v["message"]))
             continue
-        check(v["verdict"] == "passed", "%s: %s: %s replays as %s: %s" % (fmt, d, v["function"],
-                                                                         v["verdict"], v["message"]))
+        # an append whose (k, v) cache could not be given an in-place file: unchecked
+        want = "passed" if d in appends else fi_verdict(v["function"])
+        check(v["verdict"] == want, "%s: %s: %s replays as %s: %s" % (fmt, d, v["function"],
+                                                                     v["verdict"], v["message"]))
     for cls in ("BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper",
                 "BatchPrefillWithRaggedKVCacheWrapper", "BatchMLAPagedAttentionWrapper"):
         for m in ("__init__", "plan", "run"):

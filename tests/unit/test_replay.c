@@ -647,6 +647,63 @@ DEFINE_TEST(unrecorded_results)
 	mate_replay_free(r);
 }
 
+/* A call of tensors of which nothing but a None return was recorded (FlashInfer's
+ * decorator records no tensors after an in-place call) ran, unchecked: not a pass
+ * (issue 31, item 10). */
+DEFINE_TEST(unchecked)
+{
+	static const double x[3] = { 1, 2, 3 };
+	mate_replay *r = mate_replay_new(NULL);
+	struct mate_replay_result res;
+	struct mate_replay_request req;
+	mate_value *args = dict1("arg_0", vec(MATE_F32, 3, x)), *exp = mate_value_dict();
+	mate_value *cache = mate_value_dict(), *pair = mate_value_tuple(), *none = mate_value_dict();
+
+	mate_replay_register(r, NULL, "in_place", in_place, (void *)1, NULL);
+	mate_replay_register(r, NULL, "nothing", nothing, NULL, NULL);
+	CHECK_STR(mate_replay_verdict_name(MATE_REPLAY_UNCHECKED), "unchecked");
+	CHECK_EQ_INT(MATE_REPLAY_UNCHECKED, MATE_REPLAY_NOW_RUNS + 1);
+	mate_value_set_str(exp, "result", mate_value_none());
+	CHECK_EQ_INT(exec1(r, "in_place", NULL, args, exp, &res), MATE_REPLAY_UNCHECKED);
+	CHECK_STR(res.message, "only its None return was recorded to compare; its in-place "
+	    "writes, if any, were not recorded");
+	CHECK_EQ_INT(res.compared, 1);
+	CHECK_EQ_INT(res.bit_exact, 1);
+	/* a tensor inside a tuple (a (k, v) cache) is a tensor argument too */
+	mate_value_append(pair, vec(MATE_F32, 3, x));
+	mate_value_append(pair, vec(MATE_F32, 3, x));
+	mate_value_set_str(cache, "arg_4", pair);
+	CHECK_EQ_INT(exec1(r, "nothing", NULL, cache, exp, &res), MATE_REPLAY_UNCHECKED);
+	/* no tensor to write: the None is all there is */
+	CHECK_EQ_INT(exec1(r, "nothing", NULL, none, exp, &res), MATE_REPLAY_PASSED);
+	CHECK_STR(res.message, "bit-exact");
+	/* a method: its object's state is what later calls check */
+	memset(&req, 0, sizeof(req));
+	req.function = "in_place";
+	req.args = args;
+	req.expected = exp;
+	req.self_id = "7";
+	mate_replay_execute(r, &req, &res);
+	CHECK_EQ_INT(res.verdict, MATE_REPLAY_PASSED);
+	/* nothing recorded at all, nothing returned */
+	mate_value_free(exp);
+	exp = mate_value_dict();
+	CHECK_EQ_INT(exec1(r, "in_place", NULL, args, exp, &res), MATE_REPLAY_UNCHECKED);
+	CHECK_STR(res.message, "no outputs were recorded to compare; its in-place writes, if "
+	    "any, were not recorded");
+	/* the write recorded: compared, and passed */
+	mate_value_free(args);
+	args = dict1("arg_0", vec(MATE_F32, 3, x));
+	mate_value_set_str(exp, "result", mate_value_none());
+	mate_value_set_str(exp, "arg_0", vec(MATE_F32, 3, (const double[]){ 2, 2, 3 }));
+	CHECK_EQ_INT(exec1(r, "in_place", NULL, args, exp, &res), MATE_REPLAY_PASSED);
+	mate_value_free(exp);
+	mate_value_free(args);
+	mate_value_free(cache);
+	mate_value_free(none);
+	mate_replay_free(r);
+}
+
 DEFINE_TEST(stateful)
 {
 	mate_replay *r = mate_replay_new(NULL);
