@@ -55,7 +55,8 @@ def flashinfer_replay(a):
 
 
 def mate_replay(a, build, jobs):
-    """mate-replay's best wall time over the root on jobs threads; every verdict must pass."""
+    """mate-replay's best wall time over the root on jobs threads; every verdict must pass
+    (or, for a call in place, run unchecked)."""
     replay = os.path.join(build, "src", "replay", "mate-replay")
     best = float("inf")
     for _ in range(a.repeat):
@@ -64,7 +65,9 @@ def mate_replay(a, build, jobs):
                            text=True)
         best = min(best, time.perf_counter() - t0)
         verdicts = [json.loads(x) for x in p.stdout.splitlines()]
-        failed = [v for v in verdicts if v["verdict"] != "passed"]
+        # the appends and fused_add_rmsnorm write in place, which FlashInfer's
+        # decorator does not record: they run "unchecked"
+        failed = [v for v in verdicts if v["verdict"] not in ("passed", "unchecked")]
         if p.returncode != 0 or failed:
             sys.exit("replay-mixed: mate-replay exits %d; %d of %d calls not passed: %s" % (
                 p.returncode, len(failed), len(verdicts), failed[:1] or p.stderr[-500:]))
