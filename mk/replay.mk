@@ -77,7 +77,7 @@ SCRIPT_TESTS += tests/cli/test_replay_cli.py tests/cli/test_replay_mutate.py \
 	tests/cli/test_replay_builtins.py tests/cli/test_replay_signature.py \
 	tests/cli/test_replay_reference.py tests/cli/test_replay_hostile.py \
 	tests/cli/test_replay_demo.sh tests/cli/test_replay_refusals.py tests/cli/test_replay_params.py \
-	tests/cli/test_replay_hostile_args.py
+	tests/cli/test_replay_hostile_args.py tests/cli/test_replay_inplace_tuple.py
 EXTRA_DIST += tests/tools/replay_dumps.py
 
 

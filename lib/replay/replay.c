@@ -715,6 +715,33 @@ merge(struct mate_replay_result *res, const struct mate_replay_result *sub, int 
 	memcpy(res->message, sub->message, sizeof(res->message));
 }
 
+/* The argument key names after the call: args[key], or for "<parent>__<i>" (a
+ * tensor inside a list or tuple argument, as the records key it, nested) item i of
+ * the parent's value. */
+static const mate_value *
+written_arg(const mate_value *args, const char *key, int depth)
+{
+	const mate_value *v = mate_value_lookup(args, key), *parent;
+	char buf[512];
+	size_t len = strlen(key), d = len;
+	unsigned long idx;
+
+	if (v != NULL || depth > 8 || len >= sizeof(buf))
+		return v;
+	while (d > 0 && key[d - 1] >= '0' && key[d - 1] <= '9')
+		d--;
+	if (d == len || d < 3 || key[d - 1] != '_' || key[d - 2] != '_' || len - d > 6)
+		return NULL;
+	memcpy(buf, key, d - 2);
+	buf[d - 2] = '\0';
+	idx = strtoul(key + d, NULL, 10);
+	parent = written_arg(args, buf, depth + 1);
+	if ((mate_value_kind_of(parent) != MATE_V_LIST && mate_value_kind_of(parent) != MATE_V_TUPLE) ||
+	    idx >= mate_value_len(parent))
+		return NULL;
+	return mate_value_item(parent, idx);
+}
+
 /* A key under which a handler returns: "result", or "result_<i>" for a tuple. */
 static int
 is_result_key(const char *key)
@@ -785,8 +812,8 @@ compare_outputs(mate_replay *r, const mate_replay_call *c, struct mate_replay_re
 		sub.first_bad = sub.first_nan = sub.first_inf = -1;
 		got[0] = '\0';
 		y = mate_value_lookup(c->outputs, key);
-		if (y == NULL)  /* an argument written in place */
-			y = mate_value_lookup(c->req->args, key);
+		if (y == NULL)  /* an argument written in place (an item of one: "arg_4__0") */
+			y = written_arg(c->req->args, key, 0);
 		if (strcmp(key, "result") == 0 && mate_value_kind_of(x) == MATE_V_NONE &&
 		    (y == NULL || mate_value_kind_of(y) == MATE_V_NONE))
 			nones++;
