@@ -115,6 +115,21 @@ int mate_dump_check_tensors(const cJSON *rec, const char *list, const char *rel,
  * res->message saying where and by how much). rtol/atol < 0: defaults. */
 int mate_replay_compare_tensor(const char *key, const mate_tensor *expected,
     const mate_tensor *got, double rtol, double atol, struct mate_replay_result *res);
+/* The operands of a matrix product (a [M, K] by b [K, N], or batched [B, M,
+ * K] by [B, K, N]) whose output a comparison bounds by its reduction. */
+struct mate_reduction {
+	const mate_tensor *a, *b;
+};
+/* mate_replay_compare_tensor() for the output of the product red (NULL:
+ * none): each element may differ by the forward-error bound of two
+ * computations of a K-term sum, 2 K u (|a| |b|)ij (u the unit roundoff of
+ * the accumulation: double's for float64 operands, else float's), beyond
+ * atol + rtol |expected|; res->bound_ratio is the largest error as a
+ * multiple of its element's whole tolerance. A product whose operands are
+ * not on the host, or do not fit the output, is compared without one. */
+int mate_replay_compare_reduction(const char *key, const mate_tensor *expected,
+    const mate_tensor *got, double rtol, double atol, const struct mate_reduction *red,
+    struct mate_replay_result *res);
 /* The same for non-tensor values (numbers within tolerance, the rest equal). */
 int mate_replay_compare_value(const char *key, const mate_value *expected,
     const mate_value *got, double rtol, double atol, struct mate_replay_result *res);

@@ -214,6 +214,11 @@ struct mate_replay_result {
 	                               differs (neither in the errors above) */
 	int64_t first_nan, first_inf;  /* the first of each (row-major), or -1 */
 	char first_nan_index[160], first_inf_index[160];  /* the same as "[3, 7]", or "" */
+	int64_t reduction_k;        /* an output of a matrix product compared within its
+	                               reduction bound: the sum's length K (0: none) */
+	double bound_ratio;         /* then the largest error as a multiple of its
+	                               element's tolerance (atol + rtol |x| + 2 K u
+	                               (|A| |B|)ij); a mismatch is beyond 1 */
 };
 
 /*! mate_replay_verdict_name() : "passed", "mismatch", "error",

@@ -54,6 +54,7 @@ struct mate_replay_call {
 	char objkey[160];
 	char message[1024];
 	char note[300];             /* parameters the handler lacks, left at their defaults */
+	struct mate_reduction red;  /* a matrix product: its operands bound its outputs */
 };
 
 /* Built-in handlers (replay_ops.c). */
@@ -675,6 +676,10 @@ static void
 merge(struct mate_replay_result *res, const struct mate_replay_result *sub, int ok, const char *key)
 {
 	res->compared++;
+	if (sub->reduction_k > res->reduction_k)
+		res->reduction_k = sub->reduction_k;
+	if (sub->bound_ratio > res->bound_ratio)
+		res->bound_ratio = sub->bound_ratio;
 	if (sub->max_abs_err > res->max_abs_err)
 		res->max_abs_err = sub->max_abs_err;
 	if (sub->max_rel_err > res->max_rel_err)
@@ -831,6 +836,10 @@ compare_outputs(mate_replay *r, const mate_replay_call *c, struct mate_replay_re
 			snprintf(sub.message, sizeof(sub.message), "%s: expected a tensor, got %s",
 			    key, kind_name(y));
 			ok = 0;
+		} else if (c->red.a != NULL && mate_value_kind_of(x) == MATE_V_TENSOR &&
+		    mate_value_kind_of(y) == MATE_V_TENSOR) {
+			ok = mate_replay_compare_reduction(key, mate_value_get_tensor(x),
+			    mate_value_get_tensor(y), r->rtol, r->atol, &c->red, &sub);
 		} else {
 			ok = mate_replay_compare_value(key, x, y, r->rtol, r->atol, &sub);
 		}
@@ -860,7 +869,12 @@ compare_outputs(mate_replay *r, const mate_replay_call *c, struct mate_replay_re
 		snprintf(res->message, sizeof(res->message), "%s; its in-place writes, if any, were "
 		    "not recorded", res->compared == 0 ? "no outputs were recorded to compare" :
 		    "only its None return was recorded to compare");
-	} else if (res->verdict == MATE_REPLAY_PASSED)
+	} else if (res->verdict == MATE_REPLAY_PASSED && !res->bit_exact && res->reduction_k > 0)
+		snprintf(res->message, sizeof(res->message), "max abs err %.3g, max rel err %.3g; within "
+		    "the reduction bound 2 K u (|A| |B|)ij (K %" PRId64 "): the worst error %.3g times "
+		    "its bound", res->max_abs_err, res->max_rel_err, res->reduction_k,
+		    res->bound_ratio);
+	else if (res->verdict == MATE_REPLAY_PASSED)
 		snprintf(res->message, sizeof(res->message), res->compared == 0 ?
 		    "no outputs were recorded to compare" : res->bit_exact ? "bit-exact" :
 		    "max abs err %.3g, max rel err %.3g", res->max_abs_err, res->max_rel_err);
@@ -1212,6 +1226,13 @@ mate_replay_op_get(const mate_replay *r, size_t i, struct mate_replay_op *op)
 	if (h->sigtext != NULL)
 		op->signature = h->sigtext;
 	return MATE_OK;
+}
+
+void
+mate_replay_set_reduction(mate_replay_call *c, const mate_tensor *a, const mate_tensor *b)
+{
+	c->red.a = a;
+	c->red.b = b;
 }
 
 int

@@ -139,11 +139,69 @@ element_bad(double x, double y, double rtol, double atol)
 	return fabs(y - x) > atol + rtol * fabs(x);
 }
 
+/* The elements of host tensor t as |value| in doubles (malloc'd), or NULL. */
+static double *
+magnitudes(const mate_tensor *t)
+{
+	int64_t n = mate_tensor_numel(t);
+	double *m = n >= 0 ? malloc((size_t)(n > 0 ? n : 1) * sizeof(*m)) : NULL;
+
+	for (int64_t i = 0; m != NULL && i < n; i++)
+		m[i] = fabs(mate_load_f64(t->dtype, mate_tensor_element(t, i)));
+	return m;
+}
+
+/* 2 K u (|a| |b|)ij for each element of x, the output of red (malloc'd);
+ * NULL when red does not fit x, is not on the host, or memory is short. */
+static double *
+reduction_bound(const struct mate_reduction *red, const mate_tensor *x, int64_t *k_out)
+{
+	const mate_tensor *a = red->a, *b = red->b;
+	int nd = x->ndim;
+	int64_t bt, m, n, k;
+	double *am, *bm, *bound = NULL, u;
+
+	if (a == NULL || b == NULL || (nd != 2 && nd != 3) || a->ndim != nd || b->ndim != nd ||
+	    a->device_type != MATE_DEVICE_CPU || b->device_type != MATE_DEVICE_CPU ||
+	    mate_dtype_kind(a->dtype) != MATE_KIND_FLOAT || mate_dtype_kind(b->dtype) != MATE_KIND_FLOAT)
+		return NULL;
+	bt = nd == 3 ? x->shape[0] : 1;
+	m = x->shape[nd - 2];
+	n = x->shape[nd - 1];
+	k = a->shape[nd - 1];
+	if (a->shape[nd - 2] != m || b->shape[nd - 2] != k || b->shape[nd - 1] != n ||
+	    (nd == 3 && (a->shape[0] != bt || b->shape[0] != bt)))
+		return NULL;
+	u = a->dtype == MATE_F64 && b->dtype == MATE_F64 ? 0x1p-53 : 0x1p-24;
+	am = magnitudes(a);
+	bm = magnitudes(b);
+	if (am != NULL && bm != NULL && (bound = calloc((size_t)(bt * m * n + 1), sizeof(*bound))) != NULL) {
+		for (int64_t p = 0; p < bt; p++)
+			for (int64_t i = 0; i < m; i++) {
+				double *row = bound + (p * m + i) * n;
+
+				for (int64_t q = 0; q < k; q++) {
+					double aq = am[(p * m + i) * k + q];
+					const double *bq = bm + (p * k + q) * n;
+
+					for (int64_t j = 0; j < n; j++)
+						row[j] += aq * bq[j];
+				}
+				for (int64_t j = 0; j < n; j++)
+					row[j] *= 2 * (double)k * u;
+			}
+		*k_out = k;
+	}
+	free(am);
+	free(bm);
+	return bound;
+}
+
 /* Floating elements (complex as interleaved parts): tolerance, NaN in the
  * same place, infinities exact. */
 static void
 compare_float(mate_dtype dt, const unsigned char *xb, const unsigned char *yb, int64_t n,
-    double rtol, double atol, struct mate_replay_result *res)
+    double rtol, double atol, const double *bound, struct mate_replay_result *res)
 {
 	size_t es = mate_dtype_size(dt);
 	double sum_abs = 0, sum_rel = 0;
@@ -166,8 +224,16 @@ compare_float(mate_dtype dt, const unsigned char *xb, const unsigned char *yb, i
 				n_rel++;
 			}
 		}
-		if (!element_bad(x, y, rtol, atol))
+		if (bound != NULL && isfinite(x) && isfinite(y)) {
+			double tol = atol + rtol * fabs(x) + bound[i], q = fabs(y - x) / tol;
+
+			if (q > res->bound_ratio)
+				res->bound_ratio = q;
+			if (fabs(y - x) <= tol)
+				continue;
+		} else if (!element_bad(x, y, rtol, atol)) {
 			continue;
+		}
 		if (res->n_bad++ == 0) {
 			res->first_bad = i;
 			res->expected = x;
@@ -252,6 +318,18 @@ mismatch_message(const char *key, const mate_tensor *x, int complex_parts,
 		nonfinite_message(key, res);
 		return;
 	}
+	if (res->reduction_k > 0) {
+		snprintf(res->message, sizeof(res->message),
+		    "%s%s: expected %.9g, got %.9g (abs err %.3g, rel err %.3g); %" PRId64 " of %"
+		    PRId64 " elements beyond rtol %g, atol %g plus the reduction bound 2 K u "
+		    "(|A| |B|)ij (K %" PRId64 ") (%.3g%%); the worst error %.3g times its "
+		    "bound; max abs err %.3g, max rel err %.3g, mean abs err %.3g, mean rel err %.3g",
+		    key, res->first_bad_index, res->expected, res->got, e, r, res->n_bad, res->numel,
+		    res->rtol, res->atol, res->reduction_k,
+		    100.0 * (double)res->n_bad / (double)res->numel, res->bound_ratio,
+		    res->max_abs_err, res->max_rel_err, res->mean_abs_err, res->mean_rel_err);
+		return;
+	}
 	snprintf(res->message, sizeof(res->message),
 	    "%s%s: expected %.9g, got %.9g (abs err %.3g, rel err %.3g); %" PRId64 " of %" PRId64
 	    " elements beyond rtol %g, atol %g (%.3g%%); max abs err %.3g, max rel err %.3g, "
@@ -265,6 +343,14 @@ int
 mate_replay_compare_tensor(const char *key, const mate_tensor *x, const mate_tensor *y,
     double rtol, double atol, struct mate_replay_result *res)
 {
+	return mate_replay_compare_reduction(key, x, y, rtol, atol, NULL, res);
+}
+
+int
+mate_replay_compare_reduction(const char *key, const mate_tensor *x, const mate_tensor *y,
+    double rtol, double atol, const struct mate_reduction *red, struct mate_replay_result *res)
+{
+	double *bound = NULL;
 	void *xo, *yo;
 	const unsigned char *xb, *yb;
 	int64_t n;
@@ -290,7 +376,11 @@ mate_replay_compare_tensor(const char *key, const mate_tensor *x, const mate_ten
 	if (n <= 0 || memcmp(xb, yb, (size_t)n * mate_dtype_size(x->dtype)) == 0) {
 		res->bit_exact = 1;
 	} else if (kind == MATE_KIND_FLOAT || parts) {
-		compare_float(component(x->dtype), xb, yb, parts ? 2 * n : n, res->rtol, res->atol, res);
+		if (red != NULL && kind == MATE_KIND_FLOAT)
+			bound = reduction_bound(red, x, &res->reduction_k);
+		compare_float(component(x->dtype), xb, yb, parts ? 2 * n : n, res->rtol, res->atol,
+		    bound, res);
+		free(bound);
 	} else {
 		compare_exact(x, xb, yb, n, res);
 	}

@@ -170,6 +170,7 @@ op_mm(mate_replay_call *c, void *batched)
 	if ((rc = output(c, -1, "out", dt, nd, shape, &outv, &out)) != MATE_OK)
 		return rc;
 	rc = (batched ? k->bmm : k->mm)(a, b, out, &err);
+	mate_replay_set_reduction(c, a, b);
 	return mate_replay_kernel_done(c, rc, &err, outv);
 }
 

@@ -97,6 +97,7 @@ op_mm_bf16(mate_replay_call *c, void *batched)
 	if ((outv = output(c, o, dt, nd, shape)) == NULL)
 		return MATE_ERR_NOMEM;
 	out = mate_value_get_tensor(outv);
+	mate_replay_set_reduction(c, a, b);
 	if (bias == NULL) {
 		rc = (batched ? k->bmm : k->mm)(a, b, out, &err);
 		return mate_replay_kernel_done(c, rc, &err, outv);

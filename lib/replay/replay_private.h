@@ -65,6 +65,10 @@ const char *mate_replay_call_object(const mate_replay_call *c) MATE_HIDDEN;
  * replayed, or NULL: for handlers that check a recorded result by its
  * properties (random samplers) rather than recompute it. Borrowed. */
 const mate_value *mate_replay_call_recorded(const mate_replay_call *c, const char *key) MATE_HIDDEN;
+/* The call is the matrix product of a and b (arguments of the call, [M, K]
+ * by [K, N] or batched): its tensor outputs are compared within the error
+ * bound of the product's reduction (mate_replay_compare_reduction()). */
+void mate_replay_set_reduction(mate_replay_call *c, const mate_tensor *a, const mate_tensor *b) MATE_HIDDEN;
 /* After a kernel: returns result (ownership moves; NULL: None) as the
  * call's value, or frees it and fails the call with the kernel's error. */
 int mate_replay_kernel_done(mate_replay_call *c, int rc, const mate_error *err, mate_value *result) MATE_HIDDEN;

@@ -303,6 +303,10 @@ print_json(size_t i, const struct mate_dump_info *d, const struct mate_replay_re
 	} else {
 		cJSON_AddNullToObject(o, "first_bad_index");
 	}
+	if (r->reduction_k > 0) {  /* compared within a product's reduction bound */
+		cJSON_AddNumberToObject(o, "reduction_k", (double)r->reduction_k);
+		mate_fe_json_num(o, "bound_ratio", r->bound_ratio);
+	}
 	mate_fe_json_num(o, "seconds", r->seconds);
 	if (r->bench_runs > 0) {
 		cJSON_AddNumberToObject(o, "bench_runs", r->bench_runs);

@@ -147,6 +147,18 @@ dump("cblas_sgemm", {"arg_0": 101, "arg_1": 111, "arg_2": 112, "arg_3": 6, "arg_
 x, w = rnd(4, 64), rnd(64)
 bad = dump("rmsnorm", {"arg_0": x, "arg_1": w}, {"result": rms(x, w, 1e-6) * 1.1}, verdict="Mismatch")
 
+# ---- a long float32 reduction: another summation order is as right --------------------------
+# recorded as the exact product rounded once (what a different order of the 4096-term sums,
+# or float64 accumulation, gives): off by more than float32's rtol 1e-5 in most elements,
+# well within the bound 2 K u (|A| |B|)ij of two float32 sums; one element moved by 10 is
+# still caught
+a, b = rnd(8, 4096), rnd(4096, 8)
+exact = (a.double() @ b.double()).float()
+long_mm = dump("Tensor.mm", {"arg_0": a, "arg_1": b}, {"result": exact})
+moved = exact.clone()
+moved[3, 5] += 10
+long_mm_bad = dump("Tensor.mm", {"arg_0": a, "arg_1": b}, {"result": moved}, verdict="Mismatch")
+
 # ---- a record that contradicts the replay is a mismatch -----------------------------------------
 # outputs lost: completed, with no output keys and no outputs file
 lost = dump("rmsnorm", {"arg_0": x, "arg_1": w}, {}, verdict="Mismatch")
@@ -170,8 +182,17 @@ for line in lines:
     check(line.split("): ", 1)[1].startswith(want), "%s: want %s, got %s" % (name, want, line))
 print(p.stdout)
 npass = sum(1 for v in expect.values() if v == "Passed")
-check("Summary: %d passed, 4 failed (3 mismatches, 1 unsupported), 1 ran unchecked" % npass in p.stdout,
+check("Summary: %d passed, 5 failed (4 mismatches, 1 unsupported), 1 ran unchecked" % npass in p.stdout,
       "summary")
+line = [l for l in lines if long_mm in l]
+check(line and "within the reduction bound 2 K u (|A| |B|)ij (K 4096)" in line[0], "long f32 sum: %r" % line)
+p1 = run([REPLAY, "--jsonl", os.path.join(root, long_mm)], check=False)
+obj = json.loads(p1.stdout) if p1.stdout else {}
+check(obj.get("verdict") == "passed" and obj.get("reduction_k") == 4096 and 0 < obj.get("bound_ratio", 0) < 1,
+      "long f32 sum in --jsonl: %r" % obj)
+line = [l for l in lines if long_mm_bad in l]
+check(line and "Mismatch: result[3, 5]: " in line[0] and " 1 of 64 elements beyond rtol 1e-05, atol 1e-06 plus "
+      "the reduction bound" in line[0], "one element moved: %r" % line)
 line = [l for l in lines if unchecked in l]
 check(line and line[0].endswith("Ran, unchecked: only its None return was recorded to compare; its in-place "
                                 "writes, if any, were not recorded"), "in place, unrecorded: %r" % line)

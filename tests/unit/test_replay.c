@@ -704,6 +704,71 @@ DEFINE_TEST(unchecked)
 	mate_replay_free(r);
 }
 
+/* The f32 and f64 products a (2 x 2048) b (2048 x 3) of positive operands, in
+ * double, each element scaled by (1 + rel) where i == 0 or every element when
+ * i < 0; replayed by the built-in mm: the verdict. */
+static int
+mm_within(mate_replay *r, mate_dtype dt, double rel, int every, struct mate_replay_result *res)
+{
+	enum { M = 2, K = 2048, N = 3 };
+	static double av[M * K], bv[K * N], xv[M * N];
+	int64_t sa[2] = { M, K }, sb[2] = { K, N }, sx[2] = { M, N };
+	mate_value *args = mate_value_dict(), *exp;
+
+	for (int i = 0; i < M * K; i++)
+		av[i] = 0.5 + (double)((i * 7919) % 1000) / 1000.0;
+	for (int i = 0; i < K * N; i++)
+		bv[i] = 0.5 + (double)((i * 104729) % 997) / 997.0;
+	if (dt == MATE_F32) {  /* the operands as float holds them */
+		for (int i = 0; i < M * K; i++)
+			av[i] = (float)av[i];
+		for (int i = 0; i < K * N; i++)
+			bv[i] = (float)bv[i];
+	}
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++) {
+			double sum = 0;
+
+			for (int q = 0; q < K; q++)
+				sum += av[i * K + q] * bv[q * N + j];
+			xv[i * N + j] = sum * (every || i + j == 0 ? 1 + rel : 1);
+		}
+	mate_value_set_str(args, "arg_0", tensor(dt, 2, sa, av));
+	mate_value_set_str(args, "arg_1", tensor(dt, 2, sb, bv));
+	exp = dict1("result", tensor(dt, 2, sx, xv));
+	exec1(r, "mm", NULL, args, exp, res);
+	mate_value_free(args);
+	mate_value_free(exp);
+	return res->verdict;
+}
+
+/* A product's output is compared within the bound of its reduction (issue 31,
+ * item 1): another summation order passes, a changed element does not. */
+DEFINE_TEST(reduction_bound)
+{
+	mate_replay *r = mate_replay_new(NULL);
+	struct mate_replay_result res;
+
+	/* 3e-5 off: beyond float32's rtol 1e-5, within 2 K u = 2.4e-4 of the sum */
+	CHECK_EQ_INT(mm_within(r, MATE_F32, 3e-5, 0, &res), MATE_REPLAY_PASSED);
+	CHECK_EQ_INT(res.reduction_k, 2048);
+	CHECK(res.bound_ratio > 0.05 && res.bound_ratio < 1);
+	CHECK_CONTAINS(res.message, "within the reduction bound 2 K u (|A| |B|)ij (K 2048): the "
+	    "worst error ");
+	CHECK_EQ_INT(mm_within(r, MATE_F32, -1e-4, 1, &res), MATE_REPLAY_PASSED);
+	/* a single element changed by 1e-3 is caught, as a multiple of its bound */
+	CHECK_EQ_INT(mm_within(r, MATE_F32, 1e-3, 0, &res), MATE_REPLAY_MISMATCH);
+	CHECK_STR(res.first_bad_index, "[0, 0]");
+	CHECK_EQ_INT(res.n_bad, 1);
+	CHECK(res.bound_ratio > 3 && res.bound_ratio < 5);
+	CHECK_CONTAINS(res.message, "1 of 6 elements beyond rtol 1e-05, atol 1e-06 plus the "
+	    "reduction bound 2 K u (|A| |B|)ij (K 2048) (16.7%); the worst error ");
+	/* float64 accumulates with double's unit roundoff: 1e-10 is far beyond it */
+	CHECK_EQ_INT(mm_within(r, MATE_F64, 1e-10, 0, &res), MATE_REPLAY_MISMATCH);
+	CHECK_EQ_INT(mm_within(r, MATE_F64, 1e-13, 0, &res), MATE_REPLAY_PASSED);
+	mate_replay_free(r);
+}
+
 DEFINE_TEST(stateful)
 {
 	mate_replay *r = mate_replay_new(NULL);
