@@ -3,19 +3,17 @@
 compared after the call, in mate's old layout (the after-call tensors among the outputs) as in
 the in-place file's; a wrong write to either item is a mismatch naming it, not "arg_4__0: not
 produced by the replay"."""
-import json
 import os
 import sys
 
 import torch
 
-from mate_test import build_path, case, check, done, run, src_path, tmpdir
-from replay_dumps import write_dump
+from mate_test import done, src_path, tmpdir
+from replay_dumps import expect_verdicts, write_dump
 
 sys.path.insert(0, src_path("tests", "interop", "peers"))
 import flashinfer_attn_ref as attn  # noqa: E402
 
-REPLAY = build_path("src", "replay", "mate-replay")
 SIG = ("(append_key, append_value, batch_indices, positions, paged_kv_cache, kv_indices, "
        "kv_indptr, kv_last_page_len, kv_layout='NHD')")
 torch.manual_seed(17)
@@ -40,11 +38,5 @@ for seq, (what, outs, verdict, words) in enumerate((
     name = write_dump(root, seq + 1, "append_paged_kv_cache", inputs, outs, fmt="torch", signature=SIG)
     want[name] = (what, verdict, words)
 
-p = run([REPLAY, "--device", "cpu", "--jsonl", root], check=False)
-got = {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}
-for name, (what, verdict, words) in sorted(want.items()):
-    with case(what):
-        v = got.get(name, {})
-        check(v.get("verdict") == verdict and words in (v.get("message") or ""),
-              "want %s (%r), got %s: %s" % (verdict, words, v.get("verdict"), v.get("message")))
+expect_verdicts(root, want)
 done()

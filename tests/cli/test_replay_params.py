@@ -5,21 +5,19 @@ parameter says (it must pass) and once with outputs computed with the parameter'
 (it must be a mismatch), on data where the two differ: a handler that drops eps, Llama 3.1's
 high_freq_factor, low_freq_factor or old_context_len, or an HND cache's layout (with as many
 heads as slots in a page, so the shapes cannot tell the layouts apart) fails one of them."""
-import json
 import os
 import sys
 
 import torch
 
-from mate_test import build_path, case, check, done, run, src_path, tmpdir
-from replay_dumps import write_dump
+from mate_test import done, src_path, tmpdir
+from replay_dumps import expect_verdicts, write_dump
 
 sys.path.insert(0, src_path("tests", "interop", "peers"))
 import flashinfer_attn_ref as attn  # noqa: E402
 import flashinfer_ops21 as ops  # noqa: E402
 from flashinfer_peer import _rms  # noqa: E402
 
-REPLAY = build_path("src", "replay", "mate-replay")
 SIG_RMS = "(input, weight, eps=1e-06, out=None, enable_pdl=None)"
 SIG_ADD = "(input, residual, weight, eps=1e-06, enable_pdl=None)"
 SIG_L31 = ("(q, k, indptr, offsets, rotary_dim=None, interleave=False, rope_scale=8, "
@@ -40,7 +38,7 @@ def pair(what, fn, sig, inputs, right, default):
     for outputs, verdict in ((right, "passed"), (default, "mismatch")):
         seq[0] += 1
         name = write_dump(root, seq[0], fn, inputs, outputs, fmt="torch", signature=sig)
-        want[name] = (what, verdict)
+        want[name] = ("%s (%s)" % (what, verdict), verdict, "")
 
 
 # ---- eps: small inputs, where eps is most of the mean square ------------------------------
@@ -91,11 +89,5 @@ pair("append_paged_kv_cache HND with heads == page size", "append_paged_kv_cache
       "arg_7": last, "arg_8": "HND"},
      {"result": None, "arg_4": hnd}, {"result": None, "arg_4": nhd})
 
-p = run([REPLAY, "--device", "cpu", "--jsonl", root], check=False)
-got = {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}
-for name, (what, verdict) in sorted(want.items()):
-    with case("%s (%s)" % (what, verdict)):
-        v = got.get(name, {})
-        check(v.get("verdict") == verdict, "%s: want %s, got %s: %s" % (name, verdict, v.get("verdict"),
-                                                                        v.get("message")))
+expect_verdicts(root, want)
 done()

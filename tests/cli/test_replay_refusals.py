@@ -3,15 +3,13 @@ bmm_bf16 check what FlashInfer checks (_check_mm_bf16_problem_size): bfloat16 op
 bias, an out= of the result's shape and out_dtype. A recorded failure of such a call is a
 reproduced failure naming the reason (it "now ran" before), a completed record of one is an
 error (FlashInfer could not have made it), and the calls it accepts still pass."""
-import json
 import os
 
 import torch
 
-from mate_test import build_path, case, check, done, run, tmpdir
-from replay_dumps import write_dump
+from mate_test import done, tmpdir
+from replay_dumps import expect_verdicts, write_dump
 
-REPLAY = build_path("src", "replay", "mate-replay")
 SIG_MM = "(a, b, bias=None, pdl=False, out=None, out_dtype=torch.bfloat16, backend='cudnn')"
 SIG_BMM = "(A, B, out=None, out_dtype=torch.bfloat16, backend='cudnn')"
 torch.manual_seed(11)
@@ -31,7 +29,7 @@ def dump(fn, inputs, outputs, verdict, words="", error=None):
     else:
         name = write_dump(root, seq[0], fn, inputs, None, status="failed", fmt="torch", signature=sig,
                           extra={"error": "ValueError: " + error})
-    want[name] = (verdict, words)
+    want[name] = (name, verdict, words)
 
 
 ref = (a.double() @ w.double()).to(bf)
@@ -57,11 +55,5 @@ out = torch.empty(6, 40, dtype=h)
 dump("mm_bf16", {"arg_0": a, "arg_1": w, "kwarg_out": out, "kwarg_out_dtype": h},
      {"result": (a.double() @ w.double()).to(h)}, "passed")
 
-p = run([REPLAY, "--device", "cpu", "--jsonl", root], check=False)
-got = {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}
-for name, (verdict, words) in sorted(want.items()):
-    with case(name):
-        v = got.get(name, {})
-        check(v.get("verdict") == verdict and words in (v.get("message") or ""),
-              "want %s (%r), got %s: %s" % (verdict, words, v.get("verdict"), v.get("message")))
+expect_verdicts(root, want)
 done()

@@ -4,7 +4,7 @@ import os
 
 import torch
 
-from mate_test import build_path, run
+from mate_test import build_path, case, check, run
 
 TOOL = build_path("tests", "tensorfile-tool")
 
@@ -91,3 +91,17 @@ def write_dump(root, seq, fn, inputs, outputs=None, status="completed", fmt="saf
     with open(os.path.join(d, "metadata.jsonl"), "w") as f:
         f.write("\n".join(lines) + "\n")
     return name
+
+
+def expect_verdicts(root, want):
+    """Replays root on the CPU (mate-replay --jsonl) and checks each dump's verdict: want maps a
+    dump's name to (case name, verdict, words its message holds). @return the verdicts."""
+    p = run([build_path("src", "replay", "mate-replay"), "--device", "cpu", "--jsonl", root], check=False)
+    check(p.returncode in (0, 1), "mate-replay ends by itself (exit %d): %s" % (p.returncode, p.stderr[-500:]))
+    got = {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}
+    for name, (what, verdict, words) in sorted(want.items()):
+        with case(what):
+            v = got.get(name, {})
+            check(v.get("verdict") == verdict and words in (v.get("message") or ""),
+                  "%s: want %s (%r), got %s: %s" % (name, verdict, words, v.get("verdict"), v.get("message")))
+    return got
