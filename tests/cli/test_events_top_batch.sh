@@ -17,15 +17,21 @@ wait_until [ -e "$tmp/rt/$demo.info" ]
 rates() { top -b -n "$1" -d 0.5 --pid $demo | awk '$3 == "worker_0" { print $5 }'; }
 # one run: the first table against the median of the next three, read
 # moments later (two separate runs differ by more than 2x on a loaded machine)
-tables=$(rates 4)
-first=$(echo "$tables" | sed -n 1p)
-later=$(echo "$tables" | sed -n 2,4p | sort -n | sed -n 2p)
-echo "worker_0 ops/s: first table $first, median of the next three $later"
-check [ -n "$first" ] && [ -n "$later" ] || fail "worker_0 in the tables: '$first' '$later'"
 # the first figures are the first interval's own: within a factor of two of
-# the later ones (the old first table said 0.0, the second ~60% of them)
-check awk -v f="${first:-0}" -v l="${later:-0}" 'BEGIN { exit !(f > 0 && l > 0 && f > l / 2 && f < l * 2) }' ||
-	fail "the first table's ops/s ($first) is not the truth (about $later)"
+# the later ones (the old first table said 0.0, the second ~60% of them). The
+# demo's own rate can swing past 2x in a second beside busy loops (stress.sh
+# saw 957 then 2080), so a run that misses is tried again, three runs at most:
+# a first table that is wrong is wrong in every run.
+within() { awk -v f="${first:-0}" -v l="${later:-0}" 'BEGIN { exit !(f > 0 && l > 0 && f > l / 2 && f < l * 2) }'; }
+for attempt in 1 2 3; do
+	tables=$(rates 4)
+	first=$(echo "$tables" | sed -n 1p)
+	later=$(echo "$tables" | sed -n 2,4p | sort -n | sed -n 2p)
+	echo "worker_0 ops/s, run $attempt: first table $first, median of the next three $later"
+	within && break
+done
+check [ -n "$first" ] && [ -n "$later" ] || fail "worker_0 in the tables: '$first' '$later'"
+check within || fail "the first table's ops/s ($first) is not the truth (about $later), in 3 runs"
 busy=$(top -b -n 1 -d 0.5 --pid $demo | awk '$3 ~ /^worker_/ { print $4 }' | tr -d '%' | sort -n | tail -1)
 check awk -v b="${busy:-0}" 'BEGIN { exit !(b > 0) }' || fail "the first table shows the workers busy: $busy"
 
