@@ -50,6 +50,21 @@ make -j"$jobs"
 make -j"$jobs" check || { cat test-suite.log; exit 1; }
 no_skips
 
+# The FlashInfer peer tests once more, on the newest flashinfer-python beside the pinned one
+# (tests/peers-venv.sh keeps it in VENV/flashinfer-newest), so a new release's drift shows here.
+fi_newest=${PYTHON_PEERS:+$(dirname "$(dirname "$PYTHON_PEERS")")/flashinfer-newest}
+if [ -n "$fi_newest" ] && [ -d "$fi_newest/flashinfer" ]; then
+	step "the FlashInfer peer tests on the newest flashinfer-python," \
+		"$(cd "$fi_newest" && ls -d flashinfer_python-*.dist-info | sed 's/^flashinfer_python-//; s/\.dist-info$//')"
+	fi_tests=$(cd .. && ls tests/interop/test_fi_*.py tests/interop/test_flashinfer_*.py)
+	rm -f $(for t in $fi_tests; do echo "${t%.py}.log" "${t%.py}.trs"; done)
+	MATE_FLASHINFER="$fi_newest" make -j"$jobs" check TESTS="$(echo $fi_tests)" ||
+		{ cat test-suite.log; exit 1; }
+	no_skips
+elif [ -n "${CI:-}" ]; then
+	echo "ci: no flashinfer-newest beside $PYTHON_PEERS (tests/peers-venv.sh makes it)"; exit 1
+fi
+
 step "the GPU pack: tests/gpu.sh --pack of this build, --rehearse (no GPU here)"
 # What a developer carries to a lent GPU machine: every binary must load there with nothing
 # but glibc, libstdc++ and CUDA's own libraries, and --run must get as far as the device check.

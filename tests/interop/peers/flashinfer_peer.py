@@ -1,6 +1,8 @@
 """flashinfer_peer.py: loads FlashInfer's real api_logging.py, and torch reference functions with FlashInfer's names and signatures."""
 import importlib
+import importlib.machinery
 import importlib.util
+import os
 import sys
 import types
 from typing import Optional
@@ -22,13 +24,24 @@ def load_api_logging():
     them once, at import."""
     if "flashinfer.api_logging" in sys.modules:
         return sys.modules["flashinfer.api_logging"]
-    spec = importlib.util.find_spec("flashinfer")
+    other = os.environ.get("MATE_FLASHINFER")
+    if other:
+        # another flashinfer-python beside the venv's pinned one (tests/peers-venv.sh puts
+        # the newest release in DIR/flashinfer-newest): CI runs the peers' tests on both
+        spec = importlib.machinery.PathFinder.find_spec("flashinfer", [other])
+        if spec is None:
+            raise ImportError("MATE_FLASHINFER=%s holds no flashinfer package" % other)
+    else:
+        spec = importlib.util.find_spec("flashinfer")
     if spec is None or not spec.submodule_search_locations:
         raise ImportError("flashinfer-python is not installed")
     pkg = types.ModuleType("flashinfer")
     pkg.__path__ = list(spec.submodule_search_locations)
     sys.modules["flashinfer"] = pkg
-    return importlib.import_module("flashinfer.api_logging")
+    api = importlib.import_module("flashinfer.api_logging")
+    if other and not os.path.abspath(api.__file__).startswith(os.path.abspath(other) + os.sep):
+        raise ImportError("MATE_FLASHINFER=%s, but api_logging came from %s" % (other, api.__file__))
+    return api
 
 
 def _rms(x, weight, eps, gemma=False):
