@@ -110,6 +110,7 @@ SCRIPT_TESTS += tests/interop/test_fi_replay_rope.py tests/interop/test_fi_repla
 SCRIPT_TESTS += tests/interop/test_fi_replay_gemm_bits.py tests/interop/test_fi_replay_norm_silu.py
 ## FlashInfer 0.7.4's keyword-only batch_invariant, replayed at its default and named.
 SCRIPT_TESTS += tests/interop/test_fi_newer_params.py
+SCRIPT_TESTS += tests/interop/test_fi_plan_dtypes.py
 ## Calls in one millisecond replay in session.jsonl's order.
 SCRIPT_TESTS += tests/interop/test_fi_call_order.py
 EXTRA_DIST += tests/interop/peers/flashinfer_ops21.py

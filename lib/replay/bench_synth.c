@@ -774,9 +774,11 @@ static const char *const stateful_why = "a wrapper's plan is timed with the run 
 
 /* ---- Wrapper plans from a run's shapes ------------------------------------------ */
 
-/* The shape of tensor argument pos/name of e (a tuple's first item), into d; its rank or -1. */
+/* The shape of tensor argument pos/name of e (a tuple's first item), into d, and its dtype
+ * into *dt where dt is not NULL; its rank or -1. */
 static int
-entry_dims(const mate_bench_entry *e, int pos, const char *name, int64_t d[MATE_MAX_DIMS])
+entry_tensor(const mate_bench_entry *e, int pos, const char *name, int64_t d[MATE_MAX_DIMS],
+    mate_dtype *dt)
 {
 	const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(e->shape, "tensors"), *t = NULL, *x;
 	char key[3][80];
@@ -793,9 +795,18 @@ entry_dims(const mate_bench_entry *e, int pos, const char *name, int64_t d[MATE_
 	}
 	if (t == NULL)
 		return -1;
+	if (dt != NULL && (x = cJSON_GetObjectItemCaseSensitive(t, "dtype")) != NULL &&
+	    cJSON_IsString(x))
+		*dt = mate_dtype_from_name(x->valuestring);
 	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(t, "shape"))
 		d[n++] = (int64_t)x->valuedouble;
 	return n;
+}
+
+static int
+entry_dims(const mate_bench_entry *e, int pos, const char *name, int64_t d[MATE_MAX_DIMS])
+{
+	return entry_tensor(e, pos, name, d, NULL);
 }
 
 /* A 1-D int32 tensor of n elements: f(i) = total * i / (n - 1) (offsets), or i % mod, or val. */
@@ -824,16 +835,27 @@ put_int(mate_value *args, const char *key, int64_t v)
 	return mate_value_set_str(args, key, mate_value_int(v));
 }
 
+static int
+put_dt(mate_value *args, const char *key, mate_dtype dt)
+{
+	return mate_value_set_str(args, key, mate_value_dtype(dt));
+}
+
 /* The plan arguments of a decode, paged or ragged prefill wrapper's run entry: its requests
  * share the query rows and the pages (reused when there are fewer than requests). */
 static int
 plan_args(const mate_bench_entry *e, const char *cls, mate_value *a)
 {
 	int64_t q[MATE_MAX_DIMS], k[MATE_MAX_DIMS], v[MATE_MAX_DIMS], B, per, P, Hk, pages;
-	int nq = entry_dims(e, 1, "q", q), nk, rc = MATE_OK;
+	mate_dtype qdt = MATE_F16, kdt = MATE_F16;
+	int nq = entry_tensor(e, 1, "q", q, &qdt), nk, rc = MATE_OK;
 
+	/* the plan's q_data_type and kv_data_type: those of the run's q and k, as FlashInfer's
+	 * run requires */
 	if (strcmp(cls, "BatchPrefillWithRaggedKVCacheWrapper") == 0) {
-		if (nq != 3 || entry_dims(e, 2, "k", k) != 3 || entry_dims(e, 3, "v", v) != 3)
+		if (nq != 3 || entry_tensor(e, 2, "k", k, &kdt) != 3 || entry_dims(e, 3, "v", v) != 3 ||
+		    put_dt(a, "kwarg_q_data_type", qdt) != MATE_OK ||
+		    put_dt(a, "kwarg_kv_data_type", kdt) != MATE_OK)
 			return MATE_ERR_UNSUPPORTED;
 		B = q[0] < k[0] ? q[0] : k[0];
 		B = B < 4 ? B : 4;
@@ -843,8 +865,10 @@ plan_args(const mate_bench_entry *e, const char *cls, mate_value *a)
 		    put_int(a, "arg_3", q[1]) | put_int(a, "arg_4", k[1]) | put_int(a, "arg_5", q[2]) |
 		    put_int(a, "arg_6", v[2]);
 	}
-	nk = entry_dims(e, 2, "paged_kv_cache", k);
-	if (nq != 3 || (nk != 5 && nk != 4))  /* (pages, 2, P, H, D) or a tuple of (pages, P, H, D) */
+	nk = entry_tensor(e, 2, "paged_kv_cache", k, &kdt);
+	if (nq != 3 || (nk != 5 && nk != 4) ||  /* (pages, 2, P, H, D) or a tuple of (pages, P, H, D) */
+	    put_dt(a, "kwarg_q_data_type", qdt) != MATE_OK ||
+	    put_dt(a, "kwarg_kv_data_type", kdt) != MATE_OK)
 		return MATE_ERR_UNSUPPORTED;
 	pages = k[0], P = k[nk - 3], Hk = k[nk - 2];
 	if (strcmp(cls, "BatchDecodeWithPagedKVCacheWrapper") == 0) {

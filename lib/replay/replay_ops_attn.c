@@ -123,6 +123,7 @@ struct batch_state {
 	mate_attn_params p;
 	int has_o_dtype;
 	mate_dtype o_dtype;
+	mate_dtype q_dtype, kv_dtype;  /* plan's q_data_type and kv_data_type: run checks q, k */
 };
 
 static void
@@ -217,9 +218,11 @@ op_wrapper_init(mate_replay_call *c, void *ctx)
 	return st->init_unsupported ? MATE_ERR_UNSUPPORTED : mate_replay_return(c, mate_value_none());
 }
 
-/* The parameters every plan shares, by position (-1: keyword only). */
+/* The parameters every plan shares, by position (-1: keyword only); q_data_type
+ * and kv_data_type come just before o_data_type; data_type (decode's deprecated
+ * alias of both) is -2 where the plan has none. */
 struct plan_pos {
-	int pos_enc, window, cap, sm, rope_scale, rope_theta, causal, o_dtype;
+	int pos_enc, window, cap, sm, rope_scale, rope_theta, causal, o_dtype, data_type;
 };
 
 static int
@@ -228,7 +231,7 @@ plan_params(mate_replay_call *c, struct batch_state *st, const struct plan_pos *
 	static const char *const modes[] = { "NONE", "ROPE_LLAMA", "PosEncodingMode.NONE",
 		"PosEncodingMode.ROPE_LLAMA", NULL };
 	mate_attn_params *p = &st->p;
-	const mate_value *odt;
+	const mate_value *odt, *qv, *kvv, *dv;
 	int mode, rc;
 
 	mate_attn_params_init(p);
@@ -243,6 +246,25 @@ plan_params(mate_replay_call *c, struct batch_state *st, const struct plan_pos *
 	    (rc = mate_replay_arg_bool(c, pp->causal, "causal", 0, &p->causal)) != MATE_OK))
 		return rc;
 	p->pos_encoding_mode = mode % 2 == 1 ? MATE_POS_ROPE_LLAMA : MATE_POS_NONE;
+	/* FlashInfer: q_data_type='float16' unless given; data_type (decode's deprecated
+	 * alias) stands for q_data_type=None and kv_data_type=None; kv defaults to q's */
+	qv = mate_replay_arg(c, pp->o_dtype - 2, "q_data_type");
+	kvv = mate_replay_arg(c, pp->o_dtype - 1, "kv_data_type");
+	dv = pp->data_type != -2 ? mate_replay_arg(c, pp->data_type, "data_type") : NULL;
+	st->q_dtype = MATE_F16;
+	if (!ABSENT(qv))
+		rc = mate_replay_arg_dtype(c, pp->o_dtype - 2, "q_data_type", MATE_F16, &st->q_dtype);
+	else if (qv != NULL && !ABSENT(dv))
+		rc = mate_replay_arg_dtype(c, pp->data_type, "data_type", MATE_F16, &st->q_dtype);
+	if (rc != MATE_OK)
+		return rc;
+	st->kv_dtype = st->q_dtype;
+	if (!ABSENT(kvv))
+		rc = mate_replay_arg_dtype(c, pp->o_dtype - 1, "kv_data_type", MATE_F16, &st->kv_dtype);
+	else if (!ABSENT(dv))
+		rc = mate_replay_arg_dtype(c, pp->data_type, "data_type", MATE_F16, &st->kv_dtype);
+	if (rc != MATE_OK)
+		return rc;
 	odt = mate_replay_arg(c, pp->o_dtype, "o_data_type");
 	st->has_o_dtype = !ABSENT(odt);
 	if (st->has_o_dtype &&
@@ -262,7 +284,7 @@ static const char *const decode_plan_kw[] = { "indptr", "indices", "last_page_le
 	"logits_soft_cap", "q_data_type", "kv_data_type", "o_data_type", "data_type", "sm_scale",
 	"rope_scale", "rope_theta", "non_blocking", "fixed_split_size", "disable_split_kv",
 	"q_len_per_req", "is_causal", NULL };
-static const struct plan_pos decode_plan_pos = { 8, 9, 10, 15, 16, 17, -1, 13 };
+static const struct plan_pos decode_plan_pos = { 8, 9, 10, 15, 16, 17, -1, 13, 14 };
 
 /* BatchPrefillWithPagedKVCacheWrapper.plan(self, qo_indptr, paged_kv_indptr,
  * paged_kv_indices, paged_kv_last_page_len, num_qo_heads, num_kv_heads,
@@ -278,7 +300,7 @@ static const char *const paged_plan_kw[] = { "qo_indptr", "paged_kv_indptr", "pa
 	"head_dim_vo", "causal", "pos_encoding_mode", "use_fp16_qk_reduction", "sm_scale", "window_left",
 	"logits_soft_cap", "rope_scale", "rope_theta", "q_data_type", "kv_data_type", "o_data_type",
 	"non_blocking", "token_pos_in_items_len", "fixed_split_size", "disable_split_kv", NULL };
-static const struct plan_pos paged_plan_pos = { 13, 16, 17, 15, 18, 19, 12, 22 };
+static const struct plan_pos paged_plan_pos = { 13, 16, 17, 15, 18, 19, 12, 22, -2 };
 
 /* BatchPrefillWithRaggedKVCacheWrapper.plan(self, qo_indptr, kv_indptr,
  * num_qo_heads, num_kv_heads, head_dim_qk, head_dim_vo=None, custom_mask=None,
@@ -291,7 +313,7 @@ static const char *const ragged_plan_kw[] = { "qo_indptr", "kv_indptr", "num_qo_
 	"use_fp16_qk_reduction", "window_left", "logits_soft_cap", "sm_scale", "rope_scale",
 	"rope_theta", "q_data_type", "kv_data_type", "o_data_type", "non_blocking",
 	"token_pos_in_items_len", "fixed_split_size", "disable_split_kv", NULL };
-static const struct plan_pos ragged_plan_pos = { 10, 12, 13, 14, 15, 16, 9, 19 };
+static const struct plan_pos ragged_plan_pos = { 10, 12, 13, 14, 15, 16, 9, 19, -2 };
 
 /* The shapes' integers of a plan. */
 static int
@@ -532,6 +554,15 @@ op_batch_run(mate_replay_call *c, void *ctx)
 		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: q (%d-D) does not fit the plan "
 		    "(%lld requests, %lld heads of %lld)", fname(c), q->ndim, (long long)st->batch,
 		    (long long)st->Hq, (long long)st->D);
+	/* FlashInfer's _check_cached_qkv_data_type: a run refuses q and k of other dtypes than plan's */
+	if (q->dtype != st->q_dtype)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: the dtype of q %s does not match "
+		    "the q_data_type %s specified in plan function", fname(c),
+		    mate_dtype_name(q->dtype), mate_dtype_name(st->q_dtype));
+	if (kc.dtype != st->kv_dtype)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: the dtype of k %s does not match "
+		    "the kv_data_type %s specified in plan function", fname(c),
+		    mate_dtype_name(kc.dtype), mate_dtype_name(st->kv_dtype));
 	if ((rc = output(c, -1, "out", st->has_o_dtype ? st->o_dtype : q->dtype, 3,
 	    (int64_t[]){ q->shape[0], st->Hq, st->Dv }, &outv)) != MATE_OK ||
 	    (ret_lse && (rc = output(c, -1, "lse", MATE_F32, 2, lay ? (int64_t[]){ st->Hq,

@@ -27,11 +27,11 @@ def record():
     w = fi["BatchDecodeWithPagedKVCacheWrapper"](torch.empty(16, dtype=torch.uint8), "NHD")
     i32 = torch.int32
     w.plan(torch.tensor([0, 3, 6], dtype=i32), torch.arange(6, dtype=i32), torch.tensor([4, 2], dtype=i32),
-           4, 2, 16, 4)
+           4, 2, 16, 4, q_data_type="bfloat16")
     w.run(q, kv)
     # P2: other pages, other lengths: a run on P2 gives another result
     w.plan(torch.tensor([0, 1, 3], dtype=i32), torch.tensor([5, 1, 0], dtype=i32),
-           torch.tensor([1, 3], dtype=i32), 4, 2, 16, 4)
+           torch.tensor([1, 3], dtype=i32), 4, 2, 16, 4, q_data_type="bfloat16")
     w.run(q, kv)
 
 

@@ -33,6 +33,10 @@ def record():
     from flashinfer_attn_ref import decorate
 
     fi = decorate(load_api_logging())
+
+    def qdt(dt):  # q_data_type as FlashInfer's plans need it: float16, their default, left out
+        return {} if dt == torch.float16 else {"q_data_type": dt}
+
     gen = torch.Generator().manual_seed(21)
     ws = torch.empty(1 << 12, dtype=torch.uint8)
     f32, f16, bf16 = torch.float32, torch.float16, torch.bfloat16
@@ -49,7 +53,7 @@ def record():
     for dt, lay, Hq, Hk, D, P, lens, single, pkw, rkw in decode:
         w = fi["BatchDecodeWithPagedKVCacheWrapper"](ws, lay)
         indptr, indices, last, npages = pages_for(lens, P, gen)
-        w.plan(indptr, indices, last, Hq, Hk, D, P, **pkw)
+        w.plan(indptr, indices, last, Hq, Hk, D, P, **qdt(dt), **pkw)
         q = torch.randn(len(lens), Hq, D, generator=gen).to(dt)
         w.run(q, cache(npages, P, Hk, D, dt, lay, single, gen), **rkw)
 
@@ -66,7 +70,7 @@ def record():
         w = fi["BatchPrefillWithPagedKVCacheWrapper"](ws, lay)
         indptr, indices, last, npages = pages_for(lens, P, gen)
         qo = torch.tensor([0] + list(torch.cumsum(torch.tensor(qlens), 0)), dtype=torch.int32)
-        w.plan(qo, indptr, indices, last, Hq, Hk, D, P, **pkw)
+        w.plan(qo, indptr, indices, last, Hq, Hk, D, P, **qdt(dt), **pkw)
         q = torch.randn(sum(qlens), Hq, D, generator=gen).to(dt)
         rkw = ret if isinstance(ret, dict) else {"return_lse": ret}
         w.run(q, cache(npages, P, Hk, D, dt, lay, False, gen), **rkw)
@@ -81,7 +85,7 @@ def record():
         w = fi["BatchPrefillWithRaggedKVCacheWrapper"](ws, lay)
         qo = torch.tensor([0] + list(torch.cumsum(torch.tensor(qlens), 0)), dtype=torch.int32)
         kv = torch.tensor([0] + list(torch.cumsum(torch.tensor(lens), 0)), dtype=torch.int32)
-        w.plan(qo, kv, Hq, Hk, D, head_dim_vo=Dv, **pkw)
+        w.plan(qo, kv, Hq, Hk, D, head_dim_vo=Dv, **qdt(dt), **pkw)
         nk = sum(lens)
         kshape, vshape = ((nk, Hk, D), (nk, Hk, Dv)) if lay == "NHD" else ((Hk, nk, D), (Hk, nk, Dv))
         w.run(torch.randn(sum(qlens), Hq, D, generator=gen).to(dt),
@@ -134,7 +138,7 @@ def record():
     kvc = cache(npages, P, Hk, D, bf16, "NHD", True, gen)
     a = fi["BatchDecodeWithPagedKVCacheWrapper"](ws, "NHD")
     b = fi["BatchDecodeWithPagedKVCacheWrapper"](ws, "HND")
-    a.plan(indptr, indices, last, Hq, Hk, D, P, logits_soft_cap=5.0)
+    a.plan(indptr, indices, last, Hq, Hk, D, P, logits_soft_cap=5.0, q_data_type="bfloat16")
     lens_b = [3]
     ib, xb, lb, nb = pages_for(lens_b, 2, gen)
     b.plan(ib, xb, lb, 4, 4, 128, 2)
@@ -151,12 +155,12 @@ def record():
     # what mate does not replay: sinks on a run; a plan with a custom mask, and its run
     w = fi["BatchDecodeWithPagedKVCacheWrapper"](ws, "NHD")
     indptr, indices, last, npages = pages_for([5], 4, gen)
-    w.plan(indptr, indices, last, 4, 4, 64, 4)
+    w.plan(indptr, indices, last, 4, 4, 64, 4, q_data_type=f32)
     w.run(torch.randn(1, 4, 64, generator=gen), cache(npages, 4, 4, 64, f32, "NHD", True, gen),
           sinks=torch.zeros(4))
     w = fi["BatchPrefillWithPagedKVCacheWrapper"](ws, "NHD")
     w.plan(torch.tensor([0, 2], dtype=torch.int32), indptr, indices, last, 4, 4, 64, 4,
-           packed_custom_mask=torch.ones(2, dtype=torch.uint8))
+           packed_custom_mask=torch.ones(2, dtype=torch.uint8), q_data_type=f32)
     w.run(torch.randn(2, 4, 64, generator=gen), cache(npages, 4, 4, 64, f32, "NHD", True, gen))
     w = fi["BatchDecodeWithPagedKVCacheWrapper"](ws, "NHD", jit_args=["a custom variant"])
     w.plan(indptr, indices, last, 4, 4, 64, 4)

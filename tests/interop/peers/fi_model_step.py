@@ -90,7 +90,7 @@ def record(decode_steps=2, seed=2026, fi=None):
     prefill = fi["BatchPrefillWithPagedKVCacheWrapper"](ws, "NHD")
     indptr, indices, last = layout(PROMPT)
     qo = torch.tensor([0] + PROMPT, dtype=i32).cumsum(0).to(i32)
-    prefill.plan(qo, indptr, indices, last, HQ, HK, D, P, causal=True)
+    prefill.plan(qo, indptr, indices, last, HQ, HK, D, P, causal=True, q_data_type=q.dtype)
     head(prefill.run(q, cache), h)
 
     # decode: one token per request a step
@@ -106,5 +106,5 @@ def record(decode_steps=2, seed=2026, fi=None):
         q, k, v = project(h, torch.tensor([n - 1 for n in lens], dtype=i32))
         append(k, v, [1] * B, lens)
         indptr, indices, last = layout(lens)
-        decode.plan(indptr, indices, last, HQ, HK, D, P)   # new lengths: a new plan
+        decode.plan(indptr, indices, last, HQ, HK, D, P, q_data_type=q.dtype)   # new lengths: a new plan
         head(decode.run(q, cache), h)

@@ -97,6 +97,32 @@ def _finish(o, lse, dtype, return_lse, out=None, lse_out=None, lse_base="log2", 
     return o, lse
 
 
+def _dtype(d):
+    """FlashInfer's canonicalize_torch_dtype: a torch dtype, or its name."""
+    return getattr(torch, d) if isinstance(d, str) else d
+
+
+def _plan_dtypes(w, kw, q_default="float16"):
+    """The q and kv dtypes a plan fixes, resolved as FlashInfer's plans do: q_data_type
+    ('float16' unless given; decode's deprecated data_type stands in where it is None),
+    kv_data_type (data_type, else q's)."""
+    q = kw.get("q_data_type", q_default)
+    if q is None:
+        q = kw.get("data_type")
+    kv = kw.get("kv_data_type") or kw.get("data_type") or q
+    w.q_dtype, w.kv_dtype = _dtype(q), _dtype(kv)
+
+
+def _check_dtypes(w, q, k):
+    """FlashInfer's _check_cached_qkv_data_type: run refuses q and k of other dtypes than plan's."""
+    if q.dtype != w.q_dtype:
+        raise ValueError("The dtype of q %s does not match the q_data_type %s specified in plan "
+                         "function." % (q.dtype, w.q_dtype))
+    if k.dtype != w.kv_dtype:
+        raise ValueError("The dtype of k %s does not match the kv_data_type %s specified in plan "
+                         "function." % (k.dtype, w.kv_dtype))
+
+
 class BatchDecodeWithPagedKVCacheWrapper:
     """FlashInfer's batch decode on a paged KV cache: one query per request."""
 
@@ -117,6 +143,7 @@ class BatchDecodeWithPagedKVCacheWrapper:
         kw.update(kwargs)
         self.indptr, self.indices, self.last = indptr.clone(), indices.clone(), last_page_len.clone()
         self.kw = kw
+        _plan_dtypes(self, kw)
 
     def run(self, q: torch.Tensor, paged_kv_cache: Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]],
             *args, q_scale: Optional[float] = None, k_scale: Optional[float] = None,
@@ -127,6 +154,7 @@ class BatchDecodeWithPagedKVCacheWrapper:
             skip_softmax_threshold_scale_factor: Optional[float] = None,
             kv_cache_sf=None):
         kc, vc = split_cache(paged_kv_cache, self.kv_layout)
+        _check_dtypes(self, q, kc)
         kw = self.kw
         sm = kw.get("sm_scale") or 1.0 / math.sqrt(q.shape[-1])
         sm = sm * (q_scale or 1.0) * (k_scale or 1.0)
@@ -176,6 +204,7 @@ class BatchPrefillWithPagedKVCacheWrapper:
                        logits_soft_cap=logits_soft_cap, pos_encoding_mode=pos_encoding_mode,
                        rope_scale=rope_scale, rope_theta=rope_theta)
         self.o_dtype = o_data_type
+        _plan_dtypes(self, dict(q_data_type=q_data_type, kv_data_type=kv_data_type))
 
     def keys(self, paged_kv_cache, b):
         kc, vc = split_cache(paged_kv_cache, self.kv_layout)
@@ -189,6 +218,7 @@ class BatchPrefillWithPagedKVCacheWrapper:
             enable_pdl: Optional[bool] = None, window_left: Optional[int] = None, sinks=None,
             kv_cache_sf=None, skip_softmax_threshold_scale_factor=None, use_fp16_softmax=None,
             uses_spcompress=None):
+        _check_dtypes(self, q, split_cache(paged_kv_cache, self.kv_layout)[0])
         return _prefill(self, q, lambda b: self.keys(paged_kv_cache, b), q_scale, k_scale,
                         v_scale, out, lse, return_lse, window_left, lse_base, lse_layout)
 
@@ -241,6 +271,7 @@ class BatchPrefillWithRaggedKVCacheWrapper:
                        logits_soft_cap=logits_soft_cap, pos_encoding_mode=pos_encoding_mode,
                        rope_scale=rope_scale, rope_theta=rope_theta)
         self.o_dtype = o_data_type
+        _plan_dtypes(self, dict(q_data_type=q_data_type, kv_data_type=kv_data_type))
 
     def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *args,
             q_scale: Optional[float] = None, k_scale: Optional[float] = None,
@@ -248,6 +279,7 @@ class BatchPrefillWithRaggedKVCacheWrapper:
             out: Optional[torch.Tensor] = None, lse: Optional[torch.Tensor] = None,
             return_lse: bool = False, lse_base: str = "log2", lse_layout: str = "NH",
             enable_pdl: Optional[bool] = None, kv_cache_sf=None):
+        _check_dtypes(self, q, k)
         if self.kv_layout == "HND":
             k, v = k.transpose(0, 1), v.transpose(0, 1)
 
