@@ -118,15 +118,23 @@ int mate_replay_compare_tensor(const char *key, const mate_tensor *expected,
 /* The operands of a matrix product (a [M, K] by b [K, N], or batched [B, M,
  * K] by [B, K, N]) whose output a comparison bounds by its reduction. */
 struct mate_reduction {
-	const mate_tensor *a, *b;
+	const mate_tensor *a, *b;   /* a matrix product's operands; or NULL, and: */
+	int64_t k;                  /* each output element is a sum of at most k terms */
+	double magnitude;           /* whose magnitudes add up to at most this, */
+	int relative;               /* plus |expected| itself (a norm's output scales with it) */
+	double u;                   /* the accumulation's unit roundoff */
 };
 /* mate_replay_compare_tensor() for the output of the product red (NULL:
  * none): each element may differ by the forward-error bound of two
  * computations of a K-term sum, 2 K u (|a| |b|)ij (u the unit roundoff of
- * the accumulation: double's for float64 operands, else float's), beyond
+ * the accumulation: double's for float64 operands, else float's) or, for
+ * another reduction (red->a NULL, red->k > 0), 2 K u (M + |expected|
+ * where relative), beyond
  * atol + rtol |expected|; res->bound_ratio is the largest error as a
  * multiple of its element's whole tolerance. A product whose operands are
  * not on the host, or do not fit the output, is compared without one. */
+/* How red's bound reads in a verdict: "2 K u (|A| |B|)ij", "2 K u M" or "2 K u |y|". */
+const char *mate_reduction_form(const struct mate_reduction *red) MATE_HIDDEN;
 int mate_replay_compare_reduction(const char *key, const mate_tensor *expected,
     const mate_tensor *got, double rtol, double atol, const struct mate_reduction *red,
     struct mate_replay_result *res);

@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -836,7 +837,7 @@ compare_outputs(mate_replay *r, const mate_replay_call *c, struct mate_replay_re
 			snprintf(sub.message, sizeof(sub.message), "%s: expected a tensor, got %s",
 			    key, kind_name(y));
 			ok = 0;
-		} else if (c->red.a != NULL && mate_value_kind_of(x) == MATE_V_TENSOR &&
+		} else if ((c->red.a != NULL || c->red.k > 0) && mate_value_kind_of(x) == MATE_V_TENSOR &&
 		    mate_value_kind_of(y) == MATE_V_TENSOR) {
 			ok = mate_replay_compare_reduction(key, mate_value_get_tensor(x),
 			    mate_value_get_tensor(y), r->rtol, r->atol, &c->red, &sub);
@@ -871,9 +872,9 @@ compare_outputs(mate_replay *r, const mate_replay_call *c, struct mate_replay_re
 		    "only its None return was recorded to compare");
 	} else if (res->verdict == MATE_REPLAY_PASSED && !res->bit_exact && res->reduction_k > 0)
 		snprintf(res->message, sizeof(res->message), "max abs err %.3g, max rel err %.3g; within "
-		    "the reduction bound 2 K u (|A| |B|)ij (K %" PRId64 "): the worst error %.3g times "
-		    "its bound", res->max_abs_err, res->max_rel_err, res->reduction_k,
-		    res->bound_ratio);
+		    "the reduction bound %s (K %" PRId64 "): the worst error %.3g times "
+		    "its bound", res->max_abs_err, res->max_rel_err, mate_reduction_form(&c->red),
+		    res->reduction_k, res->bound_ratio);
 	else if (res->verdict == MATE_REPLAY_PASSED)
 		snprintf(res->message, sizeof(res->message), res->compared == 0 ?
 		    "no outputs were recorded to compare" : res->bit_exact ? "bit-exact" :
@@ -1233,6 +1234,36 @@ mate_replay_set_reduction(mate_replay_call *c, const mate_tensor *a, const mate_
 {
 	c->red.a = a;
 	c->red.b = b;
+}
+
+void
+mate_replay_set_reduction_sum(mate_replay_call *c, int64_t k, double magnitude, int relative,
+    mate_dtype acc)
+{
+	if (k < 1 || !isfinite(magnitude) || magnitude < 0)
+		return;     /* no bound: the dtype's tolerance */
+	c->red.a = c->red.b = NULL;
+	c->red.k = k;
+	c->red.magnitude = magnitude;
+	c->red.relative = relative;
+	c->red.u = acc == MATE_F64 ? 0x1p-53 : 0x1p-24;
+}
+
+double
+mate_replay_max_abs(const mate_tensor *t)
+{
+	int64_t n = mate_tensor_numel(t);
+	double m = 0;
+
+	if (t == NULL || t->device_type != MATE_DEVICE_CPU || mate_dtype_kind(t->dtype) != MATE_KIND_FLOAT)
+		return NAN;
+	for (int64_t i = 0; i < n; i++) {
+		double x = fabs(mate_load_f64(t->dtype, mate_tensor_element(t, i)));
+
+		if (isfinite(x) && x > m)
+			m = x;
+	}
+	return m;
 }
 
 int

@@ -197,6 +197,36 @@ reduction_bound(const struct mate_reduction *red, const mate_tensor *x, int64_t 
 	return bound;
 }
 
+const char *
+mate_reduction_form(const struct mate_reduction *red)
+{
+	if (red == NULL || red->a != NULL)
+		return "2 K u (|A| |B|)ij";
+	return red->relative ? "2 K u |y|" : "2 K u M";
+}
+
+/* 2 K u (M + |x|ij where relative) for each element of x, the output of the K-term
+ * reduction red (malloc'd); NULL when memory is short. */
+static double *
+sum_bound(const struct mate_reduction *red, const mate_tensor *x, int64_t *k_out)
+{
+	int64_t n = mate_tensor_numel(x);
+	double *bound = n >= 0 ? malloc((size_t)(n > 0 ? n : 1) * sizeof(*bound)) : NULL, *mx;
+
+	if (bound == NULL)
+		return NULL;
+	mx = red->relative ? magnitudes(x) : NULL;
+	if (red->relative && mx == NULL) {
+		free(bound);
+		return NULL;
+	}
+	for (int64_t i = 0; i < n; i++)
+		bound[i] = 2 * (double)red->k * red->u * (red->magnitude + (mx != NULL ? mx[i] : 0));
+	free(mx);
+	*k_out = red->k;
+	return bound;
+}
+
 /* Floating elements (complex as interleaved parts): tolerance, NaN in the
  * same place, infinities exact. */
 static void
@@ -294,7 +324,7 @@ nonfinite_message(const char *key, struct mate_replay_result *res)
 
 static void
 mismatch_message(const char *key, const mate_tensor *x, int complex_parts,
-    struct mate_replay_result *res)
+    struct mate_replay_result *res, const struct mate_reduction *red)
 {
 	double e = fabs(res->got - res->expected);
 	double r = res->expected != 0 ? e / fabs(res->expected) : INFINITY;
@@ -321,11 +351,11 @@ mismatch_message(const char *key, const mate_tensor *x, int complex_parts,
 	if (res->reduction_k > 0) {
 		snprintf(res->message, sizeof(res->message),
 		    "%s%s: expected %.9g, got %.9g (abs err %.3g, rel err %.3g); %" PRId64 " of %"
-		    PRId64 " elements beyond rtol %g, atol %g plus the reduction bound 2 K u "
-		    "(|A| |B|)ij (K %" PRId64 ") (%.3g%%); the worst error %.3g times its "
+		    PRId64 " elements beyond rtol %g, atol %g plus the reduction bound %s "
+		    "(K %" PRId64 ") (%.3g%%); the worst error %.3g times its "
 		    "bound; max abs err %.3g, max rel err %.3g, mean abs err %.3g, mean rel err %.3g",
 		    key, res->first_bad_index, res->expected, res->got, e, r, res->n_bad, res->numel,
-		    res->rtol, res->atol, res->reduction_k,
+		    res->rtol, res->atol, mate_reduction_form(red), res->reduction_k,
 		    100.0 * (double)res->n_bad / (double)res->numel, res->bound_ratio,
 		    res->max_abs_err, res->max_rel_err, res->mean_abs_err, res->mean_rel_err);
 		return;
@@ -377,7 +407,8 @@ mate_replay_compare_reduction(const char *key, const mate_tensor *x, const mate_
 		res->bit_exact = 1;
 	} else if (kind == MATE_KIND_FLOAT || parts) {
 		if (red != NULL && kind == MATE_KIND_FLOAT)
-			bound = reduction_bound(red, x, &res->reduction_k);
+			bound = red->a != NULL ? reduction_bound(red, x, &res->reduction_k) :
+			    red->k > 0 ? sum_bound(red, x, &res->reduction_k) : NULL;
 		compare_float(component(x->dtype), xb, yb, parts ? 2 * n : n, res->rtol, res->atol,
 		    bound, res);
 		free(bound);
@@ -388,7 +419,7 @@ mate_replay_compare_reduction(const char *key, const mate_tensor *x, const mate_
 	free(yo);
 	if (res->n_bad == 0)
 		return 1;
-	mismatch_message(key, x, parts, res);
+	mismatch_message(key, x, parts, res, red);
 	return 0;
 }
 

@@ -36,6 +36,16 @@ output(mate_replay_call *c, int pos, const char *name, mate_dtype dt, int ndim,
 
 /* ---- normalisation and activations ------------------------------------------ */
 
+/* A norm's outputs: each element is its input over the root of a mean of the row's
+ * squares, a D-term sum: within 2 D u of itself, relatively. */
+static void
+norm_bound(mate_replay_call *c, const mate_tensor *x)
+{
+	if (x->ndim >= 1)
+		mate_replay_set_reduction_sum(c, x->shape[x->ndim - 1], 0, 1,
+		    x->dtype == MATE_F64 ? MATE_F64 : MATE_F32);
+}
+
 /* rmsnorm / gemma_rmsnorm(input, weight, eps=1e-6, out=None, enable_pdl=None) */
 static int
 op_rmsnorm(mate_replay_call *c, void *gemma)
@@ -52,6 +62,7 @@ op_rmsnorm(mate_replay_call *c, void *gemma)
 	    (rc = mate_replay_arg_float(c, 2, "eps", 1e-6, &eps)) != MATE_OK ||
 	    (rc = output(c, 3, "out", x->dtype, x->ndim, x->shape, &outv, &out)) != MATE_OK)
 		return rc;
+	norm_bound(c, x);
 	rc = (gemma ? k->gemma_rmsnorm : k->rmsnorm)(x, w, eps, out, &err);
 	return mate_replay_kernel_done(c, rc, &err, outv);
 }
@@ -72,6 +83,7 @@ op_fused_add_rmsnorm(mate_replay_call *c, void *gemma)
 	    (rc = mate_replay_arg_tensor(c, 2, "weight", 0, &w)) != MATE_OK ||
 	    (rc = mate_replay_arg_float(c, 3, "eps", 1e-6, &eps)) != MATE_OK)
 		return rc;
+	norm_bound(c, x);
 	rc = (gemma ? k->gemma_fused_add_rmsnorm : k->fused_add_rmsnorm)(x, res, w, eps, &err);
 	return mate_replay_kernel_done(c, rc, &err, NULL);
 }
@@ -304,6 +316,10 @@ op_segment_gemm_run(mate_replay_call *c, void *ctx)
 	    &outv, &out)) != MATE_OK)
 		return rc;
 	a.out = out;
+	/* each output element: a d_in-term dot product of an x row and a weight column */
+	mate_replay_set_reduction_sum(c, a.weights->shape[a.column_major ? 2 : 1],
+	    mate_replay_max_row_l1(a.x) * mate_replay_max_abs(a.weights), 0,
+	    a.x->dtype == MATE_F64 ? MATE_F64 : MATE_F32);
 	rc = mate_segment_gemm(k, &a, &err);
 	return mate_replay_kernel_done(c, rc, &err, outv);
 }
@@ -412,6 +428,9 @@ op_attention(mate_replay_call *c, void *prefill)
 	}
 	if (lsev != NULL)
 		lse = mate_value_get_tensor(lsev);
+	if (kk->ndim == 3)
+		mate_replay_attention_bound(c, kk->shape[p.kv_layout == MATE_KV_HND ? 1 : 0], q, kk,
+		    NULL, NULL, v, &p);
 	rc = (prefill ? k->single_prefill : k->single_decode)(q, kk, v, &p,
 	    mate_value_get_tensor(outv), lse, &err);
 	return mate_replay_kernel_done_pair(c, rc, &err, outv, lsev);

@@ -585,6 +585,16 @@ op_batch_run(mate_replay_call *c, void *ctx)
 		return mate_replay_kernel_done_pair(c, mate_set_error(&err, MATE_ERR_ARGUMENT,
 		    "the cache (%d-D) does not have the plan's %lld kv heads", kc.ndim,
 		    (long long)st->Hk), &err, outv, lsev);
+	{
+		int64_t kmax = 0;
+
+		for (int64_t b = 0; b < st->batch; b++) {
+			int64_t n = st->kv_len != NULL ? st->kv_len[b] : st->kv_indptr[b + 1] - st->kv_indptr[b];
+
+			kmax = n > kmax ? n : kmax;
+		}
+		mate_replay_attention_bound(c, kmax, q, &kc, NULL, NULL, &vc, &p);
+	}
 	rc = mate_batch_attention(mate_replay_kernels(c), &a, &p, &err);
 	return mate_replay_kernel_done_pair(c, rc, &err, outv, lsev);
 }
@@ -699,6 +709,13 @@ op_mla_run(mate_replay_call *c, void *ctx)
 		.kv_indptr = st->kv_indptr, .kv_indices = st->kv_indices, .kv_len = st->kv_len,
 		.n_indices = st->n_indices, .page_size = st->page_size, .q_nope = qn, .q_pe = qp,
 		.ckv = ckv, .kpe = kpe, .out = tensor_of(outv), .lse = tensor_of(lsev) };
+	{
+		int64_t kmax = 0;
+
+		for (int64_t b = 0; b < st->batch; b++)
+			kmax = st->kv_len[b] > kmax ? st->kv_len[b] : kmax;
+		mate_replay_attention_bound(c, kmax, qn, ckv, qp, kpe, ckv, &p);
+	}
 	rc = mate_batch_mla(mate_replay_kernels(c), &a, &p, &err);
 	return mate_replay_kernel_done_pair(c, rc, &err, outv, lsev);
 }
@@ -746,8 +763,21 @@ op_merge(mate_replay_call *c, void *many)
 	rc = output(c, -1, NULL, va->dtype, 3, v[0].shape, &outv);
 	if (rc == MATE_OK)
 		rc = output(c, -1, NULL, MATE_F32, 2, s[0].shape, &lsev);
-	if (rc == MATE_OK)
+	if (rc == MATE_OK) {
+		/* V = sum of n states weighted by 2^(s_i - max) / sum: an n-term sum, |V| <= max |v|,
+		 * each weight off by u |s| */
+		double mv = mate_replay_max_abs(va), ms = mate_replay_max_abs(sa);
+
+		if (!many) {
+			double b = mate_replay_max_abs(vb), sbm = mate_replay_max_abs(sb);
+
+			mv = b > mv ? b : mv;
+			ms = sbm > ms ? sbm : ms;
+		}
+		mate_replay_set_reduction_sum(c, n, (mv > 1.5 ? mv : 1.5) * (1 + 2 * ms), 0,
+		    va->dtype == MATE_F64 ? MATE_F64 : MATE_F32);
 		rc = mate_merge_states(v, s, n, tensor_of(outv), tensor_of(lsev), &err);
+	}
 	else
 		mate_set_error(&err, rc, "out of memory");
 	if (many) {

@@ -3,6 +3,8 @@
 #include "kernels.h"
 #include "replay_private.h"
 
+#include <math.h>
+
 const mate_kernels *
 mate_replay_kernels(const mate_replay_call *c)
 {
@@ -54,4 +56,51 @@ mate_replay_register_ops(mate_replay *r, const struct mate_replay_op_def *ops, s
 		    (void *)ops[i].ctx, err)) != MATE_OK)
 			return rc;
 	return MATE_OK;
+}
+
+/* The largest sum of |elements| along the last dimension of a host floating tensor (a
+ * query row's); NaN for any other. */
+double
+mate_replay_max_row_l1(const mate_tensor *t)
+{
+	int64_t n = mate_tensor_numel(t), d = t->ndim > 0 ? t->shape[t->ndim - 1] : 1;
+	double m = 0, row = 0;
+
+	if (t->device_type != MATE_DEVICE_CPU || mate_dtype_kind(t->dtype) != MATE_KIND_FLOAT)
+		return NAN;
+	for (int64_t i = 0; d > 0 && i < n; i++) {
+		double x = fabs(mate_load_f64(t->dtype, mate_tensor_element(t, i)));
+
+		row += isfinite(x) ? x : 0;
+		if ((i + 1) % d == 0) {
+			m = row > m ? row : m;
+			row = 0;
+		}
+	}
+	return m;
+}
+
+void
+mate_replay_attention_bound(mate_replay_call *c, int64_t kv_len, const mate_tensor *q,
+    const mate_tensor *k, const mate_tensor *q2, const mate_tensor *k2, const mate_tensor *v,
+    const mate_attn_params *p)
+{
+	int64_t D = q->shape[q->ndim - 1] + (q2 != NULL ? q2->shape[q2->ndim - 1] : 0);
+	double sm = (p->sm_scale > 0 ? p->sm_scale : 1.0 / sqrt((double)D)) * fabs(p->q_scale) *
+	    fabs(p->k_scale);
+	double S = mate_replay_max_row_l1(q) * mate_replay_max_abs(k), M = mate_replay_max_abs(v) * fabs(p->v_scale);
+
+	if (q2 != NULL && k2 != NULL)
+		S += mate_replay_max_row_l1(q2) * mate_replay_max_abs(k2);
+	if (p->pos_encoding_mode != MATE_POS_NONE)
+		S *= 4;     /* RoPE turns pairs: each factor grows by at most sqrt(2) per element */
+	S *= sm;
+	/* an output is a K-term sum of probabilities times values, |sum| <= M, each probability
+	 * off by the error of its score (a D-term dot product, |terms| <= S): 2 u M (K + 2 D S);
+	 * the LSE's error in log2 units is within the same with M at least 1.5 */
+	if (kv_len < 1 || !isfinite(S) || !isfinite(M))
+		return;
+	M = M > 1.5 ? M : 1.5;
+	mate_replay_set_reduction_sum(c, kv_len, M * (1 + 2.0 * (double)D * S / (double)kv_len), 0,
+	    q->dtype == MATE_F64 ? MATE_F64 : MATE_F32);
 }

@@ -43,6 +43,7 @@ op_rmsnorm_silu(mate_replay_call *c, void *ctx)
 		mate_value_free(outv);
 		return MATE_ERR_NOMEM;
 	}
+	mate_replay_set_reduction_sum(c, x->shape[1], 0, 1, MATE_F32);  /* a norm: 2 D u |x| */
 	if ((rc = mate_kernels_cpu()->rmsnorm(x, w, eps, mate_value_get_tensor(acc), &err)) == MATE_OK)
 		rc = mate_cpu_silu_store(mate_value_get_tensor(acc), mate_value_get_tensor(outv), &err);
 	mate_value_free(acc);

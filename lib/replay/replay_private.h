@@ -69,6 +69,18 @@ const mate_value *mate_replay_call_recorded(const mate_replay_call *c, const cha
  * by [K, N] or batched): its tensor outputs are compared within the error
  * bound of the product's reduction (mate_replay_compare_reduction()). */
 void mate_replay_set_reduction(mate_replay_call *c, const mate_tensor *a, const mate_tensor *b) MATE_HIDDEN;
+/* The call's floating outputs are sums of at most k terms (an attention's
+ * over its keys, a norm's over its row) whose magnitudes add up to at most
+ * magnitude, plus the output itself where relative: compared within
+ * 2 k u (magnitude + |expected| where relative), u the unit roundoff of acc
+ * (float64's, else float32's); a magnitude that is not finite sets nothing. */
+void mate_replay_set_reduction_sum(mate_replay_call *c, int64_t k, double magnitude, int relative,
+    mate_dtype acc) MATE_HIDDEN;
+/* The largest finite |element| of a host floating tensor; NaN for any other. */
+double mate_replay_max_abs(const mate_tensor *t) MATE_HIDDEN;
+/* The largest sum of |elements| along the last dimension of a host floating tensor (a
+ * row's); NaN for any other (replay_ops_common.c). */
+double mate_replay_max_row_l1(const mate_tensor *t) MATE_HIDDEN;
 /* After a kernel: returns result (ownership moves; NULL: None) as the
  * call's value, or frees it and fails the call with the kernel's error. */
 int mate_replay_kernel_done(mate_replay_call *c, int rc, const mate_error *err, mate_value *result) MATE_HIDDEN;
@@ -92,6 +104,14 @@ int mate_replay_mm_shape(mate_replay_call *c, const mate_tensor *a, const mate_t
  * both; v1 alone when v2 is NULL; on a kernel error both are freed. */
 int mate_replay_kernel_done_pair(mate_replay_call *c, int rc, const mate_error *err,
     mate_value *v1, mate_value *v2) MATE_HIDDEN;
+/* Sets the comparison bound of an attention's outputs (mate_replay_set_reduction_sum()):
+ * sums over at most kv_len keys of softmax(q k^T scale) v (scores q.k plus q2.k2 where
+ * q2 is not NULL, MLA's rotary part), from the largest |v| and |k| and a query row's
+ * sum of |q|; nothing for tensors not on the host. */
+struct mate_attn_params;
+void mate_replay_attention_bound(mate_replay_call *c, int64_t kv_len, const mate_tensor *q,
+    const mate_tensor *k, const mate_tensor *q2, const mate_tensor *k2, const mate_tensor *v,
+    const struct mate_attn_params *p) MATE_HIDDEN;
 /* A handler table: name, signature, handler, its ctx. */
 struct mate_replay_op_def {
 	const char *name, *sig;

@@ -159,6 +159,31 @@ moved = exact.clone()
 moved[3, 5] += 10
 long_mm_bad = dump("Tensor.mm", {"arg_0": a, "arg_1": b}, {"result": moved}, verdict="Mismatch")
 
+# the other reductions (issue 31): an attention over 8192 keys, merge_states of 16 states and
+# a 16384-wide norm, recorded as float64 results rounded once, are compared within the bound of
+# their K-term sums (2 K u M; a norm's 2 K u |y|), which the line names; one attention output
+# moved by 0.5 is still caught
+qa, ka, va = rnd(4, 64), rnd(8192, 1, 64), rnd(8192, 1, 64)
+z = (ka[:, 0].double() @ qa.double().t()) / 8
+o = (torch.softmax(z, 0).t() @ va[:, 0].double()).float()
+lse = (torch.logsumexp(z, 0) * math.log2(math.e)).float()
+long_attn = dump("single_decode_with_kv_cache", {"arg_0": qa, "arg_1": ka, "arg_2": va, "kwarg_return_lse": True},
+                 {"result_0": o, "result_1": lse})
+o_moved = o.clone()
+o_moved[1, 7] += 0.5
+long_attn_bad = dump("single_decode_with_kv_cache", {"arg_0": qa, "arg_1": ka, "arg_2": va,
+                                                     "kwarg_return_lse": True},
+                     {"result_0": o_moved, "result_1": lse}, verdict="Mismatch")
+vs, ss = rnd(64, 16, 4, 64), rnd(64, 16, 4) * 4
+wgt = torch.softmax(ss.double() * math.log(2), 1)
+long_merge = dump("merge_states", {"arg_0": vs, "arg_1": ss},
+                  {"result_0": (wgt[..., None] * vs.double()).sum(1).float(),
+                   "result_1": (torch.logsumexp(ss.double() * math.log(2), 1) / math.log(2)).float()})
+xn, wn = rnd(4, 16384) * 3, rnd(16384)
+long_norm = dump("rmsnorm", {"arg_0": xn, "arg_1": wn},
+                 {"result": (xn.double() * torch.rsqrt(xn.double().pow(2).mean(-1, keepdim=True) + 1e-6) *
+                             wn.double()).float()})
+
 # ---- a record that contradicts the replay is a mismatch -----------------------------------------
 # outputs lost: completed, with no output keys and no outputs file
 lost = dump("rmsnorm", {"arg_0": x, "arg_1": w}, {}, verdict="Mismatch")
@@ -182,7 +207,7 @@ for line in lines:
     check(line.split("): ", 1)[1].startswith(want), "%s: want %s, got %s" % (name, want, line))
 print(p.stdout)
 npass = sum(1 for v in expect.values() if v == "Passed")
-check("Summary: %d passed, 5 failed (4 mismatches, 1 unsupported), 1 ran unchecked" % npass in p.stdout,
+check("Summary: %d passed, 6 failed (5 mismatches, 1 unsupported), 1 ran unchecked" % npass in p.stdout,
       "summary")
 line = [l for l in lines if long_mm in l]
 check(line and "within the reduction bound 2 K u (|A| |B|)ij (K 4096)" in line[0], "long f32 sum: %r" % line)
@@ -193,6 +218,13 @@ check(obj.get("verdict") == "passed" and obj.get("reduction_k") == 4096 and 0 < 
 line = [l for l in lines if long_mm_bad in l]
 check(line and "Mismatch: result[3, 5]: " in line[0] and " 1 of 64 elements beyond rtol 1e-05, atol 1e-06 plus "
       "the reduction bound" in line[0], "one element moved: %r" % line)
+for name, form, kk in ((long_attn, "2 K u M", 8192), (long_merge, "2 K u M", 16), (long_norm, "2 K u |y|", 16384)):
+    line = [l for l in lines if name in l]
+    check(line and "Passed" in line[0] and "within the reduction bound %s (K %d)" % (form, kk) in line[0],
+          "long f32 reduction: %r" % line)
+line = [l for l in lines if long_attn_bad in l]
+check(line and "Mismatch: result_0[1, 7]: " in line[0] and " 1 of 256 elements beyond rtol 1e-05, atol 1e-06 "
+      "plus the reduction bound 2 K u M (K 8192)" in line[0], "an attention output moved: %r" % line)
 line = [l for l in lines if unchecked in l]
 check(line and line[0].endswith("Ran, unchecked: only its None return was recorded to compare; its in-place "
                                 "writes, if any, were not recorded"), "in place, unrecorded: %r" % line)
