@@ -34,10 +34,28 @@ mate_kernel_int_at(const mate_tensor *t, int64_t i)
 	const void *p = mate_tensor_element(t, i);
 	int64_t v = 0;
 
+	int sgn = mate_dtype_kind(t->dtype) == MATE_KIND_INT;
+
+	/* no ?: across the two types: it would convert int32 to uint32 (-5 to 4294967291) */
 	switch (mate_dtype_size(t->dtype)) {
-	case 1: v = mate_dtype_kind(t->dtype) == MATE_KIND_INT ? *(const int8_t *)p : *(const uint8_t *)p; break;
-	case 2: v = mate_dtype_kind(t->dtype) == MATE_KIND_INT ? *(const int16_t *)p : *(const uint16_t *)p; break;
-	case 4: v = mate_dtype_kind(t->dtype) == MATE_KIND_INT ? *(const int32_t *)p : *(const uint32_t *)p; break;
+	case 1:
+		if (sgn)
+			v = *(const int8_t *)p;
+		else
+			v = *(const uint8_t *)p;
+		break;
+	case 2:
+		if (sgn)
+			v = *(const int16_t *)p;
+		else
+			v = *(const uint16_t *)p;
+		break;
+	case 4:
+		if (sgn)
+			v = *(const int32_t *)p;
+		else
+			v = *(const uint32_t *)p;
+		break;
 	default:
 		memcpy(&v, p, sizeof(v));
 		if (mate_dtype_kind(t->dtype) == MATE_KIND_UINT && v < 0)

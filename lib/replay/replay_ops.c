@@ -16,22 +16,16 @@ int mate_replay_register_sampling(mate_replay *r, mate_error *err);
 int mate_replay_register_gemm_bits(mate_replay *r, mate_error *err);
 int mate_replay_register_norm_silu(mate_replay *r, mate_error *err);
 
-/* The `out=` argument (pos, name) when given, to be written and returned;
- * else a new tensor of dt and shape. */
+/* The `out=` argument (pos, name) when given, to be written and returned (of exactly the
+ * result's shape and dtype: mate_replay_output()); else a new tensor of dt and shape. */
 static int
 output(mate_replay_call *c, int pos, const char *name, mate_dtype dt, int ndim,
     const int64_t *shape, mate_value **outv, const mate_tensor **out)
 {
-	const mate_value *given = mate_replay_arg(c, pos, name);
+	int rc = mate_replay_output(c, pos, name, dt, 0, ndim, shape, outv);
 
-	if (mate_value_kind_of(given) == MATE_V_TENSOR) {
-		*out = mate_value_get_tensor(given);
-		*outv = mate_value_copy(given);  /* shares the argument's storage */
-	} else {
-		*outv = mate_replay_new_tensor(c, dt, ndim, shape);
-		*out = *outv != NULL ? mate_value_get_tensor(*outv) : NULL;
-	}
-	return *outv != NULL ? MATE_OK : MATE_ERR_NOMEM;
+	*out = rc == MATE_OK ? mate_value_get_tensor(*outv) : NULL;
+	return rc;
 }
 
 /* ---- normalisation and activations ------------------------------------------ */

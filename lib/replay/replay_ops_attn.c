@@ -84,18 +84,13 @@ arg_choice(mate_replay_call *c, int pos, const char *name, const char *def,
 	return mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: %s=%s is not replayed", fname(c), name, s);
 }
 
-/* The `out=`-style buffer (pos, name) when given, else a new tensor. */
+/* The `out=`-style buffer (pos, name) when given (of exactly the result's shape and dtype:
+ * mate_replay_output()), else a new tensor. */
 static int
 output(mate_replay_call *c, int pos, const char *name, mate_dtype dt, int ndim,
     const int64_t *shape, mate_value **outv)
 {
-	const mate_value *given = mate_replay_arg(c, pos, name);
-
-	if (mate_value_kind_of(given) == MATE_V_TENSOR)
-		*outv = mate_value_copy(given);  /* shares the argument's storage */
-	else
-		*outv = mate_replay_new_tensor(c, dt, ndim, shape);
-	return *outv != NULL ? MATE_OK : MATE_ERR_NOMEM;
+	return mate_replay_output(c, pos, name, dt, 0, ndim, shape, outv);
 }
 
 static const mate_tensor *
@@ -324,7 +319,9 @@ plan_ints(mate_replay_call *c, const int *pos, const char *const *names, int n, 
 	for (int i = 0; i < n; i++) {
 		if ((rc = mate_replay_arg_int(c, pos[i], names[i], -1, &out[i])) != MATE_OK)
 			return rc;
-		if (out[i] < (strcmp(names[i], "head_dim_vo") == 0 ? -1 : 1))
+		/* FlashInfer's plans keep these in int32: larger ones would overflow the page
+		 * arithmetic (pages times page size) */
+		if (out[i] < (strcmp(names[i], "head_dim_vo") == 0 ? -1 : 1) || out[i] > INT32_MAX)
 			return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s=%lld", fname(c), names[i],
 			    (long long)out[i]);
 	}
@@ -827,6 +824,12 @@ op_batch_indices(mate_replay_call *c, void *ctx)
 		    "nnz %lld", fname(c), (long long)nl, (long long)(n - 1), (long long)nnz);
 		goto out;
 	}
+	for (int64_t b = 0; b + 1 < n; b++)   /* int32 positions, computed without overflow */
+		if (lens[b] < 0 || lens[b] > INT32_MAX || indptr[b + 1] - indptr[b] > INT32_MAX) {
+			rc = mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: seq_lens[%lld] = %lld is not a "
+			    "length in int32's range", fname(c), (long long)b, (long long)lens[b]);
+			goto out;
+		}
 	given = mate_value_kind_of(mate_replay_arg(c, 3, "batch_indices")) == MATE_V_TENSOR;
 	if ((rc = output(c, 3, "batch_indices", MATE_I32, 1, &nnz, &bv)) != MATE_OK ||
 	    (rc = output(c, 4, "positions", MATE_I32, 1, &nnz, &pv)) != MATE_OK)

@@ -4,6 +4,7 @@
 #include "replay_private.h"
 
 #include <math.h>
+#include <stdio.h>
 
 const mate_kernels *
 mate_replay_kernels(const mate_replay_call *c)
@@ -103,4 +104,47 @@ mate_replay_attention_bound(mate_replay_call *c, int64_t kv_len, const mate_tens
 	M = M > 1.5 ? M : 1.5;
 	mate_replay_set_reduction_sum(c, kv_len, M * (1 + 2.0 * (double)D * S / (double)kv_len), 0,
 	    q->dtype == MATE_F64 ? MATE_F64 : MATE_F32);
+}
+
+/* "float32[2, 4, 64]" of t's dtype and shape (the first 8 dimensions) into buf. */
+static void
+describe(mate_dtype dt, int ndim, const int64_t *shape, char *buf, size_t len)
+{
+	size_t o = (size_t)snprintf(buf, len, "%s[", mate_dtype_name(dt));
+
+	for (int i = 0; i < ndim && i < 8 && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? ", " : "", (long long)shape[i]);
+	if (o < len)
+		snprintf(buf + o, len - o, "%s]", ndim > 8 ? ", ..." : "");
+}
+
+int
+mate_replay_output(mate_replay_call *c, int pos, const char *name, mate_dtype dt, int any_dtype,
+    int ndim, const int64_t *shape, mate_value **outv)
+{
+	const mate_value *given = mate_replay_arg(c, pos, name);
+	const mate_tensor *t;
+	char want[160], got[160];
+	int same;
+
+	*outv = NULL;
+	if (mate_value_kind_of(given) != MATE_V_TENSOR) {
+		*outv = mate_replay_new_tensor(c, dt, ndim, shape);
+		return *outv != NULL ? MATE_OK : MATE_ERR_NOMEM;
+	}
+	/* FlashInfer's check_shape_dtype_device (and torch's out=): a buffer of exactly the
+	 * result's shape and dtype; a kernel writes the whole result into it */
+	t = mate_value_get_tensor(given);
+	same = t->ndim == ndim && (any_dtype || t->dtype == dt);
+	for (int d = 0; same && d < ndim; d++)
+		same = t->shape[d] == shape[d];
+	if (!same) {
+		describe(any_dtype ? t->dtype : dt, ndim, shape, want, sizeof(want));
+		describe(t->dtype, t->ndim, t->shape, got, sizeof(got));
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s is %s; the result is %s",
+		    mate_replay_call_function(c), name != NULL ? name : "out", got, want);
+	}
+	*outv = mate_value_copy(given);  /* shares the argument's storage */
+	return *outv != NULL ? MATE_OK : mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory",
+	    mate_replay_call_function(c));
 }

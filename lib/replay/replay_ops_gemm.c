@@ -9,17 +9,6 @@
 /* Registers these handlers on r (called by mate_replay_register_builtins()). */
 int mate_replay_register_gemm_bits(mate_replay *r, mate_error *err);
 
-/* The `out=` argument when given (written and returned), else a new tensor. */
-static mate_value *
-output(mate_replay_call *c, int pos, mate_dtype dt, int ndim, const int64_t *shape)
-{
-	const mate_value *given = mate_replay_arg(c, pos, "out");
-
-	if (mate_value_kind_of(given) == MATE_V_TENSOR)
-		return mate_value_copy(given);   /* shares the argument's storage */
-	return mate_replay_new_tensor(c, dt, ndim, shape);
-}
-
 /* "[d0, d1, ...]" of n dimensions (the first 8) into buf. */
 static void
 dims(const int64_t *shape, int n, char *buf, size_t len)
@@ -94,8 +83,8 @@ op_mm_bf16(mate_replay_call *c, void *batched)
 	if ((rc = mate_replay_mm_shape(c, a, b, nd, shape)) != MATE_OK ||
 	    (rc = check_bf16_gemm(c, a, b, bias, o, dt, nd, shape)) != MATE_OK)
 		return rc;
-	if ((outv = output(c, o, dt, nd, shape)) == NULL)
-		return MATE_ERR_NOMEM;
+	if ((rc = mate_replay_output(c, o, "out", dt, 0, nd, shape, &outv)) != MATE_OK)
+		return rc;
 	out = mate_value_get_tensor(outv);
 	mate_replay_set_reduction(c, a, b);
 	if (bias == NULL) {

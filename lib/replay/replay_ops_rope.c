@@ -3,6 +3,8 @@
 #include "kernels_fi.h"
 #include "replay_private.h"
 
+#include <stdint.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -76,6 +78,12 @@ positions(mate_replay_call *c, const mate_tensor *pos_ids, const mate_tensor *in
 				return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: indptr[%lld..%lld] = %lld, "
 				    "%lld is not a segment of nnz %lld", mate_replay_call_function(c),
 				    (long long)b, (long long)b + 1, (long long)s, (long long)e, (long long)nnz);
+			}
+			if (off < INT32_MIN || off > INT32_MAX) {  /* FlashInfer's offsets are int32 */
+				free(pos);
+				return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: offsets[%lld] = %lld is "
+				    "beyond int32's range", mate_replay_call_function(c), (long long)b,
+				    (long long)off);
 			}
 			for (int64_t t = s; t < e; t++)
 				pos[t] = off + (t - s);

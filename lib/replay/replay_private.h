@@ -112,6 +112,12 @@ struct mate_attn_params;
 void mate_replay_attention_bound(mate_replay_call *c, int64_t kv_len, const mate_tensor *q,
     const mate_tensor *k, const mate_tensor *q2, const mate_tensor *k2, const mate_tensor *v,
     const struct mate_attn_params *p) MATE_HIDDEN;
+/* The out=-style argument (pos, name) when given, shared with the call (written and
+ * returned): it must have exactly the result's shape and, unless any_dtype, dtype dt
+ * (FlashInfer's check_shape_dtype_device, torch's out=), else the call fails naming both;
+ * without one, a new tensor of dt and shape. The one check every handler's outputs pass. */
+int mate_replay_output(mate_replay_call *c, int pos, const char *name, mate_dtype dt, int any_dtype,
+    int ndim, const int64_t *shape, mate_value **outv) MATE_HIDDEN;
 /* A handler table: name, signature, handler, its ctx. */
 struct mate_replay_op_def {
 	const char *name, *sig;

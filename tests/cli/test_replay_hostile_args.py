@@ -2,13 +2,23 @@
 whose pages have no slots (a page size of 0) in append_paged_kv_cache is an error naming it,
 not a division by zero that ends the replay of the whole root (SIGFPE); a fractional top_k
 (0.5) keeps every token instead of reading before the kernel's buffer (ASan's report in the
-sanitizer build); the replay of the root goes on to the next dump and says what it found."""
+sanitizer build); the replay of the root goes on to the next dump and says what it found.
+
+Also: an out= smaller than the result of a decode, paged prefill or MLA wrapper's run (the
+kernel wrote past it with values the dump controls), an int8 batch_indices buffer (it took
+8-byte stores), a plan's page size near 2^62, seq_lens of INT64_MIN and RoPE offsets near
+INT64_MAX (signed overflows) are errors naming the argument; an int32 position of -5 is -5
+(it was read as 4,294,967,291 through a conditional that mixed int32 and uint32)."""
 import os
+import sys
 
 import torch
 
-from mate_test import done, tmpdir
+from mate_test import done, src_path, tmpdir
 from replay_dumps import expect_verdicts, write_dump
+
+sys.path.insert(0, src_path("tests", "interop", "peers"))
+import flashinfer_ops21 as ops  # noqa: E402
 
 SIG_APPEND = ("(append_key, append_value, batch_indices, positions, paged_kv_cache, kv_indices, "
               "kv_indptr, kv_last_page_len, kv_layout='NHD')")
@@ -38,6 +48,72 @@ x = torch.randn(2, 8)
 name = write_dump(root, 3, "silu_and_mul", {"arg_0": x}, {"result": torch.nn.functional.silu(x[:, :4]) * x[:, 4:]},
                   fmt="torch", signature="(input, out=None, enable_pdl=None)")
 want[name] = (name, "passed", "")
+
+f32, i64 = torch.float32, torch.int64
+seq = [3]
+
+
+def add(fn, inputs, outputs, verdict, words, self_id=None, signature="<unavailable>"):
+    seq[0] += 1
+    name = write_dump(root, seq[0], fn, inputs, outputs, fmt="torch", signature=signature,
+                      extra=None if self_id is None else {"self_id": self_id})
+    want[name] = (name, verdict, words)
+
+
+def i32t(*v):
+    return torch.tensor(v, dtype=i32)
+
+
+ws = torch.zeros(16, dtype=torch.uint8)
+none = {"result": None}
+# 1. out= smaller than the result: decode (2 requests of 2 heads of 8), paged prefill, MLA
+cache = torch.randn(2, 2, 4, 2, 8)
+add("BatchDecodeWithPagedKVCacheWrapper.__init__", {"arg_0": "w", "arg_1": ws}, none, "passed", "", 11)
+add("BatchDecodeWithPagedKVCacheWrapper.plan", {"arg_0": "w", "arg_1": i32t(0, 1, 2), "arg_2": i32t(0, 1),
+    "arg_3": i32t(2, 3), "arg_4": 2, "arg_5": 2, "arg_6": 8, "arg_7": 4, "kwarg_q_data_type": "float32"},
+    none, "passed", "", 11)
+add("BatchDecodeWithPagedKVCacheWrapper.run", {"arg_0": "w", "arg_1": torch.randn(2, 2, 8), "arg_2": cache,
+    "kwarg_out": torch.zeros(1, 2, 8)}, {"result": torch.zeros(2, 2, 8)}, "error",
+    "out is float32[1, 2, 8]; the result is float32[2, 2, 8]", 11)
+add("BatchPrefillWithPagedKVCacheWrapper.__init__", {"arg_0": "w", "arg_1": ws}, none, "passed", "", 12)
+add("BatchPrefillWithPagedKVCacheWrapper.plan", {"arg_0": "w", "arg_1": i32t(0, 3, 5), "arg_2": i32t(0, 1, 2),
+    "arg_3": i32t(0, 1), "arg_4": i32t(4, 3), "arg_5": 2, "arg_6": 2, "arg_7": 8, "arg_8": 4,
+    "kwarg_q_data_type": "float32"}, none, "passed", "", 12)
+add("BatchPrefillWithPagedKVCacheWrapper.run", {"arg_0": "w", "arg_1": torch.randn(5, 2, 8), "arg_2": cache,
+    "kwarg_out": torch.zeros(1, 2, 8)}, {"result": torch.zeros(5, 2, 8)}, "error",
+    "out is float32[1, 2, 8]; the result is float32[5, 2, 8]", 12)
+add("BatchMLAPagedAttentionWrapper.__init__", {"arg_0": "w", "arg_1": ws}, none, "passed", "", 13)
+add("BatchMLAPagedAttentionWrapper.plan", {"arg_0": "w", "arg_1": i32t(0, 1, 2), "arg_2": i32t(0, 1, 2),
+    "arg_3": i32t(0, 1), "arg_4": i32t(3, 2), "arg_5": 2, "arg_6": 16, "arg_7": 8, "arg_8": 4,
+    "arg_9": False, "arg_10": 0.2, "arg_11": f32, "arg_12": f32}, none, "passed", "", 13)
+add("BatchMLAPagedAttentionWrapper.run", {"arg_0": "w", "arg_1": torch.randn(2, 2, 16),
+    "arg_2": torch.randn(2, 2, 8), "arg_3": torch.randn(2, 4, 16), "arg_4": torch.randn(2, 4, 8),
+    "arg_5": torch.zeros(1, 2, 16)}, {"result": torch.zeros(2, 2, 16)}, "error",
+    "out is float32[1, 2, 16]; the result is float32[2, 2, 16]", 13)
+# 4. an int8 batch_indices buffer
+SIG_BIP = "(append_indptr, seq_lens, nnz, batch_indices=None, positions=None)"
+add("get_batch_indices_positions", {"arg_0": i32t(0, 2, 4), "arg_1": i32t(5, 3), "arg_2": 4,
+    "arg_3": torch.zeros(4, dtype=torch.int8), "arg_4": torch.zeros(4, dtype=i32)},
+    {"result_0": torch.zeros(4, dtype=torch.int8), "result_1": torch.zeros(4, dtype=i32)}, "error",
+    "batch_indices is int8[4]; the result is int32[4]", signature=SIG_BIP)
+# 5. signed overflows: a page size near 2^62, seq_lens of INT64_MIN, offsets near INT64_MAX
+add("BatchDecodeWithPagedKVCacheWrapper.__init__", {"arg_0": "w", "arg_1": ws}, none, "passed", "", 14)
+add("BatchDecodeWithPagedKVCacheWrapper.plan", {"arg_0": "w", "arg_1": i32t(0, 1, 2), "arg_2": i32t(0, 1),
+    "arg_3": i32t(2, 3), "arg_4": 2, "arg_5": 2, "arg_6": 8, "arg_7": 2 ** 62}, {"result": None},
+    "error", "page_size=4611686018427387904", 14)
+add("get_batch_indices_positions", {"arg_0": i32t(0, 2, 4), "arg_1": torch.tensor([-2 ** 63, 3], dtype=i64),
+    "arg_2": 4}, {"result_0": torch.zeros(4, dtype=i32), "result_1": torch.zeros(4, dtype=i32)}, "error",
+    "seq_lens[0] = -9223372036854775808 is not a length in int32's range", signature=SIG_BIP)
+q, k = torch.randn(3, 2, 16), torch.randn(3, 1, 16)
+SIG_ROPE = ("(q, k, indptr, offsets, rotary_dim=None, interleave=False, rope_scale=1, rope_theta=10000.0)")
+add("apply_rope", {"arg_0": q, "arg_1": k, "arg_2": i32t(0, 3), "arg_3": torch.tensor([2 ** 63 - 2], dtype=i64)},
+    {"result_0": q, "result_1": k}, "error", "offsets[0] = 9223372036854775806 is beyond int32's range",
+    signature=SIG_ROPE)
+# an int32 position of -5 is -5
+pos = i32t(-5, 3, 7)
+qr, kr = ops.apply_rope_pos_ids(q, k, pos)
+add("apply_rope_pos_ids", {"arg_0": q, "arg_1": k, "arg_2": pos}, {"result_0": qr, "result_1": kr}, "passed", "",
+    signature="(q, k, pos_ids, rotary_dim=None, interleave=False, rope_scale=1, rope_theta=10000.0)")
 
 expect_verdicts(root, want)
 done()
