@@ -56,6 +56,8 @@ struct mate_replay_call {
 	char message[1024];
 	char note[300];             /* parameters the handler lacks, left at their defaults */
 	struct mate_reduction red;  /* a matrix product: its operands bound its outputs */
+	uint64_t made;              /* bytes of the tensors the handler made (mate_replay_new_tensor) */
+	int short_of_memory;        /* one of them was refused or could not be allocated */
 };
 
 /* Built-in handlers (replay_ops.c). */
@@ -546,7 +548,18 @@ mate_replay_new_tensor(mate_replay_call *c, mate_dtype dt, int ndim, const int64
 		mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: bad output shape or dtype", c->req->function);
 		return NULL;
 	}
+	/* what a handler makes (outputs, scratch) counts against the one memory limit, checked
+	 * before it is allocated: a refusal is an error, never a reproduced failure */
+	if ((uint64_t)nb > mate_memory_cap() || c->made > mate_memory_cap() - (uint64_t)nb) {
+		mate_replay_fail(c, MATE_ERR_LIMIT, "%s: its outputs and scratch would take more than "
+		    "the memory limit of %" PRIu64 " MiB (--max-memory or MATE_MAX_MEMORY raises it)",
+		    c->req->function, mate_memory_cap() >> 20);
+		c->short_of_memory = 1;
+		return NULL;
+	}
+	c->made += (uint64_t)nb;
 	if ((st = mate_storage_new((size_t)nb, &err)) == NULL) {
+		c->short_of_memory = 1;
 		mate_replay_fail(c, MATE_ERR_NOMEM, "%s: %s", c->req->function, err.message);
 		return NULL;
 	}
@@ -890,7 +903,8 @@ judge_failure(const mate_replay_call *c, int rc, struct mate_replay_result *res)
 	if (rc == MATE_ERR_UNSUPPORTED) {
 		res->verdict = MATE_REPLAY_UNSUPPORTED;
 		snprintf(res->message, sizeof(res->message), "%s", msg);
-	} else if (c->req->expected == NULL) {
+	} else if (c->req->expected == NULL && rc != MATE_ERR_LIMIT && rc != MATE_ERR_NOMEM &&
+	    !c->short_of_memory) {  /* a replay short of memory reproduces nothing */
 		res->verdict = MATE_REPLAY_REPRODUCED;
 		snprintf(res->message, sizeof(res->message), "%.600s%s%.400s%s", msg,
 		    rec ? " (recorded: " : "", rec ? rec : "", rec ? ")" : "");

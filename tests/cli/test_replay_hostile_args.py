@@ -10,11 +10,12 @@ kernel wrote past it with values the dump controls), an int8 batch_indices buffe
 INT64_MAX (signed overflows) are errors naming the argument; an int32 position of -5 is -5
 (it was read as 4,294,967,291 through a conditional that mixed int32 and uint32)."""
 import os
+import subprocess
 import sys
 
 import torch
 
-from mate_test import done, src_path, tmpdir
+from mate_test import build_path, case, check, done, src_path, tmpdir
 from replay_dumps import expect_verdicts, write_dump
 
 sys.path.insert(0, src_path("tests", "interop", "peers"))
@@ -116,4 +117,40 @@ add("apply_rope_pos_ids", {"arg_0": q, "arg_1": k, "arg_2": pos}, {"result_0": q
     signature="(q, k, pos_ids, rotary_dim=None, interleave=False, rope_scale=1, rope_theta=10000.0)")
 
 expect_verdicts(root, want)
+
+# one memory budget: what a handler makes counts against MATE_MAX_MEMORY, checked before it is
+# allocated. mm([N, 1], [1, N]) from a dump of 160 KB asks for a 1.6 GB result: under a 64 MiB
+# limit it is an Error naming the limit (the old replay made it, 1.6 GB resident), and when the
+# call recorded no outputs it is still an Error, never "Reproduced the failure"
+big = os.path.join(tmpdir(), "big")
+os.mkdir(big)
+N = 20000
+a, b = torch.randn(N, 1), torch.randn(1, N)
+bwant = {}
+for st in ("completed", "inputs_saved"):
+    name = write_dump(big, len(bwant) + 1, "mm", {"arg_0": a, "arg_1": b}, {"result": torch.zeros(1)},
+                      status=st, fmt="torch", signature="(a, b, out_dtype=None, out=None)")
+    bwant[name] = ("mm [%d, 1] by [1, %d], %s" % (N, N, st), "error",
+                   "its outputs and scratch would take more than the memory limit of 64 MiB")
+os.environ["MATE_MAX_MEMORY"] = "64M"
+expect_verdicts(big, bwant)
+# the peak RSS of that replay alone (os.wait4: this child's own rusage), against the same
+# replay of a root of a small product (what mate-replay and OpenBLAS take anyway)
+small = os.path.join(tmpdir(), "small")
+os.mkdir(small)
+write_dump(small, 1, "mm", {"arg_0": a[:100], "arg_1": b[:, :100]}, {"result": a[:100] @ b[:, :100]},
+           fmt="torch", signature="(a, b, out_dtype=None, out=None)")
+
+
+def peak_kib(root):
+    p = subprocess.Popen([build_path("src", "replay", "mate-replay"), "--device", "cpu", root],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return os.wait4(p.pid, 0)[2].ru_maxrss
+
+
+with case("peak RSS of the replay under a 64 MiB limit"):
+    base, peak = peak_kib(small), peak_kib(big)
+    print("peak RSS: %d KiB for the refused product, %d KiB for a small one" % (peak, base))
+    check(peak < base + 96 * 1024, "mate-replay's peak RSS %d KiB, %d KiB for a small product" % (peak, base))
+del os.environ["MATE_MAX_MEMORY"]
 done()
