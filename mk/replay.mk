@@ -159,6 +159,14 @@ FUZZ_TARGETS += fuzz/fuzz_bench_entry
 fuzz_fuzz_bench_entry_SOURCES = fuzz/fuzz_bench_entry.c
 fuzz_fuzz_bench_entry_LDFLAGS = $(FUZZER_LINK)
 
+## Fuzz target for the replay handlers: calls of each family (a wrapper's __init__, plan and
+## run; the page, sampling, RoPE, norm, product and merge calls) with lying shapes, dtypes,
+## index tables and scalars.
+FUZZ_TARGETS += fuzz/fuzz_replay_ops
+fuzz_fuzz_replay_ops_SOURCES = fuzz/fuzz_replay_ops.c
+fuzz_fuzz_replay_ops_LDFLAGS = $(FUZZER_LINK)
+EXTRA_DIST += fuzz/replay_ops_seeds.py
+
 ## test_bench_fi_step.py (peers): a serving step recorded by FlashInfer's decorator, its distinct
 ## calls benchmarked.
 SCRIPT_TESTS += tests/interop/test_bench_fi_step.py
