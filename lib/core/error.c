@@ -61,13 +61,20 @@ mate_set_errno(mate_error *err, int errnum, const char *what, const char *path)
 }
 
 int
-mate_open_regular(int dirfd, const char *path)
+mate_open_regular(int dirfd, const char *path, int nofollow)
 {
 	struct stat st;
-	int fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), e;
+	int fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0)),
+	    e;
 
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		e = errno;
+		/* O_NOFOLLOW's ELOOP: the name itself is a link, refused as any other kind */
+		if (e == ELOOP && nofollow && fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(st.st_mode))
+			e = EFTYPE_MATE;
+		return -e;
+	}
 	if (fstat(fd, &st) != 0)
 		e = errno;
 	else if (!S_ISREG(st.st_mode))

@@ -49,9 +49,11 @@ static inline int mate_double_to_i64(double d, int64_t *out)
 
 /* Opens path (relative to dirfd, or AT_FDCWD) to read it, without blocking
  * on a FIFO or device someone put under that name: O_NONBLOCK, then fstat.
- * Returns the fd, or -errno; -EFTYPE_MATE when it is not a regular file. */
+ * nofollow (a file of a dump, whose folder others may write): a symbolic
+ * link is refused as well (O_NOFOLLOW), never read through. Returns the fd,
+ * or -errno; -EFTYPE_MATE when it is not a regular file. */
 #define EFTYPE_MATE 0x4654
-int mate_open_regular(int dirfd, const char *path);
+int mate_open_regular(int dirfd, const char *path, int nofollow);
 
 /* Writes all of buf to fd, retrying short writes and EINTR. 0 or -errno. */
 int mate_write_all(int fd, const void *buf, size_t len);
@@ -105,6 +107,16 @@ size_t mate_utf8_invalid_at(const unsigned char *s, size_t len);
 /* mate_safetensors_read() without the data: every check of the header
  * and of the offsets against the file's size, tensors without storages. */
 mate_value *mate_safetensors_read_header(const char *path, mate_error *err);
+
+/* mate_safetensors_read() (header_only: _read_header()) and mate_pt_read()
+ * of a file already opened by mate_open_regular(): fd is its result, a
+ * negative one reported as the open's error; the reader closes fd. path
+ * only names the file in messages (and for libarchive, pt_read's fallback,
+ * which reads fd too). */
+mate_value *mate_safetensors_read_fd(int fd, const char *path, mate_value **metadata,
+    int header_only, mate_error *err);
+mate_value *mate_pt_read_fd(int fd, const char *path,
+    const struct mate_pt_read_options *opts, mate_error *err);
 
 /* mate_pt_read() on a whole .pt file held in memory (the fuzz target). */
 mate_value *mate_pt_read_memory(const void *buf, size_t len,

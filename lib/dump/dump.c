@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct mate_dump {
@@ -97,15 +98,20 @@ has_suffix(const char *s, const char *suf)
 mate_value *
 mate_dump_read_tensors(const char *path, int load_data, mate_error *err)
 {
+	/* a dump's folder may be shared: a link planted as inputs.pt is not read through */
+	int fd = mate_open_regular(AT_FDCWD, path, 1);
 	mate_value *v;
 
+	if (fd == -EFTYPE_MATE) {
+		mate_set_error(err, MATE_ERR_FORMAT, "%s: not a regular file", path);
+		return NULL;
+	}
 	if (has_suffix(path, ".safetensors"))
-		return load_data ? mate_safetensors_read(path, NULL, err) :
-		    mate_safetensors_read_header(path, err);
+		return mate_safetensors_read_fd(fd, path, NULL, !load_data, err);
 	{
-		struct mate_pt_read_options o = { 0, 0, load_data };
+		struct mate_pt_read_options o = { .load_data = load_data };
 
-		v = mate_pt_read(path, &o, err);
+		v = mate_pt_read_fd(fd, path, &o, err);
 	}
 	if (v != NULL && mate_value_kind_of(v) != MATE_V_DICT) {
 		mate_value_free(v);
@@ -209,12 +215,13 @@ tensor_file(const mate_dump *d, const char *stem)
 {
 	char *path;
 	size_t n = strlen(d->dir) + strlen(stem) + 16;
+	struct stat st;
 
 	if ((path = malloc(n)) == NULL)
 		return NULL;
 	for (int i = 0; i < 2; i++) {
 		snprintf(path, n, "%s/%s%s", d->dir, stem, mate_dump_tensor_ext(d->info.format, i));
-		if (access(path, F_OK) == 0)
+		if (lstat(path, &st) == 0)  /* a link is found, to be refused by name */
 			return path;
 	}
 	free(path);

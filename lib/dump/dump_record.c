@@ -362,7 +362,7 @@ mate_dump_read_record(int dirfd, const char *name, struct mate_dump_info *info,
 		*rec = NULL;
 	if (buf == NULL)
 		return -ENOMEM;
-	if ((fd = mate_open_regular(dirfd, name)) < 0) {
+	if ((fd = mate_open_regular(dirfd, name, 1)) < 0) {
 		free(buf);
 		if (fd != -EFTYPE_MATE)
 			return fd;

@@ -258,11 +258,11 @@ details_from_file(struct tensor_acc *acc, struct mate_arena *a, int dirfd, const
 	/* the file mate-replay reads: the recorded format's first */
 	for (i = 0; i < 2; i++) {
 		snprintf(rel, sizeof(rel), "%s%s", stem, mate_dump_tensor_ext(format, i));
-		if (faccessat(dirfd, rel, F_OK, 0) == 0)
+		if (faccessat(dirfd, rel, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 			break;
 	}
 	snprintf(other, sizeof(other), "%s%s", stem, mate_dump_tensor_ext(format, 1));
-	if (i == 0 && faccessat(dirfd, other, F_OK, 0) == 0)
+	if (i == 0 && faccessat(dirfd, other, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		mate_notes_add(notes, "both %s and %s exist; %s, the recorded format, is read",
 		    rel, other, rel);
 	if (i == 2) {

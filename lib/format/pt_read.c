@@ -1033,7 +1033,10 @@ archive_path(struct pt_reader *r, const char *path)
 	archive_read_support_format_zip_seekable(r->a);
 	/* torch 2.x may write CRC 0; torch itself never checks CRCs. */
 	archive_read_set_options(r->a, "zip:ignorecrc32");
-	if (path != NULL)
+	/* the descriptor already open, never the name again: it may have become a link */
+	if (path != NULL && r->fd >= 0 && lseek(r->fd, 0, SEEK_SET) == 0)
+		rc = archive_read_open_fd(r->a, r->fd, PT_BLOCK_SIZE);
+	else if (path != NULL)
 		rc = archive_read_open_filename(r->a, path, PT_BLOCK_SIZE);
 	else
 		rc = archive_read_open_memory(r->a, r->mem, (size_t)r->file_size);
@@ -1136,6 +1139,13 @@ read_pt(struct pt_reader *r, const char *path)
 mate_value *
 mate_pt_read(const char *path, const struct mate_pt_read_options *opts, mate_error *err)
 {
+	return mate_pt_read_fd(mate_open_regular(AT_FDCWD, path, 0), path, opts, err);
+}
+
+mate_value *
+mate_pt_read_fd(int fd, const char *path, const struct mate_pt_read_options *opts,
+    mate_error *err)
+{
 	struct pt_reader r;
 	mate_error local;
 	unsigned char head[4];
@@ -1143,7 +1153,7 @@ mate_pt_read(const char *path, const struct mate_pt_read_options *opts, mate_err
 	int rc;
 
 	reader_init(&r, path, opts, err, &local);
-	r.fd = mate_open_regular(AT_FDCWD, path);
+	r.fd = fd;
 	if (r.fd == -EFTYPE_MATE) {
 		pt_fail(&r, MATE_ERR_FORMAT, "not a regular file");
 		return NULL;

@@ -1116,8 +1116,9 @@ mate_safetensors_parse(const void *buf, size_t len, mate_value **metadata, mate_
 	return load(&src, metadata, err);
 }
 
-static mate_value *
-read_path(const char *path, mate_value **metadata, int header_only, mate_error *err)
+mate_value *
+mate_safetensors_read_fd(int fd, const char *path, mate_value **metadata, int header_only,
+    mate_error *err)
 {
 	struct st_src src = { .fd = -1, .header_only = header_only };
 	struct stat sb;
@@ -1125,7 +1126,7 @@ read_path(const char *path, mate_value **metadata, int header_only, mate_error *
 
 	if (metadata != NULL)
 		*metadata = NULL;
-	src.fd = mate_open_regular(AT_FDCWD, path);
+	src.fd = fd;
 	if (src.fd == -EFTYPE_MATE) {
 		mate_set_error(err, MATE_ERR_FORMAT, "%s: not a regular file", path);
 		return NULL;
@@ -1154,11 +1155,12 @@ read_path(const char *path, mate_value **metadata, int header_only, mate_error *
 mate_value *
 mate_safetensors_read(const char *path, mate_value **metadata, mate_error *err)
 {
-	return read_path(path, metadata, 0, err);
+	return mate_safetensors_read_fd(mate_open_regular(AT_FDCWD, path, 0), path, metadata, 0,
+	    err);
 }
 
 mate_value *
 mate_safetensors_read_header(const char *path, mate_error *err)
 {
-	return read_path(path, NULL, 1, err);
+	return mate_safetensors_read_fd(mate_open_regular(AT_FDCWD, path, 0), path, NULL, 1, err);
 }

@@ -1,4 +1,4 @@
-"""dump_hostile.py: mate-list-dumps and mate-replay on hostile dumps: byte counts near 2^63, shapes of 1e300, FIFOs under the dump's file names, records nested deeper than the skim goes, 80,000 tensor keys."""
+"""dump_hostile.py: mate-list-dumps and mate-replay on hostile dumps: byte counts near 2^63, shapes of 1e300, FIFOs and symbolic links under the dump's file names, records nested deeper than the skim goes, 80,000 tensor keys."""
 import json
 import os
 import subprocess
@@ -97,6 +97,36 @@ check(rc is not None and rc != 0 and "not a regular file" in out + err,
 rc, out, err = tool([REPLAY, meta_fifo])
 check(rc is not None and rc != 0 and "not a regular file" in out + err,
       "mate-replay refuses a FIFO metadata.jsonl: %s %r %r" % (rc, out, err))
+
+# ---- 8: symbolic links under the names a reader opens ----------------------------
+# A co-user who can write a shared dump root plants links to a file only the reader
+# may read; no byte of it may reach a listing or a replay (mate(7): regular files only).
+lroot = tmpdir()
+secret = os.path.join(tmpdir(), "secret")
+with open(secret, "w") as f:
+    f.write("SECRETPW" * 4 + "\n")
+os.chmod(secret, 0o600)
+ins_link = make_dump(lroot, "20261121_125033_790_pid23322_link_call0001", ins)
+os.symlink(secret, os.path.join(ins_link, "inputs.pt"))
+os.symlink(secret, os.path.join(ins_link, "outputs.safetensors"))
+meta_link = make_dump(lroot, "20261121_125033_791_pid23322_link_call0002", None)
+with open(os.path.join(tmpdir(), "private.jsonl"), "w") as f:
+    f.write(json.dumps(record("SECRETFN")) + "\n")
+os.symlink(f.name, os.path.join(meta_link, "metadata.jsonl"))
+leaks = ("53 45 43 52", "SECR", "6291621336146199891", "header length", "bad magic")
+for args in ([LIST, lroot], [LIST, "-d", lroot], [LIST, "--jsonl", lroot],
+             [REPLAY, ins_link], [REPLAY, meta_link]):
+    rc, out, err = tool(args)
+    name = " ".join([os.path.basename(args[0])] + args[1:-1])
+    check(rc is not None and rc != 0, "%s: a problem, exit 1: %s" % (name, rc))
+    check(not any(x in out + err for x in leaks),
+          "%s: nothing of the link's target is shown: %r %r" % (name, out, err))
+    check("not a regular file" in out + err, "%s: the link is named as not a regular "
+          "file: %r %r" % (name, out, err))
+rc, out, err = tool([LIST, "-d", lroot])
+check("inputs.pt: not a regular file" in out and "outputs.safetensors: not a regular file"
+      in out and "metadata.jsonl is not a regular file" in out,
+      "-d names each linked file: %r" % out)
 
 # ---- 13: a record nested deeper than the skim's 128 levels -------------------------
 droot = tmpdir()
