@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -166,31 +167,51 @@ mate_pread_big(int fd, void *buf, size_t len, uint64_t off)
 	return j.rc;
 }
 
-/* "<path>.tmp.<pid>.<n>" without printf, whose cost grows when a library
- * of the host (libquadmath) registers printf handlers; out has room for
- * path and 64 more bytes. */
+/* "<path>.tmp.<pid>.<16 hex digits>", the digits from getrandom() (a
+ * clock and a counter where it has nothing), so that no one can plant a
+ * file at the name beforehand; without printf, whose cost grows when a
+ * library of the host (libquadmath) registers printf handlers, and which
+ * a signal handler may not call. out has room for path and 64 more bytes. */
 static void
-tmp_name(char *out, const char *path, uint64_t pid, unsigned n)
+tmp_name(char *out, const char *path)
 {
+	static const char hex[] = "0123456789abcdef";
+	static uint64_t counter;
 	size_t len = strlen(path);
+	uint64_t v = (uint64_t)getpid(), r;
 	char num[24];
-	int k;
+	int k = 0;
 
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+		uint64_t seed[3] = { mate_mono_ns(), __atomic_fetch_add(&counter, 1,
+		    __ATOMIC_RELAXED), v };
+		r = mate_fnv1a64(seed, sizeof(seed));
+	}
 	memcpy(out, path, len);
 	memcpy(out + len, ".tmp.", 5);
 	len += 5;
-	for (int pass = 0; pass < 2; pass++) {
-		uint64_t v = pass == 0 ? pid : n;
-		k = 0;
-		do
-			num[k++] = (char)('0' + v % 10);
-		while ((v /= 10) != 0);
-		while (k > 0)
-			out[len++] = num[--k];
-		if (pass == 0)
-			out[len++] = '.';
-	}
+	do
+		num[k++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (k > 0)
+		out[len++] = num[--k];
+	out[len++] = '.';
+	for (int i = 60; i >= 0; i -= 4)
+		out[len++] = hex[(r >> i) & 15];
 	out[len] = '\0';
+}
+
+int
+mate_tmp_create(char *out, const char *path)
+{
+	int fd, tries = 0;
+
+	do {
+		tmp_name(out, path);
+		fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+		    0644);
+	} while (fd < 0 && errno == EEXIST && ++tries < 8);
+	return fd >= 0 ? fd : -errno;
 }
 
 /* 0 once O_TMPFILE files cannot be made or linked here: named temporary
@@ -242,7 +263,6 @@ kind_of(mode_t mode)
 int
 mate_atomic_open(mate_atomic_file *af, const char *path, mate_error *err)
 {
-	static unsigned counter;
 	size_t n = strlen(path) + 64;
 	struct stat sb;
 
@@ -259,15 +279,15 @@ mate_atomic_open(mate_atomic_file *af, const char *path, mate_error *err)
 		mate_atomic_abort(af);
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	}
-	tmp_name(af->tmp_path, path, (uint64_t)getpid(),
-	    __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+	tmp_name(af->tmp_path, path);
 	if ((af->fd = open_unnamed(path)) >= 0) {
 		af->unnamed = 1;
 		return MATE_OK;
 	}
-	af->fd = open(af->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	af->fd = mate_tmp_create(af->tmp_path, path);
 	if (af->fd < 0) {
-		int e = errno;
+		int e = -af->fd;
+		af->fd = -1;
 		mate_set_errno(err, e, "cannot create", af->tmp_path);
 		mate_atomic_abort(af);
 		return err != NULL ? err->code : MATE_ERR_IO;
@@ -304,10 +324,10 @@ copy_unnamed(mate_atomic_file *af)
 	char buf[65536];
 	uint64_t off = 0;
 	ssize_t got;
-	int out = open(af->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), rc = 0;
+	int out = mate_tmp_create(af->tmp_path, af->path), rc = 0;
 
 	if (out < 0)
-		return errno;
+		return -out;
 	while (rc == 0 && (got = pread(af->fd, buf, sizeof(buf), (off_t)off)) != 0) {
 		if (got < 0 && errno == EINTR)
 			continue;

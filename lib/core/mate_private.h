@@ -64,11 +64,17 @@ int mate_pread_all(int fd, void *buf, size_t len, uint64_t off);
 int mate_pread_big(int fd, void *buf, size_t len, uint64_t off);
 
 /* Atomic file output: write to a file without a name (O_TMPFILE) and link
- * it as path when complete; where the system cannot, write to
- * "<path>.tmp.<pid>.<n>" and rename it. A killed process leaves no
+ * it as path when complete; where the system cannot, write to a file
+ * mate_tmp_create() makes and rename it. A killed process leaves no
  * truncated file under path (and, with O_TMPFILE, no temporary name).
  * An existing path that is not a regular file (a symlink, FIFO, device,
  * directory) is refused with MATE_ERR_ARGUMENT, never replaced. */
+/* Creates a temporary file beside path, "<path>.tmp.<pid>.<random>" written
+ * into out (room for path and 64 bytes): exclusively (O_EXCL, a new name
+ * after EEXIST), never through a link, never waiting (O_NONBLOCK). Safe in
+ * a signal handler. Returns the fd (write-only, close-on-exec) or -errno. */
+int mate_tmp_create(char *out, const char *path);
+
 typedef struct mate_atomic_file {
 	int fd;
 	char *path;

@@ -645,11 +645,11 @@ write_table(int quiet)
 	if (prof.tmpl == NULL)
 		return;
 	profile_path(path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0) {
+	/* a new file of an unguessable name: nothing planted beside path (a FIFO that would
+	 * hold the host at exit, a co-user's file renamed into place) is ever opened */
+	if ((fd = mate_tmp_create(tmp, path)) < 0) {
 		if (!quiet)
-			mate_warn("cannot write the profile %s: %s", tmp, strerror(errno));
+			mate_warn("cannot write the profile %s: %s", tmp, strerror(-fd));
 		return;
 	}
 	sort_entries(prof.order, prof.n);

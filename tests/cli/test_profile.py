@@ -5,7 +5,8 @@ The demo at level 10 with a profile: every entry is one of `mate-list-dumps --un
 by total time. tests/doc-program: level 1 and level 10 profiles have the same keys; level 0
 writes none; a forked child that exits writes its own table (PATH.PID without %i) holding
 its calls only; SIGTERM and SIGINT in the middle of the demo leave a whole table (and the
-program still dies of the signal); no temporary file is left behind."""
+program still dies of the signal); no temporary file is left behind, and a FIFO or a file
+planted at a temporary name is never opened."""
 import glob
 import json
 import os
@@ -125,8 +126,42 @@ def signalled(sig):
     no_leftovers(work)
 
 
+def planted():
+    """A FIFO or a co-user's file at the temporary name a profile once used (PATH.tmp.PID)
+    is never opened: the program exits at once and its table is a new file of its own."""
+    work = tmpdir()
+    plant = 'mkfifo "prof.jsonl.tmp.$$"; exec "$0"'
+    p = run(["timeout", "20", "sh", "-c", plant, PROG], cwd=work, check=False,
+            env=env(MATE_LOGLEVEL="1", MATE_PROFILE="prof.jsonl"))
+    check(p.returncode == 0, "a FIFO at the temporary name: the program exits (124: it was "
+          "held at exit): %d %s" % (p.returncode, p.stderr))
+    path = os.path.join(work, "prof.jsonl")
+    check(os.path.exists(path) and len(table(path)) == 4, "the profile is written beside it")
+    left = glob.glob(os.path.join(work, "*.tmp.*"))
+    check(len(left) == 1 and os.path.basename(left[0]).startswith("prof.jsonl.tmp.") and
+          os.path.exists(left[0]), "only the planted FIFO is left: %s" % left)
+    # a writable file planted at the name: not truncated, written and renamed into place
+    work = tmpdir()
+    plant = 'echo "a co-user\'s file" >"prof.jsonl.tmp.$$"; chmod 666 "prof.jsonl.tmp.$$"; ' \
+            'exec "$0"'
+    p = run(["timeout", "20", "sh", "-c", plant, PROG], cwd=work, check=False,
+            env=env(MATE_LOGLEVEL="1", MATE_PROFILE="prof.jsonl"))
+    left = glob.glob(os.path.join(work, "prof.jsonl.tmp.*"))
+    path = os.path.join(work, "prof.jsonl")
+    check(p.returncode == 0 and len(left) == 1, "a planted file: it stays, the program "
+          "exits: %d %s" % (p.returncode, os.listdir(work)))
+    if len(left) == 1 and os.path.exists(path):
+        with open(left[0]) as f:
+            check(f.read() == "a co-user's file\n", "the planted file is untouched")
+        check(os.stat(left[0]).st_ino != os.stat(path).st_ino and
+              os.stat(path).st_mode & 0o002 == 0 and len(table(path)) == 4,
+              "the profile is a new file, not the planted one renamed: %o"
+              % os.stat(path).st_mode)
+
+
 demo_against_dumps()
 levels_and_fork()
+planted()
 signalled(signal.SIGTERM)
 signalled(signal.SIGINT)
 done()

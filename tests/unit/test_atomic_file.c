@@ -1,4 +1,4 @@
-/* test_atomic_file.c: atomic file output (lib/core/error.c): a file appears under its name only when complete, replaces an older one, and leaves no temporary names behind. */
+/* test_atomic_file.c: atomic file output (lib/core/error.c): a file appears under its name only when complete, replaces an older one, and leaves no temporary names behind; temporary files are new ones. */
 #include "config.h"
 
 #include <dirent.h>
@@ -116,6 +116,27 @@ DEFINE_TEST(relative)
 	CHECK(holds("rel.bin", "here"));
 	unlink("rel.bin");
 	CHECK(chdir("/") == 0);
+	CHECK_EQ_INT(test_count_entries(dir), 0);
+}
+
+/* mate_tmp_create(): a new regular file beside the name, under a name no
+ * two calls share, so nothing planted beforehand is opened. */
+DEFINE_TEST(tmp_create)
+{
+	char a[600], b[600];
+	struct stat st;
+	int fa = mate_tmp_create(a, in_dir("out.jsonl")), fb;
+
+	fb = mate_tmp_create(b, in_dir("out.jsonl"));
+	CHECK(fa >= 0 && fb >= 0);
+	CHECK(strcmp(a, b) != 0);
+	CHECK(strncmp(a, in_dir("out.jsonl.tmp."), strlen(in_dir("out.jsonl.tmp."))) == 0);
+	CHECK(fstat(fa, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0);
+	CHECK_EQ_INT(test_count_entries(dir), 2);
+	close(fa);
+	close(fb);
+	unlink(a);
+	unlink(b);
 	CHECK_EQ_INT(test_count_entries(dir), 0);
 }
 
