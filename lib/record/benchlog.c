@@ -4,10 +4,13 @@
  * one line per shape, each in one write(2) on an O_APPEND descriptor. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "benchlog.h"
@@ -150,12 +153,20 @@ mate_bench_line(const cJSON *shape)
 
 /* ---- the file ------------------------------------------------------------------------------ */
 
+/* The file is a script someone runs later with sh: it never holds a partial line, and an
+ * existing file is appended to only when it is the user's own regular file that starts as
+ * mate's do (open_file()). */
 static struct {
 	char *tmpl;     /* MATE_BENCH_LOG as configured; NULL: off */
 	int fd;         /* -1: not opened yet */
 	int pipe;       /* a FIFO or socket: SIGPIPE kept from the host */
+	int regular;    /* a regular file: a torn line is cut off again */
 	int stopped;    /* it could not be opened or written: warned once, nothing more */
+	int warned_ctl; /* a line left out for a control character: said once */
 } bl = { .fd = -1 };
+
+#define HEAD_SHEBANG "#!/bin/sh\n# "
+#define HEAD_WHAT "_BENCH_LOG of process "
 
 static void
 close_file(void)
@@ -163,7 +174,7 @@ close_file(void)
 	if (bl.fd >= 0)
 		close(bl.fd);
 	bl.fd = -1;
-	bl.pipe = bl.stopped = 0;
+	bl.pipe = bl.regular = bl.stopped = 0;
 }
 
 int
@@ -196,14 +207,133 @@ stop(const char *what, const char *path, const char *why)
 	bl.stopped = 1;
 }
 
+/* Appends text whole or not at all: one write(2) on the O_APPEND descriptor (more only
+ * after a short one), SIGPIPE and SIGXFSZ (a file-size limit) kept from the host, and in a
+ * regular file the bytes of a line that could not be finished cut off again, so that no
+ * partial line is left for the next line to run into. 0 or -errno. */
+static int
+put_text(const char *p, size_t n)
+{
+	sigset_t set, old, pending;
+	int e = 0, was_pipe, was_xfsz;
+	size_t done = 0;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	sigaddset(&set, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	sigpending(&pending);
+	was_pipe = sigismember(&pending, SIGPIPE);
+	was_xfsz = sigismember(&pending, SIGXFSZ);
+	while (done < n) {
+		ssize_t w = write(bl.fd, p + done, n - done);
+		if (w > 0)
+			done += (size_t)w;
+		else if (w < 0 && errno == EINTR)
+			continue;
+		else {
+			e = w < 0 ? errno : EIO;
+			break;
+		}
+	}
+	if (e != 0 && done > 0 && bl.regular) {
+		/* O_APPEND left the offset at the end of the bytes this call wrote */
+		off_t end = lseek(bl.fd, 0, SEEK_CUR);
+		if (end >= (off_t)done)
+			(void)!ftruncate(bl.fd, end - (off_t)done);
+	}
+	sigpending(&pending);
+	if ((sigismember(&pending, SIGPIPE) && !was_pipe) ||
+	    (sigismember(&pending, SIGXFSZ) && !was_xfsz)) {
+		struct timespec zero = { 0, 0 };
+		sigemptyset(&set);
+		if (!was_pipe)
+			sigaddset(&set, SIGPIPE);
+		if (!was_xfsz)
+			sigaddset(&set, SIGXFSZ);
+		while (sigtimedwait(&set, NULL, &zero) > 0)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -e;
+}
+
+/* Whether the first bytes of a file (NUL-terminated) are the header open_file() writes:
+ * "#!/bin/sh", then a comment line that names a *_BENCH_LOG. */
+static int
+is_header(const char *buf)
+{
+	size_t n = strlen(HEAD_SHEBANG);
+	const char *eol, *what;
+
+	if (strncmp(buf, HEAD_SHEBANG, n) != 0 || (eol = strchr(buf + n, '\n')) == NULL)
+		return 0;
+	what = strstr(buf + n, HEAD_WHAT);
+	return what != NULL && what < eol;
+}
+
+/* An existing regular file (st): NULL when it may be appended to, after cutting off
+ * (*cut: how many bytes) a partial last line a killed or stopped writer left; else why
+ * not. Its text is read through a second descriptor of the same file (bl.fd writes only). */
+static const char *
+check_existing(const char *path, const struct stat *st, long long *cut)
+{
+	char buf[4096];
+	struct stat rst;
+	off_t at;
+	ssize_t got;
+	size_t want, i;
+	int rfd, nofollow = mate_log_name_of(bl.tmpl) == MATE_LOG_MADE ? O_NOFOLLOW : 0;
+	const char *why = NULL;
+
+	*cut = 0;
+	if (st->st_uid != geteuid())
+		return "not the user's own file (refused)";
+	if (st->st_size == 0)
+		return NULL;
+	rfd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | nofollow);
+	if (rfd < 0 || fstat(rfd, &rst) != 0 || rst.st_dev != st->st_dev ||
+	    rst.st_ino != st->st_ino) {
+		if (rfd >= 0)
+			close(rfd);
+		return "cannot read it back to check it";
+	}
+	got = pread(rfd, buf, sizeof(buf) - 1, 0);
+	buf[got > 0 ? got : 0] = '\0';
+	if (!is_header(buf))
+		why = "not a script mate began (refused: it must start with mate's header)";
+	/* the last newline: what follows it is a line that was never finished */
+	for (at = st->st_size; why == NULL && at > 0; at -= (off_t)want) {
+		want = at < (off_t)sizeof(buf) ? (size_t)at : sizeof(buf);
+		if (pread(rfd, buf, want, at - (off_t)want) != (ssize_t)want) {
+			why = "cannot read it back to check it";
+			break;
+		}
+		for (i = want; i > 0 && buf[i - 1] != '\n'; i--)
+			;
+		if (i == 0)
+			continue;
+		at = at - (off_t)want + (off_t)i;  /* the length to keep */
+		if (at < st->st_size && ftruncate(bl.fd, at) != 0)
+			why = "cannot cut off its partial last line";
+		else
+			*cut = (long long)(st->st_size - at);
+		break;
+	}
+	close(rfd);
+	return why;
+}
+
 /* Opens the file, as the log destination opens its own (mate_log_open(): a FIFO without a
- * reader or a link planted at a %i name is refused, nothing blocks), and writes the header
- * into a file that has nothing yet. */
+ * reader or a link planted at a %i name is refused, nothing blocks), checks an existing
+ * regular file (check_existing()) and writes the header into one that has nothing yet. */
 static int
 open_file(void)
 {
 	char *path = mate_rec_expand_path(bl.tmpl), head[160];
+	const char *why = NULL;
 	struct stat st;
+	long long cut = 0;
 	int n;
 
 	bl.fd = path != NULL ? mate_log_open(path, O_CREAT | O_APPEND, mate_log_name_of(bl.tmpl)) :
@@ -217,16 +347,40 @@ open_file(void)
 	if (fstat(bl.fd, &st) != 0)
 		memset(&st, 0, sizeof(st));  /* not a regular file: the header, as for a FIFO */
 	bl.pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
-	if (!S_ISREG(st.st_mode) || st.st_size == 0) {
-		n = snprintf(head, sizeof(head), "#!/bin/sh\n# %s_BENCH_LOG of process %ld: "
+	bl.regular = S_ISREG(st.st_mode);
+	if (bl.regular)
+		why = check_existing(path, &st, &cut);
+	if (why != NULL) {
+		stop("open", path, why);
+		close(bl.fd);
+		bl.fd = -1;
+		free(path);
+		return -1;
+	}
+	if (cut > 0)
+		mate_warn("%s_BENCH_LOG '%s': cut off a partial last line (%lld bytes) an earlier "
+		    "writer left", mate_rec_prefix(), path, cut);
+	if (!bl.regular || st.st_size == 0) {
+		n = snprintf(head, sizeof(head), HEAD_SHEBANG "%s" HEAD_WHAT "%ld: "
 		    "a mate-bench line per distinct call\n", mate_rec_prefix(), (long)getpid());
-		if ((n = mate_rec_write_guarded(bl.fd, bl.pipe, head, (size_t)n)) != 0) {
+		if ((n = put_text(head, (size_t)n)) != 0) {
 			stop("write", path, strerror(-n));
 			free(path);
 			return -1;
 		}
 	}
 	free(path);
+	return 0;
+}
+
+/* Whether line (ending in its newline) holds a control character, which a name recorded
+ * raw (a function, module or key) may bring: a newline would split it in two. */
+static int
+has_control(const char *line)
+{
+	for (; line[0] != '\0' && line[1] != '\0'; line++)
+		if ((unsigned char)line[0] < 0x20)
+			return 1;
 	return 0;
 }
 
@@ -251,8 +405,16 @@ mate_rec_benchlog_put(const char *canon, size_t len)
 		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; calls are recorded incompletely");
 		return;
 	}
+	if (has_control(line)) {
+		if (!bl.warned_ctl)
+			mate_warn("%s_BENCH_LOG: a call whose name holds a control character has no "
+			    "line (a shell line cannot hold it on one line)", mate_rec_prefix());
+		bl.warned_ctl = 1;
+		free(line);
+		return;
+	}
 	/* one write(2) of the whole line: O_APPEND puts it whole after the others */
-	if ((rc = mate_rec_write_guarded(bl.fd, bl.pipe, line, strlen(line))) != 0) {
+	if ((rc = put_text(line, strlen(line))) != 0) {
 		char *path = mate_rec_expand_path(bl.tmpl);
 		stop("write", path != NULL ? path : bl.tmpl, strerror(-rc));
 		free(path);

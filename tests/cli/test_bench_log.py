@@ -6,10 +6,13 @@ gives a script whose lines are the profile's entries in that form, each once; wi
 profile (level 3) the lines are the same; level 0 writes no file. tests/doc-program's forked
 child writes its own file with %i and shares its parent's without; SIGTERM in the middle of
 the demo leaves whole lines; a path that cannot be opened (a missing folder, a FIFO nobody
-reads, a symlink planted at a %i name) costs one warning and neither blocks nor redirects."""
+reads, a symlink planted at a %i name) costs one warning and neither blocks nor redirects;
+a partial line an earlier run left, a file-size limit, a name with a newline and a file
+planted at a %i name never leave a line that runs other than it reads."""
 import glob
 import json
 import os
+import resource
 import shlex
 import signal
 import string
@@ -287,6 +290,119 @@ def unopenable():
     check(len(warns) == 1 and "a symbolic link" in warns[0], "the link is refused: %s" % warns)
 
 
+HEAD = "#!/bin/sh\n# MATE_BENCH_LOG of process 1: a mate-bench line per distinct call\n"
+EARLIER = "mate-bench -c earlier 'arg_0=float32[1]'\n"
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def split(line):
+    try:
+        return shlex.split(line)
+    except ValueError:  # a quote left open: no words sh would agree on
+        return [None, None]
+
+
+def runs_whole(path, want, what):
+    """sh runs the script as its lines say: one mate-bench per line (a stand-in that
+    writes its words), each with the words shlex reads, and nothing else."""
+    work = os.path.dirname(path)
+    fake = os.path.join(work, "bin")
+    os.makedirs(fake, exist_ok=True)
+    with open(os.path.join(fake, "mate-bench"), "w") as f:
+        f.write('#!/bin/sh\nfor w in "$@"; do printf "%s\\037" "$w"; done >>"$WORDS"\n'
+                'echo >>"$WORDS"\n')
+    os.chmod(os.path.join(fake, "mate-bench"), 0o755)
+    words = os.path.join(work, "words")
+    p = subprocess.run(["sh", path], cwd=work, capture_output=True, text=True,
+                       env=dict(os.environ, PATH=fake + os.pathsep + os.environ["PATH"],
+                                WORDS=words))
+    got = [x.split("\037")[:-1] for x in read(words).splitlines()] \
+        if os.path.exists(words) else []
+    check(p.returncode == 0 and p.stderr == "" and
+          got == [split(x)[1:] for x in want],
+          "%s: sh runs each line as written, and nothing else: rc %d %r\n%s\nwant\n%s"
+          % (what, p.returncode, p.stderr, got, want))
+
+
+def hostile_files():
+    """A partial last line an earlier run left is cut off before appending (else a quote it
+    opened swallows the next line and a recorded string runs as shell code); a file-size
+    limit neither kills the host (SIGXFSZ) nor leaves a partial line; a name with a newline
+    gets no line; a file planted at a %i name is appended to only when it is the user's own
+    regular file that starts with mate's header."""
+    work = tmpdir()
+    path = os.path.join(work, "b.sh")
+    with open(path, "w") as f:
+        f.write(HEAD + EARLIER + "mate-bench -c 'torn")
+    p = run([CALLS], cwd=work, env=env(MATE_LOGLEVEL="1", MATE_BENCH_LOG="b.sh"), check=False)
+    warns = [x for x in p.stderr.splitlines() if "BENCH_LOG" in x]
+    check(p.returncode == 0 and len(warns) == 1 and "partial last line (19 bytes)" in warns[0],
+          "a torn tail: cut off, one warning: %d %s" % (p.returncode, warns))
+    body = script(path, "after a torn line")
+    check(read(path).startswith(HEAD + EARLIER) and "torn" not in read(path) and
+          len(body) == 3, "the torn line is gone, the others kept: %r" % read(path))
+    runs_whole(path, body, "after a torn line")
+
+    # a file-size limit in the middle of the first line: the host lives, no partial line
+    work = tmpdir()
+    path = os.path.join(work, "b.sh")
+    with open(path, "w") as f:
+        f.write(HEAD)
+
+    def limit():
+        default_signals()
+        resource.setrlimit(resource.RLIMIT_FSIZE, (len(HEAD) + 20, len(HEAD) + 20))
+    p = subprocess.run([CALLS], cwd=work, capture_output=True, text=True, preexec_fn=limit,
+                       env=env(MATE_LOGLEVEL="1", MATE_BENCH_LOG="b.sh"))
+    warns = [x for x in p.stderr.splitlines() if "BENCH_LOG" in x]
+    check(p.returncode == 0, "a file-size limit: the program lives (-%d: SIGXFSZ): %d"
+          % (signal.SIGXFSZ, p.returncode))
+    check(len(warns) == 1 and warns[0].startswith("mate: cannot write MATE_BENCH_LOG") and
+          "File too large" in warns[0], "one warning says why: %s" % warns)
+    check(read(path) == HEAD, "no partial line is left: %r" % read(path))
+
+    # a name with a newline: no line for it, one warning, every other line whole
+    work = tmpdir()
+    p = run([CALLS, "newline"], cwd=work, env=env(MATE_LOGLEVEL="1", MATE_BENCH_LOG="b.sh"),
+            check=False)
+    warns = [x for x in p.stderr.splitlines() if "BENCH_LOG" in x]
+    body = script(os.path.join(work, "b.sh"), "a name with a newline")
+    check(len(body) == 2 and "lines" not in read(os.path.join(work, "b.sh")),
+          "the call named with a newline has no line: %s" % body)
+    check(len(warns) == 1 and "control character" in warns[0], "one warning: %s" % warns)
+    runs_whole(os.path.join(work, "b.sh"), body, "a name with a newline")
+
+    # files planted at a %i name (the pid is known: exec): only the user's own mate script
+    plants = [("text", "victim's own text\n", None, "not a script mate began"),
+              ("empty", "", None, None), ("mine", HEAD, None, None)]
+    if os.geteuid() == 0:
+        plants.append(("theirs", HEAD, 65534, "not the user's own file"))
+    for name, text, uid, refused in plants:
+        work = tmpdir()
+        p = run(["sh", "-c", 'printf %s "$1" >"b_$$"; chmod 666 "b_$$"; '
+                 '[ -z "$2" ] || chown "$2" "b_$$"; exec env MATE_BENCH_LOG="b_%i" "$0"',
+                 CALLS, text, "" if uid is None else str(uid)],
+                cwd=work, check=False, env=env(MATE_LOGLEVEL="1"))
+        files = glob.glob(os.path.join(work, "b_*"))
+        warns = [x for x in p.stderr.splitlines() if "BENCH_LOG" in x]
+        got = read(files[0]) if len(files) == 1 else None
+        check(p.returncode == 0 and len(files) == 1, "%s: the program runs: %d %s"
+              % (name, p.returncode, files))
+        if refused:
+            check(got == text, "%s: the planted file is untouched: %r" % (name, got))
+            check(len(warns) == 1 and refused in warns[0] and
+                  warns[0].startswith("mate: cannot open MATE_BENCH_LOG"),
+                  "%s: refused in one warning: %s" % (name, warns))
+        else:
+            check(warns == [] and got is not None and got.startswith(text) and
+                  len(script(files[0], name)) == 2,
+                  "%s: appended to: %s %r" % (name, warns, got))
+
+
 if __name__ == "__main__":
     first = demo_lines()
     runs_as_printed()
@@ -295,4 +411,5 @@ if __name__ == "__main__":
     fork()
     sigterm()
     unopenable()
+    hostile_files()
     done()

@@ -1,9 +1,11 @@
 /* benchlog-calls.c: calls whose command-line form needs care, recorded through libmate for
  * tests/cli/test_bench_log.py: names and strings to quote, strides that are not row-major, a
- * CUDA device, a 0-d tensor, size-0 and size-1 dimensions, and every kind of scalar. No
- * tensor is read at levels below 5: the tensors are descriptions only. */
+ * CUDA device, a 0-d tensor, size-0 and size-1 dimensions, and every kind of scalar; with
+ * the argument "newline", one more call whose name holds a newline. No tensor is read at
+ * levels below 5: the tensors are descriptions only. */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "mate.h"
 
@@ -24,7 +26,7 @@ tensor(mate_call *c, int flags, const char *name, mate_dtype dt, int ndim,
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	static const int64_t s23[] = { 2, 3 }, t23[] = { 1, 2 }, s13[] = { 1, 3 },
 	    t13[] = { 1, 1 }, s03[] = { 0, 3 }, t03[] = { 3, 1 }, s30[] = { 3, 0 },
@@ -49,6 +51,12 @@ main(void)
 		mate_call_enum(c, MATE_KWARG, "mode", "Mode.FAST", 2);
 		mate_call_end(c);
 		c = mate_call_begin("plain", NULL, NULL);
+		tensor(c, MATE_ARG, NULL, MATE_F32, 1, s4, NULL, 0);
+		mate_call_end(c);
+	}
+	if (argc > 1 && strcmp(argv[1], "newline") == 0) {
+		/* a name no shell line holds on one line */
+		mate_call *c = mate_call_begin("two\nlines", "m", NULL);
 		tensor(c, MATE_ARG, NULL, MATE_F32, 1, s4, NULL, 0);
 		mate_call_end(c);
 	}
