@@ -12,7 +12,8 @@
  * stack exactly as Python does; the graph is turned into a mate_value tree
  * at STOP. Objects reachable twice are copied, under a depth limit and an
  * allocation budget, so cycles and exponential sharing fail cleanly. The
- * budget is mate_memory_cap(), whatever the input's length, and every
+ * budget is 16 MiB and 256 bytes per byte of the pickle, at most
+ * mate_memory_cap(), and every
  * allocation counts against it at its real size: the arena, the stack,
  * marks, memo and storage table, and each node of the result tree.
  *
@@ -167,14 +168,19 @@ pk_fail(struct pk *pk, int code, const char *fmt, ...)
 	return -1;
 }
 
+#define PICKLE_BUDGET_BASE ((uint64_t)16 << 20)
+#define PICKLE_BUDGET_PER_BYTE 256
+
 /* Counts n bytes (and one malloc block) against the allocation budget. */
 static int
 spend(struct pk *pk, uint64_t n)
 {
 	n = n > UINT64_MAX - MATE_MALLOC_OVERHEAD ? UINT64_MAX : n + MATE_MALLOC_OVERHEAD;
 	if (n > pk->budget - pk->spent)
-		return pk_fail(pk, MATE_ERR_LIMIT, "memory limit of %llu MiB reached (the "
-		    "MATE_MAX_MEMORY variable raises it)", (unsigned long long)(pk->budget >> 20));
+		return pk_fail(pk, MATE_ERR_LIMIT, "memory limit of %llu MiB reached (%s)",
+		    (unsigned long long)(pk->budget >> 20), pk->budget < mate_memory_cap() ?
+		    "a pickle's objects may take 16 MiB and 256 bytes per byte of the pickle, and "
+		    "at most MATE_MAX_MEMORY" : "the MATE_MAX_MEMORY variable raises it");
 	pk->spent += n;
 	return 0;
 }
@@ -1437,7 +1443,11 @@ mate_pickle_load(const void *buf, size_t len, mate_storage_loader load_storage,
 	pk.none.kind = PK_NONE;
 	pk.yes.kind = pk.no.kind = PK_BOOL;
 	pk.yes.u.i = 1;
-	pk.budget = mate_memory_cap();
+	/* a pickle's objects cost memory in proportion to the pickle (a real one's tree is a few
+	 * times its bytes), never more than the cap: a 1 KB billion laughs stops at 16 MiB */
+	pk.budget = PICKLE_BUDGET_BASE + PICKLE_BUDGET_PER_BYTE * (uint64_t)(pk.end - pk.start);
+	if (pk.budget > mate_memory_cap())
+		pk.budget = mate_memory_cap();
 	while (rc == 0) {
 		pk.op = (size_t)(pk.p - pk.start);
 		if (pk.p == pk.end) {

@@ -141,6 +141,49 @@ DEFINE_TEST(memory_cap)
 	b_free(&b);
 }
 
+/* The same pickle under the default limit (1 GiB): its objects may take memory in
+ * proportion to the pickle's 276 bytes (16 MiB and 256 bytes a byte), not the whole cap
+ * (issue 32): refused, and the peak grows by tens of MiB, not by a GiB. */
+DEFINE_TEST(memory_in_proportion)
+{
+	struct buf b;
+	pid_t pid;
+	int status;
+
+	start(&b);
+	p_str(&b, "0123456789abcdef");
+	b_op(&b, 'q'); b_op(&b, 0);
+	for (int lvl = 1; lvl <= 10; lvl++) {
+		b_op(&b, ']');
+		b_op(&b, '(');
+		for (int i = 0; i < 10; i++) {
+			b_op(&b, 'h'); b_op(&b, (uint8_t)(lvl - 1));
+		}
+		b_op(&b, 'e');
+		b_op(&b, 'q'); b_op(&b, (uint8_t)lvl);
+	}
+	b_op(&b, '.');
+	fflush(NULL);
+	if ((pid = fork()) == 0) {
+		long before, grown;
+		mate_error err;
+		mate_value *v;
+
+		unsetenv("MATE_MAX_MEMORY");
+		before = maxrss_kib();
+		v = load(&b, NULL, &err);
+		grown = (maxrss_kib() - before) / 1024;
+		printf("billion laughs (%zu bytes), default limit: %s; peak grew by %ld MiB\n", b.n,
+		    v == NULL ? err.message : "loaded", grown);
+		fflush(stdout);
+		_exit(v == NULL && err.code == MATE_ERR_LIMIT &&
+		    strstr(err.message, "256 bytes per byte of the pickle") != NULL && grown < 64 ? 0 : 1);
+	}
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	b_free(&b);
+}
+
 /* ---- plain values, every opcode ---- */
 
 DEFINE_TEST(scalars)
