@@ -238,7 +238,7 @@ print_tensor_shape(const cJSON *t)
 	int n = cJSON_GetArraySize(shape), contiguous = cJSON_GetArraySize(stride) == n;
 	const cJSON *d;
 
-	printf("%s[", strncmp(dt, "torch.", 6) == 0 ? dt + 6 : dt);
+	printf("%s[", mate_fe_safe(strncmp(dt, "torch.", 6) == 0 ? dt + 6 : dt));
 	cJSON_ArrayForEach(d, shape)
 		printf("%s%.0f", d == shape->child ? "" : ", ", d->valuedouble);
 	putchar(']');
@@ -255,10 +255,37 @@ print_tensor_shape(const cJSON *t)
 		putchar(')');
 	}
 	if (cJSON_IsString(dev) && strcmp(dev->valuestring, "cpu") != 0)
-		printf(" on %s", dev->valuestring);
+		printf(" on %s", mate_fe_safe(dev->valuestring));
 }
 
-/* COUNT KEY function(arg_0=float32[4, 64], ..., kwarg_causal=true) */
+/* A JSON text as it is (cJSON escapes control characters and backslashes), but
+ * each run of bytes from DEL up (C1 controls, bytes that are not UTF-8) through
+ * the escaper, which keeps well-formed UTF-8 text and escapes the rest. */
+static void
+put_json_text(const char *v)
+{
+	while (*v != '\0') {
+		size_t n = 0;
+
+		if ((unsigned char)*v < 0x7f) {
+			while ((unsigned char)v[n] != 0 && (unsigned char)v[n] < 0x7f)
+				n++;
+			fwrite(v, 1, n, stdout);
+		} else {
+			char *e;
+
+			while ((unsigned char)v[n] >= 0x7f)
+				n++;
+			e = mate_text_escape(v, n);
+			fputs(e != NULL ? e : "?", stdout);
+			free(e);
+		}
+		v += n;
+	}
+}
+
+/* COUNT KEY function(arg_0=float32[4, 64], ..., kwarg_causal=true); the record's
+ * strings escaped as every other output escapes them (mate_fe_safe). */
 static void
 print_group_line(const struct group *g)
 {
@@ -266,15 +293,16 @@ print_group_line(const struct group *g)
 	const char *sep = "";
 	char *v;
 
-	printf("%6zu  %s  %s(", g->calls, g->first->shape_key, g->first->function);
+	printf("%6zu  %s  %s(", g->calls, g->first->shape_key, mate_fe_safe(g->first->function));
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(shape, "tensors")) {
-		printf("%s%s=", sep, it->string);
+		printf("%s%s=", sep, mate_fe_safe(it->string));
 		print_tensor_shape(it);
 		sep = ", ";
 	}
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(shape, "scalars")) {
 		v = cJSON_PrintUnformatted(it);
-		printf("%s%s=%s", sep, it->string, v ? v : "?");
+		printf("%s%s=", sep, mate_fe_safe(it->string));
+		put_json_text(v ? v : "?");
 		free(v);
 		sep = ", ";
 	}

@@ -16,6 +16,8 @@ one=$(ls "$tmp/d" | grep _mm_call | head -1)
 forged='mm\\n[2] mm (x): Passed (bit-exact)\\n\\nSummary: 9 passed, 0 failed\\u001b]0;owned\\u0007\\u001b[2J'
 sed -i "s|\"function_name\": \"mm\"|\"function_name\": \"$forged\"|; s|\"module\": \"minilib\"|\"module\": \"m\\\\u001b[31m\"|" \
     "$tmp/d/$one/metadata.jsonl"
+# and a tensor's device (which only --unique shows) with a newline and ESC
+sed -i 's|"device": "cpu"|"device": "cu\\nSummary: 9 passed\\u001b[5m"|' "$tmp/d/$one/metadata.jsonl"
 mv "$tmp/d/$one" "$tmp/d/$one$esc[5m"
 # only this dump: another root with it alone
 mkdir "$tmp/r"
@@ -33,6 +35,13 @@ check grep -q 'mm\\n\[2\] mm (x): Passed' "$tmp/out" || fail "the newline is sho
 raw "$tmp/out" "mate-list-dumps -d"
 check [ "$(grep -c '^Summary' "$tmp/out")" -eq 0 ] || fail "mate-list-dumps -d: no forged line"
 check grep -q '^  Module: m\\x1b\[31m$' "$tmp/out" || fail "-d: the module escaped: $(cat "$tmp/out")"
+"$b/src/replay/mate-list-dumps" --unique "$tmp/r" >"$tmp/out" 2>"$tmp/err"
+raw "$tmp/out" "mate-list-dumps --unique"
+raw "$tmp/err" "mate-list-dumps --unique (stderr)"
+check [ "$(wc -l <"$tmp/out")" -eq 1 ] || fail "--unique: one line per shape: $(cat "$tmp/out")"
+check grep -q ' mm\\n\[2\] mm (x): Passed' "$tmp/out" || fail "--unique: the function escaped: $(cat "$tmp/out")"
+check grep -q ' on cu\\nSummary: 9 passed\\x1b\[5m' "$tmp/out" ||
+    fail "--unique: the device escaped: $(cat "$tmp/out")"
 "$b/src/replay/mate-replay" "$tmp/r" >"$tmp/out" 2>"$tmp/err"
 raw "$tmp/out" "mate-replay"
 raw "$tmp/err" "mate-replay (stderr)"
