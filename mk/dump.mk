@@ -22,3 +22,12 @@ FUZZ_TARGETS += fuzz/fuzz_dump_record
 fuzz_fuzz_dump_record_SOURCES = fuzz/fuzz_dump_record.c
 fuzz_fuzz_dump_record_LDADD = libmate_impl.la $(CJSON_LIBS)
 fuzz_fuzz_dump_record_LDFLAGS = $(FUZZER_LINK)
+
+## test_dump_keys_work: mate-list-dumps -d and --unique, and mate-replay's in-place check, on
+## N and N/4 tensor keys, counting strcmp calls through an LD_PRELOAD shim (not built by
+## --disable-shared builds, where the test skips with 77): the work grows as n log n, not n^2.
+## bench/list-details.sh times the same.
+check_LTLIBRARIES += tests/strcmp-count-shim.la
+tests_strcmp_count_shim_la_SOURCES = tests/fakes/strcmp-count-shim.c
+tests_strcmp_count_shim_la_LDFLAGS = -module -avoid-version -rpath /nowhere
+SCRIPT_TESTS += tests/cli/test_dump_keys_work.py

@@ -188,24 +188,29 @@ mate_dump_check_tensors(const cJSON *rec, const char *list, const char *rel,
 	const cJSON *ti = cJSON_GetObjectItemCaseSensitive(rec, "tensor_info");
 	const cJSON *td = cJSON_GetObjectItemCaseSensitive(rec, "tensor_details");
 	const cJSON *keys = cJSON_GetObjectItemCaseSensitive(ti, list), *k;
+	struct mate_json_index ix;
 	size_t listed = 0;
-	int rc;
+	int rc = MATE_OK;
 
+	mate_json_index_init(&ix, td);
 	cJSON_ArrayForEach(k, keys) {
 		const mate_value *v = cJSON_IsString(k) ? mate_value_lookup(tensors, k->valuestring) : NULL;
 
-		if (v == NULL)
-			return mate_set_error(err, MATE_ERR_FORMAT, "%s lacks '%.100s', which the "
+		if (v == NULL) {
+			rc = mate_set_error(err, MATE_ERR_FORMAT, "%s lacks '%.100s', which the "
 			    "record lists", rel, cJSON_IsString(k) ? k->valuestring : "?");
+			break;
+		}
 		listed++;
 		if (mate_value_kind_of(v) == MATE_V_TENSOR && (rc = check_details(rel, k->valuestring,
-		    mate_value_get_tensor(v), cJSON_GetObjectItemCaseSensitive(td, k->valuestring),
+		    mate_value_get_tensor(v), mate_json_index_get(&ix, k->valuestring),
 		    err)) != MATE_OK)
-			return rc;
+			break;
 	}
-	if (cJSON_IsArray(keys) && listed < mate_value_len(tensors))
-		return extra_key(keys, rel, tensors, err);
-	return MATE_OK;
+	mate_json_index_free(&ix);
+	if (rc == MATE_OK && cJSON_IsArray(keys) && listed < mate_value_len(tensors))
+		rc = extra_key(keys, rel, tensors, err);
+	return rc;
 }
 
 /* dir/<stem>.pt or dir/<stem>.safetensors (the recorded format first), or
@@ -450,20 +455,24 @@ load_inplace(mate_dump *d, mate_value *outs, mate_error *err)
 {
 	const cJSON *ti = cJSON_GetObjectItemCaseSensitive(d->rec, "tensor_info");
 	const cJSON *keys = cJSON_GetObjectItemCaseSensitive(ti, "inplace_tensor_keys"), *k;
-	mate_value *tensors = NULL;
+	mate_value *tensors = NULL, *listed;
 	int rc;
 
 	if ((rc = load_file(d, "inplace", d->info.n_inplace > 0, &tensors, err)) != MATE_OK ||
 	    tensors == NULL)
 		return rc;
+	/* a set of the listed keys: one lookup per tensor, not a walk of the list */
+	if ((listed = mate_value_dict()) == NULL)
+		rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	cJSON_ArrayForEach(k, keys)
+		if (rc == MATE_OK && cJSON_IsString(k) &&
+		    mate_value_set_str(listed, k->valuestring, mate_value_none()) != MATE_OK)
+			rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < mate_value_len(tensors) && rc == MATE_OK; i++) {
 		const char *key = mate_value_get_str(mate_value_key(tensors, i), NULL);
-		int listed = 0;
 
-		cJSON_ArrayForEach(k, keys)
-			listed |= cJSON_IsString(k) && key != NULL && strcmp(k->valuestring, key) == 0;
 		if (key == NULL || (strncmp(key, "arg_", 4) != 0 && strncmp(key, "kwarg_", 6) != 0) ||
-		    !listed)
+		    mate_value_lookup(listed, key) == NULL)
 			rc = mate_set_error(err, MATE_ERR_FORMAT, "%s: the in-place file holds '%.100s', "
 			    "which is not among the record's inplace_tensor_keys", d->info.name,
 			    key != NULL ? key : "?");
@@ -472,6 +481,7 @@ load_inplace(mate_dump *d, mate_value *outs, mate_error *err)
 	}
 	if (rc == MATE_OK)
 		rc = check_listed(d, "inplace_tensor_keys", "in-place", tensors, err);
+	mate_value_free(listed);
 	mate_value_free(tensors);
 	return rc;
 }

@@ -45,6 +45,21 @@ int mate_record_scan(const char *buf, size_t len, struct mate_dump_info *info,
  * accepted). NULL when it is not a JSON object. */
 cJSON *mate_record_parse(const char *p, size_t len);
 
+/* A JSON object's members sorted by name, then place (so that the first of
+ * duplicate names is the one found, as cJSON finds it): each lookup is a
+ * binary search, not a walk of every member, so looking up each of a
+ * record's listed keys in its tensor_details stays n log n. The object is
+ * borrowed and must outlive the index; without memory the lookups walk it. */
+struct mate_json_index {
+	const cJSON *obj;
+	struct mate_json_index_entry *e;
+	size_t n;
+};
+void mate_json_index_init(struct mate_json_index *ix, const cJSON *obj) MATE_HIDDEN;
+/* The member named key (NULL key or none: NULL), as cJSON_GetObjectItemCaseSensitive. */
+const cJSON *mate_json_index_get(const struct mate_json_index *ix, const char *key) MATE_HIDDEN;
+void mate_json_index_free(struct mate_json_index *ix) MATE_HIDDEN;
+
 /* An empty summary: function "?", unknown numbers -1, status incomplete. */
 void mate_dump_info_init(struct mate_dump_info *info);
 

@@ -212,6 +212,74 @@ mate_record_parse(const char *p, size_t len)
 	return j;
 }
 
+/* ---- an object's members by name ------------------------------------------ */
+
+struct mate_json_index_entry {
+	const cJSON *item;
+	size_t pos;
+};
+
+static int
+cmp_entry(const void *pa, const void *pb)
+{
+	const struct mate_json_index_entry *a = pa, *b = pb;
+	int c = strcmp(a->item->string, b->item->string);
+
+	return c != 0 ? c : a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+void
+mate_json_index_init(struct mate_json_index *ix, const cJSON *obj)
+{
+	const cJSON *it;
+	size_t n = 0;
+
+	ix->obj = obj;
+	ix->e = NULL;
+	ix->n = 0;
+	if (!cJSON_IsObject(obj))
+		return;
+	cJSON_ArrayForEach(it, obj)
+		n += it->string != NULL;
+	if (n == 0 || (ix->e = malloc(n * sizeof(*ix->e))) == NULL)
+		return;
+	cJSON_ArrayForEach(it, obj)
+		if (it->string != NULL) {
+			ix->e[ix->n].item = it;
+			ix->e[ix->n].pos = ix->n;
+			ix->n++;
+		}
+	qsort(ix->e, ix->n, sizeof(*ix->e), cmp_entry);
+}
+
+const cJSON *
+mate_json_index_get(const struct mate_json_index *ix, const char *key)
+{
+	size_t lo = 0, hi = ix->n;
+
+	if (key == NULL)
+		return NULL;
+	if (ix->e == NULL)
+		return cJSON_GetObjectItemCaseSensitive(ix->obj, key);
+	while (lo < hi) {   /* the first entry not below key */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(ix->e[mid].item->string, key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ix->n && strcmp(ix->e[lo].item->string, key) == 0 ? ix->e[lo].item : NULL;
+}
+
+void
+mate_json_index_free(struct mate_json_index *ix)
+{
+	free(ix->e);
+	ix->e = NULL;
+	ix->n = 0;
+}
+
 /* ---- the last complete line ----------------------------------------------- */
 
 /* What to do with a candidate line: fill the summary (validating it with the

@@ -111,70 +111,6 @@ detail_dim(const cJSON *x)
 	return cJSON_IsNumber(x) && mate_double_to_i64(x->valuedouble, &v) ? v : -1;
 }
 
-/* tensor_details' members sorted by key, then by place (the first of
- * duplicate keys is found, as cJSON finds it): one lookup per listed key
- * costs a binary search, not a walk of every member. */
-struct detail_entry {
-	const cJSON *item;
-	size_t pos;
-};
-
-struct detail_index {
-	struct detail_entry *e;
-	size_t n;
-};
-
-static int
-cmp_detail(const void *pa, const void *pb)
-{
-	const struct detail_entry *a = pa, *b = pb;
-	int c = strcmp(a->item->string, b->item->string);
-
-	return c != 0 ? c : a->pos < b->pos ? -1 : a->pos > b->pos;
-}
-
-/* NULL e (no memory) makes detail_find() walk the object instead. */
-static void
-detail_index_build(struct detail_index *ix, const cJSON *td)
-{
-	const cJSON *it;
-	size_t n = 0;
-
-	ix->e = NULL;
-	ix->n = 0;
-	if (!cJSON_IsObject(td))
-		return;
-	cJSON_ArrayForEach(it, td)
-		n += it->string != NULL;
-	if (n == 0 || (ix->e = malloc(n * sizeof(*ix->e))) == NULL)
-		return;
-	cJSON_ArrayForEach(it, td)
-		if (it->string != NULL) {
-			ix->e[ix->n].item = it;
-			ix->e[ix->n].pos = ix->n;
-			ix->n++;
-		}
-	qsort(ix->e, ix->n, sizeof(*ix->e), cmp_detail);
-}
-
-static const cJSON *
-detail_find(const struct detail_index *ix, const cJSON *td, const char *key)
-{
-	size_t lo = 0, hi = ix->n;
-
-	if (ix->e == NULL)
-		return cJSON_GetObjectItemCaseSensitive(td, key);
-	while (lo < hi) {   /* the first entry not below key */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (strcmp(ix->e[mid].item->string, key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < ix->n && strcmp(ix->e[lo].item->string, key) == 0 ? ix->e[lo].item : NULL;
-}
-
 /* The record's tensor_details for the keys listed under keys_name. */
 static void
 details_from_record(struct tensor_acc *acc, struct mate_arena *a, const cJSON *rec,
@@ -183,11 +119,11 @@ details_from_record(struct tensor_acc *acc, struct mate_arena *a, const cJSON *r
 	const cJSON *ti = cJSON_GetObjectItemCaseSensitive(rec, "tensor_info");
 	const cJSON *td = cJSON_GetObjectItemCaseSensitive(rec, "tensor_details");
 	const cJSON *keys = cJSON_GetObjectItemCaseSensitive(ti, keys_name), *k;
-	struct detail_index ix;
+	struct mate_json_index ix;
 
-	detail_index_build(&ix, td);
+	mate_json_index_init(&ix, td);
 	cJSON_ArrayForEach(k, keys) {
-		const cJSON *d = cJSON_IsString(k) ? detail_find(&ix, td, k->valuestring) : NULL;
+		const cJSON *d = cJSON_IsString(k) ? mate_json_index_get(&ix, k->valuestring) : NULL;
 		const cJSON *dt = cJSON_GetObjectItemCaseSensitive(d, "dtype");
 		const cJSON *sh = cJSON_GetObjectItemCaseSensitive(d, "shape");
 		const cJSON *sr = cJSON_GetObjectItemCaseSensitive(d, "stride"), *x;
@@ -211,7 +147,7 @@ details_from_record(struct tensor_acc *acc, struct mate_arena *a, const cJSON *r
 		    mate_arena_strndup(a, cJSON_IsString(dt) ? dt->valuestring : "?", (size_t)-1),
 		    n, shape, stride);
 	}
-	free(ix.e);
+	mate_json_index_free(&ix);
 }
 
 /* Notes each key the record's tensor_info lists under list that the tensor

@@ -371,6 +371,7 @@ mate_profile_shape_from_record(const cJSON *rec, char key[17])
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(rec, "input_metadata"), *self;
 	static const char *const fields[] = { "shape", "dtype", "stride", "device" };
 	cJSON *shape = cJSON_CreateObject(), *tensors, *scalars, *k;
+	struct mate_json_index ix;
 
 	if (shape == NULL || !cJSON_IsString(fn))
 		goto fail;
@@ -378,9 +379,9 @@ mate_profile_shape_from_record(const cJSON *rec, char key[17])
 	cJSON_AddStringToObject(shape, "module", cJSON_IsString(mod) ? mod->valuestring :
 	    "<unknown>");
 	tensors = cJSON_AddObjectToObject(shape, "tensors");
+	mate_json_index_init(&ix, details);
 	cJSON_ArrayForEach(k, keys) {
-		const cJSON *d = cJSON_IsString(k) ?
-		    cJSON_GetObjectItemCaseSensitive(details, k->valuestring) : NULL;
+		const cJSON *d = cJSON_IsString(k) ? mate_json_index_get(&ix, k->valuestring) : NULL;
 		cJSON *t;
 
 		if (d == NULL || (t = cJSON_AddObjectToObject(tensors, k->valuestring)) == NULL)
@@ -391,6 +392,7 @@ mate_profile_shape_from_record(const cJSON *rec, char key[17])
 				cJSON_AddItemToObject(t, fields[i], cJSON_Duplicate(f, 1));
 		}
 	}
+	mate_json_index_free(&ix);
 	scalars = cJSON_IsObject(meta) ? cJSON_Duplicate(meta, 1) : cJSON_CreateObject();
 	if (scalars == NULL || !cJSON_AddItemToObject(shape, "scalars", scalars))
 		goto fail;
