@@ -31,3 +31,6 @@ check_LTLIBRARIES += tests/strcmp-count-shim.la
 tests_strcmp_count_shim_la_SOURCES = tests/fakes/strcmp-count-shim.c
 tests_strcmp_count_shim_la_LDFLAGS = -module -avoid-version -rpath /nowhere
 SCRIPT_TESTS += tests/cli/test_dump_keys_work.py
+
+## test_dump_verdicts: mate-list-dumps -d and mate-replay say the same of damaged tensor files.
+SCRIPT_TESTS += tests/cli/test_dump_verdicts.py

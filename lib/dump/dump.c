@@ -189,8 +189,7 @@ mate_dump_check_tensors(const cJSON *rec, const char *list, const char *rel,
 	const cJSON *td = cJSON_GetObjectItemCaseSensitive(rec, "tensor_details");
 	const cJSON *keys = cJSON_GetObjectItemCaseSensitive(ti, list), *k;
 	struct mate_json_index ix;
-	size_t listed = 0;
-	int rc = MATE_OK;
+	int inplace = strcmp(list, "inplace_tensor_keys") == 0, rc = MATE_OK;
 
 	mate_json_index_init(&ix, td);
 	cJSON_ArrayForEach(k, keys) {
@@ -201,15 +200,23 @@ mate_dump_check_tensors(const cJSON *rec, const char *list, const char *rel,
 			    "record lists", rel, cJSON_IsString(k) ? k->valuestring : "?");
 			break;
 		}
-		listed++;
 		if (mate_value_kind_of(v) == MATE_V_TENSOR && (rc = check_details(rel, k->valuestring,
 		    mate_value_get_tensor(v), mate_json_index_get(&ix, k->valuestring),
 		    err)) != MATE_OK)
 			break;
 	}
 	mate_json_index_free(&ix);
-	if (rc == MATE_OK && cJSON_IsArray(keys) && listed < mate_value_len(tensors))
+	/* every tensor listed (counting the listed keys would be fooled by a
+	 * list of duplicates); a record without the in-place list lists none */
+	if (rc == MATE_OK && (cJSON_IsArray(keys) || inplace) && mate_value_len(tensors) > 0)
 		rc = extra_key(keys, rel, tensors, err);
+	for (size_t i = 0; rc == MATE_OK && inplace && i < mate_value_len(tensors); i++) {
+		const char *key = mate_value_get_str(mate_value_key(tensors, i), NULL);
+
+		if (key == NULL || (strncmp(key, "arg_", 4) != 0 && strncmp(key, "kwarg_", 6) != 0))
+			rc = mate_set_error(err, MATE_ERR_FORMAT, "%s holds '%.100s', which is not "
+			    "an argument's key (arg_<i>, kwarg_<name>)", rel, key != NULL ? key : "?");
+	}
 	return rc;
 }
 
@@ -453,35 +460,20 @@ check_listed(const mate_dump *d, const char *list, const char *what,
 static int
 load_inplace(mate_dump *d, mate_value *outs, mate_error *err)
 {
-	const cJSON *ti = cJSON_GetObjectItemCaseSensitive(d->rec, "tensor_info");
-	const cJSON *keys = cJSON_GetObjectItemCaseSensitive(ti, "inplace_tensor_keys"), *k;
-	mate_value *tensors = NULL, *listed;
+	mate_value *tensors = NULL;
 	int rc;
 
+	/* load_file() checked the file against the record: each tensor listed,
+	 * an argument's, and each listed one there (mate_dump_check_tensors) */
 	if ((rc = load_file(d, "inplace", d->info.n_inplace > 0, &tensors, err)) != MATE_OK ||
 	    tensors == NULL)
 		return rc;
-	/* a set of the listed keys: one lookup per tensor, not a walk of the list */
-	if ((listed = mate_value_dict()) == NULL)
-		rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-	cJSON_ArrayForEach(k, keys)
-		if (rc == MATE_OK && cJSON_IsString(k) &&
-		    mate_value_set_str(listed, k->valuestring, mate_value_none()) != MATE_OK)
-			rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < mate_value_len(tensors) && rc == MATE_OK; i++) {
 		const char *key = mate_value_get_str(mate_value_key(tensors, i), NULL);
 
-		if (key == NULL || (strncmp(key, "arg_", 4) != 0 && strncmp(key, "kwarg_", 6) != 0) ||
-		    mate_value_lookup(listed, key) == NULL)
-			rc = mate_set_error(err, MATE_ERR_FORMAT, "%s: the in-place file holds '%.100s', "
-			    "which is not among the record's inplace_tensor_keys", d->info.name,
-			    key != NULL ? key : "?");
-		else if (mate_value_set_str(outs, key, mate_value_copy(mate_value_item(tensors, i))) != MATE_OK)
+		if (mate_value_set_str(outs, key, mate_value_copy(mate_value_item(tensors, i))) != MATE_OK)
 			rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	}
-	if (rc == MATE_OK)
-		rc = check_listed(d, "inplace_tensor_keys", "in-place", tensors, err);
-	mate_value_free(listed);
 	mate_value_free(tensors);
 	return rc;
 }

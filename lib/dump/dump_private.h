@@ -120,8 +120,12 @@ const char *mate_dump_tensor_ext(const char *format, int i);
 /* Checks the tensors of one tensor file (named rel in messages) against the
  * record: each key it lists under list ("input_tensor_keys", ...) is in
  * the file, the file holds no other, and each one's dtype and shape are
- * those of its tensor_details (where the record has them). @return MATE_OK,
- * or MATE_ERR_FORMAT with err naming the first disagreement. */
+ * those of its tensor_details (where the record has them); the in-place
+ * file's tensors ("inplace_tensor_keys") are arguments' (arg_<i>,
+ * kwarg_<name>), and a record without that list lists none of them.
+ * mate-replay and mate-list-dumps -d both check with it, so that they say
+ * the same of a dump. @return MATE_OK, or MATE_ERR_FORMAT with err naming
+ * the first disagreement. */
 int mate_dump_check_tensors(const cJSON *rec, const char *list, const char *rel,
     const mate_value *tensors, mate_error *err);
 

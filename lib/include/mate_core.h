@@ -308,8 +308,11 @@ MATE_API int mate_pt_write(const char *path, const mate_value *root,
 struct mate_pt_read_options {
 	uint64_t max_pickle_bytes;  /* 0: 256 MiB */
 	uint64_t max_records;       /* 0: 1,000,000 zip entries */
-	int load_data;              /* 0: tensors' storages are not read (metadata only) */
+	int load_data;              /* 0: tensors' storages are not kept (metadata only) */
 };
+/* With load_data 0 the file is still refused wherever loading it would be:
+ * each tensor's local zip header is checked, and a compressed tensor is
+ * decompressed and dropped. */
 /*! mate_pt_read() : reads a .pt file with a restricted unpickler that never
  * executes anything. @return the value tree (caller frees) or NULL. */
 MATE_API mate_value *mate_pt_read(const char *path,

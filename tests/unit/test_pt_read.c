@@ -79,18 +79,23 @@ read_path(const struct buf *zip, mate_error *err, const struct mate_pt_read_opti
 	return v;
 }
 
-/* The file and memory readers both fail with want in the message; then
- * frees zip. */
+/* The file and memory readers both fail with want in the message, and so
+ * does a read of the metadata alone (mate-list-dumps -d), with the same
+ * words; then frees zip. */
 static void
 expect_fail(struct buf *zip, const char *want, int code)
 {
-	mate_error err;
+	mate_error err, meta;
 	mate_value *v = read_mem(zip, &err, 1);
 
 	CHECK(v == NULL);
 	CHECK_CONTAINS(err.message, want);
 	if (code != 0)
 		CHECK_EQ_INT(err.code, code);
+	mate_value_free(v);
+	v = read_mem(zip, &meta, 0);
+	CHECK(v == NULL);
+	CHECK_STR(meta.message, err.message);
 	mate_value_free(v);
 	v = read_path(zip, &err, NULL);
 	CHECK(v == NULL);
@@ -498,6 +503,14 @@ DEFINE_TEST(zip_structures)
 	for (size_t i = 0; i < n; i++)
 		put_le(find_header(&zip, e[i].name, 0) + 42, 0, 4);
 	expect_fail(&zip, "names another entry", MATE_ERR_FORMAT);
+	/* a deflate stream that does not inflate: a block of the reserved type 3 */
+	zip_build(&zip, e, n, ZB_DEFLATE);
+	{
+		unsigned char *h = find_header(&zip, "archive/data/0", 1);
+
+		h[30 + (h[26] | h[27] << 8) + (h[28] | h[29] << 8)] = 0x07;
+	}
+	expect_fail(&zip, "archive/data/0: ", MATE_ERR_FORMAT);
 	/* sizes left to a data descriptor (flag bit 3) are fine */
 	zip_build(&zip, e, n, 0);
 	put_le(find_header(&zip, "archive/data/0", 1) + 6, 0x0808, 2);
