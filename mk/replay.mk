@@ -170,3 +170,7 @@ EXTRA_DIST += fuzz/replay_ops_seeds.py
 ## test_bench_fi_step.py (peers): a serving step recorded by FlashInfer's decorator, its distinct
 ## calls benchmarked.
 SCRIPT_TESTS += tests/interop/test_bench_fi_step.py
+
+## test_bench_overflow: sizes past int64_t in mate-bench's entries: refused, never cast
+## (float-cast-overflow).
+SCRIPT_TESTS += tests/cli/test_bench_overflow.py

@@ -25,6 +25,17 @@ struct mate_bench_entry {
 	char key[17];           /* the profile's key, or the one the shape hashes to */
 };
 
+/* Whether a shape's or stride's item is an integer from 0 to 2^63 - 1, which an int64_t
+ * holds (infinities and NaN are not). */
+static int
+dim_ok(const cJSON *x)
+{
+	int64_t v;
+
+	return cJSON_IsNumber(x) && x->valuedouble == floor(x->valuedouble) &&
+	    mate_double_to_i64(x->valuedouble, &v) && v >= 0;
+}
+
 /* Checks one tensor object {shape, dtype, stride, device}: sizes within the memory cap. */
 static int
 check_tensor(const char *key, const cJSON *t, mate_error *err)
@@ -52,11 +63,10 @@ check_tensor(const char *key, const cJSON *t, mate_error *err)
 	cJSON_ArrayForEach(d, shape) {
 		const cJSON *s = cJSON_IsArray(stride) ? cJSON_GetArrayItem(stride, i) : NULL;
 
-		if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble != floor(d->valuedouble) ||
-		    (s != NULL && (!cJSON_IsNumber(s) || s->valuedouble < 0 ||
-		    s->valuedouble != floor(s->valuedouble))))
-			return mate_set_error(err, MATE_ERR_FORMAT, "tensor %s: dimension %d is not a "
-			    "non-negative integer", key, i);
+		/* the run casts each to int64_t: 1e300 (or 2^63) would be undefined there */
+		if (!dim_ok(d) || (s != NULL && !dim_ok(s)))
+			return mate_set_error(err, MATE_ERR_FORMAT, "tensor %s: dimension %d: its %s is "
+			    "not an integer from 0 to 2^63 - 1", key, i, dim_ok(d) ? "stride" : "size");
 		extent *= d->valuedouble;
 		i++;
 	}
