@@ -171,6 +171,8 @@ EXTRA_DIST += fuzz/replay_ops_seeds.py
 ## calls benchmarked.
 SCRIPT_TESTS += tests/interop/test_bench_fi_step.py
 
-## test_bench_overflow: sizes past int64_t in mate-bench's entries: refused, never cast
-## (float-cast-overflow).
+## test_bench_overflow: sizes past int64_t in mate-bench's entries and in a host's tensors
+## (MATE_PROFILE, MATE_BENCH_LOG): refused or written out, never cast (float-cast-overflow).
+check_PROGRAMS += tests/benchlog-huge
+tests_benchlog_huge_SOURCES = tests/fakes/benchlog-huge.c
 SCRIPT_TESTS += tests/cli/test_bench_overflow.py

@@ -42,18 +42,25 @@ put_word(struct mate_buf *b, const char *s)
 	mate_buf_putc(b, '\'');
 }
 
+/* Each item as an integer; one no int64_t holds (INT64_MAX comes back from the canonical
+ * JSON as the double 2^63, and casting that is undefined) in %.17g, as cJSON spells it:
+ * mate-bench then refuses the line, saying why, and the host never notices. */
 static void
 put_dims(struct mate_buf *b, const cJSON *dims)
 {
 	const cJSON *d;
 	int first = 1;
+	int64_t v;
 
 	mate_buf_putc(b, '[');
 	cJSON_ArrayForEach(d, dims) {
 		if (!first)
 			mate_buf_putc(b, ',');
 		first = 0;
-		mate_buf_int(b, (int64_t)d->valuedouble);
+		if (mate_double_to_i64(d->valuedouble, &v))
+			mate_buf_int(b, v);
+		else
+			mate_buf_printf(b, "%.17g", d->valuedouble);
 	}
 	mate_buf_putc(b, ']');
 }
@@ -70,10 +77,15 @@ contiguous(const cJSON *shape, const cJSON *stride)
 		return 0;
 	for (int i = n - 1; i >= 0; i--) {
 		const cJSON *sz = cJSON_GetArrayItem(shape, i), *st = cJSON_GetArrayItem(stride, i);
-		if (!cJSON_IsNumber(sz) || !cJSON_IsNumber(st) || (int64_t)st->valuedouble != want)
+		int64_t s, z;
+
+		/* out of int64_t's range, or a product past it: written out, as not row-major */
+		if (!cJSON_IsNumber(sz) || !cJSON_IsNumber(st) ||
+		    !mate_double_to_i64(st->valuedouble, &s) || s != want)
 			return 0;
-		if (sz->valuedouble > 1)
-			want *= (int64_t)sz->valuedouble;
+		if (sz->valuedouble > 1 && (!mate_double_to_i64(sz->valuedouble, &z) ||
+		    !mate_mul_ok(want, z, &want)))
+			return 0;
 	}
 	return 1;
 }
