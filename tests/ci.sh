@@ -18,7 +18,8 @@ preload_tests="tests/cli/test_record_cblas.sh tests/cli/test_record_exit.sh
 	tests/cli/test_record_signals.py tests/cli/test_record_static.sh tests/interop/test_memlog_rmm.py
 	tests/interop/test_flashinfer_logtext.py tests/interop/test_peers_zmq_pandas.py tests/test_dlclose
 	tests/cli/test_recorder_enospc.sh tests/cli/test_recorder_enospc_pt.sh
-	tests/cli/test_libmate_openblas_lazy.sh tests/cli/test_record_summary.sh tests/cli/test_doc_examples.py"
+	tests/cli/test_libmate_openblas_lazy.sh tests/cli/test_record_summary.sh tests/cli/test_doc_examples.py
+	tests/cli/test_dump_keys_work.py"
 
 # Only the GPU tests may skip (no GPU here, or a build without CUDA); any other skip is a
 # test that did not run, and fails CI.

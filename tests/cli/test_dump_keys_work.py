@@ -64,7 +64,9 @@ def dumps(n):
 def strcmps(args):
     """(calls of strcmp in every process the command ran, its exit status, stdout)"""
     out = os.path.join(tmpdir(), "count")
-    env = dict(os.environ, LD_PRELOAD=SHIM, MATE_TEST_STRCMP_OUT=out)
+    # after what is preloaded already (ASan's runtime, in CI's shared sanitizer step)
+    pre = (os.environ.get("LD_PRELOAD", "") + " " + SHIM).strip()
+    env = dict(os.environ, LD_PRELOAD=pre, MATE_TEST_STRCMP_OUT=out)
     p = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
     with open(out) as f:
         return sum(int(x) for x in f.read().split()), p.returncode, p.stdout
