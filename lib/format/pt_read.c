@@ -69,6 +69,7 @@ struct pt_reader {
 	uint32_t *index;      /* hash of keys: recs index + 1, 0 = free */
 	size_t index_cap;
 	mate_value *cd_sizes; /* libarchive path: name -> size in the central directory */
+	uint64_t inflated;    /* libarchive path: bytes of the records read so far */
 };
 
 static int pt_fail(struct pt_reader *r, int code, const char *fmt, ...) MATE_PRINTF(3, 4);
@@ -980,6 +981,14 @@ la_record(struct pt_reader *r, const char *key, const char *name, uint64_t size)
 		    "declares %llu", name, (unsigned long long)size, (unsigned long long)rec->want);
 	if (!r->load_data)
 		return la_discard(r, size, name);
+	/* a deflated record inflates: what the records take beyond the file's own bytes counts
+	 * against the one memory limit, checked before each is allocated */
+	r->inflated = size > UINT64_MAX - r->inflated ? UINT64_MAX : r->inflated + size;
+	if (r->inflated > r->file_size && r->inflated - r->file_size > mate_memory_cap())
+		return pt_fail(r, MATE_ERR_LIMIT, "%s: the records would take more than the file's "
+		    "%llu bytes and the memory limit of %llu MiB once inflated (MATE_MAX_MEMORY "
+		    "raises it)", name, (unsigned long long)r->file_size,
+		    (unsigned long long)(mate_memory_cap() >> 20));
 	if ((rec->st = mate_storage_new_uninit((size_t)size, r->err)) == NULL)
 		return pt_fail_inner(r);
 	return la_read(r, mate_storage_data(rec->st), size, name);

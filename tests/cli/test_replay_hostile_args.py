@@ -12,6 +12,7 @@ INT64_MAX (signed overflows) are errors naming the argument; an int32 position o
 import os
 import subprocess
 import sys
+import zipfile
 
 import torch
 
@@ -134,7 +135,7 @@ for st in ("completed", "inputs_saved"):
                    "its outputs and scratch would take more than the memory limit of 64 MiB")
 os.environ["MATE_MAX_MEMORY"] = "64M"
 expect_verdicts(big, bwant)
-# the peak RSS of that replay alone (os.wait4: this child's own rusage), against the same
+# the peak RSS of that replay alone (GNU time), against the same
 # replay of a root of a small product (what mate-replay and OpenBLAS take anyway)
 small = os.path.join(tmpdir(), "small")
 os.mkdir(small)
@@ -143,14 +144,43 @@ write_dump(small, 1, "mm", {"arg_0": a[:100], "arg_1": b[:, :100]}, {"result": a
 
 
 def peak_kib(root):
-    p = subprocess.Popen([build_path("src", "replay", "mate-replay"), "--device", "cpu", root],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return os.wait4(p.pid, 0)[2].ru_maxrss
+    """mate-replay's own peak RSS under GNU time (a child forked from this Python would count
+    the interpreter's pages too)."""
+    out = os.path.join(tmpdir(), "time")
+    subprocess.run(["/usr/bin/time", "-f", "%M", "-o", out, build_path("src", "replay", "mate-replay"),
+                    "--device", "cpu", root], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(out) as f:
+        return int(f.read().split()[-1])
 
 
 with case("peak RSS of the replay under a 64 MiB limit"):
     base, peak = peak_kib(small), peak_kib(big)
     print("peak RSS: %d KiB for the refused product, %d KiB for a small one" % (peak, base))
     check(peak < base + 96 * 1024, "mate-replay's peak RSS %d KiB, %d KiB for a small product" % (peak, base))
+
+# a deflated .pt record inflates: 128 MiB of zeros in a file of 128 KiB, under a 32 MiB limit, is
+# an Error naming the limit (the old reader inflated it whole), and the replay's peak stays low
+os.environ["MATE_MAX_MEMORY"] = "32M"
+zroot = os.path.join(tmpdir(), "deflated")
+os.mkdir(zroot)
+zeros = torch.zeros(32 << 20)
+zname = write_dump(zroot, 1, "silu_and_mul", {"arg_0": zeros}, {"result": zeros[: 16 << 20]}, fmt="torch",
+                   signature="(input, out=None, enable_pdl=None)")
+for stem in ("inputs", "outputs"):
+    path = os.path.join(zroot, zname, stem + ".pt")
+    with zipfile.ZipFile(path) as zin:
+        entries = [(i, zin.read(i.filename)) for i in zin.infolist()]
+    with zipfile.ZipFile(path + ".new", "w", zipfile.ZIP_DEFLATED) as zout:
+        for i, data in entries:
+            zout.writestr(i.filename, data)
+    os.replace(path + ".new", path)
+zsize = os.path.getsize(os.path.join(zroot, zname, "inputs.pt"))
+expect_verdicts(zroot, {zname: ("a deflated record of 128 MiB in %d bytes" % zsize, "error",
+                                "the memory limit of 32 MiB once inflated")})
+with case("peak RSS of the replay of the deflated record"):
+    peak = peak_kib(zroot)
+    print("peak RSS: %d KiB for the deflated record (%d bytes on disk)" % (peak, zsize))
+    check(peak < base + 96 * 1024, "mate-replay's peak RSS %d KiB, %d KiB for a small product" % (peak, base))
+
 del os.environ["MATE_MAX_MEMORY"]
 done()
