@@ -625,8 +625,9 @@ param_name(const char *sig, const char *key, char *buf, size_t cap)
 		buf[0] = '\0';
 }
 
+/* a's tensor from its JSON, without storage yet, and the bytes that storage will take. */
 static int
-alloc_tensor(struct targ *a, const cJSON *j, mate_error *err)
+size_tensor(struct targ *a, const cJSON *j, uint64_t *bytes, mate_error *err)
 {
 	const cJSON *shape = cJSON_GetObjectItemCaseSensitive(j, "shape");
 	const cJSON *stride = cJSON_GetObjectItemCaseSensitive(j, "stride");
@@ -643,8 +644,15 @@ alloc_tensor(struct targ *a, const cJSON *j, mate_error *err)
 	    (double)extent * (double)mate_dtype_size(a->t.dtype) > (double)mate_memory_cap())
 		return mate_set_error(err, MATE_ERR_LIMIT, "tensor %s: its strides reach past the "
 		    "memory limit", a->key);
-	if ((a->st = mate_storage_new((size_t)(extent > 0 ? extent : 1) * mate_dtype_size(a->t.dtype),
-	    err)) == NULL)
+	*bytes = (uint64_t)(extent > 0 ? extent : 1) * mate_dtype_size(a->t.dtype);
+	return MATE_OK;
+}
+
+/* a's storage, of bytes zeroed bytes. */
+static int
+alloc_tensor(struct targ *a, uint64_t bytes, mate_error *err)
+{
+	if ((a->st = mate_storage_new((size_t)bytes, err)) == NULL)
 		return err->code;
 	a->t.data = mate_storage_data(a->st);
 	memset(a->t.data, 0, mate_storage_size(a->st));
@@ -714,7 +722,7 @@ synthesize(const mate_replay *r, const mate_bench_entry *e, uint64_t seed, mate_
 	const cJSON *tensors = cJSON_GetObjectItemCaseSensitive(e->shape, "tensors"), *t;
 	struct synth *s = calloc(1, sizeof(*s));
 	int rc = MATE_OK, order[BENCH_MAX_TENSORS];
-	uint64_t total = 0;
+	uint64_t total = 0, bytes[BENCH_MAX_TENSORS];
 
 	if (s == NULL || (*args = mate_value_dict()) == NULL) {
 		free(s);
@@ -724,20 +732,25 @@ synthesize(const mate_replay *r, const mate_bench_entry *e, uint64_t seed, mate_
 	s->fn = mate_bench_entry_function(e);
 	s->sig = handler_signature(r, mate_bench_entry_module(e), s->fn);
 	s->scalars = cJSON_GetObjectItemCaseSensitive(e->shape, "scalars");
+	/* every tensor's size first, all of them checked against the limit together before
+	 * any is made */
 	cJSON_ArrayForEach(t, tensors) {
-		struct targ *a = &s->a[s->n++];
+		struct targ *a = &s->a[s->n];
 
 		a->key = t->string;
 		param_name(s->sig, a->key, a->name, sizeof(a->name));
-		if ((rc = alloc_tensor(a, t, err)) != MATE_OK)
+		if ((rc = size_tensor(a, t, &bytes[s->n++], err)) != MATE_OK)
 			goto out;
-		if ((total += mate_storage_size(a->st)) > mate_memory_cap()) {
+		if ((total += bytes[s->n - 1]) > mate_memory_cap()) {
 			rc = mate_set_error(err, MATE_ERR_LIMIT, "its tensors take more than the memory "
 			    "limit of %" PRIu64 " MiB together (--max-memory or MATE_MAX_MEMORY raises it)",
 			    mate_memory_cap() >> 20);
 			goto out;
 		}
 	}
+	for (int i = 0; i < s->n; i++)
+		if ((rc = alloc_tensor(&s->a[i], bytes[i], err)) != MATE_OK)
+			goto out;
 	for (int i = 0; i < s->n; i++)
 		order[i] = i;
 	for (int i = 1; i < s->n; i++)  /* stable insertion sort by rank */

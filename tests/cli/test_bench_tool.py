@@ -162,6 +162,16 @@ check("<stdin>:1: error: not a JSON object" in out[0], out[0])
 # tensors each within the limit but past it together: an error, nothing allocated past it
 p = bench(["-c", "mm", "arg_0=float32[512,512]", "arg_1=float32[512,512]", "--max-memory", "1536K"])
 check(p.returncode == 1 and "memory limit of 1 MiB together" in p.stdout, "the sum: %r" % p.stdout)
+# ... and nothing is made before the sum is checked: two tensors of 64 MiB under a 64 MiB limit
+# are refused at a peak RSS far below one of them (the old code made and cleared the first)
+tfile = os.path.join(tmpdir(), "time")
+p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", tfile, BENCH, "-c", "mm", "arg_0=float32[4096,4096]",
+                    "arg_1=float32[4096,4096]", "--max-memory", "64M"], capture_output=True, text=True)
+with open(tfile) as f:
+    peak = int(f.read().split()[-1])
+print("two 64 MiB tensors under a 64 MiB limit: peak RSS %d KiB" % peak)
+check(p.returncode == 1 and "memory limit of 64 MiB together" in p.stdout and peak < 48 * 1024,
+      "two 64 MiB tensors: exit %d, peak %d KiB: %r" % (p.returncode, peak, p.stdout))
 p = bench(["-c", "mm", "arg_0=float32[512,512]", "arg_1=float32[512,512]", "--max-memory", "3M", "-n", "1"])
 check(p.returncode == 0, "within the limit: %r %r" % (p.stdout, p.stderr))
 # empty shapes where the synthesis divides: a line each, no crash
