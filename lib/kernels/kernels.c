@@ -178,6 +178,11 @@ mate_attn_keep_mask(const mate_attn_params *p, int64_t Lq, int64_t Lk, uint8_t *
 		return MATE_OK;
 	if ((rc = check_masks(p, Lq, Lk, err)) != MATE_OK)
 		return rc;
+	/* a byte per bit of a packed mask: counted against the one memory limit before it is made */
+	if (mate_mul_ok(Lq, Lk, &n) && (uint64_t)n > mate_memory_cap())
+		return mate_set_error(err, MATE_ERR_LIMIT, "the mask of %lld x %lld would take more "
+		    "than the memory limit of %llu MiB (MATE_MAX_MEMORY raises it)", (long long)Lq,
+		    (long long)Lk, (unsigned long long)(mate_memory_cap() >> 20));
 	if (!mate_mul_ok(Lq, Lk, &n) || (*keep = malloc(n > 0 ? (size_t)n : 1)) == NULL)
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory (mask of %lld x %lld)",
 		    (long long)Lq, (long long)Lk);

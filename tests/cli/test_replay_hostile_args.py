@@ -182,5 +182,16 @@ with case("peak RSS of the replay of the deflated record"):
     print("peak RSS: %d KiB for the deflated record (%d bytes on disk)" % (peak, zsize))
     check(peak < base + 96 * 1024, "mate-replay's peak RSS %d KiB, %d KiB for a small product" % (peak, base))
 
+# a packed mask's bits become a byte each in the kernel: counted against the limit too
+os.environ["MATE_MAX_MEMORY"] = "1M"
+mroot = os.path.join(tmpdir(), "mask")
+os.mkdir(mroot)
+mq, mk = torch.randn(1100, 1, 8), torch.randn(1000, 1, 8)
+mname = write_dump(mroot, 1, "single_prefill_with_kv_cache",
+                   {"arg_0": mq, "arg_1": mk, "arg_2": mk, "kwarg_packed_custom_mask":
+                    torch.full((1100 * 1000 // 8,), 255, dtype=torch.uint8)},
+                   {"result": torch.zeros(1100, 1, 8)}, fmt="torch")
+expect_verdicts(mroot, {mname: ("a packed mask of 1100 x 1000 under a 1 MiB limit", "error",
+                                "the mask of 1100 x 1000 would take more than the memory limit of 1 MiB")})
 del os.environ["MATE_MAX_MEMORY"]
 done()
