@@ -96,6 +96,25 @@ maxrss_kib(void)
 	return ru.ru_maxrss;
 }
 
+/* A billion laughs through the memo: 10 levels of ten references each (276 bytes). */
+static void
+laughs(struct buf *b)
+{
+	start(b);
+	p_str(b, "0123456789abcdef");
+	b_op(b, 'q'); b_op(b, 0);
+	for (int lvl = 1; lvl <= 10; lvl++) {
+		b_op(b, ']');
+		b_op(b, '(');
+		for (int i = 0; i < 10; i++) {
+			b_op(b, 'h'); b_op(b, (uint8_t)(lvl - 1));
+		}
+		b_op(b, 'e');
+		b_op(b, 'q'); b_op(b, (uint8_t)lvl);
+	}
+	b_op(b, '.');
+}
+
 /* Billion laughs through the memo: 10 levels of ten references each. Its
  * conversion stops at MATE_MAX_MEMORY (32 MiB here), and the process's
  * peak grows by about that much, not by the 0.5 GB the old per-node
@@ -107,19 +126,7 @@ DEFINE_TEST(memory_cap)
 	pid_t pid;
 	int status;
 
-	start(&b);
-	p_str(&b, "0123456789abcdef");
-	b_op(&b, 'q'); b_op(&b, 0);
-	for (int lvl = 1; lvl <= 10; lvl++) {
-		b_op(&b, ']');
-		b_op(&b, '(');
-		for (int i = 0; i < 10; i++) {
-			b_op(&b, 'h'); b_op(&b, (uint8_t)(lvl - 1));
-		}
-		b_op(&b, 'e');
-		b_op(&b, 'q'); b_op(&b, (uint8_t)lvl);
-	}
-	b_op(&b, '.');
+	laughs(&b);
 	fflush(NULL);
 	if ((pid = fork()) == 0) {
 		long before, grown;
@@ -150,19 +157,7 @@ DEFINE_TEST(memory_in_proportion)
 	pid_t pid;
 	int status;
 
-	start(&b);
-	p_str(&b, "0123456789abcdef");
-	b_op(&b, 'q'); b_op(&b, 0);
-	for (int lvl = 1; lvl <= 10; lvl++) {
-		b_op(&b, ']');
-		b_op(&b, '(');
-		for (int i = 0; i < 10; i++) {
-			b_op(&b, 'h'); b_op(&b, (uint8_t)(lvl - 1));
-		}
-		b_op(&b, 'e');
-		b_op(&b, 'q'); b_op(&b, (uint8_t)lvl);
-	}
-	b_op(&b, '.');
+	laughs(&b);
 	fflush(NULL);
 	if ((pid = fork()) == 0) {
 		long before, grown;
