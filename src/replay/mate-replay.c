@@ -12,6 +12,7 @@
 
 #include "fe.h"
 #include "fe_json.h"
+#include "mate-replay-first.h"
 #include "mate_record.h"
 #include "mate_replay.h"
 #include "util.h"
@@ -33,6 +34,7 @@ struct options {
 	long long repeat;
 	int list_ops;               /* --list-ops: print the registry instead */
 	long bench;                 /* --bench[=N]: timed runs of each replayed call */
+	int first;                  /* --first: stop at the first wrong call */
 };
 
 struct tally {
@@ -60,6 +62,8 @@ usage(void)
 	    "  -j, --jobs N         replay on N threads, 1 to 256 (results still print in order)\n"
 	    "      --jsonl          one JSON object per call on stdout, summary on stderr\n"
 	    "      --plugin LIB.so  load replay handlers from LIB.so (repeatable)\n"
+	    "      --first          stop at the first wrong call in call order and name the\n"
+	    "                       earlier calls whose outputs its inputs are (exit 1 if any)\n"
 	    "      --bench[=N]      after each call's verdict, time N more runs of it on the\n"
 	    "                       kernels (default 10, after one warm-up): median, min, max\n"
 	    "      --list-ops       list the replay handlers (name, signature, dtypes,\n"
@@ -158,7 +162,7 @@ static void
 parse_options(int argc, char **argv, struct options *o)
 {
 	enum { O_DIR = 256, O_DEVICE, O_RTOL, O_ATOL, O_INCLUDE, O_EXCLUDE, O_JSONL, O_PLUGIN,
-		O_STATUS, O_MEMLOG, O_ALLOCATOR, O_REPEAT, O_MAX_MEMORY, O_LIST_OPS, O_BENCH };
+		O_STATUS, O_MEMLOG, O_ALLOCATOR, O_REPEAT, O_MAX_MEMORY, O_LIST_OPS, O_BENCH, O_FIRST };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "device", required_argument, NULL, O_DEVICE },
@@ -177,6 +181,7 @@ parse_options(int argc, char **argv, struct options *o)
 
 		{ "list-ops", no_argument, NULL, O_LIST_OPS },
 		{ "bench", optional_argument, NULL, O_BENCH },
+		{ "first", no_argument, NULL, O_FIRST },
 		MATE_FE_LONGOPTS_END
 	};
 	int c;
@@ -199,6 +204,7 @@ parse_options(int argc, char **argv, struct options *o)
 		case O_MAX_MEMORY: mate_memory_cap_set(mate_fe_opt_size("--max-memory", optarg)); break;
 
 		case O_LIST_OPS: o->list_ops = 1; break;
+		case O_FIRST: o->first = 1; break;
 		case O_BENCH:
 			o->bench = optarg ? mate_fe_opt_long("--bench", optarg, 1, 1000000) : 10;
 			break;
@@ -214,6 +220,9 @@ parse_options(int argc, char **argv, struct options *o)
 		mate_fe_usage_error("--list-ops takes no dump directory or memory log");
 	if (o->bench > 0 && (o->memlog != NULL || o->list_ops))
 		mate_fe_usage_error("--bench times replayed calls (--repeat times a memory log)");
+	if (o->first && (o->memlog != NULL || o->list_ops || o->bench > 0))
+		mate_fe_usage_error("--first replays dump directories (not with --memlog, --list-ops "
+		    "or --bench)");
 	if (o->npaths == 0 && o->memlog == NULL && !o->list_ops)
 		mate_fe_usage_error("no dump directory given");
 	if (o->jobs < 1)
@@ -222,7 +231,7 @@ parse_options(int argc, char **argv, struct options *o)
 
 /* ---- output --------------------------------------------------------------- */
 
-static const char *
+const char *
 verdict_words(int v, int utf8)
 {
 	switch (v) {
@@ -504,6 +513,11 @@ replay_all(const struct options *o, mate_replay *r, const mate_dump_list *l)
 	memset(&t, 0, sizeof(t));
 	t.jsonl = o->jsonl;
 	t.utf8 = !o->jsonl && mate_fe_use_utf8(stdout) && mate_fe_use_color(stdout);
+	if (o->first) {
+		status = replay_first(r, l, sel, nsel, (int)o->jobs, o->jsonl);
+		free(sel);
+		return status;
+	}
 	if (mate_replay_run(r, sel, nsel, (int)o->jobs, report, &t, &err) != MATE_OK) {
 		mate_fe_warnx("%s", err.message);
 		free(sel);
