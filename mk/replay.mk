@@ -181,3 +181,11 @@ SCRIPT_TESTS += tests/interop/test_bench_fi_step.py
 check_PROGRAMS += tests/benchlog-huge
 tests_benchlog_huge_SOURCES = tests/fakes/benchlog-huge.c
 SCRIPT_TESTS += tests/cli/test_bench_overflow.py
+
+## mate-replay --first: a recorded run of 3 processes (tests/first-chain) with one output
+## row planted wrong in a middle call is found, with its producer; the hash cache.
+check_PROGRAMS += tests/first-chain
+tests_first_chain_SOURCES = tests/fakes/first-chain.c examples/minilib.c examples/minilib.h
+tests_first_chain_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS) -I$(top_srcdir)/examples
+tests_first_chain_LDADD = libmate.la $(OPENBLAS_LIBS) -lm
+SCRIPT_TESTS += tests/cli/test_replay_first.py
