@@ -189,3 +189,8 @@ tests_first_chain_SOURCES = tests/fakes/first-chain.c examples/minilib.c example
 tests_first_chain_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS) -I$(top_srcdir)/examples
 tests_first_chain_LDADD = libmate.la $(OPENBLAS_LIBS) -lm
 SCRIPT_TESTS += tests/cli/test_replay_first.py
+## test_replay_first: XXH64 against its published vectors, timestamps as milliseconds.
+C_TESTS += tests/test_replay_first
+tests_test_replay_first_SOURCES = tests/unit/test_replay_first.c lib/replay/replay_first.c \
+	lib/replay/replay_first.h
+tests_test_replay_first_LDADD = libmate.la $(CJSON_LIBS)
