@@ -170,23 +170,33 @@ tensor_bytes(const mate_tensor *t, size_t *n, void **copy)
 	return *copy;
 }
 
-/* The tensor's content hash: XXH64 of its row-major bytes, seeded with a hash
- * of its dtype's name and its shape; 0 when it cannot be hashed. */
+/* A hash of a dtype's name and a shape ("float32,8,64"), never 0. */
+static uint64_t
+shape_hash(mate_dtype dt, int ndim, const int64_t *shape)
+{
+	char head[64 + 21 * MATE_MAX_DIMS];
+	int len = snprintf(head, sizeof(head), "%s", mate_dtype_name(dt));
+	uint64_t h;
+
+	for (int i = 0; i < ndim && i < MATE_MAX_DIMS; i++)
+		len += snprintf(head + len, sizeof(head) - (size_t)len, ",%lld", (long long)shape[i]);
+	h = mate_first_xxh64(head, (size_t)len, 0);
+	return h | (h == 0);
+}
+
+/* The tensor's content hash: XXH64 of its row-major bytes, seeded with its
+ * shape_hash(); 0 when it cannot be hashed. */
 static uint64_t
 tensor_hash(const mate_tensor *t)
 {
-	char head[64 + 21 * MATE_MAX_DIMS];
-	int len = snprintf(head, sizeof(head), "%s", mate_dtype_name(t->dtype));
 	size_t n;
 	void *copy;
 	const void *b;
 	uint64_t h;
 
-	for (int i = 0; i < t->ndim && i < MATE_MAX_DIMS; i++)
-		len += snprintf(head + len, sizeof(head) - (size_t)len, ",%lld", (long long)t->shape[i]);
 	if ((b = tensor_bytes(t, &n, &copy)) == NULL)
 		return 0;
-	h = mate_first_xxh64(b, n, mate_first_xxh64(head, (size_t)len, 0));
+	h = mate_first_xxh64(b, n, shape_hash(t->dtype, t->ndim, t->shape));
 	free(copy);
 	return h | (h == 0);  /* 0 means "none" */
 }
@@ -228,7 +238,7 @@ same_tensor(const mate_tensor *a, const mate_tensor *b)
 struct leaf {
 	char name[192], key[192];
 	const mate_tensor *t;
-	uint64_t hash;
+	uint64_t shape, hash;       /* shape_hash(), tensor_hash() */
 };
 
 struct leaves {
@@ -251,6 +261,7 @@ add_leaf(struct leaves *ls, const char *name, const char *key, const mate_tensor
 	snprintf(ls->v[ls->n].name, sizeof(ls->v[0].name), "%s", name);
 	snprintf(ls->v[ls->n].key, sizeof(ls->v[0].key), "%s", key);
 	ls->v[ls->n].t = t;
+	ls->v[ls->n].shape = shape_hash(t->dtype, t->ndim, t->shape);
 	ls->v[ls->n].hash = 0;
 	ls->n++;
 	return MATE_OK;
@@ -392,12 +403,16 @@ name_inputs(struct leaves *ls, const char *sig)
 }
 
 /* ---- the cache ---------------------------------------------------------------------
- * One text file per root: a header line, then "DIR\tSTAMP\tHASH\tKEY" per
- * output tensor of a call hashed, STAMP a hash of the sizes and modification
- * times of the call's metadata.jsonl and output files (a changed file is
- * hashed again), HASH the tensor's. It is untrusted like the dumps: lines
- * past MAX_LINE or out of form are ignored, and a hash read from it is only
- * a candidate until the tensors are compared byte for byte. */
+ * One text file per root: a header line, then "DIR\tSTAMP\tSHAPE\tHASH\tKEY"
+ * per output tensor of a call looked at, STAMP a hash of the sizes and
+ * modification times of the call's metadata.jsonl and output files (a
+ * changed file is looked at again), SHAPE its shape_hash(), HASH its
+ * content hash or "-" where only the shape was needed (no input of that
+ * dtype and shape was wanted); a call without output tensors has one line
+ * "DIR\tSTAMP\t-\t-\t-". All 16 lower-case hex digits. It is untrusted
+ * like the dumps: lines past MAX_LINE or out of form are ignored, and a hash
+ * read from it is only a candidate until the tensors are compared byte for
+ * byte. */
 
 #define CACHE_HEADER "# mate tensor hashes 1"
 #define MAX_LINE 2048
@@ -405,7 +420,7 @@ name_inputs(struct leaves *ls, const char *sig)
 
 struct entry {
 	char *dir, *key;            /* one allocation: dir, then key */
-	uint64_t stamp, hash;
+	uint64_t stamp, shape, hash;  /* shape 0: the call has no outputs; hash 0: not hashed */
 };
 
 struct cache {
@@ -441,10 +456,13 @@ cmp_dir(const void *pa, const void *pb)
 	return strcmp(a->dir, b->dir);
 }
 
+/* 16 hex digits, or "-" for 0 where dash is allowed. */
 static int
-hex64(const char *s, size_t n, uint64_t *v)
+hex64(const char *s, size_t n, uint64_t *v, int dash)
 {
 	*v = 0;
+	if (dash && n == 1 && s[0] == '-')
+		return 1;
 	if (n != 16)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
@@ -465,7 +483,7 @@ cacheable(const char *s)
 }
 
 static struct entry *
-new_entry(const char *dir, const char *key, uint64_t stamp, uint64_t hash)
+new_entry(const char *dir, const char *key, uint64_t stamp, uint64_t shape, uint64_t hash)
 {
 	static struct entry e;
 	size_t ld = strlen(dir) + 1, lk = strlen(key) + 1;
@@ -476,35 +494,36 @@ new_entry(const char *dir, const char *key, uint64_t stamp, uint64_t hash)
 	e.key = e.dir + ld;
 	memcpy(e.key, key, lk);
 	e.stamp = stamp;
+	e.shape = shape;
 	e.hash = hash;
 	return &e;
 }
 
-/* One line "DIR\tSTAMP\tHASH\tKEY" into *e; 0 when it is not of that form. */
+/* One line "DIR\tSTAMP\tSHAPE\tHASH\tKEY" into *e; 0 when it is not of that
+ * form (-1: out of memory). */
 static int
 parse_line(char *line, size_t n, struct entry *e)
 {
-	char *f[4], *p = line;
-	size_t len[4];
+	char *f[5], *p = line;
+	size_t len[5];
 
-	for (int i = 0; i < 4; i++) {
-		char *t = memchr(p, '\t', n - (size_t)(p - line));
+	for (int i = 0; i < 5; i++) {
+		char *t = i == 4 ? line + n : memchr(p, '\t', n - (size_t)(p - line));
 
-		if (i == 3)
-			t = line + n;
 		if (t == NULL)
 			return 0;
 		f[i] = p;
 		len[i] = (size_t)(t - p);
-		p = t + (i < 3);
+		p = t + (i < 4);
 	}
-	if (len[0] == 0 || len[3] == 0 || memchr(f[3], '\t', len[3]) != NULL ||
-	    !hex64(f[1], len[1], &e->stamp) || !hex64(f[2], len[2], &e->hash))
+	if (len[0] == 0 || len[4] == 0 || memchr(f[4], '\t', len[4]) != NULL ||
+	    !hex64(f[1], len[1], &e->stamp, 0) || !hex64(f[2], len[2], &e->shape, 1) ||
+	    !hex64(f[3], len[3], &e->hash, 1) || (e->shape == 0 && e->hash != 0))
 		return 0;
 	f[0][len[0]] = '\0';
-	f[3][len[3]] = '\0';
+	f[4][len[4]] = '\0';
 	{
-		struct entry *ne = new_entry(f[0], f[3], e->stamp, e->hash);
+		struct entry *ne = new_entry(f[0], f[4], e->stamp, e->shape, e->hash);
 
 		if (ne == NULL)
 			return -1;
@@ -570,7 +589,25 @@ cache_read(struct cache *c)
 		qsort(c->old, c->nold, sizeof(*c->old), cmp_entry);
 }
 
-/* Writes old entries of calls not hashed again, then the fresh ones, under a
+static void
+put_hex(FILE *f, uint64_t v)
+{
+	if (v == 0)
+		fputs("\t-", f);
+	else
+		fprintf(f, "\t%016llx", (unsigned long long)v);
+}
+
+static void
+put_entry(FILE *f, const struct entry *e)
+{
+	fprintf(f, "%s\t%016llx", e->dir, (unsigned long long)e->stamp);
+	put_hex(f, e->shape);
+	put_hex(f, e->hash);
+	fprintf(f, "\t%s\n", e->key);
+}
+
+/* Writes old entries of calls not looked at again, then the fresh ones, under a
  * temporary name renamed over the cache; nothing when the root is read-only. */
 static void
 cache_write(struct cache *c)
@@ -594,13 +631,9 @@ cache_write(struct cache *c)
 	fprintf(f, "%s\n", CACHE_HEADER);
 	for (size_t i = 0; i < c->nold; i++)
 		if (bsearch(&c->old[i], c->fresh, c->nfresh, sizeof(*c->fresh), cmp_dir) == NULL)
-			fprintf(f, "%s\t%016llx\t%016llx\t%s\n", c->old[i].dir,
-			    (unsigned long long)c->old[i].stamp, (unsigned long long)c->old[i].hash,
-			    c->old[i].key);
+			put_entry(f, &c->old[i]);
 	for (size_t i = 0; i < c->nfresh; i++)
-		fprintf(f, "%s\t%016llx\t%016llx\t%s\n", c->fresh[i].dir,
-		    (unsigned long long)c->fresh[i].stamp, (unsigned long long)c->fresh[i].hash,
-		    c->fresh[i].key);
+		put_entry(f, &c->fresh[i]);
 	ok = fflush(f) == 0 && !ferror(f);
 	if (fclose(f) != 0)
 		ok = 0;
@@ -662,7 +695,8 @@ cache_find(const struct cache *c, const char *dir, uint64_t stamp, size_t *count
 }
 
 static int
-cache_add(struct cache *c, const char *dir, const char *key, uint64_t stamp, uint64_t hash)
+cache_add(struct cache *c, const char *dir, const char *key, uint64_t stamp, uint64_t shape,
+    uint64_t hash)
 {
 	struct entry *e;
 
@@ -675,7 +709,7 @@ cache_add(struct cache *c, const char *dir, const char *key, uint64_t stamp, uin
 		c->fresh = v;
 		c->capfresh = nc;
 	}
-	if ((e = new_entry(dir, key, stamp, hash)) == NULL)
+	if ((e = new_entry(dir, key, stamp, shape, hash)) == NULL)
 		return MATE_ERR_NOMEM;
 	c->fresh[c->nfresh++] = *e;
 	return MATE_OK;
@@ -743,38 +777,62 @@ walk_dict(const mate_value *dict, struct leaves *ls)
 	return rc;
 }
 
-/* Whether dump d's record lists an output tensor of the dtype and shape of
- * an input still unmatched (from the tensor files' headers, not their data). */
+/* Whether an input still unmatched has that shape_hash() (and, where hash is
+ * not 0, that content hash). */
 static int
-may_produce(const struct mate_dump_info *d, const struct trace *tr)
+wanted(const struct trace *tr, uint64_t shape, uint64_t hash)
+{
+	for (size_t i = 0; i < tr->in.n; i++)
+		if (tr->producer[i] == MATE_FIRST_NONE && tr->in.v[i].hash != 0 &&
+		    tr->in.v[i].shape == shape && (hash == 0 || tr->in.v[i].hash == hash))
+			return 1;
+	return 0;
+}
+
+/* The shapes of dump d's output tensors, from its files' headers (not their
+ * data), as cache entries in c (shape only), and whether one is wanted; 1 too
+ * when the headers cannot be read (loading the dump will say). */
+static int
+look_at_shapes(struct trace *tr, struct cache *c, const struct mate_dump_info *d, uint64_t stamp,
+    int *rc)
 {
 	mate_error err;
 	mate_dump_list *one = mate_dump_list_new(MATE_DUMP_LIST_DETAILS, &err);
 	const struct mate_dump_info *info;
-	int may = 0;
+	int want = 0, keep = c != NULL && cacheable(d->name), outs = 0;
 
 	if (one == NULL)
 		return 1;
 	mate_dump_list_set_threads(one, 1);
-	if (mate_dump_list_add(one, d->path, &err) == 1 && (info = mate_dump_list_get(one, 0)) != NULL) {
-		for (size_t k = 0; !may && k < info->n_tensors; k++) {
-			const struct mate_dump_tensor *t = &info->tensors[k];
-
-			for (size_t i = 0; !may && t->output != 0 && i < tr->in.n; i++) {
-				const mate_tensor *x = tr->in.v[i].t;
-
-				/* a tensor the headers cannot describe may be anything */
-				may = tr->producer[i] == MATE_FIRST_NONE && (t->dtype == MATE_DTYPE_INVALID ||
-				    (t->dtype == x->dtype && t->ndim == x->ndim && (x->ndim == 0 ||
-				    (t->shape != NULL && memcmp(t->shape, x->shape,
-				    (size_t)x->ndim * sizeof(int64_t)) == 0))));
-			}
-		}
-	} else {
-		may = 1;  /* let loading it say */
+	if (mate_dump_list_add(one, d->path, &err) != 1 || (info = mate_dump_list_get(one, 0)) == NULL ||
+	    info->problem != NULL) {
+		mate_dump_list_free(one);
+		return 1;
 	}
+	for (size_t k = 0; k < info->n_tensors; k++) {
+		const struct mate_dump_tensor *t = &info->tensors[k];
+
+		if (t->output == 0)
+			continue;
+		outs++;
+		if (t->dtype == MATE_DTYPE_INVALID || (t->ndim > 0 && t->shape == NULL) ||
+		    t->ndim < 0 || t->ndim > MATE_MAX_DIMS) {
+			want = 1;       /* a tensor the headers cannot describe may be anything */
+			continue;
+		}
+		want |= wanted(tr, shape_hash(t->dtype, t->ndim, t->shape), 0);
+		keep &= t->key != NULL && cacheable(t->key);
+	}
+	for (size_t k = 0; keep && !want && k < info->n_tensors && *rc == MATE_OK; k++) {
+		const struct mate_dump_tensor *t = &info->tensors[k];
+
+		if (t->output != 0)
+			*rc = cache_add(c, d->name, t->key, stamp, shape_hash(t->dtype, t->ndim, t->shape), 0);
+	}
+	if (keep && !want && outs == 0 && *rc == MATE_OK)
+		*rc = cache_add(c, d->name, "-", stamp, 0, 0);
 	mate_dump_list_free(one);
-	return may;
+	return want;
 }
 
 /* Matches the unmatched inputs against the outputs of call j (loaded). */
@@ -795,18 +853,19 @@ match_outputs(struct trace *tr, const struct leaves *outs, size_t j)
 	}
 }
 
-/* Whether a cached hash of dump j matches an unmatched input's. */
+/* Whether a cached entry of a call says one of its outputs may be a wanted input. */
 static int
-cached_candidate(const struct trace *tr, const struct entry *e, size_t n)
+cached_wanted(const struct trace *tr, const struct entry *e, size_t n)
 {
 	for (size_t k = 0; k < n; k++)
-		for (size_t i = 0; i < tr->in.n; i++)
-			if (tr->producer[i] == MATE_FIRST_NONE && e[k].hash == tr->in.v[i].hash)
-				return 1;
+		if (e[k].shape != 0 && wanted(tr, e[k].shape, e[k].hash))
+			return 1;
 	return 0;
 }
 
-/* Looks at call j's outputs: from the cache when it has them, else read and hashed. */
+/* Looks at call j's outputs: the shapes and hashes the cache has, else the
+ * shapes in its files' headers; reads and hashes them when one may be a
+ * wanted input. */
 static int
 visit(struct trace *tr, struct caches *cs, const struct mate_dump_info *d, size_t j,
     struct mate_first_flow *f)
@@ -817,32 +876,31 @@ visit(struct trace *tr, struct caches *cs, const struct mate_dump_info *d, size_
 	struct leaves outs = { 0 };
 	mate_value *v;
 	size_t n = 0;
-	int rc = MATE_OK;
+	int rc = MATE_OK, keep;
 
 	if (c != NULL && (e = cache_find(c, d->name, stamp, &n)) != NULL) {
 		f->cached++;
-		if (!cached_candidate(tr, e, n))
+		if (!cached_wanted(tr, e, n))
 			return MATE_OK;
-	} else if (!may_produce(d, tr)) {
-		return MATE_OK;
+	} else if (!look_at_shapes(tr, c, d, stamp, &rc)) {
+		return rc;
 	}
-	if ((v = load_outputs(d->path)) == NULL)
-		return MATE_OK;
+	if (rc != MATE_OK || (v = load_outputs(d->path)) == NULL)
+		return rc;
+	f->read++;
 	if (walk_dict(v, &outs) != MATE_OK) {
 		rc = MATE_ERR_NOMEM;
 		goto out;
 	}
-	for (size_t k = 0; k < outs.n; k++)
+	keep = c != NULL && cacheable(d->name);
+	for (size_t k = 0; k < outs.n; k++) {
 		outs.v[k].hash = tensor_hash(outs.v[k].t);
-	if (e == NULL) {
-		int keep = c != NULL && cacheable(d->name);
-
-		f->hashed++;
-		for (size_t k = 0; keep && k < outs.n; k++)
-			keep = cacheable(outs.v[k].key) && outs.v[k].hash != 0;
-		for (size_t k = 0; keep && k < outs.n && rc == MATE_OK; k++)
-			rc = cache_add(c, d->name, outs.v[k].key, stamp, outs.v[k].hash);
+		keep &= cacheable(outs.v[k].key);
 	}
+	for (size_t k = 0; keep && k < outs.n && rc == MATE_OK; k++)
+		rc = cache_add(c, d->name, outs.v[k].key, stamp, outs.v[k].shape, outs.v[k].hash);
+	if (keep && outs.n == 0 && rc == MATE_OK)
+		rc = cache_add(c, d->name, "-", stamp, 0, 0);
 	match_outputs(tr, &outs, j);
 out:
 	free(outs.v);

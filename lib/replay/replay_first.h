@@ -45,8 +45,9 @@ struct mate_first_input {
 struct mate_first_flow {
 	struct mate_first_input *inputs;
 	size_t n;
-	size_t hashed;              /* earlier calls whose outputs were read and hashed */
-	size_t cached;              /* earlier calls whose hashes came from the cache */
+	size_t read;                /* earlier calls whose outputs were read (to hash them,
+	                               or to confirm a cached hash byte for byte) */
+	size_t cached;              /* earlier calls the cache described */
 	char problem[600];          /* why the call's inputs could not be read, or "" */
 };
 

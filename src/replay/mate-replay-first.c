@@ -140,7 +140,7 @@ add_producers(cJSON *o, const mate_dump_list *l, const struct mate_first_flow *f
 		cJSON_AddItemToArray(a, e);
 	}
 	mate_fe_json_str(o, "trace_problem", f->problem[0] ? f->problem : NULL);
-	cJSON_AddNumberToObject(o, "calls_hashed", (double)f->hashed);
+	cJSON_AddNumberToObject(o, "calls_read", (double)f->read);
 	cJSON_AddNumberToObject(o, "calls_from_cache", (double)f->cached);
 }
 

@@ -139,8 +139,9 @@ def test_planted():
     check({k: o.get(k) for k in want} == want, "--jsonl fields: %r" % o)
     check(abs(o["seconds_into_run"] - secs) < 1e-9, "seconds: %r, %r" % (o["seconds_into_run"], secs))
     check(o["message"] == lines[0].split(": Mismatch: ", 1)[1], "the usual message")
-    check(o["calls_hashed"] == 0 and o["calls_from_cache"] >= 1,
-          "the second run takes the producer's hash from the cache: %r" % o)
+    check(o["calls_read"] == 1 and o["calls_from_cache"] == idx - 1,
+          "the second run takes every call's shapes and hashes from the cache and reads only the "
+          "producer, to confirm it: %r" % o)
     check(o["producers"] == [
         {"key": "arg_0", "name": "a", "producer_index": fidx, "producer_function": "silu_and_mul",
          "producer_module": "minilib", "producer_dir": FEEDER, "producer_output": "result",
@@ -216,19 +217,23 @@ def test_cache():
     root = os.path.join(work, "cached")
     shutil.copytree(planted, root, ignore=shutil.ignore_patterns(CACHE))
     o = json.loads(run([RP, "--first", "--jsonl", root], check=False).stdout)
-    check(o["calls_hashed"] >= 1 and o["calls_from_cache"] == 0, "the first run hashes: %r" % o)
+    check(o["calls_read"] >= 1 and o["calls_from_cache"] == 0, "the first run hashes: %r" % o)
     first = run([RP, "--first", root], check=False).stdout
     o = json.loads(run([RP, "--first", "--jsonl", root], check=False).stdout)
-    check(o["calls_hashed"] == 0 and o["calls_from_cache"] > 0,
-          "the next runs read the hashes from the cache: %r" % o)
+    check(o["calls_read"] == 1 and o["calls_from_cache"] == INDEX[WRONG] - 1,
+          "the next runs read the shapes and hashes from the cache: %r" % o)
     lines = cache_lines(root)
     check(lines[0] == "# mate tensor hashes 1", "header: %r" % lines[:1])
     rows = [l.split("\t") for l in lines[1:]]
-    check(all(len(r) == 4 for r in rows) and FEEDER in [r[0] for r in rows],
-          "one line per output tensor hashed, the producer's among them: %r" % rows)
+    hashed = [r for r in rows if r[3] != "-"]
+    check(all(len(r) == 5 for r in rows) and FEEDER in [r[0] for r in hashed],
+          "one line per output tensor looked at, the producer's hashed: %r" % rows[:5])
     check(all(r[0] in INDEX and INDEX[r[0]] < INDEX[WRONG] for r in rows),
-          "only earlier calls' outputs are hashed")
-    check(len(rows) < N // 3, "only what is needed is hashed (%d lines)" % len(rows))
+          "only earlier calls' outputs are looked at")
+    # `b` has no producer: every earlier call was looked at, by its files' headers
+    check(len({r[0] for r in rows}) == INDEX[WRONG] - 1, "every earlier call has its shapes cached")
+    check(0 < len(hashed) < N // 4 and all(r[2] == hashed[0][2] for r in hashed),
+          "only outputs of `a`'s dtype and shape are read and hashed (%d)" % len(hashed))
     # no reader of the root sees the file
     p = run([LIST, "--jsonl", root])
     check(len(p.stdout.splitlines()) == N, "mate-list-dumps lists the calls only")
@@ -237,14 +242,15 @@ def test_cache():
     # a second run reads it and says the same
     check(run([RP, "--first", root], check=False).stdout == first, "same answer from the cache")
     # hostile lines are ignored; a lying line (another call's hash) is refuted by the bytes
-    feeder = [r for r in rows if r[0] == FEEDER][0]
-    nearer = [r for r in rows if r[0] != FEEDER and INDEX[r[0]] > INDEX[FEEDER]]
+    feeder = [r for r in hashed if r[0] == FEEDER][0]
+    nearer = [r for r in hashed if r[0] != FEEDER and INDEX[r[0]] > INDEX[FEEDER]]
     with open(os.path.join(root, CACHE), "a") as f:
         f.write("x" * 100000 + "\n")
-        f.write("%s\tzz\t%s\tresult\n" % (FEEDER, feeder[2]))
-        f.write("no tabs here\n\x00\x01\t\t\t\n")
-        for r in nearer:
-            f.write("%s\t%s\t%s\t%s\n" % (r[0], r[1], feeder[2], r[3]))
+        f.write("%s\tzz\t%s\t%s\tresult\n" % (FEEDER, feeder[2], feeder[3]))
+        f.write("%s\t%s\t-\t%s\tresult\n" % (FEEDER, feeder[1], feeder[3]))
+        f.write("no tabs here\n\x00\x01\t\t\t\t\n")
+        for r in nearer:   # another call's output claims the producer's hash
+            f.write("\t".join(r[:3] + [feeder[3], r[4]]) + "\n")
         f.write("%s\t%s" % (FEEDER, feeder[1]))   # torn
     check(run([RP, "--first", root], check=False).stdout == first,
           "the same answer from a hostile cache (%d lying lines)" % len(nearer))
