@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "replay_first.h"
 
@@ -69,85 +71,12 @@ mate_first_scan(mate_replay *r, const struct mate_dump_info *const *calls, size_
 
 /* ---- hashes --------------------------------------------------------------------- */
 
-#define P1 0x9E3779B185EBCA87ull
-#define P2 0xC2B2AE3D27D4EB4Full
-#define P3 0x165667B19E3779F9ull
-#define P4 0x85EBCA77C2B2AE63ull
-#define P5 0x27D4EB2F165667C5ull
-
-static uint64_t
-rotl(uint64_t x, int r)
-{
-	return (x << r) | (x >> (64 - r));
-}
-
-static uint64_t
-rd64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static uint32_t
-rd32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t
-xxh_round(uint64_t acc, uint64_t in)
-{
-	acc += in * P2;
-	return rotl(acc, 31) * P1;
-}
-
-static uint64_t
-xxh_merge(uint64_t acc, uint64_t v)
-{
-	acc ^= xxh_round(0, v);
-	return acc * P1 + P4;
-}
-
+/* XXH64 from xxHash (libxxhash-dev's header, inlined: no library to link
+ * or to pack); the cache's hashes depend on it being exactly XXH64. */
 uint64_t
 mate_first_xxh64(const void *data, size_t n, uint64_t seed)
 {
-	const unsigned char *p = data, *end = p + n;
-	uint64_t h;
-
-	if (n >= 32) {
-		uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
-
-		for (; end - p >= 32; p += 32) {
-			v1 = xxh_round(v1, rd64(p));
-			v2 = xxh_round(v2, rd64(p + 8));
-			v3 = xxh_round(v3, rd64(p + 16));
-			v4 = xxh_round(v4, rd64(p + 24));
-		}
-		h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
-		h = xxh_merge(h, v1);
-		h = xxh_merge(h, v2);
-		h = xxh_merge(h, v3);
-		h = xxh_merge(h, v4);
-	} else {
-		h = seed + P5;
-	}
-	h += (uint64_t)n;
-	for (; end - p >= 8; p += 8)
-		h = rotl(h ^ xxh_round(0, rd64(p)), 27) * P1 + P4;
-	if (end - p >= 4) {
-		h = rotl(h ^ (uint64_t)rd32(p) * P1, 23) * P2 + P3;
-		p += 4;
-	}
-	for (; p < end; p++)
-		h = rotl(h ^ *p * P5, 11) * P1;
-	h ^= h >> 33;
-	h *= P2;
-	h ^= h >> 29;
-	h *= P3;
-	return h ^ (h >> 32);
+	return XXH64(data, n, seed);
 }
 
 /* A host tensor's bytes in row-major order: its own data when contiguous, else

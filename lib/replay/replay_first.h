@@ -65,7 +65,7 @@ void mate_first_flow_free(struct mate_first_flow *f);
 /* "YYYYMMDD_HHMMSS_mmm" as milliseconds since 1970 (as if UTC), or -1. */
 int64_t mate_first_timestamp_ms(const char *ts);
 
-/* XXH64 of n bytes (the published algorithm; little-endian reads). */
+/* XXH64 of n bytes (xxHash's, from its header). */
 uint64_t mate_first_xxh64(const void *p, size_t n, uint64_t seed);
 
 #endif /* MATE_REPLAY_FIRST_H_INCLUDED */
