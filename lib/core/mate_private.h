@@ -124,6 +124,29 @@ mate_value *mate_safetensors_read_fd(int fd, const char *path, mate_value **meta
 mate_value *mate_pt_read_fd(int fd, const char *path,
     const struct mate_pt_read_options *opts, mate_error *err);
 
+/* Streaming a tensor file's storages without holding them (mate-list-dumps
+ * --nonfinite): the reader checks the file as mate_pt_read() or
+ * mate_safetensors_read() would, hands begin() the dict of tensors (borrowed
+ * until the read returns; each storage a placeholder without data, one per
+ * .pt record, shared by the views of it, or one per safetensors tensor),
+ * then each storage's bytes in file order through chunk(): pieces of at
+ * most MATE_STREAM_CHUNK bytes at offsets off that are multiples of it,
+ * within a storage in order. A callback's nonzero return stops the read
+ * with the error it set on err. */
+#define MATE_STREAM_CHUNK ((size_t)1 << 20)
+struct mate_tensor_stream {
+	int (*begin)(void *ctx, const mate_value *tensors, mate_error *err);
+	int (*chunk)(void *ctx, const mate_storage *st, uint64_t off, const void *p, size_t n,
+	    mate_error *err);
+	void *ctx;
+};
+/* Each reads fd (mate_open_regular()'s result; closed) once, path naming it
+ * in messages. @return MATE_OK or a negative status with err set. */
+int mate_pt_read_stream(int fd, const char *path, const struct mate_tensor_stream *s,
+    mate_error *err);
+int mate_safetensors_read_stream(int fd, const char *path, const struct mate_tensor_stream *s,
+    mate_error *err);
+
 /* mate_pt_read() on a whole .pt file held in memory (the fuzz target). */
 mate_value *mate_pt_read_memory(const void *buf, size_t len,
     const struct mate_pt_read_options *opts, mate_error *err);

@@ -70,6 +70,8 @@ struct pt_reader {
 	size_t index_cap;
 	mate_value *cd_sizes; /* libarchive path: name -> size in the central directory */
 	uint64_t inflated;    /* libarchive path: bytes of the records read so far */
+	const struct mate_tensor_stream *stream;  /* mate_pt_read_stream(): where records go */
+	unsigned char *chunk; /* its buffer, MATE_STREAM_CHUNK bytes */
 };
 
 static int pt_fail(struct pt_reader *r, int code, const char *fmt, ...) MATE_PRINTF(3, 4);
@@ -635,6 +637,36 @@ direct_entry(struct pt_reader *r, const struct cd_entry *e)
 	}
 }
 
+/* Streaming: the record's storage, without data, made once (shared by its views). */
+static mate_storage *
+stream_placeholder(struct pt_record *rec, uint64_t n, mate_error *err)
+{
+	if (rec->st == NULL && (rec->st = mate_storage_wrap(NULL, (size_t)n, err)) == NULL)
+		return NULL;
+	return mate_storage_ref(rec->st);
+}
+
+/* Streaming: the tree, once the pickle ran, to the caller's begin(). */
+static int
+stream_begin(struct pt_reader *r)
+{
+	mate_error_clear(r->err);
+	if (r->stream->begin != NULL && r->stream->begin(r->stream->ctx, r->result, r->err) != 0)
+		return pt_fail_inner(r);
+	return 0;
+}
+
+/* Streaming: n bytes of rec's storage at off, handed on. */
+static int
+stream_chunk(struct pt_reader *r, const struct pt_record *rec, uint64_t off, const void *p,
+    size_t n)
+{
+	mate_error_clear(r->err);
+	if (r->stream->chunk(r->stream->ctx, rec->st, off, p, n, r->err) != 0)
+		return pt_fail_inner(r);
+	return 0;
+}
+
 /* The loader: every key must name a record of exactly the declared size;
  * the storage is allocated now and filled after the pickle ran. */
 static mate_storage *
@@ -653,6 +685,8 @@ direct_storage(const char *key, mate_dtype dt, int64_t numel, void *ctx, mate_er
 		return NULL;
 	}
 	rec->referenced = 1;
+	if (r->stream != NULL)  /* one placeholder per record: the storage the chunks name */
+		return stream_placeholder(rec, n, err);
 	if (!r->load_data)
 		return mate_storage_wrap(NULL, (size_t)n, err);
 	rec->st = mate_storage_new_uninit((size_t)n, err);
@@ -746,6 +780,33 @@ record_name(char *buf, size_t cap, const char *root, const char *key)
 	buf[a + 6 + b] = '\0';
 }
 
+/* Streaming: a small record from the window, a large one in chunks. */
+static int
+stream_record(struct pt_reader *r, struct pt_window *w, const char *name,
+    const struct pt_record *rec)
+{
+	const unsigned char *p;
+	uint64_t off, done;
+
+	if (record_offset(r, w, name, rec, &off) != 0)
+		return -1;
+	if (rec->size < PT_SMALL_RECORD) {
+		p = window_at(w, off, rec->size);
+		if (p == NULL && (p = window_fill(r, w, off, rec->size, name)) == NULL)
+			return -1;
+		return rec->size > 0 ? stream_chunk(r, rec, 0, p, (size_t)rec->size) : 0;
+	}
+	for (done = 0; done < rec->size; done += MATE_STREAM_CHUNK) {
+		size_t n = rec->size - done < MATE_STREAM_CHUNK ? (size_t)(rec->size - done) :
+		    MATE_STREAM_CHUNK;
+
+		if (src_read(r, off + done, r->chunk, n, name) != 0 ||
+		    stream_chunk(r, rec, done, r->chunk, n) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int
 read_record(struct pt_reader *r, struct pt_window *w, const struct pt_record *rec)
 {
@@ -754,6 +815,8 @@ read_record(struct pt_reader *r, struct pt_window *w, const struct pt_record *re
 	uint64_t off;
 
 	record_name(name, sizeof(name), r->root, rec->key);
+	if (r->stream != NULL)
+		return stream_record(r, w, name, rec);
 	if (!r->load_data)  /* the local header's checks alone, one small read */
 		return data_offset(r, name, rec->lfh, rec->size, &off);
 	if (record_offset(r, w, name, rec, &off) != 0)
@@ -850,6 +913,8 @@ direct_read(struct pt_reader *r)
 		return rc;
 	if (check_required(r) != 0 || run_pickle(r, direct_storage) != 0)
 		return -1;
+	if (r->stream != NULL && stream_begin(r) != 0)
+		return -1;
 	return read_records(r);
 }
 
@@ -888,6 +953,8 @@ scan_storage(const char *key, mate_dtype dt, int64_t numel, void *ctx, mate_erro
 	}
 	rec->referenced = 1;
 	rec->want = n;
+	if (r->stream != NULL)
+		return stream_placeholder(rec, n, err);
 	return mate_storage_wrap(NULL, (size_t)n, err);
 }
 
@@ -911,6 +978,8 @@ scan_pickle(struct pt_reader *r)
 	r->parsed = 1;
 	if (run_pickle(r, scan_storage) != 0)
 		return -1;
+	if (r->stream != NULL)
+		return stream_begin(r);
 	if (r->load_data) {
 		mate_value_free(r->result);
 		r->result = NULL;
@@ -966,6 +1035,24 @@ la_discard(struct pt_reader *r, uint64_t n, const char *name)
 	return 0;
 }
 
+/* Streaming: the record in chunks, inflated as they come. torch writes
+ * data.pkl first; a record before it cannot be told apart from one no
+ * tensor uses, and is refused rather than held in memory. */
+static int
+la_stream(struct pt_reader *r, const struct pt_record *rec, const char *name, uint64_t size)
+{
+	if (!r->parsed)
+		return pt_fail(r, MATE_ERR_UNSUPPORTED, "%s comes before data.pkl in the zip "
+		    "(torch writes data.pkl first)", name);
+	for (uint64_t done = 0; done < size; done += MATE_STREAM_CHUNK) {
+		size_t n = size - done < MATE_STREAM_CHUNK ? (size_t)(size - done) : MATE_STREAM_CHUNK;
+
+		if (la_read(r, r->chunk, n, name) != 0 || stream_chunk(r, rec, done, r->chunk, n) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* data/<key>: allocated only once its size is known and checked. */
 static int
 la_record(struct pt_reader *r, const char *key, const char *name, uint64_t size)
@@ -979,6 +1066,8 @@ la_record(struct pt_reader *r, const char *key, const char *name, uint64_t size)
 	if (r->parsed && size != rec->want)
 		return pt_fail(r, MATE_ERR_FORMAT, "record %s has %llu bytes, but the pickle "
 		    "declares %llu", name, (unsigned long long)size, (unsigned long long)rec->want);
+	if (r->stream != NULL)
+		return la_stream(r, rec, name, size);
 	if (!r->load_data)
 		return la_discard(r, size, name);
 	/* a deflated record inflates: what the records take beyond the file's own bytes counts
@@ -1161,6 +1250,7 @@ read_pt(struct pt_reader *r, const char *path)
 	}
 	reader_reset(r);
 	free(r->recs);
+	free(r->chunk);
 	mate_value_free(r->cd_sizes);
 	if (r->fd >= 0)
 		close(r->fd);
@@ -1222,4 +1312,48 @@ mate_pt_read_memory(const void *buf, size_t len, const struct mate_pt_read_optio
 	if (check_magic(&r, buf, len) != 0)
 		return NULL;
 	return read_pt(&r, NULL);
+}
+
+int
+mate_pt_read_stream(int fd, const char *path, const struct mate_tensor_stream *s,
+    mate_error *err)
+{
+	struct pt_reader r;
+	mate_error local;
+	unsigned char head[4];
+	struct stat sb;
+	mate_value *v;
+	int rc;
+
+	reader_init(&r, path, NULL, err, &local);
+	r.load_data = 0;
+	r.stream = s;
+	r.fd = fd;
+	if (r.fd == -EFTYPE_MATE) {
+		pt_fail(&r, MATE_ERR_FORMAT, "not a regular file");
+		return MATE_ERR_FORMAT;
+	}
+	if (r.fd < 0 || fstat(r.fd, &sb) != 0) {
+		mate_set_errno(r.err, r.fd < 0 ? -r.fd : errno, "cannot open", path);
+		if (r.fd >= 0)
+			close(r.fd);
+		return r.err->code;
+	}
+	r.file_size = (uint64_t)sb.st_size;
+	rc = mate_pread_all(r.fd, head, r.file_size < 4 ? (size_t)r.file_size : 4, 0);
+	if (rc != 0)
+		mate_set_errno(r.err, -rc, "cannot read", path);
+	else if (check_magic(&r, head, r.file_size < 4 ? (size_t)r.file_size : 4) == 0 &&
+	    (r.chunk = malloc(MATE_STREAM_CHUNK)) == NULL)
+		pt_fail(&r, MATE_ERR_NOMEM, "out of memory");
+	if (rc != 0 || r.failed) {
+		free(r.chunk);
+		close(r.fd);
+		return r.err->code != MATE_OK ? r.err->code : MATE_ERR_IO;
+	}
+	v = read_pt(&r, path);
+	if (v == NULL)
+		return r.err->code != MATE_OK ? r.err->code : MATE_ERR_FORMAT;
+	mate_value_free(v);
+	return MATE_OK;
 }

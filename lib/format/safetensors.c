@@ -926,6 +926,7 @@ struct st_src {
 	const unsigned char *buf;
 	uint64_t size;
 	int header_only;    /* tensors without storages: the header checked, no data read */
+	const struct mate_tensor_stream *stream;  /* or placeholders, the data handed to it */
 };
 
 static int
@@ -990,13 +991,18 @@ static int
 load_tensor(const struct st_parser *ps, const struct st_entry *e,
     const struct st_src *src, uint64_t data_start, mate_value **out)
 {
-	if (src->header_only) {
+	if (src->header_only || src->stream != NULL) {
+		mate_storage *st = NULL;
 		mate_tensor t;
 		int rc = entry_tensor(ps, e, &t);
 
 		if (rc != MATE_OK)
 			return rc;
-		if ((*out = mate_value_tensor(&t, NULL)) == NULL)
+		if (src->stream != NULL &&
+		    (st = mate_storage_wrap(NULL, (size_t)(e->end - e->begin), ps->err)) == NULL)
+			return MATE_ERR_NOMEM;
+		*out = st != NULL ? mate_value_tensor_take(&t, st) : mate_value_tensor(&t, NULL);
+		if (*out == NULL)
 			return mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory");
 		return MATE_OK;
 	}
@@ -1020,6 +1026,51 @@ load_tensors(struct st_parser *ps, const struct st_src *src, uint64_t data_start
 		return dict;
 	mate_value_free(dict);
 	return NULL;
+}
+
+/* Streaming: each tensor's bytes, in file order, to the stream. Tensors
+ * up to MATE_STREAM_CHUNK bytes come whole from a window of the file
+ * (refilled from a tensor that does not fit it), larger ones in chunks. */
+static int
+stream_tensors(const struct st_parser *ps, const struct st_src *src, uint64_t data_start,
+    const mate_value *dict)
+{
+	const struct mate_tensor_stream *s = src->stream;
+	unsigned char *buf = malloc(MATE_STREAM_CHUNK);
+	uint64_t wstart = 0, wlen = 0;
+	int rc = buf == NULL ? mate_set_error(ps->err, MATE_ERR_NOMEM, "out of memory") : MATE_OK;
+
+	mate_error_clear(ps->err);
+	if (rc == MATE_OK && s->begin != NULL && s->begin(s->ctx, dict, ps->err) != 0)
+		rc = ps->err->code != MATE_OK ? ps->err->code : MATE_ERR_ARGUMENT;
+	for (size_t i = 0; i < ps->nents && rc == MATE_OK; i++) {
+		const struct st_entry *e = &ps->ents[i];
+		const mate_storage *st = mate_value_get_storage(mate_value_item(dict, i));
+		uint64_t at = data_start + e->begin, size = e->end - e->begin;
+
+		if (size > 0 && size <= MATE_STREAM_CHUNK) {
+			if (wlen == 0 || at < wstart || at + size > wstart + wlen) {
+				wstart = at;
+				wlen = src->size - at < MATE_STREAM_CHUNK ? src->size - at :
+				    MATE_STREAM_CHUNK;
+				if ((rc = src_read(src, buf, (size_t)wlen, wstart, ps->err)) != MATE_OK)
+					break;
+			}
+			if (s->chunk(s->ctx, st, 0, buf + (at - wstart), (size_t)size, ps->err) != 0)
+				rc = ps->err->code != MATE_OK ? ps->err->code : MATE_ERR_ARGUMENT;
+			continue;
+		}
+		for (uint64_t done = 0; done < size && rc == MATE_OK; done += MATE_STREAM_CHUNK) {
+			size_t n = size - done < MATE_STREAM_CHUNK ? (size_t)(size - done) :
+			    MATE_STREAM_CHUNK;
+
+			if ((rc = src_read(src, buf, n, at + done, ps->err)) == MATE_OK &&
+			    s->chunk(s->ctx, st, done, buf, n, ps->err) != 0)
+				rc = ps->err->code != MATE_OK ? ps->err->code : MATE_ERR_ARGUMENT;
+		}
+	}
+	free(buf);
+	return rc;
 }
 
 /* Reads and checks the length prefix, then the header text: bytes, not
@@ -1091,6 +1142,10 @@ load(const struct st_src *src, mate_value **metadata, mate_error *err)
 	if (check_text(hdr, (size_t)hlen, err) == MATE_OK && parse_header(&ps) == MATE_OK &&
 	    validate(&ps, hlen, src->size) == MATE_OK)
 		res = load_tensors(&ps, src, 8 + hlen);
+	if (res != NULL && src->stream != NULL && stream_tensors(&ps, src, 8 + hlen, res) != MATE_OK) {
+		mate_value_free(res);
+		res = NULL;
+	}
 	if (res != NULL && metadata != NULL) {
 		*metadata = ps.meta;
 		ps.meta = NULL;
@@ -1150,6 +1205,40 @@ mate_safetensors_read_fd(int fd, const char *path, mate_value **metadata, int he
 	}
 	close(src.fd);
 	return v;
+}
+
+int
+mate_safetensors_read_stream(int fd, const char *path, const struct mate_tensor_stream *s,
+    mate_error *err)
+{
+	struct st_src src = { .fd = fd, .stream = s };
+	mate_error local;
+	mate_value *v = NULL;
+	struct stat sb;
+
+	if (err == NULL)
+		err = &local;
+	mate_error_clear(err);
+	if (fd == -EFTYPE_MATE)
+		return mate_set_error(err, MATE_ERR_FORMAT, "%s: not a regular file", path);
+	if (fd < 0)
+		return mate_set_errno(err, -fd, "cannot open", path);
+	if (fstat(fd, &sb) != 0)
+		mate_set_errno(err, errno, "cannot stat", path);
+	else {
+		src.size = (uint64_t)sb.st_size;
+		if ((v = load(&src, NULL, err)) == NULL) {
+			char msg[sizeof(err->message)];
+
+			snprintf(msg, sizeof(msg), "%.200s: %.300s", path, err->message);
+			memcpy(err->message, msg, sizeof(msg));
+		}
+	}
+	close(fd);
+	if (v == NULL)
+		return err->code != MATE_OK ? err->code : MATE_ERR_FORMAT;
+	mate_value_free(v);
+	return MATE_OK;
 }
 
 mate_value *
