@@ -1,11 +1,13 @@
 ## mk/dump.mk: lib/dump, reading dumps (records, values, the skim of a dump root) and
 ## listing them; mate-list-dumps, with its tests and fuzz target.
 libmate_impl_la_SOURCES += lib/dump/dump_private.h lib/dump/dump_record.c lib/dump/dump_skim.c \
-	lib/dump/dump_value.c lib/dump/dump.c lib/dump/dumplist.c lib/dump/dump_session.c
+	lib/dump/dump_value.c lib/dump/dump.c lib/dump/dumplist.c lib/dump/dump_session.c \
+	lib/dump/dump_nonfinite.h lib/dump/dump_nonfinite.c
 
 bin_PROGRAMS += src/replay/mate-list-dumps
-src_replay_mate_list_dumps_SOURCES = src/replay/mate-list-dumps.c lib/core/util_json.c
-src_replay_mate_list_dumps_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
+## --nonfinite's scan (lib/dump/dump_nonfinite.c) is internal: libmate linked statically
+src_replay_mate_list_dumps_SOURCES = src/replay/mate-list-dumps.c
+src_replay_mate_list_dumps_LDADD = src/fe/libmate_fe.la libmate_impl.la $(CJSON_LIBS)
 man_MANS += man/mate-list-dumps.1
 EXTRA_DIST += man/mate-list-dumps.1
 

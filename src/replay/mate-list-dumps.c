@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "dump_nonfinite.h"
 #include "fe.h"
 #include "mate_replay.h"
 #include "util.h"
@@ -17,6 +18,7 @@ struct options {
 	long long jobs;
 	int details;
 	int jsonl;
+	int nonfinite;
 	int quiet;
 	int unique;
 };
@@ -31,6 +33,9 @@ usage(void)
 	    "  -d, --details   a block per dump with each tensor's dtype, shape and strides\n"
 	    "  -j, --jobs N    read on N threads (default: up to one per CPU)\n"
 	    "      --jsonl     one JSON object per dump\n"
+	    "      --nonfinite the calls whose outputs hold NaN or infinities, with counts and\n"
+	    "                  the first index; marks the origin, the first whose inputs\n"
+	    "                  were all finite (reads every tensor file, no replay)\n"
 	    "  -u, --unique    one line per distinct call shape (function, tensors' dtypes,\n"
 	    "                  shapes, strides and devices, other arguments by value) with\n"
 	    "                  its count; with --jsonl, MATE_PROFILE's objects\n"
@@ -39,7 +44,8 @@ usage(void)
 	    "  -V, --version   show the version and exit\n\n"
 	    "Statuses: completed, inputs_saved (the call never returned), failed,\n"
 	    "incomplete (no readable record). The summary goes to stderr.\n"
-	    "Exit status: 0 clean, 1 problems found, 2 usage error or missing root.\n",
+	    "Exit status: 0 clean, 1 problems found (--nonfinite: also NaN or infinite\n"
+	    "outputs), 2 usage error or missing root.\n",
 	    mate_fe_progname());
 }
 
@@ -205,6 +211,124 @@ print_json(const struct mate_dump_info *d, int details)
 		putchar(']');
 	}
 	fputs("}\n", stdout);
+}
+
+/* ---- --nonfinite: where a NaN was born --------------------------------------------- */
+
+static const char *const nf_kinds[] = { "input", "output", "inplace" };
+
+/* "[origin]", "[passed on]" (an input held NaN or inf), "[inputs unread]",
+ * "[inputs finite]" (born here too, after the origin). */
+static const char *
+nf_tag(const struct mate_nf_call *c)
+{
+	if (c->origin)
+		return "origin";
+	if (c->inputs_nonfinite > 0)
+		return "passed on";
+	return c->inputs_known ? "inputs finite" : "inputs unread";
+}
+
+static void
+nf_print_line(const struct mate_nf_call *c)
+{
+	char idx[512];
+
+	printf("%s: %s [%s]", mate_fe_safe(c->info->name), mate_fe_safe(c->info->function),
+	    nf_tag(c));
+	for (size_t k = 0; k < c->nt; k++) {
+		const struct mate_nf_tensor *t = &c->t[k];
+
+		mate_nf_index_format(t, idx, sizeof(idx));
+		printf("%s %s %s: %" PRId64 " NaN, %" PRId64 " +inf, %" PRId64 " -inf of %" PRId64
+		    " %s, first at %s", k ? ";" : "", nf_kinds[t->kind], mate_fe_safe(t->key),
+		    t->nan, t->posinf, t->neginf, t->numel, mate_dtype_name(t->dtype), idx);
+	}
+	putchar('\n');
+}
+
+static void
+nf_print_json(const struct mate_nf_call *c, size_t i)
+{
+	int64_t idx[MATE_MAX_DIMS];
+
+	fputs("{\"dir\":", stdout);
+	json_str(c->info->name);
+	json_key_str("path", c->info->path);
+	json_key_str("function", c->info->function);
+	json_key_str("timestamp", c->info->timestamp);
+	json_key_num("process_id", c->info->process_id);
+	json_key_num("call_sequence", c->info->call_sequence);
+	printf(",\"order\":%zu,\"origin\":%s,\"inputs_finite\":%s", i + 1,
+	    c->origin ? "true" : "false", !c->inputs_known ? "null" :
+	    c->inputs_nonfinite > 0 ? "false" : "true");
+	fputs(",\"tensors\":[", stdout);
+	for (size_t k = 0; k < c->nt; k++) {
+		const struct mate_nf_tensor *t = &c->t[k];
+
+		fputs(k ? ",{\"key\":" : "{\"key\":", stdout);
+		json_str(t->key);
+		json_key_str("kind", nf_kinds[t->kind]);
+		json_key_str("dtype", mate_dtype_name(t->dtype));
+		json_dims("shape", t->shape, t->ndim);
+		printf(",\"numel\":%" PRId64 ",\"nan\":%" PRId64 ",\"posinf\":%" PRId64
+		    ",\"neginf\":%" PRId64, t->numel, t->nan, t->posinf, t->neginf);
+		mate_nf_index(t, idx);
+		json_dims("first_index", idx, t->ndim);
+		putchar('}');
+	}
+	putchar(']');
+	json_key_str("problem", c->problem);
+	fputs("}\n", stdout);
+}
+
+/* Lists the calls with non-finite outputs; @return the calls listed or with problems. */
+static size_t
+nonfinite(const mate_dump_list *l, const struct options *o, const char *where)
+{
+	struct mate_nf_scan *s;
+	mate_error err;
+	size_t problems = 0;
+
+	mate_error_clear(&err);
+	if (mate_dump_nonfinite(l, (int)(o->jobs > 256 ? 256 : o->jobs), &s, &err) != MATE_OK)
+		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+	for (size_t i = 0; i < s->n; i++) {
+		const struct mate_nf_call *c = &s->calls[i];
+
+		if (c->outputs_nonfinite > 0 && o->jsonl)
+			nf_print_json(c, i);
+		else if (c->outputs_nonfinite > 0)
+			nf_print_line(c);
+		if (c->problem != NULL || c->info->problem != NULL ||
+		    c->info->status == MATE_DUMP_INCOMPLETE) {
+			fflush(stdout);
+			mate_fe_warnx("%s: %s", c->info->path, c->problem != NULL ? c->problem :
+			    c->info->problem != NULL ? c->info->problem : "no readable record");
+			problems++;
+		}
+	}
+	if (!o->quiet) {
+		fprintf(stderr, "%zu dump%s%s%s: %zu call%s with NaN or infinite outputs", s->n,
+		    mate_fe_s(s->n), where ? " in " : "", where ? mate_fe_safe(where) : "",
+		    s->listed, mate_fe_s(s->listed));
+		if (s->origin != (size_t)-1)
+			fprintf(stderr, "; origin: %s (%s), call %zu of %zu",
+			    mate_fe_safe(s->calls[s->origin].info->name),
+			    mate_fe_safe(s->calls[s->origin].info->function), s->origin + 1, s->n);
+		else if (s->listed > 0 && s->first_input != (size_t)-1)
+			fprintf(stderr, "; no origin: the first non-finite values are inputs of %s",
+			    mate_fe_safe(s->calls[s->first_input].info->name));
+		else if (s->listed > 0)
+			fputs("; no origin: the inputs of those calls could not be read", stderr);
+		fprintf(stderr, "; %.1f MiB of tensors read", (double)s->bytes / (1 << 20));
+		if (problems > 0)
+			fprintf(stderr, "; %zu with problems", problems);
+		fputc('\n', stderr);
+	}
+	problems += s->listed;
+	mate_nf_scan_free(s);
+	return problems;
 }
 
 /* ---- --unique: the dumps grouped by call shape ------------------------------------ */
@@ -400,6 +524,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "details", no_argument, NULL, 'd' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "jsonl", no_argument, NULL, 'J' },
+		{ "nonfinite", no_argument, NULL, 'N' },
 		{ "unique", no_argument, NULL, 'u' },
 		{ "quiet", no_argument, NULL, 'q' },
 		MATE_FE_LONGOPTS_END
@@ -411,10 +536,13 @@ parse_options(int argc, char **argv, struct options *o)
 		case 'd': o->details = 1; break;
 		case 'j': o->jobs = mate_fe_parse_count("--jobs", optarg); break;
 		case 'J': o->jsonl = 1; break;
+		case 'N': o->nonfinite = 1; break;
 		case 'q': o->quiet = 1; break;
 		case 'u': o->unique = 1; break;
 		}
 	}
+	if (o->nonfinite && (o->details || o->unique))
+		mate_fe_usage_error("--nonfinite cannot be combined with --details or --unique");
 }
 
 int
@@ -449,6 +577,12 @@ main(int argc, char **argv)
 	}
 	mate_dump_list_sort(l);
 	n = mate_dump_list_count(l);
+	if (o.nonfinite) {
+		problems = nread > 0 ? nonfinite(l, &o, nroots == 1 ?
+		    (optind < argc ? argv[optind] : def) : NULL) : 0;
+		o.quiet = 1;
+		n = 0;
+	}
 	if (o.unique) {
 		size_t shapeless, ng = unique(l, o.jsonl, &shapeless);
 
