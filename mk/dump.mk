@@ -36,3 +36,9 @@ SCRIPT_TESTS += tests/cli/test_dump_keys_work.py
 
 ## test_dump_verdicts: mate-list-dumps -d and mate-replay say the same of damaged tensor files.
 SCRIPT_TESTS += tests/cli/test_dump_verdicts.py
+
+## test_list_nonfinite: mate-list-dumps --nonfinite on recorded chains of calls (nf-chain) in
+## which one call's kernel makes NaN and infinities that the later calls pass on.
+check_PROGRAMS += tests/nf-chain
+tests_nf_chain_SOURCES = tests/tools/nf-chain.c
+SCRIPT_TESTS += tests/cli/test_list_nonfinite.py
