@@ -115,58 +115,80 @@ classify(mate_dtype dt, const unsigned char *p)
 	return re != NF_FINITE ? re : im;
 }
 
-/* Whether any of n elements of dt at p is not finite: the pass every byte
- * goes through, branch-free so that it vectorises. An exponent field of all
- * ones, plus its lowest bit, carries into the bit above it. */
+/* Whether any word of nbytes at p (a whole number of elements) has, in some
+ * lane, its exponent field m all ones: (w & m) + a carries into the lane's
+ * top bit t only then, and no lane's sum carries into the next. The pass
+ * every byte goes through: 128 bytes a step in four accumulators, in the
+ * compiler's vector extension (SSE2 or AVX2), branch-free. */
+typedef uint64_t nf_v4 __attribute__((vector_size(32)));
+
+/* x86-64: also built for AVX2, chosen at load time where the CPU has it. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
+#define NF_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define NF_CLONES
+#endif
+
+NF_CLONES static int
+any_exp_ones(const unsigned char *p, size_t nbytes, uint64_t m, uint64_t a, uint64_t t)
+{
+	nf_v4 vm = { m, m, m, m }, va = { a, a, a, a }, acc0 = { 0, 0, 0, 0 }, acc1 = acc0,
+	    acc2 = acc0, acc3 = acc0;
+	uint64_t acc = 0, w;
+	size_t i = 0;
+
+	for (; i + 128 <= nbytes; i += 128) {
+		nf_v4 x0, x1, x2, x3;
+
+		memcpy(&x0, p + i, 32);
+		memcpy(&x1, p + i + 32, 32);
+		memcpy(&x2, p + i + 64, 32);
+		memcpy(&x3, p + i + 96, 32);
+		acc0 |= (x0 & vm) + va;
+		acc1 |= (x1 & vm) + va;
+		acc2 |= (x2 & vm) + va;
+		acc3 |= (x3 & vm) + va;
+	}
+	acc0 |= acc1 | acc2 | acc3;
+	acc = acc0[0] | acc0[1] | acc0[2] | acc0[3];
+	for (; i + 8 <= nbytes; i += 8) {
+		memcpy(&w, p + i, 8);
+		acc |= (w & m) + a;
+	}
+	if (i < nbytes) {       /* whole elements of a dtype narrower than 8 bytes; zeros are finite */
+		w = 0;
+		memcpy(&w, p + i, nbytes - i);
+		acc |= (w & m) + a;
+	}
+	return (acc & t) != 0;
+}
+
+/* Whether any of n elements of dt at p is not finite. */
 static int
 any_nonfinite(mate_dtype dt, const unsigned char *p, size_t n)
 {
 	switch (dt) {
+	case MATE_F16:
 	case MATE_C32:
-		n *= 2;
-		/* fall through */
-	case MATE_F16: {
-		uint16_t acc = 0;
-		for (size_t i = 0; i < n; i++)
-			acc |= (uint16_t)((ld16(p + 2 * i) & 0x7c00u) + 0x0400u);
-		return (acc & 0x8000u) != 0;
-	}
-	case MATE_BF16: {
-		uint16_t acc = 0;
-		for (size_t i = 0; i < n; i++)
-			acc |= (uint16_t)((ld16(p + 2 * i) & 0x7f80u) + 0x0080u);
-		return (acc & 0x8000u) != 0;
-	}
+		return any_exp_ones(p, n * mate_dtype_size(dt), 0x7c007c007c007c00ull,
+		    0x0400040004000400ull, 0x8000800080008000ull);
+	case MATE_BF16:
+		return any_exp_ones(p, n * 2, 0x7f807f807f807f80ull, 0x0080008000800080ull,
+		    0x8000800080008000ull);
+	case MATE_F32:
 	case MATE_C64:
-		n *= 2;
-		/* fall through */
-	case MATE_F32: {
-		uint32_t acc = 0;
-		for (size_t i = 0; i < n; i++)
-			acc |= (ld32(p + 4 * i) & 0x7f800000u) + 0x00800000u;
-		return (acc & 0x80000000u) != 0;
-	}
+		return any_exp_ones(p, n * mate_dtype_size(dt), 0x7f8000007f800000ull,
+		    0x0080000000800000ull, 0x8000000080000000ull);
+	case MATE_F64:
 	case MATE_C128:
-		n *= 2;
-		/* fall through */
-	case MATE_F64: {
-		uint64_t acc = 0;
-		for (size_t i = 0; i < n; i++)
-			acc |= (ld64(p + 8 * i) & 0x7ff0000000000000ull) + 0x0010000000000000ull;
-		return (acc & 0x8000000000000000ull) != 0;
-	}
-	case MATE_F8_E4M3FN: {
-		unsigned acc = 0;
-		for (size_t i = 0; i < n; i++)
-			acc |= (p[i] & 0x7fu) + 1u;
-		return (acc & 0x80u) != 0;
-	}
-	case MATE_F8_E5M2: {
-		unsigned acc = 0;
-		for (size_t i = 0; i < n; i++)
-			acc |= (p[i] & 0x7cu) + 0x04u;
-		return (acc & 0x80u) != 0;
-	}
+		return any_exp_ones(p, n * mate_dtype_size(dt), 0x7ff0000000000000ull,
+		    0x0010000000000000ull, 0x8000000000000000ull);
+	case MATE_F8_E4M3FN:    /* S.1111.111 */
+		return any_exp_ones(p, n, 0x7f7f7f7f7f7f7f7full, 0x0101010101010101ull,
+		    0x8080808080808080ull);
+	case MATE_F8_E5M2:
+		return any_exp_ones(p, n, 0x7c7c7c7c7c7c7c7cull, 0x0404040404040404ull,
+		    0x8080808080808080ull);
 	case MATE_F8_E4M3FNUZ:
 	case MATE_F8_E5M2FNUZ:
 		return memchr(p, 0x80, n) != NULL;
@@ -272,6 +294,9 @@ count(struct view *w, int c, int64_t idx)
 		w->first = idx;
 }
 
+/* Elements a chunk that holds a non-finite one is searched by, the vector pass first. */
+#define NF_BLOCK 256
+
 /* Storage elements [a, b) of the chunk at p (element a at p) for view w. */
 static int
 scan_view(struct view *w, int64_t a, int64_t b, const unsigned char *p,
@@ -299,16 +324,24 @@ scan_view(struct view *w, int64_t a, int64_t b, const unsigned char *p,
 		if ((w->map = calloc(1, (size_t)bytes)) == NULL)
 			return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	}
-	for (int64_t s = s0; s < s1; s++, q += w->es) {
-		int c = classify(w->t.dtype, q);
+	/* element by element only in the blocks that hold one */
+	for (int64_t b0 = s0; b0 < s1; b0 += NF_BLOCK, q += NF_BLOCK * w->es) {
+		int64_t b1 = s1 - b0 < NF_BLOCK ? s1 : b0 + NF_BLOCK;
+		const unsigned char *e = q;
 
-		if (c == NF_FINITE)
+		if (!any_nonfinite(w->t.dtype, q, (size_t)(b1 - b0)))
 			continue;
-		if (w->contiguous)
-			count(w, c, s - w->t.offset);
-		else {
-			uint64_t at = (uint64_t)(s - w->t.offset);
-			w->map[at / 4] |= (unsigned char)(c << (2 * (at % 4)));
+		for (int64_t s = b0; s < b1; s++, e += w->es) {
+			int c = classify(w->t.dtype, e);
+
+			if (c == NF_FINITE)
+				continue;
+			if (w->contiguous)
+				count(w, c, s - w->t.offset);
+			else {
+				uint64_t at = (uint64_t)(s - w->t.offset);
+				w->map[at / 4] |= (unsigned char)(c << (2 * (at % 4)));
+			}
 		}
 	}
 	return 0;

@@ -166,6 +166,18 @@ def test_chunks():
               "%s: the last chunk's NaN: %s" % (fmt, objs))
 
 
+def test_odd_sizes():
+    """111 elements, the NaN the last: found past the vector pass's whole steps and words."""
+    for dtype in ("float16", "bfloat16", "float8_e5m2", "float8_e4m3fn", "float32", "float64"):
+        for fmt in ("pt", "safetensors"):
+            root, dumps = record(dtype, 3, 2, fmt, rows=37, cols=3, nan_at=(36, 2))
+            objs = [json.loads(line) for line in scan(root, "--jsonl").stdout.splitlines()]
+            t = objs[0]["tensors"][0] if objs else {}
+            check(len(objs) == 2 and objs[0]["origin"] and t.get("nan") == 1 and
+                  t.get("numel") == 111 and t.get("first_index") == [36, 2],
+                  "%s %s: %s" % (dtype, fmt, objs))
+
+
 def deflate(path):
     """Rewrites a .pt with every entry deflated (libarchive's path)."""
     with zipfile.ZipFile(path) as z:
@@ -229,4 +241,4 @@ def test_usage():
 
 run_cases(test_float32_pt_and_safetensors, test_half_types, test_float8_and_float64,
           test_transposed_view, test_counts_as_torch_reads_them, test_jsonl, test_clean_run,
-          test_chunks, test_deflated_pt, test_truncated_and_missing, test_usage)
+          test_chunks, test_odd_sizes, test_deflated_pt, test_truncated_and_missing, test_usage)
