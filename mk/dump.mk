@@ -42,3 +42,9 @@ SCRIPT_TESTS += tests/cli/test_dump_verdicts.py
 check_PROGRAMS += tests/nf-chain
 tests_nf_chain_SOURCES = tests/tools/nf-chain.c
 SCRIPT_TESTS += tests/cli/test_list_nonfinite.py
+
+## bench/nonfinite-scan: the --nonfinite scan of 256 MiB of dumps from the page cache against
+## read() of the same files (`make bench`; see bench/README.md).
+BENCH_BINS += bench/nonfinite-scan
+bench_nonfinite_scan_SOURCES = bench/nonfinite-scan.c
+bench_nonfinite_scan_LDADD = libmate_impl.la
