@@ -55,6 +55,7 @@ SCRIPT_TESTS += tests/interop/test_safetensors_interop.py tests/interop/torch2/t
 
 FUZZ_TARGETS += fuzz/fuzz_safetensors
 fuzz_fuzz_safetensors_SOURCES = fuzz/fuzz_safetensors.c
+fuzz_fuzz_safetensors_LDADD = libmate_impl.la
 fuzz_fuzz_safetensors_LDFLAGS = $(FUZZER_LINK)
 
 BENCH_BINS += bench/bench_safetensors
