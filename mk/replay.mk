@@ -23,7 +23,10 @@ bin_PROGRAMS += src/replay/mate-replay src/mate/mate
 ## libmate's public API; src/replay/mate-replay-first.c prints) is compiled into the tool.
 MATE_REPLAY_FIRST_SOURCES = src/replay/mate-replay-first.c src/replay/mate-replay-first.h \
 	lib/replay/replay_first.c lib/replay/replay_first.h
-src_replay_mate_replay_SOURCES = src/replay/mate-replay.c lib/core/util_match.c $(MATE_REPLAY_FIRST_SOURCES)
+## --export: one call as a standalone reproducer (public API only, built into the tool).
+EXPORT_SRC = src/replay/replay_export.c src/replay/replay_export.h
+src_replay_mate_replay_SOURCES = src/replay/mate-replay.c lib/core/util_match.c $(MATE_REPLAY_FIRST_SOURCES) \
+	$(EXPORT_SRC)
 ## -export-dynamic: plugins find libmate's symbols in a statically linked mate-replay too.
 src_replay_mate_replay_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
 src_replay_mate_replay_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
@@ -53,7 +56,7 @@ tests_plugin_reference_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_
 ## tests use it where a plugin cannot be dlopen()ed: static and sanitizer builds).
 check_PROGRAMS += tests/mate-replay-ref
 tests_mate_replay_ref_SOURCES = src/replay/mate-replay.c lib/core/util_match.c tests/fakes/plugin-reference.c \
-	$(MATE_REPLAY_FIRST_SOURCES)
+	$(MATE_REPLAY_FIRST_SOURCES) $(EXPORT_SRC)
 tests_mate_replay_ref_CPPFLAGS = $(AM_CPPFLAGS) -DMATE_REPLAY_TEST_PLUGIN
 tests_mate_replay_ref_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
 
@@ -71,7 +74,8 @@ tests/plugin-man-example.c: $(top_srcdir)/man/libmate.3
 ## tests/mate-replay-example: mate-replay with that example linked in, for builds
 ## where it cannot be dlopen()ed (static, sanitizers).
 check_PROGRAMS += tests/mate-replay-example
-tests_mate_replay_example_SOURCES = src/replay/mate-replay.c lib/core/util_match.c $(MATE_REPLAY_FIRST_SOURCES)
+tests_mate_replay_example_SOURCES = src/replay/mate-replay.c lib/core/util_match.c $(MATE_REPLAY_FIRST_SOURCES) \
+	$(EXPORT_SRC)
 nodist_tests_mate_replay_example_SOURCES = tests/plugin-man-example.c
 tests_mate_replay_example_CPPFLAGS = $(AM_CPPFLAGS) -DMATE_REPLAY_TEST_PLUGIN
 tests_mate_replay_example_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)

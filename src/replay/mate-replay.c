@@ -15,6 +15,7 @@
 #include "mate-replay-first.h"
 #include "mate_record.h"
 #include "mate_replay.h"
+#include "replay_export.h"
 #include "util.h"
 
 struct options {
@@ -35,6 +36,8 @@ struct options {
 	int list_ops;               /* --list-ops: print the registry instead */
 	long bench;                 /* --bench[=N]: timed runs of each replayed call */
 	int first;                  /* --first: stop at the first wrong call */
+	const char *export_dump;    /* --export DUMP: a standalone reproducer instead */
+	const char *output;         /* -o DIR: where --export writes it */
 };
 
 struct tally {
@@ -48,6 +51,7 @@ usage(void)
 {
 	printf("Usage: %s [OPTION]... [--dir] PATH...\n"
 	    "       %s --memlog FILE.csv [--allocator NAME]... [--repeat N]\n"
+	    "       %s --export DUMP -o DIR [--rtol X] [--atol X]\n"
 	    "Replay recorded calls: PATH is a dump root or a single dump directory.\n"
 	    "Calls run in time order; each one's outputs are compared with the recorded ones.\n\n"
 	    "      --dir PATH       a dump root or dump directory (as MATE's replay --dir)\n"
@@ -66,6 +70,9 @@ usage(void)
 	    "                       earlier calls whose outputs its inputs are (exit 1 if any)\n"
 	    "      --bench[=N]      after each call's verdict, time N more runs of it on the\n"
 	    "                       kernels (default 10, after one warm-up): median, min, max\n"
+	    "      --export DUMP    write DIR (new or empty): a standalone reproducer of the one\n"
+	    "                       call in DUMP (repro.py, or repro.c and a Makefile for BLAS),\n"
+	    "                       its tensors and a README; with -o DIR\n"
 	    "      --list-ops       list the replay handlers (name, signature, dtypes,\n"
 	    "                       devices; tab-separated, or JSON with --jsonl) and exit\n"
 	    "      --memlog FILE    replay a memory log (mate-record --memlog, or RMM's) against\n"
@@ -80,7 +87,7 @@ usage(void)
 	    "Exit status: 0 every replayed call passed (or ran unchecked, or failed again as\n"
 	    "recorded), 1 a mismatch, error or nothing replayed, 2 usage error or unreadable\n"
 	    "input.\n",
-	    mate_fe_progname(), mate_fe_progname());
+	    mate_fe_progname(), mate_fe_progname(), mate_fe_progname());
 }
 
 static void
@@ -162,7 +169,8 @@ static void
 parse_options(int argc, char **argv, struct options *o)
 {
 	enum { O_DIR = 256, O_DEVICE, O_RTOL, O_ATOL, O_INCLUDE, O_EXCLUDE, O_JSONL, O_PLUGIN,
-		O_STATUS, O_MEMLOG, O_ALLOCATOR, O_REPEAT, O_MAX_MEMORY, O_LIST_OPS, O_BENCH, O_FIRST };
+		O_STATUS, O_MEMLOG, O_ALLOCATOR, O_REPEAT, O_MAX_MEMORY, O_LIST_OPS, O_BENCH, O_FIRST,
+		O_EXPORT };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "device", required_argument, NULL, O_DEVICE },
@@ -182,11 +190,13 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "list-ops", no_argument, NULL, O_LIST_OPS },
 		{ "bench", optional_argument, NULL, O_BENCH },
 		{ "first", no_argument, NULL, O_FIRST },
+		{ "export", required_argument, NULL, O_EXPORT },
+		{ "output", required_argument, NULL, 'o' },
 		MATE_FE_LONGOPTS_END
 	};
 	int c;
 
-	while ((c = mate_fe_getopt(argc, argv, "j:hV", longopts, usage)) != -1) {
+	while ((c = mate_fe_getopt(argc, argv, "j:o:hV", longopts, usage)) != -1) {
 		switch (c) {
 		case O_DIR: push(&o->paths, &o->npaths, optarg); break;
 		case O_DEVICE: o->device = mate_fe_opt_device(optarg); break;
@@ -205,6 +215,8 @@ parse_options(int argc, char **argv, struct options *o)
 
 		case O_LIST_OPS: o->list_ops = 1; break;
 		case O_FIRST: o->first = 1; break;
+		case O_EXPORT: o->export_dump = optarg; break;
+		case 'o': o->output = optarg; break;
 		case O_BENCH:
 			o->bench = optarg ? mate_fe_opt_long("--bench", optarg, 1, 1000000) : 10;
 			break;
@@ -223,7 +235,12 @@ parse_options(int argc, char **argv, struct options *o)
 	if (o->first && (o->memlog != NULL || o->list_ops || o->bench > 0))
 		mate_fe_usage_error("--first replays dump directories (not with --memlog, --list-ops "
 		    "or --bench)");
-	if (o->npaths == 0 && o->memlog == NULL && !o->list_ops)
+	if ((o->export_dump != NULL) != (o->output != NULL))
+		mate_fe_usage_error("--export DUMP and -o DIR go together");
+	if (o->export_dump != NULL && (o->npaths > 0 || o->memlog != NULL || o->list_ops ||
+	    o->bench > 0 || o->first))
+		mate_fe_usage_error("--export takes one dump and -o DIR, nothing to replay");
+	if (o->npaths == 0 && o->memlog == NULL && !o->list_ops && o->export_dump == NULL)
 		mate_fe_usage_error("no dump directory given");
 	if (o->jobs < 1)
 		o->jobs = 1;  /* not given */
@@ -618,6 +635,31 @@ replay_memlog(const char *path, const char *const *allocators, size_t n,
 	return status;
 }
 
+/* --export DUMP -o DIR (replay_export.c); the exit status. */
+static int
+export_dump(const struct options *o, int argc, char **argv)
+{
+	struct mate_export x = { o->rtol, o->atol, NULL, NULL };
+	char cmd[1024];
+	size_t n = 0;
+	mate_error err;
+	int rc;
+
+	cmd[0] = '\0';
+	for (int i = 0; i < argc && n < sizeof(cmd); i++)
+		n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, "%s%s", i ? " " : "",
+		    i ? argv[i] : mate_fe_progname());
+	x.command = cmd;
+	if ((rc = mate_export_dump(o->export_dump, o->output, &x, &err)) != MATE_OK) {
+		mate_fe_warnx("%s", err.message);
+		return rc == MATE_ERR_UNSUPPORTED ? MATE_EXIT_FAIL : MATE_EXIT_USAGE;
+	}
+	printf("%s: %s\n", mate_fe_safe(o->output), strcmp(x.kind, "python") == 0 ?
+	    "repro.py, the tensor files and README (python3 repro.py)" :
+	    "repro.c, Makefile, the buffers (*.bin) and README (make && ./repro)");
+	return MATE_EXIT_OK;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -632,7 +674,10 @@ main(int argc, char **argv)
 	mate_fe_set_progname(argv[0]);
 	mate_fe_check_memory_cap();
 	parse_options(argc, argv, &o);
-	if (o.memlog != NULL) {
+	if (o.export_dump != NULL) {
+		status = export_dump(&o, argc, argv);
+		r = NULL;
+	} else if (o.memlog != NULL) {
 		status = replay_memlog(o.memlog, o.allocators, o.nallocators, o.repeat);
 		r = NULL;
 	} else if ((r = make_engine(&o)) != NULL && o.list_ops) {

@@ -1,0 +1,1442 @@
+/* replay_export.c: mate-replay --export: one recorded call as a standalone reproducer: repro.py for torch/FlashInfer/MATE calls, repro.c and a Makefile for BLAS calls recorded by mate-record, with the tensors and a README. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "mate_replay.h"
+#include "replay_export.h"
+
+#define MAX_RECORD_FILE (64L << 20)  /* metadata.jsonl read for the README */
+
+struct xp {
+	const char *dump;
+	char tmp[PATH_MAX];             /* the folder being written */
+	int made;                       /* tmp exists */
+	mate_dump *d;
+	const struct mate_dump_info *info;
+	mate_value *args, *outs;        /* outs NULL: nothing recorded after the call */
+	cJSON *rec;                     /* the record, for the README (NULL: unreadable) */
+	struct mate_export *x;
+	mate_error *err;
+	char files[3][64];              /* the tensor files copied ("" where none) */
+};
+
+static int
+fail(mate_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL) {
+		err->code = code;
+		err->sys_errno = code == MATE_ERR_IO ? errno : 0;
+		va_start(ap, fmt);
+		vsnprintf(err->message, sizeof(err->message), fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+/* ---- the folder ------------------------------------------------------------- */
+
+/* MATE_OK when dir does not exist or is an empty folder. */
+static int
+check_target(const char *dir, mate_error *err)
+{
+	struct stat st;
+	struct dirent *e;
+	DIR *dp;
+
+	if (lstat(dir, &st) != 0)
+		return errno == ENOENT ? MATE_OK : fail(err, MATE_ERR_IO, "%s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return fail(err, MATE_ERR_ARGUMENT, "%s exists and is not a folder: refusing to "
+		    "replace it", dir);
+	if ((dp = opendir(dir)) == NULL)
+		return fail(err, MATE_ERR_IO, "%s: %s", dir, strerror(errno));
+	while ((e = readdir(dp)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+			closedir(dp);
+			return fail(err, MATE_ERR_ARGUMENT, "%s is not empty: refusing to write into "
+			    "it (give a new or empty folder)", dir);
+		}
+	closedir(dp);
+	return MATE_OK;
+}
+
+/* The temporary folder beside dir: PARENT/.NAME.export-XXXXXX. */
+static int
+make_tmp(struct xp *p, const char *dir)
+{
+	char *copy = strdup(dir), *slash, *base;
+	const char *parent;
+	size_t n;
+
+	if (copy == NULL)
+		return fail(p->err, MATE_ERR_NOMEM, "out of memory");
+	for (n = strlen(copy); n > 1 && copy[n - 1] == '/'; n--)
+		copy[n - 1] = '\0';
+	slash = strrchr(copy, '/');
+	if (slash == NULL) {
+		parent = ".";
+		base = copy;
+	} else {
+		*slash = '\0';
+		parent = slash == copy ? "/" : copy;
+		base = slash + 1;
+	}
+	if ((size_t)snprintf(p->tmp, sizeof(p->tmp), "%s/.%s.export-XXXXXX", parent, base) >=
+	    sizeof(p->tmp)) {
+		free(copy);
+		return fail(p->err, MATE_ERR_ARGUMENT, "%s: path too long", dir);
+	}
+	free(copy);
+	if (mkdtemp(p->tmp) == NULL)
+		return fail(p->err, MATE_ERR_IO, "cannot make a folder beside %s: %s", dir,
+		    strerror(errno));
+	p->made = 1;
+	return MATE_OK;
+}
+
+/* Removes the temporary folder and what was written into it (regular files only). */
+static void
+remove_tmp(struct xp *p)
+{
+	struct dirent *e;
+	DIR *dp;
+	int fd;
+
+	if (!p->made)
+		return;
+	if ((dp = opendir(p->tmp)) != NULL) {
+		fd = dirfd(dp);
+		while ((e = readdir(dp)) != NULL)
+			if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+				(void)unlinkat(fd, e->d_name, 0);
+		closedir(dp);
+	}
+	(void)rmdir(p->tmp);
+	p->made = 0;
+}
+
+static int
+io_fail(struct xp *p, const char *name)
+{
+	int e = errno;
+
+	return fail(p->err, e == ENOSPC || e == EDQUOT ? MATE_ERR_NOSPACE : MATE_ERR_IO,
+	    "%s: %s", name, strerror(e));
+}
+
+static int
+write_all(int fd, const void *buf, size_t n)
+{
+	const char *s = buf;
+
+	while (n > 0) {
+		ssize_t w = write(fd, s, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int
+put_file(struct xp *p, const char *name, const void *data, size_t len, int mode)
+{
+	char path[PATH_MAX + 64];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", p->tmp, name);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)) < 0)
+		return io_fail(p, name);
+	if (write_all(fd, data, len) != 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return io_fail(p, name);
+	}
+	if (close(fd) != 0)
+		return io_fail(p, name);
+	return MATE_OK;
+}
+
+/* Copies the dump's file name (a regular file, links not followed) into the folder. */
+static int
+copy_file(struct xp *p, const char *name)
+{
+	char src[PATH_MAX + 64], dst[PATH_MAX + 64], buf[1 << 16];
+	int in, out, rc = MATE_OK;
+	ssize_t n;
+
+	snprintf(src, sizeof(src), "%s/%s", p->info->path, name);
+	snprintf(dst, sizeof(dst), "%s/%s", p->tmp, name);
+	if ((in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return fail(p->err, MATE_ERR_IO, "%s: %s", src, strerror(errno));
+	if ((out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0) {
+		rc = io_fail(p, name);
+		close(in);
+		return rc;
+	}
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = fail(p->err, MATE_ERR_IO, "%s: %s", src, strerror(errno));
+			break;
+		}
+		if (write_all(out, buf, (size_t)n) != 0) {
+			rc = io_fail(p, name);
+			break;
+		}
+	}
+	close(in);
+	if (close(out) != 0 && rc == MATE_OK)
+		rc = io_fail(p, name);
+	return rc;
+}
+
+/* The dump's inputs, outputs and in-place files as they are on disk, copied. */
+static int
+copy_tensor_files(struct xp *p)
+{
+	static const char *const stems[] = { "inputs", "outputs", "inplace" };
+	static const char *const exts[] = { ".pt", ".safetensors" };
+	char path[PATH_MAX + 64], name[64];
+	struct stat st;
+	int rc;
+
+	for (size_t i = 0; i < 3; i++) {
+		p->files[i][0] = '\0';
+		for (size_t k = 0; k < 2; k++) {
+			snprintf(name, sizeof(name), "%s%s", stems[i], exts[k]);
+			snprintf(path, sizeof(path), "%s/%s", p->info->path, name);
+			if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+				continue;
+			if ((rc = copy_file(p, name)) != MATE_OK)
+				return rc;
+			snprintf(p->files[i], sizeof(p->files[i]), "%s", name);
+			break;
+		}
+	}
+	return MATE_OK;
+}
+
+/* ---- the record (for the README) --------------------------------------------- */
+
+static cJSON *
+read_record(const char *dir)
+{
+	char path[PATH_MAX + 64];
+	cJSON *last = NULL;
+	char *buf, *line, *save = NULL;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/metadata.jsonl", dir);
+	if ((f = fopen(path, "rb")) == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || n > MAX_RECORD_FILE ||
+	    fseek(f, 0, SEEK_SET) != 0 || (buf = malloc((size_t)n + 1)) == NULL) {
+		fclose(f);
+		return NULL;
+	}
+	n = (long)fread(buf, 1, (size_t)n, f);
+	fclose(f);
+	buf[n] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		cJSON *o = cJSON_Parse(line);
+
+		if (cJSON_IsObject(o) && cJSON_GetObjectItemCaseSensitive(o, "execution_status")) {
+			cJSON_Delete(last);
+			last = o;
+		} else {
+			cJSON_Delete(o);
+		}
+	}
+	free(buf);
+	return last;
+}
+
+/* ---- text --------------------------------------------------------------------- */
+
+/* s with everything but printable ASCII (and, in code comments, quotes and
+ * backslashes) as '?': names from a dump in comments and prose. */
+static void
+put_plain(FILE *f, const char *s)
+{
+	for (; s != NULL && *s != '\0'; s++)
+		fputc((unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f && *s != '"' &&
+		    *s != '\\' && *s != '\'' && *s != '`' ? *s : '?', f);
+}
+
+/* A Python bytes literal of s[0..n): b'...'. */
+static void
+put_py_bytes(FILE *f, const char *s, size_t n)
+{
+	fputs("b'", f);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'')
+			fputc(c, f);
+		else
+			fprintf(f, "\\x%02x", c);
+	}
+	fputc('\'', f);
+}
+
+/* A Python str of any bytes from a dump: _s(b'...'). */
+static void
+put_py_str(FILE *f, const char *s, size_t n)
+{
+	fputs("_s(", f);
+	put_py_bytes(f, s, n);
+	fputc(')', f);
+}
+
+static void
+put_py_cstr(FILE *f, const char *s)
+{
+	if (s == NULL)
+		fputs("None", f);
+	else
+		put_py_str(f, s, strlen(s));
+}
+
+static void
+put_py_float(FILE *f, double d)
+{
+	char b[64];
+
+	if (isnan(d)) {
+		fputs("float('nan')", f);
+		return;
+	}
+	if (isinf(d)) {
+		fputs(d > 0 ? "float('inf')" : "float('-inf')", f);
+		return;
+	}
+	snprintf(b, sizeof(b), "%.15g", d);
+	if (strtod(b, NULL) != d)
+		snprintf(b, sizeof(b), "%.17g", d);
+	fputs(b, f);
+	if (strpbrk(b, ".e") == NULL)
+		fputs(".0", f);
+}
+
+/* v as a Python expression: tensors as T[KEY] (key: the value's key in the
+ * inputs file, NULL inside a dict). */
+static int
+put_py_value(struct xp *p, FILE *f, const mate_value *v, const char *key, int depth)
+{
+	size_t n, len;
+	const char *s;
+	char sub[256];
+	int rc;
+
+	if (depth > 64)
+		return fail(p->err, MATE_ERR_UNSUPPORTED, "%s: nested too deeply", key ? key : "a value");
+	switch (mate_value_kind_of(v)) {
+	case MATE_V_NONE: fputs("None", f); return MATE_OK;
+	case MATE_V_BOOL: fputs(mate_value_get_bool(v) ? "True" : "False", f); return MATE_OK;
+	case MATE_V_INT: fprintf(f, "%lld", (long long)mate_value_get_int(v)); return MATE_OK;
+	case MATE_V_FLOAT: put_py_float(f, mate_value_get_float(v)); return MATE_OK;
+	case MATE_V_STR:
+		s = mate_value_get_str(v, &len);
+		put_py_str(f, s, len);
+		return MATE_OK;
+	case MATE_V_BYTES:
+		s = mate_value_get_str(v, &len);
+		put_py_bytes(f, s, len);
+		return MATE_OK;
+	case MATE_V_DTYPE:
+		fprintf(f, "getattr(torch, '%s')", mate_dtype_name(mate_value_get_dtype(v)));
+		return MATE_OK;
+	case MATE_V_ENUM:
+		fputs("_enum(", f);
+		put_py_cstr(f, mate_value_enum_name(v));
+		fprintf(f, ", %lld)", (long long)mate_value_get_int(v));
+		return MATE_OK;
+	case MATE_V_TENSOR:
+		if (key == NULL)
+			return fail(p->err, MATE_ERR_UNSUPPORTED, "a tensor inside a dict argument: "
+			    "repro.py cannot name it in the inputs file");
+		fputs("T[", f);
+		put_py_cstr(f, key);
+		fputc(']', f);
+		return MATE_OK;
+	case MATE_V_LIST:
+	case MATE_V_TUPLE:
+		n = mate_value_len(v);
+		fputc(mate_value_kind_of(v) == MATE_V_LIST ? '[' : '(', f);
+		for (size_t i = 0; i < n; i++) {
+			snprintf(sub, sizeof(sub), "%s__%zu", key ? key : "", i);
+			if (i > 0)
+				fputs(", ", f);
+			if ((rc = put_py_value(p, f, mate_value_item(v, i), key ? sub : NULL,
+			    depth + 1)) != MATE_OK)
+				return rc;
+		}
+		fputs(mate_value_kind_of(v) == MATE_V_LIST ? "]" : n == 1 ? ",)" : ")", f);
+		return MATE_OK;
+	case MATE_V_DICT:
+		n = mate_value_len(v);
+		fputc('{', f);
+		for (size_t i = 0; i < n; i++) {
+			if (i > 0)
+				fputs(", ", f);
+			if ((rc = put_py_value(p, f, mate_value_key(v, i), NULL, depth + 1)) != MATE_OK)
+				return rc;
+			fputs(": ", f);
+			if ((rc = put_py_value(p, f, mate_value_item(v, i), NULL, depth + 1)) != MATE_OK)
+				return rc;
+		}
+		fputc('}', f);
+		return MATE_OK;
+	case MATE_V_OBJECT:
+	default:
+		return fail(p->err, MATE_ERR_UNSUPPORTED, "%s is a %s object (%.80s), which repro.py "
+		    "cannot rebuild", key ? key : "an argument", mate_value_object_type(v) ?
+		    mate_value_object_type(v) : "Python", mate_value_object_repr(v) ?
+		    mate_value_object_repr(v) : "no repr");
+	}
+}
+
+/* ---- repro.py ------------------------------------------------------------------ */
+
+static const char py_head[] =
+"import argparse\n"
+"import importlib\n"
+"import math\n"
+"import os\n"
+"import sys\n"
+"\n"
+"import torch\n"
+"\n"
+"HERE = os.path.dirname(os.path.abspath(__file__))\n"
+"MISSING = object()\n"
+"\n"
+"\n"
+"def _s(b):\n"
+"    \"\"\"A string from the record (any bytes, written escaped).\"\"\"\n"
+"    return b.decode(\"utf-8\", \"surrogateescape\")\n"
+"\n"
+"\n"
+"def _enum(name, value):\n"
+"    \"\"\"An enum argument, recorded as its name and value: passed as its value.\"\"\"\n"
+"    return value\n"
+"\n"
+"\n";
+
+static const char py_body[] =
+"def fail(msg):\n"
+"    print(\"repro.py: \" + msg, file=sys.stderr)\n"
+"    sys.exit(2)\n"
+"\n"
+"\n"
+"def load(name):\n"
+"    \"\"\"The tensors of one of the dump's files, by key, on the CPU.\"\"\"\n"
+"    if name is None:\n"
+"        return {}\n"
+"    path = os.path.join(HERE, name)\n"
+"    if not os.path.isfile(path):\n"
+"        fail(\"%s: no such file (it is part of this reproducer)\" % name)\n"
+"    try:\n"
+"        if name.endswith(\".safetensors\"):\n"
+"            from safetensors.torch import load_file\n"
+"            return load_file(path)\n"
+"        try:\n"
+"            return torch.load(path, map_location=\"cpu\", weights_only=True)\n"
+"        except TypeError:  # a torch before 1.13 has no weights_only\n"
+"            return torch.load(path, map_location=\"cpu\")\n"
+"    except Exception as e:\n"
+"        fail(\"%s: cannot be read: %s\" % (name, e))\n"
+"\n"
+"\n"
+"def resolve():\n"
+"    \"\"\"The recorded function: MODULE.NAME, else NAME's last part in MODULE's package.\"\"\"\n"
+"    why = None\n"
+"    for mod, name in ((MODULE, NAME), (MODULE.split(\".\")[0], NAME.split(\".\")[-1])):\n"
+"        try:\n"
+"            obj = importlib.import_module(mod)\n"
+"            for part in name.split(\".\"):\n"
+"                obj = getattr(obj, part)\n"
+"            if callable(obj):\n"
+"                return obj\n"
+"        except Exception as e:\n"
+"            why = why or \"%s: %s\" % (type(e).__name__, e)\n"
+"    fail(\"cannot find %s.%s: %s\" % (MODULE, NAME, why))\n"
+"\n"
+"\n"
+"def index_of(shape, i):\n"
+"    idx = []\n"
+"    for d in reversed(shape):\n"
+"        idx.append(i % d if d else 0)\n"
+"        i = i // d if d else 0\n"
+"    return \"[\" + \", \".join(str(v) for v in reversed(idx)) + \"]\"\n"
+"\n"
+"\n"
+"def same_bits(x, y):\n"
+"    try:\n"
+"        return torch.equal(x.reshape(-1).view(torch.uint8), y.reshape(-1).view(torch.uint8))\n"
+"    except Exception:\n"
+"        return torch.equal(x, y)\n"
+"\n"
+"\n"
+"def compare(key, x, y, rtol, atol):\n"
+"    \"\"\"The recorded tensor x against the result y, as mate-replay compares them:\n"
+"    floats within atol + rtol |x| (NaN where x has NaN, infinities exact), other\n"
+"    dtypes exactly. Returns (message or None, bit-exact, max abs err, max rel err).\"\"\"\n"
+"    if not isinstance(y, torch.Tensor):\n"
+"        return \"%s: expected a tensor, got %s\" % (key, type(y).__name__), False, 0.0, 0.0\n"
+"    y = y.detach().to(\"cpu\")\n"
+"    if y.dtype != x.dtype:\n"
+"        return (\"%s: dtype %s, expected %s\" % (key, str(y.dtype)[6:], str(x.dtype)[6:]),\n"
+"                False, 0.0, 0.0)\n"
+"    if tuple(y.shape) != tuple(x.shape):\n"
+"        return \"%s: shape %s, expected %s\" % (key, tuple(y.shape), tuple(x.shape)), False, 0.0, 0.0\n"
+"    xf, yf = x.contiguous().reshape(-1), y.contiguous().reshape(-1)\n"
+"    numel = xf.numel()\n"
+"    if numel == 0 or same_bits(xf, yf):\n"
+"        return None, True, 0.0, 0.0\n"
+"    parts = x.is_complex()\n"
+"    if parts:\n"
+"        xf, yf = torch.view_as_real(xf).reshape(-1), torch.view_as_real(yf).reshape(-1)\n"
+"    if parts or x.is_floating_point():\n"
+"        xd, yd = xf.double(), yf.double()\n"
+"        xn, yn, xi, yi = xd.isnan(), yd.isnan(), xd.isinf(), yd.isinf()\n"
+"        fin = ~(xn | yn | xi | yi)\n"
+"        e = (yd - xd).abs()\n"
+"        bad = torch.where(xn | yn, xn != yn, torch.where(xi | yi, xd != yd, e > atol + rtol * xd.abs()))\n"
+"        ef, xa = e[fin], xd[fin].abs()\n"
+"        rel = torch.where(xa != 0, ef / torch.where(xa != 0, xa, torch.ones_like(xa)),\n"
+"                          torch.where(ef != 0, torch.full_like(ef, math.inf), torch.zeros_like(ef)))\n"
+"        mx_abs = float(ef.max()) if ef.numel() else 0.0\n"
+"        mx_rel = float(rel.max()) if rel.numel() else 0.0\n"
+"        nz = xa != 0\n"
+"        mean_abs = float(ef.mean()) if ef.numel() else 0.0\n"
+"        mean_rel = float(rel[nz].mean()) if int(nz.sum()) else 0.0\n"
+"    else:\n"
+"        bad = xf.long() != yf.long()\n"
+"        mx_abs = mx_rel = 0.0\n"
+"    nbad = int(bad.sum())\n"
+"    if nbad == 0:\n"
+"        return None, False, mx_abs, mx_rel\n"
+"    first = int(torch.nonzero(bad)[0][0])\n"
+"    ex, got = float(xf[first]), float(yf[first])\n"
+"    if parts:\n"
+"        where = index_of(tuple(x.shape), first // 2) + (\".imag\" if first % 2 else \".real\")\n"
+"    else:\n"
+"        where = index_of(tuple(x.shape), first)\n"
+"    if not (parts or x.is_floating_point()):\n"
+"        msg = \"%s%s: expected %.17g, got %.17g; %d of %d elements differ (exact), %.3g%%\" % (\n"
+"            key, where, ex, got, nbad, numel, 100.0 * nbad / numel)\n"
+"        return msg, False, mx_abs, mx_rel\n"
+"    n = xf.numel()\n"
+"    e1 = abs(got - ex)\n"
+"    r1 = e1 / abs(ex) if ex != 0 else math.inf\n"
+"    nonfinite = int((bad & ~fin).sum())\n"
+"    msg = (\"%s%s: expected %.9g, got %.9g (abs err %.3g, rel err %.3g); %d of %d elements beyond \"\n"
+"           \"rtol %g, atol %g (%.3g%%)\" % (key, where, ex, got, e1, r1, nbad, n, rtol, atol,\n"
+"                                          100.0 * nbad / n))\n"
+"    if nonfinite:\n"
+"        msg += \", of them %d NaN or infinite where the other is not\" % nonfinite\n"
+"    msg += \"; max abs err %.3g, max rel err %.3g, mean abs err %.3g, mean rel err %.3g\" % (\n"
+"        mx_abs, mx_rel, mean_abs, mean_rel)\n"
+"    return msg, False, mx_abs, mx_rel\n"
+"\n"
+"\n"
+"def same_value(x, y):\n"
+"    \"\"\"A recorded value other than a tensor against the result.\"\"\"\n"
+"    if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):\n"
+"        return len(x) == len(y) and all(same_value(a, b) for a, b in zip(x, y))\n"
+"    if isinstance(x, dict) and isinstance(y, dict):\n"
+"        return x.keys() == y.keys() and all(same_value(x[k], y[k]) for k in x)\n"
+"    if isinstance(y, torch.Tensor) and y.dim() == 0 and not isinstance(x, torch.Tensor):\n"
+"        y = y.item()\n"
+"    if isinstance(x, float) or isinstance(y, float):\n"
+"        if not isinstance(x, (int, float)) or not isinstance(y, (int, float)):\n"
+"            return False\n"
+"        if math.isnan(x) or math.isnan(y):\n"
+"            return math.isnan(x) and math.isnan(y)\n"
+"        return x == y or abs(y - x) <= 1e-12 + 1e-12 * abs(x)\n"
+"    return x == y\n"
+"\n"
+"\n"
+"def main():\n"
+"    default = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n"
+"    ap = argparse.ArgumentParser(description=\"Runs one recorded call again and compares its \"\n"
+"                                 \"outputs with the recorded ones: exit 0 when they match, 1 \"\n"
+"                                 \"when they do not (or the call fails), 2 when it cannot run.\")\n"
+"    ap.add_argument(\"--device\", choices=(\"cpu\", \"cuda\"), default=default,\n"
+"                    help=\"where to run the call (default: %s)\" % default)\n"
+"    a = ap.parse_args()\n"
+"    if a.device == \"cuda\" and not torch.cuda.is_available():\n"
+"        fail(\"--device cuda: this torch sees no CUDA device\")\n"
+"    T = {k: v.to(a.device) for k, v in load(FILES[0]).items()}\n"
+"    E = dict(load(FILES[1]))\n"
+"    E.update(load(FILES[2]))\n"
+"    fn = None if METHOD else resolve()\n"
+"    try:\n"
+"        args, kwargs = arguments(T)\n"
+"    except KeyError as e:\n"
+"        fail(\"the inputs file has no tensor %s\" % e)\n"
+"    try:\n"
+"        if METHOD:\n"
+"            ret = getattr(args[0], NAME)(*args[1:], **kwargs)\n"
+"        else:\n"
+"            ret = fn(*args, **kwargs)\n"
+"        if a.device == \"cuda\":\n"
+"            torch.cuda.synchronize()\n"
+"    except Exception as e:\n"
+"        print(\"%s: Error: %s: %s\" % (LABEL, type(e).__name__, e))\n"
+"        return 1\n"
+"    if not RECORDED:\n"
+"        print(\"%s: Ran, unchecked: the recording has no outputs to compare\" % LABEL)\n"
+"        return 0\n"
+"    bad, exact, mx_abs, mx_rel = [], True, 0.0, 0.0\n"
+"    for key in CHECK:\n"
+"        if key == \"result\":\n"
+"            got = ret\n"
+"        elif key.startswith(\"result_\"):\n"
+"            i = int(key[7:])\n"
+"            got = ret[i] if isinstance(ret, (tuple, list)) and i < len(ret) else MISSING\n"
+"        else:\n"
+"            got = T.get(key, MISSING)\n"
+"        if got is MISSING:\n"
+"            bad.append(\"%s: not produced by the call\" % key)\n"
+"            continue\n"
+"        if key in E:\n"
+"            rtol, atol = TOL.get(key, (0.0, 0.0))\n"
+"            msg, ex, ma, mr = compare(key, E[key], got, rtol, atol)\n"
+"            exact = exact and ex\n"
+"            mx_abs, mx_rel = max(mx_abs, ma), max(mx_rel, mr)\n"
+"        else:\n"
+"            msg = None if same_value(VALUES[key], got) else \"%s: expected %r, got %r\" % (\n"
+"                key, VALUES[key], got)\n"
+"            exact = exact and msg is None\n"
+"        if msg:\n"
+"            bad.append(msg)\n"
+"    if bad:\n"
+"        print(\"%s: Mismatch: %s\" % (LABEL, bad[0]) + (\"; %d more outputs differ\" % (len(bad) - 1)\n"
+"                                                     if len(bad) > 1 else \"\"))\n"
+"        return 1\n"
+"    if exact:\n"
+"        print(\"%s: Passed (bit-exact)\" % LABEL)\n"
+"    else:\n"
+"        print(\"%s: Passed (max abs err %.3g, max rel err %.3g)\" % (LABEL, mx_abs, mx_rel))\n"
+"    return 0\n"
+"\n"
+"\n"
+"if __name__ == \"__main__\":\n"
+"    sys.exit(main())\n";
+
+/* def arguments(T): the recorded positional and keyword arguments. */
+static int
+put_py_arguments(struct xp *p, FILE *f)
+{
+	size_t n = mate_value_len(p->args), npos = 0;
+	char key[32];
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *k = mate_value_get_str(mate_value_key(p->args, i), NULL);
+
+		if (k != NULL && strncmp(k, "arg_", 4) == 0)
+			npos++;
+	}
+	fputs("def arguments(T):\n    \"\"\"The recorded arguments; T: the inputs file's tensors "
+	    "on the device.\"\"\"\n    args = [\n", f);
+	for (size_t i = 0; i < npos; i++) {
+		const mate_value *v;
+
+		snprintf(key, sizeof(key), "arg_%zu", i);
+		if ((v = mate_value_lookup(p->args, key)) == NULL)
+			return fail(p->err, MATE_ERR_UNSUPPORTED, "positional argument %zu was not "
+			    "recorded", i);
+		fputs("        ", f);
+		if ((rc = put_py_value(p, f, v, key, 0)) != MATE_OK)
+			return rc;
+		fputs(",\n", f);
+	}
+	fputs("    ]\n    kwargs = {\n", f);
+	for (size_t i = 0; i < n; i++) {
+		const char *k = mate_value_get_str(mate_value_key(p->args, i), NULL);
+
+		if (k == NULL || strncmp(k, "kwarg_", 6) != 0)
+			continue;
+		fputs("        ", f);
+		put_py_cstr(f, k + 6);
+		fputs(": ", f);
+		if ((rc = put_py_value(p, f, mate_value_item(p->args, i), k, 0)) != MATE_OK)
+			return rc;
+		fputs(",\n", f);
+	}
+	fputs("    }\n    return args, kwargs\n\n\n", f);
+	return MATE_OK;
+}
+
+/* CHECK, TOL and VALUES: what is compared after the call, and how. */
+static int
+put_py_checks(struct xp *p, FILE *f)
+{
+	size_t n = p->outs ? mate_value_len(p->outs) : 0;
+	int rc;
+
+	fputs("# the recorded outputs compared after the call: what it returned (result,\n"
+	    "# result_<i>) and the arguments it wrote in place; tolerances as mate-replay's\n"
+	    "CHECK = [", f);
+	for (size_t i = 0; i < n; i++) {
+		const char *k = mate_value_get_str(mate_value_key(p->outs, i), NULL);
+
+		if (k == NULL || mate_value_kind_of(mate_value_item(p->outs, i)) == MATE_V_OBJECT)
+			continue;
+		put_py_cstr(f, k);
+		fputs(", ", f);
+	}
+	fputs("]\nTOL = {  # key: (rtol, atol); integers and bool exactly\n", f);
+	for (size_t i = 0; i < n; i++) {
+		const char *k = mate_value_get_str(mate_value_key(p->outs, i), NULL);
+		const mate_value *v = mate_value_item(p->outs, i);
+		const mate_tensor *t;
+		double r, a;
+		int kind;
+
+		if (k == NULL || mate_value_kind_of(v) != MATE_V_TENSOR)
+			continue;
+		t = mate_value_get_tensor(v);
+		kind = mate_dtype_kind(t->dtype);
+		mate_replay_default_tolerance(t->dtype, &r, &a);
+		if (kind == MATE_KIND_FLOAT || kind == MATE_KIND_COMPLEX) {
+			if (p->x->rtol >= 0)
+				r = p->x->rtol;
+			if (p->x->atol >= 0)
+				a = p->x->atol;
+		}
+		fputs("    ", f);
+		put_py_cstr(f, k);
+		fputs(": (", f);
+		put_py_float(f, r);
+		fputs(", ", f);
+		put_py_float(f, a);
+		fputs("),  # ", f);
+		fputs(mate_dtype_name(t->dtype), f);
+		fputc('\n', f);
+	}
+	fputs("}\nVALUES = {  # the recorded values that are not tensors\n", f);
+	for (size_t i = 0; i < n; i++) {
+		const char *k = mate_value_get_str(mate_value_key(p->outs, i), NULL);
+		const mate_value *v = mate_value_item(p->outs, i);
+
+		if (k == NULL || mate_value_kind_of(v) == MATE_V_TENSOR ||
+		    mate_value_kind_of(v) == MATE_V_OBJECT)
+			continue;
+		fputs("    ", f);
+		put_py_cstr(f, k);
+		fputs(": ", f);
+		if ((rc = put_py_value(p, f, v, NULL, 0)) != MATE_OK)
+			return rc;
+		fputs(",\n", f);
+	}
+	fputs("}\n\n\n", f);
+	return MATE_OK;
+}
+
+/* Which function repro.py calls, or why it cannot. */
+static int
+python_target(struct xp *p, int *method, const char **name)
+{
+	const struct mate_dump_info *i = p->info;
+	const char *fn = i->function, *mod = i->module;
+
+	*method = 0;
+	*name = fn;
+	if (strncmp(fn, "Tensor.", 7) == 0 && fn[7] != '\0' && strchr(fn + 7, '.') == NULL) {
+		*method = 1;    /* MATE's name of a method of the first argument */
+		*name = fn + 7;
+		return MATE_OK;
+	}
+	if (i->self_id != NULL || strchr(fn, '.') != NULL)
+		return fail(p->err, MATE_ERR_UNSUPPORTED, "%s is a method of a recorded object: its "
+		    "__init__ and plan calls would have to run first; --export cannot export a "
+		    "wrapper's calls yet", fn);
+	if (mod == NULL || mod[0] == '\0' || strcmp(mod, "<unknown>") == 0)
+		return fail(p->err, MATE_ERR_UNSUPPORTED, "%s: the record names no module to import "
+		    "it from", fn);
+	if (strcmp(mod, "__main__") == 0)
+		return fail(p->err, MATE_ERR_UNSUPPORTED, "%s is defined in the recorded program "
+		    "itself (module __main__), which repro.py cannot import", fn);
+	return MATE_OK;
+}
+
+static int
+write_python(struct xp *p)
+{
+	const struct mate_dump_info *i = p->info;
+	char *text = NULL;
+	size_t len = 0;
+	const char *name;
+	int method, rc;
+	FILE *f;
+
+	if ((rc = python_target(p, &method, &name)) != MATE_OK)
+		return rc;
+	if ((f = open_memstream(&text, &len)) == NULL)
+		return fail(p->err, MATE_ERR_NOMEM, "out of memory");
+	fputs("#!/usr/bin/env python3\n\"\"\"repro.py: ", f);
+	put_plain(f, i->function);
+	fputs(" as recorded in ", f);
+	put_plain(f, i->name);
+	fputs(", standalone.\n\nWritten by mate-replay --export: loads the recorded tensors, calls the "
+	    "real API,\ncompares its outputs with the recorded ones at mate-replay's tolerances, "
+	    "prints\na verdict and exits 0 when they match, 1 when they do not (or the call fails),\n"
+	    "2 when it cannot run (python3 repro.py --device cpu|cuda).\"\"\"\n", f);
+	fputs(py_head, f);
+	fputs("MODULE = ", f);
+	put_py_cstr(f, i->module ? i->module : "");
+	fputs("\nNAME = ", f);
+	put_py_cstr(f, name);
+	fprintf(f, "\nMETHOD = %s  # a method of the first argument (MATE's Tensor.NAME)\n",
+	    method ? "True" : "False");
+	fputs("LABEL = ", f);
+	{
+		char label[1024];
+
+		snprintf(label, sizeof(label), "%s (%s)", i->function, i->name);
+		put_py_cstr(f, label);
+	}
+	fputs("\nFILES = (", f);
+	for (int k = 0; k < 3; k++) {
+		if (p->files[k][0])
+			put_py_cstr(f, p->files[k]);
+		else
+			fputs("None", f);
+		fputs(k < 2 ? ", " : ")  # inputs, outputs, in place\n", f);
+	}
+	fprintf(f, "RECORDED = %s  # the call's outputs were recorded (status %s)\n",
+	    p->outs ? "True" : "False", mate_dump_status_name(i->status));
+	if ((rc = put_py_checks(p, f)) == MATE_OK)
+		rc = put_py_arguments(p, f);
+	fputs(py_body, f);
+	if (fclose(f) != 0 && rc == MATE_OK)
+		rc = fail(p->err, MATE_ERR_NOMEM, "out of memory");
+	if (rc == MATE_OK)
+		rc = put_file(p, "repro.py", text, len, 0755);
+	free(text);
+	p->x->kind = "python";
+	return rc;
+}
+
+/* ---- repro.c: BLAS --------------------------------------------------------------- */
+
+/* Where a GEMM's arguments are, as replay_blas.c reads them. */
+struct gemm_layout {
+	const char *fn;
+	int order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc;
+	int fortran, dbl, cublas;
+};
+
+static const struct gemm_layout gemm_layouts[] = {
+	{ "cblas_sgemm", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 0, 0 },
+	{ "cblas_dgemm", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 1, 0 },
+	{ "sgemm_", -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 1, 0, 0 },
+	{ "dgemm_", -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 1, 1, 0 },
+	{ "cublasSgemm_v2", -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 0, 1 },
+	{ "cublasSgemm", -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 0, 1 },
+};
+
+static const mate_value *
+arg_at(struct xp *p, int pos)
+{
+	char key[32];
+
+	snprintf(key, sizeof(key), "arg_%d", pos);
+	return mate_value_lookup(p->args, key);
+}
+
+static int
+arg_int(struct xp *p, int pos, const char *what, int64_t lo, int64_t *out)
+{
+	const mate_value *v = arg_at(p, pos);
+	mate_value_kind k = mate_value_kind_of(v);
+
+	if (v == NULL || (k != MATE_V_INT && k != MATE_V_ENUM))
+		return fail(p->err, MATE_ERR_FORMAT, "%s: %s (argument %d) is not a recorded integer",
+		    p->info->name, what, pos);
+	*out = mate_value_get_int(v);
+	if (*out < lo || *out > INT_MAX)
+		return fail(p->err, MATE_ERR_FORMAT, "%s: %s is %lld (want %lld to %d)", p->info->name,
+		    what, (long long)*out, (long long)lo, INT_MAX);
+	return MATE_OK;
+}
+
+static int
+arg_float(struct xp *p, int pos, const char *what, double *out)
+{
+	const mate_value *v = arg_at(p, pos);
+	mate_value_kind k = mate_value_kind_of(v);
+
+	if (v == NULL || (k != MATE_V_INT && k != MATE_V_FLOAT))
+		return fail(p->err, MATE_ERR_FORMAT, "%s: %s (argument %d) is not a recorded number",
+		    p->info->name, what, pos);
+	*out = mate_value_get_float(v);
+	return MATE_OK;
+}
+
+/* A transpose as 'N', 'T' or 'C'. */
+static int
+arg_trans(struct xp *p, const struct gemm_layout *l, int pos, const char *what, char *out)
+{
+	const mate_value *v = arg_at(p, pos);
+	const char *s;
+	int64_t i;
+	int rc;
+
+	if (mate_value_kind_of(v) == MATE_V_STR) {
+		s = mate_value_get_str(v, NULL);
+		if (s == NULL || s[0] == '\0' || strchr("NnTtCc", s[0]) == NULL)
+			return fail(p->err, MATE_ERR_FORMAT, "%s: %s: expected 'N', 'T' or 'C'",
+			    p->info->name, what);
+		*out = (char)(s[0] >= 'a' ? s[0] - 'a' + 'A' : s[0]);
+		return MATE_OK;
+	}
+	if ((rc = arg_int(p, pos, what, 0, &i)) != MATE_OK)
+		return rc;
+	if (l->cublas && i <= 2)
+		*out = "NTC"[i];
+	else if (!l->cublas && i >= 111 && i <= 113)
+		*out = "NTC"[i - 111];
+	else
+		return fail(p->err, MATE_ERR_FORMAT, "%s: %s: bad value %lld", p->info->name, what,
+		    (long long)i);
+	return MATE_OK;
+}
+
+/* One operand: the stored rows x cols matrix with leading dimension ld. */
+struct operand {
+	char key[32];                   /* arg_<i> */
+	const mate_tensor *t;           /* its recorded value before the call */
+	int64_t rows, cols, ld, extent; /* extent: elements of the buffer */
+};
+
+static int
+operand(struct xp *p, int pos, const char *what, int64_t rows, int64_t cols, int64_t ld,
+    int colmajor, mate_dtype dt, struct operand *o)
+{
+	const mate_value *v = arg_at(p, pos);
+	int64_t inner = colmajor ? rows : cols, outer = colmajor ? cols : rows;
+
+	snprintf(o->key, sizeof(o->key), "arg_%d", pos);
+	if (mate_value_kind_of(v) != MATE_V_TENSOR)
+		return fail(p->err, MATE_ERR_FORMAT, "%s: %s (argument %d) is not a recorded tensor",
+		    p->info->name, what, pos);
+	o->t = mate_value_get_tensor(v);
+	if (o->t->dtype != dt || o->t->device_type != MATE_DEVICE_CPU)
+		return fail(p->err, MATE_ERR_UNSUPPORTED, "%s: %s is %s, not the %s the function takes",
+		    p->info->name, what, mate_dtype_name(o->t->dtype), mate_dtype_name(dt));
+	if (o->t->ndim != 2 || o->t->shape[0] != rows || o->t->shape[1] != cols)
+		return fail(p->err, MATE_ERR_UNSUPPORTED, "%s: %s is not recorded as the %lld x %lld "
+		    "matrix the arguments describe", p->info->name, what, (long long)rows,
+		    (long long)cols);
+	if (ld < (inner > 1 ? inner : 1))
+		return fail(p->err, MATE_ERR_FORMAT, "%s: the leading dimension of %s is %lld, below "
+		    "%lld", p->info->name, what, (long long)ld, (long long)inner);
+	o->rows = rows;
+	o->cols = cols;
+	o->ld = ld;
+	o->extent = rows == 0 || cols == 0 ? 0 : (outer - 1) * ld + inner;
+	if ((uint64_t)o->extent * mate_dtype_size(dt) > mate_memory_cap())
+		return fail(p->err, MATE_ERR_LIMIT, "%s: %s takes %lld bytes, past the memory limit",
+		    p->info->name, what, (long long)(o->extent * (int64_t)mate_dtype_size(dt)));
+	return MATE_OK;
+}
+
+/* The buffer the library saw: t's elements at their places, the rest zero. */
+static int
+put_bin(struct xp *p, const char *name, const struct operand *o, const mate_tensor *t,
+    int colmajor)
+{
+	size_t es = mate_dtype_size(t->dtype);
+	unsigned char *buf = calloc((size_t)(o->extent > 0 ? o->extent : 1), es);
+	int rc;
+
+	if (buf == NULL)
+		return fail(p->err, MATE_ERR_NOMEM, "%s: out of memory", name);
+	for (int64_t i = 0; i < o->rows; i++)
+		for (int64_t j = 0; j < o->cols; j++) {
+			int64_t at = colmajor ? i + j * o->ld : i * o->ld + j;
+
+			memcpy(buf + (size_t)at * es, mate_tensor_element(t, i * o->cols + j), es);
+		}
+	rc = put_file(p, name, buf, (size_t)o->extent * es, 0644);
+	free(buf);
+	return rc;
+}
+
+static const char c_compare[] =
+"/* C's m x n elements at their places against the recorded ones, as mate-replay\n"
+" * compares them: within ATOL + RTOL |expected|, NaN where the record has NaN,\n"
+" * infinities exactly; the first bad element in row-major order of the\n"
+" * recorded matrix. The exit status: 0 they match, 1 they do not. */\n"
+"static int\n"
+"compare(const elem *e, const elem *c)\n"
+"{\n"
+"\tlong long n = 0, nbad = 0, fi = 0, fj = 0, nabs = 0, nrel = 0;\n"
+"\tdouble ex = 0, got = 0, max_abs = 0, max_rel = 0, sum_abs = 0, sum_rel = 0;\n"
+"\tint exact = 1;\n"
+"\n"
+"\tfor (long long i = 0; i < ROWS; i++)\n"
+"\t\tfor (long long j = 0; j < COLS; j++) {\n"
+"\t\t\tsize_t at = (size_t)(COLMAJOR ? i + j * LDC : i * LDC + j);\n"
+"\t\t\tdouble x = e[at], y = c[at];\n"
+"\t\t\tint bad;\n"
+"\n"
+"\t\t\tn++;\n"
+"\t\t\tif (memcmp(&e[at], &c[at], sizeof(elem)) != 0)\n"
+"\t\t\t\texact = 0;\n"
+"\t\t\tif (isfinite(x) && isfinite(y)) {\n"
+"\t\t\t\tdouble d = fabs(y - x), r = x != 0 ? d / fabs(x) : (d != 0 ? INFINITY : 0);\n"
+"\n"
+"\t\t\t\tmax_abs = d > max_abs ? d : max_abs;\n"
+"\t\t\t\tmax_rel = r > max_rel ? r : max_rel;\n"
+"\t\t\t\tsum_abs += d;\n"
+"\t\t\t\tnabs++;\n"
+"\t\t\t\tif (x != 0) {\n"
+"\t\t\t\t\tsum_rel += r;\n"
+"\t\t\t\t\tnrel++;\n"
+"\t\t\t\t}\n"
+"\t\t\t}\n"
+"\t\t\tif (isnan(x) || isnan(y))\n"
+"\t\t\t\tbad = isnan(x) != isnan(y);\n"
+"\t\t\telse if (isinf(x) || isinf(y))\n"
+"\t\t\t\tbad = x != y;\n"
+"\t\t\telse\n"
+"\t\t\t\tbad = fabs(y - x) > ATOL + RTOL * fabs(x);\n"
+"\t\t\tif (bad && nbad++ == 0) {\n"
+"\t\t\t\tfi = i;\n"
+"\t\t\t\tfj = j;\n"
+"\t\t\t\tex = x;\n"
+"\t\t\t\tgot = y;\n"
+"\t\t\t}\n"
+"\t\t}\n"
+"\tif (nbad == 0 && exact) {\n"
+"\t\tprintf(\"%s: Passed (bit-exact)\\n\", LABEL);\n"
+"\t\treturn 0;\n"
+"\t}\n"
+"\tif (nbad == 0) {\n"
+"\t\tprintf(\"%s: Passed (max abs err %.3g, max rel err %.3g)\\n\", LABEL, max_abs, max_rel);\n"
+"\t\treturn 0;\n"
+"\t}\n"
+"\tprintf(\"%s: Mismatch: %s[%lld, %lld]: expected %.9g, got %.9g (abs err %.3g, rel err %.3g); \"\n"
+"\t    \"%lld of %lld elements beyond rtol %g, atol %g (%.3g%%); max abs err %.3g, max rel err \"\n"
+"\t    \"%.3g, mean abs err %.3g, mean rel err %.3g\\n\", LABEL, KEY, fi, fj, ex, got,\n"
+"\t    fabs(got - ex), ex != 0 ? fabs(got - ex) / fabs(ex) : INFINITY, nbad, n, RTOL, ATOL,\n"
+"\t    100.0 * (double)nbad / (double)n, max_abs, max_rel,\n"
+"\t    nabs ? sum_abs / (double)nabs : 0.0, nrel ? sum_rel / (double)nrel : 0.0);\n"
+"\treturn 1;\n"
+"}\n"
+"\n"
+"/* The bytes of a .bin file beside this program: exactly n elements. */\n"
+"static elem *\n"
+"load(const char *name, size_t n)\n"
+"{\n"
+"\tFILE *f = fopen(name, \"rb\");\n"
+"\telem *p = malloc(n ? n * sizeof(elem) : 1);\n"
+"\tsize_t got;\n"
+"\tint more;\n"
+"\n"
+"\tif (f == NULL) {\n"
+"\t\tfprintf(stderr, \"repro: %s: %s\\n\", name, strerror(errno));\n"
+"\t\texit(2);\n"
+"\t}\n"
+"\tif (p == NULL) {\n"
+"\t\tfprintf(stderr, \"repro: out of memory\\n\");\n"
+"\t\texit(2);\n"
+"\t}\n"
+"\tgot = fread(p, sizeof(elem), n, f);\n"
+"\tmore = fgetc(f);\n"
+"\tfclose(f);\n"
+"\tif (got != n || more != EOF) {\n"
+"\t\tfprintf(stderr, \"repro: %s: not the %zu bytes this call's buffer takes\\n\", name,\n"
+"\t\t    n * sizeof(elem));\n"
+"\t\texit(2);\n"
+"\t}\n"
+"\treturn p;\n"
+"}\n"
+"\n";
+
+static void
+c_label(FILE *f, const struct xp *p)
+{
+	fputs("#define LABEL \"", f);
+	put_plain(f, p->info->function);
+	fputs(" (", f);
+	put_plain(f, p->info->name);
+	fputs(")\"\n", f);
+}
+
+static int
+write_blas(struct xp *p, const struct gemm_layout *l)
+{
+	mate_dtype dt = l->dbl ? MATE_F64 : MATE_F32;
+	const char *ty = l->dbl ? "double" : "float";
+	int64_t order = 102, m, n, k, lda, ldb, ldc;
+	struct operand oa, ob, oc;
+	const mate_value *after = NULL;
+	double alpha, beta, rtol, atol;
+	char ta, tb, *text = NULL;
+	size_t len = 0;
+	int cm, rc;
+	FILE *f;
+
+	if ((l->order >= 0 && (rc = arg_int(p, l->order, "Order", 101, &order)) != MATE_OK) ||
+	    (rc = arg_trans(p, l, l->ta, "TransA", &ta)) != MATE_OK ||
+	    (rc = arg_trans(p, l, l->tb, "TransB", &tb)) != MATE_OK ||
+	    (rc = arg_int(p, l->m, "M", 0, &m)) != MATE_OK ||
+	    (rc = arg_int(p, l->n, "N", 0, &n)) != MATE_OK ||
+	    (rc = arg_int(p, l->k, "K", 0, &k)) != MATE_OK ||
+	    (rc = arg_int(p, l->lda, "lda", 1, &lda)) != MATE_OK ||
+	    (rc = arg_int(p, l->ldb, "ldb", 1, &ldb)) != MATE_OK ||
+	    (rc = arg_int(p, l->ldc, "ldc", 1, &ldc)) != MATE_OK ||
+	    (rc = arg_float(p, l->alpha, "alpha", &alpha)) != MATE_OK ||
+	    (rc = arg_float(p, l->beta, "beta", &beta)) != MATE_OK)
+		return rc;
+	if (order != 101 && order != 102)
+		return fail(p->err, MATE_ERR_FORMAT, "%s: Order is %lld (want 101 or 102)",
+		    p->info->name, (long long)order);
+	cm = order == 102;
+	if ((rc = operand(p, l->a, "A", ta == 'N' ? m : k, ta == 'N' ? k : m, lda, cm, dt, &oa)) ||
+	    (rc = operand(p, l->b, "B", tb == 'N' ? k : n, tb == 'N' ? n : k, ldb, cm, dt, &ob)) ||
+	    (rc = operand(p, l->c, "C", m, n, ldc, cm, dt, &oc)))
+		return rc;
+	if (p->outs != NULL && ((after = mate_value_lookup(p->outs, oc.key)) == NULL ||
+	    mate_value_kind_of(after) != MATE_V_TENSOR ||
+	    mate_value_get_tensor(after)->dtype != dt ||
+	    mate_value_get_tensor(after)->ndim != 2 || mate_value_get_tensor(after)->shape[0] != m ||
+	    mate_value_get_tensor(after)->shape[1] != n))
+		return fail(p->err, MATE_ERR_FORMAT, "%s: the record has no %lld x %lld %s for C "
+		    "after the call", p->info->name, (long long)m, (long long)n, mate_dtype_name(dt));
+	if ((rc = put_bin(p, "A.bin", &oa, oa.t, cm)) != MATE_OK ||
+	    (rc = put_bin(p, "B.bin", &ob, ob.t, cm)) != MATE_OK ||
+	    (rc = put_bin(p, "C.bin", &oc, oc.t, cm)) != MATE_OK ||
+	    (after != NULL &&
+	    (rc = put_bin(p, "C_expected.bin", &oc, mate_value_get_tensor(after), cm)) != MATE_OK))
+		return rc;
+	mate_replay_default_tolerance(dt, &rtol, &atol);
+	if (p->x->rtol >= 0)
+		rtol = p->x->rtol;
+	if (p->x->atol >= 0)
+		atol = p->x->atol;
+
+	if ((f = open_memstream(&text, &len)) == NULL)
+		return fail(p->err, MATE_ERR_NOMEM, "out of memory");
+	fputs("/* repro.c: ", f);
+	put_plain(f, p->info->function);
+	fputs(" as recorded in ", f);
+	put_plain(f, p->info->name);
+	fputs(", standalone (written by\n * mate-replay --export): the call on the recorded buffers "
+	    "(A.bin, B.bin, C.bin),\n * C afterwards compared with the recorded one "
+	    "(C_expected.bin). ./repro [DIR]\n * runs it in DIR (default: the current folder); exit "
+	    "0 when C matches, 1 when\n * it does not, 2 when a buffer cannot be read. */\n"
+	    "#include <errno.h>\n#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+	    "#include <string.h>\n#include <unistd.h>\n\n", f);
+	if (l->fortran)
+		fprintf(f, "/* the Fortran BLAS interface, as OpenBLAS declares it */\nvoid %s(const "
+		    "char *transa, const char *transb, const int *m, const int *n,\n    const int *k, "
+		    "const %s *alpha, const %s *a, const int *lda, const %s *b,\n    const int *ldb, "
+		    "const %s *beta, %s *c, const int *ldc);\n\n", l->fn, ty, ty, ty, ty, ty);
+	else
+		fprintf(f, "/* CBLAS (cblas.h), its enums as the ints they are */\nvoid %s(int order, "
+		    "int transa, int transb, int m, int n, int k, %s alpha,\n    const %s *a, int lda, "
+		    "const %s *b, int ldb, %s beta, %s *c, int ldc);\n\n", l->fn, ty, ty, ty, ty, ty);
+	fprintf(f, "typedef %s elem;\n", ty);
+	c_label(f, p);
+	fprintf(f, "#define KEY \"%s\"           /* C's key in the dump */\n"
+	    "#define ROWS %lldLL\n#define COLS %lldLL\n#define LDC %lldLL\n#define COLMAJOR %d\n"
+	    "#define RTOL %.17g  /* mate-replay's tolerance for %s */\n#define ATOL %.17g\n\n",
+	    oc.key, (long long)m, (long long)n, (long long)ldc, cm, rtol, mate_dtype_name(dt), atol);
+	fputs(c_compare, f);
+	fprintf(f, "int\nmain(int argc, char **argv)\n{\n"
+	    "\telem *a, *b, *c, *e = NULL;\n\tint status = 0;\n\n"
+	    "\tif (argc > 1 && chdir(argv[1]) != 0) {\n"
+	    "\t\tfprintf(stderr, \"repro: %%s: %%s\\n\", argv[1], strerror(errno));\n"
+	    "\t\treturn 2;\n\t}\n"
+	    "\ta = load(\"A.bin\", %lldu);\n\tb = load(\"B.bin\", %lldu);\n\tc = load(\"C.bin\", %lldu);\n",
+	    (long long)oa.extent, (long long)ob.extent, (long long)oc.extent);
+	if (after != NULL)
+		fprintf(f, "\te = load(\"C_expected.bin\", %lldu);\n", (long long)oc.extent);
+	if (l->fortran)
+		fprintf(f, "\t{\n\t\tconst int m = %lld, n = %lld, k = %lld, lda = %lld, ldb = %lld, "
+		    "ldc = %lld;\n\t\tconst elem alpha = %.17g, beta = %.17g;\n\n"
+		    "\t\t%s(\"%c\", \"%c\", &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc);\n\t}\n",
+		    (long long)m, (long long)n, (long long)k, (long long)lda, (long long)ldb,
+		    (long long)ldc, alpha, beta, l->fn, ta, tb);
+	else
+		fprintf(f, "\t%s(%lld, %d, %d, %lld, %lld, %lld, %.17g, a, %lld, b, %lld, %.17g, c, "
+		    "%lld);\n", l->fn, (long long)order, 111 + (int)(strchr("NTC", ta) - "NTC"),
+		    111 + (int)(strchr("NTC", tb) - "NTC"), (long long)m, (long long)n, (long long)k,
+		    alpha, (long long)lda, (long long)ldb, beta, (long long)ldc);
+	if (after != NULL)
+		fputs("\tstatus = compare(e, c);\n", f);
+	else
+		fputs("\tprintf(\"%s: Ran, unchecked: the recording has no outputs to compare\\n\", "
+		    "LABEL);\n\t(void)compare;\n", f);
+	fputs("\tfree(a);\n\tfree(b);\n\tfree(c);\n\tfree(e);\n\treturn status;\n}\n", f);
+	if (fclose(f) != 0) {
+		free(text);
+		return fail(p->err, MATE_ERR_NOMEM, "out of memory");
+	}
+	rc = put_file(p, "repro.c", text, len, 0644);
+	free(text);
+	if (rc != MATE_OK)
+		return rc;
+	{
+		static const char mk[] =
+		    "# Makefile: builds repro, the recorded call standalone (mate-replay --export).\n"
+		    "# make BLAS_LIBS='-L/path -lmkl_rt' links another BLAS.\n"
+		    "CC ?= cc\n"
+		    "CFLAGS ?= -O2 -g\n"
+		    "BLAS_CFLAGS ?= $(shell pkg-config --cflags openblas 2>/dev/null)\n"
+		    "BLAS_LIBS ?= $(shell pkg-config --libs openblas 2>/dev/null || "
+		    "pkg-config --libs cblas 2>/dev/null || echo -lopenblas)\n"
+		    "\n"
+		    "repro: repro.c\n"
+		    "\t$(CC) $(CFLAGS) $(BLAS_CFLAGS) -o $@ repro.c $(BLAS_LIBS) -lm\n"
+		    "\n"
+		    "run: repro\n"
+		    "\t./repro\n"
+		    "\n"
+		    "clean:\n"
+		    "\trm -f repro\n"
+		    "\n"
+		    ".PHONY: run clean\n";
+
+		rc = put_file(p, "Makefile", mk, sizeof(mk) - 1, 0644);
+	}
+	p->x->kind = "c";
+	return rc;
+}
+
+/* ---- README ------------------------------------------------------------------------ */
+
+static void
+put_json_plain(FILE *f, const cJSON *v)
+{
+	char *s;
+
+	if (cJSON_IsString(v)) {
+		put_plain(f, v->valuestring);
+		return;
+	}
+	if ((s = cJSON_PrintUnformatted(v)) != NULL) {
+		put_plain(f, s);
+		cJSON_free(s);
+	}
+}
+
+static int
+write_readme(struct xp *p)
+{
+	const struct mate_dump_info *i = p->info;
+	const cJSON *versions = p->rec ? cJSON_GetObjectItemCaseSensitive(p->rec, "versions") : NULL;
+	const cJSON *details = p->rec ? cJSON_GetObjectItemCaseSensitive(p->rec, "tensor_details") : NULL;
+	const cJSON *e;
+	int py = strcmp(p->x->kind, "python") == 0, rc;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if ((f = open_memstream(&text, &len)) == NULL)
+		return fail(p->err, MATE_ERR_NOMEM, "out of memory");
+	fputs("One recorded call, standalone\n=============================\n\n", f);
+	fputs("Call:       ", f);
+	put_plain(f, i->function);
+	if (i->module) {
+		fputs(" (module ", f);
+		put_plain(f, i->module);
+		fputs(")", f);
+	}
+	fputs("\nDump:       ", f);
+	put_plain(f, i->path);
+	fprintf(f, "\nStatus:     %s\n", mate_dump_status_name(i->status));
+	if (i->timestamp && i->timestamp[0]) {
+		fputs("Recorded:   ", f);
+		put_plain(f, i->timestamp);
+		fputc('\n', f);
+	}
+	if (i->process_id >= 0)
+		fprintf(f, "Process:    %lld, call %lld of its function\n", (long long)i->process_id,
+		    (long long)i->call_sequence);
+	if (p->rec && (e = cJSON_GetObjectItemCaseSensitive(p->rec, "function_signature")) != NULL) {
+		fputs("Signature:  ", f);
+		put_json_plain(f, e);
+		fputc('\n', f);
+	}
+	fputs("Tensors:    ", f);
+	put_plain(f, i->format ? i->format : "torch");
+	fputs(" files:", f);
+	for (int k = 0; k < 3; k++)
+		if (p->files[k][0]) {
+			fputc(' ', f);
+			put_plain(f, p->files[k]);
+		}
+	fputc('\n', f);
+	fputs("\nEnvironment as recorded (the record's versions)\n", f);
+	if (!cJSON_IsObject(versions) || versions->child == NULL)
+		fputs("  (the record names none)\n", f);
+	else
+		cJSON_ArrayForEach(e, versions) {
+			fputs("  ", f);
+			put_plain(f, e->string);
+			fputs(": ", f);
+			put_json_plain(f, e);
+			fputc('\n', f);
+		}
+	if (cJSON_IsObject(details)) {
+		fputs("\nTensors as recorded (key: dtype shape, device)\n", f);
+		cJSON_ArrayForEach(e, details) {
+			fputs("  ", f);
+			put_plain(f, e->string);
+			fputs(": ", f);
+			put_json_plain(f, cJSON_GetObjectItemCaseSensitive(e, "dtype"));
+			fputc(' ', f);
+			put_json_plain(f, cJSON_GetObjectItemCaseSensitive(e, "shape"));
+			fputs(", ", f);
+			put_json_plain(f, cJSON_GetObjectItemCaseSensitive(e, "device"));
+			fputc('\n', f);
+		}
+	}
+	fprintf(f, "\nExported by mate %s", mate_version_string());
+	if (p->x->command) {
+		fputs(": ", f);
+		put_plain(f, p->x->command);
+	}
+	fputs("\n\nRun\n---\n\n", f);
+	if (py)
+		fputs("  python3 repro.py                 # on CUDA when torch sees a device, else the CPU\n"
+		    "  python3 repro.py --device cpu\n"
+		    "  compute-sanitizer python3 repro.py --device cuda\n"
+		    "  nsys profile python3 repro.py --device cuda\n\n"
+		    "repro.py needs torch (and safetensors for .safetensors files, the recorded\n"
+		    "library for its functions: flashinfer for FlashInfer's); it loads the tensors\n"
+		    "with torch.load(weights_only=True), calls the real function with the recorded\n"
+		    "arguments, and compares each recorded output at mate-replay's tolerances\n"
+		    "(TOL in repro.py; matrix products without mate-replay's reduction bound, so\n"
+		    "a GEMM on another device may show a difference mate-replay would pass).\n", f);
+	else
+		fputs("  make                             # builds ./repro against OpenBLAS (pkg-config)\n"
+		    "  ./repro                          # the call once; exit 1 when C differs\n"
+		    "  valgrind ./repro\n"
+		    "  perf stat ./repro\n\n"
+		    "repro.c calls the real library with the recorded buffers: A.bin, B.bin and\n"
+		    "C.bin hold the operands as the library saw them (raw elements, leading\n"
+		    "dimensions included), C_expected.bin the recorded C after the call.\n"
+		    "make BLAS_LIBS=... links another BLAS.\n", f);
+	fputs("\nExit status: 0 the outputs match the recorded ones, 1 they do not (or the\n"
+	    "call failed), 2 the reproducer could not run (a missing or short file).\n", f);
+	if (fclose(f) != 0) {
+		free(text);
+		return fail(p->err, MATE_ERR_NOMEM, "out of memory");
+	}
+	rc = put_file(p, "README", text, len, 0644);
+	free(text);
+	return rc;
+}
+
+/* ---- the whole ---------------------------------------------------------------------- */
+
+static int
+export(struct xp *p, const char *dir)
+{
+	const struct gemm_layout *blas = NULL;
+	const char *mod;
+	int rc;
+
+	if ((p->d = mate_dump_open(p->dump, p->err)) == NULL)
+		return p->err->code ? p->err->code : MATE_ERR_IO;
+	p->info = mate_dump_get_info(p->d);
+	mod = p->info->module ? p->info->module : "";
+	if (p->info->status == MATE_DUMP_INCOMPLETE)
+		return fail(p->err, MATE_ERR_FORMAT, "%s: no complete record", p->dump);
+	/* the tensors are read now: a missing or short file is an error before anything is written */
+	if ((p->args = mate_dump_load_args(p->d, p->err)) == NULL)
+		return p->err->code ? p->err->code : MATE_ERR_FORMAT;
+	if (p->info->status == MATE_DUMP_COMPLETED &&
+	    (rc = mate_dump_load_outputs(p->d, &p->outs, p->err)) != MATE_OK)
+		return rc;
+	if (strcmp(mod, "cblas") == 0 || strcmp(mod, "blas") == 0 || strcmp(mod, "cublas") == 0 ||
+	    strcmp(mod, "cudart") == 0) {
+		for (size_t k = 0; k < sizeof(gemm_layouts) / sizeof(gemm_layouts[0]); k++)
+			if (strcmp(gemm_layouts[k].fn, p->info->function) == 0)
+				blas = &gemm_layouts[k];
+		if (blas == NULL || blas->cublas)
+			return fail(p->err, MATE_ERR_UNSUPPORTED, "%s (%s): --export writes repro.c for "
+			    "cblas_?gemm and ?gemm_ calls; this one cannot be exported yet",
+			    p->info->function, mod);
+	}
+	p->rec = read_record(p->info->path);
+	if ((rc = check_target(dir, p->err)) != MATE_OK || (rc = make_tmp(p, dir)) != MATE_OK)
+		return rc;
+	if ((rc = copy_tensor_files(p)) == MATE_OK)
+		rc = blas != NULL ? write_blas(p, blas) : write_python(p);
+	if (rc == MATE_OK)
+		rc = write_readme(p);
+	if (rc != MATE_OK)
+		return rc;
+	{
+		mode_t mask = umask(0);
+
+		umask(mask);
+		if (chmod(p->tmp, 0777 & ~mask) != 0)
+			return fail(p->err, MATE_ERR_IO, "%s: %s", p->tmp, strerror(errno));
+	}
+	if (rename(p->tmp, dir) != 0) {
+		if (errno == ENOTEMPTY || errno == EEXIST)
+			return fail(p->err, MATE_ERR_ARGUMENT, "%s is not empty: refusing to write into "
+			    "it (give a new or empty folder)", dir);
+		return fail(p->err, MATE_ERR_IO, "%s: %s", dir, strerror(errno));
+	}
+	p->made = 0;
+	return MATE_OK;
+}
+
+int
+mate_export_dump(const char *dump, const char *dir, struct mate_export *x, mate_error *err)
+{
+	struct xp p;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	p.dump = dump;
+	p.x = x;
+	p.err = err;
+	mate_error_clear(err);
+	x->kind = NULL;
+	rc = export(&p, dir);
+	if (rc != MATE_OK && err->message[0] == '\0')
+		fail(err, rc, "%s: cannot be exported", dump);
+	remove_tmp(&p);
+	cJSON_Delete(p.rec);
+	mate_value_free(p.outs);
+	mate_value_free(p.args);
+	mate_dump_free(p.d);
+	return rc;
+}
