@@ -87,6 +87,9 @@ SCRIPT_TESTS += tests/cli/test_replay_cli.py tests/cli/test_replay_mutate.py \
 	tests/cli/test_replay_reference.py tests/cli/test_replay_hostile.py \
 	tests/cli/test_replay_demo.sh tests/cli/test_replay_refusals.py tests/cli/test_replay_params.py \
 	tests/cli/test_replay_hostile_args.py tests/cli/test_replay_inplace_tuple.py
+## --export: repro.c of recorded BLAS calls built and run against OpenBLAS.
+SCRIPT_TESTS += tests/cli/test_replay_export_blas.sh
+EXTRA_DIST += tests/tools/st-set.py
 EXTRA_DIST += tests/tools/replay_dumps.py
 
 
