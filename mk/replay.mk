@@ -89,6 +89,9 @@ SCRIPT_TESTS += tests/cli/test_replay_cli.py tests/cli/test_replay_mutate.py \
 	tests/cli/test_replay_hostile_args.py tests/cli/test_replay_inplace_tuple.py
 ## --export: repro.c of recorded BLAS calls built and run against OpenBLAS.
 SCRIPT_TESTS += tests/cli/test_replay_export_blas.sh
+## --export: repro.py of torch and FlashInfer calls recorded by FlashInfer's decorator,
+## run under the peers' torch and Debian's.
+SCRIPT_TESTS += tests/interop/test_replay_export_torch.py
 EXTRA_DIST += tests/tools/st-set.py
 EXTRA_DIST += tests/tools/replay_dumps.py
 
