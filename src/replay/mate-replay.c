@@ -656,6 +656,8 @@ export_dump(const struct options *o, int argc, char **argv)
 	}
 	printf("%s: %s\n", mate_fe_safe(o->output), strcmp(x.kind, "python") == 0 ?
 	    "repro.py, the tensor files and README (python3 repro.py)" :
+	    strcmp(x.kind, "cuda") == 0 ?
+	    "repro.cu, Makefile, the buffers (*.bin) and README (make && ./repro)" :
 	    "repro.c, Makefile, the buffers (*.bin) and README (make && ./repro)");
 	return MATE_EXIT_OK;
 }

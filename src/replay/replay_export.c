@@ -1059,7 +1059,7 @@ static const char c_compare[] =
 "load(const char *name, size_t n)\n"
 "{\n"
 "\tFILE *f = fopen(name, \"rb\");\n"
-"\telem *p = malloc(n ? n * sizeof(elem) : 1);\n"
+"\telem *p = (elem *)malloc(n ? n * sizeof(elem) : 1);\n"
 "\tsize_t got;\n"
 "\tint more;\n"
 "\n"
@@ -1148,17 +1148,23 @@ write_blas(struct xp *p, const struct gemm_layout *l)
 
 	if ((f = open_memstream(&text, &len)) == NULL)
 		return fail(p->err, MATE_ERR_NOMEM, "out of memory");
-	fputs("/* repro.c: ", f);
+	fputs(l->cublas ? "/* repro.cu: " : "/* repro.c: ", f);
 	put_plain(f, p->info->function);
 	fputs(" as recorded in ", f);
 	put_plain(f, p->info->name);
 	fputs(", standalone (written by\n * mate-replay --export): the call on the recorded buffers "
 	    "(A.bin, B.bin, C.bin),\n * C afterwards compared with the recorded one "
 	    "(C_expected.bin). ./repro [DIR]\n * runs it in DIR (default: the current folder); exit "
-	    "0 when C matches, 1 when\n * it does not, 2 when a buffer cannot be read. */\n"
+	    "0 when C matches, 1 when\n * it does not (or the call fails), 2 when a buffer cannot "
+	    "be read. */\n"
 	    "#include <errno.h>\n#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
 	    "#include <string.h>\n#include <unistd.h>\n\n", f);
-	if (l->fortran)
+	if (l->cublas)
+		fputs("#include <cublas_v2.h>\n#include <cuda_runtime.h>\n\n"
+		    "#define CUDA(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \\\n"
+		    "\tfprintf(stderr, \"repro: %s: %s\\n\", #x, cudaGetErrorString(e_)); exit(2); } } "
+		    "while (0)\n\n", f);
+	else if (l->fortran)
 		fprintf(f, "/* the Fortran BLAS interface, as OpenBLAS declares it */\nvoid %s(const "
 		    "char *transa, const char *transb, const int *m, const int *n,\n    const int *k, "
 		    "const %s *alpha, const %s *a, const int *lda, const %s *b,\n    const int *ldb, "
@@ -1183,7 +1189,30 @@ write_blas(struct xp *p, const struct gemm_layout *l)
 	    (long long)oa.extent, (long long)ob.extent, (long long)oc.extent);
 	if (after != NULL)
 		fprintf(f, "\te = load(\"C_expected.bin\", %lldu);\n", (long long)oc.extent);
-	if (l->fortran)
+	if (l->cublas)
+		fprintf(f, "\t{\n\t\tconst elem alpha = %.17g, beta = %.17g;\n"
+		    "\t\tsize_t na = %lldu, nb = %lldu, nc = %lldu;\n"
+		    "\t\telem *da, *db, *dc;\n\t\tcublasHandle_t h;\n\t\tcublasStatus_t st;\n\n"
+		    "\t\tCUDA(cudaMalloc((void **)&da, (na ? na : 1) * sizeof(elem)));\n"
+		    "\t\tCUDA(cudaMalloc((void **)&db, (nb ? nb : 1) * sizeof(elem)));\n"
+		    "\t\tCUDA(cudaMalloc((void **)&dc, (nc ? nc : 1) * sizeof(elem)));\n"
+		    "\t\tCUDA(cudaMemcpy(da, a, na * sizeof(elem), cudaMemcpyHostToDevice));\n"
+		    "\t\tCUDA(cudaMemcpy(db, b, nb * sizeof(elem), cudaMemcpyHostToDevice));\n"
+		    "\t\tCUDA(cudaMemcpy(dc, c, nc * sizeof(elem), cudaMemcpyHostToDevice));\n"
+		    "\t\tif (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {\n"
+		    "\t\t\tfprintf(stderr, \"repro: cublasCreate failed\\n\");\n\t\t\treturn 2;\n\t\t}\n"
+		    "\t\tst = cublasSgemm(h, CUBLAS_OP_%c, CUBLAS_OP_%c, %lld, %lld, %lld, &alpha, da, %lld, "
+		    "db, %lld, &beta, dc, %lld);\n"
+		    "\t\tif (st != CUBLAS_STATUS_SUCCESS) {\n"
+		    "\t\t\tprintf(\"%%s: Error: cublasSgemm returned %%d\\n\", LABEL, (int)st);\n"
+		    "\t\t\treturn 1;\n\t\t}\n"
+		    "\t\tCUDA(cudaDeviceSynchronize());\n"
+		    "\t\tCUDA(cudaMemcpy(c, dc, nc * sizeof(elem), cudaMemcpyDeviceToHost));\n"
+		    "\t\tcublasDestroy(h);\n\t\tcudaFree(da);\n\t\tcudaFree(db);\n\t\tcudaFree(dc);\n"
+		    "\t}\n", alpha, beta, (long long)oa.extent, (long long)ob.extent, (long long)oc.extent,
+		    ta, tb, (long long)m, (long long)n, (long long)k, (long long)lda, (long long)ldb,
+		    (long long)ldc);
+	else if (l->fortran)
 		fprintf(f, "\t{\n\t\tconst int m = %lld, n = %lld, k = %lld, lda = %lld, ldb = %lld, "
 		    "ldc = %lld;\n\t\tconst elem alpha = %.17g, beta = %.17g;\n\n"
 		    "\t\t%s(\"%c\", \"%c\", &m, &n, &k, &alpha, a, &lda, b, &ldb, &beta, c, &ldc);\n\t}\n",
@@ -1204,11 +1233,30 @@ write_blas(struct xp *p, const struct gemm_layout *l)
 		free(text);
 		return fail(p->err, MATE_ERR_NOMEM, "out of memory");
 	}
-	rc = put_file(p, "repro.c", text, len, 0644);
+	rc = put_file(p, l->cublas ? "repro.cu" : "repro.c", text, len, 0644);
 	free(text);
 	if (rc != MATE_OK)
 		return rc;
-	{
+	if (l->cublas) {
+		static const char mk[] =
+		    "# Makefile: builds repro, the recorded call standalone (mate-replay --export):\n"
+		    "# compute-sanitizer ./repro, ncu ./repro and nsys profile ./repro run that call.\n"
+		    "NVCC ?= nvcc\n"
+		    "NVCCFLAGS ?= -O2 -g -lineinfo\n"
+		    "\n"
+		    "repro: repro.cu\n"
+		    "\t$(NVCC) $(NVCCFLAGS) -o $@ repro.cu -lcublas -lcudart\n"
+		    "\n"
+		    "run: repro\n"
+		    "\t./repro\n"
+		    "\n"
+		    "clean:\n"
+		    "\trm -f repro\n"
+		    "\n"
+		    ".PHONY: run clean\n";
+
+		rc = put_file(p, "Makefile", mk, sizeof(mk) - 1, 0644);
+	} else {
 		static const char mk[] =
 		    "# Makefile: builds repro, the recorded call standalone (mate-replay --export).\n"
 		    "# make BLAS_LIBS='-L/path -lmkl_rt' links another BLAS.\n"
@@ -1231,7 +1279,7 @@ write_blas(struct xp *p, const struct gemm_layout *l)
 
 		rc = put_file(p, "Makefile", mk, sizeof(mk) - 1, 0644);
 	}
-	p->x->kind = "c";
+	p->x->kind = l->cublas ? "cuda" : "c";
 	return rc;
 }
 
@@ -1341,6 +1389,16 @@ write_readme(struct xp *p)
 		    "arguments, and compares each recorded output at mate-replay's tolerances\n"
 		    "(TOL in repro.py; matrix products without mate-replay's reduction bound, so\n"
 		    "a GEMM on another device may show a difference mate-replay would pass).\n", f);
+	else if (strcmp(p->x->kind, "cuda") == 0)
+		fputs("  make                             # builds ./repro with nvcc, -lcublas -lcudart\n"
+		    "  ./repro                          # the call once; exit 1 when C differs\n"
+		    "  compute-sanitizer ./repro\n"
+		    "  ncu ./repro\n"
+		    "  nsys profile ./repro\n\n"
+		    "repro.cu copies the recorded buffers to the device and calls cuBLAS once:\n"
+		    "A.bin, B.bin and C.bin hold the operands as the library saw them (raw\n"
+		    "elements, column-major, leading dimensions included), C_expected.bin the\n"
+		    "recorded C after the call.\n", f);
 	else
 		fputs("  make                             # builds ./repro against OpenBLAS (pkg-config)\n"
 		    "  ./repro                          # the call once; exit 1 when C differs\n"
@@ -1387,9 +1445,9 @@ export(struct xp *p, const char *dir)
 		for (size_t k = 0; k < sizeof(gemm_layouts) / sizeof(gemm_layouts[0]); k++)
 			if (strcmp(gemm_layouts[k].fn, p->info->function) == 0)
 				blas = &gemm_layouts[k];
-		if (blas == NULL || blas->cublas)
+		if (blas == NULL)
 			return fail(p->err, MATE_ERR_UNSUPPORTED, "%s (%s): --export writes repro.c for "
-			    "cblas_?gemm and ?gemm_ calls; this one cannot be exported yet",
+			    "cblas_?gemm, ?gemm_ and cublasSgemm calls; this one cannot be exported yet",
 			    p->info->function, mod);
 	}
 	p->rec = read_record(p->info->path);
