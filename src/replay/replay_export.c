@@ -277,14 +277,16 @@ read_record(const char *dir)
 
 /* ---- text --------------------------------------------------------------------- */
 
-/* s with everything but printable ASCII (and, in code comments, quotes and
- * backslashes) as '?': names from a dump in comments and prose. */
+/* s with '_' for all but printable ASCII and for the characters that could
+ * end a comment or string of the code it goes into (quotes, backslash, '*'
+ * of a C comment's end, '?' of a C trigraph): names from a dump in comments,
+ * C strings and prose. */
 static void
 put_plain(FILE *f, const char *s)
 {
 	for (; s != NULL && *s != '\0'; s++)
-		fputc((unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f && *s != '"' &&
-		    *s != '\\' && *s != '\'' && *s != '`' ? *s : '?', f);
+		fputc((unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f &&
+		    strchr("\"\\'`*?", *s) == NULL ? *s : '_', f);
 }
 
 /* A Python bytes literal of s[0..n): b'...'. */

@@ -41,6 +41,19 @@ for f in cblas_sgemm cblas_dgemm sgemm_ dgemm_; do
 	check grep -q "^Call: *$f (module c\{0,1\}blas)" "pass-$f/README" ||
 		fail "README of $f: $(cat "pass-$f/README")"
 done
+# a folder name that would end a C comment or string, or make a trigraph: the
+# program still builds (-std=c99 -Werror: trigraphs on) and passes
+d=$(ls -d dumps/*_cblas_dgemm_call0002)
+odd='odd"*??=name\'
+cp -r "$d" "$odd"
+out=$("$REPLAY" --export "$odd" -o odd-ex 2>&1)
+expect_status 0 $? "export of $odd: $out"
+(cd odd-ex && make CFLAGS='-std=c99 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Werror' >make.log 2>&1) ||
+	fail "make of a dump with an odd name: $(cat odd-ex/make.log)"
+got=$(cd odd-ex && ./repro)
+expect_status 0 $? "odd-ex/repro: $got"
+check echo "$got" | grep -q "^cblas_dgemm (odd_.*name_): Passed (bit-exact)" || fail "odd-ex/repro says: $got"
+
 # it runs from elsewhere with its folder named
 (cd / && "$WORK/pass-cblas_sgemm/repro" "$WORK/pass-cblas_sgemm") >/dev/null
 expect_status 0 $? "repro run from / with its folder"
