@@ -19,12 +19,14 @@ preload_tests="tests/cli/test_record_cblas.sh tests/cli/test_record_exit.sh
 	tests/interop/test_flashinfer_logtext.py tests/interop/test_peers_zmq_pandas.py tests/test_dlclose
 	tests/cli/test_recorder_enospc.sh tests/cli/test_recorder_enospc_pt.sh
 	tests/cli/test_libmate_openblas_lazy.sh tests/cli/test_record_summary.sh tests/cli/test_doc_examples.py
-	tests/cli/test_dump_keys_work.py"
+	tests/cli/test_dump_keys_work.py tests/cli/test_replay_export_blas.sh
+	tests/cli/test_replay_export_cuda.sh"
 
 # Only the GPU tests may skip (no GPU here, or a build without CUDA); any other skip is a
 # test that did not run, and fails CI.
 gpu_tests="tests/test_kernels_cuda tests/test_recorder_cuda tests/cli/test_cuda_module.sh
-	tests/interop/test_kernels_torch_cuda.sh tests/cli/test_record_gpu.sh"
+	tests/interop/test_kernels_torch_cuda.sh tests/cli/test_record_gpu.sh
+	tests/cli/test_replay_export_cuda.sh"
 no_skips() {
 	local trs t bad=
 	# automake's tests/NAME.trs: NAME without a .sh or .py extension
