@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_replay_export_torch.py: mate-replay --export of calls recorded by FlashInfer's real decorator (torch's Tensor.mm and Tensor.softmax under MATE's names, FlashInfer's rmsnorm as the peers' torch reference) writes a repro.py that runs on the CPU under the peers' torch 2.x and Debian's torch 1.13 and gives mate-replay's verdict: passed, and a planted wrong output element as the same mismatch at the same index (exit 1); a call named as FlashInfer's own compiles and names what it imports; a wrapper's method is refused."""
+"""test_replay_export_torch.py: mate-replay --export of calls recorded by FlashInfer's real decorator (torch's Tensor.mm and Tensor.softmax under MATE's names, FlashInfer's rmsnorm as the peers' torch reference) writes a repro.py that runs on the CPU under the peers' torch 2.x and Debian's torch 1.13 and gives mate-replay's verdict: passed, and a planted wrong output element as the same mismatch at the same index (exit 1); a call named as FlashInfer's own compiles and names what it imports; safetensors dumps load through safetensors; a wrapper's method is refused."""
 import os
 import py_compile
 import shutil
@@ -138,6 +138,20 @@ def test_flashinfer():
         print("flashinfer imports here: repro.py resolves flashinfer.norm.rmsnorm")
 
 
+def test_safetensors():
+    root, dirs = flashinfer_record(__file__, TMP, 5, fmt="safetensors")
+    for suffix in ("Tensor.softmax_call0001", "rmsnorm_call0001"):
+        d = os.path.join(root, find_dump(dirs, suffix))
+        out = export(d, "st-" + suffix)
+        check(os.path.isfile(os.path.join(out, "outputs.safetensors")), "%s: no outputs.safetensors" % out)
+        for what, python in PYTHONS:
+            if run([python, "-c", "import safetensors.torch"], check=False).returncode != 0:
+                print("no safetensors under %s: its repro.py not run" % what)
+                continue
+            rc, line = repro(out, python)
+            check(rc == 0 and ": Passed (" in line, "%s under %s: exit %d: %s" % (suffix, what, rc, line))
+
+
 def test_wrapper_refused():
     d = find_dump(DIRS, "DemoWrapper.run_call0001")
     out = os.path.join(TMP, "wrapper")
@@ -154,6 +168,8 @@ with case("mismatch"):
     test_mismatch()
 with case("flashinfer"):
     test_flashinfer()
+with case("safetensors"):
+    test_safetensors()
 with case("wrapper_refused"):
     test_wrapper_refused()
 done()
