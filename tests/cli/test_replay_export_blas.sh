@@ -90,6 +90,14 @@ expect_status 2 $? "export of a dump with a truncated inputs file"
 check grep -q "^mate-replay: .*inputs.safetensors" out.txt || fail "no error naming the file: $(cat out.txt)"
 check [ ! -e from-short ] && [ -z "$(ls -a | grep '\.export-')" ] || fail "something was written: $(ls -a)"
 
+# a function of the recorded program itself (MATE's reference: module __main__)
+"$REPLAY" --export "$(ls -d "$top_srcdir"/tests/fixtures/mate-reference/mate_dumps/*_rmsnorm_call0001)" \
+	-o main-fn >out.txt 2>&1
+expect_status 1 $? "export of a function of __main__"
+check grep -q "rmsnorm is defined in the recorded program itself (module __main__)" out.txt ||
+	fail "no reason: $(cat out.txt)"
+check [ ! -e main-fn ] || fail "main-fn was written"
+
 # -o goes with --export
 "$REPLAY" -o x dumps >out.txt 2>&1
 expect_status 2 $? "-o without --export"
