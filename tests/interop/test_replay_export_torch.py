@@ -2,6 +2,7 @@
 """test_replay_export_torch.py: mate-replay --export of calls recorded by FlashInfer's real decorator (torch's Tensor.mm and Tensor.softmax under MATE's names, FlashInfer's rmsnorm as the peers' torch reference) writes a repro.py that runs on the CPU under the peers' torch 2.x and Debian's torch 1.13 and gives mate-replay's verdict: passed, and a planted wrong output element as the same mismatch at the same index (exit 1); a call named as FlashInfer's own compiles and names what it imports; safetensors dumps load through safetensors; a wrapper's method is refused."""
 import os
 import py_compile
+import re
 import shutil
 import sys
 import types
@@ -113,9 +114,13 @@ def test_mismatch():
             rc, line = repro(out, python)
             check(rc == 1 and ": Mismatch: result" + where + ": expected" in line,
                   "%s under %s: exit %d: %s" % (suffix, what, rc, line))
-            if suffix.startswith("Tensor.softmax") and what == "torch 2.x":
-                # no reduction bound: the same message as mate-replay's, word for word
-                check(line.split(": Mismatch: ", 1)[-1] == v["message"],
+            if suffix.startswith("Tensor.") and what == "torch 2.x":
+                # the same message as mate-replay's, word for word (Tensor.mm's with the
+                # product's reduction bound, 2 K u (|A| |B|)ij), but for the value got: torch's
+                # product and mate's kernel may round differently
+                def masked(m):
+                    return re.sub(r"got [^ ]+ ", "got _ ", m)
+                check(masked(line.split(": Mismatch: ", 1)[-1]) == masked(v["message"]),
                       "repro.py says %s, mate-replay %s" % (line, v["message"]))
 
 
