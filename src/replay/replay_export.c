@@ -31,6 +31,10 @@ struct xp {
 	struct mate_export *x;
 	mate_error *err;
 	char files[3][64];              /* the tensor files copied ("" where none) */
+	char **seq;                     /* a wrapper's method: the object's calls before it, */
+	char **seqfn;                   /* from its __init__ on (dump folders, in call order) */
+	char **seqname;                 /* and their methods and dump names */
+	size_t nseq;
 };
 
 static int
@@ -180,14 +184,14 @@ put_file(struct xp *p, const char *name, const void *data, size_t len, int mode)
 
 /* Copies the dump's file name (a regular file, links not followed) into the folder. */
 static int
-copy_file(struct xp *p, const char *name)
+copy_file(struct xp *p, const char *from, const char *name, const char *prefix)
 {
-	char src[PATH_MAX + 64], dst[PATH_MAX + 64], buf[1 << 16];
+	char src[PATH_MAX + 64], dst[PATH_MAX + 128], buf[1 << 16];
 	int in, out, rc = MATE_OK;
 	ssize_t n;
 
-	snprintf(src, sizeof(src), "%s/%s", p->info->path, name);
-	snprintf(dst, sizeof(dst), "%s/%s", p->tmp, name);
+	snprintf(src, sizeof(src), "%s/%s", from, name);
+	snprintf(dst, sizeof(dst), "%s/%s%s", p->tmp, prefix, name);
 	if ((in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return fail(p->err, MATE_ERR_IO, "%s: %s", src, strerror(errno));
 	if ((out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0) {
@@ -213,9 +217,10 @@ copy_file(struct xp *p, const char *name)
 	return rc;
 }
 
-/* The dump's inputs, outputs and in-place files as they are on disk, copied. */
+/* The inputs, outputs and in-place files of the dump in `from` as they are
+ * on disk, copied as PREFIX<name>; their names in files ("" where none). */
 static int
-copy_tensor_files(struct xp *p)
+copy_tensor_files(struct xp *p, const char *from, const char *prefix, char files[3][64])
 {
 	static const char *const stems[] = { "inputs", "outputs", "inplace" };
 	static const char *const exts[] = { ".pt", ".safetensors" };
@@ -224,15 +229,15 @@ copy_tensor_files(struct xp *p)
 	int rc;
 
 	for (size_t i = 0; i < 3; i++) {
-		p->files[i][0] = '\0';
+		files[i][0] = '\0';
 		for (size_t k = 0; k < 2; k++) {
 			snprintf(name, sizeof(name), "%s%s", stems[i], exts[k]);
-			snprintf(path, sizeof(path), "%s/%s", p->info->path, name);
+			snprintf(path, sizeof(path), "%s/%s", from, name);
 			if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
 				continue;
-			if ((rc = copy_file(p, name)) != MATE_OK)
+			if ((rc = copy_file(p, from, name, prefix)) != MATE_OK)
 				return rc;
-			snprintf(p->files[i], sizeof(p->files[i]), "%s", name);
+			snprintf(files[i], 64, "%s%s", prefix, name);
 			break;
 		}
 	}
@@ -473,10 +478,11 @@ static const char py_body[] =
 "        fail(\"%s: cannot be read: %s\" % (name, e))\n"
 "\n"
 "\n"
-"def resolve():\n"
-"    \"\"\"The recorded function: MODULE.NAME, else NAME's last part in MODULE's package.\"\"\"\n"
-"    why = None\n"
-"    for mod, name in ((MODULE, NAME), (MODULE.split(\".\")[0], NAME.split(\".\")[-1])):\n"
+"def resolve(what=None):\n"
+"    \"\"\"The recorded function (or a wrapper's class, what): MODULE.NAME, else NAME's\n"
+"    last part in MODULE's package.\"\"\"\n"
+"    why, what = None, what or NAME\n"
+"    for mod, name in ((MODULE, what), (MODULE.split(\".\")[0], what.split(\".\")[-1])):\n"
 "        try:\n"
 "            obj = importlib.import_module(mod)\n"
 "            for part in name.split(\".\"):\n"
@@ -485,7 +491,24 @@ static const char py_body[] =
 "                return obj\n"
 "        except Exception as e:\n"
 "            why = why or \"%s: %s\" % (type(e).__name__, e)\n"
-"    fail(\"cannot find %s.%s: %s\" % (MODULE, NAME, why))\n"
+"    fail(\"cannot find %s.%s: %s\" % (MODULE, what, why))\n"
+"\n"
+"\n"
+"def setup(device):\n"
+"    \"\"\"A wrapper's object as the recording made it: CLASS(...) with its __init__'s\n"
+"    arguments, then its other recorded calls before this one (SEQUENCE), in order.\"\"\"\n"
+"    cls, obj = resolve(CLASS), None\n"
+"    for method, files, arguments_of in SEQUENCE:\n"
+"        T = {k: v.to(device) for k, v in load(files[0]).items()}\n"
+"        try:\n"
+"            args, kwargs = arguments_of(T, obj)\n"
+"        except KeyError as e:\n"
+"            fail(\"%s has no tensor %s\" % (files[0], e))\n"
+"        if method == \"__init__\":\n"
+"            obj = cls(*args, **kwargs)\n"
+"        else:\n"
+"            getattr(obj, method)(*args, **kwargs)\n"
+"    return obj\n"
 "\n"
 "\n"
 "def index_of(shape, i):\n"
@@ -622,14 +645,24 @@ static const char py_body[] =
 "    T = {k: v.to(a.device) for k, v in load(FILES[0]).items()}\n"
 "    E = dict(load(FILES[1]))\n"
 "    E.update(load(FILES[2]))\n"
-"    fn = None if METHOD else resolve()\n"
+"    fn = None if METHOD or WRAPPER else resolve()\n"
+"    obj = None\n"
+"    if WRAPPER:\n"
+"        try:\n"
+"            obj = setup(a.device)\n"
+"        except Exception as e:\n"
+"            print(\"%s: Error: the object's recorded calls before it: %s: %s\" % (\n"
+"                LABEL, type(e).__name__, e))\n"
+"            return 1\n"
 "    try:\n"
-"        args, kwargs = arguments(T)\n"
+"        args, kwargs = arguments(T, obj)\n"
 "    except KeyError as e:\n"
 "        fail(\"the inputs file has no tensor %s\" % e)\n"
 "    try:\n"
 "        if METHOD:\n"
 "            ret = getattr(args[0], NAME)(*args[1:], **kwargs)\n"
+"        elif WRAPPER:\n"
+"            ret = getattr(obj, NAME)(*args, **kwargs)\n"
 "        else:\n"
 "            ret = fn(*args, **kwargs)\n"
 "        if a.device == \"cuda\":\n"
@@ -684,7 +717,7 @@ static const char py_body[] =
 
 /* def arguments(T): the recorded positional and keyword arguments. */
 static int
-put_py_arguments(struct xp *p, FILE *f)
+put_py_arguments(struct xp *p, FILE *f, const char *fname, int self)
 {
 	size_t n = mate_value_len(p->args), npos = 0;
 	char key[32];
@@ -696,9 +729,10 @@ put_py_arguments(struct xp *p, FILE *f)
 		if (k != NULL && strncmp(k, "arg_", 4) == 0)
 			npos++;
 	}
-	fputs("def arguments(T):\n    \"\"\"The recorded arguments; T: the inputs file's tensors "
-	    "on the device.\"\"\"\n    args = [\n", f);
-	for (size_t i = 0; i < npos; i++) {
+	fprintf(f, "def %s(T, obj=None):\n    \"\"\"The recorded arguments; T: the inputs file's "
+	    "tensors on the device%s.\"\"\"\n    args = [\n", fname, self ? "; the recorded "
+	    "self (arg_0), the object, is left out" : "");
+	for (size_t i = self ? 1 : 0; i < npos; i++) {
 		const mate_value *v;
 
 		snprintf(key, sizeof(key), "arg_%zu", i);
@@ -793,6 +827,63 @@ put_py_checks(struct xp *p, FILE *f)
 	return MATE_OK;
 }
 
+/* SEQUENCE: a wrapper's calls before the exported one, their files copied as
+ * call<k>_<name>, each with its arguments_<k>(T, obj). */
+static int
+put_py_sequence(struct xp *p, FILE *f)
+{
+	char (*files)[3][64] = NULL;
+	mate_value *keep = p->args;
+	int rc = MATE_OK;
+
+	if (p->seq == NULL) {
+		fputs("SEQUENCE = []  # not a wrapper's method\n\n\n", f);
+		return MATE_OK;
+	}
+	if ((files = calloc(p->nseq, sizeof(*files))) == NULL)
+		return fail(p->err, MATE_ERR_NOMEM, "out of memory");
+	for (size_t k = 0; k < p->nseq && rc == MATE_OK; k++) {
+		char prefix[32], fname[32];
+		mate_dump *d;
+
+		snprintf(prefix, sizeof(prefix), "call%zu_", k + 1);
+		snprintf(fname, sizeof(fname), "arguments_%zu", k + 1);
+		if ((d = mate_dump_open(p->seq[k], p->err)) == NULL) {
+			rc = p->err->code ? p->err->code : MATE_ERR_IO;
+			break;
+		}
+		if ((p->args = mate_dump_load_args(d, p->err)) == NULL)
+			rc = p->err->code ? p->err->code : MATE_ERR_FORMAT;
+		if (rc == MATE_OK)
+			rc = copy_tensor_files(p, p->seq[k], prefix, files[k]);
+		if (rc == MATE_OK)
+			rc = put_py_arguments(p, f, fname, 1);
+		mate_value_free(p->args);
+		mate_dump_free(d);
+	}
+	p->args = keep;
+	if (rc == MATE_OK) {
+		fputs("# the object's recorded calls before this one, from its __init__ on:\n"
+		    "# (method, its files: inputs, outputs, in place, its arguments)\nSEQUENCE = [\n", f);
+		for (size_t k = 0; k < p->nseq; k++) {
+			fputs("    (", f);
+			put_py_cstr(f, p->seqfn[k]);
+			fputs(", (", f);
+			for (int j = 0; j < 3; j++) {
+				if (files[k][j][0])
+					put_py_cstr(f, files[k][j]);
+				else
+					fputs("None", f);
+				fputs(j < 2 ? ", " : "), ", f);
+			}
+			fprintf(f, "arguments_%zu),\n", k + 1);
+		}
+		fputs("]\n\n\n", f);
+	}
+	free(files);
+	return rc;
+}
+
 /* Which function repro.py calls, or why it cannot. */
 static int
 python_target(struct xp *p, int *method, const char **name)
@@ -807,7 +898,9 @@ python_target(struct xp *p, int *method, const char **name)
 		*name = fn + 7;
 		return MATE_OK;
 	}
-	if (i->self_id != NULL || strchr(fn, '.') != NULL)
+	if (p->seq != NULL)
+		*name = strrchr(fn, '.') + 1;   /* a wrapper's method, called on the object */
+	else if (i->self_id != NULL || strchr(fn, '.') != NULL)
 		return fail(p->err, MATE_ERR_UNSUPPORTED, "%s is a method of a recorded object: its "
 		    "__init__ and plan calls would have to run first; --export cannot export a "
 		    "wrapper's calls yet", fn);
@@ -849,6 +942,14 @@ write_python(struct xp *p)
 	put_py_cstr(f, name);
 	fprintf(f, "\nMETHOD = %s  # a method of the first argument (MATE's Tensor.NAME)\n",
 	    method ? "True" : "False");
+	fprintf(f, "WRAPPER = %s  # a method of a recorded object, made again by setup()\n",
+	    p->seq != NULL ? "True" : "False");
+	fputs("CLASS = ", f);
+	if (p->seq != NULL)
+		put_py_str(f, i->function, (size_t)(name - 1 - i->function));
+	else
+		fputs("None", f);
+	fputc('\n', f);
 	fputs("LABEL = ", f);
 	{
 		char label[1024];
@@ -876,7 +977,9 @@ write_python(struct xp *p)
 		    "REDUCTION = None  # not a matrix product: no reduction bound\n", f);
 	}
 	if ((rc = put_py_checks(p, f)) == MATE_OK)
-		rc = put_py_arguments(p, f);
+		rc = put_py_arguments(p, f, "arguments", p->seq != NULL);
+	if (rc == MATE_OK)
+		rc = put_py_sequence(p, f);
 	fputs(py_body, f);
 	if (fclose(f) != 0 && rc == MATE_OK)
 		rc = fail(p->err, MATE_ERR_NOMEM, "out of memory");
@@ -1380,6 +1483,17 @@ write_readme(struct xp *p)
 		put_json_plain(f, e);
 		fputc('\n', f);
 	}
+	if (p->seq != NULL) {
+		fputs("Sequence:   the object's recorded calls, replayed in this order (files\n"
+		    "            call<k>_*, then this call's own):\n", f);
+		for (size_t k = 0; k <= p->nseq; k++) {
+			fprintf(f, "  %zu. ", k + 1);
+			put_plain(f, k < p->nseq ? p->seqfn[k] : strrchr(i->function, '.') + 1);
+			fputs("  ", f);
+			put_plain(f, k < p->nseq ? p->seqname[k] : i->name);
+			fputs(k < p->nseq ? "\n" : "  (compared)\n", f);
+		}
+	}
 	fputs("Tensors:    ", f);
 	put_plain(f, i->format ? i->format : "torch");
 	fputs(" files:", f);
@@ -1462,6 +1576,121 @@ write_readme(struct xp *p)
 	return rc;
 }
 
+/* ---- a wrapper's calls ------------------------------------------------------------- */
+
+/* For a method of a recorded object (CLASS.METHOD with a self_id): the calls
+ * on the same object (process and self_id) in the dump's root before it, from
+ * the latest CLASS.__init__ on, in the order mate-replay replays them. Refuses
+ * when the root holds no such __init__, or no plan for a run. */
+static int
+find_sequence(struct xp *p)
+{
+	const struct mate_dump_info *me = p->info, *d;
+	const char *fn = me->function, *dot = strrchr(fn, '.');
+	char *root = NULL, *slash, init[512];
+	size_t n, at, from = (size_t)-1, cls;
+	int rc = MATE_OK, planned = 0;
+	mate_dump_list *l;
+
+	if (me->self_id == NULL || dot == NULL || dot == fn || dot[1] == '\0' ||
+	    strncmp(fn, "Tensor.", 7) == 0)
+		return MATE_OK;
+	cls = (size_t)(dot - fn);
+	if ((size_t)snprintf(init, sizeof(init), "%.*s.__init__", (int)cls, fn) >= sizeof(init))
+		return fail(p->err, MATE_ERR_UNSUPPORTED, "%s: name too long", fn);
+	if (strcmp(dot + 1, "__init__") == 0)
+		return fail(p->err, MATE_ERR_UNSUPPORTED, "%s: --export exports a wrapper's plan or "
+		    "run (with its __init__ before it), not the __init__ alone", fn);
+	if ((root = strdup(me->path)) == NULL)
+		return fail(p->err, MATE_ERR_NOMEM, "out of memory");
+	for (n = strlen(root); n > 1 && root[n - 1] == '/'; n--)
+		root[n - 1] = '\0';
+	if ((slash = strrchr(root, '/')) == NULL)
+		strcpy(root, ".");
+	else
+		slash[slash == root ? 1 : 0] = '\0';
+	if ((l = mate_dump_list_new(0, p->err)) == NULL) {
+		free(root);
+		return p->err->code ? p->err->code : MATE_ERR_NOMEM;
+	}
+	if (mate_dump_list_add(l, root, p->err) < 0) {
+		rc = p->err->code ? p->err->code : MATE_ERR_IO;
+		goto out;
+	}
+	mate_dump_list_sort(l);
+	n = mate_dump_list_count(l);
+	for (at = 0; at < n; at++)
+		if (strcmp(mate_dump_list_get(l, at)->name, me->name) == 0)
+			break;
+	for (size_t i = 0; i < at && i < n; i++) {
+		d = mate_dump_list_get(l, i);
+		if (d->self_id == NULL || d->process_id != me->process_id ||
+		    strcmp(d->self_id, me->self_id) != 0)
+			continue;
+		if (strcmp(d->function, init) == 0) {
+			from = i;
+			planned = 0;
+		} else if (from != (size_t)-1 && strncmp(d->function, fn, cls + 1) == 0 &&
+		    strcmp(d->function + cls + 1, "plan") == 0) {
+			planned = 1;
+		}
+	}
+	if (at == n || from == (size_t)-1) {
+		rc = fail(p->err, MATE_ERR_UNSUPPORTED, "%s: no %s of its object %lld:%s (process_id:"
+		    "self_id) before it in %s: --export needs the dumps of the object's calls before "
+		    "this one", me->name, init, (long long)me->process_id, me->self_id, root);
+		goto out;
+	}
+	if (strcmp(dot + 1, "run") == 0 && !planned) {
+		rc = fail(p->err, MATE_ERR_UNSUPPORTED, "%s: no %.*s.plan of its object %lld:%s "
+		    "(process_id:self_id) between its __init__ and it in %s: --export needs the dumps "
+		    "of the object's calls before this one", me->name, (int)cls, fn,
+		    (long long)me->process_id, me->self_id, root);
+		goto out;
+	}
+	p->seq = calloc(at - from, sizeof(char *));
+	p->seqfn = calloc(at - from, sizeof(char *));
+	p->seqname = calloc(at - from, sizeof(char *));
+	if (p->seq == NULL || p->seqfn == NULL || p->seqname == NULL) {
+		rc = fail(p->err, MATE_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = from; i < at; i++) {
+		const char *m;
+
+		d = mate_dump_list_get(l, i);
+		if (d->self_id == NULL || d->process_id != me->process_id ||
+		    strcmp(d->self_id, me->self_id) != 0)
+			continue;
+		m = strrchr(d->function, '.');
+		if (m == NULL || strncmp(d->function, fn, cls + 1) != 0 ||
+		    (size_t)(m - d->function) != cls) {
+			rc = fail(p->err, MATE_ERR_UNSUPPORTED, "%s: its object's call %s is not a "
+			    "method of %s", d->name, d->function, init);
+			goto out;
+		}
+		if (d->status == MATE_DUMP_INCOMPLETE) {
+			rc = fail(p->err, MATE_ERR_FORMAT, "%s: the object's call %s has no complete "
+			    "record", d->name, d->function);
+			goto out;
+		}
+		p->seq[p->nseq] = strdup(d->path);
+		p->seqfn[p->nseq] = strdup(m + 1);
+		p->seqname[p->nseq] = strdup(d->name);
+		if (p->seq[p->nseq] == NULL || p->seqfn[p->nseq] == NULL ||
+		    p->seqname[p->nseq] == NULL) {
+			p->nseq++;
+			rc = fail(p->err, MATE_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+		p->nseq++;
+	}
+out:
+	mate_dump_list_free(l);
+	free(root);
+	return rc;
+}
+
 /* ---- the whole ---------------------------------------------------------------------- */
 
 static int
@@ -1493,10 +1722,12 @@ export(struct xp *p, const char *dir)
 			    "cblas_?gemm, ?gemm_ and cublasSgemm calls; this one cannot be exported yet",
 			    p->info->function, mod);
 	}
+	if ((rc = find_sequence(p)) != MATE_OK)
+		return rc;
 	p->rec = read_record(p->info->path);
 	if ((rc = check_target(dir, p->err)) != MATE_OK || (rc = make_tmp(p, dir)) != MATE_OK)
 		return rc;
-	if ((rc = copy_tensor_files(p)) == MATE_OK)
+	if ((rc = copy_tensor_files(p, p->info->path, "", p->files)) == MATE_OK)
 		rc = blas != NULL ? write_blas(p, blas) : write_python(p);
 	if (rc == MATE_OK)
 		rc = write_readme(p);
@@ -1535,6 +1766,14 @@ mate_export_dump(const char *dump, const char *dir, struct mate_export *x, mate_
 	if (rc != MATE_OK && err->message[0] == '\0')
 		fail(err, rc, "%s: cannot be exported", dump);
 	remove_tmp(&p);
+	for (size_t k = 0; k < p.nseq; k++) {
+		free(p.seq[k]);
+		free(p.seqfn[k]);
+		free(p.seqname[k]);
+	}
+	free(p.seq);
+	free(p.seqfn);
+	free(p.seqname);
 	cJSON_Delete(p.rec);
 	mate_value_free(p.outs);
 	mate_value_free(p.args);
