@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_replay_export_wrapper.py: mate-replay --export of a wrapper's run (FlashInfer's BatchDecodeWithPagedKVCacheWrapper, the peers' torch reference under FlashInfer's real decorator: __init__, plan, run, plan again, run again, another object between) writes a repro.py that makes the object again from its recorded __init__, replays its calls before the run in order (the latest plan last), runs it and gives mate-replay's verdict: passed (exit 0), and a planted wrong output element as the same mismatch at the same index (exit 1); the README lists the sequence; a root without the object's plan or __init__ is refused (exit 1, nothing written)."""
+"""test_replay_export_wrapper.py: mate-replay --export of a wrapper's run (FlashInfer's BatchDecodeWithPagedKVCacheWrapper, the peers' torch reference under FlashInfer's real decorator: __init__, plan, run, plan again, run again, another object between) writes a repro.py (and for its second plan) that makes the object again from its recorded __init__, replays its calls before the run in order (the latest plan last), runs it and gives mate-replay's verdict: passed (exit 0), and a planted wrong output element as the same mismatch at the same index (exit 1); the README lists the sequence; a root without the object's plan or __init__ is refused (exit 1, nothing written)."""
 import json
 import os
 import shutil
@@ -103,6 +103,10 @@ def test_sequence():
         check(os.path.isfile(os.path.join(out, f)), "%s has no %s" % (out, f))
     rc, line = repro(out)
     check(rc == 0 and ": Passed (" in line, "repro.py: exit %d: %s" % (rc, line))
+    out = export(os.path.join(ROOT, DIRS[4]), "plan")     # the second plan: after init, plan, run
+    rc, line = repro(out)
+    check(rc == 0 and "BatchDecodeWithPagedKVCacheWrapper.plan (" in line and ": Passed (" in line,
+          "the plan's repro.py: exit %d: %s" % (rc, line))
 
 
 def test_mismatch():
