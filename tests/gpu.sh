@@ -25,10 +25,11 @@
 #       pack but glibc, libstdc++ and the CUDA driver, runtime and cuBLAS, and stops there
 #       (exit 77, "no GPU here") without an NVIDIA GPU. With one: every GPU test (each CUDA
 #       kernel against its CPU twin, the CUDA recorder with the real runtime and cuBLAS,
-#       mate-record of a real CUDA program, the torch comparison on the CUDA kernels, replay
-#       --device cuda of FlashInfer's recorded calls), compute-sanitizer memcheck over the
-#       CUDA kernel tests, and the figures (the demo's dumps replayed on the CPU and on the
-#       GPU, a decode step against torch on the same GPU, the allocation replay); one report.
+#       mate-record of a real CUDA program, --export's repro.cu built by nvcc and run, the
+#       torch comparison on the CUDA kernels, replay --device cuda of FlashInfer's recorded
+#       calls), compute-sanitizer memcheck over the CUDA kernel tests, and the figures (the
+#       demo's dumps replayed on the CPU and on the GPU, a decode step against torch on the
+#       same GPU, the allocation replay); one report.
 #       Exits 0 when everything passed, 1 when something failed.
 # --rehearse DIR  (CI, on a machine without a GPU) --run must load every binary of the pack in
 #       an empty environment and stop at the device check, and a pack less one library must
@@ -170,7 +171,7 @@ pack() {
 # the torch comparison on the CUDA kernels; with the peers, FlashInfer's recorded calls
 # replayed on the device (mate-replay's default where one is present).
 GPU_TESTS="tests/test_kernels_cuda tests/cli/test_cuda_module.sh tests/test_recorder_cuda
-tests/interop/test_kernels_torch_cuda.sh tests/cli/test_record_gpu.sh"
+tests/interop/test_kernels_torch_cuda.sh tests/cli/test_record_gpu.sh tests/cli/test_replay_export_cuda.sh"
 PEER_TESTS="tests/interop/test_flashinfer_attn.py tests/interop/test_fi_fp8_kv.py
 tests/interop/test_fi_model_step.py tests/interop/test_fi_replay_gemm_bits.py"
 BUDGET_S=${MATE_GPU_BUDGET_S:-480}
