@@ -66,6 +66,12 @@ mate_dump_get_info(const mate_dump *d)
 	return &d->info;
 }
 
+const cJSON *
+mate_dump_record(const mate_dump *d)
+{
+	return d->rec;
+}
+
 const char *
 mate_dump_signature(const mate_dump *d)
 {

@@ -105,6 +105,8 @@ mate_value *mate_record_decode_value(const cJSON *j, mate_error *err);
  * @return the value, or NULL with MATE_ERR_FORMAT. */
 mate_value *mate_pyliteral_parse(const char *s, size_t len, mate_error *err);
 
+/* The record's parsed JSON (borrowed from d): mate-replay --shrink copies it. */
+const cJSON *mate_dump_record(const mate_dump *d);
 /* The record's function_signature (borrowed from d), or NULL. */
 const char *mate_dump_signature(const mate_dump *d);
 

@@ -317,6 +317,21 @@ MATE_API int mate_replay_execute(mate_replay *r, const struct mate_replay_reques
  * problems become an error verdict. @return MATE_OK. */
 MATE_API int mate_replay_dump(mate_replay *r, const char *dir, struct mate_replay_result *res);
 
+/*! mate_replay_shrink() : cuts the call of dump dir `dump`, which must fail on replay
+ * (mismatch or error), to the smallest slice of its inputs that fails the same way,
+ * by its handler's slicing rule (rows, tokens, a GEMM's rows of A and columns of B):
+ * each unit is replayed alone and the first that fails is kept. Writes outdir (which
+ * must not exist or be empty) as a root holding the cut dump, of the same name,
+ * format and layout (and session.jsonl when the dump's root has one), written under
+ * a temporary name beside it, replayed from there and renamed only when it fails the
+ * same way. report gets what was kept ("row 1,731 of 4,096: the only row that
+ * mismatches") and the cut dump's verdict. @return MATE_OK (written),
+ * MATE_ERR_UNSUPPORTED when there is nothing to shrink or the call cannot be sliced
+ * (err says why; nothing written), another status when the dump cannot be read or
+ * outdir written (MATE_ERR_ARGUMENT: outdir is not empty). */
+MATE_API int mate_replay_shrink(mate_replay *r, const char *dump, const char *outdir, char *report,
+    size_t reportlen, mate_error *err);
+
 /* Called once per dump, in the order given, as results become available. */
 typedef void (*mate_replay_report_fn)(size_t i, const struct mate_dump_info *dump,
     const struct mate_replay_result *res, void *ctx);

@@ -25,6 +25,7 @@ struct handler {
 	char *sigtext;              /* as registered, for listings; NULL: any */
 	mate_replay_handler fn;
 	void *ctx;
+	const char *slice;          /* its slicing rule (mate_replay_set_slice()), static; or NULL */
 };
 
 struct object {
@@ -59,6 +60,9 @@ struct mate_replay_call {
 	uint64_t made;              /* bytes of the tensors the handler made (mate_replay_new_tensor) */
 	int short_of_memory;        /* one of them was refused or could not be allocated */
 };
+
+static struct mate_sig *recorded_signature(const struct mate_replay_request *req,
+    struct mate_replay_result *res, int *rc);
 
 /* Built-in handlers (replay_ops.c). */
 int mate_replay_register_builtins(mate_replay *r, mate_error *err);
@@ -244,6 +248,33 @@ implements(const struct handler *h, void *ctx)
 		s->len += (size_t)snprintf(s->why + s->len, sizeof(s->why) - s->len, "%s%s%s: %s",
 		    s->tried++ ? "; " : "", h->name, sig, reason);
 	return 0;
+}
+
+void
+mate_replay_set_slice(mate_replay *r, const char *slice)
+{
+	if (r->nhandlers > 0)
+		r->handlers[r->nhandlers - 1].slice = slice;
+}
+
+const char *
+mate_replay_slice_rule(mate_replay *r, const struct mate_replay_request *req, const char **sigtext)
+{
+	struct sig_search search;
+	struct mate_replay_result res;
+	const struct handler *h;
+	int rc;
+
+	*sigtext = NULL;
+	memset(&search, 0, sizeof(search));
+	if ((search.rec = recorded_signature(req, &res, &rc)) == NULL && rc != MATE_OK)
+		return NULL;
+	h = each_candidate(r, req->module, req->function, implements, &search);
+	mate_sig_free((struct mate_sig *)search.rec);
+	if (h == NULL)
+		return NULL;
+	*sigtext = h->sigtext;
+	return h->slice;
 }
 
 int

@@ -446,34 +446,38 @@ op_attention(mate_replay_call *c, void *prefill)
 	"pos_encoding_mode='NONE', use_fp16_qk_reduction=False, sm_scale=None, window_left=-1, " \
 	"logits_soft_cap=None, rope_scale=None, rope_theta=None, backend='auto', return_lse=False)"
 
+/* How mate-replay --shrink cuts a fused add's rows (both written in place). */
+#define SLICE_FUSED_ADD "row:input.0 residual.0"
+
 int
 mate_replay_register_builtins(mate_replay *r, mate_error *err)
 {
 	static const struct mate_replay_op_def ops[] = {
-		{ "rmsnorm", SIG_RMSNORM, op_rmsnorm, 0 },
-		{ "gemma_rmsnorm", SIG_RMSNORM, op_rmsnorm, 1 },
-		{ "fused_add_rmsnorm", SIG_FUSED_ADD, op_fused_add_rmsnorm, 0 },
-		{ "gemma_fused_add_rmsnorm", SIG_FUSED_ADD, op_fused_add_rmsnorm, 1 },
-		{ "silu_and_mul", SIG_ACT, op_act_and_mul, ACT_SILU },
-		{ "gelu_and_mul", SIG_ACT, op_act_and_mul, ACT_GELU },
-		{ "gelu_tanh_and_mul", SIG_ACT, op_act_and_mul, ACT_GELU_TANH },
-		{ "softmax", "(logits, temperature=None, enable_pdl=None)", op_softmax, LIBRARY_FN },
-		{ "Tensor.softmax", "(input, dim, dtype=None)", op_softmax, TORCH_METHOD },
-		{ "Tensor.softmax", "(self, dim, dtype=None)", op_softmax, TORCH_METHOD },
-		{ "mm", "(a, b, out_dtype=None, out=None)", op_mm, 0 },
-		{ "bmm", "(a, b, out_dtype=None, out=None)", op_mm, 1 },
-		{ "Tensor.mm", "(input, mat2, *, out=None)", op_mm, 0 },
-		{ "Tensor.mm", "(self, mat2)", op_mm, 0 },
-		{ "Tensor.bmm", "(input, mat2, *, out=None)", op_mm, 1 },
-		{ "Tensor.bmm", "(self, mat2)", op_mm, 1 },
-		{ "bmm_fp8", "(A, B, A_scale, B_scale, dtype, out=None, backend='cublas')", op_bmm_fp8, 0 },
+		{ "rmsnorm", SIG_RMSNORM, op_rmsnorm, 0, MATE_SLICE_ROWS },
+		{ "gemma_rmsnorm", SIG_RMSNORM, op_rmsnorm, 1, MATE_SLICE_ROWS },
+		{ "fused_add_rmsnorm", SIG_FUSED_ADD, op_fused_add_rmsnorm, 0, SLICE_FUSED_ADD },
+		{ "gemma_fused_add_rmsnorm", SIG_FUSED_ADD, op_fused_add_rmsnorm, 1, SLICE_FUSED_ADD },
+		{ "silu_and_mul", SIG_ACT, op_act_and_mul, ACT_SILU, MATE_SLICE_ROWS },
+		{ "gelu_and_mul", SIG_ACT, op_act_and_mul, ACT_GELU, MATE_SLICE_ROWS },
+		{ "gelu_tanh_and_mul", SIG_ACT, op_act_and_mul, ACT_GELU_TANH, MATE_SLICE_ROWS },
+		{ "softmax", "(logits, temperature=None, enable_pdl=None)", op_softmax, LIBRARY_FN,
+		    "row:logits.0 result.0" },
+		{ "Tensor.softmax", "(input, dim, dtype=None)", op_softmax, TORCH_METHOD, NULL },
+		{ "Tensor.softmax", "(self, dim, dtype=None)", op_softmax, TORCH_METHOD, NULL },
+		{ "mm", "(a, b, out_dtype=None, out=None)", op_mm, 0, MATE_SLICE_MM("a", "b") },
+		{ "bmm", "(a, b, out_dtype=None, out=None)", op_mm, 1, MATE_SLICE_BMM("a", "b") },
+		{ "Tensor.mm", "(input, mat2, *, out=None)", op_mm, 0, MATE_SLICE_MM("input", "mat2") },
+		{ "Tensor.mm", "(self, mat2)", op_mm, 0, MATE_SLICE_MM("self", "mat2") },
+		{ "Tensor.bmm", "(input, mat2, *, out=None)", op_mm, 1, MATE_SLICE_BMM("input", "mat2") },
+		{ "Tensor.bmm", "(self, mat2)", op_mm, 1, MATE_SLICE_BMM("self", "mat2") },
+		{ "bmm_fp8", "(A, B, A_scale, B_scale, dtype, out=None, backend='cublas')", op_bmm_fp8, 0, NULL },
 		{ "mm_fp8", "(a, b, alpha=None, out_dtype=torch.bfloat16, out=None, "
-		    "backend='trtllm_low_latency')", op_mm_fp8, 0 },
-		{ "single_decode_with_kv_cache", SIG_DECODE, op_attention, 0 },
-		{ "single_prefill_with_kv_cache", SIG_PREFILL, op_attention, 1 },
+		    "backend='trtllm_low_latency')", op_mm_fp8, 0, NULL },
+		{ "single_decode_with_kv_cache", SIG_DECODE, op_attention, 0, NULL },
+		{ "single_prefill_with_kv_cache", SIG_PREFILL, op_attention, 1, NULL },
 		{ "SegmentGEMMWrapper.__init__", "(self, float_workspace_buffer, backend='auto')",
-		    op_segment_gemm_init, 0 },
-		{ "SegmentGEMMWrapper.run", SIG_SEGMENT_RUN, op_segment_gemm_run, 0 },
+		    op_segment_gemm_init, 0, NULL },
+		{ "SegmentGEMMWrapper.run", SIG_SEGMENT_RUN, op_segment_gemm_run, 0, NULL },
 	};
 	int rc;
 

@@ -926,24 +926,25 @@ mate_replay_register_attn(mate_replay *r, mate_error *err)
 {
 	/* sig NULL: the wrappers' *args and **kwargs forms */
 	static const struct mate_replay_op_def ops[] = {
-		{ "BatchDecodeWithPagedKVCacheWrapper.__init__", NULL, op_wrapper_init, W_DECODE },
-		{ "BatchDecodeWithPagedKVCacheWrapper.plan", NULL, op_batch_plan, W_DECODE },
-		{ "BatchDecodeWithPagedKVCacheWrapper.run", NULL, op_batch_run, W_DECODE },
-		{ "BatchPrefillWithPagedKVCacheWrapper.__init__", NULL, op_wrapper_init, W_PAGED },
-		{ "BatchPrefillWithPagedKVCacheWrapper.plan", NULL, op_batch_plan, W_PAGED },
-		{ "BatchPrefillWithPagedKVCacheWrapper.run", NULL, op_batch_run, W_PAGED },
-		{ "BatchPrefillWithRaggedKVCacheWrapper.__init__", NULL, op_wrapper_init, W_RAGGED },
-		{ "BatchPrefillWithRaggedKVCacheWrapper.plan", NULL, op_batch_plan, W_RAGGED },
-		{ "BatchPrefillWithRaggedKVCacheWrapper.run", NULL, op_batch_run, W_RAGGED },
-		{ "BatchMLAPagedAttentionWrapper.__init__", NULL, op_wrapper_init, W_MLA },
-		{ "BatchMLAPagedAttentionWrapper.plan", NULL, op_mla_plan, 0 },
-		{ "BatchMLAPagedAttentionWrapper.run", NULL, op_mla_run, 0 },
-		{ "merge_state", "(v_a, s_a, v_b, s_b)", op_merge, 0 },
-		{ "merge_states", "(v, s)", op_merge, 1 },
+		{ "BatchDecodeWithPagedKVCacheWrapper.__init__", NULL, op_wrapper_init, W_DECODE, NULL },
+		{ "BatchDecodeWithPagedKVCacheWrapper.plan", NULL, op_batch_plan, W_DECODE, NULL },
+		{ "BatchDecodeWithPagedKVCacheWrapper.run", NULL, op_batch_run, W_DECODE, NULL },
+		{ "BatchPrefillWithPagedKVCacheWrapper.__init__", NULL, op_wrapper_init, W_PAGED, NULL },
+		{ "BatchPrefillWithPagedKVCacheWrapper.plan", NULL, op_batch_plan, W_PAGED, NULL },
+		{ "BatchPrefillWithPagedKVCacheWrapper.run", NULL, op_batch_run, W_PAGED, NULL },
+		{ "BatchPrefillWithRaggedKVCacheWrapper.__init__", NULL, op_wrapper_init, W_RAGGED, NULL },
+		{ "BatchPrefillWithRaggedKVCacheWrapper.plan", NULL, op_batch_plan, W_RAGGED, NULL },
+		{ "BatchPrefillWithRaggedKVCacheWrapper.run", NULL, op_batch_run, W_RAGGED, NULL },
+		{ "BatchMLAPagedAttentionWrapper.__init__", NULL, op_wrapper_init, W_MLA, NULL },
+		{ "BatchMLAPagedAttentionWrapper.plan", NULL, op_mla_plan, 0, NULL },
+		{ "BatchMLAPagedAttentionWrapper.run", NULL, op_mla_run, 0, NULL },
+		{ "merge_state", "(v_a, s_a, v_b, s_b)", op_merge, 0,
+		    "token:v_a.0 s_a.0 v_b.0 s_b.0 result.0" },
+		{ "merge_states", "(v, s)", op_merge, 1, "token:v.0 s.0 result.0" },
 		{ "get_batch_indices_positions", "(append_indptr, seq_lens, nnz, batch_indices=None, "
-		    "positions=None)", op_batch_indices, 0 },
-		{ "append_paged_kv_cache", SIG_APPEND, op_append, 0 },
-		{ "append_paged_mla_kv_cache", SIG_APPEND_MLA, op_append, 1 },
+		    "positions=None)", op_batch_indices, 0, NULL },
+		{ "append_paged_kv_cache", SIG_APPEND, op_append, 0, NULL },
+		{ "append_paged_mla_kv_cache", SIG_APPEND_MLA, op_append, 1, NULL },
 	};
 	return mate_replay_register_ops(r, ops, sizeof(ops) / sizeof(ops[0]), err);
 }

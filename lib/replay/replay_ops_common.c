@@ -53,9 +53,12 @@ mate_replay_register_ops(mate_replay *r, const struct mate_replay_op_def *ops, s
 	int rc;
 
 	for (size_t i = 0; i < n; i++)
+	{
 		if ((rc = mate_replay_register_signature(r, NULL, ops[i].name, ops[i].sig, ops[i].fn,
 		    (void *)ops[i].ctx, err)) != MATE_OK)
 			return rc;
+		mate_replay_set_slice(r, ops[i].slice);
+	}
 	return MATE_OK;
 }
 

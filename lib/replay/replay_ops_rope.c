@@ -219,19 +219,19 @@ int
 mate_replay_register_rope(mate_replay *r, mate_error *err)
 {
 	static const struct mate_replay_op_def ops[] = {
-		{ "apply_rope", SIG_ROPE, op_rope, ROPE_INDPTR },
-		{ "apply_rope_inplace", SIG_ROPE, op_rope, ROPE_INDPTR | ROPE_INPLACE },
-		{ "apply_rope_pos_ids", SIG_ROPE_POS, op_rope, ROPE_POS_IDS },
-		{ "apply_rope_pos_ids_inplace", SIG_ROPE_POS, op_rope, ROPE_POS_IDS | ROPE_INPLACE },
-		{ "apply_llama31_rope", SIG_LLAMA31, op_rope, ROPE_INDPTR | ROPE_LLAMA31 },
+		{ "apply_rope", SIG_ROPE, op_rope, ROPE_INDPTR, NULL },
+		{ "apply_rope_inplace", SIG_ROPE, op_rope, ROPE_INDPTR | ROPE_INPLACE, NULL },
+		{ "apply_rope_pos_ids", SIG_ROPE_POS, op_rope, ROPE_POS_IDS, NULL },
+		{ "apply_rope_pos_ids_inplace", SIG_ROPE_POS, op_rope, ROPE_POS_IDS | ROPE_INPLACE, NULL },
+		{ "apply_llama31_rope", SIG_LLAMA31, op_rope, ROPE_INDPTR | ROPE_LLAMA31, NULL },
 		{ "apply_llama31_rope_inplace", SIG_LLAMA31, op_rope,
-		    ROPE_INDPTR | ROPE_LLAMA31 | ROPE_INPLACE },
-		{ "apply_llama31_rope_pos_ids", SIG_LLAMA31_POS, op_rope, ROPE_POS_IDS | ROPE_LLAMA31 },
+		    ROPE_INDPTR | ROPE_LLAMA31 | ROPE_INPLACE, NULL },
+		{ "apply_llama31_rope_pos_ids", SIG_LLAMA31_POS, op_rope, ROPE_POS_IDS | ROPE_LLAMA31, NULL },
 		{ "apply_llama31_rope_pos_ids_inplace", SIG_LLAMA31_POS, op_rope,
-		    ROPE_POS_IDS | ROPE_LLAMA31 | ROPE_INPLACE },
-		{ "apply_rope_with_cos_sin_cache", SIG_COS_SIN, op_rope, ROPE_CACHE },
+		    ROPE_POS_IDS | ROPE_LLAMA31 | ROPE_INPLACE, NULL },
+		{ "apply_rope_with_cos_sin_cache", SIG_COS_SIN, op_rope, ROPE_CACHE, NULL },
 		{ "apply_rope_with_cos_sin_cache_inplace", SIG_COS_SIN, op_rope,
-		    ROPE_CACHE | ROPE_INPLACE },
+		    ROPE_CACHE | ROPE_INPLACE, NULL },
 	};
 
 	return mate_replay_register_ops(r, ops, sizeof(ops) / sizeof(ops[0]), err);

@@ -161,26 +161,29 @@ int
 mate_replay_register_sampling(mate_replay *r, mate_error *err)
 {
 	static const struct mate_replay_op_def ops[] = {
-		{ "top_k_renorm_probs", "(probs, top_k, is_deterministic=False)", op_filter, TOP_K_RENORM },
-		{ "top_p_renorm_probs", "(probs, top_p, is_deterministic=False)", op_filter, TOP_P_RENORM },
-		{ "top_k_mask_logits", "(logits, top_k)", op_filter, TOP_K_MASK },
+		{ "top_k_renorm_probs", "(probs, top_k, is_deterministic=False)", op_filter, TOP_K_RENORM,
+		    "row:probs.0 top_k.0 result.0" },
+		{ "top_p_renorm_probs", "(probs, top_p, is_deterministic=False)", op_filter, TOP_P_RENORM,
+		    "row:probs.0 top_p.0 result.0" },
+		{ "top_k_mask_logits", "(logits, top_k)", op_filter, TOP_K_MASK,
+		    "row:logits.0 top_k.0 result.0" },
 		{ "top_k", "(input, k, sorted=False, deterministic=False, tie_break=0, "
-		    "dsa_graph_safe=False)", op_top_k, 0 },
+		    "dsa_graph_safe=False)", op_top_k, 0, NULL },
 		{ "sampling_from_probs", "(probs, indices=None, " SIG_TAIL ", return_valid=False)",
-		    op_sampler, S_VALID },
-		{ "sampling_from_logits", "(logits, indices=None, " SIG_TAIL ")", op_sampler, S_LOGITS },
+		    op_sampler, S_VALID, NULL },
+		{ "sampling_from_logits", "(logits, indices=None, " SIG_TAIL ")", op_sampler, S_LOGITS, NULL },
 		{ "top_k_sampling_from_probs", "(probs, top_k, indices=None, " SIG_TAIL
-		    ", return_valid=False)", op_sampler, S_TOP_K | S_VALID },
+		    ", return_valid=False)", op_sampler, S_TOP_K | S_VALID, NULL },
 		{ "top_p_sampling_from_probs", "(probs, top_p, indices=None, " SIG_TAIL
-		    ", return_valid=False)", op_sampler, S_TOP_P | S_VALID },
+		    ", return_valid=False)", op_sampler, S_TOP_P | S_VALID, NULL },
 		{ "min_p_sampling_from_probs", "(probs, min_p, indices=None, " SIG_TAIL
-		    ", return_valid=False)", op_sampler, S_MIN_P | S_VALID },
+		    ", return_valid=False)", op_sampler, S_MIN_P | S_VALID, NULL },
 		{ "top_k_top_p_sampling_from_probs", "(probs, top_k, top_p, indices=None, "
 		    "filter_apply_order='top_k_first', " SIG_TAIL ", return_valid=False)", op_sampler,
-		    S_TOP_K | S_TOP_P | S_ORDER | S_VALID },
+		    S_TOP_K | S_TOP_P | S_ORDER | S_VALID, NULL },
 		{ "top_k_top_p_sampling_from_logits", "(logits, top_k, top_p, indices=None, "
 		    "filter_apply_order='top_k_first', " SIG_TAIL ")", op_sampler,
-		    S_LOGITS | S_TOP_K | S_TOP_P | S_ORDER },
+		    S_LOGITS | S_TOP_K | S_TOP_P | S_ORDER, NULL },
 	};
 	return mate_replay_register_ops(r, ops, sizeof(ops) / sizeof(ops[0]), err);
 }

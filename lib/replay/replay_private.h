@@ -118,12 +118,31 @@ void mate_replay_attention_bound(mate_replay_call *c, int64_t kv_len, const mate
  * without one, a new tensor of dt and shape. The one check every handler's outputs pass. */
 int mate_replay_output(mate_replay_call *c, int pos, const char *name, mate_dtype dt, int any_dtype,
     int ndim, const int64_t *shape, mate_value **outv) MATE_HIDDEN;
-/* A handler table: name, signature, handler, its ctx. */
+/* A handler table: name, signature, handler, its ctx, and how mate-replay
+ * --shrink cuts its calls (replay_shrink.c): NULL, a call that cannot be
+ * sliced, or stages separated by ';', each "UNIT:PARAM.DIM PARAM.DIM ...":
+ * the tensors that hold the units along DIM (negative: from the end), the
+ * first naming how many there are; PARAM is a parameter of the signature
+ * or "result" (every tensor the call returns); an argument written in place
+ * is cut in the recorded outputs too. A stage "=NAME:PARAM.DIM" cuts
+ * nothing and is reported as kept (a GEMM's K). */
 struct mate_replay_op_def {
 	const char *name, *sig;
 	mate_replay_handler fn;
 	intptr_t ctx;
+	const char *slice;
 };
+/* Slicing rules of the built-in ops. */
+#define MATE_SLICE_ROWS "row:input.0 out.0 result.0"
+#define MATE_SLICE_MM(a, b) "row:" a ".0 out.0 result.0;column:" b ".1 out.1 result.1;=K:" a ".1"
+#define MATE_SLICE_BMM(a, b) "batch:" a ".0 " b ".0 out.0 result.0;row:" a ".1 out.1 " \
+	"result.1;column:" b ".2 out.2 result.2;=K:" a ".2"
+/* Sets the slicing rule (a static string) of the handler registered last on r. */
+void mate_replay_set_slice(mate_replay *r, const char *slice) MATE_HIDDEN;
+/* The slicing rule of the handler req goes to (NULL: none, or no handler), and in
+ * *sigtext the signature that handler states (NULL: any). */
+const char *mate_replay_slice_rule(mate_replay *r, const struct mate_replay_request *req,
+    const char **sigtext) MATE_HIDDEN;
 /* Registers the n handlers of ops on r; stops at the first failure. */
 int mate_replay_register_ops(mate_replay *r, const struct mate_replay_op_def *ops, size_t n,
     mate_error *err) MATE_HIDDEN;

@@ -38,6 +38,7 @@ struct options {
 	int first;                  /* --first: stop at the first wrong call */
 	const char *export_dump;    /* --export DUMP: a standalone reproducer instead */
 	const char *output;         /* -o DIR: where --export writes it */
+	const char *shrink;         /* --shrink DUMP: cut it into -o DIR */
 };
 
 struct tally {
@@ -52,6 +53,7 @@ usage(void)
 	printf("Usage: %s [OPTION]... [--dir] PATH...\n"
 	    "       %s --memlog FILE.csv [--allocator NAME]... [--repeat N]\n"
 	    "       %s --export DUMP -o DIR [--rtol X] [--atol X]\n"
+	    "       %s --shrink DUMP -o DIR\n"
 	    "Replay recorded calls: PATH is a dump root or a single dump directory.\n"
 	    "Calls run in time order; each one's outputs are compared with the recorded ones.\n\n"
 	    "      --dir PATH       a dump root or dump directory (as MATE's replay --dir)\n"
@@ -73,6 +75,9 @@ usage(void)
 	    "      --export DUMP    write DIR (new or empty): a standalone reproducer of the one\n"
 	    "                       call in DUMP (repro.py, or repro.c and a Makefile for BLAS),\n"
 	    "                       its tensors and a README; with -o DIR\n"
+	    "      --shrink DUMP    cut a failing call to the smallest slice of its inputs that\n"
+	    "                       fails the same way, written as a dump root; with -o DIR\n"
+	    "  -o, --output DIR     where --export and --shrink write (new or empty)\n"
 	    "      --list-ops       list the replay handlers (name, signature, dtypes,\n"
 	    "                       devices; tab-separated, or JSON with --jsonl) and exit\n"
 	    "      --memlog FILE    replay a memory log (mate-record --memlog, or RMM's) against\n"
@@ -86,8 +91,11 @@ usage(void)
 	    "  -V, --version        show the version and exit\n\n"
 	    "Exit status: 0 every replayed call passed (or ran unchecked, or failed again as\n"
 	    "recorded), 1 a mismatch, error or nothing replayed, 2 usage error or unreadable\n"
-	    "input.\n",
-	    mate_fe_progname(), mate_fe_progname(), mate_fe_progname());
+	    "input.\n"
+	    "--export, --shrink: 0 DIR was written, 1 the call cannot be exported, or there is\n"
+	    "nothing to shrink (the call passes, cannot be sliced, or its failure does not\n"
+	    "survive slicing), 2 usage error, unreadable dump or a DIR that is not empty.\n",
+	    mate_fe_progname(), mate_fe_progname(), mate_fe_progname(), mate_fe_progname());
 }
 
 static void
@@ -170,7 +178,7 @@ parse_options(int argc, char **argv, struct options *o)
 {
 	enum { O_DIR = 256, O_DEVICE, O_RTOL, O_ATOL, O_INCLUDE, O_EXCLUDE, O_JSONL, O_PLUGIN,
 		O_STATUS, O_MEMLOG, O_ALLOCATOR, O_REPEAT, O_MAX_MEMORY, O_LIST_OPS, O_BENCH, O_FIRST,
-		O_EXPORT };
+		O_EXPORT, O_SHRINK };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "device", required_argument, NULL, O_DEVICE },
@@ -191,6 +199,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "bench", optional_argument, NULL, O_BENCH },
 		{ "first", no_argument, NULL, O_FIRST },
 		{ "export", required_argument, NULL, O_EXPORT },
+		{ "shrink", required_argument, NULL, O_SHRINK },
 		{ "output", required_argument, NULL, 'o' },
 		MATE_FE_LONGOPTS_END
 	};
@@ -217,6 +226,7 @@ parse_options(int argc, char **argv, struct options *o)
 		case O_FIRST: o->first = 1; break;
 		case O_EXPORT: o->export_dump = optarg; break;
 		case 'o': o->output = optarg; break;
+		case O_SHRINK: o->shrink = optarg; break;
 		case O_BENCH:
 			o->bench = optarg ? mate_fe_opt_long("--bench", optarg, 1, 1000000) : 10;
 			break;
@@ -235,12 +245,18 @@ parse_options(int argc, char **argv, struct options *o)
 	if (o->first && (o->memlog != NULL || o->list_ops || o->bench > 0))
 		mate_fe_usage_error("--first replays dump directories (not with --memlog, --list-ops "
 		    "or --bench)");
-	if ((o->export_dump != NULL) != (o->output != NULL))
-		mate_fe_usage_error("--export DUMP and -o DIR go together");
+	if (o->export_dump != NULL && o->shrink != NULL)
+		mate_fe_usage_error("--export and --shrink: one at a time");
+	if ((o->export_dump != NULL || o->shrink != NULL) != (o->output != NULL))
+		mate_fe_usage_error("--export DUMP and --shrink DUMP go with -o DIR, and -o DIR with one of them");
 	if (o->export_dump != NULL && (o->npaths > 0 || o->memlog != NULL || o->list_ops ||
 	    o->bench > 0 || o->first))
 		mate_fe_usage_error("--export takes one dump and -o DIR, nothing to replay");
-	if (o->npaths == 0 && o->memlog == NULL && !o->list_ops && o->export_dump == NULL)
+	if (o->shrink != NULL && (o->npaths > 0 || o->memlog != NULL || o->list_ops || o->bench > 0 ||
+	    o->first))
+		mate_fe_usage_error("--shrink takes one dump and -o DIR, nothing else to replay");
+	if (o->npaths == 0 && o->memlog == NULL && !o->list_ops && o->export_dump == NULL &&
+	    o->shrink == NULL)
 		mate_fe_usage_error("no dump directory given");
 	if (o->jobs < 1)
 		o->jobs = 1;  /* not given */
@@ -662,6 +678,24 @@ export_dump(const struct options *o, int argc, char **argv)
 	return MATE_EXIT_OK;
 }
 
+/* --shrink DUMP -o DIR: what was kept on stdout; the exit status. */
+static int
+shrink(mate_replay *r, const char *dump, const char *outdir)
+{
+	char report[2048];
+	mate_error err;
+	int rc = mate_replay_shrink(r, dump, outdir, report, sizeof(report), &err);
+
+	if (rc == MATE_OK) {
+		for (char *line = strtok(report, "\n"); line != NULL; line = strtok(NULL, "\n"))
+			printf("%s\n", mate_fe_safe(line));
+		printf("wrote %s\n", mate_fe_safe(outdir));
+		return MATE_EXIT_OK;
+	}
+	mate_fe_warnx("%s", err.message);
+	return rc == MATE_ERR_UNSUPPORTED ? MATE_EXIT_FAIL : MATE_EXIT_USAGE;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -682,7 +716,9 @@ main(int argc, char **argv)
 	} else if (o.memlog != NULL) {
 		status = replay_memlog(o.memlog, o.allocators, o.nallocators, o.repeat);
 		r = NULL;
-	} else if ((r = make_engine(&o)) != NULL && o.list_ops) {
+	} else if ((r = make_engine(&o)) != NULL && o.shrink != NULL) {
+		status = shrink(r, o.shrink, o.output);
+	} else if (r != NULL && o.list_ops) {
 		status = list_ops(r, o.jsonl);
 	} else if (r != NULL && (l = list_dumps(&o)) != NULL)
 		status = replay_all(&o, r, l);
