@@ -928,7 +928,7 @@ mate_replay_register_attn(mate_replay *r, mate_error *err)
 	static const struct mate_replay_op_def ops[] = {
 		{ "BatchDecodeWithPagedKVCacheWrapper.__init__", NULL, op_wrapper_init, W_DECODE, NULL },
 		{ "BatchDecodeWithPagedKVCacheWrapper.plan", NULL, op_batch_plan, W_DECODE, NULL },
-		{ "BatchDecodeWithPagedKVCacheWrapper.run", NULL, op_batch_run, W_DECODE, NULL },
+		{ "BatchDecodeWithPagedKVCacheWrapper.run", NULL, op_batch_run, W_DECODE, "@paged" },
 		{ "BatchPrefillWithPagedKVCacheWrapper.__init__", NULL, op_wrapper_init, W_PAGED, NULL },
 		{ "BatchPrefillWithPagedKVCacheWrapper.plan", NULL, op_batch_plan, W_PAGED, NULL },
 		{ "BatchPrefillWithPagedKVCacheWrapper.run", NULL, op_batch_run, W_PAGED, NULL },

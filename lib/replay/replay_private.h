@@ -125,7 +125,9 @@ int mate_replay_output(mate_replay_call *c, int pos, const char *name, mate_dtyp
  * first naming how many there are; PARAM is a parameter of the signature
  * or "result" (every tensor the call returns); an argument written in place
  * is cut in the recorded outputs too. A stage "=NAME:PARAM.DIM" cuts
- * nothing and is reported as kept (a GEMM's K). */
+ * nothing and is reported as kept (a GEMM's K). "@paged": a decode wrapper's
+ * run, cut by request with its plan (indptr, indices, last_page_len rebuilt)
+ * and exactly its pages of the cache. */
 struct mate_replay_op_def {
 	const char *name, *sig;
 	mate_replay_handler fn;

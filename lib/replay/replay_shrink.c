@@ -36,6 +36,34 @@ struct stage {
 	size_t nkeep;
 };
 
+/* A call before the one shrunk that it depends on (a wrapper's __init__ and plan). */
+struct dep {
+	char *path;
+	mate_dump *d;
+	const struct mate_dump_info *info;
+	mate_value *args, *exp;
+	struct mate_replay_request req;
+};
+
+/* A paged batch's requests (rule "@paged": a decode wrapper's run, its plan's
+ * page table). */
+struct paged {
+	int64_t B, npages;          /* requests; pages of the cache */
+	int64_t *indptr, *indices, *last;
+	mate_dtype dt_indptr, dt_indices, dt_last;
+	char k_indptr[96], k_indices[96], k_last[96];   /* the plan's keys */
+	char k_q[96], k_kv[96], k_out[96], k_lse[96];   /* the run's */
+	/* the requests kept, and what they make */
+	const int64_t *keep;
+	size_t nkeep;
+	int64_t *pages, *new_indptr, *new_indices, *new_last;
+	size_t npk;
+	int64_t *fail;
+	size_t nfail;
+};
+
+enum role { R_CALL, R_INIT, R_PLAN, R_RUN };
+
 struct shrink {
 	mate_replay *r;
 	const char *dump;
@@ -45,6 +73,10 @@ struct shrink {
 	struct mate_replay_result want;   /* how it fails */
 	struct stage st[MAX_STAGES];
 	int nst;
+	int paged;                  /* a wrapper's run: init, plan and pg */
+	struct dep init, plan;
+	struct paged pg;
+	int session;                /* the dump's root has session.jsonl */
 	char *report;
 	size_t reportlen;
 };
@@ -76,20 +108,28 @@ param_position(const char *sigtext, const char *param)
 	return pos;
 }
 
-/* The recorded key of parameter param: arg_<i> when the call passed it by
+/* The recorded key of parameter param of a call on args whose recorded signature
+ * is recsig (else the handler's, hsig): arg_<i> when the call passed it by
  * position, else kwarg_<param> (which may be absent). */
+static void
+key_of(const mate_value *args, const char *recsig, const char *hsig, const char *param, char *key,
+    size_t len)
+{
+	int pos = param_position(recsig, param);
+	char k[96];
+
+	if (pos < 0 && (recsig == NULL || strcmp(recsig, "<unavailable>") == 0))
+		pos = param_position(hsig, param);
+	snprintf(k, sizeof(k), "arg_%d", pos);
+	if (pos < 0 || mate_value_lookup(args, k) == NULL)
+		snprintf(k, sizeof(k), "kwarg_%.80s", param);
+	snprintf(key, len, "%s", k);
+}
+
 static void
 param_key(const struct shrink *s, const char *handler_sig, const char *param, char *key, size_t len)
 {
-	int pos = param_position(s->req.signature, param);
-	char k[96];
-
-	if (pos < 0 && (s->req.signature == NULL || strcmp(s->req.signature, "<unavailable>") == 0))
-		pos = param_position(handler_sig, param);
-	snprintf(k, sizeof(k), "arg_%d", pos);
-	if (pos < 0 || mate_value_lookup(s->req.args, k) == NULL)
-		snprintf(k, sizeof(k), "kwarg_%.80s", param);
-	snprintf(key, len, "%s", k);
+	key_of(s->req.args, s->req.signature, handler_sig, param, key, len);
 }
 
 static int
@@ -454,6 +494,388 @@ write_report(struct shrink *s, const mate_value *args0)
 		}
 }
 
+/* ---- a paged batch: requests, with their pages ----------------------------------- */
+
+/* A 1-D int32 or int64 host tensor's elements as int64 (malloc'ed). */
+static int
+ints_of(const char *what, const mate_value *v, int64_t **out, int64_t *n, mate_dtype *dt,
+    mate_error *err)
+{
+	const mate_tensor *t;
+
+	if (mate_value_kind_of(v) != MATE_V_TENSOR)
+		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "the plan's %s is not a tensor", what);
+	t = mate_value_get_tensor(v);
+	if (t->ndim != 1 || t->device_type != MATE_DEVICE_CPU ||
+	    (t->dtype != MATE_I32 && t->dtype != MATE_I64))
+		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "the plan's %s is not a 1-D int32 or "
+		    "int64 tensor", what);
+	*n = t->shape[0];
+	*dt = t->dtype;
+	if ((*out = calloc((size_t)(*n > 0 ? *n : 1), sizeof(int64_t))) == NULL)
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	for (int64_t i = 0; i < *n; i++)
+		(*out)[i] = (int64_t)mate_load_f64(t->dtype, mate_tensor_element(t, i));
+	return MATE_OK;
+}
+
+static mate_value *
+new_ints(mate_dtype dt, const int64_t *v, size_t n, mate_error *err)
+{
+	int64_t shape[1] = { (int64_t)n };
+	mate_storage *st = mate_storage_new(n * mate_dtype_size(dt) + 1, err);
+	mate_tensor t;
+	mate_value *nv;
+
+	if (st == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char *p = (unsigned char *)mate_storage_data(st) + i * mate_dtype_size(dt);
+
+		if (dt == MATE_I32) {
+			int32_t x = (int32_t)v[i];
+			memcpy(p, &x, sizeof(x));
+		} else
+			memcpy(p, &v[i], sizeof(v[i]));
+	}
+	mate_tensor_init(&t, dt, 1, shape, NULL, mate_storage_data(st));
+	nv = mate_value_tensor(&t, st);
+	mate_storage_unref(st);
+	if (nv == NULL)
+		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	return nv;
+}
+
+/* The page table of the requests keep[0..nkeep): their pages in order, renumbered. */
+static int
+paged_select(struct paged *pg, const int64_t *keep, size_t nkeep, mate_error *err)
+{
+	size_t total = 0;
+
+	free(pg->pages);
+	free(pg->new_indptr);
+	free(pg->new_indices);
+	free(pg->new_last);
+	pg->pages = pg->new_indptr = pg->new_indices = pg->new_last = NULL;
+	for (size_t k = 0; k < nkeep; k++)
+		total += (size_t)(pg->indptr[keep[k] + 1] - pg->indptr[keep[k]]);
+	if ((pg->pages = calloc(total + 1, sizeof(int64_t))) == NULL ||
+	    (pg->new_indices = calloc(total + 1, sizeof(int64_t))) == NULL ||
+	    (pg->new_indptr = calloc(nkeep + 1, sizeof(int64_t))) == NULL ||
+	    (pg->new_last = calloc(nkeep + 1, sizeof(int64_t))) == NULL)
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	pg->npk = 0;
+	for (size_t k = 0; k < nkeep; k++) {
+		for (int64_t j = pg->indptr[keep[k]]; j < pg->indptr[keep[k] + 1]; j++) {
+			pg->pages[pg->npk] = pg->indices[j];
+			pg->new_indices[pg->npk] = (int64_t)pg->npk;
+			pg->npk++;
+		}
+		pg->new_indptr[k + 1] = (int64_t)pg->npk;
+		pg->new_last[k] = pg->last[keep[k]];
+	}
+	pg->keep = keep;
+	pg->nkeep = nkeep;
+	return MATE_OK;
+}
+
+static int
+has_prefix_key(const char *key, const char *parent)
+{
+	size_t n = strlen(parent);
+
+	return parent[0] != '\0' && strncmp(key, parent, n) == 0 && strncmp(key + n, "__", 2) == 0;
+}
+
+/* The value under key of the plan's or run's dict, cut to the kept requests. */
+static mate_value *
+paged_value(const struct paged *pg, enum role role, const char *key, const mate_value *v,
+    int copy, mate_error *err)
+{
+	mate_value_kind k = mate_value_kind_of(v);
+
+	if (role == R_PLAN && strcmp(key, pg->k_indptr) == 0)
+		return new_ints(pg->dt_indptr, pg->new_indptr, pg->nkeep + 1, err);
+	if (role == R_PLAN && strcmp(key, pg->k_indices) == 0)
+		return new_ints(pg->dt_indices, pg->new_indices, pg->npk, err);
+	if (role == R_PLAN && strcmp(key, pg->k_last) == 0)
+		return new_ints(pg->dt_last, pg->new_last, pg->nkeep, err);
+	if (role == R_RUN && k == MATE_V_TENSOR && (strcmp(key, pg->k_q) == 0 ||
+	    strcmp(key, pg->k_out) == 0 || strcmp(key, pg->k_lse) == 0 || is_result_key(key)))
+		return cut_tensor(key, v, 0, pg->B, pg->keep, pg->nkeep, err);
+	if (role == R_RUN && k == MATE_V_TENSOR && (strcmp(key, pg->k_kv) == 0 ||
+	    has_prefix_key(key, pg->k_kv)))
+		return cut_tensor(key, v, 0, pg->npages, pg->pages, pg->npk, err);
+	if (role == R_RUN && (k == MATE_V_TUPLE || k == MATE_V_LIST) && strcmp(key, pg->k_kv) == 0) {
+		mate_value *seq = k == MATE_V_TUPLE ? mate_value_tuple() : mate_value_list();
+
+		for (size_t i = 0; seq != NULL && i < mate_value_len(v); i++) {
+			const mate_value *it = mate_value_item(v, i);
+			mate_value *ni = mate_value_kind_of(it) == MATE_V_TENSOR ?
+			    cut_tensor(key, it, 0, pg->npages, pg->pages, pg->npk, err) : mate_value_copy(it);
+
+			if (ni == NULL || mate_value_append(seq, ni) != MATE_OK) {
+				mate_value_free(seq);
+				return NULL;
+			}
+		}
+		if (seq == NULL)
+			mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		return seq;
+	}
+	if (copy && k == MATE_V_TENSOR)
+		return cut_tensor(key, v, 0, 0, NULL, 0, err);
+	return mate_value_copy(v);
+}
+
+/* A copy of the plan's or run's dict cut to the kept requests; the tensors under
+ * copy_also's keys copied whole. */
+static mate_value *
+paged_dict(const struct paged *pg, enum role role, const mate_value *dict,
+    const mate_value *copy_also, mate_error *err)
+{
+	mate_value *out = mate_value_dict();
+
+	if (out == NULL) {
+		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < mate_value_len(dict); i++) {
+		const char *key = mate_value_get_str(mate_value_key(dict, i), NULL);
+		mate_value *nv = paged_value(pg, role, key, mate_value_item(dict, i),
+		    copy_also != NULL && mate_value_lookup(copy_also, key) != NULL, err);
+
+		if (nv == NULL) {
+			if (err->code == MATE_OK)
+				mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+			mate_value_free(out);
+			return NULL;
+		}
+		if (mate_value_set_str(out, key, nv) != MATE_OK) {
+			mate_value_free(out);
+			mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+			return NULL;
+		}
+	}
+	return out;
+}
+
+static void
+dep_free(struct dep *d)
+{
+	mate_value_free(d->args);
+	mate_value_free(d->exp);
+	mate_dump_free(d->d);
+	free(d->path);
+}
+
+static int
+dep_open(struct dep *dp, const char *path, mate_error *err)
+{
+	if ((dp->path = strdup(path)) == NULL)
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	if ((dp->d = mate_dump_open(path, err)) == NULL || (dp->args = mate_dump_load_args(dp->d, err)) == NULL ||
+	    mate_dump_load_outputs(dp->d, &dp->exp, err) != MATE_OK)
+		return err->code != MATE_OK ? err->code : MATE_ERR_FORMAT;
+	dp->info = mate_dump_get_info(dp->d);
+	dp->req.function = dp->info->function;
+	dp->req.module = dp->info->module;
+	dp->req.signature = mate_dump_signature(dp->d);
+	dp->req.self_id = dp->info->self_id;
+	dp->req.process_id = dp->info->process_id;
+	dp->req.args = dp->args;
+	dp->req.expected = dp->exp;
+	return MATE_OK;
+}
+
+/* The folder that holds path (malloc'ed; "." for a bare name). */
+static char *
+parent_of(const char *path)
+{
+	char *p = strdup(path);
+	size_t n;
+
+	if (p == NULL)
+		return NULL;
+	n = strlen(p);
+	while (n > 1 && p[n - 1] == '/')
+		p[--n] = '\0';
+	while (n > 0 && p[n - 1] != '/')
+		n--;
+	while (n > 1 && p[n - 1] == '/')
+		n--;
+	if (n == 0) {
+		free(p);
+		return strdup(".");
+	}
+	p[n] = '\0';
+	return p;
+}
+
+/* Finds the run's plan and __init__ (the same process and self_id, before it in its
+ * root) and reads the plan's page table. */
+static int
+paged_setup(struct shrink *s, mate_error *err)
+{
+	struct paged *pg = &s->pg;
+	char *root = parent_of(s->dump), prefix[256];
+	mate_dump_list *l;
+	size_t n, at = (size_t)-1;
+	const struct mate_dump_info *plan = NULL, *init = NULL;
+	const char *dot = strrchr(s->info->function, '.');
+	const mate_value *q, *kv;
+	int64_t nind, nlast, nptr;
+	int rc;
+
+	if (root == NULL)
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	if (dot == NULL || (size_t)(dot - s->info->function) >= sizeof(prefix) - 16) {
+		free(root);
+		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: not a method",
+		    s->info->function);
+	}
+	if ((l = mate_dump_list_new(0, err)) == NULL || mate_dump_list_add(l, root, err) < 0) {
+		mate_dump_list_free(l);
+		free(root);
+		return err->code;
+	}
+	mate_dump_list_sort(l);
+	n = mate_dump_list_count(l);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(mate_dump_list_get(l, i)->name, s->info->name) == 0)
+			at = i;
+	for (size_t i = at; at != (size_t)-1 && i-- > 0;) {
+		const struct mate_dump_info *d = mate_dump_list_get(l, i);
+		size_t pl = (size_t)(dot - s->info->function);
+
+		if (d->process_id != s->info->process_id || d->self_id == NULL ||
+		    strcmp(d->self_id, s->info->self_id) != 0 ||
+		    strncmp(d->function, s->info->function, pl + 1) != 0)
+			continue;
+		if (plan == NULL && strcmp(d->function + pl + 1, "plan") == 0)
+			plan = d;
+		else if (plan != NULL && strcmp(d->function + pl + 1, "__init__") == 0) {
+			init = d;
+			break;
+		}
+	}
+	rc = MATE_OK;
+	if (plan == NULL || init == NULL)
+		rc = mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: its object's %s is "
+		    "not in %s", s->info->function, plan == NULL ? "plan" : "__init__", root);
+	if (rc == MATE_OK && (rc = dep_open(&s->init, init->path, err)) == MATE_OK)
+		rc = dep_open(&s->plan, plan->path, err);
+	mate_dump_list_free(l);
+	free(root);
+	if (rc != MATE_OK)
+		return rc;
+	key_of(s->plan.args, s->plan.req.signature, NULL, "indptr", pg->k_indptr, sizeof(pg->k_indptr));
+	key_of(s->plan.args, s->plan.req.signature, NULL, "indices", pg->k_indices,
+	    sizeof(pg->k_indices));
+	key_of(s->plan.args, s->plan.req.signature, NULL, "last_page_len", pg->k_last,
+	    sizeof(pg->k_last));
+	key_of(s->req.args, s->req.signature, NULL, "q", pg->k_q, sizeof(pg->k_q));
+	key_of(s->req.args, s->req.signature, NULL, "paged_kv_cache", pg->k_kv, sizeof(pg->k_kv));
+	key_of(s->req.args, s->req.signature, NULL, "out", pg->k_out, sizeof(pg->k_out));
+	key_of(s->req.args, s->req.signature, NULL, "lse", pg->k_lse, sizeof(pg->k_lse));
+	if ((rc = ints_of("indptr", mate_value_lookup(s->plan.args, pg->k_indptr), &pg->indptr, &nptr,
+	    &pg->dt_indptr, err)) != MATE_OK ||
+	    (rc = ints_of("indices", mate_value_lookup(s->plan.args, pg->k_indices), &pg->indices,
+	    &nind, &pg->dt_indices, err)) != MATE_OK ||
+	    (rc = ints_of("last_page_len", mate_value_lookup(s->plan.args, pg->k_last), &pg->last,
+	    &nlast, &pg->dt_last, err)) != MATE_OK)
+		return rc;
+	q = mate_value_lookup(s->req.args, pg->k_q);
+	kv = mate_value_lookup(s->req.args, pg->k_kv);
+	if (mate_value_kind_of(kv) == MATE_V_TUPLE || mate_value_kind_of(kv) == MATE_V_LIST)
+		kv = mate_value_len(kv) > 0 ? mate_value_item(kv, 0) : NULL;
+	if (mate_value_kind_of(q) != MATE_V_TENSOR || mate_value_kind_of(kv) != MATE_V_TENSOR ||
+	    mate_value_get_tensor(q)->ndim < 1 || mate_value_get_tensor(kv)->ndim < 1)
+		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: its q or "
+		    "paged_kv_cache is not a tensor", s->info->function);
+	pg->B = mate_value_get_tensor(q)->shape[0];
+	pg->npages = mate_value_get_tensor(kv)->shape[0];
+	if (nptr != pg->B + 1 || nlast != pg->B || pg->indptr[0] != 0 || pg->indptr[pg->B] > nind)
+		return mate_set_error(err, MATE_ERR_FORMAT, "%s: the plan's page table (indptr of %"
+		    PRId64 ", last_page_len of %" PRId64 ", indices of %" PRId64 ") does not fit %" PRId64
+		    " requests", s->info->function, nptr, nlast, nind, pg->B);
+	for (int64_t i = 0; i < pg->B; i++)
+		if (pg->indptr[i + 1] < pg->indptr[i])
+			return mate_set_error(err, MATE_ERR_FORMAT, "%s: the plan's indptr decreases at %"
+			    PRId64, s->info->function, i + 1);
+	for (int64_t j = 0; j < pg->indptr[pg->B]; j++)
+		if (pg->indices[j] < 0 || pg->indices[j] >= pg->npages)
+			return mate_set_error(err, MATE_ERR_FORMAT, "%s: the plan's page %" PRId64 " is "
+			    "not one of the cache's %" PRId64, s->info->function, pg->indices[j], pg->npages);
+	return MATE_OK;
+}
+
+/* Replays __init__, the plan on plan_args and the run on args/exp into *res. */
+static void
+replay_paged(struct shrink *s, mate_value *plan_args, mate_value *args, const mate_value *exp,
+    struct mate_replay_result *res)
+{
+	struct mate_replay_request req = s->plan.req;
+
+	mate_replay_execute(s->r, &s->init.req, res);
+	req.args = plan_args;
+	mate_replay_execute(s->r, &req, res);
+	replay_on(s, args, exp, res);
+}
+
+/* Which requests fail alone. */
+static int
+paged_failing(struct shrink *s, mate_error *err)
+{
+	struct paged *pg = &s->pg;
+
+	if ((pg->fail = calloc((size_t)(pg->B > 0 ? pg->B : 1), sizeof(int64_t))) == NULL)
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	for (int64_t u = 0; u < pg->B; u++) {
+		struct mate_replay_result res;
+		mate_value *pa = NULL, *a = NULL, *e = NULL;
+		int rc;
+
+		if ((rc = paged_select(pg, &u, 1, err)) != MATE_OK ||
+		    (pa = paged_dict(pg, R_PLAN, s->plan.args, NULL, err)) == NULL ||
+		    (a = paged_dict(pg, R_RUN, s->req.args, s->req.expected, err)) == NULL ||
+		    (s->req.expected != NULL &&
+		    (e = paged_dict(pg, R_RUN, s->req.expected, NULL, err)) == NULL)) {
+			mate_value_free(pa);
+			mate_value_free(a);
+			return rc != MATE_OK ? rc : err->code;
+		}
+		replay_paged(s, pa, a, e, &res);
+		if (same_failure(s, &res))
+			pg->fail[pg->nfail++] = u;
+		mate_value_free(pa);
+		mate_value_free(a);
+		mate_value_free(e);
+	}
+	return MATE_OK;
+}
+
+static void
+paged_report(struct shrink *s)
+{
+	const struct paged *pg = &s->pg;
+	char b1[32], b2[32];
+	const char *verb = s->want.verdict == MATE_REPLAY_MISMATCH ? "mismatch" : "fail";
+
+	s->report[0] = '\0';
+	say(s, "request%s ", pg->nkeep > 1 ? "s" : "");
+	for (size_t k = 0; k < pg->nkeep; k++)
+		say(s, "%s%s", k ? ", " : "", grouped(pg->keep[k], b1, sizeof(b1)));
+	say(s, " of %s: ", grouped(pg->B, b2, sizeof(b2)));
+	if (pg->nfail == 1)
+		say(s, "the only request that %ses", verb);
+	else
+		say(s, "%s of %s requests %s", grouped((int64_t)pg->nfail, b1, sizeof(b1)),
+		    grouped(pg->B, b2, sizeof(b2)), verb);
+	say(s, "; %s of %s pages of the cache kept, renumbered", grouped((int64_t)pg->npk, b1,
+	    sizeof(b1)), grouped(pg->npages, b2, sizeof(b2)));
+}
+
 /* ---- writing the dump ------------------------------------------------------------- */
 
 static char *
@@ -503,6 +925,29 @@ set_json_shape(cJSON *o, const mate_tensor *t)
 		cJSON_ReplaceItemInObjectCaseSensitive(o, "is_contiguous", cJSON_CreateTrue());
 }
 
+/* The metadata of the tensor under key: meta[key], or for "<parent>__<i>" the i-th
+ * item of meta[parent] (the structured form), or NULL. */
+static cJSON *
+meta_of(cJSON *meta, const char *key)
+{
+	const char *sep = strstr(key, "__");
+	char parent[128];
+	cJSON *o, *items;
+	char *end;
+	long i;
+
+	if ((o = cJSON_GetObjectItemCaseSensitive(meta, key)) != NULL || sep == NULL ||
+	    (size_t)(sep - key) >= sizeof(parent))
+		return o;
+	memcpy(parent, key, (size_t)(sep - key));
+	parent[sep - key] = '\0';
+	i = strtol(sep + 2, &end, 10);
+	if (*end != '\0' || i < 0 || (o = cJSON_GetObjectItemCaseSensitive(meta, parent)) == NULL ||
+	    !cJSON_IsArray(items = cJSON_GetObjectItemCaseSensitive(o, "items")))
+		return NULL;
+	return cJSON_GetArrayItem(items, (int)i);
+}
+
 static void
 set_number(cJSON *o, const char *key, double v)
 {
@@ -510,14 +955,36 @@ set_number(cJSON *o, const char *key, double v)
 		cJSON_ReplaceItemInObjectCaseSensitive(o, key, cJSON_CreateNumber(v));
 }
 
-/* One tensor file of the dump (stem "inputs", "outputs", "inplace"), cut by every
- * stage into dir; its bytes into *bytes. MATE_OK also when there is none. */
-static int
-write_file(struct shrink *s, const char *stem, const char *dir, cJSON *rec, int64_t *bytes,
-    mate_error *err)
+/* The tensors of a file of a dump in role, cut as the shrink keeps them (a new dict). */
+static mate_value *
+cut_file(const struct shrink *s, enum role role, mate_value *t, mate_error *err)
 {
-	const char *ext = strcmp(s->info->format ? s->info->format : "", "safetensors") == 0 ?
-	    ".safetensors" : ".pt";
+	if (role == R_PLAN || role == R_RUN)
+		return paged_dict(&s->pg, role, t, NULL, err);
+	if (role == R_CALL)
+		for (int i = 0; i < s->nst; i++) {
+			mate_value *nt;
+
+			if (s->st[i].note || s->st[i].keep == NULL)
+				continue;
+			if ((nt = cut_dict(&s->st[i], t, s->st[i].n, s->st[i].keep, s->st[i].nkeep, NULL,
+			    err)) == NULL) {
+				mate_value_free(t);
+				return NULL;
+			}
+			mate_value_free(t);
+			t = nt;
+		}
+	return t;
+}
+
+/* One tensor file (stem "inputs", "outputs", "inplace") of the dump in src, in
+ * role, cut into dir; its bytes into *bytes. MATE_OK also when there is none. */
+static int
+write_file(const struct shrink *s, enum role role, const char *src_dir, const char *format,
+    const char *stem, const char *dir, cJSON *rec, int64_t *bytes, mate_error *err)
+{
+	const char *ext = strcmp(format ? format : "", "safetensors") == 0 ? ".safetensors" : ".pt";
 	char name[64];
 	char *src, *dst;
 	mate_value *t;
@@ -528,7 +995,7 @@ write_file(struct shrink *s, const char *stem, const char *dir, cJSON *rec, int6
 
 	*bytes = 0;
 	snprintf(name, sizeof(name), "%s%s", stem, ext);
-	if ((src = join(s->dump, name)) == NULL || (dst = join(dir, name)) == NULL) {
+	if ((src = join(src_dir, name)) == NULL || (dst = join(dir, name)) == NULL) {
 		free(src);
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	}
@@ -537,37 +1004,23 @@ write_file(struct shrink *s, const char *stem, const char *dir, cJSON *rec, int6
 		free(dst);
 		return MATE_OK;
 	}
-	if ((t = mate_dump_read_tensors(src, 1, err)) == NULL) {
+	if ((t = mate_dump_read_tensors(src, 1, err)) == NULL || (t = cut_file(s, role, t, err)) == NULL) {
 		free(src);
 		free(dst);
-		return err->code;
+		return err->code != MATE_OK ? err->code : MATE_ERR_NOMEM;
 	}
-	for (int i = 0; i < s->nst && rc == MATE_OK; i++) {
-		mate_value *nt;
-
-		if (s->st[i].note || s->st[i].keep == NULL)
-			continue;
-		if ((nt = cut_dict(&s->st[i], t, s->st[i].n, s->st[i].keep, s->st[i].nkeep, NULL,
-		    err)) == NULL)
-			rc = err->code;
-		else {
-			mate_value_free(t);
-			t = nt;
-		}
-	}
-	for (size_t i = 0; rc == MATE_OK && i < mate_value_len(t); i++) {
+	for (size_t i = 0; i < mate_value_len(t); i++) {
 		const char *key = mate_value_get_str(mate_value_key(t, i), NULL);
 		const mate_value *v = mate_value_item(t, i);
 
 		if (mate_value_kind_of(v) != MATE_V_TENSOR)
 			continue;
 		set_json_shape(cJSON_GetObjectItemCaseSensitive(details, key), mate_value_get_tensor(v));
-		set_json_shape(cJSON_GetObjectItemCaseSensitive(inmeta, key), mate_value_get_tensor(v));
+		set_json_shape(meta_of(inmeta, key), mate_value_get_tensor(v));
 		*bytes += mate_tensor_nbytes(mate_value_get_tensor(v));
 	}
-	if (rc == MATE_OK)
-		rc = strcmp(ext, ".pt") == 0 ? mate_pt_write(dst, t, NULL, err) :
-		    mate_safetensors_write(dst, t, NULL, err);
+	rc = strcmp(ext, ".pt") == 0 ? mate_pt_write(dst, t, NULL, err) :
+	    mate_safetensors_write(dst, t, NULL, err);
 	mate_value_free(t);
 	free(src);
 	free(dst);
@@ -575,9 +1028,9 @@ write_file(struct shrink *s, const char *stem, const char *dir, cJSON *rec, int6
 }
 
 static int
-write_text(const char *path, const char *text, mate_error *err)
+write_text(const char *path, const char *text, const char *mode, mate_error *err)
 {
-	FILE *f = fopen(path, "wx");
+	FILE *f = fopen(path, mode);
 	int bad;
 
 	if (f == NULL)
@@ -588,19 +1041,19 @@ write_text(const char *path, const char *text, mate_error *err)
 	return MATE_OK;
 }
 
-/* Writes the cut dump into root/<the dump's name> (and root/session.jsonl when the
- * dump's root has one). */
+/* Writes the dump in src (its record rec0, its info) as role into root/<its name>,
+ * its record appended to root/session.jsonl where the dump's root has one. */
 static int
-write_dump(struct shrink *s, const char *root, const char *final_root, mate_error *err)
+write_dump(const struct shrink *s, enum role role, const char *src, const cJSON *rec0,
+    const struct mate_dump_info *info, const char *root, const char *final_root, mate_error *err)
 {
-	cJSON *rec = cJSON_Duplicate(mate_dump_record(s->d), 1);
-	cJSON *info;
-	char *dir = join(root, s->info->name), *final = join(final_root, s->info->name);
-	char *text = NULL, *line = NULL, *path = NULL, *parent = NULL, *session = NULL;
+	cJSON *rec = cJSON_Duplicate(rec0, 1);
+	cJSON *ti;
+	char *dir = join(root, info->name), *final = join(final_root, info->name);
+	char *text = NULL, *line = NULL, *path = NULL;
 	int64_t in = 0, out = 0, inpl = 0;
 	int rc = MATE_OK;
 	size_t n;
-	struct stat sb;
 
 	if (rec == NULL || dir == NULL || final == NULL) {
 		rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
@@ -610,19 +1063,19 @@ write_dump(struct shrink *s, const char *root, const char *final_root, mate_erro
 		rc = mate_set_error(err, MATE_ERR_IO, "%s: %s", dir, strerror(errno));
 		goto done;
 	}
-	if ((rc = write_file(s, "inputs", dir, rec, &in, err)) != MATE_OK ||
-	    (rc = write_file(s, "outputs", dir, rec, &out, err)) != MATE_OK ||
-	    (rc = write_file(s, "inplace", dir, rec, &inpl, err)) != MATE_OK)
+	if ((rc = write_file(s, role, src, info->format, "inputs", dir, rec, &in, err)) != MATE_OK ||
+	    (rc = write_file(s, role, src, info->format, "outputs", dir, rec, &out, err)) != MATE_OK ||
+	    (rc = write_file(s, role, src, info->format, "inplace", dir, rec, &inpl, err)) != MATE_OK)
 		goto done;
-	if ((info = cJSON_GetObjectItemCaseSensitive(rec, "tensor_info")) != NULL) {
-		set_number(info, "input_size_bytes", (double)in);
-		set_number(info, "input_size_mb", (double)in / (1024.0 * 1024.0));
-		set_number(info, "output_size_bytes", (double)out);
-		set_number(info, "output_size_mb", (double)out / (1024.0 * 1024.0));
-		set_number(info, "inplace_size_bytes", (double)inpl);
-		set_number(info, "inplace_size_mb", (double)inpl / (1024.0 * 1024.0));
-		set_number(info, "total_size_bytes", (double)(in + out + inpl));
-		set_number(info, "total_size_mb", (double)(in + out + inpl) / (1024.0 * 1024.0));
+	if ((ti = cJSON_GetObjectItemCaseSensitive(rec, "tensor_info")) != NULL) {
+		set_number(ti, "input_size_bytes", (double)in);
+		set_number(ti, "input_size_mb", (double)in / (1024.0 * 1024.0));
+		set_number(ti, "output_size_bytes", (double)out);
+		set_number(ti, "output_size_mb", (double)out / (1024.0 * 1024.0));
+		set_number(ti, "inplace_size_bytes", (double)inpl);
+		set_number(ti, "inplace_size_mb", (double)inpl / (1024.0 * 1024.0));
+		set_number(ti, "total_size_bytes", (double)(in + out + inpl));
+		set_number(ti, "total_size_mb", (double)(in + out + inpl) / (1024.0 * 1024.0));
 	}
 	if (cJSON_GetObjectItemCaseSensitive(rec, "dump_dir") != NULL)
 		cJSON_ReplaceItemInObjectCaseSensitive(rec, "dump_dir", cJSON_CreateString(final));
@@ -634,45 +1087,28 @@ write_dump(struct shrink *s, const char *root, const char *final_root, mate_erro
 	n = strlen(text);
 	memcpy(line, text, n);
 	memcpy(line + n, "\n", 2);
-	if ((rc = write_text(path, line, err)) != MATE_OK)
+	if ((rc = write_text(path, line, "wx", err)) != MATE_OK)
 		goto done;
-	/* session.jsonl beside the dump: the new root gets one with its one record */
-	if ((parent = strdup(s->dump)) == NULL) {
-		rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-		goto done;
-	}
-	n = strlen(parent);
-	while (n > 1 && parent[n - 1] == '/')
-		parent[--n] = '\0';
-	while (n > 0 && parent[n - 1] != '/')
-		n--;
-	parent[n] = '\0';
-	if ((session = join(n > 0 ? parent : ".", "session.jsonl")) == NULL) {
-		rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-		goto done;
-	}
-	if (stat(session, &sb) == 0 && S_ISREG(sb.st_mode)) {
+	if (s->session) {
 		free(path);
 		if ((path = join(root, "session.jsonl")) == NULL)
 			rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 		else
-			rc = write_text(path, line, err);
+			rc = write_text(path, line, "a", err);
 	}
 done:
 	cJSON_Delete(rec);
 	cJSON_free(text);
 	free(line);
 	free(path);
-	free(parent);
-	free(session);
 	free(dir);
 	free(final);
 	return rc;
 }
 
-/* Removes the temporary root: its dump's files, the dump, session.jsonl, itself. */
+/* Removes a dump folder that write_dump() made under root. */
 static void
-remove_tree(const char *root, const char *name)
+remove_dump(const char *root, const char *name)
 {
 	static const char *const files[] = { "inputs.pt", "inputs.safetensors", "outputs.pt",
 	    "outputs.safetensors", "inplace.pt", "inplace.safetensors", "metadata.jsonl" };
@@ -686,6 +1122,18 @@ remove_tree(const char *root, const char *name)
 	if (dir != NULL)
 		rmdir(dir);
 	free(dir);
+}
+
+static void
+remove_tree(const struct shrink *s, const char *root)
+{
+	char *p;
+
+	remove_dump(root, s->info->name);
+	if (s->paged) {
+		remove_dump(root, s->init.info->name);
+		remove_dump(root, s->plan.info->name);
+	}
 	if ((p = join(root, "session.jsonl")) != NULL) {
 		unlink(p);
 		free(p);
@@ -723,25 +1171,88 @@ check_target(const char *path, int remove_empty, mate_error *err)
 	return MATE_OK;
 }
 
-/* Writes the dump as the stages now keep it into a temporary root beside outdir,
- * replays it from there; on the same failure renames it to outdir (*ok 1). */
+/* mate_replay_run()'s report: the result of the dump named ctx->name. */
+struct catch_run {
+	const char *name;
+	struct mate_replay_result *res;
+	int found;
+};
+
+static void
+catch_result(size_t i, const struct mate_dump_info *d, const struct mate_replay_result *res,
+    void *ctx)
+{
+	struct catch_run *c = ctx;
+
+	(void)i;
+	if (strcmp(d->name, c->name) == 0) {
+		*c->res = *res;
+		c->found = 1;
+	}
+}
+
+/* Replays the written root in order (a wrapper's __init__, plan, run) into *res: the
+ * result of the shrunk call. */
+static int
+replay_root(const struct shrink *s, const char *root, struct mate_replay_result *res,
+    mate_error *err)
+{
+	mate_dump_list *l = mate_dump_list_new(0, err);
+	const struct mate_dump_info *d[3];
+	struct catch_run c = { s->info->name, res, 0 };
+	size_t n;
+	int rc;
+
+	if (l == NULL)
+		return err->code;
+	if (mate_dump_list_add(l, root, err) < 0) {
+		mate_dump_list_free(l);
+		return err->code;
+	}
+	mate_dump_list_sort(l);
+	n = mate_dump_list_count(l);
+	for (size_t i = 0; i < n && i < 3; i++)
+		d[i] = mate_dump_list_get(l, i);
+	rc = mate_replay_run(s->r, d, n < 3 ? n : 3, 1, catch_result, &c, err);
+	mate_dump_list_free(l);
+	if (rc == MATE_OK && !c.found) {
+		memset(res, 0, sizeof(*res));
+		res->verdict = MATE_REPLAY_ERROR;
+		snprintf(res->message, sizeof(res->message), "the written dump was not found");
+	}
+	return rc;
+}
+
+/* Writes the dumps as the shrink now keeps them into a temporary root beside outdir,
+ * replays them from there; on the same failure renames it to outdir (*ok 1). */
 static int
 write_and_check(struct shrink *s, const char *outdir, int *ok, struct mate_replay_result *res,
     mate_error *err)
 {
-	char *tmp = malloc(strlen(outdir) + 16), *dir;
+	size_t len = strlen(outdir) + 16;
+	char *tmp = malloc(len), *dir;
 	int rc;
 
 	*ok = 0;
 	if (tmp == NULL)
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-	snprintf(tmp, strlen(outdir) + 16, "%s.tmp-XXXXXX", outdir);
+	snprintf(tmp, len, "%s.tmp-XXXXXX", outdir);
 	if (mkdtemp(tmp) == NULL) {
 		rc = mate_set_error(err, MATE_ERR_IO, "%s: %s", tmp, strerror(errno));
 		free(tmp);
 		return rc;
 	}
-	if ((rc = write_dump(s, tmp, outdir, err)) == MATE_OK) {
+	if (s->paged) {
+		if ((rc = write_dump(s, R_INIT, s->init.path, mate_dump_record(s->init.d), s->init.info,
+		    tmp, outdir, err)) == MATE_OK &&
+		    (rc = write_dump(s, R_PLAN, s->plan.path, mate_dump_record(s->plan.d), s->plan.info,
+		    tmp, outdir, err)) == MATE_OK &&
+		    (rc = write_dump(s, R_RUN, s->dump, mate_dump_record(s->d), s->info, tmp, outdir,
+		    err)) == MATE_OK &&
+		    (rc = replay_root(s, tmp, res, err)) == MATE_OK)
+			*ok = same_failure(s, res);
+	} else if ((rc = write_dump(s, R_CALL, s->dump, mate_dump_record(s->d), s->info, tmp, outdir,
+	    err)) == MATE_OK) {
 		if ((dir = join(tmp, s->info->name)) == NULL)
 			rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 		else {
@@ -755,22 +1266,54 @@ write_and_check(struct shrink *s, const char *outdir, int *ok, struct mate_repla
 		rc = mate_set_error(err, MATE_ERR_IO, "cannot rename %s to %s: %s", tmp, outdir,
 		    strerror(errno));
 	if (rc != MATE_OK || !*ok)
-		remove_tree(tmp, s->info->name);
+		remove_tree(s, tmp);
 	free(tmp);
 	return rc;
 }
 
 /* ---- the shrink ------------------------------------------------------------------- */
 
+/* Cuts the call by its stages (s->st): *cut 1 when some stage kept less than all. */
+static int
+shrink_stages(struct shrink *s, int *cut, mate_error *err)
+{
+	mate_value *cargs = NULL, *cexp = NULL;
+	int rc = MATE_OK;
+
+	*cut = 0;
+	if ((cargs = mate_value_copy(s->req.args)) == NULL ||
+	    (s->req.expected != NULL && (cexp = mate_value_copy(s->req.expected)) == NULL)) {
+		mate_value_free(cargs);
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	}
+	for (int i = 0; i < s->nst && rc == MATE_OK; i++) {
+		struct stage *st = &s->st[i];
+
+		if (st->note)
+			continue;
+		if ((rc = find_failing(s, st, cargs, cexp, err)) != MATE_OK || st->nfail == 0)
+			continue;
+		st->keep = st->fail;
+		st->nkeep = 1;
+		*cut = 1;
+		rc = apply_stage(st, &cargs, &cexp, err);
+	}
+	mate_value_free(cargs);
+	mate_value_free(cexp);
+	return rc;
+}
+
 int
 mate_replay_shrink(mate_replay *r, const char *dump, const char *outdir, char *report,
     size_t reportlen, mate_error *err)
 {
 	struct shrink s;
-	mate_value *args = NULL, *exp = NULL, *cargs = NULL, *cexp = NULL;
+	mate_value *args = NULL, *exp = NULL, *cargs = NULL;
 	const char *rule, *hsig;
 	struct mate_replay_result res;
 	int rc, ok, cut = 0;
+	char *parent = NULL, *session = NULL;
+	struct stat sb;
 
 	memset(&s, 0, sizeof(s));
 	s.r = r;
@@ -789,6 +1332,11 @@ mate_replay_shrink(mate_replay *r, const char *dump, const char *outdir, char *r
 		rc = err->code != MATE_OK ? err->code : MATE_ERR_FORMAT;
 		goto done;
 	}
+	if ((parent = parent_of(dump)) == NULL || (session = join(parent, "session.jsonl")) == NULL) {
+		rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		goto done;
+	}
+	s.session = stat(session, &sb) == 0 && S_ISREG(sb.st_mode);
 	s.req.function = s.info->function;
 	s.req.module = s.info->module;
 	s.req.signature = mate_dump_signature(s.d);
@@ -798,14 +1346,20 @@ mate_replay_shrink(mate_replay *r, const char *dump, const char *outdir, char *r
 	s.req.expected = exp;
 	s.req.recorded_error = s.info->status == MATE_DUMP_FAILED ?
 	    (s.info->error ? s.info->error : "failed") : NULL;
+	rule = mate_replay_slice_rule(r, &s.req, &hsig);
+	s.paged = rule != NULL && strcmp(rule, "@paged") == 0;
+	if (s.paged && (rc = paged_setup(&s, err)) != MATE_OK)
+		goto done;
 	/* how the call fails, on a copy (a call may write its arguments) */
 	if ((cargs = cut_dict(NULL, args, 0, NULL, 0, args, err)) == NULL) {
 		rc = err->code;
 		goto done;
 	}
-	replay_on(&s, cargs, exp, &s.want);
+	if (s.paged)
+		replay_paged(&s, s.plan.args, cargs, exp, &s.want);
+	else
+		replay_on(&s, cargs, exp, &s.want);
 	mate_value_free(cargs);
-	cargs = NULL;
 	if (s.want.verdict != MATE_REPLAY_MISMATCH && s.want.verdict != MATE_REPLAY_ERROR) {
 		rc = mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s %s on replay (%s): nothing to shrink",
 		    s.info->function, s.want.verdict == MATE_REPLAY_UNSUPPORTED ? "is unsupported" :
@@ -813,42 +1367,26 @@ mate_replay_shrink(mate_replay *r, const char *dump, const char *outdir, char *r
 		    s.want.message);
 		goto done;
 	}
-	if (s.info->self_id != NULL) {
-		rc = mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: a call on an object "
-		    "(self_id %s) depends on the calls before it", s.info->function, s.info->self_id);
+	if (rule == NULL) {
+		rc = mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: %s",
+		    s.info->function, s.info->self_id != NULL ? "a call on an object (self_id) depends on "
+		    "the calls before it, and its handler states no rule for cutting them together" :
+		    "its handler states no slicing rule (no rows, tokens or requests that fail alone)");
 		goto done;
 	}
-	if ((rule = mate_replay_slice_rule(r, &s.req, &hsig)) == NULL) {
-		rc = mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: its handler states "
-		    "no slicing rule (its inputs are not rows, tokens or requests that fail alone)",
-		    s.info->function);
-		goto done;
-	}
-	if ((rc = parse_rule(&s, rule, hsig, err)) != MATE_OK)
-		goto done;
-	/* each stage in turn, on what the stages before it kept */
-	if ((cargs = mate_value_copy(args)) == NULL || (exp != NULL && (cexp = mate_value_copy(exp)) == NULL)) {
-		rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-		goto done;
-	}
-	for (int i = 0; i < s.nst; i++) {
-		struct stage *st = &s.st[i];
-
-		if (st->note)
-			continue;
-		if ((rc = find_failing(&s, st, cargs, cexp, err)) != MATE_OK)
+	if (s.paged) {
+		if ((rc = paged_failing(&s, err)) != MATE_OK)
 			goto done;
-		if (st->nfail == 0)
-			continue;
-		st->keep = st->fail;
-		st->nkeep = 1;
-		cut = 1;
-		if ((rc = apply_stage(st, &cargs, &cexp, err)) != MATE_OK)
+		cut = s.pg.nfail > 0 && s.pg.B > 1;
+		if (cut && (rc = paged_select(&s.pg, s.pg.fail, 1, err)) != MATE_OK)
 			goto done;
-	}
+	} else if ((rc = parse_rule(&s, rule, hsig, err)) != MATE_OK ||
+	    (rc = shrink_stages(&s, &cut, err)) != MATE_OK)
+		goto done;
 	if (!cut) {
 		rc = mate_set_error(err, MATE_ERR_UNSUPPORTED, "the failure of %s does not survive "
-		    "slicing: no %s of it fails alone", s.info->function, s.st[0].unit);
+		    "slicing: no %s of it fails alone", s.info->function, s.paged ? "request" :
+		    s.st[0].unit);
 		goto done;
 	}
 	if ((rc = write_and_check(&s, outdir, &ok, &res, err)) != MATE_OK)
@@ -857,6 +1395,8 @@ mate_replay_shrink(mate_replay *r, const char *dump, const char *outdir, char *r
 		for (int i = 0; i < s.nst; i++)
 			if (s.st[i].keep != NULL)
 				s.st[i].nkeep = s.st[i].nfail;
+		if (s.paged && (rc = paged_select(&s.pg, s.pg.fail, s.pg.nfail, err)) != MATE_OK)
+			goto done;
 		if ((rc = write_and_check(&s, outdir, &ok, &res, err)) != MATE_OK)
 			goto done;
 		if (!ok) {
@@ -866,14 +1406,27 @@ mate_replay_shrink(mate_replay *r, const char *dump, const char *outdir, char *r
 			goto done;
 		}
 	}
-	write_report(&s, args);
+	if (s.paged)
+		paged_report(&s);
+	else
+		write_report(&s, args);
 	say(&s, "\nreplays as %s: %s", mate_replay_verdict_name(res.verdict), res.message);
 	rc = MATE_OK;
 done:
 	for (int i = 0; i < s.nst; i++)
 		free(s.st[i].fail);
-	mate_value_free(cargs);
-	mate_value_free(cexp);
+	free(s.pg.indptr);
+	free(s.pg.indices);
+	free(s.pg.last);
+	free(s.pg.pages);
+	free(s.pg.new_indptr);
+	free(s.pg.new_indices);
+	free(s.pg.new_last);
+	free(s.pg.fail);
+	dep_free(&s.init);
+	dep_free(&s.plan);
+	free(parent);
+	free(session);
 	mate_value_free(args);
 	mate_value_free(exp);
 	mate_dump_free(s.d);
