@@ -134,6 +134,9 @@ SCRIPT_TESTS += tests/interop/test_fi_newer_params.py
 SCRIPT_TESTS += tests/interop/test_fi_plan_dtypes.py
 ## Calls in one millisecond replay in session.jsonl's order.
 SCRIPT_TESTS += tests/interop/test_fi_call_order.py
+## mate-replay --shrink: a norm, a GEMM and a paged decode cut to their bad row, column, request.
+SCRIPT_TESTS += tests/interop/test_replay_shrink.py
+EXTRA_DIST += tests/interop/peers/shrink_ref.py
 EXTRA_DIST += tests/interop/peers/flashinfer_ops21.py
 ## mate-replay --list-ops and the table in mate-replay(1) generated from it
 SCRIPT_TESTS += tests/cli/test_replay_list_ops.sh

@@ -1,0 +1,226 @@
+# mate-python: peers
+"""test_replay_shrink.py: mate-replay --shrink cuts a recorded call with one planted bad element to the one failing unit: a 4096-row rmsnorm (.pt) to its row, a 256x256x256 mm (.safetensors) to one row of A and one column of B (K kept), a paged decode of 16 requests to its request with exactly its pages (__init__, plan and run); the cut dumps replay as a mismatch in mate and in FlashInfer's own replay_sequence; a folder that is not empty is refused and left as it was; a call that passes, and an op without a slicing rule, write nothing and say why."""
+import contextlib
+import io
+import json
+import logging
+import os
+import shutil
+
+from mate_test import build_path, case, check, done, flashinfer_main, flashinfer_record, run, tmpdir
+
+REPLAY = build_path("src", "replay", "mate-replay")
+BAD_ROW, BAD_COL, BAD_REQ = 1731, 17, 5
+
+
+def record():
+    """The child: FLASHINFER_* are set; calls the decorated torch references."""
+    import torch
+
+    from flashinfer_attn_ref import decorate as decorate_attn
+    from flashinfer_peer import decorate as decorate_peer
+    from flashinfer_peer import load_api_logging
+    from shrink_ref import decorate as decorate_gemm
+
+    api = load_api_logging()
+    which = os.environ["SHRINK_CASE"]
+    gen = torch.Generator().manual_seed(33)
+    if which == "norm":
+        fi = decorate_peer(api)
+        fi["rmsnorm"](torch.randn(4096, 64, generator=gen), torch.randn(64, generator=gen))
+        fi["softmax"](torch.randn(8, 32, generator=gen))                      # passes
+        gemm = fi["SegmentGEMMWrapper"](torch.empty(1 << 16, dtype=torch.int8))   # no rule
+        gemm.run(torch.randn(6, 8, generator=gen), torch.randn(2, 8, 4, generator=gen), 2, False,
+                 seg_lens=torch.tensor([2, 4]))
+    elif which == "gemm":
+        fi = decorate_gemm(api)
+        fi["mm"](torch.randn(256, 256, generator=gen), torch.randn(256, 256, generator=gen))
+    else:
+        fi = decorate_attn(api)
+        lens, P, Hq, Hk, D = [5 + 3 * i for i in range(16)], 4, 8, 2, 64
+        counts = [(n + P - 1) // P for n in lens]
+        total = sum(counts) + 3
+        perm = torch.randperm(total, generator=gen).to(torch.int32)
+        indptr = torch.tensor([0] + list(torch.cumsum(torch.tensor(counts), 0)), dtype=torch.int32)
+        last = torch.tensor([n - (c - 1) * P for n, c in zip(lens, counts)], dtype=torch.int32)
+        w = fi["BatchDecodeWithPagedKVCacheWrapper"](torch.empty(1 << 12, dtype=torch.uint8), "NHD")
+        w.plan(indptr, perm[:int(indptr[-1])].contiguous(), last, Hq, Hk, D, P,
+               q_data_type=torch.float32)
+        kv = (torch.randn(total, P, Hk, D, generator=gen), torch.randn(total, P, Hk, D, generator=gen))
+        w.run(torch.randn(16, Hq, D, generator=gen), kv, return_lse=True)
+
+
+flashinfer_main(record)
+
+import torch  # noqa: E402
+from flashinfer_peer import load_api_logging  # noqa: E402
+
+TMP = tmpdir()
+api = load_api_logging()
+logging.getLogger("flashinfer.api_logging").setLevel(logging.CRITICAL)
+
+
+def recorded(which, ncalls, fmt):
+    os.environ["SHRINK_CASE"] = which
+    os.makedirs(os.path.join(TMP, which))
+    root, dirs = flashinfer_record(__file__, os.path.join(TMP, which), ncalls, fmt)
+    return root, dirs
+
+
+def load(path):
+    if path.endswith(".safetensors"):
+        from safetensors.torch import load_file
+        return load_file(path)
+    return torch.load(path, weights_only=True)
+
+
+def save(t, path):
+    if path.endswith(".safetensors"):
+        from safetensors.torch import save_file
+        save_file(t, path)
+    else:
+        torch.save(t, path)
+
+
+def plant(dump, key, idx):
+    """Adds 1 to element idx of output key of dump (its outputs file)."""
+    path = [os.path.join(dump, f) for f in os.listdir(dump) if f.startswith("outputs.")][0]
+    t = load(path)
+    t[key][idx] += 1
+    save(t, path)
+
+
+def tensors(dump):
+    """Every tensor of dump's files by key: {key: shape}."""
+    out = {}
+    for f in sorted(os.listdir(dump)):
+        if f.split(".")[0] in ("inputs", "outputs", "inplace"):
+            out.update({k: tuple(v.shape) for k, v in load(os.path.join(dump, f)).items()})
+    return out
+
+
+def mate_verdicts(root):
+    p = run([REPLAY, "--jsonl", root], check=False)
+    return {v["function"]: v for v in map(json.loads, p.stdout.splitlines())}
+
+
+def fi_results(root):
+    with contextlib.redirect_stdout(io.StringIO()):
+        res = api.replay_sequence(root, device="cpu")
+    return {r.get("metadata", {}).get("function_name"): r for r in res}
+
+
+def shrink(dump, out):
+    return run([REPLAY, "--shrink", dump, "-o", out], check=False)
+
+
+def listing(path):
+    return sorted(os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(path) for f in fs)
+
+
+with case("rmsnorm: 4096 rows to the one bad row"):
+    root, dirs = recorded("norm", 4, "pt")
+    norm = os.path.join(root, [d for d in dirs if d.endswith("_rmsnorm_call0001")][0])
+    plant(norm, "result", (BAD_ROW, 9))
+    out = os.path.join(TMP, "norm-out")
+    p = shrink(norm, out)
+    check(p.returncode == 0, "exit %d: %s" % (p.returncode, p.stderr))
+    check("row 1,731 of 4,096: the only row that mismatches" in p.stdout, "report: %s" % p.stdout)
+    check(sorted(os.listdir(out)) == sorted([os.path.basename(norm), "session.jsonl"]),
+          "the root holds the dump and session.jsonl: %s" % os.listdir(out))
+    cut = os.path.join(out, os.path.basename(norm))
+    check(sorted(os.listdir(cut)) == ["inputs.pt", "metadata.jsonl", "outputs.pt"],
+          "same layout: %s" % os.listdir(cut))
+    check(tensors(cut) == {"arg_0": (1, 64), "arg_1": (64,), "result": (1, 64)},
+          "one row kept: %s" % tensors(cut))
+    rec = json.loads(open(os.path.join(cut, "metadata.jsonl")).read().splitlines()[-1])
+    check(rec["tensor_details"]["arg_0"]["shape"] == [1, 64] and
+          rec["tensor_info"]["input_size_bytes"] == 2 * 64 * 4 and rec["function_name"] == "rmsnorm",
+          "the record's shapes and sizes: %s" % rec["tensor_info"])
+    v = mate_verdicts(out).get("rmsnorm", {})
+    check(v.get("verdict") == "mismatch" and v.get("first_bad_index") == "[0, 9]",
+          "mate-replay: %s" % v)
+    r = fi_results(out).get("rmsnorm", {})
+    check(r.get("comparison_match") is False and "error" not in r,
+          "FlashInfer's replay_sequence: %s" % {k: r.get(k) for k in ("comparison_match", "error")})
+
+with case("a folder that is not empty is refused"):
+    before = listing(out)
+    p = shrink(norm, out)
+    check(p.returncode == 2 and "not empty" in p.stderr and p.stdout == "",
+          "exit %d: %s" % (p.returncode, p.stderr))
+    check(listing(out) == before, "the folder changed: %s" % listing(out))
+    check(not [f for f in os.listdir(TMP) if ".tmp-" in f], "a temporary folder was left")
+    empty = os.path.join(TMP, "empty")
+    os.mkdir(empty)
+    check(shrink(norm, empty).returncode == 0 and len(os.listdir(empty)) == 2,
+          "an empty folder is written")
+
+with case("a call that passes, an op without a rule: nothing written"):
+    soft = os.path.join(root, [d for d in dirs if d.endswith("_softmax_call0001")][0])
+    nothing = os.path.join(TMP, "nothing")
+    p = shrink(soft, nothing)
+    check(p.returncode == 1 and "softmax passes on replay" in p.stderr and "nothing to shrink" in p.stderr,
+          "exit %d: %s" % (p.returncode, p.stderr))
+    check(not os.path.exists(nothing), "written")
+    seg = os.path.join(root, [d for d in dirs if "SegmentGEMMWrapper.run" in d][0])
+    plant(seg, "result", (1, 2))
+    check(mate_verdicts(root).get("SegmentGEMMWrapper.run", {}).get("verdict") == "mismatch",
+          "the planted segment GEMM mismatches")
+    p = shrink(seg, nothing)
+    check(p.returncode == 1 and "SegmentGEMMWrapper.run cannot be sliced: " in p.stderr,
+          "exit %d: %s" % (p.returncode, p.stderr))
+    check(not os.path.exists(nothing) and not [f for f in os.listdir(TMP) if ".tmp-" in f], "written")
+
+with case("mm: 256x256x256 to one row of A and one column of B"):
+    root, dirs = recorded("gemm", 1, "safetensors")
+    mm = os.path.join(root, dirs[0])
+    plant(mm, "result", (3, BAD_COL))
+    out = os.path.join(TMP, "gemm-out")
+    p = shrink(mm, out)
+    check(p.returncode == 0, "exit %d: %s" % (p.returncode, p.stderr))
+    check("row 3 of 256 of a and column 17 of 256 of b (K = 256 kept)" in p.stdout, "report: %s" % p.stdout)
+    cut = os.path.join(out, dirs[0])
+    check(sorted(os.listdir(cut)) == ["inputs.safetensors", "metadata.jsonl", "outputs.safetensors"],
+          "same format: %s" % os.listdir(cut))
+    check(tensors(cut) == {"arg_0": (1, 256), "arg_1": (256, 1), "result": (1, 1)},
+          "a 1x256 row of A, a 256x1 column of B: %s" % tensors(cut))
+    check(mate_verdicts(out).get("mm", {}).get("verdict") == "mismatch", "mate-replay")
+    check(fi_results(out).get("mm", {}).get("comparison_match") is False, "FlashInfer's replay_sequence")
+
+with case("paged decode: 16 requests to the one bad request and its pages"):
+    root, dirs = recorded("decode", 3, "pt")
+    runs = os.path.join(root, [d for d in dirs if ".run_" in d][0])
+    plan_in = load(os.path.join(root, [d for d in dirs if ".plan_" in d][0], "inputs.pt"))
+    plant(runs, "result_0", (BAD_REQ, 3, 7))
+    out = os.path.join(TMP, "decode-out")
+    p = shrink(runs, out)
+    check(p.returncode == 0, "exit %d: %s" % (p.returncode, p.stderr))
+    npages = int(plan_in["arg_1"][BAD_REQ + 1] - plan_in["arg_1"][BAD_REQ])
+    check("request 5 of 16: the only request that mismatches; %d of 51 pages" % npages in p.stdout
+          or "request 5 of 16: the only request that mismatches" in p.stdout, "report: %s" % p.stdout)
+    check(sorted(os.listdir(out)) == sorted(dirs + ["session.jsonl"]), "the root: %s" % os.listdir(out))
+    check(len(open(os.path.join(out, "session.jsonl")).read().splitlines()) == 3, "session.jsonl")
+    cut_plan = load(os.path.join(out, [d for d in dirs if ".plan_" in d][0], "inputs.pt"))
+    check(cut_plan["arg_1"].tolist() == [0, npages] and cut_plan["arg_2"].tolist() == list(range(npages))
+          and cut_plan["arg_3"].tolist() == [int(plan_in["arg_3"][BAD_REQ])],
+          "the plan's page table rebuilt: %s" % cut_plan)
+    orig_run = load(os.path.join(runs, "inputs.pt"))
+    cut_run = load(os.path.join(out, os.path.basename(runs), "inputs.pt"))
+    pages = plan_in["arg_2"][int(plan_in["arg_1"][BAD_REQ]):int(plan_in["arg_1"][BAD_REQ + 1])].long()
+    check(torch.equal(cut_run["arg_1"], orig_run["arg_1"][BAD_REQ:BAD_REQ + 1]), "q's row")
+    check(torch.equal(cut_run["arg_2__0"], orig_run["arg_2__0"][pages]) and
+          torch.equal(cut_run["arg_2__1"], orig_run["arg_2__1"][pages]), "exactly its pages, in order")
+    check(tensors(os.path.join(out, os.path.basename(runs)))["result_0"] == (1, 8, 64), "one request's output")
+    v = mate_verdicts(out)
+    check([v.get(f, {}).get("verdict") for f in ("BatchDecodeWithPagedKVCacheWrapper.__init__",
+          "BatchDecodeWithPagedKVCacheWrapper.plan", "BatchDecodeWithPagedKVCacheWrapper.run")]
+          == ["passed", "passed", "mismatch"], "mate-replay: %s" % {k: x["verdict"] for k, x in v.items()})
+    r = fi_results(out)
+    check([r.get(f, {}).get("comparison_match") for f in ("BatchDecodeWithPagedKVCacheWrapper.__init__",
+          "BatchDecodeWithPagedKVCacheWrapper.plan", "BatchDecodeWithPagedKVCacheWrapper.run")]
+          == [True, True, False], "FlashInfer's replay_sequence: %s"
+          % {k: (x.get("comparison_match"), x.get("error")) for k, x in r.items()})
+    shutil.rmtree(out)
+
+done()
