@@ -959,8 +959,12 @@ set_number(cJSON *o, const char *key, double v)
 static mate_value *
 cut_file(const struct shrink *s, enum role role, mate_value *t, mate_error *err)
 {
-	if (role == R_PLAN || role == R_RUN)
-		return paged_dict(&s->pg, role, t, NULL, err);
+	if (role == R_PLAN || role == R_RUN) {
+		mate_value *nt = paged_dict(&s->pg, role, t, NULL, err);
+
+		mate_value_free(t);
+		return nt;
+	}
 	if (role == R_CALL)
 		for (int i = 0; i < s->nst; i++) {
 			mate_value *nt;
