@@ -215,23 +215,30 @@ op_rope(mate_replay_call *c, void *ctx)
 	"rope_theta=500000.0, low_freq_factor=1, high_freq_factor=4, old_context_len=8192)"
 #define SIG_COS_SIN "(positions, query, key, head_size, cos_sin_cache, is_neox=True)"
 
+/* How mate-replay --shrink cuts them: by token, with its position (the segment
+ * forms, indptr and offsets, are not cut). */
+#define SLICE_POS "token:q.0 k.0 pos_ids.0 result.0"
+#define SLICE_COS_SIN "token:positions.0 query.0 key.0 result.0"
+
 int
 mate_replay_register_rope(mate_replay *r, mate_error *err)
 {
 	static const struct mate_replay_op_def ops[] = {
 		{ "apply_rope", SIG_ROPE, op_rope, ROPE_INDPTR, NULL },
 		{ "apply_rope_inplace", SIG_ROPE, op_rope, ROPE_INDPTR | ROPE_INPLACE, NULL },
-		{ "apply_rope_pos_ids", SIG_ROPE_POS, op_rope, ROPE_POS_IDS, NULL },
-		{ "apply_rope_pos_ids_inplace", SIG_ROPE_POS, op_rope, ROPE_POS_IDS | ROPE_INPLACE, NULL },
+		{ "apply_rope_pos_ids", SIG_ROPE_POS, op_rope, ROPE_POS_IDS, SLICE_POS },
+		{ "apply_rope_pos_ids_inplace", SIG_ROPE_POS, op_rope, ROPE_POS_IDS | ROPE_INPLACE,
+		    SLICE_POS },
 		{ "apply_llama31_rope", SIG_LLAMA31, op_rope, ROPE_INDPTR | ROPE_LLAMA31, NULL },
 		{ "apply_llama31_rope_inplace", SIG_LLAMA31, op_rope,
 		    ROPE_INDPTR | ROPE_LLAMA31 | ROPE_INPLACE, NULL },
-		{ "apply_llama31_rope_pos_ids", SIG_LLAMA31_POS, op_rope, ROPE_POS_IDS | ROPE_LLAMA31, NULL },
+		{ "apply_llama31_rope_pos_ids", SIG_LLAMA31_POS, op_rope, ROPE_POS_IDS | ROPE_LLAMA31,
+		    SLICE_POS },
 		{ "apply_llama31_rope_pos_ids_inplace", SIG_LLAMA31_POS, op_rope,
-		    ROPE_POS_IDS | ROPE_LLAMA31 | ROPE_INPLACE, NULL },
-		{ "apply_rope_with_cos_sin_cache", SIG_COS_SIN, op_rope, ROPE_CACHE, NULL },
+		    ROPE_POS_IDS | ROPE_LLAMA31 | ROPE_INPLACE, SLICE_POS },
+		{ "apply_rope_with_cos_sin_cache", SIG_COS_SIN, op_rope, ROPE_CACHE, SLICE_COS_SIN },
 		{ "apply_rope_with_cos_sin_cache_inplace", SIG_COS_SIN, op_rope,
-		    ROPE_CACHE | ROPE_INPLACE, NULL },
+		    ROPE_CACHE | ROPE_INPLACE, SLICE_COS_SIN },
 	};
 
 	return mate_replay_register_ops(r, ops, sizeof(ops) / sizeof(ops[0]), err);

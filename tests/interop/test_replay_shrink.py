@@ -32,6 +32,18 @@ def record():
         gemm = fi["SegmentGEMMWrapper"](torch.empty(1 << 16, dtype=torch.int8))   # no rule
         gemm.run(torch.randn(6, 8, generator=gen), torch.randn(2, 8, 4, generator=gen), 2, False,
                  seg_lens=torch.tensor([2, 4]))
+    elif which == "more":
+        from flashinfer_ops21 import ROPE, SAMPLING
+        from flashinfer_ops21 import decorate as decorate_ops21
+        fi = dict(decorate_peer(api), **decorate_attn(api), **decorate_ops21(api, ROPE + SAMPLING))
+        fi["silu_and_mul"](torch.randn(40, 64, generator=gen))
+        fi["softmax"](torch.randn(40, 32, generator=gen))
+        fi["merge_state"](torch.randn(40, 4, 64, generator=gen), torch.randn(40, 4, generator=gen),
+                          torch.randn(40, 4, 64, generator=gen), torch.randn(40, 4, generator=gen))
+        fi["apply_rope_pos_ids"](torch.randn(40, 4, 64, generator=gen), torch.randn(40, 2, 64, generator=gen),
+                                 torch.arange(40, dtype=torch.int32) * 3)
+        probs = torch.softmax(torch.randn(40, 50, generator=gen), -1)
+        fi["top_k_renorm_probs"](probs, torch.full((40,), 5, dtype=torch.int32))
     elif which == "gemm":
         fi = decorate_gemm(api)
         fi["mm"](torch.randn(256, 256, generator=gen), torch.randn(256, 256, generator=gen))
@@ -171,6 +183,24 @@ with case("a call that passes, an op without a rule: nothing written"):
     check(p.returncode == 1 and "SegmentGEMMWrapper.run cannot be sliced: " in p.stderr,
           "exit %d: %s" % (p.returncode, p.stderr))
     check(not os.path.exists(nothing) and not [f for f in os.listdir(TMP) if ".tmp-" in f], "written")
+
+with case("activation, softmax, merge_state, RoPE, a top-k filter: the bad row or token"):
+    root, dirs = recorded("more", 5, "pt")
+    for fn, key, unit in (("silu_and_mul", "result", "row"), ("softmax", "result", "row"),
+                          ("merge_state", "result_0", "token"), ("apply_rope_pos_ids", "result_1", "token"),
+                          ("top_k_renorm_probs", "result", "row")):
+        dump = os.path.join(root, [d for d in dirs if d.endswith("_%s_call0001" % fn)][0])
+        t = load(os.path.join(dump, "outputs.pt"))[key]
+        plant(dump, key, (11,) + (0,) * (t.dim() - 1))
+        out = os.path.join(TMP, fn)
+        p = shrink(dump, out)
+        check(p.returncode == 0 and "%s 11 of 40: the only %s that mismatches" % (unit, unit) in p.stdout,
+              "%s: exit %d: %s %s" % (fn, p.returncode, p.stdout, p.stderr))
+        shapes = tensors(os.path.join(out, os.path.basename(dump)))
+        check(shapes[key][0] == 1, "%s: one %s kept: %s" % (fn, unit, shapes))
+        check(mate_verdicts(out).get(fn, {}).get("verdict") == "mismatch", "%s: mate-replay" % fn)
+        check(fi_results(out).get(fn, {}).get("comparison_match") is False,
+              "%s: FlashInfer's replay_sequence" % fn)
 
 with case("mm: 256x256x256 to one row of A and one column of B"):
     root, dirs = recorded("gemm", 1, "safetensors")
