@@ -514,8 +514,17 @@ ints_of(const char *what, const mate_value *v, int64_t **out, int64_t *n, mate_d
 	*dt = t->dtype;
 	if ((*out = calloc((size_t)(*n > 0 ? *n : 1), sizeof(int64_t))) == NULL)
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-	for (int64_t i = 0; i < *n; i++)
-		(*out)[i] = (int64_t)mate_load_f64(t->dtype, mate_tensor_element(t, i));
+	for (int64_t i = 0; i < *n; i++) {
+		const void *p = mate_tensor_element(t, i);
+
+		if (t->dtype == MATE_I32) {
+			int32_t x;
+
+			memcpy(&x, p, sizeof(x));
+			(*out)[i] = x;
+		} else
+			memcpy(&(*out)[i], p, sizeof(int64_t));
+	}
 	return MATE_OK;
 }
 

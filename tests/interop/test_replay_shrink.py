@@ -227,8 +227,9 @@ with case("paged decode: 16 requests to the one bad request and its pages"):
     p = shrink(runs, out)
     check(p.returncode == 0, "exit %d: %s" % (p.returncode, p.stderr))
     npages = int(plan_in["arg_1"][BAD_REQ + 1] - plan_in["arg_1"][BAD_REQ])
-    check("request 5 of 16: the only request that mismatches; %d of 51 pages" % npages in p.stdout
-          or "request 5 of 16: the only request that mismatches" in p.stdout, "report: %s" % p.stdout)
+    ntotal = load(os.path.join(runs, "inputs.pt"))["arg_2__0"].shape[0]
+    check("request 5 of 16: the only request that mismatches; %d of %d pages" % (npages, ntotal)
+          in p.stdout, "report: %s" % p.stdout)
     check(sorted(os.listdir(out)) == sorted(dirs + ["session.jsonl"]), "the root: %s" % os.listdir(out))
     check(len(open(os.path.join(out, "session.jsonl")).read().splitlines()) == 3, "session.jsonl")
     cut_plan = load(os.path.join(out, [d for d in dirs if ".plan_" in d][0], "inputs.pt"))
@@ -252,5 +253,18 @@ with case("paged decode: 16 requests to the one bad request and its pages"):
           == [True, True, False], "FlashInfer's replay_sequence: %s"
           % {k: (x.get("comparison_match"), x.get("error")) for k, x in r.items()})
     shutil.rmtree(out)
+
+with case("a plan whose page is not the cache's: refused before it indexes anything"):
+    bad = os.path.join(TMP, "bad-plan")
+    shutil.copytree(root, bad)
+    path = os.path.join(bad, [d for d in dirs if ".plan_" in d][0], "inputs.pt")
+    t = load(path)
+    t["arg_2"][2] = 9999
+    save(t, path)
+    nothing = os.path.join(TMP, "nothing-paged")
+    p = shrink(os.path.join(bad, os.path.basename(runs)), nothing)
+    check(p.returncode == 2 and "the plan's page 9999 is not one of the cache's %d" % ntotal in p.stderr,
+          "exit %d: %s" % (p.returncode, p.stderr))
+    check(not os.path.exists(nothing), "written")
 
 done()
