@@ -461,7 +461,7 @@ mate_replay_register_builtins(mate_replay *r, mate_error *err)
 		{ "gelu_and_mul", SIG_ACT, op_act_and_mul, ACT_GELU, MATE_SLICE_ROWS },
 		{ "gelu_tanh_and_mul", SIG_ACT, op_act_and_mul, ACT_GELU_TANH, MATE_SLICE_ROWS },
 		{ "softmax", "(logits, temperature=None, enable_pdl=None)", op_softmax, LIBRARY_FN,
-		    "row:logits.0 result.0" },
+		    "row:logits.0 temperature.0 result.0" },
 		{ "Tensor.softmax", "(input, dim, dtype=None)", op_softmax, TORCH_METHOD, NULL },
 		{ "Tensor.softmax", "(self, dim, dtype=None)", op_softmax, TORCH_METHOD, NULL },
 		{ "mm", "(a, b, out_dtype=None, out=None)", op_mm, 0, MATE_SLICE_MM("a", "b") },
