@@ -1316,8 +1316,8 @@ shrink_stages(struct shrink *s, int *cut, mate_error *err)
 	return rc;
 }
 
-int
-mate_replay_shrink(mate_replay *r, const char *dump, const char *outdir, char *report,
+static int
+shrink_into(mate_replay *r, const char *dump, const char *outdir, char *report,
     size_t reportlen, mate_error *err)
 {
 	struct shrink s;
@@ -1443,5 +1443,31 @@ done:
 	mate_value_free(args);
 	mate_value_free(exp);
 	mate_dump_free(s.d);
+	return rc;
+}
+
+int
+mate_replay_shrink(mate_replay *r, const char *dump, const char *outdir, char *report,
+    size_t reportlen, mate_error *err)
+{
+	char *dir = strdup(outdir);
+	size_t n;
+	int rc;
+
+	if (report == NULL || reportlen == 0)
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "mate_replay_shrink: no report buffer");
+	report[0] = '\0';
+	if (dir == NULL)
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	n = strlen(dir);
+	while (n > 1 && dir[n - 1] == '/')  /* "out/": the folder out, whose temporary is beside it */
+		dir[--n] = '\0';
+	if (n == 0 || strcmp(dir, "/") == 0 || strcmp(dir, ".") == 0 || strcmp(dir, "..") == 0) {
+		free(dir);
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "-o %s: not a folder that can be "
+		    "written whole", outdir);
+	}
+	rc = shrink_into(r, dump, dir, report, reportlen, err);
+	free(dir);
 	return rc;
 }

@@ -165,8 +165,8 @@ with case("a folder that is not empty is refused"):
     check(not [f for f in os.listdir(TMP) if ".tmp-" in f], "a temporary folder was left")
     empty = os.path.join(TMP, "empty")
     os.mkdir(empty)
-    check(shrink(norm, empty).returncode == 0 and len(os.listdir(empty)) == 2,
-          "an empty folder is written")
+    check(shrink(norm, empty + "/").returncode == 0 and len(os.listdir(empty)) == 2,
+          "an empty folder, named with a slash, is written")
 
 with case("a call that passes, an op without a rule: nothing written"):
     soft = os.path.join(root, [d for d in dirs if d.endswith("_softmax_call0001")][0])
