@@ -297,6 +297,44 @@ finish(mate_call *c, int rc, const mate_tensor *result)
 	return rc;
 }
 
+/* MINILIB_FAULT=rmsnorm:N:ROW[:nan]: a planted bug, for the worked example
+ * (examples/find-the-bug.sh): the N-th rmsnorm call of the process writes row
+ * ROW of its output wrong (every element doubled; with ":nan", its first
+ * element NaN). Unset, as everywhere else, it changes nothing. */
+static struct {
+	pthread_once_t once;
+	long at, row, calls;
+	int nan_mode;
+} fault = { PTHREAD_ONCE_INIT, -1, -1, 0, 0 };
+
+static void
+read_fault(void)
+{
+	const char *e = getenv("MINILIB_FAULT");
+	char mode[8] = "";
+
+	if (e == NULL || sscanf(e, "rmsnorm:%ld:%ld:%7s", &fault.at, &fault.row, mode) < 2)
+		fault.at = fault.row = -1;
+	fault.nan_mode = strcmp(mode, "nan") == 0;
+}
+
+static void
+planted_fault(const mate_tensor *out)
+{
+	long n, row;
+	int64_t h;
+
+	pthread_once(&fault.once, read_fault);
+	row = fault.row;
+	n = __atomic_add_fetch(&fault.calls, 1, __ATOMIC_RELAXED);
+	if (fault.at < 1 || n != fault.at || row < 0 || out->ndim < 1 || row >= out->shape[0])
+		return;
+	h = mate_tensor_numel(out) / out->shape[0];
+
+	for (int64_t j = 0; j < h; j++)
+		store(out, row * h + j, fault.nan_mode && j == 0 ? NAN : 2 * load(out, row * h + j));
+}
+
 int
 mini_rmsnorm(const mate_tensor *input, const mate_tensor *weight, double eps,
     mate_tensor *out)
@@ -319,6 +357,8 @@ mini_rmsnorm(const mate_tensor *input, const mate_tensor *weight, double eps,
 	else
 		rc = run_on_pool(rmsnorm_work, &a, c, "rmsnorm",
 		    nbytes(input) + nbytes(weight), nbytes(out));
+	if (rc == 0)
+		planted_fault(out);
 	return finish(c, rc, out);
 }
 
