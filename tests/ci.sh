@@ -117,7 +117,7 @@ step "stress: the tests that depend on time, 10 runs each, sanitizer build, 2 bu
 # and must pass every time on a loaded machine under a build several times slower than a
 # plain one; a failing run's log is printed whole.
 stress_tests="tests/test_wqueue tests/test_recorder_crash tests/test_events tests/test_events_stall
-	tests/test_events_frames tests/test_events_budget tests/test_events_spoof tests/test_events_fork
+	tests/test_events_frames tests/test_events_bignum tests/test_events_budget tests/test_events_spoof tests/test_events_fork
 	tests/cli/test_recorder_crash_pt.sh tests/cli/test_profile.py tests/cli/test_bench_log.py
 	tests/cli/test_events_demo.py tests/cli/test_events_hostile_name.py tests/cli/test_events_flood.py
 	tests/cli/test_events_curve.py tests/cli/test_events_ilog_trace.sh tests/cli/test_events_stale.sh
