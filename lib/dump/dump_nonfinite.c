@@ -122,15 +122,11 @@ classify(mate_dtype dt, const unsigned char *p)
  * compiler's vector extension (SSE2 or AVX2), branch-free. */
 typedef uint64_t nf_v4 __attribute__((vector_size(32)));
 
-/* x86-64: also built for AVX2, chosen at load time where the CPU has it. */
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
-#define NF_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define NF_CLONES
-#endif
-
-NF_CLONES static int
-any_exp_ones(const unsigned char *p, size_t nbytes, uint64_t m, uint64_t a, uint64_t t)
+/* The pass, inlined into a plain and (x86-64) an AVX2 copy; any_exp_ones()
+ * picks one by the CPU, once. (Not target_clones: its ifunc resolver is a
+ * global symbol of libmate.a that no header declares.) */
+static inline __attribute__((always_inline)) int
+exp_ones_body(const unsigned char *p, size_t nbytes, uint64_t m, uint64_t a, uint64_t t)
 {
 	nf_v4 vm = { m, m, m, m }, va = { a, a, a, a }, acc0 = { 0, 0, 0, 0 }, acc1 = acc0,
 	    acc2 = acc0, acc3 = acc0;
@@ -161,6 +157,38 @@ any_exp_ones(const unsigned char *p, size_t nbytes, uint64_t m, uint64_t a, uint
 		acc |= (w & m) + a;
 	}
 	return (acc & t) != 0;
+}
+
+static int
+exp_ones_plain(const unsigned char *p, size_t nbytes, uint64_t m, uint64_t a, uint64_t t)
+{
+	return exp_ones_body(p, nbytes, m, a, t);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) static int
+exp_ones_avx2(const unsigned char *p, size_t nbytes, uint64_t m, uint64_t a, uint64_t t)
+{
+	return exp_ones_body(p, nbytes, m, a, t);
+}
+#endif
+
+static int
+any_exp_ones(const unsigned char *p, size_t nbytes, uint64_t m, uint64_t a, uint64_t t)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	static int avx2 = -1;   /* -1: not asked yet */
+	int have = __atomic_load_n(&avx2, __ATOMIC_RELAXED);
+
+	if (have < 0) {
+		__builtin_cpu_init();
+		have = __builtin_cpu_supports("avx2") != 0;
+		__atomic_store_n(&avx2, have, __ATOMIC_RELAXED);
+	}
+	if (have)
+		return exp_ones_avx2(p, nbytes, m, a, t);
+#endif
+	return exp_ones_plain(p, nbytes, m, a, t);
 }
 
 /* Whether any of n elements of dt at p is not finite. */
