@@ -438,6 +438,9 @@ op_attention(mate_replay_call *c, void *prefill)
 #define SIG_ACT "(input, out=None, enable_pdl=None)"
 #define SIG_SEGMENT_RUN "(self, x, weights, batch_size, weight_column_major, out=None, " \
 	"seg_lens=None, seg_indptr=None, weight_indices=None)"
+/* By query head, with its KV head (GQA: query head h reads KV head h / (Hq / Hkv)); the
+ * lse (result_1) is (heads) or (tokens, heads); an HND cache is not cut. */
+#define SLICE_HEADS "head:q.-2 k.-2/ v.-2/ result_1.-1 result.-2 ?kv_layout=NHD"
 #define SIG_DECODE "(q, k, v, kv_layout='NHD', pos_encoding_mode='NONE', " \
 	"use_tensor_cores=False, q_scale=None, k_scale=None, v_scale=None, window_left=-1, " \
 	"logits_soft_cap=None, sm_scale=None, rope_scale=None, rope_theta=None, return_lse=False)"
@@ -473,8 +476,8 @@ mate_replay_register_builtins(mate_replay *r, mate_error *err)
 		{ "bmm_fp8", "(A, B, A_scale, B_scale, dtype, out=None, backend='cublas')", op_bmm_fp8, 0, NULL },
 		{ "mm_fp8", "(a, b, alpha=None, out_dtype=torch.bfloat16, out=None, "
 		    "backend='trtllm_low_latency')", op_mm_fp8, 0, NULL },
-		{ "single_decode_with_kv_cache", SIG_DECODE, op_attention, 0, NULL },
-		{ "single_prefill_with_kv_cache", SIG_PREFILL, op_attention, 1, NULL },
+		{ "single_decode_with_kv_cache", SIG_DECODE, op_attention, 0, SLICE_HEADS },
+		{ "single_prefill_with_kv_cache", SIG_PREFILL, op_attention, 1, SLICE_HEADS },
 		{ "SegmentGEMMWrapper.__init__", "(self, float_workspace_buffer, backend='auto')",
 		    op_segment_gemm_init, 0, NULL },
 		{ "SegmentGEMMWrapper.run", SIG_SEGMENT_RUN, op_segment_gemm_run, 0, NULL },

@@ -20,7 +20,10 @@
 struct cut {
 	char param[64];
 	int dim;                    /* negative: from the end */
-	char key[96];               /* the recorded argument's key ("arg_0", "kwarg_out"), or "" */
+	int group;                  /* "PARAM.DIM/": unit u is its index u * size / units (GQA's
+	                               KV head of query head u) */
+	char key[96];               /* the recorded argument's key ("arg_0", "kwarg_out",
+	                               "result_1"), or "" for every returned tensor */
 };
 
 struct stage {
@@ -28,6 +31,8 @@ struct stage {
 	int note;                   /* "=NAME:PARAM.DIM": reported as kept, cuts nothing */
 	struct cut cuts[MAX_CUTS];
 	int ncuts;
+	char guard[64], guard_key[96], guard_val[32];   /* "?PARAM=VALUE": cuts only where the
+	                                                   string argument is absent or VALUE */
 	/* what the shrink chose */
 	int64_t n;                  /* units before the cut */
 	int64_t *fail;              /* the units that fail alone */
@@ -45,19 +50,25 @@ struct dep {
 	struct mate_replay_request req;
 };
 
-/* A paged batch's requests (rule "@paged": a decode wrapper's run, its plan's
- * page table). */
+/* A batch's requests (rules "@paged": a decode wrapper's run, q a row per request;
+ * "@prefill": a paged prefill's, q rows by the plan's qo_indptr; "@ragged": a
+ * ragged prefill's, q rows by qo_indptr and rows of k and v by kv_indptr). */
+enum batch_kind { B_DECODE, B_PREFILL, B_RAGGED };
+
 struct paged {
-	int64_t B, npages;          /* requests; pages of the cache */
-	int64_t *indptr, *indices, *last;
-	mate_dtype dt_indptr, dt_indices, dt_last;
-	char k_indptr[96], k_indices[96], k_last[96];   /* the plan's keys */
-	char k_q[96], k_kv[96], k_out[96], k_lse[96];   /* the run's */
+	enum batch_kind kind;
+	int64_t B, npages;          /* requests; pages of the cache (ragged: rows of k and v) */
+	int64_t *indptr, *indices, *last;   /* ragged: indices 0..npages, last unused */
+	int64_t *qo, nq;            /* q's rows of each request (decode: b..b+1); rows of q */
+	mate_dtype dt_indptr, dt_indices, dt_last, dt_qo;
+	char k_indptr[96], k_indices[96], k_last[96], k_qo[96];   /* the plan's keys */
+	char k_q[96], k_kv[96], k_k[96], k_v[96], k_out[96], k_lse[96];   /* the run's */
+	int kv_dim;                 /* ragged: the token dimension of k and v (1 for HND) */
 	/* the requests kept, and what they make */
 	const int64_t *keep;
 	size_t nkeep;
-	int64_t *pages, *new_indptr, *new_indices, *new_last;
-	size_t npk;
+	int64_t *pages, *new_indptr, *new_indices, *new_last, *qrows, *new_qo;
+	size_t npk, nqk;
 	int64_t *fail;
 	size_t nfail;
 };
@@ -165,6 +176,22 @@ parse_rule(struct shrink *s, const char *rule, const char *handler_sig, mate_err
 				break;
 			for (w = 0; q + w < end && q[w] != ' '; w++)
 				;
+			if (*q == '?') {  /* a guard */
+				size_t eq;
+
+				for (eq = 1; eq < w && q[eq] != '='; eq++)
+					;
+				if (eq == w || eq - 1 >= sizeof(st->guard) || w - eq - 1 >= sizeof(st->guard_val))
+					return mate_set_error(err, MATE_ERR_ARGUMENT, "slicing rule %s: bad guard",
+					    rule);
+				memcpy(st->guard, q + 1, eq - 1);
+				st->guard[eq - 1] = '\0';
+				memcpy(st->guard_val, q + eq + 1, w - eq - 1);
+				st->guard_val[w - eq - 1] = '\0';
+				param_key(s, handler_sig, st->guard, st->guard_key, sizeof(st->guard_key));
+				q += w;
+				continue;
+			}
 			for (dot = w; dot > 0 && q[dot - 1] != '.'; dot--)
 				;
 			if (dot < 2 || w - dot >= sizeof(num) || dot - 1 >= sizeof(c->param) ||
@@ -175,8 +202,11 @@ parse_rule(struct shrink *s, const char *rule, const char *handler_sig, mate_err
 			c->param[dot - 1] = '\0';
 			memcpy(num, q + dot, w - dot);
 			num[w - dot] = '\0';
+			c->group = w - dot > 0 && num[w - dot - 1] == '/';
 			c->dim = atoi(num);
-			if (strcmp(c->param, "result") != 0)
+			if (strncmp(c->param, "result_", 7) == 0)
+				memcpy(c->key, c->param, strlen(c->param) + 1);  /* param is the shorter */
+			else if (strcmp(c->param, "result") != 0)
 				param_key(s, handler_sig, c->param, c->key, sizeof(c->key));
 			q += w;
 		}
@@ -274,6 +304,33 @@ cut_tensor(const char *key, const mate_value *v, int dim, int64_t n, const int64
 /* A copy of dict (keys to values) with the tensors st cuts kept at keep[0..nkeep);
  * copy_also (may be NULL) names keys whose tensors are copied whole (arguments a
  * call writes in place: the copy is theirs to write). NULL with err. */
+/* cut_tensor() of a grouped cut: of the m indices along dim, the one of each unit
+ * keep[k] of n (n a multiple of m: unit u is index u / (n / m)). */
+static mate_value *
+cut_group(const char *key, const mate_value *v, int dim, int64_t n, const int64_t *keep,
+    size_t nkeep, mate_error *err)
+{
+	const mate_tensor *t = mate_value_get_tensor(v);
+	int d = dim < 0 ? t->ndim + dim : dim;
+	int64_t m, *idx;
+	mate_value *nv;
+
+	if (d < 0 || d >= t->ndim || (m = t->shape[d]) <= 0 || n % m != 0) {
+		mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s has no dimension %d that groups %" PRId64
+		    " units", key, dim, n);
+		return NULL;
+	}
+	if ((idx = calloc(nkeep + 1, sizeof(int64_t))) == NULL) {
+		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	for (size_t k = 0; k < nkeep; k++)
+		idx[k] = keep[k] / (n / m);
+	nv = cut_tensor(key, v, dim, m, idx, nkeep, err);
+	free(idx);
+	return nv;
+}
+
 static mate_value *
 cut_dict(const struct stage *st, const mate_value *dict, int64_t n, const int64_t *keep,
     size_t nkeep, const mate_value *copy_also, mate_error *err)
@@ -291,6 +348,9 @@ cut_dict(const struct stage *st, const mate_value *dict, int64_t n, const int64_
 		mate_value *nv;
 
 		if (mate_value_kind_of(v) == MATE_V_TENSOR && c != NULL &&
+		    mate_value_get_tensor(v)->ndim > 0 && c->group && keep != NULL)
+			nv = cut_group(key, v, c->dim, n, keep, nkeep, err);
+		else if (mate_value_kind_of(v) == MATE_V_TENSOR && c != NULL &&
 		    mate_value_get_tensor(v)->ndim > 0)
 			nv = cut_tensor(key, v, c->dim, n, keep, nkeep, err);
 		else if (mate_value_kind_of(v) == MATE_V_TENSOR && copy_also != NULL &&
@@ -555,33 +615,43 @@ new_ints(mate_dtype dt, const int64_t *v, size_t n, mate_error *err)
 	return nv;
 }
 
-/* The page table of the requests keep[0..nkeep): their pages in order, renumbered. */
+/* The page table of the requests keep[0..nkeep): their pages (ragged: rows of k and
+ * v) in order, renumbered, and their rows of q. */
 static int
 paged_select(struct paged *pg, const int64_t *keep, size_t nkeep, mate_error *err)
 {
-	size_t total = 0;
+	size_t total = 0, qtotal = 0;
 
 	free(pg->pages);
 	free(pg->new_indptr);
 	free(pg->new_indices);
 	free(pg->new_last);
-	pg->pages = pg->new_indptr = pg->new_indices = pg->new_last = NULL;
-	for (size_t k = 0; k < nkeep; k++)
+	free(pg->qrows);
+	free(pg->new_qo);
+	pg->pages = pg->new_indptr = pg->new_indices = pg->new_last = pg->qrows = pg->new_qo = NULL;
+	for (size_t k = 0; k < nkeep; k++) {
 		total += (size_t)(pg->indptr[keep[k] + 1] - pg->indptr[keep[k]]);
+		qtotal += (size_t)(pg->qo[keep[k] + 1] - pg->qo[keep[k]]);
+	}
 	if ((pg->pages = calloc(total + 1, sizeof(int64_t))) == NULL ||
 	    (pg->new_indices = calloc(total + 1, sizeof(int64_t))) == NULL ||
 	    (pg->new_indptr = calloc(nkeep + 1, sizeof(int64_t))) == NULL ||
-	    (pg->new_last = calloc(nkeep + 1, sizeof(int64_t))) == NULL)
+	    (pg->new_last = calloc(nkeep + 1, sizeof(int64_t))) == NULL ||
+	    (pg->qrows = calloc(qtotal + 1, sizeof(int64_t))) == NULL ||
+	    (pg->new_qo = calloc(nkeep + 1, sizeof(int64_t))) == NULL)
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-	pg->npk = 0;
+	pg->npk = pg->nqk = 0;
 	for (size_t k = 0; k < nkeep; k++) {
 		for (int64_t j = pg->indptr[keep[k]]; j < pg->indptr[keep[k] + 1]; j++) {
 			pg->pages[pg->npk] = pg->indices[j];
 			pg->new_indices[pg->npk] = (int64_t)pg->npk;
 			pg->npk++;
 		}
+		for (int64_t j = pg->qo[keep[k]]; j < pg->qo[keep[k] + 1]; j++)
+			pg->qrows[pg->nqk++] = j;
 		pg->new_indptr[k + 1] = (int64_t)pg->npk;
-		pg->new_last[k] = pg->last[keep[k]];
+		pg->new_qo[k + 1] = (int64_t)pg->nqk;
+		pg->new_last[k] = pg->last != NULL ? pg->last[keep[k]] : 0;
 	}
 	pg->keep = keep;
 	pg->nkeep = nkeep;
@@ -605,17 +675,23 @@ paged_value(const struct paged *pg, enum role role, const char *key, const mate_
 
 	if (role == R_PLAN && strcmp(key, pg->k_indptr) == 0)
 		return new_ints(pg->dt_indptr, pg->new_indptr, pg->nkeep + 1, err);
-	if (role == R_PLAN && strcmp(key, pg->k_indices) == 0)
+	if (role == R_PLAN && pg->kind != B_DECODE && strcmp(key, pg->k_qo) == 0)
+		return new_ints(pg->dt_qo, pg->new_qo, pg->nkeep + 1, err);
+	if (role == R_PLAN && pg->kind != B_RAGGED && strcmp(key, pg->k_indices) == 0)
 		return new_ints(pg->dt_indices, pg->new_indices, pg->npk, err);
-	if (role == R_PLAN && strcmp(key, pg->k_last) == 0)
+	if (role == R_PLAN && pg->kind != B_RAGGED && strcmp(key, pg->k_last) == 0)
 		return new_ints(pg->dt_last, pg->new_last, pg->nkeep, err);
 	if (role == R_RUN && k == MATE_V_TENSOR && (strcmp(key, pg->k_q) == 0 ||
 	    strcmp(key, pg->k_out) == 0 || strcmp(key, pg->k_lse) == 0 || is_result_key(key)))
-		return cut_tensor(key, v, 0, pg->B, pg->keep, pg->nkeep, err);
-	if (role == R_RUN && k == MATE_V_TENSOR && (strcmp(key, pg->k_kv) == 0 ||
-	    has_prefix_key(key, pg->k_kv)))
+		return cut_tensor(key, v, 0, pg->nq, pg->qrows, pg->nqk, err);
+	if (role == R_RUN && k == MATE_V_TENSOR && pg->kind == B_RAGGED &&
+	    (strcmp(key, pg->k_k) == 0 || strcmp(key, pg->k_v) == 0))
+		return cut_tensor(key, v, pg->kv_dim, pg->npages, pg->pages, pg->npk, err);
+	if (role == R_RUN && k == MATE_V_TENSOR && pg->kind != B_RAGGED &&
+	    (strcmp(key, pg->k_kv) == 0 || has_prefix_key(key, pg->k_kv)))
 		return cut_tensor(key, v, 0, pg->npages, pg->pages, pg->npk, err);
-	if (role == R_RUN && (k == MATE_V_TUPLE || k == MATE_V_LIST) && strcmp(key, pg->k_kv) == 0) {
+	if (role == R_RUN && pg->kind != B_RAGGED && (k == MATE_V_TUPLE || k == MATE_V_LIST) &&
+	    strcmp(key, pg->k_kv) == 0) {
 		mate_value *seq = k == MATE_V_TUPLE ? mate_value_tuple() : mate_value_list();
 
 		for (size_t i = 0; seq != NULL && i < mate_value_len(v); i++) {
@@ -733,7 +809,7 @@ paged_setup(struct shrink *s, mate_error *err)
 	const struct mate_dump_info *plan = NULL, *init = NULL;
 	const char *dot = strrchr(s->info->function, '.');
 	const mate_value *q, *kv;
-	int64_t nind, nlast, nptr;
+	int64_t nind = 0, nlast = 0, nptr = 0, nqo = 0;
 	int rc;
 
 	if (root == NULL)
@@ -778,40 +854,98 @@ paged_setup(struct shrink *s, mate_error *err)
 	free(root);
 	if (rc != MATE_OK)
 		return rc;
-	key_of(s->plan.args, s->plan.req.signature, NULL, "indptr", pg->k_indptr, sizeof(pg->k_indptr));
-	key_of(s->plan.args, s->plan.req.signature, NULL, "indices", pg->k_indices,
-	    sizeof(pg->k_indices));
-	key_of(s->plan.args, s->plan.req.signature, NULL, "last_page_len", pg->k_last,
-	    sizeof(pg->k_last));
-	key_of(s->req.args, s->req.signature, NULL, "q", pg->k_q, sizeof(pg->k_q));
-	key_of(s->req.args, s->req.signature, NULL, "paged_kv_cache", pg->k_kv, sizeof(pg->k_kv));
-	key_of(s->req.args, s->req.signature, NULL, "out", pg->k_out, sizeof(pg->k_out));
-	key_of(s->req.args, s->req.signature, NULL, "lse", pg->k_lse, sizeof(pg->k_lse));
-	if ((rc = ints_of("indptr", mate_value_lookup(s->plan.args, pg->k_indptr), &pg->indptr, &nptr,
-	    &pg->dt_indptr, err)) != MATE_OK ||
-	    (rc = ints_of("indices", mate_value_lookup(s->plan.args, pg->k_indices), &pg->indices,
+	{
+		static const char *const names[3][4] = {  /* indptr, indices, last_page_len, qo_indptr */
+			{ "indptr", "indices", "last_page_len", NULL },
+			{ "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len", "qo_indptr" },
+			{ "kv_indptr", NULL, NULL, "qo_indptr" } };
+		const char *const *nm = names[pg->kind];
+		char k_lay[96], k_layout[96];
+		const mate_value *lay;
+		const char *ls;
+
+		key_of(s->plan.args, s->plan.req.signature, NULL, nm[0], pg->k_indptr,
+		    sizeof(pg->k_indptr));
+		if (nm[1] != NULL) {
+			key_of(s->plan.args, s->plan.req.signature, NULL, nm[1], pg->k_indices,
+			    sizeof(pg->k_indices));
+			key_of(s->plan.args, s->plan.req.signature, NULL, nm[2], pg->k_last,
+			    sizeof(pg->k_last));
+		}
+		if (nm[3] != NULL)
+			key_of(s->plan.args, s->plan.req.signature, NULL, nm[3], pg->k_qo,
+			    sizeof(pg->k_qo));
+		key_of(s->req.args, s->req.signature, NULL, "q", pg->k_q, sizeof(pg->k_q));
+		key_of(s->req.args, s->req.signature, NULL, "paged_kv_cache", pg->k_kv, sizeof(pg->k_kv));
+		key_of(s->req.args, s->req.signature, NULL, "k", pg->k_k, sizeof(pg->k_k));
+		key_of(s->req.args, s->req.signature, NULL, "v", pg->k_v, sizeof(pg->k_v));
+		key_of(s->req.args, s->req.signature, NULL, "out", pg->k_out, sizeof(pg->k_out));
+		key_of(s->req.args, s->req.signature, NULL, "lse", pg->k_lse, sizeof(pg->k_lse));
+		/* an lse of (heads, tokens) is not cut by q's rows */
+		key_of(s->req.args, s->req.signature, NULL, "lse_layout", k_lay, sizeof(k_lay));
+		lay = mate_value_lookup(s->req.args, k_lay);
+		if (mate_value_kind_of(lay) == MATE_V_STR && (ls = mate_value_get_str(lay, NULL)) != NULL &&
+		    strcmp(ls, "NH") != 0)
+			return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: its lse_layout "
+			    "'%s' puts the tokens in the second dimension", s->info->function, ls);
+		/* a ragged k and v of HND layout: (heads, tokens, dim) */
+		key_of(s->init.args, s->init.req.signature, NULL, "kv_layout", k_layout, sizeof(k_layout));
+		lay = mate_value_lookup(s->init.args, k_layout);
+		pg->kv_dim = mate_value_kind_of(lay) == MATE_V_STR &&
+		    (ls = mate_value_get_str(lay, NULL)) != NULL && strcmp(ls, "HND") == 0;
+	}
+	if ((rc = ints_of(pg->kind == B_RAGGED ? "kv_indptr" : "indptr",
+	    mate_value_lookup(s->plan.args, pg->k_indptr), &pg->indptr, &nptr, &pg->dt_indptr,
+	    err)) != MATE_OK)
+		return rc;
+	if (pg->kind != B_RAGGED &&
+	    ((rc = ints_of("indices", mate_value_lookup(s->plan.args, pg->k_indices), &pg->indices,
 	    &nind, &pg->dt_indices, err)) != MATE_OK ||
 	    (rc = ints_of("last_page_len", mate_value_lookup(s->plan.args, pg->k_last), &pg->last,
-	    &nlast, &pg->dt_last, err)) != MATE_OK)
+	    &nlast, &pg->dt_last, err)) != MATE_OK))
+		return rc;
+	if (pg->kind != B_DECODE && (rc = ints_of("qo_indptr", mate_value_lookup(s->plan.args,
+	    pg->k_qo), &pg->qo, &nqo, &pg->dt_qo, err)) != MATE_OK)
 		return rc;
 	q = mate_value_lookup(s->req.args, pg->k_q);
-	kv = mate_value_lookup(s->req.args, pg->k_kv);
+	kv = mate_value_lookup(s->req.args, pg->kind == B_RAGGED ? pg->k_k : pg->k_kv);
 	if (mate_value_kind_of(kv) == MATE_V_TUPLE || mate_value_kind_of(kv) == MATE_V_LIST)
 		kv = mate_value_len(kv) > 0 ? mate_value_item(kv, 0) : NULL;
 	if (mate_value_kind_of(q) != MATE_V_TENSOR || mate_value_kind_of(kv) != MATE_V_TENSOR ||
-	    mate_value_get_tensor(q)->ndim < 1 || mate_value_get_tensor(kv)->ndim < 1)
-		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: its q or "
-		    "paged_kv_cache is not a tensor", s->info->function);
-	pg->B = mate_value_get_tensor(q)->shape[0];
-	pg->npages = mate_value_get_tensor(kv)->shape[0];
-	if (nptr != pg->B + 1 || nlast != pg->B || pg->indptr[0] != 0 || pg->indptr[pg->B] > nind)
-		return mate_set_error(err, MATE_ERR_FORMAT, "%s: the plan's page table (indptr of %"
-		    PRId64 ", last_page_len of %" PRId64 ", indices of %" PRId64 ") does not fit %" PRId64
-		    " requests", s->info->function, nptr, nlast, nind, pg->B);
+	    mate_value_get_tensor(q)->ndim < 1 || mate_value_get_tensor(kv)->ndim <= pg->kv_dim)
+		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: its q or %s is "
+		    "not a tensor", s->info->function, pg->kind == B_RAGGED ? "k" : "paged_kv_cache");
+	pg->nq = mate_value_get_tensor(q)->shape[0];
+	pg->npages = mate_value_get_tensor(kv)->shape[pg->kv_dim];
+	pg->B = nptr - 1;
+	if (pg->kind == B_DECODE) {  /* a row of q per request */
+		nqo = pg->nq + 1;
+		if ((pg->qo = calloc((size_t)nqo, sizeof(int64_t))) == NULL)
+			return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		for (int64_t i = 0; i < nqo; i++)
+			pg->qo[i] = i;
+	}
+	if (pg->kind == B_RAGGED) {  /* the rows of k and v, in order */
+		nind = pg->npages;
+		if ((pg->indices = calloc((size_t)(nind > 0 ? nind : 1), sizeof(int64_t))) == NULL)
+			return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		for (int64_t i = 0; i < nind; i++)
+			pg->indices[i] = i;
+		nlast = pg->B;
+	}
+	if (nptr < 1 || nqo != nptr || nlast != pg->B || pg->indptr[0] != 0 || pg->qo[0] != 0 ||
+	    pg->indptr[pg->B] > nind || pg->qo[pg->B] != pg->nq)
+		return mate_set_error(err, MATE_ERR_FORMAT, "%s: the plan's %s (indptr of %" PRId64
+		    ", %s of %" PRId64 ", %s of %" PRId64 ") does not fit q's %" PRId64 " rows",
+		    s->info->function, pg->kind == B_RAGGED ? "indptrs" : "page table", nptr,
+		    pg->kind == B_DECODE ? "last_page_len" : "qo_indptr",
+		    pg->kind == B_DECODE ? nlast : nqo, pg->kind == B_RAGGED ? "rows of k" : "indices",
+		    nind, pg->nq);
 	for (int64_t i = 0; i < pg->B; i++)
-		if (pg->indptr[i + 1] < pg->indptr[i])
-			return mate_set_error(err, MATE_ERR_FORMAT, "%s: the plan's indptr decreases at %"
-			    PRId64, s->info->function, i + 1);
+		if (pg->indptr[i + 1] < pg->indptr[i] || pg->qo[i + 1] < pg->qo[i])
+			return mate_set_error(err, MATE_ERR_FORMAT, "%s: the plan's %s decreases at %"
+			    PRId64, s->info->function, pg->qo[i + 1] < pg->qo[i] ? "qo_indptr" : "indptr",
+			    i + 1);
 	for (int64_t j = 0; j < pg->indptr[pg->B]; j++)
 		if (pg->indices[j] < 0 || pg->indices[j] >= pg->npages)
 			return mate_set_error(err, MATE_ERR_FORMAT, "%s: the plan's page %" PRId64 " is "
@@ -881,8 +1015,15 @@ paged_report(struct shrink *s)
 	else
 		say(s, "%s of %s requests %s", grouped((int64_t)pg->nfail, b1, sizeof(b1)),
 		    grouped(pg->B, b2, sizeof(b2)), verb);
-	say(s, "; %s of %s pages of the cache kept, renumbered", grouped((int64_t)pg->npk, b1,
-	    sizeof(b1)), grouped(pg->npages, b2, sizeof(b2)));
+	if (pg->kind == B_RAGGED)
+		say(s, "; %s of %s rows of k and v kept", grouped((int64_t)pg->npk, b1, sizeof(b1)),
+		    grouped(pg->npages, b2, sizeof(b2)));
+	else
+		say(s, "; %s of %s pages of the cache kept, renumbered", grouped((int64_t)pg->npk, b1,
+		    sizeof(b1)), grouped(pg->npages, b2, sizeof(b2)));
+	if (pg->kind != B_DECODE)
+		say(s, "; %s of %s rows of q", grouped((int64_t)pg->nqk, b1, sizeof(b1)),
+		    grouped(pg->nq, b2, sizeof(b2)));
 }
 
 /* ---- writing the dump ------------------------------------------------------------- */
@@ -1304,6 +1445,20 @@ shrink_stages(struct shrink *s, int *cut, mate_error *err)
 
 		if (st->note)
 			continue;
+		if (st->guard[0] != '\0') {
+			const mate_value *g = mate_value_lookup(cargs, st->guard_key);
+			const char *gs = mate_value_kind_of(g) == MATE_V_STR ? mate_value_get_str(g, NULL) :
+			    NULL;
+
+			if (g != NULL && mate_value_kind_of(g) != MATE_V_NONE &&
+			    (gs == NULL || strcmp(gs, st->guard_val) != 0)) {
+				rc = mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced by %s: "
+				    "its %s is %s%s%s, not '%s'", s->info->function, st->unit, st->guard,
+				    gs != NULL ? "'" : "", gs != NULL ? gs : "not a string", gs != NULL ? "'" : "",
+				    st->guard_val);
+				break;
+			}
+		}
 		if ((rc = find_failing(s, st, cargs, cexp, err)) != MATE_OK || st->nfail == 0)
 			continue;
 		st->keep = st->fail;
@@ -1360,7 +1515,14 @@ shrink_into(mate_replay *r, const char *dump, const char *outdir, char *report,
 	s.req.recorded_error = s.info->status == MATE_DUMP_FAILED ?
 	    (s.info->error ? s.info->error : "failed") : NULL;
 	rule = mate_replay_slice_rule(r, &s.req, &hsig);
-	s.paged = rule != NULL && strcmp(rule, "@paged") == 0;
+	s.paged = rule != NULL && rule[0] == '@';
+	if (s.paged && strcmp(rule, "@paged") != 0 && strcmp(rule, "@prefill") != 0 &&
+	    strcmp(rule, "@ragged") != 0) {
+		rc = mate_set_error(err, MATE_ERR_ARGUMENT, "slicing rule %s: no such batch rule", rule);
+		goto done;
+	}
+	s.pg.kind = !s.paged ? B_DECODE : strcmp(rule, "@ragged") == 0 ? B_RAGGED :
+	    strcmp(rule, "@prefill") == 0 ? B_PREFILL : B_DECODE;
 	if (s.paged && (rc = paged_setup(&s, err)) != MATE_OK)
 		goto done;
 	/* how the call fails, on a copy (a call may write its arguments) */
@@ -1435,6 +1597,9 @@ done:
 	free(s.pg.new_indptr);
 	free(s.pg.new_indices);
 	free(s.pg.new_last);
+	free(s.pg.qo);
+	free(s.pg.qrows);
+	free(s.pg.new_qo);
 	free(s.pg.fail);
 	dep_free(&s.init);
 	dep_free(&s.plan);

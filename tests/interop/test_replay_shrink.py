@@ -47,6 +47,33 @@ def record():
     elif which == "gemm":
         fi = decorate_gemm(api)
         fi["mm"](torch.randn(256, 256, generator=gen), torch.randn(256, 256, generator=gen))
+    elif which == "heads":
+        fi = decorate_attn(api)
+        fi["single_decode_with_kv_cache"](torch.randn(8, 64, generator=gen), torch.randn(40, 2, 64, generator=gen),
+                                          torch.randn(40, 2, 64, generator=gen))
+        fi["single_prefill_with_kv_cache"](torch.randn(6, 8, 64, generator=gen), torch.randn(10, 2, 64, generator=gen),
+                                           torch.randn(10, 2, 64, generator=gen), causal=True, return_lse=True)
+        fi["single_decode_with_kv_cache"](torch.randn(8, 64, generator=gen), torch.randn(2, 40, 64, generator=gen),
+                                          torch.randn(2, 40, 64, generator=gen), kv_layout="HND")
+    elif which == "prefill":
+        fi = decorate_attn(api)
+        qlens, kvlens, P, Hq, Hk, D = [1 + i % 3 for i in range(8)], [6 + 2 * i for i in range(8)], 4, 4, 2, 32
+        qo = torch.tensor([0] + list(torch.cumsum(torch.tensor(qlens), 0)), dtype=torch.int32)
+        counts = [(n + P - 1) // P for n in kvlens]
+        total = sum(counts) + 2
+        perm = torch.randperm(total, generator=gen).to(torch.int32)
+        indptr = torch.tensor([0] + list(torch.cumsum(torch.tensor(counts), 0)), dtype=torch.int32)
+        last = torch.tensor([n - (c - 1) * P for n, c in zip(kvlens, counts)], dtype=torch.int32)
+        w = fi["BatchPrefillWithPagedKVCacheWrapper"](torch.empty(1 << 12, dtype=torch.uint8), "NHD")
+        w.plan(qo, indptr, perm[:int(indptr[-1])].contiguous(), last, Hq, Hk, D, P, causal=True,
+               q_data_type=torch.float32)
+        kv = torch.randn(total, 2, P, Hk, D, generator=gen)
+        w.run(torch.randn(int(qo[-1]), Hq, D, generator=gen), kv, return_lse=True)
+        kvo = torch.tensor([0] + list(torch.cumsum(torch.tensor(kvlens), 0)), dtype=torch.int32)
+        r = fi["BatchPrefillWithRaggedKVCacheWrapper"](torch.empty(1 << 12, dtype=torch.uint8), "HND")
+        r.plan(qo, kvo, Hq, Hk, D, causal=True, q_data_type=torch.float32)
+        r.run(torch.randn(int(qo[-1]), Hq, D, generator=gen), torch.randn(Hk, int(kvo[-1]), D, generator=gen),
+              torch.randn(Hk, int(kvo[-1]), D, generator=gen))
     else:
         fi = decorate_attn(api)
         lens, P, Hq, Hk, D = [5 + 3 * i for i in range(16)], 4, 8, 2, 64
@@ -266,5 +293,93 @@ with case("a plan whose page is not the cache's: refused before it indexes anyth
     check(p.returncode == 2 and "the plan's page 9999 is not one of the cache's %d" % ntotal in p.stderr,
           "exit %d: %s" % (p.returncode, p.stderr))
     check(not os.path.exists(nothing), "written")
+
+with case("single decode and prefill: 8 query heads to the bad one and its KV head"):
+    root, dirs = recorded("heads", 3, "pt")
+    dec, pre, hnd = (os.path.join(root, d) for d in sorted(dirs))
+    plant(dec, "result", (5, 3))
+    out = os.path.join(TMP, "decode-heads")
+    p = shrink(dec, out)
+    check(p.returncode == 0 and "head 5 of 8: the only head that mismatches" in p.stdout,
+          "exit %d: %s %s" % (p.returncode, p.stdout, p.stderr))
+    orig = load(os.path.join(dec, "inputs.pt"))
+    cut = load(os.path.join(out, os.path.basename(dec), "inputs.pt"))
+    check(torch.equal(cut["arg_0"], orig["arg_0"][5:6]) and torch.equal(cut["arg_1"], orig["arg_1"][:, 1:2])
+          and torch.equal(cut["arg_2"], orig["arg_2"][:, 1:2]), "query head 5 with KV head 1 (GQA 4): %s"
+          % tensors(os.path.join(out, os.path.basename(dec))))
+    check(mate_verdicts(out).get("single_decode_with_kv_cache", {}).get("verdict") == "mismatch", "mate-replay")
+    check(fi_results(out).get("single_decode_with_kv_cache", {}).get("comparison_match") is False,
+          "FlashInfer's replay_sequence")
+    plant(pre, "result_0", (2, 6, 1))
+    out = os.path.join(TMP, "prefill-heads")
+    p = shrink(pre, out)
+    check(p.returncode == 0 and "head 6 of 8: the only head that mismatches" in p.stdout,
+          "exit %d: %s %s" % (p.returncode, p.stdout, p.stderr))
+    shapes = tensors(os.path.join(out, os.path.basename(pre)))
+    check(shapes == {"arg_0": (6, 1, 64), "arg_1": (10, 1, 64), "arg_2": (10, 1, 64), "result_0": (6, 1, 64),
+                     "result_1": (6, 1)}, "the output and its lse by head: %s" % shapes)
+    check(mate_verdicts(out).get("single_prefill_with_kv_cache", {}).get("verdict") == "mismatch", "mate-replay")
+    check(fi_results(out).get("single_prefill_with_kv_cache", {}).get("comparison_match") is False,
+          "FlashInfer's replay_sequence")
+    plant(hnd, "result", (5, 3))
+    nothing = os.path.join(TMP, "nothing-hnd")
+    p = shrink(hnd, nothing)
+    check(p.returncode == 1 and "cannot be sliced by head: its kv_layout is 'HND', not 'NHD'" in p.stderr,
+          "exit %d: %s" % (p.returncode, p.stderr))
+    check(not os.path.exists(nothing), "written")
+
+with case("paged and ragged prefill: 8 requests to the bad one, its rows of q and its keys"):
+    root, dirs = recorded("prefill", 6, "pt")
+    pdirs = sorted(d for d in dirs if "Paged" in d)
+    rdirs = sorted(d for d in dirs if "Ragged" in d)
+    prun = os.path.join(root, [d for d in pdirs if ".run_" in d][0])
+    plan_in = load(os.path.join(root, [d for d in pdirs if ".plan_" in d][0], "inputs.pt"))
+    qo = plan_in["arg_1"].tolist()
+    plant(prun, "result_0", (qo[6] - 1, 1, 4))
+    out = os.path.join(TMP, "prefill-out")
+    p = shrink(prun, out)
+    npages = int(plan_in["arg_2"][6] - plan_in["arg_2"][5])
+    ntotal = load(os.path.join(prun, "inputs.pt"))["arg_2"].shape[0]
+    check(p.returncode == 0 and "request 5 of 8: the only request that mismatches; %d of %d pages of the cache "
+          "kept, renumbered; %d of %d rows of q" % (npages, ntotal, qo[6] - qo[5], qo[-1]) in p.stdout,
+          "exit %d: %s %s" % (p.returncode, p.stdout, p.stderr))
+    cut_plan = load(os.path.join(out, [d for d in pdirs if ".plan_" in d][0], "inputs.pt"))
+    check(cut_plan["arg_1"].tolist() == [0, qo[6] - qo[5]] and cut_plan["arg_2"].tolist() == [0, npages]
+          and cut_plan["arg_3"].tolist() == list(range(npages))
+          and cut_plan["arg_4"].tolist() == [int(plan_in["arg_4"][5])], "the plan rebuilt: %s" % cut_plan)
+    orig = load(os.path.join(prun, "inputs.pt"))
+    cut = load(os.path.join(out, os.path.basename(prun), "inputs.pt"))
+    pages = plan_in["arg_3"][int(plan_in["arg_2"][5]):int(plan_in["arg_2"][6])].long()
+    check(torch.equal(cut["arg_1"], orig["arg_1"][qo[5]:qo[6]]) and torch.equal(cut["arg_2"], orig["arg_2"][pages]),
+          "its rows of q and exactly its pages")
+    v = mate_verdicts(out)
+    check(v.get("BatchPrefillWithPagedKVCacheWrapper.run", {}).get("verdict") == "mismatch", "mate-replay: %s" % v)
+    r = fi_results(out)
+    check([r.get("BatchPrefillWithPagedKVCacheWrapper." + f, {}).get("comparison_match")
+           for f in ("__init__", "plan", "run")] == [True, True, False], "FlashInfer's replay_sequence: %s"
+          % {k: (x.get("comparison_match"), x.get("error")) for k, x in r.items()})
+
+    rrun = os.path.join(root, [d for d in rdirs if ".run_" in d][0])
+    rplan = load(os.path.join(root, [d for d in rdirs if ".plan_" in d][0], "inputs.pt"))
+    kvo = rplan["arg_2"].tolist()
+    plant(rrun, "result", (qo[3], 2, 0))
+    out = os.path.join(TMP, "ragged-out")
+    p = shrink(rrun, out)
+    check(p.returncode == 0 and "request 3 of 8: the only request that mismatches; %d of %d rows of k and v kept; "
+          "%d of %d rows of q" % (kvo[4] - kvo[3], kvo[-1], qo[4] - qo[3], qo[-1]) in p.stdout,
+          "exit %d: %s %s" % (p.returncode, p.stdout, p.stderr))
+    orig = load(os.path.join(rrun, "inputs.pt"))
+    cut = load(os.path.join(out, os.path.basename(rrun), "inputs.pt"))
+    check(torch.equal(cut["arg_1"], orig["arg_1"][qo[3]:qo[4]]) and
+          torch.equal(cut["arg_2"], orig["arg_2"][:, kvo[3]:kvo[4]]) and
+          torch.equal(cut["arg_3"], orig["arg_3"][:, kvo[3]:kvo[4]]), "its rows of q, and of k and v (HND)")
+    cut_plan = load(os.path.join(out, [d for d in rdirs if ".plan_" in d][0], "inputs.pt"))
+    check(cut_plan["arg_1"].tolist() == [0, qo[4] - qo[3]] and cut_plan["arg_2"].tolist() == [0, kvo[4] - kvo[3]],
+          "qo_indptr and kv_indptr rebuilt: %s" % cut_plan)
+    check(mate_verdicts(out).get("BatchPrefillWithRaggedKVCacheWrapper.run", {}).get("verdict") == "mismatch",
+          "mate-replay")
+    r = fi_results(out)
+    check(r.get("BatchPrefillWithRaggedKVCacheWrapper.run", {}).get("comparison_match") is False,
+          "FlashInfer's replay_sequence: %s" % {k: (x.get("comparison_match"), x.get("error")) for k, x in r.items()})
 
 done()

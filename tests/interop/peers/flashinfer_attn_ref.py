@@ -386,10 +386,50 @@ def get_batch_indices_positions(append_indptr: torch.Tensor, seq_lens: torch.Ten
     return batch_indices, positions
 
 
+def single_decode_with_kv_cache(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                kv_layout: str = "NHD", pos_encoding_mode: str = "NONE",
+                                use_tensor_cores: bool = False, q_scale: Optional[float] = None,
+                                k_scale: Optional[float] = None, v_scale: Optional[float] = None,
+                                window_left: int = -1, logits_soft_cap: Optional[float] = None,
+                                sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
+                                rope_theta: Optional[float] = None, return_lse: bool = False):
+    """FlashInfer's decode of one request: q (Hq, D), k and v (L, Hk, D), or (Hk, L, D) for HND."""
+    if kv_layout == "HND":
+        k, v = k.transpose(0, 1), v.transpose(0, 1)
+    sm = (sm_scale or 1.0 / math.sqrt(q.shape[-1])) * (q_scale or 1.0) * (k_scale or 1.0)
+    o, lse = attention(q[None], k, v, sm_scale=sm, window_left=window_left,
+                       logits_soft_cap=logits_soft_cap, pos_encoding_mode=pos_encoding_mode,
+                       rope_scale=rope_scale, rope_theta=rope_theta, v_scale=v_scale)
+    o = o[0].to(q.dtype)
+    return (o, lse[0].float()) if return_lse else o
+
+
+def single_prefill_with_kv_cache(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                 scale_q: Optional[torch.Tensor] = None,
+                                 scale_k: Optional[torch.Tensor] = None,
+                                 scale_v: Optional[torch.Tensor] = None, o_dtype=None,
+                                 custom_mask: Optional[torch.Tensor] = None,
+                                 packed_custom_mask: Optional[torch.Tensor] = None,
+                                 causal: bool = False, kv_layout: str = "NHD",
+                                 pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
+                                 sm_scale: Optional[float] = None, window_left: int = -1,
+                                 logits_soft_cap: Optional[float] = None,
+                                 rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+                                 backend: str = "auto", return_lse: bool = False):
+    """FlashInfer's prefill of one request: q (Lq, Hq, D), k and v (Lk, Hk, D), or (Hk, Lk, D)."""
+    if kv_layout == "HND":
+        k, v = k.transpose(0, 1), v.transpose(0, 1)
+    o, lse = attention(q, k, v, causal=causal, sm_scale=sm_scale, window_left=window_left,
+                       logits_soft_cap=logits_soft_cap, pos_encoding_mode=pos_encoding_mode,
+                       rope_scale=rope_scale, rope_theta=rope_theta)
+    o = o.to(o_dtype or q.dtype)
+    return (o, lse.float()) if return_lse else o
+
+
 CLASSES = ["BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper",
            "BatchPrefillWithRaggedKVCacheWrapper", "BatchMLAPagedAttentionWrapper"]
 FUNCTIONS = ["merge_state", "merge_states", "append_paged_kv_cache", "append_paged_mla_kv_cache",
-             "get_batch_indices_positions"]
+             "get_batch_indices_positions", "single_decode_with_kv_cache", "single_prefill_with_kv_cache"]
 
 
 def decorate(api):
