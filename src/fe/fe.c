@@ -168,6 +168,23 @@ mate_fe_s(unsigned long long n)
 	return n == 1 ? "" : "s";
 }
 
+const char *
+mate_fe_grouped(unsigned long long n, char *buf, size_t cap)
+{
+	char digits[32];
+	int len = snprintf(digits, sizeof(digits), "%llu", n), o = 0;
+
+	if (cap == 0)
+		return buf;
+	for (int i = 0; i < len && (size_t)o + 2 < cap; i++) {
+		if (i > 0 && (len - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = digits[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
 void
 mate_fe_print_version(void)
 {

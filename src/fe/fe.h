@@ -44,6 +44,8 @@ int mate_fe_getopt(int argc, char *argv[], const char *optstring,
 	{ NULL, 0, NULL, 0 }
 /* "s" unless n is 1, for counts in messages: "%llu event%s", n, mate_fe_s(n). */
 const char *mate_fe_s(unsigned long long n);
+/* n with a comma every three digits ("9,876"), into buf of cap bytes (32 hold any). */
+const char *mate_fe_grouped(unsigned long long n, char *buf, size_t cap);
 /* Prints "progname (mate) X.Y.Z" and "libmate X.Y.Z" lines to stdout. */
 void mate_fe_print_version(void);
 

@@ -309,13 +309,16 @@ nonfinite(const mate_dump_list *l, const struct options *o, const char *where)
 		}
 	}
 	if (!o->quiet) {
+		char b1[32], b2[32];
+
 		fprintf(stderr, "%zu dump%s%s%s: %zu call%s with NaN or infinite outputs", s->n,
 		    mate_fe_s(s->n), where ? " in " : "", where ? mate_fe_safe(where) : "",
 		    s->listed, mate_fe_s(s->listed));
 		if (s->origin != (size_t)-1)
-			fprintf(stderr, "; origin: %s (%s), call %zu of %zu",
+			fprintf(stderr, "; origin: %s (%s), call %s of %s",
 			    mate_fe_safe(s->calls[s->origin].info->name),
-			    mate_fe_safe(s->calls[s->origin].info->function), s->origin + 1, s->n);
+			    mate_fe_safe(s->calls[s->origin].info->function),
+			    mate_fe_grouped(s->origin + 1, b1, sizeof(b1)), mate_fe_grouped(s->n, b2, sizeof(b2)));
 		else if (s->listed > 0 && s->first_input != (size_t)-1)
 			fprintf(stderr, "; no origin: the first non-finite values are inputs of %s",
 			    mate_fe_safe(s->calls[s->first_input].info->name));

@@ -13,22 +13,6 @@
 #include "mate-replay-first.h"
 #include "replay_first.h"
 
-/* n with a comma every three digits ("9,876"), into buf. */
-static const char *
-grouped(size_t n, char *buf, size_t cap)
-{
-	char digits[32];
-	int len = snprintf(digits, sizeof(digits), "%zu", n), o = 0;
-
-	for (int i = 0; i < len && (size_t)o + 2 < cap; i++) {
-		if (i > 0 && (len - i) % 3 == 0)
-			buf[o++] = ',';
-		buf[o++] = digits[i];
-	}
-	buf[o] = '\0';
-	return buf;
-}
-
 /* Where the list holds d (sel points into it). */
 static size_t
 list_index(const mate_dump_list *l, const struct mate_dump_info *d)
@@ -79,8 +63,8 @@ print_text(const mate_dump_list *l, size_t at, const struct mate_first_scan *s,
 	char b1[32], b2[32], fn[600];
 	double sec = seconds_into_run(l, d);
 
-	printf("first wrong call: call %s of %s", grouped(at + 1, b1, sizeof(b1)),
-	    grouped(mate_dump_list_count(l), b2, sizeof(b2)));
+	printf("first wrong call: call %s of %s", mate_fe_grouped(at + 1, b1, sizeof(b1)),
+	    mate_fe_grouped(mate_dump_list_count(l), b2, sizeof(b2)));
 	if (sec >= 0)
 		printf(", %.3f s into the run", sec);
 	if (d->process_id >= 0)
@@ -103,15 +87,15 @@ print_text(const mate_dump_list *l, size_t at, const struct mate_first_scan *s,
 		}
 		p = mate_dump_list_get(l, in->producer);
 		printf(" is `%s`%s of call %s, %s (%s)\n", mate_fe_safe(in->output),
-		    in->in_place ? " (written in place)" : "", grouped(in->producer + 1, b1, sizeof(b1)),
+		    in->in_place ? " (written in place)" : "", mate_fe_grouped(in->producer + 1, b1, sizeof(b1)),
 		    mate_fe_safe(qualified(p, fn, sizeof(fn))), mate_fe_safe(p->name));
 	}
 	if (s->unsupported > 0)
 		printf("passed over %s unsupported call%s before it\n",
-		    grouped(s->unsupported, b1, sizeof(b1)), mate_fe_s(s->unsupported));
+		    mate_fe_grouped(s->unsupported, b1, sizeof(b1)), mate_fe_s(s->unsupported));
 	if (ambiguous > 0)
 		printf("the order of %s call%s is ambiguous (same millisecond and process, no "
-		    "session.jsonl)\n", grouped(ambiguous, b1, sizeof(b1)), mate_fe_s(ambiguous));
+		    "session.jsonl)\n", mate_fe_grouped(ambiguous, b1, sizeof(b1)), mate_fe_s(ambiguous));
 }
 
 static void
@@ -227,14 +211,14 @@ replay_first(mate_replay *r, const mate_dump_list *l, const struct mate_dump_inf
 	else if (at != MATE_FIRST_NONE)
 		print_text(l, at, &s, &f, ambiguous);
 	else {
-		printf("no wrong call among %s replayed", grouped(s.replayed, b1, sizeof(b1)));
+		printf("no wrong call among %s replayed", mate_fe_grouped(s.replayed, b1, sizeof(b1)));
 		if (s.unsupported > 0)
-			printf(" (passed over %s unsupported call%s)", grouped(s.unsupported, b2, sizeof(b2)),
+			printf(" (passed over %s unsupported call%s)", mate_fe_grouped(s.unsupported, b2, sizeof(b2)),
 			    mate_fe_s(s.unsupported));
 		putchar('\n');
 		if (ambiguous > 0)
 			printf("the order of %s call%s is ambiguous (same millisecond and process, no "
-			    "session.jsonl)\n", grouped(ambiguous, b1, sizeof(b1)), mate_fe_s(ambiguous));
+			    "session.jsonl)\n", mate_fe_grouped(ambiguous, b1, sizeof(b1)), mate_fe_s(ambiguous));
 	}
 	mate_first_flow_free(&f);
 	if (nsel == 0) {

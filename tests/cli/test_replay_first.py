@@ -1,5 +1,6 @@
-"""test_replay_first.py: mate-replay --first on a run recorded by libmate (3 processes, 300 chained calls): a wrong row planted in a middle call is named with its place in the run and the call its input came from; no wrong call; unsupported calls passed over; filters and -j; the hash cache; ambiguous order."""
+"""test_replay_first.py: mate-replay --first on a run recorded by libmate (3 processes, 300 chained calls): a wrong row planted in a middle call is named with its place in the run and the call its input came from; no wrong call; unsupported calls passed over; filters and -j; the hash cache; ambiguous order; tensor files past MATE_MAX_MEMORY (--first, --nonfinite, --shrink, --export); a root of 1,500 processes (--first and --nonfinite find the planted call in bounded memory with 64 file descriptors)."""
 import json
+import math
 import os
 import re
 import shutil
@@ -295,6 +296,79 @@ def test_ambiguous():
     check(o["ambiguous_order"] == n and o["dir"] == WRONG, "--jsonl: ambiguous_order %r" % o)
 
 
+def measured(args, nofile=64):
+    """Runs args with at most nofile open files: exit status, stdout, stderr, peak RSS (MB)."""
+    env = dict(os.environ)
+    # a sanitizer build: ASan's quarantine of freed memory (256 MB) is not ours to count
+    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "quarantine_size_mb=16"]))
+    # GNU time's count, not wait4's here: a child forked from this torch-laden Python starts
+    # with its resident pages
+    p = subprocess.run(["time", "-f", "maxrss %M", "sh", "-c", 'ulimit -n %d && exec "$@"' % nofile, "sh"] + args,
+                       capture_output=True, text=True, env=env)
+    err, _, last = p.stderr.rstrip("\n").rpartition("\n")
+    check(last.startswith("maxrss "), "GNU time's line: %r" % last)
+    return p.returncode, p.stdout, err, int(last.split()[1]) / 1024 if last.startswith("maxrss ") else -1
+
+
+def test_thousands_of_processes():
+    procs = 1500
+    many = os.path.join(work, "many")
+    e = dict(env, MATE_DUMP_DIR=many)
+    run([build_path("tests", "first-chain"), str(procs), "2"], env=e)
+    names = dumps(many)
+    pids = sorted({int(re.search(r"_pid(\d+)_", n).group(1)) for n in names})
+    check(len(names) == 2 * procs and len(pids) == procs, "%d dumps of %d processes" % (len(names), len(pids)))
+    mid, late = pids[procs // 2], pids[procs * 4 // 5]
+    wrong = [n for n in names if "_pid%d_silu_and_mul_call0001" % mid in n][0]
+    feeder = [n for n in names if "_pid%d_rmsnorm_call0001" % mid in n][0]
+    born = [n for n in names if "_pid%d_rmsnorm_call0001" % late in n][0]
+    path = os.path.join(many, wrong, "outputs.pt")
+    t = torch.load(path)
+    t["result"][2, 7] += 0.5
+    torch.save(t, path)
+    idx = {o["dir"]: o["index"] for o in order(many)}
+    rc, out, err, rss = measured([RP, "--first", many])
+    lines = out.splitlines()
+    check(rc == 1 and lines and re.match(r"first wrong call: call %s of %s, [0-9.]+ s into the run, process %d: "
+          r"minilib\.silu_and_mul \(%s\): Mismatch: result\[2, 7\]" % (grouped(idx[wrong]), grouped(2 * procs),
+          mid, wrong), lines[0]) is not None, "exit %d: %r %r" % (rc, lines[:1], err[-300:]))
+    check(any(re.match(r"  its input `input` \(arg_0\) is `result` of call %s, minilib\.rmsnorm \(%s\)$"
+                       % (grouped(idx[feeder]), feeder), l) for l in lines), "its producer: %r" % lines)
+    check(rss < 96, "--first over %d processes: peak RSS %.0f MB, under 96" % (procs, rss))
+
+    path = os.path.join(many, born, "outputs.pt")
+    t = torch.load(path)
+    t["result"][1, 3] = math.nan
+    torch.save(t, path)
+    rc, out, err, rss = measured([LIST, "--nonfinite", many])
+    check(rc == 1 and out.startswith(born + ":") and "[origin]" in out and len(out.splitlines()) == 1,
+          "--nonfinite: exit %d, the one call: %r %r" % (rc, out, err[-300:]))
+    check("origin: %s (rmsnorm), call %s of %s" % (born, grouped(idx[born]), grouped(2 * procs)) in err,
+          "its place: %r" % err)
+    check(rss < 96, "--nonfinite over %d processes: peak RSS %.0f MB, under 96" % (procs, rss))
+    shutil.rmtree(many)
+
+
+def test_memory_limit():
+    """Tensor files past MATE_MAX_MEMORY: each tool says so, naming the variable, and writes nothing."""
+    e = dict(os.environ, MATE_MAX_MEMORY="1000")
+    p = run([RP, "--first", planted], check=False, env=e)
+    lines = p.stdout.splitlines()
+    check(p.returncode == 1 and lines and lines[0].startswith("first wrong call: call 1 of ") and
+          "Error: inputs.pt: pickle: memory limit" in lines[0] and "MATE_MAX_MEMORY" in lines[0],
+          "--first stops at the first call it cannot read: %r %r" % (lines[:1], p.stderr))
+    p = run([LIST, "--nonfinite", planted], check=False, env=e)
+    check(p.returncode == 1 and p.stdout == "" and "memory limit" in p.stderr and
+          p.stderr.rstrip().endswith("%d with problems" % N), "--nonfinite: exit %d: %r" % (p.returncode, p.stderr[-300:]))
+    for opt in ("--shrink", "--export"):
+        out = os.path.join(work, "limit" + opt)
+        p = run([RP, opt, os.path.join(planted, WRONG), "-o", out], check=False, env=e)
+        check(p.returncode == 2 and "memory limit" in p.stderr and "MATE_MAX_MEMORY" in p.stderr,
+              "%s: exit %d: %r" % (opt, p.returncode, p.stderr))
+        check(not os.path.exists(out) and not [f for f in os.listdir(work) if f.startswith("limit" + opt)],
+              "%s: nothing written" % opt)
+
+
 def test_usage():
     for extra in (["--bench"], ["--list-ops"]):
         p = run([RP, "--first"] + extra + ([] if extra == ["--list-ops"] else [clean]), check=False)
@@ -305,4 +379,5 @@ def test_usage():
 
 
 run_cases(test_no_wrong_call, test_planted, test_in_place, test_unreadable, test_jobs_and_filters,
-          test_cache, test_ambiguous, test_usage)
+          test_cache, test_ambiguous, test_thousands_of_processes, test_memory_limit,
+          test_usage)

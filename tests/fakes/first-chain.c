@@ -78,7 +78,7 @@ main(int argc, char **argv)
 {
 	int procs, calls, failed = 0;
 
-	if (argc != 3 || (procs = atoi(argv[1])) < 1 || procs > 64 || (calls = atoi(argv[2])) < 1) {
+	if (argc != 3 || (procs = atoi(argv[1])) < 1 || procs > 4096 || (calls = atoi(argv[2])) < 1) {
 		fprintf(stderr, "usage: first-chain PROCS CALLS\n");
 		return 2;
 	}
