@@ -473,9 +473,11 @@ mate_replay_register_builtins(mate_replay *r, mate_error *err)
 		{ "Tensor.mm", "(self, mat2)", op_mm, 0, MATE_SLICE_MM("self", "mat2") },
 		{ "Tensor.bmm", "(input, mat2, *, out=None)", op_mm, 1, MATE_SLICE_BMM("input", "mat2") },
 		{ "Tensor.bmm", "(self, mat2)", op_mm, 1, MATE_SLICE_BMM("self", "mat2") },
-		{ "bmm_fp8", "(A, B, A_scale, B_scale, dtype, out=None, backend='cublas')", op_bmm_fp8, 0, NULL },
+		{ "bmm_fp8", "(A, B, A_scale, B_scale, dtype, out=None, backend='cublas')", op_bmm_fp8, 0,
+		    MATE_SLICE_BMM("A", "B") },
 		{ "mm_fp8", "(a, b, alpha=None, out_dtype=torch.bfloat16, out=None, "
-		    "backend='trtllm_low_latency')", op_mm_fp8, 0, NULL },
+		    "backend='trtllm_low_latency')", op_mm_fp8, 0,
+		    "row:a.0 out.0 result.0;column:b.0 out.1 result.1;=K:a.1" },  /* b is (n, k) */
 		{ "single_decode_with_kv_cache", SIG_DECODE, op_attention, 0, SLICE_HEADS },
 		{ "single_prefill_with_kv_cache", SIG_PREFILL, op_attention, 1, SLICE_HEADS },
 		{ "SegmentGEMMWrapper.__init__", "(self, float_workspace_buffer, backend='auto')",

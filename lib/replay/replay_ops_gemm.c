@@ -186,8 +186,10 @@ mate_replay_register_gemm_bits(mate_replay *r, mate_error *err)
 {
 	static const struct mate_replay_op_def ops[] = {
 		{ "mm_bf16", "(a, b, bias=None, pdl=False, out=None, out_dtype=torch.bfloat16, "
-		    "backend='cudnn')", op_mm_bf16, 0, NULL },
-		{ "bmm_bf16", "(A, B, out=None, out_dtype=torch.bfloat16, backend='cudnn')", op_mm_bf16, 1, NULL },
+		    "backend='cudnn')", op_mm_bf16, 0,
+		    "row:a.0 out.0 result.0;column:b.1 bias.0 out.1 result.1;=K:a.1" },
+		{ "bmm_bf16", "(A, B, out=None, out_dtype=torch.bfloat16, backend='cudnn')", op_mm_bf16, 1,
+		    MATE_SLICE_BMM("A", "B") },
 		{ "packbits", "(x, bitorder='big')", op_packbits, 0, NULL },
 		{ "segment_packbits", "(x, indptr, bitorder='big')", op_segment_packbits, 0, NULL },
 	};

@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_replay_shrink.py: mate-replay --shrink cuts a recorded call with one planted bad element to the one failing unit: a 4096-row rmsnorm (.pt) to its row, a 256x256x256 mm (.safetensors) to one row of A and one column of B (K kept), a paged decode of 16 requests to its request with exactly its pages (__init__, plan and run); the cut dumps replay as a mismatch in mate and in FlashInfer's own replay_sequence; a folder that is not empty is refused and left as it was; a call that passes, and an op without a slicing rule, write nothing and say why."""
+"""test_replay_shrink.py: mate-replay --shrink cuts a recorded call with one planted bad element to the one failing unit: a 4096-row rmsnorm (.pt) to its row, a 256x256x256 mm (.safetensors) and the bf16 and fp8 GEMMs to one row of A and one column of B (K kept), a paged decode of 16 requests to its request with exactly its pages (__init__, plan and run), paged and ragged prefills to a request with its rows of q and its keys, single decode and prefill to one query head with its KV head; the cut dumps replay as a mismatch in mate and in FlashInfer's own replay_sequence; a folder that is not empty is refused and left as it was; a call that passes, and an op without a slicing rule, write nothing and say why."""
 import contextlib
 import io
 import json
@@ -47,6 +47,18 @@ def record():
     elif which == "gemm":
         fi = decorate_gemm(api)
         fi["mm"](torch.randn(256, 256, generator=gen), torch.randn(256, 256, generator=gen))
+    elif which == "lowp":
+        from flashinfer_ops21 import GEMM_BITS
+        from flashinfer_ops21 import decorate as decorate_ops21
+        fi = decorate_ops21(api, GEMM_BITS)
+        bf = torch.bfloat16
+        fi["mm_bf16"](torch.randn(32, 16, generator=gen).to(bf), torch.randn(16, 24, generator=gen).to(bf),
+                      bias=torch.randn(24, generator=gen).to(bf))
+        fi["bmm_bf16"](torch.randn(3, 8, 16, generator=gen).to(bf), torch.randn(3, 16, 12, generator=gen).to(bf))
+        e4 = torch.float8_e4m3fn
+        fi["bmm_fp8"](torch.randn(2, 8, 16, generator=gen).to(e4), torch.randn(2, 16, 12, generator=gen).to(e4),
+                      torch.tensor(0.5), torch.tensor(2.0), bf)
+        fi["mm_fp8"](torch.randn(8, 16, generator=gen).to(e4), torch.randn(12, 16, generator=gen).to(e4))
     elif which == "heads":
         fi = decorate_attn(api)
         fi["single_decode_with_kv_cache"](torch.randn(8, 64, generator=gen), torch.randn(40, 2, 64, generator=gen),
@@ -293,6 +305,27 @@ with case("a plan whose page is not the cache's: refused before it indexes anyth
     check(p.returncode == 2 and "the plan's page 9999 is not one of the cache's %d" % ntotal in p.stderr,
           "exit %d: %s" % (p.returncode, p.stderr))
     check(not os.path.exists(nothing), "written")
+
+with case("bf16 and fp8 GEMMs: a row of A and a column of B (with its bias)"):
+    root, dirs = recorded("lowp", 4, "pt")
+    for fn, idx, want, shapes in (
+            ("mm_bf16", (5, 7), "row 5 of 32 of a and column 7 of 24 of b (K = 16 kept)",
+             {"arg_0": (1, 16), "arg_1": (16, 1), "kwarg_bias": (1,), "result": (1, 1)}),
+            ("bmm_bf16", (2, 3, 4), "batch 2 of 3 of A and row 3 of 8 of A and column 4 of 12 of B (K = 16 kept)",
+             {"arg_0": (1, 1, 16), "arg_1": (1, 16, 1), "result": (1, 1, 1)}),
+            ("bmm_fp8", (1, 6, 9), "batch 1 of 2 of A and row 6 of 8 of A and column 9 of 12 of B (K = 16 kept)",
+             {"arg_0": (1, 1, 16), "arg_1": (1, 16, 1), "arg_2": (), "arg_3": (), "result": (1, 1, 1)}),
+            ("mm_fp8", (4, 10), "row 4 of 8 of a and column 10 of 12 of b (K = 16 kept)",
+             {"arg_0": (1, 16), "arg_1": (1, 16), "result": (1, 1)})):
+        dump = os.path.join(root, [d for d in dirs if d.endswith("_%s_call0001" % fn)][0])
+        plant(dump, "result", idx)
+        out = os.path.join(TMP, fn)
+        p = shrink(dump, out)
+        check(p.returncode == 0 and want in p.stdout, "%s: exit %d: %s %s" % (fn, p.returncode, p.stdout, p.stderr))
+        got = tensors(os.path.join(out, os.path.basename(dump)))
+        check(got == shapes, "%s: the cut tensors: %s" % (fn, got))
+        check(mate_verdicts(out).get(fn, {}).get("verdict") == "mismatch", "%s: mate-replay" % fn)
+        check(fi_results(out).get(fn, {}).get("comparison_match") is False, "%s: FlashInfer's replay_sequence" % fn)
 
 with case("single decode and prefill: 8 query heads to the bad one and its KV head"):
     root, dirs = recorded("heads", 3, "pt")
