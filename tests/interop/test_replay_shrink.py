@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_replay_shrink.py: mate-replay --shrink cuts a recorded call with one planted bad element to the one failing unit: a 4096-row rmsnorm (.pt) to its row, a 256x256x256 mm (.safetensors) and the bf16 and fp8 GEMMs to one row of A and one column of B (K kept), a paged decode of 16 requests to its request with exactly its pages (__init__, plan and run), paged and ragged prefills to a request with its rows of q and its keys, single decode and prefill to one query head with its KV head; the cut dumps replay as a mismatch in mate and in FlashInfer's own replay_sequence; a folder that is not empty is refused and left as it was; a call that passes, and an op without a slicing rule, write nothing and say why."""
+"""test_replay_shrink.py: mate-replay --shrink cuts a recorded call with one planted bad element to the one failing unit: a 4096-row rmsnorm (.pt) to its row, a 256x256x256 mm (.safetensors) and the bf16 and fp8 GEMMs to one row of A and one column of B (K kept), a paged decode of 16 requests to its request with exactly its pages (__init__, plan and run), paged and ragged prefills to a request with its rows of q and its keys, single decode and prefill to one query head with its KV head; a call that errors (a position past the cos/sin cache) to its one token; the cut dumps replay as a mismatch in mate and in FlashInfer's own replay_sequence; a folder that is not empty is refused and left as it was; a call that passes, and an op without a slicing rule, write nothing and say why."""
 import contextlib
 import io
 import json
@@ -47,6 +47,13 @@ def record():
     elif which == "gemm":
         fi = decorate_gemm(api)
         fi["mm"](torch.randn(256, 256, generator=gen), torch.randn(256, 256, generator=gen))
+    elif which == "rope-error":
+        from flashinfer_ops21 import ROPE
+        from flashinfer_ops21 import decorate as decorate_ops21
+        fi = decorate_ops21(api, ROPE)
+        cache = torch.randn(64, 32, generator=gen)
+        fi["apply_rope_with_cos_sin_cache"](torch.arange(40) % 64, torch.randn(40, 2 * 32, generator=gen),
+                                            torch.randn(40, 32, generator=gen), 32, cache)
     elif which == "lowp":
         from flashinfer_ops21 import GEMM_BITS
         from flashinfer_ops21 import decorate as decorate_ops21
@@ -305,6 +312,23 @@ with case("a plan whose page is not the cache's: refused before it indexes anyth
     check(p.returncode == 2 and "the plan's page 9999 is not one of the cache's %d" % ntotal in p.stderr,
           "exit %d: %s" % (p.returncode, p.stderr))
     check(not os.path.exists(nothing), "written")
+
+with case("an error: a position past the cos/sin cache, to its one token"):
+    root, dirs = recorded("rope-error", 1, "pt")
+    dump = os.path.join(root, dirs[0])
+    path = os.path.join(dump, "inputs.pt")
+    t = load(path)
+    t["arg_0"][11] = 9999
+    save(t, path)
+    out = os.path.join(TMP, "rope-error-out")
+    p = shrink(dump, out)
+    check(p.returncode == 0 and "token 11 of 40: the only token that fails" in p.stdout and
+          "replays as error: " in p.stdout and "position 9999 of token 0 is outside cos_sin_cache's 64 rows"
+          in p.stdout, "exit %d: %s %s" % (p.returncode, p.stdout, p.stderr))
+    shapes = tensors(os.path.join(out, dirs[0]))
+    check(shapes["arg_0"] == (1,) and shapes["arg_1"] == (1, 64) and shapes["arg_4"] == (64, 32),
+          "one token and its position, the whole cache: %s" % shapes)
+    check(mate_verdicts(out).get("apply_rope_with_cos_sin_cache", {}).get("verdict") == "error", "mate-replay")
 
 with case("bf16 and fp8 GEMMs: a row of A and a column of B (with its bias)"):
     root, dirs = recorded("lowp", 4, "pt")
