@@ -168,22 +168,29 @@ mate_replay_register_sampling(mate_replay *r, mate_error *err)
 		{ "top_k_mask_logits", "(logits, top_k)", op_filter, TOP_K_MASK,
 		    "row:logits.0 top_k.0 result.0" },
 		{ "top_k", "(input, k, sorted=False, deterministic=False, tie_break=0, "
-		    "dsa_graph_safe=False)", op_top_k, 0, NULL },
+		    "dsa_graph_safe=False)", op_top_k, 0, "row:input.0 result.0" },
 		{ "sampling_from_probs", "(probs, indices=None, " SIG_TAIL ", return_valid=False)",
-		    op_sampler, S_VALID, NULL },
-		{ "sampling_from_logits", "(logits, indices=None, " SIG_TAIL ")", op_sampler, S_LOGITS, NULL },
+		    op_sampler, S_VALID,
+		    "row:probs.0 result.0 ?indices=None" },
+		{ "sampling_from_logits", "(logits, indices=None, " SIG_TAIL ")", op_sampler, S_LOGITS,
+		    "row:logits.0 result.0 ?indices=None" },
 		{ "top_k_sampling_from_probs", "(probs, top_k, indices=None, " SIG_TAIL
-		    ", return_valid=False)", op_sampler, S_TOP_K | S_VALID, NULL },
+		    ", return_valid=False)", op_sampler, S_TOP_K | S_VALID,
+		    "row:probs.0 top_k.0 result.0 ?indices=None" },
 		{ "top_p_sampling_from_probs", "(probs, top_p, indices=None, " SIG_TAIL
-		    ", return_valid=False)", op_sampler, S_TOP_P | S_VALID, NULL },
+		    ", return_valid=False)", op_sampler, S_TOP_P | S_VALID,
+		    "row:probs.0 top_p.0 result.0 ?indices=None" },
 		{ "min_p_sampling_from_probs", "(probs, min_p, indices=None, " SIG_TAIL
-		    ", return_valid=False)", op_sampler, S_MIN_P | S_VALID, NULL },
+		    ", return_valid=False)", op_sampler, S_MIN_P | S_VALID,
+		    "row:probs.0 min_p.0 result.0 ?indices=None" },
 		{ "top_k_top_p_sampling_from_probs", "(probs, top_k, top_p, indices=None, "
 		    "filter_apply_order='top_k_first', " SIG_TAIL ", return_valid=False)", op_sampler,
-		    S_TOP_K | S_TOP_P | S_ORDER | S_VALID, NULL },
+		    S_TOP_K | S_TOP_P | S_ORDER | S_VALID,
+		    "row:probs.0 top_k.0 top_p.0 result.0 ?indices=None" },
 		{ "top_k_top_p_sampling_from_logits", "(logits, top_k, top_p, indices=None, "
 		    "filter_apply_order='top_k_first', " SIG_TAIL ")", op_sampler,
-		    S_LOGITS | S_TOP_K | S_TOP_P | S_ORDER, NULL },
+		    S_LOGITS | S_TOP_K | S_TOP_P | S_ORDER,
+		    "row:logits.0 top_k.0 top_p.0 result.0 ?indices=None" },
 	};
 	return mate_replay_register_ops(r, ops, sizeof(ops) / sizeof(ops[0]), err);
 }

@@ -128,8 +128,8 @@ int mate_replay_output(mate_replay_call *c, int pos, const char *name, mate_dtyp
  * nothing and is reported as kept (a GEMM's K). PARAM "result_N": the Nth
  * returned tensor alone (name it before "result"). "PARAM.DIM/": grouped, unit u
  * of n is index u / (n / size) (a GQA query head's KV head). "?PARAM=VALUE": the
- * stage cuts only where that string argument is absent or VALUE, else the call
- * cannot be sliced. "@paged": a decode wrapper's run, cut by request with its
+ * stage cuts only where that string argument is absent or VALUE ("None": only
+ * where it is absent or None), else the call cannot be sliced. "@paged": a decode wrapper's run, cut by request with its
  * plan (indptr, indices, last_page_len rebuilt) and exactly its pages of the
  * cache; "@prefill": a paged prefill's, its rows of q by qo_indptr too;
  * "@ragged": a ragged prefill's, rows of q and of k and v by qo_indptr and

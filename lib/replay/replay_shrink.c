@@ -1475,6 +1475,12 @@ shrink_stages(struct shrink *s, int *cut, mate_error *err)
 			    NULL;
 
 			if (g != NULL && mate_value_kind_of(g) != MATE_V_NONE &&
+			    strcmp(st->guard_val, "None") == 0) {
+				rc = mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced by %s: "
+				    "its %s is given", s->info->function, st->unit, st->guard);
+				break;
+			}
+			if (g != NULL && mate_value_kind_of(g) != MATE_V_NONE &&
 			    (gs == NULL || strcmp(gs, st->guard_val) != 0)) {
 				rc = mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced by %s: "
 				    "its %s is %s%s%s, not '%s'", s->info->function, st->unit, st->guard,

@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_replay_shrink.py: mate-replay --shrink cuts a recorded call with one planted bad element to the one failing unit: a 4096-row rmsnorm (.pt) to its row, a 256x256x256 mm (.safetensors) and the bf16 and fp8 GEMMs to one row of A and one column of B (K kept), a paged decode of 16 requests to its request with exactly its pages (__init__, plan and run), paged and ragged prefills to a request with its rows of q and its keys, single decode and prefill to one query head with its KV head; a call that errors (a position past the cos/sin cache) to its one token; the cut dumps replay as a mismatch in mate and in FlashInfer's own replay_sequence; a folder that is not empty is refused and left as it was; a call that passes, and an op without a slicing rule, write nothing and say why."""
+"""test_replay_shrink.py: mate-replay --shrink cuts a recorded call with one planted bad element to the one failing unit: a 4096-row rmsnorm (.pt) to its row, a 256x256x256 mm (.safetensors) and the bf16 and fp8 GEMMs to one row of A and one column of B (K kept), a paged decode of 16 requests to its request with exactly its pages (__init__, plan and run), paged and ragged prefills to a request with its rows of q and its keys, single decode and prefill to one query head with its KV head; a call that errors (a position past the cos/sin cache) to its one token; a sampler's and top_k's forbidden draw to its row; the cut dumps replay as a mismatch in mate and in FlashInfer's own replay_sequence; a folder that is not empty is refused and left as it was; a call that passes, and an op without a slicing rule, write nothing and say why."""
 import contextlib
 import io
 import json
@@ -44,6 +44,9 @@ def record():
                                  torch.arange(40, dtype=torch.int32) * 3)
         probs = torch.softmax(torch.randn(40, 50, generator=gen), -1)
         fi["top_k_renorm_probs"](probs, torch.full((40,), 5, dtype=torch.int32))
+        fi["top_k_sampling_from_probs"](probs, torch.full((40,), 5, dtype=torch.int32))
+        fi["top_k_sampling_from_probs"](probs, 5, indices=torch.arange(40, dtype=torch.int32))
+        fi["top_k"](probs, 5)
     elif which == "gemm":
         fi = decorate_gemm(api)
         fi["mm"](torch.randn(256, 256, generator=gen), torch.randn(256, 256, generator=gen))
@@ -231,7 +234,7 @@ with case("a call that passes, an op without a rule: nothing written"):
     check(not os.path.exists(nothing) and not [f for f in os.listdir(TMP) if ".tmp-" in f], "written")
 
 with case("activation, softmax, merge_state, RoPE, a top-k filter: the bad row or token"):
-    root, dirs = recorded("more", 5, "pt")
+    root, dirs = recorded("more", 8, "pt")
     for fn, key, unit in (("silu_and_mul", "result", "row"), ("softmax", "result", "row"),
                           ("merge_state", "result_0", "token"), ("apply_rope_pos_ids", "result_1", "token"),
                           ("top_k_renorm_probs", "result", "row")):
@@ -247,6 +250,35 @@ with case("activation, softmax, merge_state, RoPE, a top-k filter: the bad row o
         check(mate_verdicts(out).get(fn, {}).get("verdict") == "mismatch", "%s: mate-replay" % fn)
         check(fi_results(out).get(fn, {}).get("comparison_match") is False,
               "%s: FlashInfer's replay_sequence" % fn)
+
+with case("a sampler and top_k: the row whose draw the filter forbids"):
+    probs = load(os.path.join(root, [d for d in dirs if d.endswith("_top_k_sampling_from_probs_call0001")][0],
+                              "inputs.pt"))["arg_0"]
+    outside = int(probs[11].argmin())        # never among a row's top 5
+    for fn, key in (("top_k_sampling_from_probs_call0001", "result"), ("top_k_call0001", "result_1")):
+        dump = os.path.join(root, [d for d in dirs if d.endswith("_" + fn)][0])
+        path = os.path.join(dump, "outputs.pt")
+        t = load(path)
+        t[key][(11,) + (0,) * (t[key].dim() - 1)] = outside
+        save(t, path)
+        out = os.path.join(TMP, fn)
+        p = shrink(dump, out)
+        check(p.returncode == 0 and "row 11 of 40: the only row that mismatches" in p.stdout,
+              "%s: exit %d: %s %s" % (fn, p.returncode, p.stdout, p.stderr))
+        shapes = tensors(os.path.join(out, os.path.basename(dump)))
+        check(shapes["arg_0"] == (1, 50) and shapes[key][0] == 1, "%s: one row kept: %s" % (fn, shapes))
+        check(mate_verdicts(out).get(fn.rsplit("_call", 1)[0], {}).get("verdict") == "mismatch",
+              "%s: mate-replay" % fn)
+    dump = os.path.join(root, [d for d in dirs if d.endswith("_top_k_sampling_from_probs_call0002")][0])
+    path = os.path.join(dump, "outputs.pt")
+    t = load(path)
+    t["result"][11] = outside
+    save(t, path)
+    nothing = os.path.join(TMP, "nothing-indices")
+    p = shrink(dump, nothing)
+    check(p.returncode == 1 and "top_k_sampling_from_probs cannot be sliced by row: its indices is given"
+          in p.stderr, "with indices: exit %d: %s" % (p.returncode, p.stderr))
+    check(not os.path.exists(nothing), "written")
 
 with case("mm: 256x256x256 to one row of A and one column of B"):
     root, dirs = recorded("gemm", 1, "safetensors")
