@@ -937,7 +937,7 @@ mate_replay_register_attn(mate_replay *r, mate_error *err)
 		{ "BatchPrefillWithRaggedKVCacheWrapper.run", NULL, op_batch_run, W_RAGGED, "@ragged" },
 		{ "BatchMLAPagedAttentionWrapper.__init__", NULL, op_wrapper_init, W_MLA, NULL },
 		{ "BatchMLAPagedAttentionWrapper.plan", NULL, op_mla_plan, 0, NULL },
-		{ "BatchMLAPagedAttentionWrapper.run", NULL, op_mla_run, 0, NULL },
+		{ "BatchMLAPagedAttentionWrapper.run", NULL, op_mla_run, 0, "@mla" },
 		{ "merge_state", "(v_a, s_a, v_b, s_b)", op_merge, 0,
 		    "token:v_a.0 s_a.0 v_b.0 s_b.0 result.0" },
 		{ "merge_states", "(v, s)", op_merge, 1, "token:v.0 s.0 result.0" },

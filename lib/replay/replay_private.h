@@ -133,7 +133,8 @@ int mate_replay_output(mate_replay_call *c, int pos, const char *name, mate_dtyp
  * plan (indptr, indices, last_page_len rebuilt) and exactly its pages of the
  * cache; "@prefill": a paged prefill's, its rows of q by qo_indptr too;
  * "@ragged": a ragged prefill's, rows of q and of k and v by qo_indptr and
- * kv_indptr. */
+ * kv_indptr; "@mla": an MLA wrapper's, its rows of q_nope and q_pe and its
+ * pages of ckv_cache and kpe_cache (kv_indptr, kv_indices, kv_len_arr rebuilt). */
 struct mate_replay_op_def {
 	const char *name, *sig;
 	mate_replay_handler fn;

@@ -52,8 +52,10 @@ struct dep {
 
 /* A batch's requests (rules "@paged": a decode wrapper's run, q a row per request;
  * "@prefill": a paged prefill's, q rows by the plan's qo_indptr; "@ragged": a
- * ragged prefill's, q rows by qo_indptr and rows of k and v by kv_indptr). */
-enum batch_kind { B_DECODE, B_PREFILL, B_RAGGED };
+ * ragged prefill's, q rows by qo_indptr and rows of k and v by kv_indptr; "@mla":
+ * an MLA wrapper's, q_nope and q_pe rows by qo_indptr, the pages of ckv_cache and
+ * kpe_cache by kv_indptr and kv_indices, kv_len_arr per request). */
+enum batch_kind { B_DECODE, B_PREFILL, B_RAGGED, B_MLA };
 
 struct paged {
 	enum batch_kind kind;
@@ -63,6 +65,7 @@ struct paged {
 	mate_dtype dt_indptr, dt_indices, dt_last, dt_qo;
 	char k_indptr[96], k_indices[96], k_last[96], k_qo[96];   /* the plan's keys */
 	char k_q[96], k_kv[96], k_k[96], k_v[96], k_out[96], k_lse[96];   /* the run's */
+	char k_q2[96], k_kv2[96];   /* MLA: q_pe and kpe_cache beside q_nope and ckv_cache */
 	int kv_dim;                 /* ragged: the token dimension of k and v (1 for HND) */
 	/* the requests kept, and what they make */
 	const int64_t *keep;
@@ -706,13 +709,14 @@ paged_value(const struct paged *pg, enum role role, const char *key, const mate_
 	if (role == R_PLAN && pg->kind != B_RAGGED && strcmp(key, pg->k_last) == 0)
 		return new_ints(pg->dt_last, pg->new_last, pg->nkeep, err);
 	if (role == R_RUN && k == MATE_V_TENSOR && (strcmp(key, pg->k_q) == 0 ||
-	    strcmp(key, pg->k_out) == 0 || strcmp(key, pg->k_lse) == 0 || is_result_key(key)))
+	    strcmp(key, pg->k_q2) == 0 || strcmp(key, pg->k_out) == 0 || strcmp(key, pg->k_lse) == 0 ||
+	    is_result_key(key)))
 		return cut_tensor(key, v, 0, pg->nq, pg->qrows, pg->nqk, err);
 	if (role == R_RUN && k == MATE_V_TENSOR && pg->kind == B_RAGGED &&
 	    (strcmp(key, pg->k_k) == 0 || strcmp(key, pg->k_v) == 0))
 		return cut_tensor(key, v, pg->kv_dim, pg->npages, pg->pages, pg->npk, err);
 	if (role == R_RUN && k == MATE_V_TENSOR && pg->kind != B_RAGGED &&
-	    (strcmp(key, pg->k_kv) == 0 || has_prefix_key(key, pg->k_kv)))
+	    (strcmp(key, pg->k_kv) == 0 || strcmp(key, pg->k_kv2) == 0 || has_prefix_key(key, pg->k_kv)))
 		return cut_tensor(key, v, 0, pg->npages, pg->pages, pg->npk, err);
 	if (role == R_RUN && pg->kind != B_RAGGED && (k == MATE_V_TUPLE || k == MATE_V_LIST) &&
 	    strcmp(key, pg->k_kv) == 0) {
@@ -879,10 +883,11 @@ paged_setup(struct shrink *s, mate_error *err)
 	if (rc != MATE_OK)
 		return rc;
 	{
-		static const char *const names[3][4] = {  /* indptr, indices, last_page_len, qo_indptr */
+		static const char *const names[4][4] = {  /* indptr, indices, last_page_len, qo_indptr */
 			{ "indptr", "indices", "last_page_len", NULL },
 			{ "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len", "qo_indptr" },
-			{ "kv_indptr", NULL, NULL, "qo_indptr" } };
+			{ "kv_indptr", NULL, NULL, "qo_indptr" },
+			{ "kv_indptr", "kv_indices", "kv_len_arr", "qo_indptr" } };
 		const char *const *nm = names[pg->kind];
 		char k_lay[96], k_layout[96];
 		const mate_value *lay;
@@ -899,8 +904,15 @@ paged_setup(struct shrink *s, mate_error *err)
 		if (nm[3] != NULL)
 			key_of(s->plan.args, s->plan.req.signature, NULL, nm[3], pg->k_qo,
 			    sizeof(pg->k_qo));
-		key_of(s->req.args, s->req.signature, NULL, "q", pg->k_q, sizeof(pg->k_q));
-		key_of(s->req.args, s->req.signature, NULL, "paged_kv_cache", pg->k_kv, sizeof(pg->k_kv));
+		key_of(s->req.args, s->req.signature, NULL, pg->kind == B_MLA ? "q_nope" : "q", pg->k_q,
+		    sizeof(pg->k_q));
+		key_of(s->req.args, s->req.signature, NULL, pg->kind == B_MLA ? "ckv_cache" :
+		    "paged_kv_cache", pg->k_kv, sizeof(pg->k_kv));
+		if (pg->kind == B_MLA) {
+			key_of(s->req.args, s->req.signature, NULL, "q_pe", pg->k_q2, sizeof(pg->k_q2));
+			key_of(s->req.args, s->req.signature, NULL, "kpe_cache", pg->k_kv2,
+			    sizeof(pg->k_kv2));
+		}
 		key_of(s->req.args, s->req.signature, NULL, "k", pg->k_k, sizeof(pg->k_k));
 		key_of(s->req.args, s->req.signature, NULL, "v", pg->k_v, sizeof(pg->k_v));
 		key_of(s->req.args, s->req.signature, NULL, "out", pg->k_out, sizeof(pg->k_out));
@@ -925,8 +937,8 @@ paged_setup(struct shrink *s, mate_error *err)
 	if (pg->kind != B_RAGGED &&
 	    ((rc = ints_of("indices", mate_value_lookup(s->plan.args, pg->k_indices), &pg->indices,
 	    &nind, &pg->dt_indices, err)) != MATE_OK ||
-	    (rc = ints_of("last_page_len", mate_value_lookup(s->plan.args, pg->k_last), &pg->last,
-	    &nlast, &pg->dt_last, err)) != MATE_OK))
+	    (rc = ints_of(pg->kind == B_MLA ? "kv_len_arr" : "last_page_len",
+	    mate_value_lookup(s->plan.args, pg->k_last), &pg->last, &nlast, &pg->dt_last, err)) != MATE_OK))
 		return rc;
 	if (pg->kind != B_DECODE && (rc = ints_of("qo_indptr", mate_value_lookup(s->plan.args,
 	    pg->k_qo), &pg->qo, &nqo, &pg->dt_qo, err)) != MATE_OK)
@@ -938,7 +950,8 @@ paged_setup(struct shrink *s, mate_error *err)
 	if (mate_value_kind_of(q) != MATE_V_TENSOR || mate_value_kind_of(kv) != MATE_V_TENSOR ||
 	    mate_value_get_tensor(q)->ndim < 1 || mate_value_get_tensor(kv)->ndim <= pg->kv_dim)
 		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: its q or %s is "
-		    "not a tensor", s->info->function, pg->kind == B_RAGGED ? "k" : "paged_kv_cache");
+		    "not a tensor", s->info->function, pg->kind == B_RAGGED ? "k" : pg->kind == B_MLA ?
+		    "ckv_cache" : "paged_kv_cache");
 	pg->nq = mate_value_get_tensor(q)->shape[0];
 	pg->npages = mate_value_get_tensor(kv)->shape[pg->kv_dim];
 	pg->B = nptr - 1;
@@ -1547,12 +1560,12 @@ shrink_into(mate_replay *r, const char *dump, const char *outdir, char *report,
 	rule = mate_replay_slice_rule(r, &s.req, &hsig);
 	s.paged = rule != NULL && rule[0] == '@';
 	if (s.paged && strcmp(rule, "@paged") != 0 && strcmp(rule, "@prefill") != 0 &&
-	    strcmp(rule, "@ragged") != 0) {
+	    strcmp(rule, "@ragged") != 0 && strcmp(rule, "@mla") != 0) {
 		rc = mate_set_error(err, MATE_ERR_ARGUMENT, "slicing rule %s: no such batch rule", rule);
 		goto done;
 	}
 	s.pg.kind = !s.paged ? B_DECODE : strcmp(rule, "@ragged") == 0 ? B_RAGGED :
-	    strcmp(rule, "@prefill") == 0 ? B_PREFILL : B_DECODE;
+	    strcmp(rule, "@prefill") == 0 ? B_PREFILL : strcmp(rule, "@mla") == 0 ? B_MLA : B_DECODE;
 	if (s.paged && (rc = paged_setup(&s, err)) != MATE_OK)
 		goto done;
 	/* how the call fails, on a copy (a call may write its arguments) */

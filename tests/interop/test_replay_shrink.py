@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_replay_shrink.py: mate-replay --shrink cuts a recorded call with one planted bad element to the one failing unit: a 4096-row rmsnorm (.pt) to its row, a 256x256x256 mm (.safetensors) and the bf16 and fp8 GEMMs to one row of A and one column of B (K kept), a paged decode of 16 requests to its request with exactly its pages (__init__, plan and run), paged and ragged prefills to a request with its rows of q and its keys, single decode and prefill to one query head with its KV head; a call that errors (a position past the cos/sin cache) to its one token; a sampler's and top_k's forbidden draw to its row; the cut dumps replay as a mismatch in mate and in FlashInfer's own replay_sequence; a folder that is not empty is refused and left as it was; a call that passes, and an op without a slicing rule, write nothing and say why."""
+"""test_replay_shrink.py: mate-replay --shrink cuts a recorded call with one planted bad element to the one failing unit: a 4096-row rmsnorm (.pt) to its row, a 256x256x256 mm (.safetensors) and the bf16 and fp8 GEMMs to one row of A and one column of B (K kept), a paged decode of 16 requests to its request with exactly its pages (__init__, plan and run), paged and ragged prefills to a request with its rows of q and its keys, an MLA batch to a request with its rows of q_nope and q_pe and its pages; single decode and prefill to one query head with its KV head; a call that errors (a position past the cos/sin cache) to its one token; a sampler's and top_k's forbidden draw to its row; the cut dumps replay as a mismatch in mate and in FlashInfer's own replay_sequence; a folder that is not empty is refused and left as it was; a call that passes, and an op without a slicing rule, write nothing and say why."""
 import contextlib
 import io
 import json
@@ -77,6 +77,20 @@ def record():
                                            torch.randn(10, 2, 64, generator=gen), causal=True, return_lse=True)
         fi["single_decode_with_kv_cache"](torch.randn(8, 64, generator=gen), torch.randn(2, 40, 64, generator=gen),
                                           torch.randn(2, 40, 64, generator=gen), kv_layout="HND")
+    elif which == "mla":
+        fi = decorate_attn(api)
+        qlens, kvlens, P, H, Dc, Dp = [1 + i % 2 for i in range(8)], [3 + 2 * i for i in range(8)], 4, 4, 32, 16
+        qo = torch.tensor([0] + list(torch.cumsum(torch.tensor(qlens), 0)), dtype=torch.int32)
+        counts = [(n + P - 1) // P for n in kvlens]
+        total = sum(counts) + 2
+        perm = torch.randperm(total, generator=gen).to(torch.int32)
+        indptr = torch.tensor([0] + list(torch.cumsum(torch.tensor(counts), 0)), dtype=torch.int32)
+        w = fi["BatchMLAPagedAttentionWrapper"](torch.empty(1 << 12, dtype=torch.uint8))
+        w.plan(qo, indptr, perm[:int(indptr[-1])].contiguous(), torch.tensor(kvlens, dtype=torch.int32), H, Dc, Dp,
+               P, True, 0.125, torch.float32, torch.float32)
+        n = int(qo[-1])
+        w.run(torch.randn(n, H, Dc, generator=gen), torch.randn(n, H, Dp, generator=gen),
+              torch.randn(total, P, Dc, generator=gen), torch.randn(total, P, Dp, generator=gen), return_lse=True)
     elif which == "prefill":
         fi = decorate_attn(api)
         qlens, kvlens, P, Hq, Hk, D = [1 + i % 3 for i in range(8)], [6 + 2 * i for i in range(8)], 4, 4, 2, 32
@@ -331,6 +345,32 @@ with case("paged decode: 16 requests to the one bad request and its pages"):
           == [True, True, False], "FlashInfer's replay_sequence: %s"
           % {k: (x.get("comparison_match"), x.get("error")) for k, x in r.items()})
     shutil.rmtree(out)
+
+with case("MLA: 8 requests to the bad one, its rows of q_nope and q_pe and its pages"):
+    mroot, mdirs = recorded("mla", 3, "pt")
+    mrun = os.path.join(mroot, [d for d in mdirs if ".run_" in d][0])
+    plan_in = load(os.path.join(mroot, [d for d in mdirs if ".plan_" in d][0], "inputs.pt"))
+    qo, kvp = plan_in["arg_1"].tolist(), plan_in["arg_2"].tolist()
+    plant(mrun, "result_0", (qo[6], 2, 5))
+    out = os.path.join(TMP, "mla-out")
+    p = shrink(mrun, out)
+    orig = load(os.path.join(mrun, "inputs.pt"))
+    check(p.returncode == 0 and "request 6 of 8: the only request that mismatches; %d of %d pages of the cache kept, "
+          "renumbered; %d of %d rows of q" % (kvp[7] - kvp[6], orig["arg_3"].shape[0], qo[7] - qo[6], qo[-1])
+          in p.stdout, "exit %d: %s %s" % (p.returncode, p.stdout, p.stderr))
+    cut = load(os.path.join(out, os.path.basename(mrun), "inputs.pt"))
+    pages = plan_in["arg_3"][kvp[6]:kvp[7]].long()
+    check(torch.equal(cut["arg_1"], orig["arg_1"][qo[6]:qo[7]]) and torch.equal(cut["arg_2"], orig["arg_2"][qo[6]:qo[7]])
+          and torch.equal(cut["arg_3"], orig["arg_3"][pages]) and torch.equal(cut["arg_4"], orig["arg_4"][pages]),
+          "its rows of q_nope and q_pe, its pages of ckv_cache and kpe_cache")
+    cut_plan = load(os.path.join(out, [d for d in mdirs if ".plan_" in d][0], "inputs.pt"))
+    check(cut_plan["arg_1"].tolist() == [0, qo[7] - qo[6]] and cut_plan["arg_2"].tolist() == [0, kvp[7] - kvp[6]]
+          and cut_plan["arg_3"].tolist() == list(range(kvp[7] - kvp[6]))
+          and cut_plan["arg_4"].tolist() == [int(plan_in["arg_4"][6])], "the plan rebuilt: %s" % cut_plan)
+    check(mate_verdicts(out).get("BatchMLAPagedAttentionWrapper.run", {}).get("verdict") == "mismatch", "mate-replay")
+    r = fi_results(out)
+    check(r.get("BatchMLAPagedAttentionWrapper.run", {}).get("comparison_match") is False,
+          "FlashInfer's replay_sequence: %s" % {k: (x.get("comparison_match"), x.get("error")) for k, x in r.items()})
 
 with case("a plan whose page is not the cache's: refused before it indexes anything"):
     bad = os.path.join(TMP, "bad-plan")
