@@ -5,8 +5,8 @@ planted wrong element, packed as fuzz_find_bug reads them.
 
     find_bug_seeds.py OUTDIR [ROOT...]
 
-records the roots (a paged decode, paged and ragged prefills, single decode and prefill by
-head, rmsnorm, mm) with the peers' Python (torch 2.x, flashinfer-python's logging module)
+records the roots (a paged decode, paged and ragged prefills, an MLA batch, single decode
+and prefill by head, rmsnorm, mm) with the peers' Python (torch 2.x, flashinfer-python's logging module)
 and writes OUTDIR/NAME.root for each, and one for each ROOT given (a root recorded
 elsewhere, for example by libmate, with its .mate-tensor-hashes). A packed root is, per
 file, "PATH\\n", its size (4 bytes, little-endian) and its bytes."""
@@ -43,6 +43,13 @@ def record(which):
         w.plan(torch.tensor([0, 1, 3, 4], dtype=torch.int32), torch.tensor([4, 0, 2, 1], dtype=torch.int32),
                torch.tensor([2, 1, 2], dtype=torch.int32), 4, 2, 8, 2, q_data_type=torch.float32)
         w.run(torch.randn(3, 4, 8, generator=gen), torch.randn(5, 2, 2, 2, 8, generator=gen), return_lse=True)
+    elif which == "mla":
+        w = fi["BatchMLAPagedAttentionWrapper"](torch.empty(64, dtype=torch.uint8))
+        w.plan(torch.tensor([0, 1, 3], dtype=torch.int32), torch.tensor([0, 1, 3], dtype=torch.int32),
+               torch.tensor([2, 0, 1], dtype=torch.int32), torch.tensor([2, 3], dtype=torch.int32), 2, 8, 4, 2,
+               True, 0.25, torch.float32, torch.float32)
+        w.run(torch.randn(3, 2, 8, generator=gen), torch.randn(3, 2, 4, generator=gen),
+              torch.randn(3, 2, 8, generator=gen), torch.randn(3, 2, 4, generator=gen), return_lse=True)
     elif which == "prefill":
         qo = torch.tensor([0, 2, 3, 5], dtype=torch.int32)
         w = fi["BatchPrefillWithPagedKVCacheWrapper"](torch.empty(64, dtype=torch.uint8), "NHD")
@@ -88,7 +95,7 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        for which in ("rows", "heads", "decode", "prefill"):
+        for which in ("rows", "heads", "decode", "prefill", "mla"):
             root = os.path.join(tmp, which)
             env = dict(os.environ, FLASHINFER_LOGLEVEL="10", FLASHINFER_DUMP_DIR=root,
                        FLASHINFER_LOGDEST=os.path.join(tmp, which + ".log"))
