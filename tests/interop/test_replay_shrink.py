@@ -13,6 +13,24 @@ REPLAY = build_path("src", "replay", "mate-replay")
 BAD_ROW, BAD_COL, BAD_REQ = 1731, 17, 5
 
 
+def cumsum(lens):
+    """The indptr of lens: [0, l0, l0 + l1, ...] (int32)."""
+    import torch
+    return torch.tensor([0] + list(torch.cumsum(torch.tensor(lens), 0)), dtype=torch.int32)
+
+
+def page_table(lens, P, gen, spare):
+    """Pages of P for requests of lens keys, shuffled among spare more: (indptr, indices,
+    last_page_len, pages in the cache)."""
+    import torch
+    counts = [(n + P - 1) // P for n in lens]
+    total = sum(counts) + spare
+    indptr = cumsum(counts)
+    perm = torch.randperm(total, generator=gen).to(torch.int32)
+    last = torch.tensor([n - (c - 1) * P for n, c in zip(lens, counts)], dtype=torch.int32)
+    return indptr, perm[:int(indptr[-1])].contiguous(), last, total
+
+
 def record():
     """The child: FLASHINFER_* are set; calls the decorated torch references."""
     import torch
@@ -80,32 +98,24 @@ def record():
     elif which == "mla":
         fi = decorate_attn(api)
         qlens, kvlens, P, H, Dc, Dp = [1 + i % 2 for i in range(8)], [3 + 2 * i for i in range(8)], 4, 4, 32, 16
-        qo = torch.tensor([0] + list(torch.cumsum(torch.tensor(qlens), 0)), dtype=torch.int32)
-        counts = [(n + P - 1) // P for n in kvlens]
-        total = sum(counts) + 2
-        perm = torch.randperm(total, generator=gen).to(torch.int32)
-        indptr = torch.tensor([0] + list(torch.cumsum(torch.tensor(counts), 0)), dtype=torch.int32)
+        qo = cumsum(qlens)
+        indptr, indices, _, total = page_table(kvlens, P, gen, 2)
         w = fi["BatchMLAPagedAttentionWrapper"](torch.empty(1 << 12, dtype=torch.uint8))
-        w.plan(qo, indptr, perm[:int(indptr[-1])].contiguous(), torch.tensor(kvlens, dtype=torch.int32), H, Dc, Dp,
-               P, True, 0.125, torch.float32, torch.float32)
+        w.plan(qo, indptr, indices, torch.tensor(kvlens, dtype=torch.int32), H, Dc, Dp, P, True, 0.125,
+               torch.float32, torch.float32)
         n = int(qo[-1])
         w.run(torch.randn(n, H, Dc, generator=gen), torch.randn(n, H, Dp, generator=gen),
               torch.randn(total, P, Dc, generator=gen), torch.randn(total, P, Dp, generator=gen), return_lse=True)
     elif which == "prefill":
         fi = decorate_attn(api)
         qlens, kvlens, P, Hq, Hk, D = [1 + i % 3 for i in range(8)], [6 + 2 * i for i in range(8)], 4, 4, 2, 32
-        qo = torch.tensor([0] + list(torch.cumsum(torch.tensor(qlens), 0)), dtype=torch.int32)
-        counts = [(n + P - 1) // P for n in kvlens]
-        total = sum(counts) + 2
-        perm = torch.randperm(total, generator=gen).to(torch.int32)
-        indptr = torch.tensor([0] + list(torch.cumsum(torch.tensor(counts), 0)), dtype=torch.int32)
-        last = torch.tensor([n - (c - 1) * P for n, c in zip(kvlens, counts)], dtype=torch.int32)
+        qo = cumsum(qlens)
+        indptr, indices, last, total = page_table(kvlens, P, gen, 2)
         w = fi["BatchPrefillWithPagedKVCacheWrapper"](torch.empty(1 << 12, dtype=torch.uint8), "NHD")
-        w.plan(qo, indptr, perm[:int(indptr[-1])].contiguous(), last, Hq, Hk, D, P, causal=True,
-               q_data_type=torch.float32)
+        w.plan(qo, indptr, indices, last, Hq, Hk, D, P, causal=True, q_data_type=torch.float32)
         kv = torch.randn(total, 2, P, Hk, D, generator=gen)
         w.run(torch.randn(int(qo[-1]), Hq, D, generator=gen), kv, return_lse=True)
-        kvo = torch.tensor([0] + list(torch.cumsum(torch.tensor(kvlens), 0)), dtype=torch.int32)
+        kvo = cumsum(kvlens)
         r = fi["BatchPrefillWithRaggedKVCacheWrapper"](torch.empty(1 << 12, dtype=torch.uint8), "HND")
         r.plan(qo, kvo, Hq, Hk, D, causal=True, q_data_type=torch.float32)
         r.run(torch.randn(int(qo[-1]), Hq, D, generator=gen), torch.randn(Hk, int(kvo[-1]), D, generator=gen),
@@ -113,14 +123,9 @@ def record():
     else:
         fi = decorate_attn(api)
         lens, P, Hq, Hk, D = [5 + 3 * i for i in range(16)], 4, 8, 2, 64
-        counts = [(n + P - 1) // P for n in lens]
-        total = sum(counts) + 3
-        perm = torch.randperm(total, generator=gen).to(torch.int32)
-        indptr = torch.tensor([0] + list(torch.cumsum(torch.tensor(counts), 0)), dtype=torch.int32)
-        last = torch.tensor([n - (c - 1) * P for n, c in zip(lens, counts)], dtype=torch.int32)
+        indptr, indices, last, total = page_table(lens, P, gen, 3)
         w = fi["BatchDecodeWithPagedKVCacheWrapper"](torch.empty(1 << 12, dtype=torch.uint8), "NHD")
-        w.plan(indptr, perm[:int(indptr[-1])].contiguous(), last, Hq, Hk, D, P,
-               q_data_type=torch.float32)
+        w.plan(indptr, indices, last, Hq, Hk, D, P, q_data_type=torch.float32)
         kv = (torch.randn(total, P, Hk, D, generator=gen), torch.randn(total, P, Hk, D, generator=gen))
         w.run(torch.randn(16, Hq, D, generator=gen), kv, return_lse=True)
 
