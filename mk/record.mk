@@ -4,7 +4,8 @@ libmate_impl_la_SOURCES += lib/record/recorder_private.h lib/record/config.c \
 	lib/record/logdest.c lib/record/profile.h lib/record/profile.c lib/record/recorder.c \
 	lib/record/apilog.c lib/record/stats.c lib/record/pyfmt.c lib/record/dump_writer.c \
 	lib/record/benchlog.h lib/record/benchlog.c lib/record/memlog.c \
-	lib/record/record_summary.h lib/record/record_session.c lib/record/elf_cuda.c
+	lib/record/record_summary.h lib/record/record_session.c lib/record/elf_cuda.c \
+	lib/record/ring.h lib/record/ring.c
 libmate_impl_la_CFLAGS += -DMATE_PKGLIBDIR='"$(pkglibdir)"'
 
 ## recorder-golden: the reference program's calls through the C API.
@@ -138,3 +139,8 @@ SCRIPT_TESTS += tests/cli/test_recorder_hostile_files.sh
 check_PROGRAMS += tests/benchlog-calls
 tests_benchlog_calls_SOURCES = tests/fakes/benchlog-calls.c
 SCRIPT_TESTS += tests/cli/test_bench_log.py tests/cli/test_record_benchlog.py
+
+## test_ring.py (peers): the flight recorder: 50 kill -9 at random instants, each ring written
+## out as dumps that torch 2.x loads and mate-replay passes; forks, planted files, bad settings
+## and damaged rings.
+SCRIPT_TESTS += tests/cli/test_ring.py

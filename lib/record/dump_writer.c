@@ -2,6 +2,7 @@
 #include "recorder_private.h"
 #include "logfile.h"
 #include "backend.h"
+#include "ring.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +56,8 @@ struct rec_dump {
 	size_t ndetails, cap_details;
 	int64_t in_bytes, out_bytes, inplace_bytes;
 	int n_inplace;        /* tensors in the in-place file */
+	uint64_t ring_id;     /* MATE_RING: the call's number in the ring (no directory made) */
+	int ring_begun;       /* its first entry is in the ring */
 };
 
 enum { PIECE_HEAD, PIECE_IN_KEYS, PIECE_TAIL, PIECE_OUT_META, PIECE_OUT_KEYS, PIECE_INPLACE_KEYS };
@@ -621,6 +624,81 @@ record_text(struct mate_buf *b, const struct rec_dump *d)
 	piece(b, d, PIECE_TAIL);
 }
 
+/* The record with its closing keys, a metadata.jsonl line, into b (initialised
+ * here); 0, or -1 out of memory (said once). */
+static int
+record_line(struct mate_buf *b, const mate_call *c, struct rec_dump *d, const char *status,
+    const char *extra_key, const char *extra)
+{
+	mate_buf_init(b);
+	record_text(b, d);
+	mate_buf_puts(b, ", \"execution_status\": ");
+	json_str(b, status);
+	if (extra_key != NULL) {
+		mate_buf_puts(b, ", ");
+		json_str(b, extra_key);
+		mate_buf_puts(b, ": ");
+		json_str(b, extra);
+	}
+	if (c->has_self) {
+		char id[24];
+		int n = 0;
+		mate_buf_puts(b, ", \"self_id\": ");
+		for (uint64_t v = c->self_id; v > 0 || n == 0; v /= 10)
+			id[n++] = (char)('0' + v % 10);
+		while (n > 0)
+			mate_buf_putc(b, id[--n]);
+	}
+	mate_buf_puts(b, ", \"dump_dir\": ");
+	mate_buf_jsonstr(b, d->dir, d->dir_len);
+	mate_buf_puts(b, "}\n");
+	if (mate_buf_str(b) == NULL) {
+		mate_buf_free(b);
+		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a dump record was not written");
+		return -1;
+	}
+	return 0;
+}
+
+/* MATE_RING: the record goes into the ring with the tensors of its phase (the
+ * inputs with the first record; the outputs and in-place values with the
+ * completed one) instead of into files. */
+static int
+ring_emit(const mate_call *c, struct rec_dump *d, const char *status, const char *extra_key,
+    const char *extra)
+{
+	struct mate_ring_tensor *ts = calloc(c->ntensors + 1, sizeof(*ts));
+	int end = d->ring_begun, outs = end && strcmp(status, "completed") == 0;
+	struct mate_buf b;
+	size_t n = 0;
+	int rc;
+
+	if (ts == NULL) {
+		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a call was not kept in the ring");
+		return -1;
+	}
+	for (size_t i = 0; i < c->ntensors && (!end || outs); i++) {
+		const struct rec_tensor *rt = &c->tensors[i];
+
+		if (!rt->dumped || (!end && rt->inplace))
+			continue;
+		ts[n].key = rt->key;
+		ts[n].file = !end ? MATE_RING_INPUTS : rt->inplace ? MATE_RING_INPLACE : MATE_RING_OUTPUTS;
+		ts[n].t = &rt->host;
+		n++;
+	}
+	if (record_line(&b, c, d, status, extra_key, extra) != 0) {
+		free(ts);
+		return -1;
+	}
+	rc = mate_ring_put(end ? MATE_RING_END : MATE_RING_CALL, d->ring_id, end ? NULL : d->dir,
+	    b.p, b.len, ts, n);
+	mate_buf_free(&b);
+	free(ts);
+	d->ring_begun = 1;
+	return rc;
+}
+
 /* Appends the record with its closing keys to metadata.jsonl and
  * session.jsonl, one write() per line. */
 static int
@@ -630,33 +708,10 @@ emit(const mate_call *c, struct rec_dump *d, const char *status, const char *ext
 	struct mate_buf b;
 	int rc;
 
-	mate_buf_init(&b);
-	record_text(&b, d);
-	mate_buf_puts(&b, ", \"execution_status\": ");
-	json_str(&b, status);
-	if (extra_key != NULL) {
-		mate_buf_puts(&b, ", ");
-		json_str(&b, extra_key);
-		mate_buf_puts(&b, ": ");
-		json_str(&b, extra);
-	}
-	if (c->has_self) {
-		char id[24];
-		int n = 0;
-		mate_buf_puts(&b, ", \"self_id\": ");
-		for (uint64_t v = c->self_id; v > 0 || n == 0; v /= 10)
-			id[n++] = (char)('0' + v % 10);
-		while (n > 0)
-			mate_buf_putc(&b, id[--n]);
-	}
-	mate_buf_puts(&b, ", \"dump_dir\": ");
-	mate_buf_jsonstr(&b, d->dir, d->dir_len);
-	mate_buf_puts(&b, "}\n");
-	if (mate_buf_str(&b) == NULL) {
-		mate_buf_free(&b);
-		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a dump record was not written");
+	if (d->ring_id != 0)
+		return ring_emit(c, d, status, extra_key, extra);
+	if (record_line(&b, c, d, status, extra_key, extra) != 0)
 		return -1;
-	}
 	rc = append_line(d->meta_fd, b.p, b.len, &d->meta_len);
 	if (rc == 0)
 		rc = append_line(tally.session_fd, b.p, b.len, NULL);
@@ -906,15 +961,60 @@ bad_key(const mate_call *c)
 	return 0;
 }
 
+/* MATE_RING: the call's inputs and first record into the ring; no directory, no
+ * limits of count or size (the ring keeps the last calls). */
+static void
+ring_inputs(mate_call *c)
+{
+	char stamp[40], safe[128];
+	struct rec_dump *d;
+	struct mate_buf b;
+	int64_t bytes, seq;
+
+	if ((bytes = stage_dumped(c)) < 0)
+		return;
+	pthread_mutex_lock(&mate_rec_dump_lock);
+	seq = next_call(c->name);
+	pthread_mutex_unlock(&mate_rec_dump_lock);
+	if (seq <= 0 || (d = calloc(1, sizeof(*d))) == NULL) {
+		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a call was not kept in the ring");
+		return;
+	}
+	d->meta_fd = -1;
+	d->pid = mate_rec_pid();
+	safe_name(safe, sizeof(safe), c->name);
+	dump_stamp(stamp);
+	mate_buf_init(&b);
+	dir_name(&b, stamp, safe, seq);
+	d->dir = mate_buf_str(&b) != NULL ? b.p : NULL;   /* its string, as new_dir() keeps it */
+	d->dir_len = b.len;
+	if (d->dir == NULL)
+		mate_buf_free(&b);
+	d->ring_id = mate_ring_next_id();
+	d->in_bytes = bytes;
+	if (d->dir == NULL || first_record(c, d, stamp, seq) != 0 ||
+	    emit(c, d, "inputs_saved", NULL, NULL) != 0) {
+		mate_rec_dump_free(d);
+		return;
+	}
+	c->dump = d;
+}
+
 void
 mate_rec_dump_inputs(mate_call *c, struct mate_buf *log)
 {
 	char stamp[40];
 	struct rec_dump *d;
 	int64_t bytes, seq;
+	int ring;
 
 	if (mate_rec_dump_stopped() || !wanted(c->name) || bad_key(c))
 		return;
+	if ((ring = mate_ring_active()) != 0) {
+		if (ring > 0)
+			ring_inputs(c);
+		return;
+	}
 	if ((bytes = stage_dumped(c)) < 0 || (seq = reserve(c, bytes)) <= 0)
 		return;
 	if ((d = make_dir(c, seq, stamp)) == NULL)
@@ -999,6 +1099,23 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 		return;
 	if ((bytes = stage_dumped(c)) < 0) {
 		emit(c, d, "inputs_saved", "note", "outputs not saved: a tensor could not be read");
+		return;
+	}
+	if (d->ring_id != 0) {  /* MATE_RING: into the ring with the completed record */
+		for (size_t i = 0; i < c->ntensors; i++)
+			if (c->tensors[i].dumped && c->tensors[i].inplace) {
+				inplace_bytes += c->tensors[i].nbytes;
+				n_inplace++;
+			}
+		if (output_pieces(c, d) != 0) {
+			mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a dump record was not written");
+			return;
+		}
+		d->out_bytes = bytes - inplace_bytes;
+		d->inplace_bytes = inplace_bytes;
+		d->n_inplace = n_inplace;
+		d->completed = 1;
+		emit(c, d, "completed", NULL, NULL);
 		return;
 	}
 	pthread_mutex_lock(&mate_rec_dump_lock);

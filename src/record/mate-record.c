@@ -21,7 +21,7 @@
 
 struct options {
 	const char *level, *dump_dir, *log, *include, *exclude, *max_count, *max_size_gb;
-	const char *memlog, *memlog_format, *profile, *bench_log;
+	const char *memlog, *memlog_format, *profile, *bench_log, *ring;
 	const char *identity;    /* PREFIX[:NAME], or NULL: mate's own */
 	char prefix[32];         /* the variables' prefix: MATE or the identity's */
 	int safetensors, quiet;
@@ -50,6 +50,9 @@ usage(void)
 	    "      --safetensors    MATE_DUMP_SAFETENSORS=1\n"
 	    "      --max-count N    MATE_DUMP_MAX_COUNT\n"
 	    "      --max-size-gb X  MATE_DUMP_MAX_SIZE_GB\n"
+	    "      --ring N         MATE_RING: keep the last N calls in a ring in shared memory\n"
+	    "                       instead of dumping each (with --level 10); after a crash,\n"
+	    "                       mate-list-dumps --ring FILE -o DIR writes them as dumps\n"
 	    "      --profile FILE   MATE_PROFILE: a JSONL table of the distinct calls (shapes,\n"
 	    "                       counts, times) written at exit (%%i: process id)\n"
 	    "      --bench-log FILE MATE_BENCH_LOG: a script of one mate-bench line per distinct\n"
@@ -113,6 +116,8 @@ check_values(const struct options *o)
 		mate_fe_parse_count("--level", o->level);
 	if (o->max_count != NULL)
 		mate_fe_parse_count("--max-count", o->max_count);
+	if (o->ring != NULL && mate_fe_parse_count("--ring", o->ring) < 1)
+		mate_fe_usage_error("bad value for --ring: %s (a number of calls, at least 1)", o->ring);
 	if (o->max_size_gb != NULL && mate_fe_parse_double("--max-size-gb", o->max_size_gb) < 0)
 		mate_fe_usage_error("bad value for --max-size-gb: %s", o->max_size_gb);
 	if ((o->log != NULL && *o->log == '\0') || (o->dump_dir != NULL && *o->dump_dir == '\0') ||
@@ -129,7 +134,7 @@ static void
 parse(int argc, char **argv, struct options *o)
 {
 	enum { OPT_INCLUDE = 256, OPT_EXCLUDE, OPT_SAFETENSORS, OPT_MAX_COUNT, OPT_MAX_SIZE, OPT_MEMLOG, OPT_PROFILE,
-		OPT_MEMLOG_FORMAT, OPT_IDENTITY, OPT_BENCH_LOG };
+		OPT_MEMLOG_FORMAT, OPT_IDENTITY, OPT_BENCH_LOG, OPT_RING };
 	static const struct option longopts[] = {
 		{ "level", required_argument, NULL, 'l' },
 		{ "log", required_argument, NULL, 'o' },
@@ -142,6 +147,7 @@ parse(int argc, char **argv, struct options *o)
 		{ "memlog", required_argument, NULL, OPT_MEMLOG },
 		{ "profile", required_argument, NULL, OPT_PROFILE },
 		{ "bench-log", required_argument, NULL, OPT_BENCH_LOG },
+		{ "ring", required_argument, NULL, OPT_RING },
 		{ "identity", required_argument, NULL, OPT_IDENTITY },
 		{ "memlog-format", required_argument, NULL, OPT_MEMLOG_FORMAT },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -163,6 +169,7 @@ parse(int argc, char **argv, struct options *o)
 		case OPT_MEMLOG: o->memlog = optarg; break;
 		case OPT_PROFILE: o->profile = optarg; break;
 		case OPT_BENCH_LOG: o->bench_log = optarg; break;
+		case OPT_RING: o->ring = optarg; break;
 		case OPT_IDENTITY: o->identity = optarg; break;
 		case OPT_MEMLOG_FORMAT: o->memlog_format = optarg; break;
 		case 'q': o->quiet = 1; break;
@@ -222,6 +229,7 @@ environment(const struct options *o)
 	set(var(o, "DUMP_SAFETENSORS"), o->safetensors ? "1" : NULL);
 	set(var(o, "DUMP_MAX_COUNT"), o->max_count);
 	set(var(o, "DUMP_MAX_SIZE_GB"), o->max_size_gb);
+	set(var(o, "RING"), o->ring);
 	set(var(o, "PROFILE"), o->profile);
 	set(var(o, "BENCH_LOG"), o->bench_log);
 	set("MATE_MEMLOG", o->memlog);

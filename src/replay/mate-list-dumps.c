@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "dump_nonfinite.h"
+#include "ring.h"
 #include "fe.h"
 #include "mate_replay.h"
 #include "util.h"
@@ -21,6 +22,7 @@ struct options {
 	int nonfinite;
 	int quiet;
 	int unique;
+	const char *ring, *output;
 };
 
 static void
@@ -39,6 +41,11 @@ usage(void)
 	    "  -u, --unique    one line per distinct call shape (function, tensors' dtypes,\n"
 	    "                  shapes, strides and devices, other arguments by value) with\n"
 	    "                  its count; with --jsonl, MATE_PROFILE's objects\n"
+	    "      --ring FILE -o DIR\n"
+	    "                  write the calls kept in a flight recorder's ring (MATE_RING:\n"
+	    "                  a file left by a process that died or exited with an error)\n"
+	    "                  as dumps into DIR (new or empty), then list them\n"
+	    "  -o, --output DIR where --ring writes\n"
 	    "  -q, --quiet     no summary line on stderr\n"
 	    "  -h, --help      show this help and exit\n"
 	    "  -V, --version   show the version and exit\n\n"
@@ -530,11 +537,13 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "nonfinite", no_argument, NULL, 'N' },
 		{ "unique", no_argument, NULL, 'u' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "ring", required_argument, NULL, 'R' },
+		{ "output", required_argument, NULL, 'o' },
 		MATE_FE_LONGOPTS_END
 	};
 	int c;
 
-	while ((c = mate_fe_getopt(argc, argv, "dj:quhV", longopts, usage)) != -1) {
+	while ((c = mate_fe_getopt(argc, argv, "dj:o:quhV", longopts, usage)) != -1) {
 		switch (c) {
 		case 'd': o->details = 1; break;
 		case 'j': o->jobs = mate_fe_parse_count("--jobs", optarg); break;
@@ -542,8 +551,14 @@ parse_options(int argc, char **argv, struct options *o)
 		case 'N': o->nonfinite = 1; break;
 		case 'q': o->quiet = 1; break;
 		case 'u': o->unique = 1; break;
+		case 'R': o->ring = optarg; break;
+		case 'o': o->output = optarg; break;
 		}
 	}
+	if ((o->ring != NULL) != (o->output != NULL))
+		mate_fe_usage_error("--ring FILE and -o DIR go together");
+	if (o->ring != NULL && (o->nonfinite || o->unique || optind < argc))
+		mate_fe_usage_error("--ring lists what it writes: no ROOT, --nonfinite or --unique");
 	if (o->nonfinite && (o->details || o->unique))
 		mate_fe_usage_error("--nonfinite cannot be combined with --details or --unique");
 }
@@ -563,6 +578,26 @@ main(int argc, char **argv)
 	parse_options(argc, argv, &o);
 	if (def == NULL || *def == '\0')
 		def = "mate_dumps";
+	if (o.ring != NULL) {  /* the ring's calls as dumps in DIR, then the listing of DIR */
+		struct mate_ring_stats rs;
+
+		mate_error_clear(&err);
+		if (mate_ring_convert(o.ring, o.output, &rs, &err) != MATE_OK)
+			mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+		if (!o.quiet) {
+			fprintf(stderr, "%s: the ring of process %lld (the last %llu calls kept): %zu call%s "
+			    "written to %s, %zu returned", mate_fe_safe(o.ring), (long long)rs.pid,
+			    (unsigned long long)rs.keep, rs.calls, mate_fe_s(rs.calls), mate_fe_safe(o.output),
+			    rs.completed);
+			if (rs.records_only > 0)
+				fprintf(stderr, ", %zu with records only (tensors larger than the ring)",
+				    rs.records_only);
+			if (rs.torn > 0)
+				fprintf(stderr, "; %zu torn entr%s skipped", rs.torn, rs.torn == 1 ? "y" : "ies");
+			fputc('\n', stderr);
+		}
+		def = o.output;
+	}
 	if ((l = mate_dump_list_new((o.details ? MATE_DUMP_LIST_DETAILS : 0) |
 	    (o.unique ? MATE_DUMP_LIST_SHAPE : 0), &err)) == NULL)
 		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);

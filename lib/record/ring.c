@@ -1,0 +1,848 @@
+/* ring.c: the flight recorder (MATE_RING): level 10's records and tensors of the last calls kept in a shared memory file that outlives the process (kill -9, the OOM killer), each entry checksummed so that a reader rebuilds every complete one and skips a torn one; and the reader that writes them out as ordinary dumps. */
+#include "recorder_private.h"
+#include "ring.h"
+
+#include <dirent.h>
+#include <stddef.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+/* ---- the file -----------------------------------------------------------------------
+ * A head of HEAD_SIZE bytes, then data_size bytes of entries, each ALIGN-aligned: an
+ * entry_head, then its payload. The writer appends entries in order and starts again
+ * at the beginning of the data when the next one does not fit before its end; it
+ * writes an entry's payload, then its head, its checksum (XXH64 of the head with a
+ * zero checksum field and of the payload) and its magic last. A reader scans the
+ * data: where a head has the magic, a length within the data and the checksum of its
+ * bytes, the entry is complete; anywhere else it steps ALIGN bytes on. An entry the
+ * writer died inside, or one partly overwritten by a newer one, fails its checksum.
+ *
+ * Payload: u32 dir length, dir; u32 record length, record (a metadata.jsonl line);
+ * u32 tensors; each: u32 key length, key, u32 file, u32 dtype-name length, dtype
+ * name, u32 ndim, i64 shape[ndim], u64 bytes, zero padding to 8, the bytes
+ * (row-major). Integers are the writer's byte order (the reader checks the head's
+ * order mark). */
+
+#define RING_MAGIC "MATERNG1"
+#define RING_VERSION 1
+#define HEAD_SIZE 4096
+#define ALIGN 64
+#define ENTRY_MAGIC 0x4e45524du   /* "MREN" */
+#define ORDER_MARK 0x01020304u
+#define FLAG_NO_TENSORS 1u
+
+struct ring_head {
+	char magic[8];
+	uint32_t version, order;
+	uint64_t head_size, data_size;
+	uint64_t keep;              /* MATE_RING: calls to write out */
+	int64_t pid;
+	int64_t start_sec;          /* CLOCK_REALTIME at creation */
+	char format[16];            /* "torch" or "safetensors" */
+	char root[1024];            /* the dump directory the records name */
+	uint64_t checksum;          /* XXH64 of the bytes before it */
+};
+
+struct entry_head {
+	uint32_t magic, kind;
+	uint64_t len;               /* the whole entry, a multiple of ALIGN */
+	uint64_t id;                /* the call */
+	uint64_t seq;               /* the order of entries */
+	uint64_t payload;           /* bytes after this head */
+	uint32_t flags, pad;
+	uint64_t checksum;
+	uint64_t pad2;
+};
+
+_Static_assert(sizeof(struct entry_head) == ALIGN, "an entry head is one ALIGN unit");
+_Static_assert(sizeof(struct ring_head) <= HEAD_SIZE, "the head fits its page");
+
+static uint64_t
+entry_checksum(const struct entry_head *h, const unsigned char *payload)
+{
+	struct entry_head copy = *h;
+	XXH64_state_t st;
+
+	copy.checksum = 0;
+	XXH64_reset(&st, 0);
+	XXH64_update(&st, &copy, sizeof(copy));
+	XXH64_update(&st, payload, (size_t)h->payload);
+	return XXH64_digest(&st);
+}
+
+static uint64_t
+round_up(uint64_t n)
+{
+	return (n + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+/* ---- the writer ------------------------------------------------------------------ */
+
+static struct {
+	pthread_mutex_t lock;
+	pid_t pid;                  /* the process the ring is of (a fork makes its own) */
+	int state;                  /* 0 not tried, 1 on, -1 unavailable, -2 not asked for */
+	unsigned char *map;
+	size_t map_len;
+	unsigned char *data;
+	uint64_t data_size, pos, seq, ids, keep;
+	char path[4096];
+} ring = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* MATE_RING_BYTES: a size with an optional K, M or G; the default 1/32 of memory
+ * between 16 MiB and 1 GiB. */
+static uint64_t
+ring_bytes(void)
+{
+	const char *s = mate_rec_getenv("RING_BYTES");
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	uint64_t def = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 32 : 64u << 20;
+	char *end;
+	unsigned long long v;
+
+	if (def < (16u << 20))
+		def = 16u << 20;
+	if (def > (1u << 30))
+		def = 1u << 30;
+	if (s == NULL || *s == '\0')
+		return def;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		v <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		v <<= 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		v <<= 30, end++;
+	if (errno != 0 || end == s || *end != '\0' || v < (1u << 16) || v > (1ull << 40)) {
+		mate_rec_warn_once(REC_ONCE_USAGE, "%s_RING_BYTES=%s is not a size from 64K to 1024G "
+		    "(K, M and G allowed); the ring takes %llu MiB", mate_rec_prefix(), s,
+		    (unsigned long long)(def >> 20));
+		return def;
+	}
+	return round_up(v);
+}
+
+/* The ring's path: MATE_RING_PATH with %p as the process id, else
+ * /dev/shm/mate-ring.PID, or DUMP_DIR/mate-ring.PID where there is no /dev/shm. */
+static int
+ring_path(char *out, size_t len)
+{
+	const char *t = mate_rec_getenv("RING_PATH");
+	struct stat sb;
+	size_t o = 0;
+	char pid[24];
+
+	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+	if (t == NULL || *t == '\0') {
+		if (stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode) && access("/dev/shm", W_OK) == 0)
+			return snprintf(out, len, "/dev/shm/mate-ring.%s", pid) < (int)len ? 0 : -1;
+		return snprintf(out, len, "%s/mate-ring.%s", mate_rec_cfg.dump_dir, pid) < (int)len ? 0 : -1;
+	}
+	for (; *t != '\0'; t++) {
+		const char *add = t[0] == '%' && t[1] == 'p' ? pid : NULL;
+		size_t n = add != NULL ? strlen(add) : 1;
+
+		if (o + n + 1 > len)
+			return -1;
+		memcpy(out + o, add != NULL ? add : t, n);
+		o += n;
+		t += add != NULL;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* At exit: a run that ends well leaves no ring behind; another says where it is. */
+static void
+ring_exit(int status, void *arg)
+{
+	(void)arg;
+	if (ring.state != 1 || ring.pid != getpid())
+		return;
+	if (status == 0) {
+		unlink(ring.path);
+		return;
+	}
+	mate_warn("the last calls' ring is kept in %s (exit status %d): mate-list-dumps --ring "
+	    "%s -o DIR writes them as dumps", ring.path, status, ring.path);
+}
+
+static void
+ring_unavailable(const char *what, int e)
+{
+	ring.state = -1;
+	mate_rec_warn_once(REC_ONCE_DUMP_IO, "%s_RING: %s %s: %s; no calls are kept",
+	    mate_rec_prefix(), what, ring.path, strerror(e));
+}
+
+/* Makes this process's ring. Lock held. */
+static void
+ring_open(long keep)
+{
+	uint64_t bytes = ring_bytes();
+	size_t n;
+	struct ring_head *h;
+	int fd = -1, e;
+	char base[4096];
+
+	ring.keep = (uint64_t)keep;
+	if (ring_path(base, sizeof(base)) != 0) {
+		ring.state = -1;
+		mate_rec_warn_once(REC_ONCE_USAGE, "%s_RING_PATH is too long; no calls are kept",
+		    mate_rec_prefix());
+		return;
+	}
+	/* never over another file: a ring left by an earlier process of this id, or planted */
+	for (int i = 0; i < 10 && fd < 0; i++) {
+		if (i == 0)
+			snprintf(ring.path, sizeof(ring.path), "%s", base);
+		else if (snprintf(ring.path, sizeof(ring.path), "%s.%d", base, i) >= (int)sizeof(ring.path))
+			break;
+		fd = open(ring.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		ring_unavailable("cannot make", errno);
+		return;
+	}
+	ring.map_len = HEAD_SIZE + (size_t)bytes;
+	/* the pages taken now: a full /dev/shm is an error here, not a SIGBUS later */
+	if ((e = posix_fallocate(fd, 0, (off_t)ring.map_len)) != 0) {
+		unlink(ring.path);
+		close(fd);
+		ring_unavailable("cannot make room for", e);
+		return;
+	}
+	ring.map = mmap(NULL, ring.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	e = errno;
+	close(fd);
+	if (ring.map == MAP_FAILED) {
+		ring.map = NULL;
+		unlink(ring.path);
+		ring_unavailable("cannot map", e);
+		return;
+	}
+	h = (struct ring_head *)ring.map;
+	memcpy(h->magic, RING_MAGIC, 8);
+	h->version = RING_VERSION;
+	h->order = ORDER_MARK;
+	h->head_size = HEAD_SIZE;
+	h->data_size = bytes;
+	h->keep = (uint64_t)keep;
+	h->pid = (int64_t)getpid();
+	h->start_sec = (int64_t)time(NULL);
+	snprintf(h->format, sizeof(h->format), "%s", mate_rec_cfg.safetensors ? "safetensors" : "torch");
+	n = strlen(mate_rec_cfg.dump_dir);
+	memcpy(h->root, mate_rec_cfg.dump_dir, n < sizeof(h->root) - 1 ? n : sizeof(h->root) - 1);
+	h->checksum = XXH64(h, offsetof(struct ring_head, checksum), 0);
+	ring.data = ring.map + HEAD_SIZE;
+	ring.data_size = bytes;
+	ring.pos = ring.seq = ring.ids = 0;
+	ring.state = 1;
+	on_exit(ring_exit, NULL);
+}
+
+int
+mate_ring_active(void)
+{
+	const char *s;
+	long keep;
+	int state;
+	char *end;
+
+	pthread_mutex_lock(&ring.lock);
+	if (ring.state != 0 && ring.pid != getpid()) {
+		/* a forked child: the parent's mapping is the parent's */
+		if (ring.map != NULL)
+			munmap(ring.map, ring.map_len);
+		ring.map = NULL;
+		ring.state = 0;
+	}
+	if (ring.state == 0) {
+		ring.pid = getpid();
+		s = mate_rec_getenv("RING");
+		if (s == NULL || *s == '\0') {
+			ring.state = -2;
+		} else {
+			errno = 0;
+			keep = strtol(s, &end, 10);
+			if (errno != 0 || *end != '\0' || keep < 1 || keep > 1000000000) {
+				ring.state = -1;
+				mate_rec_warn_once(REC_ONCE_USAGE, "%s_RING=%s is not a number of calls "
+				    "from 1 to 1000000000; no calls are kept", mate_rec_prefix(), s);
+			} else {
+				ring_open(keep);
+			}
+		}
+	}
+	state = ring.state;
+	pthread_mutex_unlock(&ring.lock);
+	return state == 1 ? 1 : state == -2 ? 0 : -1;
+}
+
+uint64_t
+mate_ring_next_id(void)
+{
+	uint64_t id;
+
+	pthread_mutex_lock(&ring.lock);
+	id = ++ring.ids;
+	pthread_mutex_unlock(&ring.lock);
+	return id;
+}
+
+static unsigned char *
+put_u32(unsigned char *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+	return p + 4;
+}
+
+static unsigned char *
+put_bytes(unsigned char *p, const void *s, size_t n)
+{
+	p = put_u32(p, (uint32_t)n);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+/* At most the payload bytes of a tensor's description, before its data (with the
+ * padding that puts the data at a multiple of 8 from the entry's start). */
+static size_t
+tensor_head_size(const struct mate_ring_tensor *t)
+{
+	return 4 + strlen(t->key) + 4 + 4 + strlen(mate_dtype_name(t->t->dtype)) + 4 +
+	    8 * (size_t)t->t->ndim + 8 + 7;
+}
+
+int
+mate_ring_put(int kind, uint64_t id, const char *dir, const char *line, size_t linelen,
+    const struct mate_ring_tensor *t, size_t n)
+{
+	size_t dirlen = dir != NULL ? strlen(dir) : 0, payload = 4 + dirlen + 4 + linelen + 4, fixed;
+	uint32_t flags = 0, nkept = (uint32_t)n;
+	struct entry_head h;
+	unsigned char *e, *p;
+	uint64_t off, len;
+
+	fixed = payload;
+	for (size_t i = 0; i < n; i++) {
+		int64_t nb = mate_tensor_nbytes(t[i].t);
+
+		if (nb < 0 || t[i].t->device_type != MATE_DEVICE_CPU)
+			return -1;
+		payload += tensor_head_size(&t[i]) + (size_t)(nb + 7) / 8 * 8;
+	}
+	pthread_mutex_lock(&ring.lock);
+	if (ring.state != 1 || ring.pid != getpid()) {
+		pthread_mutex_unlock(&ring.lock);
+		return -1;
+	}
+	if (round_up(sizeof(h) + payload) > ring.data_size) {
+		/* its record only, saying so */
+		flags = FLAG_NO_TENSORS;
+		nkept = 0;
+		payload = fixed;
+		if (round_up(sizeof(h) + payload) > ring.data_size) {
+			pthread_mutex_unlock(&ring.lock);
+			return -1;
+		}
+	}
+	len = round_up(sizeof(h) + payload);
+	off = ring.pos + len > ring.data_size ? 0 : ring.pos;
+	ring.pos = off + len;
+	memset(&h, 0, sizeof(h));
+	h.seq = ++ring.seq;
+	pthread_mutex_unlock(&ring.lock);
+
+	/* the payload, then the head, its checksum, and the magic last */
+	e = ring.data + off;
+	p = e + sizeof(h);
+	p = put_bytes(p, dir != NULL ? dir : "", dirlen);
+	p = put_bytes(p, line, linelen);
+	p = put_u32(p, nkept);
+	for (uint32_t i = 0; i < nkept; i++) {
+		const mate_tensor *x = t[i].t;
+		const char *dt = mate_dtype_name(x->dtype);
+		uint64_t nb = (uint64_t)mate_tensor_nbytes(x);
+
+		p = put_bytes(p, t[i].key, strlen(t[i].key));
+		p = put_u32(p, (uint32_t)t[i].file);
+		p = put_bytes(p, dt, strlen(dt));
+		p = put_u32(p, (uint32_t)x->ndim);
+		memcpy(p, x->shape, 8 * (size_t)x->ndim);
+		p += 8 * (size_t)x->ndim;
+		memcpy(p, &nb, 8);
+		p += 8;
+		while ((size_t)(p - e) % 8 != 0)
+			*p++ = 0;
+		if (nb > 0)
+			mate_tensor_copy_contiguous(x, p);
+		p += (nb + 7) / 8 * 8;
+	}
+	h.magic = ENTRY_MAGIC;
+	h.kind = (uint32_t)kind;
+	h.len = len;
+	h.id = id;
+	h.payload = (uint64_t)(p - (e + sizeof(h)));   /* within the room taken */
+	h.flags = flags;
+	h.checksum = entry_checksum(&h, e + sizeof(h));
+	memcpy(e + 8, (unsigned char *)&h + 8, sizeof(h) - 8);
+	__atomic_store_n((uint32_t *)(void *)(e + 4), h.kind, __ATOMIC_RELAXED);
+	__atomic_store_n((uint32_t *)(void *)e, (uint32_t)ENTRY_MAGIC, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* ---- the reader ------------------------------------------------------------------ */
+
+struct found {
+	const struct entry_head *h;
+};
+
+struct call {
+	uint64_t id;
+	const struct entry_head *begin, *end;   /* its CALL and END entries */
+};
+
+/* A cursor over an entry's payload: every read is checked against its end. */
+struct cur {
+	const unsigned char *p, *end;
+	int bad;
+};
+
+static uint32_t
+get_u32(struct cur *c)
+{
+	uint32_t v = 0;
+
+	if (c->bad || c->end - c->p < 4) {
+		c->bad = 1;
+		return 0;
+	}
+	memcpy(&v, c->p, 4);
+	c->p += 4;
+	return v;
+}
+
+static const unsigned char *
+get_bytes(struct cur *c, uint64_t n)
+{
+	const unsigned char *s = c->p;
+
+	if (c->bad || (uint64_t)(c->end - c->p) < n) {
+		c->bad = 1;
+		return NULL;
+	}
+	c->p += n;
+	return s;
+}
+
+static int
+cmp_seq(const void *a, const void *b)
+{
+	const struct entry_head *x = *(const struct entry_head *const *)a;
+	const struct entry_head *y = *(const struct entry_head *const *)b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int
+write_all(int fd, const void *p, size_t n)
+{
+	const char *s = p;
+
+	while (n > 0) {
+		ssize_t w = write(fd, s, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int
+append_file(const char *path, const void *p, size_t n, mate_error *err)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return mate_set_error(err, MATE_ERR_IO, "%s: %s", path, strerror(errno));
+	if (write_all(fd, p, n) != 0 || close(fd) != 0) {
+		int e = errno;
+
+		close(fd);
+		return mate_set_error(err, MATE_ERR_IO, "%s: %s", path, strerror(e));
+	}
+	return MATE_OK;
+}
+
+/* The record line with its dump_dir (its last key) set to dir: into b. */
+static int
+relocated(struct mate_buf *b, const unsigned char *line, size_t n, const char *dir)
+{
+	static const char key[] = ", \"dump_dir\": ";
+	size_t at = n;
+
+	for (size_t i = n; i-- > 0;)
+		if (i + sizeof(key) - 1 <= n && memcmp(line + i, key, sizeof(key) - 1) == 0) {
+			at = i;
+			break;
+		}
+	if (at == n || n < 2 || line[n - 1] != '\n' || memchr(line, '\n', n - 1) != NULL)
+		return -1;
+	mate_buf_put(b, (const char *)line, at);
+	mate_buf_puts(b, key);
+	mate_buf_jsonstr(b, dir, strlen(dir));
+	mate_buf_puts(b, "}\n");
+	return mate_buf_str(b) != NULL ? 0 : -1;
+}
+
+/* Writes one entry's tensors of one file (inputs, outputs, in place) as path.
+ * 1 written, 0 none of that file, negative on an error. */
+static int
+write_tensor_file(const struct entry_head *h, int file, const char *path, int safetensors,
+    mate_error *err)
+{
+	struct cur c = { (const unsigned char *)(h + 1), (const unsigned char *)(h + 1) + h->payload, 0 };
+	mate_value *dict = mate_value_dict();
+	uint32_t nt;
+	int any = 0, rc = MATE_OK;
+
+	if (dict == NULL)
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	get_bytes(&c, get_u32(&c));          /* dir */
+	get_bytes(&c, get_u32(&c));          /* record */
+	nt = get_u32(&c);
+	for (uint32_t i = 0; i < nt && !c.bad && rc == MATE_OK; i++) {
+		const unsigned char *base = (const unsigned char *)h, *key, *dt, *data, *sp, *np;
+		uint32_t kl, f, dl, ndim;
+		int64_t shape[MATE_MAX_DIMS];
+		uint64_t nb;
+		char kbuf[512], dbuf[64];
+		mate_tensor t;
+		mate_storage *st;
+		mate_dtype dtype;
+
+		kl = get_u32(&c);
+		key = get_bytes(&c, kl);
+		f = get_u32(&c);
+		dl = get_u32(&c);
+		dt = get_bytes(&c, dl);
+		ndim = get_u32(&c);
+		if (c.bad || kl >= sizeof(kbuf) || dl >= sizeof(dbuf) || ndim > MATE_MAX_DIMS)
+			break;
+		sp = get_bytes(&c, 8 * (uint64_t)ndim);
+		np = get_bytes(&c, 8);
+		if (c.bad)
+			break;
+		memcpy(shape, sp, 8 * (size_t)ndim);
+		memcpy(&nb, np, 8);
+		get_bytes(&c, (uint64_t)((8 - (size_t)(c.p - base) % 8) % 8));   /* to 8 */
+		data = get_bytes(&c, nb);
+		get_bytes(&c, (8 - nb % 8) % 8);
+		if (c.bad)
+			break;
+		memcpy(kbuf, key, kl);
+		kbuf[kl] = '\0';
+		memcpy(dbuf, dt, dl);
+		dbuf[dl] = '\0';
+		if ((int)f != file)
+			continue;
+		dtype = mate_dtype_from_name(dbuf);
+		if (mate_dtype_size(dtype) == 0 || mate_tensor_init(&t, dtype, (int)ndim, shape, NULL,
+		    (void *)data) != MATE_OK || (uint64_t)mate_tensor_nbytes(&t) != nb) {
+			c.bad = 1;
+			break;
+		}
+		if ((st = mate_storage_wrap((void *)data, (size_t)nb, err)) == NULL) {
+			rc = err->code;
+			break;
+		}
+		rc = mate_value_set_str(dict, kbuf, mate_value_tensor(&t, st));
+		mate_storage_unref(st);
+		any = 1;
+	}
+	if (rc == MATE_OK && c.bad)
+		rc = mate_set_error(err, MATE_ERR_FORMAT, "a ring entry's tensors do not hold together");
+	if (rc == MATE_OK && any)
+		rc = safetensors ? mate_safetensors_write(path, dict, NULL, err) :
+		    mate_pt_write(path, dict, NULL, err);
+	mate_value_free(dict);
+	return rc != MATE_OK ? rc : any;
+}
+
+/* The dir and record of an entry. */
+static int
+entry_text(const struct entry_head *h, const unsigned char **dir, uint32_t *dirlen,
+    const unsigned char **line, uint32_t *linelen)
+{
+	struct cur c = { (const unsigned char *)(h + 1), (const unsigned char *)(h + 1) + h->payload, 0 };
+
+	*dirlen = get_u32(&c);
+	*dir = get_bytes(&c, *dirlen);
+	*linelen = get_u32(&c);
+	*line = get_bytes(&c, *linelen);
+	return c.bad ? -1 : 0;
+}
+
+/* Writes call k into root; its record lines appended to session.jsonl. */
+static int
+write_call(const struct call *k, const char *root, int safetensors, mate_error *err)
+{
+	const unsigned char *dir, *line;
+	uint32_t dl, ll;
+	const char *base, *ext = safetensors ? "safetensors" : "pt";
+	char name[256], *path = NULL, *sub = NULL;
+	struct mate_buf rec;
+	int rc = MATE_OK;
+	size_t plen;
+
+	if (entry_text(k->begin, &dir, &dl, &line, &ll) != 0 || dl == 0 || dl >= 4096)
+		return mate_set_error(err, MATE_ERR_FORMAT, "a ring entry names no dump directory");
+	memcpy(name, dir + (dl > sizeof(name) - 1 ? dl - (sizeof(name) - 1) : 0),
+	    dl > sizeof(name) - 1 ? sizeof(name) - 1 : dl);
+	name[dl > sizeof(name) - 1 ? sizeof(name) - 1 : dl] = '\0';
+	base = strrchr(name, '/') != NULL ? strrchr(name, '/') + 1 : name;
+	if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+		return mate_set_error(err, MATE_ERR_FORMAT, "a ring entry's dump directory is %s", name);
+	plen = strlen(root) + strlen(base) + 64;
+	if ((sub = malloc(plen)) == NULL || (path = malloc(plen)) == NULL) {
+		free(sub);
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	}
+	snprintf(sub, plen, "%s/%s", root, base);
+	if (mkdir(sub, 0755) != 0) {
+		rc = mate_set_error(err, MATE_ERR_IO, "%s: %s", sub, strerror(errno));
+		goto out;
+	}
+	snprintf(path, plen, "%s/inputs.%s", sub, ext);
+	if ((rc = write_tensor_file(k->begin, MATE_RING_INPUTS, path, safetensors, err)) < 0)
+		goto out;
+	if (k->end != NULL) {
+		snprintf(path, plen, "%s/outputs.%s", sub, ext);
+		if ((rc = write_tensor_file(k->end, MATE_RING_OUTPUTS, path, safetensors, err)) < 0)
+			goto out;
+		snprintf(path, plen, "%s/inplace.%s", sub, ext);
+		if ((rc = write_tensor_file(k->end, MATE_RING_INPLACE, path, safetensors, err)) < 0)
+			goto out;
+	}
+	rc = MATE_OK;
+	for (int i = 0; i < 2 && rc == MATE_OK; i++) {
+		const struct entry_head *h = i == 0 ? k->begin : k->end;
+		const unsigned char *d2, *l2;
+		uint32_t dl2, ll2;
+
+		if (h == NULL)
+			break;
+		if (entry_text(h, &d2, &dl2, &l2, &ll2) != 0) {
+			rc = mate_set_error(err, MATE_ERR_FORMAT, "a ring entry's record does not hold together");
+			break;
+		}
+		mate_buf_init(&rec);
+		if (relocated(&rec, l2, ll2, sub) != 0)
+			rc = mate_set_error(err, MATE_ERR_FORMAT, "a ring entry's record is not one "
+			    "metadata.jsonl line");
+		snprintf(path, plen, "%s/metadata.jsonl", sub);
+		if (rc == MATE_OK)
+			rc = append_file(path, rec.p, rec.len, err);
+		snprintf(path, plen, "%s/session.jsonl", root);
+		if (rc == MATE_OK)
+			rc = append_file(path, rec.p, rec.len, err);
+		mate_buf_free(&rec);
+	}
+out:
+	free(sub);
+	free(path);
+	return rc;
+}
+
+static int
+remove_tree(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	char sub[4096];
+
+	if (d == NULL)
+		return unlink(path);
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
+		remove_tree(sub);
+	}
+	closedir(d);
+	return rmdir(path);
+}
+
+/* Whether outdir can be written whole: absent, or an empty folder. */
+static int
+target_ok(const char *outdir, mate_error *err)
+{
+	DIR *d = opendir(outdir);
+	struct dirent *e;
+	int empty = 1;
+
+	if (d == NULL)
+		return errno == ENOENT ? MATE_OK : mate_set_error(err, MATE_ERR_ARGUMENT, "%s: %s",
+		    outdir, strerror(errno));
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			empty = 0;
+	closedir(d);
+	return empty ? MATE_OK : mate_set_error(err, MATE_ERR_ARGUMENT, "%s is not empty: refusing "
+	    "to write into it", outdir);
+}
+
+int
+mate_ring_convert(const char *path, const char *outdir, struct mate_ring_stats *st,
+    mate_error *err)
+{
+	const struct ring_head *h;
+	const unsigned char *map, *data;
+	const struct entry_head **found = NULL;
+	struct call *calls = NULL;
+	size_t nfound = 0, capfound = 0, ncalls = 0, first;
+	struct stat sb;
+	char *tmp = NULL;
+	int fd, rc = MATE_OK, safetensors;
+
+	memset(st, 0, sizeof(*st));
+	if ((rc = target_ok(outdir, err)) != MATE_OK)
+		return rc;
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return mate_set_error(err, MATE_ERR_IO, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < HEAD_SIZE) {
+		close(fd);
+		return mate_set_error(err, MATE_ERR_FORMAT, "%s: not a ring file (%s)", path,
+		    S_ISREG(sb.st_mode) ? "shorter than its head" : "not a regular file");
+	}
+	map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return mate_set_error(err, MATE_ERR_IO, "%s: %s", path, strerror(errno));
+	h = (const struct ring_head *)map;
+	if (memcmp(h->magic, RING_MAGIC, 7) != 0) {
+		rc = mate_set_error(err, MATE_ERR_FORMAT, "%s: not a ring file", path);
+		goto out;
+	}
+	if (memcmp(h->magic, RING_MAGIC, 8) != 0 || h->version != RING_VERSION ||
+	    h->order != ORDER_MARK) {
+		rc = mate_set_error(err, MATE_ERR_FORMAT, "%s: a ring of another version or byte "
+		    "order (this mate reads version %d)", path, RING_VERSION);
+		goto out;
+	}
+	if (h->checksum != XXH64(h, offsetof(struct ring_head, checksum), 0) ||
+	    h->head_size != HEAD_SIZE || h->data_size % ALIGN != 0 ||
+	    h->data_size != (uint64_t)sb.st_size - HEAD_SIZE) {
+		rc = mate_set_error(err, MATE_ERR_FORMAT, "%s: its head does not match the file "
+		    "(%lld bytes): truncated or damaged", path, (long long)sb.st_size);
+		goto out;
+	}
+	st->pid = h->pid;
+	st->keep = h->keep;
+	safetensors = strncmp(h->format, "safetensors", sizeof(h->format)) == 0;
+	data = map + HEAD_SIZE;
+	for (uint64_t off = 0; off + ALIGN <= h->data_size;) {
+		const struct entry_head *e = (const struct entry_head *)(data + off);
+
+		if (e->magic == ENTRY_MAGIC && e->len >= ALIGN && e->len % ALIGN == 0 &&
+		    e->len <= h->data_size - off && e->payload <= e->len - ALIGN &&
+		    (e->kind == MATE_RING_CALL || e->kind == MATE_RING_END)) {
+			if (entry_checksum(e, (const unsigned char *)(e + 1)) == e->checksum) {
+				if (nfound == capfound) {
+					size_t nc = capfound ? 2 * capfound : 256;
+					const struct entry_head **v = realloc(found, nc * sizeof(*v));
+
+					if (v == NULL) {
+						rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+						goto out;
+					}
+					found = v;
+					capfound = nc;
+				}
+				found[nfound++] = e;
+				off += e->len;
+				continue;
+			}
+			st->torn++;
+		}
+		off += ALIGN;
+	}
+	qsort(found, nfound, sizeof(*found), cmp_seq);
+	/* the calls, in the order their first entries were made */
+	if ((calls = calloc(nfound + 1, sizeof(*calls))) == NULL) {
+		rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < nfound; i++) {
+		const struct entry_head *e = found[i];
+
+		if (e->kind == MATE_RING_CALL) {
+			calls[ncalls].id = e->id;
+			calls[ncalls].begin = e;
+			calls[ncalls].end = NULL;
+			ncalls++;
+		} else {
+			for (size_t j = ncalls; j-- > 0;)
+				if (calls[j].id == e->id) {
+					if (calls[j].end == NULL)
+						calls[j].end = e;
+					break;
+				}
+		}
+	}
+	first = ncalls > h->keep ? ncalls - (size_t)h->keep : 0;
+	{
+		size_t len = strlen(outdir) + 32;
+
+		if ((tmp = malloc(len)) == NULL) {
+			rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+			goto out;
+		}
+		snprintf(tmp, len, "%s.tmp-XXXXXX", outdir);
+		if (mkdtemp(tmp) == NULL) {
+			rc = mate_set_error(err, MATE_ERR_IO, "%s: %s", tmp, strerror(errno));
+			free(tmp);
+			tmp = NULL;
+			goto out;
+		}
+	}
+	for (size_t i = first; i < ncalls && rc == MATE_OK; i++) {
+		rc = write_call(&calls[i], tmp, safetensors, err);
+		st->calls++;
+		st->completed += calls[i].end != NULL;
+		st->records_only += (calls[i].begin->flags & FLAG_NO_TENSORS) != 0;
+	}
+	if (rc == MATE_OK) {
+		rmdir(outdir);       /* an empty one, checked above */
+		if (rename(tmp, outdir) != 0)
+			rc = mate_set_error(err, MATE_ERR_IO, "cannot rename %s to %s: %s", tmp, outdir,
+			    strerror(errno));
+	}
+	if (rc != MATE_OK)
+		remove_tree(tmp);
+out:
+	free(tmp);
+	free(found);
+	free(calls);
+	munmap((void *)map, (size_t)sb.st_size);
+	return rc;
+}

@@ -1,0 +1,219 @@
+# mate-python: peers
+"""test_ring.py: the flight recorder (MATE_RING at level 10): a chain of calls recorded by libmate (first-chain) into a ring kept in a shared memory file; 50 kill -9 at random instants, and each time mate-list-dumps --ring writes the last N calls as dumps that torch 2.x loads with weights_only=True, that mate-replay passes (the call killed inside it: inputs saved), and whose chained tensors match from call to call (no torn or misread entry); a run that ends well leaves no ring; a forked child keeps its own; a planted file is never written over; bad MATE_RING values, a ring path that cannot be made, truncated, damaged and foreign ring files, and a folder that is not empty."""
+import glob
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+
+import torch
+
+from mate_test import build_path, check, record_env, run, run_cases, tmpdir
+
+CHAIN = build_path("tests", "first-chain")
+LIST = build_path("src", "replay", "mate-list-dumps")
+REPLAY = build_path("src", "replay", "mate-replay")
+KEEP = 6
+work = tmpdir()
+
+
+def env_for(d, **more):
+    e = record_env()
+    e.update(MATE_LOGLEVEL="10", MATE_RING=str(KEEP), MATE_RING_BYTES="1M",
+             MATE_RING_PATH=os.path.join(d, "ring.%p"), MATE_DUMP_DIR=os.path.join(d, "dumps"),
+             MATE_LOGDEST=os.path.join(d, "log.txt"))
+    e.update(more)
+    return e
+
+
+def convert(ring, out):
+    return run([LIST, "--ring", ring, "-o", out], check=False)
+
+
+def calls_of(out):
+    """The dumps of out in call order (session.jsonl), each (dir, record)."""
+    res = []
+    with open(os.path.join(out, "session.jsonl")) as f:
+        for line in f:
+            r = json.loads(line)
+            if r["execution_status"] == "inputs_saved" or not res or res[-1][1]["dump_dir"] != r["dump_dir"]:
+                res.append((os.path.basename(r["dump_dir"]), r))
+            else:
+                res[-1] = (res[-1][0], r)
+    return res
+
+
+def tensors(out, d, stem):
+    path = os.path.join(out, d, stem + ".pt")
+    return torch.load(path, weights_only=True) if os.path.exists(path) else {}
+
+
+# first-chain's chain: rmsnorm(x) -> y; silu_and_mul(y) -> h; mm(h, b) -> x;
+# fused_add_rmsnorm(x, r, w) writes x in place; rmsnorm(x) ...
+def chained(out, calls):
+    """Pairs (what, ok) for each consecutive pair of kept calls of the chain."""
+    pairs = []
+    for (d1, r1), (d2, r2) in zip(calls, calls[1:]):
+        if r1["execution_status"] != "completed":
+            continue
+        f1, f2 = r1["function_name"], r2["function_name"]
+        prev = tensors(out, d1, "inplace" if f1 == "fused_add_rmsnorm" else "outputs")
+        nxt = tensors(out, d2, "inputs")
+        given = prev.get("arg_0" if f1 == "fused_add_rmsnorm" else "result")
+        if given is not None and "arg_0" in nxt:
+            pairs.append(("%s -> %s" % (d1, d2), torch.equal(given, nxt["arg_0"])))
+    return pairs
+
+
+def test_kill_9_trials():
+    rng = random.Random(34)
+    torn_total = checked = 0
+    for trial in range(50):
+        d = os.path.join(work, "kill%02d" % trial)
+        os.makedirs(d)
+        p = subprocess.Popen([CHAIN, "1", "1000000"], env=env_for(d), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        # the child that calls: first-chain forks one process per chain
+        deadline = time.monotonic() + 30
+        while not glob.glob(os.path.join(d, "ring.*")) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.02, 0.3))
+        rings = glob.glob(os.path.join(d, "ring.*"))
+        check(len(rings) == 1, "trial %d: one ring: %s" % (trial, rings))
+        if len(rings) != 1:
+            p.kill()
+            p.wait()
+            continue
+        child = int(rings[0].rsplit(".", 1)[1])
+        os.kill(child, signal.SIGKILL)
+        p.wait()
+        out = os.path.join(d, "out")
+        c = convert(rings[0], out)
+        check(c.returncode == 0, "trial %d: --ring: exit %d: %s" % (trial, c.returncode, c.stderr))
+        torn_total += int(c.stderr.split("torn entr")[0].rsplit(" ", 2)[-2]) if "torn entr" in c.stderr else 0
+        calls = calls_of(out)
+        check(0 < len(calls) <= KEEP, "trial %d: %d calls written, at most %d" % (trial, len(calls), KEEP))
+        states = [r["execution_status"] for _, r in calls]
+        check(all(s == "completed" for s in states[:-1]) and states[-1] in ("completed", "inputs_saved"),
+              "trial %d: every call but the last returned: %s" % (trial, states))
+        for dd, _ in calls:
+            for stem in ("inputs", "outputs", "inplace"):
+                tensors(out, dd, stem)          # torch 2.x, weights_only=True: raises on anything else
+        rp = run([REPLAY, "--jsonl", out], check=False)
+        verdicts = [json.loads(l)["verdict"] for l in rp.stdout.splitlines()]
+        want = ["passed"] * (len(calls) - 1) + ["passed" if states[-1] == "completed" else "now_runs"]
+        check(verdicts == want, "trial %d: mate-replay: %s, expected %s" % (trial, verdicts, want))
+        for what, ok in chained(out, calls):
+            checked += 1
+            check(ok, "trial %d: a chained tensor differs: %s" % (trial, what))
+    check(checked > 100, "the chain was compared across %d pairs of calls" % checked)
+    print("50 kill -9 trials: %d chained pairs compared, %d torn entries skipped" % (checked, torn_total))
+
+
+def test_clean_exit_leaves_nothing():
+    d = os.path.join(work, "clean")
+    os.makedirs(d)
+    # nf-chain calls in its own process and returns from main
+    p = run([build_path("tests", "nf-chain"), "float32", "20", "0"], env=env_for(d), check=False)
+    check(p.returncode == 0, "exit 0: %s" % p.stderr)
+    check(glob.glob(os.path.join(d, "ring.*")) == [], "no ring left: %s" % os.listdir(d))
+    check(not os.path.exists(os.path.join(d, "dumps")) or os.listdir(os.path.join(d, "dumps")) == [],
+          "nothing dumped")
+
+
+def test_fork_and_planted():
+    d = os.path.join(work, "fork")
+    os.makedirs(d)
+    e = env_for(d, MATE_RING_PATH=os.path.join(d, "ring"))
+    planted = os.path.join(d, "ring")
+    with open(planted, "w") as f:
+        f.write("someone else's\n")
+    p = subprocess.Popen([CHAIN, "2", "1000000"], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while len(glob.glob(planted + ".*")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+    children = [int(x) for x in subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True,
+                                                text=True).stdout.split()]
+    for c in children:
+        os.kill(c, signal.SIGKILL)
+    p.wait()
+    check(open(planted).read() == "someone else's\n", "the planted file is untouched")
+    rings = sorted(glob.glob(planted + ".*"))
+    check(len(rings) == 2 and len(children) == 2, "a ring per forked process, beside the planted file: %s" % rings)
+    pids = set()
+    for i, r in enumerate(rings):
+        out = os.path.join(d, "out%d" % i)
+        c = convert(r, out)
+        check(c.returncode == 0, "--ring %s: %s" % (r, c.stderr))
+        pids |= {rec["process_id"] for _, rec in calls_of(out)}
+    check(pids == set(children), "each ring holds its own process's calls: %s vs %s" % (pids, children))
+
+
+def test_bad_settings():
+    for value, want in (("abc", "MATE_RING=abc is not a number of calls"), ("0", "MATE_RING=0 is not"),
+                        ("-3", "MATE_RING=-3 is not")):
+        d = os.path.join(work, "bad" + value)
+        os.makedirs(d)
+        p = run([CHAIN, "1", "5"], env=env_for(d, MATE_RING=value), check=False)
+        log = open(os.path.join(d, "log.txt")).read() + p.stderr
+        check(p.returncode == 0 and log.count(want) == 1, "MATE_RING=%s: exit %d, warned once: %r"
+              % (value, p.returncode, log[-400:]))
+        check(glob.glob(os.path.join(d, "ring*")) == [], "no ring")
+    d = os.path.join(work, "nopath")
+    os.makedirs(d)
+    p = run([CHAIN, "1", "5"], env=env_for(d, MATE_RING_PATH=os.path.join(d, "no", "such", "ring")), check=False)
+    log = open(os.path.join(d, "log.txt")).read() + p.stderr
+    check(p.returncode == 0 and log.count("MATE_RING: cannot make") == 1 and "No such file or directory" in log,
+          "a ring that cannot be made: exit %d, one warning: %r" % (p.returncode, log[-400:]))
+
+
+def test_bad_rings():
+    d = os.path.join(work, "rings")
+    os.makedirs(d)
+    p = subprocess.Popen([CHAIN, "1", "1000000"], env=env_for(d), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not glob.glob(os.path.join(d, "ring.*")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+    ring = glob.glob(os.path.join(d, "ring.*"))[0]
+    os.kill(int(ring.rsplit(".", 1)[1]), signal.SIGKILL)
+    p.wait()
+    data = open(ring, "rb").read()
+    cases = {"truncated": data[:len(data) // 2], "foreign": b"MATERNG9" + data[8:],
+             "not-a-ring": b"hello" * 1000, "head-damaged": data[:40] + b"\xff" + data[41:]}
+    for name, content in cases.items():
+        path = os.path.join(d, name)
+        with open(path, "wb") as f:
+            f.write(content)
+        out = os.path.join(d, "out-" + name)
+        c = convert(path, out)
+        want = {"truncated": "truncated or damaged", "foreign": "a ring of another version",
+                "not-a-ring": "not a ring file", "head-damaged": "truncated or damaged"}[name]
+        check(c.returncode == 2 and want in c.stderr, "%s: exit %d: %s" % (name, c.returncode, c.stderr))
+        check(not os.path.exists(out) and not glob.glob(out + ".tmp-*"), "%s: nothing written" % name)
+    # a torn middle: every entry whose bytes were changed is skipped, the rest kept
+    torn = bytearray(data)
+    for off in range(4096 + 1000, len(torn), 50000):
+        torn[off] ^= 0xff
+    path = os.path.join(d, "torn")
+    open(path, "wb").write(bytes(torn))
+    c = convert(path, os.path.join(d, "out-torn"))
+    check(c.returncode == 0 and "torn entr" in c.stderr, "changed entries are skipped as torn: %s" % c.stderr)
+    rp = run([REPLAY, "--jsonl", os.path.join(d, "out-torn")], check=False)
+    check(all(json.loads(l)["verdict"] in ("passed", "now_runs") for l in rp.stdout.splitlines()),
+          "what is kept replays: %s" % rp.stdout[-500:])
+    os.makedirs(os.path.join(d, "full"))
+    open(os.path.join(d, "full", "x"), "w").close()
+    c = convert(ring, os.path.join(d, "full"))
+    check(c.returncode == 2 and "not empty" in c.stderr and os.listdir(os.path.join(d, "full")) == ["x"],
+          "a folder that is not empty is refused: %s" % c.stderr)
+    c = run([LIST, "--ring", ring], check=False)
+    check(c.returncode == 2 and "--ring FILE and -o DIR go together" in c.stderr, "usage: %s" % c.stderr)
+
+
+run_cases(test_kill_9_trials, test_clean_exit_leaves_nothing, test_fork_and_planted, test_bad_settings,
+          test_bad_rings)
