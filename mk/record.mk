@@ -144,3 +144,9 @@ SCRIPT_TESTS += tests/cli/test_bench_log.py tests/cli/test_record_benchlog.py
 ## out as dumps that torch 2.x loads and mate-replay passes; forks, planted files, bad settings
 ## and damaged rings.
 SCRIPT_TESTS += tests/cli/test_ring.py
+
+## Fuzz target for ring files (mate-list-dumps --ring): seeds are rings of killed recordings.
+FUZZ_TARGETS += fuzz/fuzz_ring
+fuzz_fuzz_ring_SOURCES = fuzz/fuzz_ring.c
+fuzz_fuzz_ring_LDADD = libmate_impl.la $(CJSON_LIBS)
+fuzz_fuzz_ring_LDFLAGS = $(FUZZER_LINK)

@@ -125,8 +125,8 @@ ring_bytes(void)
 		v <<= 20, end++;
 	else if (*end == 'G' || *end == 'g')
 		v <<= 30, end++;
-	if (errno != 0 || end == s || *end != '\0' || v < (1u << 16) || v > (1ull << 40)) {
-		mate_rec_warn_once(REC_ONCE_USAGE, "%s_RING_BYTES=%s is not a size from 64K to 1024G "
+	if (errno != 0 || end == s || *end != '\0' || v < (1u << 14) || v > (1ull << 40)) {
+		mate_rec_warn_once(REC_ONCE_USAGE, "%s_RING_BYTES=%s is not a size from 16K to 1024G "
 		    "(K, M and G allowed); the ring takes %llu MiB", mate_rec_prefix(), s,
 		    (unsigned long long)(def >> 20));
 		return def;
@@ -786,7 +786,8 @@ mate_ring_convert(const char *path, const char *outdir, struct mate_ring_stats *
 		}
 		off += ALIGN;
 	}
-	qsort(found, nfound, sizeof(*found), cmp_seq);
+	if (nfound > 0)
+		qsort(found, nfound, sizeof(*found), cmp_seq);
 	/* the calls, in the order their first entries were made */
 	if ((calls = calloc(nfound + 1, sizeof(*calls))) == NULL) {
 		rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
@@ -845,4 +846,26 @@ out:
 	free(calls);
 	munmap((void *)map, (size_t)sb.st_size);
 	return rc;
+}
+
+void
+mate_ring_reseal(unsigned char *file, size_t size)
+{
+	struct ring_head *h = (struct ring_head *)(void *)file;
+	uint64_t data_size;
+
+	if (size < HEAD_SIZE)
+		return;
+	h->checksum = XXH64(h, offsetof(struct ring_head, checksum), 0);
+	data_size = (size - HEAD_SIZE) / ALIGN * ALIGN;
+	for (uint64_t off = 0; off + ALIGN <= data_size;) {
+		struct entry_head *e = (struct entry_head *)(void *)(file + HEAD_SIZE + off);
+
+		if (e->magic == ENTRY_MAGIC && e->len >= ALIGN && e->len % ALIGN == 0 &&
+		    e->len <= data_size - off && e->payload <= e->len - ALIGN) {
+			e->checksum = entry_checksum(e, (const unsigned char *)(e + 1));
+			off += e->len;
+		} else
+			off += ALIGN;
+	}
 }
