@@ -31,7 +31,12 @@
  *   profile      level 1 with MATE_PROFILE: calls/s (target: the level-1 budget) and
  *                its ratio to level 1 alone, best of 3 alternating runs;
  *   benchlog     the same with MATE_BENCH_LOG instead (its one shape already known);
- * --only takes level0, level1, profile, benchlog, level3, level10 or large; --format limits
+ *   ring         level 10 into a ring of the last 64 calls (MATE_RING): calls/s against
+ *                level 1 and level 10 to disk in the same run (target: half of level 1);
+ *   ringlarge    a call on 3 x --large-mib MiB into the ring against memcpy() of the same
+ *                bytes (ratio printed; target >= 0.5).
+ * --only takes level0, level1, profile, benchlog, level3, level10, ring, ringlarge or large;
+ * --format limits
  * the level-10 rows to one format (default: both, when .pt is available).
  */
 #include "config.h"
@@ -392,6 +397,101 @@ bench_level10(int safetensors)
 	unlink(log);
 }
 
+/* ---- the flight recorder (MATE_RING) ------------------------------------------------------------ */
+
+/* Level 10 into a ring of the last 64 calls against level 1 (log to a file) and level 10 to disk
+ * (.pt), alternating, best of 3 each: the ring is held to half of level 1's calls/s. */
+static void
+bench_ring(void)
+{
+	char log[600], dumps[600], ring[600];
+	struct rate best[3] = { { 0 } }, r;
+
+	snprintf(log, sizeof(log), "%s/ring.log", base);
+	snprintf(dumps, sizeof(dumps), "%s/dumps", base);
+	snprintf(ring, sizeof(ring), "%s/ring.%%p", base);
+	setenv("MATE_RING_PATH", ring, 1);
+	setenv("MATE_RING_BYTES", "64M", 1);
+	for (int rep = 0; rep < 3; rep++)
+		for (int k = 0; k < 3; k++) {
+			if (k == 2)
+				setenv("MATE_RING", "64", 1);
+			else
+				unsetenv("MATE_RING");
+			configure(k == 0 ? 1 : 10, log, dumps, 0);
+			run_calls(0.02);
+			r = run_calls(opt_seconds / 2);
+			if (r.wall_rate > best[k].wall_rate)
+				best[k] = r;
+			configure(0, NULL, NULL, 0);
+			rm_tree(dumps);
+			unlink(log);
+		}
+	unsetenv("MATE_RING");
+	print_rate("level 10 ring of 64 calls  add(a, b):", best[2], best[0].wall_rate / 2);
+	printf("%-40s %9.2f of level 1 (%.0f calls/s), %.1fx level 10 to disk (.pt, %.0f calls/s);"
+	    " best of 3 alternating runs   target: >= 0.5   %s\n", "  ring ratio:",
+	    best[0].wall_rate > 0 ? best[2].wall_rate / best[0].wall_rate : 0, best[0].wall_rate,
+	    best[1].wall_rate > 0 ? best[2].wall_rate / best[1].wall_rate : 0, best[1].wall_rate,
+	    verdict(best[2].wall_rate >= best[0].wall_rate / 2));
+}
+
+/* A call on 3 x --large-mib MiB into the ring against memcpy() of the same bytes: the median of
+ * 5 alternating runs; the ring's time is the recorded call's less the unrecorded one's. */
+static void
+bench_ring_large(void)
+{
+	int64_t n = opt_large_mib * 1024 * 1024 / 4;
+	size_t bytes = (size_t)n * 4;
+	float *a = malloc(bytes), *b = malloc(bytes), *out = malloc(bytes);
+	unsigned char *dst = malloc(3 * bytes);
+	double t_plain[LARGE_RUNS], t_call[LARGE_RUNS], t_copy[LARGE_RUNS], t0, mp, mc, mm;
+	char log[600], ring[600], size[32];
+
+	if (a == NULL || b == NULL || out == NULL || dst == NULL) {
+		printf("ring large skipped: cannot allocate 6 x %" PRId64 " MiB\n", opt_large_mib);
+		free(a), free(b), free(out), free(dst);
+		return;
+	}
+	fill(a, n);
+	fill(b, n);
+	memset(out, 0, bytes);
+	memset(dst, 1, 3 * bytes);
+	snprintf(log, sizeof(log), "%s/ring-large.log", base);
+	snprintf(ring, sizeof(ring), "%s/ring.%%p", base);
+	snprintf(size, sizeof(size), "%" PRId64 "M", 4 * opt_large_mib + 16);
+	setenv("MATE_RING_PATH", ring, 1);
+	setenv("MATE_RING_BYTES", size, 1);
+	setenv("MATE_RING", "4", 1);
+	for (int i = 0; i < LARGE_RUNS; i++) {
+		configure(0, NULL, NULL, 0);
+		t0 = mate_mono_seconds();
+		fn_recorded(a, b, out, n);
+		t_plain[i] = mate_mono_seconds() - t0;
+		configure(10, log, NULL, 0);
+		fn_recorded(a, b, out, n);        /* the ring made, its pages taken */
+		t0 = mate_mono_seconds();
+		fn_recorded(a, b, out, n);
+		t_call[i] = mate_mono_seconds() - t0;
+		configure(0, NULL, NULL, 0);
+		t0 = mate_mono_seconds();
+		memcpy(dst, a, bytes);
+		memcpy(dst + bytes, b, bytes);
+		memcpy(dst + 2 * bytes, out, bytes);
+		t_copy[i] = mate_mono_seconds() - t0;
+		unlink(log);
+	}
+	unsetenv("MATE_RING");
+	mp = bench_median(t_plain, LARGE_RUNS);
+	mc = bench_median(t_call, LARGE_RUNS);
+	mm = bench_median(t_copy, LARGE_RUNS);
+	printf("ring large: 3 x %" PRId64 " MiB: into the ring %.1f ms (%.0f MiB/s), memcpy %.1f ms"
+	    " (%.0f MiB/s): ratio %.2f   target: >= 0.5   %s\n", opt_large_mib, (mc - mp) * 1e3,
+	    3.0 * (double)opt_large_mib / (mc - mp), mm * 1e3, 3.0 * (double)opt_large_mib / mm,
+	    mm / (mc - mp), verdict(mm / (mc - mp) >= 0.5));
+	free(a), free(b), free(out), free(dst);
+}
+
 /* ---- level 10, large tensors against write() ------------------------------------------------- */
 
 static int
@@ -486,7 +586,8 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: recorder [--dir DIR] [--seconds S] [--large-mib N]"
-	    " [--only level0|level1|profile|benchlog|level3|level10|large] [--format safetensors|pt]\n");
+	    " [--only level0|level1|profile|benchlog|level3|level10|ring|ringlarge|large]"
+	    " [--format safetensors|pt]\n");
 	exit(2);
 }
 
@@ -546,6 +647,10 @@ main(int argc, char **argv)
 		if (pt && FORMAT("pt"))
 			bench_level10(0);
 	}
+	if (WANT("ring"))
+		bench_ring();
+	if (WANT("ringlarge"))
+		bench_ring_large();
 	if (WANT("large")) {
 		if (FORMAT("safetensors"))
 			bench_large(1);

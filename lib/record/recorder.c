@@ -1,5 +1,6 @@
 /* recorder.c: the public recording API: a call's arguments and results, its phases and host staging of tensors. */
 #include "recorder_private.h"
+#include "ring.h"
 #include "backend.h"
 #include "events_private.h"
 #include "profile.h"
@@ -86,7 +87,11 @@ mate_call_begin(const char *name, const char *module, const char *signature)
 		free(c);
 		return NULL;
 	}
-	if (level >= 3)
+	if (level >= 10 && mate_ring_active() > 0) {
+		/* the flight recorder: its log costs what level 1's does */
+		c->ring = 1;
+		mate_rec_log_name(name);
+	} else if (level >= 3)
 		mate_rec_stamp(c->stamp);
 	if (MATE_REC_PROFILE_ON() && mate_rec_profile_begin(c, name, module) == 0)
 		c->t0 = mate_mono_ns();
@@ -563,15 +568,16 @@ ready(mate_call *c, int event)
 	old = mate_locale_enter(MATE_LOCALE_C);
 	mate_buf_init(&log);
 	collect_inputs(c);
-	if (c->level >= 5)
+	if (c->level >= 5 && !c->ring)
 		stage_all(c);
 	if (c->level >= 10)
 		mate_rec_dump_inputs(c, &log);
-	mate_rec_fmt_inputs(&log, c);
-	if (mate_buf_str(&log) != NULL)
-		mate_rec_log(log.p, log.len);
-	else
+	if (!c->ring)
+		mate_rec_fmt_inputs(&log, c);
+	if (mate_buf_str(&log) == NULL)
 		nomem();
+	else if (log.len > 0)
+		mate_rec_log(log.p, log.len);
 	mate_buf_free(&log);
 	release_tensors(c);
 	mate_locale_leave(old);
@@ -636,15 +642,16 @@ mate_call_end(mate_call *c)
 		return;
 	mate_buf_init(&log);
 	collect_outputs(c);
-	if (c->level >= 5)
+	if (c->level >= 5 && !c->ring)
 		stage_all(c);
-	mate_rec_fmt_outputs(&log, c);
+	if (!c->ring)
+		mate_rec_fmt_outputs(&log, c);
 	if (c->level >= 10)
 		mate_rec_dump_outputs(c, &log);
-	if (mate_buf_str(&log) != NULL)
-		mate_rec_log(log.p, log.len);
-	else
+	if (mate_buf_str(&log) == NULL)
 		nomem();
+	else if (log.len > 0)
+		mate_rec_log(log.p, log.len);
 	mate_buf_free(&log);
 	mate_locale_leave(old);
 	free_call(c);

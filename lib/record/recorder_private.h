@@ -127,6 +127,7 @@ struct mate_call {
 	int level;
 	int state;
 	int profile;          /* MATE_PROFILE counts it (profile.c) */
+	int ring;             /* level 10 into MATE_RING's ring: logged as at level 1 */
 	int pooled;           /* a level-1 call of the profile, from the thread's pool */
 	uint64_t t0;          /* when it began (CLOCK_MONOTONIC, ns), less the recording */
 	int64_t ppos;         /* positional arguments so far (the profile's keys) */

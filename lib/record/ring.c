@@ -92,6 +92,7 @@ round_up(uint64_t n)
 static struct {
 	pthread_mutex_t lock;
 	pid_t pid;                  /* the process the ring is of (a fork makes its own) */
+	unsigned gen;               /* the session (mate_configure()) it was made in */
 	int state;                  /* 0 not tried, 1 on, -1 unavailable, -2 not asked for */
 	unsigned char *map;
 	size_t map_len;
@@ -182,7 +183,7 @@ ring_exit(int status, void *arg)
 static void
 ring_unavailable(const char *what, int e)
 {
-	ring.state = -1;
+	__atomic_store_n(&ring.state, -1, __ATOMIC_RELEASE);
 	mate_rec_warn_once(REC_ONCE_DUMP_IO, "%s_RING: %s %s: %s; no calls are kept",
 	    mate_rec_prefix(), what, ring.path, strerror(e));
 }
@@ -199,7 +200,7 @@ ring_open(long keep)
 
 	ring.keep = (uint64_t)keep;
 	if (ring_path(base, sizeof(base)) != 0) {
-		ring.state = -1;
+		__atomic_store_n(&ring.state, -1, __ATOMIC_RELEASE);
 		mate_rec_warn_once(REC_ONCE_USAGE, "%s_RING_PATH is too long; no calls are kept",
 		    mate_rec_prefix());
 		return;
@@ -251,7 +252,7 @@ ring_open(long keep)
 	ring.data = ring.map + HEAD_SIZE;
 	ring.data_size = bytes;
 	ring.pos = ring.seq = ring.ids = 0;
-	ring.state = 1;
+	__atomic_store_n(&ring.state, 1, __ATOMIC_RELEASE);
 	on_exit(ring_exit, NULL);
 }
 
@@ -262,25 +263,40 @@ mate_ring_active(void)
 	long keep;
 	int state;
 	char *end;
+	pid_t pid = mate_rec_pid();
 
+	/* every call asks: without the lock once the state is known for this process and session */
+	state = __atomic_load_n(&ring.state, __ATOMIC_ACQUIRE);
+	if (state != 0 && ring.pid == pid && ring.gen == __atomic_load_n(&mate_rec_generation,
+	    __ATOMIC_RELAXED))
+		return state == 1 ? 1 : state == -2 ? 0 : -1;
 	pthread_mutex_lock(&ring.lock);
-	if (ring.state != 0 && ring.pid != getpid()) {
+	if (ring.state != 0 && ring.pid != pid) {
 		/* a forked child: the parent's mapping is the parent's */
 		if (ring.map != NULL)
 			munmap(ring.map, ring.map_len);
 		ring.map = NULL;
-		ring.state = 0;
+		__atomic_store_n(&ring.state, 0, __ATOMIC_RELEASE);
+	} else if (ring.state != 0 && ring.gen != mate_rec_generation) {
+		/* a new session (mate_configure()) reads MATE_RING again; the old ring goes */
+		if (ring.map != NULL) {
+			munmap(ring.map, ring.map_len);
+			unlink(ring.path);
+		}
+		ring.map = NULL;
+		__atomic_store_n(&ring.state, 0, __ATOMIC_RELEASE);
 	}
 	if (ring.state == 0) {
-		ring.pid = getpid();
+		ring.pid = pid;
+		ring.gen = mate_rec_generation;
 		s = mate_rec_getenv("RING");
 		if (s == NULL || *s == '\0') {
-			ring.state = -2;
+			__atomic_store_n(&ring.state, -2, __ATOMIC_RELEASE);
 		} else {
 			errno = 0;
 			keep = strtol(s, &end, 10);
 			if (errno != 0 || *end != '\0' || keep < 1 || keep > 1000000000) {
-				ring.state = -1;
+				__atomic_store_n(&ring.state, -1, __ATOMIC_RELEASE);
 				mate_rec_warn_once(REC_ONCE_USAGE, "%s_RING=%s is not a number of calls "
 				    "from 1 to 1000000000; no calls are kept", mate_rec_prefix(), s);
 			} else {
@@ -347,7 +363,7 @@ mate_ring_put(int kind, uint64_t id, const char *dir, const char *line, size_t l
 		payload += tensor_head_size(&t[i]) + (size_t)(nb + 7) / 8 * 8;
 	}
 	pthread_mutex_lock(&ring.lock);
-	if (ring.state != 1 || ring.pid != getpid()) {
+	if (ring.state != 1 || ring.pid != mate_rec_pid() || ring.gen != mate_rec_generation) {
 		pthread_mutex_unlock(&ring.lock);
 		return -1;
 	}
