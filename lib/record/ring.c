@@ -165,7 +165,11 @@ ring_path(char *out, size_t len)
 	return 0;
 }
 
-/* At exit: a run that ends well leaves no ring behind; another says where it is. */
+static int ring_write_root(const char *path, const char *root, struct mate_ring_stats *st,
+    mate_error *err);
+
+/* At exit: a run that ends well leaves no ring behind; another writes its calls as
+ * dumps (or, when it cannot, says where the ring is). */
 static void
 ring_exit(int status, void *arg)
 {
@@ -176,8 +180,21 @@ ring_exit(int status, void *arg)
 		unlink(ring.path);
 		return;
 	}
-	mate_warn("the last calls' ring is kept in %s (exit status %d): mate-list-dumps --ring "
-	    "%s -o DIR writes them as dumps", ring.path, status, ring.path);
+	{
+		struct mate_ring_stats st;
+		mate_error err;
+
+		mate_error_clear(&err);
+		if (ring_write_root(ring.path, mate_rec_cfg.dump_dir, &st, &err) == MATE_OK) {
+			mate_warn("exit status %d: the ring's last %zu call%s written to %s", status,
+			    st.calls, st.calls == 1 ? "" : "s", mate_rec_cfg.dump_dir);
+			unlink(ring.path);
+			return;
+		}
+		mate_warn("exit status %d: the ring's calls could not be written to %s (%s); they "
+		    "are kept in %s: mate-list-dumps --ring %s -o DIR writes them", status,
+		    mate_rec_cfg.dump_dir, err.message, ring.path, ring.path);
+	}
 }
 
 static void
@@ -727,22 +744,37 @@ target_ok(const char *outdir, mate_error *err)
 	    "to write into it", outdir);
 }
 
-int
-mate_ring_convert(const char *path, const char *outdir, struct mate_ring_stats *st,
-    mate_error *err)
+/* A ring file read: its complete entries grouped into calls, in call order. */
+struct scan {
+	const unsigned char *map;
+	size_t size;
+	const struct entry_head **found;
+	struct call *calls;
+	size_t ncalls, first;       /* calls[first..ncalls): the last ones the ring keeps */
+	int safetensors;
+};
+
+static void
+scan_free(struct scan *sc)
+{
+	free(sc->found);
+	free(sc->calls);
+	if (sc->map != NULL)
+		munmap((void *)sc->map, sc->size);
+	memset(sc, 0, sizeof(*sc));
+}
+
+static int
+ring_scan(const char *path, struct scan *sc, struct mate_ring_stats *st, mate_error *err)
 {
 	const struct ring_head *h;
-	const unsigned char *map, *data;
-	const struct entry_head **found = NULL;
-	struct call *calls = NULL;
-	size_t nfound = 0, capfound = 0, ncalls = 0, first;
+	const unsigned char *data;
+	size_t nfound = 0, capfound = 0;
 	struct stat sb;
-	char *tmp = NULL;
-	int fd, rc = MATE_OK, safetensors;
+	int fd;
 
+	memset(sc, 0, sizeof(*sc));
 	memset(st, 0, sizeof(*st));
-	if ((rc = target_ok(outdir, err)) != MATE_OK)
-		return rc;
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return mate_set_error(err, MATE_ERR_IO, "%s: %s", path, strerror(errno));
 	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < HEAD_SIZE) {
@@ -750,32 +782,29 @@ mate_ring_convert(const char *path, const char *outdir, struct mate_ring_stats *
 		return mate_set_error(err, MATE_ERR_FORMAT, "%s: not a ring file (%s)", path,
 		    S_ISREG(sb.st_mode) ? "shorter than its head" : "not a regular file");
 	}
-	map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	sc->size = (size_t)sb.st_size;
+	sc->map = mmap(NULL, sc->size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
-	if (map == MAP_FAILED)
+	if (sc->map == MAP_FAILED) {
+		sc->map = NULL;
 		return mate_set_error(err, MATE_ERR_IO, "%s: %s", path, strerror(errno));
-	h = (const struct ring_head *)map;
-	if (memcmp(h->magic, RING_MAGIC, 7) != 0) {
-		rc = mate_set_error(err, MATE_ERR_FORMAT, "%s: not a ring file", path);
-		goto out;
 	}
+	h = (const struct ring_head *)sc->map;
+	if (memcmp(h->magic, RING_MAGIC, 7) != 0)
+		return mate_set_error(err, MATE_ERR_FORMAT, "%s: not a ring file", path);
 	if (memcmp(h->magic, RING_MAGIC, 8) != 0 || h->version != RING_VERSION ||
-	    h->order != ORDER_MARK) {
-		rc = mate_set_error(err, MATE_ERR_FORMAT, "%s: a ring of another version or byte "
+	    h->order != ORDER_MARK)
+		return mate_set_error(err, MATE_ERR_FORMAT, "%s: a ring of another version or byte "
 		    "order (this mate reads version %d)", path, RING_VERSION);
-		goto out;
-	}
 	if (h->checksum != XXH64(h, offsetof(struct ring_head, checksum), 0) ||
 	    h->head_size != HEAD_SIZE || h->data_size % ALIGN != 0 ||
-	    h->data_size != (uint64_t)sb.st_size - HEAD_SIZE) {
-		rc = mate_set_error(err, MATE_ERR_FORMAT, "%s: its head does not match the file "
+	    h->data_size != (uint64_t)sb.st_size - HEAD_SIZE)
+		return mate_set_error(err, MATE_ERR_FORMAT, "%s: its head does not match the file "
 		    "(%lld bytes): truncated or damaged", path, (long long)sb.st_size);
-		goto out;
-	}
 	st->pid = h->pid;
 	st->keep = h->keep;
-	safetensors = strncmp(h->format, "safetensors", sizeof(h->format)) == 0;
-	data = map + HEAD_SIZE;
+	sc->safetensors = strncmp(h->format, "safetensors", sizeof(h->format)) == 0;
+	data = sc->map + HEAD_SIZE;
 	for (uint64_t off = 0; off + ALIGN <= h->data_size;) {
 		const struct entry_head *e = (const struct entry_head *)(data + off);
 
@@ -785,16 +814,14 @@ mate_ring_convert(const char *path, const char *outdir, struct mate_ring_stats *
 			if (entry_checksum(e, (const unsigned char *)(e + 1)) == e->checksum) {
 				if (nfound == capfound) {
 					size_t nc = capfound ? 2 * capfound : 256;
-					const struct entry_head **v = realloc(found, nc * sizeof(*v));
+					const struct entry_head **v = realloc(sc->found, nc * sizeof(*v));
 
-					if (v == NULL) {
-						rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-						goto out;
-					}
-					found = v;
+					if (v == NULL)
+						return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+					sc->found = v;
 					capfound = nc;
 				}
-				found[nfound++] = e;
+				sc->found[nfound++] = e;
 				off += e->len;
 				continue;
 			}
@@ -803,52 +830,70 @@ mate_ring_convert(const char *path, const char *outdir, struct mate_ring_stats *
 		off += ALIGN;
 	}
 	if (nfound > 0)
-		qsort(found, nfound, sizeof(*found), cmp_seq);
+		qsort(sc->found, nfound, sizeof(*sc->found), cmp_seq);
 	/* the calls, in the order their first entries were made */
-	if ((calls = calloc(nfound + 1, sizeof(*calls))) == NULL) {
-		rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-		goto out;
-	}
+	if ((sc->calls = calloc(nfound + 1, sizeof(*sc->calls))) == NULL)
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < nfound; i++) {
-		const struct entry_head *e = found[i];
+		const struct entry_head *e = sc->found[i];
 
 		if (e->kind == MATE_RING_CALL) {
-			calls[ncalls].id = e->id;
-			calls[ncalls].begin = e;
-			calls[ncalls].end = NULL;
-			ncalls++;
+			sc->calls[sc->ncalls].id = e->id;
+			sc->calls[sc->ncalls].begin = e;
+			sc->calls[sc->ncalls].end = NULL;
+			sc->ncalls++;
 		} else {
-			for (size_t j = ncalls; j-- > 0;)
-				if (calls[j].id == e->id) {
-					if (calls[j].end == NULL)
-						calls[j].end = e;
+			for (size_t j = sc->ncalls; j-- > 0;)
+				if (sc->calls[j].id == e->id) {
+					if (sc->calls[j].end == NULL)
+						sc->calls[j].end = e;
 					break;
 				}
 		}
 	}
-	first = ncalls > h->keep ? ncalls - (size_t)h->keep : 0;
-	{
-		size_t len = strlen(outdir) + 32;
+	sc->first = sc->ncalls > h->keep ? sc->ncalls - (size_t)h->keep : 0;
+	return MATE_OK;
+}
 
-		if ((tmp = malloc(len)) == NULL) {
-			rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-			goto out;
-		}
-		snprintf(tmp, len, "%s.tmp-XXXXXX", outdir);
-		if (mkdtemp(tmp) == NULL) {
-			rc = mate_set_error(err, MATE_ERR_IO, "%s: %s", tmp, strerror(errno));
-			free(tmp);
-			tmp = NULL;
-			goto out;
-		}
-	}
-	for (size_t i = first; i < ncalls && rc == MATE_OK; i++) {
-		rc = write_call(&calls[i], tmp, safetensors, err);
+/* Writes the calls the ring keeps into root (which exists). */
+static int
+write_calls(const struct scan *sc, const char *root, struct mate_ring_stats *st, mate_error *err)
+{
+	int rc = MATE_OK;
+
+	for (size_t i = sc->first; i < sc->ncalls && rc == MATE_OK; i++) {
+		rc = write_call(&sc->calls[i], root, sc->safetensors, err);
 		st->calls++;
-		st->completed += calls[i].end != NULL;
-		st->records_only += (calls[i].begin->flags & FLAG_NO_TENSORS) != 0;
+		st->completed += sc->calls[i].end != NULL;
+		st->records_only += (sc->calls[i].begin->flags & FLAG_NO_TENSORS) != 0;
 	}
-	if (rc == MATE_OK) {
+	return rc;
+}
+
+int
+mate_ring_convert(const char *path, const char *outdir, struct mate_ring_stats *st,
+    mate_error *err)
+{
+	struct scan sc;
+	size_t len = strlen(outdir) + 32;
+	char *tmp = NULL;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if ((rc = target_ok(outdir, err)) != MATE_OK)
+		return rc;
+	if ((rc = ring_scan(path, &sc, st, err)) != MATE_OK)
+		goto out;
+	if ((tmp = malloc(len)) == NULL) {
+		rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	snprintf(tmp, len, "%s.tmp-XXXXXX", outdir);
+	if (mkdtemp(tmp) == NULL) {
+		rc = mate_set_error(err, MATE_ERR_IO, "%s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	if ((rc = write_calls(&sc, tmp, st, err)) == MATE_OK) {
 		rmdir(outdir);       /* an empty one, checked above */
 		if (rename(tmp, outdir) != 0)
 			rc = mate_set_error(err, MATE_ERR_IO, "cannot rename %s to %s: %s", tmp, outdir,
@@ -858,9 +903,36 @@ mate_ring_convert(const char *path, const char *outdir, struct mate_ring_stats *
 		remove_tree(tmp);
 out:
 	free(tmp);
-	free(found);
-	free(calls);
-	munmap((void *)map, (size_t)sb.st_size);
+	scan_free(&sc);
+	return rc;
+}
+
+/* At an exit of another status than 0: the ring's calls into the dump root, as level 10
+ * would have left them (each call's directory; session.jsonl appended). */
+static int
+ring_write_root(const char *path, const char *root, struct mate_ring_stats *st, mate_error *err)
+{
+	struct scan sc;
+	char *dir = strdup(root);
+	int rc;
+
+	if (dir == NULL)
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	for (char *p = dir + 1; *p != '\0'; p++)   /* mkdir -p */
+		if (*p == '/') {
+			*p = '\0';
+			mkdir(dir, 0755);
+			*p = '/';
+		}
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+		rc = mate_set_error(err, MATE_ERR_IO, "%s: %s", dir, strerror(errno));
+		free(dir);
+		return rc;
+	}
+	free(dir);
+	if ((rc = ring_scan(path, &sc, st, err)) == MATE_OK)
+		rc = write_calls(&sc, root, st, err);
+	scan_free(&sc);
 	return rc;
 }
 

@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_ring.py: the flight recorder (MATE_RING at level 10): a chain of calls recorded by libmate (first-chain) into a ring kept in a shared memory file; 50 kill -9 at random instants, and each time mate-list-dumps --ring writes the last N calls as dumps that torch 2.x loads with weights_only=True, that mate-replay passes (the call killed inside it: inputs saved), and whose chained tensors match from call to call (no torn or misread entry); a run that ends well leaves no ring; a forked child keeps its own; a planted file is never written over; bad MATE_RING values, a ring path that cannot be made, truncated, damaged and foreign ring files, and a folder that is not empty."""
+"""test_ring.py: the flight recorder (MATE_RING at level 10): a chain of calls recorded by libmate (first-chain) into a ring kept in a shared memory file; 50 kill -9 at random instants, and each time mate-list-dumps --ring writes the last N calls as dumps that torch 2.x loads with weights_only=True, that mate-replay passes (the call killed inside it: inputs saved), and whose chained tensors match from call to call (no torn or misread entry); a run that ends well leaves no ring, one that exits with another status writes the last calls into its dump root; a forked child keeps its own; a planted file is never written over; bad MATE_RING values, a ring path that cannot be made, truncated, damaged and foreign ring files, and a folder that is not empty."""
 import glob
 import json
 import os
@@ -123,6 +123,29 @@ def test_clean_exit_leaves_nothing():
           "nothing dumped")
 
 
+def test_error_exit_writes_dumps():
+    d = os.path.join(work, "exit3")
+    os.makedirs(d)
+    p = run([build_path("tests", "nf-chain"), "float32", "20", "0"], env=env_for(d, NF_CHAIN_EXIT="3"),
+            check=False)
+    dumps = os.path.join(d, "dumps")
+    check(p.returncode == 3, "the program's own exit status: %d" % p.returncode)
+    check(glob.glob(os.path.join(d, "ring.*")) == [], "the ring is gone once written: %s" % os.listdir(d))
+    log = open(os.path.join(d, "log.txt")).read() + p.stderr
+    check("exit status 3: the ring's last %d calls written to %s" % (KEEP, dumps) in log,
+          "says so: %r" % log[-300:])
+    names = sorted(x for x in os.listdir(dumps) if "_call" in x)
+    check([int(x.rsplit("_call", 1)[1]) for x in names] == list(range(20 - KEEP + 1, 21)),
+          "the last %d calls, as level 10 names them: %s" % (KEEP, names))
+    # nf-chain's chain_step (no replay handler): y = x * 0.5 + 1, returned or written into out=
+    for x in names:
+        ins, outs = tensors(dumps, x, "inputs"), {**tensors(dumps, x, "outputs"), **tensors(dumps, x, "inplace")}
+        y = outs.get("result", outs.get("kwarg_out"))
+        check(y is not None and torch.equal(y, ins["arg_0"] * 0.5 + 1), "%s: y = x * 0.5 + 1: %s" % (x, sorted(outs)))
+    check(len(open(os.path.join(dumps, "session.jsonl")).read().splitlines()) == 2 * KEEP,
+          "session.jsonl: two records a call")
+
+
 def test_fork_and_planted():
     d = os.path.join(work, "fork")
     os.makedirs(d)
@@ -215,5 +238,5 @@ def test_bad_rings():
     check(c.returncode == 2 and "--ring FILE and -o DIR go together" in c.stderr, "usage: %s" % c.stderr)
 
 
-run_cases(test_kill_9_trials, test_clean_exit_leaves_nothing, test_fork_and_planted, test_bad_settings,
+run_cases(test_kill_9_trials, test_clean_exit_leaves_nothing, test_error_exit_writes_dumps, test_fork_and_planted, test_bad_settings,
           test_bad_rings)

@@ -11,7 +11,8 @@
  * [1, COLS]) and the calls after it work on [COLS, ROWS]. DTYPE is float32,
  * float64, float16, bfloat16, float8_e4m3fn or float8_e5m2; ROWS x COLS
  * defaults to 64 x 16. NF_CHAIN_NAN_AT="R,C" adds a NaN at [R, C] of call
- * PLANT's y. The MATE_* variables configure the recorder.
+ * PLANT's y. NF_CHAIN_EXIT=N ends it with exit(N) after its calls (MATE_RING's tests).
+ * The MATE_* variables configure the recorder.
  * Exit status 0, 2 for bad arguments.
  */
 #include <math.h>
@@ -119,5 +120,7 @@ main(int argc, char **argv)
 	}
 	free(x);
 	free(y);
+	if (getenv("NF_CHAIN_EXIT") != NULL)
+		exit(atoi(getenv("NF_CHAIN_EXIT")));
 	return 0;
 }
