@@ -6,7 +6,7 @@ libmate_impl_la_SOURCES += lib/record/recorder_private.h lib/record/config.c \
 	lib/record/benchlog.h lib/record/benchlog.c lib/record/memlog.c \
 	lib/record/record_summary.h lib/record/record_session.c lib/record/elf_cuda.c \
 	lib/record/ring.h lib/record/ring.c
-libmate_impl_la_CFLAGS += -DMATE_PKGLIBDIR='"$(pkglibdir)"'
+libmate_impl_la_CFLAGS += -DMATE_PKGLIBDIR='"$(pkglibdir)"' -DMATE_BINDIR='"$(bindir)"'
 
 ## recorder-golden: the reference program's calls through the C API.
 check_PROGRAMS += tests/recorder-golden

@@ -3,6 +3,9 @@
 #include "ring.h"
 
 #include <dirent.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -101,6 +104,8 @@ static struct {
 	char path[4096];
 } ring = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
+static void fatal_prepare(void);
+
 /* MATE_RING_BYTES: a size with an optional K, M or G; the default 1/32 of memory
  * between 16 MiB and 1 GiB. */
 static uint64_t
@@ -165,9 +170,6 @@ ring_path(char *out, size_t len)
 	return 0;
 }
 
-static int ring_write_root(const char *path, const char *root, struct mate_ring_stats *st,
-    mate_error *err);
-
 /* At exit: a run that ends well leaves no ring behind; another writes its calls as
  * dumps (or, when it cannot, says where the ring is). */
 static void
@@ -185,7 +187,7 @@ ring_exit(int status, void *arg)
 		mate_error err;
 
 		mate_error_clear(&err);
-		if (ring_write_root(ring.path, mate_rec_cfg.dump_dir, &st, &err) == MATE_OK) {
+		if (mate_ring_write_root(ring.path, mate_rec_cfg.dump_dir, &st, &err) == MATE_OK) {
 			mate_warn("exit status %d: the ring's last %zu call%s written to %s", status,
 			    st.calls, st.calls == 1 ? "" : "s", mate_rec_cfg.dump_dir);
 			unlink(ring.path);
@@ -269,8 +271,96 @@ ring_open(long keep)
 	ring.data = ring.map + HEAD_SIZE;
 	ring.data_size = bytes;
 	ring.pos = ring.seq = ring.ids = 0;
+	fatal_prepare();
 	__atomic_store_n(&ring.state, 1, __ATOMIC_RELEASE);
 	on_exit(ring_exit, NULL);
+}
+
+/* ---- a fatal signal: the ring written by a helper ----------------------------------------
+ * At a fatal signal the handler starts the helper, `mate-list-dumps --ring PATH --into
+ * DUMP_DIR` (MATE_RING_HELPER names another program), with a raw clone() and execve(),
+ * async-signal-safe and without the program's fork handlers, waits for it at most
+ * HELPER_WAIT_S seconds (it finishes alone if the program is gone first), and delivers the
+ * signal as before: the action the program had is put back and the signal raised again.
+ * Everything the handler uses is prepared when the ring is made. A second fatal signal
+ * while the helper runs (another thread's) goes straight to the program's action. */
+
+#define HELPER_WAIT_S 30
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+#define NFATAL (sizeof(fatal_signals) / sizeof(fatal_signals[0]))
+static struct sigaction fatal_old[NFATAL];
+static int fatal_installed;
+static volatile sig_atomic_t fatal_busy;
+static char helper_path[4096], helper_root[4096];
+static char *helper_argv[8];
+static char helper_note[8400];
+extern char **environ;
+
+static void
+fatal_handler(int sig)
+{
+	size_t i;
+
+	for (i = 0; i < NFATAL && fatal_signals[i] != sig; i++)
+		;
+	if (!__atomic_exchange_n(&fatal_busy, 1, __ATOMIC_SEQ_CST) &&
+	    __atomic_load_n(&ring.state, __ATOMIC_ACQUIRE) == 1 &&
+	    ring.pid == (pid_t)syscall(SYS_getpid)) {
+		long child = syscall(SYS_clone, (unsigned long)SIGCHLD, 0UL, 0UL, 0UL, 0UL);
+
+		if (child == 0) {
+			execve(helper_path, helper_argv, environ);
+			_exit(127);
+		}
+		if (child > 0) {
+			struct timespec ten_ms = { 0, 10000000 };
+			int st = 0;
+
+			for (int t = 0; t < HELPER_WAIT_S * 100; t++) {
+				if (waitpid((pid_t)child, &st, WNOHANG) != 0)
+					break;
+				nanosleep(&ten_ms, NULL);
+			}
+			if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+				(void)!write(2, helper_note, strlen(helper_note));
+		}
+	}
+	if (i < NFATAL)
+		sigaction(sig, &fatal_old[i], NULL);
+	else
+		signal(sig, SIG_DFL);
+	raise(sig);   /* blocked in here: delivered, with the program's action, on return */
+}
+
+/* Prepares the helper's command line and installs the handlers (once a process: a
+ * forked child keeps them, and its own ring). Lock held. */
+static void
+fatal_prepare(void)
+{
+	const char *h = mate_rec_getenv("RING_HELPER");
+	struct sigaction sa;
+
+	snprintf(helper_path, sizeof(helper_path), "%s", h != NULL && *h != '\0' ? h :
+	    MATE_BINDIR "/mate-list-dumps");
+	snprintf(helper_root, sizeof(helper_root), "%s", mate_rec_cfg.dump_dir);
+	helper_argv[0] = helper_path;
+	helper_argv[1] = (char *)"--quiet";
+	helper_argv[2] = (char *)"--ring";
+	helper_argv[3] = ring.path;
+	helper_argv[4] = (char *)"--into";
+	helper_argv[5] = helper_root;
+	helper_argv[6] = NULL;
+	snprintf(helper_note, sizeof(helper_note), "%s: fatal signal: the ring of the last calls "
+	    "is in %s (mate-list-dumps --ring %s -o DIR)\n", mate_rec_name(), ring.path, ring.path);
+	if (fatal_installed)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fatal_handler;
+	sigfillset(&sa.sa_mask);
+	sa.sa_flags = SA_ONSTACK;
+	for (size_t i = 0; i < NFATAL; i++)
+		sigaction(fatal_signals[i], &sa, &fatal_old[i]);
+	fatal_installed = 1;
 }
 
 int
@@ -907,10 +997,8 @@ out:
 	return rc;
 }
 
-/* At an exit of another status than 0: the ring's calls into the dump root, as level 10
- * would have left them (each call's directory; session.jsonl appended). */
-static int
-ring_write_root(const char *path, const char *root, struct mate_ring_stats *st, mate_error *err)
+int
+mate_ring_write_root(const char *path, const char *root, struct mate_ring_stats *st, mate_error *err)
 {
 	struct scan sc;
 	char *dir = strdup(root);

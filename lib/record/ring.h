@@ -53,6 +53,11 @@ struct mate_ring_stats {
 int mate_ring_convert(const char *path, const char *outdir, struct mate_ring_stats *st,
     mate_error *err) MATE_HIDDEN;
 
+/* The same into the dump root root (made when needed) as level 10 would have left
+ * the calls: each call's directory, session.jsonl appended. */
+int mate_ring_write_root(const char *path, const char *root, struct mate_ring_stats *st,
+    mate_error *err) MATE_HIDDEN;
+
 /* For fuzzing: sets the head's and every entry's checksum of a ring file image
  * in memory to match its bytes, so that changed payloads reach the reader. */
 void mate_ring_reseal(unsigned char *file, size_t size) MATE_HIDDEN;

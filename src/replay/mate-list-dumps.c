@@ -5,7 +5,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -22,7 +24,7 @@ struct options {
 	int nonfinite;
 	int quiet;
 	int unique;
-	const char *ring, *output;
+	const char *ring, *output, *into;
 };
 
 static void
@@ -46,6 +48,9 @@ usage(void)
 	    "                  a file left by a process that died or exited with an error)\n"
 	    "                  as dumps into DIR (new or empty), then list them\n"
 	    "  -o, --output DIR where --ring writes\n"
+	    "      --into ROOT with --ring: write the calls into the dump root ROOT (made\n"
+	    "                  when needed), remove the ring file, list nothing: what\n"
+	    "                  libmate runs when the program dies by a fatal signal\n"
 	    "  -q, --quiet     no summary line on stderr\n"
 	    "  -h, --help      show this help and exit\n"
 	    "  -V, --version   show the version and exit\n\n"
@@ -539,6 +544,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "ring", required_argument, NULL, 'R' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "into", required_argument, NULL, 'I' },
 		MATE_FE_LONGOPTS_END
 	};
 	int c;
@@ -553,10 +559,12 @@ parse_options(int argc, char **argv, struct options *o)
 		case 'u': o->unique = 1; break;
 		case 'R': o->ring = optarg; break;
 		case 'o': o->output = optarg; break;
+		case 'I': o->into = optarg; break;
 		}
 	}
-	if ((o->ring != NULL) != (o->output != NULL))
-		mate_fe_usage_error("--ring FILE and -o DIR go together");
+	if ((o->ring != NULL) != (o->output != NULL || o->into != NULL) ||
+	    (o->output != NULL && o->into != NULL))
+		mate_fe_usage_error("--ring FILE goes with one of -o DIR or --into ROOT");
 	if (o->ring != NULL && (o->nonfinite || o->unique || optind < argc))
 		mate_fe_usage_error("--ring lists what it writes: no ROOT, --nonfinite or --unique");
 	if (o->nonfinite && (o->details || o->unique))
@@ -582,8 +590,14 @@ main(int argc, char **argv)
 		struct mate_ring_stats rs;
 
 		mate_error_clear(&err);
-		if (mate_ring_convert(o.ring, o.output, &rs, &err) != MATE_OK)
+		if ((o.into != NULL ? mate_ring_write_root(o.ring, o.into, &rs, &err) :
+		    mate_ring_convert(o.ring, o.output, &rs, &err)) != MATE_OK)
 			mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+		if (o.into != NULL) {  /* moved: the ring's pages go back; no listing */
+			if (unlink(o.ring) != 0)
+				mate_fe_warnx("cannot remove %s: %s", mate_fe_safe(o.ring), strerror(errno));
+			return MATE_EXIT_OK;
+		}
 		if (!o.quiet) {
 			fprintf(stderr, "%s: the ring of process %lld (the last %llu calls kept): %zu call%s "
 			    "written to %s, %zu returned", mate_fe_safe(o.ring), (long long)rs.pid,

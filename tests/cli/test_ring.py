@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_ring.py: the flight recorder (MATE_RING at level 10): a chain of calls recorded by libmate (first-chain) into a ring kept in a shared memory file; 50 kill -9 at random instants, and each time mate-list-dumps --ring writes the last N calls as dumps that torch 2.x loads with weights_only=True, that mate-replay passes (the call killed inside it: inputs saved), and whose chained tensors match from call to call (no torn or misread entry); a run that ends well leaves no ring, one that exits with another status writes the last calls into its dump root; a forked child keeps its own; a planted file is never written over; bad MATE_RING values, a ring path that cannot be made, truncated, damaged and foreign ring files, and a folder that is not empty."""
+"""test_ring.py: the flight recorder (MATE_RING at level 10): a chain of calls recorded by libmate (first-chain) into a ring kept in a shared memory file; 50 kill -9 at random instants, and each time mate-list-dumps --ring writes the last N calls as dumps that torch 2.x loads with weights_only=True, that mate-replay passes (the call killed inside it: inputs saved), and whose chained tensors match from call to call (no torn or misread entry); a fatal signal inside a call (SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL) has the helper write the last calls and the program still dies by it; a run that ends well leaves no ring, one that exits with another status writes the last calls into its dump root; a forked child keeps its own; a planted file is never written over; bad MATE_RING values, a ring path that cannot be made, truncated, damaged and foreign ring files, and a folder that is not empty."""
 import glob
 import json
 import os
@@ -146,6 +146,43 @@ def test_error_exit_writes_dumps():
           "session.jsonl: two records a call")
 
 
+def test_fatal_signals():
+    """A call that dies inside by each fatal signal: libmate's handler has the helper
+    (mate-list-dumps --into) write the last calls, then the program dies by that signal."""
+    for how, sig in (("segv", signal.SIGSEGV), ("abort", signal.SIGABRT), ("fpe", signal.SIGFPE),
+                     ("bus", signal.SIGBUS), ("ill", signal.SIGILL)):
+        d = os.path.join(work, "die-" + how)
+        os.makedirs(d)
+        p = run([build_path("tests", "nf-chain"), "float32", "20", "0"],
+                env=env_for(d, NF_CHAIN_DIE_AT="9:" + how, MATE_RING_HELPER=LIST), check=False)
+        # the action the program had: in a sanitizer build, ASan's own report, then its abort
+        asan = "AddressSanitizer" in p.stderr
+        check(p.returncode == -sig or (asan and p.returncode == -signal.SIGABRT),
+              "%s: the program dies by its signal: %d %r" % (how, p.returncode, p.stderr[-300:]))
+        check(p.stdout == "", "%s: nothing on the program's output: %r" % (how, p.stdout))
+        check(glob.glob(os.path.join(d, "ring.*")) == [], "%s: the ring is gone once written" % how)
+        dumps = os.path.join(d, "dumps")
+        names = sorted(x for x in os.listdir(dumps) if "_call" in x) if os.path.isdir(dumps) else []
+        check([int(x.rsplit("_call", 1)[1]) for x in names] == list(range(9 - KEEP + 1, 10)),
+              "%s: the last %d calls up to the one it died in: %s" % (how, KEEP, names))
+        states = [json.loads(open(os.path.join(dumps, x, "metadata.jsonl")).read().splitlines()[-1])
+                  ["execution_status"] for x in names]
+        check(states == ["completed"] * (KEEP - 1) + ["inputs_saved"], "%s: %s" % (how, states))
+        if names:
+            x = tensors(dumps, names[-1], "inputs")["arg_0"]
+            prev = {**tensors(dumps, names[-2], "outputs"), **tensors(dumps, names[-2], "inplace")}
+            check(torch.equal(x, prev.get("result", prev.get("kwarg_out"))),
+                  "%s: the call it died in has its input, the previous call's output" % how)
+    d = os.path.join(work, "die-nohelper")
+    os.makedirs(d)
+    p = run([build_path("tests", "nf-chain"), "float32", "20", "0"],
+            env=env_for(d, NF_CHAIN_DIE_AT="9:segv", MATE_RING_HELPER=os.path.join(d, "missing")), check=False)
+    rings = glob.glob(os.path.join(d, "ring.*"))
+    check(p.returncode in (-signal.SIGSEGV, -signal.SIGABRT) and len(rings) == 1 and
+          "fatal signal: the ring of the last calls is in %s" % rings[0] in p.stderr,
+          "no helper: the ring stays and the message names it: %d %r" % (p.returncode, p.stderr[-300:]))
+
+
 def test_fork_and_planted():
     d = os.path.join(work, "fork")
     os.makedirs(d)
@@ -235,8 +272,9 @@ def test_bad_rings():
     check(c.returncode == 2 and "not empty" in c.stderr and os.listdir(os.path.join(d, "full")) == ["x"],
           "a folder that is not empty is refused: %s" % c.stderr)
     c = run([LIST, "--ring", ring], check=False)
-    check(c.returncode == 2 and "--ring FILE and -o DIR go together" in c.stderr, "usage: %s" % c.stderr)
+    check(c.returncode == 2 and "--ring FILE goes with one of -o DIR or --into ROOT" in c.stderr, "usage: %s" % c.stderr)
 
 
-run_cases(test_kill_9_trials, test_clean_exit_leaves_nothing, test_error_exit_writes_dumps, test_fork_and_planted, test_bad_settings,
+run_cases(test_kill_9_trials, test_clean_exit_leaves_nothing, test_error_exit_writes_dumps, test_fatal_signals,
+          test_fork_and_planted, test_bad_settings,
           test_bad_rings)

@@ -11,13 +11,17 @@
  * [1, COLS]) and the calls after it work on [COLS, ROWS]. DTYPE is float32,
  * float64, float16, bfloat16, float8_e4m3fn or float8_e5m2; ROWS x COLS
  * defaults to 64 x 16. NF_CHAIN_NAN_AT="R,C" adds a NaN at [R, C] of call
- * PLANT's y. NF_CHAIN_EXIT=N ends it with exit(N) after its calls (MATE_RING's tests).
+ * PLANT's y. NF_CHAIN_DIE_AT="K:HOW" makes call K die inside (see die()).
+ * NF_CHAIN_EXIT=N ends it with exit(N) after its calls (MATE_RING's tests).
  * The MATE_* variables configure the recorder.
  * Exit status 0, 2 for bad arguments.
  */
 #include <math.h>
 #include <stdio.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "mate_record.h"
@@ -50,6 +54,25 @@ put(unsigned char *p, size_t i, float f)
 	}
 }
 
+/* NF_CHAIN_DIE_AT="K:HOW": call K dies inside, after its inputs are recorded: segv (a
+ * write through NULL), abort, or fpe, bus, ill (raised). */
+static const char *die_how;
+static int die_at = -1;
+
+static void
+die(void)
+{
+	if (strcmp(die_how, "segv") == 0) {
+		volatile int *volatile nowhere = NULL;
+
+		*nowhere = 1;
+	}
+	if (strcmp(die_how, "abort") == 0)
+		abort();
+	raise(strcmp(die_how, "fpe") == 0 ? SIGFPE : strcmp(die_how, "bus") == 0 ? SIGBUS : SIGILL);
+	_exit(99);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -69,6 +92,11 @@ main(int argc, char **argv)
 	}
 	if (extra != NULL && sscanf(extra, "%lld,%lld", &er, &ec) != 2)
 		return 2;
+	if (getenv("NF_CHAIN_DIE_AT") != NULL) {
+		die_at = atoi(getenv("NF_CHAIN_DIE_AT"));
+		die_how = strchr(getenv("NF_CHAIN_DIE_AT"), ':') != NULL ?
+		    strchr(getenv("NF_CHAIN_DIE_AT"), ':') + 1 : "segv";
+	}
 	calls = atoi(argv[2]);
 	plant = atoi(argv[3]);
 	es = mate_dtype_size(dt);
@@ -104,6 +132,8 @@ main(int argc, char **argv)
 		if (k % 2 == 0)
 			mate_call_tensor(c, MATE_KWARG | MATE_INPLACE, "out", &ty);
 		mate_call_ready(c);
+		if (k == die_at)                       /* dies inside the call */
+			die();
 		for (int64_t r = 0; r < shape[0]; r++)
 			for (int64_t q = 0; q < shape[1]; q++)
 				put(y, (size_t)(r * cols + q),
