@@ -188,6 +188,12 @@ MATE_API void mate_config_from_env(struct mate_config *cfg);
  * Not to be called while another thread is recording.
  * @return MATE_OK, or MATE_ERR_ARGUMENT (err set) for an invalid cfg. */
 MATE_API int mate_configure(const struct mate_config *cfg, mate_error *err);
+/*! mate_ring_flush() : with a flight recorder (MATE_RING at level 10; mate(7)),
+ * writes the calls its ring holds into the dump directory now, as level 10 would
+ * have left them; a call an earlier flush wrote is skipped, or completed once it
+ * has returned. The ring goes on. @return MATE_OK; MATE_ERR_UNSUPPORTED when this
+ * process keeps no ring; another status when the dumps cannot be written. */
+MATE_API int mate_ring_flush(mate_error *err);
 /*! mate_set_identity() : presents the recording as another library's API
  * logging, FlashInfer's with ("FLASHINFER", "FlashInfer"): the variables are
  * read as PREFIX_LOGLEVEL, PREFIX_LOGDEST, PREFIX_DUMP_DIR,

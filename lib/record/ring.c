@@ -105,6 +105,8 @@ static struct {
 } ring = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void fatal_prepare(void);
+static void flush_handler(int sig);
+static int flush_signal(void);
 
 /* MATE_RING_BYTES: a size with an optional K, M or G; the default 1/32 of memory
  * between 16 MiB and 1 GiB. */
@@ -321,7 +323,9 @@ fatal_handler(int sig)
 					break;
 				nanosleep(&ten_ms, NULL);
 			}
-			if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+			if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+				unlink(ring.path);   /* written: the ring's pages go back */
+			else
 				(void)!write(2, helper_note, strlen(helper_note));
 		}
 	}
@@ -339,6 +343,7 @@ fatal_prepare(void)
 {
 	const char *h = mate_rec_getenv("RING_HELPER");
 	struct sigaction sa;
+	int sig;
 
 	snprintf(helper_path, sizeof(helper_path), "%s", h != NULL && *h != '\0' ? h :
 	    MATE_BINDIR "/mate-list-dumps");
@@ -360,7 +365,83 @@ fatal_prepare(void)
 	sa.sa_flags = SA_ONSTACK;
 	for (size_t i = 0; i < NFATAL; i++)
 		sigaction(fatal_signals[i], &sa, &fatal_old[i]);
+	if ((sig = flush_signal()) != 0) {
+		sa.sa_handler = flush_handler;
+		sa.sa_flags = SA_RESTART;
+		sigaction(sig, &sa, NULL);
+	}
 	fatal_installed = 1;
+}
+
+/* The user's signal (MATE_RING_SIGNAL, default SIGUSR2): the helper started through a
+ * child that exits at once (the helper is nobody's child: no zombie, no SIGCHLD later), not
+ * waited for; it leaves the ring of a live process in place. */
+static void
+flush_handler(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	if (__atomic_load_n(&ring.state, __ATOMIC_ACQUIRE) == 1 &&
+	    ring.pid == (pid_t)syscall(SYS_getpid)) {
+		long a = syscall(SYS_clone, (unsigned long)SIGCHLD, 0UL, 0UL, 0UL, 0UL);
+
+		if (a == 0) {
+			if (syscall(SYS_clone, (unsigned long)SIGCHLD, 0UL, 0UL, 0UL, 0UL) == 0) {
+				execve(helper_path, helper_argv, environ);
+				_exit(127);
+			}
+			_exit(0);
+		}
+		if (a > 0)
+			waitpid((pid_t)a, NULL, 0);
+	}
+	errno = saved;
+}
+
+/* MATE_RING_SIGNAL: "USR1", "USR2" (the default), "HUP", a number, or "none". */
+static int
+flush_signal(void)
+{
+	const char *s = mate_rec_getenv("RING_SIGNAL");
+	char *end;
+	long v;
+
+	if (s == NULL || *s == '\0')
+		return SIGUSR2;
+	if (strncmp(s, "SIG", 3) == 0)
+		s += 3;
+	if (strcmp(s, "none") == 0 || strcmp(s, "0") == 0)
+		return 0;
+	if (strcmp(s, "USR1") == 0)
+		return SIGUSR1;
+	if (strcmp(s, "USR2") == 0)
+		return SIGUSR2;
+	if (strcmp(s, "HUP") == 0)
+		return SIGHUP;
+	v = strtol(s, &end, 10);
+	if (*end == '\0' && v > 0 && v < NSIG && v != SIGKILL && v != SIGSTOP && v != SIGSEGV &&
+	    v != SIGBUS && v != SIGFPE && v != SIGILL && v != SIGABRT)
+		return (int)v;
+	mate_rec_warn_once(REC_ONCE_USAGE, "%s_RING_SIGNAL=%s is not USR1, USR2, HUP, a signal "
+	    "number or none; SIGUSR2 flushes the ring", mate_rec_prefix(), s);
+	return SIGUSR2;
+}
+
+int
+mate_ring_flush(mate_error *err)
+{
+	struct mate_ring_stats st;
+	char path[sizeof(ring.path)];
+
+	mate_error_clear(err);
+	if (mate_ring_active() <= 0)
+		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "mate_ring_flush: this process keeps "
+		    "no ring (MATE_RING at level 10)");
+	pthread_mutex_lock(&ring.lock);
+	memcpy(path, ring.path, sizeof(path));
+	pthread_mutex_unlock(&ring.lock);
+	return mate_ring_write_root(path, mate_rec_cfg.dump_dir, &st, err);
 }
 
 int
@@ -725,10 +806,15 @@ entry_text(const struct entry_head *h, const unsigned char **dir, uint32_t *dirl
 	return c.bad ? -1 : 0;
 }
 
-/* Writes call k into root; its record lines appended to session.jsonl. */
+static int count_lines(const char *path);
+
+/* Writes call k into root; its record lines appended to session.jsonl. again: root may
+ * hold it from an earlier flush (it is completed, or *skipped). */
 static int
-write_call(const struct call *k, const char *root, int safetensors, mate_error *err)
+write_call(const struct call *k, const char *root, int safetensors, int again, int *skipped,
+    mate_error *err)
 {
+	int from = 0;                /* records its directory already has (again: a flush) */
 	const unsigned char *dir, *line;
 	uint32_t dl, ll;
 	const char *base, *ext = safetensors ? "safetensors" : "pt";
@@ -751,12 +837,22 @@ write_call(const struct call *k, const char *root, int safetensors, mate_error *
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	}
 	snprintf(sub, plen, "%s/%s", root, base);
+	*skipped = 0;
 	if (mkdir(sub, 0755) != 0) {
-		rc = mate_set_error(err, MATE_ERR_IO, "%s: %s", sub, strerror(errno));
-		goto out;
+		if (errno != EEXIST || !again) {
+			rc = mate_set_error(err, MATE_ERR_IO, "%s: %s", sub, strerror(errno));
+			goto out;
+		}
+		/* an earlier flush wrote it: complete it when the call has returned since */
+		snprintf(path, plen, "%s/metadata.jsonl", sub);
+		from = count_lines(path);
+		if (from <= 0 || from >= (k->end != NULL ? 2 : 1)) {
+			*skipped = 1;
+			goto out;
+		}
 	}
 	snprintf(path, plen, "%s/inputs.%s", sub, ext);
-	if ((rc = write_tensor_file(k->begin, MATE_RING_INPUTS, path, safetensors, err)) < 0)
+	if (from == 0 && (rc = write_tensor_file(k->begin, MATE_RING_INPUTS, path, safetensors, err)) < 0)
 		goto out;
 	if (k->end != NULL) {
 		snprintf(path, plen, "%s/outputs.%s", sub, ext);
@@ -767,7 +863,7 @@ write_call(const struct call *k, const char *root, int safetensors, mate_error *
 			goto out;
 	}
 	rc = MATE_OK;
-	for (int i = 0; i < 2 && rc == MATE_OK; i++) {
+	for (int i = from; i < 2 && rc == MATE_OK; i++) {
 		const struct entry_head *h = i == 0 ? k->begin : k->end;
 		const unsigned char *d2, *l2;
 		uint32_t dl2, ll2;
@@ -794,6 +890,23 @@ out:
 	free(sub);
 	free(path);
 	return rc;
+}
+
+/* The lines of a small file (a dump's metadata.jsonl), or -1. */
+static int
+count_lines(const char *path)
+{
+	char buf[4096];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), n = 0;
+	ssize_t r;
+
+	if (fd < 0)
+		return -1;
+	while ((r = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < r; i++)
+			n += buf[i] == '\n';
+	close(fd);
+	return r < 0 ? -1 : n;
 }
 
 static int
@@ -873,12 +986,20 @@ ring_scan(const char *path, struct scan *sc, struct mate_ring_stats *st, mate_er
 		    S_ISREG(sb.st_mode) ? "shorter than its head" : "not a regular file");
 	}
 	sc->size = (size_t)sb.st_size;
-	sc->map = mmap(NULL, sc->size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
+	/* a private copy, read once: a writer that still runs changes the file under a mapping,
+	 * and an entry must be the same bytes when its checksum is checked and when it is read */
+	sc->map = mmap(NULL, sc->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (sc->map == MAP_FAILED) {
 		sc->map = NULL;
-		return mate_set_error(err, MATE_ERR_IO, "%s: %s", path, strerror(errno));
+		close(fd);
+		return mate_set_error(err, MATE_ERR_NOMEM, "%s: %lld bytes: %s", path,
+		    (long long)sb.st_size, strerror(errno));
 	}
+	if (mate_pread_all(fd, (void *)sc->map, sc->size, 0) != 0) {
+		close(fd);
+		return mate_set_error(err, MATE_ERR_IO, "%s: cannot read it whole", path);
+	}
+	close(fd);
 	h = (const struct ring_head *)sc->map;
 	if (memcmp(h->magic, RING_MAGIC, 7) != 0)
 		return mate_set_error(err, MATE_ERR_FORMAT, "%s: not a ring file", path);
@@ -947,12 +1068,17 @@ ring_scan(const char *path, struct scan *sc, struct mate_ring_stats *st, mate_er
 
 /* Writes the calls the ring keeps into root (which exists). */
 static int
-write_calls(const struct scan *sc, const char *root, struct mate_ring_stats *st, mate_error *err)
+write_calls(const struct scan *sc, const char *root, int again, struct mate_ring_stats *st,
+    mate_error *err)
 {
-	int rc = MATE_OK;
+	int rc = MATE_OK, skipped;
 
 	for (size_t i = sc->first; i < sc->ncalls && rc == MATE_OK; i++) {
-		rc = write_call(&sc->calls[i], root, sc->safetensors, err);
+		rc = write_call(&sc->calls[i], root, sc->safetensors, again, &skipped, err);
+		if (skipped) {
+			st->already++;
+			continue;
+		}
 		st->calls++;
 		st->completed += sc->calls[i].end != NULL;
 		st->records_only += (sc->calls[i].begin->flags & FLAG_NO_TENSORS) != 0;
@@ -983,7 +1109,7 @@ mate_ring_convert(const char *path, const char *outdir, struct mate_ring_stats *
 		rc = mate_set_error(err, MATE_ERR_IO, "%s: %s", tmp, strerror(errno));
 		goto out;
 	}
-	if ((rc = write_calls(&sc, tmp, st, err)) == MATE_OK) {
+	if ((rc = write_calls(&sc, tmp, 0, st, err)) == MATE_OK) {
 		rmdir(outdir);       /* an empty one, checked above */
 		if (rename(tmp, outdir) != 0)
 			rc = mate_set_error(err, MATE_ERR_IO, "cannot rename %s to %s: %s", tmp, outdir,
@@ -1019,7 +1145,7 @@ mate_ring_write_root(const char *path, const char *root, struct mate_ring_stats 
 	}
 	free(dir);
 	if ((rc = ring_scan(path, &sc, st, err)) == MATE_OK)
-		rc = write_calls(&sc, root, st, err);
+		rc = write_calls(&sc, root, 1, st, err);
 	scan_free(&sc);
 	return rc;
 }

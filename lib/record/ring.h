@@ -42,6 +42,7 @@ struct mate_ring_stats {
 	size_t completed;           /* of those, calls that returned (or failed) */
 	size_t records_only;        /* of those, calls whose tensors did not fit */
 	size_t torn;                /* entries skipped: begun but never finished */
+	size_t already;             /* calls an earlier flush wrote whole (not counted above) */
 };
 
 /* Rebuilds the complete entries of the ring file at path (after its writer
@@ -54,7 +55,8 @@ int mate_ring_convert(const char *path, const char *outdir, struct mate_ring_sta
     mate_error *err) MATE_HIDDEN;
 
 /* The same into the dump root root (made when needed) as level 10 would have left
- * the calls: each call's directory, session.jsonl appended. */
+ * the calls: each call's directory, session.jsonl appended; a call an earlier flush
+ * wrote is skipped, or completed when it has returned since. */
 int mate_ring_write_root(const char *path, const char *root, struct mate_ring_stats *st,
     mate_error *err) MATE_HIDDEN;
 

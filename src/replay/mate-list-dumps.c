@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -49,8 +50,9 @@ usage(void)
 	    "                  as dumps into DIR (new or empty), then list them\n"
 	    "  -o, --output DIR where --ring writes\n"
 	    "      --into ROOT with --ring: write the calls into the dump root ROOT (made\n"
-	    "                  when needed), remove the ring file, list nothing: what\n"
-	    "                  libmate runs when the program dies by a fatal signal\n"
+	    "                  when needed; calls written before are skipped), list\n"
+	    "                  nothing, and remove the ring once its process is gone: what\n"
+	    "                  libmate runs at a fatal signal or SIGUSR2\n"
 	    "  -q, --quiet     no summary line on stderr\n"
 	    "  -h, --help      show this help and exit\n"
 	    "  -V, --version   show the version and exit\n\n"
@@ -593,8 +595,8 @@ main(int argc, char **argv)
 		if ((o.into != NULL ? mate_ring_write_root(o.ring, o.into, &rs, &err) :
 		    mate_ring_convert(o.ring, o.output, &rs, &err)) != MATE_OK)
 			mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
-		if (o.into != NULL) {  /* moved: the ring's pages go back; no listing */
-			if (unlink(o.ring) != 0)
+		if (o.into != NULL) {  /* no listing; a dead process's ring goes (its pages back) */
+			if (kill((pid_t)rs.pid, 0) != 0 && errno == ESRCH && unlink(o.ring) != 0)
 				mate_fe_warnx("cannot remove %s: %s", mate_fe_safe(o.ring), strerror(errno));
 			return MATE_EXIT_OK;
 		}

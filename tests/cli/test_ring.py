@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_ring.py: the flight recorder (MATE_RING at level 10): a chain of calls recorded by libmate (first-chain) into a ring kept in a shared memory file; 50 kill -9 at random instants, and each time mate-list-dumps --ring writes the last N calls as dumps that torch 2.x loads with weights_only=True, that mate-replay passes (the call killed inside it: inputs saved), and whose chained tensors match from call to call (no torn or misread entry); a fatal signal inside a call (SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL) has the helper write the last calls and the program still dies by it; a run that ends well leaves no ring, one that exits with another status writes the last calls into its dump root; a forked child keeps its own; a planted file is never written over; bad MATE_RING values, a ring path that cannot be made, truncated, damaged and foreign ring files, and a folder that is not empty."""
+"""test_ring.py: the flight recorder (MATE_RING at level 10): a chain of calls recorded by libmate (first-chain) into a ring kept in a shared memory file; 50 kill -9 at random instants, and each time mate-list-dumps --ring writes the last N calls as dumps that torch 2.x loads with weights_only=True, that mate-replay passes (the call killed inside it: inputs saved), and whose chained tensors match from call to call (no torn or misread entry); a fatal signal inside a call (SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL) has the helper write the last calls and the program still dies by it; mate_ring_flush() and SIGUSR2 write the last calls while the program runs on; a run that ends well leaves no ring, one that exits with another status writes the last calls into its dump root; a forked child keeps its own; a planted file is never written over; bad MATE_RING values, a ring path that cannot be made, truncated, damaged and foreign ring files, and a folder that is not empty."""
 import glob
 import json
 import os
@@ -73,7 +73,7 @@ def test_kill_9_trials():
     for trial in range(50):
         d = os.path.join(work, "kill%02d" % trial)
         os.makedirs(d)
-        p = subprocess.Popen([CHAIN, "1", "1000000"], env=env_for(d), stdout=subprocess.DEVNULL,
+        p = subprocess.Popen([CHAIN, "1", "1000000000"], env=env_for(d), stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
         # the child that calls: first-chain forks one process per chain
         deadline = time.monotonic() + 30
@@ -183,6 +183,53 @@ def test_fatal_signals():
           "no helper: the ring stays and the message names it: %d %r" % (p.returncode, p.stderr[-300:]))
 
 
+def test_flush():
+    """mate_ring_flush() in the program, and the user's SIGUSR2 to a running one."""
+    d = os.path.join(work, "flush")
+    os.makedirs(d)
+    nf = build_path("tests", "nf-chain")
+    p = run([nf, "float32", "20", "0"], env=env_for(d, NF_CHAIN_FLUSH_AT="10"), check=False)
+    dumps = os.path.join(d, "dumps")
+    names = sorted(x for x in os.listdir(dumps) if "_call" in x) if os.path.isdir(dumps) else []
+    check(p.returncode == 0 and p.stderr == "" and
+          [int(x.rsplit("_call", 1)[1]) for x in names] == list(range(10 - KEEP + 1, 11)),
+          "mate_ring_flush() after call 10: calls %d-10 written: %s %r" % (10 - KEEP + 1, names, p.stderr))
+    check(glob.glob(os.path.join(d, "ring.*")) == [], "the run ended well: no ring left")
+    p = run([nf, "float32", "5", "0"], env=env_for(d, MATE_RING="", NF_CHAIN_FLUSH_AT="2"), check=False)
+    check("mate_ring_flush: this process keeps no ring" in p.stderr, "without a ring: %r" % p.stderr)
+
+    d = os.path.join(work, "usr2")
+    os.makedirs(d)
+    dumps = os.path.join(d, "dumps")
+    pp = subprocess.Popen([CHAIN, "1", "1000000000"], env=env_for(d, MATE_RING_HELPER=LIST),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not glob.glob(os.path.join(d, "ring.*")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+    ring = glob.glob(os.path.join(d, "ring.*"))[0]
+    child = int(ring.rsplit(".", 1)[1])
+    os.kill(child, signal.SIGUSR2)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        written = sorted(x for x in os.listdir(dumps) if "_call" in x) if os.path.isdir(dumps) else []
+        if len(written) >= KEEP and os.path.exists(os.path.join(dumps, "session.jsonl")):
+            lines = open(os.path.join(dumps, "session.jsonl")).read().splitlines()
+            if len(lines) >= 2 * KEEP - 1:
+                break
+        time.sleep(0.05)
+    alive = pp.poll() is None
+    os.kill(child, signal.SIGKILL)
+    pp.wait()
+    check(alive, "SIGUSR2 leaves the program running")
+    check(len(written) == KEEP, "SIGUSR2: the last %d calls written: %s" % (KEEP, written))
+    check(os.path.exists(ring), "the ring of a live process stays")
+    rp = run([REPLAY, "--jsonl", dumps], check=False)
+    verdicts = [json.loads(l)["verdict"] for l in rp.stdout.splitlines()]
+    check(len(verdicts) == KEEP and all(v in ("passed", "now_runs") for v in verdicts),
+          "they replay: %s" % verdicts)
+
+
 def test_fork_and_planted():
     d = os.path.join(work, "fork")
     os.makedirs(d)
@@ -190,7 +237,7 @@ def test_fork_and_planted():
     planted = os.path.join(d, "ring")
     with open(planted, "w") as f:
         f.write("someone else's\n")
-    p = subprocess.Popen([CHAIN, "2", "1000000"], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen([CHAIN, "2", "1000000000"], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
     while len(glob.glob(planted + ".*")) < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -233,7 +280,7 @@ def test_bad_settings():
 def test_bad_rings():
     d = os.path.join(work, "rings")
     os.makedirs(d)
-    p = subprocess.Popen([CHAIN, "1", "1000000"], env=env_for(d), stdout=subprocess.DEVNULL,
+    p = subprocess.Popen([CHAIN, "1", "1000000000"], env=env_for(d), stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while not glob.glob(os.path.join(d, "ring.*")) and time.monotonic() < deadline:
@@ -276,5 +323,5 @@ def test_bad_rings():
 
 
 run_cases(test_kill_9_trials, test_clean_exit_leaves_nothing, test_error_exit_writes_dumps, test_fatal_signals,
-          test_fork_and_planted, test_bad_settings,
+          test_flush, test_fork_and_planted, test_bad_settings,
           test_bad_rings)
