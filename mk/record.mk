@@ -144,6 +144,10 @@ SCRIPT_TESTS += tests/cli/test_bench_log.py tests/cli/test_record_benchlog.py
 ## out as dumps that torch 2.x loads and mate-replay passes; forks, planted files, bad settings
 ## and damaged rings.
 SCRIPT_TESTS += tests/cli/test_ring.py
+check_PROGRAMS += tests/ring-threads
+tests_ring_threads_SOURCES = tests/tools/ring-threads.c tests/tools/dumpcheck.c tests/tools/dumpcheck.h \
+	tests/tools/recstress.c tests/tools/recstress.h
+tests_ring_threads_LDADD = libmate.la $(CJSON_LIBS)
 
 ## Fuzz target for ring files (mate-list-dumps --ring): seeds are rings of killed recordings.
 FUZZ_TARGETS += fuzz/fuzz_ring

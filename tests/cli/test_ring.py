@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_ring.py: the flight recorder (MATE_RING at level 10): a chain of calls recorded by libmate (first-chain) into a ring kept in a shared memory file; 50 kill -9 at random instants, and each time mate-list-dumps --ring writes the last N calls as dumps that torch 2.x loads with weights_only=True, that mate-replay passes (the call killed inside it: inputs saved), and whose chained tensors match from call to call (no torn or misread entry); a fatal signal inside a call (SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL) has the helper write the last calls and the program still dies by it; mate_ring_flush() and SIGUSR2 write the last calls while the program runs on; a run that ends well leaves no ring, one that exits with another status writes the last calls into its dump root; a forked child keeps its own; a planted file is never written over; bad MATE_RING values, a ring path that cannot be made, truncated, damaged and foreign ring files, and a folder that is not empty."""
+"""test_ring.py: the flight recorder (MATE_RING at level 10): a chain of calls recorded by libmate (first-chain) into a ring kept in a shared memory file; 50 kill -9 at random instants, and each time mate-list-dumps --ring writes the last N calls as dumps that torch 2.x loads with weights_only=True, that mate-replay passes (the call killed inside it: inputs saved), and whose chained tensors match from call to call (no torn or misread entry); a fatal signal inside a call (SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL) has the helper write the last calls and the program still dies by it; 16 threads racing an abort() and kill -9 (every tensor holds its call's values); mate_ring_flush() and SIGUSR2 write the last calls while the program runs on; a run that ends well leaves no ring, one that exits with another status writes the last calls into its dump root; a forked child keeps its own; a planted file is never written over; bad MATE_RING values, a ring path that cannot be made, truncated, damaged and foreign ring files, and a folder that is not empty."""
 import glob
 import json
 import os
@@ -230,6 +230,41 @@ def test_flush():
           "they replay: %s" % verdicts)
 
 
+def test_threads_race_the_crash():
+    """16 threads recording when the main thread aborts, and when the process is killed."""
+    rt = build_path("tests", "ring-threads")
+    d = os.path.join(work, "threads-abort")
+    os.makedirs(d)
+    dumps = os.path.join(d, "dumps")
+    p = run([rt, "run", dumps, "300", "abort"], env=env_for(d, MATE_RING="64", MATE_RING_BYTES="4M",
+                                                         MATE_RING_HELPER=LIST), check=False)
+    asan = "AddressSanitizer" in p.stderr
+    check(p.returncode == -signal.SIGABRT or asan, "abort: %d %r" % (p.returncode, p.stderr[-300:]))
+    n = len([x for x in os.listdir(dumps) if "_call" in x]) if os.path.isdir(dumps) else 0
+    c = run([rt, "check", dumps], check=False)
+    check(n == 64 and c.returncode == 0, "the last 64 calls of 16 threads, each tensor its call's "
+          "values: %d dumps: %s %s" % (n, c.stdout, c.stderr[-500:]))
+    rng = random.Random(16)
+    for trial in range(10):
+        d = os.path.join(work, "threads-kill%d" % trial)
+        os.makedirs(d)
+        pp = subprocess.Popen([rt, "run", os.path.join(d, "dumps"), "100000", "wait"],
+                              env=env_for(d, MATE_RING="64", MATE_RING_BYTES="4M"),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while not glob.glob(os.path.join(d, "ring.*")) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.05, 0.3))
+        pp.kill()
+        pp.wait()
+        rings = glob.glob(os.path.join(d, "ring.*"))
+        out = os.path.join(d, "out")
+        cv = convert(rings[0], out) if len(rings) == 1 else None
+        c = run([rt, "check", out], check=False) if cv is not None and cv.returncode == 0 else None
+        check(c is not None and c.returncode == 0, "kill %d: the ring's calls hold together: %s %s"
+              % (trial, cv and cv.stderr, c and c.stderr[-500:]))
+
+
 def test_fork_and_planted():
     d = os.path.join(work, "fork")
     os.makedirs(d)
@@ -323,5 +358,5 @@ def test_bad_rings():
 
 
 run_cases(test_kill_9_trials, test_clean_exit_leaves_nothing, test_error_exit_writes_dumps, test_fatal_signals,
-          test_flush, test_fork_and_planted, test_bad_settings,
+          test_flush, test_threads_race_the_crash, test_fork_and_planted, test_bad_settings,
           test_bad_rings)
