@@ -310,6 +310,18 @@ def test_bad_settings():
     log = open(os.path.join(d, "log.txt")).read() + p.stderr
     check(p.returncode == 0 and log.count("MATE_RING: cannot make") == 1 and "No such file or directory" in log,
           "a ring that cannot be made: exit %d, one warning: %r" % (p.returncode, log[-400:]))
+    d = os.path.join(work, "full")
+    os.makedirs(d)
+    fs = os.statvfs(d)
+    if fs.f_bavail * fs.f_frsize >= 1 << 40:   # a 1 TiB ring would fit: not a full disk here
+        print("full: skipped, more than 1 TiB free in %s" % d)
+        return
+    p = run([CHAIN, "1", "5"], env=env_for(d, MATE_RING_BYTES="1024G"), check=False)
+    log = open(os.path.join(d, "log.txt")).read() + p.stderr
+    check(p.returncode == 0 and log.count("MATE_RING: cannot make room for") == 1 and
+          glob.glob(os.path.join(d, "ring*")) == [],
+          "a ring larger than the disk (a full /dev/shm): one warning, no file, the program runs: %d %r"
+          % (p.returncode, log[-400:]))
 
 
 def test_bad_rings():
