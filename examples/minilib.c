@@ -297,15 +297,17 @@ finish(mate_call *c, int rc, const mate_tensor *result)
 	return rc;
 }
 
-/* MINILIB_FAULT=rmsnorm:N:ROW[:nan]: a planted bug, for the worked example
+/* MINILIB_FAULT=rmsnorm:N:ROW[:nan|:crash]: a planted bug, for the worked example
  * (examples/find-the-bug.sh): the N-th rmsnorm call of the process writes row
  * ROW of its output wrong (every element doubled; with ":nan", its first
- * element NaN). Unset, as everywhere else, it changes nothing. */
+ * element NaN; with ":crash", it writes through a null pointer instead, a
+ * SIGSEGV inside the call, for run-demo.sh's flight recorder). Unset, as
+ * everywhere else, it changes nothing. */
 static struct {
 	pthread_once_t once;
 	long at, row, calls;
-	int nan_mode;
-} fault = { PTHREAD_ONCE_INIT, -1, -1, 0, 0 };
+	int nan_mode, crash;
+} fault = { PTHREAD_ONCE_INIT, -1, -1, 0, 0, 0 };
 
 static void
 read_fault(void)
@@ -316,6 +318,7 @@ read_fault(void)
 	if (e == NULL || sscanf(e, "rmsnorm:%ld:%ld:%7s", &fault.at, &fault.row, mode) < 2)
 		fault.at = fault.row = -1;
 	fault.nan_mode = strcmp(mode, "nan") == 0;
+	fault.crash = strcmp(mode, "crash") == 0;
 }
 
 static void
@@ -329,6 +332,11 @@ planted_fault(const mate_tensor *out)
 	n = __atomic_add_fetch(&fault.calls, 1, __ATOMIC_RELAXED);
 	if (fault.at < 1 || n != fault.at || row < 0 || out->ndim < 1 || row >= out->shape[0])
 		return;
+	if (fault.crash) {
+		volatile float *volatile nowhere = NULL;
+
+		*nowhere = 1;
+	}
 	h = mate_tensor_numel(out) / out->shape[0];
 
 	for (int64_t j = 0; j < h; j++)

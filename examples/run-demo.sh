@@ -1,7 +1,8 @@
 #!/bin/bash
 # examples/run-demo.sh: mate's main job: installs the dependencies (Debian), builds mate, runs the
-# demo workload at level 10, shows what was recorded, replays it, then captures a live trace of
-# the demo and renders its timeline.
+# demo workload at level 10, shows what was recorded, replays it, captures a live trace of the
+# demo and renders its timeline, then crashes a run recorded into a ring of its last calls
+# (MATE_RING) and replays what it left.
 #
 # usage: examples/run-demo.sh [--no-install] [--build DIR] [--out DIR [--clean]] [--safetensors]
 #                             [--verbose]
@@ -46,7 +47,7 @@ done
 
 # ---- the output folder, checked before anything is installed, built or removed ---------------
 # The files a run writes in it (timeline*.png: every picture), and the marker that says so.
-made="api.log mate_dumps replay-completed.txt replay-failed.txt trace.log run-demo.log"
+made="api.log mate_dumps replay-completed.txt replay-failed.txt trace.log run-demo.log crash.log crash_dumps replay-crash.txt"
 marker=.mate-demo
 out_given=${out:+1}
 [ -n "$out" ] || out=$build/demo
@@ -91,7 +92,7 @@ build=$(cd "$build" && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
 py=/usr/bin/python3   # Debian's, with python3-torch (not a pyenv or venv one)
 [ -x "$py" ] || py=python3
-nsteps=6
+nsteps=7
 step=0
 step() { step=$((step + 1)); printf '\n==> [%d/%d] %s\n' "$step" "$nsteps" "$*"; }
 
@@ -265,4 +266,26 @@ echo "--- mate-visualize $out/trace.log $zoom --output $out/timeline-zoom.png"
 "$build/mate-visualize" "$out/trace.log" $zoom --output "$out/timeline-zoom.png"
 
 say "[6/$nsteps] live: a trace of the demo in $out/trace.log, its timeline $out/timeline.png"
+
+# ---- 7. a flight recorder: a run that crashes, and its last calls recovered --------------------------
+step "crash a run recorded into a ring of its last 8 calls, and replay what it left"
+echo "MINILIB_FAULT=rmsnorm:5:0:crash MATE_LOGLEVEL=10 MATE_RING=8 MATE_DUMP_DIR=$out/crash_dumps mate-layers 6 64"
+set +e
+MINILIB_FAULT=rmsnorm:5:0:crash MATE_LOGLEVEL=10 MATE_RING=8 MATE_RING_PATH="$out/ring.%p" \
+	MATE_RING_HELPER="$build/bin/mate-list-dumps" MATE_DUMP_DIR="$out/crash_dumps" \
+	MATE_LOGDEST="$out/crash.log" "$build/bin/mate-layers" 6 64
+rc=$?
+set -e
+[ "$rc" -ge 128 ] || { echo "run-demo.sh: mate-layers was to crash; it exited $rc"; exit 1; }
+echo "--- mate-layers died by signal $((rc - 128)); mate-list-dumps $out/crash_dumps:"
+"$build/bin/mate-list-dumps" "$out/crash_dumps"
+echo "--- mate-replay $out/crash_dumps (exit 1: the call it died in now runs):"
+"$build/bin/mate-replay" "$out/crash_dumps" > "$out/replay-crash.txt" || [ $? -eq 1 ]
+cat "$out/replay-crash.txt"
+nkept=$(find "$out/crash_dumps" -mindepth 1 -maxdepth 1 -type d | wc -l)
+npass=$(grep -c ': Passed' "$out/replay-crash.txt" || true)
+[ "$npass" -eq $((nkept - 1)) ] || { echo "run-demo.sh: $npass of $nkept recovered calls pass"; exit 1; }
+say "[7/$nsteps] flight recorder: mate-layers crashed inside its 5th rmsnorm (signal $((rc - 128)));" \
+	"its last $nkept calls, written from the ring, are in $out/crash_dumps: they replay, the" \
+	"one it died in with its inputs"
 say "done in ${SECONDS}s: everything is in $out"
