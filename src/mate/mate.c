@@ -1,9 +1,12 @@
 /* mate.c: the `mate VERB ...` dispatcher: runs mate-VERB from beside itself, else from PATH. */
 #include "config.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +23,7 @@ static const struct verb {
 	{ "list-dumps", "list recorded calls (dump directories) and their status" },
 	{ "record", "run an unmodified program under the recorder" },
 	{ "replay", "re-execute recorded calls and compare their outputs" },
+	{ "ring", "a flight recorder's ring: PID writes it out, FILE -o DIR converts it" },
 	{ "top", "live per-worker activity of monitored programs" },
 	{ "trace", "capture live events of monitored programs into an instruction log" },
 	{ "visualize", "draw timelines of instruction logs, or export them to Perfetto" },
@@ -74,6 +78,46 @@ run(const char *argv0, const char *verb, char **args)
 		mate_fe_usage_error("'%s' is not a mate command (no %s beside %s or in PATH)",
 		    verb, prog, mate_fe_progname());
 	mate_fe_errx(MATE_EXIT_USAGE, "cannot run %s: %s", prog, strerror(errno));
+}
+
+/* `mate ring PID [SIGNAL]`: asks a running process to write its ring's calls into its dump
+ * directory (its MATE_RING_SIGNAL, USR2 unless told); `mate ring FILE ARG...`:
+ * mate-list-dumps --ring FILE ARG... */
+static void
+ring(const char *argv0, int argc, char **argv)
+{
+	char *end, **args;
+	long pid;
+	int sig = SIGUSR2;
+
+	if (argc < 3)
+		mate_fe_usage_error("ring: PID [USR1|USR2|HUP|NUMBER], or FILE -o DIR");
+	pid = strtol(argv[2], &end, 10);
+	if (*end == '\0' && end != argv[2]) {
+		if (pid < 1 || pid > INT32_MAX)
+			mate_fe_usage_error("ring: %s is not a process id", argv[2]);
+		if (argc > 3) {
+			const char *s = strncmp(argv[3], "SIG", 3) == 0 ? argv[3] + 3 : argv[3];
+
+			sig = strcmp(s, "USR1") == 0 ? SIGUSR1 : strcmp(s, "USR2") == 0 ? SIGUSR2 :
+			    strcmp(s, "HUP") == 0 ? SIGHUP : (int)strtol(s, &end, 10);
+			if (sig <= 0 || sig >= NSIG || (isdigit((unsigned char)*s) && *end != '\0'))
+				mate_fe_usage_error("ring: %s is not USR1, USR2, HUP or a signal number", argv[3]);
+		}
+		if (argc > 4)
+			mate_fe_usage_error("ring: PID takes one more argument at most, its signal");
+		if (kill((pid_t)pid, sig) != 0)
+			mate_fe_errx(MATE_EXIT_USAGE, "ring: process %ld: %s", pid, strerror(errno));
+		printf("asked process %ld to write its ring's calls into its dump directory (signal "
+		    "%d)\n", pid, sig);
+		exit(MATE_EXIT_OK);
+	}
+	if ((args = calloc((size_t)argc + 2, sizeof(*args))) == NULL)
+		mate_fe_errx(MATE_EXIT_USAGE, "out of memory");
+	args[1] = (char *)"--ring";
+	for (int i = 2; i < argc; i++)
+		args[i] = argv[i];
+	run(argv0, "list-dumps", args);
 }
 
 /* Adds the verbs of the mate-* programs in dir to list (no duplicates). */
@@ -171,11 +215,22 @@ main(int argc, char **argv)
 			usage(argv[0]);
 			return MATE_EXIT_OK;
 		}
+		if (strcmp(argv[2], "ring") == 0) {
+			printf("Usage: %s ring PID [USR1|USR2|HUP|NUMBER]\n"
+			    "       %s ring FILE -o DIR | --into ROOT\n"
+			    "PID: send the process its MATE_RING_SIGNAL (USR2 unless given): it writes the\n"
+			    "calls of its flight recorder's ring into its dump directory and runs on.\n"
+			    "FILE: mate-list-dumps --ring FILE ...: the ring a process left, as dumps.\n",
+			    mate_fe_progname(), mate_fe_progname());
+			return MATE_EXIT_OK;
+		}
 		help_args[0] = NULL;
 		help_args[1] = (char *)"--help";
 		help_args[2] = NULL;
 		run(argv[0], argv[2], help_args);
 	}
+	if (strcmp(argv[1], "ring") == 0)
+		ring(argv[0], argc, argv);
 	run(argv[0], argv[1], argv + 1);
 	return MATE_EXIT_USAGE;
 }

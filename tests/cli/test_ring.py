@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_ring.py: the flight recorder (MATE_RING at level 10): a chain of calls recorded by libmate (first-chain) into a ring kept in a shared memory file; 50 kill -9 at random instants, and each time mate-list-dumps --ring writes the last N calls as dumps that torch 2.x loads with weights_only=True, that mate-replay passes (the call killed inside it: inputs saved), and whose chained tensors match from call to call (no torn or misread entry); a fatal signal inside a call (SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL) has the helper write the last calls and the program still dies by it; 16 threads racing an abort() and kill -9 (every tensor holds its call's values); mate_ring_flush() and SIGUSR2 write the last calls while the program runs on; a run that ends well leaves no ring, one that exits with another status writes the last calls into its dump root; a forked child keeps its own; a planted file is never written over; bad MATE_RING values, a ring path that cannot be made, truncated, damaged and foreign ring files, and a folder that is not empty."""
+"""test_ring.py: the flight recorder (MATE_RING at level 10): a chain of calls recorded by libmate (first-chain) into a ring kept in a shared memory file; 50 kill -9 at random instants, and each time mate-list-dumps --ring writes the last N calls as dumps that torch 2.x loads with weights_only=True, that mate-replay passes (the call killed inside it: inputs saved), and whose chained tensors match from call to call (no torn or misread entry); a fatal signal inside a call (SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL) has the helper write the last calls and the program still dies by it; 16 threads racing an abort() and kill -9 (every tensor holds its call's values); mate_ring_flush() and SIGUSR2 (`mate ring PID`) write the last calls while the program runs on; a run that ends well leaves no ring, one that exits with another status writes the last calls into its dump root; a forked child keeps its own; a planted file is never written over; bad MATE_RING values, a ring path that cannot be made, truncated, damaged and foreign ring files, and a folder that is not empty."""
 import glob
 import json
 import os
@@ -16,6 +16,9 @@ CHAIN = build_path("tests", "first-chain")
 LIST = build_path("src", "replay", "mate-list-dumps")
 REPLAY = build_path("src", "replay", "mate-replay")
 KEEP = 6
+# `mate VERB` finds mate-VERB beside it (here only mate itself) or in PATH
+MATE = build_path("src", "mate", "mate")
+MATE_ENV = dict(os.environ, PATH=os.path.dirname(LIST) + os.pathsep + os.environ.get("PATH", ""))
 work = tmpdir()
 
 
@@ -28,7 +31,9 @@ def env_for(d, **more):
     return e
 
 
-def convert(ring, out):
+def convert(ring, out, verb=False):
+    if verb:   # the same through `mate ring FILE -o DIR`
+        return run([MATE, "ring", ring, "-o", out], check=False, env=MATE_ENV)
     return run([LIST, "--ring", ring, "-o", out], check=False)
 
 
@@ -90,7 +95,7 @@ def test_kill_9_trials():
         os.kill(child, signal.SIGKILL)
         p.wait()
         out = os.path.join(d, "out")
-        c = convert(rings[0], out)
+        c = convert(rings[0], out, verb=trial % 2 == 1)
         check(c.returncode == 0, "trial %d: --ring: exit %d: %s" % (trial, c.returncode, c.stderr))
         torn_total += int(c.stderr.split("torn entr")[0].rsplit(" ", 2)[-2]) if "torn entr" in c.stderr else 0
         calls = calls_of(out)
@@ -209,7 +214,9 @@ def test_flush():
     time.sleep(0.1)
     ring = glob.glob(os.path.join(d, "ring.*"))[0]
     child = int(ring.rsplit(".", 1)[1])
-    os.kill(child, signal.SIGUSR2)
+    asked = run([MATE, "ring", str(child)], check=False, env=MATE_ENV)
+    check(asked.returncode == 0 and "asked process %d" % child in asked.stdout, "mate ring PID: %s %s"
+          % (asked.stdout, asked.stderr))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         written = sorted(x for x in os.listdir(dumps) if "_call" in x) if os.path.isdir(dumps) else []
