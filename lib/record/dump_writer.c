@@ -1162,7 +1162,12 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 void
 mate_rec_dump_failed(mate_call *c, const char *error)
 {
+	mate_error err;
+
 	if (c->dump == NULL || mate_rec_dump_stopped() || c->dump->pid != mate_rec_pid())
 		return;
 	emit(c, c->dump, "failed", "error", error);
+	/* MATE_RING_ON=fail: the ring's calls, this one the last, into the dump root now */
+	if (c->dump->ring_id != 0 && mate_ring_write_on_fail() && mate_ring_flush(&err) != MATE_OK)
+		mate_rec_warn_once(REC_ONCE_DUMP_IO, "%s_RING_ON=fail: %s", mate_rec_prefix(), err.message);
 }

@@ -429,6 +429,22 @@ flush_signal(void)
 }
 
 int
+mate_ring_write_on_fail(void)
+{
+	static int on = -1;
+	const char *s;
+
+	if (on < 0) {
+		s = mate_rec_getenv("RING_ON");
+		on = s != NULL && strcmp(s, "fail") == 0;
+		if (s != NULL && *s != '\0' && !on && strcmp(s, "none") != 0)
+			mate_rec_warn_once(REC_ONCE_USAGE, "%s_RING_ON=%s is not fail or none; the ring "
+			    "is written at a fatal signal, a non-zero exit and when asked", mate_rec_prefix(), s);
+	}
+	return on;
+}
+
+int
 mate_ring_flush(mate_error *err)
 {
 	struct mate_ring_stats st;

@@ -60,6 +60,10 @@ int mate_ring_convert(const char *path, const char *outdir, struct mate_ring_sta
 int mate_ring_write_root(const char *path, const char *root, struct mate_ring_stats *st,
     mate_error *err) MATE_HIDDEN;
 
+/* MATE_RING_ON=fail: whether a call that fails (a recorded mate_call_fail(), an
+ * interposed CUDA or cuBLAS call that returns an error) writes the ring out. */
+int mate_ring_write_on_fail(void) MATE_HIDDEN;
+
 /* For fuzzing: sets the head's and every entry's checksum of a ring file image
  * in memory to match its bytes, so that changed payloads reach the reader. */
 void mate_ring_reseal(unsigned char *file, size_t size) MATE_HIDDEN;

@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_ring.py: the flight recorder (MATE_RING at level 10): a chain of calls recorded by libmate (first-chain) into a ring kept in a shared memory file; 50 kill -9 at random instants, and each time mate-list-dumps --ring writes the last N calls as dumps that torch 2.x loads with weights_only=True, that mate-replay passes (the call killed inside it: inputs saved), and whose chained tensors match from call to call (no torn or misread entry); a fatal signal inside a call (SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL) has the helper write the last calls and the program still dies by it; 16 threads racing an abort() and kill -9 (every tensor holds its call's values); mate_ring_flush() and SIGUSR2 (`mate ring PID`) write the last calls while the program runs on; a run that ends well leaves no ring, one that exits with another status writes the last calls into its dump root; a forked child keeps its own; a planted file is never written over; bad MATE_RING values, a ring path that cannot be made, truncated, damaged and foreign ring files, and a folder that is not empty."""
+"""test_ring.py: the flight recorder (MATE_RING at level 10): a chain of calls recorded by libmate (first-chain) into a ring kept in a shared memory file; 50 kill -9 at random instants, and each time mate-list-dumps --ring writes the last N calls as dumps that torch 2.x loads with weights_only=True, that mate-replay passes (the call killed inside it: inputs saved), and whose chained tensors match from call to call (no torn or misread entry); a fatal signal inside a call (SIGSEGV, SIGABRT, SIGFPE, SIGBUS, SIGILL) has the helper write the last calls and the program still dies by it; 16 threads racing an abort() and kill -9 (every tensor holds its call's values); MATE_RING_ON=fail writes it when a call fails; mate_ring_flush() and SIGUSR2 (`mate ring PID`) write the last calls while the program runs on; a run that ends well leaves no ring, one that exits with another status writes the last calls into its dump root; a forked child keeps its own; a planted file is never written over; bad MATE_RING values, a ring path that cannot be made, truncated, damaged and foreign ring files, and a folder that is not empty."""
 import glob
 import json
 import os
@@ -149,6 +149,26 @@ def test_error_exit_writes_dumps():
         check(y is not None and torch.equal(y, ins["arg_0"] * 0.5 + 1), "%s: y = x * 0.5 + 1: %s" % (x, sorted(outs)))
     check(len(open(os.path.join(dumps, "session.jsonl")).read().splitlines()) == 2 * KEEP,
           "session.jsonl: two records a call")
+
+
+def test_on_fail():
+    """MATE_RING_ON=fail: a recorded call that fails writes the ring; the program runs on."""
+    d = os.path.join(work, "onfail")
+    os.makedirs(d)
+    nf = build_path("tests", "nf-chain")
+    p = run([nf, "float32", "20", "0"], env=env_for(d, MATE_RING_ON="fail", NF_CHAIN_FAIL_AT="12"), check=False)
+    dumps = os.path.join(d, "dumps")
+    names = sorted(x for x in os.listdir(dumps) if "_call" in x) if os.path.isdir(dumps) else []
+    check(p.returncode == 0 and [int(x.rsplit("_call", 1)[1]) for x in names] == list(range(12 - KEEP + 1, 13)),
+          "the failing call 12 and the %d before it: %s %r" % (KEEP - 1, names, p.stderr[-300:]))
+    last = json.loads(open(os.path.join(dumps, names[-1], "metadata.jsonl")).read().splitlines()[-1]) \
+        if names else {}
+    check(last.get("execution_status") == "failed" and last.get("error") == "chain_step: failing on purpose",
+          "its record: %s" % {k: last.get(k) for k in ("execution_status", "error")})
+    d = os.path.join(work, "onfail-off")
+    os.makedirs(d)
+    p = run([nf, "float32", "20", "0"], env=env_for(d, NF_CHAIN_FAIL_AT="12"), check=False)
+    check(p.returncode == 0 and not os.path.exists(os.path.join(d, "dumps")), "without MATE_RING_ON: nothing")
 
 
 def test_fatal_signals():
@@ -377,5 +397,5 @@ def test_bad_rings():
 
 
 run_cases(test_kill_9_trials, test_clean_exit_leaves_nothing, test_error_exit_writes_dumps, test_fatal_signals,
-          test_flush, test_threads_race_the_crash, test_fork_and_planted, test_bad_settings,
+          test_flush, test_on_fail, test_threads_race_the_crash, test_fork_and_planted, test_bad_settings,
           test_bad_rings)

@@ -12,7 +12,7 @@
  * float64, float16, bfloat16, float8_e4m3fn or float8_e5m2; ROWS x COLS
  * defaults to 64 x 16. NF_CHAIN_NAN_AT="R,C" adds a NaN at [R, C] of call
  * PLANT's y. NF_CHAIN_DIE_AT="K:HOW" makes call K die inside (see die()).
- * NF_CHAIN_FLUSH_AT=K calls mate_ring_flush() after call K. NF_CHAIN_EXIT=N ends it with exit(N) after its calls (MATE_RING's tests).
+ * NF_CHAIN_FAIL_AT=K ends call K with mate_call_fail(). NF_CHAIN_FLUSH_AT=K calls mate_ring_flush() after call K. NF_CHAIN_EXIT=N ends it with exit(N) after its calls (MATE_RING's tests).
  * The MATE_* variables configure the recorder.
  * Exit status 0, 2 for bad arguments.
  */
@@ -145,7 +145,10 @@ main(int argc, char **argv)
 			put(y, (size_t)(er * cols + ec), NAN);
 		if (k % 2 == 1)
 			mate_call_tensor(c, MATE_RESULT, NULL, &ty);
-		mate_call_end(c);
+		if (getenv("NF_CHAIN_FAIL_AT") != NULL && k == atoi(getenv("NF_CHAIN_FAIL_AT")))
+			mate_call_fail(c, "chain_step: failing on purpose");
+		else
+			mate_call_end(c);
 		if (getenv("NF_CHAIN_FLUSH_AT") != NULL && k == atoi(getenv("NF_CHAIN_FLUSH_AT"))) {
 			mate_error err;
 
