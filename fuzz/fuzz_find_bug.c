@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fuzz_tmp.h"
 #include "mate_replay.h"
 #include "replay_export.h"
 #include "replay_first.h"
@@ -20,16 +21,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_DUMPS 8
 
 static mate_replay *replay;
-static char base[256];
-
-static int
-remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
 
 /* A relative path of at most two plain components ("DIR/FILE" or "FILE"). */
 static int
@@ -92,26 +83,16 @@ unpack(const uint8_t *data, size_t size, const char *root)
 	return nfiles;
 }
 
-static void
-cleanup(void)
-{
-	nftw(base, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	mate_error err;
-	const char *tmp = getenv("TMPDIR");
 
 	(void)argc;
 	(void)argv;
 	setenv("MATE_MAX_MEMORY", "64M", 1);
 	setenv("MATE_NUM_THREADS", "1", 1);
-	snprintf(base, sizeof(base), "%s/fuzz-find-bug-XXXXXX", tmp != NULL && *tmp ? tmp : "/tmp");
-	if (mkdtemp(base) == NULL)
-		abort();
-	atexit(cleanup);
+	fuzz_tmp_make("fuzz-find-bug");
 	if ((replay = mate_replay_new(&err)) == NULL ||
 	    mate_replay_set_device(replay, MATE_REPLAY_DEVICE_CPU, &err) != MATE_OK)
 		abort();
@@ -126,9 +107,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mate_error err;
 	size_t n;
 
-	snprintf(root, sizeof(root), "%s/root", base);
-	nftw(base, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-	mkdir(base, 0700);
+	snprintf(root, sizeof(root), "%s/root", fuzz_tmp);
+	fuzz_tmp_empty();
 	mkdir(root, 0700);
 	if (unpack(data, size, root) == 0)
 		return 0;
@@ -157,9 +137,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			struct mate_export x = { -1, -1, NULL, NULL };
 			const char *path = mate_dump_list_get(l, i)->path;
 
-			snprintf(out, sizeof(out), "%s/shrunk%zu", base, i);
+			snprintf(out, sizeof(out), "%s/shrunk%zu", fuzz_tmp, i);
 			mate_replay_shrink(replay, path, out, report, sizeof(report), &err);
-			snprintf(out, sizeof(out), "%s/export%zu", base, i);
+			snprintf(out, sizeof(out), "%s/export%zu", fuzz_tmp, i);
 			mate_export_dump(path, out, &x, &err);
 		}
 	}

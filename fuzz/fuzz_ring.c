@@ -9,40 +9,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fuzz_tmp.h"
 #include "ring.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char base[256];
-
-static int
-remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void
-cleanup(void)
-{
-	nftw(base, remove_one, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *tmp = getenv("TMPDIR");
-
 	(void)argc;
 	(void)argv;
 	setenv("MATE_MAX_MEMORY", "64M", 1);
-	snprintf(base, sizeof(base), "%s/fuzz-ring-XXXXXX", tmp != NULL && *tmp ? tmp : "/tmp");
-	if (mkdtemp(base) == NULL)
-		abort();
-	atexit(cleanup);
+	fuzz_tmp_make("fuzz-ring");
 	return 0;
 }
 
@@ -54,10 +34,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mate_error err;
 	FILE *f;
 
-	cleanup();
-	mkdir(base, 0700);
-	snprintf(ring, sizeof(ring), "%s/ring", base);
-	snprintf(out, sizeof(out), "%s/out", base);
+	fuzz_tmp_empty();
+	snprintf(ring, sizeof(ring), "%s/ring", fuzz_tmp);
+	snprintf(out, sizeof(out), "%s/out", fuzz_tmp);
 	if ((f = fopen(ring, "wb")) == NULL)
 		return 0;
 	if (size > 0 && data[size - 1] & 1) {

@@ -151,6 +151,6 @@ tests_ring_threads_LDADD = libmate.la $(CJSON_LIBS)
 
 ## Fuzz target for ring files (mate-list-dumps --ring): seeds are rings of killed recordings.
 FUZZ_TARGETS += fuzz/fuzz_ring
-fuzz_fuzz_ring_SOURCES = fuzz/fuzz_ring.c
+fuzz_fuzz_ring_SOURCES = fuzz/fuzz_ring.c fuzz/fuzz_tmp.h
 fuzz_fuzz_ring_LDADD = libmate_impl.la $(CJSON_LIBS)
 fuzz_fuzz_ring_LDFLAGS = $(FUZZER_LINK)

@@ -194,7 +194,7 @@ EXTRA_DIST += fuzz/replay_ops_seeds.py
 ## Fuzz target for hostile dump roots against --shrink, --export and --first (and its hash
 ## cache): a root packed in one input (seeds: fuzz/find_bug_seeds.py from recorded roots).
 FUZZ_TARGETS += fuzz/fuzz_find_bug
-fuzz_fuzz_find_bug_SOURCES = fuzz/fuzz_find_bug.c lib/replay/replay_first.c lib/replay/replay_first.h \
+fuzz_fuzz_find_bug_SOURCES = fuzz/fuzz_find_bug.c fuzz/fuzz_tmp.h lib/replay/replay_first.c lib/replay/replay_first.h \
 	$(EXPORT_SRC)
 fuzz_fuzz_find_bug_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/replay -I$(top_srcdir)/lib/replay
 fuzz_fuzz_find_bug_LDADD = libmate.la $(CJSON_LIBS)

@@ -1101,25 +1101,10 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 		emit(c, d, "inputs_saved", "note", "outputs not saved: a tensor could not be read");
 		return;
 	}
-	if (d->ring_id != 0) {  /* MATE_RING: into the ring with the completed record */
-		for (size_t i = 0; i < c->ntensors; i++)
-			if (c->tensors[i].dumped && c->tensors[i].inplace) {
-				inplace_bytes += c->tensors[i].nbytes;
-				n_inplace++;
-			}
-		if (output_pieces(c, d) != 0) {
-			mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a dump record was not written");
-			return;
-		}
-		d->out_bytes = bytes - inplace_bytes;
-		d->inplace_bytes = inplace_bytes;
-		d->n_inplace = n_inplace;
-		d->completed = 1;
-		emit(c, d, "completed", NULL, NULL);
-		return;
-	}
+	/* MATE_RING (ring_id): no size limit, no files; the tensors go into the ring with the
+	 * completed record (ring_emit()) */
 	pthread_mutex_lock(&mate_rec_dump_lock);
-	if (tally.bytes + (uint64_t)bytes > mate_rec_cfg.max_bytes) {
+	if (d->ring_id == 0 && tally.bytes + (uint64_t)bytes > mate_rec_cfg.max_bytes) {
 		pthread_mutex_unlock(&mate_rec_dump_lock);
 		mate_rec_warn_once(REC_ONCE_DUMP_SIZE,
 		    "dump size limit reached (%s_DUMP_MAX_SIZE_GB=%g); outputs of %s not dumped",
@@ -1129,7 +1114,8 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 		emit(c, d, "inputs_saved", "note", note);
 		return;
 	}
-	tally.bytes += (uint64_t)bytes;
+	if (d->ring_id == 0)
+		tally.bytes += (uint64_t)bytes;
 	pthread_mutex_unlock(&mate_rec_dump_lock);
 	for (size_t i = 0; i < c->ntensors; i++)
 		if (c->tensors[i].dumped && c->tensors[i].inplace) {
@@ -1138,7 +1124,8 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 		}
 	/* the returned values, then the arguments' post-call values (a file
 	 * MATE's and FlashInfer's replay never read), then the record */
-	if (write_tensors(c, d, "outputs", 0) < 0 || write_tensors(c, d, INPLACE_STEM, 1) < 0)
+	if (d->ring_id == 0 &&
+	    (write_tensors(c, d, "outputs", 0) < 0 || write_tensors(c, d, INPLACE_STEM, 1) < 0))
 		return;
 	if (output_pieces(c, d) != 0) {
 		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a dump record was not written");
@@ -1148,7 +1135,7 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 	d->inplace_bytes = inplace_bytes;
 	d->n_inplace = n_inplace;
 	d->completed = 1;
-	if (emit(c, d, "completed", NULL, NULL) != 0 || log == NULL)
+	if (emit(c, d, "completed", NULL, NULL) != 0 || log == NULL || d->ring_id != 0)
 		return;
 	mate_buf_puts(log, "Dumped outputs to: ");
 	mate_buf_put(log, d->dir, d->dir_len);

@@ -680,37 +680,16 @@ cmp_seq(const void *a, const void *b)
 }
 
 static int
-write_all(int fd, const void *p, size_t n)
-{
-	const char *s = p;
-
-	while (n > 0) {
-		ssize_t w = write(fd, s, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		s += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static int
 append_file(const char *path, const void *p, size_t n, mate_error *err)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644), e;
 
 	if (fd < 0)
 		return mate_set_error(err, MATE_ERR_IO, "%s: %s", path, strerror(errno));
-	if (write_all(fd, p, n) != 0 || close(fd) != 0) {
-		int e = errno;
-
-		close(fd);
-		return mate_set_error(err, MATE_ERR_IO, "%s: %s", path, strerror(e));
-	}
-	return MATE_OK;
+	e = -mate_write_all(fd, p, n);
+	if (close(fd) != 0 && e == 0)
+		e = errno;
+	return e != 0 ? mate_set_error(err, MATE_ERR_IO, "%s: %s", path, strerror(e)) : MATE_OK;
 }
 
 /* The record line with its dump_dir (its last key) set to dir: into b. */

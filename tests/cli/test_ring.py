@@ -31,6 +31,17 @@ def env_for(d, **more):
     return e
 
 
+def started(args, d, **env):
+    """Starts args recording into d's ring; (the process, its ring's path or None) once the
+    ring is there (the recording child's, for first-chain)."""
+    p = subprocess.Popen(args, env=env_for(d, **env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while not glob.glob(os.path.join(d, "ring.*")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    rings = glob.glob(os.path.join(d, "ring.*"))
+    return p, rings[0] if len(rings) == 1 else None
+
+
 def convert(ring, out, verb=False):
     if verb:   # the same through `mate ring FILE -o DIR`
         return run([MATE, "ring", ring, "-o", out], check=False, env=MATE_ENV)
@@ -78,12 +89,8 @@ def test_kill_9_trials():
     for trial in range(50):
         d = os.path.join(work, "kill%02d" % trial)
         os.makedirs(d)
-        p = subprocess.Popen([CHAIN, "1", "1000000000"], env=env_for(d), stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
         # the child that calls: first-chain forks one process per chain
-        deadline = time.monotonic() + 30
-        while not glob.glob(os.path.join(d, "ring.*")) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        p, _ = started([CHAIN, "1", "1000000000"], d)
         time.sleep(rng.uniform(0.02, 0.3))
         rings = glob.glob(os.path.join(d, "ring.*"))
         check(len(rings) == 1, "trial %d: one ring: %s" % (trial, rings))
@@ -226,13 +233,8 @@ def test_flush():
     d = os.path.join(work, "usr2")
     os.makedirs(d)
     dumps = os.path.join(d, "dumps")
-    pp = subprocess.Popen([CHAIN, "1", "1000000000"], env=env_for(d, MATE_RING_HELPER=LIST),
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while not glob.glob(os.path.join(d, "ring.*")) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    pp, ring = started([CHAIN, "1", "1000000000"], d, MATE_RING_HELPER=LIST)
     time.sleep(0.1)
-    ring = glob.glob(os.path.join(d, "ring.*"))[0]
     child = int(ring.rsplit(".", 1)[1])
     asked = run([MATE, "ring", str(child)], check=False, env=MATE_ENV)
     check(asked.returncode == 0 and "asked process %d" % child in asked.stdout, "mate ring PID: %s %s"
@@ -275,12 +277,8 @@ def test_threads_race_the_crash():
     for trial in range(10):
         d = os.path.join(work, "threads-kill%d" % trial)
         os.makedirs(d)
-        pp = subprocess.Popen([rt, "run", os.path.join(d, "dumps"), "100000", "wait"],
-                              env=env_for(d, MATE_RING="64", MATE_RING_BYTES="4M"),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while not glob.glob(os.path.join(d, "ring.*")) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        pp, _ = started([rt, "run", os.path.join(d, "dumps"), "100000", "wait"], d, MATE_RING="64",
+                        MATE_RING_BYTES="4M")
         time.sleep(rng.uniform(0.05, 0.3))
         pp.kill()
         pp.wait()
@@ -354,13 +352,8 @@ def test_bad_settings():
 def test_bad_rings():
     d = os.path.join(work, "rings")
     os.makedirs(d)
-    p = subprocess.Popen([CHAIN, "1", "1000000000"], env=env_for(d), stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while not glob.glob(os.path.join(d, "ring.*")) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    p, ring = started([CHAIN, "1", "1000000000"], d)
     time.sleep(0.1)
-    ring = glob.glob(os.path.join(d, "ring.*"))[0]
     os.kill(int(ring.rsplit(".", 1)[1]), signal.SIGKILL)
     p.wait()
     data = open(ring, "rb").read()
