@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -216,6 +217,7 @@ ring_open(long keep)
 	uint64_t bytes = ring_bytes();
 	size_t n;
 	struct ring_head *h;
+	struct statvfs vfs;
 	int fd = -1, e;
 	char base[4096];
 
@@ -241,8 +243,14 @@ ring_open(long keep)
 		return;
 	}
 	ring.map_len = HEAD_SIZE + (size_t)bytes;
-	/* the pages taken now: a full /dev/shm is an error here, not a SIGBUS later */
-	if ((e = posix_fallocate(fd, 0, (off_t)ring.map_len)) != 0) {
+	/* the pages taken now: a full /dev/shm is an error here, not a SIGBUS later; and more
+	 * than the free space is refused before any is taken (a partial allocation would fill
+	 * the disk for everyone until it is given back) */
+	if (fstatvfs(fd, &vfs) == 0 && (uint64_t)vfs.f_bavail * vfs.f_frsize < ring.map_len)
+		e = ENOSPC;
+	else
+		e = posix_fallocate(fd, 0, (off_t)ring.map_len);
+	if (e != 0) {
 		unlink(ring.path);
 		close(fd);
 		ring_unavailable("cannot make room for", e);

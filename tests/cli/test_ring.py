@@ -345,7 +345,8 @@ def test_bad_settings():
     log = open(os.path.join(d, "log.txt")).read() + p.stderr
     check(p.returncode == 0 and log.count("MATE_RING: cannot make room for") == 1 and
           glob.glob(os.path.join(d, "ring*")) == [],
-          "a ring larger than the disk (a full /dev/shm): one warning, no file, the program runs: %d %r"
+          "a ring larger than the free space (a full /dev/shm): refused before any is taken, one "
+          "warning, no file, the program runs: %d %r"
           % (p.returncode, log[-400:]))
 
 
