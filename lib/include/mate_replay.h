@@ -444,7 +444,9 @@ MATE_API int mate_replay_fail(mate_replay_call *c, int code, const char *fmt, ..
 MATE_API void *mate_replay_call_self(const mate_replay_call *c);
 /*! mate_replay_call_set_self() : stores obj for the receiver (replacing and
  * freeing an earlier one with free_fn); freed with free_fn when the
- * registry is. @return MATE_ERR_ARGUMENT when the call has no self_id. */
+ * registry is. obj is the registry's from this call on: on failure it is
+ * freed with free_fn before the return. @return MATE_ERR_ARGUMENT when the
+ * call has no self_id, MATE_ERR_NOMEM. */
 MATE_API int mate_replay_call_set_self(mate_replay_call *c, void *obj, void (*free_fn)(void *));
 
 #ifdef __cplusplus

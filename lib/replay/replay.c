@@ -666,9 +666,12 @@ mate_replay_call_set_self(mate_replay_call *c, void *obj, void (*free_fn)(void *
 	struct object *o, old = { NULL, NULL, NULL };
 	int rc = MATE_OK;
 
-	if (c->objkey[0] == '\0')
+	if (c->objkey[0] == '\0') {  /* obj is still this function's to free */
+		if (free_fn != NULL)
+			free_fn(obj);
 		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: the call has no self_id",
 		    c->req->function);
+	}
 	pthread_mutex_lock(&r->lock);
 	if ((o = find_object(r, c->objkey)) != NULL) {
 		old = *o;

@@ -278,12 +278,21 @@ struct counter {
 	int n;
 };
 
+static int counters_freed;
+
+static void
+counter_free(void *k)
+{
+	counters_freed++;
+	free(k);
+}
+
 static int
 w_init(mate_replay_call *c, void *ctx)
 {
 	struct counter *k = calloc(1, sizeof(*k));
 
-	return mate_replay_call_set_self(c, k, free);
+	return mate_replay_call_set_self(c, k, counter_free);
 }
 
 static int
@@ -806,8 +815,19 @@ DEFINE_TEST(stateful)
 	mate_replay_execute(r, &req, &res);
 	CHECK_EQ_INT(res.verdict, MATE_REPLAY_REPRODUCED);
 	CHECK_CONTAINS(res.message, "__init__ was not replayed");
+	/* an __init__ with no receiver: an error, and the object it made is freed */
+	memset(&req, 0, sizeof(req));
+	req.function = "W.__init__";
+	req.args = args;
+	counters_freed = 0;
+	mate_replay_execute(r, &req, &res);
+	CHECK_EQ_INT(res.verdict, MATE_REPLAY_REPRODUCED);
+	CHECK_CONTAINS(res.message, "has no self_id");
+	CHECK_EQ_INT(counters_freed, 1);
 	mate_value_free(args);
 	mate_replay_free(r);
+	/* the registry frees the objects it holds: the two of process 9 */
+	CHECK_EQ_INT(counters_freed, 3);
 }
 
 /* ---- the runner on dumps written here ---------------------------------------- */
