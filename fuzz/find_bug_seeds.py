@@ -9,7 +9,10 @@ records the roots (a paged decode, paged and ragged prefills, an MLA batch, sing
 and prefill by head, rmsnorm, mm) with the peers' Python (torch 2.x, flashinfer-python's logging module)
 and writes OUTDIR/NAME.root for each, and one for each ROOT given (a root recorded
 elsewhere, for example by libmate, with its .mate-tensor-hashes). A packed root is, per
-file, "PATH\\n", its size (4 bytes, little-endian) and its bytes."""
+file, "PATH\\n", its size (4 bytes, little-endian) and its bytes.
+
+fuzz/corpus/find_bug also keeps inputs the fuzzer found, as regressions: no-self-id.root is
+decode.root with the wrapper __init__'s self_id taken out (its state leaked, CI stop 43)."""
 import os
 import struct
 import subprocess
