@@ -66,7 +66,6 @@ struct sink {
 	int error;            /* first errno of a write, or EPROTO (why says) */
 	const char *why;      /* what was not as expected in libarchive's output */
 	struct mate_wq q;
-	unsigned char buf[SINK_BUF];
 	/* pieces inside [stable_lo, stable_hi) stay in place until the end */
 	uintptr_t stable_lo, stable_hi;
 	/* CRCs */
@@ -81,6 +80,7 @@ struct sink {
 	int in_cd;
 	unsigned char *cd;    /* the central directory and end records */
 	size_t cd_len, cd_cap;
+	unsigned char buf[SINK_BUF]; /* last: sink_new() clears only what comes before it */
 };
 
 struct pt_writer {
@@ -411,10 +411,13 @@ sink_write_cd(struct sink *s)
 static struct sink *
 sink_new(int fd)
 {
-	struct sink *s = calloc(1, sizeof(*s));
+	/* not calloc(): clearing the 1 MiB buffer was a fifth of a small dump's time */
+	struct sink *s = malloc(sizeof(*s));
 
-	if (s != NULL)
+	if (s != NULL) {
+		memset(s, 0, offsetof(struct sink, buf));
 		mate_wq_init(&s->q, fd, s->buf, sizeof(s->buf));
+	}
 	return s;
 }
 
