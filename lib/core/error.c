@@ -269,21 +269,27 @@ mate_atomic_open(mate_atomic_file *af, const char *path, mate_error *err)
 	af->fd = -1;
 	af->unnamed = 0;
 	af->path = af->tmp_path = NULL;
-	/* the final rename would replace the link or special file itself */
-	if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
-		return mate_set_error(err, MATE_ERR_ARGUMENT, "%s is %s: not replaced", path,
-		    kind_of(sb.st_mode));
 	af->path = strdup(path);
 	af->tmp_path = malloc(n);
 	if (af->path == NULL || af->tmp_path == NULL) {
 		mate_atomic_abort(af);
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 	}
-	tmp_name(af->tmp_path, path);
+	/* An unnamed file takes no temporary name (the one in messages is the path's) and
+	 * refuses a link or special file at path when it is linked there (EEXIST): the
+	 * common case is open, write, link, close. */
+	memcpy(af->tmp_path, path, n - 63);
 	if ((af->fd = open_unnamed(path)) >= 0) {
 		af->unnamed = 1;
 		return MATE_OK;
 	}
+	/* the final rename would replace the link or special file itself */
+	if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		mate_atomic_abort(af);
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "%s is %s: not replaced", path,
+		    kind_of(sb.st_mode));
+	}
+	tmp_name(af->tmp_path, path);
 	af->fd = mate_tmp_create(af->tmp_path, path);
 	if (af->fd < 0) {
 		int e = -af->fd;
@@ -339,17 +345,24 @@ copy_unnamed(mate_atomic_file *af)
 	return rc;
 }
 
-/* Names a finished unnamed file: a link, or (path exists) a link to the
- * temporary name renamed over path, or (no way to link) a copy under the
- * temporary name, renamed. 0 or errno; af->unnamed is 0 once the
+/* Names a finished unnamed file: a link, or (a regular file is at path) a
+ * link to the temporary name renamed over path, or (no way to link) a copy
+ * under the temporary name, renamed; a link or special file at path is
+ * refused. MATE_OK or the error set in err; af->unnamed is 0 once the
  * temporary name may exist. */
 static int
-name_unnamed(mate_atomic_file *af)
+name_unnamed(mate_atomic_file *af, mate_error *err)
 {
 	int e = link_unnamed(af->fd, af->path);
+	struct stat sb;
 
 	if (e == 0)
-		return 0;
+		return MATE_OK;
+	/* something is at path: replaced only when it is a regular file */
+	if (e == EEXIST && lstat(af->path, &sb) == 0 && !S_ISREG(sb.st_mode))
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "%s is %s: not replaced", af->path,
+		    kind_of(sb.st_mode));
+	tmp_name(af->tmp_path, af->path);
 	if (e == EEXIST) {
 		e = link_unnamed(af->fd, af->tmp_path);
 	} else {
@@ -359,13 +372,13 @@ name_unnamed(mate_atomic_file *af)
 	af->unnamed = 0;
 	if (e == 0 && rename(af->tmp_path, af->path) != 0)
 		e = errno;
-	return e;
+	return e != 0 ? mate_set_errno(err, e, "cannot name", af->path) : MATE_OK;
 }
 
 int
 mate_atomic_commit(mate_atomic_file *af, mate_error *err)
 {
-	int rc = MATE_OK, e;
+	int rc = MATE_OK;
 
 	/* No fsync: naming the file only when it is complete is what makes a
 	 * killed process leave no torn file; power loss is out of scope. */
@@ -375,8 +388,8 @@ mate_atomic_commit(mate_atomic_file *af, mate_error *err)
 		af->fd = -1;
 		if (rc == MATE_OK && rename(af->tmp_path, af->path) != 0)
 			rc = mate_set_errno(err, errno, "cannot rename", af->tmp_path);
-	} else if ((e = name_unnamed(af)) != 0) {
-		rc = mate_set_errno(err, e, "cannot name", af->path);
+	} else if ((rc = name_unnamed(af, err)) != MATE_OK) {
+		;
 	} else if (close(af->fd) != 0) {
 		/* a late write error: the name must not stay on the file */
 		rc = mate_set_errno(err, errno, "cannot close", af->path);

@@ -24,6 +24,10 @@ mate_log_open(const char *path, int flags, enum mate_log_name name)
 	struct stat st;
 	int fd, fl, e;
 
+	/* made by this open: a regular file, and nothing to wait for */
+	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
+		return (fd = open(path, flags | O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644)) < 0 ?
+		    -errno : fd;
 	flags |= O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 	if (name != MATE_LOG_NAMED)
 		flags |= O_NOFOLLOW;

@@ -20,7 +20,8 @@ enum mate_log_name {
  * with a reader, or a character device such as /dev/stderr or /dev/null.
  * Returns the descriptor (blocking, close-on-exec) or -errno; -ELOOP for a
  * refused symlink, -MATE_ENOTREG for a refused kind of file (mate_log_strerror()
- * words both). */
+ * words both). With O_CREAT | O_EXCL the file is new, so regular: one
+ * open(2), with O_NOFOLLOW, and nothing else (a dump folder's metadata.jsonl). */
 int mate_log_open(const char *path, int flags, enum mate_log_name name);
 
 /* strerror() with mate_log_open()'s refusals worded. */

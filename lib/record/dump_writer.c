@@ -930,7 +930,7 @@ make_dir(const mate_call *c, int64_t seq, char *stamp)
 	if (e != 0)
 		io_failed("cannot create", d->dir, e);
 	else if ((d->meta_fd = mate_log_open(file_path(d, "metadata.jsonl"),
-	    O_CREAT | O_APPEND, MATE_LOG_MADE)) < 0)
+	    O_CREAT | O_EXCL | O_APPEND, MATE_LOG_MADE)) < 0)  /* the folder is new */
 		io_failed("cannot create", d->path, -d->meta_fd);
 	if (d->meta_fd < 0) {
 		mate_rec_dump_free(d);

@@ -95,6 +95,36 @@ DEFINE_TEST(name_taken)
 	rmdir(in_dir("taken"));
 }
 
+/* A symlink, a FIFO or a directory at the name is refused, named in the
+ * message, and left as it was (the link's target too); nothing else stays. */
+DEFINE_TEST(special_refused)
+{
+	static const char *const kinds[] = { "a symbolic link", "a FIFO", "a directory" };
+	mate_error err;
+
+	CHECK(write_file(in_dir("target"), "the target", &err) == MATE_OK);
+	for (int k = 0; k < 3; k++) {
+		struct stat st;
+		char want[600];
+
+		CHECK(k == 0 ? symlink(in_dir("target"), in_dir("name")) == 0 :
+		    k == 1 ? mkfifo(in_dir("name"), 0600) == 0 : mkdir(in_dir("name"), 0700) == 0);
+		mate_error_clear(&err);
+		CHECK_EQ_INT(write_file(in_dir("name"), "new", &err), MATE_ERR_ARGUMENT);
+		snprintf(want, sizeof(want), "%s is %s: not replaced", in_dir("name"), kinds[k]);
+		CHECK_STR(err.message, want);
+		CHECK(lstat(in_dir("name"), &st) == 0);
+		CHECK(k == 0 ? S_ISLNK(st.st_mode) : k == 1 ? S_ISFIFO(st.st_mode) : S_ISDIR(st.st_mode));
+		CHECK(holds(in_dir("target"), "the target"));
+		CHECK_EQ_INT(test_count_entries(dir), 2);
+		if (k == 2)
+			rmdir(in_dir("name"));
+		else
+			unlink(in_dir("name"));
+	}
+	unlink(in_dir("target"));
+}
+
 /* A folder that does not exist: a clear error. */
 DEFINE_TEST(no_folder)
 {
