@@ -1,7 +1,7 @@
 /* recorder.c: benchmark of the recorder: level-0 overhead, calls/s at levels 1, 3 and 10, and level-10 dump throughput against write().
  *
  * usage: bench/recorder [--dir DIR] [--seconds S] [--large-mib N] [--only NAME]
- *                       [--format safetensors|pt]
+ *                       [--format safetensors|pt] [--floor PATH]
  *
  * One thread calls a small instrumented function, add(a, b) -> out on two
  * float32 input tensors of 64 elements (256 bytes each) and one result
@@ -18,7 +18,11 @@
  *                out of line;
  *   level 1, 3   calls/s with the log going to a file;
  *   level 10     calls/s dumping each call (safetensors until the .pt
- *                writer is present, then .pt as well), count limit off;
+ *                writer is present, then .pt as well), count limit off, in
+ *                5 rounds interleaved with bench/dump-floor (--floor), a
+ *                program that writes the same files, bytes and layout and
+ *                nothing else: the ratio to that floor, median and min of
+ *                the rounds (target: 0.8);
  *   large        level-10 dump throughput of a call on two input tensors
  *                and one result of --large-mib MiB each (default 32),
  *                against open+write()+close of the same bytes to two files
@@ -43,6 +47,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -61,10 +66,12 @@
 #define SMALL_N 64
 #define L0_SAMPLES 31
 #define LARGE_RUNS 5
+#define FLOOR_ROUNDS 5
 #define TMPFS_MAGIC_ 0x01021994
 
 static char base[512];
 static double opt_seconds = 1.0;
+static char floor_prog[600] = "dump-floor"; /* bench/dump-floor: beside this program, or --floor */
 static int64_t opt_large_mib = 32;
 
 /* ---- the benchmarked function ------------------------------------------------------- */
@@ -379,25 +386,104 @@ bench_profile(double target, int bench)
 	unlink(prof);
 }
 
+/* One dump folder of ROOT that holds outputs: copied to DEST as the floor's template. */
+static int
+copy_template(const char *root, const char *dest)
+{
+	char cmd[4096];
+	DIR *d = opendir(root);
+	struct dirent *de;
+	int found = 0;
+
+	while (d != NULL && !found && (de = readdir(d)) != NULL) {
+		char probe[1200];
+		struct stat st;
+
+		snprintf(probe, sizeof(probe), "%s/%s/metadata.jsonl", root, de->d_name);
+		if (de->d_name[0] == '.' || stat(probe, &st) != 0 || st.st_size == 0)
+			continue;
+		/* the call's second line (completed) is there: two newlines */
+		snprintf(cmd, sizeof(cmd), "test \"$(wc -l < '%s')\" = 2 && cp -r '%s/%s' '%s'",
+		    probe, root, de->d_name, dest);
+		found = system(cmd) == 0;
+	}
+	if (d != NULL)
+		closedir(d);
+	return found;
+}
+
+/* The floor program's calls/s (bench/dump-floor beside this one), or 0. */
+static double
+run_floor(const char *tmpl, double seconds, long log_bytes)
+{
+	char root[700], cmd[3000];
+	double rate = 0;
+	FILE *p;
+
+	snprintf(root, sizeof(root), "%s/floor", base);
+	mkdir(root, 0700);
+	snprintf(cmd, sizeof(cmd), "'%s' '%s' '%s' %.3f %ld", floor_prog, tmpl, root, seconds, log_bytes);
+	if ((p = popen(cmd, "r")) != NULL) {
+		if (fscanf(p, "calls/s %lf", &rate) != 1)
+			rate = 0;
+		if (pclose(p) != 0)
+			rate = 0;
+	}
+	rm_tree(root);
+	return rate;
+}
+
+/* Level 10 in FLOOR_ROUNDS rounds interleaved with bench/dump-floor writing the same files
+ * (one of this run's dumps as its template): calls/s, and the ratio to the floor per round,
+ * min and median (target: 0.8). */
 static void
 bench_level10(int safetensors)
 {
-	char dumps[600], log[600], what[80];
-	struct rate r;
+	char dumps[600], log[600], tmpl[600], what[80];
+	double ratio[FLOOR_ROUNDS], floor_rate[FLOOR_ROUNDS], best = 0;
+	struct rate r, keep = { 0 };
+	int rounds = 0;
 
 	snprintf(dumps, sizeof(dumps), "%s/dumps", base);
 	snprintf(log, sizeof(log), "%s/level10.log", base);
-	configure(10, log, dumps, safetensors);
-	run_calls(0.05);
-	r = run_calls(opt_seconds);
-	configure(0, NULL, NULL, 0);
-	snprintf(what, sizeof(what), "level 10 add(a, b), dumps (%s):", safetensors ? "safetensors" : ".pt");
-	print_rate(what, r, 10000);
-	rm_tree(dumps);
-	unlink(log);
-}
+	snprintf(tmpl, sizeof(tmpl), "%s/template", base);
+	for (int k = 0; k < FLOOR_ROUNDS; k++) {
+		struct stat st;
+		long log_bytes;
 
-/* ---- the flight recorder (MATE_RING) ------------------------------------------------------------ */
+		configure(10, log, dumps, safetensors);
+		run_calls(0.02);
+		truncate(log, 0);
+		r = run_calls(opt_seconds / FLOOR_ROUNDS);
+		configure(0, NULL, NULL, 0);
+		log_bytes = stat(log, &st) == 0 ? (long)(st.st_size / (r.calls > 0 ? r.calls : 1)) : 0;
+		if (k == 0 && !copy_template(dumps, tmpl))
+			fprintf(stderr, "recorder bench: no complete dump to copy as the floor's template\n");
+		rm_tree(dumps);
+		unlink(log);
+		if (r.wall_rate > best) {
+			best = r.wall_rate;
+			keep = r;
+		}
+		if ((floor_rate[k] = run_floor(tmpl, opt_seconds / FLOOR_ROUNDS, log_bytes)) > 0)
+			ratio[rounds++] = r.wall_rate / floor_rate[k];
+	}
+	snprintf(what, sizeof(what), "level 10 add(a, b), dumps (%s):", safetensors ? "safetensors" : ".pt");
+	print_rate(what, keep, 10000);
+	if (rounds > 0) {
+		double lo = ratio[0], med, fl;
+
+		for (int k = 1; k < rounds; k++)
+			lo = ratio[k] < lo ? ratio[k] : lo;
+		med = bench_median(ratio, rounds);
+		fl = bench_median(floor_rate, FLOOR_ROUNDS);
+		printf("%-40s %9.2f of the syscall floor (median of %d interleaved rounds; min %.2f;"
+		    " bench/dump-floor %.0f calls/s)   target: 0.80   %s\n", "  floor ratio:", med, rounds,
+		    lo, fl, verdict(med >= 0.8));
+	} else
+		printf("  floor ratio: not measured (bench/dump-floor did not run: %s)\n", floor_prog);
+	rm_tree(tmpl);
+}
 
 /* Level 10 into a ring of the last 64 calls against level 1 (log to a file) and level 10 to disk
  * (.pt), alternating, best of 3 each: the ring is held to half of level 1's calls/s. */
@@ -582,12 +668,25 @@ choose_dir(const char *dir)
 	    base, statfs(base, &sf) == 0 && sf.f_type == TMPFS_MAGIC_ ? "tmpfs" : "not tmpfs");
 }
 
+/* bench/dump-floor: beside argv0, or one folder up (libtool runs this from bench/.libs). */
+static void
+find_floor(const char *argv0)
+{
+	const char *slash = strrchr(argv0, '/');
+	int dlen = slash != NULL ? (int)(slash - argv0) : 1;
+	const char *d = slash != NULL ? argv0 : ".";
+
+	snprintf(floor_prog, sizeof(floor_prog), "%.*s/dump-floor", dlen, d);
+	if (access(floor_prog, X_OK) != 0)
+		snprintf(floor_prog, sizeof(floor_prog), "%.*s/../dump-floor", dlen, d);
+}
+
 static void
 usage(void)
 {
 	fprintf(stderr, "usage: recorder [--dir DIR] [--seconds S] [--large-mib N]"
 	    " [--only level0|level1|profile|benchlog|level3|level10|ring|ringlarge|large]"
-	    " [--format safetensors|pt]\n");
+	    " [--format safetensors|pt] [--floor PATH]\n");
 	exit(2);
 }
 
@@ -600,6 +699,7 @@ main(int argc, char **argv)
 		{ "large-mib", required_argument, NULL, 'l' },
 		{ "only", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, 'f' },
+		{ "floor", required_argument, NULL, 'F' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *dir = NULL, *only = NULL, *format = NULL;
@@ -617,11 +717,15 @@ main(int argc, char **argv)
 			only = optarg;
 		else if (ch == 'f' && (strcmp(optarg, "pt") == 0 || strcmp(optarg, "safetensors") == 0))
 			format = optarg;
+		else if (ch == 'F')
+			snprintf(floor_prog, sizeof(floor_prog), "%s", optarg);
 		else
 			usage();
 	}
 	if (optind != argc)
 		usage();
+	if (strcmp(floor_prog, "dump-floor") == 0)
+		find_floor(argv[0]);
 	choose_dir(dir);
 	if (getloadavg(load, 3) > 0)
 		printf("load average %.2f, %ld CPUs online\n", load[0], sysconf(_SC_NPROCESSORS_ONLN));

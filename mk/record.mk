@@ -54,6 +54,10 @@ BENCH_BINS += bench/recorder
 bench_recorder_SOURCES = bench/recorder.c
 ## loops aligned alike, so that level 0 compares the instrumentation, not where the loops fall
 bench_recorder_CFLAGS = $(AM_CFLAGS) -falign-loops=32 -falign-functions=64
+## bench/dump-floor: the same files as a level-10 dump written and nothing else (plain libc),
+## the floor bench/recorder's level-10 rows are measured against.
+BENCH_BINS += bench/dump-floor
+bench_dump_floor_SOURCES = bench/dump-floor.c
 
 ## test_recorder_fmt: float repr and fixed-point spellings against printf, vector float32
 ## statistics against the scalar path (pyfmt.c and stats.c linked in).
