@@ -13,9 +13,9 @@
  *   level 0      ns per call of the instrumented function against the same
  *                function without instrumentation: 31 alternating samples
  *                of each (thread CPU time), the median of the differences
- *                of neighbouring samples (target: within 2% or 0.5 ns); for
- *                libmate(3)'s inline pattern and for the recording moved
- *                out of line;
+ *                of neighbouring samples (target: within 2% or 0.5 ns), for
+ *                libmate(3)'s pattern (the recording out of line, MATE_COLD);
+ *                the same recording written inline is printed beside it;
  *   level 1, 3   calls/s with the log going to a file;
  *   level 10     calls/s dumping each call (safetensors until the .pt
  *                writer is present, then .pt as well), count limit off, in
@@ -91,7 +91,8 @@ add_plain(const float *a, const float *b, float *out, int64_t n)
 	return 0;
 }
 
-/* The same function recorded as libmate(3) shows. */
+/* The same function with the recording written inline around the body (libmate(3) shows
+ * it as what costs a few nanoseconds). */
 static __attribute__((noinline)) int
 add_recorded(const float *a, const float *b, float *out, int64_t n)
 {
@@ -115,10 +116,9 @@ add_recorded(const float *a, const float *b, float *out, int64_t n)
 	return 0;
 }
 
-/* The same again with the recording moved out of line, as libmate(3)
- * suggests for functions of a few nanoseconds: the fast path is the body
- * and one branch, without the recording's register saves. */
-static __attribute__((noinline, cold)) int
+/* The same again as libmate(3)'s pattern: the recording out of line (MATE_COLD), the fast
+ * path the body and one branch, without the recording's register saves. */
+static MATE_COLD int
 add_record_slow(const float *a, const float *b, float *out, int64_t n)
 {
 	return add_recorded(a, b, out, n);
@@ -224,7 +224,7 @@ ns_per_call(add_fn volatile *fn, const float *a, const float *b, float *out, lon
  * the differences of neighbouring samples (robust to load that drifts),
  * against the median of the plain ones. */
 static void
-level0_row(const char *what, add_fn volatile *rec, long iters)
+level0_row(const char *what, add_fn volatile *rec, long iters, int target)
 {
 	float a[SMALL_N], b[SMALL_N], out[SMALL_N];
 	double plain[L0_SAMPLES], recd[L0_SAMPLES], delta[L0_SAMPLES], mp, md;
@@ -243,9 +243,13 @@ level0_row(const char *what, add_fn volatile *rec, long iters)
 	}
 	mp = bench_median(plain, L0_SAMPLES);
 	md = bench_median(delta, L0_SAMPLES);
-	printf("level 0  %-34s %.2f ns/call plain, %+.2f ns recorded: ratio %.4f"
-	    "   target: ratio <= 1.02 or <= +0.5 ns   %s\n", what, mp, md, (mp + md) / mp,
-	    verdict((mp + md) / mp <= 1.02 || md <= 0.5));
+	printf("level 0  %-34s %.2f ns/call plain, %+.2f ns recorded: ratio %.4f", what, mp, md,
+	    (mp + md) / mp);
+	if (target)
+		printf("   target: ratio <= 1.02 or <= +0.5 ns   %s\n",
+		    verdict((mp + md) / mp <= 1.02 || md <= 0.5));
+	else
+		printf("   (what the pattern avoids; no target)\n");
 }
 
 static void
@@ -264,8 +268,8 @@ bench_level0(void)
 		t0 = bench_thread_cpu();
 		ns_per_call(&fn_plain, a, b, out, iters);
 	} while (bench_thread_cpu() - t0 < 0.02 && iters < (1L << 30));
-	level0_row("add(a, b), libmate(3)'s pattern:", &fn_recorded, iters);
-	level0_row("add(a, b), recording out of line:", &fn_split, iters);
+	level0_row("add(a, b), libmate(3)'s pattern:", &fn_split, iters, 1);
+	level0_row("add(a, b), recording inline:", &fn_recorded, iters, 0);
 }
 
 /* ---- levels 1, 3 and 10: calls per second --------------------------------------------------- */

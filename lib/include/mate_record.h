@@ -22,23 +22,34 @@ extern "C" {
  * A library records each call of its public API the way MATE's and
  * FlashInfer's Python decorators do, driven by the environment (mate(7)):
  * MATE_LOGLEVEL 0 off, 1 names, 3 arguments and results, 5 with tensor
- * statistics, 10 with dump directories. The pattern (libmate(3)):
+ * statistics, 10 with dump directories. The pattern (libmate(3)): the
+ * public function is one branch and the body; the recording is a function
+ * of its own, so that level 0 costs the branch and nothing else (written
+ * inline around the body, it costs its calls' register saves every call):
  *
- *	mate_call *c = NULL;
- *	if (MATE_ACTIVE()) {
- *		c = mate_call_begin("rmsnorm", "mylib", "(input, weight, eps=1e-06)");
+ *	int
+ *	rmsnorm(...)
+ *	{
+ *		if (MATE_ACTIVE())
+ *			return rmsnorm_recorded(...);
+ *		return rmsnorm_impl(...);
+ *	}
+ *
+ *	static MATE_COLD int
+ *	rmsnorm_recorded(...)
+ *	{
+ *		mate_call *c = mate_call_begin("rmsnorm", "mylib", "(input, weight, eps=1e-06)");
  *		mate_call_tensor(c, MATE_ARG, NULL, &input);
  *		mate_call_tensor(c, MATE_ARG, NULL, &weight);
  *		mate_call_float(c, MATE_DEFAULT, "eps", 1e-6);
  *		mate_call_ready(c);
- *	}
- *	rc = rmsnorm_impl(&input, &weight, 1e-6, &out);
- *	if (c != NULL) {
+ *		rc = rmsnorm_impl(&input, &weight, 1e-6, &out);
  *		if (rc == 0) {
  *			mate_call_tensor(c, MATE_RESULT, NULL, &out);
  *			mate_call_end(c);
  *		} else
  *			mate_call_fail(c, "rmsnorm: bad shape");
+ *		return rc;
  *	}
  *
  * Rules:
@@ -68,6 +79,14 @@ MATE_API extern int mate_record_level_;
 	__builtin_expect(__atomic_load_n(&mate_record_level_, __ATOMIC_RELAXED) != 0, 0)
 #else
 #define MATE_ACTIVE() (mate_record_level_ != 0)
+#endif
+
+/* The recording function of the pattern above: never inlined into the fast
+ * path, and laid out with the rarely run code. */
+#if defined(__GNUC__)
+#define MATE_COLD __attribute__((noinline, cold))
+#else
+#define MATE_COLD
 #endif
 
 /* How a value takes part in the call (the flags argument below). */
