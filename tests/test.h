@@ -290,6 +290,34 @@ test_bits_f32(uint32_t u)
 	return f;
 }
 
+/* 1 when p lies in a mapping of the file at path (any mapping of it when p
+ * is NULL), as /proc/self/maps lists them; 0 when not; -1 when path or the
+ * list cannot be read. */
+static inline int
+test_mapped_at(const void *p, const char *path)
+{
+	char real[4096], line[4600];
+	FILE *f;
+	int in = 0;
+
+	if (realpath(path, real) == NULL || (f = fopen("/proc/self/maps", "r")) == NULL)
+		return -1;
+	while (!in && fgets(line, sizeof(line), f) != NULL) {
+		unsigned long lo, hi;
+		int at = 0;
+		char *nl = strchr(line, '\n');
+
+		if (nl != NULL)
+			*nl = '\0';
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) < 2 || at == 0)
+			continue;
+		in = strcmp(line + at, real) == 0 &&
+		    (p == NULL || ((uintptr_t)p >= lo && (uintptr_t)p < hi));
+	}
+	fclose(f);
+	return in;
+}
+
 /* Makes a new empty folder ${TMPDIR:-/tmp}/mate-TAG.XXXXXX. @return its
  * malloc'd path, or NULL (said on stderr) when it cannot. */
 static inline char *

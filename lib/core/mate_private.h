@@ -95,6 +95,25 @@ void mate_tensor_scatter(const mate_tensor *t, const void *src);
  * all of them (saves a pass over fresh memory). */
 mate_storage *mate_storage_new_uninit(size_t nbytes, mate_error *err);
 
+/* A read-only file mapped copy-on-write (MAP_PRIVATE, PROT_READ | PROT_WRITE:
+ * a kernel that writes into an input changes its copy, never the file), shared
+ * by the storages that view it and unmapped with the last of them. The
+ * readers map a file when MATE_MMAP is not 0 and fall back to reading when
+ * the mapping fails. A file truncated by someone else while mapped faults
+ * (SIGBUS) where it is touched: dumps are complete when named, and never
+ * rewritten in place. */
+typedef struct mate_map mate_map;
+/* Maps len bytes of fd from offset 0, or NULL (errno set; ENOTSUP when
+ * MATE_MMAP=0 turned mapping off). */
+mate_map *mate_map_file(int fd, size_t len);
+const unsigned char *mate_map_data(const mate_map *m);
+void mate_map_unref(mate_map *m);
+/* Data this aligned is viewed where it lies (every dtype's alignment; the
+ * kernels assume no more); less aligned data is copied out. */
+#define MATE_MAP_ALIGN 16
+/* A storage viewing nbytes of m at data (m gains a reference). */
+mate_storage *mate_storage_view(mate_map *m, void *data, size_t nbytes, mate_error *err);
+
 /* What malloc adds to each block, for memory budgets. */
 #define MATE_MALLOC_OVERHEAD 16
 /* The heap bytes one mate_value node takes, for memory budgets: a string's

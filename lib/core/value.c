@@ -1,15 +1,24 @@
 /* value.c: storages and the Python-like value tree shared by the file formats and the recorder. */
 #include "mate_private.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 struct mate_storage {
 	int refs;
-	int owned;
+	int owned;            /* 1: data is ours to free; 2: a view of map */
 	void *data;
 	size_t nbytes;
+	mate_map *map;
+};
+
+struct mate_map {
+	int refs;
+	void *base;
+	size_t len;
 };
 
 struct mate_value {
@@ -91,6 +100,62 @@ mate_storage_new_uninit(size_t nbytes, mate_error *err)
 	return storage_alloc(nbytes, nbytes, 1, err);
 }
 
+mate_map *
+mate_map_file(int fd, size_t len)
+{
+	const char *env = getenv("MATE_MMAP");
+	mate_map *m;
+	void *p;
+
+	if (env != NULL && strcmp(env, "0") == 0) {
+		errno = ENOTSUP;
+		return NULL;
+	}
+	if (len == 0 || (m = malloc(sizeof(*m))) == NULL)
+		return NULL;
+	if ((p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
+		free(m);
+		return NULL;
+	}
+	m->refs = 1;
+	m->base = p;
+	m->len = len;
+	return m;
+}
+
+const unsigned char *
+mate_map_data(const mate_map *m)
+{
+	return m->base;
+}
+
+void
+mate_map_unref(mate_map *m)
+{
+	if (m == NULL || __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	munmap(m->base, m->len);
+	free(m);
+}
+
+mate_storage *
+mate_storage_view(mate_map *m, void *data, size_t nbytes, mate_error *err)
+{
+	mate_storage *s = calloc(1, sizeof(*s));
+
+	if (s == NULL) {
+		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	__atomic_add_fetch(&m->refs, 1, __ATOMIC_RELAXED);
+	s->refs = 1;
+	s->owned = 2;
+	s->data = data;
+	s->nbytes = nbytes;
+	s->map = m;
+	return s;
+}
+
 mate_storage *
 mate_storage_wrap(void *data, size_t nbytes, mate_error *err)
 {
@@ -119,8 +184,10 @@ mate_storage_unref(mate_storage *s)
 {
 	if (s == NULL || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
-	if (s->owned)
+	if (s->owned == 1)
 		free(s->data);
+	else if (s->owned == 2)
+		mate_map_unref(s->map);
 	free(s);
 }
 

@@ -20,6 +20,13 @@
  * the pickle runs, runs the pickle once, and pread()s each record straight
  * into its storage, in file order. An archive with a compressed entry is
  * handed to libarchive's seekable zip reader instead.
+ *
+ * A file of PT_MAP_MIN bytes or more is mapped (mate_map_file()): headers
+ * and small records are then read where they lie, a stored record whose data
+ * is MATE_MAP_ALIGN-aligned (torch 2.x and libmate align them to 64) becomes
+ * a view of the mapping instead of a copy, and a stream's chunks are the
+ * mapping's bytes. Unaligned records (torch 1.x) are copied out; where
+ * mapping fails the file is read.
  */
 
 #define PT_DEFAULT_MAX_PICKLE ((uint64_t)256 << 20)
@@ -28,6 +35,7 @@
 #define PT_MAX_SMALL 64                /* version, byteorder */
 #define PT_READ_CHUNK ((size_t)1 << 30)
 #define PT_FALLBACK 1                  /* direct_read(): use libarchive */
+#define PT_MAP_MIN ((uint64_t)64 << 10)
 
 /* Zip structures (APPNOTE 4.3). */
 #define ZIP_LFH_SIZE 30
@@ -46,6 +54,7 @@ struct pt_record {
 	uint64_t lfh;         /* direct path: local header offset */
 	mate_storage *st;     /* the storage it is (or will be) read into */
 	int seen, referenced;
+	int mapped;           /* st views the mapped file: nothing to read */
 };
 
 struct pt_reader {
@@ -56,6 +65,7 @@ struct pt_reader {
 	int load_data;
 	int fd;               /* the file (direct path), or -1 */
 	const unsigned char *mem;   /* or the whole file in memory */
+	mate_map *map;        /* the file mapped (mem is its data), or NULL */
 	uint64_t file_size, cd_offset;
 	struct archive *a;    /* libarchive path */
 	char *root;
@@ -75,6 +85,7 @@ struct pt_reader {
 };
 
 static int pt_fail(struct pt_reader *r, int code, const char *fmt, ...) MATE_PRINTF(3, 4);
+static void record_name(char *buf, size_t cap, const char *root, const char *key);
 
 /* Records the first error as "path: why"; returns -1. */
 static int
@@ -689,6 +700,21 @@ direct_storage(const char *key, mate_dtype dt, int64_t numel, void *ctx, mate_er
 		return stream_placeholder(rec, n, err);
 	if (!r->load_data)
 		return mate_storage_wrap(NULL, (size_t)n, err);
+	if (rec->st != NULL)  /* named again */
+		return mate_storage_ref(rec->st);
+	if (r->map != NULL) {
+		char name[1100];
+		uint64_t off;
+
+		record_name(name, sizeof(name), r->root, key);
+		if (data_offset(r, name, rec->lfh, rec->size, &off) != 0)
+			return NULL;  /* r->failed: run_pickle() reports r->err */
+		if (((uintptr_t)(r->mem + off) & (MATE_MAP_ALIGN - 1)) == 0) {
+			rec->mapped = 1;
+			rec->st = mate_storage_view(r->map, (void *)(uintptr_t)(r->mem + off), (size_t)n, err);
+			return mate_storage_ref(rec->st);
+		}
+	}
 	rec->st = mate_storage_new_uninit((size_t)n, err);
 	return mate_storage_ref(rec->st);
 }
@@ -728,6 +754,13 @@ window_fill(struct pt_reader *r, struct pt_window *w, uint64_t off, uint64_t n,
 {
 	size_t len = r->cd_offset - off < PT_WINDOW ? (size_t)(r->cd_offset - off) : PT_WINDOW;
 
+	if (r->mem != NULL) {  /* the bytes where they lie */
+		if (off > r->cd_offset || r->cd_offset - off < n) {
+			pt_fail(r, MATE_ERR_FORMAT, "%s: data runs into the central directory", name);
+			return NULL;
+		}
+		return r->mem + off;
+	}
 	if (w->p == NULL && (w->p = malloc(PT_WINDOW)) == NULL) {
 		pt_fail(r, MATE_ERR_NOMEM, "out of memory");
 		return NULL;
@@ -800,7 +833,10 @@ stream_record(struct pt_reader *r, struct pt_window *w, const char *name,
 		size_t n = rec->size - done < MATE_STREAM_CHUNK ? (size_t)(rec->size - done) :
 		    MATE_STREAM_CHUNK;
 
-		if (src_read(r, off + done, r->chunk, n, name) != 0 ||
+		if (r->mem != NULL) {  /* record_offset() checked the bounds */
+			if (stream_chunk(r, rec, done, r->mem + off + done, n) != 0)
+				return -1;
+		} else if (src_read(r, off + done, r->chunk, n, name) != 0 ||
 		    stream_chunk(r, rec, done, r->chunk, n) != 0)
 			return -1;
 	}
@@ -846,7 +882,7 @@ read_records(struct pt_reader *r)
 	if (v == NULL)
 		return pt_fail(r, MATE_ERR_NOMEM, "out of memory");
 	for (size_t i = 0; i < r->nrecs; i++)
-		if (r->recs[i]->referenced)
+		if (r->recs[i]->referenced && !r->recs[i]->mapped)
 			v[n++] = r->recs[i];
 	qsort(v, n, sizeof(*v), by_offset);
 	for (size_t i = 0; i < n && rc == 0; i++)
@@ -1234,6 +1270,17 @@ reader_reset(struct pt_reader *r)
 	r->have_pickle = r->parsed = r->have_version = 0;
 }
 
+/* Maps a file of PT_MAP_MIN bytes or more (its data becomes r->mem); reads it where that
+ * fails. */
+static void
+map_file(struct pt_reader *r)
+{
+	if (r->file_size < PT_MAP_MIN || r->file_size > SIZE_MAX ||
+	    (r->map = mate_map_file(r->fd, (size_t)r->file_size)) == NULL)
+		return;
+	r->mem = mate_map_data(r->map);
+}
+
 /* Runs the direct path, then libarchive if needed; frees the reader. */
 static mate_value *
 read_pt(struct pt_reader *r, const char *path)
@@ -1252,6 +1299,7 @@ read_pt(struct pt_reader *r, const char *path)
 	free(r->recs);
 	free(r->chunk);
 	mate_value_free(r->cd_sizes);
+	mate_map_unref(r->map);  /* the storages that view it keep it */
 	if (r->fd >= 0)
 		close(r->fd);
 	return v;
@@ -1296,6 +1344,7 @@ mate_pt_read_fd(int fd, const char *path, const struct mate_pt_read_options *opt
 		close(r.fd);
 		return NULL;
 	}
+	map_file(&r);
 	return read_pt(&r, path);
 }
 
@@ -1351,6 +1400,7 @@ mate_pt_read_stream(int fd, const char *path, const struct mate_tensor_stream *s
 		close(r.fd);
 		return r.err->code != MATE_OK ? r.err->code : MATE_ERR_IO;
 	}
+	map_file(&r);
 	v = read_pt(&r, path);
 	if (v == NULL)
 		return r.err->code != MATE_OK ? r.err->code : MATE_ERR_FORMAT;

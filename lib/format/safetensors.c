@@ -923,11 +923,24 @@ validate(struct st_parser *ps, uint64_t hlen, uint64_t file_size)
 /* Where the bytes come from: a file (pread) or a caller's buffer. */
 struct st_src {
 	int fd;
-	const unsigned char *buf;
+	const unsigned char *buf;  /* a caller's buffer, or the mapped file */
+	mate_map *map;             /* the file mapped (buf is its data), or NULL */
 	uint64_t size;
 	int header_only;    /* tensors without storages: the header checked, no data read */
 	const struct mate_tensor_stream *stream;  /* or placeholders, the data handed to it */
 };
+
+/* Files this large are mapped (their bytes then read where they lie), smaller ones read. */
+#define ST_MAP_MIN ((uint64_t)64 << 10)
+
+static void
+map_file(struct st_src *src)
+{
+	if (src->size < ST_MAP_MIN || src->size > SIZE_MAX ||
+	    (src->map = mate_map_file(src->fd, (size_t)src->size)) == NULL)
+		return;
+	src->buf = mate_map_data(src->map);
+}
 
 static int
 src_read(const struct st_src *src, void *dst, size_t n, uint64_t off, mate_error *err)
@@ -975,9 +988,17 @@ read_data(const struct st_parser *ps, const struct st_entry *e,
 		return rc;
 	if (nbytes > SIZE_MAX)
 		return mate_set_error(ps->err, MATE_ERR_NOMEM, "tensor '%.100s' is too large", e->name);
-	if ((st = mate_storage_new_uninit((size_t)nbytes, ps->err)) == NULL)
+	if (src->map != NULL &&
+	    ((uintptr_t)(src->buf + data_start + e->begin) & (MATE_MAP_ALIGN - 1)) == 0) {
+		/* validate() checked the range against the file's size */
+		if ((st = mate_storage_view(src->map,
+		    (void *)(uintptr_t)(src->buf + data_start + e->begin), (size_t)nbytes, ps->err)) == NULL)
+			return MATE_ERR_NOMEM;
+		rc = MATE_OK;
+	} else if ((st = mate_storage_new_uninit((size_t)nbytes, ps->err)) == NULL)
 		return MATE_ERR_NOMEM;
-	rc = src_read(src, mate_storage_data(st), (size_t)nbytes, data_start + e->begin, ps->err);
+	else
+		rc = src_read(src, mate_storage_data(st), (size_t)nbytes, data_start + e->begin, ps->err);
 	if (rc != MATE_OK) {
 		mate_storage_unref(st);
 		return rc;
@@ -1048,6 +1069,16 @@ stream_tensors(const struct st_parser *ps, const struct st_src *src, uint64_t da
 		const mate_storage *st = mate_value_get_storage(mate_value_item(dict, i));
 		uint64_t at = data_start + e->begin, size = e->end - e->begin;
 
+		if (src->buf != NULL) {  /* the bytes where they lie, in chunks */
+			for (uint64_t done = 0; done < size && rc == MATE_OK; done += MATE_STREAM_CHUNK) {
+				size_t n = size - done < MATE_STREAM_CHUNK ? (size_t)(size - done) :
+				    MATE_STREAM_CHUNK;
+
+				if (s->chunk(s->ctx, st, done, src->buf + at + done, n, ps->err) != 0)
+					rc = ps->err->code != MATE_OK ? ps->err->code : MATE_ERR_ARGUMENT;
+			}
+			continue;
+		}
 		if (size > 0 && size <= MATE_STREAM_CHUNK) {
 			if (wlen == 0 || at < wstart || at + size > wstart + wlen) {
 				wstart = at;
@@ -1196,6 +1227,8 @@ mate_safetensors_read_fd(int fd, const char *path, mate_value **metadata, int he
 		mate_set_error(err, MATE_ERR_ARGUMENT, "%s: not a regular file", path);
 	else {
 		src.size = (uint64_t)sb.st_size;
+		if (!header_only)
+			map_file(&src);
 		v = load(&src, metadata, err);
 		if (v == NULL && err != NULL) {
 			char msg[sizeof(err->message)];
@@ -1203,6 +1236,7 @@ mate_safetensors_read_fd(int fd, const char *path, mate_value **metadata, int he
 			memcpy(err->message, msg, sizeof(msg));
 		}
 	}
+	mate_map_unref(src.map);  /* the storages that view it keep it */
 	close(src.fd);
 	return v;
 }
@@ -1227,6 +1261,7 @@ mate_safetensors_read_stream(int fd, const char *path, const struct mate_tensor_
 		mate_set_errno(err, errno, "cannot stat", path);
 	else {
 		src.size = (uint64_t)sb.st_size;
+		map_file(&src);
 		if ((v = load(&src, NULL, err)) == NULL) {
 			char msg[sizeof(err->message)];
 
@@ -1234,6 +1269,7 @@ mate_safetensors_read_stream(int fd, const char *path, const struct mate_tensor_
 			memcpy(err->message, msg, sizeof(msg));
 		}
 	}
+	mate_map_unref(src.map);
 	close(fd);
 	if (v == NULL)
 		return err->code != MATE_OK ? err->code : MATE_ERR_FORMAT;

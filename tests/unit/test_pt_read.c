@@ -735,6 +735,68 @@ DEFINE_TEST(fixture)
 	}
 }
 
+/* A file of 64 KiB or more is mapped: its 64-byte aligned tensors view the
+ * mapping (copy-on-write: a write into one leaves the file as it was), the
+ * mapping lives as long as a storage does, and MATE_MMAP=0 reads copies. */
+DEFINE_TEST(mapped)
+{
+	int64_t n = 20000, three = 3;
+	mate_storage *big = mate_storage_new((size_t)n * 4, NULL), *small = mate_storage_new(12, NULL);
+	mate_value *tree = mate_value_dict(), *v, *w;
+	const mate_tensor *t;
+	mate_storage *kept;
+	mate_error err;
+
+	for (int64_t i = 0; i < n; i++)
+		((float *)mate_storage_data(big))[i] = (float)i * 0.5f;
+	memcpy(mate_storage_data(small), (int32_t[]){ 7, -8, 9 }, 12);
+	mate_value_set_str(tree, "big", tensor_of(MATE_F32, 1, &n, NULL, 0, big));
+	mate_value_set_str(tree, "small", tensor_of(MATE_I32, 1, &three, NULL, 0, small));
+	mate_value_set_str(tree, "again", tensor_of(MATE_F32, 1, &three, NULL, 5, big));
+	CHECK_EQ_INT(mate_pt_write(tmp_path, tree, NULL, &err), MATE_OK);
+	v = mate_pt_read(tmp_path, NULL, &err);
+	CHECK(v != NULL);
+	if (v == NULL) {
+		fprintf(stderr, "%s\n", err.message);
+		goto out;
+	}
+	CHECK(same(&(struct pairs){ .n = 0 }, tree, v));
+	for (size_t i = 0; i < mate_value_len(v); i++) {
+		t = mate_value_get_tensor(mate_value_item(v, i));
+		CHECK_EQ_INT(test_mapped_at(t->data, tmp_path), 1);
+		CHECK_EQ_INT((uintptr_t)t->data % 64, 0);
+	}
+	/* one storage, one view: "again" shares "big"'s */
+	CHECK(mate_value_get_storage(mate_value_lookup(v, "again")) ==
+	    mate_value_get_storage(mate_value_lookup(v, "big")));
+	/* a write into a view stays in this process */
+	t = mate_value_get_tensor(mate_value_lookup(v, "big"));
+	((float *)t->data)[1] = -1.0f;
+	setenv("MATE_MMAP", "0", 1);
+	w = mate_pt_read(tmp_path, NULL, &err);
+	unsetenv("MATE_MMAP");
+	CHECK(w != NULL);
+	if (w != NULL) {
+		t = mate_value_get_tensor(mate_value_lookup(w, "big"));
+		CHECK_EQ_INT(test_mapped_at(t->data, tmp_path), 0);
+		CHECK(((float *)t->data)[1] == 0.5f);
+		CHECK(same(&(struct pairs){ .n = 0 }, tree, w));
+	}
+	mate_value_free(w);
+	/* the mapping outlives the tree while a storage is held, and goes with it */
+	kept = mate_storage_ref(mate_value_get_storage(mate_value_lookup(v, "small")));
+	mate_value_free(v);
+	CHECK_EQ_INT(test_mapped_at(NULL, tmp_path), 1);
+	CHECK_EQ_INT(((int32_t *)mate_storage_data(kept))[1], -8);
+	mate_storage_unref(kept);
+	CHECK_EQ_INT(test_mapped_at(NULL, tmp_path), 0);
+out:
+	unlink(tmp_path);
+	mate_value_free(tree);
+	mate_storage_unref(big);
+	mate_storage_unref(small);
+}
+
 int
 main(int argc, char **argv)
 {

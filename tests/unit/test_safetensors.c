@@ -974,6 +974,73 @@ DEFINE_TEST(read_errors)
 	CHECK(mate_safetensors_parse(NULL, 0, NULL, NULL) == NULL);
 }
 
+/* A file of 20,000 float32 (i / 4) whose data starts at byte 8 + hlen, the
+ * header padded with spaces to hlen bytes. */
+static void
+write_floats(const char *path, size_t hlen)
+{
+	char hdr[256];
+	float x[20000];
+	int n = snprintf(hdr, sizeof(hdr),
+	    "{\"x\":{\"dtype\":\"F32\",\"shape\":[20000],\"data_offsets\":[0,80000]}}");
+	unsigned char len[8] = { (unsigned char)hlen };
+	FILE *f = fopen(path, "wb");
+
+	for (int i = 0; i < 20000; i++)
+		x[i] = (float)i / 4;
+	memset(hdr + n, ' ', hlen - (size_t)n);
+	CHECK(f != NULL && fwrite(len, 1, 8, f) == 8 && fwrite(hdr, 1, hlen, f) == hlen &&
+	    fwrite(x, 4, 20000, f) == 20000);
+	if (f != NULL)
+		fclose(f);
+}
+
+/* A file of 64 KiB or more is mapped: a tensor whose data is 16-byte aligned in
+ * memory views the mapping (copy-on-write), a less aligned one is copied out,
+ * MATE_MMAP=0 copies all; every way reads the same numbers. */
+DEFINE_TEST(mapped)
+{
+	/* data at 8 + 88 = 96 (16-aligned), then at 8 + 92 = 100 (not) */
+	static const size_t hlens[2] = { 88, 92 };
+
+	for (int k = 0; k < 2; k++)
+		for (int off = 0; off < 2; off++) {
+			const char *path = tmp_path("mapped.safetensors");
+			mate_value *v;
+			const mate_tensor *t;
+			mate_error err;
+			int ok = 1;
+
+			write_floats(path, hlens[k]);
+			if (off)
+				setenv("MATE_MMAP", "0", 1);
+			v = mate_safetensors_read(path, NULL, &err);
+			unsetenv("MATE_MMAP");
+			CHECK(v != NULL);
+			if (v == NULL) {
+				fprintf(stderr, "%s\n", err.message);
+				continue;
+			}
+			t = mate_value_get_tensor(mate_value_lookup(v, "x"));
+			CHECK_EQ_INT(test_mapped_at(t->data, path), k == 0 && !off);
+			for (int i = 0; i < 20000; i++)
+				ok &= ((const float *)t->data)[i] == (float)i / 4;
+			CHECK(ok);
+			if (k == 0 && !off) {  /* a write stays here */
+				((float *)t->data)[3] = -1;
+				mate_value_free(v);
+				CHECK_EQ_INT(test_mapped_at(NULL, path), 0);
+				setenv("MATE_MMAP", "0", 1);
+				v = mate_safetensors_read(path, NULL, &err);
+				unsetenv("MATE_MMAP");
+				CHECK(v != NULL && ((const float *)mate_value_get_tensor(
+				    mate_value_lookup(v, "x"))->data)[3] == 0.75f);
+			}
+			mate_value_free(v);
+			unlink(path);
+		}
+}
+
 /* The last case: the cases' files are all known, no temporary is left. */
 DEFINE_TEST(nothing_left)
 {
