@@ -18,10 +18,11 @@ tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 r=0
 while [ $r -lt $rounds ]; do
-	$prog $n $size >> "$tmp/base"
-	$record -q -l 0 -- $prog $n $size >> "$tmp/l0"
-	$record -q -l 1 -o /dev/null -- $prog $n $size >> "$tmp/l1"
-	$record -q -l 3 -o /dev/null -- $prog $n $size >> "$tmp/l3"
+	# a run that fails has no time: it must not read as a ratio of 0
+	$prog $n $size >> "$tmp/base" || exit 1
+	$record -q -l 0 -- $prog $n $size >> "$tmp/l0" || exit 1
+	$record -q -l 1 -o /dev/null -- $prog $n $size >> "$tmp/l1" || exit 1
+	$record -q -l 3 -o /dev/null -- $prog $n $size >> "$tmp/l3" || exit 1
 	r=$((r + 1))
 done
 # best CPU and wall times of a file

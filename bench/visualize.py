@@ -8,6 +8,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+FAILED = []  # commands that failed: their times are no figures, and the run exits 1
 
 
 def measure(cmd, stdin=None):
@@ -21,6 +22,7 @@ def measure(cmd, stdin=None):
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         print("%s failed (%d): %s" % (cmd[0], p.returncode, err), file=sys.stderr)
+        FAILED.append(cmd)
     return wall, ru.ru_maxrss / 1024.0, p.returncode, ru.ru_utime + ru.ru_stime
 
 
@@ -81,7 +83,7 @@ def main():
         print("  mate-visualize, %d lines -> .json.gz: %.3f s wall, peak RSS %.1f MiB" % (a.big_lines, wall, rss))
     if not a.dir:
         print("  logs and pictures left in %s" % d)
-    return 0
+    return 1 if FAILED else 0
 
 
 if __name__ == "__main__":
