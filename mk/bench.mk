@@ -13,5 +13,5 @@ tests_replay_gemm_fail_CPPFLAGS = $(AM_CPPFLAGS) -include $(top_srcdir)/tests/fa
 tests_replay_gemm_fail_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_replay_gemm_fail_LDADD = libmate_impl.la $(OPENBLAS_LIBS)
 SCRIPT_TESTS += tests/cli/test_bench_replay_gemm.sh
-EXTRA_DIST += bench/README.md bench/bench_util.h
+EXTRA_DIST += bench/README.md bench/bench_util.h tests/bench-smoke.sh
 EXTRA_DIST += bench/replay-decode.py bench/replay-mixed.py

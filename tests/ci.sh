@@ -85,6 +85,10 @@ demo_out=$(mktemp -d "${TMPDIR:-/tmp}/mate-ci-demo.XXXXXX")
 	{ cat "$demo_out/demo/run-demo.log"; exit 1; }
 rm -rf "$demo_out"
 
+step "every benchmark once, in its short mode (tests/bench-smoke.sh): none rots"
+# each must run and print its ratio; no time is judged
+../tests/bench-smoke.sh .
+
 step "install: make install with DESTDIR, then with prefix= (nothing left half done)"
 rm -rf _destdir _prefix
 make install DESTDIR="$PWD/_destdir" > /dev/null
