@@ -219,8 +219,8 @@ mate_tmp_create(char *out, const char *path)
 static int unnamed_ok = 1;
 
 /* An O_TMPFILE file in path's directory, or -1. */
-static int
-open_unnamed(const char *path)
+int
+mate_open_unnamed(const char *path)
 {
 #ifdef O_TMPFILE
 	const char *slash = strrchr(path, '/');
@@ -279,7 +279,7 @@ mate_atomic_open(mate_atomic_file *af, const char *path, mate_error *err)
 	 * refuses a link or special file at path when it is linked there (EEXIST): the
 	 * common case is open, write, link, close. */
 	memcpy(af->tmp_path, path, n - 63);
-	if ((af->fd = open_unnamed(path)) >= 0) {
+	if ((af->fd = mate_open_unnamed(path)) >= 0) {
 		af->unnamed = 1;
 		return MATE_OK;
 	}
@@ -303,8 +303,8 @@ mate_atomic_open(mate_atomic_file *af, const char *path, mate_error *err)
 
 /* Gives the unnamed file fd the name `name`: linkat(AT_EMPTY_PATH) (Linux
  * 6.10 lets the opener do it), else through /proc/self/fd. 0 or errno. */
-static int
-link_unnamed(int fd, const char *name)
+int
+mate_link_unnamed(int fd, const char *name)
 {
 	char proc[64];
 	int e;
@@ -353,7 +353,7 @@ copy_unnamed(mate_atomic_file *af)
 static int
 name_unnamed(mate_atomic_file *af, mate_error *err)
 {
-	int e = link_unnamed(af->fd, af->path);
+	int e = mate_link_unnamed(af->fd, af->path);
 	struct stat sb;
 
 	if (e == 0)
@@ -364,7 +364,7 @@ name_unnamed(mate_atomic_file *af, mate_error *err)
 		    kind_of(sb.st_mode));
 	tmp_name(af->tmp_path, af->path);
 	if (e == EEXIST) {
-		e = link_unnamed(af->fd, af->tmp_path);
+		e = mate_link_unnamed(af->fd, af->tmp_path);
 	} else {
 		__atomic_store_n(&unnamed_ok, 0, __ATOMIC_RELAXED);
 		e = copy_unnamed(af);

@@ -82,6 +82,12 @@ typedef struct mate_atomic_file {
 	int unnamed;        /* fd is an O_TMPFILE file: tmp_path does not exist */
 } mate_atomic_file;
 int mate_atomic_open(mate_atomic_file *af, const char *path, mate_error *err);
+/* The two halves of an atomic file that must never replace another: an
+ * unnamed (O_TMPFILE) file, read-write, in path's directory, or -1 where
+ * the filesystem has none; and its naming, linkat() without replacing.
+ * mate_link_unnamed() returns 0 or an errno (EEXIST: the name is taken). */
+int mate_open_unnamed(const char *path);
+int mate_link_unnamed(int fd, const char *name);
 int mate_atomic_commit(mate_atomic_file *af, mate_error *err);
 void mate_atomic_abort(mate_atomic_file *af);
 

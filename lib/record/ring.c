@@ -210,6 +210,21 @@ ring_unavailable(const char *what, int e)
 	    mate_rec_prefix(), what, ring.path, strerror(e));
 }
 
+/* Names the finished unnamed ring fd base, or base.1 to base.9 where a file of an earlier
+ * process of this id (or a planted one) has the name; ring.path gets it. 0 or an errno. */
+static int
+ring_name(int fd, const char *base)
+{
+	int e = EEXIST;
+
+	for (int i = 0; i < 10 && e == EEXIST; i++) {
+		if (i > 0 && snprintf(ring.path, sizeof(ring.path), "%s.%d", base, i) >= (int)sizeof(ring.path))
+			return ENAMETOOLONG;
+		e = mate_link_unnamed(fd, ring.path);
+	}
+	return e;
+}
+
 /* Makes this process's ring. Lock held. */
 static void
 ring_open(long keep)
@@ -218,7 +233,7 @@ ring_open(long keep)
 	size_t n;
 	struct ring_head *h;
 	struct statvfs vfs;
-	int fd = -1, e;
+	int fd = -1, e, unnamed = 0;
 	char base[4096];
 
 	ring.keep = (uint64_t)keep;
@@ -228,18 +243,21 @@ ring_open(long keep)
 		    mate_rec_prefix());
 		return;
 	}
-	/* never over another file: a ring left by an earlier process of this id, or planted */
-	for (int i = 0; i < 10 && fd < 0; i++) {
-		if (i == 0)
-			snprintf(ring.path, sizeof(ring.path), "%s", base);
-		else if (snprintf(ring.path, sizeof(ring.path), "%s.%d", base, i) >= (int)sizeof(ring.path))
+	/* Unnamed until its head is written, so that a process killed while making it leaves
+	 * no ring that is not one; named then without replacing anything (ring_name()). Where
+	 * the filesystem has no unnamed files, made under its name, never over another file. */
+	snprintf(ring.path, sizeof(ring.path), "%s", base);
+	if ((fd = mate_open_unnamed(base)) >= 0)
+		unnamed = fchmod(fd, 0600) == 0 ? 1 : (close(fd), -1);
+	for (int i = 0; i < 10 && fd < 0 && unnamed == 0; i++) {
+		if (i > 0 && snprintf(ring.path, sizeof(ring.path), "%s.%d", base, i) >= (int)sizeof(ring.path))
 			break;
 		fd = open(ring.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0 && errno != EEXIST)
 			break;
 	}
 	if (fd < 0) {
-		ring_unavailable("cannot make", errno);
+		ring_unavailable("cannot make", unnamed < 0 ? EPERM : errno);
 		return;
 	}
 	ring.map_len = HEAD_SIZE + (size_t)bytes;
@@ -251,17 +269,19 @@ ring_open(long keep)
 	else
 		e = posix_fallocate(fd, 0, (off_t)ring.map_len);
 	if (e != 0) {
-		unlink(ring.path);
+		if (!unnamed)
+			unlink(ring.path);
 		close(fd);
 		ring_unavailable("cannot make room for", e);
 		return;
 	}
 	ring.map = mmap(NULL, ring.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	e = errno;
-	close(fd);
 	if (ring.map == MAP_FAILED) {
 		ring.map = NULL;
-		unlink(ring.path);
+		if (!unnamed)
+			unlink(ring.path);
+		close(fd);
 		ring_unavailable("cannot map", e);
 		return;
 	}
@@ -278,6 +298,14 @@ ring_open(long keep)
 	n = strlen(mate_rec_cfg.dump_dir);
 	memcpy(h->root, mate_rec_cfg.dump_dir, n < sizeof(h->root) - 1 ? n : sizeof(h->root) - 1);
 	h->checksum = XXH64(h, offsetof(struct ring_head, checksum), 0);
+	if (unnamed && (e = ring_name(fd, base)) != 0) {
+		munmap(ring.map, ring.map_len);
+		ring.map = NULL;
+		close(fd);
+		ring_unavailable("cannot name", e);
+		return;
+	}
+	close(fd);
 	ring.data = ring.map + HEAD_SIZE;
 	ring.data_size = bytes;
 	ring.pos = ring.seq = ring.ids = 0;

@@ -6,6 +6,7 @@ import os
 import random
 import signal
 import subprocess
+import tempfile
 import time
 
 import torch
@@ -40,6 +41,15 @@ def started(args, d, **env):
         time.sleep(0.01)
     rings = glob.glob(os.path.join(d, "ring.*"))
     return p, rings[0] if len(rings) == 1 else None
+
+
+def calls_logged(d):
+    """The calls begun so far, by d's log (level 10 into a ring logs each call's name)."""
+    try:
+        with open(os.path.join(d, "log.txt")) as f:
+            return f.read().count("MATE API Call:")
+    except FileNotFoundError:
+        return 0
 
 
 def convert(ring, out, verb=False):
@@ -91,7 +101,12 @@ def test_kill_9_trials():
         os.makedirs(d)
         # the child that calls: first-chain forks one process per chain
         p, _ = started([CHAIN, "1", "1000000000"], d)
-        time.sleep(rng.uniform(0.02, 0.3))
+        # a kill before the first call ended would leave an empty ring: wait (however loaded
+        # the machine) for the second call's log line, then a random instant later
+        deadline = time.monotonic() + 60
+        while calls_logged(d) < 2 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(rng.uniform(0.0, 0.3))
         rings = glob.glob(os.path.join(d, "ring.*"))
         check(len(rings) == 1, "trial %d: one ring: %s" % (trial, rings))
         if len(rings) != 1:
@@ -122,6 +137,37 @@ def test_kill_9_trials():
             check(ok, "trial %d: a chained tensor differs: %s" % (trial, what))
     check(checked > 100, "the chain was compared across %d pairs of calls" % checked)
     print("50 kill -9 trials: %d chained pairs compared, %d torn entries skipped" % (checked, torn_total))
+
+
+def test_killed_while_making_the_ring():
+    """kill -9 in the first milliseconds, while the ring is being made: either no ring, or one
+    whose head is whole (it is named only once written), never a file that is not a ring."""
+    rng = random.Random(7)
+    seen = 0
+    # a 128 MiB ring in shared memory takes tens of milliseconds to make (its pages are
+    # taken first), which the kills aim at; each left ring is removed at once
+    shm = tempfile.mkdtemp(prefix="mate-test-ring-", dir="/dev/shm") \
+        if os.access("/dev/shm", os.W_OK) else None
+    for trial in range(30):
+        d = os.path.join(work, "early%02d" % trial)
+        os.makedirs(d)
+        rings = os.path.join(shm or d, "ring%02d" % trial)
+        # its own process group: the kill takes the recording child too
+        p = subprocess.Popen([CHAIN, "1", "1000000000"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env=env_for(d, MATE_RING_BYTES="128M", MATE_RING_PATH=rings + ".%p"),
+                             start_new_session=True)
+        time.sleep(rng.uniform(0.0, 0.15))
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        for ring in glob.glob(rings + ".*"):
+            seen += 1
+            c = convert(ring, os.path.join(d, "out"))
+            os.unlink(ring)
+            check("not a ring file" not in c.stderr and c.returncode in (0, 1),
+                  "trial %d: a ring named before its head was written: %d %s" % (trial, c.returncode, c.stderr))
+    if shm:
+        os.rmdir(shm)
+    print("30 early kills: %d rings left, each whole" % seen)
 
 
 def test_clean_exit_leaves_nothing():
@@ -390,6 +436,6 @@ def test_bad_rings():
     check(c.returncode == 2 and "--ring FILE goes with one of -o DIR or --into ROOT" in c.stderr, "usage: %s" % c.stderr)
 
 
-run_cases(test_kill_9_trials, test_clean_exit_leaves_nothing, test_error_exit_writes_dumps, test_fatal_signals,
+run_cases(test_kill_9_trials, test_killed_while_making_the_ring, test_clean_exit_leaves_nothing, test_error_exit_writes_dumps, test_fatal_signals,
           test_flush, test_on_fail, test_threads_race_the_crash, test_fork_and_planted, test_bad_settings,
           test_bad_rings)
