@@ -72,3 +72,9 @@ BENCH_BINS += bench/tensor-files
 bench_tensor_files_SOURCES = bench/tensor-files.c
 bench_tensor_files_LDADD = src/fe/libmate_fe.la libmate.la
 EXTRA_DIST += bench/tensor-files.sh bench/tensor-files-torch.py
+
+## bench/read-rss: peak RSS of a fresh process reading a large .pt and safetensors file, mapped
+## against MATE_MMAP=0, against the file's size.
+BENCH_BINS += bench/read-rss
+bench_read_rss_SOURCES = bench/read-rss.c
+bench_read_rss_LDADD = libmate.la

@@ -95,6 +95,8 @@ smoke pt_read_vs_torch.py "^speedup: best ${n}x, median ${n}x" -- \
 smoke pt_write_bench "^10000 x 4 KiB +$n GB/s +$n GB/s +$n GB/s +$n%" -- \
     bench/pt_write_bench "$tmp" 1
 smoke pt_write_torch.py "^10000 x 4 KiB +$n GB/s" -- peers "$bench/pt_write_torch.py" "$tmp" 1
+smoke read-rss "^\.pt +anonymous memory mapped/read|anonymous memory mapped/read: $n " \
+    "^safetensors +mapped \(default\): +peak RSS +$n MiB" -- bench/read-rss "$tmp" 4
 smoke record-overhead.sh "^level 1: ratio $n CPU" "^level 3: ratio $n CPU" -- \
     sh "$bench/record-overhead.sh" 10 1 16
 smoke recorder "^level 0 .* ratio $n +target" "profile ratio: +$n of level 1" \

@@ -114,9 +114,9 @@ typedef struct mate_map mate_map;
 mate_map *mate_map_file(int fd, size_t len);
 const unsigned char *mate_map_data(const mate_map *m);
 void mate_map_unref(mate_map *m);
-/* Data this aligned is viewed where it lies (every dtype's alignment; the
- * kernels assume no more); less aligned data is copied out. */
-#define MATE_MAP_ALIGN 16
+/* A tensor's data is viewed where it lies when it is aligned to its element
+ * size (what C's accesses need; the kernels assume no more), else copied out. */
+#define MATE_MAP_ALIGNED(p, dt) ((uintptr_t)(p) % mate_dtype_size(dt) == 0)
 /* A storage viewing nbytes of m at data (m gains a reference). */
 mate_storage *mate_storage_view(mate_map *m, void *data, size_t nbytes, mate_error *err);
 

@@ -23,10 +23,10 @@
  *
  * A file of PT_MAP_MIN bytes or more is mapped (mate_map_file()): headers
  * and small records are then read where they lie, a stored record whose data
- * is MATE_MAP_ALIGN-aligned (torch 2.x and libmate align them to 64) becomes
- * a view of the mapping instead of a copy, and a stream's chunks are the
- * mapping's bytes. Unaligned records (torch 1.x) are copied out; where
- * mapping fails the file is read.
+ * is aligned to its element size (torch 2.x and libmate align them to 64)
+ * becomes a view of the mapping instead of a copy, and a stream's chunks are
+ * the mapping's bytes. Unaligned records (torch 1.x's can be) are copied
+ * out; where mapping fails the file is read.
  */
 
 #define PT_DEFAULT_MAX_PICKLE ((uint64_t)256 << 20)
@@ -709,7 +709,7 @@ direct_storage(const char *key, mate_dtype dt, int64_t numel, void *ctx, mate_er
 		record_name(name, sizeof(name), r->root, key);
 		if (data_offset(r, name, rec->lfh, rec->size, &off) != 0)
 			return NULL;  /* r->failed: run_pickle() reports r->err */
-		if (((uintptr_t)(r->mem + off) & (MATE_MAP_ALIGN - 1)) == 0) {
+		if (MATE_MAP_ALIGNED(r->mem + off, dt)) {
 			rec->mapped = 1;
 			rec->st = mate_storage_view(r->map, (void *)(uintptr_t)(r->mem + off), (size_t)n, err);
 			return mate_storage_ref(rec->st);

@@ -988,8 +988,7 @@ read_data(const struct st_parser *ps, const struct st_entry *e,
 		return rc;
 	if (nbytes > SIZE_MAX)
 		return mate_set_error(ps->err, MATE_ERR_NOMEM, "tensor '%.100s' is too large", e->name);
-	if (src->map != NULL &&
-	    ((uintptr_t)(src->buf + data_start + e->begin) & (MATE_MAP_ALIGN - 1)) == 0) {
+	if (src->map != NULL && MATE_MAP_ALIGNED(src->buf + data_start + e->begin, t.dtype)) {
 		/* validate() checked the range against the file's size */
 		if ((st = mate_storage_view(src->map,
 		    (void *)(uintptr_t)(src->buf + data_start + e->begin), (size_t)nbytes, ps->err)) == NULL)

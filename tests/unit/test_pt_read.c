@@ -735,8 +735,8 @@ DEFINE_TEST(fixture)
 	}
 }
 
-/* A file of 64 KiB or more is mapped: its 64-byte aligned tensors view the
- * mapping (copy-on-write: a write into one leaves the file as it was), the
+/* A file of 64 KiB or more is mapped: its tensors (64-byte aligned, as libmate
+ * writes them) view the mapping (copy-on-write: a write into one leaves the file as it was), the
  * mapping lives as long as a storage does, and MATE_MMAP=0 reads copies. */
 DEFINE_TEST(mapped)
 {
