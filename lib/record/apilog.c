@@ -3,8 +3,10 @@
 #include "backend.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -111,6 +113,9 @@ static void
 fmt_banner(struct mate_buf *b)
 {
 	const struct rec_config *cfg = &mate_rec_cfg;
+	const char *ring;
+	char *end;
+	long keep;
 
 	mate_buf_puts(b, RULE_EQ);
 	mate_buf_printf(b,
@@ -120,6 +125,16 @@ fmt_banner(struct mate_buf *b)
 	    "or that the dump directory is secure. To disable dumping, unset %s_LOGLEVEL or\n"
 	    "set it to below 10.\n", mate_rec_name(), mate_rec_name(), mate_rec_prefix());
 	mate_buf_printf(b, "Current dump directory is: %s\n", cfg->dump_dir_shown);
+	if ((ring = mate_rec_getenv("RING")) != NULL && *ring != '\0') {
+		/* not in MATE's banner: no call reaches the disk until the program fails */
+		errno = 0;
+		keep = strtol(ring, &end, 10);
+		if (errno == 0 && *end == '\0' && keep >= 1 && keep <= 1000000000)
+			mate_buf_printf(b,
+			    "RING mode (%s_RING=%ld): only the last %ld calls are kept, in memory, and\n"
+			    "    written to the dump directory when the program fails (mate(7)).\n",
+			    mate_rec_prefix(), keep, keep);
+	}
 	if (cfg->safetensors)
 		mate_buf_puts(b,
 		    "SAFETENSORS mode enabled: tensor stride/non-contiguity will NOT be preserved.\n"

@@ -119,6 +119,11 @@ def test_kill_9_trials():
         out = os.path.join(d, "out")
         c = convert(rings[0], out, verb=trial % 2 == 1)
         check(c.returncode == 0, "trial %d: --ring: exit %d: %s" % (trial, c.returncode, c.stderr))
+        if trial == 0:   # the level-10 banner says where the calls go
+            with open(os.path.join(d, "log.txt")) as f:
+                head = f.read(4096)
+            check("RING mode (MATE_RING=%d): only the last %d calls are kept, in memory" % (KEEP, KEEP)
+                  in head, "the banner names the ring: %r" % head[:1500])
         torn_total += int(c.stderr.split("torn entr")[0].rsplit(" ", 2)[-2]) if "torn entr" in c.stderr else 0
         calls = calls_of(out)
         check(0 < len(calls) <= KEEP, "trial %d: %d calls written, at most %d" % (trial, len(calls), KEEP))
