@@ -43,7 +43,8 @@ usage(void)
 	    "\n"
 	    "  -l, --level N        MATE_LOGLEVEL: 1 names, 3 arguments, 5 statistics, 10 dumps\n"
 	    "                       (default: the environment's, else 1)\n"
-	    "  -o, --log DEST       MATE_LOGDEST: stdout, stderr or a file (%%i: process id)\n"
+	    "  -o, --log DEST       MATE_LOGDEST: stdout, stderr (the default here) or a file\n"
+	    "                       (%%i: process id)\n"
 	    "  -d, --dump-dir DIR   MATE_DUMP_DIR (level 10)\n"
 	    "      --include PATS   MATE_DUMP_INCLUDE: comma-separated function patterns\n"
 	    "      --exclude PATS   MATE_DUMP_EXCLUDE\n"
@@ -222,7 +223,9 @@ environment(const struct options *o)
 	set("MATE_RECORD_LIBMATE", lib);
 	set("MATE_IDENTITY", o->identity);
 	set(var(o, "LOGLEVEL"), o->level ? o->level : getenv(var(o, "LOGLEVEL")) ? NULL : "1");
-	set(var(o, "LOGDEST"), o->log);
+	/* the program's standard output is its own (`mate-record -- prog | jq`): the log goes to
+	 * standard error, as strace's does, unless the option or the environment says where */
+	set(var(o, "LOGDEST"), o->log ? o->log : getenv(var(o, "LOGDEST")) ? NULL : "stderr");
 	set(var(o, "DUMP_DIR"), o->dump_dir);
 	set(var(o, "DUMP_INCLUDE"), o->include);
 	set(var(o, "DUMP_EXCLUDE"), o->exclude);

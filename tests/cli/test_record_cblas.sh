@@ -10,6 +10,15 @@ out=$("$RECORD" -l 10 --safetensors -d dumps -o log.txt -- "$PROG" 2>err.txt)
 expect_status 0 $? "recorded run"
 check [ "$out" = "$plain" ] || fail "the recorded program printed '$out', not '$plain'"
 check grep -q '6 calls recorded in 1 process; 6 dumps' err.txt || fail "summary: $(cat err.txt)"
+# without -o the log goes to standard error: the program's own output, byte for byte, on its
+# standard output (a pipe of it reads only the program); with MATE_LOGDEST the user's choice
+"$RECORD" -l 3 -- "$PROG" >out1.txt 2>err1.txt
+expect_status 0 $? "recorded run, no -o"
+"$PROG" >plain.txt
+check cmp -s out1.txt plain.txt || fail "mate-record -- prog | cmp - <(prog): $(head -c 300 out1.txt)"
+check grep -q "MATE API Call: cblas_sgemm" err1.txt || fail "the log is not on standard error: $(head -c 300 err1.txt)"
+MATE_LOGDEST=stdout "$RECORD" -l 1 -- "$PROG" >out2.txt 2>/dev/null
+check grep -q "MATE API Call: cblas_sgemm" out2.txt || fail "MATE_LOGDEST=stdout is not kept"
 for f in cblas_sgemm cblas_dgemm sgemm_ dgemm_; do
 	check ls -d dumps/*_${f}_call0001 >/dev/null 2>&1 || fail "no dump of $f"
 done
