@@ -24,12 +24,26 @@
 
 static const char *progname = "mate";
 
+/* Standard output and error into one file (`2>&1 | cat`): stdout goes line by line, so that
+ * a warning or summary on stderr never lands inside a line still in stdout's buffer. Each
+ * tool calls this (through mate_fe_set_progname()) before it prints anything. */
+static void
+same_output(void)
+{
+	struct stat so, se;
+
+	if (fstat(STDOUT_FILENO, &so) == 0 && fstat(STDERR_FILENO, &se) == 0 &&
+	    so.st_dev == se.st_dev && so.st_ino == se.st_ino && !isatty(STDOUT_FILENO))
+		setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
 void
 mate_fe_set_progname(const char *argv0)
 {
 	const char *slash;
 
 	opterr = 0;     /* mate_fe_bad_option() says it once, with this name */
+	same_output();
 	if (argv0 == NULL || *argv0 == '\0')
 		return;
 	slash = strrchr(argv0, '/');

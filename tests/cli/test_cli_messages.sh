@@ -41,4 +41,12 @@ check [ "$rc" -eq 2 ] && [ "$(grep -c . "$tmp/err")" -eq 1 ] && grep -q "No such
 mkdir "$tmp/empty"
 "$b/src/replay/mate-list-dumps" "$tmp/empty" > "$tmp/out" 2> "$tmp/err"
 check grep -q "^0 dumps in $tmp/empty\$" "$tmp/err" || fail "an empty folder: $(cat "$tmp/err")"
+
+# stdout and stderr into one pipe (2>&1 | cat): every line whole, the summary last, not inside
+# a line stdout still held (300 dumps: more than one buffer of lines)
+python3 "$top_srcdir/bench/gen-dumps.py" "$tmp/many" 300 > /dev/null
+"$b/src/replay/mate-list-dumps" "$tmp/many" 2>&1 | cat > "$tmp/both"
+check [ "$(grep -c '_call[0-9]*: ' "$tmp/both")" -eq 300 ] && [ "$(wc -l < "$tmp/both")" -eq 301 ] &&
+	tail -n 1 "$tmp/both" | grep -q "^300 dumps in $tmp/many: " ||
+	fail "2>&1 | cat: lines spliced: $(grep -n 'dumps in' "$tmp/both" | head -3)"
 checks_done
