@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,7 +33,8 @@ usage(void)
 	    "  -s, --seconds S      capture for S seconds (default 5; 0: until interrupted)\n"
 	    "  -n, --max-events N   stop after N events\n"
 	    MATE_FE_FOLLOW_HELP
-	    "      --dir DIR        write DIR/trace_YYYYMMDD_HHMMSS.log (default: .)\n"
+	    "      --dir DIR        write DIR/trace_YYYYMMDD_HHMMSS.log, a new file (_2, _3, ...\n"
+	    "                       when that name is taken; default: .)\n"
 	    "  -o, --output FILE    write FILE instead ('-': standard output)\n"
 	    "  -q, --quiet          no summary on standard error\n"
 	    "  -h, --help           this help\n"
@@ -117,12 +119,28 @@ open_output(const struct options *o, time_t now, char *path, size_t cap, int *cr
 	if (o->out != NULL)
 		snprintf(path, cap, "%s", o->out);
 	else {
+		/* a name of its own: made exclusively, so that two captures started in the same
+		 * second (or a file planted at the name) are never written over: _2, _3, ... */
 		const char *dir = o->dir != NULL ? o->dir : ".";
 		char stamp[32];
+		int fd = -1;
+
 		make_dirs(dir);
 		localtime_r(&now, &tm);
 		strftime(stamp, sizeof(stamp), "%Y%m%d_%H%M%S", &tm);
-		snprintf(path, cap, "%s/trace_%s.log", dir, stamp);
+		for (int k = 1; k <= 1000 && fd < 0; k++) {
+			if (k == 1)
+				snprintf(path, cap, "%s/trace_%s.log", dir, stamp);
+			else
+				snprintf(path, cap, "%s/trace_%s_%d.log", dir, stamp, k);
+			fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+			if (fd < 0 && errno != EEXIST)
+				break;
+		}
+		if (fd < 0 || (f = fdopen(fd, "w")) == NULL)
+			mate_fe_errx(MATE_EXIT_FAIL, "%s: %s", path, strerror(errno));
+		*created = 1;
+		return f;
 	}
 	*created = lstat(path, &st) != 0 && errno == ENOENT;
 	if ((f = fopen(path, "w")) == NULL)

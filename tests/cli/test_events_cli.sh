@@ -107,5 +107,25 @@ grep -q "^mate-top: bad MATE_MONITOR_LAG_MS value 'abc'" "$tmp.err" ||
 MATE_MONITOR_LAG_MS=250 MATE_MONITOR_DIR=$tmp "$b/src/trace/mate-trace" -s 0.1 -o "$tmp/t.log" \
     >/dev/null 2>"$tmp.err"
 grep -q "MATE_MONITOR_LAG_MS" "$tmp.err" && fail "MATE_MONITOR_LAG_MS=250 is good: $(cat "$tmp.err")"
+# --dir never writes over a capture: with files already at this second's names (another
+# capture started in the same second, or planted), the capture takes _2 and leaves them
+mkdir "$tmp/caps"
+MATE_MONITOR_DIR=$rt MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 MATE_DEMO_SECONDS=30 \
+    MATE_MONITOR_WAIT=30 "$b/examples/mate-demo" >/dev/null 2>&1 &
+demo=$!
+now=$(date +%s)
+k=0
+while [ $k -le 60 ]; do   # the names of the next minute: a slow (sanitizer) start still meets one
+	echo "another capture" > "$tmp/caps/trace_$(date -d "@$((now + k))" +%Y%m%d_%H%M%S).log"
+	k=$((k + 1))
+done
+MATE_MONITOR_DIR=$rt "$b/src/trace/mate-trace" --pid $demo -n 20 -s 30 --dir "$tmp/caps" 2>"$tmp.err"
+rc=$?
+kill $demo 2>/dev/null; wait $demo 2>/dev/null
+check [ $rc -eq 0 ] || fail "mate-trace --dir with names taken: exit $rc: $(cat "$tmp.err")"
+check [ "$(cat "$tmp"/caps/trace_*[0-9][0-9].log | sort -u)" = "another capture" ] ||
+	fail "a capture was written over another: $(head -c 200 "$tmp"/caps/trace_*[0-9][0-9].log)"
+check [ "$(ls "$tmp"/caps/trace_*_2.log | wc -l)" -eq 1 ] && grep -q ' | #0001 | ' "$tmp"/caps/trace_*_2.log ||
+	fail "the capture is not in a name of its own: $(ls "$tmp/caps")"
 rm -rf "$tmp" "$tmp.err" "$rt"
 checks_done
