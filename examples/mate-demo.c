@@ -210,8 +210,19 @@ env_int(const char *name, int def)
 	return (int)n;
 }
 
+static void
+usage(FILE *f)
+{
+	fputs("usage: mate-demo [--help]\n"
+	    "The demo workload: MATE_DEMO_THREADS (4) client threads call an instrumented\n"
+	    "library (rmsnorm, fused_add_rmsnorm, silu_and_mul, softmax, mm) on\n"
+	    "MATE_DEMO_WORKERS (3) worker threads, MATE_DEMO_ROUNDS (2) rounds or for\n"
+	    "MATE_DEMO_SECONDS; one call per thread fails on purpose. Recorded as the MATE_*\n"
+	    "variables say (mate(7)); MATE_DEMO_CHECKSUM=1 prints a checksum of the results.\n", f);
+}
+
 int
-main(void)
+main(int argc, char **argv)
 {
 	int nthreads = env_int("MATE_DEMO_THREADS", 4);
 	int workers = env_int("MATE_DEMO_WORKERS", 3);
@@ -219,6 +230,13 @@ main(void)
 	const char *s = getenv("MATE_DEMO_SECONDS"), *cs = getenv("MATE_DEMO_CHECKSUM");
 	uint64_t total = 1469598103934665603ull;
 
+	if (argc > 1) {   /* no options but --help: anything else is not run */
+		int help = strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0;
+
+		usage(help ? stdout : stderr);
+		free(tid);
+		return help ? 0 : 2;
+	}
 	rounds = env_int("MATE_DEMO_ROUNDS", 2);
 	want_checksum = cs != NULL && strcmp(cs, "1") == 0;
 	if (s != NULL && *s != '\0')

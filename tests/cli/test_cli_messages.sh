@@ -26,6 +26,16 @@ check [ "$(head -1 "$tmp/err")" = "mate-trace: unknown option '-x'" ] || fail "-
 check [ "$(head -1 "$tmp/err")" = "mate-list-dumps: option '--help' takes no value" ] ||
 	fail "--help=x: $(cat "$tmp/err")"
 
+# mate-demo --help and `mate help demo` say what it is and run nothing; other arguments: exit 2
+for cmd in "$b/examples/mate-demo --help" "$b/src/mate/mate help demo"; do
+	PATH="$b/examples:$PATH" MATE_LOGLEVEL=0 $cmd > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	check [ $rc -eq 0 ] && grep -q "^usage: mate-demo" "$tmp/out" && ! grep -q "rounds done" "$tmp/out" "$tmp/err" ||
+		fail "$cmd: exit $rc: $(cat "$tmp/out" "$tmp/err" | head -5)"
+done
+"$b/examples/mate-demo" --threads 3 > /dev/null 2> "$tmp/err"
+check [ $? -eq 2 ] && grep -q "^usage: mate-demo" "$tmp/err" || fail "mate-demo --threads 3: $(cat "$tmp/err")"
+
 # mate --help and mate(1): every verb mate ships
 "$b/src/mate/mate" --help > "$tmp/help"
 for verb in bench list-dumps record replay top trace visualize; do
