@@ -237,7 +237,7 @@ read_line(FILE *f, char **buf, size_t *cap, int *toolong)
 	return 1;
 }
 
-/* Every entry of one file ("-": stdin). -1 when it cannot be opened. */
+/* Every entry of one file ("-": stdin). -1 when it cannot be opened or read. */
 static int
 bench_file(mate_replay *r, const struct options *o, const char *path, struct counts *n)
 {
@@ -245,7 +245,7 @@ bench_file(mate_replay *r, const struct options *o, const char *path, struct cou
 	char *line = NULL, where[300];
 	size_t cap = 0;
 	unsigned long lineno = 0;
-	int toolong;
+	int toolong, rc;
 
 	if (f == NULL) {
 		mate_fe_warn("%s", mate_fe_safe(path));
@@ -268,12 +268,13 @@ bench_file(mate_replay *r, const struct options *o, const char *path, struct cou
 		bench_one(r, o, e, where, &err, n);
 		mate_bench_entry_free(e);
 	}
-	if (ferror(f))
+	/* a file that cannot be read (a directory: EISDIR) is a usage error, as the page says */
+	if ((rc = ferror(f) ? -1 : 0) != 0)
 		mate_fe_warn("%s", mate_fe_safe(path));
 	free(line);
 	if (f != stdin)
 		fclose(f);
-	return 0;
+	return rc;
 }
 
 /* --example: the command line of a built-in op's problem, quoted as the shell wants it. */

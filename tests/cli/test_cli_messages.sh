@@ -36,6 +36,11 @@ done
 "$b/examples/mate-demo" --threads 3 > /dev/null 2> "$tmp/err"
 check [ $? -eq 2 ] && grep -q "^usage: mate-demo" "$tmp/err" || fail "mate-demo --threads 3: $(cat "$tmp/err")"
 
+# mate-bench on a folder: a file that cannot be read, exit 2 as mate-bench(1) says
+"$b/src/bench/mate-bench" "$tmp" > /dev/null 2> "$tmp/err"
+check [ $? -eq 2 ] && grep -q "^mate-bench: $tmp: Is a directory$" "$tmp/err" &&
+	! grep -q "no entry" "$tmp/err" || fail "mate-bench DIR: $(cat "$tmp/err")"
+
 # mate --help and mate(1): every verb mate ships
 "$b/src/mate/mate" --help > "$tmp/help"
 for verb in bench list-dumps record replay top trace visualize; do
