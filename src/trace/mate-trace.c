@@ -82,6 +82,31 @@ parse_options(int argc, char **argv, struct options *o)
 		mate_fe_usage_error("--dir and --output exclude each other");
 }
 
+/* The folders make_dirs() made, outermost first: removed again with an empty capture. */
+static char *made[64];
+static int nmade;
+
+static void
+make_one(const char *p)
+{
+	if (mkdir(p, 0777) == 0) {
+		if (nmade < (int)(sizeof(made) / sizeof(made[0])) && (made[nmade] = strdup(p)) != NULL)
+			nmade++;
+	} else if (errno != EEXIST)
+		mate_fe_errx(MATE_EXIT_FAIL, "%s: %s", p, strerror(errno));
+}
+
+/* Removes the folders make_dirs() made, innermost first (one that holds something now, such
+ * as another capture's file, stays). */
+static void
+unmake_dirs(void)
+{
+	while (nmade > 0) {
+		rmdir(made[--nmade]);
+		free(made[nmade]);
+	}
+}
+
 /* mkdir -p */
 static void
 make_dirs(const char *dir)
@@ -93,12 +118,10 @@ make_dirs(const char *dir)
 	for (s = p + 1; *s != '\0'; s++)
 		if (*s == '/') {
 			*s = '\0';
-			if (mkdir(p, 0777) != 0 && errno != EEXIST)
-				mate_fe_errx(MATE_EXIT_FAIL, "%s: %s", p, strerror(errno));
+			make_one(p);
 			*s = '/';
 		}
-	if (mkdir(p, 0777) != 0 && errno != EEXIST)
-		mate_fe_errx(MATE_EXIT_FAIL, "%s: %s", p, strerror(errno));
+	make_one(p);
 	free(p);
 }
 
@@ -313,6 +336,8 @@ main(int argc, char **argv)
 	/* a log of a header alone is no trace: the next mate-visualize would fail on it */
 	if (w.seq == 0 && created && unlink(path) != 0)
 		mate_fe_warn("%s", path);
+	else if (w.seq == 0 && created)
+		unmake_dirs();  /* and the folders --dir made for it */
 	if (!o.quiet)
 		summary(m, &w, mate_mono_seconds() - t0, w.seq == 0 && created ? "no file" : path);
 	mate_monitor_free(m);

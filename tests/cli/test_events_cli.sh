@@ -44,6 +44,10 @@ MATE_MONITOR_DIR=$tmp "$b/src/trace/mate-trace" -s 0.2 --dir "$tmp/traces" 2>"$t
 check [ $? -eq 1 ] || fail "mate-trace --dir capturing nothing exits 1"
 check [ -z "$(ls "$tmp/traces")" ] || fail "mate-trace --dir capturing nothing left $(ls "$tmp/traces")"
 check grep -q '^mate-trace: no events captured$' "$tmp/err" || fail "it says so: $(cat "$tmp/err")"
+# folders --dir made for a capture of nothing go with it; one that was there stays
+MATE_MONITOR_DIR=$tmp "$b/src/trace/mate-trace" -s 0.2 --dir "$tmp/traces/new/deeper" 2>/dev/null
+check [ $? -eq 1 ] && [ ! -e "$tmp/traces/new" ] && [ -d "$tmp/traces" ] ||
+	fail "mate-trace --dir new/deeper capturing nothing left $(ls -R "$tmp/traces")"
 # a file named with -o that was there stays (its header rewritten)
 echo old >"$tmp/keep.log"
 MATE_MONITOR_DIR=$tmp "$b/src/trace/mate-trace" -s 0.1 -o "$tmp/keep.log" 2>/dev/null
