@@ -176,7 +176,9 @@ read_log(const struct options *o, mate_timeline *tl, const char *path)
 	if (rc < 0)
 		mate_fe_warnx("%s: %s", mate_ilog_name(r), err.message);
 	else if (st.events == 0)
-		mate_fe_warnx("%s: no event lines%s", mate_ilog_name(r),
+		mate_fe_warnx("%s: no event lines%s; mate-visualize reads instruction logs "
+		    "(MATE_INSTRUCTION_LOG=FILE, or mate-trace), not the API log (MATE_LOGDEST)",
+		    mate_ilog_name(r),
 		    st.malformed > 0 ? " parse (every candidate was malformed)" : " found");
 	mate_ilog_free(r);
 	return rc < 0 || st.events == 0;
@@ -199,9 +201,13 @@ print_summary(const struct options *o, const mate_timeline *tl, const mate_rende
 	else if (o->format == FMT_JSON)
 		mate_fe_warnx("wrote %s: Perfetto trace JSON%s, %llu flows from calls to their work",
 		    o->output, o->gzip ? " (gzip)" : "", (unsigned long long)flows[0]);
-	else
+	else if (o->format == FMT_PNG)
 		mate_fe_warnx("wrote %s: %d x %d pixels (%g dpi, %g x %g in)", o->output,
 		    ri->width_px, ri->height_px, o->dpi, o->width, o->height);
+	else  /* a vector page has no pixels */
+		mate_fe_warnx("wrote %s: %s, %g x %g in (%g x %g pt)", o->output,
+		    o->format == FMT_SVG ? "SVG" : "PDF", o->width, o->height, o->width * 72,
+		    o->height * 72);
 	mate_fe_warnx("%llu event%s, %llu op%s and %llu call%s of %d op type%s, %d lane%s "
 	    "(%d client%s, %d worker%s), %.3f s (%.3f s to %.3f s)%s",
 	    (unsigned long long)st.events, mate_fe_s(st.events), (unsigned long long)st.ops,
@@ -250,6 +256,20 @@ empty_window(const struct options *o, const mate_timeline *tl)
 	mate_fe_warnx("nothing to draw: no event from %s to %s (seconds since the recording "
 	    "started, as in the log's time column); the events run from %.6g s to %.6g s",
 	    from, to, st.first, st.last);
+	return 1;
+}
+
+/* --lanes matched none: says so. @return 1. */
+static int
+no_lane(const struct options *o, const mate_timeline *tl)
+{
+	mate_timeline_stats st;
+
+	mate_timeline_get_stats(tl, &st);
+	if (st.lanes > 0)
+		return 0;
+	mate_fe_warnx("nothing to draw: no lane matches --lanes '%s' (labels such as 'client ID', "
+	    "'dispatcher' or a worker's name; -v lists them)", mate_fe_safe(o->lanes));
 	return 1;
 }
 
@@ -320,6 +340,8 @@ main(int argc, char **argv)
 	}
 	memset(&ri, 0, sizeof(ri));
 	if (ok && (o.has_from || o.has_to) && empty_window(&o, tl))
+		ok = 0;
+	else if (ok && o.lanes != NULL && no_lane(&o, tl))
 		ok = 0;
 	else if (!ok)
 		mate_fe_warnx("nothing to draw: no log gave any event");

@@ -52,6 +52,15 @@ expect 1 "mate-visualize: cannot open: $tmp/none.log: No such file or directory"
 expect 1 "mate-visualize: $tmp/nodir/a.png: cannot create" "$bin" "$demo" -o "$tmp/nodir/a.png"
 : >"$tmp/empty.log"
 expect 1 "empty.log: no event lines found" "$bin" "$tmp/empty.log" -o "$tmp/e.png"
+# an API log (what FlashInfer users have) is not an instruction log: the message says which is
+expect 1 "not the API log (MATE_LOGDEST)" "$bin" "$top_srcdir/tests/fixtures/mate-reference/level1.log" \
+    -o "$tmp/api.png"
+# --lanes that match nothing: nothing drawn, exit 1 (as an empty --from/--to window)
+expect 1 "nothing to draw: no lane matches --lanes 'nomatch'" "$bin" --lanes nomatch "$demo" -o "$tmp/n.png"
+[ ! -e "$tmp/n.png" ] && ok || fail "--lanes matching nothing wrote $tmp/n.png"
+# a vector picture is sized in inches and points, not pixels
+expect 0 "wrote $tmp/v.svg: SVG, 16 x 10 in (1152 x 720 pt)" "$bin" "$demo" -o "$tmp/v.svg"
+expect 0 "wrote $tmp/v.pdf: PDF, 16 x 10 in (1152 x 720 pt)" "$bin" "$demo" -o "$tmp/v.pdf"
 # one bad log among good ones: the rest is drawn, exit 1
 expect 1 "cannot open" "$bin" "$demo" "$tmp/none.log" -o "$tmp/b.png"
 [ -s "$tmp/b.png" ] && ok || fail "the good log is still drawn"
