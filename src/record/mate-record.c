@@ -372,9 +372,15 @@ summary(const struct mate_record_totals *t, const char *dump_dir, const struct o
 		snprintf(dumps, sizeof(dumps), "; %" PRIu64 " dump%s (%s) in %s", t->dumps,
 		    mate_fe_s(t->dumps), mate_fe_human_bytes(t->dump_bytes, b1, sizeof(b1)),
 		    dump_dir);
-	fprintf(stderr, "%s: %" PRIu64 " call%s recorded%s%s; peak device memory %s\n",
-	    mate_fe_progname(), t->calls, mate_fe_s(t->calls), procs, dumps,
-	    mate_fe_human_bytes(t->peak_bytes, b2, sizeof(b2)));
+	/* at level 0 no API call is logged: "0 calls recorded" read as if the program made none
+	 * (beside a memory profile counting its allocations) */
+	if (level(o) == 0)
+		fprintf(stderr, "%s: level 0: API calls not logged%s; peak device memory %s\n",
+		    mate_fe_progname(), procs, mate_fe_human_bytes(t->peak_bytes, b2, sizeof(b2)));
+	else
+		fprintf(stderr, "%s: %" PRIu64 " call%s recorded%s%s; peak device memory %s\n",
+		    mate_fe_progname(), t->calls, mate_fe_s(t->calls), procs, dumps,
+		    mate_fe_human_bytes(t->peak_bytes, b2, sizeof(b2)));
 	if (t->transfers || t->launches || t->allocations)
 		fprintf(stderr, "%s: %" PRIu64 " device allocation%s, %" PRIu64 " cudaMemcpy (%s), %"
 		    PRIu64 " kernel launch%s%s%s\n", mate_fe_progname(), t->allocations,

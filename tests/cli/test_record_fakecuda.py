@@ -157,5 +157,7 @@ csvs = glob.glob(os.path.join(work, "m0-*.csv"))
 check(len(csvs) == 2, "per-process CSVs with %%i: %s" % csvs)
 log0 = open(os.path.join(work, "log0.txt")).read() if os.path.exists(os.path.join(work, "log0.txt")) else ""
 check("MATE API Call" not in log0 and "Memory Profiling" in log0, "level 0: profile only")
+check("mate-record: level 0: API calls not logged in 2 processes; peak device memory" in p.stderr and
+      "0 calls recorded" not in p.stderr, "level 0 summary: %s" % p.stderr)
 
 done()
