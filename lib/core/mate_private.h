@@ -109,9 +109,9 @@ mate_storage *mate_storage_new_uninit(size_t nbytes, mate_error *err);
  * (SIGBUS) where it is touched: dumps are complete when named, and never
  * rewritten in place. */
 typedef struct mate_map mate_map;
-/* Maps len bytes of fd from offset 0, or NULL (errno set; ENOTSUP when
- * MATE_MMAP=0 turned mapping off). */
-mate_map *mate_map_file(int fd, size_t len);
+/* Maps the file fd of size bytes, or NULL: below 64 KiB (reading is as
+ * cheap), when MATE_MMAP=0 turned mapping off, or when mmap() fails. */
+mate_map *mate_map_file(int fd, uint64_t size);
 const unsigned char *mate_map_data(const mate_map *m);
 void mate_map_unref(mate_map *m);
 /* A tensor's data is viewed where it lies when it is aligned to its element

@@ -1,7 +1,6 @@
 /* value.c: storages and the Python-like value tree shared by the file formats and the recorder. */
 #include "mate_private.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,18 +99,18 @@ mate_storage_new_uninit(size_t nbytes, mate_error *err)
 	return storage_alloc(nbytes, nbytes, 1, err);
 }
 
+#define MAP_MIN ((uint64_t)64 << 10)
+
 mate_map *
-mate_map_file(int fd, size_t len)
+mate_map_file(int fd, uint64_t size)
 {
 	const char *env = getenv("MATE_MMAP");
+	size_t len = (size_t)size;
 	mate_map *m;
 	void *p;
 
-	if (env != NULL && strcmp(env, "0") == 0) {
-		errno = ENOTSUP;
-		return NULL;
-	}
-	if (len == 0 || (m = malloc(sizeof(*m))) == NULL)
+	if ((env != NULL && strcmp(env, "0") == 0) || size < MAP_MIN || size > SIZE_MAX ||
+	    (m = malloc(sizeof(*m))) == NULL)
 		return NULL;
 	if ((p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
 		free(m);

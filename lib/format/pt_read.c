@@ -21,7 +21,7 @@
  * into its storage, in file order. An archive with a compressed entry is
  * handed to libarchive's seekable zip reader instead.
  *
- * A file of PT_MAP_MIN bytes or more is mapped (mate_map_file()): headers
+ * A file of 64 KiB or more is mapped (mate_map_file()): headers
  * and small records are then read where they lie, a stored record whose data
  * is aligned to its element size (torch 2.x and libmate align them to 64)
  * becomes a view of the mapping instead of a copy, and a stream's chunks are
@@ -35,7 +35,6 @@
 #define PT_MAX_SMALL 64                /* version, byteorder */
 #define PT_READ_CHUNK ((size_t)1 << 30)
 #define PT_FALLBACK 1                  /* direct_read(): use libarchive */
-#define PT_MAP_MIN ((uint64_t)64 << 10)
 
 /* Zip structures (APPNOTE 4.3). */
 #define ZIP_LFH_SIZE 30
@@ -1270,15 +1269,12 @@ reader_reset(struct pt_reader *r)
 	r->have_pickle = r->parsed = r->have_version = 0;
 }
 
-/* Maps a file of PT_MAP_MIN bytes or more (its data becomes r->mem); reads it where that
- * fails. */
+/* Maps the file where mate_map_file() does (its data becomes r->mem), else it is read. */
 static void
 map_file(struct pt_reader *r)
 {
-	if (r->file_size < PT_MAP_MIN || r->file_size > SIZE_MAX ||
-	    (r->map = mate_map_file(r->fd, (size_t)r->file_size)) == NULL)
-		return;
-	r->mem = mate_map_data(r->map);
+	if ((r->map = mate_map_file(r->fd, r->file_size)) != NULL)
+		r->mem = mate_map_data(r->map);
 }
 
 /* Runs the direct path, then libarchive if needed; frees the reader. */

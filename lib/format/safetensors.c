@@ -930,16 +930,12 @@ struct st_src {
 	const struct mate_tensor_stream *stream;  /* or placeholders, the data handed to it */
 };
 
-/* Files this large are mapped (their bytes then read where they lie), smaller ones read. */
-#define ST_MAP_MIN ((uint64_t)64 << 10)
-
+/* Maps the file where mate_map_file() does (its bytes then read where they lie). */
 static void
 map_file(struct st_src *src)
 {
-	if (src->size < ST_MAP_MIN || src->size > SIZE_MAX ||
-	    (src->map = mate_map_file(src->fd, (size_t)src->size)) == NULL)
-		return;
-	src->buf = mate_map_data(src->map);
+	if ((src->map = mate_map_file(src->fd, src->size)) != NULL)
+		src->buf = mate_map_data(src->map);
 }
 
 static int
