@@ -223,3 +223,6 @@ C_TESTS += tests/test_replay_first
 tests_test_replay_first_SOURCES = tests/unit/test_replay_first.c lib/replay/replay_first.c \
 	lib/replay/replay_first.h
 tests_test_replay_first_LDADD = libmate.la $(CJSON_LIBS)
+
+## test_progress: long work shows done/total on a terminal (a pseudo-terminal here), never on a pipe.
+SCRIPT_TESTS += tests/cli/test_progress.py

@@ -4,6 +4,7 @@
 #include "mate_core.h"
 #include "mate_events.h"
 #include "mate_replay.h"
+#include "util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -504,4 +505,57 @@ mate_fe_catch_interrupts(void)
 	sa.sa_handler = on_interrupt;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* ---- progress ---------------------------------------------------------------------------- */
+
+void
+mate_fe_progress_start(struct mate_fe_progress *p, const char *what, uint64_t total, int quiet)
+{
+	const char *after = getenv("MATE_PROGRESS_AFTER");
+
+	memset(p, 0, sizeof(*p));
+	p->what = what;
+	p->total = total;
+	p->on = !quiet && total > 0 && isatty(STDERR_FILENO);
+	p->t0 = mate_mono_seconds();
+	p->after = after != NULL && *after != '\0' ? atof(after) : 0.5;
+}
+
+void
+mate_fe_progress_step(struct mate_fe_progress *p, uint64_t done)
+{
+	char a[32], b[32], left[48] = "";
+	double now, rate;
+
+	p->done = done;
+	if (!p->on || (now = mate_mono_seconds()) - p->t0 < p->after ||
+	    (p->shown && now - p->last < 0.2))
+		return;
+	p->last = now;
+	rate = now > p->t0 ? (double)done / (now - p->t0) : 0;
+	if (rate > 0 && done < p->total)
+		snprintf(left, sizeof(left), ", %.0f s left", (double)(p->total - done) / rate);
+	fprintf(stderr, "\r\033[K%s: %s %s/%s (%.0f%%), %.0f/s%s", progname, p->what,
+	    mate_fe_grouped(done, a, sizeof(a)), mate_fe_grouped(p->total, b, sizeof(b)),
+	    100.0 * (double)done / (double)p->total, rate, left);
+	fflush(stderr);
+	p->shown = 1;
+}
+
+void
+mate_fe_progress_clear(struct mate_fe_progress *p)
+{
+	if (!p->shown)
+		return;
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
+	p->shown = 0;
+}
+
+void
+mate_fe_progress_end(struct mate_fe_progress *p)
+{
+	mate_fe_progress_clear(p);
+	p->on = 0;
 }

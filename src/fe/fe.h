@@ -54,6 +54,23 @@ int mate_fe_use_color(FILE *f);
 /* Whether f is a terminal with a UTF-8 locale (for emoji and symbols). */
 int mate_fe_use_utf8(FILE *f);
 
+/* Progress of long work on a terminal: "progname: WHAT 1,204/9,876 (12%), 350/s, 25 s
+ * left", one line on standard error, redrawn at most five times a second, from half a
+ * second in (MATE_PROGRESS_AFTER=SECONDS changes that), and erased at the end. Nothing at
+ * all when standard error is not a terminal, or quiet. A tool printing lines on the same
+ * terminal erases it first (mate_fe_progress_clear()); the next step redraws it. */
+struct mate_fe_progress {
+	const char *what;
+	uint64_t total, done;
+	double t0, last, after;
+	int on, shown;
+};
+void mate_fe_progress_start(struct mate_fe_progress *p, const char *what, uint64_t total,
+    int quiet);
+void mate_fe_progress_step(struct mate_fe_progress *p, uint64_t done);
+void mate_fe_progress_clear(struct mate_fe_progress *p);
+void mate_fe_progress_end(struct mate_fe_progress *p);
+
 /* "progname: message: strerror(errno)" (warn), and the same then exit. */
 void mate_fe_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mate_fe_err(int status, const char *fmt, ...)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -24,6 +25,7 @@ struct options {
 	struct mate_patterns include, exclude;
 	long long jobs;
 	int jsonl;
+	int quiet;                  /* -q: no progress line */
 	unsigned statuses;          /* bit per enum mate_dump_status; 0: all */
 	const char **plugins;
 	size_t nplugins;
@@ -44,7 +46,10 @@ struct options {
 struct tally {
 	int utf8;
 	int jsonl;
+	int same_tty;               /* stdout is the terminal the progress line is on */
 	size_t by[MATE_REPLAY_UNCHECKED + 1];
+	size_t reported;
+	struct mate_fe_progress progress;
 };
 
 static void
@@ -67,6 +72,7 @@ usage(void)
 	    "                       (completed, inputs_saved, failed; comma-separated)\n"
 	    "  -j, --jobs N         replay on N threads, 1 to 256 (results still print in order)\n"
 	    "      --jsonl          one JSON object per call on stdout, summary on stderr\n"
+	    "  -q, --quiet          no progress line (on a terminal, long replays show done/total)\n"
 	    "      --plugin LIB.so  load replay handlers from LIB.so (repeatable)\n"
 	    "      --first          stop at the first wrong call in call order and name the\n"
 	    "                       earlier calls whose outputs its inputs are (exit 1 if any)\n"
@@ -189,6 +195,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "status", required_argument, NULL, O_STATUS },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "jsonl", no_argument, NULL, O_JSONL },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "plugin", required_argument, NULL, O_PLUGIN },
 		{ "memlog", required_argument, NULL, O_MEMLOG },
 		{ "allocator", required_argument, NULL, O_ALLOCATOR },
@@ -205,7 +212,7 @@ parse_options(int argc, char **argv, struct options *o)
 	};
 	int c;
 
-	while ((c = mate_fe_getopt(argc, argv, "j:o:hV", longopts, usage)) != -1) {
+	while ((c = mate_fe_getopt(argc, argv, "j:o:qhV", longopts, usage)) != -1) {
 		switch (c) {
 		case O_DIR: push(&o->paths, &o->npaths, optarg); break;
 		case O_DEVICE: o->device = mate_fe_opt_device(optarg); break;
@@ -216,6 +223,7 @@ parse_options(int argc, char **argv, struct options *o)
 		case O_STATUS: o->statuses |= parse_statuses(optarg); break;
 		case 'j': o->jobs = parse_between("--jobs", optarg, 1, MAX_JOBS); break;
 		case O_JSONL: o->jsonl = 1; break;
+		case 'q': o->quiet = 1; break;
 		case O_PLUGIN: push(&o->plugins, &o->nplugins, optarg); break;
 		case O_MEMLOG: o->memlog = optarg; break;
 		case O_ALLOCATOR: push(&o->allocators, &o->nallocators, optarg); break;
@@ -378,11 +386,14 @@ report(size_t i, const struct mate_dump_info *d, const struct mate_replay_result
 
 	if (r->verdict >= 0 && r->verdict <= MATE_REPLAY_UNCHECKED)
 		t->by[r->verdict]++;
+	if (t->same_tty)   /* the line goes where the progress line is: erased first */
+		mate_fe_progress_clear(&t->progress);
 	if (t->jsonl)
 		print_json(i, d, r);
 	else
 		print_text(i, d, r, t->utf8);
 	fflush(stdout);
+	mate_fe_progress_step(&t->progress, ++t->reported);
 }
 
 static void
@@ -551,11 +562,15 @@ replay_all(const struct options *o, mate_replay *r, const mate_dump_list *l)
 		free(sel);
 		return status;
 	}
+	t.same_tty = isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
+	mate_fe_progress_start(&t.progress, "replayed", nsel, o->quiet);
 	if (mate_replay_run(r, sel, nsel, (int)o->jobs, report, &t, &err) != MATE_OK) {
+		mate_fe_progress_end(&t.progress);
 		mate_fe_warnx("%s", err.message);
 		free(sel);
 		return MATE_EXIT_USAGE;
 	}
+	mate_fe_progress_end(&t.progress);
 	print_summary(&t, o->jsonl ? stderr : stdout);
 	if (nsel == 0) {
 		mate_fe_warnx("no dumps %s", n ? "selected (--include, --exclude, --status)" : "found");

@@ -1,0 +1,66 @@
+"""test_progress.py: long work shows its progress on a terminal and nowhere else: mate-replay with standard error on a pseudo-terminal draws "mate-replay: replayed N/TOTAL (P%), R/s" lines (redrawn with a carriage return, erased at the end, none inside its own output lines), with standard output on the same terminal or a pipe; nothing with standard error on a pipe, and nothing with -q. MATE_PROGRESS_AFTER=0 draws from the first step."""
+import os
+import pty
+import subprocess
+import sys
+
+from mate_test import build_path, check, run_cases, src_path, tmpdir
+
+REPLAY = build_path("src", "replay", "mate-replay")
+work = tmpdir()
+root = os.path.join(work, "root")
+subprocess.run([sys.executable, src_path("bench", "gen-dumps.py"), root, "200"], check=True,
+               stdout=subprocess.DEVNULL)
+ENV = dict(os.environ, MATE_PROGRESS_AFTER="0")
+
+
+def on_pty(args, stdout_too=False):
+    """Runs args with stderr (and stdout, when stdout_too) on a new pseudo-terminal; returns
+    (what the terminal got, what stdout got, exit status)."""
+    master, slave = pty.openpty()
+    outfile = open(os.path.join(work, "stdout"), "w+b")   # a file: no pipe to fill while we read
+    p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stderr=slave,
+                         stdout=slave if stdout_too else outfile, env=ENV)
+    os.close(slave)
+    term = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:   # EIO: the terminal's last writer is gone
+            break
+        if not chunk:
+            break
+        term += chunk
+    p.wait()
+    os.close(master)
+    outfile.seek(0)
+    out = outfile.read()
+    outfile.close()
+    return term.decode(errors="replace"), out.decode(errors="replace"), p.returncode
+
+
+def test_replay_progress_on_a_terminal():
+    term, out, rc = on_pty([REPLAY, "--jsonl", root])
+    check("\r\x1b[Kmate-replay: replayed " in term and "/200 (" in term and "/s" in term,
+          "a progress line on the terminal: %r" % term[:300])
+    last = term.rfind("mate-replay: replayed ")
+    check(last >= 0 and "\r\x1b[K" in term[last:term.find("Summary", last)],
+          "the last progress line is erased before the summary: %r" % term[-300:])
+    check(out.count("\n") == 200 and "\r" not in out, "stdout holds the 200 JSON lines alone")
+    # the text form on the same terminal: every result line whole, after an erase
+    term, _, rc = on_pty([REPLAY, root], stdout_too=True)
+    lines = [l for l in term.replace("\r\x1b[K", "\n").split("\n") if l.startswith("[")]
+    check(len(lines) == 200 and all("] " in l and "replayed" not in l for l in lines),
+          "200 whole result lines among the progress lines: %d %r" % (len(lines), lines[:2]))
+
+
+def test_no_progress_off_a_terminal():
+    p = subprocess.run([REPLAY, "--jsonl", root], capture_output=True, text=True, env=ENV)
+    check("replayed" not in p.stderr and "\r" not in p.stderr,
+          "no progress with stderr on a pipe: %r" % p.stderr[:300])
+    term, _, _ = on_pty([REPLAY, "-q", "--jsonl", root])
+    # (the terminal itself ends lines with \r\n: the erase sequence is what a progress line has)
+    check("replayed" not in term and "\x1b[K" not in term, "none with -q: %r" % term[:300])
+
+
+run_cases(test_replay_progress_on_a_terminal, test_no_progress_off_a_terminal)
