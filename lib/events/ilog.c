@@ -582,6 +582,7 @@ struct mate_ilog {
 	int in_header;         /* skipping a header block */
 	int seen_event;
 	mate_ilog_stats st;
+	uint64_t bytes;        /* read from the source so far */
 	int nbad;
 	uint64_t bad_line[MATE_ILOG_MALFORMED_KEEP];
 	const char *bad_why[MATE_ILOG_MALFORMED_KEEP];
@@ -673,6 +674,12 @@ mate_ilog_get_stats(const mate_ilog *r, mate_ilog_stats *st)
 	*st = r->st;
 }
 
+uint64_t
+mate_ilog_bytes_read(const mate_ilog *r)
+{
+	return r->bytes;
+}
+
 int
 mate_ilog_malformed(const mate_ilog *r, int i, uint64_t *line, const char **why)
 {
@@ -705,6 +712,7 @@ ilog_fill(mate_ilog *r, mate_error *err)
 			return mate_set_errno(err, errno, "cannot read", r->name);
 	}
 	r->end += (size_t)n;
+	r->bytes += (uint64_t)n;
 	return n;
 }
 

@@ -132,6 +132,8 @@ MATE_API mate_ilog *mate_ilog_open_memory(const void *buf, size_t len, const cha
 MATE_API int mate_ilog_next(mate_ilog *r, mate_event *ev, mate_error *err);
 /*! mate_ilog_stats() : counts so far. */
 MATE_API void mate_ilog_get_stats(const mate_ilog *r, mate_ilog_stats *st);
+/*! mate_ilog_bytes_read() : bytes read from the source so far (for progress). */
+MATE_API uint64_t mate_ilog_bytes_read(const mate_ilog *r);
 /*! mate_ilog_malformed() : the i-th remembered malformed line (i from 0):
  * its line number and why. @return 0, or -1 when there is no such line. */
 MATE_API int mate_ilog_malformed(const mate_ilog *r, int i, uint64_t *line, const char **why);

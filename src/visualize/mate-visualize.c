@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fe.h"
@@ -149,10 +150,13 @@ report_malformed(const struct options *o, mate_ilog *r)
 static int
 read_log(const struct options *o, mate_timeline *tl, const char *path)
 {
+	struct mate_fe_progress prog;
 	mate_error err;
 	mate_ilog *r;
 	mate_event ev;
 	mate_ilog_stats st;
+	struct stat sb;
+	uint64_t total, n = 0;
 	int rc;
 
 	mate_error_clear(&err);
@@ -165,11 +169,19 @@ read_log(const struct options *o, mate_timeline *tl, const char *path)
 		mate_ilog_free(r);
 		return 1;
 	}
-	while ((rc = mate_ilog_next(r, &ev, &err)) > 0)
+	/* a regular file's size makes a progress line on a terminal (stdin: none) */
+	total = strcmp(path, "-") != 0 && stat(path, &sb) == 0 && S_ISREG(sb.st_mode) ?
+	    (uint64_t)sb.st_size : 0;
+	mate_fe_progress_start(&prog, "read bytes of", total, o->quiet);
+	while ((rc = mate_ilog_next(r, &ev, &err)) > 0) {
 		if (mate_timeline_add(tl, &ev, &err) != 0) {
 			rc = -1;
 			break;
 		}
+		if ((++n & 0xffff) == 0)
+			mate_fe_progress_step(&prog, mate_ilog_bytes_read(r));
+	}
+	mate_fe_progress_end(&prog);
 	mate_timeline_end_log(tl, NULL);
 	report_malformed(o, r);
 	mate_ilog_get_stats(r, &st);

@@ -1,4 +1,4 @@
-"""test_progress.py: long work shows its progress on a terminal and nowhere else: mate-replay with standard error on a pseudo-terminal draws "mate-replay: replayed N/TOTAL (P%), R/s" lines (redrawn with a carriage return, erased at the end, none inside its own output lines), with standard output on the same terminal or a pipe; nothing with standard error on a pipe, and nothing with -q. MATE_PROGRESS_AFTER=0 draws from the first step."""
+"""test_progress.py: long work shows its progress on a terminal and nowhere else: mate-visualize reading a 100,000-line log (bytes read of the file's size); mate-replay with standard error on a pseudo-terminal draws "mate-replay: replayed N/TOTAL (P%), R/s" lines (redrawn with a carriage return, erased at the end, none inside its own output lines), with standard output on the same terminal or a pipe; nothing with standard error on a pipe, and nothing with -q. MATE_PROGRESS_AFTER=0 draws from the first step."""
 import os
 import pty
 import subprocess
@@ -7,6 +7,7 @@ import sys
 from mate_test import build_path, check, run_cases, src_path, tmpdir
 
 REPLAY = build_path("src", "replay", "mate-replay")
+VISUALIZE = build_path("mate-visualize")
 work = tmpdir()
 root = os.path.join(work, "root")
 subprocess.run([sys.executable, src_path("bench", "gen-dumps.py"), root, "200"], check=True,
@@ -63,4 +64,20 @@ def test_no_progress_off_a_terminal():
     check("replayed" not in term and "\x1b[K" not in term, "none with -q: %r" % term[:300])
 
 
-run_cases(test_replay_progress_on_a_terminal, test_no_progress_off_a_terminal)
+def test_visualize_progress():
+    log = os.path.join(work, "big.log")
+    subprocess.run([sys.executable, src_path("bench", "gen-ilog.py"), "--lines", "100000", "-o", log],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    size = "{:,}".format(os.path.getsize(log))
+    term, _, rc = on_pty([VISUALIZE, log, "-o", os.path.join(work, "big.png")])
+    check(rc == 0 and "\r\x1b[Kmate-visualize: read bytes of " in term and "/%s (" % size in term,
+          "a progress line of the bytes read: %d %r" % (rc, term[:300]))
+    last = term.rfind("read bytes of ")
+    check(last >= 0 and "\r\x1b[K" in term[last:term.find("wrote", last)],
+          "erased before the summary: %r" % term[-300:])
+    p = subprocess.run([VISUALIZE, log, "-o", os.path.join(work, "big2.png")], capture_output=True,
+                       text=True, env=ENV)
+    check(p.returncode == 0 and "read bytes" not in p.stderr, "none on a pipe: %r" % p.stderr[:300])
+
+
+run_cases(test_replay_progress_on_a_terminal, test_no_progress_off_a_terminal, test_visualize_progress)
