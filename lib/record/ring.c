@@ -320,15 +320,18 @@ ring_open(long keep)
  * async-signal-safe and without the program's fork handlers, waits for it at most
  * HELPER_WAIT_S seconds (it finishes alone if the program is gone first), and delivers the
  * signal as before: the action the program had is put back and the signal raised again.
- * Everything the handler uses is prepared when the ring is made. A second fatal signal
- * while the helper runs (another thread's) goes straight to the program's action. */
+ * Everything the handler uses is prepared when the ring is made. A fatal signal of
+ * another thread while the first one is handled waits for that (at most HELPER_WAIT_S
+ * seconds more): the program ends by the first signal, once the ring is written. Left to
+ * its own action at once, it ended the process before the helper was started (no dumps),
+ * or while it wrote them. */
 
 #define HELPER_WAIT_S 30
 static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
 #define NFATAL (sizeof(fatal_signals) / sizeof(fatal_signals[0]))
 static struct sigaction fatal_old[NFATAL];
 static int fatal_installed;
-static volatile sig_atomic_t fatal_busy;
+static volatile sig_atomic_t fatal_busy, fatal_done;
 static char helper_path[4096], helper_root[4096];
 static char *helper_argv[8];
 static char helper_note[8400];
@@ -338,12 +341,20 @@ static void
 fatal_handler(int sig)
 {
 	size_t i;
+	int first, mine;
 
 	for (i = 0; i < NFATAL && fatal_signals[i] != sig; i++)
 		;
-	if (!__atomic_exchange_n(&fatal_busy, 1, __ATOMIC_SEQ_CST) &&
-	    __atomic_load_n(&ring.state, __ATOMIC_ACQUIRE) == 1 &&
-	    ring.pid == (pid_t)syscall(SYS_getpid)) {
+	first = !__atomic_exchange_n(&fatal_busy, 1, __ATOMIC_SEQ_CST);
+	mine = ring.pid == (pid_t)syscall(SYS_getpid);
+	if (!first && mine) {   /* another thread's: wait until the first is handled */
+		struct timespec ten_ms = { 0, 10000000 };
+
+		for (int t = 0; t < (HELPER_WAIT_S + 1) * 100 &&
+		    !__atomic_load_n(&fatal_done, __ATOMIC_SEQ_CST); t++)
+			nanosleep(&ten_ms, NULL);
+	}
+	if (first && mine && __atomic_load_n(&ring.state, __ATOMIC_ACQUIRE) == 1) {
 		long child = syscall(SYS_clone, (unsigned long)SIGCHLD, 0UL, 0UL, 0UL, 0UL);
 
 		if (child == 0) {
@@ -365,6 +376,8 @@ fatal_handler(int sig)
 				(void)!write(2, helper_note, strlen(helper_note));
 		}
 	}
+	if (first)
+		__atomic_store_n(&fatal_done, 1, __ATOMIC_SEQ_CST);
 	if (i < NFATAL)
 		sigaction(sig, &fatal_old[i], NULL);
 	else

@@ -311,19 +311,25 @@ def test_flush():
 
 
 def test_threads_race_the_crash():
-    """16 threads recording when the main thread aborts, and when the process is killed."""
+    """16 threads recording when the main thread aborts (or two threads at once), and when the
+    process is killed."""
     rt = build_path("tests", "ring-threads")
-    d = os.path.join(work, "threads-abort")
-    os.makedirs(d)
-    dumps = os.path.join(d, "dumps")
-    p = run([rt, "run", dumps, "300", "abort"], env=env_for(d, MATE_RING="64", MATE_RING_BYTES="4M",
-                                                         MATE_RING_HELPER=LIST), check=False)
-    asan = "AddressSanitizer" in p.stderr
-    check(p.returncode == -signal.SIGABRT or asan, "abort: %d %r" % (p.returncode, p.stderr[-300:]))
-    n = len([x for x in os.listdir(dumps) if "_call" in x]) if os.path.isdir(dumps) else 0
-    c = run([rt, "check", dumps], check=False)
-    check(n == 64 and c.returncode == 0, "the last 64 calls of 16 threads, each tensor its call's "
-          "values: %d dumps: %s %s" % (n, c.stdout, c.stderr[-500:]))
+    # abort2: two threads abort at once, the second signal while the first one's helper writes
+    for how in ("abort", "abort2"):
+        d = os.path.join(work, "threads-" + how)
+        os.makedirs(d, exist_ok=True)
+        dumps = os.path.join(d, "dumps")
+        p = run([rt, "run", dumps, "300", how], env=env_for(d, MATE_RING="64", MATE_RING_BYTES="4M",
+                                                          MATE_RING_HELPER=LIST), check=False)
+        asan = "AddressSanitizer" in p.stderr
+        check(p.returncode == -signal.SIGABRT or asan, "%s: %d %r" % (how, p.returncode, p.stderr[-300:]))
+        # the program ended only once the helper had written the ring (and removed it)
+        check(not glob.glob(os.path.join(d, "ring.*")), "%s: the ring was still being written when "
+              "the program ended: %s" % (how, glob.glob(os.path.join(d, "ring.*"))))
+        n = len([x for x in os.listdir(dumps) if "_call" in x]) if os.path.isdir(dumps) else 0
+        c = run([rt, "check", dumps], check=False)
+        check(n == 64 and c.returncode == 0, "%s: the last 64 calls of 16 threads, each tensor its "
+              "call's values: %d dumps: %s %s" % (how, n, c.stdout, c.stderr[-500:]))
     rng = random.Random(16)
     for trial in range(10):
         d = os.path.join(work, "threads-kill%d" % trial)
