@@ -10,7 +10,7 @@ mkdir -m 700 "$tmp/rt"
 top() { MATE_MONITOR_DIR=$tmp/rt "$b/src/top/mate-top" "$@"; }
 
 MATE_MONITOR_DIR=$tmp/rt MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 \
-    MATE_DEMO_SECONDS=30 "$b/examples/mate-demo" >/dev/null 2>&1 &
+    MATE_DEMO_SECONDS=3600 "$b/examples/mate-demo" >/dev/null 2>&1 &  # until the trap kills it
 demo=$!
 wait_until [ -e "$tmp/rt/$demo.info" ]
 # ops/s of worker_0 in each table of -b -n N -d 0.5

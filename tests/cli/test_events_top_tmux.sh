@@ -28,8 +28,11 @@ whole() {
 # frame target n: waits for a complete frame of n rows; the checks read that capture
 frame() { wait_until whole "$1" "$2" || echo "$1 never showed a whole frame of $2 rows"; }
 
+# The demos run until the test is done with them (killed then, or by the trap): a run of
+# fixed seconds ended before a loaded machine (CI's stress step, a second CI beside it) had
+# shown its frames, and mate-top had no rows left to show.
 MATE_MONITOR_DIR=$tmp/rt MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 \
-    MATE_DEMO_SECONDS=20 "$b/examples/mate-demo" 2>/dev/null &
+    MATE_DEMO_SECONDS=3600 "$b/examples/mate-demo" 2>/dev/null &
 demo=$!
 tmux -S "$sock" -f /dev/null new-session -d -s top -x 150 -y 30 \
     "MATE_MONITOR_DIR='$tmp/rt' TERM=screen '$b/src/top/mate-top' --pid $demo -d 0.2; echo \$? >'$tmp/exit'; sleep 30" \
@@ -86,11 +89,12 @@ plain() {
 wait_until plain
 check grep -Eq '^  worker_[0-9]+ +\[[a-z]+\.*\]' "$tmp/screen" || fail "NO_COLOR bars of letters and dots"
 echo "rows $first; reversed $reversed"
+kill $demo 2>/dev/null
 
 # ---- 80x24 and 200x50, a demo of 11 workers ------------------------------------------
 mkdir -m 700 "$tmp/rt2"
 MATE_MONITOR_DIR=$tmp/rt2 MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 \
-    MATE_DEMO_WORKERS=11 MATE_DEMO_SECONDS=40 "$b/examples/mate-demo" 2>/dev/null &
+    MATE_DEMO_WORKERS=11 MATE_DEMO_SECONDS=3600 "$b/examples/mate-demo" 2>/dev/null &
 demo2=$!
 # size win env: a window of that size running mate-top on the second demo
 topwin() {
