@@ -150,6 +150,8 @@ fi
 
 # ---- 2. build -----------------------------------------------------------------------------------
 step "build mate in $build"
+# said before the build, which is silent for minutes the first time
+say "[2/$nsteps] build: making mate in $build (make -j$jobs: a few minutes the first time) ..."
 if [ ! -x "$src/configure" ]; then
 	(cd "$src" && autoreconf -fi)
 fi

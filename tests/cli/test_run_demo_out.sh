@@ -57,4 +57,8 @@ run --clean
 rc=$?
 check [ "$rc" -eq 0 ] && [ ! -e "$tmp/build/demo" ] ||
 	fail "an old default output: exit $rc, $(ls -A "$tmp/build/demo" 2>&1)"
+# a new folder: the build step says what it does before it runs (it is silent for minutes)
+run --out "$tmp/fresh"
+check grep -q "^\[2/[0-9]*\] build: making mate in $tmp/build (make -j[0-9]*: a few minutes the first time) \.\.\.\$" \
+    "$tmp/out" || fail "no line before the build: $(head -5 "$tmp/out")"
 checks_done
