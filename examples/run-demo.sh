@@ -125,13 +125,17 @@ say "mate's demo: one line a step here; every step's full output in $runlog (or 
 
 # ---- 1. dependencies --------------------------------------------------------------------------
 step "dependencies (.ci/packages)"
-packages=$(grep -v '^#' "$src/.ci/packages" | tr '\n' ' ')
 if [ "$install" = 0 ]; then
 	say "[1/$nsteps] dependencies: not checked (--no-install)"
+elif [ ! -r "$src/.ci/packages" ]; then
+	say "[1/$nsteps] dependencies: no $src/.ci/packages to check against: install them yourself," \
+		"then use --no-install"
+	exit 2
 elif ! command -v dpkg-query > /dev/null; then
 	say "[1/$nsteps] dependencies: not a Debian system: install the equivalents of .ci/packages" \
 		"yourself, then use --no-install"
 else
+	packages=$(grep -v '^#' "$src/.ci/packages" | tr '\n' ' ')
 	missing=
 	for p in $packages; do
 		dpkg-query -W -f='${Status}' "$p" 2> /dev/null | grep -q 'install ok installed' || missing="$missing $p"
