@@ -14,6 +14,7 @@
 #define MAX_PROCS 256
 #define MAX_DEVICES 4
 #define STALE_S 30.0          /* open spans older than this are forgotten */
+#define LINGER_S 10.0         /* an exited process's rows stay this long (default) */
 
 struct op_acc {
 	char name[MATE_EV_COMMAND_MAX];
@@ -39,25 +40,26 @@ struct proc {
 	char program[64];
 	uint64_t events, dropped;
 	int ended;
+	double ended_at;  /* the time of its DISCONNECT */
 	int ndev;
 	char dev[MAX_DEVICES][24];
 	int64_t cur[MAX_DEVICES], peak[MAX_DEVICES];
 };
 
-/* An open span: work (by id) or a call (by call id) not yet ended. */
+/* An open span: work (by id) or a call (by call id) not yet ended. A
+ * thread is busy for the whole of its outermost calls (waiting for a worker
+ * included), as the timeline draws it; a worker for its work. */
 struct open {
 	long pid;
 	uint64_t key;     /* (id << 1) | is_call; 0: free slot */
 	double t0;
-	int row;          /* work: its row; call: -1 until known */
-	int op;           /* index in the row's ops (work) */
-	int has_work;     /* call: work was seen for it */
-	int depth;
+	int row;          /* the row it is counted on; -1: none (a nested call) */
+	int op;           /* index in the row's ops */
 	char op_name[MATE_EV_COMMAND_MAX];
 };
 
 struct mate_activity {
-	double tau, last_tick;
+	double tau, last_tick, linger;
 	int ticked;
 	struct row *rows;
 	int nrows;
@@ -74,6 +76,7 @@ mate_activity_new(double tau)
 	if (a == NULL)
 		return NULL;
 	a->tau = tau > 0 ? tau : 1.0;
+	a->linger = LINGER_S;
 	a->rows = calloc(MAX_ROWS, sizeof(*a->rows));
 	a->open = calloc(OPEN_CAP, sizeof(*a->open));
 	if (a->rows == NULL || a->open == NULL) {
@@ -228,10 +231,10 @@ static void
 on_work(mate_activity *a, int proc, const mate_live_event *le, int send)
 {
 	const mate_event *ev = &le->ev;
-	uint64_t id = detail_u64(ev->details, "id"), call = detail_u64(ev->details, "call");
+	uint64_t id = detail_u64(ev->details, "id");
 	long pid = a->procs[proc].pid;
 	char opname[MATE_EV_COMMAND_MAX];
-	struct open *o, *c;
+	struct open *o;
 	struct row *r;
 	int ri = row_get(a, proc, ev->source);
 
@@ -240,8 +243,6 @@ on_work(mate_activity *a, int proc, const mate_live_event *le, int send)
 	r = &a->rows[ri];
 	r->bytes_total += (uint64_t)(ev->size > 0 ? ev->size : 0);
 	r->bytes_iv += (uint64_t)(ev->size > 0 ? ev->size : 0);
-	if (call != 0 && (c = open_find(a, pid, call << 1 | 1, 0)) != NULL)
-		c->has_work = 1;
 	if (id == 0)
 		id = (uint64_t)ri + (1ull << 40);   /* no id: one open span per worker (GT) */
 	if (send) {
@@ -262,7 +263,8 @@ on_work(mate_activity *a, int proc, const mate_live_event *le, int send)
 	open_remove(a, o);
 }
 
-/* A call without work is counted on its thread's row. */
+/* A call: its thread's row ("thread TID") is busy from RECV to SEND of the
+ * outermost call, whether workers did its work or the thread itself. */
 static void
 on_call(mate_activity *a, int proc, const mate_live_event *le, int recv)
 {
@@ -276,23 +278,32 @@ on_call(mate_activity *a, int proc, const mate_live_event *le, int recv)
 
 	if (call == 0)
 		return;
+	snprintf(name, sizeof(name), "thread %s", ev->source);
 	if (recv) {
 		if ((o = open_find(a, pid, call << 1 | 1, 1)) == NULL)
 			return;
 		o->t0 = ev->time;
-		o->depth = (int)detail_u64(ev->details, "depth");
+		o->row = -1;
+		if (detail_u64(ev->details, "depth") != 0 || (ri = row_get(a, proc, name)) < 0)
+			return;
+		r = &a->rows[ri];
+		r->bytes_total += (uint64_t)(ev->size > 0 ? ev->size : 0);
+		r->bytes_iv += (uint64_t)(ev->size > 0 ? ev->size : 0);
+		if (mate_ilog_detail(ev->details, "op", opname, sizeof(opname)) <= 0)
+			copy(opname, sizeof(opname), ev->command);
+		o->row = ri;
+		o->op = op_get(r, opname);
+		copy(o->op_name, sizeof(o->op_name), opname);
 		return;
 	}
 	if ((o = open_find(a, pid, call << 1 | 1, 0)) == NULL)
 		return;
-	if (!o->has_work && o->depth == 0) {
-		snprintf(name, sizeof(name), "thread %s", ev->source);
-		if ((ri = row_get(a, proc, name)) >= 0) {
-			r = &a->rows[ri];
-			if (mate_ilog_detail(ev->details, "op", opname, sizeof(opname)) <= 0)
-				copy(opname, sizeof(opname), ev->command);
-			work_done(a, r, op_get(r, opname), o->t0, ev->time);
-		}
+	if (o->row >= 0 && o->row < a->nrows) {
+		r = &a->rows[o->row];
+		r->bytes_total += (uint64_t)(ev->size > 0 ? ev->size : 0);
+		r->bytes_iv += (uint64_t)(ev->size > 0 ? ev->size : 0);
+		if (strcmp(r->ops[o->op].name, o->op_name) == 0)
+			work_done(a, r, o->op, o->t0, ev->time);
 	}
 	open_remove(a, o);
 }
@@ -356,12 +367,67 @@ mate_activity_add(mate_activity *a, long pid, const char *program, const mate_li
 		on_call(a, proc, le, 0);
 	else if (strcmp(e, "DISCONNECT") == 0) {
 		p->ended = 1;
+		p->ended_at = le->ev.time;
 		forget_open(a, pid);
 	}
 	else if (strcmp(e, "CONNECT") == 0)
 		p->ended = 0;
 	if (strstr(e, "MEM") != NULL)
 		on_memory(p, &le->ev);
+}
+
+void
+mate_activity_end(mate_activity *a, long pid, double now)
+{
+	for (int i = 0; i < a->nprocs; i++)
+		if (a->procs[i].pid == pid && !a->procs[i].ended) {
+			a->procs[i].ended = 1;
+			a->procs[i].ended_at = now;
+			forget_open(a, pid);
+		}
+}
+
+void
+mate_activity_set_linger(mate_activity *a, double seconds)
+{
+	a->linger = seconds;
+}
+
+/* Processes that ended more than linger seconds ago leave, with their rows;
+ * the rows that stay keep their order (and the open spans their rows). */
+static void
+expire(mate_activity *a, double now)
+{
+	int pmap[MAX_PROCS], np = 0, nr = 0, gone = 0;
+	int *rmap;
+
+	if (!(a->linger >= 0))
+		return;
+	for (int i = 0; i < a->nprocs; i++) {
+		struct proc *p = &a->procs[i];
+		pmap[i] = p->ended && now - p->ended_at > a->linger ? -1 : np++;
+		gone |= pmap[i] < 0;
+	}
+	if (!gone || (rmap = malloc(sizeof(int) * (size_t)(a->nrows > 0 ? a->nrows : 1))) == NULL)
+		return;
+	for (int i = 0; i < a->nprocs; i++)
+		if (pmap[i] >= 0 && pmap[i] != i)
+			a->procs[pmap[i]] = a->procs[i];
+	a->nprocs = np;
+	for (int i = 0; i < a->nrows; i++) {
+		int p = pmap[a->rows[i].proc];
+		rmap[i] = p < 0 ? -1 : nr;
+		if (p < 0)
+			continue;
+		if (nr != i)
+			a->rows[nr] = a->rows[i];
+		a->rows[nr++].proc = p;
+	}
+	a->nrows = nr;
+	for (size_t k = 0; k < OPEN_CAP; k++)
+		if (a->open[k].key != 0 && a->open[k].row >= 0)
+			a->open[k].row = rmap[a->open[k].row];
+	free(rmap);
 }
 
 /* ---- the interval ------------------------------------------------------------------ */
@@ -395,7 +461,7 @@ mate_activity_tick(mate_activity *a, double now)
 			k--;   /* an entry may have moved into this slot */
 			continue;
 		}
-		if ((o->key & 1) == 0 && o->row >= 0 && o->row < a->nrows)
+		if (o->row >= 0 && o->row < a->nrows)
 			a->rows[o->row].ops[o->op].acc += in_interval(a, o->t0, now);
 	}
 	alpha = 1.0 - exp(-dt / a->tau);
@@ -417,6 +483,7 @@ mate_activity_tick(mate_activity *a, double now)
 		r->weight += alpha * (1 - r->weight);
 	}
 	a->last_tick = now;
+	expire(a, now);
 }
 
 int

@@ -223,9 +223,11 @@ MATE_API void mate_monitor_free(mate_monitor *m);
  * it did (WORKER_SEND..WORKER_RECV, paired by id=) as busy time per op,
  * smoothed by an exponential moving average over a time constant (weighted
  * by the intervals a row has seen, so that its first interval gives that
- * interval's figures, not a climb from zero), ops per second and bytes moved. A call that caused no work is counted on a row
- * of its own thread ("thread TID"). Device memory (current and peak) comes
- * from the memory events' in_use= and peak=. */
+ * interval's figures, not a climb from zero), ops per second and bytes
+ * moved. A thread that makes calls has a row of its own ("thread TID"),
+ * busy for the whole of its outermost calls (waiting for workers included),
+ * as the timeline draws it. Device memory (current and peak) comes from the
+ * memory events' in_use= and peak=. */
 typedef struct mate_activity mate_activity;
 
 #define MATE_ACTIVITY_OPS 8   /* ops kept per row, busiest first */
@@ -263,6 +265,12 @@ MATE_API void mate_activity_add(mate_activity *a, long pid, const char *program,
 /*! mate_activity_tick() : closes the interval that ends at now (seconds on
  * the events' time base) and updates the averages. */
 MATE_API void mate_activity_tick(mate_activity *a, double now);
+/*! mate_activity_end() : process pid ended at now (its endpoint went away
+ * without a DISCONNECT event): marked ended, as a DISCONNECT does. */
+MATE_API void mate_activity_end(mate_activity *a, long pid, double now);
+/*! mate_activity_set_linger() : a process that ended leaves, with its rows,
+ * this many seconds after its end (default 10; negative: never). */
+MATE_API void mate_activity_set_linger(mate_activity *a, double seconds);
 /*! mate_activity_rows() / mate_activity_row() : rows in a stable order
  * (process, then first appearance); strings borrowed until the next add. */
 MATE_API int mate_activity_rows(const mate_activity *a);

@@ -487,6 +487,50 @@ mate_fe_follow_free(struct mate_fe_follow *f)
 	f->npids = f->nendpoints = 0;
 }
 
+int
+mate_fe_follow_all_ended(const mate_monitor *m, const struct mate_fe_follow *f)
+{
+	mate_publisher_info pi;
+	int n = mate_monitor_publishers(m), seen = 0;
+
+	if (f->npids == 0 && f->nendpoints == 0)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		mate_monitor_publisher(m, i, &pi);
+		if (pi.events > 0)
+			seen++;
+		if (!pi.ended)
+			return 0;
+	}
+	return seen > 0 && seen >= f->npids;
+}
+
+int
+mate_fe_follow_pids_gone(const mate_monitor *m, const struct mate_fe_follow *f, double waited,
+    int *told)
+{
+	mate_publisher_info pi;
+	int gone = 0;
+
+	for (int i = 0; i < f->npids; i++) {
+		int found = 0;
+		for (int k = 0; k < mate_monitor_publishers(m) && !found; k++)
+			found = mate_monitor_publisher(m, k, &pi) == 0 && pi.pid == f->pids[i];
+		if (found)
+			continue;
+		if (kill((pid_t)f->pids[i], 0) != 0 && errno == ESRCH) {
+			gone++;
+			continue;
+		}
+		if (waited >= 1 && !*told) {
+			mate_fe_warnx("pid %ld publishes no events (is it run with MATE_MONITOR=1?); "
+			    "waiting", f->pids[i]);
+			*told = 1;
+		}
+	}
+	return f->npids > 0 && gone == f->npids && f->nendpoints == 0;
+}
+
 volatile sig_atomic_t mate_fe_interrupted;
 
 static void

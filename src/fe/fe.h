@@ -155,6 +155,13 @@ void mate_fe_follow_option(struct mate_fe_follow *f, int c, const char *arg);
  * local_required, else the monitor starts with none. */
 struct mate_monitor *mate_fe_follow_open(const struct mate_fe_follow *f, int local_required);
 void mate_fe_follow_free(struct mate_fe_follow *f);
+/* Whether every publisher followed has ended (0 when f names none). */
+int mate_fe_follow_all_ended(const struct mate_monitor *m, const struct mate_fe_follow *f);
+/* Says once (*told) about a --pid with no publisher after a second (not
+ * run with MATE_MONITOR); @return 1 when every --pid is gone without one
+ * and f names no endpoint: nothing more can come. */
+int mate_fe_follow_pids_gone(const struct mate_monitor *m, const struct mate_fe_follow *f,
+    double waited, int *told);
 
 /* Set by SIGINT and SIGTERM once mate_fe_catch_interrupts() has run. */
 extern volatile sig_atomic_t mate_fe_interrupted;

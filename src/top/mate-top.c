@@ -23,7 +23,7 @@ enum sort_key { SORT_NAME, SORT_BUSY, SORT_OPS, SORT_BYTES, SORT_COUNT };
 static const char *const sort_name[SORT_COUNT] = { "worker", "busy", "ops/s", "bytes/s" };
 
 struct options {
-	double delay, smooth;
+	double delay, smooth, linger;
 	long long iterations;     /* -1: forever */
 	int batch, ascii;
 	struct mate_fe_follow follow;
@@ -49,7 +49,9 @@ usage(void)
 	    "  -n, --iterations N   stop after N refreshes\n"
 	    "  -b, --batch          print plain tables (the default when stdout is not a terminal)\n"
 	    "  -t, --smooth S       time constant of the moving averages (default 1 s)\n"
+	    "      --linger S       an exited process's rows stay S seconds (default 10)\n"
 	    MATE_FE_FOLLOW_HELP
+	    "                       (--pid: mate-top ends when every process followed has)\n"
 	    "      --ascii          no colour, no line drawing (also NO_COLOR)\n"
 	    "  -h, --help           this help\n"
 	    "  -V, --version        the version\n\n"
@@ -60,12 +62,13 @@ usage(void)
 static void
 parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_ASCII = 256 };
+	enum { OPT_ASCII = 256, OPT_LINGER };
 	static const struct option longopts[] = {
 		{ "delay", required_argument, NULL, 'd' },
 		{ "iterations", required_argument, NULL, 'n' },
 		{ "batch", no_argument, NULL, 'b' },
 		{ "smooth", required_argument, NULL, 't' },
+		{ "linger", required_argument, NULL, OPT_LINGER },
 		MATE_FE_FOLLOW_LONGOPTS,
 		{ "ascii", no_argument, NULL, OPT_ASCII },
 		MATE_FE_LONGOPTS_END
@@ -75,6 +78,7 @@ parse_options(int argc, char **argv, struct options *o)
 	memset(o, 0, sizeof(*o));
 	o->delay = 1;
 	o->smooth = 1;
+	o->linger = 10;
 	o->iterations = -1;
 	while ((c = mate_fe_getopt(argc, argv, "d:n:bt:hV", longopts, usage)) != -1) {
 		switch (c) {
@@ -89,6 +93,11 @@ parse_options(int argc, char **argv, struct options *o)
 			o->smooth = mate_fe_parse_double("--smooth", optarg);
 			if (!(o->smooth > 0))
 				mate_fe_usage_error("bad value for --smooth: '%s' (want > 0)", optarg);
+			break;
+		case OPT_LINGER:
+			o->linger = mate_fe_parse_double("--linger", optarg);
+			if (!(o->linger >= 0) || o->linger > 86400)
+				mate_fe_usage_error("bad value for --linger: '%s' (want 0..86400)", optarg);
 			break;
 		case OPT_ASCII: o->ascii = 1; break;
 		case MATE_FE_OPT_PID:
@@ -119,6 +128,118 @@ fmt_bytes(char *out, size_t cap, double b)
 		snprintf(out, cap, "%.2fMB", b / (1024.0 * 1024));
 	else
 		snprintf(out, cap, "%.2fGB", b / (1024.0 * 1024 * 1024));
+}
+
+/* ---- the processes' CPU and memory (local ones, from /proc) ------------------------ */
+
+#define MAX_PSTAT 256
+
+/* CPU share since the previous sample (100% = one core) and resident size,
+ * of a process on this machine; cpu < 0 until two samples were taken. */
+struct pstat {
+	long pid;
+	double ticks, at;      /* utime + stime (clock ticks), when (monotonic s) */
+	double cpu;
+	double rss;            /* bytes; < 0: unknown */
+	int seen;
+};
+
+static struct pstat pstats[MAX_PSTAT];
+static int npstats;
+
+static struct pstat *
+pstat_of(long pid)
+{
+	for (int i = 0; i < npstats; i++)
+		if (pstats[i].pid == pid)
+			return &pstats[i];
+	return NULL;
+}
+
+/* utime + stime of /proc/PID/stat (fields 14 and 15, after the command in
+ * parentheses, which may hold spaces) and the resident pages of statm. */
+static int
+read_proc(long pid, double *ticks, double *rss)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st, pages_total, pages_res;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -1;
+	*ticks = (double)ut + (double)st;
+	*rss = -1;
+	snprintf(path, sizeof(path), "/proc/%ld/statm", pid);
+	if ((f = fopen(path, "r")) != NULL) {
+		if (fscanf(f, "%llu %llu", &pages_total, &pages_res) == 2)
+			*rss = (double)pages_res * (double)sysconf(_SC_PAGESIZE);
+		fclose(f);
+	}
+	return 0;
+}
+
+/* One sample of every local process the monitor follows (its endpoint an
+ * ipc socket: a tcp publisher's pid is another machine's). */
+static void
+sample_procs(const mate_monitor *m)
+{
+	static double hz;
+	mate_publisher_info pi;
+	double now = mate_mono_seconds(), ticks, rss;
+
+	if (hz <= 0)
+		hz = sysconf(_SC_CLK_TCK) > 0 ? (double)sysconf(_SC_CLK_TCK) : 100;
+	for (int i = 0; i < mate_monitor_publishers(m); i++) {
+		struct pstat *ps;
+		if (mate_monitor_publisher(m, i, &pi) != 0 || pi.pid <= 0 || pi.ended ||
+		    strncmp(pi.endpoint, "ipc://", 6) != 0)
+			continue;
+		if ((ps = pstat_of(pi.pid)) == NULL) {
+			if (npstats == MAX_PSTAT)
+				continue;
+			ps = &pstats[npstats++];
+			memset(ps, 0, sizeof(*ps));
+			ps->pid = pi.pid;
+			ps->cpu = ps->rss = -1;
+		}
+		if (read_proc(pi.pid, &ticks, &rss) != 0) {
+			ps->cpu = -1;
+			continue;
+		}
+		if (ps->seen && now - ps->at > 0.05)
+			ps->cpu = (ticks - ps->ticks) / hz / (now - ps->at);
+		ps->ticks = ticks;
+		ps->at = now;
+		ps->rss = rss;
+		ps->seen = 1;
+	}
+}
+
+/* " cpu 190%  rss 12.3MB" of a process (empty where unknown). */
+static void
+fmt_pstat(char *out, size_t cap, long pid, int ended)
+{
+	const struct pstat *ps = pstat_of(pid);
+	char rss[16];
+	size_t len = 0;
+
+	out[0] = '\0';
+	if (ps == NULL || ended)
+		return;
+	if (ps->cpu >= 0)
+		len += (size_t)snprintf(out, cap, "cpu %.0f%%", ps->cpu * 100);
+	if (ps->rss >= 0 && len < cap) {
+		fmt_bytes(rss, sizeof(rss), ps->rss);
+		snprintf(out + len, cap - len, "%srss %s", len ? "  " : "", rss);
+	}
 }
 
 /* ---- feeding ------------------------------------------------------------------------- */
@@ -180,9 +301,18 @@ tick(mate_monitor *m, mate_activity *a, int *started)
 {
 	double base = mate_monitor_base(m);
 
+	mate_publisher_info pi;
+	double now;
+
 	if (base <= 0)
 		return 0;
-	mate_activity_tick(a, real_now() - base - mate_monitor_lag(m));
+	now = real_now() - base - mate_monitor_lag(m);
+	/* a process killed said no DISCONNECT: its endpoint went away */
+	for (int i = 0; i < mate_monitor_publishers(m); i++)
+		if (mate_monitor_publisher(m, i, &pi) == 0 && pi.ended && pi.pid > 0)
+			mate_activity_end(a, pi.pid, now);
+	sample_procs(m);
+	mate_activity_tick(a, now);
 	if (*started)
 		return 1;
 	*started = 1;
@@ -286,7 +416,7 @@ static void
 print_batch(mate_monitor *m, const mate_activity *a, struct view *v)
 {
 	mate_process_row p;
-	char when[32], bytes[16], ops[160], mem[96];
+	char when[32], bytes[16], ops[160], mem[96], name[128];
 	time_t now = time(NULL);
 	struct tm tm;
 	uint64_t drops = 0, events = 0;
@@ -311,11 +441,20 @@ print_batch(mate_monitor *m, const mate_activity *a, struct view *v)
 		mate_activity_process(a, r.process, &p);
 		fmt_bytes(bytes, sizeof(bytes), r.bytes_per_s);
 		top_ops(&r, ops, sizeof(ops));
+		/* blanks in a name ("thread 4711") become '_': one column each */
+		snprintf(name, sizeof(name), "%s", r.worker);
+		for (char *c = name; *c != '\0'; c++)
+			if (isspace((unsigned char)*c))
+				*c = '_';
 		printf("%-8ld %-16.16s %-20s %5.1f%% %9.1f %8s/s %10llu %s\n", p.pid, p.program,
-		    r.worker, r.busy * 100, r.ops_per_s, bytes, (unsigned long long)r.ops, ops);
+		    name, r.busy * 100, r.ops_per_s, bytes, (unsigned long long)r.ops, ops);
 	}
 	for (int i = 0; i < np; i++) {
+		char ps[64];
 		mate_activity_process(a, i, &p);
+		fmt_pstat(ps, sizeof(ps), p.pid, p.ended);
+		if (p.ended || ps[0] != '\0')
+			printf("%-8ld %-16.16s process %s\n", p.pid, p.program, p.ended ? "exited" : ps);
 		for (int d = 0; d < p.ndevices; d++) {
 			char cur[16], peak[16];
 			fmt_bytes(cur, sizeof(cur), (double)p.mem_current[d]);
@@ -496,7 +635,8 @@ draw_shares(struct view *v, const mate_worker_row *r)
 		if (r->op_busy[k] < 0.005)
 			break;
 		fmt_pct(pct, sizeof(pct), r->op_busy[k]);
-		int w = (int)strlen(r->op[k]) + (int)strlen(pct) + 2 + (v->color ? 0 : 2);
+		/* "op pct  " in colour, "c=op pct  " without */
+		int w = (int)strlen(r->op[k]) + (int)strlen(pct) + 3 + (v->color ? 0 : 2);
 		if (len + w > room)
 			break;
 		if (v->color) {
@@ -626,9 +766,11 @@ draw_rows(const mate_activity *a, struct view *v)
 			if (line++ >= v->scroll && y < LINES) {
 				move(y++, 0);
 				attron(A_BOLD);
-				put("%ld %s%s  events %llu  dropped %llu", p.pid, p.program,
-				    p.ended ? " (exited)" : "", (unsigned long long)p.events,
-				    (unsigned long long)p.dropped);
+				char ps[64];
+				fmt_pstat(ps, sizeof(ps), p.pid, p.ended);
+				put("%ld %s%s  %s%sevents %llu  dropped %llu", p.pid, p.program,
+				    p.ended ? " (exited)" : "", ps, ps[0] != '\0' ? "  " : "",
+				    (unsigned long long)p.events, (unsigned long long)p.dropped);
 				for (int d = 0; d < p.ndevices; d++) {
 					char cur[16], peak[16];
 					fmt_bytes(cur, sizeof(cur), (double)p.mem_current[d]);
@@ -718,12 +860,28 @@ screen_start(struct view *v, const struct options *o)
 	}
 }
 
+/* With --pid or --endpoint: every process followed has ended (or, never
+ * seen, is gone). */
+static int
+followed_gone(const mate_monitor *m, const struct options *o, double t0, int *told)
+{
+	return mate_fe_follow_all_ended(m, &o->follow) ||
+	    mate_fe_follow_pids_gone(m, &o->follow, mate_mono_seconds() - t0, told);
+}
+
+static void
+say_gone(const struct options *o)
+{
+	mate_fe_warnx("%s followed ended", o->follow.npids + o->follow.nendpoints == 1 ?
+	    "the process" : "every process");
+}
+
 static void
 run_interactive(mate_monitor *m, mate_activity *a, const struct options *o, struct view *v)
 {
-	double next = mate_mono_seconds();
+	double next = mate_mono_seconds(), t0 = next;
 	long long done = 0;
-	int started = 0;
+	int started = 0, told = 0, gone = 0;
 
 	screen_start(v, o);
 	draw(m, a, v);
@@ -748,11 +906,15 @@ run_interactive(mate_monitor *m, mate_activity *a, const struct options *o, stru
 			redraw = !v->paused;
 			if (o->iterations >= 0 && ++done >= o->iterations)
 				break;
+			if ((gone = followed_gone(m, o, t0, &told)) != 0)
+				break;
 		}
 		if (redraw)
 			draw(m, a, v);
 	}
 	endwin();
+	if (gone)
+		say_gone(o);
 }
 
 /* A table every delay. The first interval starts with the first event and
@@ -761,9 +923,9 @@ run_interactive(mate_monitor *m, mate_activity *a, const struct options *o, stru
 static void
 run_batch(mate_monitor *m, mate_activity *a, const struct options *o, struct view *v)
 {
-	double next = mate_mono_seconds() + o->delay;
+	double next = mate_mono_seconds() + o->delay, t0 = mate_mono_seconds();
 	long long done = 0;
-	int started = 0;
+	int started = 0, told = 0;
 
 	while (!mate_fe_interrupted && (o->iterations < 0 || done < o->iterations)) {
 		if (feed(m, a, next, 0, !started) < 0 || mate_fe_interrupted)
@@ -777,6 +939,10 @@ run_batch(mate_monitor *m, mate_activity *a, const struct options *o, struct vie
 		print_batch(m, a, v);
 		done++;
 		next += o->delay;
+		if (followed_gone(m, o, t0, &told)) {
+			say_gone(o);
+			break;
+		}
 	}
 }
 
@@ -795,6 +961,7 @@ main(int argc, char **argv)
 	m = mate_fe_follow_open(&o.follow, 0);
 	if ((a = mate_activity_new(o.smooth)) == NULL)
 		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
+	mate_activity_set_linger(a, o.linger);
 	mate_fe_catch_interrupts();
 	if (o.batch)
 		run_batch(m, a, &o, &v);

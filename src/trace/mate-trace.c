@@ -171,54 +171,6 @@ open_output(const struct options *o, time_t now, char *path, size_t cap, int *cr
 	return f;
 }
 
-/* Every followed publisher has ended (only when told whom to follow). */
-static int
-all_ended(const mate_monitor *m, const struct options *o)
-{
-	mate_publisher_info pi;
-	int n = mate_monitor_publishers(m), seen = 0;
-
-	if (o->follow.npids == 0 && o->follow.nendpoints == 0)
-		return 0;
-	for (int i = 0; i < n; i++) {
-		mate_monitor_publisher(m, i, &pi);
-		if (pi.events > 0)
-			seen++;
-		if (!pi.ended)
-			return 0;
-	}
-	return seen > 0 && seen >= o->follow.npids;
-}
-
-/* Says once about each --pid that has no publisher a second on (not run
- * with MATE_MONITOR); @return 1 when every --pid is gone without one, and
- * no endpoint was named: nothing more can come. */
-static int
-pids_silent(const mate_monitor *m, const struct options *o, double waited, int *told)
-{
-	mate_publisher_info pi;
-	int gone = 0;
-
-	for (int i = 0; i < o->follow.npids; i++) {
-		int found = 0;
-		for (int k = 0; k < mate_monitor_publishers(m) && !found; k++)
-			found = mate_monitor_publisher(m, k, &pi) == 0 &&
-			    pi.pid == o->follow.pids[i];
-		if (found)
-			continue;
-		if (kill((pid_t)o->follow.pids[i], 0) != 0 && errno == ESRCH) {
-			gone++;
-			continue;
-		}
-		if (waited >= 1 && !*told) {
-			mate_fe_warnx("pid %ld publishes no events (is it run with MATE_MONITOR=1?); "
-			    "waiting", o->follow.pids[i]);
-			*told = 1;
-		}
-	}
-	return o->follow.npids > 0 && gone == o->follow.npids && o->follow.nendpoints == 0;
-}
-
 struct writer {
 	FILE *f;
 	uint64_t seq;
@@ -283,12 +235,12 @@ capture(mate_monitor *m, const struct options *o, struct writer *w)
 
 	while (!mate_fe_interrupted && (o->max_events < 0 || w->seq < (uint64_t)o->max_events)) {
 		double now = mate_mono_seconds();
-		if (now >= end || all_ended(m, o))
+		if (now >= end || mate_fe_follow_all_ended(m, &o->follow))
 			break;
 		/* a few times a second, not once an event */
 		if (now >= next_check) {
 			next_check = now + 0.2;
-			if (pids_silent(m, o, now - t0, &told)) {
+			if (mate_fe_follow_pids_gone(m, &o->follow, now - t0, &told)) {
 				mate_fe_warnx("%s ended without publishing events",
 				    o->follow.npids == 1 ? "the process" : "every process");
 				break;

@@ -1,5 +1,5 @@
 #!/bin/sh
-# events_top_batch.sh: mate-top -b: the first table a script reads holds a whole interval's figures (not zeros, not a climb from zero), and a write that fails exits 1 with a message.
+# events_top_batch.sh: mate-top -b: the first table a script reads holds a whole interval's figures (not zeros, not a climb from zero); every thread that makes calls is a row, busy as the timeline (mate-visualize) measures it within 10 points, workers too; --pid ends when the process does; the process line has its CPU and RSS; a write that fails exits 1 with a message.
 set -u
 b=$top_builddir
 . "$top_srcdir/tests/checks.sh"
@@ -8,6 +8,8 @@ demo=
 trap 'kill $demo 2>/dev/null; rm -rf "$tmp"' EXIT
 mkdir -m 700 "$tmp/rt"
 top() { MATE_MONITOR_DIR=$tmp/rt "$b/src/top/mate-top" "$@"; }
+# from the comparisons on, a failed check is counted and the others still run
+miss() { echo "FAIL: $*"; checks_failed; }
 
 MATE_MONITOR_DIR=$tmp/rt MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 \
     MATE_DEMO_SECONDS=3600 "$b/examples/mate-demo" >/dev/null 2>&1 &  # until the trap kills it
@@ -34,6 +36,49 @@ check [ -n "$first" ] && [ -n "$later" ] || fail "worker_0 in the tables: '$firs
 check within || fail "the first table's ops/s ($first) is not the truth (about $later), in 3 runs"
 busy=$(top -b -n 1 -d 0.5 --pid $demo | awk '$3 ~ /^worker_/ { print $4 }' | tr -d '%' | sort -n | tail -1)
 check awk -v b="${busy:-0}" 'BEGIN { exit !(b > 0) }' || fail "the first table shows the workers busy: $busy"
+
+# the process line: CPU share and resident memory from /proc
+line=$(top -b -n 2 -d 0.5 --pid $demo | grep -E "^$demo +mate-demo +process " | tail -1)
+check echo "$line" | grep -Eq ' process cpu [0-9]+%  rss [0-9.]+[KMG]?B$' ||
+	fail "the process line shows cpu and rss: '$line'"
+kill $demo 2>/dev/null
+
+# The client threads' rows against the timeline of the same run: mate-top
+# showed them at 0% (their calls' work ran on workers) while the timeline drew
+# them 94% busy. A run of 5 s recorded both ways; mate-top --pid follows it and
+# ends by itself when it ends.
+MATE_MONITOR_DIR=$tmp/rt MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 \
+    MATE_INSTRUCTION_LOG=$tmp/ilog.txt MATE_DEMO_SECONDS=5 "$b/examples/mate-demo" >/dev/null 2>&1 &
+demo=$!
+wait_until [ -e "$tmp/rt/$demo.info" ]
+top -b -d 1 --pid $demo >"$tmp/tables" 2>"$tmp/top.err" &
+topp=$!
+wait_until eval '! kill -0 $topp 2>/dev/null'
+check eval '! kill -0 $topp 2>/dev/null' || { kill $topp; fail "mate-top --pid did not end with its process"; }
+wait $topp
+rc=$?
+check [ $rc -eq 0 ] || fail "mate-top --pid exits $rc when its process ends: $(cat "$tmp/top.err")"
+check grep -q '^mate-top: the process followed ended$' "$tmp/top.err" ||
+	fail "mate-top --pid says why it ended: $(cat "$tmp/top.err")"
+wait $demo
+"$b/mate-visualize" -v -o "$tmp/t.png" "$tmp/ilog.txt" 2>"$tmp/vis" ||
+	fail "mate-visualize: $(cat "$tmp/vis")"
+# lane busy shares, "client TID" as mate-top's "thread_TID"
+sed -n 's/^mate-visualize: lane [0-9]*: .*, busy \([0-9.]*\)%, [0-9]* spans: \(.*\)$/\2 \1/p' "$tmp/vis" |
+	sed 's/^client /thread_/' >"$tmp/lanes"
+# mate-top's: the median of the whole tables while the demo ran (not the
+# first, a short interval, nor the last, which holds the end)
+ntab=$(grep -c '^mate-top: ' "$tmp/tables")
+awk -v n="$ntab" '/^mate-top: / { t++ } t > 1 && t < n && $3 ~ /^(thread_|worker_)/ { print $3, $4 }' \
+    "$tmp/tables" | tr -d % | sort -k1,1 -k2,2n >"$tmp/rows"
+echo "timeline: $(tr '\n' ' ' <"$tmp/lanes")"
+echo "mate-top ($ntab tables): $(tr '\n' ' ' <"$tmp/rows")"
+check [ "$(grep -c '^thread_' "$tmp/lanes")" -eq 4 ] || fail "the timeline's four client lanes: $(cat "$tmp/vis")"
+while read -r lane want; do
+	got=$(awk -v l="$lane" '$1 == l { v[n++] = $2 } END { if (n) print v[int((n - 1) / 2)] }' "$tmp/rows")
+	check awk -v g="${got:-x}" -v w="$want" 'BEGIN { d = g - w; exit !(g != "x" && d < 10 && d > -10) }' ||
+		miss "$lane: mate-top ${got:-no row}% busy, the timeline $want%"
+done <"$tmp/lanes"
 
 # a write that fails: exit 1 and a message naming it (ENOSPC from /dev/full)
 if [ -w /dev/full ]; then

@@ -1,5 +1,5 @@
 #!/bin/sh
-# events_top_tmux.sh: interactive mate-top in tmux: rows appear, s changes the sort key (and r the order), q quits cleanly; at 80x24 and 200x50: the first line whole, rows by name, bars of 18 cells or more, idle shares, a help that hides the table, one letter per op without colour.
+# events_top_tmux.sh: interactive mate-top in tmux: rows appear, s changes the sort key (and r the order), q quits cleanly; at 80x24 and 200x50: the first line whole, the process's cpu and rss, the client threads busy, rows by name, bars of 18 cells or more, idle shares, a help that hides the table, one letter per op without colour.
 set -u
 command -v tmux >/dev/null 2>&1 || { echo "SKIP: no tmux"; exit 77; }
 b=$top_builddir
@@ -121,10 +121,17 @@ for size in 80x24 200x50; do
 	want=$(echo $got | tr ' ' '\n' | sed '/^$/d' | sort -V | tr '\n' ' ')
 	check [ "$(echo $got | wc -w)" -eq 11 ] || miss "$size: eleven worker rows: $got"
 	check [ "$got" = "$want" ] || miss "$size: sorted by name: '$got', want '$want'"
+	# the demo's four client threads wait in their calls most of the time: busy rows
+	busyth=$(grep -Eo '^  thread [0-9]+ +\[[^]]*\] +[0-9]+%' "$tmp/screen" | awk '$NF + 0 >= 50' | wc -l)
+	check [ "$busyth" -eq 4 ] || miss "$size: four busy client thread rows: $(grep '^  thread' "$tmp/screen")"
 	bar=$(grep -Eo '^  worker_[0-9]+ +\[[^]]*\]' "$tmp/screen" | head -1 | sed 's/.*\[//; s/\]$//')
 	check [ ${#bar} -ge 18 ] || miss "$size: a bar of 18 cells or more: '[$bar]' (${#bar})"
 	check [ "$(grep -Ec '^  worker_[0-9]+ .* idle [0-9.]+%$' "$tmp/screen")" -ge 1 ] ||
 		miss "$size: the rows end with their idle shares"
+	# cpu from the second look at /proc on: waited for
+	waitwin $w "^$demo2 mate-demo  cpu [0-9]+%  rss [0-9.]+[KMG]?B  events "
+	check grep -Eq "^$demo2 mate-demo  cpu [0-9]+%  rss [0-9.]+[KMG]?B  events " "$tmp/screen" ||
+		miss "$size: the process line shows cpu and rss: $(grep "^$demo2 " "$tmp/screen")"
 	# reversed, with drops or not: the first line still ends with the sort key
 	tmux -S "$sock" send-keys -t "top:$w" r
 	waitwin $w 'sort: worker (rev|\(reversed\))'

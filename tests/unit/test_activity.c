@@ -1,4 +1,4 @@
-/* test_activity.c: mate-top's aggregate: busy time by op with its moving average, rates, calls without work, memory, gaps. */
+/* test_activity.c: mate-top's aggregate: busy time by op with its moving average, rates, calls without work, threads busy while workers work, memory, gaps, ended processes leaving. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -6,6 +6,21 @@
 #include "mate_record.h"
 #include "mate_events.h"
 #include "test.h"
+
+static void
+add_pid(mate_activity *a, long pid, double t, const char *event, const char *source,
+    const char *details)
+{
+	mate_live_event le;
+
+	memset(&le, 0, sizeof(le));
+	le.ev.time = t;
+	le.ev.event = event;
+	le.ev.source = source;
+	le.ev.command = "cmd";
+	le.ev.details = details;
+	mate_activity_add(a, pid, "prog", &le);
+}
 
 static void
 add(mate_activity *a, double t, const char *event, const char *source, int64_t size,
@@ -103,6 +118,78 @@ DEFINE_TEST(intervals)
 	add(a, 2.5, "DISCONNECT", "77", 0, "pid=10", 0);
 	mate_activity_process(a, 0, &p);
 	CHECK_EQ_INT(p.ended, 1);
+	mate_activity_free(a);
+}
+
+/* A thread is busy for the whole of its calls, waiting for the worker
+ * that does their work included (the timeline draws it so): the demo's
+ * client threads were at 0% while the timeline showed them 94% busy. */
+DEFINE_TEST(thread_busy_while_worker_works)
+{
+	mate_activity *a = mate_activity_new(1.0);
+	mate_worker_row r;
+
+	CHECK(a != NULL);
+	mate_activity_tick(a, 0.0);
+	add_pid(a, 10, 0.1, "RECV", "77", "call=1 op=mm depth=0");
+	add_pid(a, 10, 0.2, "WORKER_SEND", "worker_0", "call=1 id=2 op=mm worker=worker_0");
+	add_pid(a, 10, 0.4, "WORKER_RECV", "worker_0", "call=1 id=2 op=mm worker=worker_0 success=True");
+	add_pid(a, 10, 0.5, "SEND", "77", "call=1 op=mm depth=0 success=True");
+	/* still running at the tick: counts up to it */
+	add_pid(a, 10, 0.6, "RECV", "77", "call=3 op=norm depth=0");
+	mate_activity_tick(a, 1.0);
+	CHECK(row_named(a, "thread 77", &r));
+	CHECK(NEAR(r.busy, 0.8));
+	CHECK_EQ_INT(r.nops, 2);
+	CHECK_STR(r.op[0], "mm");
+	CHECK(NEAR(r.op_busy[0], 0.4));
+	CHECK_STR(r.op[1], "norm");
+	CHECK(NEAR(r.op_busy[1], 0.4));
+	CHECK_EQ_INT(r.ops, 1);
+	CHECK(row_named(a, "worker_0", &r));
+	CHECK(NEAR(r.busy, 0.2));
+	mate_activity_free(a);
+}
+
+/* A process that ended stays (marked) for the linger time, then leaves with
+ * its rows; another's rows keep their open work. An end without a
+ * DISCONNECT (killed) is told by mate_activity_end(). */
+DEFINE_TEST(ended_processes_leave)
+{
+	mate_activity *a = mate_activity_new(1.0);
+	mate_worker_row r;
+	mate_process_row p;
+
+	CHECK(a != NULL);
+	mate_activity_set_linger(a, 0.5);
+	mate_activity_tick(a, 0.0);
+	add_pid(a, 10, 0.1, "WORKER_SEND", "worker_0", "call=1 id=2 op=mm worker=worker_0");
+	add_pid(a, 20, 0.1, "WORKER_SEND", "worker_9", "call=1 id=2 op=add worker=worker_9");
+	add_pid(a, 30, 0.1, "RECV", "5", "call=1 op=norm depth=0");
+	add_pid(a, 10, 0.2, "DISCONNECT", "77", "pid=10");
+	mate_activity_end(a, 30, 0.3);
+	mate_activity_tick(a, 0.6);
+	CHECK_EQ_INT(mate_activity_processes(a), 3);
+	CHECK_EQ_INT(mate_activity_rows(a), 3);
+	mate_activity_process(a, 2, &p);
+	CHECK_EQ_INT(p.pid, 30);
+	CHECK_EQ_INT(p.ended, 1);
+	mate_activity_tick(a, 1.0);
+	/* 10 and 30 are gone; 20's worker is still busy with the same work */
+	CHECK_EQ_INT(mate_activity_processes(a), 1);
+	CHECK_EQ_INT(mate_activity_rows(a), 1);
+	mate_activity_process(a, 0, &p);
+	CHECK_EQ_INT(p.pid, 20);
+	CHECK_EQ_INT(p.ended, 0);
+	mate_activity_tick(a, 2.0);
+	CHECK(mate_activity_row(a, 0, &r) == 0);
+	CHECK_STR(r.worker, "worker_9");
+	CHECK_EQ_INT(r.process, 0);
+	CHECK(r.busy > 0.95);   /* its work counted through the tick at 2.0 (0.98) */
+	add_pid(a, 20, 2.5, "WORKER_RECV", "worker_9", "call=1 id=2 op=add worker=worker_9 success=True");
+	mate_activity_tick(a, 3.0);
+	CHECK(mate_activity_row(a, 0, &r) == 0);
+	CHECK_EQ_INT(r.ops, 1);
 	mate_activity_free(a);
 }
 
