@@ -171,12 +171,20 @@ open_output(const struct options *o, time_t now, char *path, size_t cap, int *cr
 	return f;
 }
 
+/* The program time a publisher's captured events cover. */
+struct span {
+	double first, last;
+	uint64_t n;
+};
+
 struct writer {
 	FILE *f;
 	uint64_t seq;
 	double last_t;
 	char *line;
 	size_t cap;
+	struct span *spans;   /* by publisher index */
+	int nspans;
 };
 
 static void
@@ -187,6 +195,19 @@ write_event(struct writer *w, const mate_monitor *m, const mate_live_event *le)
 	int n;
 
 	ev.seq = ++w->seq;
+	if (le->publisher >= 0 && le->publisher < 1 << 20) {
+		struct span *sp;
+		if (le->publisher >= w->nspans) {
+			int want = le->publisher + 16;
+			w->spans = mate_fe_grow(w->spans, (size_t)want, sizeof(*w->spans));
+			memset(w->spans + w->nspans, 0, sizeof(*w->spans) * (size_t)(want - w->nspans));
+			w->nspans = want;
+		}
+		sp = &w->spans[le->publisher];
+		if (sp->n++ == 0)
+			sp->first = ev.time;
+		sp->last = ev.time;
+	}
 	if (ev.time < w->last_t)
 		ev.time = w->last_t;
 	w->last_t = ev.time;
@@ -206,8 +227,12 @@ write_event(struct writer *w, const mate_monitor *m, const mate_live_event *le)
 	fwrite(w->line, 1, (size_t)n, w->f);
 }
 
+/* The summary: events, and for each process the time its events cover; a
+ * capture of S seconds whose events cover much less of a process that ran
+ * on (it lagged, or started late) is said. */
 static void
-summary(const mate_monitor *m, const struct writer *w, double secs, const char *path)
+summary(const mate_monitor *m, const struct writer *w, double secs, const char *path,
+    const struct options *o, int whole)
 {
 	mate_publisher_info pi;
 	int n = mate_monitor_publishers(m);
@@ -216,11 +241,20 @@ summary(const mate_monitor *m, const struct writer *w, double secs, const char *
 	    mate_fe_progname(), (unsigned long long)w->seq, mate_fe_s(w->seq), secs, n,
 	    n == 1 ? "" : "es", path);
 	for (int i = 0; i < n; i++) {
+		const struct span *sp = i < w->nspans ? &w->spans[i] : NULL;
+		double covered = sp != NULL && sp->n > 0 ? sp->last - sp->first : -1;
+		char cov[48] = "";
 		mate_monitor_publisher(m, i, &pi);
-		fprintf(stderr, "  pid %ld %s: %llu event%s, %llu dropped, %llu lost%s\n", pi.pid,
+		if (covered >= 0)
+			snprintf(cov, sizeof(cov), ", covering %.2f s", covered);
+		fprintf(stderr, "  pid %ld %s: %llu event%s, %llu dropped, %llu lost%s%s\n", pi.pid,
 		    mate_fe_safe(pi.program[0] != '\0' ? pi.program : pi.endpoint),
 		    (unsigned long long)pi.events, mate_fe_s(pi.events), (unsigned long long)pi.dropped,
-		    (unsigned long long)pi.lost, pi.ended ? ", exited" : "");
+		    (unsigned long long)pi.lost, cov, pi.ended ? ", exited" : "");
+		if (whole && covered >= 0 && !pi.ended && o->seconds >= 0.5 && covered < 0.8 * o->seconds)
+			mate_fe_warnx("pid %ld's events cover %.2f s of the %.2f s capture: it started "
+			    "late or its events came late (a loaded machine); MATE_MONITOR_WAIT=S in "
+			    "it waits for the capture", pi.pid, covered, o->seconds);
 	}
 }
 
@@ -291,9 +325,11 @@ main(int argc, char **argv)
 	else if (w.seq == 0 && created)
 		unmake_dirs();  /* and the folders --dir made for it */
 	if (!o.quiet)
-		summary(m, &w, mate_mono_seconds() - t0, w.seq == 0 && created ? "no file" : path);
+		summary(m, &w, mate_mono_seconds() - t0, w.seq == 0 && created ? "no file" : path, &o,
+		    !mate_fe_interrupted && (o.max_events < 0 || w.seq < (uint64_t)o.max_events));
 	mate_monitor_free(m);
 	free(w.line);
+	free(w.spans);
 	mate_fe_follow_free(&o.follow);
 	if (w.seq == 0) {
 		mate_fe_warnx("no events captured%s", mate_fe_interrupted ? " (interrupted)" : "");

@@ -94,11 +94,14 @@ def main():
     names = os.listdir(traces)
     check(len(names) == 1 and re.match(r"^trace_\d{8}_\d{6}\.log$", names[0]),
           "one trace_YYYYMMDD_HHMMSS.log: %s" % names)
-    m = re.search(r"pid (\d+) mate-demo: (\d+) events, (\d+) dropped, (\d+) lost", p.stderr)
+    m = re.search(r"pid (\d+) mate-demo: (\d+) events, (\d+) dropped, (\d+) lost, covering ([\d.]+) s",
+                  p.stderr)
     check(m is not None, "summary names the demo: %r" % p.stderr)
     if m:
         check(int(m.group(1)) == demo.pid, "summary pid")
         check(int(m.group(2)) > 1000, "events captured: %s" % m.group(2))
+        # the program time its events cover: the capture's second at most
+        check(0 < float(m.group(5)) <= 1.5, "covered time: %s s" % m.group(5))
         check(m.group(3) == "0" and m.group(4) == "0",
               "no gap in the publisher's sequence: %s dropped, %s lost" % (m.group(3), m.group(4)))
     check(re.search(r"events in \d+\.\d+ s from 1 process -> ", p.stderr) is not None,
