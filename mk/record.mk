@@ -119,6 +119,9 @@ tests_test_dlclose_LDADD = -ldl -lpthread
 ## recorder_logdest.sh: an unopenable MATE_LOGDEST: the log on stderr, one warning, as the pages say.
 SCRIPT_TESTS += tests/cli/test_recorder_logdest.sh
 
+## recorder_log_extra.sh: MATE_LOG_EXTRA=1: call ids and threads on the blocks, in-place tensors after the call.
+SCRIPT_TESTS += tests/cli/test_recorder_log_extra.sh
+
 ## The stand-in "./program" of the documentation's examples: records rmsnorm, mm, decode and
 ## prefill through libmate, and a forked child that dies inside a call.
 check_PROGRAMS += tests/doc-program

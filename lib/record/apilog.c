@@ -447,6 +447,16 @@ fmt_args(struct mate_buf *b, const mate_call *c, int role)
 	}
 }
 
+/* MATE_LOG_EXTRA: " (call N, thread T)" after a block's title, so that the
+ * blocks of calls made at once on several threads can be told apart. */
+static void
+fmt_call_tag(struct mate_buf *b, const mate_call *c)
+{
+	if (c->log_id == 0)
+		return;
+	mate_buf_printf(b, " (call %llu, thread %ld)", (unsigned long long)c->log_id, c->log_tid);
+}
+
 void
 mate_rec_fmt_inputs(struct mate_buf *b, const mate_call *c)
 {
@@ -456,6 +466,7 @@ mate_rec_fmt_inputs(struct mate_buf *b, const mate_call *c)
 	mate_buf_puts(b, c->stamp);
 	mate_buf_printf(b, " %s API Call: ", mate_rec_name());
 	mate_buf_puts(b, c->name);
+	fmt_call_tag(b, c);
 	mate_buf_putc(b, '\n');
 	mate_buf_puts(b, RULE_DASH);
 	if (pos)
@@ -471,6 +482,33 @@ mate_rec_fmt_inputs(struct mate_buf *b, const mate_call *c)
 	fmt_args(b, c, MATE_DEFAULT);
 }
 
+/* MATE_LOG_EXTRA: the in-place arguments again, as the call left them (at
+ * level 5 their statistics after the call: the NaNs it wrote, not those of
+ * the buffer it was given). */
+static void
+fmt_inplace_after(struct mate_buf *b, const mate_call *c)
+{
+	size_t pos = 0;
+	int any = 0;
+
+	for (size_t i = 0; i < c->nargs; i++) {
+		const struct rec_arg *a = &c->args[i];
+		if (a->role == MATE_ARG)
+			pos++;
+		if (!a->inplace || mate_value_kind_of(a->v) != MATE_V_TENSOR)
+			continue;
+		if (!any)
+			mate_buf_puts(b, "In-place arguments after the call:\n");
+		any = 1;
+		if (a->role == MATE_ARG)
+			mate_buf_printf(b, "  arg[%zu]:\n", pos - 1);
+		else
+			mate_buf_printf(b, "  %s=\n", a->name != NULL ? a->name : "?");
+		mate_rec_fmt_value(b, c, a->v, 2);
+		mate_buf_putc(b, '\n');
+	}
+}
+
 void
 mate_rec_fmt_outputs(struct mate_buf *b, const mate_call *c)
 {
@@ -478,7 +516,10 @@ mate_rec_fmt_outputs(struct mate_buf *b, const mate_call *c)
 
 	for (size_t i = 0; i < c->nargs; i++)
 		n += c->args[i].role == MATE_RESULT;
-	mate_buf_puts(b, "Output value:\n");
+	mate_buf_puts(b, "Output value");
+	if (c->log_id != 0)
+		fmt_call_tag(b, c);
+	mate_buf_puts(b, ":\n");
 	if (n == 0)
 		mate_buf_puts(b, "  None");
 	else if (n == 1) {
@@ -499,6 +540,8 @@ mate_rec_fmt_outputs(struct mate_buf *b, const mate_call *c)
 		mate_buf_puts(b, "  )");
 	}
 	mate_buf_putc(b, '\n');
+	if (c->log_id != 0)
+		fmt_inplace_after(b, c);
 	mate_buf_puts(b, RULE_EQ);
 	mate_buf_putc(b, '\n');
 }

@@ -383,6 +383,22 @@ static void atfork_prepare(void);
 static void atfork_parent(void);
 static void atfork_child(void);
 
+/* PREFIX_LOG_EXTRA, read at each configuration: 1 adds mate's own lines to
+ * the peers' log text (call ids and threads, in-place tensors after the
+ * call); 0 or unset: the peers' text byte for byte. */
+static int
+log_extra_from_env(void)
+{
+	const char *s = mate_rec_getenv("LOG_EXTRA");
+
+	if (s == NULL || s[0] == '\0' || strcmp(s, "0") == 0)
+		return 0;
+	if (strcmp(s, "1") == 0)
+		return 1;
+	bad_value("LOG_EXTRA", s, "1 adds call ids, threads and in-place tensors after the call", "0");
+	return 0;
+}
+
 static int
 apply(const struct mate_config *cfg, mate_error *err)
 {
@@ -400,6 +416,7 @@ apply(const struct mate_config *cfg, mate_error *err)
 	n.max_bytes = bytes >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)bytes;
 	n.max_count = cfg->dump_max_count;
 	n.safetensors = cfg->dump_safetensors == 1;
+	n.log_extra = log_extra_from_env();
 	if (n.logdest == NULL || n.dump_dir == NULL || n.dump_dir_shown == NULL ||
 	    mate_patterns_add(&n.include, cfg->dump_include) != 0 ||
 	    mate_patterns_add(&n.exclude, cfg->dump_exclude) != 0) {

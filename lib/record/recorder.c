@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Level 1 needs no state: every call shares this read-only handle. */
 static mate_call level1_call = { .level = 1 };
@@ -572,6 +574,13 @@ ready(mate_call *c, int event)
 		stage_all(c);
 	if (c->level >= 10)
 		mate_rec_dump_inputs(c, &log);
+	c->log_id = 0;
+	if (mate_rec_cfg.log_extra && !c->ring) {
+		c->log_id = mate_call_id(c);
+		if (c->log_id == 0)   /* no events: a number of the same sequence */
+			c->log_id = mate_ev_next_id();
+		c->log_tid = (long)syscall(SYS_gettid);
+	}
 	if (!c->ring)
 		mate_rec_fmt_inputs(&log, c);
 	if (mate_buf_str(&log) == NULL)

@@ -40,6 +40,7 @@ struct rec_config {
 	int64_t max_count;
 	struct mate_patterns include, exclude;
 	int safetensors;
+	int log_extra;          /* MATE_LOG_EXTRA=1: mate's additions to the log text */
 };
 extern struct rec_config mate_rec_cfg MATE_HIDDEN;
 
@@ -141,6 +142,8 @@ struct mate_call {
 	size_t ntensors, cap_tensors;
 	struct rec_dump *dump;
 	char stamp[24];       /* "[YYYY-MM-DD HH:MM:SS]" of the call */
+	uint64_t log_id;      /* MATE_LOG_EXTRA: the call's id (the events' call=N) */
+	long log_tid;         /* and the thread that made it */
 };
 
 /* A dump key: prefix, then part (its first 280 bytes; NULL: none), then

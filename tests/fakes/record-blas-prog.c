@@ -1,6 +1,8 @@
-/* record-blas-prog.c: a C program linked against CBLAS and Fortran BLAS for the mate-record tests: sgemm/dgemm through both interfaces, with transposes, padded leading dimensions and beta != 0. */
+/* record-blas-prog.c: a C program linked against CBLAS and Fortran BLAS for the mate-record tests: sgemm/dgemm through both interfaces, with transposes, padded leading dimensions and beta != 0; "nan": one sgemm with beta 0 into a buffer of NaNs (the output holds none). */
 #include <cblas.h>
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 /* The Fortran entry points as C callers usually declare them. */
@@ -38,9 +40,35 @@ dmat(int n)
 	return v;
 }
 
-int
-main(void)
+/* C = A B with beta 0 into C of NaNs (an uninitialised buffer): the call
+ * writes every element; before it 27 are NaN, after it none. */
+static int
+nan_mode(void)
 {
+	float *a = fmat(3 * 4), *b = fmat(4 * 9), c[27];
+	double sum = 0;
+
+	if (a == NULL || b == NULL) {
+		free(a);
+		free(b);
+		return 1;
+	}
+	for (int i = 0; i < 27; i++)
+		c[i] = NAN;
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 3, 9, 4, 1.0f, a, 4, b, 9, 0.0f, c, 9);
+	for (int i = 0; i < 27; i++)
+		sum += c[i];
+	printf("checksum %.17g\n", sum);
+	free(a);
+	free(b);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "nan") == 0)
+		return nan_mode();
 	float *a = fmat(40 * 36), *b = fmat(36 * 30), *c = fmat(40 * 33);
 	double *da = dmat(50 * 50), *db = dmat(50 * 50), *dc = dmat(50 * 50);
 	int m = 17, n = 23, k = 29, lda = 40, ldb = 31, ldc = 33;
