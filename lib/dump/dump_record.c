@@ -615,6 +615,7 @@ info_from_line(struct mate_dump_info *info, const char *p, size_t len, int parse
 	else
 		mate_notes_add(notes, "record has no function_name");
 	info->module = member_str(m, n, "module", a);
+	info->signature = member_str(m, n, "function_signature", a);
 	if ((s = member_str(m, n, "timestamp", a)) != NULL)
 		info->timestamp = s;
 	info->format = member_str(m, n, "tensor_format", a);

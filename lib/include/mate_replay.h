@@ -74,6 +74,8 @@ struct mate_dump_info {
 	                               entry holds it (JSON: function, module, tensors with dtype,
 	                               shape, stride and device, scalars), or NULL */
 	const char *shape_key;      /* its key, 16 hex digits, as in the profile; or NULL */
+	const char *signature;      /* function_signature, "(transa, transb, m, ...)", or
+	                               NULL when not recorded */
 };
 
 /* ---- Listing dumps -------------------------------------------------------- */
@@ -109,6 +111,13 @@ MATE_API size_t mate_dump_list_count(const mate_dump_list *l);
 MATE_API const struct mate_dump_info *mate_dump_list_get(const mate_dump_list *l, size_t i);
 /*! mate_dump_list_free() : NULL ok. */
 MATE_API void mate_dump_list_free(mate_dump_list *l);
+/*! mate_signature_arg_name() : the parameter a record's key stands for in
+ * its function_signature: "arg_6" of "(transa, transb, m, n, k, alpha, a,
+ * ...)" is "a", "kwarg_eps" is "eps". @return buf holding the name, or NULL
+ * when the signature does not name it (none, unparsable, out of range, or
+ * after *args). */
+MATE_API const char *mate_signature_arg_name(const char *signature, const char *key, char *buf,
+    size_t cap);
 
 /* ---- One dump: its record, arguments and recorded outputs ------------------ */
 typedef struct mate_dump mate_dump;

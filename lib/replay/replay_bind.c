@@ -282,6 +282,36 @@ arg_index(const char *k)
 	return *end == '\0' && i < 100000 ? i : -1;
 }
 
+const char *
+mate_signature_arg_name(const char *signature, const char *key, char *buf, size_t cap)
+{
+	struct mate_sig *s;
+	const char *name = NULL;
+	long idx, n = 0;
+
+	if (signature == NULL || key == NULL || buf == NULL || cap == 0)
+		return NULL;
+	if (strncmp(key, "kwarg_", 6) == 0 && key[6] != '\0') {
+		snprintf(buf, cap, "%s", key + 6);
+		return buf;
+	}
+	if ((idx = arg_index(key)) < 0 || (s = mate_sig_parse(signature, NULL)) == NULL)
+		return NULL;
+	for (size_t i = 0; i < s->n && name == NULL; i++) {
+		int k = s->p[i].kind;
+		if (k == MATE_PARAM_VAR_POSITIONAL)
+			break;   /* arg_<idx> from here on is one of *args */
+		if (k != MATE_PARAM_POSITIONAL_ONLY && k != MATE_PARAM_POSITIONAL_OR_KEYWORD)
+			continue;
+		if (n++ == idx)
+			name = s->p[i].name;
+	}
+	if (name != NULL)
+		snprintf(buf, cap, "%s", name);
+	mate_sig_free(s);
+	return name != NULL ? buf : NULL;
+}
+
 static int
 set_param(mate_value *bound, const char *name, const mate_value *v, mate_error *err)
 {

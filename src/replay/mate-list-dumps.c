@@ -425,29 +425,85 @@ put_json_text(const char *v)
 	}
 }
 
-/* COUNT KEY function(arg_0=float32[4, 64], ..., kwarg_causal=true); the record's
+/* A record key as the user knows it: the parameter's name where the record's
+ * signature gives one ("arg_6" of sgemm_ is "a"), else the key. */
+static const char *
+arg_label(const struct mate_dump_info *d, const char *key, char *buf, size_t cap)
+{
+	const char *name = mate_signature_arg_name(d->signature, key, buf, cap);
+
+	return name != NULL ? name : key;
+}
+
+/* An integer scalar of the shape ("arg_3"), or -1. */
+static long long
+scalar_int(const cJSON *scalars, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(scalars, key);
+
+	return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 1e15 &&
+	    v->valuedouble == (double)(long long)v->valuedouble ? (long long)v->valuedouble : -1;
+}
+
+/* A GEMM of the BLAS (sgemm_, dgemm_, cblas_sgemm, ...) as the row-major product a
+ * user wrote: a column-major C(m x n) = A(m x k) B(k x n), what PyTorch calls for
+ * x @ w, is [n, k] @ [k, m] -> [n, m] read row-major; CblasRowMajor is as written. */
+static void
+print_row_major(const struct group *g, const cJSON *scalars)
+{
+	const char *f = g->first->function;
+	const cJSON *order;
+	long long m, n, k;
+	int cblas = strncmp(f, "cblas_", 6) == 0, row;
+	size_t len;
+
+	if (cblas)
+		f += 6;
+	len = strlen(f);
+	if (!(len == 5 || (len == 6 && f[5] == '_' && !cblas)) || strchr("sdchz", f[0]) == NULL ||
+	    strncmp(f + 1, "gemm", 4) != 0 || (cblas && len != 5))
+		return;
+	m = scalar_int(scalars, cblas ? "arg_3" : "arg_2");
+	n = scalar_int(scalars, cblas ? "arg_4" : "arg_3");
+	k = scalar_int(scalars, cblas ? "arg_5" : "arg_4");
+	if (m < 0 || n < 0 || k < 0)
+		return;
+	order = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(scalars, "arg_0"),
+	    "value");
+	row = cblas && cJSON_IsNumber(order) && order->valuedouble == 101;   /* CblasRowMajor */
+	if (row)
+		printf("  = [%lld, %lld] @ [%lld, %lld] -> [%lld, %lld]", m, k, k, n, m, n);
+	else
+		printf("  = [%lld, %lld] @ [%lld, %lld] -> [%lld, %lld] row-major", n, k, k, m, n, m);
+}
+
+/* COUNT KEY function(a=float32[4, 64], ..., causal=true): arguments by their
+ * parameters' names where the record's signature gives them (else arg_0,
+ * kwarg_causal), a BLAS GEMM followed by its row-major product; the record's
  * strings escaped as every other output escapes them (mate_fe_safe). */
 static void
 print_group_line(const struct group *g)
 {
 	cJSON *shape = cJSON_Parse(g->first->shape), *it;
 	const char *sep = "";
-	char *v;
+	char *v, name[128];
 
 	printf("%6zu  %s  %s(", g->calls, g->first->shape_key, mate_fe_safe(g->first->function));
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(shape, "tensors")) {
-		printf("%s%s=", sep, mate_fe_safe(it->string));
+		printf("%s%s=", sep, mate_fe_safe(arg_label(g->first, it->string, name, sizeof(name))));
 		print_tensor_shape(it);
 		sep = ", ";
 	}
 	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(shape, "scalars")) {
 		v = cJSON_PrintUnformatted(it);
-		printf("%s%s=", sep, mate_fe_safe(it->string));
+		printf("%s%s=", sep, mate_fe_safe(arg_label(g->first, it->string, name, sizeof(name))));
 		put_json_text(v ? v : "?");
 		free(v);
 		sep = ", ";
 	}
-	puts(")");
+	putchar(')');
+	print_row_major(g, cJSON_GetObjectItemCaseSensitive(shape, "scalars"));
+	putchar('\n');
 	cJSON_Delete(shape);
 }
 

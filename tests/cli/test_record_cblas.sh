@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_record_cblas.sh: a C program linked against CBLAS and the Fortran BLAS, recorded at level 10 and replayed bit-exactly through the same BLAS.
+# test_record_cblas.sh: a C program linked against CBLAS and the Fortran BLAS, recorded at level 10, listed by its parameters' names with each GEMM's row-major product, and replayed bit-exactly through the same BLAS.
 . "$top_srcdir/tests/tools/record-common.sh"
 REPLAY="$top_builddir/src/replay/mate-replay"
 PROG="$top_builddir/tests/record-blas-prog"
@@ -25,6 +25,14 @@ done
 check grep -q "arg\[0\]:" log.txt && grep -q "CBLAS_ORDER.CblasColMajor (value=102)" log.txt ||
 	fail "level-10 log lacks the arguments"
 
+# the listing names the arguments by the record's signature, and shows a GEMM as the
+# row-major product its caller wrote (PyTorch's x @ w is a column-major sgemm_)
+"$top_builddir/src/replay/mate-list-dumps" --unique dumps >unique.txt 2>&1
+check grep -q '^ *1  [0-9a-f]\{16\}  sgemm_(a=float32\[29, 17\] stride (1, 40), b=float32\[29, 23\] stride (1, 31), c=float32\[17, 23\] stride (1, 33), transa="T", transb="N", m=17, n=23, k=29, alpha=1.25, lda=40, ldb=31, beta=-0.5, ldc=33)  = \[23, 29\] @ \[29, 17\] -> \[23, 17\] row-major$' unique.txt ||
+	fail "sgemm_ by its parameters' names, with its row-major product: $(grep sgemm_ unique.txt)"
+check grep -q 'cblas_sgemm(A=float32\[30, 36\], .*, M=30, N=25, K=36, .*)  = \[30, 36\] @ \[36, 25\] -> \[30, 25\]$' unique.txt ||
+	fail "CblasRowMajor's product as written: $(grep cblas_sgemm unique.txt)"
+check grep -q 'arg_[0-9]' unique.txt && fail "arg_N left where the signature names them: $(cat unique.txt)"
 "$REPLAY" dumps >replay.txt 2>&1
 expect_status 0 $? "replay"
 check [ "$(grep -c 'Passed (bit-exact)' replay.txt)" = 6 ] || fail "six bit-exact replays: $(cat replay.txt)"
