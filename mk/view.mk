@@ -1,15 +1,16 @@
-## mk/view.mk: lib/view, libmate_view (timelines, cairo pictures, Perfetto JSON) and
+## mk/view.mk: lib/view, libmate_view (timelines, cairo pictures, Perfetto JSON, text) and
 ## mate-visualize, with their tests, fuzz target and benchmark.
 
 
-## ---- libmate_view: timelines, cairo pictures and Perfetto JSON. A separate
-## convenience library so that programs under the recorder never load cairo.
+## ---- libmate_view: timelines, cairo pictures, Perfetto JSON and text
+## summaries. A separate convenience library so that programs under the
+## recorder never load cairo.
 ## It uses libmate's internal helpers (errors, atomic files), so what links
 ## it links libmate_impl.la, not the shared libmate's public API.
 noinst_LTLIBRARIES += lib/libmate_view.la
 lib_libmate_view_la_SOURCES = lib/view/mate_view.h lib/view/timeline_private.h \
 	lib/view/timeline.c lib/view/timeline_agg.c lib/view/render_cairo.c \
-	lib/view/perfetto.c lib/core/util_json.c
+	lib/view/perfetto.c lib/view/summary.c lib/core/util_json.c
 lib_libmate_view_la_CFLAGS = $(AM_CFLAGS) $(CAIRO_CFLAGS) $(ZLIB_CFLAGS)
 lib_libmate_view_la_LIBADD = $(CAIRO_LIBS) $(ZLIB_LIBS) -lm
 

@@ -1,4 +1,4 @@
-/* mate_view.h: timelines from instruction logs, cairo pictures and Perfetto JSON (libmate_view, linked by mate-visualize only, so a recorded program never loads cairo). */
+/* mate_view.h: timelines from instruction logs, cairo pictures, Perfetto JSON and text summaries (libmate_view, linked by mate-visualize only, so a recorded program never loads cairo). */
 #ifndef MATE_VIEW_H_INCLUDED
 #define MATE_VIEW_H_INCLUDED
 
@@ -65,8 +65,18 @@ typedef struct mate_lane_info {
 	int kind;             /* enum mate_lane_kind */
 	double busy;          /* utilisation in [0, 1] over the time shown */
 	uint64_t spans;       /* spans drawn on it */
+	double wait;          /* clients: the share of busy time spent waiting on
+	                       * workers, in [0, 1]: the time of its calls that
+	                       * sent work (joined by call=, else GT's rule),
+	                       * less the time of that work */
 	double y0, y1;        /* its row in the last picture, in pixels */
 } mate_lane_info;
+
+typedef struct mate_op_info {
+	const char *name;
+	uint64_t count;       /* spans shown */
+	double total, max;    /* seconds: their durations summed, the longest */
+} mate_op_info;
 
 /*! mate_timeline_options_init() : all lanes, no clipping, columns 0. */
 void mate_timeline_options_init(mate_timeline_options *o);
@@ -87,6 +97,10 @@ void mate_timeline_get_stats(const mate_timeline *tl, mate_timeline_stats *st);
 /*! mate_timeline_lane() : the i-th lane shown, in drawing order (top to
  * bottom); strings borrowed from tl. @return 0, or -1 past the last. */
 int mate_timeline_lane(const mate_timeline *tl, int i, mate_lane_info *li);
+/*! mate_timeline_op() : the i-th op by total time, most first, over the
+ * work shown (calls == 0) or the calls shown (calls != 0); name borrowed
+ * from tl. @return 0, or -1 past the last. */
+int mate_timeline_op(const mate_timeline *tl, int calls, int i, mate_op_info *oi);
 /*! mate_timeline_free() : frees tl (NULL ok); an attached Perfetto writer
  * is not freed. */
 void mate_timeline_free(mate_timeline *tl);
@@ -122,6 +136,17 @@ int mate_timeline_render(mate_timeline *tl, const mate_render_options *o,
 /*! mate_timeline_render_fd() : the same, written to fd (left open). */
 int mate_timeline_render_fd(mate_timeline *tl, const mate_render_options *o,
     int fd, mate_render_info *info, mate_error *err);
+
+/* ---- Text summary -----------------------------------------------------------
+ * Plain text to read in a terminal and grep: a header line (logs, events,
+ * calls, ops, lanes, time span), the top ops by time, each lane's busy
+ * share and waiting, and one line on where the time went. */
+
+/*! mate_timeline_write_text() : writes tl's summary to path, atomically.
+ * @return MATE_OK or a negative mate_status. */
+int mate_timeline_write_text(const mate_timeline *tl, const char *path, mate_error *err);
+/*! mate_timeline_write_text_fd() : the same, written to fd (left open). */
+int mate_timeline_write_text_fd(const mate_timeline *tl, int fd, mate_error *err);
 
 /* ---- Chrome / Perfetto JSON -------------------------------------------------
  * {"traceEvents":[...],"displayTimeUnit":"ns"}, streamed out while the

@@ -229,7 +229,7 @@ event_op(mate_timeline *tl, const mate_event *ev)
 
 /* ---- Lanes ------------------------------------------------------------------- */
 
-static const char *const kind_word[] = { "client", "dispatcher", "worker", "memory" };
+const char *const tl_kind_word[] = { "client", "dispatcher", "worker", "memory" };
 
 static int
 lane_visible(mate_timeline *tl, const char *label, const char *logname)
@@ -258,7 +258,7 @@ lane_create(mate_timeline *tl, int kind, const char *name, int slot, mate_error 
 	else if (kind == MATE_LANE_WORKER)
 		snprintf(label, sizeof(label), "%.200s", name);
 	else
-		snprintf(label, sizeof(label), "%s %.200s", kind_word[kind], name);
+		snprintf(label, sizeof(label), "%s %.200s", tl_kind_word[kind], name);
 	L->name = strdup(name);
 	L->label = strdup(label);
 	if (L->name == NULL || L->label == NULL) {
@@ -601,6 +601,29 @@ reports_failure(const mate_event *ev)
 	return 0;
 }
 
+/* Work o, [s, e] inside the window, was done for the call it is joined to
+ * (its flow): credited to the outermost call open around that one on its
+ * client's lane, which waited the rest of its time. Work that ends after
+ * its call did was not waited for. */
+static void
+credit_work(mate_timeline *tl, const struct tl_open *o, double s, double e)
+{
+	struct tl_lane *C;
+	int i;
+
+	if (o->flow_lane < 0 || o->flow_lane >= tl->nlanes)
+		return;
+	C = tl->lanes[o->flow_lane];
+	for (i = C->nstack - 1; i >= 0 && C->stack[i].seq != o->flow_seq; i--)
+		;
+	if (i < 0)
+		return;
+	while (i > 0 && C->stack[i].depth > 0)
+		i--;
+	C->stack[i].work += e - s;
+	C->stack[i].has_work = 1;
+}
+
 /* A closed call or piece of work, from o's start to end. */
 static int
 emit_span(mate_timeline *tl, struct tl_lane *L, const struct tl_open *o, double end,
@@ -612,17 +635,28 @@ emit_span(mate_timeline *tl, struct tl_lane *L, const struct tl_open *o, double 
 	if (e < s)
 		e = s;
 	L->acts++;
-	if (L->hidden || (tl->o.has_from && e < tl->o.from) || (tl->o.has_to && s > tl->o.to))
+	if ((tl->o.has_from && e < tl->o.from) || (tl->o.has_to && s > tl->o.to))
 		return MATE_OK;
-	tl->st.shown++;
 	if (tl->o.has_from && s < tl->o.from)
 		s = tl->o.from;
 	if (tl->o.has_to && e > tl->o.to)
 		e = tl->o.to;
-	if (is_call)
+	if (!is_call)   /* a hidden worker's work still shortens its call's wait */
+		credit_work(tl, o, s, e);
+	if (L->hidden)
+		return MATE_OK;
+	tl->st.shown++;
+	if (is_call) {
 		tl->st.calls++;
-	else
+		op->ncalls++;
+		op->calls += e - s;
+		op->call_max = e - s > op->call_max ? e - s : op->call_max;
+	} else {
 		tl->st.ops++;
+		op->nwork++;
+		op->work += e - s;
+		op->work_max = e - s > op->work_max ? e - s : op->work_max;
+	}
 	L->spans++;
 	op->spans++;
 	if (o->depth > L->maxdepth)
@@ -632,6 +666,8 @@ emit_span(mate_timeline *tl, struct tl_lane *L, const struct tl_open *o, double 
 	if (o->depth == 0) {
 		op->busy += e - s;
 		add_busy(L, s, e);
+		if (is_call && o->has_work && e - s > o->work)
+			L->wait += e - s - o->work;
 	}
 	if (tl->pf != NULL) {
 		const struct tl_lane *from = NULL;
@@ -1203,7 +1239,51 @@ mate_timeline_lane(const mate_timeline *tl, int i, mate_lane_info *li)
 	if (li->busy > 1.0)
 		li->busy = 1.0;
 	li->spans = L->spans;
+	li->wait = L->busy > 0 ? L->wait / L->busy : 0.0;
+	if (li->wait > 1.0)
+		li->wait = 1.0;
 	li->y0 = L->y0;
 	li->y1 = L->y1;
+	return 0;
+}
+
+/* The ops with spans of the kind asked for, most time first (then by name):
+ * their indexes into order. @return how many. */
+static int
+op_order(const mate_timeline *tl, int calls, int *order)
+{
+	int i, j, n = 0;
+
+	for (i = 0; i < tl->nops; i++) {   /* insertion sort: at most TL_MAX_OPS */
+		const struct tl_op *a = &tl->ops[i];
+		double ta = calls ? a->calls : a->work;
+		if ((calls ? a->ncalls : a->nwork) == 0)
+			continue;
+		for (j = n; j > 0; j--) {
+			const struct tl_op *b = &tl->ops[order[j - 1]];
+			double tb = calls ? b->calls : b->work;
+			if (ta < tb || (ta == tb && strcmp(a->name, b->name) > 0))
+				break;
+			order[j] = order[j - 1];
+		}
+		order[j] = i;
+		n++;
+	}
+	return n;
+}
+
+int
+mate_timeline_op(const mate_timeline *tl, int calls, int i, mate_op_info *oi)
+{
+	int order[TL_MAX_OPS], n = op_order(tl, calls, order);
+	const struct tl_op *op;
+
+	if (i < 0 || i >= n)
+		return -1;
+	op = &tl->ops[order[i]];
+	oi->name = op->name;
+	oi->count = calls ? op->ncalls : op->nwork;
+	oi->total = calls ? op->calls : op->work;
+	oi->max = calls ? op->call_max : op->work_max;
 	return 0;
 }

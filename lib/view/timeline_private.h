@@ -1,4 +1,4 @@
-/* timeline_private.h: the timeline's internals shared by timeline.c, timeline_agg.c, render_cairo.c and perfetto.c; never installed. */
+/* timeline_private.h: the timeline's internals shared by timeline.c, timeline_agg.c, render_cairo.c, perfetto.c and summary.c; never installed. */
 #ifndef MATE_TIMELINE_PRIVATE_H_INCLUDED
 #define MATE_TIMELINE_PRIVATE_H_INCLUDED
 
@@ -39,6 +39,9 @@ struct tl_op {
 	uint32_t rgb;
 	double busy;         /* seconds of depth-0 spans shown */
 	uint64_t spans;
+	uint64_t nwork, ncalls;     /* work and call spans shown */
+	double work, work_max;      /* their seconds in all, and the longest */
+	double calls, call_max;
 };
 
 /* A span waiting for its closing event. */
@@ -51,6 +54,9 @@ struct tl_open {
 	int flow_lane;       /* the call that caused this work, or -1 */
 	double flow_t;       /* and its start */
 	uint64_t flow_seq;   /* and its opening event's seq */
+	double work;         /* a call: seconds of the work done for it (and for
+	                      * the calls nested in it) while it was open */
+	int has_work;        /* a call: it sent work */
 	char *command, *details; /* kept for the JSON only */
 };
 
@@ -85,6 +91,8 @@ struct tl_lane {
 	uint64_t acts;       /* spans and events other than connects, anywhere:
 	                      * a lane without any is not drawn */
 	double busy, covered;/* union of depth-0 spans shown */
+	double wait;         /* clients: seconds of depth-0 calls that sent work,
+	                      * less that work (waiting on workers) */
 	int maxdepth;
 	double first, last;  /* events shown on it */
 	/* pairing */
@@ -217,6 +225,7 @@ float tl_mem_max(const mate_timeline *tl, const float *v, double a, double b);
 int tl_lane_order(const mate_timeline *tl, int *order);  /* visible lanes, drawn order */
 int tl_lane_shown(const struct tl_lane *L);  /* kept by --lanes and did something */
 const char *tl_log_name(const mate_timeline *tl, int log);
+extern const char *const tl_kind_word[4];   /* by enum mate_lane_kind */
 
 /* perfetto.c: the writer's side of the timeline. */
 void tl_pf_lane(mate_perfetto *pf, const mate_timeline *tl, struct tl_lane *L);
