@@ -35,6 +35,8 @@ EXTRA_DIST += tests/lsan.supp tests/tools/gtlog.py
 SCRIPT_TESTS += tests/cli/test_visualize_overview.py
 ## visualize_special.sh: -o writes into a FIFO or device and never replaces a symlink.
 SCRIPT_TESTS += tests/cli/test_visualize_special.sh
+## visualize_text.sh: -f text on a recorded demo run and a GT log.
+SCRIPT_TESTS += tests/cli/test_visualize_text.sh
 
 ## ---- fuzzing and benchmarks ----
 FUZZ_TARGETS += fuzz/fuzz_ilog

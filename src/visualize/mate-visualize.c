@@ -1,4 +1,4 @@
-/* mate-visualize.c: draws timelines of instruction logs (mate's and GT's) as PNG, SVG or PDF, or exports them as Perfetto JSON. */
+/* mate-visualize.c: draws timelines of instruction logs (mate's and GT's) as PNG, SVG or PDF, exports them as Perfetto JSON, or sums them up as text. */
 #include "config.h"
 
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include "fe.h"
 #include "mate_view.h"
 
-enum { FMT_PNG, FMT_SVG, FMT_PDF, FMT_JSON };
+enum { FMT_PNG, FMT_SVG, FMT_PDF, FMT_JSON, FMT_TEXT };
 
 struct options {
 	const char *output;
@@ -34,9 +34,12 @@ usage(void)
 	printf("Usage: %s [options] LOG... [--output FILE]\n"
 	    "Draws a timeline of instruction logs (mate's or GT's; '-' reads stdin).\n"
 	    "\n"
-	    "  -o, --output FILE    write FILE (default timeline.png; '-' for stdout)\n"
-	    "  -f, --format FMT     png, svg, pdf, json or json.gz (default: from FILE's\n"
-	    "                       extension); json is Chrome/Perfetto trace JSON\n"
+	    "  -o, --output FILE    write FILE (default timeline.png, for text stdout;\n"
+	    "                       '-' for stdout)\n"
+	    "  -f, --format FMT     png, svg, pdf, json, json.gz or text (default: from\n"
+	    "                       FILE's extension, .txt for text); json is\n"
+	    "                       Chrome/Perfetto trace JSON; text a summary: top ops\n"
+	    "                       by time, each lane's busy share and waiting\n"
 	    "  -d, --dpi N          pixels per inch (default 150)\n"
 	    "      --width IN       picture width in inches (default 16)\n"
 	    "      --height IN      picture height in inches (default 10)\n"
@@ -54,7 +57,7 @@ usage(void)
 static int
 format_named(const char *s, int *gzip)
 {
-	static const char *const names[] = { "png", "svg", "pdf", "json" };
+	static const char *const names[] = { "png", "svg", "pdf", "json", "text" };
 	int i;
 
 	*gzip = 0;
@@ -62,7 +65,9 @@ format_named(const char *s, int *gzip)
 		*gzip = 1;
 		return FMT_JSON;
 	}
-	for (i = 0; i < 4; i++)
+	if (strcmp(s, "txt") == 0)
+		return FMT_TEXT;
+	for (i = 0; i < 5; i++)
 		if (strcmp(s, names[i]) == 0)
 			return i;
 	return -1;
@@ -94,7 +99,8 @@ parse_args(int argc, char **argv, struct options *o)
 		case 'o': o->output = optarg; break;
 		case 'f':
 			if ((o->format = format_named(optarg, &o->gzip)) < 0)
-				mate_fe_usage_error("--format: '%s': expected png, svg, pdf, json or json.gz", optarg);
+				mate_fe_usage_error("--format: '%s': expected png, svg, pdf, json, json.gz "
+				    "or text", optarg);
 			break;
 		case 'd': o->dpi = mate_fe_opt_double("--dpi", optarg, 10, 2400); break;
 		case OPT_WIDTH: o->width = mate_fe_opt_double("--width", optarg, 1, 400); break;
@@ -113,17 +119,19 @@ parse_args(int argc, char **argv, struct options *o)
 		mate_fe_usage_error("no instruction log given");
 	if (o->has_from && o->has_to && !(o->to > o->from))
 		mate_fe_usage_error("--to %g must be after --from %g", o->to, o->from);
+	if (o->output == NULL)   /* a summary is read in the terminal */
+		o->output = o->format == FMT_TEXT ? "-" : "timeline.png";
 	if (o->format < 0 && strcmp(o->output, "-") == 0)
 		o->format = FMT_PNG;
 	if (o->format < 0 &&
 	    (o->format = format_named(mate_fe_extension(o->output, ext, sizeof(ext)), &o->gzip)) < 0)
 		mate_fe_usage_error("cannot tell the format of '%s' from its name: use --format", o->output);
-	if (o->format != FMT_JSON && (o->width * o->dpi > 32767 || o->height * o->dpi > 32767 ||
+	if (o->format != FMT_JSON && o->format != FMT_TEXT && (o->width * o->dpi > 32767 || o->height * o->dpi > 32767 ||
 	    o->width * o->dpi * o->height * o->dpi > 50e6))
 		mate_fe_usage_error("%g x %g in at %g dpi is too large a picture (at most 32767 pixels "
 		    "a side, 50 megapixels)", o->width, o->height, o->dpi);
 	if (strcmp(o->output, "-") == 0 && o->format != FMT_SVG && !o->gzip &&
-	    o->format != FMT_JSON && isatty(1))
+	    o->format != FMT_JSON && o->format != FMT_TEXT && isatty(1))
 		mate_fe_usage_error("not writing a binary picture to a terminal: use --output FILE");
 }
 
@@ -203,16 +211,18 @@ print_summary(const struct options *o, const mate_timeline *tl, const mate_rende
 {
 	mate_timeline_stats st;
 	mate_lane_info li;
-	int i;
+	int i, text_out = o->format == FMT_TEXT && strcmp(o->output, "-") == 0;
 
 	mate_timeline_get_stats(tl, &st);
 	if (o->quiet)
 		return;
-	if (!written)
+	if (!written || text_out)   /* the text on stdout says it all */
 		;
 	else if (o->format == FMT_JSON)
 		mate_fe_warnx("wrote %s: Perfetto trace JSON%s, %llu flows from calls to their work",
 		    o->output, o->gzip ? " (gzip)" : "", (unsigned long long)flows[0]);
+	else if (o->format == FMT_TEXT)
+		mate_fe_warnx("wrote %s: text summary", o->output);
 	else if (o->format == FMT_PNG)
 		mate_fe_warnx("wrote %s: %d x %d pixels (%g dpi, %g x %g in)", o->output,
 		    ri->width_px, ri->height_px, o->dpi, o->width, o->height);
@@ -220,14 +230,15 @@ print_summary(const struct options *o, const mate_timeline *tl, const mate_rende
 		mate_fe_warnx("wrote %s: %s, %g x %g in (%g x %g pt)", o->output,
 		    o->format == FMT_SVG ? "SVG" : "PDF", o->width, o->height, o->width * 72,
 		    o->height * 72);
-	mate_fe_warnx("%llu event%s, %llu op%s and %llu call%s of %d op type%s, %d lane%s "
-	    "(%d client%s, %d worker%s), %.3f s (%.3f s to %.3f s)%s",
-	    (unsigned long long)st.events, mate_fe_s(st.events), (unsigned long long)st.ops,
-	    mate_fe_s(st.ops), (unsigned long long)st.calls, mate_fe_s(st.calls), st.op_types,
-	    mate_fe_s(st.op_types), st.lanes, mate_fe_s(st.lanes), st.clients, mate_fe_s(st.clients),
-	    st.workers, mate_fe_s(st.workers),
-	    st.t1 >= st.t0 ? st.t1 - st.t0 : 0.0, st.t1 >= st.t0 ? st.t0 : 0.0,
-	    st.t1 >= st.t0 ? st.t1 : 0.0, "");
+	if (!text_out)
+		mate_fe_warnx("%llu event%s, %llu op%s and %llu call%s of %d op type%s, %d lane%s "
+		    "(%d client%s, %d worker%s), %.3f s (%.3f s to %.3f s)%s",
+		    (unsigned long long)st.events, mate_fe_s(st.events), (unsigned long long)st.ops,
+		    mate_fe_s(st.ops), (unsigned long long)st.calls, mate_fe_s(st.calls),
+		    st.op_types, mate_fe_s(st.op_types), st.lanes, mate_fe_s(st.lanes), st.clients,
+		    mate_fe_s(st.clients), st.workers, mate_fe_s(st.workers),
+		    st.t1 >= st.t0 ? st.t1 - st.t0 : 0.0, st.t1 >= st.t0 ? st.t0 : 0.0,
+		    st.t1 >= st.t0 ? st.t1 : 0.0, "");
 	if (st.unpaired > 0)
 		mate_fe_warnx("%llu event%s left unpaired", (unsigned long long)st.unpaired,
 		    mate_fe_s(st.unpaired));
@@ -240,7 +251,7 @@ print_summary(const struct options *o, const mate_timeline *tl, const mate_rende
 	if (flows[2] > 0)
 		mate_fe_warnx("%llu flows dropped: their call was forgotten (too many calls "
 		    "with work outstanding)", (unsigned long long)flows[2]);
-	if (!o->verbose || o->format == FMT_JSON || !written)
+	if (!o->verbose || o->format == FMT_JSON || o->format == FMT_TEXT || !written)
 		return;
 	mate_fe_warnx("plot: x %.1f to %.1f, y %.1f to %.1f px; time %.6f to %.6f s",
 	    ri->plot_x0, ri->plot_x1, ri->plot_y0, ri->plot_y1, ri->t0, ri->t1);
@@ -293,6 +304,13 @@ write_output(const struct options *o, int fd, mate_timeline *tl, mate_render_inf
 	int rc;
 
 	mate_error_clear(&err);
+	if (o->format == FMT_TEXT) {
+		rc = fd >= 0 ? mate_timeline_write_text_fd(tl, fd, &err) :
+		    mate_timeline_write_text(tl, o->output, &err);
+		if (rc != 0)
+			mate_fe_warnx("%s: %s", o->output, err.message);
+		return rc != 0;
+	}
 	mate_render_options_init(&ro);
 	ro.format = o->format == FMT_SVG ? MATE_RENDER_SVG :
 	    o->format == FMT_PDF ? MATE_RENDER_PDF : MATE_RENDER_PNG;
@@ -312,7 +330,7 @@ write_output(const struct options *o, int fd, mate_timeline *tl, mate_render_inf
 int
 main(int argc, char **argv)
 {
-	struct options o = { .output = "timeline.png", .format = -1, .dpi = 150, .width = 16,
+	struct options o = { .output = NULL, .format = -1, .dpi = 150, .width = 16,
 		.height = 10 };
 	mate_timeline_options to;
 	mate_timeline *tl;
