@@ -89,6 +89,12 @@ def environment(work):
     env["PATH"] = os.pathsep.join([os.path.join(work, "bin"),
                                    os.path.dirname(sys.executable), env["PATH"]])
     env["NO_COLOR"] = "1"
+    # the examples' live tools follow "every local publisher": those of this test alone, not
+    # another test's or another suite's demo in the user's runtime folder (a capture in a
+    # distcheck counted a second suite's demo as its own)
+    rt = os.path.join(work, ".mate-runtime")
+    os.makedirs(rt, mode=0o700, exist_ok=True)
+    env["MATE_MONITOR_DIR"] = rt
     return env
 
 
