@@ -228,6 +228,11 @@ MATE_API int mate_ring_flush(mate_error *err);
  * @return MATE_OK, or MATE_ERR_ARGUMENT (err set): a prefix not of 1-31
  * A-Z, 0-9 and _, or a name not of 1-31 printable characters. */
 MATE_API int mate_set_identity(const char *prefix, const char *name, mate_error *err);
+/*! mate_dump_dir_default() : the dump root a recording started now would
+ * use, for tools that read it: PREFIX_DUMP_DIR of the identity that
+ * MATE_IDENTITY names (MATE_DUMP_DIR for mate's own) when set, else
+ * NAME_dumps in lower case ("mate_dumps", "flashinfer_dumps"). @return buf. */
+MATE_API const char *mate_dump_dir_default(char *buf, size_t cap);
 /*! mate_record_level() : the effective level: 0, 1, 3, 5 or 10. */
 MATE_API int mate_record_level(void);
 

@@ -147,6 +147,41 @@ identity_from_env(void)
 		    err.message[0] ? err.message : "too long");
 }
 
+static const char *trim(const char *s, size_t *len);
+
+const char *
+mate_dump_dir_default(char *buf, size_t cap)
+{
+	const char *s = getenv("MATE_IDENTITY"), *d;
+	char prefix[32] = "MATE", name[32] = "MATE", var[64];
+	size_t n;
+
+	if (buf == NULL || cap == 0)
+		return NULL;
+	if (s != NULL && s[0] != '\0') {
+		const char *colon = strchr(s, ':');
+		size_t np = colon != NULL ? (size_t)(colon - s) : strlen(s);
+		size_t nn = colon != NULL ? strlen(colon + 1) : np;
+		/* the rules of set_identity(): a bad value records as mate */
+		if (np > 0 && np < sizeof(prefix) && nn > 0 && nn < sizeof(name) &&
+		    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == np) {
+			memcpy(prefix, s, np);
+			prefix[np] = '\0';
+			memcpy(name, colon != NULL ? colon + 1 : s, nn);
+			name[nn] = '\0';
+		}
+	}
+	snprintf(var, sizeof(var), "%s_DUMP_DIR", prefix);
+	if ((d = getenv(var)) != NULL && (trim(d, &n), n > 0)) {
+		snprintf(buf, cap, "%s", d);
+		return buf;
+	}
+	for (n = 0; name[n] != '\0' && n + 1 < cap; n++)
+		buf[n] = (char)tolower((unsigned char)name[n]);
+	snprintf(buf + n, cap - n, "_dumps");
+	return buf;
+}
+
 /* ---- parsing the environment --------------------------------------------------- */
 
 static const char *

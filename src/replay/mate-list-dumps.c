@@ -34,7 +34,8 @@ usage(void)
 	printf("Usage: %s [OPTION]... [ROOT|DUMPDIR]...\n"
 	    "List recorded calls (dump directories) in time order, one line each:\n"
 	    "directory, function, [status], input and output tensor counts, bytes.\n"
-	    "ROOT defaults to $MATE_DUMP_DIR, else mate_dumps.\n\n"
+	    "ROOT defaults to $MATE_DUMP_DIR, else mate_dumps (under MATE_IDENTITY=PREFIX[:NAME]:\n"
+	    "$PREFIX_DUMP_DIR, else name_dumps, as the recorder writes them).\n\n"
 	    "  -d, --details   a block per dump with each tensor's dtype, shape and strides\n"
 	    "  -j, --jobs N    read on N threads (default: up to one per CPU)\n"
 	    "      --jsonl     one JSON object per dump\n"
@@ -633,7 +634,8 @@ int
 main(int argc, char **argv)
 {
 	struct options o = { 0 };
-	const char *def = getenv("MATE_DUMP_DIR");
+	char defbuf[4096];
+	const char *def = mate_dump_dir_default(defbuf, sizeof(defbuf));
 	mate_dump_list *l;
 	mate_error err;
 	size_t problems = 0, n;
@@ -642,8 +644,6 @@ main(int argc, char **argv)
 	mate_fe_set_progname(argv[0]);
 	mate_fe_check_memory_cap();
 	parse_options(argc, argv, &o);
-	if (def == NULL || *def == '\0')
-		def = "mate_dumps";
 	if (o.ring != NULL) {  /* the ring's calls as dumps in DIR, then the listing of DIR */
 		struct mate_ring_stats rs;
 

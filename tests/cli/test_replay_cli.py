@@ -1,6 +1,7 @@
 """replay-cli.py: mate-list-dumps, mate-replay and mate on the MATE reference dumps and on dumps written here (no tensor files needed)."""
 import json
 import os
+import tempfile
 import re
 import shutil
 import struct
@@ -52,6 +53,16 @@ p = run([LIST, one + "/"], check=False)
 check(p.returncode == 0 and p.stdout.splitlines() == lines[:1], "dump/ with a slash: %r" % p.stdout)
 p = run([LIST], check=False, env=dict(os.environ, MATE_DUMP_DIR=FIXTURE))
 check(p.returncode == 0 and p.stdout.splitlines() == lines, "MATE_DUMP_DIR is the default root")
+# under the FlashInfer identity the recorder writes FLASHINFER_DUMP_DIR (else
+# flashinfer_dumps): the listing's default root is the same (it was MATE_DUMP_DIR)
+fienv = {k: v for k, v in os.environ.items() if not k.endswith("_DUMP_DIR")}
+fienv.update(MATE_IDENTITY="FLASHINFER:FlashInfer")
+p = run([LIST], check=False, env=dict(fienv, FLASHINFER_DUMP_DIR=FIXTURE))
+check(p.returncode == 0 and p.stdout.splitlines() == lines,
+      "FLASHINFER_DUMP_DIR is the default root under MATE_IDENTITY=FLASHINFER: %r" % p.stderr)
+p = run([LIST], check=False, env=dict(fienv, MATE_DUMP_DIR=FIXTURE), cwd=tempfile.gettempdir())
+check(p.returncode != 0 and "flashinfer_dumps" in p.stderr,
+      "without it, flashinfer_dumps (not MATE_DUMP_DIR): %r" % p.stderr)
 
 # --jsonl
 p = run([LIST, "--jsonl", FIXTURE], check=False)
