@@ -573,8 +573,12 @@ scan_call(struct mate_nf_call *c, uint64_t *bytes, int *nomem)
 struct job {
 	struct mate_nf_scan *s;
 	size_t next;                /* taken atomically */
+	size_t done;                /* added atomically */
 	uint64_t bytes;             /* added atomically */
 	int nomem;
+	pthread_t caller;           /* reports the progress */
+	void (*progress)(void *arg, size_t done, size_t total);
+	void *arg;
 };
 
 static void *
@@ -583,7 +587,7 @@ worker(void *arg)
 	struct job *j = arg;
 
 	for (;;) {
-		size_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+		size_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED), done;
 		uint64_t bytes = 0;
 		int nomem = 0;
 
@@ -591,6 +595,9 @@ worker(void *arg)
 			break;
 		scan_call(&j->s->calls[i], &bytes, &nomem);
 		__atomic_fetch_add(&j->bytes, bytes, __ATOMIC_RELAXED);
+		done = __atomic_add_fetch(&j->done, 1, __ATOMIC_RELAXED);
+		if (j->progress != NULL && pthread_equal(pthread_self(), j->caller))
+			j->progress(j->arg, done, j->s->n);
 		if (nomem)
 			__atomic_store_n(&j->nomem, 1, __ATOMIC_RELAXED);
 	}
@@ -601,9 +608,17 @@ int
 mate_dump_nonfinite(const mate_dump_list *l, int threads, struct mate_nf_scan **out,
     mate_error *err)
 {
+	return mate_dump_nonfinite_progress(l, threads, NULL, NULL, out, err);
+}
+
+int
+mate_dump_nonfinite_progress(const mate_dump_list *l, int threads,
+    void (*progress)(void *arg, size_t done, size_t total), void *arg,
+    struct mate_nf_scan **out, mate_error *err)
+{
 	struct mate_nf_scan *s = calloc(1, sizeof(*s));
 	size_t n = mate_dump_list_count(l);
-	struct job j = { s, 0, 0, 0 };
+	struct job j = { .s = s, .caller = pthread_self(), .progress = progress, .arg = arg };
 	pthread_t *tid = NULL;
 	int nt = threads > 0 ? threads : mate_parallel_threads(), started = 0;
 

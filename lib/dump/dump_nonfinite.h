@@ -52,6 +52,10 @@ struct mate_nf_scan {
  * @return MATE_OK with *out (caller frees), or MATE_ERR_NOMEM. */
 int mate_dump_nonfinite(const mate_dump_list *l, int threads, struct mate_nf_scan **out,
     mate_error *err) MATE_HIDDEN;
+/* The same, with progress (dumps scanned of all) called on this thread. */
+int mate_dump_nonfinite_progress(const mate_dump_list *l, int threads,
+    void (*progress)(void *arg, size_t done, size_t total), void *arg,
+    struct mate_nf_scan **out, mate_error *err) MATE_HIDDEN;
 void mate_nf_scan_free(struct mate_nf_scan *s) MATE_HIDDEN;
 /* The multi-index of element `first` of t: "[12, 3]" ("[]" for a scalar). */
 void mate_nf_index_format(const struct mate_nf_tensor *t, char *buf, size_t len) MATE_HIDDEN;

@@ -55,6 +55,10 @@ struct mate_json_index {
 	struct mate_json_index_entry *e;
 	size_t n;
 };
+/* Progress of a long scan, called on the caller's thread: done of total. */
+typedef void (*mate_progress_fn)(void *arg, size_t done, size_t total);
+/* Progress of mate_dump_list_add()'s scan of a root's dumps (mate-list-dumps). */
+void mate_dump_list_set_progress(mate_dump_list *l, mate_progress_fn fn, void *arg) MATE_HIDDEN;
 void mate_json_index_init(struct mate_json_index *ix, const cJSON *obj) MATE_HIDDEN;
 /* The member named key (NULL key or none: NULL), as cJSON_GetObjectItemCaseSensitive. */
 const cJSON *mate_json_index_get(const struct mate_json_index *ix, const char *key) MATE_HIDDEN;

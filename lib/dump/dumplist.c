@@ -21,6 +21,8 @@ struct mate_dump_list {
 	size_t n, cap;
 	size_t unordered;           /* dumps whose order session.jsonl does not give */
 	char unordered_example[600];
+	mate_progress_fn progress;  /* mate_dump_list_set_progress() */
+	void *progress_arg;
 };
 
 mate_dump_list *
@@ -353,6 +355,7 @@ struct scan {
 	size_t plen;
 	char **names;
 	size_t nnames, next;
+	size_t done;                /* names scanned (added atomically) */
 	pthread_mutex_t lock;
 };
 
@@ -360,10 +363,10 @@ struct scan {
 
 /* Scans names into part (a list of its own); MATE_OK or a negative status. */
 static int
-scan_names(struct scan *sc, struct mate_dump_list *part, mate_error *err)
+scan_names(struct scan *sc, struct mate_dump_list *part, int caller, mate_error *err)
 {
 	for (;;) {
-		size_t from, to;
+		size_t from, to, done;
 
 		pthread_mutex_lock(&sc->lock);
 		from = sc->next;
@@ -389,6 +392,9 @@ scan_names(struct scan *sc, struct mate_dump_list *part, mate_error *err)
 			if ((rc = add_one(part, sc->rootfd, meta, sub, sc->names[i], err)) < 0)
 				return rc;
 		}
+		done = __atomic_add_fetch(&sc->done, to - from, __ATOMIC_RELAXED);
+		if (caller && sc->l->progress != NULL)
+			sc->l->progress(sc->l->progress_arg, done, sc->nnames);
 	}
 }
 
@@ -398,6 +404,7 @@ struct scan_thread {
 	struct mate_dump_list part;
 	mate_error err;
 	int rc;
+	int caller;       /* the thread of mate_dump_list_add(): it reports progress */
 };
 
 static void *
@@ -405,7 +412,7 @@ scan_thread(void *arg)
 {
 	struct scan_thread *t = arg;
 
-	t->rc = scan_names(t->sc, &t->part, &t->err);
+	t->rc = scan_names(t->sc, &t->part, t->caller, &t->err);
 	return NULL;
 }
 
@@ -453,6 +460,13 @@ scan_threads(const struct mate_dump_list *l, size_t n)
 }
 
 void
+mate_dump_list_set_progress(mate_dump_list *l, mate_progress_fn fn, void *arg)
+{
+	l->progress = fn;
+	l->progress_arg = arg;
+}
+
+void
 mate_dump_list_set_threads(mate_dump_list *l, int threads)
 {
 	l->threads = threads > 256 ? 256 : threads;
@@ -473,6 +487,7 @@ scan_all(struct scan *sc, mate_error *err)
 		ts[i].part.flags = sc->l->flags;
 	}
 	/* this thread scans too, as part 0 */
+	ts[0].caller = 1;
 	for (int i = 1; i < nt; i++, started++)
 		if (pthread_create(&ts[i].th, NULL, scan_thread, &ts[i]) != 0)
 			break;

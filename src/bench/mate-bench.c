@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -25,12 +26,15 @@ struct options {
 	unsigned long long seed;
 	int device;
 	int jsonl;
+	int quiet;                  /* -q: no progress line */
 	char **rest;                /* files, or -c's KEY=SPEC words */
 	int nrest;
 };
 
 struct counts {
 	unsigned long ran, unsupported, failed;
+	struct mate_fe_progress progress;   /* of a file's entries, on a terminal */
+	uint64_t done;
 };
 
 static void
@@ -49,6 +53,7 @@ usage(void)
 	    "      --seed N         seed of the random inputs (default 1)\n"
 	    "      --device DEV     cpu, cuda or auto (default cpu)\n"
 	    "      --jsonl          one JSON object per entry\n"
+	    "  -q, --quiet          no progress line on a terminal\n"
 	    "      --max-memory SIZE  the most an entry's tensors may take (default\n"
 	    "                       MATE_MAX_MEMORY, else the library's limit)\n"
 	    "      --example FUNC   print a runnable mate-bench line for a built-in op\n"
@@ -68,11 +73,12 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "device", required_argument, NULL, O_DEVICE },
 		{ "jsonl", no_argument, NULL, O_JSONL },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "example", required_argument, NULL, O_EXAMPLE },
 		{ "max-memory", required_argument, NULL, O_MAX_MEMORY },
 		MATE_FE_LONGOPTS_END
 	};
-	static const char optstring[] = "c:m:n:hV";
+	static const char optstring[] = "c:m:n:qhV";
 	int ch;
 
 	while ((ch = mate_fe_getopt(argc, argv, optstring, longopts, usage)) != -1) {
@@ -83,6 +89,7 @@ parse_options(int argc, char **argv, struct options *o)
 		case O_SEED: o->seed = (unsigned long long)mate_fe_parse_count("--seed", optarg); break;
 		case O_DEVICE: o->device = mate_fe_opt_device(optarg); break;
 		case O_JSONL: o->jsonl = 1; break;
+		case 'q': o->quiet = 1; break;
 		case O_EXAMPLE: o->example = optarg; break;
 		case O_MAX_MEMORY: mate_memory_cap_set(mate_fe_opt_size("--max-memory", optarg)); break;
 		}
@@ -199,11 +206,39 @@ bench_one(mate_replay *r, const struct options *o, const mate_bench_entry *e, co
 		n->unsupported++;
 	else
 		n->failed++;
+	mate_fe_progress_clear(&n->progress);   /* a line of its own, never inside it */
 	if (o->jsonl)
 		print_json(e, where, &res);
 	else
 		print_text(e, where, &res);
 	fflush(stdout);
+	mate_fe_progress_step(&n->progress, ++n->done);
+}
+
+/* The entries (lines not blank) of a regular file, read once before the
+ * run for the progress line's total; 0 for anything else (a pipe). */
+static uint64_t
+count_entries(FILE *f)
+{
+	struct stat st;
+	uint64_t n = 0;
+	int ch, blank = 1;
+
+	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode))
+		return 0;
+	while ((ch = getc(f)) != EOF) {
+		if (ch == '\n') {
+			n += !blank;
+			blank = 1;
+		} else if (ch != ' ' && ch != '\t' && ch != '\r')
+			blank = 0;
+	}
+	n += !blank;
+	if (ferror(f) || fseek(f, 0, SEEK_SET) != 0) {
+		clearerr(f);
+		return 0;
+	}
+	return n;
 }
 
 /* One line of f into *buf (at most MAX_LINE bytes; the rest of a longer one is skipped and
@@ -251,6 +286,8 @@ bench_file(mate_replay *r, const struct options *o, const char *path, struct cou
 		mate_fe_warn("%s", mate_fe_safe(path));
 		return -1;
 	}
+	n->done = 0;
+	mate_fe_progress_start(&n->progress, "benchmarked", count_entries(f), o->quiet);
 	while (read_line(f, &line, &cap, &toolong)) {
 		mate_bench_entry *e = NULL;
 		mate_error err;
@@ -268,6 +305,7 @@ bench_file(mate_replay *r, const struct options *o, const char *path, struct cou
 		bench_one(r, o, e, where, &err, n);
 		mate_bench_entry_free(e);
 	}
+	mate_fe_progress_end(&n->progress);
 	/* a file that cannot be read (a directory: EISDIR) is a usage error, as the page says */
 	if ((rc = ferror(f) ? -1 : 0) != 0)
 		mate_fe_warn("%s", mate_fe_safe(path));

@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "dump_nonfinite.h"
+#include "dump_private.h"
 #include "ring.h"
 #include "fe.h"
 #include "mate_replay.h"
@@ -297,17 +298,48 @@ nf_print_json(const struct mate_nf_call *c, size_t i)
 	fputs("}\n", stdout);
 }
 
+/* Progress of a scan on a terminal (mate_fe_progress): started at the first
+ * report, when its total is known. */
+struct scan_progress {
+	struct mate_fe_progress p;
+	const char *what;
+	int quiet, started;
+};
+
+static void
+on_progress(void *arg, size_t done, size_t total)
+{
+	struct scan_progress *sp = arg;
+
+	if (!sp->started) {
+		mate_fe_progress_start(&sp->p, sp->what, total, sp->quiet);
+		sp->started = 1;
+	}
+	mate_fe_progress_step(&sp->p, done);
+}
+
+static void
+progress_end(struct scan_progress *sp)
+{
+	if (sp->started)
+		mate_fe_progress_end(&sp->p);
+	sp->started = 0;
+}
+
 /* Lists the calls with non-finite outputs; @return the calls listed or with problems. */
 static size_t
 nonfinite(const mate_dump_list *l, const struct options *o, const char *where)
 {
 	struct mate_nf_scan *s;
+	struct scan_progress sp = { .what = "scanned", .quiet = o->quiet };
 	mate_error err;
 	size_t problems = 0;
 
 	mate_error_clear(&err);
-	if (mate_dump_nonfinite(l, (int)(o->jobs > 256 ? 256 : o->jobs), &s, &err) != MATE_OK)
+	if (mate_dump_nonfinite_progress(l, (int)(o->jobs > 256 ? 256 : o->jobs), on_progress, &sp,
+	    &s, &err) != MATE_OK)
 		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
+	progress_end(&sp);
 	for (size_t i = 0; i < s->n; i++) {
 		const struct mate_nf_call *c = &s->calls[i];
 
@@ -636,6 +668,7 @@ main(int argc, char **argv)
 	struct options o = { 0 };
 	char defbuf[4096];
 	const char *def = mate_dump_dir_default(defbuf, sizeof(defbuf));
+	struct scan_progress sp = { .what = NULL };
 	mate_dump_list *l;
 	mate_error err;
 	size_t problems = 0, n;
@@ -674,12 +707,18 @@ main(int argc, char **argv)
 	    (o.unique ? MATE_DUMP_LIST_SHAPE : 0), &err)) == NULL)
 		mate_fe_errx(MATE_EXIT_USAGE, "%s", err.message);
 	mate_dump_list_set_threads(l, (int)(o.jobs > 256 ? 256 : o.jobs));
+	sp.what = o.details ? "read" : "listed";
+	sp.quiet = o.quiet;
+	mate_dump_list_set_progress(l, on_progress, &sp);
 	nroots = optind < argc ? argc - optind : 1;
 	for (int i = 0; i < nroots; i++) {
 		const char *root = optind < argc ? argv[optind + i] : def;
+		int rc;
 
 		mate_error_clear(&err);
-		if (mate_dump_list_add(l, root, &err) < 0) {
+		rc = mate_dump_list_add(l, root, &err);
+		progress_end(&sp);
+		if (rc < 0) {
 			mate_fe_warnx("%s", err.message);
 			status = MATE_EXIT_USAGE;
 		} else
