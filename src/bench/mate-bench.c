@@ -27,8 +27,16 @@ struct options {
 	int device;
 	int jsonl;
 	int quiet;                  /* -q: no progress line */
+	int compare;                /* --compare: the profile's recorded times beside */
 	char **rest;                /* files, or -c's KEY=SPEC words */
 	int nrest;
+};
+
+/* What a MATE_PROFILE entry recorded of its calls (--compare). */
+struct recorded {
+	int known;
+	double mean, max;
+	double calls;
 };
 
 struct counts {
@@ -54,6 +62,8 @@ usage(void)
 	    "      --device DEV     cpu, cuda or auto (default cpu)\n"
 	    "      --jsonl          one JSON object per entry\n"
 	    "  -q, --quiet          no progress line on a terminal\n"
+	    "      --compare        beside each median, the profile entry's recorded mean\n"
+	    "                       (MATE_PROFILE's mean_s), their ratio, and why they differ\n"
 	    "      --max-memory SIZE  the most an entry's tensors may take (default\n"
 	    "                       MATE_MAX_MEMORY, else the library's limit)\n"
 	    "      --example FUNC   print a runnable mate-bench line for a built-in op\n"
@@ -65,7 +75,7 @@ usage(void)
 static void
 parse_options(int argc, char **argv, struct options *o)
 {
-	enum { O_SEED = 256, O_DEVICE, O_JSONL, O_EXAMPLE, O_MAX_MEMORY };
+	enum { O_SEED = 256, O_DEVICE, O_JSONL, O_EXAMPLE, O_MAX_MEMORY, O_COMPARE };
 	static const struct option longopts[] = {
 		{ "call", required_argument, NULL, 'c' },
 		{ "module", required_argument, NULL, 'm' },
@@ -74,6 +84,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "device", required_argument, NULL, O_DEVICE },
 		{ "jsonl", no_argument, NULL, O_JSONL },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "compare", no_argument, NULL, O_COMPARE },
 		{ "example", required_argument, NULL, O_EXAMPLE },
 		{ "max-memory", required_argument, NULL, O_MAX_MEMORY },
 		MATE_FE_LONGOPTS_END
@@ -90,6 +101,7 @@ parse_options(int argc, char **argv, struct options *o)
 		case O_DEVICE: o->device = mate_fe_opt_device(optarg); break;
 		case O_JSONL: o->jsonl = 1; break;
 		case 'q': o->quiet = 1; break;
+		case O_COMPARE: o->compare = 1; break;
 		case O_EXAMPLE: o->example = optarg; break;
 		case O_MAX_MEMORY: mate_memory_cap_set(mate_fe_opt_size("--max-memory", optarg)); break;
 		}
@@ -98,6 +110,8 @@ parse_options(int argc, char **argv, struct options *o)
 		mate_fe_usage_error("-m names the module of a -c entry");
 	if (o->function != NULL && *o->function == '\0')
 		mate_fe_usage_error("-c needs a function name");
+	if (o->compare && o->function != NULL)
+		mate_fe_usage_error("--compare reads the recorded times of profile entries, not -c");
 	o->rest = argv + optind;
 	o->nrest = argc - optind;
 }
@@ -109,8 +123,44 @@ outcome(const struct mate_bench_result *res)
 	    "unsupported" : "error";
 }
 
+/* Why a recorded mean and a bench median differ, as far as the figures tell:
+ * the notes, "; "-joined, into buf (empty when they agree within 2x). */
 static void
-print_json(const mate_bench_entry *e, const char *where, const struct mate_bench_result *res)
+compare_notes(const struct recorded *rec, const struct mate_bench_result *res, char *buf,
+    size_t cap)
+{
+	size_t len = 0;
+	double ratio = res->median > 0 ? rec->mean / res->median : 0;
+#define NOTE(...) \
+	do { \
+		if (len < cap) \
+			len += (size_t)snprintf(buf + len, cap - len, "%s", len ? "; " : ""); \
+		if (len < cap) \
+			len += (size_t)snprintf(buf + len, cap - len, __VA_ARGS__); \
+	} while (0)
+	char lo[32], hi[32];
+
+	buf[0] = '\0';
+	if (ratio > 2)
+		NOTE("recorded %.3gx slower: the recorded time is the whole call in the program "
+		    "(dispatch, queues, other threads, first touches, the recorder), the bench "
+		    "mate's kernel alone on warm inputs", ratio);
+	else if (ratio > 0 && ratio < 0.5)
+		NOTE("bench %.3gx slower: mate's kernel is slower than the program's (another "
+		    "library, more threads, or a reference kernel)", 1 / ratio);
+	if (res->median > 0 && (res->max - res->min) / res->median > 0.5)
+		NOTE("the bench's runs spread %s..%s: a busy machine, or threads of one call "
+		    "waiting on each other (OPENBLAS_NUM_THREADS=1 tells)",
+		    mate_fe_duration(res->min, lo, sizeof(lo)), mate_fe_duration(res->max, hi, sizeof(hi)));
+	if (rec->mean > 0 && rec->max > 3 * rec->mean)
+		NOTE("the recorded calls spread (max %.3gx the mean): the first call's set-up, "
+		    "load, or inputs that change the work", rec->max / rec->mean);
+#undef NOTE
+}
+
+static void
+print_json(const mate_bench_entry *e, const char *where, const struct mate_bench_result *res,
+    const struct recorded *rec)
 {
 	cJSON *o = cJSON_CreateObject(), *problem;
 	char *text = e ? mate_bench_entry_problem(e) : NULL;
@@ -146,6 +196,17 @@ print_json(const mate_bench_entry *e, const char *where, const struct mate_bench
 		cJSON_AddNumberToObject(o, "nan", (double)res->nan);
 		cJSON_AddNumberToObject(o, "inf", (double)res->inf);
 	}
+	if (rec != NULL && rec->known) {
+		char notes[1024];
+		mate_fe_json_num(o, "recorded_mean_s", rec->mean);
+		mate_fe_json_num(o, "recorded_max_s", rec->max);
+		cJSON_AddNumberToObject(o, "recorded_calls", rec->calls);
+		if (res->status == MATE_OK && res->median > 0) {
+			mate_fe_json_num(o, "recorded_over_bench", rec->mean / res->median);
+			compare_notes(rec, res, notes, sizeof(notes));
+			cJSON_AddStringToObject(o, "why", notes);
+		}
+	}
 	if (text != NULL && (problem = cJSON_Parse(text)) != NULL)
 		cJSON_AddItemToObject(o, "problem", problem);
 	free(text);
@@ -157,7 +218,8 @@ print_json(const mate_bench_entry *e, const char *where, const struct mate_bench
 }
 
 static void
-print_text(const mate_bench_entry *e, const char *where, const struct mate_bench_result *res)
+print_text(const mate_bench_entry *e, const char *where, const struct mate_bench_result *res,
+    const struct recorded *rec)
 {
 	char b1[32], b2[32], b3[32];
 
@@ -183,15 +245,46 @@ print_text(const mate_bench_entry *e, const char *where, const struct mate_bench
 		printf("%.3g GFLOP/s, ", res->flops / res->median / 1e9);
 	else
 		printf("- GFLOP/s, ");
-	printf("%.3g GB/s\n", res->median > 0 ? res->bytes / res->median / 1e9 : 0.0);
+	printf("%.3g GB/s", res->median > 0 ? res->bytes / res->median / 1e9 : 0.0);
+	if (rec != NULL && rec->known && res->median > 0) {
+		char notes[1024];
+		compare_notes(rec, res, notes, sizeof(notes));
+		printf("; recorded mean %s over %.0f call%s (max %s): %.3gx the median%s%s",
+		    mate_fe_duration(rec->mean, b1, sizeof(b1)), rec->calls, rec->calls == 1 ? "" : "s",
+		    mate_fe_duration(rec->max, b2, sizeof(b2)), rec->mean / res->median,
+		    notes[0] ? ": " : "", notes);
+	} else if (rec != NULL && !rec->known)
+		printf("; no recorded time in the entry (not a MATE_PROFILE line)");
+	putchar('\n');
 }
 
 /* Benchmarks one entry (NULL: it could not be read, err says why) and prints its line. */
+/* The recorded times of a profile line (mean_s, max_s, calls). */
+static void
+recorded_of(const char *line, struct recorded *rec)
+{
+	cJSON *j = cJSON_Parse(line);
+	const cJSON *mean = cJSON_GetObjectItemCaseSensitive(j, "mean_s");
+	const cJSON *max = cJSON_GetObjectItemCaseSensitive(j, "max_s");
+	const cJSON *calls = cJSON_GetObjectItemCaseSensitive(j, "calls");
+
+	memset(rec, 0, sizeof(*rec));
+	if (cJSON_IsNumber(mean) && mean->valuedouble > 0 && isfinite(mean->valuedouble)) {
+		rec->known = 1;
+		rec->mean = mean->valuedouble;
+		rec->max = cJSON_IsNumber(max) && isfinite(max->valuedouble) ? max->valuedouble : 0;
+		rec->calls = cJSON_IsNumber(calls) && isfinite(calls->valuedouble) ?
+		    calls->valuedouble : 0;
+	}
+	cJSON_Delete(j);
+}
+
 static void
 bench_one(mate_replay *r, const struct options *o, const mate_bench_entry *e, const char *where,
-    const mate_error *err, struct counts *n)
+    const mate_error *err, struct counts *n, const char *line)
 {
 	struct mate_bench_result res;
+	struct recorded rec;
 
 	if (e != NULL)
 		mate_bench_run(r, e, o->seed, &res);
@@ -206,11 +299,13 @@ bench_one(mate_replay *r, const struct options *o, const mate_bench_entry *e, co
 		n->unsupported++;
 	else
 		n->failed++;
+	if (o->compare && line != NULL)
+		recorded_of(line, &rec);
 	mate_fe_progress_clear(&n->progress);   /* a line of its own, never inside it */
 	if (o->jsonl)
-		print_json(e, where, &res);
+		print_json(e, where, &res, o->compare && line != NULL ? &rec : NULL);
 	else
-		print_text(e, where, &res);
+		print_text(e, where, &res, o->compare && line != NULL ? &rec : NULL);
 	fflush(stdout);
 	mate_fe_progress_step(&n->progress, ++n->done);
 }
@@ -302,7 +397,7 @@ bench_file(mate_replay *r, const struct options *o, const char *path, struct cou
 			snprintf(err.message, sizeof(err.message), "a line longer than %u bytes", MAX_LINE);
 		} else
 			e = mate_bench_entry_from_json(line, &err);
-		bench_one(r, o, e, where, &err, n);
+		bench_one(r, o, e, where, &err, n, toolong ? NULL : line);
 		mate_bench_entry_free(e);
 	}
 	mate_fe_progress_end(&n->progress);
@@ -367,7 +462,7 @@ main(int argc, char **argv)
 			mate_replay_free(r);
 			mate_fe_usage_error("-c %s: %s", mate_fe_safe(o.function), err.message);
 		}
-		bench_one(r, &o, e, o.function, &err, &n);
+		bench_one(r, &o, e, o.function, &err, &n, NULL);
 		mate_bench_entry_free(e);
 	} else if (o.nrest == 0)
 		status = bench_file(r, &o, "-", &n) < 0 ? MATE_EXIT_USAGE : MATE_EXIT_OK;

@@ -1,5 +1,6 @@
 """test_bench_tool.py: mate-bench on every built-in op's problem (its made-up inputs are valid: the
-call runs and leaves no NaN), on the demo's MATE_PROFILE, the -c form against the JSON form of
+call runs and leaves no NaN), on the demo's MATE_PROFILE (with --compare: the recorded mean beside
+the median, their ratio and why they differ), the -c form against the JSON form of
 the same entries, unsupported entries, and hostile input (malformed JSON, bad specs, huge shapes)."""
 import json
 import os
@@ -124,6 +125,29 @@ failing = sum(e["failed"] == e["calls"] for e in entries)
 check(p.returncode == (1 if failing else 0), "exit status with %d failing: %d" % (failing, p.returncode))
 check(("%d benchmarked, 0 unsupported, %d failed" % (len(entries) - failing, failing)) in p.stderr,
       "the summary: %r" % p.stderr)
+
+# --compare: each entry's recorded mean (the profile's mean_s, calls, max_s) beside its median,
+# their ratio, and why they differ: the demo's calls go through queues to worker threads, so a
+# recorded mean over twice the median is said to be the whole call, not the kernel
+p = bench(["-n", "2", "--jsonl", "--compare", prof])
+res = jsonl(p)
+check(len(res) == len(entries), "--compare: one line per entry: %d" % len(res))
+for e, r in zip(entries, res):
+    check(r.get("recorded_mean_s") == e["mean_s"] and r.get("recorded_max_s") == e["max_s"] and
+          r.get("recorded_calls") == e["calls"], "--compare: the recorded figures: %s" % r)
+    if r["outcome"] != "ran":
+        continue
+    ratio = e["mean_s"] / r["median_s"]
+    check(abs(r["recorded_over_bench"] - ratio) <= 1e-9 * ratio, "--compare: the ratio: %s" % r)
+    check(("recorded %.3gx slower" % ratio in r["why"]) == (ratio > 2),
+          "--compare: 'recorded slower' exactly when over 2x (%.3g): %r" % (ratio, r["why"]))
+p = bench(["-n", "2", "--compare", prof])
+lines = [l for l in p.stdout.splitlines() if "median" in l]
+check(len(lines) == len(res) - failing and
+      all(re.search(r"; recorded mean \S+ \S+ over \d+ calls? \(max \S+ \S+\): [0-9.e+]+x the median", l)
+          for l in lines), "--compare text: %r" % lines[:2])
+check(bench(["--compare", "-c", "mm", "arg_0=float32[2,2]", "arg_1=float32[2,2]"]).returncode == 2,
+      "--compare with -c is a usage error")
 
 # 3. unsupported entries: counted, said why, exit 1; the others still run
 lines = [json.dumps({"function": "no_such_op", "module": "x", "tensors": {}, "scalars": {}}),
