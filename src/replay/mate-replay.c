@@ -43,9 +43,17 @@ struct options {
 	const char *shrink;         /* --shrink DUMP: cut it into -o DIR */
 };
 
+/* --bench: one timed call, for the table by shape. */
+struct timed {
+	const struct mate_dump_info *d;
+	double median;
+};
+
 struct tally {
 	int utf8;
 	int jsonl;
+	struct timed *timed;        /* --bench: the calls timed */
+	size_t ntimed, captimed;
 	int same_tty;               /* stdout is the terminal the progress line is on */
 	size_t by[MATE_REPLAY_UNCHECKED + 1];
 	size_t reported;
@@ -393,7 +401,75 @@ report(size_t i, const struct mate_dump_info *d, const struct mate_replay_result
 	else
 		print_text(i, d, r, t->utf8);
 	fflush(stdout);
+	if (r->bench_runs > 0 && !t->jsonl) {
+		if (t->ntimed == t->captimed) {
+			t->captimed = t->captimed ? t->captimed * 2 : 256;
+			t->timed = mate_fe_grow(t->timed, t->captimed, sizeof(*t->timed));
+		}
+		t->timed[t->ntimed++] = (struct timed){ d, r->bench_median };
+	}
 	mate_fe_progress_step(&t->progress, ++t->reported);
+}
+
+static int
+by_shape(const void *pa, const void *pb)
+{
+	const struct timed *a = pa, *b = pb;
+	int c = strcmp(a->d->function, b->d->function);
+
+	if (c == 0)
+		c = strcmp(a->d->shape_key ? a->d->shape_key : "", b->d->shape_key ? b->d->shape_key : "");
+	return c != 0 ? c : (a->median > b->median) - (a->median < b->median);
+}
+
+struct shape_row {
+	const struct timed *first;
+	size_t n;
+	double median, min, max, total;
+};
+
+static int
+by_total(const void *pa, const void *pb)
+{
+	const struct shape_row *a = pa, *b = pb;
+
+	return (a->total < b->total) - (a->total > b->total);
+}
+
+/* --bench: the calls' medians grouped by shape (function and shape key), the
+ * most time first: how many calls, the median of their medians, the least
+ * and the most; one slow call of a shape stands out from the others. */
+static void
+print_bench_shapes(struct tally *t)
+{
+	struct shape_row *rows;
+	size_t nrows = 0;
+	char b1[32], b2[32], b3[32];
+
+	if (t->ntimed == 0 || (rows = calloc(t->ntimed, sizeof(*rows))) == NULL)
+		return;
+	qsort(t->timed, t->ntimed, sizeof(*t->timed), by_shape);
+	for (size_t i = 0, j; i < t->ntimed; i = j) {
+		for (j = i + 1; j < t->ntimed && by_shape(&(struct timed){ t->timed[i].d, 0 },
+		    &(struct timed){ t->timed[j].d, 0 }) == 0; j++)
+			;
+		rows[nrows++] = (struct shape_row){ &t->timed[i], j - i,
+		    t->timed[i + (j - i - 1) / 2].median, t->timed[i].median, t->timed[j - 1].median,
+		    t->timed[i + (j - i - 1) / 2].median * (double)(j - i) };
+	}
+	qsort(rows, nrows, sizeof(*rows), by_total);
+	printf("\nbench by shape (%zu shape%s, the most time first; median of the calls' medians):\n",
+	    nrows, mate_fe_s(nrows));
+	printf("  %7s  %10s  %10s  %10s  %s\n", "calls", "median", "min", "max", "call [shape key]");
+	for (size_t k = 0; k < nrows; k++) {
+		const struct shape_row *s = &rows[k];
+		printf("  %7zu  %10s  %10s  %10s  %s [%s]%s\n", s->n,
+		    mate_fe_duration(s->median, b1, sizeof(b1)), mate_fe_duration(s->min, b2, sizeof(b2)),
+		    mate_fe_duration(s->max, b3, sizeof(b3)), mate_fe_safe(s->first->d->function),
+		    s->first->d->shape_key ? s->first->d->shape_key : "no record",
+		    s->n > 1 && s->median > 0 && s->max > 2 * s->median ? "  spread: max over 2x the median" : "");
+	}
+	free(rows);
 }
 
 static void
@@ -501,7 +577,8 @@ static mate_dump_list *
 list_dumps(const struct options *o)
 {
 	mate_error err;
-	mate_dump_list *l = mate_dump_list_new(0, &err);
+	/* --bench groups its figures by call shape: the records' shape keys */
+	mate_dump_list *l = mate_dump_list_new(o->bench > 0 ? MATE_DUMP_LIST_SHAPE : 0, &err);
 
 	for (size_t i = 0; l != NULL && i < o->npaths; i++) {
 		mate_error_clear(&err);
@@ -571,6 +648,8 @@ replay_all(const struct options *o, mate_replay *r, const mate_dump_list *l)
 		return MATE_EXIT_USAGE;
 	}
 	mate_fe_progress_end(&t.progress);
+	print_bench_shapes(&t);
+	free(t.timed);
 	print_summary(&t, o->jsonl ? stderr : stdout);
 	if (nsel == 0) {
 		mate_fe_warnx("no dumps %s", n ? "selected (--include, --exclude, --status)" : "found");

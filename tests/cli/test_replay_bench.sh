@@ -1,7 +1,8 @@
 #!/bin/sh
 # replay_bench.sh: mate-replay --bench times each call that ran: one warm-up, then N timed
 # runs (median, min, max, bytes of the call's tensors) after its verdict, which the runs do
-# not change; a call that fails again, as recorded, is not timed; misuse is exit 2.
+# not change; a call that fails again, as recorded, is not timed; the text form ends with the
+# figures grouped by call shape; misuse is exit 2.
 . "$top_srcdir/tests/checks.sh"
 checks_need jq "no jq"
 b=$top_builddir
@@ -44,6 +45,17 @@ bad=$(jq -c 'select(.function == "mm" and .verdict == "passed") | select((.bench
 	"number" or .bench_flops <= 0 or .bench_flop_per_s <= 0)' "$tmp/bench.jsonl")
 check [ -z "$bad" ] && [ "$(jq -c 'select(.function == "mm" and .bench_flops > 0)' \
 	"$tmp/bench.jsonl" | wc -l)" -ge 1 ] || fail "mm's bench_flops: $bad"
+# the text form ends with the figures by shape: one row per distinct call shape of the timed
+# calls (the keys mate-list-dumps --unique gives), their calls adding up to the calls timed
+"$replay" --bench=2 "$tmp/dumps" > "$tmp/all" 2> /dev/null
+sed -n '/^bench by shape (/,/^$/p' "$tmp/all" | grep -E '^ +[0-9]+ ' > "$tmp/shapes"
+timed=$(grep -c '^    bench: ' "$tmp/all")
+sum=$(awk '{ n += $1 } END { print n + 0 }' "$tmp/shapes")
+check [ "$sum" -eq "$timed" ] && [ "$timed" -ge 10 ] || fail "the rows' calls ($sum) are the calls timed ($timed)"
+"$b/src/replay/mate-list-dumps" -q --unique --jsonl "$tmp/dumps" | jq -r '.function + " [" + .key + "]"' | sort > "$tmp/keys"
+sed 's/.*  \([a-z_]* \[[0-9a-f]*\]\).*/\1/' "$tmp/shapes" | sort > "$tmp/rows"
+check [ -n "$(cat "$tmp/rows")" ] && [ -z "$(comm -23 "$tmp/rows" "$tmp/keys")" ] &&
+	[ "$(uniq -d "$tmp/rows")" = "" ] || fail "rows by shape key: $(cat "$tmp/shapes")"
 # misuse
 "$replay" --bench=0 "$tmp/dumps" > /dev/null 2>&1
 check [ $? -eq 2 ] || fail "--bench=0 is a usage error"
