@@ -7,8 +7,10 @@
  * on purpose (rmsnorm with a mis-sized weight). MATE_DEMO_ROUNDS (default 2)
  * rounds, or as many as fit in MATE_DEMO_SECONDS seconds when that is set.
  * MATE_DEMO_CHECKSUM=1 prints a checksum of every result on stdout, to
- * show that recording never changes them.
+ * show that recording never changes them. MATE_DEMO_THREAD_NAMES=1 names the
+ * client threads client-0, client-1, ... (pthread_setname_np).
  */
+#define _GNU_SOURCE   /* pthread_setname_np */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -177,12 +179,19 @@ failing_call(uint32_t *seed)
 	drop(&x), drop(&w), drop(&o);
 }
 
+static int name_threads;   /* MATE_DEMO_THREAD_NAMES=1: "client-N", as servers name theirs */
+
 static void *
 client(void *arg)
 {
 	uint32_t seed = 0x9e3779b9u ^ (uint32_t)(uintptr_t)arg * 2654435761u;
 	double end = now() + seconds;
 
+	if (name_threads) {
+		char name[16];
+		snprintf(name, sizeof(name), "client-%u", (unsigned)(uintptr_t)arg - 1);
+		pthread_setname_np(pthread_self(), name);
+	}
 	sum = &sums[(uintptr_t)arg];
 	*sum = 1469598103934665603ull;
 	for (int i = 0; seconds > 0 ? now() < end : i < rounds; i++) {
@@ -218,7 +227,8 @@ usage(FILE *f)
 	    "library (rmsnorm, fused_add_rmsnorm, silu_and_mul, softmax, mm) on\n"
 	    "MATE_DEMO_WORKERS (3) worker threads, MATE_DEMO_ROUNDS (2) rounds or for\n"
 	    "MATE_DEMO_SECONDS; one call per thread fails on purpose. Recorded as the MATE_*\n"
-	    "variables say (mate(7)); MATE_DEMO_CHECKSUM=1 prints a checksum of the results.\n", f);
+	    "variables say (mate(7)); MATE_DEMO_CHECKSUM=1 prints a checksum of the results;\n"
+	    "MATE_DEMO_THREAD_NAMES=1 names the client threads client-0, client-1, ...\n", f);
 }
 
 int
@@ -239,6 +249,8 @@ main(int argc, char **argv)
 	}
 	rounds = env_int("MATE_DEMO_ROUNDS", 2);
 	want_checksum = cs != NULL && strcmp(cs, "1") == 0;
+	name_threads = getenv("MATE_DEMO_THREAD_NAMES") != NULL &&
+	    strcmp(getenv("MATE_DEMO_THREAD_NAMES"), "1") == 0;
 	if (s != NULL && *s != '\0')
 		seconds = atof(s);
 	if (tid == NULL || mini_init(workers) != 0) {

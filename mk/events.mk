@@ -63,6 +63,9 @@ SCRIPT_TESTS += tests/cli/test_events_ilog_trace.sh tests/cli/test_events_stale.
 SCRIPT_TESTS += tests/cli/test_events_top_tmux.sh
 ## mate-top -b: real figures in the first table; a failed write exits 1.
 SCRIPT_TESTS += tests/cli/test_events_top_batch.sh
+
+## events_thread_names.sh: threads the program named, named in the log, the timeline and mate-top.
+SCRIPT_TESTS += tests/cli/test_events_thread_names.sh
 SCRIPT_TESTS += tests/cli/test_events_cli.sh
 ## every key=value of an instruction log's details is described in mate.7
 SCRIPT_TESTS += tests/cli/test_events_ilog_doc.sh

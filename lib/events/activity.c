@@ -24,7 +24,7 @@ struct op_acc {
 
 struct row {
 	int proc;
-	char worker[MATE_EV_SOURCE_MAX + 8];
+	char worker[MATE_EV_SOURCE_MAX + 8 + 40];   /* "thread NAME (TID)" fits */
 	struct op_acc ops[OPS_PER_ROW];
 	int nops;
 	uint64_t ops_total, bytes_total;
@@ -271,14 +271,18 @@ on_call(mate_activity *a, int proc, const mate_live_event *le, int recv)
 	const mate_event *ev = &le->ev;
 	uint64_t call = detail_u64(ev->details, "call");
 	long pid = a->procs[proc].pid;
-	char name[MATE_EV_SOURCE_MAX + 8], opname[MATE_EV_COMMAND_MAX];
+	char name[MATE_EV_SOURCE_MAX + 8 + 40], opname[MATE_EV_COMMAND_MAX], tname[32];
 	struct open *o;
 	struct row *r;
 	int ri;
 
 	if (call == 0)
 		return;
-	snprintf(name, sizeof(name), "thread %s", ev->source);
+	/* a thread the program named: "thread NAME (TID)" */
+	if (recv && mate_ilog_detail(ev->details, "thread", tname, sizeof(tname)) > 0)
+		snprintf(name, sizeof(name), "thread %s (%s)", tname, ev->source);
+	else
+		snprintf(name, sizeof(name), "thread %s", ev->source);
 	if (recv) {
 		if ((o = open_find(a, pid, call << 1 | 1, 1)) == NULL)
 			return;

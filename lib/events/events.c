@@ -15,6 +15,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,7 +49,7 @@ struct ev_raw {
 	int32_t depth;
 	uint8_t type;
 	int8_t ok;
-	uint8_t has_text;                  /* text holds an error (SEND) */
+	uint8_t has_text;                  /* 1: text holds an error (SEND), 2: the thread's name (RECV) */
 	char source[MATE_EV_SOURCE_MAX];
 	char command[MATE_EV_COMMAND_MAX];
 	/* work, memory and custom events only */
@@ -347,6 +348,46 @@ mate_ev_thread_id(void)
 	return tid_str;
 }
 
+/* The calling thread's name where the program named it (pthread_setname_np,
+ * prctl): "" when it has the main thread's (the process's) name. Read once
+ * per thread, on its first call; blanks and '|' (the line's separators)
+ * written '_'. */
+static __thread char tname[17];
+static __thread int tname_read;    /* cleared in a forked child with tid_str */
+
+static const char *
+thread_name(void)
+{
+	char main_name[32] = "", path[64];
+	ssize_t n;
+	int fd;
+
+	if (tname_read)
+		return tname;
+	tname_read = 1;
+	if (prctl(PR_GET_NAME, tname, 0, 0, 0) != 0) {
+		tname[0] = '\0';
+		return tname;
+	}
+	tname[16] = '\0';
+	/* the main thread's name, without stdio (no allocation inside a call) */
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/comm", (long)getpid());
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, main_name, sizeof(main_name) - 1);
+		main_name[n > 0 ? n : 0] = '\0';
+		main_name[strcspn(main_name, "\n")] = '\0';
+		close(fd);
+	}
+	if ((long)syscall(SYS_gettid) == (long)getpid() || strcmp(tname, main_name) == 0) {
+		tname[0] = '\0';
+		return tname;
+	}
+	for (char *c = tname; *c != '\0'; c++)
+		if (*c <= ' ' || *c == '|' || *c == '=' || (unsigned char)*c >= 0x7f)
+			*c = '_';
+	return tname;
+}
+
 uint64_t
 mate_ev_next_id(void)
 {
@@ -380,6 +421,9 @@ call_fill(struct ev_raw *r, int type, uint64_t call, const char *op, int depth,
 	if (error != NULL) {
 		copy_str(r->text, sizeof(r->text), error);
 		r->has_text = 1;
+	} else if (type == MATE_EV_RECV && depth == 0 && source == NULL && thread_name()[0] != '\0') {
+		copy_str(r->text, sizeof(r->text), thread_name());
+		r->has_text = 2;   /* the thread's name */
 	}
 }
 
@@ -547,6 +591,8 @@ fmt_details(const struct ev_raw *r, char *d, size_t cap)
 		o = mate_put_key_u64(o, end, "call=", r->call);
 		o = mate_put_key_str(o, end, " op=", r->command);
 		o = mate_put_key_i64(o, end, " depth=", r->depth);
+		if (r->type == MATE_EV_RECV && r->has_text == 2)
+			o = mate_put_key_str(o, end, " thread=", r->text);
 		if (r->type == MATE_EV_SEND)
 			o = mate_put_key_str(o, end, " success=", okw);
 		if (r->type == MATE_EV_SEND && r->has_text) {
@@ -1108,6 +1154,7 @@ mate_ev_atfork_child(void)
 	pthread_cond_t fresh_cond = PTHREAD_COND_INITIALIZER;
 
 	tid_str[0] = '\0';
+	tname_read = 0;
 	memcpy(&S.drain_lock, &fresh_drain, sizeof(fresh_drain));
 	memcpy(&restart_lock, &fresh_restart, sizeof(fresh_restart));
 	S.forked = 1;

@@ -352,6 +352,13 @@ tl_pf_lane(mate_perfetto *pf, const mate_timeline *tl, struct tl_lane *L)
 		pf_thread_name(pf, L, 0);
 }
 
+void
+tl_pf_lane_renamed(mate_perfetto *pf, struct tl_lane *L)
+{
+	if (L->kind != MATE_LANE_MEMORY)
+		pf_thread_name(pf, L, 0);
+}
+
 /* Can [s, e] join track t without breaking nesting? Spans arrive in
  * (nearly) end order; t keeps its top-level slices, disjoint, in order. */
 static int

@@ -733,15 +733,37 @@ detail_int(const mate_event *ev, const char *key, int lo, int hi, int *out)
 
 /* ---- Calls: RECV .. SEND ------------------------------------------------------- */
 
+/* A client lane of a thread the program named (a call's thread= detail):
+ * "client NAME (TID)" rather than "client TID". */
+static void
+lane_name_thread(mate_timeline *tl, struct tl_lane *L, const char *tname)
+{
+	char label[256], *p;
+
+	snprintf(label, sizeof(label), "client %.64s (%.120s)", tname, L->name);
+	if ((p = strdup(label)) == NULL)
+		return;
+	free(L->label);
+	L->label = p;
+	L->named = 1;
+	if (L->spans == 0)
+		L->hidden = !lane_visible(tl, label, tl->logs[L->log].name);
+	if (tl->pf != NULL && !L->hidden)
+		tl_pf_lane_renamed(tl->pf, L);
+}
+
 static int
 call_open(mate_timeline *tl, const mate_event *ev, mate_error *err)
 {
 	struct tl_log *lg = &tl->logs[tl->nlogs - 1];
 	struct tl_lane *L = lane_get(tl, MATE_LANE_CLIENT, client_name(ev->source), err);
 	struct tl_lane *D;
-	char id[64];
+	char id[64], tname[64];
 	struct tl_open o;
 	int op, has_id = mate_ilog_detail(ev->details, "call", id, sizeof(id)) > 0;
+
+	if (L != NULL && !L->named && mate_ilog_detail(ev->details, "thread", tname, sizeof(tname)) > 0)
+		lane_name_thread(tl, L, tname);
 
 	/* GT's requests go through its dispatcher; a call with its own id
 	 * (mate's recorder) went through none: its marker stays on its lane */

@@ -86,6 +86,7 @@ struct tl_lane {
 	int kind;            /* enum mate_lane_kind */
 	int log;
 	int hidden;
+	int named;           /* a client lane labelled by its thread's name (thread=) */
 	int index;           /* position in tl->lanes */
 	uint64_t spans, events;
 	uint64_t acts;       /* spans and events other than connects, anywhere:
@@ -229,6 +230,8 @@ extern const char *const tl_kind_word[4];   /* by enum mate_lane_kind */
 
 /* perfetto.c: the writer's side of the timeline. */
 void tl_pf_lane(mate_perfetto *pf, const mate_timeline *tl, struct tl_lane *L);
+/* The lane's thread name again, after its label changed. */
+void tl_pf_lane_renamed(mate_perfetto *pf, struct tl_lane *L);
 void tl_pf_span(mate_perfetto *pf, struct tl_lane *L, const char *name, int is_call,
     int failed, double s, double e, const struct tl_open *o, const struct tl_lane *from);
 void tl_pf_instant(mate_perfetto *pf, const struct tl_lane *L, const char *event,
