@@ -1,7 +1,8 @@
 /* benchlog.c: MATE_BENCH_LOG: each distinct call shape the profile's table sees first
  * appends the mate-bench command line that re-runs its problem, so that a run leaves a
  * runnable benchmark script behind: "#!/bin/sh" and a comment when the file is opened, then
- * one line per shape, each in one write(2) on an O_APPEND descriptor. */
+ * one line per shape, each in one write(2) on an O_APPEND descriptor. A shape whose line the file already held when
+ * this process opened it is not appended again. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -16,6 +17,7 @@
 #include "benchlog.h"
 #include "logfile.h"
 #include "recorder_private.h"
+#include "util.h"
 
 /* ---- the command-line form of a shape ----------------------------------------------------- */
 
@@ -175,10 +177,20 @@ static struct {
 	int regular;    /* a regular file: a torn line is cut off again */
 	int stopped;    /* it could not be opened or written: warned once, nothing more */
 	int warned_ctl; /* a line left out for a control character: said once */
+	uint64_t *known;        /* the hashes of the lines the file held when opened, sorted */
+	size_t nknown, capknown;
 } bl = { .fd = -1 };
 
 #define HEAD_SHEBANG "#!/bin/sh\n# "
 #define HEAD_WHAT "_BENCH_LOG of process "
+
+/* At most this much of an existing file is read for the lines it holds (and at most
+ * KNOWN_MAX of them are kept, 8 bytes each): a shape whose line lies only past it is
+ * appended again, as is one that another process appends between our reading and our
+ * line (two processes starting on the same file at once may both add it). */
+#define KNOWN_READ_MAX (4 << 20)
+#define KNOWN_MAX 65536
+#define ENTRY_PREFIX "mate-bench "
 
 static void
 close_file(void)
@@ -187,6 +199,9 @@ close_file(void)
 		close(bl.fd);
 	bl.fd = -1;
 	bl.pipe = bl.regular = bl.stopped = 0;
+	free(bl.known);
+	bl.known = NULL;
+	bl.nknown = bl.capknown = 0;
 }
 
 int
@@ -284,8 +299,74 @@ is_header(const char *buf)
 	return what != NULL && what < eol;
 }
 
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The FNV-1a hashes of the entry lines ("mate-bench ...", without the newline) in the first
+ * len bytes (at most KNOWN_READ_MAX) of the file behind rfd, into bl.known, sorted; a line
+ * cut off by that bound, or past KNOWN_MAX lines or the memory to keep them, is not known
+ * (its shape gets a line again). A 64-bit hash that two lines share would leave out the
+ * second: taken as never happening. */
+static void
+read_known(int rfd, off_t len)
+{
+	static const char prefix[] = ENTRY_PREFIX;
+	char buf[4096];
+	uint64_t h = MATE_FNV1A64_BASIS;
+	size_t pos = 0, i;
+	int entry = 1;
+	off_t at;
+	ssize_t got;
+
+	if (len > KNOWN_READ_MAX)
+		len = KNOWN_READ_MAX;
+	for (at = 0; at < len; at += got) {
+		size_t want = len - at < (off_t)sizeof(buf) ? (size_t)(len - at) : sizeof(buf);
+		if ((got = pread(rfd, buf, want, at)) <= 0)
+			break;
+		for (i = 0; i < (size_t)got; i++) {
+			unsigned char c = (unsigned char)buf[i];
+			if (c != '\n') {
+				if (pos < sizeof(prefix) - 1 && c != (unsigned char)prefix[pos])
+					entry = 0;
+				pos++;
+				h = (h ^ c) * MATE_FNV1A64_PRIME;
+				continue;
+			}
+			if (entry && pos >= sizeof(prefix) - 1) {
+				if (bl.nknown >= KNOWN_MAX || mate_array_grow(&bl.known, bl.nknown,
+				    &bl.capknown, sizeof(*bl.known), 256) != 0)
+					goto out;
+				bl.known[bl.nknown++] = h;
+			}
+			h = MATE_FNV1A64_BASIS;
+			pos = 0;
+			entry = 1;
+		}
+	}
+out:
+	if (bl.nknown > 1)
+		qsort(bl.known, bl.nknown, sizeof(*bl.known), cmp_u64);
+}
+
+/* Whether the file held line (ending in its newline) when it was opened. */
+static int
+is_known(const char *line)
+{
+	uint64_t h = mate_fnv1a64(line, strlen(line) - 1);
+
+	return bl.nknown > 0 &&
+	    bsearch(&h, bl.known, bl.nknown, sizeof(*bl.known), cmp_u64) != NULL;
+}
+
 /* An existing regular file (st): NULL when it may be appended to, after cutting off
- * (*cut: how many bytes) a partial last line a killed or stopped writer left; else why
+ * (*cut: how many bytes) a partial last line a killed or stopped writer left, with the
+ * lines it holds read (read_known()); else why
  * not. Its text is read through a second descriptor of the same file (bl.fd writes only). */
 static const char *
 check_existing(const char *path, const struct stat *st, long long *cut)
@@ -332,6 +413,8 @@ check_existing(const char *path, const struct stat *st, long long *cut)
 			*cut = (long long)(st->st_size - at);
 		break;
 	}
+	if (why == NULL)
+		read_known(rfd, at);
 	close(rfd);
 	return why;
 }
@@ -415,6 +498,10 @@ mate_rec_benchlog_put(const char *canon, size_t len)
 	cJSON_Delete(shape);
 	if (line == NULL) {
 		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; calls are recorded incompletely");
+		return;
+	}
+	if (is_known(line)) {  /* an earlier run's line */
+		free(line);
 		return;
 	}
 	if (has_control(line)) {

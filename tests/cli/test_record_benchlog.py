@@ -1,7 +1,7 @@
 """test_record_benchlog.py: mate-record --bench-log at level 1 of an unmodified numpy program:
 the interposed cblas_sgemm calls of two shapes give a script of two mate-bench lines, the
 profile's two entries (--profile, same run) in the command-line form; an empty name is a
-usage error."""
+usage error. A second run into the same file adds nothing (each line and the header once)."""
 import os
 import shlex
 import sys
@@ -35,6 +35,22 @@ run([RECORD, "-q", "-o", "/dev/null", "--bench-log", "alone.sh", "--", sys.execu
      PROG], cwd=work, env=env)
 alone = script(os.path.join(work, "alone.sh"), "--bench-log alone")
 check(sorted(alone) == sorted(body), "without --profile the same lines: %s" % alone)
+
+# a second run of the same program into the same file: each shape's line once, one header
+bench = os.path.join(work, "bench.sh")
+with open(bench) as f:
+    before = f.read()
+run([RECORD, "-q", "-o", "/dev/null", "--bench-log", "bench.sh", "--", sys.executable, "-c",
+     PROG], cwd=work, env=env)
+with open(bench) as f:
+    text = f.read()
+again = script(bench, "a second run")
+check(sorted(again) == sorted(body) and text.count("#!/bin/sh") == 1 and
+      len(text.splitlines()) == 2 + len(body),
+      "a second run adds no line and no header:\n%s" % text)
+check(text == before, "the file is as the first run left it:\n%s\nbefore:\n%s"
+      % (text, before))
+
 p = run([RECORD, "--bench-log", "", "--", "true"], cwd=work, env=env, check=False)
 check(p.returncode == 2 and "empty file name" in p.stderr, "--bench-log '': usage error: %s"
       % p.stderr)
