@@ -1,7 +1,8 @@
 /* benchlog.c: MATE_BENCH_LOG: each distinct call shape the profile's table sees first
  * appends the mate-bench command line that re-runs its problem, so that a run leaves a
- * runnable benchmark script behind: "#!/bin/sh" and a comment when the file is opened, then
- * one line per shape, each in one write(2) on an O_APPEND descriptor. A shape whose line the file already held when
+ * runnable benchmark script behind: "#!/bin/sh", comments and a few shell lines that count
+ * the entries when the file is new, then per shape its line and "mate_bench_ran $?", both in
+ * one write(2) on an O_APPEND descriptor. A shape whose line the file already held when
  * this process opened it is not appended again. */
 #include <errno.h>
 #include <fcntl.h>
@@ -177,12 +178,36 @@ static struct {
 	int regular;    /* a regular file: a torn line is cut off again */
 	int stopped;    /* it could not be opened or written: warned once, nothing more */
 	int warned_ctl; /* a line left out for a control character: said once */
+	int counted;    /* the header defines mate_bench_ran: each line is followed by its call */
 	uint64_t *known;        /* the hashes of the lines the file held when opened, sorted */
 	size_t nknown, capknown;
 } bl = { .fd = -1 };
 
 #define HEAD_SHEBANG "#!/bin/sh\n# "
 #define HEAD_WHAT "_BENCH_LOG of process "
+
+/* What follows the first two lines of a new file: sh FILE runs every entry, whatever one
+ * of them returns (set +e), counts them through mate_bench_ran, and the EXIT trap, which
+ * sees the whole file however many runs appended to it, sums up on stderr and exits 1 when
+ * one failed (or with the status it already had: 130 after ^C). M counts the file's
+ * "mate-bench " lines (grep on $0; N when $0 is not the file, as with sh <FILE). */
+#define HEAD_RAN "\nmate_bench_ran() {"
+#define HEAD_REST \
+	"# Each entry is a mate-bench line, then \"mate_bench_ran $?\": sh FILE runs every " \
+	"entry, goes on\n# past one that fails, ends with \"N of M entries ran; K failed\" " \
+	"and exits 1 when one failed.\n" \
+	"set +e\nmate_bench_n=0 mate_bench_k=0" \
+	HEAD_RAN " mate_bench_n=$((mate_bench_n + 1)); [ \"$1\" -eq 0 ] || { " \
+	"mate_bench_k=$((mate_bench_k + 1)); echo \"$0: entry $mate_bench_n failed (exit " \
+	"status $1)\" >&2; }; }\n" \
+	"mate_bench_end() { mate_bench_m=$(grep -c '^mate-bench ' \"$0\" 2>/dev/null) || " \
+	"mate_bench_m=$mate_bench_n; mate_bench_w=; [ $mate_bench_k -eq 0 ] || " \
+	"mate_bench_w=': see above'; echo \"$0: $mate_bench_n of $mate_bench_m entries ran; " \
+	"$mate_bench_k failed$mate_bench_w\" >&2; [ $mate_bench_k -eq 0 ] || [ \"$1\" -ne 0 ] " \
+	"|| set -- 1; exit \"$1\"; }\n" \
+	"trap 'mate_bench_end $?' EXIT\n" \
+	"trap 'exit 130' INT\ntrap 'exit 143' TERM\n"
+#define LINE_RAN "mate_bench_ran $?\n"
 
 /* At most this much of an existing file is read for the lines it holds (and at most
  * KNOWN_MAX of them are kept, 8 bytes each): a shape whose line lies only past it is
@@ -198,7 +223,7 @@ close_file(void)
 	if (bl.fd >= 0)
 		close(bl.fd);
 	bl.fd = -1;
-	bl.pipe = bl.regular = bl.stopped = 0;
+	bl.pipe = bl.regular = bl.stopped = bl.counted = 0;
 	free(bl.known);
 	bl.known = NULL;
 	bl.nknown = bl.capknown = 0;
@@ -366,7 +391,7 @@ is_known(const char *line)
 
 /* An existing regular file (st): NULL when it may be appended to, after cutting off
  * (*cut: how many bytes) a partial last line a killed or stopped writer left, with the
- * lines it holds read (read_known()); else why
+ * lines it holds read (read_known()) and whether its header counts the entries; else why
  * not. Its text is read through a second descriptor of the same file (bl.fd writes only). */
 static const char *
 check_existing(const char *path, const struct stat *st, long long *cut)
@@ -395,6 +420,8 @@ check_existing(const char *path, const struct stat *st, long long *cut)
 	buf[got > 0 ? got : 0] = '\0';
 	if (!is_header(buf))
 		why = "not a script mate began (refused: it must start with mate's header)";
+	/* an older mate's header defines no mate_bench_ran: its lines come alone */
+	bl.counted = strstr(buf, HEAD_RAN) != NULL;
 	/* the last newline: what follows it is a line that was never finished */
 	for (at = st->st_size; why == NULL && at > 0; at -= (off_t)want) {
 		want = at < (off_t)sizeof(buf) ? (size_t)at : sizeof(buf);
@@ -425,7 +452,7 @@ check_existing(const char *path, const struct stat *st, long long *cut)
 static int
 open_file(void)
 {
-	char *path = mate_rec_expand_path(bl.tmpl), head[160];
+	char *path = mate_rec_expand_path(bl.tmpl), head[160 + sizeof(HEAD_REST)];
 	const char *why = NULL;
 	struct stat st;
 	long long cut = 0;
@@ -457,7 +484,9 @@ open_file(void)
 		    "writer left", mate_rec_prefix(), path, cut);
 	if (!bl.regular || st.st_size == 0) {
 		n = snprintf(head, sizeof(head), HEAD_SHEBANG "%s" HEAD_WHAT "%ld: "
-		    "a mate-bench line per distinct call\n", mate_rec_prefix(), (long)getpid());
+		    "a mate-bench line per distinct call\n%s", mate_rec_prefix(), (long)getpid(),
+		    HEAD_REST);
+		bl.counted = 1;
 		if ((n = put_text(head, (size_t)n)) != 0) {
 			stop("write", path, strerror(-n));
 			free(path);
@@ -512,7 +541,19 @@ mate_rec_benchlog_put(const char *canon, size_t len)
 		free(line);
 		return;
 	}
-	/* one write(2) of the whole line: O_APPEND puts it whole after the others */
+	if (bl.counted) {
+		size_t n = strlen(line);
+		char *both = realloc(line, n + sizeof(LINE_RAN));
+		if (both == NULL) {
+			free(line);
+			mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; calls are recorded "
+			    "incompletely");
+			return;
+		}
+		memcpy(both + n, LINE_RAN, sizeof(LINE_RAN));
+		line = both;
+	}
+	/* one write(2) of the line and its count: O_APPEND puts them whole after the others */
 	if ((rc = put_text(line, strlen(line))) != 0) {
 		char *path = mate_rec_expand_path(bl.tmpl);
 		stop("write", path != NULL ? path : bl.tmpl, strerror(-rc));

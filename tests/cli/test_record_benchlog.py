@@ -1,16 +1,20 @@
 """test_record_benchlog.py: mate-record --bench-log at level 1 of an unmodified numpy program:
 the interposed cblas_sgemm calls of two shapes give a script of two mate-bench lines, the
 profile's two entries (--profile, same run) in the command-line form; an empty name is a
-usage error. A second run into the same file adds nothing (each line and the header once)."""
+usage error. A second run into the same file adds nothing (each line and the header once);
+sh runs every line of the script, goes on past one that fails, sums up and exits 1."""
 import os
+import re
 import shlex
+import subprocess
 import sys
 
 from mate_test import build_path, check, done, need_preload, run, tmpdir
-from test_bench_log import profile_lines, script
+from test_bench_log import RAN, profile_lines, script
 
 need_preload()
 RECORD = build_path("src", "record", "mate-record")
+BENCH = build_path("src", "bench", "mate-bench")
 PROG = """
 import numpy as np
 a = np.ones((256, 128), np.float32); b = np.ones((128, 64), np.float32)
@@ -46,10 +50,37 @@ with open(bench) as f:
     text = f.read()
 again = script(bench, "a second run")
 check(sorted(again) == sorted(body) and text.count("#!/bin/sh") == 1 and
-      len(text.splitlines()) == 2 + len(body),
+      text.split("\n").count(RAN) == len(body),
       "a second run adds no line and no header:\n%s" % text)
 check(text == before, "the file is as the first run left it:\n%s\nbefore:\n%s"
       % (text, before))
+
+# one line fails (a function mate-bench has no handler for): sh runs the others, sums up
+# on stderr and exits 1
+lines = text.split("\n")
+first = lines.index(body[0])
+lines[first] = body[0].replace(" -c cblas_sgemm ", " -c no_such_function ")
+with open(bench, "w") as f:
+    f.write("\n".join(lines))
+path = dict(env, PATH=os.path.dirname(BENCH) + os.pathsep + env["PATH"])
+p = subprocess.run(["sh", "bench.sh"], cwd=work, env=path, capture_output=True, text=True)
+timed = [x for x in p.stdout.splitlines() if " median " in x]
+check(len(timed) == 1 and "cblas_sgemm" in timed[0],
+      "the line after the failing one runs: %r %r" % (p.stdout, p.stderr))
+check("no_such_function" in p.stdout + p.stderr and
+      "bench.sh: entry 1 failed (exit status " in p.stderr,
+      "the failing entry is named on stderr: %r" % p.stderr)
+check(p.stderr.endswith("bench.sh: 2 of 2 entries ran; 1 failed: see above\n"),
+      "the summary counts them: %r" % p.stderr)
+check(p.returncode == 1, "sh bench.sh exits 1 when an entry failed: %d" % p.returncode)
+# the same with every line passing: exit 0, nothing failed
+lines[first] = body[0]
+with open(bench, "w") as f:
+    f.write("\n".join(lines))
+p = subprocess.run(["sh", "bench.sh"], cwd=work, env=path, capture_output=True, text=True)
+check(p.returncode == 0 and len(re.findall(" median ", p.stdout)) == 2 and
+      p.stderr.endswith("bench.sh: 2 of 2 entries ran; 0 failed\n"),
+      "every line passes: exit 0: %d %r %r" % (p.returncode, p.stdout, p.stderr))
 
 p = run([RECORD, "--bench-log", "", "--", "true"], cwd=work, env=env, check=False)
 check(p.returncode == 2 and "empty file name" in p.stderr, "--bench-log '': usage error: %s"
