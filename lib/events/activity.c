@@ -30,6 +30,10 @@ struct row {
 	uint64_t ops_total, bytes_total;
 	uint64_t ops_iv, bytes_iv;    /* in the current interval */
 	double ops_ema, bytes_ema;
+	uint64_t open_call;  /* a thread's row: the key of its open outermost call, or 0 */
+	uint64_t open_work;  /* a worker's row: the key of its latest open work, or 0 */
+	uint64_t closed_early; /* work closed by the next work's start (its end lost?) */
+	int overlaps;        /* its work was seen to overlap (async streams): no closing */
 	double weight;    /* the averages' weight so far (1 - (1 - alpha)^n):
 	                   * they are divided by it, so that the first interval
 	                   * gives its own figures rather than a climb from 0 */
@@ -53,6 +57,8 @@ struct open {
 	long pid;
 	uint64_t key;     /* (id << 1) | is_call; 0: free slot */
 	double t0;
+	double upto;      /* its busy time is counted up to here (t0, then each tick) */
+	int proc;         /* its process's index */
 	int row;          /* the row it is counted on; -1: none (a nested call) */
 	int op;           /* index in the row's ops */
 	char op_name[MATE_EV_COMMAND_MAX];
@@ -210,21 +216,24 @@ detail_u64(const char *details, const char *key)
 	return strtoull(v, NULL, 10);
 }
 
-/* Busy time of [t0, t1] inside the current interval. */
-static double
-in_interval(const mate_activity *a, double t0, double t1)
-{
-	double from = a->ticked && t0 < a->last_tick ? a->last_tick : t0;
-
-	return t1 > from ? t1 - from : 0;
-}
-
+/* A span ended at t1: the busy time not counted yet (from o->upto); a tick
+ * that counted it past t1 (its end came late: the publisher lagged, CI saw a
+ * worker at 45% for 13%) gives the excess back. */
 static void
-work_done(mate_activity *a, struct row *r, int op, double t0, double t1)
+work_done(struct row *r, int op, const struct open *o, double t1)
 {
-	r->ops[op].acc += in_interval(a, t0, t1);
+	r->ops[op].acc += t1 - o->upto;
 	r->ops_total++;
 	r->ops_iv++;
+}
+
+/* A span opened at t (counted from t; before the first tick, from it). */
+static void
+open_start(struct open *o, int proc, double t)
+{
+	o->t0 = t;
+	o->upto = t;
+	o->proc = proc;
 }
 
 static void
@@ -246,20 +255,41 @@ on_work(mate_activity *a, int proc, const mate_live_event *le, int send)
 	if (id == 0)
 		id = (uint64_t)ri + (1ull << 40);   /* no id: one open span per worker (GT) */
 	if (send) {
+		struct open *prev;
 		if (mate_ilog_detail(ev->details, "op", opname, sizeof(opname)) <= 0)
 			copy(opname, sizeof(opname), ev->command);
+		/* a worker (a thread, a stream) does one piece of work at a time: one
+		 * still open lost its end among the frames a publisher dropped (they
+		 * stayed open, 100% busy, until the next gap: CI saw a worker at 45%
+		 * the timeline drew 13%); it ended by now. A row whose work is seen
+		 * to overlap is left alone from then on. */
+		if (!r->overlaps && r->open_work != 0 && r->open_work != id << 1 &&
+		    (prev = open_find(a, pid, r->open_work, 0)) != NULL && prev->row == ri) {
+			if (strcmp(r->ops[prev->op].name, prev->op_name) == 0)
+				work_done(r, prev->op, prev, ev->time);
+			r->closed_early = r->open_work;
+			open_remove(a, prev);
+		}
 		if ((o = open_find(a, pid, id << 1, 1)) == NULL)
 			return;
-		o->t0 = ev->time;
+		open_start(o, proc, ev->time);
 		o->row = ri;
 		o->op = op_get(r, opname);
 		copy(o->op_name, sizeof(o->op_name), opname);
+		r->open_work = id << 1;
 		return;
 	}
+	if (r->closed_early == id << 1) {
+		/* the end of work closed early did come: this row's work overlaps */
+		r->overlaps = 1;
+		r->closed_early = 0;
+	}
+	if (r->open_work == id << 1)
+		r->open_work = 0;
 	if ((o = open_find(a, pid, id << 1, 0)) == NULL)
 		return;
 	if (o->row == ri && strcmp(r->ops[o->op].name, o->op_name) == 0)
-		work_done(a, r, o->op, o->t0, ev->time);
+		work_done(r, o->op, o, ev->time);
 	open_remove(a, o);
 }
 
@@ -284,13 +314,26 @@ on_call(mate_activity *a, int proc, const mate_live_event *le, int recv)
 	else
 		snprintf(name, sizeof(name), "thread %s", ev->source);
 	if (recv) {
+		struct open *prev;
 		if ((o = open_find(a, pid, call << 1 | 1, 1)) == NULL)
 			return;
-		o->t0 = ev->time;
+		open_start(o, proc, ev->time);
 		o->row = -1;
 		if (detail_u64(ev->details, "depth") != 0 || (ri = row_get(a, proc, name)) < 0)
 			return;
 		r = &a->rows[ri];
+		/* a thread makes one outermost call at a time: one still open lost its
+		 * SEND among frames the publisher dropped; it ended by now */
+		if (r->open_call != 0 && r->open_call != (call << 1 | 1) &&
+		    (prev = open_find(a, pid, r->open_call, 0)) != NULL) {
+			if (prev->row == ri && strcmp(r->ops[prev->op].name, prev->op_name) == 0)
+				work_done(r, prev->op, prev, ev->time);
+			open_remove(a, prev);
+			o = open_find(a, pid, call << 1 | 1, 0);   /* the removal may move it */
+			if (o == NULL)
+				return;
+		}
+		r->open_call = call << 1 | 1;
 		r->bytes_total += (uint64_t)(ev->size > 0 ? ev->size : 0);
 		r->bytes_iv += (uint64_t)(ev->size > 0 ? ev->size : 0);
 		if (mate_ilog_detail(ev->details, "op", opname, sizeof(opname)) <= 0)
@@ -304,10 +347,12 @@ on_call(mate_activity *a, int proc, const mate_live_event *le, int recv)
 		return;
 	if (o->row >= 0 && o->row < a->nrows) {
 		r = &a->rows[o->row];
+		if (r->open_call == (call << 1 | 1))
+			r->open_call = 0;
 		r->bytes_total += (uint64_t)(ev->size > 0 ? ev->size : 0);
 		r->bytes_iv += (uint64_t)(ev->size > 0 ? ev->size : 0);
 		if (strcmp(r->ops[o->op].name, o->op_name) == 0)
-			work_done(a, r, o->op, o->t0, ev->time);
+			work_done(r, o->op, o, ev->time);
 	}
 	open_remove(a, o);
 }
@@ -336,11 +381,14 @@ on_memory(struct proc *p, const mate_event *ev)
 		p->peak[i] = p->cur[i];
 }
 
+/* Forgets the open spans of pid (calls_too 0: not the threads' outermost
+ * calls, which the thread's next call closes if their end was lost). */
 static void
-forget_open(mate_activity *a, long pid)
+forget_open(mate_activity *a, long pid, int calls_too)
 {
 	for (size_t k = 0; k < OPEN_CAP; k++)
-		if (a->open[k].key != 0 && a->open[k].pid == pid) {
+		if (a->open[k].key != 0 && a->open[k].pid == pid &&
+		    (calls_too || (a->open[k].key & 1) == 0 || a->open[k].row < 0)) {
 			open_remove(a, &a->open[k]);
 			k--;   /* an entry may have moved into this slot */
 		}
@@ -358,7 +406,7 @@ mate_activity_add(mate_activity *a, long pid, const char *program, const mate_li
 	p = &a->procs[proc];
 	p->events++;
 	if (le->missed > 0)
-		forget_open(a, pid);   /* their ends may be among the frames lost */
+		forget_open(a, pid, 0);   /* their ends may be among the frames lost */
 	if (le->dropped > p->dropped)
 		p->dropped = le->dropped;
 	if (strcmp(e, "WORKER_SEND") == 0)
@@ -372,7 +420,7 @@ mate_activity_add(mate_activity *a, long pid, const char *program, const mate_li
 	else if (strcmp(e, "DISCONNECT") == 0) {
 		p->ended = 1;
 		p->ended_at = le->ev.time;
-		forget_open(a, pid);
+		forget_open(a, pid, 1);
 	}
 	else if (strcmp(e, "CONNECT") == 0)
 		p->ended = 0;
@@ -387,7 +435,7 @@ mate_activity_end(mate_activity *a, long pid, double now)
 		if (a->procs[i].pid == pid && !a->procs[i].ended) {
 			a->procs[i].ended = 1;
 			a->procs[i].ended_at = now;
-			forget_open(a, pid);
+			forget_open(a, pid, 1);
 		}
 }
 
@@ -428,9 +476,14 @@ expire(mate_activity *a, double now)
 		a->rows[nr++].proc = p;
 	}
 	a->nrows = nr;
-	for (size_t k = 0; k < OPEN_CAP; k++)
-		if (a->open[k].key != 0 && a->open[k].row >= 0)
+	for (size_t k = 0; k < OPEN_CAP; k++) {
+		if (a->open[k].key == 0)
+			continue;
+		if (a->open[k].row >= 0)
 			a->open[k].row = rmap[a->open[k].row];
+		if (a->open[k].proc >= 0 && a->open[k].proc < MAX_PROCS)
+			a->open[k].proc = pmap[a->open[k].proc];
+	}
 	free(rmap);
 }
 
@@ -444,6 +497,9 @@ mate_activity_tick(mate_activity *a, double now)
 	if (!a->ticked) {
 		a->ticked = 1;
 		a->last_tick = now;
+		for (size_t k = 0; k < OPEN_CAP; k++)   /* the first interval starts now */
+			if (a->open[k].key != 0 && a->open[k].upto < now)
+				a->open[k].upto = now;
 		for (int i = 0; i < a->nrows; i++) {
 			struct row *r = &a->rows[i];
 			for (int j = 0; j < r->nops; j++)
@@ -455,7 +511,9 @@ mate_activity_tick(mate_activity *a, double now)
 	dt = now - a->last_tick;
 	if (!(dt > 1e-6))
 		return;
-	/* work still running counts up to now; spans open for long lost their end */
+	/* work still running counts up to now (its end, when it comes earlier than
+	 * that from a publisher that lagged, takes the excess back); spans open for
+	 * long lost their end */
 	for (size_t k = 0; k < OPEN_CAP; k++) {
 		struct open *o = &a->open[k];
 		if (o->key == 0)
@@ -465,20 +523,23 @@ mate_activity_tick(mate_activity *a, double now)
 			k--;   /* an entry may have moved into this slot */
 			continue;
 		}
-		if (o->row >= 0 && o->row < a->nrows)
-			a->rows[o->row].ops[o->op].acc += in_interval(a, o->t0, now);
+		if (o->row >= 0 && o->row < a->nrows && now > o->upto) {
+			a->rows[o->row].ops[o->op].acc += now - o->upto;
+			o->upto = now;
+		}
 	}
 	alpha = 1.0 - exp(-dt / a->tau);
 	for (int i = 0; i < a->nrows; i++) {
 		struct row *r = &a->rows[i];
 		double total = 0, scale;
 		for (int j = 0; j < r->nops; j++)
-			total += r->ops[j].acc;
+			total += r->ops[j].acc > 0 ? r->ops[j].acc : 0;
 		/* overlapping work (async streams) saturates the row, no more */
 		scale = total > dt ? dt / total : 1.0;
 		for (int j = 0; j < r->nops; j++) {
 			double frac = r->ops[j].acc * scale / dt;
-			r->ops[j].ema += alpha * ((frac > 1 ? 1 : frac) - r->ops[j].ema);
+			frac = frac > 1 ? 1 : frac < 0 ? 0 : frac;
+			r->ops[j].ema += alpha * (frac - r->ops[j].ema);
 			r->ops[j].acc = 0;
 		}
 		r->ops_ema += alpha * ((double)r->ops_iv / dt - r->ops_ema);
