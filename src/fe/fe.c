@@ -295,6 +295,49 @@ mate_fe_opt_long(const char *opt, const char *arg, long lo, long hi)
 	return (long)v;
 }
 
+/* Digits only ("007" is 7), at most 9 of them, into *v; @return the end, or NULL. */
+static const char *
+shard_number(const char *p, unsigned long *v)
+{
+	size_t n = 0;
+
+	for (*v = 0; p[n] >= '0' && p[n] <= '9'; n++) {
+		if (n == 9)
+			return NULL;
+		*v = *v * 10 + (unsigned long)(p[n] - '0');
+	}
+	return n > 0 ? p + n : NULL;
+}
+
+void
+mate_fe_opt_shard(const char *opt, const char *arg, struct mate_fe_shard *s)
+{
+	const char *p = shard_number(arg, &s->k);
+
+	if (p == NULL || *p != '/' || (p = shard_number(p + 1, &s->n)) == NULL || *p != '\0' ||
+	    s->n == 0 || s->n > MATE_FE_SHARD_MAX || s->k >= s->n)
+		mate_fe_usage_error("bad value for %s: '%s' (want K/N, share K of N: 0 <= K < N <= %d)",
+		    opt, arg, MATE_FE_SHARD_MAX);
+}
+
+uint64_t
+mate_fe_fnv1a64(const void *p, size_t n, uint64_t h)
+{
+	return mate_fnv1a(p, n, h, MATE_FNV1A64_PRIME);
+}
+
+unsigned long
+mate_fe_shard_of(const char *name, unsigned long n)
+{
+	return (unsigned long)(mate_fe_fnv1a64(name, strlen(name), MATE_FE_FNV1A64_BASIS) % n);
+}
+
+int
+mate_fe_shard_has(const struct mate_fe_shard *s, const char *name)
+{
+	return s->n == 0 || mate_fe_shard_of(name, s->n) == s->k;
+}
+
 long
 mate_fe_opt_pid(const char *arg)
 {

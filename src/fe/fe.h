@@ -49,6 +49,25 @@ const char *mate_fe_grouped(unsigned long long n, char *buf, size_t cap);
 /* Prints "progname (mate) X.Y.Z" and "libmate X.Y.Z" lines to stdout. */
 void mate_fe_print_version(void);
 
+/* --shard K/N: a stable share of a set of dumps, by name (Slurm array tasks, GNU
+ * parallel jobs). n is 0 when not given. */
+#define MATE_FE_SHARD_MAX 1000000
+struct mate_fe_shard {
+	unsigned long k, n;
+};
+/* Parses opt's argument "K/N" (0 <= K < N <= MATE_FE_SHARD_MAX, decimal digits
+ * only) into *s; anything else is a usage error. */
+void mate_fe_opt_shard(const char *opt, const char *arg, struct mate_fe_shard *s);
+/* The share a dump named name (a directory's last component) falls in:
+ * FNV-1a 64 of the name, mod n. The same on every machine and whatever
+ * order the directory is read in. */
+unsigned long mate_fe_shard_of(const char *name, unsigned long n);
+/* FNV-1a 64 of p[0..n), going on from h (MATE_FE_FNV1A64_BASIS to start). */
+#define MATE_FE_FNV1A64_BASIS 14695981039346656037ULL
+uint64_t mate_fe_fnv1a64(const void *p, size_t n, uint64_t h);
+/* Whether the dump named name is in s's share (always, when s->n is 0). */
+int mate_fe_shard_has(const struct mate_fe_shard *s, const char *name);
+
 /* Whether colour may be used on f: a terminal and NO_COLOR unset. */
 int mate_fe_use_color(FILE *f);
 /* Whether f is a terminal with a UTF-8 locale (for emoji and symbols). */

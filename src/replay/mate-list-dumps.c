@@ -27,6 +27,7 @@ struct options {
 	int quiet;
 	int unique;
 	const char *ring, *output, *into;
+	struct mate_fe_shard shard; /* --shard K/N: list that share only */
 };
 
 static void
@@ -55,6 +56,9 @@ usage(void)
 	    "                  when needed; calls written before are skipped), list\n"
 	    "                  nothing, and remove the ring once its process is gone: what\n"
 	    "                  libmate runs at a fatal signal or SIGUSR2\n"
+	    "      --shard K/N list share K (0 to N-1) of N: the dumps whose names hash\n"
+	    "                  to K (FNV-1a 64 mod N), in the same order; the N shares\n"
+	    "                  hold every dump once, on any machine\n"
 	    "  -q, --quiet     no summary line on stderr\n"
 	    "  -h, --help      show this help and exit\n"
 	    "  -V, --version   show the version and exit\n\n"
@@ -603,16 +607,24 @@ unique(const mate_dump_list *l, int jsonl, size_t *shapeless)
 }
 
 static void
-summary(const mate_dump_list *l, const char *where, size_t problems)
+summary(const mate_dump_list *l, const struct mate_fe_shard *shard, const char *where,
+    size_t problems)
 {
 	size_t n = mate_dump_list_count(l), by[4] = { 0, 0, 0, 0 };
 	static const int order[] = { MATE_DUMP_COMPLETED, MATE_DUMP_INPUTS_SAVED,
 	    MATE_DUMP_FAILED, MATE_DUMP_INCOMPLETE };
 	const char *sep = ": ";
 
-	for (size_t i = 0; i < n; i++)
-		by[mate_dump_list_get(l, i)->status & 3]++;
+	size_t all = n;
+
+	for (size_t i = 0; i < all; i++)
+		if (mate_fe_shard_has(shard, mate_dump_list_get(l, i)->name))
+			by[mate_dump_list_get(l, i)->status & 3]++;
+		else
+			n--;
 	fprintf(stderr, "%zu dump%s%s%s", n, mate_fe_s(n), where ? " in " : "", where ? mate_fe_safe(where) : "");
+	if (shard->n > 0)
+		fprintf(stderr, " (share %lu/%lu of %zu)", shard->k, shard->n, all);
 	for (int k = 0; k < 4; k++)
 		if (by[order[k]] > 0) {
 			fprintf(stderr, "%s%zu %s", sep, by[order[k]], mate_dump_status_name(order[k]));
@@ -636,6 +648,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "ring", required_argument, NULL, 'R' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "into", required_argument, NULL, 'I' },
+		{ "shard", required_argument, NULL, 'K' },
 		MATE_FE_LONGOPTS_END
 	};
 	int c;
@@ -651,6 +664,7 @@ parse_options(int argc, char **argv, struct options *o)
 		case 'R': o->ring = optarg; break;
 		case 'o': o->output = optarg; break;
 		case 'I': o->into = optarg; break;
+		case 'K': mate_fe_opt_shard("--shard", optarg, &o->shard); break;
 		}
 	}
 	if ((o->ring != NULL) != (o->output != NULL || o->into != NULL) ||
@@ -658,6 +672,8 @@ parse_options(int argc, char **argv, struct options *o)
 		mate_fe_usage_error("--ring FILE goes with one of -o DIR or --into ROOT");
 	if (o->ring != NULL && (o->nonfinite || o->unique || optind < argc))
 		mate_fe_usage_error("--ring lists what it writes: no ROOT, --nonfinite or --unique");
+	if (o->shard.n > 0 && (o->ring != NULL || o->nonfinite || o->unique))
+		mate_fe_usage_error("--shard splits the listing: not with --ring, --nonfinite or --unique");
 	if (o->nonfinite && (o->details || o->unique))
 		mate_fe_usage_error("--nonfinite cannot be combined with --details or --unique");
 }
@@ -671,7 +687,7 @@ main(int argc, char **argv)
 	struct scan_progress sp = { .what = NULL };
 	mate_dump_list *l;
 	mate_error err;
-	size_t problems = 0, n;
+	size_t problems = 0, n, shown = 0;
 	int status = MATE_EXIT_OK, nroots, nread = 0;
 
 	mate_fe_set_progname(argv[0]);
@@ -748,10 +764,13 @@ main(int argc, char **argv)
 	for (size_t i = 0; i < n; i++) {
 		const struct mate_dump_info *d = mate_dump_list_get(l, i);
 
+		if (!mate_fe_shard_has(&o.shard, d->name))
+			continue;
+		shown++;
 		if (o.jsonl)
 			print_json(d, o.details);
 		else if (o.details)
-			print_details(d, i == 0);
+			print_details(d, shown == 1);
 		else
 			print_line(d);
 		if (d->problem != NULL || d->status == MATE_DUMP_INCOMPLETE) {
@@ -761,7 +780,7 @@ main(int argc, char **argv)
 		}
 	}
 	if (!o.quiet && nread > 0)  /* not "0 dumps" after the error that says why */
-		summary(l, nroots == 1 ? (optind < argc ? argv[optind] : def) : NULL, problems);
+		summary(l, &o.shard, nroots == 1 ? (optind < argc ? argv[optind] : def) : NULL, problems);
 	mate_dump_list_free(l);
 	if (fflush(stdout) != 0 || ferror(stdout))
 		mate_fe_errx(MATE_EXIT_USAGE, "error writing output");
