@@ -23,8 +23,10 @@ libmate_impl_la_SOURCES += lib/replay/replay_shrink.c
 bin_PROGRAMS += src/replay/mate-replay src/mate/mate
 ## --first (lib/replay/replay_first.c: the scan, the tensor hashes and their cache, on
 ## libmate's public API; src/replay/mate-replay-first.c prints) is compiled into the tool.
+## --shard and --merge (src/replay/mate-replay-merge.c) go with it into every mate-replay.
 MATE_REPLAY_FIRST_SOURCES = src/replay/mate-replay-first.c src/replay/mate-replay-first.h \
-	lib/replay/replay_first.c lib/replay/replay_first.h
+	lib/replay/replay_first.c lib/replay/replay_first.h \
+	src/replay/mate-replay-merge.c src/replay/mate-replay-merge.h
 ## --export: one call as a standalone reproducer (public API only, built into the tool).
 EXPORT_SRC = src/replay/replay_export.c src/replay/replay_export.h
 src_replay_mate_replay_SOURCES = src/replay/mate-replay.c lib/core/util_match.c $(MATE_REPLAY_FIRST_SOURCES) \

@@ -14,6 +14,7 @@
 #include "fe.h"
 #include "fe_json.h"
 #include "mate-replay-first.h"
+#include "mate-replay-merge.h"
 #include "mate_record.h"
 #include "mate_replay.h"
 #include "replay_export.h"
@@ -41,6 +42,8 @@ struct options {
 	const char *export_dump;    /* --export DUMP: a standalone reproducer instead */
 	const char *output;         /* -o DIR: where --export writes it */
 	const char *shrink;         /* --shrink DUMP: cut it into -o DIR */
+	struct mate_fe_shard shard; /* --shard K/N: that share of the selected calls */
+	int merge;                  /* --merge: the paths are the shares' --jsonl files */
 };
 
 /* --bench: one timed call, for the table by shape. */
@@ -58,6 +61,7 @@ struct tally {
 	size_t by[MATE_REPLAY_UNCHECKED + 1];
 	size_t reported;
 	struct mate_fe_progress progress;
+	const size_t *index;        /* --shard: the calls' indices in the whole selection */
 };
 
 static void
@@ -67,6 +71,7 @@ usage(void)
 	    "       %s --memlog FILE.csv [--allocator NAME]... [--repeat N]\n"
 	    "       %s --export DUMP -o DIR [--rtol X] [--atol X]\n"
 	    "       %s --shrink DUMP -o DIR\n"
+	    "       %s --merge [--jsonl] FILE...\n"
 	    "Replay recorded calls: PATH is a dump root or a single dump directory.\n"
 	    "Calls run in time order; each one's outputs are compared with the recorded ones.\n\n"
 	    "      --dir PATH       a dump root or dump directory (as MATE's replay --dir)\n"
@@ -80,6 +85,11 @@ usage(void)
 	    "                       (completed, inputs_saved, failed; comma-separated)\n"
 	    "  -j, --jobs N         replay on N threads, 1 to 256 (results still print in order)\n"
 	    "      --jsonl          one JSON object per call on stdout, summary on stderr\n"
+	    "      --shard K/N      replay share K (0 to N-1) of N of the selected calls: those\n"
+	    "                       whose dump names hash to K; with --jsonl, a closing\n"
+	    "                       {\"shard\":...} line for --merge\n"
+	    "      --merge          FILE... are the --jsonl --shard K/N outputs of all N shares:\n"
+	    "                       print them as one replay of the root (text, or --jsonl)\n"
 	    "  -q, --quiet          no progress line (on a terminal, long replays show done/total)\n"
 	    "      --plugin LIB.so  load replay handlers from LIB.so (repeatable)\n"
 	    "      --first          stop at the first wrong call in call order and name the\n"
@@ -109,7 +119,8 @@ usage(void)
 	    "--export, --shrink: 0 DIR was written, 1 the call cannot be exported, or there is\n"
 	    "nothing to shrink (the call passes, cannot be sliced, or its failure does not\n"
 	    "survive slicing), 2 usage error, unreadable dump or a DIR that is not empty.\n",
-	    mate_fe_progname(), mate_fe_progname(), mate_fe_progname(), mate_fe_progname());
+	    mate_fe_progname(), mate_fe_progname(), mate_fe_progname(), mate_fe_progname(),
+	    mate_fe_progname());
 }
 
 static void
@@ -192,7 +203,7 @@ parse_options(int argc, char **argv, struct options *o)
 {
 	enum { O_DIR = 256, O_DEVICE, O_RTOL, O_ATOL, O_INCLUDE, O_EXCLUDE, O_JSONL, O_PLUGIN,
 		O_STATUS, O_MEMLOG, O_ALLOCATOR, O_REPEAT, O_MAX_MEMORY, O_LIST_OPS, O_BENCH, O_FIRST,
-		O_EXPORT, O_SHRINK };
+		O_EXPORT, O_SHRINK, O_SHARD, O_MERGE };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "device", required_argument, NULL, O_DEVICE },
@@ -216,6 +227,8 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "export", required_argument, NULL, O_EXPORT },
 		{ "shrink", required_argument, NULL, O_SHRINK },
 		{ "output", required_argument, NULL, 'o' },
+		{ "shard", required_argument, NULL, O_SHARD },
+		{ "merge", no_argument, NULL, O_MERGE },
 		MATE_FE_LONGOPTS_END
 	};
 	int c;
@@ -243,6 +256,8 @@ parse_options(int argc, char **argv, struct options *o)
 		case O_EXPORT: o->export_dump = optarg; break;
 		case 'o': o->output = optarg; break;
 		case O_SHRINK: o->shrink = optarg; break;
+		case O_SHARD: mate_fe_opt_shard("--shard", optarg, &o->shard); break;
+		case O_MERGE: o->merge = 1; break;
 		case O_BENCH:
 			o->bench = optarg ? mate_fe_opt_long("--bench", optarg, 1, 1000000) : 10;
 			break;
@@ -271,6 +286,16 @@ parse_options(int argc, char **argv, struct options *o)
 	if (o->shrink != NULL && (o->npaths > 0 || o->memlog != NULL || o->list_ops || o->bench > 0 ||
 	    o->first))
 		mate_fe_usage_error("--shrink takes one dump and -o DIR, nothing else to replay");
+	if ((o->shard.n > 0 || o->merge) && (o->memlog != NULL || o->list_ops || o->first ||
+	    o->export_dump != NULL || o->shrink != NULL))
+		mate_fe_usage_error("--shard and --merge replay dump roots (not with --memlog, --list-ops, "
+		    "--first, --export or --shrink)");
+	if (o->merge && (o->shard.n > 0 || o->include.n > 0 || o->exclude.n > 0 || o->statuses ||
+	    o->bench > 0 || o->nplugins > 0))
+		mate_fe_usage_error("--merge takes the shares' files: select, time and load plugins "
+		    "when replaying them");
+	if (o->merge && o->npaths == 0)
+		mate_fe_usage_error("--merge: no file given (the shares' --jsonl --shard K/N output)");
 	if (o->npaths == 0 && o->memlog == NULL && !o->list_ops && o->export_dump == NULL &&
 	    o->shrink == NULL)
 		mate_fe_usage_error("no dump directory given");
@@ -295,7 +320,7 @@ verdict_words(int v, int utf8)
 	}
 }
 
-static void
+void
 print_text(size_t i, const struct mate_dump_info *d, const struct mate_replay_result *r, int utf8)
 {
 	char b1[32], b2[32], b3[32];
@@ -396,6 +421,8 @@ report(size_t i, const struct mate_dump_info *d, const struct mate_replay_result
 		t->by[r->verdict]++;
 	if (t->same_tty)   /* the line goes where the progress line is: erased first */
 		mate_fe_progress_clear(&t->progress);
+	if (t->index != NULL)  /* --shard: the call's number in the whole replay */
+		i = t->index[i];
 	if (t->jsonl)
 		print_json(i, d, r);
 	else
@@ -620,6 +647,7 @@ replay_all(const struct options *o, mate_replay *r, const mate_dump_list *l)
 {
 	size_t n = mate_dump_list_count(l), nsel = 0;
 	const struct mate_dump_info **sel = malloc((n ? n : 1) * sizeof(*sel));
+	struct replay_share share = { NULL, 0, 0 };
 	struct tally t;
 	mate_error err;
 	int status = MATE_EXIT_OK;
@@ -632,6 +660,10 @@ replay_all(const struct options *o, mate_replay *r, const mate_dump_list *l)
 		if (selected(o, mate_dump_list_get(l, i)))
 			sel[nsel++] = mate_dump_list_get(l, i);
 	memset(&t, 0, sizeof(t));
+	if (o->shard.n > 0) {  /* after the selection, so that the shares split it */
+		nsel = replay_shard_cut(&o->shard, sel, nsel, &share);
+		t.index = share.index;
+	}
 	t.jsonl = o->jsonl;
 	t.utf8 = !o->jsonl && mate_fe_use_utf8(stdout) && mate_fe_use_color(stdout);
 	if (o->first) {
@@ -645,13 +677,16 @@ replay_all(const struct options *o, mate_replay *r, const mate_dump_list *l)
 		mate_fe_progress_end(&t.progress);
 		mate_fe_warnx("%s", err.message);
 		free(sel);
+		free(share.index);
 		return MATE_EXIT_USAGE;
 	}
 	mate_fe_progress_end(&t.progress);
+	if (o->shard.n > 0 && o->jsonl)  /* says which share this was, also when empty */
+		replay_shard_close(&o->shard, o->paths, o->npaths, n, &share, nsel);
 	print_bench_shapes(&t);
 	free(t.timed);
 	print_summary(&t, o->jsonl ? stderr : stdout);
-	if (nsel == 0) {
+	if (o->shard.n > 0 ? share.selected == 0 : nsel == 0) {
 		mate_fe_warnx("no dumps %s", n ? "selected (--include, --exclude, --status)" : "found");
 		status = MATE_EXIT_FAIL;
 	} else if (nsel - t.by[MATE_REPLAY_PASSED] - t.by[MATE_REPLAY_REPRODUCED] -
@@ -661,7 +696,47 @@ replay_all(const struct options *o, mate_replay *r, const mate_dump_list *l)
 		status = MATE_EXIT_FAIL;
 	}
 	free(sel);
+	free(share.index);
 	return status;
+}
+
+/* --merge: one call of the shares' files, printed as replay_all() prints it. */
+static void
+merged(size_t i, const struct mate_dump_info *d, const struct mate_replay_result *r,
+    const char *line, void *ctx)
+{
+	struct tally *t = ctx;
+
+	if (r->verdict >= 0 && r->verdict <= MATE_REPLAY_UNCHECKED)
+		t->by[r->verdict]++;
+	if (t->jsonl)
+		puts(line);  /* as the share printed it */
+	else
+		print_text(i, d, r, t->utf8);
+	t->reported++;
+}
+
+/* --merge FILE...: the shares' results as one replay's report; the exit
+ * status replay_all() would have given. */
+static int
+merge_all(const struct options *o)
+{
+	struct tally t;
+	size_t listed = 0;
+
+	memset(&t, 0, sizeof(t));
+	t.jsonl = o->jsonl;
+	t.utf8 = !o->jsonl && mate_fe_use_utf8(stdout) && mate_fe_use_color(stdout);
+	if (replay_merge(o->paths, o->npaths, merged, &t, &listed) != MATE_EXIT_OK)
+		return MATE_EXIT_USAGE;
+	print_summary(&t, o->jsonl ? stderr : stdout);
+	if (t.reported == 0) {
+		mate_fe_warnx("no dumps %s", listed ? "selected (--include, --exclude, --status)" :
+		    "found");
+		return MATE_EXIT_FAIL;
+	}
+	return t.reported - t.by[MATE_REPLAY_PASSED] - t.by[MATE_REPLAY_REPRODUCED] -
+	    t.by[MATE_REPLAY_UNCHECKED] > 0 ? MATE_EXIT_FAIL : MATE_EXIT_OK;
 }
 
 /* ---- --memlog: allocation replay of a memory log ------------------------------ */
@@ -806,6 +881,9 @@ main(int argc, char **argv)
 	parse_options(argc, argv, &o);
 	if (o.export_dump != NULL) {
 		status = export_dump(&o, argc, argv);
+		r = NULL;
+	} else if (o.merge) {
+		status = merge_all(&o);
 		r = NULL;
 	} else if (o.memlog != NULL) {
 		status = replay_memlog(o.memlog, o.allocators, o.nallocators, o.repeat);
