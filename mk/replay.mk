@@ -156,6 +156,8 @@ SCRIPT_TESTS += tests/interop/test_fi_model_step.py
 EXTRA_DIST += tests/interop/peers/fi_model_step.py
 ## mate-replay --bench: timed runs of each replayed call after its verdict.
 SCRIPT_TESTS += tests/cli/test_replay_bench.sh
+## --shard K/N and --merge: the shares of mate-list-dumps and mate-replay, merged (issue 38).
+SCRIPT_TESTS += tests/cli/test_replay_shard.sh
 ## test_name_filter.py: MATE_DUMP_INCLUDE/EXCLUDE and --include/--exclude
 ## select the same calls (lib/core/util_match.c).
 SCRIPT_TESTS += tests/cli/test_name_filter.py
