@@ -73,8 +73,9 @@ check [ $rc -eq 0 ] && [ "$(wc -l < empty.jsonl)" -eq 1 ] && grep -q '"dumps":0,
 
 # with GNU parallel, as the man page runs it
 if command -v parallel > /dev/null 2>&1; then
+	# its own folder, not ~/.parallel: the test writes nothing outside $tmp
 	rm -f part-*.jsonl
-	parallel --will-cite "$replay" --jsonl --shard {}/4 dumps '>' part-{}.jsonl '2>/dev/null' \
+	PARALLEL_HOME="$tmp/.parallel" parallel --will-cite "$replay" --jsonl --shard {}/4 dumps '>' part-{}.jsonl '2>/dev/null' \
 		::: 0 1 2 3
 	merge_check "GNU parallel" dumps
 	checks_ran
