@@ -30,7 +30,12 @@ host_describe(char *buf, size_t len)
 }
 
 static const mate_backend host_backend = {
-	"host", host_device_count, host_copy_to_host, host_describe, mate_kernels_cpu, NULL,
+	.name = "host",
+	.device_count = host_device_count,
+	.copy_to_host = host_copy_to_host,
+	.describe = host_describe,
+	.kernels = mate_kernels_cpu,
+	.stream_capturing = NULL,   /* no streams */
 };
 
 const mate_backend *

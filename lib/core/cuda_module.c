@@ -28,21 +28,21 @@
 #define MODULE_NAME "mate-cuda.so"
 
 static const struct mate_cuda_host host = {
-	mate_dtype_size,
-	mate_dtype_name,
-	mate_tensor_init,
-	mate_tensor_numel,
-	mate_tensor_is_contiguous,
-	mate_tensor_storage_extent,
-	mate_tensor_element,
-	mate_tensor_copy_contiguous,
-	mate_set_error,
-	mate_tensor_scatter,
-	mate_kernel_scalar,
-	mate_gemm_check,
-	mate_attn_params_init,
-	mate_attn_keep_mask,
-	mate_alibi_slope,
+	.dtype_size = mate_dtype_size,
+	.dtype_name = mate_dtype_name,
+	.tensor_init = mate_tensor_init,
+	.tensor_numel = mate_tensor_numel,
+	.tensor_is_contiguous = mate_tensor_is_contiguous,
+	.tensor_storage_extent = mate_tensor_storage_extent,
+	.tensor_element = mate_tensor_element,
+	.tensor_copy_contiguous = mate_tensor_copy_contiguous,
+	.set_error = mate_set_error,
+	.tensor_scatter = mate_tensor_scatter,
+	.kernel_scalar = mate_kernel_scalar,
+	.gemm_check = mate_gemm_check,
+	.attn_params_init = mate_attn_params_init,
+	.attn_keep_mask = mate_attn_keep_mask,
+	.alibi_slope = mate_alibi_slope,
 };
 
 static pthread_once_t module_once = PTHREAD_ONCE_INIT;

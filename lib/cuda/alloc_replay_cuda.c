@@ -87,8 +87,14 @@ cuda_destroy(void *st)
 }
 
 const struct mate_allocator mate_allocator_cuda = {
-	"cuda", cuda_available, cuda_create, cuda_alloc, cuda_release, cuda_finish,
-	cuda_peak, cuda_destroy,
+	.name = "cuda",
+	.available = cuda_available,
+	.create = cuda_create,
+	.alloc = cuda_alloc,
+	.release = cuda_release,
+	.finish = cuda_finish,
+	.peak_footprint = cuda_peak,
+	.destroy = cuda_destroy,
 };
 
 /* ---- cuda-async: the device's default memory pool, one stream per logged stream ---------------- */
@@ -173,6 +179,12 @@ async_destroy(void *st)
 }
 
 const struct mate_allocator mate_allocator_cuda_async = {
-	"cuda-async", cuda_available, async_create, async_alloc, async_release, cuda_finish,
-	async_peak, async_destroy,
+	.name = "cuda-async",
+	.available = cuda_available,
+	.create = async_create,
+	.alloc = async_alloc,
+	.release = async_release,
+	.finish = cuda_finish,
+	.peak_footprint = async_peak,
+	.destroy = async_destroy,
 };

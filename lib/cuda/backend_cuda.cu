@@ -54,8 +54,12 @@ cuda_stream_capturing(void *stream)
 }
 
 static const mate_backend cuda_backend = {
-	"cuda", cuda_device_count, cuda_copy_to_host, cuda_describe, mate_cu_kernels,
-	cuda_stream_capturing,
+	.name = "cuda",
+	.device_count = cuda_device_count,
+	.copy_to_host = cuda_copy_to_host,
+	.describe = cuda_describe,
+	.kernels = mate_cu_kernels,
+	.stream_capturing = cuda_stream_capturing,
 };
 
 extern "C" const mate_backend *

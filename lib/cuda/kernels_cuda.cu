@@ -573,24 +573,26 @@ cuda_softmax(const mate_tensor *in, double temperature, const mate_tensor *temp_
 
 /* ---- the table ------------------------------------------------------------------- */
 
+/* By name, in the struct's order (C++ designated initializers: another
+ * order, or a name that is not a member, does not compile). */
 static const mate_kernels cuda_kernels = {
-	"cuda",
-	cuda_rmsnorm,
-	cuda_fused_add_rmsnorm,
-	cuda_gemma_rmsnorm,
-	cuda_gemma_fused_add_rmsnorm,
-	cuda_silu_and_mul,
-	cuda_gelu_and_mul,
-	cuda_gelu_tanh_and_mul,
-	cuda_softmax,
-	mate_cuda_mm,
-	mate_cuda_bmm,
-	mate_cuda_bmm_fp8,
-	mate_cuda_mm_fp8,
-	mate_cuda_single_decode,
-	mate_cuda_single_prefill,
-	mate_cuda_gemm,
-	mate_cuda_batch_attention,
+	.name = "cuda",
+	.rmsnorm = cuda_rmsnorm,
+	.fused_add_rmsnorm = cuda_fused_add_rmsnorm,
+	.gemma_rmsnorm = cuda_gemma_rmsnorm,
+	.gemma_fused_add_rmsnorm = cuda_gemma_fused_add_rmsnorm,
+	.silu_and_mul = cuda_silu_and_mul,
+	.gelu_and_mul = cuda_gelu_and_mul,
+	.gelu_tanh_and_mul = cuda_gelu_tanh_and_mul,
+	.softmax = cuda_softmax,
+	.mm = mate_cuda_mm,
+	.bmm = mate_cuda_bmm,
+	.bmm_fp8 = mate_cuda_bmm_fp8,
+	.mm_fp8 = mate_cuda_mm_fp8,
+	.single_decode = mate_cuda_single_decode,
+	.single_prefill = mate_cuda_single_prefill,
+	.gemm = mate_cuda_gemm,
+	.batch_attention = mate_cuda_batch_attention,
 };
 
 extern "C" const mate_kernels *

@@ -201,24 +201,26 @@ mate_attn_keep_mask(const mate_attn_params *p, int64_t Lq, int64_t Lk, uint8_t *
 	return MATE_OK;
 }
 
+/* By name: a swapped or missing entry is a compile error (.cu, C++20 order)
+ * or a failure of test_kernels (every entry set). */
 static const mate_kernels cpu_kernels = {
-	"cpu",
-	mate_cpu_rmsnorm,
-	mate_cpu_fused_add_rmsnorm,
-	mate_cpu_gemma_rmsnorm,
-	mate_cpu_gemma_fused_add_rmsnorm,
-	mate_cpu_silu_and_mul,
-	mate_cpu_gelu_and_mul,
-	mate_cpu_gelu_tanh_and_mul,
-	mate_cpu_softmax,
-	mate_cpu_mm,
-	mate_cpu_bmm,
-	mate_cpu_bmm_fp8,
-	mate_cpu_mm_fp8,
-	mate_cpu_single_decode,
-	mate_cpu_single_prefill,
-	mate_cpu_gemm,
-	mate_cpu_batch_attention,
+	.name = "cpu",
+	.rmsnorm = mate_cpu_rmsnorm,
+	.fused_add_rmsnorm = mate_cpu_fused_add_rmsnorm,
+	.gemma_rmsnorm = mate_cpu_gemma_rmsnorm,
+	.gemma_fused_add_rmsnorm = mate_cpu_gemma_fused_add_rmsnorm,
+	.silu_and_mul = mate_cpu_silu_and_mul,
+	.gelu_and_mul = mate_cpu_gelu_and_mul,
+	.gelu_tanh_and_mul = mate_cpu_gelu_tanh_and_mul,
+	.softmax = mate_cpu_softmax,
+	.mm = mate_cpu_mm,
+	.bmm = mate_cpu_bmm,
+	.bmm_fp8 = mate_cpu_bmm_fp8,
+	.mm_fp8 = mate_cpu_mm_fp8,
+	.single_decode = mate_cpu_single_decode,
+	.single_prefill = mate_cpu_single_prefill,
+	.gemm = mate_cpu_gemm,
+	.batch_attention = mate_cpu_batch_attention,
 };
 
 const mate_kernels *

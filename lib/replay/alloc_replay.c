@@ -266,8 +266,14 @@ malloc_release(void *st, void *p, uint64_t size, size_t stream)
 }
 
 static const struct mate_allocator allocator_malloc = {
-	"malloc", host_available, host_create, malloc_alloc, malloc_release, host_finish,
-	host_peak, host_destroy,
+	.name = "malloc",
+	.available = host_available,
+	.create = host_create,
+	.alloc = malloc_alloc,
+	.release = malloc_release,
+	.finish = host_finish,
+	.peak_footprint = host_peak,
+	.destroy = host_destroy,
 };
 
 /* ---- pool: size classes over malloc, blocks cached and reused, never returned ------------------ */
@@ -326,8 +332,14 @@ pool_release(void *st, void *ptr, uint64_t size, size_t stream)
 }
 
 static const struct mate_allocator allocator_pool = {
-	"pool", host_available, host_create, pool_alloc, pool_release, host_finish,
-	host_peak, host_destroy,
+	.name = "pool",
+	.available = host_available,
+	.create = host_create,
+	.alloc = pool_alloc,
+	.release = pool_release,
+	.finish = host_finish,
+	.peak_footprint = host_peak,
+	.destroy = host_destroy,
 };
 
 /* ---- the registry ---------------------------------------------------------------------------------- */

@@ -7,7 +7,9 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define NEAR(a, b, tol) do { \
 	double a__ = (a), b__ = (b); \
@@ -48,6 +50,28 @@ t3(mate_dtype dt, void *data, int64_t a, int64_t b, int64_t c)
 {
 	int64_t s[3] = { a, b, c };
 	return tens(dt, data, 3, s, NULL);
+}
+
+/* The table is filled by name: every entry is set (a missing one is NULL),
+ * and the host backend hands out this one. Every member after the name is
+ * a function pointer, so the check needs no list of them. */
+DEFINE_TEST(table_complete)
+{
+	const mate_kernels *k = mate_kernels_cpu();
+	size_t n = (sizeof(*k) - offsetof(mate_kernels, rmsnorm)) / sizeof(void (*)(void));
+	void (*fn[64])(void);
+
+	CHECK(k != NULL);
+	CHECK_STR(k->name, "cpu");
+	CHECK(n >= 16 && n <= 64);
+	memcpy(fn, (const char *)k + offsetof(mate_kernels, rmsnorm), n * sizeof(fn[0]));
+	for (size_t i = 0; i < n; i++)
+		if (fn[i] == NULL) {
+			fprintf(stderr, "cpu kernel table: entry %zu (after rmsnorm) is not set\n", i);
+			CHECK(fn[i] != NULL);
+		}
+	CHECK(mate_backend_host()->kernels() == k);
+	CHECK_STR(mate_backend_host()->name, "host");
 }
 
 DEFINE_TEST(rmsnorm)
