@@ -255,7 +255,8 @@ FI_IN_PLACE = ("fused_add_rmsnorm", "gemma_fused_add_rmsnorm", "append_paged_kv_
 
 def fi_verdict(function):
     """The verdict a good dump of function recorded by FlashInfer's decorator replays as."""
-    return "unchecked" if function in FI_IN_PLACE or function.endswith("_inplace") else "passed"
+    return "unchecked" if function in FI_IN_PLACE or function.endswith("_inplace") or \
+        function.endswith("_in_place") else "passed"
 
 
 def find_dump(dirs, suffix):

@@ -1156,6 +1156,8 @@ static const struct {
 	{ "merge_state", "arg_0=float32[8,4,64] arg_1=float32[8,4] arg_2=float32[8,4,64] "
 	    "arg_3=float32[8,4]" },
 	{ "merge_states", "arg_0=float32[8,3,4,64] arg_1=float32[8,3,4]" },
+	{ "merge_state_in_place", "arg_0=float32[8,4,64] arg_1=float32[8,4] arg_2=float32[8,4,64] "
+	    "arg_3=float32[8,4]" },
 	{ "append_paged_kv_cache", "arg_0=float32[6,2,64] arg_1=float32[6,2,64] arg_2=int32[6] "
 	    "arg_3=int32[6] arg_4=float32[8,2,4,2,64] " APPEND_TABLES " kwarg_kv_layout=\"NHD\"" },
 	{ "append_paged_mla_kv_cache", "arg_0=float32[6,64] arg_1=float32[6,16] arg_2=int32[6] "

@@ -211,6 +211,8 @@ mate_op_flops(const char *fn, const char *sig, const mate_value *args)
 	}
 	if (strcmp(fn, "merge_state") == 0 && (t = tensor(args, sig, "v_a")) != NULL)
 		return 6.0 * numel(t);
+	if (strcmp(fn, "merge_state_in_place") == 0 && (t = tensor(args, sig, "v")) != NULL)
+		return 6.0 * numel(t);
 	if (strcmp(fn, "merge_states") == 0 && (t = tensor(args, sig, "v")) != NULL)
 		return 3.0 * numel(t);
 	return -1;

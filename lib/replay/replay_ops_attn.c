@@ -784,6 +784,76 @@ op_merge(mate_replay_call *c, void *many)
 	return mate_replay_kernel_done_pair(c, rc, &err, outv, lsev);
 }
 
+/* merge_state_in_place(v, s, v_other, s_other, mask=None) -> None: (v, s)
+ * becomes the merge of itself and (v_other, s_other), row i only where
+ * mask[i] is true (all rows without a mask); s is written when it is
+ * float32 (FlashInfer merges into s.to(float32), a copy otherwise). */
+static int
+op_merge_in_place(mate_replay_call *c, void *unused)
+{
+	const mate_tensor *v, *s, *vo, *so, *mask;
+	mate_tensor vs[2], ss[2];
+	mate_value *outv = NULL, *lsev = NULL;
+	const mate_tensor *ov, *os;
+	mate_error err;
+	size_t ve, se;
+	int64_t n, H, D;
+	int rc;
+
+	(void)unused;
+	if ((rc = mate_replay_arg_tensor(c, 0, "v", 0, &v)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, "s", 0, &s)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 2, "v_other", 0, &vo)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 3, "s_other", 0, &so)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 4, "mask", 1, &mask)) != MATE_OK)
+		return rc;
+	if (v->ndim != 3 || s->ndim != 2 || vo->ndim != 3 || so->ndim != 2)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: v and v_other must be (seq_len, "
+		    "num_heads, head_dim), s and s_other (seq_len, num_heads)", fname(c));
+	n = v->shape[0], H = v->shape[1], D = v->shape[2];
+	if (vo->shape[0] != n || vo->shape[1] != H || vo->shape[2] != D || s->shape[0] != n ||
+	    s->shape[1] != H || so->shape[0] != n || so->shape[1] != H)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: the states' shapes differ", fname(c));
+	if (mask != NULL && (mask->ndim != 1 || mask->shape[0] != n))
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: mask must be (seq_len) = (%lld)",
+		    fname(c), (long long)n);
+	vs[0] = *v, vs[1] = *vo, ss[0] = *s, ss[1] = *so;
+	if ((rc = output(c, -1, NULL, v->dtype, 3, v->shape, &outv)) != MATE_OK ||
+	    (rc = output(c, -1, NULL, MATE_F32, 2, s->shape, &lsev)) != MATE_OK) {
+		mate_value_free(outv);
+		return rc;
+	}
+	{
+		double mv = mate_replay_max_abs(v), ms = mate_replay_max_abs(s);
+		double b = mate_replay_max_abs(vo), sbm = mate_replay_max_abs(so);
+
+		mv = b > mv ? b : mv;
+		ms = sbm > ms ? sbm : ms;
+		mate_replay_set_reduction_sum(c, 2, (mv > 1.5 ? mv : 1.5) * (1 + 2 * ms), 0,
+		    v->dtype == MATE_F64 ? MATE_F64 : MATE_F32);
+	}
+	ov = tensor_of(outv), os = tensor_of(lsev);
+	rc = mate_merge_states(vs, ss, 2, ov, os, &err);
+	ve = mate_dtype_size(v->dtype), se = mate_dtype_size(s->dtype);
+	for (int64_t i = 0; rc == MATE_OK && i < n; i++) {
+		if (mask != NULL && mate_load_f64(mask->dtype, (const char *)mask->data + (mask->offset +
+		    i * mask->stride[0]) * (int64_t)mate_dtype_size(mask->dtype)) == 0)
+			continue;   /* not merged: the row stays as it was */
+		for (int64_t h = 0; h < H; h++) {
+			for (int64_t d = 0; d < D; d++)
+				memcpy((char *)v->data + (v->offset + i * v->stride[0] + h * v->stride[1] +
+				    d * v->stride[2]) * (int64_t)ve, mate_tensor_element(ov, (i * H + h) * D + d),
+				    ve);
+			if (s->dtype == MATE_F32)
+				memcpy((char *)s->data + (s->offset + i * s->stride[0] + h * s->stride[1]) *
+				    (int64_t)se, mate_tensor_element(os, i * H + h), se);
+		}
+	}
+	mate_value_free(outv);
+	mate_value_free(lsev);
+	return mate_replay_kernel_done(c, rc, &err, NULL);
+}
+
 /* ---- the KV cache ------------------------------------------------------------------ */
 
 /* Stores v in element i of an integer tensor. */
@@ -941,6 +1011,8 @@ mate_replay_register_attn(mate_replay *r, mate_error *err)
 		{ "merge_state", "(v_a, s_a, v_b, s_b)", op_merge, 0,
 		    "token:v_a.0 s_a.0 v_b.0 s_b.0 result.0" },
 		{ "merge_states", "(v, s)", op_merge, 1, "token:v.0 s.0 result.0" },
+		{ "merge_state_in_place", "(v, s, v_other, s_other, mask=None)", op_merge_in_place, 0,
+		    "token:v.0 s.0 v_other.0 s_other.0 mask.0" },
 		{ "get_batch_indices_positions", "(append_indptr, seq_lens, nnz, batch_indices=None, "
 		    "positions=None)", op_batch_indices, 0, NULL },
 		{ "append_paged_kv_cache", SIG_APPEND, op_append, 0, NULL },

@@ -142,6 +142,7 @@ static const struct {
 	{ "BatchMLAPagedAttentionWrapper.run", "float32, float16, bfloat16", "cpu" },
 	{ "merge_state", "float32, float16, bfloat16; float32 LSE", "cpu" },
 	{ "merge_states", "float32, float16, bfloat16; float32 LSE", "cpu" },
+	{ "merge_state_in_place", "float32, float16, bfloat16; float32 LSE; bool mask", "cpu" },
 	{ "append_paged_kv_cache", "float32, float16, bfloat16; NHD, HND", "cpu" },
 	{ "append_paged_mla_kv_cache", "float32, float16, bfloat16", "cpu" },
 	{ "get_batch_indices_positions", "int32", "cpu" },

@@ -110,6 +110,12 @@ def record():
                       torch.randn(5, 4, 64, generator=gen).to(f16), 4 * torch.randn(5, 4, generator=gen))
     fi["merge_states"](torch.randn(3, 4, 2, 128, generator=gen), 4 * torch.randn(3, 4, 2, generator=gen))
     fi["merge_states"](torch.randn(2, 3, 4, 64, generator=gen).to(bf16), torch.randn(2, 3, 4, generator=gen))
+    # in place: all rows (f16), and the rows of a mask (bf16, rows 1 and 3 left as they were)
+    fi["merge_state_in_place"](torch.randn(5, 4, 64, generator=gen).to(f16), 4 * torch.randn(5, 4, generator=gen),
+                               torch.randn(5, 4, 64, generator=gen).to(f16), 4 * torch.randn(5, 4, generator=gen))
+    fi["merge_state_in_place"](torch.randn(4, 2, 128, generator=gen).to(bf16), torch.randn(4, 2, generator=gen),
+                               torch.randn(4, 2, 128, generator=gen).to(bf16), torch.randn(4, 2, generator=gen),
+                               torch.tensor([True, False, True, False]))
 
     # the KV cache: batch indices, appends (NHD one tensor, HND tuple, MLA)
     fi["get_batch_indices_positions"](torch.tensor([0, 1, 3, 6, 10], dtype=torch.int32),
@@ -199,14 +205,19 @@ def add_inplace(d, ext):
     decorator records only the return value, None): the reference re-run on the
     recorded inputs. A (k_cache, v_cache) tuple cannot be a file's entry and is left
     out. @return whether the dump now has one."""
-    from flashinfer_attn_ref import append_paged_kv_cache, append_paged_mla_kv_cache
+    from flashinfer_attn_ref import append_paged_kv_cache, append_paged_mla_kv_cache, \
+        merge_state_in_place
     mpath = os.path.join(d, "metadata.jsonl")
     with open(mpath) as f:
         recs = [json.loads(l) for l in f]
     meta = recs[-1]
     ins = load(os.path.join(d, "inputs." + ext))
     args = [ins["arg_%d" % i] for i in range(4)]
-    if "mla" in meta["function_name"]:
+    if meta["function_name"] == "merge_state_in_place":
+        v, s = ins["arg_0"].clone(), ins["arg_1"].clone()
+        merge_state_in_place(v, s, ins["arg_2"], ins["arg_3"], ins.get("arg_4"))
+        post = {"arg_0": v, "arg_1": s}
+    elif "mla" in meta["function_name"]:
         ckv, kpe = ins["arg_4"].clone(), ins["arg_5"].clone()
         append_paged_mla_kv_cache(*args, ckv, kpe, ins["arg_6"], ins["arg_7"], ins["arg_8"])
         post = {"arg_4": ckv, "arg_5": kpe}
@@ -227,9 +238,12 @@ def add_inplace(d, ext):
 
 for fmt, st in (("pt", "0"), ("safetensors", "1")):
     ext = "safetensors" if st == "1" else "pt"
-    root, dirs = flashinfer_record(__file__, TMP, 73, fmt)
+    root, dirs = flashinfer_record(__file__, TMP, 75, fmt)
     appends = [d for d in dirs if "append_paged" in d and add_inplace(os.path.join(root, d), ext)]
     check(len(appends) == 5, "%s: %d appends with their cache in one tensor" % (fmt, len(appends)))
+    # merge_state_in_place: the reference's (v, s) after the call, as its in-place file
+    merges = [d for d in dirs if "merge_state_in_place" in d and add_inplace(os.path.join(root, d), ext)]
+    check(len(merges) == 2, "%s: %d in-place merges" % (fmt, len(merges)))
 
     verdicts = replay_jsonl(root)
     check(sorted(verdicts) == dirs, "%s: mate-replay replayed %d of %d dumps" % (fmt, len(verdicts), len(dirs)))
@@ -243,15 +257,15 @@ for fmt, st in (("pt", "0"), ("safetensors", "1")):
                       fmt, d, v["function"], v["verdict"], why[0], v["message"]))
             continue
         # an append whose (k, v) cache could not be given an in-place file: unchecked
-        want = "passed" if d in appends else fi_verdict(v["function"])
+        want = "passed" if d in appends or d in merges else fi_verdict(v["function"])
         check(v["verdict"] == want, "%s: %s: %s replays as %s: %s" % (fmt, d, v["function"],
                                                                      v["verdict"], v["message"]))
     for cls in ("BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper",
                 "BatchPrefillWithRaggedKVCacheWrapper", "BatchMLAPagedAttentionWrapper"):
         for m in ("__init__", "plan", "run"):
             check(cls + "." + m in funcs, "%s: no %s.%s was replayed" % (fmt, cls, m))
-    for fn in ("merge_state", "merge_states", "append_paged_kv_cache", "append_paged_mla_kv_cache",
-               "get_batch_indices_positions"):
+    for fn in ("merge_state", "merge_states", "merge_state_in_place", "append_paged_kv_cache",
+               "append_paged_mla_kv_cache", "get_batch_indices_positions"):
         check(fn in funcs, "%s: no %s was replayed" % (fmt, fn))
 
     for d in appends:
@@ -282,7 +296,8 @@ for fmt, st in (("pt", "0"), ("safetensors", "1")):
     targets = {}
     for d in dirs:
         f = verdicts[d]["function"]
-        if (f.endswith(".run") or f.startswith("merge_state") or f == "get_batch_indices_positions") \
+        if (f.endswith(".run") or f in ("merge_state", "merge_states") or
+                f == "get_batch_indices_positions") \
                 and verdicts[d]["verdict"] == "passed":
             targets.setdefault(f, []).append(d)
     expect = {}

@@ -343,6 +343,18 @@ def merge_states(v: torch.Tensor, s: torch.Tensor) -> Tuple[torch.Tensor, torch.
     return V.to(v.dtype), (m.squeeze(1) + torch.log2(tot)).float()
 
 
+def merge_state_in_place(v: torch.Tensor, s: torch.Tensor, v_other: torch.Tensor,
+                         s_other: torch.Tensor, mask: Optional[torch.Tensor] = None) -> None:
+    """FlashInfer's cascade.merge_state_in_place: (v, s) becomes its merge with (v_other,
+    s_other), only the rows where mask is true; s is merged into s.to(float32) (a copy
+    unless it is float32)."""
+    V, S = merge_state(v, s.float(), v_other, s_other.float())
+    rows = torch.ones(v.shape[0], dtype=torch.bool) if mask is None else mask.bool()
+    v[rows] = V[rows]
+    if s.dtype == torch.float32:
+        s[rows] = S[rows]
+
+
 def append_paged_kv_cache(append_key: torch.Tensor, append_value: torch.Tensor,
                           batch_indices: torch.Tensor, positions: torch.Tensor,
                           paged_kv_cache: Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]],
@@ -428,7 +440,8 @@ def single_prefill_with_kv_cache(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
 
 CLASSES = ["BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper",
            "BatchPrefillWithRaggedKVCacheWrapper", "BatchMLAPagedAttentionWrapper"]
-FUNCTIONS = ["merge_state", "merge_states", "append_paged_kv_cache", "append_paged_mla_kv_cache",
+FUNCTIONS = ["merge_state", "merge_states", "merge_state_in_place", "append_paged_kv_cache",
+             "append_paged_mla_kv_cache",
              "get_batch_indices_positions", "single_decode_with_kv_cache", "single_prefill_with_kv_cache"]
 
 
