@@ -11,7 +11,7 @@ step() { printf '\n==== %s ====\n' "$*"; }
 
 # The tests that need libmate-preload.so (or libmate.so itself, through ctypes): a static
 # build has neither, so they run in the shared sanitizer step below, not in the static one.
-preload_tests="tests/cli/test_record_cblas.sh tests/cli/test_record_exit.sh
+preload_tests="tests/cli/test_record_cblas.sh tests/cli/test_recorder_log_extra.sh tests/cli/test_record_exit.sh
 	tests/cli/test_record_fakecuda.py tests/cli/test_record_gpu.sh tests/cli/test_record_man.sh
 	tests/cli/test_record_memevents.py tests/cli/test_record_numpy.py tests/cli/test_record_profile.py
 	tests/cli/test_record_callprofile.py tests/cli/test_record_benchlog.py tests/cli/test_name_filter.py

@@ -25,7 +25,19 @@ check [ -z "$bad" ] || fail "output blocks not matching their calls: $bad"
 check [ "$(awk '$3 == "in" { print $2 }' "$tmp/tags" | sort -u | wc -l)" -eq 4 ] ||
 	fail "the demo's four threads: $(awk '{ print $2 }' "$tmp/tags" | sort -u | tr '\n' ' ')"
 
-# an in-place C: its statistics after the call are those of what the call wrote
+# a bad value: named, and the default kept
+MATE_LOGLEVEL=3 MATE_LOG_EXTRA=yes MATE_LOGDEST=$tmp/bad.log MATE_DEMO_ROUNDS=1 \
+    "$b/examples/mate-demo" >/dev/null 2>"$tmp/err"
+check grep -q "^mate: bad MATE_LOG_EXTRA value 'yes'" "$tmp/err" || fail "a bad value is named: $(cat "$tmp/err")"
+check grep -q '(call ' "$tmp/bad.log" && fail "a bad value turned the additions on"
+
+# an in-place C: its statistics after the call are those of what the call wrote (through
+# mate-record: a static-only build has no libmate-preload.so, and CI runs this test in its
+# shared sanitizer step)
+if [ ! -e "$b/.libs/libmate-preload.so" ]; then
+	echo "note: no libmate-preload.so (a static-only build): the sgemm part is not run"
+	checks_done
+fi
 MATE_LOGLEVEL=5 MATE_LOG_EXTRA=1 MATE_LOGDEST=$tmp/nan.log \
     "$b/bin/mate-record" -l 5 -o "$tmp/nan.log" -- "$b/tests/record-blas-prog" nan >/dev/null 2>&1
 check [ $? -eq 0 ] || fail "the nan program recorded"
@@ -39,9 +51,4 @@ check echo "$after" | grep -q '^  arg\[12\]:$' && echo "$after" | grep -q '^    
 "$b/bin/mate-record" -l 5 -o "$tmp/plain.log" -- "$b/tests/record-blas-prog" nan >/dev/null 2>&1
 check grep -q '^Output value:$' "$tmp/plain.log" || fail "the peers' output line: $(grep Output "$tmp/plain.log")"
 check grep -q '(call \|In-place arguments' "$tmp/plain.log" && fail "mate's additions without MATE_LOG_EXTRA"
-# a bad value: named, and the default kept
-MATE_LOGLEVEL=3 MATE_LOG_EXTRA=yes MATE_LOGDEST=$tmp/bad.log MATE_DEMO_ROUNDS=1 \
-    "$b/examples/mate-demo" >/dev/null 2>"$tmp/err"
-check grep -q "^mate: bad MATE_LOG_EXTRA value 'yes'" "$tmp/err" || fail "a bad value is named: $(cat "$tmp/err")"
-check grep -q '(call ' "$tmp/bad.log" && fail "a bad value turned the additions on"
 checks_done
