@@ -77,7 +77,7 @@ sed -n 's/^mate-visualize: lane [0-9]*: .*, busy \([0-9.]*\)%, [0-9]* spans: \(.
 	sed 's/^client /thread_/' >"$tmp/lanes"
 awk '$3 ~ /^(thread_|worker_)/ { print $3, $4 }' "$tmp/tables" | tr -d % >"$tmp/rows"
 echo "timeline $from..$to s: $(tr '\n' ' ' <"$tmp/lanes")"
-echo "mate-top's table: $(tr '\n' ' ' <"$tmp/rows")"
+echo "mate-top's table: $(tr '\n' ' ' <"$tmp/rows") ($(grep -o '[0-9]* dropped' "$tmp/tables"))"
 check [ "$(grep -c '^thread_' "$tmp/lanes")" -eq 4 ] || fail "the timeline's four client lanes: $(cat "$tmp/vis")"
 while read -r lane want; do
 	got=$(awk -v l="$lane" '$1 == l { print $2 }' "$tmp/rows")

@@ -181,6 +181,29 @@ DEFINE_TEST(thread_call_whose_end_was_dropped)
 	mate_activity_free(a);
 }
 
+/* A thread's outermost call whose RECV was lost: its SEND counts it from the
+ * end of the thread's previous call (a thread does one at a time). */
+DEFINE_TEST(thread_call_whose_start_was_lost)
+{
+	mate_activity *a = mate_activity_new(1e-3);
+	mate_worker_row r;
+
+	CHECK(a != NULL);
+	mate_activity_tick(a, 0.0);
+	add_pid(a, 10, 0.1, "RECV", "77", "call=1 op=mm depth=0 thread=loader");
+	add_pid(a, 10, 0.2, "SEND", "77", "call=1 op=mm depth=0 success=True");
+	/* call 3's RECV is lost */
+	add_pid(a, 10, 0.6, "SEND", "77", "call=3 op=norm depth=0 success=True");
+	/* a SEND of a thread never seen: no row made for it */
+	add_pid(a, 10, 0.7, "SEND", "88", "call=5 op=norm depth=0 success=True");
+	mate_activity_tick(a, 1.0);
+	CHECK(row_named(a, "thread loader (77)", &r));
+	CHECK(NEAR(r.busy, 0.1 + 0.4));
+	CHECK_EQ_INT(r.ops, 2);
+	CHECK_EQ_INT(mate_activity_rows(a), 1);
+	mate_activity_free(a);
+}
+
 /* A publisher that lags: a tick counts open work up to now, and its end,
  * coming after the tick with an earlier time, takes the excess back (each
  * interval had kept it: CI saw a worker at 45% that the timeline drew 13%).
