@@ -261,8 +261,9 @@ def sigterm():
     check(rc == -signal.SIGTERM, "the demo still dies of SIGTERM: %d" % rc)
     body = script(os.path.join(work, "bench.sh"), "SIGTERM")
     prof = os.path.join(work, "prof.jsonl")
-    check(os.path.exists(prof) and sorted(body) == profile_lines(prof),
-          "SIGTERM: the lines are the profile's entries: %s" % body)
+    want = profile_lines(prof) if os.path.exists(prof) else None
+    check(want is not None and sorted(body) == want,
+          "SIGTERM: the lines are the profile's entries: %s; the profile's: %s" % (body, want))
 
 
 def unopenable():
