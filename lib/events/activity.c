@@ -15,6 +15,7 @@
 #define MAX_DEVICES 4
 #define STALE_S 30.0          /* open spans older than this are forgotten */
 #define LINGER_S 10.0         /* an exited process's rows stay this long (default) */
+#define LAG_SLACK_S 0.1       /* a process whose events come later than this lags */
 
 struct op_acc {
 	char name[MATE_EV_COMMAND_MAX];
@@ -46,6 +47,10 @@ struct proc {
 	uint64_t events, dropped;
 	int ended;
 	double ended_at;  /* the time of its DISCONNECT */
+	double iv_start;  /* its current interval starts here */
+	double seen;      /* its latest event's time */
+	double late;      /* how much later than its time its latest event came */
+	int arrived;      /* events came in the current interval */
 	int ndev;
 	char dev[MAX_DEVICES][24];
 	int64_t cur[MAX_DEVICES], peak[MAX_DEVICES];
@@ -58,7 +63,8 @@ struct open {
 	long pid;
 	uint64_t key;     /* (id << 1) | is_call; 0: free slot */
 	double t0;
-	double upto;      /* its busy time is counted up to here (t0, then each tick) */
+	double from;      /* its busy time is counted from here (t0, or its interval's start) */
+	double upto;      /* and up to here (from, then each tick) */
 	int proc;         /* its process's index */
 	int row;          /* the row it is counted on; -1: none (a nested call) */
 	int op;           /* index in the row's ops */
@@ -67,6 +73,7 @@ struct open {
 
 struct mate_activity {
 	double tau, last_tick, linger;
+	double now;       /* mate_activity_set_now()'s; < 0: not told */
 	int ticked;
 	struct row *rows;
 	int nrows;
@@ -84,6 +91,7 @@ mate_activity_new(double tau)
 		return NULL;
 	a->tau = tau > 0 ? tau : 1.0;
 	a->linger = LINGER_S;
+	a->now = -1;
 	a->rows = calloc(MAX_ROWS, sizeof(*a->rows));
 	a->open = calloc(OPEN_CAP, sizeof(*a->open));
 	if (a->rows == NULL || a->open == NULL) {
@@ -125,6 +133,7 @@ proc_get(mate_activity *a, long pid, const char *program)
 	p = &a->procs[a->nprocs];
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
+	p->iv_start = a->last_tick;   /* first seen after a tick: its interval starts there */
 	copy(p->program, sizeof(p->program), program);
 	return a->nprocs++;
 }
@@ -219,21 +228,24 @@ detail_u64(const char *details, const char *key)
 
 /* A span ended at t1: the busy time not counted yet (from o->upto); a tick
  * that counted it past t1 (its end came late: the publisher lagged, CI saw a
- * worker at 45% for 13%) gives the excess back. */
+ * worker at 45% for 13%) gives the excess back, and no more than was
+ * counted (a span that ended before its interval began counts nothing). */
 static void
 work_done(struct row *r, int op, const struct open *o, double t1)
 {
-	r->ops[op].acc += t1 - o->upto;
+	r->ops[op].acc += (t1 > o->from ? t1 : o->from) - o->upto;
 	r->ops_total++;
 	r->ops_iv++;
 }
 
-/* A span opened at t (counted from t; before the first tick, from it). */
+/* A span opened at t, counted from t (or from its process's interval's
+ * start: a time closed already is not counted again). */
 static void
-open_start(struct open *o, int proc, double t)
+open_start(mate_activity *a, struct open *o, int proc, double t)
 {
 	o->t0 = t;
-	o->upto = t;
+	o->from = a->ticked && t < a->procs[proc].iv_start ? a->procs[proc].iv_start : t;
+	o->upto = o->from;
 	o->proc = proc;
 }
 
@@ -273,7 +285,7 @@ on_work(mate_activity *a, int proc, const mate_live_event *le, int send)
 		}
 		if ((o = open_find(a, pid, id << 1, 1)) == NULL)
 			return;
-		open_start(o, proc, ev->time);
+		open_start(a, o, proc, ev->time);
 		o->row = ri;
 		o->op = op_get(r, opname);
 		copy(o->op_name, sizeof(o->op_name), opname);
@@ -337,7 +349,7 @@ on_call(mate_activity *a, int proc, const mate_live_event *le, int recv)
 		struct open *prev;
 		if ((o = open_find(a, pid, call << 1 | 1, 1)) == NULL)
 			return;
-		open_start(o, proc, ev->time);
+		open_start(a, o, proc, ev->time);
 		o->row = -1;
 		if (detail_u64(ev->details, "depth") != 0 || (ri = row_get(a, proc, name)) < 0)
 			return;
@@ -371,7 +383,8 @@ on_call(mate_activity *a, int proc, const mate_live_event *le, int recv)
 		    (ri = thread_row(a, proc, ev->source)) >= 0 && a->rows[ri].open_call == 0) {
 			struct open gone = { .t0 = ev->time };
 			r = &a->rows[ri];
-			gone.upto = r->last_end > a->last_tick ? r->last_end : a->last_tick;
+			double from = a->procs[proc].iv_start;
+			gone.from = gone.upto = r->last_end > from ? r->last_end : from;
 			if (mate_ilog_detail(ev->details, "op", opname, sizeof(opname)) <= 0)
 				copy(opname, sizeof(opname), ev->command);
 			if (ev->time > gone.upto)
@@ -441,6 +454,10 @@ mate_activity_add(mate_activity *a, long pid, const char *program, const mate_li
 		return;
 	p = &a->procs[proc];
 	p->events++;
+	if (le->ev.time > p->seen)
+		p->seen = le->ev.time;
+	p->late = a->now >= 0 ? a->now - le->ev.time : 0;
+	p->arrived = 1;
 	if (le->missed > 0)
 		forget_open(a, pid, 0);   /* their ends may be among the frames lost */
 	if (le->dropped > p->dropped)
@@ -526,16 +543,41 @@ expire(mate_activity *a, double now)
 /* ---- the interval ------------------------------------------------------------------ */
 
 void
+mate_activity_set_now(mate_activity *a, double now)
+{
+	a->now = now;
+}
+
+/* Where process p's interval ends at a tick at now: now, unless its
+ * publisher lags (its latest event came more than the slack after its
+ * time, in this interval): then at that event, since what happened after
+ * it is still on its way (CI saw a worker at 40% that the timeline drew
+ * 12%: open work counted busy up to now, threads between calls idle). A
+ * process that said nothing for a whole interval does not lag (a lone long
+ * kernel shows busy). */
+static double
+interval_end(const struct proc *p, double now)
+{
+	if (!p->ended && p->arrived && p->late > LAG_SLACK_S && p->seen < now)
+		return p->seen > p->iv_start ? p->seen : p->iv_start;
+	return now;
+}
+
+void
 mate_activity_tick(mate_activity *a, double now)
 {
-	double dt, alpha;
+	double end[MAX_PROCS], dt[MAX_PROCS];
 
 	if (!a->ticked) {
 		a->ticked = 1;
 		a->last_tick = now;
-		for (size_t k = 0; k < OPEN_CAP; k++)   /* the first interval starts now */
+		for (int i = 0; i < a->nprocs; i++) {
+			a->procs[i].iv_start = now;   /* the first interval starts now */
+			a->procs[i].arrived = 0;
+		}
+		for (size_t k = 0; k < OPEN_CAP; k++)
 			if (a->open[k].key != 0 && a->open[k].upto < now)
-				a->open[k].upto = now;
+				a->open[k].from = a->open[k].upto = now;
 		for (int i = 0; i < a->nrows; i++) {
 			struct row *r = &a->rows[i];
 			for (int j = 0; j < r->nops; j++)
@@ -544,14 +586,18 @@ mate_activity_tick(mate_activity *a, double now)
 		}
 		return;
 	}
-	dt = now - a->last_tick;
-	if (!(dt > 1e-6))
+	if (!(now - a->last_tick > 1e-6))
 		return;
-	/* work still running counts up to now (its end, when it comes earlier than
-	 * that from a publisher that lagged, takes the excess back); spans open for
+	for (int i = 0; i < a->nprocs; i++) {
+		end[i] = interval_end(&a->procs[i], now);
+		dt[i] = end[i] - a->procs[i].iv_start;
+	}
+	/* work still running counts up to its process's interval's end (its end,
+	 * when it comes earlier than that, takes the excess back); spans open for
 	 * long lost their end */
 	for (size_t k = 0; k < OPEN_CAP; k++) {
 		struct open *o = &a->open[k];
+		double e;
 		if (o->key == 0)
 			continue;
 		if (o->t0 < now - STALE_S) {
@@ -559,29 +605,37 @@ mate_activity_tick(mate_activity *a, double now)
 			k--;   /* an entry may have moved into this slot */
 			continue;
 		}
-		if (o->row >= 0 && o->row < a->nrows && now > o->upto) {
-			a->rows[o->row].ops[o->op].acc += now - o->upto;
-			o->upto = now;
+		e = o->proc >= 0 && o->proc < a->nprocs ? end[o->proc] : now;
+		if (o->row >= 0 && o->row < a->nrows && e > o->upto) {
+			a->rows[o->row].ops[o->op].acc += e - o->upto;
+			o->upto = e;
 		}
 	}
-	alpha = 1.0 - exp(-dt / a->tau);
 	for (int i = 0; i < a->nrows; i++) {
 		struct row *r = &a->rows[i];
-		double total = 0, scale;
+		double total = 0, scale, d = dt[r->proc], alpha;
+		if (!(d > 1e-6))
+			continue;   /* its process's interval goes on */
+		alpha = 1.0 - exp(-d / a->tau);
 		for (int j = 0; j < r->nops; j++)
 			total += r->ops[j].acc > 0 ? r->ops[j].acc : 0;
 		/* overlapping work (async streams) saturates the row, no more */
-		scale = total > dt ? dt / total : 1.0;
+		scale = total > d ? d / total : 1.0;
 		for (int j = 0; j < r->nops; j++) {
-			double frac = r->ops[j].acc * scale / dt;
+			double frac = r->ops[j].acc * scale / d;
 			frac = frac > 1 ? 1 : frac < 0 ? 0 : frac;
 			r->ops[j].ema += alpha * (frac - r->ops[j].ema);
 			r->ops[j].acc = 0;
 		}
-		r->ops_ema += alpha * ((double)r->ops_iv / dt - r->ops_ema);
-		r->bytes_ema += alpha * ((double)r->bytes_iv / dt - r->bytes_ema);
+		r->ops_ema += alpha * ((double)r->ops_iv / d - r->ops_ema);
+		r->bytes_ema += alpha * ((double)r->bytes_iv / d - r->bytes_ema);
 		r->ops_iv = r->bytes_iv = 0;
 		r->weight += alpha * (1 - r->weight);
+	}
+	for (int i = 0; i < a->nprocs; i++) {
+		if (dt[i] > 1e-6)
+			a->procs[i].iv_start = end[i];
+		a->procs[i].arrived = 0;
 	}
 	a->last_tick = now;
 	expire(a, now);

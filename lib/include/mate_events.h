@@ -263,8 +263,14 @@ MATE_API mate_activity *mate_activity_new(double tau);
 MATE_API void mate_activity_add(mate_activity *a, long pid, const char *program,
     const mate_live_event *le);
 /*! mate_activity_tick() : closes the interval that ends at now (seconds on
- * the events' time base) and updates the averages. */
+ * the events' time base) and updates the averages. A process whose events
+ * come late (see mate_activity_set_now()) has its interval closed at its
+ * latest event instead, and the next one starts there. */
 MATE_API void mate_activity_tick(mate_activity *a, double now);
+/*! mate_activity_set_now() : the time now on the events' time base, told
+ * before events are added: an event added later than its time by more than
+ * 0.1 s marks its publisher as lagging behind (never told: none lags). */
+MATE_API void mate_activity_set_now(mate_activity *a, double now);
 /*! mate_activity_end() : process pid ended at now (its endpoint went away
  * without a DISCONNECT event): marked ended, as a DISCONNECT does. */
 MATE_API void mate_activity_end(mate_activity *a, long pid, double now);

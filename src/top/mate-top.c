@@ -284,7 +284,11 @@ feed(mate_monitor *m, mate_activity *a, double deadline, int interactive, int fi
 		if (rc < 0)
 			return rc;
 		if (rc > 0) {
+			double base = mate_monitor_base(m);
 			mate_monitor_publisher(m, le.publisher, &pi);
+			/* when it came, on the events' time base, as tick() reckons now */
+			if (base > 0)
+				mate_activity_set_now(a, real_now() - base - mate_monitor_lag(m));
 			mate_activity_add(a, pi.pid, pi.program, &le);
 		}
 		if (first && rc > 0)

@@ -229,6 +229,87 @@ DEFINE_TEST(late_end_gives_back)
 	mate_activity_free(a);
 }
 
+/* A publisher that lags 0.5 s behind (a busy program's sending thread at a
+ * tenth of a core): each event comes 0.5 s after its time. Its interval
+ * closes at its latest event, so that the figures are the run's (the thread
+ * in its calls 60% of the time, the worker 20%), not open calls counted busy
+ * up to now and the rest still on its way (CI saw 40% for a worker the
+ * timeline drew 12%). A process silent for a whole interval is counted up
+ * to now: a call that goes on shows busy. tau 1 ms: each figure its own. */
+static void
+late_by(mate_activity *a, double lag, double t, const char *event, const char *source,
+    const char *details)
+{
+	mate_activity_set_now(a, t + lag);
+	add_pid(a, 10, t, event, source, details);
+}
+
+DEFINE_TEST(lagging_publisher)
+{
+	mate_activity *a = mate_activity_new(1e-3);
+	mate_worker_row r;
+	char call[64], work[80], done[96];
+
+	CHECK(a != NULL);
+	mate_activity_set_now(a, 0.0);
+	mate_activity_tick(a, 0.0);
+	/* a call every 0.5 s, 0.3 s long; its work on the worker 0.1 s */
+	for (int k = 0; k < 4; k++) {
+		double t = 0.5 * k;
+		snprintf(call, sizeof(call), "call=%d op=mm depth=0", 2 * k + 1);
+		snprintf(work, sizeof(work), "call=%d id=%d op=mm worker=worker_0", 2 * k + 1, 2 * k + 2);
+		snprintf(done, sizeof(done), "%s success=True", work);
+		late_by(a, 0.5, t, "RECV", "77", call);
+		if (k == 1) {   /* what came by 1.0: the events of times up to 0.5 */
+			mate_activity_tick(a, 1.0);
+			CHECK(row_named(a, "thread 77", &r));
+			CHECK(NEAR(r.busy, 0.6));
+			CHECK(row_named(a, "worker_0", &r));
+			CHECK(NEAR(r.busy, 0.2));
+		}
+		if (k == 3) {   /* by 2.0: up to 1.5 */
+			mate_activity_tick(a, 2.0);
+			CHECK(row_named(a, "thread 77", &r));
+			CHECK(NEAR(r.busy, 0.6));
+			CHECK(row_named(a, "worker_0", &r));
+			CHECK(NEAR(r.busy, 0.2));
+			break;
+		}
+		late_by(a, 0.5, t + 0.1, "WORKER_SEND", "worker_0", work);
+		late_by(a, 0.5, t + 0.2, "WORKER_RECV", "worker_0", done);
+		snprintf(done, sizeof(done), "%s success=True", call);
+		late_by(a, 0.5, t + 0.3, "SEND", "77", done);
+	}
+	/* nothing more comes: the call open since 1.5 is busy up to now */
+	mate_activity_tick(a, 3.0);
+	CHECK(row_named(a, "thread 77", &r));
+	CHECK(NEAR(r.busy, 1.0));
+	CHECK(row_named(a, "worker_0", &r));
+	CHECK(NEAR(r.busy, 0.0));
+	mate_activity_free(a);
+}
+
+/* A call open at the first tick whose end comes after it, with an earlier
+ * time (a lagging publisher), gives back nothing: nothing was counted (the
+ * end took 0.4 s off the next call: CI saw client threads at 12-26% that
+ * the timeline drew 99%). */
+DEFINE_TEST(late_end_before_the_first_tick)
+{
+	mate_activity *a = mate_activity_new(1e-3);
+	mate_worker_row r;
+
+	CHECK(a != NULL);
+	add_pid(a, 10, 0.5, "RECV", "77", "call=1 op=mm depth=0");
+	mate_activity_tick(a, 1.0);
+	add_pid(a, 10, 0.6, "SEND", "77", "call=1 op=mm depth=0 success=True");
+	add_pid(a, 10, 1.1, "RECV", "77", "call=3 op=mm depth=0");
+	add_pid(a, 10, 1.9, "SEND", "77", "call=3 op=mm depth=0 success=True");
+	mate_activity_tick(a, 2.0);
+	CHECK(row_named(a, "thread 77", &r));
+	CHECK(NEAR(r.busy, 0.8));
+	mate_activity_free(a);
+}
+
 /* A worker does one piece of work at a time: work whose end was lost (the
  * publisher dropped it; the drop may be told before the work's start comes
  * out) is closed by the next work's start, not left busy until it is stale;
