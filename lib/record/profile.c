@@ -45,7 +45,11 @@ static struct {
 	uint64_t dropped;       /* calls of shapes beyond PROFILE_MAX_ENTRIES */
 	int child;              /* a forked child of the process that configured it */
 	int hooks;              /* atexit and the signal handlers are in place */
+	const char *holder;     /* the thread in mate_rec_profile_add() (its &me), or NULL */
+	int deferred;           /* a signal that came to that thread there, to die of after */
 } prof = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static __thread char me;    /* a thread's identity: the address of its copy */
 
 int mate_rec_profile_on_ MATE_HIDDEN;
 
@@ -513,6 +517,8 @@ new_entry(uint64_t h, const char *text, size_t len)
 	return e;
 }
 
+static void die_deferred(void);
+
 void
 mate_rec_profile_add(mate_call *c, uint64_t ns, int failed)
 {
@@ -526,6 +532,7 @@ mate_rec_profile_add(mate_call *c, uint64_t ns, int failed)
 		return;
 	h = text_hash(bp->p, bp->len);
 	pthread_mutex_lock(&prof.lock);
+	__atomic_store_n(&prof.holder, &me, __ATOMIC_RELAXED);
 	if (prof.tmpl == NULL && !mate_rec_benchlog_on())
 		goto out;
 	if (prof.cap == 0 && grow() != 0)
@@ -557,6 +564,9 @@ mate_rec_profile_add(mate_call *c, uint64_t ns, int failed)
 	if (ns > e->max_ns)
 		e->max_ns = ns;
 out:
+	__atomic_store_n(&prof.holder, NULL, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&prof.deferred, __ATOMIC_RELAXED) != 0)
+		die_deferred();
 	pthread_mutex_unlock(&prof.lock);
 }
 
@@ -692,15 +702,40 @@ at_exit(void)
 
 static struct sigaction old_term, old_int;
 
-/* SIGTERM or SIGINT at their default: write the table (unless a thread holds it, as a
- * deadlock would keep the program alive), then die of the signal as the program would. */
+/* SIGTERM or SIGINT at their default: write the table, then die of the signal as the
+ * program would. The lock stays held until the process dies, so that no other thread adds
+ * a call, or a bench log line, that the table does not have (the signal raised here is
+ * delivered as the handler returns; CI saw the bench log one line longer than the
+ * profile). Another thread holding the lock lets go of it within microseconds; a signal
+ * that comes to the thread that holds it in mate_rec_profile_add() is put off until it
+ * lets go (die_deferred()); one that comes to a thread holding it elsewhere (exit, set-up)
+ * gives up after 200 ms: a deadlock would keep the program alive. */
 static void
 on_signal(int sig)
 {
-	if (pthread_mutex_trylock(&prof.lock) == 0) {
-		write_table(1);
-		pthread_mutex_unlock(&prof.lock);
+	if (__atomic_load_n(&prof.holder, __ATOMIC_RELAXED) == &me) {
+		__atomic_store_n(&prof.deferred, sig, __ATOMIC_RELAXED);
+		return;
 	}
+	for (int tries = 0; tries < 200; tries++) {
+		struct timespec ms = { 0, 1000000 };
+		if (pthread_mutex_trylock(&prof.lock) == 0) {
+			write_table(1);
+			break;
+		}
+		nanosleep(&ms, NULL);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* The signal put off by on_signal(), the lock held: the table, then the signal. */
+static void
+die_deferred(void)
+{
+	int sig = __atomic_load_n(&prof.deferred, __ATOMIC_RELAXED);
+
+	write_table(1);
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
