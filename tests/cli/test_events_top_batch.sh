@@ -80,9 +80,9 @@ echo "timeline $from..$to s: $(tr '\n' ' ' <"$tmp/lanes")"
 echo "mate-top's table: $(tr '\n' ' ' <"$tmp/rows") ($(grep -o '[0-9]* dropped' "$tmp/tables"))"
 check [ "$(grep -c '^thread_' "$tmp/lanes")" -eq 4 ] || fail "the timeline's four client lanes: $(cat "$tmp/vis")"
 # the threads' median and the workers' median, each within 10 points. One row can read
-# off on a loaded machine: a publisher that lags past the refresh leaves a worker's work
-# open (counted up to it: CI's stress step saw a worker at 23% for 9%) or a thread between
-# two calls (not counted: a thread at 73% for 96%), with nothing dropped
+# off on a loaded machine: a publisher that lags has its interval closed at its latest
+# event (test_activity's lagging_publisher), so mate-top's 4 s are not quite the
+# timeline's (a thread 16 points off, niced beside busy loops, 1.3 s behind)
 median() { grep "^$2" "$1" | awk '{ print $2 }' | sort -n | awk '{ v[n++] = $1 } END { if (n) print v[int((n - 1) / 2)] }'; }
 for kind in thread_ worker_; do
 	want=$(median "$tmp/lanes" $kind)
