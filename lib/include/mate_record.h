@@ -111,7 +111,8 @@ MATE_API mate_call *mate_call_begin(const char *name, const char *module,
 MATE_API void mate_call_self(mate_call *c, const void *self);
 
 /* Arguments, defaults and results. name is the keyword or parameter name
- * (ignored for MATE_ARG and MATE_RESULT). */
+ * (ignored for MATE_RESULT; for MATE_ARG it may be NULL, and a name given is
+ * shown only in MATE_LOG_EXTRA's log, "arg[3] (M):"). */
 MATE_API void mate_call_tensor(mate_call *c, int flags, const char *name, const mate_tensor *t);
 MATE_API void mate_call_int(mate_call *c, int flags, const char *name, int64_t v);
 MATE_API void mate_call_float(mate_call *c, int flags, const char *name, double v);

@@ -36,24 +36,29 @@ scalar(mate_dtype dt, const void *p)
 }
 
 /* The arguments both interfaces record after the transposes: m, n, k, alpha, A, lda, B, ldb,
- * beta, C (written in place), ldc. */
+ * beta, C (written in place), ldc; named as the interface's signature names them (M, N, K,
+ * A, B, C of CBLAS, m, n, k, a, b, c of Fortran's) for MATE_LOG_EXTRA's log. */
 static void
-gemm_args(mate_call *c, mate_dtype dt, int64_t m, int64_t n, int64_t k, const void *alpha,
-    const mate_tensor t[3], int64_t lda, int64_t ldb, const void *beta, int64_t ldc)
+gemm_args(mate_call *c, mate_dtype dt, int cblas, int64_t m, int64_t n, int64_t k,
+    const void *alpha, const mate_tensor t[3], int64_t lda, int64_t ldb, const void *beta,
+    int64_t ldc)
 {
+	static const char *const names[2][6] = { { "m", "n", "k", "a", "b", "c" },
+	    { "M", "N", "K", "A", "B", "C" } };
+	const char *const *nm = names[cblas != 0];
 	const struct ip_api *api = &mate_ip_api;
 
-	api->call_int(c, MATE_ARG, NULL, m);
-	api->call_int(c, MATE_ARG, NULL, n);
-	api->call_int(c, MATE_ARG, NULL, k);
-	api->call_float(c, MATE_ARG, NULL, scalar(dt, alpha));
-	api->call_tensor(c, MATE_ARG, NULL, &t[0]);
-	api->call_int(c, MATE_ARG, NULL, lda);
-	api->call_tensor(c, MATE_ARG, NULL, &t[1]);
-	api->call_int(c, MATE_ARG, NULL, ldb);
-	api->call_float(c, MATE_ARG, NULL, scalar(dt, beta));
-	api->call_tensor(c, MATE_ARG | MATE_INPLACE, NULL, &t[2]);
-	api->call_int(c, MATE_ARG, NULL, ldc);
+	api->call_int(c, MATE_ARG, nm[0], m);
+	api->call_int(c, MATE_ARG, nm[1], n);
+	api->call_int(c, MATE_ARG, nm[2], k);
+	api->call_float(c, MATE_ARG, "alpha", scalar(dt, alpha));
+	api->call_tensor(c, MATE_ARG, nm[3], &t[0]);
+	api->call_int(c, MATE_ARG, "lda", lda);
+	api->call_tensor(c, MATE_ARG, nm[4], &t[1]);
+	api->call_int(c, MATE_ARG, "ldb", ldb);
+	api->call_float(c, MATE_ARG, "beta", scalar(dt, beta));
+	api->call_tensor(c, MATE_ARG | MATE_INPLACE, nm[5], &t[2]);
+	api->call_int(c, MATE_ARG, "ldc", ldc);
 }
 
 /* Begins recording a cblas_?gemm call; ic->c stays NULL when it is not recorded. */
@@ -78,11 +83,11 @@ cblas_begin(struct ip_call *ic, const char *name, mate_dtype dt, int order, int 
 		return;
 	gemm_operands(dt, cm, ta != NO_TRANS, tb != NO_TRANS, m, n, k, a, lda, b, ldb, c, ldc, t);
 	mate_ip_args_begin();
-	api->call_enum(ic->c, MATE_ARG, NULL, cm ? "CBLAS_ORDER.CblasColMajor" :
+	api->call_enum(ic->c, MATE_ARG, "Order", cm ? "CBLAS_ORDER.CblasColMajor" :
 	    "CBLAS_ORDER.CblasRowMajor", order);
-	api->call_enum(ic->c, MATE_ARG, NULL, trans_name(ta), ta);
-	api->call_enum(ic->c, MATE_ARG, NULL, trans_name(tb), tb);
-	gemm_args(ic->c, dt, m, n, k, alpha, t, lda, ldb, beta, ldc);
+	api->call_enum(ic->c, MATE_ARG, "TransA", trans_name(ta), ta);
+	api->call_enum(ic->c, MATE_ARG, "TransB", trans_name(tb), tb);
+	gemm_args(ic->c, dt, 1, m, n, k, alpha, t, lda, ldb, beta, ldc);
 	mate_ip_args_end();
 }
 
@@ -191,9 +196,9 @@ f77_begin(struct ip_call *ic, const char *name, mate_dtype dt, const char *trans
 	sb[0] = *transb;
 	sa[1] = sb[1] = '\0';
 	mate_ip_args_begin();
-	mate_ip_api.call_str(ic->c, MATE_ARG, NULL, sa);
-	mate_ip_api.call_str(ic->c, MATE_ARG, NULL, sb);
-	gemm_args(ic->c, dt, *m, *n, *k, alpha, t, *lda, *ldb, beta, *ldc);
+	mate_ip_api.call_str(ic->c, MATE_ARG, "transa", sa);
+	mate_ip_api.call_str(ic->c, MATE_ARG, "transb", sb);
+	gemm_args(ic->c, dt, 0, *m, *n, *k, alpha, t, *lda, *ldb, beta, *ldc);
 	mate_ip_args_end();
 }
 

@@ -280,9 +280,9 @@ handle_arg(mate_call *c, cublasHandle_t h)
 
 	if (mate_ip_api.value_object != NULL && mate_ip_api.call_value != NULL) {
 		snprintf(repr, sizeof(repr), "<cublasHandle_t 0x%" PRIxPTR ">", (uintptr_t)h);
-		mate_ip_api.call_value(c, MATE_ARG, NULL, mate_ip_api.value_object("cublasHandle_t", repr));
+		mate_ip_api.call_value(c, MATE_ARG, "handle", mate_ip_api.value_object("cublasHandle_t", repr));
 	} else
-		mate_ip_api.call_int(c, MATE_ARG, NULL, (int64_t)(uintptr_t)h);
+		mate_ip_api.call_int(c, MATE_ARG, "handle", (int64_t)(uintptr_t)h);
 }
 
 static const char *
@@ -292,7 +292,7 @@ op_name(int op)
 	    : op == 2 ? "cublasOperation_t.CUBLAS_OP_C" : "cublasOperation_t.CUBLAS_OP_CONJG";
 }
 
-/* The arguments, in the order of the C signature. */
+/* The arguments, in the order of the C signature, named as it names them. */
 static void
 add_args(struct gemm *g, mate_call *c, const char *ctname)
 {
@@ -300,34 +300,35 @@ add_args(struct gemm *g, mate_call *c, const char *ctname)
 	int ex = g->compute >= 0, bat = g->batch > 0;
 
 	handle_arg(c, g->handle);
-	api->call_enum(c, MATE_ARG, NULL, op_name(g->transa), g->transa);
-	api->call_enum(c, MATE_ARG, NULL, op_name(g->transb), g->transb);
-	api->call_int(c, MATE_ARG, NULL, g->m);
-	api->call_int(c, MATE_ARG, NULL, g->n);
-	api->call_int(c, MATE_ARG, NULL, g->k);
-	api->call_float(c, MATE_ARG, NULL, g->alpha_v);
+	api->call_enum(c, MATE_ARG, "transa", op_name(g->transa), g->transa);
+	api->call_enum(c, MATE_ARG, "transb", op_name(g->transb), g->transb);
+	api->call_int(c, MATE_ARG, "m", g->m);
+	api->call_int(c, MATE_ARG, "n", g->n);
+	api->call_int(c, MATE_ARG, "k", g->k);
+	api->call_float(c, MATE_ARG, "alpha", g->alpha_v);
 	for (int i = 0; i < 2; i++) {
-		api->call_tensor(c, MATE_ARG, NULL, &g->t[i]);
+		api->call_tensor(c, MATE_ARG, i == 0 ? "A" : "B", &g->t[i]);
 		if (ex)
-			api->call_dtype(c, MATE_ARG, NULL, g->t[i].dtype);
-		api->call_int(c, MATE_ARG, NULL, i == 0 ? g->lda : g->ldb);
+			api->call_dtype(c, MATE_ARG, i == 0 ? "Atype" : "Btype", g->t[i].dtype);
+		api->call_int(c, MATE_ARG, i == 0 ? "lda" : "ldb", i == 0 ? g->lda : g->ldb);
 		if (bat)
-			api->call_int(c, MATE_ARG, NULL, i == 0 ? g->stride_a : g->stride_b);
+			api->call_int(c, MATE_ARG, i == 0 ? "strideA" : "strideB",
+			    i == 0 ? g->stride_a : g->stride_b);
 	}
-	api->call_float(c, MATE_ARG, NULL, g->beta_v);
-	api->call_tensor(c, MATE_ARG | MATE_INPLACE, NULL, &g->t[2]);
+	api->call_float(c, MATE_ARG, "beta", g->beta_v);
+	api->call_tensor(c, MATE_ARG | MATE_INPLACE, "C", &g->t[2]);
 	if (ex)
-		api->call_dtype(c, MATE_ARG, NULL, g->t[2].dtype);
-	api->call_int(c, MATE_ARG, NULL, g->ldc);
+		api->call_dtype(c, MATE_ARG, "Ctype", g->t[2].dtype);
+	api->call_int(c, MATE_ARG, "ldc", g->ldc);
 	if (bat) {
-		api->call_int(c, MATE_ARG, NULL, g->stride_c);
-		api->call_int(c, MATE_ARG, NULL, g->batch);
+		api->call_int(c, MATE_ARG, "strideC", g->stride_c);
+		api->call_int(c, MATE_ARG, "batchCount", g->batch);
 	}
 	if (ex) {
 		char en[80];
 		snprintf(en, sizeof(en), "cublasComputeType_t.%s", ctname);
-		api->call_enum(c, MATE_ARG, NULL, en, g->compute);
-		api->call_int(c, MATE_ARG, NULL, g->algo);
+		api->call_enum(c, MATE_ARG, "computeType", en, g->compute);
+		api->call_int(c, MATE_ARG, "algo", g->algo);
 	}
 }
 

@@ -423,7 +423,8 @@ has_role(const mate_call *c, int role)
 }
 
 /* The arguments of one role, each under its line: "  arg[<i>]:"
- * (positional), "  <name>=" (keyword), "  <name>= [DEFAULT]". */
+ * (positional; "  arg[<i>] (<name>):" with MATE_LOG_EXTRA where the caller
+ * named it), "  <name>=" (keyword), "  <name>= [DEFAULT]". */
 static void
 fmt_args(struct mate_buf *b, const mate_call *c, int role)
 {
@@ -437,7 +438,10 @@ fmt_args(struct mate_buf *b, const mate_call *c, int role)
 		if (role == MATE_ARG) {
 			mate_buf_puts(b, "arg[");
 			mate_buf_int(b, (int64_t)idx++);
-			mate_buf_put(b, "]:\n", 3);
+			mate_buf_putc(b, ']');
+			if (a->name != NULL)
+				mate_buf_printf(b, " (%s)", a->name);
+			mate_buf_put(b, ":\n", 2);
 		} else {
 			mate_buf_puts(b, a->name);
 			mate_buf_puts(b, role == MATE_KWARG ? "=\n" : "= [DEFAULT]\n");
@@ -500,7 +504,9 @@ fmt_inplace_after(struct mate_buf *b, const mate_call *c)
 		if (!any)
 			mate_buf_puts(b, "In-place arguments after the call:\n");
 		any = 1;
-		if (a->role == MATE_ARG)
+		if (a->role == MATE_ARG && a->name != NULL)
+			mate_buf_printf(b, "  arg[%zu] (%s):\n", pos - 1, a->name);
+		else if (a->role == MATE_ARG)
 			mate_buf_printf(b, "  arg[%zu]:\n", pos - 1);
 		else
 			mate_buf_printf(b, "  %s=\n", a->name != NULL ? a->name : "?");

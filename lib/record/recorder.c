@@ -158,7 +158,10 @@ add_arg(mate_call *c, int flags, const char *name, mate_value *v)
 	}
 	if ((role == MATE_KWARG || role == MATE_DEFAULT) && (name == NULL || name[0] == '\0'))
 		name = "?";
-	if (role == MATE_ARG || role == MATE_RESULT)
+	/* a positional argument's name is kept only for MATE_LOG_EXTRA's log */
+	if (role == MATE_RESULT || (role == MATE_ARG && !mate_rec_cfg.log_extra))
+		name = NULL;
+	else if (role == MATE_ARG && name != NULL && name[0] == '\0')
 		name = NULL;
 	if (insert_arg(c, c->nargs, role, inplace, name, v) != 0) {
 		nomem();

@@ -41,14 +41,26 @@ fi
 MATE_LOGLEVEL=5 MATE_LOG_EXTRA=1 MATE_LOGDEST=$tmp/nan.log \
     "$b/bin/mate-record" -l 5 -o "$tmp/nan.log" -- "$b/tests/record-blas-prog" nan >/dev/null 2>&1
 check [ $? -eq 0 ] || fail "the nan program recorded"
-before=$(sed -n '/^  arg\[12\]:/,/^    )/p' "$tmp/nan.log" | sed -n '1,/^    )/p' | grep -o 'nan_count=[0-9]*')
+before=$(sed -n '/^  arg\[12\] (C):/,/^    )/p' "$tmp/nan.log" | sed -n '1,/^    )/p' | grep -o 'nan_count=[0-9]*')
 after=$(sed -n '/^In-place arguments after the call:/,/^====/p' "$tmp/nan.log")
 check [ "$before" = nan_count=27 ] || fail "C before the call: $before"
-check echo "$after" | grep -q '^  arg\[12\]:$' && echo "$after" | grep -q '^      nan_count=0$' ||
+check echo "$after" | grep -q '^  arg\[12\] (C):$' && echo "$after" | grep -q '^      nan_count=0$' ||
 	fail "C after the call: $after"
+
+# positional arguments named as the C signature names them: CBLAS's and Fortran's
+names=$(sed -n 's/^  arg\[[0-9]*\] (\(.*\)):$/\1/p' "$tmp/nan.log" | head -14 | tr '\n' ' ')
+check [ "$names" = "Order TransA TransB M N K alpha A lda B ldb beta C ldc " ] ||
+	fail "cblas_sgemm's arguments by name: $names"
+MATE_LOG_EXTRA=1 "$b/bin/mate-record" -l 3 -o "$tmp/f77.log" -- "$b/tests/record-blas-prog" \
+    >/dev/null 2>&1
+names=$(sed -n '/ API Call: sgemm_ /,$p' "$tmp/f77.log" | sed -n 's/^  arg\[[0-9]*\] (\(.*\)):$/\1/p' |
+	head -13 | tr '\n' ' ')
+check [ "$names" = "transa transb m n k alpha a lda b ldb beta c ldc " ] ||
+	fail "sgemm_'s arguments by name: $names"
 
 # without it: the peers' text, no tag, no block of mine
 "$b/bin/mate-record" -l 5 -o "$tmp/plain.log" -- "$b/tests/record-blas-prog" nan >/dev/null 2>&1
 check grep -q '^Output value:$' "$tmp/plain.log" || fail "the peers' output line: $(grep Output "$tmp/plain.log")"
-check grep -q '(call \|In-place arguments' "$tmp/plain.log" && fail "mate's additions without MATE_LOG_EXTRA"
+check grep -q '(call \|In-place arguments\|^  arg\[[0-9]*\] (' "$tmp/plain.log" &&
+	fail "mate's additions without MATE_LOG_EXTRA"
 checks_done
