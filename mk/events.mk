@@ -17,9 +17,14 @@ src_trace_mate_trace_LDADD = src/fe/libmate_fe.la libmate.la
 
 ## mate-top: live per-worker activity (ncurses; batch mode without a terminal).
 bin_PROGRAMS += src/top/mate-top
-src_top_mate_top_SOURCES = src/top/mate-top.c
+src_top_mate_top_SOURCES = src/top/mate-top.c src/top/top_nvml.c src/top/top_nvml.h
 src_top_mate_top_CFLAGS = $(AM_CFLAGS) $(NCURSES_CFLAGS)
 src_top_mate_top_LDADD = src/fe/libmate_fe.la libmate.la $(NCURSES_LIBS) -lm
+
+## A test-only NVML (tests/fakes/nvml.c): mate-top's GPU columns without a GPU.
+check_LTLIBRARIES += tests/fakes/libfakenvml.la
+tests_fakes_libfakenvml_la_SOURCES = tests/fakes/nvml.c
+tests_fakes_libfakenvml_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_LDFLAGS)
 
 ## Tests: events in instruction logs (unit), the demo under mate-trace and
 ## mate-top (GT's regex, round trip, no gaps), ilog == trace, a stalled
@@ -61,8 +66,8 @@ SCRIPT_TESTS += tests/cli/test_events_flood.py
 SCRIPT_TESTS += tests/cli/test_events_curve.py
 SCRIPT_TESTS += tests/cli/test_events_ilog_trace.sh tests/cli/test_events_stale.sh
 SCRIPT_TESTS += tests/cli/test_events_top_tmux.sh
-## mate-top -b: real figures in the first table; a failed write exits 1.
-SCRIPT_TESTS += tests/cli/test_events_top_batch.sh
+## mate-top -b: real figures in the first table; a failed write exits 1; GPU columns (top_gpu).
+SCRIPT_TESTS += tests/cli/test_events_top_batch.sh tests/cli/test_top_gpu.sh
 
 ## events_thread_names.sh: threads the program named, named in the log, the timeline and mate-top.
 SCRIPT_TESTS += tests/cli/test_events_thread_names.sh

@@ -18,6 +18,7 @@
 #include "mate_record.h"
 #include "util.h"
 #include "mate_events.h"
+#include "top_nvml.h"
 
 enum sort_key { SORT_NAME, SORT_BUSY, SORT_OPS, SORT_BYTES, SORT_COUNT };
 static const char *const sort_name[SORT_COUNT] = { "worker", "busy", "ops/s", "bytes/s" };
@@ -223,13 +224,16 @@ sample_procs(const mate_monitor *m)
 	}
 }
 
-/* " cpu 190%  rss 12.3MB" of a process (empty where unknown). */
+/* " cpu 190%  rss 12.3MB  gpu0 37% 1.2GB" of a process (empty where unknown; the GPU
+ * figures where NVML is there: each device the process holds memory on). */
 static void
 fmt_pstat(char *out, size_t cap, long pid, int ended)
 {
 	const struct pstat *ps = pstat_of(pid);
-	char rss[16];
+	const struct top_gpu *g[4];
+	char bytes[16];
 	size_t len = 0;
+	int ng;
 
 	out[0] = '\0';
 	if (ps == NULL || ended)
@@ -237,8 +241,18 @@ fmt_pstat(char *out, size_t cap, long pid, int ended)
 	if (ps->cpu >= 0)
 		len += (size_t)snprintf(out, cap, "cpu %.0f%%", ps->cpu * 100);
 	if (ps->rss >= 0 && len < cap) {
-		fmt_bytes(rss, sizeof(rss), ps->rss);
-		snprintf(out + len, cap - len, "%srss %s", len ? "  " : "", rss);
+		fmt_bytes(bytes, sizeof(bytes), ps->rss);
+		len += (size_t)snprintf(out + len, cap - len, "%srss %s", len ? "  " : "", bytes);
+	}
+	ng = top_nvml_of(pid, g, 4);
+	for (int i = 0; i < ng && len < cap; i++) {
+		fmt_bytes(bytes, sizeof(bytes), g[i]->memory);
+		if (g[i]->util >= 0)
+			len += (size_t)snprintf(out + len, cap - len, "%sgpu%d %d%% %s", len ? "  " : "",
+			    g[i]->device, g[i]->util, bytes);
+		else
+			len += (size_t)snprintf(out + len, cap - len, "%sgpu%d %s", len ? "  " : "",
+			    g[i]->device, bytes);
 	}
 }
 
@@ -316,6 +330,7 @@ tick(mate_monitor *m, mate_activity *a, int *started)
 		if (mate_monitor_publisher(m, i, &pi) == 0 && pi.ended && pi.pid > 0)
 			mate_activity_end(a, pi.pid, now);
 	sample_procs(m);
+	top_nvml_sample();
 	mate_activity_tick(a, now);
 	if (*started)
 		return 1;
@@ -454,7 +469,7 @@ print_batch(mate_monitor *m, const mate_activity *a, struct view *v)
 		    name, r.busy * 100, r.ops_per_s, bytes, (unsigned long long)r.ops, ops);
 	}
 	for (int i = 0; i < np; i++) {
-		char ps[64];
+		char ps[160];
 		mate_activity_process(a, i, &p);
 		fmt_pstat(ps, sizeof(ps), p.pid, p.ended);
 		if (p.ended || ps[0] != '\0')
@@ -770,7 +785,7 @@ draw_rows(const mate_activity *a, struct view *v)
 			if (line++ >= v->scroll && y < LINES) {
 				move(y++, 0);
 				attron(A_BOLD);
-				char ps[64];
+				char ps[160];
 				fmt_pstat(ps, sizeof(ps), p.pid, p.ended);
 				put("%ld %s%s  %s%sevents %llu  dropped %llu", p.pid, p.program,
 				    p.ended ? " (exited)" : "", ps, ps[0] != '\0' ? "  " : "",
@@ -966,6 +981,7 @@ main(int argc, char **argv)
 	if ((a = mate_activity_new(o.smooth)) == NULL)
 		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
 	mate_activity_set_linger(a, o.linger);
+	top_nvml_open();   /* GPU columns where NVML is there */
 	mate_fe_catch_interrupts();
 	if (o.batch)
 		run_batch(m, a, &o, &v);
