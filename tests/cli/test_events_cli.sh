@@ -133,7 +133,8 @@ check [ "$(ls "$tmp"/caps/trace_*_2.log | wc -l)" -eq 1 ] && grep -q ' | #0001 |
 	fail "the capture is not in a name of its own: $(ls "$tmp/caps")"
 # a publisher that starts 2 s into a 6 s capture: its events cover 4 s at most, less
 # than 4/5 of it, and the capture says so (a capture that covered 1.3 s of a -s 2 run
-# said nothing); a sanitizer build on a loaded machine has 4 s to start the demo
+# said nothing); a sanitizer build on a loaded machine has 4 s to start the demo (and its
+# publisher may drop events past its CPU budget: 15,078 of 74,298 in the stress step)
 rm -f "$rt"/*.info
 (sleep 2; MATE_MONITOR_DIR=$rt MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null MATE_MONITOR=1 \
     MATE_DEMO_SECONDS=3600 exec "$b/examples/mate-demo" >/dev/null 2>&1) &
@@ -143,7 +144,7 @@ rc=$?
 pkill -P $late 2>/dev/null; kill $late 2>/dev/null; wait $late 2>/dev/null
 for f in "$rt"/*.info; do [ -e "$f" ] && kill "$(basename "$f" .info)" 2>/dev/null; done
 check [ $rc -eq 0 ] || fail "a late publisher's capture: exit $rc: $(cat "$tmp.err")"
-check grep -Eq "^  pid [0-9]+ mate-demo: [0-9]+ events, 0 dropped, 0 lost, covering [0-9.]+ s\$" "$tmp.err" ||
+check grep -Eq "^  pid [0-9]+ mate-demo: [0-9]+ events, [0-9]+ dropped, [0-9]+ lost, covering [0-9.]+ s\$" "$tmp.err" ||
 	fail "the covered time per process: $(cat "$tmp.err")"
 check grep -Eq "^mate-trace: pid [0-9]+'s events cover [0-9.]+ s of the 6.00 s capture: it started late" "$tmp.err" ||
 	fail "a capture that covers a part of its time says so: $(cat "$tmp.err")"
