@@ -30,7 +30,7 @@ MATE_REPLAY_FIRST_SOURCES = src/replay/mate-replay-first.c src/replay/mate-repla
 ## --export: one call as a standalone reproducer (public API only, built into the tool).
 EXPORT_SRC = src/replay/replay_export.c src/replay/replay_export.h
 src_replay_mate_replay_SOURCES = src/replay/mate-replay.c lib/core/util_match.c $(MATE_REPLAY_FIRST_SOURCES) \
-	$(EXPORT_SRC)
+	$(EXPORT_SRC) src/replay/fi_coverage.c src/replay/fi_coverage.h
 ## -export-dynamic: plugins find libmate's symbols in a statically linked mate-replay too.
 src_replay_mate_replay_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
 src_replay_mate_replay_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
@@ -60,7 +60,7 @@ tests_plugin_reference_la_LDFLAGS = -module -avoid-version -rpath /nowhere $(AM_
 ## tests use it where a plugin cannot be dlopen()ed: static and sanitizer builds).
 check_PROGRAMS += tests/mate-replay-ref
 tests_mate_replay_ref_SOURCES = src/replay/mate-replay.c lib/core/util_match.c tests/fakes/plugin-reference.c \
-	$(MATE_REPLAY_FIRST_SOURCES) $(EXPORT_SRC)
+	$(MATE_REPLAY_FIRST_SOURCES) $(EXPORT_SRC) src/replay/fi_coverage.c src/replay/fi_coverage.h
 tests_mate_replay_ref_CPPFLAGS = $(AM_CPPFLAGS) -DMATE_REPLAY_TEST_PLUGIN
 tests_mate_replay_ref_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
 
@@ -79,7 +79,7 @@ tests/plugin-man-example.c: $(top_srcdir)/man/libmate.3
 ## where it cannot be dlopen()ed (static, sanitizers).
 check_PROGRAMS += tests/mate-replay-example
 tests_mate_replay_example_SOURCES = src/replay/mate-replay.c lib/core/util_match.c $(MATE_REPLAY_FIRST_SOURCES) \
-	$(EXPORT_SRC)
+	$(EXPORT_SRC) src/replay/fi_coverage.c src/replay/fi_coverage.h
 nodist_tests_mate_replay_example_SOURCES = tests/plugin-man-example.c
 tests_mate_replay_example_CPPFLAGS = $(AM_CPPFLAGS) -DMATE_REPLAY_TEST_PLUGIN
 tests_mate_replay_example_LDADD = src/fe/libmate_fe.la libmate.la $(CJSON_LIBS)
@@ -114,6 +114,8 @@ SCRIPT_TESTS += \
 	tests/interop/test_flashinfer_decorator.py \
 	tests/interop/test_flashinfer_logtext.py \
 	tests/interop/test_flashinfer_replays_mate.py
+## fi_coverage: --list-ops's and --coverage's count of the APIs the installed FlashInfer decorates.
+SCRIPT_TESTS += tests/interop/test_fi_coverage.py
 EXTRA_DIST += \
 	tests/interop/peers/flashinfer_peer.py \
 	tests/interop/peers/minilib.py \

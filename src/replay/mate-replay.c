@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "fe.h"
+#include "fi_coverage.h"
 #include "fe_json.h"
 #include "mate-replay-first.h"
 #include "mate-replay-merge.h"
@@ -36,7 +37,7 @@ struct options {
 	const char **allocators;
 	size_t nallocators;
 	long long repeat;
-	int list_ops;               /* --list-ops: print the registry instead */
+	int list_ops;               /* --list-ops: print the registry instead (2: --coverage) */
 	long bench;                 /* --bench[=N]: timed runs of each replayed call */
 	int first;                  /* --first: stop at the first wrong call */
 	const char *export_dump;    /* --export DUMP: a standalone reproducer instead */
@@ -103,7 +104,11 @@ usage(void)
 	    "                       fails the same way, written as a dump root; with -o DIR\n"
 	    "  -o, --output DIR     where --export and --shrink write (new or empty)\n"
 	    "      --list-ops       list the replay handlers (name, signature, dtypes,\n"
-	    "                       devices; tab-separated, or JSON with --jsonl) and exit\n"
+	    "                       devices; tab-separated, or JSON with --jsonl) and exit;\n"
+	    "                       where python3 finds FlashInfer, a line on how many of the\n"
+	    "                       APIs it decorates replay\n"
+	    "      --coverage       list the APIs the installed FlashInfer decorates, each\n"
+	    "                       'replays' or '-' (JSON with --jsonl), and exit\n"
 	    "      --memlog FILE    replay a memory log (mate-record --memlog, or RMM's) against\n"
 	    "                       allocators instead of replaying dumps\n"
 	    "      --allocator NAME malloc, pool, cuda or cuda-async (repeatable; default\n"
@@ -203,7 +208,7 @@ parse_options(int argc, char **argv, struct options *o)
 {
 	enum { O_DIR = 256, O_DEVICE, O_RTOL, O_ATOL, O_INCLUDE, O_EXCLUDE, O_JSONL, O_PLUGIN,
 		O_STATUS, O_MEMLOG, O_ALLOCATOR, O_REPEAT, O_MAX_MEMORY, O_LIST_OPS, O_BENCH, O_FIRST,
-		O_EXPORT, O_SHRINK, O_SHARD, O_MERGE };
+		O_EXPORT, O_SHRINK, O_SHARD, O_MERGE, O_COVERAGE };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "device", required_argument, NULL, O_DEVICE },
@@ -222,6 +227,7 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "max-memory", required_argument, NULL, O_MAX_MEMORY },
 
 		{ "list-ops", no_argument, NULL, O_LIST_OPS },
+		{ "coverage", no_argument, NULL, O_COVERAGE },
 		{ "bench", optional_argument, NULL, O_BENCH },
 		{ "first", no_argument, NULL, O_FIRST },
 		{ "export", required_argument, NULL, O_EXPORT },
@@ -252,6 +258,7 @@ parse_options(int argc, char **argv, struct options *o)
 		case O_MAX_MEMORY: mate_memory_cap_set(mate_fe_opt_size("--max-memory", optarg)); break;
 
 		case O_LIST_OPS: o->list_ops = 1; break;
+		case O_COVERAGE: o->list_ops = 2; break;
 		case O_FIRST: o->first = 1; break;
 		case O_EXPORT: o->export_dump = optarg; break;
 		case 'o': o->output = optarg; break;
@@ -890,8 +897,11 @@ main(int argc, char **argv)
 		r = NULL;
 	} else if ((r = make_engine(&o)) != NULL && o.shrink != NULL) {
 		status = shrink(r, o.shrink, o.output);
+	} else if (r != NULL && o.list_ops == 2) {
+		status = mate_fi_coverage(r, 1, o.jsonl);
 	} else if (r != NULL && o.list_ops) {
-		status = list_ops(r, o.jsonl);
+		if ((status = list_ops(r, o.jsonl)) == MATE_EXIT_OK)
+			status = mate_fi_coverage(r, 0, o.jsonl);
 	} else if (r != NULL && (l = list_dumps(&o)) != NULL)
 		status = replay_all(&o, r, l);
 	mate_dump_list_free(l);
