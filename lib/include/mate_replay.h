@@ -344,9 +344,11 @@ MATE_API int mate_replay_shrink(mate_replay *r, const char *dump, const char *ou
 /* Called once per dump, in the order given, as results become available. */
 typedef void (*mate_replay_report_fn)(size_t i, const struct mate_dump_info *dump,
     const struct mate_replay_result *res, void *ctx);
-/*! mate_replay_run() : replays dumps[0..n) with `jobs` threads (calls on the
- * same object, by self_id, run in order on one thread) and reports each
- * result in order. @return MATE_OK or a negative status (threads). */
+/*! mate_replay_run() : replays dumps[0..n) with `jobs` threads, the calling
+ * thread one of them (calls on the same object, by self_id, run in order on
+ * one thread), and reports each result in order: `report` is called on those
+ * threads, one call at a time, by the thread that finds the next result
+ * ready. @return MATE_OK or MATE_ERR_NOMEM. */
 MATE_API int mate_replay_run(mate_replay *r, const struct mate_dump_info *const *dumps,
     size_t n, int jobs, mate_replay_report_fn report, void *ctx, mate_error *err);
 

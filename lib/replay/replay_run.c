@@ -14,17 +14,25 @@ struct unit {
 	size_t head, start, n;
 };
 
+/* Each thread reports what is ready in order when it finishes a dump, so no
+ * thread waits on another: the one that holds report_lock reports results[]
+ * from `reported` on while they are there; a result stored while the lock
+ * is held is seen by the holder's second look after it lets go. */
 struct runner {
 	mate_replay *r;
 	const struct mate_dump_info *const *dumps;
 	size_t ndumps;
 	struct unit *units;
-	size_t nunits, next;
+	size_t nunits, next;        /* next: atomic */
 	size_t *order;
-	struct mate_replay_result **results;
-	pthread_mutex_t lock;
-	pthread_cond_t done;
+	struct mate_replay_result **results;  /* atomic; NOMEM_RESULT if no memory */
+	size_t reported;            /* written under report_lock, read atomically */
+	mate_replay_report_fn report;
+	void *ctx;
+	pthread_mutex_t report_lock;
 };
+
+#define NOMEM_RESULT ((struct mate_replay_result *)-1)
 
 static const struct mate_dump_info *const *sort_dumps;  /* for qsort, single-threaded */
 
@@ -86,33 +94,6 @@ make_units(struct runner *ru)
 	return MATE_OK;
 }
 
-static void *
-worker(void *arg)
-{
-	struct runner *ru = arg;
-
-	for (;;) {
-		struct unit *u;
-
-		pthread_mutex_lock(&ru->lock);
-		u = ru->next < ru->nunits ? &ru->units[ru->next++] : NULL;
-		pthread_mutex_unlock(&ru->lock);
-		if (u == NULL)
-			return NULL;
-		for (size_t k = 0; k < u->n; k++) {
-			size_t i = ru->order[u->start + k];
-			struct mate_replay_result *res = malloc(sizeof(*res));
-
-			if (res != NULL)
-				mate_replay_dump(ru->r, ru->dumps[i]->path, res);
-			pthread_mutex_lock(&ru->lock);
-			ru->results[i] = res != NULL ? res : (struct mate_replay_result *)-1;
-			pthread_cond_broadcast(&ru->done);
-			pthread_mutex_unlock(&ru->lock);
-		}
-	}
-}
-
 static void
 report_nomem(size_t i, const struct mate_dump_info *d, mate_replay_report_fn report, void *ctx)
 {
@@ -125,24 +106,63 @@ report_nomem(size_t i, const struct mate_dump_info *d, mate_replay_report_fn rep
 	report(i, d, &res, ctx);
 }
 
-/* Waits for each result in order and reports it. */
-static void
-report_in_order(struct runner *ru, mate_replay_report_fn report, void *ctx)
+static struct mate_replay_result *
+ready(struct runner *ru)
 {
-	for (size_t i = 0; i < ru->ndumps; i++) {
-		struct mate_replay_result *res;
+	size_t i = __atomic_load_n(&ru->reported, __ATOMIC_SEQ_CST);
 
-		pthread_mutex_lock(&ru->lock);
-		while ((res = ru->results[i]) == NULL)
-			pthread_cond_wait(&ru->done, &ru->lock);
-		pthread_mutex_unlock(&ru->lock);
-		if (res == (struct mate_replay_result *)-1) {
-			report_nomem(i, ru->dumps[i], report, ctx);
-		} else {
-			report(i, ru->dumps[i], res, ctx);
-			free(res);
+	return i < ru->ndumps ? __atomic_load_n(&ru->results[i], __ATOMIC_SEQ_CST) : NULL;
+}
+
+/* Reports the results that are ready, in order, unless another thread is at it. */
+static void
+report_ready(struct runner *ru)
+{
+	struct mate_replay_result *res;
+
+	while (ready(ru) != NULL) {
+		/* the fences: a result stored before a failed trylock is seen by
+		 * the holder's look after its unlock (store, then load, each side) */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (pthread_mutex_trylock(&ru->report_lock) != 0)
+			return;
+		while ((res = ready(ru)) != NULL) {
+			size_t i = ru->reported;
+
+			if (res == NOMEM_RESULT) {
+				report_nomem(i, ru->dumps[i], ru->report, ru->ctx);
+			} else {
+				ru->report(i, ru->dumps[i], res, ru->ctx);
+				free(res);
+			}
+			__atomic_store_n(&ru->reported, i + 1, __ATOMIC_SEQ_CST);
+		}
+		pthread_mutex_unlock(&ru->report_lock);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
+}
+
+static void *
+worker(void *arg)
+{
+	struct runner *ru = arg;
+	size_t k;
+
+	while ((k = __atomic_fetch_add(&ru->next, 1, __ATOMIC_RELAXED)) < ru->nunits) {
+		const struct unit *u = &ru->units[k];
+
+		for (size_t j = 0; j < u->n; j++) {
+			size_t i = ru->order[u->start + j];
+			struct mate_replay_result *res = malloc(sizeof(*res));
+
+			if (res != NULL)
+				mate_replay_dump(ru->r, ru->dumps[i]->path, res);
+			__atomic_store_n(&ru->results[i], res != NULL ? res : NOMEM_RESULT,
+			    __ATOMIC_SEQ_CST);
+			report_ready(ru);
 		}
 	}
+	return NULL;
 }
 
 int
@@ -166,26 +186,24 @@ mate_replay_run(mate_replay *r, const struct mate_dump_info *const *dumps, size_
 	ru.r = r;
 	ru.dumps = dumps;
 	ru.ndumps = n;
+	ru.report = report;
+	ru.ctx = ctx;
 	ru.results = calloc(n, sizeof(*ru.results));
 	th = calloc((size_t)jobs, sizeof(*th));
 	if (ru.results == NULL || th == NULL || make_units(&ru) != MATE_OK) {
 		rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	pthread_mutex_init(&ru.lock, NULL);
-	pthread_cond_init(&ru.done, NULL);
-	for (; started < jobs && (size_t)started < ru.nunits; started++)
+	pthread_mutex_init(&ru.report_lock, NULL);
+	/* this thread is one of the jobs */
+	for (; started < jobs - 1 && (size_t)started + 1 < ru.nunits; started++)
 		if ((errno = pthread_create(&th[started], NULL, worker, &ru)) != 0)
 			break;
-	if (started == 0) {
-		rc = mate_set_errno(err, errno, "cannot start replay threads", NULL);
-	} else {
-		report_in_order(&ru, report, ctx);
-		for (int t = 0; t < started; t++)
-			pthread_join(th[t], NULL);
-	}
-	pthread_cond_destroy(&ru.done);
-	pthread_mutex_destroy(&ru.lock);
+	worker(&ru);
+	for (int t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+	report_ready(&ru);  /* every result is in: reports any a race left */
+	pthread_mutex_destroy(&ru.report_lock);
 out:
 	free(th);
 	free(ru.results);

@@ -2,10 +2,12 @@
 #include "config.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mate_replay.h"
@@ -924,6 +926,99 @@ DEFINE_TEST(runner)
 			bad += verdicts[i] != MATE_REPLAY_PASSED;
 		CHECK_EQ_INT(bad, 1);
 	}
+	mate_dump_list_free(l);
+	mate_replay_free(r);
+	if (test_rmtree(tmp) != 0)
+		fprintf(stderr, "could not remove %s\n", tmp);
+	free(tmp);
+}
+
+/* The threads that replayed or reported in runner_threads. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_t seen[16];
+	int n, replayers;
+} threads = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int
+seen_thread(void)
+{
+	pthread_t self = pthread_self();
+	int k;
+
+	pthread_mutex_lock(&threads.lock);
+	for (k = 0; k < threads.n && !pthread_equal(threads.seen[k], self); k++)
+		;
+	if (k == threads.n && k < 16)
+		threads.seen[threads.n++] = self;
+	pthread_mutex_unlock(&threads.lock);
+	return k;
+}
+
+/* echo, held until two threads have replayed (or 30 s), so that both take part */
+static int
+echo_held(mate_replay_call *c, void *ctx)
+{
+	struct timespec pause = { 0, 1000000 };
+
+	pthread_mutex_lock(&threads.lock);
+	threads.replayers++;
+	pthread_mutex_unlock(&threads.lock);
+	seen_thread();
+	for (int ms = 0; ms < 30000; ms++) {
+		int n;
+
+		pthread_mutex_lock(&threads.lock);
+		n = threads.n;
+		pthread_mutex_unlock(&threads.lock);
+		if (n >= 2)
+			break;
+		nanosleep(&pause, NULL);
+	}
+	return echo(c, ctx);
+}
+
+static void
+on_result_thread(size_t i, const struct mate_dump_info *d, const struct mate_replay_result *res,
+    void *ctx)
+{
+	(void)d;
+	on_result(i, d, res, ctx);
+	seen_thread();
+}
+
+/* -j 2 is two threads: the caller's thread replays too, and results are
+ * reported on the threads that replay, not on a third that waits for them. */
+DEFINE_TEST(runner_threads)
+{
+	mate_replay *r = mate_replay_new(NULL);
+	mate_dump_list *l = mate_dump_list_new(0, NULL);
+	const struct mate_dump_info *dumps[40];
+	int verdicts[40], n = 40, passed = 0;
+	char result[16];
+
+	CHECK((tmp = test_tmpdir("test-replay-threads")) != NULL);
+	if (tmp == NULL)
+		return;
+	for (int i = 0; i < n; i++) {
+		snprintf(result, sizeof(result), "%d", i);
+		write_dump(i, "echo", NULL, result);
+	}
+	mate_replay_register(r, NULL, "echo", echo_held, NULL, NULL);
+	CHECK_EQ_INT(mate_dump_list_add(l, tmp, NULL), n);
+	mate_dump_list_sort(l);
+	for (int i = 0; i < n; i++)
+		dumps[i] = mate_dump_list_get(l, (size_t)i);
+	reported = 0;
+	in_order = 1;
+	CHECK_EQ_INT(mate_replay_run(r, dumps, (size_t)n, 2, on_result_thread, verdicts, NULL), MATE_OK);
+	CHECK_EQ_INT(reported, n);
+	CHECK(in_order);
+	for (int i = 0; i < n; i++)
+		passed += verdicts[i] == MATE_REPLAY_PASSED;
+	CHECK_EQ_INT(passed, n);
+	CHECK(threads.replayers == n);
+	CHECK_EQ_INT(threads.n, 2);
 	mate_dump_list_free(l);
 	mate_replay_free(r);
 	if (test_rmtree(tmp) != 0)
