@@ -108,8 +108,9 @@ smoke replay-decode.py "^mate-replay run \(CPU kernels\): $n s  ratio ${n}x" \
     peers "$bench/replay-decode.py" "$build" --batch 2 --kv 20 --qo-heads 2 --kv-heads 1 \
     --head-dim 64 --page 16 --repeat 1
 smoke replay-gemm "ratio $n \(target" -- bench/replay-gemm 64 1
-smoke replay-many.sh "^mate-replay -j 1 +10 dumps in $n s: $n dumps/s" -- \
-    sh "$bench/replay-many.sh" "$build" 10
+smoke replay-many.sh "^mate-replay -j 1 +10 dumps in $n s: $n dumps/s" \
+    "^-j [0-9]+ against -j 1: ${n}x \(medians\)" -- \
+    sh "$bench/replay-many.sh" "$build" 10 1
 smoke replay-mixed.py "^mate-replay -j 1: .* ratio ${n}x" "^mate-replay -j 2: .* ratio ${n}x" -- \
     peers "$bench/replay-mixed.py" "$build" --steps 1 --repeat 1 --jobs 2
 smoke tensor-files.sh "bit-identical" "^  pt +write vs torch.save +${n}x" \
