@@ -28,6 +28,7 @@ AM_TESTS_ENVIRONMENT += \
 	export LSAN_OPTIONS;
 C_TESTS += tests/test_ilog tests/test_timeline
 tests_test_ilog_SOURCES = tests/unit/test_ilog.c
+tests_test_ilog_LDADD = libmate_impl.la
 tests_test_timeline_SOURCES = tests/unit/test_timeline.c
 tests_test_timeline_LDADD = lib/libmate_view.la libmate_impl.la
 SCRIPT_TESTS += tests/cli/test_visualize_cli.sh tests/cli/test_visualize_man.sh tests/cli/test_visualize_png.py tests/cli/test_visualize_svg.py tests/cli/test_visualize_json.py tests/cli/test_visualize_gt.py tests/cli/test_visualize_usec.py tests/cli/test_visualize_flows.py

@@ -321,4 +321,24 @@ uint64_t mate_proc_start_ticks(pid_t pid) MATE_HIDDEN;
 struct mate_monitor;
 int mate_mon_take_frame(struct mate_monitor *m, const char *buf, size_t len) MATE_HIDDEN;
 
+/* ---- an event's details, indexed once (ilog.c) --------------------------------
+ * The key=value pairs of one details string, found in one pass and in order,
+ * so that a reader asking for several keys (a timeline asks for up to ten)
+ * walks the text once: mate_ilog_details_get() answers exactly as
+ * mate_ilog_detail() on the same text would. The index borrows the text. */
+#define MATE_ILOG_PAIRS 24
+struct mate_ilog_details {
+	const char *text;
+	int n, more;           /* more: pairs past the last one kept */
+	struct {
+		const char *key, *value;
+		size_t klen;
+	} kv[MATE_ILOG_PAIRS];
+};
+void mate_ilog_details_index(struct mate_ilog_details *d, const char *details) MATE_HIDDEN;
+int mate_ilog_details_get(const struct mate_ilog_details *d, const char *key, char *buf,
+    size_t cap) MATE_HIDDEN;
+/* mate_ilog_op() with its op= value already looked up (NULL: none). */
+const char *mate_ilog_op_of(const mate_event *ev, const char *op, char *buf, size_t cap) MATE_HIDDEN;
+
 #endif /* MATE_EVENTS_PRIVATE_H_INCLUDED */

@@ -1,6 +1,7 @@
 /* ilog.c: instruction logs: the GT-compatible line format (formatting and parsing), a streaming reader, op types and colours. */
 #include "mate_private.h"
 #include "mate_events.h"
+#include "events_private.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -369,7 +370,7 @@ parse_tail(char *rest, char *end, mate_event *ev)
 int
 mate_ilog_parse_line(char *line, size_t len, mate_event *ev, const char **why)
 {
-	char *end = line + len, *f[5], *sep;
+	char *end = line + len, *f[5], *fend[5], *sep;
 	const char *dummy;
 	int n;
 
@@ -388,26 +389,28 @@ mate_ilog_parse_line(char *line, size_t len, mate_event *ev, const char **why)
 		if ((sep = find_sep(f[n - 1], end)) == NULL)
 			return *why = "too few fields (need 5, joined by \" | \")", -1;
 		*sep = '\0';
+		fend[n - 1] = sep;
 		f[n] = sep + 3;
 	}
 	sep = find_sep(f[4], end);
 	if (sep != NULL)
 		*sep = '\0';
+	fend[4] = sep != NULL ? sep : end;
 	{
-		char *t = trim(f[0], f[0] + strlen(f[0]));
+		char *t = trim(f[0], fend[0]);
 		size_t tl = strlen(t);
 		if (tl < 2 || t[tl - 1] != 's' || parse_decimal(t, t + tl - 1, &ev->time) != 0)
 			return *why = "bad time field", -1;
 		if (ev->time > ILOG_MAX_TIME)
 			return *why = "time out of range", -1;
 	}
-	if (parse_seq(trim(f[1], f[1] + strlen(f[1])), &ev->seq) != 0)
+	if (parse_seq(trim(f[1], fend[1]), &ev->seq) != 0)
 		return *why = "bad sequence number", -1;
-	ev->event = trim(f[2], f[2] + strlen(f[2]));
+	ev->event = trim(f[2], fend[2]);
 	if (ev->event[0] == '\0')
 		return *why = "empty event type", -1;
-	parse_source(trim(f[3], f[3] + strlen(f[3])), ev);
-	ev->command = trim(f[4], f[4] + strlen(f[4]));
+	parse_source(trim(f[3], fend[3]), ev);
+	ev->command = trim(f[4], fend[4]);
 	if (sep != NULL)
 		parse_tail(sep + 3, end, ev);
 	else {
@@ -419,29 +422,86 @@ mate_ilog_parse_line(char *line, size_t len, mate_event *ev, const char **why)
 
 /* ---- Details, op types, colours ------------------------------------------- */
 
+/* Copies the value at v (it ends at a space, comma or ']') into buf. */
+static int
+detail_value(const char *v, char *buf, size_t cap)
+{
+	size_t vl = strcspn(v, " ,]");
+
+	if (cap > 0) {
+		size_t c = vl < cap - 1 ? vl : cap - 1;
+		memcpy(buf, v, c);
+		buf[c] = '\0';
+	}
+	return vl > 0x7fffffff ? 0x7fffffff : (int)vl;
+}
+
 int
 mate_ilog_detail(const char *details, const char *key, char *buf, size_t cap)
 {
-	size_t kl = strlen(key), vl;
-	const char *p = details, *v;
+	size_t kl = strlen(key);
+	const char *p = details;
 
 	if (details == NULL || kl == 0)
 		return -1;
 	while ((p = strstr(p, key)) != NULL) {
 		if ((p == details || p[-1] == ' ' || p[-1] == '[' || p[-1] == ',') &&
-		    p[kl] == '=') {
-			v = p + kl + 1;
-			vl = strcspn(v, " ,]");
-			if (cap > 0) {
-				size_t c = vl < cap - 1 ? vl : cap - 1;
-				memcpy(buf, v, c);
-				buf[c] = '\0';
-			}
-			return vl > 0x7fffffff ? 0x7fffffff : (int)vl;
-		}
+		    p[kl] == '=')
+			return detail_value(p + kl + 1, buf, cap);
 		p += kl;
 	}
 	return -1;
+}
+
+static int
+key_boundary(char c)
+{
+	return c == ' ' || c == '[' || c == ',';
+}
+
+/* Every place mate_ilog_detail() could match is a run of characters after
+ * the start or a boundary, up to an '=' with no boundary in between (the
+ * keys asked for have none): those runs are the pairs, in order. */
+void
+mate_ilog_details_index(struct mate_ilog_details *d, const char *details)
+{
+	const char *p = details != NULL ? details : "";
+
+	d->text = details;
+	d->n = d->more = 0;
+	for (;;) {
+		const char *k = p;
+
+		while (*p != '\0' && *p != '=' && !key_boundary(*p))
+			p++;
+		if (*p == '=' && p > k) {
+			if (d->n < MATE_ILOG_PAIRS) {
+				d->kv[d->n].key = k;
+				d->kv[d->n].klen = (size_t)(p - k);
+				d->kv[d->n++].value = p + 1;
+			} else {
+				d->more = 1;
+				return;
+			}
+		}
+		/* the next run starts after a boundary */
+		while (*p != '\0' && !key_boundary(*p))
+			p++;
+		if (*p == '\0')
+			return;
+		p++;
+	}
+}
+
+int
+mate_ilog_details_get(const struct mate_ilog_details *d, const char *key, char *buf, size_t cap)
+{
+	size_t kl = strlen(key);
+
+	for (int i = 0; i < d->n; i++)
+		if (d->kv[i].klen == kl && memcmp(d->kv[i].key, key, kl) == 0)
+			return detail_value(d->kv[i].value, buf, cap);
+	return d->more ? mate_ilog_detail(d->text, key, buf, cap) : -1;
 }
 
 static void
@@ -513,6 +573,16 @@ derive_op(const char *cmd, const char *details)
 const char *
 mate_ilog_op(const mate_event *ev, char *buf, size_t cap)
 {
+	char op[256];
+
+	if (mate_ilog_detail(ev->details != NULL ? ev->details : "", "op", op, sizeof(op)) > 0)
+		return mate_ilog_op_of(ev, op, buf, cap);
+	return mate_ilog_op_of(ev, NULL, buf, cap);
+}
+
+const char *
+mate_ilog_op_of(const mate_event *ev, const char *op, char *buf, size_t cap)
+{
 	char cmd[64], det[256];
 	const char *details = ev->details != NULL ? ev->details : "";
 	const char *c = ev->command != NULL ? ev->command : "";
@@ -523,8 +593,8 @@ mate_ilog_op(const mate_event *ev, char *buf, size_t cap)
 			buf[0] = '\0';
 		return buf;
 	}
-	if (mate_ilog_detail(details, "op", det, sizeof(det)) > 0) {
-		lower_copy(buf, cap, det, sizeof(det));
+	if (op != NULL && op[0] != '\0') {
+		lower_copy(buf, cap, op, strlen(op));
 		if (buf[0] != '\0')
 			return buf;
 	}

@@ -219,12 +219,20 @@ op_index(mate_timeline *tl, const char *name)
 	return tl->nops++;
 }
 
+/* The current event's details value of key, as mate_ilog_detail() gives it. */
+static int
+detail(mate_timeline *tl, const char *key, char *buf, size_t cap)
+{
+	return mate_ilog_details_get(&tl->det, key, buf, cap);
+}
+
 static int
 event_op(mate_timeline *tl, const mate_event *ev)
 {
-	char buf[TL_OP_NAME];
+	char op[256], buf[TL_OP_NAME];
 
-	return op_index(tl, mate_ilog_op(ev, buf, sizeof(buf)));
+	return op_index(tl, mate_ilog_op_of(ev, detail(tl, "op", op, sizeof(op)) > 0 ? op : NULL,
+	    buf, sizeof(buf)));
 }
 
 /* ---- Lanes ------------------------------------------------------------------- */
@@ -588,15 +596,15 @@ add_busy(struct tl_lane *L, double s, double e)
 /* Did the event that closes a span report a failure (GT's success=False,
  * an error=, a status= other than ok)? */
 static int
-reports_failure(const mate_event *ev)
+reports_failure(mate_timeline *tl)
 {
 	char v[16];
 
-	if (mate_ilog_detail(ev->details, "success", v, sizeof(v)) > 0)
+	if (detail(tl, "success", v, sizeof(v)) > 0)
 		return strcmp(v, "False") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0;
-	if (mate_ilog_detail(ev->details, "error", v, sizeof(v)) >= 0)
+	if (detail(tl, "error", v, sizeof(v)) >= 0)
 		return 1;
-	if (mate_ilog_detail(ev->details, "status", v, sizeof(v)) > 0)
+	if (detail(tl, "status", v, sizeof(v)) > 0)
 		return strcmp(v, "ok") != 0 && strcmp(v, "0") != 0 && strcmp(v, "success") != 0;
 	return 0;
 }
@@ -716,13 +724,13 @@ open_init(mate_timeline *tl, struct tl_open *o, const mate_event *ev, int op, in
 }
 
 static int
-detail_int(const mate_event *ev, const char *key, int lo, int hi, int *out)
+detail_int(mate_timeline *tl, const char *key, int lo, int hi, int *out)
 {
 	char buf[24];
 	char *end;
 	long v;
 
-	if (mate_ilog_detail(ev->details, key, buf, sizeof(buf)) <= 0)
+	if (detail(tl, key, buf, sizeof(buf)) <= 0)
 		return 0;
 	v = strtol(buf, &end, 10);
 	if (*end != '\0' || v < lo || v > hi)
@@ -760,9 +768,9 @@ call_open(mate_timeline *tl, const mate_event *ev, mate_error *err)
 	struct tl_lane *D;
 	char id[64], tname[64];
 	struct tl_open o;
-	int op, has_id = mate_ilog_detail(ev->details, "call", id, sizeof(id)) > 0;
+	int op, has_id = detail(tl, "call", id, sizeof(id)) > 0;
 
-	if (L != NULL && !L->named && mate_ilog_detail(ev->details, "thread", tname, sizeof(tname)) > 0)
+	if (L != NULL && !L->named && detail(tl, "thread", tname, sizeof(tname)) > 0)
 		lane_name_thread(tl, L, tname);
 
 	/* GT's requests go through its dispatcher; a call with its own id
@@ -780,7 +788,7 @@ call_open(mate_timeline *tl, const mate_event *ev, mate_error *err)
 		tl->st.unpaired++;
 	}
 	open_init(tl, &o, ev, op, L->index);
-	if (!detail_int(ev, "depth", 0, 1000, &o.depth))
+	if (!detail_int(tl, "depth", 0, 1000, &o.depth))
 		o.depth = L->nstack;
 	if (has_id) {
 		struct tl_open copy = o;
@@ -812,7 +820,7 @@ call_close(mate_timeline *tl, const mate_event *ev, mate_error *err)
 	if (L == NULL)
 		return MATE_ERR_NOMEM;
 	L->events++;
-	if (mate_ilog_detail(ev->details, "call", id, sizeof(id)) > 0) {
+	if (detail(tl, "call", id, sizeof(id)) > 0) {
 		uint64_t key = id_key(0, -1 - L->log, id);
 		struct tl_id *e = ids_find(tl, key);
 		if (e != NULL)
@@ -829,7 +837,7 @@ call_close(mate_timeline *tl, const mate_event *ev, mate_error *err)
 	o = L->stack[i];
 	memmove(L->stack + i, L->stack + i + 1, (size_t)(L->nstack - i - 1) * sizeof(o));
 	L->nstack--;
-	rc = emit_span(tl, L, &o, ev->time, 1, reports_failure(ev), err);
+	rc = emit_span(tl, L, &o, ev->time, 1, reports_failure(tl), err);
 	open_free(&o);
 	if (lg->cur_client == L->index && L->nstack == 0) {
 		lg->cur_client = -1;
@@ -845,7 +853,7 @@ worker_lane(mate_timeline *tl, const mate_event *ev, mate_error *err)
 {
 	char w[128];
 
-	if (mate_ilog_detail(ev->details, "worker", w, sizeof(w)) > 0)
+	if (detail(tl, "worker", w, sizeof(w)) > 0)
 		return lane_get(tl, MATE_LANE_WORKER, w, err);
 	return lane_get(tl, MATE_LANE_WORKER, ev->source[0] != '\0' ? ev->source : "?", err);
 }
@@ -857,7 +865,7 @@ work_cause(mate_timeline *tl, const mate_event *ev)
 	struct tl_log *lg = &tl->logs[tl->nlogs - 1];
 	char id[64];
 
-	if (mate_ilog_detail(ev->details, "call", id, sizeof(id)) > 0) {
+	if (detail(tl, "call", id, sizeof(id)) > 0) {
 		struct tl_id *e = ids_find(tl, id_key(0, -1 - (tl->nlogs - 1), id));
 		return e != NULL ? &e->o : NULL;
 	}
@@ -875,9 +883,9 @@ work_op(mate_timeline *tl, const mate_event *ev, const struct tl_open *cause)
 {
 	char buf[TL_OP_NAME];
 
-	if (mate_ilog_detail(ev->details, "op", buf, sizeof(buf)) > 0)
+	if (detail(tl, "op", buf, sizeof(buf)) > 0)
 		return event_op(tl, ev);
-	if (cause != NULL && mate_ilog_detail(ev->details, "call", buf, sizeof(buf)) > 0)
+	if (cause != NULL && detail(tl, "call", buf, sizeof(buf)) > 0)
 		return cause->op;
 	if (tl->logs[tl->nlogs - 1].ctx_op >= 0)
 		return tl->logs[tl->nlogs - 1].ctx_op;
@@ -935,7 +943,7 @@ work_send(mate_timeline *tl, const mate_event *ev, mate_error *err)
 		return MATE_ERR_NOMEM;
 	cause = work_cause(tl, ev);
 	open_init(tl, &o, ev, work_op(tl, ev, cause), W->index);
-	has_id = mate_ilog_detail(ev->details, "id", id, sizeof(id)) > 0;
+	has_id = detail(tl, "id", id, sizeof(id)) > 0;
 	if (!has_id && W->has_orphan && strcmp(W->orphan.command, ev->command) == 0 &&
 	    ev->time - W->orphan.t <= TL_BATCH_WINDOW) {
 		/* GT's WorkerBatch: the reply was logged first */
@@ -979,7 +987,7 @@ work_recv(mate_timeline *tl, const mate_event *ev, mate_error *err)
 
 	if (W == NULL)
 		return MATE_ERR_NOMEM;
-	if (mate_ilog_detail(ev->details, "id", id, sizeof(id)) > 0) {
+	if (detail(tl, "id", id, sizeof(id)) > 0) {
 		struct tl_id *e = ids_find(tl, id_key(1, W->index, id));
 		if (e == NULL) {
 			tl->st.unpaired++;
@@ -987,7 +995,7 @@ work_recv(mate_timeline *tl, const mate_event *ev, mate_error *err)
 			o = e->o;
 			ids_del(tl, e);
 			op = o.op;
-			rc = emit_span(tl, W, &o, ev->time, 0, reports_failure(ev), err);
+			rc = emit_span(tl, W, &o, ev->time, 0, reports_failure(tl), err);
 			open_free(&o);
 		}
 	} else if (W->fcount > 0) {
@@ -995,7 +1003,7 @@ work_recv(mate_timeline *tl, const mate_event *ev, mate_error *err)
 		W->fhead = (W->fhead + 1) % TL_FIFO_MAX;
 		W->fcount--;
 		op = o.op;
-		rc = emit_span(tl, W, &o, ev->time, 0, reports_failure(ev), err);
+		rc = emit_span(tl, W, &o, ev->time, 0, reports_failure(tl), err);
 		open_free(&o);
 	} else {
 		if (W->has_orphan)
@@ -1005,7 +1013,7 @@ work_recv(mate_timeline *tl, const mate_event *ev, mate_error *err)
 		W->orphan.start = lg->has_prev && lg->prev_time <= ev->time ? lg->prev_time : ev->time;
 		W->orphan.seq = ev->seq;
 		W->orphan.bytes = ev->size;
-		W->orphan.failed = reports_failure(ev);
+		W->orphan.failed = reports_failure(tl);
 		snprintf(W->orphan.command, sizeof(W->orphan.command), "%s", ev->command);
 	}
 	if (rc != MATE_OK)
@@ -1040,13 +1048,26 @@ ev_type(const char *e)
 	return EV_OTHER;
 }
 
+/* strstr(s, w) != NULL, for the short words of an event line (the library's
+ * strstr() costs more in setting up than these take). */
 static int
-is_signal(const mate_event *ev, char *name, size_t cap)
+contains(const char *s, const char *w)
 {
-	if (mate_ilog_detail(ev->details, "signal", name, cap) > 0)
+	size_t n = strlen(w);
+
+	for (; *s != '\0'; s++)
+		if (*s == w[0] && strncmp(s, w, n) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+is_signal(mate_timeline *tl, const mate_event *ev, char *name, size_t cap)
+{
+	if (detail(tl, "signal", name, cap) > 0)
 		return 1;
-	if (strstr(ev->event, "SIGNAL") != NULL || strstr(ev->command, "Signal") != NULL ||
-	    strstr(ev->command, "signal") != NULL || strstr(ev->command, "SIGNAL") != NULL) {
+	if (contains(ev->event, "SIGNAL") || contains(ev->command, "Signal") ||
+	    contains(ev->command, "signal") || contains(ev->command, "SIGNAL")) {
 		snprintf(name, cap, "%s", ev->command[0] != '\0' ? ev->command : ev->event);
 		return 1;
 	}
@@ -1083,12 +1104,12 @@ memory_add(mate_timeline *tl, const mate_event *ev, mate_error *err)
 	char *end;
 	double v;
 
-	if (mate_ilog_detail(ev->details, "in_use", val, sizeof(val)) <= 0)
+	if (detail(tl, "in_use", val, sizeof(val)) <= 0)
 		return MATE_OK;
 	v = strtod(val, &end);
 	if (*end != '\0' || !(v >= 0) || v > 1e18)
 		return MATE_OK;
-	if (mate_ilog_detail(ev->details, "device", dev, sizeof(dev)) <= 0)
+	if (detail(tl, "device", dev, sizeof(dev)) <= 0)
 		snprintf(dev, sizeof(dev), "%s", client_name(ev->source));
 	if ((M = lane_get(tl, MATE_LANE_MEMORY, dev, err)) == NULL)
 		return MATE_ERR_NOMEM;
@@ -1127,7 +1148,7 @@ other_event(mate_timeline *tl, const mate_event *ev, int type, mate_error *err)
 		char v[TL_OP_NAME];
 		/* work that follows does this op, if the inject names one or is
 		 * another command than the request (GatherShards in a matmul) */
-		if (mate_ilog_detail(ev->details, "op", v, sizeof(v)) > 0 ||
+		if (detail(tl, "op", v, sizeof(v)) > 0 ||
 		    strncmp(ev->command, lg->ctx_cmd, sizeof(lg->ctx_cmd) - 1) != 0)
 			lg->ctx_op = op;
 	}
@@ -1155,13 +1176,14 @@ mate_timeline_add(mate_timeline *tl, const mate_event *ev_in, mate_error *err)
 	copy.source = copy.source != NULL ? copy.source : "";
 	copy.command = copy.command != NULL ? copy.command : "";
 	copy.details = copy.details != NULL ? copy.details : "";
+	mate_ilog_details_index(&tl->det, copy.details);
 	lg = &tl->logs[tl->nlogs - 1];
 	tl->st.events++;
 	tl->st.first = ev->time < tl->st.first ? ev->time : tl->st.first;
 	tl->st.last = ev->time > tl->st.last ? ev->time : tl->st.last;
 	type = ev_type(ev->event);
 	rc = MATE_OK;
-	if (is_signal(ev, name, sizeof(name))) {
+	if (is_signal(tl, ev, name, sizeof(name))) {
 		/* a line across the picture; a signal-only event is just that */
 		rc = signal_add(tl, ev, name, err);
 		if (type == EV_OTHER || rc != MATE_OK)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "mate_view.h"
+#include "events_private.h"
 
 #define TL_MAX_LANES 256        /* more go to one overflow lane per kind */
 #define TL_MAX_OPS 256          /* more op types count as "other" */
@@ -167,6 +168,7 @@ struct mate_timeline {
 	mate_timeline_options o;
 	regex_t re;
 	int has_re;
+	struct mate_ilog_details det;  /* the details of the event being added */
 	/* lanes */
 	struct tl_lane **lanes;
 	int nlanes;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "mate_events.h"
+#include "events_private.h"
 #include "test.h"
 
 /* tests/fixtures/gt-logs of the source tree, set by main(). */
@@ -368,6 +369,51 @@ DEFINE_TEST(ops)
 	CHECK_EQ_INT(mate_op_color("other"), 0x7f8c8d);
 	CHECK_EQ_INT(mate_op_color("rmsnorm"), mate_op_color("rmsnorm"));
 	CHECK(mate_op_color("rmsnorm") != mate_op_color("matmul"));
+}
+
+/* The one-pass index of a details string answers as mate_ilog_detail() does
+ * on the same text, for every key, including the awkward places. */
+DEFINE_TEST(details_index)
+{
+	static const char *const texts[] = {
+		"", "op=sub", "result=2 op=sub left=0", "loop=3 op=x", "scope=3",
+		"[2 cmds: op=a, op=b]", "a=[op=1] op=2", "x=op=1 op=3", "op= op=4",
+		"=5 op=6", "op=7,call=8]id=9", " call=1  call=2", "]op=1 ,op=2",
+		"thread=main call=12.3 depth=0 op=gemm", "aop=1 op_x=2 op=3", "op",
+		"call=1 status=ok error= success=False", "in_use=1024 device=cuda:0",
+	};
+	static const char *const keys[] = { "op", "call", "id", "depth", "thread", "status",
+		"error", "success", "in_use", "device", "x", "a", "loop", "scope", "left" };
+	struct mate_ilog_details d;
+	char big[2048], want[16], got[16];
+	size_t o = 0;
+
+	for (size_t t = 0; t < sizeof(texts) / sizeof(texts[0]); t++) {
+		mate_ilog_details_index(&d, texts[t]);
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+			int a = mate_ilog_detail(texts[t], keys[k], want, sizeof(want));
+			int b = mate_ilog_details_get(&d, keys[k], got, sizeof(got));
+			if (a != b || (a >= 0 && strcmp(want, got) != 0))
+				fprintf(stderr, "details \"%s\", key %s: %d \"%s\" against %d \"%s\"\n",
+				    texts[t], keys[k], a, a >= 0 ? want : "", b, b >= 0 ? got : "");
+			CHECK_EQ_INT(b, a);
+			if (a >= 0)
+				CHECK_STR(got, want);
+		}
+	}
+	/* more pairs than the index keeps: the later ones are still found */
+	for (int i = 0; i < MATE_ILOG_PAIRS + 8; i++)
+		o += (size_t)snprintf(big + o, sizeof(big) - o, "k%d=%d ", i, i);
+	snprintf(big + o, sizeof(big) - o, "op=last");
+	mate_ilog_details_index(&d, big);
+	CHECK(d.more);
+	CHECK_EQ_INT(mate_ilog_details_get(&d, "op", got, sizeof(got)), 4);
+	CHECK_STR(got, "last");
+	CHECK_EQ_INT(mate_ilog_details_get(&d, "k3", got, sizeof(got)), 1);
+	CHECK_STR(got, "3");
+	CHECK_EQ_INT(mate_ilog_details_get(&d, "k30", got, sizeof(got)), 2);
+	CHECK_STR(got, "30");
+	CHECK_EQ_INT(mate_ilog_details_get(&d, "nope", got, sizeof(got)), -1);
 }
 
 int
