@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -641,6 +642,13 @@ mate_op_color(const char *op)
 
 /* ---- The streaming reader ------------------------------------------------ */
 
+/* What the getters report: the counts read ahead: as of the batch being read. */
+struct ilog_count {
+	mate_ilog_stats st;
+	uint64_t bytes;
+	int nbad;
+};
+
 struct mate_ilog {
 	char *name;
 	int fd, own_fd;
@@ -656,6 +664,7 @@ struct mate_ilog {
 	int nbad;
 	uint64_t bad_line[MATE_ILOG_MALFORMED_KEEP];
 	const char *bad_why[MATE_ILOG_MALFORMED_KEEP];
+	struct ilog_ahead *ra;  /* mate_ilog_read_ahead(): the parsing thread */
 };
 
 static mate_ilog *
@@ -720,11 +729,14 @@ mate_ilog_open(const char *path, mate_error *err)
 	return r;
 }
 
+static void ahead_stop(mate_ilog *r);
+
 void
 mate_ilog_free(mate_ilog *r)
 {
 	if (r == NULL)
 		return;
+	ahead_stop(r);
 	if (r->own_fd && r->fd >= 0)
 		close(r->fd);
 	free(r->buf);
@@ -738,22 +750,24 @@ mate_ilog_name(const mate_ilog *r)
 	return r->name;
 }
 
+static const struct ilog_count *ahead_count(const mate_ilog *r);
+
 void
 mate_ilog_get_stats(const mate_ilog *r, mate_ilog_stats *st)
 {
-	*st = r->st;
+	*st = r->ra != NULL ? ahead_count(r)->st : r->st;
 }
 
 uint64_t
 mate_ilog_bytes_read(const mate_ilog *r)
 {
-	return r->bytes;
+	return r->ra != NULL ? ahead_count(r)->bytes : r->bytes;
 }
 
 int
 mate_ilog_malformed(const mate_ilog *r, int i, uint64_t *line, const char **why)
 {
-	if (i < 0 || i >= r->nbad)
+	if (i < 0 || i >= (r->ra != NULL ? ahead_count(r)->nbad : r->nbad))
 		return -1;
 	if (line != NULL)
 		*line = r->bad_line[i];
@@ -871,8 +885,8 @@ blank_line(const char *s, size_t n)
 	return 1;
 }
 
-int
-mate_ilog_next(mate_ilog *r, mate_event *ev, mate_error *err)
+static int
+ilog_next(mate_ilog *r, mate_event *ev, mate_error *err)
 {
 	char *line = NULL;
 	size_t len = 0;
@@ -900,4 +914,203 @@ mate_ilog_next(mate_ilog *r, mate_event *ev, mate_error *err)
 			ilog_bad(r, "not an event line");
 	}
 	return rc;
+}
+
+/* ---- Reading ahead on a second thread --------------------------------------
+ * The thread runs ilog_next() and copies each event, its strings into the
+ * batch's arena, into batches that go round a ring: full ones to the
+ * reader, read ones back. A batch ends when its events or its arena
+ * (which has room for a line's strings at least) are full. */
+
+#define AHEAD_EVENTS 2048
+#define AHEAD_ARENA (512 * 1024)
+#define AHEAD_BATCHES 4
+
+struct ilog_batch {
+	mate_event ev[AHEAD_EVENTS];
+	int n;
+	int last;              /* rc is the reader's last answer */
+	int rc;
+	mate_error err;
+	struct ilog_count count;
+	char arena[AHEAD_ARENA];
+};
+
+struct ilog_ahead {
+	pthread_t th;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	struct ilog_batch *b[AHEAD_BATCHES];
+	unsigned filled, taken;  /* batches filled by the thread, taken by the reader */
+	int stop;
+	struct ilog_batch *cur;  /* the reader's, or NULL */
+	int pos;
+	struct ilog_count count;
+};
+
+static const struct ilog_count *
+ahead_count(const mate_ilog *r)
+{
+	return &r->ra->count;
+}
+
+static char *
+arena_copy(struct ilog_batch *b, size_t *used, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p = b->arena + *used;
+
+	memcpy(p, s, n);
+	*used += n;
+	return p;
+}
+
+static void
+ahead_fill(mate_ilog *r, struct ilog_batch *b)
+{
+	size_t used = 0;
+
+	b->n = 0;
+	b->last = 0;
+	mate_error_clear(&b->err);
+	while (b->n < AHEAD_EVENTS && AHEAD_ARENA - used > MATE_ILOG_LINE_MAX + 8) {
+		mate_event *ev = &b->ev[b->n];
+		int rc = ilog_next(r, ev, &b->err);
+
+		if (rc <= 0) {
+			b->last = 1;
+			b->rc = rc;
+			break;
+		}
+		/* the strings lie in the line, at most its length with four NULs */
+		ev->event = arena_copy(b, &used, ev->event);
+		ev->source = arena_copy(b, &used, ev->source);
+		ev->command = arena_copy(b, &used, ev->command);
+		ev->details = arena_copy(b, &used, ev->details);
+		b->n++;
+	}
+	b->count.st = r->st;
+	b->count.bytes = r->bytes;
+	b->count.nbad = r->nbad;
+}
+
+static void *
+ahead_thread(void *arg)
+{
+	mate_ilog *r = arg;
+	struct ilog_ahead *a = r->ra;
+
+	for (;;) {
+		struct ilog_batch *b;
+		int last;
+
+		pthread_mutex_lock(&a->lock);
+		while (!a->stop && a->filled - a->taken == AHEAD_BATCHES)
+			pthread_cond_wait(&a->changed, &a->lock);
+		if (a->stop) {
+			pthread_mutex_unlock(&a->lock);
+			return NULL;
+		}
+		b = a->b[a->filled % AHEAD_BATCHES];
+		pthread_mutex_unlock(&a->lock);
+		ahead_fill(r, b);
+		last = b->last;
+		pthread_mutex_lock(&a->lock);
+		a->filled++;
+		pthread_cond_broadcast(&a->changed);
+		pthread_mutex_unlock(&a->lock);
+		if (last)
+			return NULL;
+	}
+}
+
+static void
+ahead_free(struct ilog_ahead *a)
+{
+	for (int i = 0; i < AHEAD_BATCHES; i++)
+		free(a->b[i]);
+	free(a);
+}
+
+int
+mate_ilog_read_ahead(mate_ilog *r, mate_error *err)
+{
+	struct ilog_ahead *a;
+
+	if (r->ra != NULL || r->st.lines > 0 || r->bytes > 0)
+		return mate_set_error(err, MATE_ERR_ARGUMENT,
+		    "instruction log: read ahead must be asked for before reading");
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return mate_set_error(err, MATE_ERR_NOMEM, "instruction log: out of memory");
+	for (int i = 0; i < AHEAD_BATCHES; i++)
+		if ((a->b[i] = malloc(sizeof(*a->b[i]))) == NULL) {
+			ahead_free(a);
+			return mate_set_error(err, MATE_ERR_NOMEM, "instruction log: out of memory");
+		}
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->changed, NULL);
+	r->ra = a;
+	if ((errno = pthread_create(&a->th, NULL, ahead_thread, r)) != 0) {
+		int e = errno;
+
+		r->ra = NULL;
+		pthread_cond_destroy(&a->changed);
+		pthread_mutex_destroy(&a->lock);
+		ahead_free(a);
+		return mate_set_errno(err, e, "cannot start a thread", r->name);
+	}
+	return MATE_OK;
+}
+
+static void
+ahead_stop(mate_ilog *r)
+{
+	struct ilog_ahead *a = r->ra;
+
+	if (a == NULL)
+		return;
+	pthread_mutex_lock(&a->lock);
+	a->stop = 1;
+	pthread_cond_broadcast(&a->changed);
+	pthread_mutex_unlock(&a->lock);
+	pthread_join(a->th, NULL);
+	pthread_cond_destroy(&a->changed);
+	pthread_mutex_destroy(&a->lock);
+	ahead_free(a);
+	r->ra = NULL;
+}
+
+/* The next event from the thread's batches. */
+static int
+ahead_next(struct ilog_ahead *a, mate_event *ev, mate_error *err)
+{
+	while (a->cur == NULL || a->pos == a->cur->n) {
+		if (a->cur != NULL) {
+			if (a->cur->last) {
+				if (a->cur->rc < 0 && err != NULL)
+					*err = a->cur->err;
+				return a->cur->rc;
+			}
+			pthread_mutex_lock(&a->lock);
+			a->taken++;      /* the batch goes back to the thread */
+			pthread_cond_broadcast(&a->changed);
+			pthread_mutex_unlock(&a->lock);
+			a->cur = NULL;
+		}
+		pthread_mutex_lock(&a->lock);
+		while (a->filled == a->taken)
+			pthread_cond_wait(&a->changed, &a->lock);
+		a->cur = a->b[a->taken % AHEAD_BATCHES];
+		pthread_mutex_unlock(&a->lock);
+		a->count = a->cur->count;
+		a->pos = 0;
+	}
+	*ev = a->cur->ev[a->pos++];
+	return 1;
+}
+
+int
+mate_ilog_next(mate_ilog *r, mate_event *ev, mate_error *err)
+{
+	return r->ra != NULL ? ahead_next(r->ra, ev, err) : ilog_next(r, ev, err);
 }

@@ -130,6 +130,13 @@ MATE_API mate_ilog *mate_ilog_open_memory(const void *buf, size_t len, const cha
  * next call. @return 1 with *ev filled, 0 at the end, or a negative
  * mate_status on a read error (message in err). */
 MATE_API int mate_ilog_next(mate_ilog *r, mate_event *ev, mate_error *err);
+/*! mate_ilog_read_ahead() : reads and parses on a second thread from now on,
+ * some thousands of events ahead of mate_ilog_next() (whose answers do not
+ * change); asked for before the first event. The counts and bytes read are
+ * then those up to the end of the batch being returned, a few thousand
+ * lines ahead of it, and final at the end. @return MATE_OK, or a negative
+ * mate_status (no thread: r reads as before). */
+MATE_API int mate_ilog_read_ahead(mate_ilog *r, mate_error *err);
 /*! mate_ilog_stats() : counts so far. */
 MATE_API void mate_ilog_get_stats(const mate_ilog *r, mate_ilog_stats *st);
 /*! mate_ilog_bytes_read() : bytes read from the source so far (for progress). */

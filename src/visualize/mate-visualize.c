@@ -172,6 +172,9 @@ read_log(const struct options *o, mate_timeline *tl, const char *path)
 		mate_fe_warnx("%s", err.message);
 		return 1;
 	}
+	/* with a second core, the log is parsed there while this one draws */
+	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
+		(void)mate_ilog_read_ahead(r, NULL);
 	if (mate_timeline_begin_log(tl, strcmp(path, "-") == 0 ? "stdin" : path, &err) != 0) {
 		mate_fe_warnx("%s", err.message);
 		mate_ilog_free(r);

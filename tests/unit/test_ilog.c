@@ -371,6 +371,88 @@ DEFINE_TEST(ops)
 	CHECK(mate_op_color("rmsnorm") != mate_op_color("matmul"));
 }
 
+/* Reading ahead on a second thread returns what reading in turn does: every
+ * event, field by field, over several batches (long lines fill a batch's
+ * arena first), the malformed lines and the counts at the end; and an
+ * empty log and a log freed half-read end cleanly. */
+DEFINE_TEST(read_ahead)
+{
+	size_t cap = 16 << 20, o = 0;
+	char *text = malloc(cap), *long_details = malloc(40001);
+	mate_ilog *a, *b;
+	mate_event ea, eb;
+	mate_ilog_stats sa, sb;
+	mate_error err;
+	uint64_t la, lb;
+	const char *wa, *wb;
+	int ra, rb, n = 0, same = 1;
+
+	CHECK(text != NULL && long_details != NULL);
+	if (text == NULL || long_details == NULL)
+		return;
+	memset(long_details, 'd', 40000);
+	long_details[40000] = '\0';
+	o += (size_t)snprintf(text + o, cap - o, "====\nmate Instruction Stream\n====\n\n");
+	for (int i = 1; i <= 12000; i++) {
+		if (i % 1000 == 0)
+			o += (size_t)snprintf(text + o, cap - o, "%d.5s | #x | RECV | bad\n", i);
+		o += (size_t)snprintf(text + o, cap - o, "%10.6fs | #%04d | %s | CLIENT %d | cmd%d | %s | "
+		    "call=%d op=%s%s\n", i * 1e-3, i, i % 2 ? "RECV" : "SEND", i % 3, i % 7,
+		    i % 5 ? "4.0KB" : "12B", i, i % 4 ? "add" : "matmul",
+		    i % 500 == 0 ? long_details : "");
+	}
+	a = mate_ilog_open_memory(text, o, "serial", &err);
+	b = mate_ilog_open_memory(text, o, "ahead", &err);
+	CHECK(a != NULL && b != NULL);
+	if (a == NULL || b == NULL)
+		goto out;
+	CHECK_EQ_INT(mate_ilog_read_ahead(b, &err), MATE_OK);
+	CHECK_EQ_INT(mate_ilog_read_ahead(b, &err), MATE_ERR_ARGUMENT);  /* once */
+	do {
+		ra = mate_ilog_next(a, &ea, &err);
+		rb = mate_ilog_next(b, &eb, &err);
+		if (ra != rb || (ra == 1 && (ea.time != eb.time || ea.seq != eb.seq ||
+		    ea.line != eb.line || ea.size != eb.size || ea.source_kind != eb.source_kind ||
+		    strcmp(ea.event, eb.event) != 0 || strcmp(ea.source, eb.source) != 0 ||
+		    strcmp(ea.command, eb.command) != 0 || strcmp(ea.details, eb.details) != 0))) {
+			same = 0;
+			break;
+		}
+		n += ra == 1;
+	} while (ra == 1);
+	CHECK(same);
+	CHECK_EQ_INT(n, 12000);
+	CHECK_EQ_INT(rb, 0);
+	CHECK_EQ_INT(mate_ilog_next(b, &eb, &err), 0);  /* and again at the end */
+	mate_ilog_get_stats(a, &sa);
+	mate_ilog_get_stats(b, &sb);
+	CHECK_EQ_INT(sb.events, sa.events);
+	CHECK_EQ_INT(sb.lines, sa.lines);
+	CHECK_EQ_INT(sb.skipped, sa.skipped);
+	CHECK_EQ_INT(sb.malformed, 12);
+	CHECK_EQ_INT(sb.malformed, sa.malformed);
+	CHECK_EQ_INT(mate_ilog_bytes_read(b), o);
+	for (int i = 0; i < MATE_ILOG_MALFORMED_KEEP; i++) {
+		CHECK_EQ_INT(mate_ilog_malformed(b, i, &lb, &wb), mate_ilog_malformed(a, i, &la, &wa));
+		CHECK_EQ_INT(lb, la);
+		CHECK_STR(wb, wa);
+	}
+	mate_ilog_free(a);
+	mate_ilog_free(b);
+
+	b = mate_ilog_open_memory(text, o, "freed half-read", &err);
+	CHECK_EQ_INT(mate_ilog_read_ahead(b, &err), MATE_OK);
+	CHECK_EQ_INT(mate_ilog_next(b, &eb, &err), 1);
+	mate_ilog_free(b);   /* the thread waits for room: it is stopped */
+	b = mate_ilog_open_memory("", 0, "empty", &err);
+	CHECK_EQ_INT(mate_ilog_read_ahead(b, &err), MATE_OK);
+	CHECK_EQ_INT(mate_ilog_next(b, &eb, &err), 0);
+	mate_ilog_free(b);
+out:
+	free(text);
+	free(long_details);
+}
+
 /* The one-pass index of a details string answers as mate_ilog_detail() does
  * on the same text, for every key, including the awkward places. */
 DEFINE_TEST(details_index)
