@@ -116,7 +116,8 @@ smoke replay-mixed.py "^mate-replay -j 1: .* ratio ${n}x" "^mate-replay -j 2: .*
 smoke tensor-files.sh "bit-identical" "^  pt +write vs torch.save +${n}x" \
     "^  safetensors +read vs torch.load +${n}x" -- \
     with_peers env BUILDDIR="$build" PYTHON_TORCH="$peers" sh "$bench/tensor-files.sh" --small --repeat 1
-smoke visualize.py "speed-up: ${n}x wall, ${n}x CPU" "200 lines -> PNG: .* peak RSS" -- \
+smoke visualize.py "speed-up: ${n}x wall, ${n}x CPU" "200 lines -> PNG: .* peak RSS" \
+    "reading the file \(cat\): $n s wall" -- \
     python3 "$bench/visualize.py" --build "$build" --dir "$tmp/visualize" --lines 100 \
     --big-lines 200 --repeat 1
 
