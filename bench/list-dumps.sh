@@ -1,12 +1,16 @@
 #!/bin/sh
 # list-dumps.sh: times mate-list-dumps on 100,000 synthetic dumps against a plain Python version of MATE's list-dumps, in one run.
 #
-# usage: bench/list-dumps.sh [BUILDDIR] [COUNT]   (BUILDDIR default ., COUNT default 100000)
+# usage: bench/list-dumps.sh [BUILDDIR] [COUNT] [ROUNDS]   (defaults ., 100000 and 5)
 # The dumps are generated once under $TMPDIR/mate-bench-list-COUNT and kept.
+# Then the floor, bench/list-floor (`make bench`: one openat, pread and close
+# a dump, nothing parsed), and mate-list-dumps in ROUNDS alternating rounds:
+# the listing's wall and CPU time as fractions of the floor's (target 0.8).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-.}
 count=${2:-100000}
+rounds=${3:-5}
 list="$build/src/replay/mate-list-dumps"
 py=${PYTHON:-python3}
 root=${TMPDIR:-/tmp}/mate-bench-list-$count
@@ -75,3 +79,39 @@ if [ -x /usr/bin/time ]; then
 	    "$(awk -v p="$c_py" -v m="$c_mate" 'BEGIN { if (m > 0) printf "%.1fx", p / m; else print "n/a" }')"
 fi
 rm -f "$root.mate_list.py"
+
+floor="$build/bench/list-floor"
+[ -x "$floor" ] || { echo "no $floor: make bench" >&2; exit 2; }
+"$py" - "$rounds" "$floor" "$list" "$root" <<'EOF'
+import os, statistics, subprocess, sys, time
+rounds, floor, mate, root = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+
+
+def run(cmd):
+    t = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    if status != 0:
+        sys.exit("%s failed" % cmd[0])
+    return time.monotonic() - t, ru.ru_utime + ru.ru_stime
+
+
+med = statistics.median
+sides = {"floor": [floor, root], "mate": [mate, "-q", root]}
+res = {k: [] for k in sides}
+for k in sides:   # warm
+    run(sides[k])
+for _ in range(rounds):
+    for k in sides:
+        res[k].append(run(sides[k]))
+for k, name in (("floor", "floor (open/read/close)"), ("mate", "mate-list-dumps -q")):
+    print("%-26s  %.3f s wall (best %.3f), %.3f s CPU (best %.3f), medians of %d"
+          % (name + ":", med(r[0] for r in res[k]), min(r[0] for r in res[k]),
+             med(r[1] for r in res[k]), min(r[1] for r in res[k]), rounds))
+cpu = med(f[1] / m[1] for f, m in zip(res["floor"], res["mate"]) if m[1] > 0) \
+    if any(m[1] > 0 for m in res["mate"]) else float("nan")
+print("against the floor:          %.2f in CPU time, %.2f in wall time (medians of the rounds' "
+      "ratios; target 0.8; load %s)"
+      % (cpu, med(f[0] / m[0] for f, m in zip(res["floor"], res["mate"])),
+         open("/proc/loadavg").read().split()[0]))
+EOF

@@ -48,3 +48,8 @@ SCRIPT_TESTS += tests/cli/test_list_nonfinite.py
 BENCH_BINS += bench/nonfinite-scan
 bench_nonfinite_scan_SOURCES = bench/nonfinite-scan.c
 bench_nonfinite_scan_LDADD = libmate_impl.la
+## bench/list-floor: a root's dumps listed with one openat, pread and close each and nothing
+## else (plain libc), the floor bench/list-dumps.sh measures mate-list-dumps against.
+BENCH_BINS += bench/list-floor
+bench_list_floor_SOURCES = bench/list-floor.c
+bench_list_floor_LDADD =
