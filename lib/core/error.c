@@ -62,7 +62,7 @@ mate_set_errno(mate_error *err, int errnum, const char *what, const char *path)
 }
 
 int
-mate_open_regular(int dirfd, const char *path, int nofollow)
+mate_open_unchecked(int dirfd, const char *path, int nofollow)
 {
 	struct stat st;
 	int fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0)),
@@ -76,6 +76,17 @@ mate_open_regular(int dirfd, const char *path, int nofollow)
 			e = EFTYPE_MATE;
 		return -e;
 	}
+	return fd;
+}
+
+int
+mate_open_regular(int dirfd, const char *path, int nofollow)
+{
+	struct stat st;
+	int fd = mate_open_unchecked(dirfd, path, nofollow), e;
+
+	if (fd < 0)
+		return fd;
 	if (fstat(fd, &st) != 0)
 		e = errno;
 	else if (!S_ISREG(st.st_mode))

@@ -54,6 +54,10 @@ static inline int mate_double_to_i64(double d, int64_t *out)
  * or -errno; -EFTYPE_MATE when it is not a regular file. */
 #define EFTYPE_MATE 0x4654
 int mate_open_regular(int dirfd, const char *path, int nofollow);
+/* mate_open_regular() less its fstat: the caller tells a regular file by
+ * reading it (pread() fails on a FIFO or a folder) and an fstat() where a
+ * read leaves a doubt (nothing read, or a file larger than one read). */
+int mate_open_unchecked(int dirfd, const char *path, int nofollow);
 
 /* Writes all of buf to fd, retrying short writes and EINTR. 0 or -errno. */
 int mate_write_all(int fd, const void *buf, size_t len);

@@ -391,6 +391,8 @@ scan_file(int fd, char **bufp, size_t got, const struct take *t, struct mate_not
 		return scan_tail(*bufp, got, got, t, notes);
 	if (fstat(fd, &st) != 0)
 		return -errno;
+	if (!S_ISREG(st.st_mode))  /* a device that reads */
+		return -EFTYPE_MATE;
 	for (;;) {
 		char *nb;
 
@@ -430,7 +432,10 @@ mate_dump_read_record(int dirfd, const char *name, struct mate_dump_info *info,
 		*rec = NULL;
 	if (buf == NULL)
 		return -ENOMEM;
-	if ((fd = mate_open_regular(dirfd, name, 1)) < 0) {
+	/* one open, one pread and one close for a small file: whether it is a
+	 * regular file the read says (a FIFO or a folder fails it) and, where it
+	 * leaves a doubt (nothing read, or a full buffer), an fstat() */
+	if ((fd = mate_open_unchecked(dirfd, name, 1)) < 0) {
 		free(buf);
 		if (fd != -EFTYPE_MATE)
 			return fd;
@@ -441,16 +446,23 @@ mate_dump_read_record(int dirfd, const char *name, struct mate_dump_info *info,
 		got = pread(fd, buf, FIRST_READ, 0);
 	while (got < 0 && errno == EINTR);
 	if (got < 0) {
-		rc = -errno;
+		rc = errno == ESPIPE || errno == EISDIR || errno == EINVAL ? -EFTYPE_MATE : -errno;
 	} else if (got == 0) {
-		mate_notes_add(notes, "metadata.jsonl is empty");
-		rc = 0;
+		struct stat st;
+
+		rc = fstat(fd, &st) != 0 ? -errno : S_ISREG(st.st_mode) ? 0 : -EFTYPE_MATE;
+		if (rc == 0)
+			mate_notes_add(notes, "metadata.jsonl is empty");
 	} else {
 		rc = scan_file(fd, &buf, (size_t)got, &t, notes);
 		rc = rc == SCAN_FOUND ? 1 : rc < 0 ? rc : 0;
 	}
 	free(buf);
 	close(fd);
+	if (rc == -EFTYPE_MATE) {
+		mate_notes_add(notes, "metadata.jsonl is not a regular file");
+		rc = 0;
+	}
 	return rc;
 }
 

@@ -98,6 +98,20 @@ rc, out, err = tool([REPLAY, meta_fifo])
 check(rc is not None and rc != 0 and "not a regular file" in out + err,
       "mate-replay refuses a FIFO metadata.jsonl: %s %r %r" % (rc, out, err))
 
+# a folder and an empty file under the name: the listing reads metadata.jsonl with no
+# fstat() before it, so the read itself must tell them apart from a record
+droot = tmpdir()
+meta_dir = make_dump(droot, "20261121_125033_787_pid23322_dir_call0001", None)
+os.mkdir(os.path.join(meta_dir, "metadata.jsonl"))
+meta_empty = make_dump(droot, "20261121_125033_788_pid23322_empty_call0001", None)
+open(os.path.join(meta_empty, "metadata.jsonl"), "w").close()
+rc, out, err = tool([LIST, "--jsonl", droot])
+objs = [json.loads(l) for l in out.splitlines()] if rc is not None else []
+by = {o["dir"]: o.get("problem") or "" for o in objs}
+check("metadata.jsonl is not a regular file" in by.get(os.path.basename(meta_dir), "")
+      and "metadata.jsonl is empty" in by.get(os.path.basename(meta_empty), ""),
+      "a folder and an empty file as metadata.jsonl: %r" % objs)
+
 # ---- 8: symbolic links under the names a reader opens ----------------------------
 # A co-user who can write a shared dump root plants links to a file only the reader
 # may read; no byte of it may reach a listing or a replay (mate(7): regular files only).
