@@ -476,9 +476,14 @@ mate_fe_safe(const char *s)
 	static char *ring[8];
 	static unsigned next;
 	char **slot = &ring[next++ % 8];
+	const char *p;
 
 	if (s == NULL)
 		return "(null)";
+	for (p = s; *p >= 0x20 && *p < 0x7f && *p != '\\'; p++)
+		;
+	if (*p == '\0')  /* printable ASCII, no backslash: escaping keeps it as it is */
+		return s;
 	free(*slot);
 	if ((*slot = mate_text_escape(s, strlen(s))) == NULL)
 		return "(out of memory)";
