@@ -427,7 +427,10 @@ mate_ilog_parse_line(char *line, size_t len, mate_event *ev, const char **why)
 static int
 detail_value(const char *v, char *buf, size_t cap)
 {
-	size_t vl = strcspn(v, " ,]");
+	size_t vl = 0;
+
+	while (v[vl] != '\0' && v[vl] != ' ' && v[vl] != ',' && v[vl] != ']')  /* strcspn(v, " ,]") */
+		vl++;
 
 	if (cap > 0) {
 		size_t c = vl < cap - 1 ? vl : cap - 1;
