@@ -20,70 +20,6 @@ fname(const mate_replay_call *c)
 
 #define ABSENT(v) ((v) == NULL || mate_value_kind_of(v) == MATE_V_NONE)
 
-/* A 1-D integer tensor argument as a malloc'ed int64 array of *n elements
- * (NULL and 0 when absent and optional). */
-static int
-arg_ints(mate_replay_call *c, int pos, const char *name, int optional, int64_t **out, int64_t *n)
-{
-	const mate_tensor *t;
-	int kind, rc;
-
-	*out = NULL;
-	*n = 0;
-	if ((rc = mate_replay_arg_tensor(c, pos, name, optional, &t)) != MATE_OK || t == NULL)
-		return rc;
-	kind = mate_dtype_kind(t->dtype);
-	if (t->device_type != MATE_DEVICE_CPU || t->ndim != 1 || (kind != MATE_KIND_INT &&
-	    kind != MATE_KIND_UINT) || (t->data == NULL && t->shape[0] > 0))
-		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s: expected a 1-D integer host "
-		    "tensor (%s, %d-D)", fname(c), name, mate_dtype_name(t->dtype), t->ndim);
-	if ((*out = malloc((size_t)(t->shape[0] + 1) * sizeof(int64_t))) == NULL)
-		return mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory", fname(c));
-	for (int64_t i = 0; i < t->shape[0]; i++)
-		(*out)[i] = mate_kernel_int_at(t, i);
-	*n = t->shape[0];
-	return MATE_OK;
-}
-
-/* Arguments the handler does not read must be absent or None: positional
- * ones past maxpos, keyword ones not named in known (NULL-terminated). */
-static int
-only_known(mate_replay_call *c, int maxpos, const char *const *known)
-{
-	const mate_value *args = mate_replay_call_args(c);
-
-	for (size_t i = 0; i < mate_value_len(args); i++) {
-		const char *k = mate_value_get_str(mate_value_key(args, i), NULL);
-		const mate_value *v = mate_value_item(args, i);
-		int ok = ABSENT(v) || k == NULL;
-
-		if (!ok && strncmp(k, "arg_", 4) == 0)
-			ok = atoi(k + 4) <= maxpos;
-		for (size_t j = 0; !ok && known[j] != NULL; j++)
-			ok = strncmp(k, "kwarg_", 6) == 0 && strcmp(k + 6, known[j]) == 0;
-		if (!ok)
-			return mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: argument %s is not replayed",
-			    fname(c), k);
-	}
-	return MATE_OK;
-}
-
-/* A string argument that must be one of the allowed values (NULL-terminated). */
-static int
-arg_choice(mate_replay_call *c, int pos, const char *name, const char *def,
-    const char *const *allowed, int *which)
-{
-	const char *s;
-	int rc;
-
-	if ((rc = mate_replay_arg_str(c, pos, name, def, &s)) != MATE_OK)
-		return rc;
-	for (*which = 0; allowed[*which] != NULL; (*which)++)
-		if (strcmp(s, allowed[*which]) == 0)
-			return MATE_OK;
-	return mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: %s=%s is not replayed", fname(c), name, s);
-}
-
 /* The `out=`-style buffer (pos, name) when given (of exactly the result's shape and dtype:
  * mate_replay_output()), else a new tensor. */
 static int
@@ -197,10 +133,10 @@ op_wrapper_init(mate_replay_call *c, void *ctx)
 	struct batch_state *st;
 	const mate_tensor *ws;
 
-	if ((rc = only_known(c, last_pos[kind], init_kw)) == MATE_OK &&  /* jit_args: a custom variant */
+	if ((rc = mate_replay_only_known(c, last_pos[kind], init_kw)) == MATE_OK &&  /* jit_args: a custom variant */
 	    (rc = mate_replay_arg_tensor(c, 1, "float_workspace_buffer", 0, &ws)) == MATE_OK &&
 	    kind != W_MLA)
-		rc = arg_choice(c, 2, "kv_layout", "NHD", layouts, &layout);
+		rc = mate_replay_arg_choice(c, 2, "kv_layout", "NHD", layouts, &layout);
 	if (rc != MATE_OK && rc != MATE_ERR_UNSUPPORTED)
 		return rc;
 	if ((st = calloc(1, sizeof(*st))) == NULL)
@@ -231,7 +167,7 @@ plan_params(mate_replay_call *c, struct batch_state *st, const struct plan_pos *
 
 	mate_attn_params_init(p);
 	p->kv_layout = st->kv_layout;
-	if ((rc = arg_choice(c, pp->pos_enc, "pos_encoding_mode", "NONE", modes, &mode)) != MATE_OK ||
+	if ((rc = mate_replay_arg_choice(c, pp->pos_enc, "pos_encoding_mode", "NONE", modes, &mode)) != MATE_OK ||
 	    (rc = mate_replay_arg_int(c, pp->window, "window_left", -1, &p->window_left)) != MATE_OK ||
 	    (rc = mate_replay_arg_float(c, pp->cap, "logits_soft_cap", 0, &p->logits_soft_cap)) != MATE_OK ||
 	    (rc = mate_replay_arg_float(c, pp->sm, "sm_scale", 0, &p->sm_scale)) != MATE_OK ||
@@ -350,16 +286,6 @@ paged_lengths(mate_replay_call *c, struct batch_state *st, const int64_t *last, 
 	return MATE_OK;
 }
 
-static int
-check_indptr(mate_replay_call *c, const char *what, const int64_t *p, int64_t n)
-{
-	for (int64_t i = 0; i < n; i++)
-		if (p[i] < (i > 0 ? p[i - 1] : 0))
-			return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s is not a non-decreasing "
-			    "offset array from 0 (element %lld)", fname(c), what, (long long)i);
-	return n > 0 ? MATE_OK : mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s is empty", fname(c), what);
-}
-
 /* A page table or ragged offsets, as a plan reads them. */
 struct plan_tables {
 	int64_t *last, nlast, n, n_ind, nq;
@@ -372,7 +298,7 @@ plan_decode(mate_replay_call *c, struct batch_state *st, struct plan_tables *t)
 	int64_t qlen, dims[4];
 	int rc;
 
-	if ((rc = only_known(c, 17, decode_plan_kw)) != MATE_OK ||
+	if ((rc = mate_replay_only_known(c, 17, decode_plan_kw)) != MATE_OK ||
 	    (rc = plan_ints(c, (int[]){ 4, 5, 6, 7 }, (const char *[]){ "num_qo_heads",
 	    "num_kv_heads", "head_dim", "page_size" }, 4, dims)) != MATE_OK ||
 	    (rc = mate_replay_arg_int(c, -1, "q_len_per_req", 1, &qlen)) != MATE_OK)
@@ -380,9 +306,9 @@ plan_decode(mate_replay_call *c, struct batch_state *st, struct plan_tables *t)
 	if (qlen != 1)
 		return mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: q_len_per_req=%lld is not replayed",
 		    fname(c), (long long)qlen);
-	if ((rc = arg_ints(c, 1, "indptr", 0, &st->kv_indptr, &t->n)) != MATE_OK ||
-	    (rc = arg_ints(c, 2, "indices", 0, &st->kv_indices, &t->n_ind)) != MATE_OK ||
-	    (rc = arg_ints(c, 3, "last_page_len", 0, &t->last, &t->nlast)) != MATE_OK ||
+	if ((rc = mate_replay_arg_ints(c, 1, "indptr", 0, &st->kv_indptr, &t->n)) != MATE_OK ||
+	    (rc = mate_replay_arg_ints(c, 2, "indices", 0, &st->kv_indices, &t->n_ind)) != MATE_OK ||
+	    (rc = mate_replay_arg_ints(c, 3, "last_page_len", 0, &t->last, &t->nlast)) != MATE_OK ||
 	    (rc = plan_params(c, st, &decode_plan_pos)) != MATE_OK)
 		return rc;
 	st->Hq = dims[0], st->Hk = dims[1], st->D = st->Dv = dims[2], st->page_size = dims[3];
@@ -397,7 +323,7 @@ plan_prefill(mate_replay_call *c, struct batch_state *st, int paged, struct plan
 	int64_t dims[5];
 	int rc;
 
-	if ((rc = only_known(c, paged ? 23 : 20, paged ? paged_plan_kw : ragged_plan_kw)) != MATE_OK ||
+	if ((rc = mate_replay_only_known(c, paged ? 23 : 20, paged ? paged_plan_kw : ragged_plan_kw)) != MATE_OK ||
 	    (rc = mate_replay_arg_tensor(c, paged ? 10 : 7, "custom_mask", 1, &m1)) != MATE_OK ||
 	    (rc = mate_replay_arg_tensor(c, paged ? 11 : 8, "packed_custom_mask", 1, &m2)) != MATE_OK)
 		return rc;
@@ -411,12 +337,12 @@ plan_prefill(mate_replay_call *c, struct batch_state *st, int paged, struct plan
 		rc = plan_ints(c, (int[]){ 3, 4, 5, 6 }, (const char *[]){ "num_qo_heads",
 		    "num_kv_heads", "head_dim_qk", "head_dim_vo" }, 4, dims);
 	if (rc != MATE_OK ||
-	    (rc = arg_ints(c, 1, "qo_indptr", 0, &st->qo_indptr, &t->nq)) != MATE_OK ||
-	    (rc = arg_ints(c, 2, paged ? "paged_kv_indptr" : "kv_indptr", 0, &st->kv_indptr, &t->n)) != MATE_OK ||
-	    (paged && (rc = arg_ints(c, 3, "paged_kv_indices", 0, &st->kv_indices, &t->n_ind)) != MATE_OK) ||
-	    (paged && (rc = arg_ints(c, 4, "paged_kv_last_page_len", 0, &t->last, &t->nlast)) != MATE_OK) ||
+	    (rc = mate_replay_arg_ints(c, 1, "qo_indptr", 0, &st->qo_indptr, &t->nq)) != MATE_OK ||
+	    (rc = mate_replay_arg_ints(c, 2, paged ? "paged_kv_indptr" : "kv_indptr", 0, &st->kv_indptr, &t->n)) != MATE_OK ||
+	    (paged && (rc = mate_replay_arg_ints(c, 3, "paged_kv_indices", 0, &st->kv_indices, &t->n_ind)) != MATE_OK) ||
+	    (paged && (rc = mate_replay_arg_ints(c, 4, "paged_kv_last_page_len", 0, &t->last, &t->nlast)) != MATE_OK) ||
 	    (rc = plan_params(c, st, paged ? &paged_plan_pos : &ragged_plan_pos)) != MATE_OK ||
-	    (rc = check_indptr(c, "qo_indptr", st->qo_indptr, t->nq)) != MATE_OK)
+	    (rc = mate_replay_check_indptr(c, "qo_indptr", st->qo_indptr, t->nq)) != MATE_OK)
 		return rc;
 	if (t->nq != t->n)
 		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: qo_indptr has %lld elements, "
@@ -440,7 +366,7 @@ op_batch_plan(mate_replay_call *c, void *ctx)
 		return rc;
 	state_clear_plan(st);
 	if ((rc = kind == W_DECODE ? plan_decode(c, st, &t) : plan_prefill(c, st, kind == W_PAGED,
-	    &t)) != MATE_OK || (rc = check_indptr(c, "kv_indptr", st->kv_indptr, t.n)) != MATE_OK)
+	    &t)) != MATE_OK || (rc = mate_replay_check_indptr(c, "kv_indptr", st->kv_indptr, t.n)) != MATE_OK)
 		goto out;
 	st->n_indices = t.n_ind;
 	st->batch = t.n - 1;
@@ -462,37 +388,6 @@ out:
 		state_clear_plan(st);
 	st->plan_unsupported = rc == MATE_ERR_UNSUPPORTED;
 	return rc;
-}
-
-/* The K and V caches of paged_kv_cache: a tuple (k_cache, v_cache) or one
- * tensor (pages, 2, ...) whose dim 1 selects K or V. */
-static int
-split_cache(mate_replay_call *c, int pos, const char *name, mate_tensor *k, mate_tensor *v)
-{
-	const mate_value *cv = mate_replay_arg(c, pos, name);
-	const mate_tensor *t;
-
-	if (mate_value_kind_of(cv) == MATE_V_TUPLE || mate_value_kind_of(cv) == MATE_V_LIST) {
-		if (mate_value_len(cv) != 2 || (t = tensor_of(mate_value_item(cv, 0))) == NULL ||
-		    tensor_of(mate_value_item(cv, 1)) == NULL)
-			return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s: expected (k_cache, v_cache)",
-			    fname(c), name);
-		*k = *t;
-		*v = *tensor_of(mate_value_item(cv, 1));
-		return MATE_OK;
-	}
-	if (mate_value_kind_of(cv) != MATE_V_TENSOR || (t = mate_value_get_tensor(cv))->ndim != 5 ||
-	    t->shape[1] != 2)
-		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s: expected a (pages, 2, ...) tensor "
-		    "or a (k_cache, v_cache) tuple", fname(c), name);
-	*k = *t;
-	k->ndim = 4;
-	k->shape[0] = t->shape[0], k->stride[0] = t->stride[0];
-	for (int d = 1; d < 4; d++)
-		k->shape[d] = t->shape[d + 1], k->stride[d] = t->stride[d + 1];
-	*v = *k;
-	v->offset += t->stride[1];
-	return MATE_OK;
 }
 
 /* run(self, q, paged_kv_cache | k, v, *args, q_scale=None, k_scale=None,
@@ -521,14 +416,14 @@ op_batch_run(mate_replay_call *c, void *ctx)
 	if (st == NULL)
 		return rc;
 	p = st->p;
-	if ((rc = only_known(c, ragged ? 3 : 2, run_kw)) != MATE_OK ||
+	if ((rc = mate_replay_only_known(c, ragged ? 3 : 2, run_kw)) != MATE_OK ||
 	    (rc = mate_replay_arg_tensor(c, 1, "q", 0, &q)) != MATE_OK ||
 	    (rc = mate_replay_arg_float(c, -1, "q_scale", 1.0, &p.q_scale)) != MATE_OK ||
 	    (rc = mate_replay_arg_float(c, -1, "k_scale", 1.0, &p.k_scale)) != MATE_OK ||
 	    (rc = mate_replay_arg_float(c, -1, "v_scale", 1.0, &p.v_scale)) != MATE_OK ||
 	    (rc = mate_replay_arg_bool(c, -1, "return_lse", 0, &ret_lse)) != MATE_OK ||
-	    (rc = arg_choice(c, -1, "lse_base", "log2", bases, &base)) != MATE_OK ||
-	    (rc = arg_choice(c, -1, "lse_layout", "NH", layouts, &lay)) != MATE_OK ||
+	    (rc = mate_replay_arg_choice(c, -1, "lse_base", "log2", bases, &base)) != MATE_OK ||
+	    (rc = mate_replay_arg_choice(c, -1, "lse_layout", "NH", layouts, &lay)) != MATE_OK ||
 	    (rc = mate_replay_arg_int(c, -1, "window_left", p.window_left, &p.window_left)) != MATE_OK ||
 	    (rc = mate_replay_arg_int(c, -1, "q_len_per_req", 1, &qlen)) != MATE_OK)
 		return rc;
@@ -543,7 +438,7 @@ op_batch_run(mate_replay_call *c, void *ctx)
 		    (rc = mate_replay_arg_tensor(c, 3, "v", 0, &v)) != MATE_OK)
 			return rc;
 		kc = *k, vc = *v;
-	} else if ((rc = split_cache(c, 2, "paged_kv_cache", &kc, &vc)) != MATE_OK) {
+	} else if ((rc = mate_replay_split_cache(c, 2, "paged_kv_cache", 0, &kc, &vc)) != MATE_OK) {
 		return rc;
 	}
 	if (q->ndim != 3 || q->shape[1] != st->Hq || q->shape[2] != st->D ||
@@ -621,29 +516,29 @@ op_mla_plan(mate_replay_call *c, void *ctx)
 		return rc;
 	state_clear_plan(st);
 	mate_attn_params_init(&st->p);
-	if ((rc = only_known(c, 13, mla_plan_kw)) != MATE_OK ||
-	    (rc = arg_choice(c, -1, "query_layout", "split", split, &w)) != MATE_OK ||
-	    (rc = arg_choice(c, -1, "kv_cache_layout", "split", split, &w)) != MATE_OK ||
-	    (rc = arg_choice(c, -1, "output_scale", "none", nones, &w)) != MATE_OK ||
-	    (rc = arg_choice(c, -1, "scale_mode", "default", defaults, &w)) != MATE_OK ||
+	if ((rc = mate_replay_only_known(c, 13, mla_plan_kw)) != MATE_OK ||
+	    (rc = mate_replay_arg_choice(c, -1, "query_layout", "split", split, &w)) != MATE_OK ||
+	    (rc = mate_replay_arg_choice(c, -1, "kv_cache_layout", "split", split, &w)) != MATE_OK ||
+	    (rc = mate_replay_arg_choice(c, -1, "output_scale", "none", nones, &w)) != MATE_OK ||
+	    (rc = mate_replay_arg_choice(c, -1, "scale_mode", "default", defaults, &w)) != MATE_OK ||
 	    (rc = mate_replay_arg_bool(c, -1, "skip_softmax", 0, &skip)) != MATE_OK ||
 	    (rc = mate_replay_arg_bool(c, -1, "use_sinks", 0, &sinks)) != MATE_OK ||
 	    (rc = plan_ints(c, (int[]){ 5, 6, 7, 8 }, (const char *[]){ "num_heads", "head_dim_ckv",
 	    "head_dim_kpe", "page_size" }, 4, dims)) != MATE_OK ||
 	    (rc = mate_replay_arg_bool(c, 9, "causal", 0, &st->p.causal)) != MATE_OK ||
 	    (rc = mate_replay_arg_float(c, 10, "sm_scale", 0, &st->p.sm_scale)) != MATE_OK ||
-	    (rc = arg_ints(c, 1, "qo_indptr", 0, &st->qo_indptr, &nq)) != MATE_OK ||
-	    (rc = arg_ints(c, 2, "kv_indptr", 0, &st->kv_indptr, &n)) != MATE_OK ||
-	    (rc = arg_ints(c, 3, "kv_indices", 0, &st->kv_indices, &st->n_indices)) != MATE_OK ||
-	    (rc = arg_ints(c, 4, "kv_len_arr", 0, &len, &nlen)) != MATE_OK)
+	    (rc = mate_replay_arg_ints(c, 1, "qo_indptr", 0, &st->qo_indptr, &nq)) != MATE_OK ||
+	    (rc = mate_replay_arg_ints(c, 2, "kv_indptr", 0, &st->kv_indptr, &n)) != MATE_OK ||
+	    (rc = mate_replay_arg_ints(c, 3, "kv_indices", 0, &st->kv_indices, &st->n_indices)) != MATE_OK ||
+	    (rc = mate_replay_arg_ints(c, 4, "kv_len_arr", 0, &len, &nlen)) != MATE_OK)
 		goto out;
 	if (skip || sinks) {
 		rc = mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: skip_softmax and use_sinks are not "
 		    "replayed", fname(c));
 		goto out;
 	}
-	if ((rc = check_indptr(c, "qo_indptr", st->qo_indptr, nq)) != MATE_OK ||
-	    (rc = check_indptr(c, "kv_indptr", st->kv_indptr, n)) != MATE_OK)
+	if ((rc = mate_replay_check_indptr(c, "qo_indptr", st->qo_indptr, nq)) != MATE_OK ||
+	    (rc = mate_replay_check_indptr(c, "kv_indptr", st->kv_indptr, n)) != MATE_OK)
 		goto out;
 	if (nq != n || nlen < n - 1 || st->kv_indptr[n - 1] > st->n_indices) {
 		rc = mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: qo_indptr (%lld), kv_indptr (%lld), "
@@ -686,7 +581,7 @@ op_mla_run(mate_replay_call *c, void *ctx)
 	if (st == NULL)
 		return rc;
 	p = st->p;
-	if ((rc = only_known(c, 7, mla_run_kw)) != MATE_OK ||
+	if ((rc = mate_replay_only_known(c, 7, mla_run_kw)) != MATE_OK ||
 	    (rc = mate_replay_arg_tensor(c, 1, "q_nope", 0, &qn)) != MATE_OK ||
 	    (rc = mate_replay_arg_tensor(c, 2, "q_pe", 0, &qp)) != MATE_OK ||
 	    (rc = mate_replay_arg_tensor(c, 3, "ckv_cache", 0, &ckv)) != MATE_OK ||
@@ -883,11 +778,11 @@ op_batch_indices(mate_replay_call *c, void *ctx)
 	const mate_tensor *bt, *pt;
 	int rc, given;
 
-	if ((rc = arg_ints(c, 0, "append_indptr", 0, &indptr, &n)) != MATE_OK ||
-	    (rc = arg_ints(c, 1, "seq_lens", 0, &lens, &nl)) != MATE_OK ||
+	if ((rc = mate_replay_arg_ints(c, 0, "append_indptr", 0, &indptr, &n)) != MATE_OK ||
+	    (rc = mate_replay_arg_ints(c, 1, "seq_lens", 0, &lens, &nl)) != MATE_OK ||
 	    (rc = mate_replay_arg_int(c, 2, "nnz", 0, &nnz)) != MATE_OK)
 		goto out;
-	if ((rc = check_indptr(c, "append_indptr", indptr, n)) != MATE_OK)
+	if ((rc = mate_replay_check_indptr(c, "append_indptr", indptr, n)) != MATE_OK)
 		goto out;
 	if (nl < n - 1 || nnz < 0 || indptr[n - 1] > nnz) {
 		rc = mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %lld seq_lens for %lld requests, "
@@ -951,20 +846,20 @@ op_append(mate_replay_call *c, void *mla)
 
 	if ((rc = mate_replay_arg_tensor(c, 0, mla ? "append_ckv" : "append_key", 0, &ak)) != MATE_OK ||
 	    (rc = mate_replay_arg_tensor(c, 1, mla ? "append_kpe" : "append_value", 0, &av)) != MATE_OK ||
-	    (rc = arg_ints(c, 2, "batch_indices", 0, &bi, &nb)) != MATE_OK ||
-	    (rc = arg_ints(c, 3, "positions", 0, &pos, &np)) != MATE_OK ||
-	    (rc = arg_ints(c, 5 + o, "kv_indices", 0, &indices, &ni)) != MATE_OK ||
-	    (rc = arg_ints(c, 6 + o, "kv_indptr", 0, &indptr, &n)) != MATE_OK ||
-	    (!mla && (rc = arg_choice(c, 8, "kv_layout", "NHD", layouts, &hnd)) != MATE_OK))
+	    (rc = mate_replay_arg_ints(c, 2, "batch_indices", 0, &bi, &nb)) != MATE_OK ||
+	    (rc = mate_replay_arg_ints(c, 3, "positions", 0, &pos, &np)) != MATE_OK ||
+	    (rc = mate_replay_arg_ints(c, 5 + o, "kv_indices", 0, &indices, &ni)) != MATE_OK ||
+	    (rc = mate_replay_arg_ints(c, 6 + o, "kv_indptr", 0, &indptr, &n)) != MATE_OK ||
+	    (!mla && (rc = mate_replay_arg_choice(c, 8, "kv_layout", "NHD", layouts, &hnd)) != MATE_OK))
 		goto out;
 	if (mla) {
 		if ((rc = mate_replay_arg_tensor(c, 4, "ckv_cache", 1, &ckv)) != MATE_OK ||
 		    (rc = mate_replay_arg_tensor(c, 5, "kpe_cache", 1, &kpe)) != MATE_OK)
 			goto out;
-	} else if ((rc = split_cache(c, 4, "paged_kv_cache", &kc, &vc)) != MATE_OK) {
+	} else if ((rc = mate_replay_split_cache(c, 4, "paged_kv_cache", 0, &kc, &vc)) != MATE_OK) {
 		goto out;
 	}
-	if ((rc = check_indptr(c, "kv_indptr", indptr, n)) != MATE_OK)
+	if ((rc = mate_replay_check_indptr(c, "kv_indptr", indptr, n)) != MATE_OK)
 		goto out;
 	if (nb < ak->shape[0] || np < ak->shape[0] || av->shape[0] != ak->shape[0]) {
 		rc = mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %lld rows with %lld batch indices and "

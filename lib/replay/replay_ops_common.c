@@ -1,10 +1,13 @@
-/* replay_ops_common.c: what the built-in replay handlers (replay_ops*.c) share: the kernels a call runs on, the handler tables. */
+/* replay_ops_common.c: what the built-in replay handlers (replay_ops*.c) share: the kernels a call runs on, the handler tables, the arguments of the attention handlers. */
 #include "mate_private.h"
 #include "kernels.h"
+#include "kernels_fi.h"
 #include "replay_private.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 const mate_kernels *
 mate_replay_kernels(const mate_replay_call *c)
@@ -150,4 +153,122 @@ mate_replay_output(mate_replay_call *c, int pos, const char *name, mate_dtype dt
 	*outv = mate_value_copy(given);  /* shares the argument's storage */
 	return *outv != NULL ? MATE_OK : mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory",
 	    mate_replay_call_function(c));
+}
+
+/* ---- arguments the attention handlers share ---------------------------------------- */
+
+#define ABSENT(v) ((v) == NULL || mate_value_kind_of(v) == MATE_V_NONE)
+
+static const char *
+fname(const mate_replay_call *c)
+{
+	return mate_replay_call_function(c);
+}
+
+static const mate_tensor *
+item_tensor(const mate_value *v, size_t i)
+{
+	return mate_value_get_tensor(mate_value_item(v, i));
+}
+
+int
+mate_replay_arg_ints(mate_replay_call *c, int pos, const char *name, int optional, int64_t **out,
+    int64_t *n)
+{
+	const mate_tensor *t;
+	int kind, rc;
+
+	*out = NULL;
+	*n = 0;
+	if ((rc = mate_replay_arg_tensor(c, pos, name, optional, &t)) != MATE_OK || t == NULL)
+		return rc;
+	kind = mate_dtype_kind(t->dtype);
+	if (t->device_type != MATE_DEVICE_CPU || t->ndim != 1 || (kind != MATE_KIND_INT &&
+	    kind != MATE_KIND_UINT) || (t->data == NULL && t->shape[0] > 0))
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s: expected a 1-D integer host "
+		    "tensor (%s, %d-D)", fname(c), name, mate_dtype_name(t->dtype), t->ndim);
+	if ((*out = malloc((size_t)(t->shape[0] + 1) * sizeof(int64_t))) == NULL)
+		return mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory", fname(c));
+	for (int64_t i = 0; i < t->shape[0]; i++)
+		(*out)[i] = mate_kernel_int_at(t, i);
+	*n = t->shape[0];
+	return MATE_OK;
+}
+
+int
+mate_replay_only_known(mate_replay_call *c, int maxpos, const char *const *known)
+{
+	const mate_value *args = mate_replay_call_args(c);
+
+	for (size_t i = 0; i < mate_value_len(args); i++) {
+		const char *k = mate_value_get_str(mate_value_key(args, i), NULL);
+		const mate_value *v = mate_value_item(args, i);
+		int ok = ABSENT(v) || k == NULL;
+
+		if (!ok && strncmp(k, "arg_", 4) == 0)
+			ok = atoi(k + 4) <= maxpos;
+		for (size_t j = 0; !ok && known[j] != NULL; j++)
+			ok = strncmp(k, "kwarg_", 6) == 0 && strcmp(k + 6, known[j]) == 0;
+		if (!ok)
+			return mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: argument %s is not replayed",
+			    fname(c), k);
+	}
+	return MATE_OK;
+}
+
+int
+mate_replay_arg_choice(mate_replay_call *c, int pos, const char *name, const char *def,
+    const char *const *allowed, int *which)
+{
+	const char *s;
+	int rc;
+
+	if ((rc = mate_replay_arg_str(c, pos, name, def, &s)) != MATE_OK)
+		return rc;
+	for (*which = 0; allowed[*which] != NULL; (*which)++)
+		if (strcmp(s, allowed[*which]) == 0)
+			return MATE_OK;
+	return mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: %s=%s is not replayed", fname(c), name, s);
+}
+
+int
+mate_replay_check_indptr(mate_replay_call *c, const char *what, const int64_t *p, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		if (p[i] < (i > 0 ? p[i - 1] : 0))
+			return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s is not a non-decreasing "
+			    "offset array from 0 (element %lld)", fname(c), what, (long long)i);
+	return n > 0 ? MATE_OK : mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s is empty", fname(c), what);
+}
+
+int
+mate_replay_split_cache(mate_replay_call *c, int pos, const char *name, int one_ok, mate_tensor *k,
+    mate_tensor *v)
+{
+	const mate_value *cv = mate_replay_arg(c, pos, name);
+	const mate_tensor *t;
+
+	if (mate_value_kind_of(cv) == MATE_V_TUPLE || mate_value_kind_of(cv) == MATE_V_LIST) {
+		if (mate_value_len(cv) != 2 || (t = item_tensor(cv, 0)) == NULL ||
+		    item_tensor(cv, 1) == NULL)
+			return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s: expected (k_cache, v_cache)",
+			    fname(c), name);
+		*k = *t;
+		*v = *item_tensor(cv, 1);
+		return MATE_OK;
+	}
+	if (mate_value_kind_of(cv) != MATE_V_TENSOR || (t = mate_value_get_tensor(cv))->ndim != 5 ||
+	    (t->shape[1] != 2 && (!one_ok || t->shape[1] != 1)))
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s: expected a (pages, %s, ...) tensor "
+		    "or a (k_cache, v_cache) tuple", fname(c), name,
+		    one_ok ? "1 or 2" : "2");
+	*k = *t;
+	k->ndim = 4;
+	k->shape[0] = t->shape[0], k->stride[0] = t->stride[0];
+	for (int d = 1; d < 4; d++)
+		k->shape[d] = t->shape[d + 1], k->stride[d] = t->stride[d + 1];
+	*v = *k;
+	if (t->shape[1] == 2)   /* else K and V are the same entries */
+		v->offset += t->stride[1];
+	return MATE_OK;
 }

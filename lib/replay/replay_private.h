@@ -118,6 +118,27 @@ void mate_replay_attention_bound(mate_replay_call *c, int64_t kv_len, const mate
  * without one, a new tensor of dt and shape. The one check every handler's outputs pass. */
 int mate_replay_output(mate_replay_call *c, int pos, const char *name, mate_dtype dt, int any_dtype,
     int ndim, const int64_t *shape, mate_value **outv) MATE_HIDDEN;
+/* What the attention handlers (replay_ops_attn.c, replay_ops_trtllm.c) share. */
+/* A 1-D integer host tensor argument as a malloc'ed int64 array of *n elements (NULL and 0
+ * when absent and optional); the call fails on another tensor. */
+int mate_replay_arg_ints(mate_replay_call *c, int pos, const char *name, int optional,
+    int64_t **out, int64_t *n) MATE_HIDDEN;
+/* Arguments the handler does not read must be absent or None: positional ones past maxpos,
+ * keyword ones not named in known (NULL-terminated); else Unsupported naming it. */
+int mate_replay_only_known(mate_replay_call *c, int maxpos, const char *const *known) MATE_HIDDEN;
+/* A string argument (default def) that must be one of allowed (NULL-terminated): its index
+ * in *which; another value is Unsupported. */
+int mate_replay_arg_choice(mate_replay_call *c, int pos, const char *name, const char *def,
+    const char *const *allowed, int *which) MATE_HIDDEN;
+/* p[0..n) must be a non-empty, non-decreasing offset array from 0; else the call fails
+ * naming what. */
+int mate_replay_check_indptr(mate_replay_call *c, const char *what, const int64_t *p,
+    int64_t n) MATE_HIDDEN;
+/* The K and V caches of a paged cache argument: a (k_cache, v_cache) tuple or one tensor
+ * (pages, 2, ...) whose dim 1 selects K or V; with one_ok also (pages, 1, ...), K and V
+ * the same entries (FlashInfer's trtllm functions). */
+int mate_replay_split_cache(mate_replay_call *c, int pos, const char *name, int one_ok,
+    mate_tensor *k, mate_tensor *v) MATE_HIDDEN;
 /* A handler table: name, signature, handler, its ctx, and how mate-replay
  * --shrink cuts its calls (replay_shrink.c): NULL, a call that cannot be
  * sliced, or stages separated by ';', each "UNIT:PARAM.DIM PARAM.DIM ...":
