@@ -2,7 +2,8 @@
 ## mate-replay and the `mate VERB` dispatcher, with their tests.
 libmate_impl_la_SOURCES += lib/replay/replay.c lib/replay/replay_bind.c \
 	lib/replay/replay_private.h lib/replay/replay_compare.c lib/replay/replay_run.c \
-	lib/replay/replay_ops.c lib/replay/replay_ops_attn.c lib/replay/replay_ops_common.c
+	lib/replay/replay_ops.c lib/replay/replay_ops_attn.c lib/replay/replay_ops_common.c \
+	lib/replay/replay_ops_trtllm.c
 ## Replay handlers for the recorded BLAS and cuBLAS calls (registered by replay_ops.c).
 libmate_impl_la_SOURCES += lib/replay/replay_blas.h lib/replay/replay_blas.c lib/replay/blas_signatures.h
 ## The memory log's CSV reader and the allocation replay (mate-replay --memlog).
@@ -129,6 +130,9 @@ SCRIPT_TESTS += tests/cli/test_readme_jq.sh
 ## FlashInfer's batch attention, MLA, merges and KV-cache appends (replay_ops_attn.c).
 SCRIPT_TESTS += tests/interop/test_flashinfer_attn.py
 EXTRA_DIST += tests/interop/peers/flashinfer_attn_ref.py
+## FlashInfer's trtllm-gen and XQA paged attention functions (replay_ops_trtllm.c).
+SCRIPT_TESTS += tests/interop/test_flashinfer_attn_trtllm.py
+EXTRA_DIST += tests/interop/peers/flashinfer_trtllm_ref.py
 
 ## FlashInfer's RoPE, sampling, GEMM and bit-packing APIs, and fused_rmsnorm_silu.
 SCRIPT_TESTS += tests/interop/test_fi_replay_rope.py tests/interop/test_fi_replay_sampling.py

@@ -210,6 +210,9 @@ attn_setup(kcu_call *c, attn_args *a, const mate_tensor *q, const mate_tensor *k
 	if (p->pos_encoding_mode < MATE_POS_NONE || p->pos_encoding_mode > MATE_POS_ALIBI)
 		return c->rc = mate_set_error(c->err, MATE_ERR_UNSUPPORTED,
 		    "pos_encoding_mode %d is unsupported by mate's kernels", p->pos_encoding_mode);
+	if (p->sinks != NULL)
+		return c->rc = mate_set_error(c->err, MATE_ERR_UNSUPPORTED,
+		    "attention sinks are replayed on the CPU only");
 	a->Lq = prefill ? q->shape[0] : 1;
 	a->Hq = q->shape[qd - 2], a->D = q->shape[qd - 1];
 	a->Lk = k->shape[hnd ? 1 : 0], a->Hk = k->shape[hnd ? 0 : 1], a->Dv = v->shape[2];

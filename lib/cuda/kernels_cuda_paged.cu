@@ -217,6 +217,9 @@ batch_setup(kcu_call *c, const mate_batch_attn *a, const mate_attn_params *p, ba
 	if (p->custom_mask != NULL || p->packed_custom_mask != NULL)
 		return c->rc = mate_set_error(c->err, MATE_ERR_UNSUPPORTED,
 		    "custom masks of a batch are not replayed");
+	if (p->sinks != NULL)
+		return c->rc = mate_set_error(c->err, MATE_ERR_UNSUPPORTED,
+		    "attention sinks are replayed on the CPU only");
 	if (p->kv_layout != MATE_KV_NHD && !hnd)
 		return KCU_ARG(c, "kv_layout: %d unknown", p->kv_layout);
 	if (p->pos_encoding_mode < MATE_POS_NONE || p->pos_encoding_mode > MATE_POS_ALIBI)

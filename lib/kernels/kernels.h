@@ -57,6 +57,8 @@ typedef struct mate_attn_params {
 	const mate_tensor *custom_mask;      /* prefill: (Lq, Lk), nonzero keeps; overrides causal */
 	const mate_tensor *packed_custom_mask; /* prefill: u8, Lq*Lk bits, little bit order */
 	int lse_base_e;            /* 0: lse in log2 units as FlashInfer returns it; 1: natural log */
+	const mate_tensor *sinks;  /* (Hq) host float: exp(sinks[h]) joins head h's softmax
+	                            * denominator (attention sinks; CPU only), or NULL */
 } mate_attn_params;
 
 /*! mate_attn_params_init() : FlashInfer's defaults (NHD, NONE, no mask, no

@@ -15,6 +15,7 @@ struct attn_job {
 	int64_t pos0;                    /* first position in rope_tab */
 	uint8_t *keep;                   /* Lq x Lk mask, NULL: keep all */
 	double *slopes;                  /* ALiBi slope per query head, or NULL */
+	double *sinks;                   /* sink logit per query head, or NULL */
 	void *kbuf, *vbuf, *rope_tab;
 	int failed;
 };
@@ -108,6 +109,17 @@ setup(struct attn_job *j, const mate_attn_params *p, mate_error *err)
 			return rc;
 		j->causal = 0;  /* a custom mask takes precedence */
 	}
+	if (p->sinks != NULL) {
+		const mate_tensor *t = p->sinks;
+
+		if (t->ndim != 1 || t->shape[0] != j->Hq || t->data == NULL ||
+		    t->device_type != MATE_DEVICE_CPU)
+			return mate_set_error(err, MATE_ERR_ARGUMENT, "sinks must be %lld host values, "
+			    "one per query head", (long long)j->Hq);
+		if ((j->sinks = kc_alloc(j->Hq, sizeof(double), err)) == NULL)
+			return MATE_ERR_NOMEM;
+		kc_load_d(t->dtype, kc_at(t, t->offset), t->stride[0], j->Hq, j->sinks);
+	}
 	if (p->pos_encoding_mode == MATE_POS_ALIBI) {
 		if ((j->slopes = kc_alloc(j->Hq, sizeof(double), err)) == NULL)
 			return MATE_ERR_NOMEM;
@@ -136,6 +148,7 @@ attention(const mate_tensor *q, const mate_tensor *k, const mate_tensor *v,
 		rc = q->dtype == MATE_F64 ? attn_run_d(&j, err) : attn_run_f(&j, err);
 	free(j.keep);
 	free(j.slopes);
+	free(j.sinks);
 	free(j.kbuf);
 	free(j.vbuf);
 	free(j.rope_tab);

@@ -104,11 +104,15 @@ FN(attn_rows)(void *ctx, int64_t b, int64_t e)
 		if (j->causal && qpos < hi)
 			hi = qpos;
 		m = lo <= hi ? FN(logits)(j, qv, i, h, lo, hi, z) : -(REAL)INFINITY;
+		if (j->sinks != NULL && (REAL)j->sinks[h] > m)  /* the sink is one more logit */
+			m = (REAL)j->sinks[h];
 		for (int64_t d = 0; d < j->Dv; d++)
 			o[d] = 0;
 		if (m == -(REAL)INFINITY) {
 			lse = -(REAL)INFINITY;
 		} else {
+			if (j->sinks != NULL)   /* in the denominator, with no value */
+				sum = R_EXP((REAL)j->sinks[h] - m);
 			for (int64_t t = lo; t <= hi; t++) {
 				REAL p = R_EXP(z[t] - m);
 				const REAL *vt = V + t * j->Dv;

@@ -518,6 +518,11 @@ fill_int(struct synth *s, struct targ *a)
 		fill_indptr(a, indptr_total(s, nm));
 		return;
 	}
+	if (strncmp(nm, "cum_seq_lens", 12) == 0) {   /* the trtllm functions' offsets */
+		fill_indptr(a, strcmp(nm, "cum_seq_lens_kv") == 0 ? numel(find(s, "block_tables")) :
+		    dim(find(s, "query"), 0));
+		return;
+	}
 	for (int64_t i = 0; i < n; i++) {
 		double v;
 
@@ -528,6 +533,10 @@ fill_int(struct synth *s, struct targ *a)
 		} else if (strcmp(nm, "seq_lens") == 0 && (o = find(s, "append_indptr")) != NULL &&
 		    i + 1 < numel(o))
 			v = get(o, i + 1) - get(o, i) + (double)(i % 3);
+		else if (strcmp(nm, "seq_lens") == 0 && find(s, "block_tables") != NULL)
+			v = (double)scalar_int(s, "max_seq_len", scalar_int(s, "max_kv_len", 1));
+		else if (strcmp(nm, "block_tables") == 0)
+			v = (double)(i % (dim(find(s, "kv_cache"), 0) > 0 ? dim(find(s, "kv_cache"), 0) : 1));
 		else if (strcmp(nm, "kv_indices") == 0) {
 			int64_t pages;
 
@@ -1090,6 +1099,8 @@ mate_bench_run(mate_replay *r, const mate_bench_entry *e, uint64_t seed,
 /* ---- Built-in problems --------------------------------------------------------------- */
 
 #define APPEND_TABLES "arg_5=int32[6] arg_6=int32[3] arg_7=int32[2]"
+/* trtllm's workspace, block_tables (8 requests of 4 pages) and seq_lens */
+#define PAGED_TABLES "arg_2=uint8[1024] arg_3=int32[8,4] arg_4=int32[8]"
 #define ROPE_QK "arg_0=float32[8,4,64] arg_1=float32[8,2,64]"
 #define PROBS "arg_0=float32[4,100]"
 #define CUBLAS_SGEMM "arg_7=float32[512] arg_9=float32[768] arg_12=float32[384] arg_0=null " \
@@ -1182,6 +1193,13 @@ static const struct {
 	    "arg_2__0=float32[8,16,2,64] arg_2__1=float32[8,16,2,64]" },
 	{ "BatchPrefillWithRaggedKVCacheWrapper.run", "arg_1=float32[12,8,64] arg_2=float32[40,2,64] "
 	    "arg_3=float32[40,2,64]" },
+	{ "trtllm_batch_decode_with_kv_cache", "arg_0=float32[8,8,128] arg_1=float32[32,2,2,16,128] "
+	    PAGED_TABLES " arg_5=64 arg_6=0.088" },
+	{ "trtllm_batch_context_with_kv_cache", "arg_0=float32[32,8,128] "
+	    "arg_1=float32[32,2,2,16,128] " PAGED_TABLES " arg_10=int32[9] arg_11=int32[9] arg_5=4 "
+	    "arg_6=64 arg_7=0.088 arg_8=1 arg_9=8" },
+	{ "xqa_batch_decode_with_kv_cache", "arg_0=float32[8,8,128] arg_1__0=float32[32,16,2,128] "
+	    "arg_1__1=float32[32,16,2,128] " PAGED_TABLES " arg_5=64 arg_6=0.088" },
 	{ "cublasSgemm_v2", CUBLAS_SGEMM },
 	{ "cublasSgemm", CUBLAS_SGEMM },
 	{ "cublasGemmEx", "arg_7=float32[512] arg_10=float32[768] arg_14=float32[384] arg_0=null "

@@ -136,6 +136,22 @@ attention_flops(const char *fn, const char *sig, const mate_value *args)
 	    mate_value_get_bool(causal) ? 0.5 : 1.0);
 }
 
+/* FlashInfer's trtllm-gen and XQA paged attention: QK^T and PV over each request's
+ * seq_lens keys for its query rows (query rows / requests each), causal or not alike. */
+static double
+paged_flops(const char *sig, const mate_value *args)
+{
+	const mate_tensor *q = tensor(args, sig, "query"), *sl = tensor(args, sig, "seq_lens");
+	double keys = 0;
+
+	if (q == NULL || sl == NULL || q->ndim != 3 || sl->ndim != 1 || sl->shape[0] < 1 ||
+	    sl->data == NULL || mate_dtype_kind(sl->dtype) != MATE_KIND_INT)
+		return -1;
+	for (int64_t b = 0; b < sl->shape[0]; b++)
+		keys += mate_load_f64(sl->dtype, mate_tensor_element(sl, b));
+	return 4.0 * (double)(q->shape[0] / sl->shape[0]) * keys * (double)(q->shape[1] * q->shape[2]);
+}
+
 /* An integer argument arg_<pos>, or -1. */
 static double
 int_at(const mate_value *args, int pos)
@@ -183,6 +199,10 @@ mate_op_flops(const char *fn, const char *sig, const mate_value *args)
 	if (strcmp(fn, "single_decode_with_kv_cache") == 0 ||
 	    strcmp(fn, "single_prefill_with_kv_cache") == 0)
 		return attention_flops(fn, sig, args);
+	if (strcmp(fn, "trtllm_batch_decode_with_kv_cache") == 0 ||
+	    strcmp(fn, "trtllm_batch_context_with_kv_cache") == 0 ||
+	    strcmp(fn, "xqa_batch_decode_with_kv_cache") == 0)
+		return paged_flops(sig, args);
 	if (strcmp(fn, "SegmentGEMMWrapper.run") == 0) {
 		const mate_tensor *x = tensor(args, sig, "x"), *w = tensor(args, sig, "weights");
 		const mate_value *cm = mate_op_arg(args, sig, "weight_column_major");

@@ -11,6 +11,7 @@
 /* Registers every built-in handler on r (module: any). */
 int mate_replay_register_builtins(mate_replay *r, mate_error *err);
 int mate_replay_register_attn(mate_replay *r, mate_error *err) MATE_HIDDEN;
+int mate_replay_register_trtllm(mate_replay *r, mate_error *err) MATE_HIDDEN;
 int mate_replay_register_rope(mate_replay *r, mate_error *err);
 int mate_replay_register_sampling(mate_replay *r, mate_error *err);
 int mate_replay_register_gemm_bits(mate_replay *r, mate_error *err);
@@ -490,6 +491,9 @@ mate_replay_register_builtins(mate_replay *r, mate_error *err)
 		return rc;
 	/* FlashInfer's batch attention and KV cache (replay_ops_attn.c) */
 	if ((rc = mate_replay_register_attn(r, err)) != MATE_OK)
+		return rc;
+	/* FlashInfer's trtllm-gen and XQA paged attention (replay_ops_trtllm.c) */
+	if ((rc = mate_replay_register_trtllm(r, err)) != MATE_OK)
 		return rc;
 	if ((rc = mate_replay_register_rope(r, err)) != MATE_OK)
 		return rc;

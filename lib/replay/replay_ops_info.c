@@ -7,6 +7,8 @@
 /* Ops on the kernel table run on the CPU, and on CUDA in a CUDA build. */
 #define BOTH "cpu, cuda"
 #define FLOATS "float32, float16, bfloat16, float64"
+/* FlashInfer's trtllm-gen and XQA functions (replay_ops_trtllm.c): sinks on the CPU only */
+#define TRTLLM_DTYPES "float32, float16, bfloat16, float8 caches; NHD, HND; sinks on cpu"
 
 /* FlashInfer 0.7.2's signatures of the wrappers' methods (str(inspect.signature)
  * without the annotations). They take *args or **kwargs, so their handlers
@@ -146,6 +148,9 @@ static const struct {
 	{ "append_paged_kv_cache", "float32, float16, bfloat16; NHD, HND", "cpu" },
 	{ "append_paged_mla_kv_cache", "float32, float16, bfloat16", "cpu" },
 	{ "get_batch_indices_positions", "int32", "cpu" },
+	{ "trtllm_batch_decode_with_kv_cache", TRTLLM_DTYPES, BOTH },
+	{ "trtllm_batch_context_with_kv_cache", TRTLLM_DTYPES, BOTH },
+	{ "xqa_batch_decode_with_kv_cache", TRTLLM_DTYPES, BOTH },
 	{ "cblas_sgemm", "float32", "cpu" },
 	{ "cblas_dgemm", "float64", "cpu" },
 	{ "sgemm_", "float32", "cpu" },

@@ -27,9 +27,11 @@ def _rope(x, pos, scale, theta):
 
 
 def attention(q, k, v, causal=False, sm_scale=None, window_left=-1, logits_soft_cap=None,
-              pos_encoding_mode="NONE", rope_scale=None, rope_theta=None, v_scale=None):
+              pos_encoding_mode="NONE", rope_scale=None, rope_theta=None, v_scale=None, sinks=None):
     """q (Lq, Hq, D), k (Lk, Hk, D), v (Lk, Hk, Dv) -> out (Lq, Hq, Dv) float64 and
-    lse (Lq, Hq) float64, base 2 (-inf and zeros for a row with no key)."""
+    lse (Lq, Hq) float64, base 2 (-inf and zeros for a row with no key). sinks (Hq): one
+    more logit per head in the softmax's denominator, with no value (FlashInfer's
+    sink_softmax)."""
     Lq, Hq, D = q.shape
     Lk, Hk = k.shape[0], k.shape[1]
     qf, kf, vf = q.double(), k.double(), v.double()
@@ -50,7 +52,10 @@ def attention(q, k, v, causal=False, sm_scale=None, window_left=-1, logits_soft_
     if window_left is not None and window_left >= 0:
         keep &= kpos[None, :] >= qpos[:, None] - window_left
     s = s.masked_fill(~keep[None], -math.inf)
-    lse = torch.logsumexp(s, -1)
+    if sinks is not None:
+        lse = torch.logsumexp(torch.cat([s, sinks.double()[:, None, None].expand(Hq, Lq, 1)], -1), -1)
+    else:
+        lse = torch.logsumexp(s, -1)
     p = torch.where(torch.isinf(lse)[..., None], torch.zeros_like(s), torch.exp(s - lse[..., None]))
     o = torch.einsum("hqk,khd->qhd", p, vf)
     if v_scale is not None:

@@ -1,0 +1,219 @@
+# mate-python: peers
+"""test_flashinfer_attn_trtllm.py: FlashInfer's trtllm_batch_decode_with_kv_cache, trtllm_batch_context_with_kv_cache and xqa_batch_decode_with_kv_cache, called through FlashInfer's real decorator at level 10 on the torch references of peers/flashinfer_trtllm_ref.py (f32, f16, bf16, an e4m3 cache; HND and NHD; one tensor (pages, 1 or 2, ...) or a (k, v) tuple; GQA; shuffled block tables with unused tails; bmm1/bmm2 scales as floats, tensors and bmm1_scale_log2; window_left; sinks; q_len_per_req and cum_seq_lens_q; causal and not; out=, out_dtype=, return_lse and lse=), replay on mate's CPU kernels as passed in .pt and safetensors; a changed element of an output or an LSE is a Mismatch naming it; a block table entry outside the cache, or seq_lens past a block table row, is an Error naming it; what mate does not replay (XQA's spec-decoding, a decode mask, NVFP4 scale factors) is Unsupported naming the argument."""
+import os
+import shutil
+
+from mate_test import check, done, flashinfer_main, flashinfer_record, replay_jsonl, tmpdir
+
+
+def record():
+    """The child: FLASHINFER_* are set; calls the decorated torch references."""
+    import math
+
+    import torch
+    from flashinfer_peer import load_api_logging
+    from flashinfer_trtllm_ref import decorate
+
+    fi = decorate(load_api_logging())
+    gen = torch.Generator().manual_seed(39)
+    ws = torch.empty(1 << 12, dtype=torch.uint8)
+    f32, f16, bf16, e4m3 = torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn
+
+    def tables(lens, P, extra_cols=1):
+        """Shuffled pages for kv lengths lens: block_tables (batch, max pages + extra_cols),
+        the unused entries -1 or a valid page, and the number of pages."""
+        counts = [(n + P - 1) // P for n in lens]
+        npages = sum(counts) + 3
+        perm = torch.randperm(npages, generator=gen).to(torch.int32)
+        bt = torch.full((len(lens), max(counts + [0]) + extra_cols), -1, dtype=torch.int32)
+        i = 0
+        for b, n in enumerate(counts):
+            bt[b, :n] = perm[i:i + n]
+            i += n
+        bt[0, -1] = perm[-1]  # an unused entry that is a page: never read
+        return bt, npages
+
+    def kv(npages, P, H, D, dt, lay, form):
+        shape = (npages, P, H, D) if lay == "NHD" else (npages, H, P, D)
+        if form == "tuple":
+            return (torch.randn(shape, generator=gen).to(dt), torch.randn(shape, generator=gen).to(dt))
+        return torch.randn((npages, 2 if form == "two" else 1) + shape[1:], generator=gen).to(dt)
+
+    def seq(lens):
+        return torch.tensor(lens, dtype=torch.int32)
+
+    # decode: (q dtype, kv dtype, layout, cache form, Hq, Hk, D, P, kv lens, q rows per request, kw)
+    decode = [
+        (bf16, bf16, "HND", "two", 8, 2, 128, 16, [33, 1, 17], 1,
+         {"bmm1_scale": 1 / math.sqrt(128), "return_lse": True}),
+        (f16, f16, "NHD", "tuple", 4, 4, 64, 4, [9, 4], 1,
+         {"bmm1_scale": torch.tensor(0.1), "bmm2_scale": 0.5, "window_left": 3,
+          "sinks": torch.rand(4, generator=gen) * 5, "out": True}),
+        (bf16, e4m3, "HND", "tuple", 8, 1, 64, 8, [20, 5], 1,
+         {"bmm1_scale": 0.125 * 0.7, "bmm2_scale": 1.3, "out_dtype": bf16}),
+        (f32, f32, "HND", "two", 4, 2, 64, 1, [7, 3], 3, {"bmm1_scale": 0.2}),
+        (bf16, bf16, "NHD", "one", 8, 2, 64, 4, [6, 10], 1,
+         {"bmm1_scale": 9.0, "bmm1_scale_log2": torch.tensor([0.15 * math.log2(math.e)]),
+          "lse": True}),
+    ]
+    for qdt, kdt, lay, form, Hq, Hk, D, P, lens, ql, kw in decode:
+        bt, npages = tables(lens, P)
+        q = torch.randn(len(lens) * ql, Hq, D, generator=gen).to(qdt)
+        if kw.pop("out", False):
+            kw["out"] = torch.empty(q.shape, dtype=qdt)
+        if kw.pop("lse", False):
+            kw["lse"] = torch.empty(q.shape[:2], dtype=f32)
+        fi["trtllm_batch_decode_with_kv_cache"](q, kv(npages, P, Hk, D, kdt, lay, form), ws, bt,
+                                                seq(lens), max(lens), kv_layout=lay,
+                                                q_len_per_req=ql, **kw)
+    # variable query rows: cum_seq_lens_q with q_len_per_req=None
+    bt, npages = tables([5, 9, 3], 4)
+    fi["trtllm_batch_decode_with_kv_cache"](
+        torch.randn(6, 4, 64, generator=gen).to(bf16), kv(npages, 4, 2, 64, bf16, "HND", "two"),
+        ws, bt, seq([5, 9, 3]), 9, 0.125, 1.0, q_len_per_req=None, max_q_len=3,
+        cum_seq_lens_q=torch.tensor([0, 1, 4, 6], dtype=torch.int32))
+
+    # context: (dtype, layout, cache form, Hq, Hk, D, P, q lens, kv lens, kw)
+    context = [
+        (bf16, "HND", "two", 8, 2, 128, 4, [3, 0, 5], [10, 4, 5], {"return_lse": True}),
+        (f16, "NHD", "tuple", 4, 4, 64, 8, [4, 2], [4, 9], {"causal": False, "out": True,
+                                                          "sinks": torch.randn(4, generator=gen)}),
+        (f32, "HND", "two", 8, 1, 64, 1, [2, 3], [6, 3], {"window_left": 2, "out_dtype": f32}),
+    ]
+    for dt, lay, form, Hq, Hk, D, P, qlens, lens, kw in context:
+        bt, npages = tables(lens, P)
+        q = torch.randn(sum(qlens), Hq, D, generator=gen).to(dt)
+        if kw.pop("out", False):
+            kw["out"] = torch.empty(q.shape, dtype=dt)
+        cq = torch.tensor([0] + qlens, dtype=torch.int32).cumsum(0).to(torch.int32)
+        ckv = torch.tensor([0] + [(n + P - 1) // P for n in lens], dtype=torch.int32).cumsum(0)
+        fi["trtllm_batch_context_with_kv_cache"](q, kv(npages, P, Hk, D, dt, lay, form), ws, bt,
+                                                 seq(lens), max(qlens), max(lens),
+                                                 1 / math.sqrt(D), 0.8, len(lens), cq,
+                                                 ckv.to(torch.int32), kv_layout=lay, **kw)
+
+    # xqa: (q dtype, kv dtype, layout, Hq, Hk, D, P, kv lens, kw)
+    xqa = [
+        (bf16, bf16, "NHD", 8, 2, 128, 16, [40, 2, 17], {"sinks": torch.rand(8, generator=gen),
+                                                         "window_left": 5}),
+        (f16, e4m3, "HND", 4, 1, 64, 4, [9, 12], {"bmm2_scale": 0.6, "o_scale": 0.5}),
+    ]
+    for qdt, kdt, lay, Hq, Hk, D, P, lens, kw in xqa:
+        bt, npages = tables(lens, P)
+        fi["xqa_batch_decode_with_kv_cache"](torch.randn(len(lens), Hq, D, generator=gen).to(qdt),
+                                             kv(npages, P, Hk, D, kdt, lay, "tuple"), ws, bt,
+                                             seq(lens), max(lens), 1 / math.sqrt(D),
+                                             kv_layout=lay, **kw)
+
+    # what mate does not replay: XQA's speculative decoding, a decode mask, NVFP4 scale factors
+    bt, npages = tables([6, 6], 4)
+    cache = kv(npages, 4, 2, 64, bf16, "NHD", "tuple")
+    fi["xqa_batch_decode_with_kv_cache"](torch.randn(4, 4, 64, generator=gen).to(bf16), cache, ws,
+                                         bt, seq([6, 6]), 6, 0.125, q_len_per_req=2)
+    fi["trtllm_batch_decode_with_kv_cache"](torch.randn(4, 4, 64, generator=gen).to(bf16), cache,
+                                            ws, bt, seq([6, 6]), 6, 0.125, kv_layout="NHD",
+                                            q_len_per_req=2,
+                                            mask=torch.ones(4, 2, dtype=torch.int16))
+    fi["trtllm_batch_context_with_kv_cache"](
+        torch.randn(2, 4, 64, generator=gen).to(bf16), cache, ws, bt, seq([6, 6]), 1, 6, 0.125,
+        1.0, 2, torch.tensor([0, 1, 2], dtype=torch.int32), torch.tensor([0, 2, 4], dtype=torch.int32),
+        kv_layout="NHD", kv_cache_sf=(torch.ones(1), torch.ones(1)))
+
+
+UNSUPPORTED = {"xqa_batch_decode_with_kv_cache_call0003": "q_len_per_req=2",
+               "trtllm_batch_decode_with_kv_cache_call0007": "mask is not replayed",
+               "trtllm_batch_context_with_kv_cache_call0004": "kv_cache_sf is not replayed"}
+
+flashinfer_main(record)
+
+import torch  # noqa: E402
+
+TMP = tmpdir()
+
+
+def load(path):
+    if path.endswith(".safetensors"):
+        from safetensors.torch import load_file
+        return load_file(path)
+    return torch.load(path, weights_only=True)
+
+
+def save(t, path):
+    if path.endswith(".safetensors"):
+        from safetensors.torch import save_file
+        save_file(t, path)
+    else:
+        torch.save(t, path)
+
+
+def changed(root, d, fname, change):
+    """The verdict of dump d of root replayed alone after change(dict of fname's tensors)."""
+    mroot = os.path.join(TMP, "m%d" % len(os.listdir(TMP)))
+    shutil.copytree(os.path.join(root, d), os.path.join(mroot, d))
+    path = os.path.join(mroot, d, fname)
+    t = load(path)
+    change(t)
+    save(t, path)
+    return replay_jsonl(mroot).get(d, {})
+
+
+for fmt in ("pt", "safetensors"):
+    root, dirs = flashinfer_record(__file__, TMP, 14, fmt)
+    verdicts = replay_jsonl(root)
+    check(sorted(verdicts) == dirs, "%s: mate-replay replayed %d of %d dumps" % (fmt, len(verdicts), len(dirs)))
+    for d in dirs:
+        v = verdicts.get(d, {})
+        why = [w for s, w in UNSUPPORTED.items() if d.endswith(s)]
+        if why:
+            check(v.get("verdict") == "unsupported" and why[0] in v.get("message", ""),
+                  "%s: %s replays as %s (want unsupported, %s): %s" % (fmt, d, v.get("verdict"), why[0],
+                                                                      v.get("message")))
+            continue
+        check(v.get("verdict") == "passed" and v.get("compared", 0) >= 1,
+              "%s: %s replays as %s (%s compared): %s" % (fmt, d, v.get("verdict"), v.get("compared"),
+                                                         v.get("message")))
+    funcs = {v["function"] for v in verdicts.values() if v["verdict"] == "passed"}
+    check(funcs == {"trtllm_batch_decode_with_kv_cache", "trtllm_batch_context_with_kv_cache",
+                    "xqa_batch_decode_with_kv_cache"}, "%s: functions passed: %s" % (fmt, sorted(funcs)))
+
+    # one element of each function's output, and of a returned LSE: a Mismatch naming it
+    ext = "." + fmt
+
+    def bump(key, idx):
+        def change(t):
+            t[key][idx] += 1.0 + t[key][idx].abs()
+        return change
+
+    for suffix, key, idx in [("trtllm_batch_decode_with_kv_cache_call0001", "result_0", (1, 3, 7)),
+                             ("trtllm_batch_decode_with_kv_cache_call0001", "result_1", (2, 5)),
+                             ("trtllm_batch_decode_with_kv_cache_call0002", "result", (1, 2, 60)),
+                             ("trtllm_batch_decode_with_kv_cache_call0004", "result", (5, 1, 0)),
+                             ("trtllm_batch_context_with_kv_cache_call0001", "result_0", (7, 6, 100)),
+                             ("trtllm_batch_context_with_kv_cache_call0002", "result", (0, 3, 1)),
+                             ("xqa_batch_decode_with_kv_cache_call0001", "result", (0, 7, 127)),
+                             ("xqa_batch_decode_with_kv_cache_call0002", "result", (1, 0, 9))]:
+        d = [x for x in dirs if x.endswith(suffix)][0]
+        v = changed(root, d, "outputs" + ext, bump(key, idx))
+        where = "[%s]" % ", ".join(map(str, idx))
+        check(v.get("verdict") == "mismatch" and v.get("first_bad_index") == where,
+              "%s: %s: %s%s changed replays as %s at %s: %s" % (fmt, d, key, where, v.get("verdict"),
+                                                              v.get("first_bad_index"), v.get("message")))
+
+    # recorded numbers that do not fit the cache: an Error naming them, no kernel run
+    d = [x for x in dirs if x.endswith("trtllm_batch_decode_with_kv_cache_call0001")][0]
+
+    def far_page(t):
+        t["arg_3"][1, 0] = 1000000
+
+    v = changed(root, d, "inputs" + ext, far_page)
+    check(v.get("verdict") == "error" and "block_tables[1][0] = 1000000 is not a page" in v.get("message", ""),
+          "%s: a page outside the cache replays as %s: %s" % (fmt, v.get("verdict"), v.get("message")))
+
+    def long_seq(t):
+        t["arg_4"][2] = 1000
+
+    v = changed(root, d, "inputs" + ext, long_seq)
+    check(v.get("verdict") == "error" and "request 2: seq_lens 1000" in v.get("message", ""),
+          "%s: seq_lens past the block table replays as %s: %s" % (fmt, v.get("verdict"), v.get("message")))
+
+done()
