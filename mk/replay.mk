@@ -132,6 +132,8 @@ SCRIPT_TESTS += tests/interop/test_flashinfer_attn.py
 EXTRA_DIST += tests/interop/peers/flashinfer_attn_ref.py
 ## FlashInfer's trtllm-gen and XQA paged attention functions (replay_ops_trtllm.c).
 SCRIPT_TESTS += tests/interop/test_flashinfer_attn_trtllm.py
+## FlashInfer's MultiLevelCascadeAttentionWrapper (replay_ops_attn.c).
+SCRIPT_TESTS += tests/interop/test_flashinfer_attn_cascade.py
 EXTRA_DIST += tests/interop/peers/flashinfer_trtllm_ref.py
 
 ## FlashInfer's RoPE, sampling, GEMM and bit-packing APIs, and fused_rmsnorm_silu.

@@ -800,7 +800,8 @@ out:
 }
 
 static const char *const stateful_why = "a wrapper's plan is timed with the run that uses it "
-    "(mate-bench makes the plan of a decode or prefill wrapper's run from the run's shapes; "
+    "(mate-bench makes the plan of a decode, prefill or cascade wrapper's run from the run's "
+    "shapes; "
     "an MLA run's shapes do not give its page tables)";
 
 
@@ -841,23 +842,64 @@ entry_dims(const mate_bench_entry *e, int pos, const char *name, int64_t d[MATE_
 	return entry_tensor(e, pos, name, d, NULL);
 }
 
-/* A 1-D int32 tensor of n elements: f(i) = total * i / (n - 1) (offsets), or i % mod, or val. */
-static int
-put_i32(mate_value *args, const char *key, int64_t n, int64_t total, int64_t mod, int64_t val)
+/* A 1-D int32 tensor of n elements: f(i) = total * i / (n - 1) (offsets), or i % mod, or val;
+ * NULL when out of memory. */
+static mate_value *
+i32_value(int64_t n, int64_t total, int64_t mod, int64_t val)
 {
 	mate_error err;
 	mate_storage *st = mate_storage_new((size_t)(n > 0 ? n : 1) * 4, &err);
+	mate_value *v;
 	mate_tensor t;
-	int rc;
 
 	if (st == NULL)
-		return MATE_ERR_NOMEM;
+		return NULL;
 	for (int64_t i = 0; i < n; i++)
 		((int32_t *)mate_storage_data(st))[i] = (int32_t)(total >= 0 ? (n > 1 ? total * i / (n - 1) : 0) :
 		    mod > 0 ? i % mod : val);
 	mate_tensor_init(&t, MATE_I32, 1, &n, NULL, mate_storage_data(st));
-	rc = mate_value_set_str(args, key, mate_value_tensor(&t, st));
+	v = mate_value_tensor(&t, st);
 	mate_storage_unref(st);
+	return v;
+}
+
+static int
+put_i32(mate_value *args, const char *key, int64_t n, int64_t total, int64_t mod, int64_t val)
+{
+	mate_value *v = i32_value(n, total, mod, val);
+
+	return v != NULL ? mate_value_set_str(args, key, v) : MATE_ERR_NOMEM;
+}
+
+/* A cascade's plan lists from a run's shapes: two levels, a prefix of half the pages shared by
+ * the B = q rows requests, then a page table of the others each (FlashInfer's decode example). */
+static int
+cascade_plan_args(mate_value *a, int64_t B, int64_t pages, int64_t P)
+{
+	int64_t sp = pages / 2 > 0 ? pages / 2 : 1, per = (pages - sp) / B > 0 ? (pages - sp) / B : 1;
+	mate_value *l[4] = { mate_value_list(), mate_value_list(), mate_value_list(), mate_value_list() };
+	mate_value *items[8] = { i32_value(2, B, 0, 0), i32_value(B + 1, B, 0, 0),
+		i32_value(2, sp, 0, 0), i32_value(B + 1, B * per, 0, 0),
+		i32_value(sp, -1, pages, 0), i32_value(B * per, -1, pages, 0),
+		i32_value(1, -1, 0, P), i32_value(B, -1, 0, P) };
+	char key[8];
+	int rc = MATE_OK;
+
+	for (int i = 0; i < 8; i++) {   /* each item moves into its list */
+		if (rc == MATE_OK && items[i] != NULL && l[i / 2] != NULL) {
+			rc = mate_value_append(l[i / 2], items[i]);
+			continue;
+		}
+		mate_value_free(items[i]);
+		rc = MATE_ERR_NOMEM;
+	}
+	for (int i = 0; i < 4; i++) {   /* each list into the arguments */
+		snprintf(key, sizeof(key), "arg_%d", i + 1);
+		if (rc == MATE_OK && l[i] != NULL)
+			rc = mate_value_set_str(a, key, l[i]);
+		else
+			mate_value_free(l[i]), rc = MATE_ERR_NOMEM;
+	}
 	return rc;
 }
 
@@ -903,6 +945,10 @@ plan_args(const mate_bench_entry *e, const char *cls, mate_value *a)
 	    put_dt(a, "kwarg_kv_data_type", kdt) != MATE_OK)
 		return MATE_ERR_UNSUPPORTED;
 	pages = k[0], P = k[nk - 3], Hk = k[nk - 2];
+	if (strcmp(cls, "MultiLevelCascadeAttentionWrapper") == 0)
+		return q[0] < 1 || pages < 1 ? MATE_ERR_UNSUPPORTED : cascade_plan_args(a, q[0], pages, P) |
+		    put_int(a, "arg_5", q[1]) | put_int(a, "arg_6", Hk) | put_int(a, "arg_7", q[2]) |
+		    put_int(a, "arg_8", P);
 	if (strcmp(cls, "BatchDecodeWithPagedKVCacheWrapper") == 0) {
 		B = q[0];
 		if (B < 1 || pages < 1)
@@ -929,7 +975,8 @@ plan_for_run(mate_replay *r, const struct mate_replay_request *run, const mate_b
     const char *cls)
 {
 	static const char *const plannable[] = { "BatchDecodeWithPagedKVCacheWrapper",
-	    "BatchPrefillWithPagedKVCacheWrapper", "BatchPrefillWithRaggedKVCacheWrapper", NULL };
+	    "BatchPrefillWithPagedKVCacheWrapper", "BatchPrefillWithRaggedKVCacheWrapper",
+	    "MultiLevelCascadeAttentionWrapper", NULL };
 	struct mate_replay_request pr = *run;
 	struct mate_replay_result rr;
 	char fn[200];
@@ -985,8 +1032,8 @@ stateful(const char *fn)
 {
 	const char *dot = strrchr(fn, '.');
 
-	if (dot != NULL && strcmp(dot, ".run") == 0 && strncmp(fn, "Batch", 5) == 0 &&
-	    strncmp(fn, "BatchMLA", 8) != 0)
+	if (dot != NULL && strcmp(dot, ".run") == 0 && ((strncmp(fn, "Batch", 5) == 0 &&
+	    strncmp(fn, "BatchMLA", 8) != 0) || strncmp(fn, "MultiLevelCascade", 17) == 0))
 		return NULL;  /* its plan is made from its shapes */
 	if (dot != NULL && (strcmp(dot, ".run") == 0 || strcmp(dot, ".plan") == 0) &&
 	    strncmp(fn, "SegmentGEMMWrapper.", 19) != 0)
@@ -1047,7 +1094,13 @@ mate_bench_run(mate_replay *r, const mate_bench_entry *e, uint64_t seed,
 				return MATE_OK;
 			}
 			mate_tensor_init(&t, MATE_U8, 1, &ws, NULL, mate_storage_data(st));
-			mate_value_set_str(ir.args, "arg_1", mate_value_tensor(&t, st));
+			if (strncmp(fn, "MultiLevelCascadeAttentionWrapper.", 34) == 0) {
+				/* num_levels first: the two levels cascade_plan_args() plans */
+				mate_value_set_str(ir.args, "arg_1", mate_value_int(2));
+				mate_value_set_str(ir.args, "arg_2", mate_value_tensor(&t, st));
+			} else {
+				mate_value_set_str(ir.args, "arg_1", mate_value_tensor(&t, st));
+			}
 			mate_storage_unref(st);
 			ir.function = init;
 			saved = mate_replay_get_bench(r);
@@ -1056,7 +1109,8 @@ mate_bench_run(mate_replay *r, const mate_bench_entry *e, uint64_t seed,
 			mate_replay_set_bench(r, saved);
 			mate_value_free(ir.args);
 		}
-		if (strcmp(dot, ".run") == 0 && strncmp(fn, "Batch", 5) == 0) {
+		if (strcmp(dot, ".run") == 0 && (strncmp(fn, "Batch", 5) == 0 ||
+		    strncmp(fn, "MultiLevelCascadeAttentionWrapper.", 34) == 0)) {
 			char cls[160];
 
 			snprintf(cls, sizeof(cls), "%.*s", (int)(dot - fn), fn);
@@ -1164,6 +1218,7 @@ static const struct {
 	{ "BatchPrefillWithPagedKVCacheWrapper.__init__", "arg_1=uint8[1024]" },
 	{ "BatchPrefillWithRaggedKVCacheWrapper.__init__", "arg_1=uint8[1024]" },
 	{ "BatchMLAPagedAttentionWrapper.__init__", "arg_1=uint8[1024]" },
+	{ "MultiLevelCascadeAttentionWrapper.__init__", "arg_2=uint8[1024] arg_1=2" },
 	{ "merge_state", "arg_0=float32[8,4,64] arg_1=float32[8,4] arg_2=float32[8,4,64] "
 	    "arg_3=float32[8,4]" },
 	{ "merge_states", "arg_0=float32[8,3,4,64] arg_1=float32[8,3,4]" },
@@ -1193,6 +1248,8 @@ static const struct {
 	    "arg_2__0=float32[8,16,2,64] arg_2__1=float32[8,16,2,64]" },
 	{ "BatchPrefillWithRaggedKVCacheWrapper.run", "arg_1=float32[12,8,64] arg_2=float32[40,2,64] "
 	    "arg_3=float32[40,2,64]" },
+	{ "MultiLevelCascadeAttentionWrapper.run", "arg_1=float32[8,8,64] "
+	    "arg_2=float32[16,2,16,2,64]" },
 	{ "trtllm_batch_decode_with_kv_cache", "arg_0=float32[8,8,128] arg_1=float32[32,2,2,16,128] "
 	    PAGED_TABLES " arg_5=64 arg_6=0.088" },
 	{ "trtllm_batch_context_with_kv_cache", "arg_0=float32[32,8,128] "

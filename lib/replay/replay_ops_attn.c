@@ -1,4 +1,4 @@
-/* replay_ops_attn.c: replay handlers for FlashInfer's batch attention wrappers (paged, ragged, MLA), state merges and KV-cache appends. */
+/* replay_ops_attn.c: replay handlers for FlashInfer's batch attention wrappers (paged, ragged, MLA, multi-level cascade), state merges and KV-cache appends. */
 #include "mate_private.h"
 #include "kernels.h"
 #include "kernels_fi.h"
@@ -37,11 +37,12 @@ tensor_of(const mate_value *v)
 
 /* ---- the wrappers' state --------------------------------------------------------- */
 
-enum wrapper { W_DECODE, W_PAGED, W_RAGGED, W_MLA };
+enum wrapper { W_DECODE, W_PAGED, W_RAGGED, W_MLA, W_CASCADE };
 
 static const char *const wrapper_names[] = {
 	"BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper",
-	"BatchPrefillWithRaggedKVCacheWrapper", "BatchMLAPagedAttentionWrapper"
+	"BatchPrefillWithRaggedKVCacheWrapper", "BatchMLAPagedAttentionWrapper",
+	"MultiLevelCascadeAttentionWrapper"
 };
 
 /* What __init__ and the latest plan gave one wrapper object. */
@@ -55,6 +56,8 @@ struct batch_state {
 	int has_o_dtype;
 	mate_dtype o_dtype;
 	mate_dtype q_dtype, kv_dtype;  /* plan's q_data_type and kv_data_type: run checks q, k */
+	int64_t nlevels;               /* cascade: its levels' page tables, a paged prefill each */
+	struct batch_state *levels;
 };
 
 static void
@@ -66,13 +69,17 @@ state_clear_plan(struct batch_state *st)
 	free(st->kv_len);
 	st->qo_indptr = st->kv_indptr = st->kv_indices = st->kv_len = NULL;
 	st->planned = 0;
+	for (int64_t l = 0; l < st->nlevels && st->levels != NULL; l++)
+		state_clear_plan(&st->levels[l]);
 }
 
 static void
 state_free(void *p)
 {
-	if (p != NULL)
+	if (p != NULL) {
 		state_clear_plan(p);
+		free(((struct batch_state *)p)->levels);
+	}
 	free(p);
 }
 
@@ -612,6 +619,239 @@ op_mla_run(mate_replay_call *c, void *ctx)
 	return mate_replay_kernel_done_pair(c, rc, &err, outv, lsev);
 }
 
+/* ---- multi-level cascade ----------------------------------------------------------- */
+
+#define CASCADE_MAX_LEVELS 64
+
+/* MultiLevelCascadeAttentionWrapper.__init__(self, num_levels, float_workspace_buffer,
+ * kv_layout='NHD', use_cuda_graph=False, qo_indptr_buf_arr=None,
+ * paged_kv_indptr_buf_arr=None, paged_kv_indices_buf_arr=None,
+ * paged_kv_last_page_len_buf_arr=None): a paged prefill wrapper per level (the
+ * buffers are CUDA-graph staging) */
+static const char *const cascade_init_kw[] = { "num_levels", "float_workspace_buffer",
+	"kv_layout", "use_cuda_graph", "qo_indptr_buf_arr", "paged_kv_indptr_buf_arr",
+	"paged_kv_indices_buf_arr", "paged_kv_last_page_len_buf_arr", NULL };
+
+static int
+op_cascade_init(mate_replay_call *c, void *unused)
+{
+	static const char *const layouts[] = { "NHD", "HND", NULL };
+	struct batch_state *st;
+	const mate_tensor *ws;
+	int64_t n;
+	int layout = 0, rc;
+
+	(void)unused;
+	if ((rc = mate_replay_arg_int(c, 1, "num_levels", 0, &n)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 2, "float_workspace_buffer", 0, &ws)) != MATE_OK)
+		return rc;
+	if (n < 1 || n > CASCADE_MAX_LEVELS)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: num_levels=%lld (1 to %d)", fname(c),
+		    (long long)n, CASCADE_MAX_LEVELS);
+	if ((rc = mate_replay_only_known(c, 8, cascade_init_kw)) == MATE_OK)
+		rc = mate_replay_arg_choice(c, 3, "kv_layout", "NHD", layouts, &layout);
+	if (rc != MATE_OK && rc != MATE_ERR_UNSUPPORTED)
+		return rc;
+	if ((st = calloc(1, sizeof(*st))) == NULL ||
+	    (st->levels = calloc((size_t)n, sizeof(*st->levels))) == NULL) {
+		free(st);
+		return mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory", fname(c));
+	}
+	st->kind = W_CASCADE;
+	st->kv_layout = layout;
+	st->nlevels = n;
+	st->init_unsupported = rc == MATE_ERR_UNSUPPORTED;
+	if ((rc = mate_replay_call_set_self(c, st, state_free)) != MATE_OK)
+		return rc;
+	return st->init_unsupported ? MATE_ERR_UNSUPPORTED : mate_replay_return(c, mate_value_none());
+}
+
+/* plan(self, qo_indptr_arr, paged_kv_indptr_arr, paged_kv_indices_arr,
+ * paged_kv_last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
+ * causal=False, pos_encoding_mode='NONE', use_fp16_qk_reduction=False,
+ * sm_scale=None, window_left=-1, logits_soft_cap=None, rope_scale=None,
+ * rope_theta=None, q_data_type='float16', kv_data_type=None): one table per
+ * level in each list; FlashInfer plans the last level causal, the others not */
+static const char *const cascade_plan_kw[] = { "qo_indptr_arr", "paged_kv_indptr_arr",
+	"paged_kv_indices_arr", "paged_kv_last_page_len", "num_qo_heads", "num_kv_heads",
+	"head_dim", "page_size", "causal", "pos_encoding_mode", "use_fp16_qk_reduction", "sm_scale",
+	"window_left", "logits_soft_cap", "rope_scale", "rope_theta", "q_data_type", "kv_data_type",
+	NULL };
+static const struct plan_pos cascade_plan_pos = { 10, 13, 14, 12, 15, 16, 9, 19, -2 };
+
+/* Item l of the list argument (pos, name): a 1-D integer host tensor. */
+static int
+level_ints(mate_replay_call *c, int pos, const char *name, int64_t l, int64_t nlevels,
+    int64_t **out, int64_t *n)
+{
+	const mate_value *v = mate_replay_arg(c, pos, name), *it;
+	char what[80];
+
+	if ((mate_value_kind_of(v) != MATE_V_LIST && mate_value_kind_of(v) != MATE_V_TUPLE) ||
+	    (int64_t)mate_value_len(v) != nlevels ||
+	    mate_value_kind_of(it = mate_value_item(v, (size_t)l)) != MATE_V_TENSOR)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %s: expected a list of %lld tensors, "
+		    "one per level", fname(c), name, (long long)nlevels);
+	snprintf(what, sizeof(what), "%s[%lld]", name, (long long)l);
+	return mate_replay_tensor_ints(c, mate_value_get_tensor(it), what, out, n);
+}
+
+/* Level l's page table into lv, checked as a paged prefill plan's. */
+static int
+plan_level(mate_replay_call *c, const struct batch_state *st, int64_t l, struct batch_state *lv)
+{
+	int64_t *last = NULL, nq, n, nlast;
+	int rc;
+
+	int64_t L = st->nlevels;
+
+	if ((rc = level_ints(c, 1, "qo_indptr_arr", l, L, &lv->qo_indptr, &nq)) != MATE_OK ||
+	    (rc = level_ints(c, 2, "paged_kv_indptr_arr", l, L, &lv->kv_indptr, &n)) != MATE_OK ||
+	    (rc = level_ints(c, 3, "paged_kv_indices_arr", l, L, &lv->kv_indices,
+	    &lv->n_indices)) != MATE_OK ||
+	    (rc = level_ints(c, 4, "paged_kv_last_page_len", l, L, &last, &nlast)) != MATE_OK ||
+	    (rc = mate_replay_check_indptr(c, "qo_indptr_arr", lv->qo_indptr, nq)) != MATE_OK ||
+	    (rc = mate_replay_check_indptr(c, "paged_kv_indptr_arr", lv->kv_indptr, n)) != MATE_OK)
+		goto out;
+	if (nq != n || lv->kv_indptr[n - 1] > lv->n_indices) {
+		rc = mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: level %lld: qo_indptr has %lld "
+		    "elements, paged_kv_indptr %lld ending at %lld of %lld indices", fname(c),
+		    (long long)l, (long long)nq, (long long)n, (long long)lv->kv_indptr[n - 1],
+		    (long long)lv->n_indices);
+		goto out;
+	}
+	lv->batch = n - 1;
+	lv->page_size = st->page_size;
+	rc = paged_lengths(c, lv, last, nlast);
+out:
+	free(last);
+	return rc;
+}
+
+static int
+op_cascade_plan(mate_replay_call *c, void *unused)
+{
+	int64_t dims[4];
+	int rc;
+	struct batch_state *st = state_of(c, W_CASCADE, 0, &rc);
+
+	(void)unused;
+	if (st == NULL)
+		return rc;
+	state_clear_plan(st);
+	if ((rc = mate_replay_only_known(c, 18, cascade_plan_kw)) != MATE_OK ||
+	    (rc = plan_ints(c, (int[]){ 5, 6, 7, 8 }, (const char *[]){ "num_qo_heads",
+	    "num_kv_heads", "head_dim", "page_size" }, 4, dims)) != MATE_OK ||
+	    (rc = plan_params(c, st, &cascade_plan_pos)) != MATE_OK)
+		goto out;
+	st->Hq = dims[0], st->Hk = dims[1], st->D = st->Dv = dims[2], st->page_size = dims[3];
+	if (st->Hq % st->Hk != 0) {
+		rc = mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: %lld query heads are not a multiple "
+		    "of %lld kv heads", fname(c), (long long)st->Hq, (long long)st->Hk);
+		goto out;
+	}
+	for (int64_t l = 0; l < st->nlevels && rc == MATE_OK; l++)
+		rc = plan_level(c, st, l, &st->levels[l]);
+	if (rc == MATE_OK) {
+		st->planned = 1;
+		rc = mate_replay_return(c, mate_value_none());
+	}
+out:
+	if (rc != MATE_OK)
+		state_clear_plan(st);
+	st->plan_unsupported = rc == MATE_ERR_UNSUPPORTED;
+	return rc;
+}
+
+/* Level l's attention of q on the cache: a new output of q's dtype and a float32 LSE. */
+static int
+cascade_level(mate_replay_call *c, const struct batch_state *st, int64_t l, const mate_tensor *q,
+    const mate_tensor *kc, const mate_tensor *vc, mate_value **o, mate_value **s, mate_error *err)
+{
+	const struct batch_state *lv = &st->levels[l];
+	mate_attn_params p = st->p;
+	mate_batch_attn a;
+	int rc;
+
+	*o = *s = NULL;
+	if (lv->qo_indptr[lv->batch] != q->shape[0])
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "level %lld's qo_indptr ends at %lld, "
+		    "q has %lld rows", (long long)l, (long long)lv->qo_indptr[lv->batch],
+		    (long long)q->shape[0]);
+	if ((rc = output(c, -1, NULL, q->dtype, 3, q->shape, o)) != MATE_OK ||
+	    (rc = output(c, -1, NULL, MATE_F32, 2, q->shape, s)) != MATE_OK)
+		return mate_set_error(err, rc, "out of memory");
+	p.causal = l == st->nlevels - 1 ? st->p.causal : 0;
+	a = (mate_batch_attn){ .batch = lv->batch, .qo_indptr = lv->qo_indptr,
+		.kv_indptr = lv->kv_indptr, .kv_indices = lv->kv_indices, .n_indices = lv->n_indices,
+		.kv_len = lv->kv_len, .page_size = st->page_size, .q = q, .k = kc, .v = vc,
+		.out = tensor_of(*o), .lse = tensor_of(*s) };
+	return mate_batch_attention(mate_replay_kernels(c), &a, &p, err);
+}
+
+/* run(self, q, paged_kv_cache): the last level's output and LSE, then each other level's
+ * merged into them in order, as FlashInfer's merge_state_in_place does (in q's dtype). */
+static int
+op_cascade_run(mate_replay_call *c, void *unused)
+{
+	static const char *const run_known[] = { "q", "paged_kv_cache", NULL };
+	mate_value *out = NULL, *lse = NULL, *oi = NULL, *si = NULL, *mo = NULL, *ms = NULL;
+	const mate_tensor *q;
+	mate_tensor kc, vc, vs[2], ss[2];
+	mate_error err;
+	int64_t kmax = 0;
+	int rc;
+	struct batch_state *st = state_of(c, W_CASCADE, 1, &rc);
+
+	(void)unused;
+	if (st == NULL)
+		return rc;
+	if ((rc = mate_replay_only_known(c, 2, run_known)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, "q", 0, &q)) != MATE_OK ||
+	    (rc = mate_replay_split_cache(c, 2, "paged_kv_cache", 0, &kc, &vc)) != MATE_OK)
+		return rc;
+	if (q->ndim != 3 || q->shape[1] != st->Hq || q->shape[2] != st->D)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: q (%d-D) does not fit the plan "
+		    "(%lld heads of %lld)", fname(c), q->ndim, (long long)st->Hq, (long long)st->D);
+	if (q->dtype != st->q_dtype || kc.dtype != st->kv_dtype)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: q and k are %s and %s, the plan's "
+		    "q_data_type and kv_data_type %s and %s", fname(c), mate_dtype_name(q->dtype),
+		    mate_dtype_name(kc.dtype), mate_dtype_name(st->q_dtype), mate_dtype_name(st->kv_dtype));
+	if (kc.ndim != 4 || kc.shape[2 - (st->kv_layout == MATE_KV_HND)] != st->Hk)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: the cache (%d-D) does not have the "
+		    "plan's %lld kv heads", fname(c), kc.ndim, (long long)st->Hk);
+	for (int64_t l = 0; l < st->nlevels; l++) {   /* a sum over every level's keys */
+		int64_t m = 0;
+
+		for (int64_t b = 0; b < st->levels[l].batch; b++)
+			m = st->levels[l].kv_len[b] > m ? st->levels[l].kv_len[b] : m;
+		kmax += m;
+	}
+	mate_replay_attention_bound(c, kmax, q, &kc, NULL, NULL, &vc, &st->p);
+	rc = cascade_level(c, st, st->nlevels - 1, q, &kc, &vc, &out, &lse, &err);
+	for (int64_t l = 0; rc == MATE_OK && l + 1 < st->nlevels; l++) {
+		if ((rc = cascade_level(c, st, l, q, &kc, &vc, &oi, &si, &err)) != MATE_OK)
+			break;
+		if ((rc = output(c, -1, NULL, q->dtype, 3, q->shape, &mo)) != MATE_OK ||
+		    (rc = output(c, -1, NULL, MATE_F32, 2, q->shape, &ms)) != MATE_OK) {
+			mate_set_error(&err, rc, "out of memory");
+			break;
+		}
+		vs[0] = *tensor_of(out), vs[1] = *tensor_of(oi);
+		ss[0] = *tensor_of(lse), ss[1] = *tensor_of(si);
+		rc = mate_merge_states(vs, ss, 2, tensor_of(mo), tensor_of(ms), &err);
+		mate_value_free(out), mate_value_free(lse), mate_value_free(oi), mate_value_free(si);
+		out = mo, lse = ms, oi = si = mo = ms = NULL;
+	}
+	mate_value_free(lse), mate_value_free(oi), mate_value_free(si), mate_value_free(mo);
+	mate_value_free(ms);
+	if (rc != MATE_OK) {
+		mate_value_free(out);
+		out = NULL;
+	}
+	return mate_replay_kernel_done(c, rc, &err, out);
+}
+
 /* ---- merging states ---------------------------------------------------------------- */
 
 /* merge_state(v_a, s_a, v_b, s_b) -> (V, S) and merge_states(v, s) -> (V, S):
@@ -903,6 +1143,9 @@ mate_replay_register_attn(mate_replay *r, mate_error *err)
 		{ "BatchMLAPagedAttentionWrapper.__init__", NULL, op_wrapper_init, W_MLA, NULL },
 		{ "BatchMLAPagedAttentionWrapper.plan", NULL, op_mla_plan, 0, NULL },
 		{ "BatchMLAPagedAttentionWrapper.run", NULL, op_mla_run, 0, "@mla" },
+		{ "MultiLevelCascadeAttentionWrapper.__init__", NULL, op_cascade_init, 0, NULL },
+		{ "MultiLevelCascadeAttentionWrapper.plan", NULL, op_cascade_plan, 0, NULL },
+		{ "MultiLevelCascadeAttentionWrapper.run", NULL, op_cascade_run, 0, NULL },
 		{ "merge_state", "(v_a, s_a, v_b, s_b)", op_merge, 0,
 		    "token:v_a.0 s_a.0 v_b.0 s_b.0 result.0" },
 		{ "merge_states", "(v, s)", op_merge, 1, "token:v.0 s.0 result.0" },

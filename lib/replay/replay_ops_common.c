@@ -176,12 +176,23 @@ mate_replay_arg_ints(mate_replay_call *c, int pos, const char *name, int optiona
     int64_t *n)
 {
 	const mate_tensor *t;
-	int kind, rc;
+	int rc;
 
 	*out = NULL;
 	*n = 0;
 	if ((rc = mate_replay_arg_tensor(c, pos, name, optional, &t)) != MATE_OK || t == NULL)
 		return rc;
+	return mate_replay_tensor_ints(c, t, name, out, n);
+}
+
+int
+mate_replay_tensor_ints(mate_replay_call *c, const mate_tensor *t, const char *name, int64_t **out,
+    int64_t *n)
+{
+	int kind;
+
+	*out = NULL;
+	*n = 0;
 	kind = mate_dtype_kind(t->dtype);
 	if (t->device_type != MATE_DEVICE_CPU || t->ndim != 1 || (kind != MATE_KIND_INT &&
 	    kind != MATE_KIND_UINT) || (t->data == NULL && t->shape[0] > 0))

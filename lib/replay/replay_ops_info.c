@@ -142,6 +142,9 @@ static const struct {
 	{ "BatchMLAPagedAttentionWrapper.__init__", "any", "cpu" },
 	{ "BatchMLAPagedAttentionWrapper.plan", "int32 indptr and indices", "cpu" },
 	{ "BatchMLAPagedAttentionWrapper.run", "float32, float16, bfloat16", "cpu" },
+	{ "MultiLevelCascadeAttentionWrapper.__init__", "any", "cpu" },
+	{ "MultiLevelCascadeAttentionWrapper.plan", "int32 indptr and indices", "cpu" },
+	{ "MultiLevelCascadeAttentionWrapper.run", "float32, float16, bfloat16; NHD, HND", BOTH },
 	{ "merge_state", "float32, float16, bfloat16; float32 LSE", "cpu" },
 	{ "merge_states", "float32, float16, bfloat16; float32 LSE", "cpu" },
 	{ "merge_state_in_place", "float32, float16, bfloat16; float32 LSE; bool mask", "cpu" },
@@ -161,6 +164,18 @@ static const struct {
 	{ "cublasGemmStridedBatchedEx", "float32, float16, bfloat16", BOTH },
 };
 
+#define SIG_CASCADE_INIT \
+	"(self, num_levels, float_workspace_buffer, kv_layout='NHD', use_cuda_graph=False, " \
+	"qo_indptr_buf_arr=None, paged_kv_indptr_buf_arr=None, paged_kv_indices_buf_arr=None, " \
+	"paged_kv_last_page_len_buf_arr=None)"
+#define SIG_CASCADE_PLAN \
+	"(self, qo_indptr_arr, paged_kv_indptr_arr, paged_kv_indices_arr, " \
+	"paged_kv_last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size, causal=False, " \
+	"pos_encoding_mode='NONE', use_fp16_qk_reduction=False, sm_scale=None, window_left=-1, " \
+	"logits_soft_cap=None, rope_scale=None, rope_theta=None, q_data_type='float16', " \
+	"kv_data_type=None)"
+#define SIG_CASCADE_RUN "(self, q, paged_kv_cache)"
+
 /* The signatures of the handlers registered without one (replay_ops_attn.c). */
 static const struct {
 	const char *name, *sig;
@@ -177,6 +192,9 @@ static const struct {
 	{ "BatchMLAPagedAttentionWrapper.__init__", SIG_MLA_INIT },
 	{ "BatchMLAPagedAttentionWrapper.plan", SIG_MLA_PLAN },
 	{ "BatchMLAPagedAttentionWrapper.run", SIG_MLA_RUN },
+	{ "MultiLevelCascadeAttentionWrapper.__init__", SIG_CASCADE_INIT },
+	{ "MultiLevelCascadeAttentionWrapper.plan", SIG_CASCADE_PLAN },
+	{ "MultiLevelCascadeAttentionWrapper.run", SIG_CASCADE_RUN },
 };
 
 const char *

@@ -123,6 +123,9 @@ int mate_replay_output(mate_replay_call *c, int pos, const char *name, mate_dtyp
  * when absent and optional); the call fails on another tensor. */
 int mate_replay_arg_ints(mate_replay_call *c, int pos, const char *name, int optional,
     int64_t **out, int64_t *n) MATE_HIDDEN;
+/* The same of a tensor t (an item of a list argument), named name in the message. */
+int mate_replay_tensor_ints(mate_replay_call *c, const mate_tensor *t, const char *name,
+    int64_t **out, int64_t *n) MATE_HIDDEN;
 /* Arguments the handler does not read must be absent or None: positional ones past maxpos,
  * keyword ones not named in known (NULL-terminated); else Unsupported naming it. */
 int mate_replay_only_known(mate_replay_call *c, int maxpos, const char *const *known) MATE_HIDDEN;

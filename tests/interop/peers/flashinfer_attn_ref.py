@@ -443,6 +443,44 @@ def single_prefill_with_kv_cache(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     return (o, lse.float()) if return_lse else o
 
 
+class MultiLevelCascadeAttentionWrapper:
+    """FlashInfer's cascade attention as its own run code computes it: one paged prefill
+    wrapper per level, the last planned causal (when causal) and the others not; run merges
+    each other level's (out, lse), in order, into the last level's with merge_state_in_place."""
+
+    def __init__(self, num_levels, float_workspace_buffer: torch.Tensor, kv_layout: str = "NHD",
+                 use_cuda_graph: bool = False, qo_indptr_buf_arr: Optional[list] = None,
+                 paged_kv_indptr_buf_arr: Optional[list] = None,
+                 paged_kv_indices_buf_arr: Optional[list] = None,
+                 paged_kv_last_page_len_buf_arr: Optional[list] = None) -> None:
+        self.levels = [BatchPrefillWithPagedKVCacheWrapper(float_workspace_buffer, kv_layout)
+                       for _ in range(num_levels)]
+
+    def plan(self, qo_indptr_arr: list, paged_kv_indptr_arr: list, paged_kv_indices_arr: list,
+             paged_kv_last_page_len: list, num_qo_heads: int, num_kv_heads: int, head_dim: int,
+             page_size: int, causal: bool = False, pos_encoding_mode: str = "NONE",
+             use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
+             window_left: int = -1, logits_soft_cap: Optional[float] = None,
+             rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+             q_data_type: str = "float16", kv_data_type: Optional[Union[str, torch.dtype]] = None):
+        n = len(self.levels)
+        for i, (w, qo, ip, ix, last) in enumerate(zip(self.levels, qo_indptr_arr, paged_kv_indptr_arr,
+                                                        paged_kv_indices_arr, paged_kv_last_page_len,
+                                                        strict=True)):
+            w.plan(qo, ip, ix, last, num_qo_heads, num_kv_heads, head_dim, page_size,
+                   causal=causal if i == n - 1 else False, pos_encoding_mode=pos_encoding_mode,
+                   sm_scale=sm_scale, window_left=window_left, logits_soft_cap=logits_soft_cap,
+                   rope_scale=rope_scale, rope_theta=rope_theta, q_data_type=q_data_type,
+                   kv_data_type=kv_data_type)
+
+    def run(self, q: torch.Tensor, paged_kv_cache: torch.Tensor):
+        out, lse = self.levels[-1].run(q, paged_kv_cache, return_lse=True)
+        for w in self.levels[:-1]:
+            o, s = w.run(q, paged_kv_cache, return_lse=True)
+            merge_state_in_place(out, lse, o, s)
+        return out
+
+
 CLASSES = ["BatchDecodeWithPagedKVCacheWrapper", "BatchPrefillWithPagedKVCacheWrapper",
            "BatchPrefillWithRaggedKVCacheWrapper", "BatchMLAPagedAttentionWrapper"]
 FUNCTIONS = ["merge_state", "merge_states", "merge_state_in_place", "append_paged_kv_cache",
