@@ -1257,6 +1257,9 @@ static const struct {
 	    "arg_6=64 arg_7=0.088 arg_8=1 arg_9=8" },
 	{ "xqa_batch_decode_with_kv_cache", "arg_0=float32[8,8,128] arg_1__0=float32[32,16,2,128] "
 	    "arg_1__1=float32[32,16,2,128] " PAGED_TABLES " arg_5=64 arg_6=0.088" },
+	{ "trtllm_batch_decode_with_kv_cache_mla", "arg_0=bfloat16[4,1,16,576] "
+	    "arg_1=bfloat16[16,1,32,576] arg_2=uint8[1024] arg_6=int32[4,4] arg_7=int32[4] arg_3=128 "
+	    "arg_4=512 arg_5=64 arg_8=128 arg_11=0.072" },
 	{ "cublasSgemm_v2", CUBLAS_SGEMM },
 	{ "cublasSgemm", CUBLAS_SGEMM },
 	{ "cublasGemmEx", "arg_7=float32[512] arg_10=float32[768] arg_14=float32[384] arg_0=null "

@@ -2,6 +2,7 @@
  * multiply-add is 2, an exp or a square root 1), shared by mate-bench and mate-replay
  * --bench; the bytes a call moves are its tensors' bytes, in and out (replay.c). */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -136,20 +137,25 @@ attention_flops(const char *fn, const char *sig, const mate_value *args)
 	    mate_value_get_bool(causal) ? 0.5 : 1.0);
 }
 
-/* FlashInfer's trtllm-gen and XQA paged attention: QK^T and PV over each request's
- * seq_lens keys for its query rows (query rows / requests each), causal or not alike. */
+/* FlashInfer's trtllm-gen and XQA paged attention: QK^T (head dim D) and PV (Dv: D, or MLA's
+ * kv_lora_rank) over each request's seq_lens keys for its query rows (query rows / requests
+ * each), causal or not alike. */
 static double
-paged_flops(const char *sig, const mate_value *args)
+paged_flops(const char *sig, const mate_value *args, int mla)
 {
 	const mate_tensor *q = tensor(args, sig, "query"), *sl = tensor(args, sig, "seq_lens");
-	double keys = 0;
+	const mate_value *rank = mla ? mate_op_arg(args, sig, "kv_lora_rank") : NULL;
+	double keys = 0, D, Dv, heads;
 
-	if (q == NULL || sl == NULL || q->ndim != 3 || sl->ndim != 1 || sl->shape[0] < 1 ||
-	    sl->data == NULL || mate_dtype_kind(sl->dtype) != MATE_KIND_INT)
+	if (q == NULL || sl == NULL || q->ndim < 3 || sl->ndim != 1 || sl->shape[0] < 1 ||
+	    sl->data == NULL || mate_dtype_kind(sl->dtype) != MATE_KIND_INT ||
+	    (mla && (rank == NULL || mate_value_kind_of(rank) != MATE_V_INT)))
 		return -1;
 	for (int64_t b = 0; b < sl->shape[0]; b++)
 		keys += mate_load_f64(sl->dtype, mate_tensor_element(sl, b));
-	return 4.0 * (double)(q->shape[0] / sl->shape[0]) * keys * (double)(q->shape[1] * q->shape[2]);
+	D = (double)q->shape[q->ndim - 1], heads = (double)q->shape[q->ndim - 2];
+	Dv = mla ? (double)mate_value_get_int(rank) : D;
+	return 2.0 * (D + Dv) * heads * floor(numel(q) / (D * heads) / (double)sl->shape[0]) * keys;
 }
 
 /* An integer argument arg_<pos>, or -1. */
@@ -201,8 +207,9 @@ mate_op_flops(const char *fn, const char *sig, const mate_value *args)
 		return attention_flops(fn, sig, args);
 	if (strcmp(fn, "trtllm_batch_decode_with_kv_cache") == 0 ||
 	    strcmp(fn, "trtllm_batch_context_with_kv_cache") == 0 ||
-	    strcmp(fn, "xqa_batch_decode_with_kv_cache") == 0)
-		return paged_flops(sig, args);
+	    strcmp(fn, "xqa_batch_decode_with_kv_cache") == 0 ||
+	    strcmp(fn, "trtllm_batch_decode_with_kv_cache_mla") == 0)
+		return paged_flops(sig, args, strstr(fn, "_mla") != NULL);
 	if (strcmp(fn, "SegmentGEMMWrapper.run") == 0) {
 		const mate_tensor *x = tensor(args, sig, "x"), *w = tensor(args, sig, "weights");
 		const mate_value *cm = mate_op_arg(args, sig, "weight_column_major");

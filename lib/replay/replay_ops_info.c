@@ -154,6 +154,7 @@ static const struct {
 	{ "trtllm_batch_decode_with_kv_cache", TRTLLM_DTYPES, BOTH },
 	{ "trtllm_batch_context_with_kv_cache", TRTLLM_DTYPES, BOTH },
 	{ "xqa_batch_decode_with_kv_cache", TRTLLM_DTYPES, BOTH },
+	{ "trtllm_batch_decode_with_kv_cache_mla", "bfloat16, float8_e4m3fn -> bfloat16", "cpu" },
 	{ "cblas_sgemm", "float32", "cpu" },
 	{ "cblas_dgemm", "float64", "cpu" },
 	{ "sgemm_", "float32", "cpu" },

@@ -1,4 +1,4 @@
-/* replay_ops_trtllm.c: replay handlers for FlashInfer's trtllm-gen and XQA paged attention functions (block tables and seq_lens onto mate's batch attention). */
+/* replay_ops_trtllm.c: replay handlers for FlashInfer's trtllm-gen and XQA paged attention functions, MLA's included (block tables and seq_lens onto mate's batch attention). */
 #include "mate_private.h"
 #include "kernels.h"
 #include "kernels_fi.h"
@@ -22,7 +22,7 @@ fname(const mate_replay_call *c)
 	return mate_replay_call_function(c);
 }
 
-enum tr_kind { TR_DECODE, TR_CONTEXT, TR_XQA };
+enum tr_kind { TR_DECODE, TR_CONTEXT, TR_XQA, TR_MLA };
 
 /* A parameter mate does not replay, fine at its default: absent or None for
  * P_NONE, else a bool or int equal to def. */
@@ -59,24 +59,28 @@ at_defaults(mate_replay_call *c, const struct tr_default *d, size_t n)
 
 /* Where each function has its parameters (-1: it has none such). */
 struct tr_pos {
-	int max_seq, max_q, max_kv, bmm1, bmm2, batch, cu_q, cu_kv, window, out, out_dtype;
+	int bt, sl, max_seq, max_q, max_kv, bmm1, bmm2, batch, cu_q, cu_kv, window, out, out_dtype;
 	int sinks, kv_layout, q_len, lse, ret_lse, causal, bmm1_log2;
 	const char *cu_q_name, *layout_default;
 };
 
 static const struct tr_pos tr_pos[] = {
-	[TR_DECODE] = { .max_seq = 5, .max_q = 20, .max_kv = -1, .bmm1 = 6, .bmm2 = 7, .batch = -1,
+	[TR_DECODE] = { .bt = 3, .sl = 4, .max_seq = 5, .max_q = 20, .max_kv = -1, .bmm1 = 6, .bmm2 = 7, .batch = -1,
 		.cu_q = 21, .cu_kv = -1, .window = 8, .out = 9, .out_dtype = 10, .sinks = 13,
 		.kv_layout = 14, .q_len = 17, .lse = 25, .ret_lse = 26, .causal = -1, .bmm1_log2 = 27,
 		.cu_q_name = "cum_seq_lens_q", .layout_default = "HND" },
-	[TR_CONTEXT] = { .max_seq = -1, .max_q = 5, .max_kv = 6, .bmm1 = 7, .bmm2 = 8, .batch = 9,
+	[TR_CONTEXT] = { .bt = 3, .sl = 4, .max_seq = -1, .max_q = 5, .max_kv = 6, .bmm1 = 7, .bmm2 = 8, .batch = 9,
 		.cu_q = 10, .cu_kv = 11, .window = 12, .out = 13, .out_dtype = 14, .sinks = 19,
 		.kv_layout = 17, .q_len = -1, .lse = 24, .ret_lse = 25, .causal = 23, .bmm1_log2 = -1,
 		.cu_q_name = "cum_seq_lens_q", .layout_default = "HND" },
-	[TR_XQA] = { .max_seq = 5, .max_q = -1, .max_kv = -1, .bmm1 = 6, .bmm2 = 7, .batch = -1,
+	[TR_XQA] = { .bt = 3, .sl = 4, .max_seq = 5, .max_q = -1, .max_kv = -1, .bmm1 = 6, .bmm2 = 7, .batch = -1,
 		.cu_q = 17, .cu_kv = -1, .window = 8, .out = 9, .out_dtype = -1, .sinks = 10,
 		.kv_layout = 11, .q_len = 13, .lse = -1, .ret_lse = -1, .causal = -1, .bmm1_log2 = -1,
 		.cu_q_name = "q_cu_seq_lens", .layout_default = "NHD" },
+	[TR_MLA] = { .bt = 6, .sl = 7, .max_seq = 8, .max_q = 24, .max_kv = -1, .bmm1 = 11,
+		.bmm2 = 12, .batch = -1, .cu_q = 23, .cu_kv = -1, .window = -1, .out = 10,
+		.out_dtype = -1, .sinks = 13, .kv_layout = -1, .q_len = -1, .lse = 19, .ret_lse = 20,
+		.causal = -1, .bmm1_log2 = -1, .cu_q_name = "cum_seq_lens_q", .layout_default = NULL },
 };
 
 /* What is not replayed: nvfp4 outputs, NVFP4 caches' scale factors, XQA's
@@ -101,6 +105,12 @@ static const struct tr_default context_defaults[] = {
 };
 static const struct tr_default xqa_defaults[] = {
 	{ 15, "mask", P_NONE, 0 }, { 16, "kv_cache_sf", P_NONE, 0 },
+};
+static const struct tr_default mla_defaults[] = {
+	{ 9, "sparse_mla_top_k", P_INT, 0 }, { 14, "skip_softmax_threshold_scale_factor", P_NONE, 0 },
+	{ 18, "uses_shared_paged_kv_idx", P_BOOL, 1 }, { 26, "sparse_mla_top_k_lens", P_NONE, 0 },
+	{ 27, "enable_dcp", P_BOOL, 0 }, { 28, "cp_world", P_INT, 1 }, { 29, "cp_rank", P_INT, 0 },
+	{ 30, "causal_seqlens_kv_global", P_NONE, 0 },
 };
 
 /* The call's batch as mate_batch_attn's arrays. */
@@ -173,8 +183,8 @@ page_table(mate_replay_call *c, const struct tr_pos *pp, int64_t P, int64_t npag
 	int64_t nlen, maxlen = -1, ncol;
 	int rc, kind;
 
-	if ((rc = mate_replay_arg_tensor(c, 3, "block_tables", 0, &bt)) != MATE_OK ||
-	    (rc = mate_replay_arg_ints(c, 4, "seq_lens", 0, &t->kv_len, &nlen)) != MATE_OK ||
+	if ((rc = mate_replay_arg_tensor(c, pp->bt, "block_tables", 0, &bt)) != MATE_OK ||
+	    (rc = mate_replay_arg_ints(c, pp->sl, "seq_lens", 0, &t->kv_len, &nlen)) != MATE_OK ||
 	    (pp->max_seq >= 0 && (rc = mate_replay_arg_int(c, pp->max_seq, "max_seq_len", -1,
 	    &maxlen)) != MATE_OK) || (pp->max_kv >= 0 && (rc = mate_replay_arg_int(c, pp->max_kv,
 	    "max_kv_len", -1, &maxlen)) != MATE_OK))
@@ -390,6 +400,146 @@ out:
 	return rc;
 }
 
+/* ---- MLA --------------------------------------------------------------------------- */
+
+/* Columns [c0, c0 + n) of t's last dim. */
+static void
+last_cols(const mate_tensor *t, int64_t c0, int64_t n, mate_tensor *v)
+{
+	*v = *t;
+	v->offset += c0 * t->stride[t->ndim - 1];
+	v->shape[t->ndim - 1] = n;
+}
+
+/* t without its dim d (of one element), or with dims 0 and 1 merged (d < 0) where their
+ * strides allow; 0 when they do not. */
+static int
+drop_dim(const mate_tensor *t, int d, mate_tensor *v)
+{
+	int64_t s0 = t->stride[0];
+
+	if (d < 0) {   /* (B, L, ...) as (B * L, ...) */
+		if (t->shape[1] != 1 && t->shape[0] > 1 && t->stride[0] != t->shape[1] * t->stride[1])
+			return 0;
+		s0 = t->shape[1] != 1 ? t->stride[1] : t->stride[0];
+	}
+	*v = *t;
+	v->ndim = t->ndim - 1;
+	if (d < 0)
+		v->shape[0] = t->shape[0] * t->shape[1], v->stride[0] = s0;
+	for (int i = d < 0 ? 1 : d; i < v->ndim; i++)
+		v->shape[i] = t->shape[i + 1], v->stride[i] = t->stride[i + 1];
+	return 1;
+}
+
+/* trtllm_batch_decode_with_kv_cache_mla: query (batch, q_len, H, kv_lora_rank + rope) or,
+ * with cum_seq_lens_q, (rows, H, ...), against the paged latent cache (pages, [1,] P,
+ * kv_lora_rank + rope) as block_tables and seq_lens give it: logits (q_nope . ckv + q_pe .
+ * kpe) * bmm1_scale, causal over each request's rows, sinks in the denominator, softmax @ ckv
+ * * bmm2_scale -> out (query's dims, kv_lora_rank) in bfloat16, and (out, lse) with
+ * return_lse (base 2 unless return_lse_base='basee'). */
+static int
+op_trtllm_mla(mate_replay_call *c, void *unused)
+{
+	static const char *const bases[] = { "base2", "basee", NULL };
+	const struct tr_pos *pp = &tr_pos[TR_MLA];
+	const mate_tensor *query, *kv, *sinks = NULL, *lse_in = NULL;
+	mate_tensor q, kc, qn, qp, ckv, kpe, o, l;
+	int64_t rank, rope, nope, D, P, oshape[4], kmax = 0;
+	struct tr_batch t = { .batch = 0 };
+	mate_value *outv = NULL, *lsev = NULL;
+	mate_batch_mla_args a;
+	mate_attn_params p;
+	int rc, ret_lse = 0, base = 0;
+	mate_error err;
+
+	(void)unused;
+	mate_attn_params_init(&p);
+	p.causal = 1;
+	if ((rc = at_defaults(c, mla_defaults, sizeof(mla_defaults) / sizeof(mla_defaults[0]))) !=
+	    MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 0, "query", 0, &query)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, "kv_cache", 0, &kv)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, 3, "qk_nope_head_dim", 0, &nope)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, 4, "kv_lora_rank", 0, &rank)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, 5, "qk_rope_head_dim", 0, &rope)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, pp->sinks, "sinks", 1, &sinks)) != MATE_OK ||
+	    (rc = mate_replay_arg_bool(c, pp->ret_lse, "return_lse", 0, &ret_lse)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, pp->lse, "lse", 1, &lse_in)) != MATE_OK ||
+	    (rc = mate_replay_arg_choice(c, 32, "return_lse_base", "base2", bases, &base)) != MATE_OK ||
+	    (rc = scales(c, pp, &p)) != MATE_OK)
+		return rc;
+	if (sinks != NULL && (ret_lse || lse_in != NULL))
+		return mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: the LSE of attention with sinks "
+		    "is not replayed", fname(c));
+	D = query->ndim >= 3 ? query->shape[query->ndim - 1] : -1;
+	if ((query->ndim != 4 && query->ndim != 3) || rank < 1 || rope < 0 || nope < 0 ||
+	    rank + rope != D || (kv->ndim != 3 && (kv->ndim != 4 || kv->shape[1] != 1)) ||
+	    kv->shape[kv->ndim - 1] != D)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: query (%d-D) and kv_cache (%d-D) do "
+		    "not fit kv_lora_rank %lld + qk_rope_head_dim %lld = their last dim", fname(c),
+		    query->ndim, kv->ndim, (long long)rank, (long long)rope);
+	if ((query->ndim == 4 ? !drop_dim(query, -1, &q) : (q = *query, 0)) ||
+	    (kv->ndim == 4 ? !drop_dim(kv, 1, &kc) : (kc = *kv, 0)))
+		return mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: a query whose batch and q_len "
+		    "dims do not merge is not replayed", fname(c));
+	P = kc.shape[1];
+	if (query->ndim == 3 && ABSENT(mate_replay_arg(c, pp->cu_q, pp->cu_q_name)))
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: a 3-D query needs cum_seq_lens_q",
+		    fname(c));
+	if (query->ndim == 4) {   /* q_len rows per request */
+		t.batch = query->shape[0];
+		if ((t.qo_indptr = malloc((size_t)(t.batch + 1) * sizeof(int64_t))) == NULL)
+			return mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory", fname(c));
+		for (int64_t b = 0; b <= t.batch; b++)
+			t.qo_indptr[b] = b * query->shape[1];
+	} else if ((rc = query_rows(c, pp, TR_MLA, q.shape[0], &t)) != MATE_OK) {
+		goto out;
+	}
+	if ((rc = page_table(c, pp, P, kc.shape[0], &t)) != MATE_OK)
+		goto out;
+	memcpy(oshape, query->shape, sizeof(oshape));
+	oshape[query->ndim - 1] = rank;
+	if ((rc = mate_replay_output(c, pp->out, "out", MATE_BF16, 0, query->ndim, oshape,
+	    &outv)) != MATE_OK || ((ret_lse || lse_in != NULL) && (rc = mate_replay_output(c, pp->lse,
+	    "lse", MATE_F32, 0, lse_in != NULL && lse_in->ndim == 3 ? 3 : 2, lse_in != NULL &&
+	    lse_in->ndim == 3 ? query->shape : q.shape, &lsev)) != MATE_OK))
+		goto out;
+	if (query->ndim == 4)
+		drop_dim(mate_value_get_tensor(outv), -1, &o);
+	else
+		o = *mate_value_get_tensor(outv);
+	if (lsev != NULL && mate_value_get_tensor(lsev)->ndim == 3)
+		drop_dim(mate_value_get_tensor(lsev), -1, &l);
+	else if (lsev != NULL)
+		l = *mate_value_get_tensor(lsev);
+	last_cols(&q, 0, rank, &qn);
+	last_cols(&q, rank, rope, &qp);
+	last_cols(&kc, 0, rank, &ckv);
+	last_cols(&kc, rank, rope, &kpe);
+	p.lse_base_e = base == 1;
+	p.sinks = sinks;
+	a = (mate_batch_mla_args){ .batch = t.batch, .qo_indptr = t.qo_indptr,
+		.kv_indptr = t.kv_indptr, .kv_indices = t.kv_indices, .kv_len = t.kv_len,
+		.n_indices = t.n_indices, .page_size = P, .q_nope = &qn, .q_pe = &qp, .ckv = &ckv,
+		.kpe = &kpe, .out = &o, .lse = lsev != NULL ? &l : NULL };
+	for (int64_t b = 0; b < t.batch; b++)
+		kmax = t.kv_len[b] > kmax ? t.kv_len[b] : kmax;
+	mate_replay_attention_bound(c, kmax + (sinks != NULL), &qn, &ckv, &qp, &kpe, &ckv, &p);
+	rc = mate_batch_mla(mate_replay_kernels(c), &a, &p, &err);
+	if (!ret_lse && lsev != NULL) {   /* lse= filled in place, out returned alone */
+		mate_value_free(lsev);
+		lsev = NULL;
+	}
+	rc = mate_replay_kernel_done_pair(c, rc, &err, outv, lsev);
+	outv = lsev = NULL;
+out:
+	mate_value_free(outv);
+	mate_value_free(lsev);
+	batch_free(&t);
+	return rc;
+}
+
 /* FlashInfer 0.7.4's signatures (without the annotations), a superset of
  * 0.7.2's: a parameter that an older one lacks takes its default. */
 #define SIG_TRTLLM_DECODE \
@@ -412,6 +562,15 @@ out:
 	"causal=True, lse=None, return_lse=False, multi_ctas_kv_counter_buffer=None, " \
 	"use_fp16_softmax=None, uses_spcompress=None, backend='trtllm-gen', window_right=-1, " \
 	"variable_window_token_starts=None, variable_window_token_ends=None)"
+#define SIG_TRTLLM_MLA \
+	"(query, kv_cache, workspace_buffer, qk_nope_head_dim, kv_lora_rank, qk_rope_head_dim, " \
+	"block_tables, seq_lens, max_seq_len, sparse_mla_top_k=0, out=None, bmm1_scale=1.0, " \
+	"bmm2_scale=1.0, sinks=None, skip_softmax_threshold_scale_factor=None, enable_pdl=None, " \
+	"backend='auto', is_var_seq=True, uses_shared_paged_kv_idx=True, lse=None, " \
+	"return_lse=False, cute_dsl_impl='auto', kv_scale_format='auto', cum_seq_lens_q=None, " \
+	"max_q_len=None, multi_ctas_kv_counter_buffer=None, sparse_mla_top_k_lens=None, " \
+	"enable_dcp=False, cp_world=1, cp_rank=0, causal_seqlens_kv_global=None, " \
+	"use_fp16_softmax=None, return_lse_base=None)"
 #define SIG_XQA_DECODE \
 	"(query, kv_cache, workspace_buffer, block_tables, seq_lens, max_seq_len, " \
 	"bmm1_scale=1.0, bmm2_scale=1.0, window_left=-1, out=None, sinks=None, " \
@@ -425,6 +584,7 @@ mate_replay_register_trtllm(mate_replay *r, mate_error *err)
 		{ "trtllm_batch_decode_with_kv_cache", SIG_TRTLLM_DECODE, op_trtllm, TR_DECODE, NULL },
 		{ "trtllm_batch_context_with_kv_cache", SIG_TRTLLM_CONTEXT, op_trtllm, TR_CONTEXT, NULL },
 		{ "xqa_batch_decode_with_kv_cache", SIG_XQA_DECODE, op_trtllm, TR_XQA, NULL },
+		{ "trtllm_batch_decode_with_kv_cache_mla", SIG_TRTLLM_MLA, op_trtllm_mla, 0, NULL },
 	};
 	return mate_replay_register_ops(r, ops, sizeof(ops) / sizeof(ops[0]), err);
 }

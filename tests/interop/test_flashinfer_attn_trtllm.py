@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_flashinfer_attn_trtllm.py: FlashInfer's trtllm_batch_decode_with_kv_cache, trtllm_batch_context_with_kv_cache and xqa_batch_decode_with_kv_cache, called through FlashInfer's real decorator at level 10 on the torch references of peers/flashinfer_trtllm_ref.py (f32, f16, bf16, an e4m3 cache; HND and NHD; one tensor (pages, 1 or 2, ...) or a (k, v) tuple; GQA; shuffled block tables with unused tails; bmm1/bmm2 scales as floats, tensors and bmm1_scale_log2; window_left; sinks; q_len_per_req and cum_seq_lens_q; causal and not; out=, out_dtype=, return_lse and lse=), replay on mate's CPU kernels as passed in .pt and safetensors; a changed element of an output or an LSE is a Mismatch naming it; a block table entry outside the cache, or seq_lens past a block table row, is an Error naming it; what mate does not replay (XQA's spec-decoding, a decode mask, NVFP4 scale factors) is Unsupported naming the argument."""
+"""test_flashinfer_attn_trtllm.py: FlashInfer's trtllm_batch_decode_with_kv_cache, trtllm_batch_context_with_kv_cache, xqa_batch_decode_with_kv_cache and trtllm_batch_decode_with_kv_cache_mla (576 = 512 + 64 and smaller latent heads, q_len 1 and 2, cum_seq_lens_q, an e4m3 query and cache, a (pages, 1, P, D) or (pages, P, D) cache, a natural-log LSE), called through FlashInfer's real decorator at level 10 on the torch references of peers/flashinfer_trtllm_ref.py (f32, f16, bf16, an e4m3 cache; HND and NHD; one tensor (pages, 1 or 2, ...) or a (k, v) tuple; GQA; shuffled block tables with unused tails; bmm1/bmm2 scales as floats, tensors and bmm1_scale_log2; window_left; sinks; q_len_per_req and cum_seq_lens_q; causal and not; out=, out_dtype=, return_lse and lse=), replay on mate's CPU kernels as passed in .pt and safetensors; a changed element of an output or an LSE is a Mismatch naming it; a block table entry outside the cache, or seq_lens past a block table row, is an Error naming it; what mate does not replay (XQA's spec-decoding, a decode mask, NVFP4 scale factors, sparse MLA) is Unsupported naming the argument."""
 import os
 import shutil
 
@@ -119,10 +119,34 @@ def record():
         1.0, 2, torch.tensor([0, 1, 2], dtype=torch.int32), torch.tensor([0, 2, 4], dtype=torch.int32),
         kv_layout="NHD", kv_cache_sf=(torch.ones(1), torch.ones(1)))
 
+    # MLA: (dtype, query shape, (nope, rank, rope), page size, cache (pages, 1, P, D), kv lens, kw)
+    mla = [
+        (bf16, (2, 1, 16, 576), (128, 512, 64), 32, True, [40, 70],
+         {"bmm1_scale": 1 / math.sqrt(192), "return_lse": True}),
+        (bf16, (2, 2, 8, 96), (64, 64, 32), 16, False, [5, 30],
+         {"bmm1_scale": 0.1, "bmm2_scale": 0.5, "sinks": torch.rand(8, generator=gen), "out": True}),
+        (bf16, (4, 8, 96), (64, 64, 32), 16, True, [9, 20],
+         {"bmm1_scale": 0.1, "cum_seq_lens_q": torch.tensor([0, 1, 4], dtype=torch.int32),
+          "max_q_len": 3, "lse": True, "return_lse": True, "return_lse_base": "basee"}),
+        (e4m3, (2, 1, 8, 96), (64, 64, 32), 16, True, [17, 3], {"bmm1_scale": 0.05, "bmm2_scale": 0.8}),
+        (bf16, (2, 1, 8, 96), (64, 64, 32), 16, True, [4, 4], {"sparse_mla_top_k": 8}),
+    ]
+    for dt, qshape, (nope, rank, rope), P, four, lens, kw in mla:
+        bt, npages = tables(lens, P)
+        q = (torch.randn(qshape, generator=gen) * (0.5 if dt == e4m3 else 1)).to(dt)
+        kv = torch.randn((npages, P, rank + rope), generator=gen).to(dt)
+        if kw.pop("out", False):
+            kw["out"] = torch.empty(*qshape[:-1], rank, dtype=bf16)
+        if kw.pop("lse", False):
+            kw["lse"] = torch.empty(q.shape[0], q.shape[1], dtype=f32)
+        fi["trtllm_batch_decode_with_kv_cache_mla"](q, kv.unsqueeze(1) if four else kv, ws, nope, rank,
+                                                    rope, bt, seq(lens), max(lens), **kw)
+
 
 UNSUPPORTED = {"xqa_batch_decode_with_kv_cache_call0003": "q_len_per_req=2",
                "trtllm_batch_decode_with_kv_cache_call0007": "mask is not replayed",
-               "trtllm_batch_context_with_kv_cache_call0004": "kv_cache_sf is not replayed"}
+               "trtllm_batch_context_with_kv_cache_call0004": "kv_cache_sf is not replayed",
+               "trtllm_batch_decode_with_kv_cache_mla_call0005": "sparse_mla_top_k is not replayed"}
 
 flashinfer_main(record)
 
@@ -158,7 +182,7 @@ def changed(root, d, fname, change):
 
 
 for fmt in ("pt", "safetensors"):
-    root, dirs = flashinfer_record(__file__, TMP, 14, fmt)
+    root, dirs = flashinfer_record(__file__, TMP, 19, fmt)
     verdicts = replay_jsonl(root)
     check(sorted(verdicts) == dirs, "%s: mate-replay replayed %d of %d dumps" % (fmt, len(verdicts), len(dirs)))
     for d in dirs:
@@ -174,7 +198,8 @@ for fmt in ("pt", "safetensors"):
                                                          v.get("message")))
     funcs = {v["function"] for v in verdicts.values() if v["verdict"] == "passed"}
     check(funcs == {"trtllm_batch_decode_with_kv_cache", "trtllm_batch_context_with_kv_cache",
-                    "xqa_batch_decode_with_kv_cache"}, "%s: functions passed: %s" % (fmt, sorted(funcs)))
+                    "xqa_batch_decode_with_kv_cache", "trtllm_batch_decode_with_kv_cache_mla"},
+          "%s: functions passed: %s" % (fmt, sorted(funcs)))
 
     # one element of each function's output, and of a returned LSE: a Mismatch naming it
     ext = "." + fmt
@@ -191,7 +216,13 @@ for fmt in ("pt", "safetensors"):
                              ("trtllm_batch_context_with_kv_cache_call0001", "result_0", (7, 6, 100)),
                              ("trtllm_batch_context_with_kv_cache_call0002", "result", (0, 3, 1)),
                              ("xqa_batch_decode_with_kv_cache_call0001", "result", (0, 7, 127)),
-                             ("xqa_batch_decode_with_kv_cache_call0002", "result", (1, 0, 9))]:
+                             ("xqa_batch_decode_with_kv_cache_call0002", "result", (1, 0, 9)),
+                             ("trtllm_batch_decode_with_kv_cache_mla_call0001", "result_0", (1, 0, 9, 300)),
+                             ("trtllm_batch_decode_with_kv_cache_mla_call0001", "result_1", (1, 7)),
+                             ("trtllm_batch_decode_with_kv_cache_mla_call0002", "result", (1, 1, 4, 63)),
+                             ("trtllm_batch_decode_with_kv_cache_mla_call0003", "result_0", (3, 5, 10)),
+                             ("trtllm_batch_decode_with_kv_cache_mla_call0003", "result_1", (2, 6)),
+                             ("trtllm_batch_decode_with_kv_cache_mla_call0004", "result", (0, 0, 7, 33))]:
         d = [x for x in dirs if x.endswith(suffix)][0]
         v = changed(root, d, "outputs" + ext, bump(key, idx))
         where = "[%s]" % ", ".join(map(str, idx))
@@ -215,5 +246,14 @@ for fmt in ("pt", "safetensors"):
     v = changed(root, d, "inputs" + ext, long_seq)
     check(v.get("verdict") == "error" and "request 2: seq_lens 1000" in v.get("message", ""),
           "%s: seq_lens past the block table replays as %s: %s" % (fmt, v.get("verdict"), v.get("message")))
+
+    d = [x for x in dirs if x.endswith("trtllm_batch_decode_with_kv_cache_mla_call0002")][0]
+
+    def mla_far_page(t):
+        t["arg_6"][1, 1] = -3
+
+    v = changed(root, d, "inputs" + ext, mla_far_page)
+    check(v.get("verdict") == "error" and "block_tables[1][1] = -3 is not a page" in v.get("message", ""),
+          "%s: MLA: a page outside the cache replays as %s: %s" % (fmt, v.get("verdict"), v.get("message")))
 
 done()

@@ -1,4 +1,4 @@
-"""flashinfer_trtllm_ref.py: torch reference implementations (float64) of FlashInfer's trtllm-gen and XQA paged attention functions, with FlashInfer 0.7.2's names and signatures.
+"""flashinfer_trtllm_ref.py: torch reference implementations (float64) of FlashInfer's trtllm-gen and XQA paged attention functions, MLA's included, with FlashInfer 0.7.2's names and signatures.
 
 The math is that of FlashInfer's tests (test_trtllm_gen_attention_decode.py,
 _prefill.py, test_xqa_batch_decode.py): request b's keys are the first
@@ -7,7 +7,9 @@ of the cache (HND or NHD; a (k, v) tuple, or one tensor (pages, 1 or 2, ...));
 its query rows are the last of its positions (causal, bottom-right); the
 logits are q.k * bmm1_scale (window_left w keeps keys at most w behind),
 sinks join the softmax's denominator, the output is softmax @ v * bmm2_scale
-and the LSE is base 2 (flashinfer_attn_ref.attention())."""
+and the LSE is base 2 (flashinfer_attn_ref.attention()). MLA (test_trtllm_gen_mla.py):
+one latent head whose first kv_lora_rank columns are also the values, the query's
+columns split the same way, the output bfloat16."""
 import math
 from typing import Any, List, Optional, Tuple, Union
 
@@ -130,8 +132,53 @@ def xqa_batch_decode_with_kv_cache(
                   _scale(bmm2_scale), window_left, kv_layout, True, sinks, out, None, None, False)
 
 
+def trtllm_batch_decode_with_kv_cache_mla(
+        query: torch.Tensor, kv_cache: torch.Tensor, workspace_buffer: torch.Tensor,
+        qk_nope_head_dim: int, kv_lora_rank: int, qk_rope_head_dim: int,
+        block_tables: torch.Tensor, seq_lens: Optional[torch.Tensor], max_seq_len: int,
+        sparse_mla_top_k: int = 0, out: Optional[torch.Tensor] = None,
+        bmm1_scale: Union[float, torch.Tensor] = 1.0, bmm2_scale: Union[float, torch.Tensor] = 1.0,
+        sinks: Optional[List[torch.Tensor]] = None,
+        skip_softmax_threshold_scale_factor: Optional[float] = None,
+        enable_pdl: Optional[bool] = None, backend: str = "auto", is_var_seq: bool = True,
+        uses_shared_paged_kv_idx: bool = True, lse: Optional[torch.Tensor] = None,
+        return_lse: bool = False, cute_dsl_impl: str = "auto", kv_scale_format: str = "auto",
+        cum_seq_lens_q: Optional[torch.Tensor] = None, max_q_len: Optional[int] = None,
+        multi_ctas_kv_counter_buffer: Optional[torch.Tensor] = None,
+        sparse_mla_top_k_lens: Optional[torch.Tensor] = None, enable_dcp: bool = False,
+        cp_world: int = 1, cp_rank: int = 0,
+        causal_seqlens_kv_global: Optional[torch.Tensor] = None,
+        use_fp16_softmax: Optional[bool] = None, return_lse_base: Optional[str] = None):
+    """FlashInfer's MLA decode: query (batch, q_len, H, rank + rope) or, with cum_seq_lens_q,
+    (rows, H, rank + rope); kv_cache (pages, [1,] P, rank + rope)."""
+    q = query.reshape(-1, *query.shape[-2:]) if query.ndim == 4 else query
+    kv = kv_cache[:, 0] if kv_cache.ndim == 4 else kv_cache
+    qo = cum_seq_lens_q if cum_seq_lens_q is not None else torch.arange(0, q.shape[0] + 1, query.shape[1])
+    P, H = kv.shape[1], q.shape[1]
+    o = torch.zeros(q.shape[0], H, kv_lora_rank, dtype=torch.float64)
+    lses = torch.zeros(q.shape[0], H, dtype=torch.float64)
+    for b in range(len(qo) - 1):
+        q0, q1, L = int(qo[b]), int(qo[b + 1]), int(seq_lens[b])
+        keys = kv[block_tables[b, :(L + P - 1) // P].long()].reshape(-1, kv.shape[-1])[:L, None, :]
+        if q1 > q0:
+            o[q0:q1], lses[q0:q1] = attention(q[q0:q1], keys, keys[..., :kv_lora_rank], causal=True,
+                                              sm_scale=_scale(bmm1_scale), v_scale=_scale(bmm2_scale),
+                                              sinks=sinks)
+    o = o.reshape(*query.shape[:-1], kv_lora_rank).to(torch.bfloat16)
+    if out is not None:
+        out.copy_(o)
+        o = out
+    if return_lse_base == "basee":
+        lses = lses * math.log(2.0)
+    if lse is not None:
+        lse.copy_(lses.float().reshape(lse.shape))
+    if not return_lse:
+        return o
+    return o, (lse if lse is not None else lses.float())
+
+
 FUNCTIONS = ["trtllm_batch_decode_with_kv_cache", "trtllm_batch_context_with_kv_cache",
-             "xqa_batch_decode_with_kv_cache"]
+             "xqa_batch_decode_with_kv_cache", "trtllm_batch_decode_with_kv_cache_mla"]
 
 
 def decorate(api):
