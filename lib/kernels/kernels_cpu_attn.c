@@ -113,9 +113,9 @@ setup(struct attn_job *j, const mate_attn_params *p, mate_error *err)
 		const mate_tensor *t = p->sinks;
 
 		if (t->ndim != 1 || t->shape[0] != j->Hq || t->data == NULL ||
-		    t->device_type != MATE_DEVICE_CPU)
-			return mate_set_error(err, MATE_ERR_ARGUMENT, "sinks must be %lld host values, "
-			    "one per query head", (long long)j->Hq);
+		    t->device_type != MATE_DEVICE_CPU || mate_dtype_kind(t->dtype) != MATE_KIND_FLOAT)
+			return mate_set_error(err, MATE_ERR_ARGUMENT, "sinks must be %lld floating host "
+			    "values, one per query head", (long long)j->Hq);
 		if ((j->sinks = kc_alloc(j->Hq, sizeof(double), err)) == NULL)
 			return MATE_ERR_NOMEM;
 		kc_load_d(t->dtype, kc_at(t, t->offset), t->stride[0], j->Hq, j->sinks);

@@ -556,6 +556,48 @@ DEFINE_TEST(prefill)
 	CHECK_CONTAINS(err.message, "custom_mask");
 }
 
+/* Attention sinks: exp(sink) joins each head's softmax denominator, with no value. */
+DEFINE_TEST(sinks)
+{
+	float o[2][1][2], lse[2][1], sinks[2] = { 1.3862943611198906f, 0 }, bad[1] = { 0 };
+	float q[2][1][2] = { { { 1, 0 } }, { { 1, 0 } } }, qd[2][2] = { { 1, 0 }, { 1, 0 } };
+	mate_tensor tq = t3(MATE_F32, q, 2, 1, 2), tk = t3(MATE_F32, dk, 2, 1, 2),
+	    tv = t3(MATE_F32, dv, 2, 1, 2), to = t3(MATE_F32, o, 2, 1, 2), tl = t2(MATE_F32, lse, 2, 1),
+	    ts = t1(MATE_F32, sinks, 1), td = t2(MATE_F32, qd, 2, 2), tod = t2(MATE_F32, o, 2, 2),
+	    tld = t1(MATE_F32, lse, 2), tsd = t1(MATE_F32, sinks, 2), tb = t1(MATE_F32, bad, 1);
+	mate_attn_params p;
+	mate_error err;
+
+	mate_attn_params_init(&p);
+	p.sm_scale = 1.0;
+	p.sinks = &tsd;
+	/* decode, head 0: weights 1, 3 and the sink's 4, over 8; head 1: sink 0 adds 1, over 5 */
+	CHECK_EQ_INT(K->single_decode(&td, &tk, &tv, &p, &tod, &tld, &err), MATE_OK);
+	NEAR(((float *)o)[0], 1.0 / 8, 1e-6);
+	NEAR(((float *)o)[1], 3.0 / 8, 1e-6);
+	NEAR(((float *)o)[3], 3.0 / 5, 1e-6);
+	NEAR(lse[0][0], 3.0, 1e-6);   /* log2(1 + 3 + 4) */
+	/* prefill, causal, one query head: row 0 sees key 0 and the sink (1 / 5) */
+	p.causal = 1;
+	p.sinks = &ts;
+	CHECK_EQ_INT(K->single_prefill(&tq, &tk, &tv, &p, &to, &tl, &err), MATE_OK);
+	NEAR(o[0][0][0], 1.0 / 5, 1e-6);
+	NEAR(o[1][0][1], 3.0 / 8, 1e-6);
+	/* a row with no key left (Lq > Lk) but the sink: zeros, and the sink's LSE */
+	mate_tensor tk1 = t3(MATE_F32, dk, 1, 1, 2), tv1 = t3(MATE_F32, dv, 1, 1, 2);
+	CHECK_EQ_INT(K->single_prefill(&tq, &tk1, &tv1, &p, &to, &tl, &err), MATE_OK);
+	NEAR(o[0][0][0], 0, 0);
+	NEAR(lse[0][0], 2.0, 1e-6);   /* log2(4) */
+	NEAR(o[1][0][0], 1.0 / 5, 1e-6);
+	/* one value per query head, floating */
+	p.sinks = &tsd;
+	CHECK_EQ_INT(K->single_prefill(&tq, &tk, &tv, &p, &to, NULL, &err), MATE_ERR_ARGUMENT);
+	CHECK_CONTAINS(err.message, "sinks");
+	tb.dtype = MATE_I32;
+	p.sinks = &tb;
+	CHECK_EQ_INT(K->single_prefill(&tq, &tk, &tv, &p, &to, NULL, &err), MATE_ERR_ARGUMENT);
+}
+
 /* mate_tensor_scatter() inverts mate_tensor_copy_contiguous() on views. */
 DEFINE_TEST(scatter)
 {
