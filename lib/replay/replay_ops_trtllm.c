@@ -483,7 +483,9 @@ op_trtllm_mla(mate_replay_call *c, void *unused)
 	    (kv->ndim == 4 ? !drop_dim(kv, 1, &kc) : (kc = *kv, 0)))
 		return mate_replay_fail(c, MATE_ERR_UNSUPPORTED, "%s: a query whose batch and q_len "
 		    "dims do not merge is not replayed", fname(c));
-	P = kc.shape[1];
+	if ((P = kc.shape[1]) < 1)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: kv_cache has pages of %lld entries",
+		    fname(c), (long long)P);
 	if (query->ndim == 3 && ABSENT(mate_replay_arg(c, pp->cu_q, pp->cu_q_name)))
 		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: a 3-D query needs cum_seq_lens_q",
 		    fname(c));

@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_flashinfer_attn_trtllm.py: FlashInfer's trtllm_batch_decode_with_kv_cache, trtllm_batch_context_with_kv_cache, xqa_batch_decode_with_kv_cache and trtllm_batch_decode_with_kv_cache_mla (576 = 512 + 64 and smaller latent heads, q_len 1 and 2, cum_seq_lens_q, an e4m3 query and cache, a (pages, 1, P, D) or (pages, P, D) cache, a natural-log LSE), called through FlashInfer's real decorator at level 10 on the torch references of peers/flashinfer_trtllm_ref.py (f32, f16, bf16, an e4m3 cache; HND and NHD; one tensor (pages, 1 or 2, ...) or a (k, v) tuple; GQA; shuffled block tables with unused tails; bmm1/bmm2 scales as floats, tensors and bmm1_scale_log2; window_left; sinks; q_len_per_req and cum_seq_lens_q; causal and not; out=, out_dtype=, return_lse and lse=), replay on mate's CPU kernels as passed in .pt and safetensors; a changed element of an output or an LSE is a Mismatch naming it; a block table entry outside the cache, or seq_lens past a block table row, is an Error naming it; what mate does not replay (XQA's spec-decoding, a decode mask, NVFP4 scale factors, sparse MLA) is Unsupported naming the argument."""
+"""test_flashinfer_attn_trtllm.py: FlashInfer's trtllm_batch_decode_with_kv_cache, trtllm_batch_context_with_kv_cache, xqa_batch_decode_with_kv_cache and trtllm_batch_decode_with_kv_cache_mla (576 = 512 + 64 and smaller latent heads, q_len 1 and 2, cum_seq_lens_q, an e4m3 query and cache, a (pages, 1, P, D) or (pages, P, D) cache, a natural-log LSE), called through FlashInfer's real decorator at level 10 on the torch references of peers/flashinfer_trtllm_ref.py (f32, f16, bf16, an e4m3 cache; HND and NHD; one tensor (pages, 1 or 2, ...) or a (k, v) tuple; GQA; shuffled block tables with unused tails; bmm1/bmm2 scales as floats, tensors and bmm1_scale_log2; window_left; sinks; q_len_per_req and cum_seq_lens_q; causal and not; out=, out_dtype=, return_lse and lse=), replay on mate's CPU kernels as passed in .pt and safetensors; a changed element of an output or an LSE is a Mismatch naming it; a block table entry outside the cache, seq_lens past a block table row or negative, or cum_seq_lens_q short of the query, is an Error naming it; what mate does not replay (XQA's spec-decoding, a decode mask, NVFP4 scale factors, sparse MLA) is Unsupported naming the argument."""
 import os
 import shutil
 
@@ -246,6 +246,22 @@ for fmt in ("pt", "safetensors"):
     v = changed(root, d, "inputs" + ext, long_seq)
     check(v.get("verdict") == "error" and "request 2: seq_lens 1000" in v.get("message", ""),
           "%s: seq_lens past the block table replays as %s: %s" % (fmt, v.get("verdict"), v.get("message")))
+
+    def negative_seq(t):
+        t["arg_4"][0] = -1
+
+    v = changed(root, d, "inputs" + ext, negative_seq)
+    check(v.get("verdict") == "error" and "request 0: seq_lens -1 for 1 query rows" in v.get("message", ""),
+          "%s: a negative seq_lens replays as %s: %s" % (fmt, v.get("verdict"), v.get("message")))
+
+    d = [x for x in dirs if x.endswith("trtllm_batch_decode_with_kv_cache_call0006")][0]
+
+    def short_cu(t):
+        t["kwarg_cum_seq_lens_q"][3] = 5
+
+    v = changed(root, d, "inputs" + ext, short_cu)
+    check(v.get("verdict") == "error" and "cum_seq_lens_q ends at 5, the query has 6 rows" in v.get("message", ""),
+          "%s: cum_seq_lens_q short of the query replays as %s: %s" % (fmt, v.get("verdict"), v.get("message")))
 
     d = [x for x in dirs if x.endswith("trtllm_batch_decode_with_kv_cache_mla_call0002")][0]
 
