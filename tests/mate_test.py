@@ -239,6 +239,26 @@ def flashinfer_record(script, tmp, ncalls, fmt=None):
     return root, dirs
 
 
+def load_tensors(path):
+    """The tensors of a dump's .pt or .safetensors file, as torch's and safetensors' own
+    loaders read them (the peers' Python)."""
+    if path.endswith(".safetensors"):
+        from safetensors.torch import load_file
+        return load_file(path)
+    import torch
+    return torch.load(path, weights_only=True)
+
+
+def save_tensors(t, path):
+    """Writes the dict t back as path's format (load_tensors())."""
+    if path.endswith(".safetensors"):
+        from safetensors.torch import save_file
+        save_file(t, path)
+    else:
+        import torch
+        torch.save(t, path)
+
+
 def replay_jsonl(path):
     """mate-replay --jsonl of path: {dump name: its verdict object}."""
     import json

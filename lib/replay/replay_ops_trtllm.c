@@ -127,6 +127,31 @@ batch_free(struct tr_batch *t)
 	free(t->kv_len);
 }
 
+/* The most keys a request has. */
+static int64_t
+max_len(const struct tr_batch *t)
+{
+	int64_t m = 0;
+
+	for (int64_t b = 0; b < t->batch; b++)
+		m = t->kv_len[b] > m ? t->kv_len[b] : m;
+	return m;
+}
+
+/* The call's result once its kernel ran (rc, err): out, or (out, lse) with return_lse (an
+ * lse= argument alone is written in place, not returned); t is freed. */
+static int
+finish(mate_replay_call *c, int rc, const mate_error *err, mate_value *outv, mate_value *lsev,
+    int ret_lse, struct tr_batch *t)
+{
+	if (!ret_lse) {
+		mate_value_free(lsev);
+		lsev = NULL;
+	}
+	batch_free(t);
+	return mate_replay_kernel_done_pair(c, rc, err, outv, lsev);
+}
+
 /* The query rows of each request: cu (batch + 1 offsets ending at nq) when
  * given, else q_len rows each. */
 static int
@@ -379,20 +404,9 @@ op_trtllm(mate_replay_call *c, void *ctx)
 		.kv_indices = t.kv_indices, .n_indices = t.n_indices, .kv_len = t.kv_len,
 		.page_size = P, .q = q, .k = &kc, .v = &vc, .out = mate_value_get_tensor(outv),
 		.lse = lsev != NULL ? mate_value_get_tensor(lsev) : NULL };
-	{
-		int64_t kmax = 0;
-
-		for (int64_t b = 0; b < t.batch; b++)
-			kmax = t.kv_len[b] > kmax ? t.kv_len[b] : kmax;
-		mate_replay_attention_bound(c, kmax + (sinks != NULL), q, &kc, NULL, NULL, &vc, &p);
-	}
-	rc = mate_batch_attention(mate_replay_kernels(c), &a, &p, &err);
-	if (!ret_lse && lsev != NULL) {   /* lse= filled in place, out returned alone */
-		mate_value_free(lsev);
-		lsev = NULL;
-	}
-	rc = mate_replay_kernel_done_pair(c, rc, &err, outv, lsev);
-	outv = lsev = NULL;
+	mate_replay_attention_bound(c, max_len(&t) + (sinks != NULL), q, &kc, NULL, NULL, &vc, &p);
+	return finish(c, mate_batch_attention(mate_replay_kernels(c), &a, &p, &err), &err, outv,
+	    lsev, ret_lse, &t);
 out:
 	mate_value_free(outv);
 	mate_value_free(lsev);
@@ -445,7 +459,7 @@ op_trtllm_mla(mate_replay_call *c, void *unused)
 	const struct tr_pos *pp = &tr_pos[TR_MLA];
 	const mate_tensor *query, *kv, *sinks = NULL, *lse_in = NULL;
 	mate_tensor q, kc, qn, qp, ckv, kpe, o, l;
-	int64_t rank, rope, nope, D, P, oshape[4], kmax = 0;
+	int64_t rank, rope, nope, D, P, oshape[4];
 	struct tr_batch t = { .batch = 0 };
 	mate_value *outv = NULL, *lsev = NULL;
 	mate_batch_mla_args a;
@@ -525,16 +539,9 @@ op_trtllm_mla(mate_replay_call *c, void *unused)
 		.kv_indptr = t.kv_indptr, .kv_indices = t.kv_indices, .kv_len = t.kv_len,
 		.n_indices = t.n_indices, .page_size = P, .q_nope = &qn, .q_pe = &qp, .ckv = &ckv,
 		.kpe = &kpe, .out = &o, .lse = lsev != NULL ? &l : NULL };
-	for (int64_t b = 0; b < t.batch; b++)
-		kmax = t.kv_len[b] > kmax ? t.kv_len[b] : kmax;
-	mate_replay_attention_bound(c, kmax + (sinks != NULL), &qn, &ckv, &qp, &kpe, &ckv, &p);
-	rc = mate_batch_mla(mate_replay_kernels(c), &a, &p, &err);
-	if (!ret_lse && lsev != NULL) {   /* lse= filled in place, out returned alone */
-		mate_value_free(lsev);
-		lsev = NULL;
-	}
-	rc = mate_replay_kernel_done_pair(c, rc, &err, outv, lsev);
-	outv = lsev = NULL;
+	mate_replay_attention_bound(c, max_len(&t) + (sinks != NULL), &qn, &ckv, &qp, &kpe, &ckv, &p);
+	return finish(c, mate_batch_mla(mate_replay_kernels(c), &a, &p, &err), &err, outv, lsev,
+	    ret_lse, &t);
 out:
 	mate_value_free(outv);
 	mate_value_free(lsev);

@@ -5,6 +5,7 @@ import os
 import shutil
 
 from mate_test import check, done, fi_verdict, flashinfer_main, flashinfer_record, replay_jsonl, tmpdir
+from mate_test import load_tensors as load, save_tensors as save
 
 
 def pages_for(lens, P, gen, extra=3):
@@ -184,20 +185,6 @@ import torch  # noqa: E402
 
 TMP = tmpdir()
 
-
-def load(path):
-    if path.endswith(".safetensors"):
-        from safetensors.torch import load_file
-        return load_file(path)
-    return torch.load(path, weights_only=True)
-
-
-def save(t, path):
-    if path.endswith(".safetensors"):
-        from safetensors.torch import save_file
-        save_file(t, path)
-    else:
-        torch.save(t, path)
 
 
 def add_inplace(d, ext):

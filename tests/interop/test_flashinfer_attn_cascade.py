@@ -4,6 +4,7 @@ import os
 import shutil
 
 from mate_test import check, done, flashinfer_main, flashinfer_record, replay_jsonl, tmpdir
+from mate_test import load_tensors as load, save_tensors as save
 
 
 def record():
@@ -57,24 +58,7 @@ def record():
 
 flashinfer_main(record)
 
-import torch  # noqa: E402
-
 TMP = tmpdir()
-
-
-def load(path):
-    if path.endswith(".safetensors"):
-        from safetensors.torch import load_file
-        return load_file(path)
-    return torch.load(path, weights_only=True)
-
-
-def save(t, path):
-    if path.endswith(".safetensors"):
-        from safetensors.torch import save_file
-        save_file(t, path)
-    else:
-        torch.save(t, path)
 
 
 for fmt in ("pt", "safetensors"):

@@ -4,6 +4,7 @@ import os
 import shutil
 
 from mate_test import check, done, flashinfer_main, flashinfer_record, replay_jsonl, tmpdir
+from mate_test import load_tensors as load, save_tensors as save
 
 
 def record():
@@ -150,24 +151,7 @@ UNSUPPORTED = {"xqa_batch_decode_with_kv_cache_call0003": "q_len_per_req=2",
 
 flashinfer_main(record)
 
-import torch  # noqa: E402
-
 TMP = tmpdir()
-
-
-def load(path):
-    if path.endswith(".safetensors"):
-        from safetensors.torch import load_file
-        return load_file(path)
-    return torch.load(path, weights_only=True)
-
-
-def save(t, path):
-    if path.endswith(".safetensors"):
-        from safetensors.torch import save_file
-        save_file(t, path)
-    else:
-        torch.save(t, path)
 
 
 def changed(root, d, fname, change):

@@ -8,6 +8,7 @@ import os
 import shutil
 
 from mate_test import build_path, case, check, done, flashinfer_main, flashinfer_record, run, tmpdir
+from mate_test import load_tensors as load, save_tensors as save
 
 REPLAY = build_path("src", "replay", "mate-replay")
 BAD_ROW, BAD_COL, BAD_REQ = 1731, 17, 5
@@ -146,20 +147,6 @@ def recorded(which, ncalls, fmt):
     root, dirs = flashinfer_record(__file__, os.path.join(TMP, which), ncalls, fmt)
     return root, dirs
 
-
-def load(path):
-    if path.endswith(".safetensors"):
-        from safetensors.torch import load_file
-        return load_file(path)
-    return torch.load(path, weights_only=True)
-
-
-def save(t, path):
-    if path.endswith(".safetensors"):
-        from safetensors.torch import save_file
-        save_file(t, path)
-    else:
-        torch.save(t, path)
 
 
 def plant(dump, key, idx):
