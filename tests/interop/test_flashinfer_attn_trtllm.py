@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_flashinfer_attn_trtllm.py: FlashInfer's trtllm_batch_decode_with_kv_cache, trtllm_batch_context_with_kv_cache, xqa_batch_decode_with_kv_cache and trtllm_batch_decode_with_kv_cache_mla (576 = 512 + 64 and smaller latent heads, q_len 1 and 2, cum_seq_lens_q, an e4m3 query and cache, a (pages, 1, P, D) or (pages, P, D) cache, a natural-log LSE), called through FlashInfer's real decorator at level 10 on the torch references of peers/flashinfer_trtllm_ref.py (f32, f16, bf16, an e4m3 cache; HND and NHD; one tensor (pages, 1 or 2, ...) or a (k, v) tuple; GQA; shuffled block tables with unused tails; bmm1/bmm2 scales as floats, tensors and bmm1_scale_log2; window_left; sinks; q_len_per_req and cum_seq_lens_q; causal and not; out=, out_dtype=, return_lse and lse=), replay on mate's CPU kernels as passed in .pt and safetensors; a changed element of an output or an LSE is a Mismatch naming it; a block table entry outside the cache, seq_lens past a block table row or negative, or cum_seq_lens_q short of the query, is an Error naming it; what mate does not replay (XQA's spec-decoding, a decode mask, NVFP4 scale factors, sparse MLA) is Unsupported naming the argument."""
+"""test_flashinfer_attn_trtllm.py: FlashInfer's trtllm_batch_decode_with_kv_cache, trtllm_batch_context_with_kv_cache, xqa_batch_decode_with_kv_cache and trtllm_batch_decode_with_kv_cache_mla (576 = 512 + 64 and smaller latent heads, q_len 1 and 2, cum_seq_lens_q, an e4m3 query and cache, a (pages, 1, P, D) or (pages, P, D) cache, a natural-log LSE), and calls with FlashInfer 0.7.4's longer signatures, called through FlashInfer's real decorator at level 10 on the torch references of peers/flashinfer_trtllm_ref.py (f32, f16, bf16, an e4m3 cache; HND and NHD; one tensor (pages, 1 or 2, ...) or a (k, v) tuple; GQA; shuffled block tables with unused tails; bmm1/bmm2 scales as floats, tensors and bmm1_scale_log2; window_left; sinks; q_len_per_req and cum_seq_lens_q; causal and not; out=, out_dtype=, return_lse and lse=), replay on mate's CPU kernels as passed in .pt and safetensors; a changed element of an output or an LSE is a Mismatch naming it; a block table entry outside the cache, seq_lens past a block table row or negative, or cum_seq_lens_q short of the query, is an Error naming it; what mate does not replay (XQA's spec-decoding, a decode mask, NVFP4 scale factors, sparse MLA) is Unsupported naming the argument."""
 import os
 import shutil
 
@@ -9,8 +9,10 @@ from mate_test import load_tensors as load, save_tensors as save
 
 def record():
     """The child: FLASHINFER_* are set; calls the decorated torch references."""
+    import inspect
     import math
 
+    import flashinfer_trtllm_ref as trtllm_ref
     import torch
     from flashinfer_peer import load_api_logging
     from flashinfer_trtllm_ref import decorate
@@ -135,19 +137,50 @@ def record():
     for dt, qshape, (nope, rank, rope), P, four, lens, kw in mla:
         bt, npages = tables(lens, P)
         q = (torch.randn(qshape, generator=gen) * (0.5 if dt == e4m3 else 1)).to(dt)
-        kv = torch.randn((npages, P, rank + rope), generator=gen).to(dt)
+        lat = torch.randn((npages, P, rank + rope), generator=gen).to(dt)
         if kw.pop("out", False):
             kw["out"] = torch.empty(*qshape[:-1], rank, dtype=bf16)
         if kw.pop("lse", False):
             kw["lse"] = torch.empty(q.shape[0], q.shape[1], dtype=f32)
-        fi["trtllm_batch_decode_with_kv_cache_mla"](q, kv.unsqueeze(1) if four else kv, ws, nope, rank,
+        fi["trtllm_batch_decode_with_kv_cache_mla"](q, lat.unsqueeze(1) if four else lat, ws, nope, rank,
                                                     rope, bt, seq(lens), max(lens), **kw)
+
+    # FlashInfer 0.7.4's signatures, on the same references: their added parameters bind to
+    # the handlers' (sparse_top_k at its default and length_aware_schedule, a schedule, pass;
+    # window_right=-1 is the default; sparse_top_k=4 is Unsupported)
+    def newer(name, extra):
+        ref = getattr(trtllm_ref, name)
+
+        def f(*args, **kw):
+            for k in extra:
+                kw.pop(k, None)
+            return ref(*args, **kw)
+        sig = inspect.signature(ref)
+        more = [inspect.Parameter(k, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=v)
+                for k, v in extra.items()]
+        f.__signature__ = sig.replace(parameters=list(sig.parameters.values()) + more)
+        f.__name__ = f.__qualname__ = name
+        return load_api_logging().flashinfer_api(f)
+
+    dec = newer("trtllm_batch_decode_with_kv_cache", {"sparse_top_k": 0, "length_aware_schedule": False})
+    ctx = newer("trtllm_batch_context_with_kv_cache", {"window_right": -1, "variable_window_token_starts": None,
+                                                       "variable_window_token_ends": None})
+    bt, npages = tables([7, 12], 4)
+    cache = kv(npages, 4, 2, 64, bf16, "HND", "two")
+    dec(torch.randn(2, 8, 64, generator=gen).to(bf16), cache, ws, bt, seq([7, 12]), 12, 0.125,
+        sparse_top_k=0, length_aware_schedule=True)
+    ctx(torch.randn(5, 8, 64, generator=gen).to(bf16), cache, ws, bt, seq([7, 12]), 3, 12, 0.125, 1.0, 2,
+        torch.tensor([0, 2, 5], dtype=torch.int32), torch.tensor([0, 2, 5], dtype=torch.int32),
+        window_right=-1)
+    dec(torch.randn(2, 8, 64, generator=gen).to(bf16), cache, ws, bt, seq([7, 12]), 12, 0.125,
+        sparse_top_k=4)
 
 
 UNSUPPORTED = {"xqa_batch_decode_with_kv_cache_call0003": "q_len_per_req=2",
                "trtllm_batch_decode_with_kv_cache_call0007": "mask is not replayed",
                "trtllm_batch_context_with_kv_cache_call0004": "kv_cache_sf is not replayed",
-               "trtllm_batch_decode_with_kv_cache_mla_call0005": "sparse_mla_top_k is not replayed"}
+               "trtllm_batch_decode_with_kv_cache_mla_call0005": "sparse_mla_top_k is not replayed",
+               "trtllm_batch_decode_with_kv_cache_call0009": "sparse_top_k is not replayed"}
 
 flashinfer_main(record)
 
@@ -166,7 +199,7 @@ def changed(root, d, fname, change):
 
 
 for fmt in ("pt", "safetensors"):
-    root, dirs = flashinfer_record(__file__, TMP, 19, fmt)
+    root, dirs = flashinfer_record(__file__, TMP, 22, fmt)
     verdicts = replay_jsonl(root)
     check(sorted(verdicts) == dirs, "%s: mate-replay replayed %d of %d dumps" % (fmt, len(verdicts), len(dirs)))
     for d in dirs:
