@@ -576,7 +576,7 @@ struct job {
 	size_t done;                /* added atomically */
 	uint64_t bytes;             /* added atomically */
 	int nomem;
-	pthread_t caller;           /* reports the progress */
+	pthread_mutex_t progress_lock;  /* one thread reports at a time; a busy one skips */
 	void (*progress)(void *arg, size_t done, size_t total);
 	void *arg;
 };
@@ -596,8 +596,12 @@ worker(void *arg)
 		scan_call(&j->s->calls[i], &bytes, &nomem);
 		__atomic_fetch_add(&j->bytes, bytes, __ATOMIC_RELAXED);
 		done = __atomic_add_fetch(&j->done, 1, __ATOMIC_RELAXED);
-		if (j->progress != NULL && pthread_equal(pthread_self(), j->caller))
+		/* whichever thread finished a dump (the caller's alone stayed silent when the
+		 * others took every dump: a loaded CI saw no progress line) */
+		if (j->progress != NULL && pthread_mutex_trylock(&j->progress_lock) == 0) {
 			j->progress(j->arg, done, j->s->n);
+			pthread_mutex_unlock(&j->progress_lock);
+		}
 		if (nomem)
 			__atomic_store_n(&j->nomem, 1, __ATOMIC_RELAXED);
 	}
@@ -618,7 +622,8 @@ mate_dump_nonfinite_progress(const mate_dump_list *l, int threads,
 {
 	struct mate_nf_scan *s = calloc(1, sizeof(*s));
 	size_t n = mate_dump_list_count(l);
-	struct job j = { .s = s, .caller = pthread_self(), .progress = progress, .arg = arg };
+	struct job j = { .s = s, .progress_lock = PTHREAD_MUTEX_INITIALIZER, .progress = progress,
+	    .arg = arg };
 	pthread_t *tid = NULL;
 	int nt = threads > 0 ? threads : mate_parallel_threads(), started = 0;
 
