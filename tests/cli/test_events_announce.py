@@ -4,7 +4,7 @@
 import os
 import subprocess
 
-from mate_test import build_path, check, done, tmpdir
+from mate_test import build_path, check, run_cases, tmpdir
 
 RUNS = 20
 
@@ -32,13 +32,12 @@ def once():
     return said is not None, found, said
 
 
-def main():
+def test_info_before_line():
     results = [once() for _ in range(RUNS)]
     check(all(r[0] for r in results), "every run says where it publishes")
     late = sum(1 for r in results if r[0] and not r[1])
     check(late == 0, "the .info file names the endpoint when the line comes: %d of %d runs "
           "found none (%s)" % (late, RUNS, results[0][2]))
-    done()
 
 
-main()
+run_cases(test_info_before_line)

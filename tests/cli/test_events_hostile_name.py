@@ -3,12 +3,12 @@ import os
 import re
 import subprocess
 
-from mate_test import build_path, check, done, run, tmpdir, wait_until
+from mate_test import build_path, check, run, run_cases, tmpdir, wait_until
 
 NAME = "\x1b" * 40 + "end"
 
 
-def main():
+def test_hostile_name():
     d = tmpdir()
     rt = os.path.join(d, "rt")
     os.mkdir(rt, 0o700)
@@ -33,7 +33,6 @@ def main():
         check(int(m.group(2)) > 1000, "its events were captured: %s" % m.group(2))
     check("\x1b" not in r.stderr, "no control character reaches the terminal")
     check(p.wait(timeout=60) == 0, "the publisher exits 0")
-    done()
 
 
-main()
+run_cases(test_hostile_name)

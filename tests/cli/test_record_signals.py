@@ -3,7 +3,7 @@ import os
 import signal
 import subprocess
 
-from mate_test import (build_path, check, default_signals, done, need_preload, record_env, tmpdir,
+from mate_test import (build_path, check, default_signals, need_preload, record_env, run_cases, tmpdir,
                        wait_until)
 
 need_preload()
@@ -25,7 +25,8 @@ def start(script):
     return p
 
 
-for name in ("INT", "TERM"):
+def signal_reaches(name):
+    """SIGname sent to mate-record reaches the program, trapped and not."""
     sig = getattr(signal, "SIG" + name)
     # trapped: the program sees the signal and exits 7
     p = start("trap 'echo %s > got; exit 7' %s; touch ready; while :; do sleep 0.05; done"
@@ -41,4 +42,13 @@ for name in ("INT", "TERM"):
     rc = p.wait(timeout=30)
     check(rc == 128 + sig, "SIG%s kills: status %d, expected %d" % (name, rc, 128 + sig))
 
-done()
+
+def test_sigint():
+    signal_reaches("INT")
+
+
+def test_sigterm():
+    signal_reaches("TERM")
+
+
+run_cases(test_sigint, test_sigterm)

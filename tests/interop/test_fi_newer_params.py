@@ -4,7 +4,9 @@ to mm_bf16 and bmm_fp8. Calls recorded by FlashInfer's real decorator with that 
 signature replay as passed while the parameter is at its recorded default (left out or given),
 and the verdict names it ("batch_invariant=False, its default, ignored"); batch_invariant=True
 stays unsupported with the reason, never a verdict on a computation mate did not do."""
-from mate_test import FlashinferReplay, check, done, flashinfer_main
+import functools
+
+from mate_test import FlashinferReplay, check, flashinfer_main, run_cases
 
 
 def record():
@@ -36,14 +38,28 @@ def record():
 
 flashinfer_main(record)
 
-fr = FlashinferReplay(__file__, 4)
-named = "batch_invariant=False, its default, ignored"
-for suffix in ("mm_bf16_call0001", "mm_bf16_call0002", "bmm_fp8_call0001"):
-    v = fr.verdicts.get(fr.find(suffix), {})
-    check(v.get("verdict") == "passed" and named in (v.get("message") or ""),
-          "%s with batch_invariant at its default: %s %s" % (suffix, v.get("verdict"), v.get("message")))
-v = fr.verdicts.get(fr.find("mm_bf16_call0003"), {})
-check(v.get("verdict") == "unsupported" and
-      "takes no argument 'batch_invariant' (True); only its default, False, is replayed" in (v.get("message") or ""),
-      "mm_bf16 with batch_invariant=True: %s %s" % (v.get("verdict"), v.get("message")))
-done()
+
+@functools.cache
+def replayed():
+    """The four calls recorded under FlashInfer's decorator, replayed once."""
+    return FlashinferReplay(__file__, 4)
+
+
+def test_default_ignored():
+    fr = replayed()
+    named = "batch_invariant=False, its default, ignored"
+    for suffix in ("mm_bf16_call0001", "mm_bf16_call0002", "bmm_fp8_call0001"):
+        v = fr.verdicts.get(fr.find(suffix), {})
+        check(v.get("verdict") == "passed" and named in (v.get("message") or ""),
+              "%s with batch_invariant at its default: %s %s" % (suffix, v.get("verdict"), v.get("message")))
+
+
+def test_other_value_unsupported():
+    fr = replayed()
+    v = fr.verdicts.get(fr.find("mm_bf16_call0003"), {})
+    check(v.get("verdict") == "unsupported" and
+          "takes no argument 'batch_invariant' (True); only its default, False, is replayed" in (v.get("message") or ""),
+          "mm_bf16 with batch_invariant=True: %s %s" % (v.get("verdict"), v.get("message")))
+
+
+run_cases(test_default_ignored, test_other_value_unsupported)
