@@ -8,7 +8,7 @@ import time
 
 import zmq
 
-from mate_test import build_path, check, done, tmpdir
+from mate_test import build_path, check, run_cases, tmpdir
 
 SECONDS = 2
 RSS_MAX_MB = 400      # ZeroMQ's queue (16384 frames of <= 8 KiB) + 64 MiB held + the program
@@ -34,7 +34,7 @@ def flood(url_queue, stop):
     ctx.term()
 
 
-def main():
+def test_flood():
     d = tmpdir()
     urls, stop = multiprocessing.Queue(), multiprocessing.Event()
     pubp = multiprocessing.Process(target=flood, args=(urls, stop))
@@ -69,8 +69,7 @@ def main():
           % (SECONDS, wall))
     check(rss_mb < RSS_MAX_MB, "peak RSS under %d MB: %.0f MB" % (RSS_MAX_MB, rss_mb))
     check("pid 4242 flood:" in err, "the flood's events are counted: %s" % err[-300:])
-    done()
 
 
 if __name__ == "__main__":
-    main()
+    run_cases(test_flood)

@@ -1,5 +1,6 @@
 """test_recorder_values.py: floats and strings are spelled as Python spells them: repr() in the API log,
 json.dumps() in the dump records (every record line equals json.dumps(json.loads(line)))."""
+import functools
 import json
 import math
 import os
@@ -7,7 +8,7 @@ import random
 import struct
 import sys
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, run, run_cases, tmpdir
 
 
 def floats():
@@ -28,7 +29,10 @@ STRINGS = ["bf16", "it's", 'say "hi"', "both ' and \"", "back\\slash", "line\nbr
            "soft\u00adhyphen", "\u2028sep", "", "   ", "{\"json\": [1, 2]}"]
 
 
-def main():
+@functools.cache
+def recorded():
+    """(the folder of recorder-values' run at level 10 on floats(), STRINGS and int64's
+    extremes, the floats)"""
     work = tmpdir()
     fl = floats()
     lines = ["call floats"] + ["f " + v.hex() if math.isfinite(v) else "f " + repr(v) for v in fl]
@@ -37,8 +41,12 @@ def main():
     env = dict(os.environ, MATE_LOGLEVEL="10", MATE_LOGDEST=os.path.join(work, "log.txt"),
                MATE_DUMP_DIR=os.path.join(work, "dumps"))
     run([build_path("tests", "recorder-values")], input="\n".join(lines) + "\n", env=env)
+    return work, fl
 
-    # The API log: the line after "  arg[i]:" is the value at four spaces.
+
+def test_api_log():
+    """The API log: the line after "  arg[i]:" is the value at four spaces."""
+    work, fl = recorded()
     text = open(os.path.join(work, "log.txt"), encoding="utf-8").read()
     blocks = text.split("MATE API Call: ")[1:]
     check(len(blocks) == 3, "three calls logged, got %d" % len(blocks))
@@ -54,7 +62,10 @@ def main():
         bad = [(g, w) for g, w in zip(got, want) if g != w]
         check(not bad, "log spelling differs from repr(): %s" % bad[:5])
 
-    # The records: byte-identical to json.dumps of their own parse.
+
+def test_records():
+    """The records: byte-identical to json.dumps of their own parse."""
+    work, fl = recorded()
     lines = open(os.path.join(work, "dumps", "session.jsonl"), encoding="ascii").read().splitlines()
     check(len(lines) == 6, "6 records, got %d" % len(lines))
     for line in lines:
@@ -70,7 +81,6 @@ def main():
     check([meta["arg_%d" % i] for i in range(len(STRINGS))] == STRINGS, "strings round-trip")
     meta = recs[5]["input_metadata"]
     check([meta["arg_%d" % i] for i in range(3)] == [0, -2**63, 2**63 - 1], "int64 extremes exact")
-    done()
 
 
-main()
+run_cases(test_api_log, test_records)

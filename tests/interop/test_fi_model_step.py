@@ -24,37 +24,56 @@ if len(sys.argv) > 1 and sys.argv[1] == "--record":
     fi_model_step.record()
     sys.exit(0)
 
-from mate_test import build_path, check, done, fi_verdict, run, tmpdir  # noqa: E402
+import functools  # noqa: E402
+
+from mate_test import build_path, check, fi_verdict, run, run_cases, tmpdir  # noqa: E402
 
 REPLAY = build_path("src", "replay", "mate-replay")
-TMP = tmpdir()
-root = os.path.join(TMP, "rec")
-env = dict(os.environ, FLASHINFER_LOGLEVEL="10", FLASHINFER_DUMP_DIR=root,
-           FLASHINFER_LOGDEST=os.path.join(TMP, "log"))
-p = subprocess.run([sys.executable, os.path.abspath(__file__), "--record"], env=env,
-                   capture_output=True, text=True)
-check(p.returncode == 0, "recording the step under FlashInfer's decorator: %s" % p.stderr[-2000:])
-dirs = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))) \
-    if os.path.isdir(root) else []
-check(len(dirs) >= 40, "the step made %d calls" % len(dirs))
-p = run([REPLAY, "--jsonl", root], check=False)
-verdicts = [json.loads(x) for x in p.stdout.splitlines()]
-check(len(verdicts) == len(dirs), "mate-replay replayed %d of %d dumps" % (len(verdicts), len(dirs)))
-functions = sorted({v["function"] for v in verdicts})
-for want in ("rmsnorm", "mm_bf16", "apply_rope_pos_ids", "get_batch_indices_positions",
-             "append_paged_kv_cache", "BatchPrefillWithPagedKVCacheWrapper.plan",
-             "BatchPrefillWithPagedKVCacheWrapper.run", "BatchDecodeWithPagedKVCacheWrapper.plan",
-             "BatchDecodeWithPagedKVCacheWrapper.run", "fused_add_rmsnorm", "silu_and_mul",
-             "top_k_top_p_sampling_from_logits", "top_p_renorm_probs"):
-    check(want in functions, "the step recorded %s: %s" % (want, functions))
-for v in verdicts:
-    check(v["verdict"] == fi_verdict(v["function"]), "%s (%s) replays as %s: %s" % (
-        v["function"], v["dir"], v["verdict"], v["message"]))
-# the appends and fused_add_rmsnorm write in place: counted apart, not as passed
-check("ran unchecked" in p.stderr, "the summary counts the unchecked calls: %s" % p.stderr[-300:])
-compared = [v for v in verdicts if v["compared"] > 0]
-check(len(compared) >= len(verdicts) - 8,
-      "outputs compared in %d of %d calls (the appends and __init__ record none)"
-      % (len(compared), len(verdicts)))
-check(p.returncode == 0, "mate-replay exits 0: %d %s" % (p.returncode, p.stderr[-500:]))
-done()
+
+
+@functools.cache
+def replayed():
+    """The step recorded under FlashInfer's decorator and replayed: (mate-replay's
+    CompletedProcess, its verdicts)."""
+    TMP = tmpdir()
+    root = os.path.join(TMP, "rec")
+    env = dict(os.environ, FLASHINFER_LOGLEVEL="10", FLASHINFER_DUMP_DIR=root,
+               FLASHINFER_LOGDEST=os.path.join(TMP, "log"))
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--record"], env=env,
+                       capture_output=True, text=True)
+    check(p.returncode == 0, "recording the step under FlashInfer's decorator: %s" % p.stderr[-2000:])
+    dirs = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))) \
+        if os.path.isdir(root) else []
+    check(len(dirs) >= 40, "the step made %d calls" % len(dirs))
+    p = run([REPLAY, "--jsonl", root], check=False)
+    verdicts = [json.loads(x) for x in p.stdout.splitlines()]
+    check(len(verdicts) == len(dirs), "mate-replay replayed %d of %d dumps" % (len(verdicts), len(dirs)))
+    return p, verdicts
+
+
+def test_functions():
+    verdicts = replayed()[1]
+    functions = sorted({v["function"] for v in verdicts})
+    for want in ("rmsnorm", "mm_bf16", "apply_rope_pos_ids", "get_batch_indices_positions",
+                 "append_paged_kv_cache", "BatchPrefillWithPagedKVCacheWrapper.plan",
+                 "BatchPrefillWithPagedKVCacheWrapper.run", "BatchDecodeWithPagedKVCacheWrapper.plan",
+                 "BatchDecodeWithPagedKVCacheWrapper.run", "fused_add_rmsnorm", "silu_and_mul",
+                 "top_k_top_p_sampling_from_logits", "top_p_renorm_probs"):
+        check(want in functions, "the step recorded %s: %s" % (want, functions))
+
+
+def test_verdicts():
+    p, verdicts = replayed()
+    for v in verdicts:
+        check(v["verdict"] == fi_verdict(v["function"]), "%s (%s) replays as %s: %s" % (
+            v["function"], v["dir"], v["verdict"], v["message"]))
+    # the appends and fused_add_rmsnorm write in place: counted apart, not as passed
+    check("ran unchecked" in p.stderr, "the summary counts the unchecked calls: %s" % p.stderr[-300:])
+    compared = [v for v in verdicts if v["compared"] > 0]
+    check(len(compared) >= len(verdicts) - 8,
+          "outputs compared in %d of %d calls (the appends and __init__ record none)"
+          % (len(compared), len(verdicts)))
+    check(p.returncode == 0, "mate-replay exits 0: %d %s" % (p.returncode, p.stderr[-500:]))
+
+
+run_cases(test_functions, test_verdicts)

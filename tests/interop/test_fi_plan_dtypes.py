@@ -5,7 +5,9 @@ q's unless given; decode's deprecated data_type standing for kv_data_type). Such
 FlashInfer's real decorator as raising ValueError, replays as the same failure ("reproduced
 failure"), never as a call that now runs; a plan whose dtypes fit its run still passes. The
 references raise as FlashInfer does (tests/interop/peers/flashinfer_attn_ref.py)."""
-from mate_test import FlashinferReplay, check, done, flashinfer_main
+import functools
+
+from mate_test import FlashinferReplay, check, flashinfer_main, run_cases
 
 
 def record():
@@ -55,20 +57,36 @@ def record():
 
 flashinfer_main(record)
 
-fr = FlashinferReplay(__file__, 15)
-fr.check_passed(but=[fr.find(s) for s in ("BatchDecodeWithPagedKVCacheWrapper.run_call0001",
-                                          "BatchDecodeWithPagedKVCacheWrapper.run_call0002",
-                                          "BatchPrefillWithPagedKVCacheWrapper.run_call0001",
-                                          "BatchPrefillWithRaggedKVCacheWrapper.run_call0001")])
-for suffix, words in (("BatchDecodeWithPagedKVCacheWrapper.run_call0001",
-                       "the dtype of q bfloat16 does not match the q_data_type float16"),
-                      ("BatchDecodeWithPagedKVCacheWrapper.run_call0002",
-                       "the dtype of k float16 does not match the kv_data_type bfloat16"),
-                      ("BatchPrefillWithPagedKVCacheWrapper.run_call0001",
-                       "the dtype of q bfloat16 does not match the q_data_type float32"),
-                      ("BatchPrefillWithRaggedKVCacheWrapper.run_call0001",
-                       "the dtype of q float32 does not match the q_data_type float16")):
-    v = fr.verdicts.get(fr.find(suffix), {})
-    check(v.get("verdict") == "reproduced_failure" and words in (v.get("message") or ""),
-          "%s, refused by FlashInfer: %s %s" % (suffix, v.get("verdict"), v.get("message")))
-done()
+REFUSED = (("BatchDecodeWithPagedKVCacheWrapper.run_call0001",
+            "the dtype of q bfloat16 does not match the q_data_type float16"),
+           ("BatchDecodeWithPagedKVCacheWrapper.run_call0002",
+            "the dtype of k float16 does not match the kv_data_type bfloat16"),
+           ("BatchPrefillWithPagedKVCacheWrapper.run_call0001",
+            "the dtype of q bfloat16 does not match the q_data_type float32"),
+           ("BatchPrefillWithRaggedKVCacheWrapper.run_call0001",
+            "the dtype of q float32 does not match the q_data_type float16"))
+
+
+@functools.cache
+def replayed():
+    """The 15 calls recorded under FlashInfer's decorator, replayed once."""
+    return FlashinferReplay(__file__, 15)
+
+
+def test_fitting_plans_pass():
+    fr = replayed()
+    fr.check_passed(but=[fr.find(s) for s in ("BatchDecodeWithPagedKVCacheWrapper.run_call0001",
+                                              "BatchDecodeWithPagedKVCacheWrapper.run_call0002",
+                                              "BatchPrefillWithPagedKVCacheWrapper.run_call0001",
+                                              "BatchPrefillWithRaggedKVCacheWrapper.run_call0001")])
+
+
+def test_refused_reproduced():
+    fr = replayed()
+    for suffix, words in REFUSED:
+        v = fr.verdicts.get(fr.find(suffix), {})
+        check(v.get("verdict") == "reproduced_failure" and words in (v.get("message") or ""),
+              "%s, refused by FlashInfer: %s %s" % (suffix, v.get("verdict"), v.get("message")))
+
+
+run_cases(test_fitting_plans_pass, test_refused_reproduced)

@@ -5,13 +5,14 @@ import struct
 import time
 import zipfile
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, run, run_cases, tmpdir
 from zip64_pt import BIG, BIG_LINE, MARKS, check_line, need_room
 
 CHUNK = 64 << 20
 
 
 # ---- a pickle the way torch writes it, built by hand ----
+
 
 def p_int(v):
     if 0 <= v < 256:
@@ -59,7 +60,7 @@ def write_file(path):
     return small
 
 
-def main():
+def test_read_zip64():
     tmp = tmpdir()
     try:
         need_room(tmp)
@@ -77,7 +78,6 @@ def main():
         check(lines == want, "got %r, expected %r" % (lines, want))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    done()
 
 
-main()
+run_cases(test_read_zip64)
