@@ -1,10 +1,11 @@
 """dump_keys_work.py: mate-list-dumps -d and --unique and mate-replay's in-place check do n log n work in a record's tensor keys, not n^2: strcmp calls counted (tests/fakes/strcmp-count-shim.c) on N keys and on N/4."""
+import functools
 import json
 import os
 import struct
 import subprocess
 
-from mate_test import build_path, check, done, skip, tmpdir
+from mate_test import build_path, check, run_cases, skip, tmpdir
 
 LIST = build_path("src", "replay", "mate-list-dumps")
 REPLAY = build_path("src", "replay", "mate-replay")
@@ -72,12 +73,16 @@ def strcmps(args):
         return sum(int(x) for x in f.read().split()), p.returncode, p.stdout
 
 
-big, quarter = dumps(N), dumps(N // 4)
-for what, args, which, expect in (
-        ("-d", [LIST, "-q", "-d"], 0, "arg_%d: float32 shape (1,) stride (1,)" % (N - 1)),
-        ("--unique", [LIST, "-q", "--unique"], 0, "arg_%d=float32[1]" % (N - 1)),
-        ("-d on tensor files", [LIST, "-q", "-d"], 1, "Format: safetensors"),
-        ("mate-replay", [REPLAY], 1, "no replay handler for 'keys'")):
+@functools.cache
+def roots():
+    """(dumps(N), dumps(N // 4))"""
+    return dumps(N), dumps(N // 4)
+
+
+def n_log_n(what, args, which, expect):
+    """args run on N keys and on N/4 read the dump (their output holds expect) with a
+    ratio of strcmp calls under MAX_RATIO; which: 0 the bare record, 1 the one with files."""
+    big, quarter = roots()
     nb, rc, out = strcmps(args + [big[which]])
     nq, _, _ = strcmps(args + [quarter[which]])
     ratio = nb / max(nq, 1)
@@ -85,4 +90,22 @@ for what, args, which, expect in (
     check(expect in out, "%s read the dump (exit %d): %r" % (what, rc, out[-300:]))
     check(ratio < MAX_RATIO, "%s: %d strcmp calls for %d keys, %d for %d: ratio %.1f, "
           "not n log n (< %d)" % (what, nb, N, nq, N // 4, ratio, MAX_RATIO))
-done()
+
+
+def test_list_details():
+    n_log_n("-d", [LIST, "-q", "-d"], 0, "arg_%d: float32 shape (1,) stride (1,)" % (N - 1))
+
+
+def test_list_unique():
+    n_log_n("--unique", [LIST, "-q", "--unique"], 0, "arg_%d=float32[1]" % (N - 1))
+
+
+def test_list_details_files():
+    n_log_n("-d on tensor files", [LIST, "-q", "-d"], 1, "Format: safetensors")
+
+
+def test_replay_inplace():
+    n_log_n("mate-replay", [REPLAY], 1, "no replay handler for 'keys'")
+
+
+run_cases(test_list_details, test_list_unique, test_list_details_files, test_replay_inplace)

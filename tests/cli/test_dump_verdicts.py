@@ -5,7 +5,7 @@ import struct
 import subprocess
 import zipfile
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, run, run_cases, tmpdir
 
 LIST = build_path("src", "replay", "mate-list-dumps")
 REPLAY = build_path("src", "replay", "mate-replay")
@@ -95,23 +95,40 @@ def verdicts(root):
     return p.returncode, problem[0] if problem else None, r.returncode, error, line
 
 
-rc, problem, rrc, error, line = verdicts(dump(inplace={"inplace_tensor_keys": ["arg_0"],
-                                                       "inplace_file": "inplace.pt"}))
-check(rc == 0 and problem is None and "Unsupported" in line,
-      "an intact in-place dump: -d exit %d, %r; replay %r" % (rc, problem, line))
-
-for what, root, words in (
-        ("crossed local headers", dump(crossed), "names another entry"),
-        ("a bad deflate stream", dump(bad_deflate), "archive/data/0: "),
-        ("an in-place file without its key list", dump(inplace={"inplace_file": "inplace.pt"}),
-         "inplace.pt holds 'arg_0', which the record does not list"),
-        ("an in-place tensor that is no argument's",
-         dump(inplace={"inplace_tensor_keys": ["result"], "inplace_file": "inplace.pt"},
-              inplace_keys=("result",)), "inplace.pt holds 'result', which is not an argument's")):
+def damaged(what, root, words):
+    """-d and mate-replay both exit 1 naming what is wrong with the dump at root in words."""
     rc, problem, rrc, error, line = verdicts(root)
     check(rc == 1 and problem is not None and words in problem,
           "%s: -d exits 1 naming it: %d, %r" % (what, rc, problem))
     check(rrc == 1 and error is not None and words in error,
           "%s: mate-replay's Error names it: %d, %r" % (what, rrc, line))
     check(problem == error, "%s: the same words: -d %r, replay %r" % (what, problem, error))
-done()
+
+
+def test_intact():
+    rc, problem, rrc, error, line = verdicts(dump(inplace={"inplace_tensor_keys": ["arg_0"],
+                                                           "inplace_file": "inplace.pt"}))
+    check(rc == 0 and problem is None and "Unsupported" in line,
+          "an intact in-place dump: -d exit %d, %r; replay %r" % (rc, problem, line))
+
+
+def test_crossed_headers():
+    damaged("crossed local headers", dump(crossed), "names another entry")
+
+
+def test_bad_deflate():
+    damaged("a bad deflate stream", dump(bad_deflate), "archive/data/0: ")
+
+
+def test_inplace_unlisted():
+    damaged("an in-place file without its key list", dump(inplace={"inplace_file": "inplace.pt"}),
+            "inplace.pt holds 'arg_0', which the record does not list")
+
+
+def test_inplace_not_argument():
+    damaged("an in-place tensor that is no argument's",
+            dump(inplace={"inplace_tensor_keys": ["result"], "inplace_file": "inplace.pt"},
+                 inplace_keys=("result",)), "inplace.pt holds 'result', which is not an argument's")
+
+
+run_cases(test_intact, test_crossed_headers, test_bad_deflate, test_inplace_unlisted, test_inplace_not_argument)

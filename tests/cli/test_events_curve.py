@@ -7,7 +7,7 @@ import time
 
 import zmq
 
-from mate_test import build_path, check, done, skip, tmpdir
+from mate_test import build_path, check, run_cases, skip, tmpdir
 
 
 def first_message(sock, url, timeout_ms):
@@ -21,9 +21,7 @@ def first_message(sock, url, timeout_ms):
         return None
 
 
-def main():
-    if not zmq.has("curve"):
-        skip("pyzmq's libzmq has no CURVE")
+def test_curve():
     d = tmpdir()
     rt = os.path.join(d, "rt")
     os.mkdir(rt, 0o700)
@@ -39,7 +37,7 @@ def main():
     check(m is not None, "the demo binds tcp with a CURVE key: %r" % line)
     if m is None:
         demo.kill()
-        done()
+        return
     url = m.group(1)
 
     # a plain subscriber (no CURVE) gets nothing
@@ -87,8 +85,9 @@ def main():
     ctx.term()
     demo.kill()
     demo.wait()
-    done()
 
 
 if __name__ == "__main__":
-    main()
+    if not zmq.has("curve"):
+        skip("pyzmq's libzmq has no CURVE")
+    run_cases(test_curve)

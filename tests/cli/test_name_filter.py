@@ -1,19 +1,32 @@
 """test_name_filter.py: one function-name filter: MATE_DUMP_INCLUDE/EXCLUDE (the recorder) and mate-replay's --include/--exclude select the same calls, matching the whole recorded name ("Tensor.softmax", "Class.method") as FlashInfer's _should_dump_function() does; mate-replay used to match a "Tensor." name without its prefix too."""
 import ctypes
+import functools
 import os
 import subprocess
 import sys
 
 import torch
 
-from mate_test import build_path, run, check, tmpdir, done
+from mate_test import build_path, run, check, run_cases, tmpdir
 from replay_dumps import write_dump
 
 REPLAY = build_path("src", "replay", "mate-replay")
 LIBMATE = build_path(".libs", "libmate.so")
 work = tmpdir()
 
-# ---- the recorder: a child process records Tensor.softmax and rmsnorm at level 10 ----
+# (include, exclude, the functions selected)
+PATTERNS = [
+    (None, None, ["Tensor.softmax", "rmsnorm"]),
+    ("softmax", None, []),
+    ("Tensor.softmax", None, ["Tensor.softmax"]),
+    ("*softmax", None, ["Tensor.softmax"]),
+    (" rmsnorm , softmax ", None, ["rmsnorm"]),
+    (None, "softmax", ["Tensor.softmax", "rmsnorm"]),
+    (None, "Tensor.*", ["rmsnorm"]),
+    ("*", "*norm", ["Tensor.softmax"]),
+]
+
+# the recorder: a child process records Tensor.softmax and rmsnorm at level 10
 RECORD = r"""
 import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])
@@ -44,16 +57,19 @@ def recorded(include, exclude=None):
     return sorted(f for f in ("Tensor.softmax", "rmsnorm") if any("_" + f + "_call" in n for n in names))
 
 
-# ---- mate-replay: the same two calls as dumps ----
-root = os.path.join(work, "dumps")
-os.mkdir(root)
-x = torch.randn(3, 8)
-write_dump(root, 1, "Tensor.softmax", {"arg_0": x, "arg_1": -1}, {"result": torch.softmax(x, -1)},
-           fmt="torch", signature="(self, dim, dtype=None)")
-w = torch.randn(8)
-write_dump(root, 2, "rmsnorm", {"arg_0": x, "arg_1": w, "arg_2": 1e-6},
-           {"result": x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w}, fmt="torch",
-           signature="(input, weight, eps=1e-6, out=None, enable_pdl=None)")
+@functools.cache
+def replay_root():
+    """mate-replay's side: the same two calls as dumps."""
+    root = os.path.join(work, "dumps")
+    os.mkdir(root)
+    x = torch.randn(3, 8)
+    write_dump(root, 1, "Tensor.softmax", {"arg_0": x, "arg_1": -1}, {"result": torch.softmax(x, -1)},
+               fmt="torch", signature="(self, dim, dtype=None)")
+    w = torch.randn(8)
+    write_dump(root, 2, "rmsnorm", {"arg_0": x, "arg_1": w, "arg_2": 1e-6},
+               {"result": x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w}, fmt="torch",
+               signature="(input, weight, eps=1e-6, out=None, enable_pdl=None)")
+    return root
 
 
 def replayed(include, exclude=None):
@@ -63,26 +79,19 @@ def replayed(include, exclude=None):
         args += ["--include", include]
     if exclude is not None:
         args += ["--exclude", exclude]
-    p = run(args + [root], check=False)
+    p = run(args + [replay_root()], check=False)
     import json
     return sorted(json.loads(l)["function"] for l in p.stdout.splitlines() if l.startswith("{"))
 
 
-# The same selection on both sides, for each case; "softmax" and "Tensor.softmax"
-# are where they disagreed (mate-replay matched the name without "Tensor.").
-cases = [
-    (None, None, ["Tensor.softmax", "rmsnorm"]),
-    ("softmax", None, []),
-    ("Tensor.softmax", None, ["Tensor.softmax"]),
-    ("*softmax", None, ["Tensor.softmax"]),
-    (" rmsnorm , softmax ", None, ["rmsnorm"]),
-    (None, "softmax", ["Tensor.softmax", "rmsnorm"]),
-    (None, "Tensor.*", ["rmsnorm"]),
-    ("*", "*norm", ["Tensor.softmax"]),
-]
-for inc, exc, want in cases:
-    got_rec = recorded(inc, exc)
-    check(got_rec == want, "recorder include=%r exclude=%r: want %s, got %s" % (inc, exc, want, got_rec))
-    got_rep = replayed(inc, exc)
-    check(got_rep == want, "mate-replay --include %r --exclude %r: want %s, got %s" % (inc, exc, want, got_rep))
-done()
+def test_same_selection():
+    """The same selection on both sides, for each pattern; "softmax" and "Tensor.softmax"
+    are where they disagreed (mate-replay matched the name without "Tensor.")."""
+    for inc, exc, want in PATTERNS:
+        got_rec = recorded(inc, exc)
+        check(got_rec == want, "recorder include=%r exclude=%r: want %s, got %s" % (inc, exc, want, got_rec))
+        got_rep = replayed(inc, exc)
+        check(got_rep == want, "mate-replay --include %r --exclude %r: want %s, got %s" % (inc, exc, want, got_rep))
+
+
+run_cases(test_same_selection)

@@ -11,7 +11,10 @@ import os
 import shutil
 import subprocess
 
-from mate_test import build_path, check, done, flashinfer_main, flashinfer_record, run, tmpdir, wait_seconds
+import functools
+
+from mate_test import (build_path, check, flashinfer_main, flashinfer_record, run, run_cases, tmpdir,
+                       wait_seconds)
 
 
 def record():
@@ -38,12 +41,19 @@ def record():
 flashinfer_main(record)
 
 REPLAY = build_path("src", "replay", "mate-replay")
-tmp = tmpdir()
-root, dirs = flashinfer_record(__file__, tmp, 5)   # __init__, plan, run, plan, run
-run1 = [d for d in dirs if d.endswith(".run_call0001")]
-plan2 = [d for d in dirs if d.endswith(".plan_call0002")]
-check(len(run1) == 1 and len(plan2) == 1, "the first run and the second plan: %s" % dirs)
-if len(run1) == 1 and len(plan2) == 1:
+
+
+@functools.cache
+def recorded():
+    """The calls recorded, the first run renamed into the second plan's millisecond:
+    (tmp, root, the run's folder, the plan's), or None when they are not there (checked)."""
+    tmp = tmpdir()
+    root, dirs = flashinfer_record(__file__, tmp, 5)   # __init__, plan, run, plan, run
+    run1 = [d for d in dirs if d.endswith(".run_call0001")]
+    plan2 = [d for d in dirs if d.endswith(".plan_call0002")]
+    check(len(run1) == 1 and len(plan2) == 1, "the first run and the second plan: %s" % dirs)
+    if not (len(run1) == 1 and len(plan2) == 1):
+        return None
     run1, plan2 = run1[0], plan2[0]
     # one millisecond for both: the first run's folder and records take the plan's timestamp
     ts = plan2[:19]
@@ -61,29 +71,54 @@ if len(run1) == 1 and len(plan2) == 1:
                 f.write("".join(json.dumps(r) + "\n" for r in lines))
         run1 = new
     check(sorted([run1, plan2])[0] == plan2, "by name the plan comes first: %s %s" % (plan2, run1))
+    return tmp, root, run1, plan2
 
-    def replay(path):
-        p = run([REPLAY, "--device", "cpu", "--jsonl", path], check=False)
-        return {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}, p.stderr
 
-    verdicts, err = replay(root)
+def replay(path):
+    p = run([REPLAY, "--device", "cpu", "--jsonl", path], check=False)
+    return {v["dir"]: v for v in map(json.loads, p.stdout.splitlines())}, p.stderr
+
+
+@functools.cache
+def bare_root():
+    """A copy of the root without session.jsonl."""
+    tmp, root = recorded()[:2]
+    bare = os.path.join(tmp, "bare")
+    shutil.copytree(root, bare)
+    os.unlink(os.path.join(bare, "session.jsonl"))
+    return bare
+
+
+def test_session_order():
+    if recorded() is None:
+        return
+    verdicts, err = replay(recorded()[1])
     check(len(verdicts) == 5 and all(v["verdict"] == "passed" for v in verdicts.values()),
           "in session.jsonl's order every call passes: %s" %
           ["%s %s %s" % (d[24:], v["verdict"], v["message"][:80]) for d, v in sorted(verdicts.items())])
     check("no session.jsonl" not in err, "no word of an unknown order: %r" % err)
-    # without session.jsonl the order is not known: mate-replay says so, naming the calls
-    bare = os.path.join(tmp, "bare")
-    shutil.copytree(root, bare)
-    os.unlink(os.path.join(bare, "session.jsonl"))
-    verdicts, err = replay(bare)
+
+
+def test_unknown_order():
+    """without session.jsonl the order is not known: mate-replay says so, naming the calls"""
+    if recorded() is None:
+        return
+    run1, plan2 = recorded()[2:]
+    verdicts, err = replay(bare_root())
     check("2 calls share a millisecond with another call of their process and no session.jsonl "
           "gives their order" in err and plan2 in err and run1 in err,
           "the unknown order is named: %r" % err)
-    # a session.jsonl that is a FIFO or a link (a co-user's plant in a shared root) is not read:
-    # no block, no order taken from elsewhere
+
+
+def test_planted_session():
+    """a session.jsonl that is a FIFO or a link (a co-user's plant in a shared root) is not read:
+    no block, no order taken from elsewhere"""
+    if recorded() is None:
+        return
+    tmp, root = recorded()[:2]
     for kind in ("fifo", "link"):
         planted = os.path.join(tmp, kind)
-        shutil.copytree(bare, planted)
+        shutil.copytree(bare_root(), planted)
         s = os.path.join(planted, "session.jsonl")
         if kind == "fifo":
             os.mkfifo(s)
@@ -96,4 +131,6 @@ if len(run1) == 1 and len(plan2) == 1:
                   "a %s session.jsonl is not read: %r" % (kind, p.stderr))
         except subprocess.TimeoutExpired:
             check(False, "a %s session.jsonl blocks mate-replay" % kind)
-done()
+
+
+run_cases(test_session_order, test_unknown_order, test_planted_session)

@@ -16,14 +16,14 @@ import zipfile
 
 import torch
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, run, run_cases, tmpdir
 from zip64_pt import BIG, BIG_LINE, MARKS, check_line, need_room
 
 SMALL = struct.pack("<5q", 1, -2, 3, 2**40, -2**63)
 AFTER = struct.pack("<3d", 0.5, -1.25, 1e300)
 
 
-def main():
+def test_write_zip64():
     tmp = tmpdir()
     try:
         need_room(tmp)
@@ -80,7 +80,6 @@ def main():
               % (t1 - t0, t2 - t1, time.time() - t2))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    done()
 
 
-main()
+run_cases(test_write_zip64)
