@@ -4,7 +4,7 @@ import re
 import subprocess
 
 from gtlog import GT_VISUALIZE
-from mate_test import build_path, check, done, run, tmpdir, wait_until
+from mate_test import build_path, check, run, run_cases, tmpdir, wait_until
 
 # mate's event lines: GT's layout with microseconds; lines GT's visualizer skips.
 MATE_EVENT = re.compile(r"^\s*\d+\.\d{6}s \| #\d+ \| ")
@@ -59,7 +59,7 @@ def check_line(line, prev):
     return t, seq
 
 
-def main():
+def test_demo_monitored():
     d = tmpdir()
     rt = os.path.join(d, "rt")
     os.mkdir(rt, 0o700)
@@ -136,7 +136,6 @@ def main():
     check(rc == 0, "the demo exits 0: %s" % demo.stderr.read())
     check(not os.path.exists(info) and not os.path.exists(os.path.join(rt, "%d.ipc" % demo.pid)),
           "the endpoint is removed at exit")
-    done()
 
 
-main()
+run_cases(test_demo_monitored)

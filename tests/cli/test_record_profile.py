@@ -5,7 +5,7 @@ import os
 import re
 import shlex
 
-from mate_test import build_path, check, done, need_preload, record_env, run, src_path, tmpdir
+from mate_test import build_path, check, need_preload, record_env, run, run_cases, src_path, tmpdir
 
 need_preload()
 TOOLS = {"mate-record": build_path("src", "record", "mate-record"),
@@ -105,7 +105,7 @@ def try_example(where, record_line, replay_line, shown):
               "%s: %s: %d %s %s" % (where, replay_line, q.returncode, q.stdout, q.stderr))
 
 
-def unopenable_logdest():
+def test_unopenable_logdest():
     """-o naming a file that cannot be opened: one warning, and the report on stderr, as the
     log does (mate.7), not lost."""
     work = tmpdir()
@@ -118,11 +118,16 @@ def unopenable_logdest():
     check(len(profile_rows(p.stderr)) >= 7, "unopenable -o: the report is on stderr: %r" % p.stderr[-500:])
 
 
-unopenable_logdest()
-# the README shows the commands and leaves the table to mate-record(1)
-readme = open(src_path("README.md")).read()
-check("--memlog mem.csv -o profile.txt -- ./train" in readme and "mate-record(1)" in readme,
-      "the README's memory-profile command, pointing at mate-record(1)")
-page = open(src_path("man", "mate-record.1")).read()
-try_example("mate-record(1)", *examples(page, "$ "), doc_rows(page, ""))
-done()
+def test_readme_command():
+    """the README shows the commands and leaves the table to mate-record(1)"""
+    readme = open(src_path("README.md")).read()
+    check("--memlog mem.csv -o profile.txt -- ./train" in readme and "mate-record(1)" in readme,
+          "the README's memory-profile command, pointing at mate-record(1)")
+
+
+def test_man_example():
+    page = open(src_path("man", "mate-record.1")).read()
+    try_example("mate-record(1)", *examples(page, "$ "), doc_rows(page, ""))
+
+
+run_cases(test_unopenable_logdest, test_readme_command, test_man_example)
