@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 
-from mate_test import (build_path, check, default_signals, done, run, tmpdir, wait_for_calls,
+from mate_test import (build_path, check, default_signals, run, run_cases, tmpdir, wait_for_calls,
                        wait_seconds)
 
 DEMO = build_path("examples", "mate-demo")
@@ -45,7 +45,7 @@ def no_leftovers(work):
     check(left == [], "no temporary file is left: %s" % left)
 
 
-def demo_against_dumps():
+def test_demo_against_dumps():
     work = tmpdir()
     run([DEMO], cwd=work, env=env(MATE_LOGLEVEL="10", MATE_PROFILE="prof-%i.jsonl"))
     files = glob.glob(os.path.join(work, "prof-*.jsonl"))
@@ -83,7 +83,7 @@ def demo_against_dumps():
     no_leftovers(work)
 
 
-def levels_and_fork():
+def test_levels_and_fork():
     work = tmpdir()
     keys = {}
     for level in ("1", "10"):
@@ -126,7 +126,7 @@ def signalled(sig):
     no_leftovers(work)
 
 
-def planted():
+def test_planted():
     """A FIFO or a co-user's file at the temporary name a profile once used (PATH.tmp.PID)
     is never opened: the program exits at once and its table is a new file of its own."""
     work = tmpdir()
@@ -159,9 +159,12 @@ def planted():
               % os.stat(path).st_mode)
 
 
-demo_against_dumps()
-levels_and_fork()
-planted()
-signalled(signal.SIGTERM)
-signalled(signal.SIGINT)
-done()
+def test_sigterm():
+    signalled(signal.SIGTERM)
+
+
+def test_sigint():
+    signalled(signal.SIGINT)
+
+
+run_cases(test_demo_against_dumps, test_levels_and_fork, test_planted, test_sigterm, test_sigint)

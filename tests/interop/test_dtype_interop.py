@@ -1,4 +1,5 @@
 """test_dtype_interop.py: libmate's f32 -> f16/bf16/f8 narrowing against numpy, torch and an exact Fraction reference."""
+import functools
 import math
 import os
 import sys
@@ -8,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import torch
 
-from mate_test import build_path, check, done, run
+from mate_test import build_path, check, run, run_cases
 
 PROG = build_path("tests", "dtype-convert")
 SIGN = np.uint32(0x80000000)
@@ -240,27 +241,37 @@ def check_decoders():
         check(bad == 0, "%s decode: %d of 256 codes wrong" % (fmt, bad))
 
 
-def main():
-    if not os.path.exists(PROG):
-        print("FAIL: %s not built (make check builds it)" % PROG)
-        sys.exit(1)
+@functools.cache
+def inputs():
+    """(the generator after drawing them, the f32 inputs: every edge case and 100,000 random ones)"""
     rng = np.random.default_rng(20261121)
-    inbits = np.concatenate([edge_inputs(), random_inputs(rng, 100000)])
+    return rng, np.concatenate([edge_inputs(), random_inputs(rng, 100000)])
+
+
+def test_f16_bf16():
+    inbits = inputs()[1]
     f16, bf16, e4, e5 = c_encode(inbits)
     check_f16(inbits, f16)
     check_bf16(inbits, bf16)
 
-    # f8 against the Fraction reference: every boundary, plus a random sample
+
+def test_f8():
+    """f8 against the Fraction reference: every boundary, plus a random sample"""
+    rng, inbits = inputs()
     sample = rng.choice(len(inbits), size=20000, replace=False)
     f8bits = np.concatenate([f8_inputs(), inbits[sample]])
     _, _, e4, e5 = c_encode(f8bits)
     check_f8("f32->e4m3fn", ref_e4m3fn, f8bits, e4, lambda g: (g & 0x7F) == 0x7F)
     check_f8("f32->e5m2", ref_e5m2, f8bits, e5, lambda g: (g & 0x7C) == 0x7C and (g & 3) != 0)
-
-    check_decoders()
     print("checked %d f16/bf16 inputs and %d f8 inputs" % (len(inbits), len(f8bits)))
-    done()
+
+
+def test_decoders():
+    check_decoders()
 
 
 if __name__ == "__main__":
-    main()
+    if not os.path.exists(PROG):
+        print("FAIL: %s not built (make check builds it)" % PROG)
+        sys.exit(1)
+    run_cases(test_f16_bf16, test_f8, test_decoders)

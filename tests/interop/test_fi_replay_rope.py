@@ -1,9 +1,10 @@
 # mate-python: peers
 """test_fi_replay_rope.py: FlashInfer's ten RoPE APIs (apply_rope, apply_rope_pos_ids, apply_llama31_rope, apply_llama31_rope_pos_ids, apply_rope_with_cos_sin_cache and their _inplace forms) called on torch references under FlashInfer's real decorator at level 10 replay on mate's CPU kernel as passed (f32, f16, bf16; interleaved and not; partial rotary_dim; GQA; an empty segment; Llama 3.1 smoothing past old_context_len); a changed element, a NaN, a changed in-place tensor and a changed position are each a mismatch that names the place, and a result whose shape in the file differs from its record an error naming the file."""
+import functools
 import json
 import os
 
-from mate_test import FlashinferReplay, check, done, expect_verdict, flashinfer_main, replay_jsonl
+from mate_test import FlashinferReplay, check, expect_verdict, flashinfer_main, replay_jsonl, run_cases
 
 
 def record():
@@ -51,16 +52,22 @@ flashinfer_main(record)
 
 import torch  # noqa: E402
 
+import flashinfer_ops21 as ref  # noqa: E402
 from flashinfer_ops21 import ROPE  # noqa: E402
 
-fr = FlashinferReplay(__file__, 13)
-fr.check_passed(ROPE)
-root, find, mutated = fr.root, fr.find, fr.mutated
+
+@functools.cache
+def replayed():
+    """The 13 calls recorded under FlashInfer's decorator, replayed once."""
+    return FlashinferReplay(__file__, 13)
 
 
-bf16 = find("apply_rope_pos_ids_call0003")
-keys = sorted(torch.load(os.path.join(root, bf16, "outputs.pt"), weights_only=True))
-check(keys == ["result_0", "result_1"] or keys == ["result"], "outputs keys %s" % keys)
+def mutated(*args):
+    return replayed().mutated(*args)
+
+
+def test_passes():
+    replayed().check_passed(ROPE)
 
 
 def poke(key, idx, value=None):
@@ -70,24 +77,28 @@ def poke(key, idx, value=None):
     return change
 
 
-first = keys[0]
-expect_verdict("one element of q_rope", mutated(bf16, poke(first, (5, 2, 9))), "[5, 2, 9]")
-expect_verdict("a NaN in q_rope", mutated(bf16, poke(first, (6, 3, 63), float("nan"))), "[6, 3, 63]")
+def test_outputs():
+    """a changed element and a NaN of q_rope are mismatches at their index; a changed shape an error"""
+    fr = replayed()
+    bf16 = fr.find("apply_rope_pos_ids_call0003")
+    keys = sorted(torch.load(os.path.join(fr.root, bf16, "outputs.pt"), weights_only=True))
+    check(keys == ["result_0", "result_1"] or keys == ["result"], "outputs keys %s" % keys)
+    first = keys[0]
+    expect_verdict("one element of q_rope", mutated(bf16, poke(first, (5, 2, 9))), "[5, 2, 9]")
+    expect_verdict("a NaN in q_rope", mutated(bf16, poke(first, (6, 3, 63), float("nan"))), "[6, 3, 63]")
 
+    def reshape(t):
+        t[first] = t[first].reshape(7, 2, 128).clone()
 
-def reshape(t):
-    t[first] = t[first].reshape(7, 2, 128).clone()
-
-
-# the file no longer matches its record's tensor_details: an error naming the file
-expect_verdict("a changed shape", mutated(bf16, reshape), "another shape in the file", "error")
+    # the file no longer matches its record's tensor_details: an error naming the file
+    expect_verdict("a changed shape", mutated(bf16, reshape), "another shape in the file", "error")
 
 
 def with_inplace(dump, after):
     """FlashInfer's decorator saves no in-place results: give dump the
     inplace.pt mate's recorder writes (q and k after the call, computed by
     the reference), named in its record, so that replay checks them."""
-    d = os.path.join(root, dump)
+    d = os.path.join(replayed().root, dump)
     ins = torch.load(os.path.join(d, "inputs.pt"), weights_only=True)
     q, k = after(ins)
     torch.save({"arg_%d" % after.qpos: q, "arg_%d" % (after.qpos + 1): k}, os.path.join(d, "inplace.pt"))
@@ -102,9 +113,6 @@ def with_inplace(dump, after):
                                                                                v.get("message")))
 
 
-import flashinfer_ops21 as ref  # noqa: E402
-
-
 def after_pos_ids(ins):
     return ref.apply_rope_pos_ids(ins["arg_0"], ins["arg_1"], ins["arg_2"], interleave=True)
 
@@ -115,8 +123,6 @@ def after_cache(ins):
 
 
 after_pos_ids.qpos, after_cache.qpos = 0, 1
-inpl = find("apply_rope_pos_ids_inplace_call0001")
-with_inplace(inpl, after_pos_ids)
 
 
 # Both in-place tensors changed: the report names each, with the first's
@@ -126,26 +132,34 @@ def two_places(t):
     t["arg_1"][:2] *= 1.5
 
 
-v = mutated(inpl, two_places, "inplace.pt")
-msg = v.get("message") or ""
-check(v.get("verdict") == "mismatch" and v.get("key") == "arg_0" and v.get("first_bad_index") == "[1, 2, 3]"
-      and v.get("n_bad") == 1 and abs(v.get("share_bad", 0) - 1 / 3584) < 1e-9 and v.get("mismatched") == 2
-      and v.get("mean_abs_err", 0) > 0 and v.get("mean_rel_err", 0) > 0,
-      "two in-place tensors changed: %s" % json.dumps(v))
-check("(0.0279%)" in msg and "mean abs err" in msg and "; also arg_1[0, 0, " in msg,
-      "the message names both, with the share and the mean errors: %s" % msg)
-expect_verdict("one element of the in-place k", mutated(inpl, poke("arg_1", (4, 3, 100)), "inplace.pt"),
-               "arg_1[4, 3, 100]")
-cache_inpl = find("apply_rope_with_cos_sin_cache_inplace_call0001")
-with_inplace(cache_inpl, after_cache)
-expect_verdict("one element of the in-place query", mutated(cache_inpl, poke("arg_1", (2, 300)), "inplace.pt"),
-               "arg_1[2, 300]")
+def test_inplace():
+    """the in-place results mate's recorder writes pass; a change in them is a mismatch naming it"""
+    fr = replayed()
+    inpl = fr.find("apply_rope_pos_ids_inplace_call0001")
+    with_inplace(inpl, after_pos_ids)
+    v = mutated(inpl, two_places, "inplace.pt")
+    msg = v.get("message") or ""
+    check(v.get("verdict") == "mismatch" and v.get("key") == "arg_0" and v.get("first_bad_index") == "[1, 2, 3]"
+          and v.get("n_bad") == 1 and abs(v.get("share_bad", 0) - 1 / 3584) < 1e-9 and v.get("mismatched") == 2
+          and v.get("mean_abs_err", 0) > 0 and v.get("mean_rel_err", 0) > 0,
+          "two in-place tensors changed: %s" % json.dumps(v))
+    check("(0.0279%)" in msg and "mean abs err" in msg and "; also arg_1[0, 0, " in msg,
+          "the message names both, with the share and the mean errors: %s" % msg)
+    expect_verdict("one element of the in-place k", mutated(inpl, poke("arg_1", (4, 3, 100)), "inplace.pt"),
+                   "arg_1[4, 3, 100]")
+    cache_inpl = fr.find("apply_rope_with_cos_sin_cache_inplace_call0001")
+    with_inplace(cache_inpl, after_cache)
+    expect_verdict("one element of the in-place query", mutated(cache_inpl, poke("arg_1", (2, 300)), "inplace.pt"),
+                   "arg_1[2, 300]")
 
 
 def shift_pos(t):
     t["arg_2"][3] += 1
 
 
-expect_verdict("a changed position", mutated(find("apply_llama31_rope_pos_ids_call0001"), shift_pos, "inputs.pt"),
-               "[3, ")
-done()
+def test_changed_position():
+    expect_verdict("a changed position", mutated(replayed().find("apply_llama31_rope_pos_ids_call0001"), shift_pos,
+                                                 "inputs.pt"), "[3, ")
+
+
+run_cases(test_passes, test_outputs, test_inplace, test_changed_position)

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import torch
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, run, run_cases, tmpdir
 
 DEVICE = os.environ.get("MATE_KERNEL_DEVICE", "cpu")
 DRIVER = build_path("tests", "kernel-run")
@@ -542,22 +542,39 @@ def test_errors():
     check(rc == 1 and e.startswith("-4 "), "unknown pos mode is unsupported: %d %s" % (rc, e))
 
 
-try:
-    for dt in DTYPES:
-        test_norms(dt)
-        test_norm_eps(dt)
-        test_act(dt)
-        test_softmax(dt)
-        test_mm(dt)
-        test_segment_gemm(dt)
-        test_segment_gemm_offsets(dt)
-        test_decode(dt)
-        test_prefill(dt)
+def kernels_of(dt):
+    """Every kernel's checks in dtype dt."""
+    test_norms(dt)
+    test_norm_eps(dt)
+    test_act(dt)
+    test_softmax(dt)
+    test_mm(dt)
+    test_segment_gemm(dt)
+    test_segment_gemm_offsets(dt)
+    test_decode(dt)
+    test_prefill(dt)
+
+
+# a case per dtype (the inputs come from one generator, drawn in this order)
+def test_float32():
+    kernels_of(torch.float32)
+
+
+def test_float16():
+    kernels_of(torch.float16)
+
+
+def test_bfloat16():
+    kernels_of(torch.bfloat16)
+
+
+def test_fp8_kv():
     for dt in (torch.bfloat16, torch.float16):
         test_fp8(dt)
-    test_gemm()
-    test_errors()
-    test_segment_gemm_errors()
+
+
+try:
+    run_cases(test_float32, test_float16, test_bfloat16, test_fp8_kv, test_gemm, test_errors,
+              test_segment_gemm_errors)
 finally:
     shutil.rmtree(TMP, ignore_errors=True)
-done()

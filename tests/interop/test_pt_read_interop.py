@@ -6,7 +6,7 @@ import zipfile
 
 import torch
 
-from mate_test import check, done, tmpdir
+from mate_test import check, run_cases, tmpdir
 from torch_expect import Expect, check_read, describe, same
 
 DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64,
@@ -170,11 +170,5 @@ def test_rejects():
 
 
 TMP = tmpdir()
-test_dtypes()
-test_views()
-test_modules()
-test_plain_values()
-test_roots()
-test_zip_variants()
-test_rejects()
-done()
+run_cases(test_dtypes, test_views, test_modules, test_plain_values, test_roots, test_zip_variants,
+          test_rejects)

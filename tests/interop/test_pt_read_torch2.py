@@ -19,7 +19,7 @@ import torch
 import torch.serialization as ser
 from torch.utils.serialization import config
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, run, run_cases, tmpdir
 from torch_expect import check_read, describe, random_bytes
 
 TMP = tmpdir()
@@ -161,10 +161,5 @@ def test_zip64():
     print("zip64: torch.save %.1f s, libmate read %.1f s" % (t1 - t0, time.time() - t1))
 
 
-test_records()
-test_dtypes()
-test_unsupported_dtypes()
-test_views_and_nesting()
-test_config_forms()
-test_zip64()
-done()
+run_cases(test_records, test_dtypes, test_unsupported_dtypes, test_views_and_nesting, test_config_forms,
+          test_zip64)

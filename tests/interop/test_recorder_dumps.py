@@ -7,11 +7,12 @@ torch.load(weights_only=True) returns the reference tensors
 under MATE's keys with their strides; with MATE_DUMP_SAFETENSORS=1 the .safetensors files hold
 contiguous copies of them."""
 import ast
+import functools
 import json
 import os
 import re
 
-from mate_test import build_path, check, done, read_safetensors, run, src_path, tmpdir
+from mate_test import build_path, check, read_safetensors, run, run_cases, src_path, tmpdir
 
 REF = src_path("tests", "fixtures", "mate-reference", "mate_dumps")
 NAME = re.compile(r"^(\d{8}_\d{6}_\d{3})_pid(\d+)_(.+)_call(\d{4,})$")
@@ -90,7 +91,7 @@ ST_DTYPES = {"F32": "torch.float32", "F16": "torch.float16", "BF16": "torch.bflo
              "I32": "torch.int32", "I64": "torch.int64"}
 
 
-def check_safetensors():
+def test_safetensors():
     """MATE_DUMP_SAFETENSORS=1: contiguous copies of the reference tensors."""
     import torch
     work = tmpdir()
@@ -118,12 +119,18 @@ def check_safetensors():
                 check(ok, "%s/%s.safetensors[%s] differs from MATE's tensor" % (m, kind, k))
 
 
-def main():
+@functools.cache
+def golden():
+    """recorder-golden's dumps at level 10: their root."""
     work = tmpdir()
-    p = run([build_path("tests", "recorder-golden"),
-             src_path("tests", "fixtures", "recorder", "golden-tensors.bin")],
-            cwd=work, env=dict(os.environ, MATE_LOGLEVEL="10", MATE_LOGDEST="stderr"))
-    root = os.path.join(work, "mate_dumps")
+    run([build_path("tests", "recorder-golden"),
+         src_path("tests", "fixtures", "recorder", "golden-tensors.bin")],
+        cwd=work, env=dict(os.environ, MATE_LOGLEVEL="10", MATE_LOGDEST="stderr"))
+    return os.path.join(work, "mate_dumps")
+
+
+def test_records():
+    root = golden()
     mine = load_lines(os.path.join(root, "session.jsonl"))
     ref = [json.loads(l) for l in open(os.path.join(REF, "session.jsonl"))]
     check(len(mine) == len(ref) + 1, "%d records, MATE wrote %d (+1 failed)" % (len(mine), len(ref)))
@@ -147,9 +154,10 @@ def main():
         check(recs == [r for r in mine if r["dump_dir"] == "mate_dumps/" + d],
               "%s/metadata.jsonl holds its session records" % d)
         check(recs[0]["timestamp"] == m.group(1), "%s: timestamp of the name" % d)
-    check_tensors(root)
-    check_safetensors()
-    done()
 
 
-main()
+def test_tensors():
+    check_tensors(golden())
+
+
+run_cases(test_records, test_tensors, test_safetensors)

@@ -1,11 +1,12 @@
 """test_safetensors_interop.py: files libmate writes obey the safetensors rules (spec C1-C3) and read back bit-exactly with numpy."""
+import functools
 import json
 import os
 import struct
 
 import numpy as np
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, run, run_cases, tmpdir
 
 TOOL = build_path("tests", "tensorfile-tool")
 
@@ -194,14 +195,20 @@ def random_tensors(rng, count):
     return out
 
 
-def main():
-    d = tmpdir()
-    rng = np.random.default_rng(1234)
+RNG = np.random.default_rng(1234)   # the dtypes' bytes, then the random dicts'
 
-    # one of each dtype, special values for the floating types
+
+@functools.cache
+def folder():
+    return tmpdir()
+
+
+def test_dtypes():
+    """one of each dtype, special values for the floating types"""
+    d = folder()
     special = np.array([0.0, -0.0, 1.0, -2.5, np.inf, -np.inf, np.nan, 65504.0, 1e-8, 3.0e38],
                        dtype="<f4")
-    tensors = [Tensor("t_" + dt, dt, [2, 3], rng.bytes(6 * DTYPES[dt][2]), i)
+    tensors = [Tensor("t_" + dt, dt, [2, 3], RNG.bytes(6 * DTYPES[dt][2]), i)
                for i, dt in enumerate(DTYPES)]
     tensors.append(Tensor("specials.f32", "float32", [10], special.tobytes(), 100))
     bf = (special.view("<u4") >> 16).astype("<u2")
@@ -209,7 +216,6 @@ def main():
     path = os.path.join(d, "dtypes.safetensors")
     write_with_mate(tensors, {"format": "pt"}, path)
     check_file(path, tensors, {"format": "pt"})
-
     # bf16 read by numpy's shift agrees with torch's own bfloat16 conversion
     try:
         import torch
@@ -220,7 +226,10 @@ def main():
     except ImportError:
         pass
 
-    # views, shared storage, scalars, zero-size, awkward names and metadata
+
+def test_views():
+    """views, shared storage, scalars, zero-size, awkward names and metadata"""
+    d = folder()
     base = np.arange(24, dtype="<f4").tobytes()
     tensors = [
         Tensor("w", "float32", [4, 6], base, 0),
@@ -239,7 +248,10 @@ def main():
     write_with_mate(tensors, meta, path)
     check_file(path, tensors, meta)
 
-    # no tensors; metadata only
+
+def test_empty():
+    """no tensors; metadata only"""
+    d = folder()
     path = os.path.join(d, "empty.safetensors")
     write_with_mate([], None, path)
     check_file(path, [], None)
@@ -248,18 +260,16 @@ def main():
     write_with_mate([], {"a": "b"}, path)
     check_file(path, [], {"a": "b"})
 
-    # random dicts
+
+def test_random():
+    """random dicts"""
+    d = folder()
     for r in range(6):
-        tensors = random_tensors(rng, 25)
+        tensors = random_tensors(RNG, 25)
         meta = None if r % 2 else {"round": str(r)}
         path = os.path.join(d, "random%d.safetensors" % r)
         write_with_mate(tensors, meta, path)
         check_file(path, tensors, meta)
 
-    for f in os.listdir(d):
-        os.unlink(os.path.join(d, f))
-    os.rmdir(d)
-    done()
 
-
-main()
+run_cases(test_dtypes, test_views, test_empty, test_random)

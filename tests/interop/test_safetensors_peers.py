@@ -18,7 +18,7 @@ import safetensors.torch
 import torch
 from safetensors import safe_open
 
-from mate_test import build_path, check, done, run, tmpdir
+from mate_test import build_path, check, run, run_cases, tmpdir
 from torch_expect import random_bytes
 
 TOOL = build_path("tests", "tensorfile-tool")
@@ -320,9 +320,5 @@ def test_hostile():
           % (safetensors.__version__, agree, len(HOSTILE) - len(KNOWN_GAPS), len(KNOWN_GAPS)))
 
 
-test_read_torch_files()
-test_float4_gap()
-test_read_numpy_files()
-test_library_loads_mate()
-test_hostile()
-done()
+run_cases(test_read_torch_files, test_float4_gap, test_read_numpy_files, test_library_loads_mate,
+          test_hostile)
