@@ -9,6 +9,7 @@ the demo leaves whole lines; a path that cannot be opened (a missing folder, a F
 reads, a symlink planted at a %i name) costs one warning and neither blocks nor redirects;
 a partial line an earlier run left, a file-size limit, a name with a newline and a file
 planted at a %i name never leave a line that runs other than it reads."""
+import functools
 import glob
 import json
 import os
@@ -18,7 +19,7 @@ import signal
 import string
 import subprocess
 
-from mate_test import (build_path, check, default_signals, done, run, tmpdir, wait_for_calls,
+from mate_test import (build_path, check, default_signals, run, run_cases, tmpdir, wait_for_calls,
                        wait_seconds)
 
 DEMO = build_path("examples", "mate-demo")
@@ -138,7 +139,8 @@ def script(path, what):
 
 # ---- the tests ---------------------------------------------------------------------------
 
-def demo_lines():
+@functools.cache
+def test_demo_lines():
     work = tmpdir()
     run([DEMO], cwd=work, env=env(MATE_LOGLEVEL="1", MATE_PROFILE="prof.jsonl",
                                   MATE_BENCH_LOG="bench-%i.sh", MATE_DEMO_THREADS="16"))
@@ -160,7 +162,7 @@ def demo_lines():
     return body
 
 
-def runs_as_printed():
+def test_runs_as_printed():
     """The demo's bench log is a script that runs as printed (mate-bench in PATH), and each
     line benchmarks the problem of its profile entry: the same key, tensors and scalars."""
     work = tmpdir()
@@ -189,7 +191,7 @@ def runs_as_printed():
               "%s: the profile entry's problem, by its key: %s" % (ln, r.stdout + r.stderr))
 
 
-def hostile_values():
+def test_hostile_values():
     work = tmpdir()
     run([CALLS], cwd=work, env=env(MATE_LOGLEVEL="1", MATE_PROFILE="p.jsonl",
                                    MATE_BENCH_LOG="b.sh"))
@@ -212,7 +214,8 @@ def hostile_values():
     check(all("'arg_1=float32[]'" in x or "plain" in x for x in body), "a 0-d tensor: []")
 
 
-def without_profile(first):
+def test_without_profile():
+    first = test_demo_lines()
     work = tmpdir()
     run([DEMO], cwd=work, env=env(MATE_LOGLEVEL="3", MATE_BENCH_LOG="bench.sh"))
     body = script(os.path.join(work, "bench.sh"), "level 3, no profile")
@@ -231,7 +234,7 @@ def without_profile(first):
           % (len(text.splitlines()), len(before.splitlines())))
 
 
-def fork():
+def test_fork():
     work = tmpdir()
     run([PROG, "--fork-exit"], cwd=work, env=env(MATE_LOGLEVEL="1", MATE_BENCH_LOG="b-%i.sh"))
     files = sorted(glob.glob(os.path.join(work, "b-*.sh")), key=os.path.getmtime)
@@ -249,7 +252,7 @@ def fork():
           % body)
 
 
-def sigterm():
+def test_sigterm():
     work = tmpdir()
     log = os.path.join(work, "log.txt")
     p = subprocess.Popen([DEMO], cwd=work, stdout=subprocess.DEVNULL, preexec_fn=default_signals,
@@ -266,7 +269,7 @@ def sigterm():
           "SIGTERM: the lines are the profile's entries: %s; the profile's: %s" % (body, want))
 
 
-def unopenable():
+def test_unopenable():
     work = tmpdir()
     bad = os.path.join(work, "no", "such", "dir", "bench.sh")
     p = run([DEMO], cwd=work, env=env(MATE_LOGLEVEL="1", MATE_BENCH_LOG=bad), check=False)
@@ -346,7 +349,7 @@ def runs_whole(path, want, what):
           % (what, p.returncode, got, want))
 
 
-def hostile_files():
+def test_hostile_files():
     """A partial last line an earlier run left is cut off before appending (else a quote it
     opened swallows the next line and a recorded string runs as shell code); a file-size
     limit neither kills the host (SIGXFSZ) nor leaves a partial line; a name with a newline
@@ -422,12 +425,5 @@ def hostile_files():
 
 
 if __name__ == "__main__":
-    first = demo_lines()
-    runs_as_printed()
-    hostile_values()
-    without_profile(first)
-    fork()
-    sigterm()
-    unopenable()
-    hostile_files()
-    done()
+    run_cases(test_demo_lines, test_runs_as_printed, test_hostile_values, test_without_profile, test_fork,
+              test_sigterm, test_unopenable, test_hostile_files)

@@ -1,13 +1,14 @@
 """visualize_flows.py: every flow arrow in mate-visualize's Chrome/Perfetto JSON binds to its slices under the rules of Chrome's trace engines, on real logs (GT's, a mate-demo run, one cut off mid-call)."""
 import bisect
 import collections
+import functools
 import json
 import os
 import re
 import subprocess
 
 import gtlog
-from mate_test import build_path, check, done
+from mate_test import build_path, check, run_cases
 
 FLOW = ("s", "t", "f")
 
@@ -126,76 +127,87 @@ def run_demo():
     return log
 
 
-# GT's real logs: flows from each request to its work
-for name in ("demo.log", "multiworker4_autoshard.log"):
-    evs, err = export(gtlog.fixture(name), name)
-    n = sum(1 for e in evs if e.get("ph") == "s")
+demo_log = functools.cache(run_demo)
+
+
+def test_gt_logs():
+    """GT's real logs: flows from each request to its work"""
+    for name in ("demo.log", "multiworker4_autoshard.log"):
+        evs, err = export(gtlog.fixture(name), name)
+        n = sum(1 for e in evs if e.get("ph") == "s")
+        bound, unbound = bind(evs)
+        check(n > 0 and bound == n and unbound == 0,
+              "%s: %d of %d flows bound under Chrome's rules, %d unbound" % (name, bound, n, unbound))
+
+
+def test_demo():
+    """a real mate run: a flow from every call to each piece of its work"""
+    log = demo_log()
+    with open(log) as f:
+        lines = f.read().splitlines()
+    want, lost = expected_flows(lines)
+    check(want > 20 and lost == 0, "mate-demo: %d works with their call, %d without" % (want, lost))
+    evs, err = export(log, "mate-demo")
     bound, unbound = bind(evs)
-    check(n > 0 and bound == n and unbound == 0,
-          "%s: %d of %d flows bound under Chrome's rules, %d unbound" % (name, bound, n, unbound))
-
-# a real mate run: a flow from every call to each piece of its work
-log = run_demo()
-with open(log) as f:
-    lines = f.read().splitlines()
-want, lost = expected_flows(lines)
-check(want > 20 and lost == 0, "mate-demo: %d works with their call, %d without" % (want, lost))
-evs, err = export(log, "mate-demo")
-bound, unbound = bind(evs)
-check(bound == want and unbound == 0,
-      "mate-demo: %d of %d flows bound under Chrome's rules, %d unbound" % (bound, want, unbound))
-check(dropped(err) == 0, "mate-demo: nothing dropped: " + err)
-
-# cut off mid-call: after the first work past the middle whose call is still open
-ev_lines = [i for i, l in enumerate(lines) if EVENT.match(l)]
-cut = None
-for i in ev_lines[len(ev_lines) // 2:]:
-    l = lines[i]
-    if EVENT.match(l).group(1) == "WORKER_RECV":
-        call = detail(l, "call")
-        if not any(EVENT.match(x) and EVENT.match(x).group(1) == "SEND" and detail(x, "call") == call
-                   for x in lines[:i]):
-            cut = i + 1
-            break
-check(cut is not None, "mate-demo: a work ends before its call")
-part = lines[:cut]
-want, lost = expected_flows(part)
-cutlog = gtlog.tmp("cut.log")
-with open(cutlog, "w") as f:
-    f.write("\n".join(part) + "\n")
-evs, err = export(cutlog, "cut")
-bound, unbound = bind(evs)
-check(lost >= 1, "the cut log has %d works whose call is still open" % lost)
-check(bound == want and unbound == 0,
-      "cut: %d of %d flows bound, %d unbound (a flow start with no slice)" % (bound, want, unbound))
-check(dropped(err) == lost, "cut: %d flows dropped and said so, want %d: %s" % (dropped(err), lost, err))
-
-# more calls with work outstanding than the writer keeps (65536): the
-# oldest calls' flows are dropped, counted; every flow written binds
-N = 70000
-lines, seq, t = [], 0, 0.0
+    check(bound == want and unbound == 0,
+          "mate-demo: %d of %d flows bound under Chrome's rules, %d unbound" % (bound, want, unbound))
+    check(dropped(err) == 0, "mate-demo: nothing dropped: " + err)
 
 
-def line(e, src, det):
-    global seq
-    seq += 1
-    lines.append("%9.6fs | #%04d | %-12s | %-27s | %-15s | %s" % (t, seq, e, src, "k", det))
+def test_cut_mid_call():
+    """cut off mid-call: after the first work past the middle whose call is still open"""
+    with open(demo_log()) as f:
+        lines = f.read().splitlines()
+    ev_lines = [i for i, l in enumerate(lines) if EVENT.match(l)]
+    cut = None
+    for i in ev_lines[len(ev_lines) // 2:]:
+        l = lines[i]
+        if EVENT.match(l).group(1) == "WORKER_RECV":
+            call = detail(l, "call")
+            if not any(EVENT.match(x) and EVENT.match(x).group(1) == "SEND" and detail(x, "call") == call
+                       for x in lines[:i]):
+                cut = i + 1
+                break
+    check(cut is not None, "mate-demo: a work ends before its call")
+    part = lines[:cut]
+    want, lost = expected_flows(part)
+    cutlog = gtlog.tmp("cut.log")
+    with open(cutlog, "w") as f:
+        f.write("\n".join(part) + "\n")
+    evs, err = export(cutlog, "cut")
+    bound, unbound = bind(evs)
+    check(lost >= 1, "the cut log has %d works whose call is still open" % lost)
+    check(bound == want and unbound == 0,
+          "cut: %d of %d flows bound, %d unbound (a flow start with no slice)" % (bound, want, unbound))
+    check(dropped(err) == lost, "cut: %d flows dropped and said so, want %d: %s" % (dropped(err), lost, err))
 
 
-for i in range(1, N + 1):
-    t += 1e-5
-    line("RECV", "CLIENT 1", "call=%d op=add depth=0" % i)
-    line("WORKER_SEND", "WORKER w0", "call=%d id=%d op=add worker=w0" % (i, i))
-    line("SEND", "CLIENT 1", "call=%d op=add depth=0 success=True" % i)
-for i in range(1, N + 1):
-    t += 1e-6
-    line("WORKER_RECV", "WORKER w0", "call=%d id=%d op=add worker=w0 success=True" % (i, i))
-many = gtlog.tmp("many.log")
-with open(many, "w") as f:
-    f.write("\n".join(lines) + "\n")
-evs, err = export(many, "many")
-bound, unbound = bind(evs)
-m = re.search(r"(\d+) flows dropped: their call was forgotten", err)
-check(bound == 65536 and unbound == 0, "many: %d flows bound, %d unbound" % (bound, unbound))
-check(m is not None and int(m.group(1)) == N - 65536, "many: the forgotten counted: " + err)
-done()
+def test_many_outstanding():
+    """more calls with work outstanding than the writer keeps (65536): the
+    oldest calls' flows are dropped, counted; every flow written binds"""
+    N = 70000
+    lines, seq, t = [], [0], [0.0]
+
+    def line(e, src, det):
+        seq[0] += 1
+        lines.append("%9.6fs | #%04d | %-12s | %-27s | %-15s | %s" % (t[0], seq[0], e, src, "k", det))
+
+    for i in range(1, N + 1):
+        t[0] += 1e-5
+        line("RECV", "CLIENT 1", "call=%d op=add depth=0" % i)
+        line("WORKER_SEND", "WORKER w0", "call=%d id=%d op=add worker=w0" % (i, i))
+        line("SEND", "CLIENT 1", "call=%d op=add depth=0 success=True" % i)
+    for i in range(1, N + 1):
+        t[0] += 1e-6
+        line("WORKER_RECV", "WORKER w0", "call=%d id=%d op=add worker=w0 success=True" % (i, i))
+    many = gtlog.tmp("many.log")
+    with open(many, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    evs, err = export(many, "many")
+    bound, unbound = bind(evs)
+    m = re.search(r"(\d+) flows dropped: their call was forgotten", err)
+    check(bound == 65536 and unbound == 0, "many: %d flows bound, %d unbound" % (bound, unbound))
+    check(m is not None and int(m.group(1)) == N - 65536, "many: the forgotten counted: " + err)
+
+
+run_cases(test_gt_logs, test_demo, test_cut_mid_call, test_many_outstanding)

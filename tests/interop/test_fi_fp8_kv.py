@@ -4,9 +4,10 @@ and float8_e5m2, one tensor or a (k, v) tuple, NHD and HND, with k_scale and v_s
 the output in bf16 or f16), decode and causal paged prefill, called through FlashInfer's real
 decorator at level 10 on the torch references of peers/flashinfer_attn_ref.py, replay on
 mate's CPU kernels as passed; a changed output element is a Mismatch naming it."""
+import functools
 import os
 
-from mate_test import FlashinferReplay, check, done, flashinfer_main, replay_jsonl
+from mate_test import FlashinferReplay, check, flashinfer_main, replay_jsonl, run_cases
 
 
 def record():
@@ -62,24 +63,35 @@ flashinfer_main(record)
 
 import torch  # noqa: E402
 
-fr = FlashinferReplay(__file__, 15)
-fr.check_passed()
-runs = [d for d in fr.dirs if ".run_call" in d]
-check(len(runs) == 5, "5 runs recorded: %s" % runs)
-for d in runs:
-    check(fr.verdicts.get(d, {}).get("compared", 0) >= 1, "%s: no output compared" % d)
+@functools.cache
+def replayed():
+    """The 15 calls recorded under FlashInfer's decorator, replayed once."""
+    return FlashinferReplay(__file__, 15)
 
 
-# A changed output element of the first decode run is a Mismatch that names it (replayed
-# with the whole recording: the run needs its wrapper's plan).
-d = fr.find("BatchDecodeWithPagedKVCacheWrapper.run_call0001")
-path = os.path.join(fr.root, d, "outputs.pt")
-outs = torch.load(path, weights_only=True)
-key = sorted(outs)[0]
-outs[key].view(-1)[5] += 1.0 + outs[key].view(-1)[5].abs()
-torch.save(outs, path)
-v = replay_jsonl(fr.root).get(d, {})
-check(v.get("verdict") == "mismatch" and v.get("first_bad_index") == "[0, 0, 5]",
-      "a changed output element: %s at %s: %s" % (v.get("verdict"), v.get("first_bad_index"),
-                                                   v.get("message")))
-done()
+def test_passes():
+    fr = replayed()
+    fr.check_passed()
+    runs = [d for d in fr.dirs if ".run_call" in d]
+    check(len(runs) == 5, "5 runs recorded: %s" % runs)
+    for d in runs:
+        check(fr.verdicts.get(d, {}).get("compared", 0) >= 1, "%s: no output compared" % d)
+
+
+def test_changed_output():
+    """A changed output element of the first decode run is a Mismatch that names it (replayed
+    with the whole recording: the run needs its wrapper's plan)."""
+    fr = replayed()
+    d = fr.find("BatchDecodeWithPagedKVCacheWrapper.run_call0001")
+    path = os.path.join(fr.root, d, "outputs.pt")
+    outs = torch.load(path, weights_only=True)
+    key = sorted(outs)[0]
+    outs[key].view(-1)[5] += 1.0 + outs[key].view(-1)[5].abs()
+    torch.save(outs, path)
+    v = replay_jsonl(fr.root).get(d, {})
+    check(v.get("verdict") == "mismatch" and v.get("first_bad_index") == "[0, 0, 5]",
+          "a changed output element: %s at %s: %s" % (v.get("verdict"), v.get("first_bad_index"),
+                                                       v.get("message")))
+
+
+run_cases(test_passes, test_changed_output)
