@@ -3,6 +3,7 @@
 . "$top_srcdir/tests/checks.sh"
 b=$top_builddir
 checks_tmpdir cli-msg
+export MATE_MONITOR_DIR="$tmp"   # mate-trace and mate-top see no other mate process
 
 # misuse: one line naming the option, the hint, exit 2
 for tool in src/mate/mate src/replay/mate-list-dumps src/replay/mate-replay src/record/mate-record src/bench/mate-bench \

@@ -107,6 +107,14 @@ check [ "$(tr '\n' ' ' < "$tmp/out")" = "a b " ] || fail "a Python -l: $(cat "$t
 run env PYTHONPATH="$top_srcdir/tests" python3 "$tmp/cases.py" c
 check [ "$st" -eq 2 ] && grep -q 'no case named "c"' "$tmp/err" || fail "an unknown Python case: $st, $(cat "$tmp/err")"
 
+# every script test that publishes (MATE_MONITOR) or runs mate-trace or mate-top names a
+# runtime folder of its own (MATE_MONITOR_DIR): it sees no other suite's or user's processes
+# (the C tests' is test_live_start()'s)
+for f in $(cd "$top_srcdir" && grep -lE 'MATE_MONITOR=[^"]|MATE_MONITOR="[^0"]|mate-trace|mate-top' \
+	tests/cli/*.sh tests/cli/*.py tests/interop/*.sh tests/interop/*.py); do
+	check grep -q MATE_MONITOR_DIR "$top_srcdir/$f" || fail "$f: monitors without a MATE_MONITOR_DIR of its own"
+done
+
 # shell tests (checks.sh): fail counts and says, fail_stop ends the test, checks_tmpdir's
 # folder goes at exit, checks_need skips
 cat > "$tmp/checks.sh" << 'EOF'
