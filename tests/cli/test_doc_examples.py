@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import sys
 
-from mate_test import build_path, check, done, src_path, tmpdir
+from mate_test import build_path, check, src_path, tmpdir, run_cases
 
 TOOLS = ("mate", "mate-record", "mate-replay", "mate-list-dumps", "mate-trace", "mate-top", "mate-bench",
          "mate-visualize")
@@ -238,13 +238,23 @@ def python_example(where):
     shutil.rmtree(work, ignore_errors=True)
 
 
-for man in sorted(os.listdir(src_path("man"))):
-    if re.fullmatch(r"[a-z-]+\.[178]", man):
-        blocks = man_examples(man)
-        if blocks:
-            page("%s(%s)" % tuple(man.rsplit(".", 1)), blocks)
-page("README", readme_examples())
-if os.path.exists("/usr/bin/python3") and subprocess.run(
-        ["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode == 0:
-    python_example("mate(7)")
-done()
+def test_man_pages():
+    for man in sorted(os.listdir(src_path("man"))):
+        if re.fullmatch(r"[a-z-]+\.[178]", man):
+            blocks = man_examples(man)
+            if blocks:
+                page("%s(%s)" % tuple(man.rsplit(".", 1)), blocks)
+
+
+def test_readme():
+    page("README", readme_examples())
+
+
+def test_python_example():
+    """mate(7)'s Python example, where the system's Python has torch"""
+    if os.path.exists("/usr/bin/python3") and subprocess.run(
+            ["/usr/bin/python3", "-c", "import torch"], capture_output=True).returncode == 0:
+        python_example("mate(7)")
+
+
+run_cases(test_man_pages, test_readme, test_python_example)

@@ -4,8 +4,8 @@ import json
 import os
 import shutil
 
-from mate_test import (build_path, check, done, fi_verdict, flashinfer_main, flashinfer_record, replay_jsonl,
-                       run, tmpdir)
+from mate_test import (build_path, check, fi_verdict, flashinfer_main, flashinfer_record, replay_jsonl, run,
+                       run_cases, tmpdir)
 
 
 def record():
@@ -48,7 +48,9 @@ REPLAY = build_path("src", "replay", "mate-replay")
 TMP = tmpdir()
 WRAPPER = "SegmentGEMMWrapper."
 
-for fmt, st in (("pt", "0"), ("safetensors", "1")):
+def recorded_as(fmt, st):
+    """FlashInfer's decorator records in format fmt (FLASHINFER_DUMP_SAFETENSORS=st): the
+    dumps list, replay, and a changed result is a mismatch."""
     root, dirs = flashinfer_record(__file__, TMP, 10, fmt)
 
     listed = {d["dir"]: d for d in map(json.loads, run([LIST, "--jsonl", root]).stdout.splitlines())}
@@ -104,4 +106,13 @@ for fmt, st in (("pt", "0"), ("safetensors", "1")):
     others = [d for d, v in verdicts.items() if d != run2[0] and v["verdict"] == "mismatch"]
     check(not others, "%s: mismatches besides the changed dump: %s" % (fmt, others))
 
-done()
+
+def test_pt():
+    recorded_as("pt", "0")
+
+
+def test_safetensors():
+    recorded_as("safetensors", "1")
+
+
+run_cases(test_pt, test_safetensors)

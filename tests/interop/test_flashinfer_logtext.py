@@ -5,7 +5,7 @@ import re
 import subprocess
 import sys
 
-from mate_test import build_path, check, done, run, src_path, tmpdir
+from mate_test import build_path, check, run, run_cases, src_path, tmpdir
 
 GOLDEN = build_path("tests", "recorder-golden")
 TENSORS = src_path("tests", "fixtures", "recorder", "golden-tensors.bin")
@@ -29,7 +29,8 @@ def mask(text):
     return "\n".join(out)
 
 
-for level in (1, 3, 5):
+def same_log(level):
+    """libmate's API log at level is FlashInfer's decorator's, byte for byte."""
     fi_log, mate_log = os.path.join(TMP, "fi%d.log" % level), os.path.join(TMP, "mate%d.log" % level)
     env = dict(os.environ, FLASHINFER_LOGLEVEL=str(level), FLASHINFER_LOGDEST=fi_log,
                PYTHONPATH=src_path("tests", "interop", "peers"))
@@ -49,25 +50,40 @@ for level in (1, 3, 5):
     check("FlashInfer API Logging - System Information" in got and "va_range" not in got,
           "level %d: FlashInfer's header title and no va_range" % level)
 
-# mate-record --identity: an unmodified program, FLASHINFER_* read, the default folder flashinfer_dumps
-# (a static-only build, as the sanitizer one, has no preload library: that part is left out).
-if not os.path.exists(build_path(".libs", "libmate-preload.so")):
-    print("note: no libmate-preload.so (a static-only build): mate-record --identity not run")
-else:
-    prog = build_path("tests", "record-blas-prog")
-    work = os.path.join(TMP, "record")
-    os.makedirs(work)
-    env = dict(os.environ, FLASHINFER_DUMP_MAX_COUNT="2")
-    env.pop("MATE_LOGLEVEL", None)
-    p = run([build_path("src", "record", "mate-record"), "--identity", "FLASHINFER:FlashInfer", "-l", "10",
-             "-o", os.path.join(work, "log"), prog], check=False, env=env, cwd=work)
-    check(p.returncode == 0, "mate-record --identity: exit %d: %s" % (p.returncode, p.stderr))
-    with open(os.path.join(work, "log")) as f:
-        log = f.read()
-    check("FlashInfer API Call: cblas_sgemm" in log and "MATE API" not in log, "mate-record --identity: the log's name")
-    dumps = sorted(os.listdir(os.path.join(work, "flashinfer_dumps"))) if os.path.isdir(os.path.join(work, "flashinfer_dumps")) else []
-    check(len([d for d in dumps if "_call" in d]) == 2,
-          "FLASHINFER_DUMP_MAX_COUNT=2 in flashinfer_dumps: %s" % dumps)
-    check("FLASHINFER_DUMP_MAX_COUNT=2" in p.stderr, "the limit's warning names FLASHINFER_DUMP_MAX_COUNT: %s" % p.stderr)
 
-done()
+def test_level1():
+    same_log(1)
+
+
+def test_level3():
+    same_log(3)
+
+
+def test_level5():
+    same_log(5)
+
+
+def test_record_identity():
+    """mate-record --identity: an unmodified program, FLASHINFER_* read, the default folder flashinfer_dumps
+    (a static-only build, as the sanitizer one, has no preload library: that part is left out)."""
+    if not os.path.exists(build_path(".libs", "libmate-preload.so")):
+        print("note: no libmate-preload.so (a static-only build): mate-record --identity not run")
+    else:
+        prog = build_path("tests", "record-blas-prog")
+        work = os.path.join(TMP, "record")
+        os.makedirs(work)
+        env = dict(os.environ, FLASHINFER_DUMP_MAX_COUNT="2")
+        env.pop("MATE_LOGLEVEL", None)
+        p = run([build_path("src", "record", "mate-record"), "--identity", "FLASHINFER:FlashInfer", "-l", "10",
+                 "-o", os.path.join(work, "log"), prog], check=False, env=env, cwd=work)
+        check(p.returncode == 0, "mate-record --identity: exit %d: %s" % (p.returncode, p.stderr))
+        with open(os.path.join(work, "log")) as f:
+            log = f.read()
+        check("FlashInfer API Call: cblas_sgemm" in log and "MATE API" not in log, "mate-record --identity: the log's name")
+        dumps = sorted(os.listdir(os.path.join(work, "flashinfer_dumps"))) if os.path.isdir(os.path.join(work, "flashinfer_dumps")) else []
+        check(len([d for d in dumps if "_call" in d]) == 2,
+              "FLASHINFER_DUMP_MAX_COUNT=2 in flashinfer_dumps: %s" % dumps)
+        check("FLASHINFER_DUMP_MAX_COUNT=2" in p.stderr, "the limit's warning names FLASHINFER_DUMP_MAX_COUNT: %s" % p.stderr)
+
+
+run_cases(test_level1, test_level3, test_level5, test_record_identity)

@@ -10,7 +10,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
 
 from flashinfer_peer import load_api_logging  # noqa: E402
-from mate_test import build_path, check, done, run, tmpdir  # noqa: E402
+from mate_test import build_path, check, run, run_cases, tmpdir  # noqa: E402
 
 DEMO = build_path("examples", "mate-demo")
 LIST = build_path("src", "replay", "mate-list-dumps")
@@ -19,7 +19,9 @@ TMP = tmpdir()
 api = load_api_logging()
 logging.getLogger("flashinfer.api_logging").setLevel(logging.CRITICAL)
 
-for fmt, st in (("pt", "0"), ("safetensors", "1")):
+def demo_replays(fmt, st):
+    """The demo's dumps in format fmt (MATE_DUMP_SAFETENSORS=st) replay under FlashInfer's
+    replay_sequence with no mismatch."""
     root = os.path.join(TMP, fmt)
     env = dict(os.environ, MATE_LOGLEVEL="10", MATE_DUMP_DIR=root, MATE_LOGDEST="/dev/null",
                MATE_DUMP_SAFETENSORS=st, MATE_DEMO_THREADS="2", MATE_DEMO_ROUNDS="1")
@@ -48,4 +50,13 @@ for fmt, st in (("pt", "0"), ("safetensors", "1")):
     check({"rmsnorm", "fused_add_rmsnorm", "silu_and_mul", "softmax", "mm"} <= funcs,
           "%s: the demo's functions all replayed: %s" % (fmt, sorted(f for f in funcs if f)))
 
-done()
+
+def test_pt():
+    demo_replays("pt", "0")
+
+
+def test_safetensors():
+    demo_replays("safetensors", "1")
+
+
+run_cases(test_pt, test_safetensors)

@@ -7,8 +7,8 @@ import shutil
 import sys
 import types
 
-from mate_test import (build_path, case, check, done, find_dump, flashinfer_main, flashinfer_record,
-                       replay_jsonl, run, src_path, tmpdir)
+from mate_test import (build_path, check, find_dump, flashinfer_main, flashinfer_record, replay_jsonl, run,
+                       run_cases, src_path, tmpdir)
 
 REPLAY = build_path("src", "replay", "mate-replay")
 
@@ -167,14 +167,4 @@ def test_wrapper_refused():
     check(not [f for f in os.listdir(TMP) if ".export-" in f], "a temporary folder is left")
 
 
-with case("passed"):
-    test_passed()
-with case("mismatch"):
-    test_mismatch()
-with case("flashinfer"):
-    test_flashinfer()
-with case("safetensors"):
-    test_safetensors()
-with case("wrapper_refused"):
-    test_wrapper_refused()
-done()
+run_cases(test_passed, test_mismatch, test_flashinfer, test_safetensors, test_wrapper_refused)

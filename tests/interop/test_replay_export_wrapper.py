@@ -5,8 +5,8 @@ import os
 import shutil
 import sys
 
-from mate_test import (build_path, case, check, done, flashinfer_main, flashinfer_record, run,
-                       src_path, tmpdir)
+from mate_test import (build_path, check, flashinfer_main, flashinfer_record, run, run_cases, src_path,
+                       tmpdir)
 
 REPLAY = build_path("src", "replay", "mate-replay")
 
@@ -139,10 +139,4 @@ def test_refused():
     check(not [f for f in os.listdir(TMP) if ".export-" in f], "a temporary folder is left")
 
 
-with case("sequence"):
-    test_sequence()
-with case("mismatch"):
-    test_mismatch()
-with case("refused"):
-    test_refused()
-done()
+run_cases(test_sequence, test_mismatch, test_refused)
