@@ -166,6 +166,8 @@ EXTRA_DIST += tests/interop/peers/fi_model_step.py
 SCRIPT_TESTS += tests/cli/test_replay_bench.sh
 ## --shard K/N and --merge: the shares of mate-list-dumps and mate-replay, merged (issue 38).
 SCRIPT_TESTS += tests/cli/test_replay_shard.sh
+## The shares as the tasks of a Slurm job array, on a single-node Slurm the test starts.
+SCRIPT_TESTS += tests/cli/test_replay_slurm.sh
 ## test_name_filter.py: MATE_DUMP_INCLUDE/EXCLUDE and --include/--exclude
 ## select the same calls (lib/core/util_match.c).
 SCRIPT_TESTS += tests/cli/test_name_filter.py
