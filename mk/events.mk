@@ -4,7 +4,8 @@ libmate_impl_la_SOURCES += \
 	lib/events/events_private.h \
 	lib/events/events.c \
 	lib/events/events_call.c \
-	lib/events/monitor.c
+	lib/events/monitor.c \
+	lib/events/rank.c
 libmate_impl_la_LIBADD += $(ZMQ_LIBS)
 libmate_impl_la_SOURCES += lib/events/subscribe.c lib/events/activity.c
 ## instruction logs (read and written by every tool)

@@ -57,6 +57,8 @@ struct ev_raw {
 	int64_t in_use, peak;
 	char text[128];                    /* error, device or details */
 	char text2[40];                    /* the event name of a custom event */
+	char args[MATE_EV_ARGS_MAX];       /* a RECV's argument shapes (when has_args) */
+	uint8_t has_args;
 };
 
 struct ev_slot {
@@ -116,6 +118,7 @@ static struct {
 	char tcp[256];
 	struct mate_mon *mon;
 	int level;
+	struct mate_ev_rank rank;    /* from the launcher's variables, read at the session's start */
 	double start_real;
 	struct mem_dev mem[MEM_DEVICES];
 	int nmem;
@@ -410,7 +413,7 @@ raw_init(struct ev_raw *r, int type, const char *source)
 
 static void
 call_fill(struct ev_raw *r, int type, uint64_t call, const char *op, int depth,
-    int64_t bytes, int ok, const char *error, const char *source)
+    int64_t bytes, int ok, const char *error, const char *source, const char *args)
 {
 	raw_init(r, type, source);
 	r->call = call;
@@ -418,6 +421,9 @@ call_fill(struct ev_raw *r, int type, uint64_t call, const char *op, int depth,
 	r->size = bytes;
 	r->ok = (int8_t)(ok != 0);
 	copy_str(r->command, sizeof(r->command), op);
+	r->has_args = type == MATE_EV_RECV && args != NULL && args[0] != '\0';
+	if (r->has_args)
+		copy_str(r->args, sizeof(r->args), args);
 	if (error != NULL) {
 		copy_str(r->text, sizeof(r->text), error);
 		r->has_text = 1;
@@ -429,21 +435,21 @@ call_fill(struct ev_raw *r, int type, uint64_t call, const char *op, int depth,
 
 void
 mate_ev_call(int type, uint64_t call, const char *op, int depth, int64_t bytes, int ok,
-    const char *error)
+    const char *error, const char *args)
 {
 	struct ev_slot *s;
 	uint64_t seq;
 
 	if (!MATE_EV_WANTED() || (s = claim(&seq, 1)) == NULL)
 		return;
-	call_fill(&s->r, type, call, op, depth, bytes, ok, error, NULL);
+	call_fill(&s->r, type, call, op, depth, bytes, ok, error, NULL, args);
 	commit(s, seq);
 	SYNC_FLUSH();
 }
 
 void
 mate_ev_call_pair(uint64_t call, const char *op, int depth, int64_t in_bytes,
-    int64_t out_bytes, int ok, const char *error)
+    int64_t out_bytes, int ok, const char *error, const char *args)
 {
 	struct ev_slot *s, *s2;
 	uint64_t seq;
@@ -451,8 +457,8 @@ mate_ev_call_pair(uint64_t call, const char *op, int depth, int64_t in_bytes,
 	if (!MATE_EV_WANTED() || (s = claim(&seq, 2)) == NULL)
 		return;
 	s2 = ring_second(seq);
-	call_fill(&s->r, MATE_EV_RECV, call, op, depth, in_bytes, 1, NULL, NULL);
-	call_fill(&s2->r, MATE_EV_SEND, call, op, depth, out_bytes, ok, error, s->r.source);
+	call_fill(&s->r, MATE_EV_RECV, call, op, depth, in_bytes, 1, NULL, NULL, args);
+	call_fill(&s2->r, MATE_EV_SEND, call, op, depth, out_bytes, ok, error, s->r.source, NULL);
 	commit(s, seq);
 	commit(s2, seq + 1);
 	SYNC_FLUSH();
@@ -593,6 +599,8 @@ fmt_details(const struct ev_raw *r, char *d, size_t cap)
 		o = mate_put_key_i64(o, end, " depth=", r->depth);
 		if (r->type == MATE_EV_RECV && r->has_text == 2)
 			o = mate_put_key_str(o, end, " thread=", r->text);
+		if (r->type == MATE_EV_RECV && r->has_args)
+			o = mate_put_key_str(o, end, " args=", r->args);
 		if (r->type == MATE_EV_SEND)
 			o = mate_put_key_str(o, end, " success=", okw);
 		if (r->type == MATE_EV_SEND && r->has_text) {
@@ -1012,6 +1020,7 @@ start_session(void)
 	static int atexit_done;
 	struct timespec real;
 	char details[128];
+	int n;
 
 	S.pid = getpid();
 	S.start_mono_ns = mate_mono_ns();
@@ -1027,6 +1036,7 @@ start_session(void)
 	S.subscribed = 0;
 	S.stopping = 0;
 	read_tuning();
+	mate_ev_rank_from_env(&S.rank);
 	if (S.ring == NULL) {
 		void *ring = NULL;
 		if (posix_memalign(&ring, 64, RING_SLOTS * sizeof(*S.ring)) != 0)
@@ -1047,7 +1057,7 @@ start_session(void)
 	if (S.ilog_path != NULL)
 		open_ilog();
 	if (S.monitor != NULL)
-		S.mon = mate_mon_start(S.tcp, S.start_real);
+		S.mon = mate_mon_start(S.tcp, S.start_real, &S.rank);
 	if (S.ilog_fd < 0 && S.mon == NULL)
 		return;
 	S.sync = S.forked && S.ilog_fd >= 0;
@@ -1067,7 +1077,13 @@ start_session(void)
 		atexit(at_exit);
 	}
 	wait_subscriber();
-	snprintf(details, sizeof(details), "pid=%ld level=%d", (long)S.pid, S.level);
+	n = snprintf(details, sizeof(details), "pid=%ld level=%d", (long)S.pid, S.level);
+	if (S.rank.rank >= 0)
+		n += snprintf(details + n, sizeof(details) - (size_t)n, " rank=%d", S.rank.rank);
+	if (S.rank.rank >= 0 && S.rank.world > 0)
+		n += snprintf(details + n, sizeof(details) - (size_t)n, " world=%d", S.rank.world);
+	if (S.rank.rank >= 0 && S.rank.local >= 0)
+		snprintf(details + n, sizeof(details) - (size_t)n, " local_rank=%d", S.rank.local);
 	mate_event_emit("CONNECT", NULL, program_name(), 0, details);
 }
 

@@ -43,9 +43,54 @@ mate_ev_call_track(struct mate_ev_frame *f, const char *name)
 	f->id = mate_ev_next_id();
 	f->in_bytes = f->out_bytes = 0;
 	f->recv_sent = 0;
+	f->args_len = f->args_cut = 0;
+	f->args_hash = 2166136261u;
+	f->args[0] = '\0';
 	n = strnlen(name, sizeof(f->name) - 1);
 	memcpy(f->name, name, n);
 	f->name[n] = '\0';
+}
+
+/* Appends an argument's dtype and shape ("F32:4x64", "F32" for a scalar, ";" before all but
+ * the first) to the call's args, and to their hash: no blank, ',' or ']', which end a
+ * detail's value (mate_ilog_detail()). */
+static void
+add_shape(struct mate_ev_frame *f, const mate_tensor *t)
+{
+	char piece[16 + 21 * MATE_MAX_DIMS], *o = piece, *end = piece + sizeof(piece);
+	size_t n;
+
+	if (f->args_len > 0 || f->args_cut)
+		o = mate_put_str(o, end, ";");
+	o = mate_put_str(o, end, mate_dtype_safetensors_name(t->dtype));
+	for (int d = 0; d < t->ndim; d++)
+		o = mate_put_i64(mate_put_str(o, end, d > 0 ? "x" : ":"), end, t->shape[d]);
+	n = (size_t)(o - piece);
+	f->args_hash = (uint32_t)mate_fnv1a(piece, n, f->args_hash, 16777619u);
+	/* room for the "~" and 8 hex digits that end a cut list */
+	if (!f->args_cut && f->args_len + n + 10 <= sizeof(f->args)) {
+		memcpy(f->args + f->args_len, piece, n);
+		f->args_len = (uint8_t)(f->args_len + n);
+		f->args[f->args_len] = '\0';
+	} else
+		f->args_cut = 1;
+}
+
+/* The call's args as its RECV says them. */
+static const char *
+args_text(struct mate_ev_frame *f)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t len = f->args_len < sizeof(f->args) - 10 ? f->args_len : sizeof(f->args) - 10;
+	char *o = f->args + len;
+
+	if (f->args_cut) {
+		*o++ = '~';
+		for (int i = 7; i >= 0; i--)
+			*o++ = hex[(f->args_hash >> (4 * i)) & 15];
+		*o = '\0';
+	}
+	return f->args;
 }
 
 void
@@ -59,6 +104,8 @@ mate_ev_call_tensor(const mate_call *c, int flags, const mate_tensor *tensor)
 	if (tensor == NULL || t == NULL || (f = find(t, c, &depth)) == NULL || f->id == 0 ||
 	    role == MATE_DEFAULT)
 		return;
+	if (role != MATE_RESULT && !f->recv_sent)
+		add_shape(f, tensor);
 	n = mate_tensor_nbytes(tensor);
 	if (n <= 0)
 		return;
@@ -74,7 +121,7 @@ send_recv(struct mate_ev_frame *f, int depth)
 	if (f->recv_sent)
 		return;
 	f->recv_sent = 1;
-	mate_ev_call(MATE_EV_RECV, f->id, f->name, depth, f->in_bytes, 1, NULL);
+	mate_ev_call(MATE_EV_RECV, f->id, f->name, depth, f->in_bytes, 1, NULL, args_text(f));
 }
 
 void
@@ -110,10 +157,10 @@ mate_ev_call_end_slow(const mate_call *c, int ok, const char *error)
 		error = "failed";
 	if (f->recv_sent)
 		mate_ev_call(MATE_EV_SEND, f->id, f->name, depth, f->out_bytes, ok,
-		    ok ? NULL : error);
+		    ok ? NULL : error, NULL);
 	else   /* never ready: RECV and SEND go together, one clock reading */
 		mate_ev_call_pair(f->id, f->name, depth, f->in_bytes, f->out_bytes, ok,
-		    ok ? NULL : error);
+		    ok ? NULL : error, args_text(f));
 	t->depth = depth;   /* calls left open inside it end with it */
 }
 

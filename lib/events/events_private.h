@@ -31,7 +31,11 @@ extern int mate_ev_wanted_ MATE_HIDDEN;
  * strings (truncated to the sizes below). */
 #define MATE_EV_SOURCE_MAX 48   /* source id (client thread or worker) */
 #define MATE_EV_COMMAND_MAX 48
-#define MATE_EV_DETAILS_MAX 160
+#define MATE_EV_DETAILS_MAX 256
+/* A call's argument shapes in its RECV ("args=F32:4x64;F32:64"): longer lists keep
+ * what fits and end in "~" and the FNV-1a 32 of the whole, so that equal texts are
+ * equal lists. */
+#define MATE_EV_ARGS_MAX 72
 
 enum mate_ev_type {
 	MATE_EV_CONNECT,
@@ -72,6 +76,9 @@ struct mate_ev_frame {
 	int64_t in_bytes, out_bytes;
 	int recv_sent;
 	char name[MATE_EV_COMMAND_MAX];
+	uint32_t args_hash;        /* of every piece, also those cut */
+	uint8_t args_len, args_cut;
+	char args[MATE_EV_ARGS_MAX];
 };
 
 struct mate_ev_thread {
@@ -116,15 +123,16 @@ mate_ev_drop_call(struct mate_ev_thread *t)
 }
 
 /* A call entered or returned: RECV/SEND from the calling thread, details
- * "call=N op=NAME depth=D" (+ " success=True|False" on SEND, + " error=..."). */
+ * "call=N op=NAME depth=D" (+ " args=SHAPES" on RECV when args is not empty,
+ * + " success=True|False" on SEND, + " error=..."). */
 void mate_ev_call(int type, uint64_t call, const char *op, int depth, int64_t bytes,
-    int ok, const char *error) MATE_HIDDEN;
+    int ok, const char *error, const char *args) MATE_HIDDEN;
 
 /* A call that ended before it was ready: its RECV (in_bytes) and SEND
  * (out_bytes), as two mate_ev_call()s would send them, stamped with one
  * reading of the clock. */
 void mate_ev_call_pair(uint64_t call, const char *op, int depth, int64_t in_bytes,
-    int64_t out_bytes, int ok, const char *error) MATE_HIDDEN;
+    int64_t out_bytes, int ok, const char *error, const char *args) MATE_HIDDEN;
 
 /* Work of a call on a worker: WORKER_SEND/WORKER_RECV with details
  * "call=N id=M op=NAME worker=W" (+ " success=True|False" on RECV). */
@@ -272,6 +280,17 @@ mate_put_key_i64(char *o, const char *end, const char *key, int64_t v)
 	return mate_put_i64(mate_put_str(o, end, key), end, v);
 }
 
+/* ---- the rank (rank.c) ----------------------------------------------------------------
+ * A process's place in a distributed job, from its launcher's variables: torchrun's
+ * RANK, WORLD_SIZE and LOCAL_RANK, else Open MPI's OMPI_COMM_WORLD_*, else PMI_RANK,
+ * PMI_SIZE and MPI_LOCALRANKID, else srun's SLURM_PROCID, SLURM_NTASKS and SLURM_LOCALID.
+ * rank and local are -1, world 0, where unknown; a bad value is warned and gives no rank. */
+#define MATE_EV_RANK_MAX (1 << 24)
+struct mate_ev_rank {
+	int rank, world, local;
+};
+void mate_ev_rank_from_env(struct mate_ev_rank *r) MATE_HIDDEN;
+
 /* ---- the publisher (monitor.c) ------------------------------------------------
  * Owned by the events thread: every function but mate_mon_parse_spec() is
  * called from that thread only. */
@@ -283,9 +302,11 @@ struct mate_mon;
  * @return 0, or -1 when spec is not understood. */
 int mate_mon_parse_spec(const char *spec, char *tcp, size_t cap) MATE_HIDDEN;
 /* Binds the publisher (ipc endpoint in the runtime directory, tcp when
- * given). start_real is the session's start, seconds since the epoch.
+ * given). start_real is the session's start, seconds since the epoch; a known rank
+ * goes in every frame ("rank", "world") and in the .info file.
  * @return the publisher, or NULL (warned once). */
-struct mate_mon *mate_mon_start(const char *tcp, double start_real) MATE_HIDDEN;
+struct mate_mon *mate_mon_start(const char *tcp, double start_real,
+    const struct mate_ev_rank *rank) MATE_HIDDEN;
 /* Reads subscription changes: @return 1 while at least one subscriber is
  * attached. Waits up to timeout_ms for a change or for wake_fd (-1: none)
  * to become readable (0: no wait). */

@@ -31,7 +31,9 @@ struct mate_mon {
 	char program[64];
 	char session[17];           /* random, per publisher: in every frame and the .info file */
 	char mid[128];              /* ,"session":"X","pid":N,"start":S,"dropped": (every frame's) */
-	char tail[16 + 6 * 64];     /* ,"program":"..."}, room for a name of control characters */
+	char tail[64 + 6 * 64];     /* ,"rank":R,"world":W,"program":"..."}, room for a name of
+	                             * control characters */
+	int rank, world;            /* -1 and 0 where unknown */
 	size_t mid_len, tail_len;
 };
 
@@ -185,6 +187,9 @@ write_info(struct mate_mon *m, const char *tcp_bound)
 	    "pid=%ld\nstart_ticks=%llu\nstart=%.6f\nsession=%s\nprogram=%s\nendpoint=ipc://%s\n",
 	    m->pid, (unsigned long long)mate_proc_start_ticks((pid_t)m->pid), m->start_real,
 	    m->session, m->program, m->ipc_path);
+	if (m->rank >= 0 && n > 0 && (size_t)n < sizeof(text))
+		n += snprintf(text + n, sizeof(text) - (size_t)n, "rank=%d\nworld=%d\n", m->rank,
+		    m->world);
 	if (tcp_bound[0] != '\0' && n > 0 && (size_t)n < sizeof(text))
 		n += snprintf(text + n, sizeof(text) - (size_t)n, "endpoint=%s\n", tcp_bound);
 	snprintf(tmp, sizeof(tmp), "%s.tmp", m->info_path);
@@ -251,7 +256,7 @@ new_session(char *out, size_t cap)
 }
 
 struct mate_mon *
-mate_mon_start(const char *tcp, double start_real)
+mate_mon_start(const char *tcp, double start_real, const struct mate_ev_rank *rank)
 {
 	extern char *program_invocation_short_name;
 	struct mate_mon *m = calloc(1, sizeof(*m));
@@ -263,6 +268,8 @@ mate_mon_start(const char *tcp, double start_real)
 		return NULL;
 	m->pid = (long)getpid();
 	m->start_real = start_real;
+	m->rank = rank->rank;
+	m->world = rank->world;
 	snprintf(m->program, sizeof(m->program), "%s", program_invocation_short_name);
 	mate_clean_name(m->program);
 	new_session(m->session, sizeof(m->session));
@@ -271,6 +278,10 @@ mate_mon_start(const char *tcp, double start_real)
 	    m->start_real);
 	{
 		char *o = m->tail, *end = m->tail + sizeof(m->tail) - 2;
+		if (m->rank >= 0) {
+			o = mate_put_key_i64(o, end, ",\"rank\":", m->rank);
+			o = mate_put_key_i64(o, end, ",\"world\":", m->world);
+		}
 		o = json_str(o, end, ",\"program\":", m->program);
 		*o++ = '}';
 		m->tail_len = (size_t)(o - m->tail);
@@ -366,7 +377,7 @@ void
 mate_mon_send(struct mate_mon *m, const struct mate_ev_rec *r, int last)
 {
 	/* every field is bounded (struct mate_ev_rec, mid, tail): even escaped
-	 * (6 bytes a character), all fits: 6 * 280 + 128 + 400 + 200 < 4088 */
+	 * (6 bytes a character), all fits: 6 * 280 + 128 + 448 + 200 < 4088 */
 	char frame[4096], *o = frame, *end = frame + sizeof(frame) - 8;
 	uint64_t ns = r->t_ns % 1000000000u;
 

@@ -32,6 +32,7 @@ struct pub {
 	uint64_t events, dropped, lost, first_seq, last_seq;
 	int ended;
 	int connected;
+	int rank, world;            /* from its first frame: rank -1 (world 0) for none */
 };
 
 /* One held event: its fields packed in one allocation. */
@@ -182,6 +183,7 @@ pub_add(mate_monitor *m, long pid, double start, const char *endpoint)
 		return NULL;
 	p->pid = pid;
 	p->start = start;
+	p->rank = -1;
 	m->npubs++;
 	return p;
 }
@@ -524,17 +526,18 @@ account(struct pub *p, uint64_t seq, uint64_t dropped)
 /* ---- one frame: a flat JSON object of strings and numbers ---------------------- */
 
 enum { F_EVENT, F_CLIENT, F_COMMAND, F_DETAILS, F_PROGRAM, F_SESSION, F_NSTR };
-enum { N_SEQ, N_TIMESTAMP, N_SIZE, N_PID, N_START, N_DROPPED, F_NNUM };
+enum { N_SEQ, N_TIMESTAMP, N_SIZE, N_PID, N_START, N_DROPPED, N_RANK, N_WORLD, F_NNUM };
 
 struct frame {
 	const char *s[F_NSTR];      /* unescaped, in the frame's scratch copy */
 	double n[F_NNUM];
-	int has_seq, has_event;
+	int has_seq, has_event, has_rank;
 };
 
 static const char *const str_keys[F_NSTR] = { "event", "client", "command", "details", "program",
 	"session" };
-static const char *const num_keys[F_NNUM] = { "seq", "timestamp", "size_bytes", "pid", "start", "dropped" };
+static const char *const num_keys[F_NNUM] = { "seq", "timestamp", "size_bytes", "pid", "start", "dropped",
+	"rank", "world" };
 
 static const double ten_to[16] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9,
 	1e10, 1e11, 1e12, 1e13, 1e14, 1e15 };
@@ -677,6 +680,8 @@ parse_frame(const char *buf, size_t len, char *scratch, struct frame *f)
 				f->n[i] = v;
 				if (i == N_SEQ)
 					f->has_seq = 1;
+				if (i == N_RANK)
+					f->has_rank = 1;
 			}
 		}
 		p = skip_ws(p, end);
@@ -758,6 +763,13 @@ take_frame(mate_monitor *m, const char *buf, size_t len, mate_error *err)
 		snprintf(p->session, sizeof(p->session), "%s", sess);
 	else if (strcmp(p->session, sess) != 0)
 		return MATE_OK;   /* another publisher speaking for this one: skipped */
+	/* its first frame's rank stays its rank: a later frame cannot move it */
+	if (p->events == 0 && fr.has_rank && fr.n[N_RANK] >= 0 && fr.n[N_RANK] < (1 << 24) &&
+	    fr.n[N_RANK] == (double)(int)fr.n[N_RANK]) {
+		p->rank = (int)fr.n[N_RANK];
+		p->world = fr.n[N_WORLD] > fr.n[N_RANK] && fr.n[N_WORLD] <= (1 << 24) ?
+		    (int)fr.n[N_WORLD] : 0;
+	}
 	if (p->program[0] == '\0' && fr.s[F_PROGRAM] != NULL) {
 		snprintf(p->program, sizeof(p->program), "%s", fr.s[F_PROGRAM]);
 		mate_clean_name(p->program);
@@ -906,6 +918,8 @@ mate_monitor_publisher(const mate_monitor *m, int i, mate_publisher_info *info)
 	info->first_seq = p->first_seq;
 	info->last_seq = p->last_seq;
 	info->ended = p->ended;
+	info->rank = p->rank;
+	info->world = p->world;
 	return 0;
 }
 

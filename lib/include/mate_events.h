@@ -154,7 +154,7 @@ MATE_API void mate_ilog_free(mate_ilog *r);
  * socket, one JSON frame per event with GT's keys (seq, timestamp, event,
  * client, command, details, size_bytes) and mate's (pid, start: its start in
  * seconds since the epoch, dropped: frames it could not send so far,
- * program). Locally it binds ipc://DIR/PID.ipc and describes it in
+ * program; rank and world where its launcher set them). Locally it binds ipc://DIR/PID.ipc and describes it in
  * DIR/PID.info, DIR being the runtime directory (MATE_MONITOR_DIR, else
  * $XDG_RUNTIME_DIR/mate, else /tmp/mate-UID). A monitor subscribes to
  * publishers and returns their events merged in time order: events are held
@@ -183,6 +183,10 @@ typedef struct mate_publisher_info {
 	uint64_t lost;       /* sequence gaps its drop count does not explain */
 	uint64_t first_seq, last_seq;
 	int ended;           /* it said DISCONNECT, or its endpoint went away */
+	int rank;            /* its rank in a distributed job (from its launcher's
+	                      * variables: RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,
+	                      * SLURM_PROCID), as its first frame said; -1 for none */
+	int world;           /* the job's size as it said, 0 where not said */
 } mate_publisher_info;
 
 /*! mate_monitor_new() : an empty monitor. @return NULL with err set on failure. */

@@ -17,13 +17,13 @@ wait_until [ -e "$tmp/rt/$demo.info" ]
 MATE_MONITOR_DIR=$tmp/rt "$b/src/top/mate-top" -b -d 0.5 --pid $demo >"$tmp/top" 2>&1
 wait $demo
 # each client thread's RECV lines (depth 0) name it, one name per thread id
-sed -n 's/^.* | RECV  *| CLIENT \([0-9]*\) .* depth=0 thread=\([^ ]*\)$/\1 \2/p' "$tmp/named.log" |
+sed -n 's/^.* | RECV  *| CLIENT \([0-9]*\) .* depth=0 thread=\([^ ]*\)\( args=[^ ]*\)\{0,1\}$/\1 \2/p' "$tmp/named.log" |
 	sort -u >"$tmp/pairs"
 check [ "$(awk '{ print $2 }' "$tmp/pairs" | sort -u | tr '\n' ' ')" = "client-0 client-1 client-2 client-3 " ] ||
 	fail "the four names: $(cat "$tmp/pairs")"
 check [ "$(awk '{ print $1 }' "$tmp/pairs" | uniq -d)" = "" ] && [ "$(wc -l <"$tmp/pairs")" -eq 4 ] ||
 	fail "one name per thread: $(cat "$tmp/pairs")"
-check [ "$(grep -c ' | RECV .* depth=0$' "$tmp/named.log")" -eq 0 ] || fail "a client call without its thread's name"
+check [ "$(grep -c ' | RECV .* depth=0\( args=[^ ]*\)\{0,1\}$' "$tmp/named.log")" -eq 0 ] || fail "a client call without its thread's name"
 # the timeline's lanes: "client NAME (TID)"
 "$b/mate-visualize" -v -o "$tmp/t.png" "$tmp/named.log" 2>"$tmp/vis" || fail "mate-visualize: $(cat "$tmp/vis")"
 while read -r tid name; do
