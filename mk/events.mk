@@ -8,6 +8,8 @@ libmate_impl_la_SOURCES += \
 	lib/events/rank.c
 libmate_impl_la_LIBADD += $(ZMQ_LIBS)
 libmate_impl_la_SOURCES += lib/events/subscribe.c lib/events/activity.c
+## the rank out of step (mate-trace --desync)
+libmate_impl_la_SOURCES += lib/events/desync.c
 ## instruction logs (read and written by every tool)
 libmate_impl_la_SOURCES += lib/include/mate_events.h lib/events/ilog.c
 
@@ -102,3 +104,12 @@ tests_test_activity_LDADD = libmate.la -lm
 ## The stream and files read by the Python peers' own code: pyzmq subscribes to the
 ## demo's endpoint, pandas loads the memory CSV and an instruction log.
 SCRIPT_TESTS += tests/interop/test_peers_zmq_pandas.py
+
+## mate-trace --desync names the rank out of step: 8 ranks of tests/rank-prog (a made-up
+## data-parallel job recorded through libmate, ranks from torchrun's variables), live and
+## from their instruction logs; the rank in the events (issue 38).
+check_PROGRAMS += tests/rank-prog
+tests_rank_prog_SOURCES = tests/fakes/rank-prog.c
+tests_rank_prog_CPPFLAGS = $(MATE_LIB_CPPFLAGS)
+tests_rank_prog_LDADD = libmate.la
+SCRIPT_TESTS += tests/cli/test_trace_desync.sh

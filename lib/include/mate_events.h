@@ -297,6 +297,70 @@ MATE_API int mate_activity_process(const mate_activity *a, int i, mate_process_r
 /*! mate_activity_free() : frees a (NULL ok). */
 MATE_API void mate_activity_free(mate_activity *a);
 
+/* ---- Ranks out of step (mate-trace --desync) ---------------------------------
+ * Matches the sequences of outermost calls of the ranks of a distributed job:
+ * each call is its function and its argument shapes (the "args=" of its RECV).
+ * A function is compared among the ranks that make it (its group: every rank
+ * for a collective; a function only one rank makes is that rank's own and not
+ * compared). Within a group the ranks' calls must agree in order: at the first
+ * call where they do not, the ranks that differ from the most common call are
+ * out of step (with no majority, the verdict says so and is not certain). A
+ * rank that made no call for 10 times the others' median gap between calls,
+ * and at least 2 s, while most others went past it (more compared calls, made
+ * since), has stalled. Each rank keeps
+ * its first 4,194,304 calls for comparing. */
+typedef struct mate_desync mate_desync;
+
+enum mate_desync_kind {
+	MATE_DESYNC_CALL = 1,   /* a different call where the group's others agree */
+	MATE_DESYNC_ENDED,      /* it ended (its log, or it exited) before a call the others made */
+	MATE_DESYNC_STALL       /* no call for long */
+};
+
+typedef struct mate_desync_verdict {
+	int kind;               /* enum mate_desync_kind */
+	int rank;               /* the rank out of step (the first, where several are) */
+	int certain;            /* 0: no majority tells which side is out of step */
+	uint64_t call;          /* its call there (1: its first outermost call); 0 for ENDED */
+	uint64_t others_call;   /* the others' (the lowest, where theirs differ) */
+	double idle, median_gap;/* STALL: seconds */
+	const char *text;       /* one line ("rank 3 is at call 12 mm(F32[16,32]) while ranks
+	                         * 0-2,4-7 are at call 12 all_reduce(F32[4096])"), borrowed
+	                         * until the next call on the analyser */
+} mate_desync_verdict;
+
+/*! mate_desync_new() : an empty analyser. @return NULL when out of memory. */
+MATE_API mate_desync *mate_desync_new(void);
+/*! mate_desync_rank() : process pid is rank (0..4095). @return MATE_OK, or
+ * MATE_ERR_ARGUMENT (err says why) for a rank out of range or one another
+ * pid claimed before: that rank is compared no more. */
+MATE_API int mate_desync_rank(mate_desync *d, int rank, long pid, mate_error *err);
+/*! mate_desync_call() : rank made an outermost call of function with
+ * argument shapes args ("" or NULL for none) at time t (seconds, on one
+ * clock for all ranks: used for stalls alone). */
+MATE_API int mate_desync_call(mate_desync *d, int rank, double t, const char *function,
+    const char *args, mate_error *err);
+/*! mate_desync_event() : takes one event of an instruction log or the live
+ * stream: a CONNECT's rank= (or rank, when >= 0: the publisher's) names
+ * the rank of process pid (-1: the event's pid= detail), an outermost RECV
+ * (depth=0) is a call (command and args=), a DISCONNECT ends the rank.
+ * Events of a process with no rank are counted (mate_desync_unranked()).
+ * @return MATE_OK, or what mate_desync_rank() and mate_desync_call() return. */
+MATE_API int mate_desync_event(mate_desync *d, const mate_event *ev, long pid, int rank,
+    mate_error *err);
+/*! mate_desync_unranked() : outermost calls taken from processes with no rank. */
+MATE_API uint64_t mate_desync_unranked(const mate_desync *d);
+/*! mate_desync_end() : rank ended (exited, or its log ended). */
+MATE_API void mate_desync_end(mate_desync *d, int rank);
+/*! mate_desync_check() : looks for a rank out of step, each reported once.
+ * now: the time on the calls' clock (0: no stall check); final: every rank
+ * has made all its calls (the end of the logs), so a rank that ended short
+ * of the others' calls is out of step too. @return 1 with *v filled (call
+ * again for more), 0 when none, or a negative mate_status. */
+MATE_API int mate_desync_check(mate_desync *d, double now, int final, mate_desync_verdict *v);
+/*! mate_desync_free() : frees d (NULL ok). */
+MATE_API void mate_desync_free(mate_desync *d);
+
 #ifdef __cplusplus
 }
 #endif

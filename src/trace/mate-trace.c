@@ -22,6 +22,9 @@ struct options {
 	const char *dir, *out;
 	struct mate_fe_follow follow;
 	int quiet;
+	int desync;
+	char **logs;          /* --desync's instruction logs */
+	int nlogs;
 };
 
 static void
@@ -37,6 +40,9 @@ usage(void)
 	    "                       when that name is taken; default: .)\n"
 	    "  -o, --output FILE    write FILE instead ('-': standard output)\n"
 	    "  -q, --quiet          no summary on standard error\n"
+	    "      --desync [LOG...]  name the rank out of step: match the ranks' calls, live\n"
+	    "                       (until every process followed ends; -s to stop sooner) or\n"
+	    "                       in instruction logs; prints nothing when they agree\n"
 	    "  -h, --help           this help\n"
 	    "  -V, --version        the version\n", mate_fe_progname());
 }
@@ -44,7 +50,7 @@ usage(void)
 static void
 parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_DIR = 256 };
+	enum { OPT_DIR = 256, OPT_DESYNC };
 	static const struct option longopts[] = {
 		{ "seconds", required_argument, NULL, 's' },
 		{ "max-events", required_argument, NULL, 'n' },
@@ -52,9 +58,10 @@ parse_options(int argc, char **argv, struct options *o)
 		{ "dir", required_argument, NULL, OPT_DIR },
 		{ "output", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "desync", no_argument, NULL, OPT_DESYNC },
 		MATE_FE_LONGOPTS_END
 	};
-	int c;
+	int c, seconds_set = 0;
 
 	memset(o, 0, sizeof(*o));
 	o->seconds = 5;
@@ -65,6 +72,7 @@ parse_options(int argc, char **argv, struct options *o)
 			o->seconds = mate_fe_parse_double("--seconds", optarg);
 			if (o->seconds < 0)
 				mate_fe_usage_error("bad value for --seconds: '%s' (want >= 0)", optarg);
+			seconds_set = 1;
 			break;
 		case 'n':
 			o->max_events = mate_fe_parse_count("--max-events", optarg);
@@ -72,12 +80,23 @@ parse_options(int argc, char **argv, struct options *o)
 		case OPT_DIR: o->dir = optarg; break;
 		case 'o': o->out = optarg; break;
 		case 'q': o->quiet = 1; break;
+		case OPT_DESYNC: o->desync = 1; break;
 		case MATE_FE_OPT_PID:
 		case MATE_FE_OPT_ENDPOINT: mate_fe_follow_option(&o->follow, c, optarg); break;
 		}
 	}
-	if (optind < argc)
+	if (optind < argc && !o->desync)
 		mate_fe_usage_error("unexpected argument '%s'", argv[optind]);
+	o->logs = argv + optind;
+	o->nlogs = argc - optind;
+	if (o->desync && (o->dir != NULL || o->out != NULL || o->max_events >= 0))
+		mate_fe_usage_error("--desync writes no log: no --dir, --output or --max-events");
+	if (o->desync && o->nlogs > 0 && (o->follow.npids > 0 || o->follow.nendpoints > 0 ||
+	    seconds_set))
+		mate_fe_usage_error("--desync with logs follows no process: no --pid, --endpoint or "
+		    "--seconds");
+	if (o->desync && !seconds_set)
+		o->seconds = 0;
 	if (o->dir != NULL && o->out != NULL)
 		mate_fe_usage_error("--dir and --output exclude each other");
 }
@@ -214,8 +233,10 @@ write_event(struct writer *w, const mate_monitor *m, const mate_live_event *le)
 	if (mate_monitor_publishers(m) > 1) {
 		mate_publisher_info pi;
 		mate_monitor_publisher(m, le->publisher, &pi);
-		snprintf(details, sizeof(details), "%s%spid=%ld", ev.details,
+		int k = snprintf(details, sizeof(details), "%s%spid=%ld", ev.details,
 		    ev.details[0] != '\0' ? " " : "", pi.pid);
+		if (pi.rank >= 0 && k > 0 && (size_t)k < sizeof(details))
+			snprintf(details + k, sizeof(details) - (size_t)k, " rank=%d", pi.rank);
 		ev.details = details;
 	}
 	n = mate_ilog_format(w->line, w->cap, &ev);
@@ -293,6 +314,154 @@ capture(mate_monitor *m, const struct options *o, struct writer *w)
 		write_event(w, m, &le);
 }
 
+/* ---- --desync ---------------------------------------------------------------------- */
+
+/* Prints every new verdict: @return how many. */
+static int
+report(mate_desync *d, double now, int final)
+{
+	mate_desync_verdict v;
+	int n = 0, rc;
+
+	while ((rc = mate_desync_check(d, now, final, &v)) == 1) {
+		printf("%s\n", v.text);
+		n++;
+	}
+	if (rc < 0)
+		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
+	fflush(stdout);
+	return n;
+}
+
+static void
+take(mate_desync *d, const mate_event *ev, long pid, int rank, const char *where)
+{
+	mate_error err;
+	int rc = mate_desync_event(d, ev, pid, rank, &err);
+
+	if (rc == MATE_ERR_NOMEM)
+		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
+	if (rc != MATE_OK)
+		mate_fe_warnx("%s: %s", where, err.message);
+}
+
+static void
+unranked_note(const mate_desync *d)
+{
+	uint64_t n = mate_desync_unranked(d);
+
+	if (n > 0)
+		mate_fe_warnx("%llu call%s of processes with no rank (no RANK, OMPI_COMM_WORLD_RANK, "
+		    "PMI_RANK or SLURM_PROCID in their environment) not compared",
+		    (unsigned long long)n, mate_fe_s(n));
+}
+
+/* The ranks' instruction logs (one per process, or mate-trace captures). */
+static int
+desync_logs(const struct options *o)
+{
+	mate_desync *d = mate_desync_new();
+	int found, bad = 0;
+
+	if (d == NULL)
+		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
+	for (int i = 0; i < o->nlogs; i++) {
+		mate_error err;
+		mate_ilog *r = mate_ilog_open(o->logs[i], &err);
+		mate_event ev;
+		long file_pid = -1;
+		int rc;
+		if (r == NULL) {
+			mate_fe_warnx("%s", err.message);
+			bad = 1;
+			continue;
+		}
+		while ((rc = mate_ilog_next(r, &ev, &err)) > 0) {
+			char pid[24], where[4096 + 32];
+			long p = -1;
+			if (mate_ilog_detail(ev.details, "pid", pid, sizeof(pid)) > 0)
+				p = strtol(pid, NULL, 10);
+			if (p >= 0 && file_pid < 0 && strcmp(ev.event, "CONNECT") == 0)
+				file_pid = p;   /* a process's own log: its RECV lines say no pid */
+			snprintf(where, sizeof(where), "%s:%llu", mate_ilog_name(r),
+			    (unsigned long long)ev.line);
+			take(d, &ev, p >= 0 ? p : file_pid, -1, where);
+		}
+		if (rc < 0) {
+			mate_fe_warnx("%s", err.message);
+			bad = 1;
+		}
+		mate_ilog_free(r);
+	}
+	unranked_note(d);
+	found = report(d, 0, 1);
+	mate_desync_free(d);
+	return bad ? MATE_EXIT_USAGE : found > 0 ? MATE_EXIT_FAIL : MATE_EXIT_OK;
+}
+
+/* Seconds on the live events' base now (what the newest events can say). */
+static double
+live_now(const mate_monitor *m)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9 - mate_monitor_base(m) - mate_monitor_lag(m);
+}
+
+static int
+desync_live(const struct options *o)
+{
+	mate_monitor *m = mate_fe_follow_open(&o->follow, 1);
+	mate_desync *d = mate_desync_new();
+	double t0 = mate_mono_seconds(), end = o->seconds > 0 ? t0 + o->seconds : 1e300;
+	double next_check = t0;
+	mate_live_event le;
+	mate_publisher_info pi;
+	mate_error err;
+	int rc, found = 0, told = 0, all_ended = 0;
+
+	if (d == NULL)
+		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
+	mate_fe_catch_interrupts();
+	while (!mate_fe_interrupted) {
+		double now = mate_mono_seconds();
+		if (now >= end || (all_ended = mate_fe_follow_all_ended(m, &o->follow)))
+			break;
+		if (now >= next_check) {
+			next_check = now + 0.25;
+			if (mate_fe_follow_pids_gone(m, &o->follow, now - t0, &told)) {
+				mate_fe_warnx("%s ended without publishing events",
+				    o->follow.npids == 1 ? "the process" : "every process");
+				break;
+			}
+			if (mate_monitor_base(m) > 0)
+				found += report(d, live_now(m), 0);
+		}
+		rc = mate_monitor_next(m, &le, 200, &err);
+		if (rc < 0)
+			mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
+		if (rc > 0 && mate_monitor_publisher(m, le.publisher, &pi) == 0) {
+			char where[64];
+			snprintf(where, sizeof(where), "pid %ld", pi.pid);
+			take(d, &le.ev, pi.pid, pi.rank, where);
+		}
+	}
+	mate_monitor_flush(m);
+	while (mate_monitor_next(m, &le, 0, &err) > 0)
+		if (mate_monitor_publisher(m, le.publisher, &pi) == 0)
+			take(d, &le.ev, pi.pid, pi.rank, "late event");
+	for (int i = 0; mate_monitor_publisher(m, i, &pi) == 0; i++)
+		if (pi.ended && pi.rank >= 0)
+			mate_desync_end(d, pi.rank);
+	unranked_note(d);
+	/* the whole of every rank only when every process followed ended */
+	found += report(d, 0, all_ended);
+	mate_desync_free(d);
+	mate_monitor_free(m);
+	return found > 0 ? MATE_EXIT_FAIL : MATE_EXIT_OK;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -307,6 +476,11 @@ main(int argc, char **argv)
 
 	mate_fe_set_progname(argv[0]);
 	parse_options(argc, argv, &o);
+	if (o.desync) {
+		int rc = o.nlogs > 0 ? desync_logs(&o) : desync_live(&o);
+		mate_fe_follow_free(&o.follow);
+		return rc;
+	}
 	m = mate_fe_follow_open(&o.follow, 1);
 	mate_fe_catch_interrupts();
 	w.f = open_output(&o, now, path, sizeof(path), &created);

@@ -1,0 +1,94 @@
+/* rank-prog.c: one rank of a made-up data-parallel job, for tests/cli/test_trace_desync.sh: it
+ * records its calls through libmate as a library using mate would (its rank comes from the
+ * launcher's variables, as mate reads them). Each step calls mm(a, b) then all_reduce(grad),
+ * and rank 0 alone calls log_metrics(loss) every third step.
+ *
+ *   rank-prog STEPS [skip=R:S] [shape=R:S] [stall=R:S:FILE] [hold=FILE]
+ *
+ * skip=R:S: rank R leaves out step S's all_reduce; shape=R:S: rank R's all_reduce of step S
+ * takes 2048 elements, not 4096; stall=R:S:FILE: rank R stops before step S until FILE
+ * exists, and the others make steps (past STEPS) until then; hold=FILE: every rank waits
+ * for FILE before it exits (its last call made). Exit 0. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mate_record.h>
+
+static float a[16 * 32], b[32 * 8], grad[4096], loss[1];
+
+static void
+call(const char *name, int ntensors, const int64_t (*shapes)[2], const int *ndims,
+    float *const *data)
+{
+	mate_call *c = mate_call_begin(name, "rankprog", NULL);
+
+	for (int i = 0; i < ntensors; i++) {
+		mate_tensor t;
+		mate_tensor_init(&t, MATE_F32, ndims[i], shapes[i], NULL, data[i]);
+		mate_call_tensor(c, MATE_ARG, NULL, &t);
+	}
+	mate_call_ready(c);
+	mate_call_end(c);
+}
+
+/* "R:S" (and ":FILE") after a prefix: @return 1 when arg is one. */
+static int
+spec(const char *arg, const char *prefix, int *r, int *s, const char **file)
+{
+	size_t n = strlen(prefix);
+	int used = 0;
+
+	if (strncmp(arg, prefix, n) != 0 || sscanf(arg + n, "%d:%d%n", r, s, &used) != 2)
+		return 0;
+	if (file != NULL)
+		*file = arg[n + (size_t)used] == ':' ? arg + n + used + 1 : NULL;
+	return 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *rk = getenv("RANK"), *stall_file = NULL, *hold = NULL;
+	int rank = rk != NULL ? atoi(rk) : -1, steps = argc > 1 ? atoi(argv[1]) : 10;
+	int skip_r = -1, skip_s = -1, shape_r = -1, shape_s = -1, stall_r = -1, stall_s = -1;
+
+	for (int i = 2; i < argc; i++)
+		if (!spec(argv[i], "skip=", &skip_r, &skip_s, NULL) &&
+		    !spec(argv[i], "shape=", &shape_r, &shape_s, NULL) &&
+		    !spec(argv[i], "stall=", &stall_r, &stall_s, &stall_file)) {
+			if (strncmp(argv[i], "hold=", 5) == 0) {
+				hold = argv[i] + 5;
+				continue;
+			}
+			fprintf(stderr, "rank-prog: bad argument '%s'\n", argv[i]);
+			return 2;
+		}
+	for (int step = 0; step < steps || (stall_file != NULL && access(stall_file, F_OK) != 0);
+	    step++) {
+		const int64_t mm_shapes[2][2] = { { 16, 32 }, { 32, 8 } };
+		const int mm_ndims[2] = { 2, 2 };
+		float *mm_data[2] = { a, b };
+		int64_t ar_shape[1][2] = { { rank == shape_r && step == shape_s ? 2048 : 4096, 0 } };
+		const int one[1] = { 1 };
+		float *ar_data[1] = { grad }, *loss_data[1] = { loss };
+		const int64_t loss_shape[1][2] = { { 1, 0 } };
+
+		if (rank == stall_r && step == stall_s) {
+			while (stall_file != NULL && access(stall_file, F_OK) != 0)
+				usleep(10000);
+			break;
+		}
+		if (step >= steps)
+			usleep(10000);   /* waiting for a stalled rank: a step every 10 ms */
+		call("mm", 2, mm_shapes, mm_ndims, mm_data);
+		if (!(rank == skip_r && step == skip_s))
+			call("all_reduce", 1, (const int64_t (*)[2])ar_shape, one, ar_data);
+		if (rank == 0 && step % 3 == 0)
+			call("log_metrics", 1, loss_shape, one, loss_data);
+	}
+	while (hold != NULL && access(hold, F_OK) != 0)
+		usleep(10000);
+	return 0;
+}
