@@ -113,3 +113,7 @@ tests_rank_prog_SOURCES = tests/fakes/rank-prog.c
 tests_rank_prog_CPPFLAGS = $(MATE_LIB_CPPFLAGS)
 tests_rank_prog_LDADD = libmate.la
 SCRIPT_TESTS += tests/cli/test_trace_desync.sh
+FUZZ_TARGETS += fuzz/fuzz_desync
+fuzz_fuzz_desync_SOURCES = fuzz/fuzz_desync.c
+fuzz_fuzz_desync_LDADD = libmate_impl.la
+fuzz_fuzz_desync_LDFLAGS = $(FUZZER_LINK)

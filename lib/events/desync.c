@@ -10,6 +10,9 @@
 
 #define RANKS_MAX 4096
 #define CALLS_MAX (1u << 22)   /* compared per rank; later calls are counted, not kept */
+#define FNS_MAX 65536          /* distinct functions */
+#define SIGS_MAX (1u << 20)    /* distinct calls (function and shapes) */
+#define SIG_BYTES_MAX (64u << 20)  /* of their shapes' text */
 #define GAPS 64                /* the last gaps of a rank, for the median */
 #define STALL_MIN 2.0          /* seconds without a call, at least, for a stall */
 
@@ -49,7 +52,7 @@ struct mate_desync {
 	struct fn *fns;
 	size_t nfns, cap_fns;
 	struct sig *sigs;
-	size_t nsigs, cap_sigs;
+	size_t nsigs, cap_sigs, sig_bytes;
 	struct mate_map fn_map, sig_map;
 	struct mate_map pid_rank;  /* pid -> rank + 1, from CONNECT lines */
 	uint64_t unranked;         /* calls of processes with no rank */
@@ -174,6 +177,8 @@ fn_id(mate_desync *d, const char *name)
 		return -1;
 	if (found && strcmp(d->fns[*v].name, name) == 0)
 		return (long)*v;
+	if (d->nfns >= FNS_MAX)
+		return -2;
 	if (mate_array_grow(&d->fns, d->nfns, &d->cap_fns, sizeof(*d->fns), 16) != 0)
 		return -1;
 	f = &d->fns[d->nfns];
@@ -200,6 +205,9 @@ sig_id(mate_desync *d, uint32_t fn, const char *name, const char *args)
 		return -1;
 	if (found && d->sigs[*v].fn == fn && strcmp(d->sigs[*v].args, args) == 0)
 		return (long)*v;
+	if (d->nsigs >= SIGS_MAX || d->sig_bytes + strlen(args) + 1 > SIG_BYTES_MAX)
+		return -2;
+	d->sig_bytes += strlen(args) + 1;
 	if (mate_array_grow(&d->sigs, d->nsigs, &d->cap_sigs, sizeof(*d->sigs), 64) != 0)
 		return -1;
 	s = &d->sigs[d->nsigs];
@@ -216,7 +224,7 @@ mate_desync_call(mate_desync *d, int rank, double t, const char *function, const
     mate_error *err)
 {
 	struct rank *r;
-	long f, s;
+	long f, s = 0;
 	int rc;
 
 	if ((rc = mate_desync_rank(d, rank, rank < d->nranks && d->ranks[rank].used ?
@@ -224,8 +232,13 @@ mate_desync_call(mate_desync *d, int rank, double t, const char *function, const
 		return rc;
 	r = &d->ranks[rank];
 	if ((f = fn_id(d, function)) < 0 || (s = sig_id(d, (uint32_t)f, function,
-	    args != NULL ? args : "")) < 0)
+	    args != NULL ? args : "")) < 0) {
+		if (f == -2 || s == -2)
+			return mate_set_error(err, MATE_ERR_LIMIT, "over %d functions or %u distinct "
+			    "calls: rank %d's call of %.64s not compared", FNS_MAX, SIGS_MAX, rank,
+			    function);
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	}
 	if (r->made > 0) {
 		r->gaps[r->ngaps % GAPS] = t - r->last;
 		r->ngaps++;
@@ -431,6 +444,27 @@ compare_at(mate_desync *d, int g, const long *at, int final, mate_desync_verdict
 	return 1;
 }
 
+/* Whether every member present at its next call makes the same one (the common case,
+ * in one pass). */
+static int
+same(const mate_desync *d, int g, const long *at)
+{
+	const struct group *gr = &d->groups[g];
+	long first = -1;
+
+	for (int m = 0; m < gr->nmembers; m++) {
+		uint32_t sm;
+		if (at[m] < 0)
+			continue;
+		sm = d->ranks[gr->members[m]].calls[at[m]];
+		if (first < 0)
+			first = sm;
+		else if ((uint32_t)first != sm)
+			return 0;
+	}
+	return 1;
+}
+
 /* Walks group g from where it stopped. */
 static int
 walk(mate_desync *d, int g, int final, mate_desync_verdict *v)
@@ -452,7 +486,8 @@ walk(mate_desync *d, int g, int final, mate_desync_verdict *v)
 		}
 		if (!any)
 			break;
-		if ((rc = compare_at(d, g, at, final && !all, v)) != 0) {
+		if ((rc = same(d, g, at) ? 0 : compare_at(d, g, at, final && !all, v)) != 0 ||
+		    (all == 0 && final && (rc = compare_at(d, g, at, 1, v)) != 0)) {
 			gr->done = 1;
 			found = rc == 1;
 			break;

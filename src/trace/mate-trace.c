@@ -339,8 +339,12 @@ take(mate_desync *d, const mate_event *ev, long pid, int rank, const char *where
 	mate_error err;
 	int rc = mate_desync_event(d, ev, pid, rank, &err);
 
+	static int limit_told;
+
 	if (rc == MATE_ERR_NOMEM)
 		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
+	if (rc == MATE_ERR_LIMIT && limit_told++ > 0)
+		return;   /* said once */
 	if (rc != MATE_OK)
 		mate_fe_warnx("%s: %s", where, err.message);
 }
@@ -381,8 +385,9 @@ desync_logs(const struct options *o)
 			long p = -1;
 			if (mate_ilog_detail(ev.details, "pid", pid, sizeof(pid)) > 0)
 				p = strtol(pid, NULL, 10);
-			if (p >= 0 && file_pid < 0 && strcmp(ev.event, "CONNECT") == 0)
-				file_pid = p;   /* a process's own log: its RECV lines say no pid */
+			/* a process's own log (or logs concatenated): its RECV lines say no pid */
+			if (p >= 0 && strcmp(ev.event, "CONNECT") == 0)
+				file_pid = p;
 			snprintf(where, sizeof(where), "%s:%llu", mate_ilog_name(r),
 			    (unsigned long long)ev.line);
 			take(d, &ev, p >= 0 ? p : file_pid, -1, where);
