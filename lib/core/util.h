@@ -55,6 +55,15 @@ mate_mono_seconds(void)
 	return mate_clock_seconds(CLOCK_MONOTONIC);
 }
 
+/* qsort()'s comparison of doubles, ascending (NaNs where they fall). */
+static inline int
+mate_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /* ---- FNV-1a hashes -------------------------------------------------------------- */
 
 /* FNV-1a of n bytes from the offset basis h with prime. Kept to 32 bits at

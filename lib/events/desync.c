@@ -502,14 +502,6 @@ walk(mate_desync *d, int g, int final, mate_desync_verdict *v)
 	return found;
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Calls of rank r that its groups compare (a group of one's left out). */
 static size_t
 compared(const mate_desync *d, int r)
@@ -548,7 +540,7 @@ stalled(mate_desync *d, double now, mate_desync_verdict *v)
 		}
 		if (others == 0 || ng == 0 || 2 * went_on <= others)
 			continue;
-		qsort(gaps, (size_t)ng, sizeof(double), cmp_double);
+		qsort(gaps, (size_t)ng, sizeof(double), mate_cmp_double);
 		med = gaps[ng / 2];
 		if (idle < 10 * med)
 			continue;

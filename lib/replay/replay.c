@@ -1037,14 +1037,6 @@ mate_replay_get_bench(const mate_replay *r)
 	return r->bench_runs;
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Bytes of the tensors in v (nested at most 8 deep). */
 static int64_t
 tensor_bytes(const mate_value *v, int depth)
@@ -1083,7 +1075,7 @@ bench(mate_replay *r, const struct handler *h, mate_replay_call *c,
 			t[n++] = mate_mono_seconds() - t0;
 	}
 	if (n > 0) {
-		qsort(t, (size_t)n, sizeof(*t), cmp_double);
+		qsort(t, (size_t)n, sizeof(*t), mate_cmp_double);
 		res->bench_runs = n;
 		res->bench_min = t[0];
 		res->bench_max = t[n - 1];

@@ -279,6 +279,17 @@ summary(const mate_monitor *m, const struct writer *w, double secs, const char *
 	}
 }
 
+/* Whether every --pid has gone without publishing (said): nothing more can come. */
+static int
+pids_gone(const mate_monitor *m, const struct options *o, double waited, int *told)
+{
+	if (!mate_fe_follow_pids_gone(m, &o->follow, waited, told))
+		return 0;
+	mate_fe_warnx("%s ended without publishing events",
+	    o->follow.npids == 1 ? "the process" : "every process");
+	return 1;
+}
+
 static void
 capture(mate_monitor *m, const struct options *o, struct writer *w)
 {
@@ -295,11 +306,8 @@ capture(mate_monitor *m, const struct options *o, struct writer *w)
 		/* a few times a second, not once an event */
 		if (now >= next_check) {
 			next_check = now + 0.2;
-			if (mate_fe_follow_pids_gone(m, &o->follow, now - t0, &told)) {
-				mate_fe_warnx("%s ended without publishing events",
-				    o->follow.npids == 1 ? "the process" : "every process");
+			if (pids_gone(m, o, now - t0, &told))
 				break;
-			}
 		}
 		rc = mate_monitor_next(m, &le, (int)((end - now) * 1000 > 200 ? 200 : (end - now) * 1000), &err);
 		if (rc < 0)
@@ -435,11 +443,8 @@ desync_live(const struct options *o)
 			break;
 		if (now >= next_check) {
 			next_check = now + 0.25;
-			if (mate_fe_follow_pids_gone(m, &o->follow, now - t0, &told)) {
-				mate_fe_warnx("%s ended without publishing events",
-				    o->follow.npids == 1 ? "the process" : "every process");
+			if (pids_gone(m, o, now - t0, &told))
 				break;
-			}
 			if (mate_monitor_base(m) > 0)
 				found += report(d, live_now(m), 0);
 		}
