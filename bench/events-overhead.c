@@ -1,4 +1,4 @@
-/* events-overhead.c: level-1 calls per second with monitoring off, on without a subscriber, with one subscriber and with a stalled one; or a flood of events for capture benchmarks. */
+/* events-overhead.c: level-1 calls per second with monitoring off, on without a subscriber, with one subscriber and with a stalled one (--tensors: each call with two tensor arguments, whose shapes a RECV carries); or a flood of events for capture benchmarks. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,11 +16,22 @@ enum { OFF, NO_SUB, ONE_SUB, STALLED, OFF_AGAIN, MODES };
 static const char *const mode_name[MODES] = { "monitoring off", "no subscriber",
 	"one subscriber", "stalled subscriber", "off again (control)" };
 
+static int with_tensors;
+
 static void
 one_call(void)
 {
+	static float a[16 * 32], b[32 * 8];
 	mate_call *c = mate_call_begin("rmsnorm", "bench", NULL);
 
+	if (with_tensors) {
+		static const int64_t sa[2] = { 16, 32 }, sb[2] = { 32, 8 };
+		mate_tensor ta, tb;
+		mate_tensor_init(&ta, MATE_F32, 2, sa, NULL, a);
+		mate_tensor_init(&tb, MATE_F32, 2, sb, NULL, b);
+		mate_call_tensor(c, MATE_ARG, NULL, &ta);
+		mate_call_tensor(c, MATE_ARG, NULL, &tb);
+	}
 	mate_call_end(c);
 }
 
@@ -167,6 +178,10 @@ main(int argc, char **argv)
 	 * file reference counts on write()), which makes the level-1 log's
 	 * write() dearer: --single-threaded measures that host too.
 	 */
+	if (argc >= 2 && strcmp(argv[1], "--tensors") == 0) {
+		with_tensors = 1;
+		argc--, argv++;
+	}
 	if (argc >= 2 && strcmp(argv[1], "--single-threaded") == 0) {
 		single = 1;
 		argc--, argv++;
@@ -216,8 +231,8 @@ main(int argc, char **argv)
 			ratio[m][r] = rate[m][r] / rate[OFF][r];
 			cratio[m][r] = cpu[m][r] / cpu[OFF][r];
 		}
-	printf("host program: %s\n", single ? "one thread (before monitoring starts its own)" :
-	    "two threads (the second idle)");
+	printf("host program: %s%s\n", single ? "one thread (before monitoring starts its own)" :
+	    "two threads (the second idle)", with_tensors ? ", two tensor arguments a call" : "");
 	printf("level-1 calls per second, %d rounds of %.1f s a mode; ratio to monitoring off in\n"
 	    "the same round, median (middle half of the rounds):\n"
 	    "  %-20s %11s %21s %21s\n", rounds, secs, "", "calls/s", "per wall second",

@@ -50,6 +50,8 @@ struct ev_raw {
 	uint8_t type;
 	int8_t ok;
 	uint8_t has_text;                  /* 1: text holds an error (SEND), 2: the thread's name (RECV) */
+	uint8_t has_args;                  /* args holds a RECV's argument shapes (in the header's
+	                                    * padding: an event without them writes no more lines) */
 	char source[MATE_EV_SOURCE_MAX];
 	char command[MATE_EV_COMMAND_MAX];
 	/* work, memory and custom events only */
@@ -58,7 +60,6 @@ struct ev_raw {
 	char text[128];                    /* error, device or details */
 	char text2[40];                    /* the event name of a custom event */
 	char args[MATE_EV_ARGS_MAX];       /* a RECV's argument shapes (when has_args) */
-	uint8_t has_args;
 };
 
 struct ev_slot {
@@ -407,6 +408,7 @@ raw_init(struct ev_raw *r, int type, const char *source)
 	r->depth = 0;
 	r->ok = 1;
 	r->has_text = 0;
+	r->has_args = 0;
 	copy_str(r->source, sizeof(r->source), source != NULL ? source : mate_ev_thread_id());
 	r->command[0] = '\0';
 }
@@ -422,8 +424,11 @@ call_fill(struct ev_raw *r, int type, uint64_t call, const char *op, int depth,
 	r->ok = (int8_t)(ok != 0);
 	copy_str(r->command, sizeof(r->command), op);
 	r->has_args = type == MATE_EV_RECV && args != NULL && args[0] != '\0';
-	if (r->has_args)
-		copy_str(r->args, sizeof(r->args), args);
+	if (r->has_args) {
+		size_t n = strnlen(args, sizeof(r->args) - 1);
+		memcpy(r->args, args, n);
+		r->args[n] = '\0';
+	}
 	if (error != NULL) {
 		copy_str(r->text, sizeof(r->text), error);
 		r->has_text = 1;

@@ -66,14 +66,17 @@ add_shape(struct mate_ev_frame *f, const mate_tensor *t)
 	for (int d = 0; d < t->ndim; d++)
 		o = mate_put_i64(mate_put_str(o, end, d > 0 ? "x" : ":"), end, t->shape[d]);
 	n = (size_t)(o - piece);
-	f->args_hash = (uint32_t)mate_fnv1a(piece, n, f->args_hash, 16777619u);
 	/* room for the "~" and 8 hex digits that end a cut list */
 	if (!f->args_cut && f->args_len + n + 10 <= sizeof(f->args)) {
 		memcpy(f->args + f->args_len, piece, n);
 		f->args_len = (uint8_t)(f->args_len + n);
 		f->args[f->args_len] = '\0';
-	} else
-		f->args_cut = 1;
+		return;
+	}
+	if (!f->args_cut)   /* hashed from the first cut on: what came before is in args */
+		f->args_hash = (uint32_t)mate_fnv1a(f->args, f->args_len, f->args_hash, 16777619u);
+	f->args_cut = 1;
+	f->args_hash = (uint32_t)mate_fnv1a(piece, n, f->args_hash, 16777619u);
 }
 
 /* The call's args as its RECV says them. */

@@ -76,7 +76,7 @@ struct mate_ev_frame {
 	int64_t in_bytes, out_bytes;
 	int recv_sent;
 	char name[MATE_EV_COMMAND_MAX];
-	uint32_t args_hash;        /* of every piece, also those cut */
+	uint32_t args_hash;        /* of every piece, once the list is cut */
 	uint8_t args_len, args_cut;
 	char args[MATE_EV_ARGS_MAX];
 };
