@@ -56,6 +56,7 @@ struct mate_desync {
 	struct mate_map fn_map, sig_map;
 	struct mate_map pid_rank;  /* pid -> rank + 1, from CONNECT lines */
 	uint64_t unranked;         /* calls of processes with no rank */
+	int world;                 /* the largest world= of a CONNECT, 0 for none */
 	struct group *groups;
 	int ngroups;
 	int stale;                 /* a caller set changed: groups are rebuilt */
@@ -563,6 +564,14 @@ stalled(mate_desync *d, double now, mate_desync_verdict *v)
 int
 mate_desync_check(mate_desync *d, double now, int final, mate_desync_verdict *v)
 {
+	if (!final && d->world > 0) {
+		/* while the job starts, the ranks that called first are not yet the group */
+		int calling = 0;
+		for (int r = 0; r < d->nranks; r++)
+			calling += d->ranks[r].made > 0 && !d->ranks[r].conflict;
+		if (calling < d->world)
+			return 0;
+	}
 	if (d->stale && rebuild(d) != 0)
 		return MATE_ERR_NOMEM;
 	for (int g = 0; g < d->ngroups; g++)
@@ -595,8 +604,13 @@ mate_desync_event(mate_desync *d, const mate_event *ev, long pid, int rank, mate
 
 	if (pid < 0)
 		pid = detail_num(ev->details, "pid", INT32_MAX);
-	if (strcmp(ev->event, "CONNECT") == 0 && rank < 0)
-		rank = (int)detail_num(ev->details, "rank", RANKS_MAX - 1);
+	if (strcmp(ev->event, "CONNECT") == 0) {
+		long w = detail_num(ev->details, "world", RANKS_MAX);
+		if (w > d->world)
+			d->world = (int)w;
+		if (rank < 0)
+			rank = (int)detail_num(ev->details, "rank", RANKS_MAX - 1);
+	}
 	if (rank < 0 && pid >= 0 && (v = mate_map_get(&d->pid_rank, (uint64_t)pid)) != NULL)
 		rank = (int)*v - 1;
 	if (rank < 0) {

@@ -307,7 +307,9 @@ MATE_API void mate_activity_free(mate_activity *a);
  * out of step (with no majority, the verdict says so and is not certain). A
  * rank that made no call for 10 times the others' median gap between calls,
  * and at least 2 s, while most others went past it (more compared calls, made
- * since), has stalled. Each rank keeps
+ * since), has stalled. Until the end, no verdict is given before as many
+ * ranks as a CONNECT's world= said have made a call (a job starting). Each
+ * rank keeps
  * its first 4,194,304 calls for comparing. */
 typedef struct mate_desync mate_desync;
 

@@ -54,6 +54,18 @@ check grep -q '| CONNECT .* pid=[0-9]* level=1 rank=6 world=8 local_rank=6$' sha
 check grep -q '| RECV .* call=1 op=mm depth=0 args=F32:16x32;F32:32x8$' shape-6.log ||
 	fail "the args of mm: $(grep -m 1 RECV shape-6.log)"
 
+# a difference past what args= shows: the hash that ends a cut list tells it
+ranks wide 6 wide=2:4
+wait_ranks wide
+"$trace" --desync wide-*.log > out 2> err
+rc=$?
+v=$(cat out)
+f='F32:4096;F32:4096;F32:4096;F32:4096;F32:4096;F32:4096;F32:4096'
+check [ $rc -eq 1 ] && expr "$v" : "rank 2 is at call 15 concat($f~\([0-9a-f]\{8\}\)) while ranks 0-1,3-7 are at calls 15-17 concat($f~[0-9a-f]\{8\})\$" > /dev/null &&
+	[ "$(echo "$v" | sed 's/.*concat(\([^)]*\)).*concat(\([^)]*\)).*/\1/')" != "$(echo "$v" | sed 's/.*concat(\([^)]*\)).*concat(\([^)]*\)).*/\2/')" ] ||
+	fail "a long list: exit $rc, $v $(cat err)"
+check grep -q "args=$f~[0-9a-f]\{8\}\$" wide-0.log || fail "a cut list: $(grep -m 1 concat wide-0.log)"
+
 # (b) 8 ranks that agree: nothing said, exit 0
 ranks agree 20
 wait_ranks agree

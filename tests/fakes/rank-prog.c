@@ -3,10 +3,11 @@
  * launcher's variables, as mate reads them). Each step calls mm(a, b) then all_reduce(grad),
  * and rank 0 alone calls log_metrics(loss) every third step.
  *
- *   rank-prog STEPS [skip=R:S] [shape=R:S] [stall=R:S:FILE] [hold=FILE]
+ *   rank-prog STEPS [skip=R:S] [shape=R:S] [wide=R:S] [stall=R:S:FILE] [hold=FILE]
  *
  * skip=R:S: rank R leaves out step S's all_reduce; shape=R:S: rank R's all_reduce of step S
- * takes 2048 elements, not 4096; stall=R:S:FILE: rank R stops before step S until FILE
+ * takes 2048 elements, not 4096; wide=R:S: every step ends with concat(12 tensors), whose
+ * last takes 2048 elements on rank R at step S (past what an event's args= shows); stall=R:S:FILE: rank R stops before step S until FILE
  * exists, and the others make steps (past STEPS) until then; hold=FILE: every rank waits
  * for FILE before it exits (its last call made). Exit 0. */
 #include <stdio.h>
@@ -53,10 +54,12 @@ main(int argc, char **argv)
 	const char *rk = getenv("RANK"), *stall_file = NULL, *hold = NULL;
 	int rank = rk != NULL ? atoi(rk) : -1, steps = argc > 1 ? atoi(argv[1]) : 10;
 	int skip_r = -1, skip_s = -1, shape_r = -1, shape_s = -1, stall_r = -1, stall_s = -1;
+	int wide_r = -1, wide_s = -1, wide = 0;
 
 	for (int i = 2; i < argc; i++)
 		if (!spec(argv[i], "skip=", &skip_r, &skip_s, NULL) &&
 		    !spec(argv[i], "shape=", &shape_r, &shape_s, NULL) &&
+		    !(spec(argv[i], "wide=", &wide_r, &wide_s, NULL) && (wide = 1)) &&
 		    !spec(argv[i], "stall=", &stall_r, &stall_s, &stall_file)) {
 			if (strncmp(argv[i], "hold=", 5) == 0) {
 				hold = argv[i] + 5;
@@ -87,6 +90,18 @@ main(int argc, char **argv)
 			call("all_reduce", 1, (const int64_t (*)[2])ar_shape, one, ar_data);
 		if (rank == 0 && step % 3 == 0)
 			call("log_metrics", 1, loss_shape, one, loss_data);
+		if (wide) {
+			int64_t w_shapes[12][2];
+			int w_ndims[12];
+			float *w_data[12];
+			for (int i = 0; i < 12; i++) {
+				w_shapes[i][0] = i == 11 && rank == wide_r && step == wide_s ? 2048 : 4096;
+				w_shapes[i][1] = 0;
+				w_ndims[i] = 1;
+				w_data[i] = grad;
+			}
+			call("concat", 12, (const int64_t (*)[2])w_shapes, w_ndims, w_data);
+		}
 	}
 	while (hold != NULL && access(hold, F_OK) != 0)
 		usleep(10000);
