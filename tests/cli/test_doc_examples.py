@@ -175,6 +175,11 @@ def run_block(where, work, env, cmds, subst):
         todo.append((text, head, shown))
         script += ["{", text, "} > .doc-out%d 2>&1" % n,
                    "rc=$?; echo $rc > .doc-rc%d; [ $rc = 0 ] || exit $rc" % n]
+        if text.rstrip().endswith("&") and "MATE_MONITOR=1" in text:
+            # a user types the capture once the program has started: its endpoint's .info
+            # (a capture run at once, at load 18, ended its second before the demo began)
+            script += ['for i in $(seq 600); do ls "$MATE_MONITOR_DIR"/*.info >/dev/null 2>&1 '
+                       '&& break; sleep 0.1; done']
     if not todo:
         return
     p = subprocess.Popen(["bash", "-c", "\n".join(script) + "\n"], cwd=work, env=env,
