@@ -56,8 +56,6 @@ struct rec_dump {
 	size_t ndetails, cap_details;
 	int64_t in_bytes, out_bytes, inplace_bytes;
 	int n_inplace;        /* tensors in the in-place file */
-	uint64_t ring_id;     /* MATE_RING: the call's number in the ring (no directory made) */
-	int ring_begun;       /* its first entry is in the ring */
 };
 
 enum { PIECE_HEAD, PIECE_IN_KEYS, PIECE_TAIL, PIECE_OUT_META, PIECE_OUT_KEYS, PIECE_INPLACE_KEYS };
@@ -529,37 +527,55 @@ key_list(struct mate_buf *b, struct rec_dump *d, const mate_call *c, enum key_se
 	return 0;
 }
 
+/* The first record's head: '{"function_name": ...' through '"input_metadata": ' (the
+ * caller writes the value). */
+static void
+record_head(struct mate_buf *b, const char *name, const char *module, int64_t seq,
+    const char *stamp, int64_t pid)
+{
+	mate_buf_puts(b, "{\"function_name\": ");
+	json_str(b, name);
+	mate_buf_puts(b, ", \"module\": ");
+	json_str(b, module);
+	mate_buf_puts(b, ", \"call_sequence\": ");
+	mate_buf_int(b, seq);
+	mate_buf_puts(b, ", \"timestamp\": ");
+	json_str(b, stamp);
+	mate_buf_puts(b, ", \"process_id\": ");
+	mate_buf_int(b, pid);
+	mate_buf_puts(b, ", \"input_metadata\": ");
+}
+
+/* The record's tail: "tensor_format" through "versions". */
+static void
+record_tail(struct mate_buf *b, const char *format, const char *signature, const char *version,
+    const char *backend)
+{
+	mate_buf_puts(b, "\"tensor_format\": ");
+	json_str(b, format);
+	mate_buf_puts(b, ", \"function_signature\": ");
+	json_str(b, signature);
+	mate_buf_puts(b, ", \"versions\": {\"mate\": ");
+	json_str(b, version);
+	mate_buf_puts(b, ", \"backend\": ");
+	json_str(b, backend);
+	mate_buf_putc(b, '}');
+}
+
 /* The pieces of the first record: everything but the outputs. */
 static int
 first_record(const mate_call *c, struct rec_dump *d, const char *stamp, int64_t seq)
 {
 	struct mate_buf *b = &d->txt;
 
-	mate_buf_puts(b, "{\"function_name\": ");
-	json_str(b, c->name);
-	mate_buf_puts(b, ", \"module\": ");
-	json_str(b, c->module);
-	mate_buf_puts(b, ", \"call_sequence\": ");
-	mate_buf_int(b, seq);
-	mate_buf_puts(b, ", \"timestamp\": ");
-	json_str(b, stamp);
-	mate_buf_puts(b, ", \"process_id\": ");
-	mate_buf_int(b, mate_rec_pid());
-	mate_buf_puts(b, ", \"input_metadata\": ");
+	record_head(b, c->name, c->module, seq, stamp, mate_rec_pid());
 	input_metadata(b, c);
 	d->end[PIECE_HEAD] = b->len;
 	if (key_list(b, d, c, KEYS_DUMPED) != 0)
 		return -1;
 	d->end[PIECE_IN_KEYS] = b->len;
-	mate_buf_puts(b, "\"tensor_format\": ");
-	json_str(b, mate_rec_cfg.safetensors ? "safetensors" : "torch");
-	mate_buf_puts(b, ", \"function_signature\": ");
-	json_str(b, c->signature);
-	mate_buf_puts(b, ", \"versions\": {\"mate\": ");
-	json_str(b, mate_version_string());
-	mate_buf_puts(b, ", \"backend\": ");
-	json_str(b, mate_backend_get()->name);
-	mate_buf_putc(b, '}');
+	record_tail(b, mate_rec_cfg.safetensors ? "safetensors" : "torch", c->signature,
+	    mate_version_string(), mate_backend_get()->name);
 	d->end[PIECE_TAIL] = b->len;
 	return mate_buf_str(b) != NULL ? 0 : -1;
 }
@@ -627,8 +643,8 @@ record_text(struct mate_buf *b, const struct rec_dump *d)
 /* The record with its closing keys, a metadata.jsonl line, into b (initialised
  * here); 0, or -1 out of memory (said once). */
 static int
-record_line(struct mate_buf *b, const mate_call *c, struct rec_dump *d, const char *status,
-    const char *extra_key, const char *extra)
+record_line(struct mate_buf *b, int has_self, uint64_t self_id, struct rec_dump *d,
+    const char *status, const char *extra_key, const char *extra)
 {
 	mate_buf_init(b);
 	record_text(b, d);
@@ -640,11 +656,11 @@ record_line(struct mate_buf *b, const mate_call *c, struct rec_dump *d, const ch
 		mate_buf_puts(b, ": ");
 		json_str(b, extra);
 	}
-	if (c->has_self) {
+	if (has_self) {
 		char id[24];
 		int n = 0;
 		mate_buf_puts(b, ", \"self_id\": ");
-		for (uint64_t v = c->self_id; v > 0 || n == 0; v /= 10)
+		for (uint64_t v = self_id; v > 0 || n == 0; v /= 10)
 			id[n++] = (char)('0' + v % 10);
 		while (n > 0)
 			mate_buf_putc(b, id[--n]);
@@ -660,45 +676,6 @@ record_line(struct mate_buf *b, const mate_call *c, struct rec_dump *d, const ch
 	return 0;
 }
 
-/* MATE_RING: the record goes into the ring with the tensors of its phase (the
- * inputs with the first record; the outputs and in-place values with the
- * completed one) instead of into files. */
-static int
-ring_emit(const mate_call *c, struct rec_dump *d, const char *status, const char *extra_key,
-    const char *extra)
-{
-	struct mate_ring_tensor *ts = calloc(c->ntensors + 1, sizeof(*ts));
-	int end = d->ring_begun, outs = end && strcmp(status, "completed") == 0;
-	struct mate_buf b;
-	size_t n = 0;
-	int rc;
-
-	if (ts == NULL) {
-		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a call was not kept in the ring");
-		return -1;
-	}
-	for (size_t i = 0; i < c->ntensors && (!end || outs); i++) {
-		const struct rec_tensor *rt = &c->tensors[i];
-
-		if (!rt->dumped || (!end && rt->inplace))
-			continue;
-		ts[n].key = rt->key;
-		ts[n].file = !end ? MATE_RING_INPUTS : rt->inplace ? MATE_RING_INPLACE : MATE_RING_OUTPUTS;
-		ts[n].t = &rt->host;
-		n++;
-	}
-	if (record_line(&b, c, d, status, extra_key, extra) != 0) {
-		free(ts);
-		return -1;
-	}
-	rc = mate_ring_put(end ? MATE_RING_END : MATE_RING_CALL, d->ring_id, end ? NULL : d->dir,
-	    b.p, b.len, ts, n);
-	mate_buf_free(&b);
-	free(ts);
-	d->ring_begun = 1;
-	return rc;
-}
-
 /* Appends the record with its closing keys to metadata.jsonl and
  * session.jsonl, one write() per line. */
 static int
@@ -708,9 +685,7 @@ emit(const mate_call *c, struct rec_dump *d, const char *status, const char *ext
 	struct mate_buf b;
 	int rc;
 
-	if (d->ring_id != 0)
-		return ring_emit(c, d, status, extra_key, extra);
-	if (record_line(&b, c, d, status, extra_key, extra) != 0)
+	if (record_line(&b, c->has_self, c->self_id, d, status, extra_key, extra) != 0)
 		return -1;
 	rc = append_line(d->meta_fd, b.p, b.len, &d->meta_len);
 	if (rc == 0)
@@ -798,7 +773,7 @@ stage_dumped(mate_call *c)
 			    "calls made during CUDA graph capture are not dumped");
 			return -1;
 		}
-		if (mate_rec_stage(rt) != 1 || !mate_add_ok(total, rt->nbytes, &total))
+		if (mate_rec_stage(rt, c->ring) != 1 || !mate_add_ok(total, rt->nbytes, &total))
 			return -1;
 	}
 	return total;
@@ -854,18 +829,16 @@ remake_root(void)
 	return rc;
 }
 
-/* "ROOT/STAMP_pidPID_NAME_callNNNN" into b. */
+/* "STAMP_pidPID_SAFE_callNNNN" into b. */
 static void
-dir_name(struct mate_buf *b, const char *stamp, const char *safe, int64_t seq)
+dir_base(struct mate_buf *b, const char *stamp, int64_t pid, const char *safe, int64_t seq)
 {
 	char num[24];
 	int n = 0;
 
-	mate_buf_puts(b, mate_rec_cfg.dump_dir);
-	mate_buf_putc(b, '/');
 	mate_buf_puts(b, stamp);
 	mate_buf_puts(b, "_pid");
-	mate_buf_int(b, mate_rec_pid());
+	mate_buf_int(b, pid);
 	mate_buf_putc(b, '_');
 	mate_buf_puts(b, safe);
 	mate_buf_puts(b, "_call");
@@ -873,6 +846,15 @@ dir_name(struct mate_buf *b, const char *stamp, const char *safe, int64_t seq)
 		num[n++] = (char)('0' + v % 10);
 	while (n > 0)
 		mate_buf_putc(b, num[--n]);
+}
+
+/* "ROOT/STAMP_pidPID_SAFE_callNNNN" into b. */
+static void
+dir_name(struct mate_buf *b, const char *stamp, const char *safe, int64_t seq)
+{
+	mate_buf_puts(b, mate_rec_cfg.dump_dir);
+	mate_buf_putc(b, '/');
+	dir_base(b, stamp, mate_rec_pid(), safe, seq);
 }
 
 /* Names and makes the directory of a call (in d->dir); 0 or an errno. */
@@ -961,43 +943,110 @@ bad_key(const mate_call *c)
 	return 0;
 }
 
-/* MATE_RING: the call's inputs and first record into the ring; no directory, no
+/* ---- MATE_RING: the records' fields and the tensors into the ring ------------------------------
+ * A call in the ring keeps what its records are made of, not their text: the reader
+ * (mate_rec_ring_record()) writes them as level 10 would have. */
+
+/* Puts an entry of kind (MATE_RING_CALL or _END) with the tensors of its phase: the dumped
+ * inputs, or the returned and in-place values of a call that completed. */
+static int
+ring_put(const mate_call *c, int kind, const struct mate_ring_rec *r)
+{
+	struct mate_ring_tensor few[8] = { { 0 } }, *ts = few;
+	size_t n = 0;
+	int rc;
+
+	if (c->ntensors > 8 && (ts = malloc(c->ntensors * sizeof(*ts))) == NULL) {
+		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a call was not kept in the ring");
+		return -1;
+	}
+	for (size_t i = 0; i < c->ntensors; i++) {
+		const struct rec_tensor *rt = &c->tensors[i];
+
+		if (kind == MATE_RING_CALL ? !rt->dumped : !r->completed)
+			continue;
+		ts[n].key = rt->key;
+		ts[n].file = kind == MATE_RING_CALL ? MATE_RING_INPUTS : rt->inplace ?
+		    MATE_RING_INPLACE : MATE_RING_OUTPUTS;
+		ts[n].t = mate_value_get_tensor(rt->v);
+		ts[n].host = rt->dumped && rt->staged == 1 ? &rt->host : NULL;
+		n++;
+	}
+	rc = mate_ring_put(kind, c->ring_id, r, ts, n);
+	if (ts != few)
+		free(ts);
+	return rc;
+}
+
+/* The call's inputs and the fields of its first record into the ring; no directory, no
  * limits of count or size (the ring keeps the last calls). */
 static void
 ring_inputs(mate_call *c)
 {
-	char stamp[40], safe[128];
-	struct rec_dump *d;
-	struct mate_buf b;
-	int64_t bytes, seq;
+	char stamp[40];
+	struct mate_ring_rec r;
+	struct mate_buf meta;
+	int64_t seq;
 
-	if ((bytes = stage_dumped(c)) < 0)
+	if (stage_dumped(c) < 0)
 		return;
 	pthread_mutex_lock(&mate_rec_dump_lock);
 	seq = next_call(c->name);
 	pthread_mutex_unlock(&mate_rec_dump_lock);
-	if (seq <= 0 || (d = calloc(1, sizeof(*d))) == NULL) {
+	if (seq <= 0) {
 		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a call was not kept in the ring");
 		return;
 	}
-	d->meta_fd = -1;
-	d->pid = mate_rec_pid();
-	safe_name(safe, sizeof(safe), c->name);
+	c->ring_id = mate_ring_next_id();
 	dump_stamp(stamp);
-	mate_buf_init(&b);
-	dir_name(&b, stamp, safe, seq);
-	d->dir = mate_buf_str(&b) != NULL ? b.p : NULL;   /* its string, as new_dir() keeps it */
-	d->dir_len = b.len;
-	if (d->dir == NULL)
-		mate_buf_free(&b);
-	d->ring_id = mate_ring_next_id();
-	d->in_bytes = bytes;
-	if (d->dir == NULL || first_record(c, d, stamp, seq) != 0 ||
-	    emit(c, d, "inputs_saved", NULL, NULL) != 0) {
-		mate_rec_dump_free(d);
-		return;
+	mate_buf_init(&meta);
+	input_metadata(&meta, c);
+	memset(&r, 0, sizeof(r));
+	r.name = c->name;
+	r.module = c->module;
+	r.signature = c->signature;
+	r.stamp = stamp;
+	r.version = mate_version_string();
+	r.backend = mate_backend_get()->name;
+	r.meta = meta.p;
+	r.metalen = meta.len;
+	r.seq = seq;
+	r.pid = mate_rec_pid();
+	r.has_self = c->has_self;
+	r.self_id = c->self_id;
+	if (mate_buf_str(&meta) == NULL || ring_put(c, MATE_RING_CALL, &r) != 0)
+		c->ring_id = 0;   /* not kept: nor is its end */
+	mate_buf_free(&meta);
+}
+
+/* The output_metadata value of c into b. */
+static void output_metadata(struct mate_buf *b, const mate_call *c);
+
+/* The call's end into the ring: its status (and extra_key: extra), with the returned and
+ * in-place values when it completed. */
+static void
+ring_end(const mate_call *c, const char *status, const char *extra_key, const char *extra)
+{
+	struct mate_ring_rec r;
+	struct mate_buf meta;
+
+	memset(&r, 0, sizeof(r));
+	mate_buf_init(&meta);
+	r.status = status;
+	r.extra_key = extra_key;
+	r.extra = extra;
+	r.completed = strcmp(status, "completed") == 0;
+	if (r.completed) {
+		output_metadata(&meta, c);
+		if (mate_buf_str(&meta) == NULL) {
+			mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a call was not kept in the ring");
+			return;
+		}
+		r.meta = meta.p;
+		r.metalen = meta.len;
 	}
-	c->dump = d;
+	ring_put(c, MATE_RING_END, &r);
+	mate_buf_free(&meta);
 }
 
 void
@@ -1048,11 +1097,10 @@ mate_rec_dump_inputs(mate_call *c, struct mate_buf *log)
 /* The output_metadata value, then the items of output_tensor_keys and of
  * inplace_tensor_keys, into d's text; the details of the outputs (an
  * in-place argument's in its place: the same shape, dtype and strides). */
-static int
-output_pieces(const mate_call *c, struct rec_dump *d)
+static void
+output_metadata(struct mate_buf *b, const mate_call *c)
 {
 	const mate_value *items[64];
-	struct mate_buf *b = &d->txt;
 	char key[32];
 	int tuple, first = 1;
 	size_t n = mate_rec_results(c, items, 64, &tuple);
@@ -1077,6 +1125,14 @@ output_pieces(const mate_call *c, struct rec_dump *d)
 		mate_rec_json_value(b, c, items[i], 0);
 	}
 	mate_buf_putc(b, '}');
+}
+
+static int
+output_pieces(const mate_call *c, struct rec_dump *d)
+{
+	struct mate_buf *b = &d->txt;
+
+	output_metadata(b, c);
 	d->end[PIECE_OUT_META] = b->len;
 	if (key_list(b, d, c, KEYS_RETURNED) != 0)
 		return -1;
@@ -1095,16 +1151,21 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 	int64_t bytes, inplace_bytes = 0;
 	int n_inplace = 0;
 
+	if (c->ring_id != 0) {   /* mate_ring_put() checks the process */
+		if (stage_dumped(c) < 0)
+			ring_end(c, "inputs_saved", "note", "outputs not saved: a tensor could not be read");
+		else
+			ring_end(c, "completed", NULL, NULL);
+		return;
+	}
 	if (d == NULL || mate_rec_dump_stopped() || d->pid != mate_rec_pid())
 		return;
 	if ((bytes = stage_dumped(c)) < 0) {
 		emit(c, d, "inputs_saved", "note", "outputs not saved: a tensor could not be read");
 		return;
 	}
-	/* MATE_RING (ring_id): no size limit, no files; the tensors go into the ring with the
-	 * completed record (ring_emit()) */
 	pthread_mutex_lock(&mate_rec_dump_lock);
-	if (d->ring_id == 0 && tally.bytes + (uint64_t)bytes > mate_rec_cfg.max_bytes) {
+	if (tally.bytes + (uint64_t)bytes > mate_rec_cfg.max_bytes) {
 		pthread_mutex_unlock(&mate_rec_dump_lock);
 		mate_rec_warn_once(REC_ONCE_DUMP_SIZE,
 		    "dump size limit reached (%s_DUMP_MAX_SIZE_GB=%g); outputs of %s not dumped",
@@ -1114,8 +1175,7 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 		emit(c, d, "inputs_saved", "note", note);
 		return;
 	}
-	if (d->ring_id == 0)
-		tally.bytes += (uint64_t)bytes;
+	tally.bytes += (uint64_t)bytes;
 	pthread_mutex_unlock(&mate_rec_dump_lock);
 	for (size_t i = 0; i < c->ntensors; i++)
 		if (c->tensors[i].dumped && c->tensors[i].inplace) {
@@ -1124,8 +1184,7 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 		}
 	/* the returned values, then the arguments' post-call values (a file
 	 * MATE's and FlashInfer's replay never read), then the record */
-	if (d->ring_id == 0 &&
-	    (write_tensors(c, d, "outputs", 0) < 0 || write_tensors(c, d, INPLACE_STEM, 1) < 0))
+	if (write_tensors(c, d, "outputs", 0) < 0 || write_tensors(c, d, INPLACE_STEM, 1) < 0)
 		return;
 	if (output_pieces(c, d) != 0) {
 		mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; a dump record was not written");
@@ -1135,7 +1194,7 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 	d->inplace_bytes = inplace_bytes;
 	d->n_inplace = n_inplace;
 	d->completed = 1;
-	if (emit(c, d, "completed", NULL, NULL) != 0 || log == NULL || d->ring_id != 0)
+	if (emit(c, d, "completed", NULL, NULL) != 0 || log == NULL)
 		return;
 	mate_buf_puts(log, "Dumped outputs to: ");
 	mate_buf_put(log, d->dir, d->dir_len);
@@ -1151,10 +1210,96 @@ mate_rec_dump_failed(mate_call *c, const char *error)
 {
 	mate_error err;
 
+	if (c->ring_id != 0) {
+		ring_end(c, "failed", "error", error);
+		/* MATE_RING_ON=fail: the ring's calls, this one the last, into the dump root now */
+		if (mate_ring_write_on_fail() && mate_ring_flush(&err) != MATE_OK)
+			mate_rec_warn_once(REC_ONCE_DUMP_IO, "%s_RING_ON=fail: %s", mate_rec_prefix(), err.message);
+		return;
+	}
 	if (c->dump == NULL || mate_rec_dump_stopped() || c->dump->pid != mate_rec_pid())
 		return;
 	emit(c, c->dump, "failed", "error", error);
-	/* MATE_RING_ON=fail: the ring's calls, this one the last, into the dump root now */
-	if (c->dump->ring_id != 0 && mate_ring_write_on_fail() && mate_ring_flush(&err) != MATE_OK)
-		mate_rec_warn_once(REC_ONCE_DUMP_IO, "%s_RING_ON=fail: %s", mate_rec_prefix(), err.message);
+}
+
+/* ---- MATE_RING's reader: a call's records from its fields -------------------------------- */
+
+/* The keys of the tensors of file among ts, each with its tensor_details entry; their
+ * bytes added to *bytes, their number to *count. 0, or -1 out of memory. */
+static int
+ring_keys(struct rec_dump *d, const struct mate_ring_tensor *ts, size_t n, int file,
+    int64_t *bytes, int *count)
+{
+	int first = 1;
+
+	for (size_t i = 0; i < n; i++) {
+		if (ts[i].file != file)
+			continue;
+		if (!first)
+			mate_buf_put(&d->txt, ", ", 2);
+		first = 0;
+		json_str(&d->txt, ts[i].key);
+		if (set_detail(d, ts[i].key, ts[i].t) != 0)
+			return -1;
+		*bytes += mate_tensor_nbytes(ts[i].t);
+		(*count)++;
+	}
+	return 0;
+}
+
+int
+mate_rec_ring_record(struct mate_buf *b, const struct mate_ring_call *k)
+{
+	const struct mate_ring_rec *r = k->call, *e = k->end;
+	struct rec_dump d;
+	int rc = -1, n = 0;
+
+	memset(&d, 0, sizeof(d));
+	mate_buf_init(b);
+	record_head(&d.txt, r->name, r->module, r->seq, r->stamp, r->pid);
+	mate_buf_put(&d.txt, r->meta, r->metalen);
+	d.end[PIECE_HEAD] = d.txt.len;
+	if (ring_keys(&d, k->cts, k->ncts, MATE_RING_INPUTS, &d.in_bytes, &n) != 0)
+		goto out;
+	d.end[PIECE_IN_KEYS] = d.txt.len;
+	record_tail(&d.txt, k->format, r->signature, r->version, r->backend);
+	d.end[PIECE_TAIL] = d.txt.len;
+	if (e != NULL && e->completed) {
+		mate_buf_put(&d.txt, e->meta, e->metalen);
+		d.end[PIECE_OUT_META] = d.txt.len;
+		if (ring_keys(&d, k->ets, k->nets, MATE_RING_OUTPUTS, &d.out_bytes, &n) != 0)
+			goto out;
+		d.end[PIECE_OUT_KEYS] = d.txt.len;
+		if (ring_keys(&d, k->ets, k->nets, MATE_RING_INPLACE, &d.inplace_bytes, &d.n_inplace) != 0)
+			goto out;
+		d.end[PIECE_INPLACE_KEYS] = d.txt.len;
+		d.completed = 1;
+	}
+	if (mate_buf_str(&d.txt) == NULL)
+		goto out;
+	d.dir = (char *)(uintptr_t)k->dir;
+	d.dir_len = strlen(k->dir);
+	rc = record_line(b, r->has_self, r->self_id, &d, e != NULL ? e->status : "inputs_saved",
+	    e != NULL ? e->extra_key : NULL, e != NULL ? e->extra : NULL);
+	d.dir = NULL;
+out:
+	for (size_t i = 0; i < d.ndetails; i++) {
+		free(d.details[i].key);
+		free(d.details[i].text);
+	}
+	free(d.details);
+	mate_buf_free(&d.txt);
+	return rc;
+}
+
+int
+mate_rec_ring_dir_name(struct mate_buf *b, const char *stamp, int64_t pid, const char *name,
+    int64_t seq)
+{
+	char safe[128];
+
+	safe_name(safe, sizeof(safe), name);
+	mate_buf_init(b);
+	dir_base(b, stamp, pid, safe, seq);
+	return mate_buf_str(b) != NULL ? 0 : -1;
 }

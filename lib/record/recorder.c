@@ -497,7 +497,7 @@ mate_rec_capturing(const mate_tensor *t)
 }
 
 int
-mate_rec_stage(struct rec_tensor *rt)
+mate_rec_stage(struct rec_tensor *rt, int borrow)
 {
 	const mate_tensor *t = mate_value_get_tensor(rt->v);
 	size_t es = mate_dtype_size(t->dtype);
@@ -529,13 +529,13 @@ mate_rec_stage(struct rec_tensor *rt)
 			mate_rec_warn_once(REC_ONCE_DEVICE_COPY, "cannot copy a CUDA tensor to the host");
 			return -1;
 		}
-	} else if ((rt->st = mate_storage_wrap((void *)(uintptr_t)src, (size_t)bytes, NULL)) == NULL) {
+	} else if (!borrow && (rt->st = mate_storage_wrap((void *)(uintptr_t)src, (size_t)bytes, NULL)) == NULL) {
 		nomem();
 		return -1;
 	}
 	rt->host = *t;
 	rt->host.offset = 0;
-	rt->host.data = mate_storage_data(rt->st);
+	rt->host.data = rt->st != NULL ? mate_storage_data(rt->st) : (void *)(uintptr_t)src;
 	rt->host.device_type = MATE_DEVICE_CPU;
 	rt->host.device_index = 0;
 	rt->host.stream = NULL;
@@ -547,7 +547,7 @@ static void
 stage_all(mate_call *c)
 {
 	for (size_t i = 0; i < c->ntensors; i++)
-		mate_rec_stage(&c->tensors[i]);
+		mate_rec_stage(&c->tensors[i], 0);
 }
 
 /* ---- phases ------------------------------------------------------------------------------ */

@@ -141,6 +141,7 @@ struct mate_call {
 	struct rec_tensor *tensors;
 	size_t ntensors, cap_tensors;
 	struct rec_dump *dump;
+	uint64_t ring_id;     /* MATE_RING: its number in the ring (no rec_dump) */
 	char stamp[24];       /* "[YYYY-MM-DD HH:MM:SS]" of the call */
 	uint64_t log_id;      /* MATE_LOG_EXTRA: the call's id (the events' call=N) */
 	long log_tid;         /* and the thread that made it */
@@ -159,8 +160,9 @@ struct rec_inputs {
  * key (cap bytes); NULL after the last. */
 const struct rec_arg *mate_rec_next_input(const mate_call *c, struct rec_inputs *it, char *key,
     size_t cap) MATE_HIDDEN;
-/* Stages t on the host (copy from a device, view of host memory). */
-int mate_rec_stage(struct rec_tensor *rt) MATE_HIDDEN;
+/* Stages t on the host (copy from a device, view of host memory; borrow: a view of
+ * host memory without a storage, host.data only). */
+int mate_rec_stage(struct rec_tensor *rt, int borrow) MATE_HIDDEN;
 /* The staged entry for a tensor value of the current phase, or NULL. */
 struct rec_tensor *mate_rec_find(const mate_call *c, const mate_value *v) MATE_HIDDEN;
 /* The results as MATE sees them: up to max items; *tuple set when they

@@ -26,25 +26,38 @@
  * A head of HEAD_SIZE bytes, then data_size bytes of entries, each ALIGN-aligned: an
  * entry_head, then its payload. The writer appends entries in order and starts again
  * at the beginning of the data when the next one does not fit before its end; it
- * writes an entry's payload, then its head, its checksum (XXH64 of the head with a
- * zero checksum field and of the payload) and its magic last. A reader scans the
- * data: where a head has the magic, a length within the data and the checksum of its
- * bytes, the entry is complete; anywhere else it steps ALIGN bytes on. An entry the
- * writer died inside, or one partly overwritten by a newer one, fails its checksum.
+ * writes an entry's payload, then its head, its checksum and its magic last. The
+ * checksum is XXH3 of the head (with a zero checksum field) seeded with XXH3 of the
+ * payload, which the writer hashes in chunks as it copies them, while they are in the
+ * cache. A reader scans the data: where a head has the magic, a length within the data
+ * and the checksum of its bytes, the entry is complete; anywhere else it steps ALIGN
+ * bytes on. An entry the writer died inside, or one partly overwritten by a newer one,
+ * fails its checksum.
  *
- * Payload: u32 dir length, dir; u32 record length, record (a metadata.jsonl line);
- * u32 tensors; each: u32 key length, key, u32 file, u32 dtype-name length, dtype
- * name, u32 ndim, i64 shape[ndim], u64 bytes, zero padding to 8, the bytes
- * (row-major). Integers are the writer's byte order (the reader checks the head's
- * order mark). */
+ * Payload: a record's fields, not its text (the reader writes the metadata.jsonl lines,
+ * mate_rec_ring_record()): ten strings, each a u32 length and its bytes (name, module,
+ * signature, timestamp, mate's version, backend: a CALL entry's; status, extra key,
+ * extra value: an END entry's; input_metadata or output_metadata as JSON); zero padding
+ * to 8 from the entry's start; i64 call_sequence, i64 process id, u64 self id, u32 flags
+ * (REC_*), u32 tensors; each: u32 key length, key, u32 file, u32 flags (TENSOR_DATA: its
+ * bytes follow), u32 dtype-name length, dtype name, u32 ndim, i32 device type, i32
+ * device index, zero padding to 8, i64 shape[ndim], i64 stride[ndim], u64 bytes, and
+ * with TENSOR_DATA the bytes (row-major) and zero padding to 8. Integers are the
+ * writer's byte order (the reader checks the head's order mark). */
 
-#define RING_MAGIC "MATERNG1"
-#define RING_VERSION 1
+#define RING_MAGIC "MATERNG2"
+#define RING_VERSION 2
 #define HEAD_SIZE 4096
 #define ALIGN 64
 #define ENTRY_MAGIC 0x4e45524du   /* "MREN" */
 #define ORDER_MARK 0x01020304u
 #define FLAG_NO_TENSORS 1u
+#define REC_SELF 1u
+#define REC_COMPLETED 2u
+#define REC_EXTRA 4u
+#define TENSOR_DATA 1u
+#define NSTR 10
+#define CHUNK ((size_t)128 << 10)   /* copied, then hashed while in the cache */
 
 struct ring_head {
 	char magic[8];
@@ -72,17 +85,21 @@ struct entry_head {
 _Static_assert(sizeof(struct entry_head) == ALIGN, "an entry head is one ALIGN unit");
 _Static_assert(sizeof(struct ring_head) <= HEAD_SIZE, "the head fits its page");
 
+/* The checksum of an entry whose payload hashes to payload_hash. */
+static uint64_t
+entry_sum(const struct entry_head *h, uint64_t payload_hash)
+{
+	struct entry_head copy = *h;
+
+	copy.magic = ENTRY_MAGIC;
+	copy.checksum = 0;
+	return XXH3_64bits_withSeed(&copy, sizeof(copy), payload_hash);
+}
+
 static uint64_t
 entry_checksum(const struct entry_head *h, const unsigned char *payload)
 {
-	struct entry_head copy = *h;
-	XXH64_state_t st;
-
-	copy.checksum = 0;
-	XXH64_reset(&st, 0);
-	XXH64_update(&st, &copy, sizeof(copy));
-	XXH64_update(&st, payload, (size_t)h->payload);
-	return XXH64_digest(&st);
+	return entry_sum(h, XXH3_64bits(payload, (size_t)h->payload));
 }
 
 static uint64_t
@@ -275,7 +292,8 @@ ring_open(long keep)
 		ring_unavailable("cannot make room for", e);
 		return;
 	}
-	ring.map = mmap(NULL, ring.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* its pages mapped now, not one fault at a time in the calls of its first lap */
+	ring.map = mmap(NULL, ring.map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	e = errno;
 	if (ring.map == MAP_FAILED) {
 		ring.map = NULL;
@@ -565,12 +583,7 @@ mate_ring_active(void)
 uint64_t
 mate_ring_next_id(void)
 {
-	uint64_t id;
-
-	pthread_mutex_lock(&ring.lock);
-	id = ++ring.ids;
-	pthread_mutex_unlock(&ring.lock);
-	return id;
+	return __atomic_add_fetch(&ring.ids, 1, __ATOMIC_RELAXED);
 }
 
 static unsigned char *
@@ -588,32 +601,79 @@ put_bytes(unsigned char *p, const void *s, size_t n)
 	return p + n;
 }
 
-/* At most the payload bytes of a tensor's description, before its data (with the
- * padding that puts the data at a multiple of 8 from the entry's start). */
+/* Zero bytes up to a multiple of 8 from e. */
+static unsigned char *
+pad8(unsigned char *p, const unsigned char *e)
+{
+	while ((size_t)(p - e) % 8 != 0)
+		*p++ = 0;
+	return p;
+}
+
+/* At most the payload bytes of a tensor's description, before its data. */
 static size_t
 tensor_head_size(const struct mate_ring_tensor *t)
 {
-	return 4 + strlen(t->key) + 4 + 4 + strlen(mate_dtype_name(t->t->dtype)) + 4 +
-	    8 * (size_t)t->t->ndim + 8 + 7;
+	return 4 + strlen(t->key) + 4 + 4 + 4 + strlen(mate_dtype_name(t->t->dtype)) + 4 + 4 + 4 + 7 +
+	    16 * (size_t)t->t->ndim + 8;
+}
+
+/* A tensor's bytes copied to p; the hash state, when given, takes them chunk by chunk as
+ * they are copied (*hashed: where the bytes not yet hashed begin). */
+static void
+copy_hashed(const mate_tensor *x, unsigned char *p, uint64_t nb, XXH3_state_t *st,
+    const unsigned char **hashed)
+{
+	const unsigned char *src;
+
+	if (st == NULL || !mate_tensor_is_contiguous(x)) {
+		mate_tensor_copy_contiguous(x, p);
+		return;
+	}
+	src = (const unsigned char *)x->data + x->offset * (int64_t)mate_dtype_size(x->dtype);
+	XXH3_64bits_update(st, *hashed, (size_t)(p - *hashed));
+	for (uint64_t off = 0; off < nb; off += CHUNK) {
+		size_t m = nb - off < CHUNK ? (size_t)(nb - off) : CHUNK;
+
+		memcpy(p + off, src + off, m);
+		XXH3_64bits_update(st, p + off, m);
+	}
+	*hashed = p + nb;
 }
 
 int
-mate_ring_put(int kind, uint64_t id, const char *dir, const char *line, size_t linelen,
+mate_ring_put(int kind, uint64_t id, const struct mate_ring_rec *r,
     const struct mate_ring_tensor *t, size_t n)
 {
-	size_t dirlen = dir != NULL ? strlen(dir) : 0, payload = 4 + dirlen + 4 + linelen + 4, fixed;
-	uint32_t flags = 0, nkept = (uint32_t)n;
+	const char *str[NSTR] = { r->name, r->module, r->signature, r->stamp, r->version, r->backend,
+	    r->status, r->extra_key, r->extra, r->meta };
+	size_t len[NSTR], payload = 8 + 8 * 4 + 7, fixed;
+	uint32_t flags = 0, nkept = (uint32_t)n, rflags;
 	struct entry_head h;
 	unsigned char *e, *p;
-	uint64_t off, len;
+	const unsigned char *hashed;
+	uint64_t off, elen, sum;
+	XXH3_state_t st, *stp = NULL;
 
+	for (int i = 0; i < NSTR; i++) {
+		len[i] = str[i] == NULL ? 0 : i == NSTR - 1 ? r->metalen : strlen(str[i]);
+		payload += 4 + len[i];
+	}
+	for (size_t i = 0; i < n; i++)
+		payload += tensor_head_size(&t[i]);
 	fixed = payload;
 	for (size_t i = 0; i < n; i++) {
 		int64_t nb = mate_tensor_nbytes(t[i].t);
 
-		if (nb < 0 || t[i].t->device_type != MATE_DEVICE_CPU)
+		if (nb < 0)
 			return -1;
-		payload += tensor_head_size(&t[i]) + (size_t)(nb + 7) / 8 * 8;
+		if (t[i].host != NULL) {
+			if (t[i].host->device_type != MATE_DEVICE_CPU || mate_tensor_nbytes(t[i].host) != nb)
+				return -1;
+			payload += (size_t)(nb + 7) / 8 * 8;
+			if ((uint64_t)nb >= CHUNK)
+				stp = &st;   /* large: hashed as it is copied */
+		}
 	}
 	pthread_mutex_lock(&ring.lock);
 	if (ring.state != 1 || ring.pid != mate_rec_pid() || ring.gen != mate_rec_generation) {
@@ -621,18 +681,18 @@ mate_ring_put(int kind, uint64_t id, const char *dir, const char *line, size_t l
 		return -1;
 	}
 	if (round_up(sizeof(h) + payload) > ring.data_size) {
-		/* its record only, saying so */
+		/* the tensors' descriptions only, saying so */
 		flags = FLAG_NO_TENSORS;
-		nkept = 0;
 		payload = fixed;
+		stp = NULL;
 		if (round_up(sizeof(h) + payload) > ring.data_size) {
 			pthread_mutex_unlock(&ring.lock);
 			return -1;
 		}
 	}
-	len = round_up(sizeof(h) + payload);
-	off = ring.pos + len > ring.data_size ? 0 : ring.pos;
-	ring.pos = off + len;
+	elen = round_up(sizeof(h) + payload);
+	off = ring.pos + elen > ring.data_size ? 0 : ring.pos;
+	ring.pos = off + elen;
 	memset(&h, 0, sizeof(h));
 	h.seq = ++ring.seq;
 	pthread_mutex_unlock(&ring.lock);
@@ -640,35 +700,56 @@ mate_ring_put(int kind, uint64_t id, const char *dir, const char *line, size_t l
 	/* the payload, then the head, its checksum, and the magic last */
 	e = ring.data + off;
 	p = e + sizeof(h);
-	p = put_bytes(p, dir != NULL ? dir : "", dirlen);
-	p = put_bytes(p, line, linelen);
+	hashed = p;
+	if (stp != NULL)
+		XXH3_64bits_reset(stp);
+	for (int i = 0; i < NSTR; i++)
+		p = put_bytes(p, str[i] != NULL ? str[i] : "", len[i]);
+	p = pad8(p, e);
+	memcpy(p, &r->seq, 8);
+	memcpy(p + 8, &r->pid, 8);
+	memcpy(p + 16, &r->self_id, 8);
+	rflags = (r->has_self ? REC_SELF : 0) | (r->completed ? REC_COMPLETED : 0) |
+	    (r->extra_key != NULL ? REC_EXTRA : 0);
+	p = put_u32(p + 24, rflags);
 	p = put_u32(p, nkept);
 	for (uint32_t i = 0; i < nkept; i++) {
 		const mate_tensor *x = t[i].t;
 		const char *dt = mate_dtype_name(x->dtype);
 		uint64_t nb = (uint64_t)mate_tensor_nbytes(x);
+		int data = t[i].host != NULL && flags == 0;
 
 		p = put_bytes(p, t[i].key, strlen(t[i].key));
 		p = put_u32(p, (uint32_t)t[i].file);
+		p = put_u32(p, data ? TENSOR_DATA : 0);
 		p = put_bytes(p, dt, strlen(dt));
 		p = put_u32(p, (uint32_t)x->ndim);
+		p = put_u32(p, (uint32_t)x->device_type);
+		p = put_u32(p, (uint32_t)x->device_index);
+		p = pad8(p, e);
 		memcpy(p, x->shape, 8 * (size_t)x->ndim);
+		p += 8 * (size_t)x->ndim;
+		memcpy(p, x->stride, 8 * (size_t)x->ndim);
 		p += 8 * (size_t)x->ndim;
 		memcpy(p, &nb, 8);
 		p += 8;
-		while ((size_t)(p - e) % 8 != 0)
-			*p++ = 0;
+		if (!data)
+			continue;
 		if (nb > 0)
-			mate_tensor_copy_contiguous(x, p);
-		p += (nb + 7) / 8 * 8;
+			copy_hashed(t[i].host, p, nb, stp, &hashed);
+		p = pad8(p + nb, e);
 	}
-	h.magic = ENTRY_MAGIC;
 	h.kind = (uint32_t)kind;
-	h.len = len;
+	h.len = elen;
 	h.id = id;
 	h.payload = (uint64_t)(p - (e + sizeof(h)));   /* within the room taken */
 	h.flags = flags;
-	h.checksum = entry_checksum(&h, e + sizeof(h));
+	if (stp != NULL) {
+		XXH3_64bits_update(stp, hashed, (size_t)(p - hashed));
+		sum = XXH3_64bits_digest(stp);
+	} else
+		sum = XXH3_64bits(e + sizeof(h), (size_t)h.payload);
+	h.checksum = entry_sum(&h, sum);
 	memcpy(e + 8, (unsigned char *)&h + 8, sizeof(h) - 8);
 	__atomic_store_n((uint32_t *)(void *)(e + 4), h.kind, __ATOMIC_RELAXED);
 	__atomic_store_n((uint32_t *)(void *)e, (uint32_t)ENTRY_MAGIC, __ATOMIC_RELEASE);
@@ -676,10 +757,6 @@ mate_ring_put(int kind, uint64_t id, const char *dir, const char *line, size_t l
 }
 
 /* ---- the reader ------------------------------------------------------------------ */
-
-struct found {
-	const struct entry_head *h;
-};
 
 struct call {
 	uint64_t id;
@@ -741,94 +818,193 @@ append_file(const char *path, const void *p, size_t n, mate_error *err)
 	return e != 0 ? mate_set_error(err, MATE_ERR_IO, "%s: %s", path, strerror(e)) : MATE_OK;
 }
 
-/* The record line with its dump_dir (its last key) set to dir: into b. */
-static int
-relocated(struct mate_buf *b, const unsigned char *line, size_t n, const char *dir)
-{
-	static const char key[] = ", \"dump_dir\": ";
-	size_t at = n;
+/* An entry decoded: its record's fields and its tensors (their bytes, when kept, in the
+ * scan's copy of the file). */
+struct dec {
+	struct mate_ring_rec r;
+	struct mate_ring_tensor *ts;
+	mate_tensor *t;
+	const unsigned char **data;   /* each tensor's bytes, or NULL */
+	uint64_t *nbytes;
+	char *strs;                   /* the strings, each with its NUL */
+	size_t n;
+};
 
-	for (size_t i = n; i-- > 0;)
-		if (i + sizeof(key) - 1 <= n && memcmp(line + i, key, sizeof(key) - 1) == 0) {
-			at = i;
-			break;
+static void
+dec_free(struct dec *d)
+{
+	free(d->ts);
+	free(d->t);
+	free(d->data);
+	free(d->nbytes);
+	free(d->strs);
+	memset(d, 0, sizeof(*d));
+}
+
+/* A string of the payload, copied with its NUL to *to; NULL when it does not fit or holds
+ * a NUL (a name or key of the record cut short would be misread). */
+static const char *
+get_str(struct cur *c, char **to)
+{
+	uint32_t n = get_u32(c);
+	const unsigned char *s = get_bytes(c, n);
+	char *o = *to;
+
+	if (s == NULL || memchr(s, '\0', n) != NULL) {
+		c->bad = 1;
+		return NULL;
+	}
+	memcpy(o, s, n);
+	o[n] = '\0';
+	*to += n + 1;
+	return o;
+}
+
+static void
+skip8(struct cur *c, const struct entry_head *h)
+{
+	get_bytes(c, (uint64_t)((8 - (size_t)(c->p - (const unsigned char *)h) % 8) % 8));
+}
+
+static int64_t
+get_i64(struct cur *c)
+{
+	const unsigned char *p = get_bytes(c, 8);
+	int64_t v = 0;
+
+	if (p != NULL)
+		memcpy(&v, p, 8);
+	return v;
+}
+
+/* Decodes entry h, checking every field: 0, or -1 (with err set) when it does not hold
+ * together. */
+static int
+decode(const struct entry_head *h, struct dec *d, mate_error *err)
+{
+	struct cur c = { (const unsigned char *)(h + 1), (const unsigned char *)(h + 1) + h->payload, 0 };
+	const char *str[NSTR];
+	char *to;
+	uint32_t rflags, n;
+
+	memset(d, 0, sizeof(*d));
+	/* every string, NUL included, fits in the payload's bytes plus one per string */
+	if ((d->strs = malloc((size_t)h->payload + 1)) == NULL)
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	to = d->strs;
+	for (int i = 0; i < NSTR; i++)
+		str[i] = get_str(&c, &to);
+	skip8(&c, h);
+	d->r.seq = get_i64(&c);
+	d->r.pid = get_i64(&c);
+	d->r.self_id = (uint64_t)get_i64(&c);
+	rflags = get_u32(&c);
+	n = get_u32(&c);
+	if (c.bad || n > h->payload / 16)
+		goto bad;
+	d->r.name = str[0];
+	d->r.module = str[1];
+	d->r.signature = str[2];
+	d->r.stamp = str[3];
+	d->r.version = str[4];
+	d->r.backend = str[5];
+	d->r.status = str[6];
+	d->r.extra_key = (rflags & REC_EXTRA) ? str[7] : NULL;
+	d->r.extra = str[8];
+	d->r.meta = str[9];
+	d->r.metalen = strlen(str[9]);
+	d->r.has_self = (rflags & REC_SELF) != 0;
+	d->r.completed = (rflags & REC_COMPLETED) != 0;
+	/* the JSON text goes into a metadata.jsonl line as it is: one line */
+	if (memchr(d->r.meta, '\n', d->r.metalen) != NULL || memchr(d->r.meta, '\r', d->r.metalen) != NULL)
+		goto bad;
+	d->n = n;
+	if ((d->ts = calloc(n + 1, sizeof(*d->ts))) == NULL || (d->t = calloc(n + 1, sizeof(*d->t))) == NULL ||
+	    (d->data = calloc(n + 1, sizeof(*d->data))) == NULL ||
+	    (d->nbytes = calloc(n + 1, sizeof(*d->nbytes))) == NULL) {
+		dec_free(d);
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const char *key, *dt;
+		uint32_t file, tflags, ndim, devtype, devidx;
+		int64_t shape[MATE_MAX_DIMS], stride[MATE_MAX_DIMS];
+		mate_dtype dtype;
+		mate_tensor *t = &d->t[i];
+
+		/* the key and the dtype name: into the string space the record's strings left */
+		key = get_str(&c, &to);
+		file = get_u32(&c);
+		tflags = get_u32(&c);
+		dt = get_str(&c, &to);
+		ndim = get_u32(&c);
+		devtype = get_u32(&c);
+		devidx = get_u32(&c);
+		if (c.bad || ndim > MATE_MAX_DIMS || file > MATE_RING_INPLACE ||
+		    (devtype != MATE_DEVICE_CPU && devtype != MATE_DEVICE_CUDA) || devidx > 1024)
+			goto bad;
+		skip8(&c, h);
+		for (uint32_t k = 0; k < ndim; k++)
+			shape[k] = get_i64(&c);
+		for (uint32_t k = 0; k < ndim; k++)
+			stride[k] = get_i64(&c);
+		d->nbytes[i] = (uint64_t)get_i64(&c);
+		dtype = mate_dtype_from_name(dt);
+		if (c.bad || mate_dtype_size(dtype) == 0 ||
+		    mate_tensor_init(t, dtype, (int)ndim, shape, NULL, NULL) != MATE_OK ||
+		    (uint64_t)mate_tensor_nbytes(t) != d->nbytes[i])
+			goto bad;
+		for (uint32_t k = 0; k < ndim; k++)
+			t->stride[k] = stride[k];   /* for the record only: the bytes are packed */
+		t->device_type = (enum mate_device_type)devtype;
+		t->device_index = (int)devidx;
+		if (tflags & TENSOR_DATA) {
+			d->data[i] = get_bytes(&c, d->nbytes[i]);
+			skip8(&c, h);
+			if (c.bad)
+				goto bad;
 		}
-	if (at == n || n < 2 || line[n - 1] != '\n' || memchr(line, '\n', n - 1) != NULL)
-		return -1;
-	mate_buf_put(b, (const char *)line, at);
-	mate_buf_puts(b, key);
-	mate_buf_jsonstr(b, dir, strlen(dir));
-	mate_buf_puts(b, "}\n");
-	return mate_buf_str(b) != NULL ? 0 : -1;
+		d->ts[i].key = key;
+		d->ts[i].file = (int)file;
+		d->ts[i].t = t;
+	}
+	return 0;
+bad:
+	dec_free(d);
+	return mate_set_error(err, MATE_ERR_FORMAT, "a ring entry's record does not hold together");
 }
 
 /* Writes one entry's tensors of one file (inputs, outputs, in place) as path.
  * 1 written, 0 none of that file, negative on an error. */
 static int
-write_tensor_file(const struct entry_head *h, int file, const char *path, int safetensors,
+write_tensor_file(const struct dec *d, int file, const char *path, int safetensors,
     mate_error *err)
 {
-	struct cur c = { (const unsigned char *)(h + 1), (const unsigned char *)(h + 1) + h->payload, 0 };
 	mate_value *dict = mate_value_dict();
-	uint32_t nt;
 	int any = 0, rc = MATE_OK;
 
 	if (dict == NULL)
 		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-	get_bytes(&c, get_u32(&c));          /* dir */
-	get_bytes(&c, get_u32(&c));          /* record */
-	nt = get_u32(&c);
-	for (uint32_t i = 0; i < nt && !c.bad && rc == MATE_OK; i++) {
-		const unsigned char *base = (const unsigned char *)h, *key, *dt, *data, *sp, *np;
-		uint32_t kl, f, dl, ndim;
-		int64_t shape[MATE_MAX_DIMS];
-		uint64_t nb;
-		char kbuf[512], dbuf[64];
+	for (size_t i = 0; i < d->n && rc == MATE_OK; i++) {
 		mate_tensor t;
 		mate_storage *st;
-		mate_dtype dtype;
 
-		kl = get_u32(&c);
-		key = get_bytes(&c, kl);
-		f = get_u32(&c);
-		dl = get_u32(&c);
-		dt = get_bytes(&c, dl);
-		ndim = get_u32(&c);
-		if (c.bad || kl >= sizeof(kbuf) || dl >= sizeof(dbuf) || ndim > MATE_MAX_DIMS)
-			break;
-		sp = get_bytes(&c, 8 * (uint64_t)ndim);
-		np = get_bytes(&c, 8);
-		if (c.bad)
-			break;
-		memcpy(shape, sp, 8 * (size_t)ndim);
-		memcpy(&nb, np, 8);
-		get_bytes(&c, (uint64_t)((8 - (size_t)(c.p - base) % 8) % 8));   /* to 8 */
-		data = get_bytes(&c, nb);
-		get_bytes(&c, (8 - nb % 8) % 8);
-		if (c.bad)
-			break;
-		memcpy(kbuf, key, kl);
-		kbuf[kl] = '\0';
-		memcpy(dbuf, dt, dl);
-		dbuf[dl] = '\0';
-		if ((int)f != file)
+		if (d->ts[i].file != file || d->data[i] == NULL)
 			continue;
-		dtype = mate_dtype_from_name(dbuf);
-		if (mate_dtype_size(dtype) == 0 || mate_tensor_init(&t, dtype, (int)ndim, shape, NULL,
-		    (void *)data) != MATE_OK || (uint64_t)mate_tensor_nbytes(&t) != nb) {
-			c.bad = 1;
+		/* packed, on the host */
+		if (mate_tensor_init(&t, d->t[i].dtype, d->t[i].ndim, d->t[i].shape, NULL,
+		    (void *)(uintptr_t)d->data[i]) != MATE_OK) {
+			rc = mate_set_error(err, MATE_ERR_FORMAT, "a ring entry's tensors do not hold together");
 			break;
 		}
-		if ((st = mate_storage_wrap((void *)data, (size_t)nb, err)) == NULL) {
+		if ((st = mate_storage_wrap((void *)(uintptr_t)d->data[i], (size_t)d->nbytes[i], err)) == NULL) {
 			rc = err->code;
 			break;
 		}
-		rc = mate_value_set_str(dict, kbuf, mate_value_tensor(&t, st));
+		rc = mate_value_set_str(dict, d->ts[i].key, mate_value_tensor(&t, st));
 		mate_storage_unref(st);
 		any = 1;
 	}
-	if (rc == MATE_OK && c.bad)
-		rc = mate_set_error(err, MATE_ERR_FORMAT, "a ring entry's tensors do not hold together");
 	if (rc == MATE_OK && any)
 		rc = safetensors ? mate_safetensors_write(path, dict, NULL, err) :
 		    mate_pt_write(path, dict, NULL, err);
@@ -836,18 +1012,19 @@ write_tensor_file(const struct entry_head *h, int file, const char *path, int sa
 	return rc != MATE_OK ? rc : any;
 }
 
-/* The dir and record of an entry. */
+/* A record's timestamp as the writer makes it (digits and '_'): a part of a directory's
+ * name. */
 static int
-entry_text(const struct entry_head *h, const unsigned char **dir, uint32_t *dirlen,
-    const unsigned char **line, uint32_t *linelen)
+stamp_ok(const char *s)
 {
-	struct cur c = { (const unsigned char *)(h + 1), (const unsigned char *)(h + 1) + h->payload, 0 };
+	size_t n = strlen(s);
 
-	*dirlen = get_u32(&c);
-	*dir = get_bytes(&c, *dirlen);
-	*linelen = get_u32(&c);
-	*line = get_bytes(&c, *linelen);
-	return c.bad ? -1 : 0;
+	if (n == 0 || n > 40)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((s[i] < '0' || s[i] > '9') && s[i] != '_')
+			return 0;
+	return 1;
 }
 
 static int count_lines(const char *path);
@@ -859,29 +1036,35 @@ write_call(const struct call *k, const char *root, int safetensors, int again, i
     mate_error *err)
 {
 	int from = 0;                /* records its directory already has (again: a flush) */
-	const unsigned char *dir, *line;
-	uint32_t dl, ll;
-	const char *base, *ext = safetensors ? "safetensors" : "pt";
-	char name[256], *path = NULL, *sub = NULL;
-	struct mate_buf rec;
+	const char *ext = safetensors ? "safetensors" : "pt";
+	char *path = NULL, *sub = NULL;
+	struct mate_buf rec, name;
+	struct dec b, e;
+	struct mate_ring_call rc_in;
 	int rc = MATE_OK;
 	size_t plen;
 
-	if (entry_text(k->begin, &dir, &dl, &line, &ll) != 0 || dl == 0 || dl >= 4096)
-		return mate_set_error(err, MATE_ERR_FORMAT, "a ring entry names no dump directory");
-	memcpy(name, dir + (dl > sizeof(name) - 1 ? dl - (sizeof(name) - 1) : 0),
-	    dl > sizeof(name) - 1 ? sizeof(name) - 1 : dl);
-	name[dl > sizeof(name) - 1 ? sizeof(name) - 1 : dl] = '\0';
-	base = strrchr(name, '/') != NULL ? strrchr(name, '/') + 1 : name;
-	if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
-		return mate_set_error(err, MATE_ERR_FORMAT, "a ring entry's dump directory is %s", name);
-	plen = strlen(root) + strlen(base) + 64;
-	if ((sub = malloc(plen)) == NULL || (path = malloc(plen)) == NULL) {
-		free(sub);
-		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-	}
-	snprintf(sub, plen, "%s/%s", root, base);
 	*skipped = 0;
+	memset(&e, 0, sizeof(e));
+	mate_buf_init(&name);
+	if ((rc = decode(k->begin, &b, err)) != MATE_OK)
+		return rc;
+	if (k->end != NULL && (rc = decode(k->end, &e, err)) != MATE_OK)
+		goto out;
+	if (!stamp_ok(b.r.stamp)) {
+		rc = mate_set_error(err, MATE_ERR_FORMAT, "a ring entry's timestamp is not one");
+		goto out;
+	}
+	if (mate_rec_ring_dir_name(&name, b.r.stamp, b.r.pid, b.r.name, b.r.seq) != 0) {
+		rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	plen = strlen(root) + name.len + 64;
+	if ((sub = malloc(plen)) == NULL || (path = malloc(plen)) == NULL) {
+		rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	snprintf(sub, plen, "%s/%s", root, name.p);
 	if (mkdir(sub, 0755) != 0) {
 		if (errno != EEXIST || !again) {
 			rc = mate_set_error(err, MATE_ERR_IO, "%s: %s", sub, strerror(errno));
@@ -896,41 +1079,44 @@ write_call(const struct call *k, const char *root, int safetensors, int again, i
 		}
 	}
 	snprintf(path, plen, "%s/inputs.%s", sub, ext);
-	if (from == 0 && (rc = write_tensor_file(k->begin, MATE_RING_INPUTS, path, safetensors, err)) < 0)
+	if (from == 0 && (rc = write_tensor_file(&b, MATE_RING_INPUTS, path, safetensors, err)) < 0)
 		goto out;
 	if (k->end != NULL) {
 		snprintf(path, plen, "%s/outputs.%s", sub, ext);
-		if ((rc = write_tensor_file(k->end, MATE_RING_OUTPUTS, path, safetensors, err)) < 0)
+		if ((rc = write_tensor_file(&e, MATE_RING_OUTPUTS, path, safetensors, err)) < 0)
 			goto out;
 		snprintf(path, plen, "%s/inplace.%s", sub, ext);
-		if ((rc = write_tensor_file(k->end, MATE_RING_INPLACE, path, safetensors, err)) < 0)
+		if ((rc = write_tensor_file(&e, MATE_RING_INPLACE, path, safetensors, err)) < 0)
 			goto out;
 	}
 	rc = MATE_OK;
+	memset(&rc_in, 0, sizeof(rc_in));
+	rc_in.call = &b.r;
+	rc_in.cts = b.ts;
+	rc_in.ncts = b.n;
+	rc_in.ets = e.ts;
+	rc_in.nets = e.n;
+	rc_in.format = safetensors ? "safetensors" : "torch";
+	rc_in.dir = sub;
 	for (int i = from; i < 2 && rc == MATE_OK; i++) {
-		const struct entry_head *h = i == 0 ? k->begin : k->end;
-		const unsigned char *d2, *l2;
-		uint32_t dl2, ll2;
-
-		if (h == NULL)
+		if (i == 1 && k->end == NULL)
 			break;
-		if (entry_text(h, &d2, &dl2, &l2, &ll2) != 0) {
-			rc = mate_set_error(err, MATE_ERR_FORMAT, "a ring entry's record does not hold together");
+		rc_in.end = i == 0 ? NULL : &e.r;
+		if (mate_rec_ring_record(&rec, &rc_in) != 0) {
+			rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 			break;
 		}
-		mate_buf_init(&rec);
-		if (relocated(&rec, l2, ll2, sub) != 0)
-			rc = mate_set_error(err, MATE_ERR_FORMAT, "a ring entry's record is not one "
-			    "metadata.jsonl line");
 		snprintf(path, plen, "%s/metadata.jsonl", sub);
-		if (rc == MATE_OK)
-			rc = append_file(path, rec.p, rec.len, err);
+		rc = append_file(path, rec.p, rec.len, err);
 		snprintf(path, plen, "%s/session.jsonl", root);
 		if (rc == MATE_OK)
 			rc = append_file(path, rec.p, rec.len, err);
 		mate_buf_free(&rec);
 	}
 out:
+	mate_buf_free(&name);
+	dec_free(&b);
+	dec_free(&e);
 	free(sub);
 	free(path);
 	return rc;

@@ -14,10 +14,27 @@ enum { MATE_RING_INPUTS, MATE_RING_OUTPUTS, MATE_RING_INPLACE };
  * second record, with the outputs and in-place values). */
 enum { MATE_RING_CALL = 1, MATE_RING_END = 2 };
 
+/* A tensor of a ring entry: its description (the record's tensor_details) and, when its
+ * bytes are kept, those on the host. */
 struct mate_ring_tensor {
 	const char *key;
 	int file;                   /* MATE_RING_INPUTS, _OUTPUTS or _INPLACE */
-	const mate_tensor *t;       /* on the host */
+	const mate_tensor *t;       /* as the call has it: shape, dtype, strides, device */
+	const mate_tensor *host;    /* its bytes on the host; NULL: not kept */
+};
+
+/* The fields a ring entry keeps of a call's record (the rest the reader makes): a CALL
+ * entry's name through self_id and its input_metadata as meta, an END entry's status
+ * through completed and, when it completed, its output_metadata as meta. */
+struct mate_ring_rec {
+	const char *name, *module, *signature, *stamp, *version, *backend;
+	int64_t seq, pid;
+	int has_self;
+	uint64_t self_id;
+	const char *status, *extra_key, *extra;   /* extra_key NULL: none */
+	int completed;
+	const char *meta;           /* JSON text */
+	size_t metalen;
 };
 
 /* Whether the recorder keeps a ring (MATE_RING=N at level 10), making it on
@@ -27,12 +44,31 @@ int mate_ring_active(void) MATE_HIDDEN;
 /* A new call's number in this process's ring (from 1). */
 uint64_t mate_ring_next_id(void) MATE_HIDDEN;
 
-/* Puts an entry: call id's record line (the metadata.jsonl line, with its
- * newline), dir (the dump directory the record names; CALL entries only)
- * and tensors. A call whose tensors do not fit the ring keeps its record
- * only (and says so). 0, or -1 when nothing was kept. */
-int mate_ring_put(int kind, uint64_t id, const char *dir, const char *line, size_t linelen,
+/* Puts an entry of call id: its record's fields and tensors (their bytes copied from
+ * host, checksummed as they are copied). A call whose tensors do not fit the ring keeps
+ * their descriptions only (and says so). 0, or -1 when nothing was kept. */
+int mate_ring_put(int kind, uint64_t id, const struct mate_ring_rec *r,
     const struct mate_ring_tensor *t, size_t n) MATE_HIDDEN;
+
+/* A call as the reader has it: its CALL entry's fields and tensors and, when it has
+ * ended, its END entry's (end NULL: not yet). */
+struct mate_ring_call {
+	const struct mate_ring_rec *call, *end;
+	const struct mate_ring_tensor *cts, *ets;
+	size_t ncts, nets;
+	const char *format;         /* "torch" or "safetensors" */
+	const char *dir;            /* the dump directory it is written to */
+};
+
+/* Its record as level 10 writes it (dump_writer.c): the first one (k->end NULL) or the
+ * last, a metadata.jsonl line with its newline, into b (initialised here). 0, or -1 out
+ * of memory. */
+int mate_rec_ring_record(struct mate_buf *b, const struct mate_ring_call *k) MATE_HIDDEN;
+
+/* Its dump directory's name, "STAMP_pidPID_NAME_callNNNN" (the name made safe), into b
+ * (initialised here). 0, or -1 out of memory. */
+int mate_rec_ring_dir_name(struct mate_buf *b, const char *stamp, int64_t pid, const char *name,
+    int64_t seq) MATE_HIDDEN;
 
 /* What mate_ring_convert() found and wrote. */
 struct mate_ring_stats {

@@ -209,6 +209,69 @@ def test_error_exit_writes_dumps():
           "session.jsonl: two records a call")
 
 
+def same(a, b):
+    """The same values (NaN where NaN), shape and dtype."""
+    return a.shape == b.shape and a.dtype == b.dtype and torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)
+
+
+def test_records_as_level_10():
+    """The ring keeps a record's fields, not its text: the records mate-list-dumps writes from
+    it are level 10's, key for key (timestamp, process id and dump_dir aside), and so are the
+    directory names and the tensor files: returned and in-place outputs, a failed call, a
+    transposed (strided) input, both formats."""
+    for fmt in ("pt", "safetensors"):
+        got = {}
+        for how in ("ring", "disk"):
+            d = os.path.join(work, "as10-%s-%s" % (fmt, how))
+            os.makedirs(d)
+            more = dict(NF_CHAIN_EXIT="3", NF_CHAIN_FAIL_AT="19", MATE_DUMP_SAFETENSORS="1" if fmt != "pt" else "0")
+            e = env_for(d, **more)
+            if how == "disk":
+                del e["MATE_RING"]
+            p = run([build_path("tests", "nf-chain"), "float32", "20", "14", "64", "16", "transpose"], env=e,
+                    check=False)
+            check(p.returncode == 3, "%s %s: exit 3: %r" % (fmt, how, p.stderr[-300:]))
+            dumps = os.path.join(d, "dumps")
+            res = {}
+            for x in os.listdir(dumps):
+                if "_call" not in x:
+                    continue
+                # STAMP_pidPID_NAME_callNNNN: the name and number
+                key = x.split("_pid", 1)[1].split("_", 1)[1]
+                with open(os.path.join(dumps, x, "metadata.jsonl")) as f:
+                    recs = [json.loads(line) for line in f]
+                for r in recs:
+                    check(r.pop("dump_dir") == os.path.join(dumps, x), "%s %s: dump_dir %s" % (fmt, how, x))
+                    r.pop("timestamp")
+                    r.pop("process_id")
+                files = {}
+                for stem in ("inputs", "outputs", "inplace"):
+                    path = os.path.join(dumps, x, stem + "." + fmt)
+                    if not os.path.exists(path):
+                        continue
+                    if fmt == "pt":
+                        files[stem] = torch.load(path, weights_only=True)
+                    else:
+                        from safetensors.torch import load_file
+                        files[stem] = load_file(path)
+                res[key] = (recs, files)
+            got[how] = res
+        ring, disk = got["ring"], got["disk"]
+        check(len(ring) == KEEP and set(ring) <= set(disk), "%s: the ring's %d calls among level 10's: %s"
+              % (fmt, KEEP, sorted(ring)))
+        for key in sorted(ring):
+            if key not in disk:
+                continue
+            (rr, rf), (dr, df) = ring[key], disk[key]
+            check(rr == dr, "%s %s: the records are level 10's:\n%s\n%s" % (fmt, key, rr, dr))
+            check(sorted(rf) == sorted(df) and all(sorted(rf[s]) == sorted(df[s]) and
+                  all(same(rf[s][k], df[s][k]) for k in rf[s]) for s in rf),
+                  "%s %s: the tensor files are level 10's: %s %s" % (fmt, key, sorted(rf), sorted(df)))
+        statuses = sorted(r[-1]["execution_status"] for r, _ in ring.values())
+        check(statuses.count("failed") == 1 and statuses.count("completed") == KEEP - 1,
+              "%s: a failed call among them: %s" % (fmt, statuses))
+
+
 def test_on_fail():
     """MATE_RING_ON=fail: a recorded call that fails writes the ring; the program runs on."""
     d = os.path.join(work, "onfail")
@@ -447,6 +510,6 @@ def test_bad_rings():
     check(c.returncode == 2 and "--ring FILE goes with one of -o DIR or --into ROOT" in c.stderr, "usage: %s" % c.stderr)
 
 
-run_cases(test_kill_9_trials, test_killed_while_making_the_ring, test_clean_exit_leaves_nothing, test_error_exit_writes_dumps, test_fatal_signals,
+run_cases(test_records_as_level_10, test_kill_9_trials, test_killed_while_making_the_ring, test_clean_exit_leaves_nothing, test_error_exit_writes_dumps, test_fatal_signals,
           test_flush, test_on_fail, test_threads_race_the_crash, test_fork_and_planted, test_bad_settings,
           test_bad_rings)
