@@ -120,6 +120,9 @@ struct mate_buf {
 };
 void mate_buf_init(struct mate_buf *b) MATE_HIDDEN;
 void mate_buf_free(struct mate_buf *b) MATE_HIDDEN;
+/* Room for n more bytes and a NUL (p may move; a block of 4 KiB to 64 KiB comes from
+ * and goes back to the thread's cache): 0, or -1 out of memory. */
+int mate_buf_reserve(struct mate_buf *b, size_t n) MATE_HIDDEN;
 void mate_buf_put(struct mate_buf *b, const char *s, size_t n) MATE_HIDDEN;
 void mate_buf_puts(struct mate_buf *b, const char *s) MATE_HIDDEN;
 void mate_buf_putc(struct mate_buf *b, char ch) MATE_HIDDEN;

@@ -125,6 +125,12 @@ reserve(struct mate_buf *b, size_t n)
 	return LIKELY(b->cap - b->len > n) || grow(b, n);
 }
 
+int
+mate_buf_reserve(struct mate_buf *b, size_t n)
+{
+	return reserve(b, n) ? 0 : -1;
+}
+
 void
 mate_buf_put(struct mate_buf *b, const char *s, size_t n)
 {

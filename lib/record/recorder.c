@@ -24,12 +24,6 @@ nomem(void)
 	mate_rec_warn_once(REC_ONCE_NOMEM, "out of memory; calls are recorded incompletely");
 }
 
-static char *
-dup_or(const char *s, const char *dflt)
-{
-	return strdup(s != NULL ? s : dflt);
-}
-
 /* The call's time, from its beginning to its end, into the profile. */
 static void
 profile_add(mate_call *c, int failed)
@@ -41,6 +35,8 @@ mate_call *
 mate_call_begin(const char *name, const char *module, const char *signature)
 {
 	int level = __atomic_load_n(&mate_record_level_, __ATOMIC_ACQUIRE);
+	const char *m, *sig;
+	size_t ln, lm, ls;
 	mate_call *c;
 
 	if (level < 0) {
@@ -71,24 +67,22 @@ mate_call_begin(const char *name, const char *module, const char *signature)
 			mate_ev_call_begin(&level1_call, name);
 		return &level1_call;
 	}
-	c = calloc(1, sizeof(*c));
+	/* the call and its strings in one block */
+	m = module != NULL ? module : "<unknown>";
+	sig = signature != NULL ? signature : "<unavailable>";
+	ln = strlen(name) + 1;
+	lm = strlen(m) + 1;
+	ls = strlen(sig) + 1;
+	c = calloc(1, sizeof(*c) + ln + lm + ls);
 	if (c == NULL) {
 		nomem();
 		return NULL;
 	}
 	c->level = level;
 	c->state = CALL_BEGUN;
-	c->name = strdup(name);
-	c->module = dup_or(module, "<unknown>");
-	c->signature = dup_or(signature, "<unavailable>");
-	if (c->name == NULL || c->module == NULL || c->signature == NULL) {
-		nomem();
-		free(c->name);
-		free(c->module);
-		free(c->signature);
-		free(c);
-		return NULL;
-	}
+	c->name = memcpy((char *)(c + 1), name, ln);
+	c->module = memcpy(c->name + ln, m, lm);
+	c->signature = memcpy(c->module + lm, sig, ls);
 	if (level >= 10 && mate_ring_active() > 0) {
 		/* the flight recorder: its log costs what level 1's does */
 		c->ring = 1;
@@ -329,9 +323,14 @@ add_tensor(mate_call *c, const mate_value *v, const char *key, int dumped)
 {
 	struct rec_tensor *rt;
 
-	if (mate_array_grow(&c->tensors, c->ntensors, &c->cap_tensors, sizeof(*rt), 8) != 0) {
-		nomem();
-		return NULL;
+	if (c->ntensors == c->cap_tensors) {
+		/* a few KiB for every call: from the thread's cache, not malloc() */
+		if (mate_buf_reserve(&c->tmem, (c->ntensors + 1) * sizeof(*rt)) != 0) {
+			nomem();
+			return NULL;
+		}
+		c->tensors = (struct rec_tensor *)(void *)c->tmem.p;
+		c->cap_tensors = (c->tmem.cap - 1) / sizeof(*rt);
 	}
 	rt = &c->tensors[c->ntensors];
 	memset(rt, 0, sizeof(*rt));
@@ -609,7 +608,7 @@ static void
 free_call(mate_call *c)
 {
 	release_tensors(c);
-	free(c->tensors);
+	mate_buf_free(&c->tmem);
 	for (size_t i = 0; i < c->nargs; i++) {
 		free(c->args[i].name);
 		mate_value_free(c->args[i].v);
@@ -617,10 +616,7 @@ free_call(mate_call *c)
 	free(c->args);
 	mate_rec_dump_free(c->dump);
 	mate_buf_free(&c->ptext);
-	free(c->name);
-	free(c->module);
-	free(c->signature);
-	free(c);
+	free(c);   /* with its strings */
 }
 
 /* What mate_call_end and mate_call_fail do first: the events and the

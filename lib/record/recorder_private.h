@@ -138,8 +138,9 @@ struct mate_call {
 	uint64_t self_id;
 	struct rec_arg *args;
 	size_t nargs, cap_args;
-	struct rec_tensor *tensors;
+	struct rec_tensor *tensors;   /* in tmem (the thread's cached blocks) */
 	size_t ntensors, cap_tensors;
+	struct mate_buf tmem;
 	struct rec_dump *dump;
 	uint64_t ring_id;     /* MATE_RING: its number in the ring (no rec_dump) */
 	char stamp[24];       /* "[YYYY-MM-DD HH:MM:SS]" of the call */
