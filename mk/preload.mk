@@ -41,7 +41,7 @@ tests_record_cuda_prog_LDADD = tests/fakes/libcublas.la tests/fakes/libcudart.la
 ## Tests of mate-record: exit status and signals, the fake-CUDA program.
 SCRIPT_TESTS += tests/cli/test_record_exit.sh tests/cli/test_record_signals.py \
 	tests/cli/test_record_fakecuda.py tests/interop/test_memlog_rmm.py \
-	tests/cli/test_record_memevents.py
+	tests/cli/test_record_memevents.py tests/cli/test_ring_fakecuda.py
 EXTRA_DIST += tests/tools/record-common.sh tests/tools/rmm_log_parser.py
 ## What mate-record says after the run, and its --memlog of a run with no allocations.
 SCRIPT_TESTS += tests/cli/test_record_summary.sh

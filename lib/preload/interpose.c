@@ -255,6 +255,7 @@ resolve_api(void)
 	API(memlog_set_format, "mate_memlog_set_format");
 	API(elf_cuda_runtime, "mate_elf_cuda_runtime");
 	API(memory_source, "mate_event_memory_source");
+	API(ring_flush, "mate_ring_flush");
 	return mate_ip_api.memlog_new != NULL && mate_ip_api.memlog_fork_child != NULL &&
 	    mate_ip_api.memlog_profile != NULL && mate_ip_api.memlog_error != NULL;
 }
@@ -562,11 +563,40 @@ mate_ip_call_ran(struct ip_call *ic)
 	mate_ip_depth--;
 }
 
+/* MATE_RING_ON=fail: an interposed call that returned an error but is not a recorded call
+ * (a copy or a launch at level 10, a cuBLAS call the recorder did not take) has the ring
+ * written too; a recorded one has it through mate_call_fail(). */
+static void
+ring_on_fail(const char *error)
+{
+	static int on = -1;
+	const char *s;
+	mate_error err;
+
+	if (on < 0) {
+		s = prefixed_env("RING_ON");
+		on = s != NULL && strcmp(s, "fail") == 0;
+	}
+	if (!on || mate_ip_api.ring_flush == NULL)
+		return;
+	mate_ip_inside++;
+	if (mate_ip_api.ring_flush(&err) != MATE_OK && err.code != MATE_ERR_UNSUPPORTED) {
+		static int warned;
+
+		if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+			mate_warn("%s; MATE_RING_ON=fail: %s", error, err.message);
+	}
+	mate_ip_inside--;
+}
+
 void
 mate_ip_call_end(struct ip_call *ic, const char *error)
 {
-	if (ic->c == NULL)
+	if (ic->c == NULL) {
+		if (error != NULL)
+			ring_on_fail(error);
 		return;
+	}
 	fegetenv(&ic->fe);
 	mate_ip_inside++;
 	if (error == NULL)

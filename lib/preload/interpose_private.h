@@ -53,6 +53,7 @@ struct ip_api {
 	int (*memlog_set_format)(mate_memlog *, int);
 	int (*elf_cuda_runtime)(const char *, mate_error *);
 	int (*memory_source)(const char *, const char *);   /* may be NULL */
+	int (*ring_flush)(mate_error *);                     /* may be NULL */
 };
 
 extern struct ip_api mate_ip_api;

@@ -86,7 +86,8 @@ cudaFreeAsync(void *p, cudaStream_t s)
 cudaError_t
 cudaMemcpy(void *dst, const void *src, size_t n, int kind)
 {
-	(void)kind;
+	if (kind < 0 || kind > 4)   /* as the real runtime: not a cudaMemcpyKind */
+		return cudaErrorInvalidMemcpyDirection;
 	if (n > 0)
 		memmove(dst, src, n);
 	return cudaSuccess;

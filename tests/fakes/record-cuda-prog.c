@@ -1,4 +1,4 @@
-/* record-cuda-prog.c: a CUDA program for the mate-record tests: allocations of every kind, copies, a kernel launch, cuBLAS GEMMs, a second thread and a forked child. Linked against the fake libraries (or the real ones on a GPU). */
+/* record-cuda-prog.c: a CUDA program for the mate-record tests: allocations of every kind, copies, a kernel launch, cuBLAS GEMMs, a second thread and a forked child; with RECORD_CUDA_FAIL, a cuBLAS call or a copy that fails. Linked against the fake libraries (or the real ones on a GPU). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -60,6 +60,16 @@ other_thread(void *arg)
 	return NULL;
 }
 
+/* RECORD_CUDA_FAIL names the calls that fail: "cublas" (a cublasGemmEx after the others),
+ * "memcpy" (a cudaMemcpy after the GEMMs), or both. */
+static int
+failing(const char *what)
+{
+	const char *s = getenv("RECORD_CUDA_FAIL");
+
+	return s != NULL && strstr(s, what) != NULL;
+}
+
 static void
 gemms(float *dA, float *dB, float *dC, cudaStream_t s)
 {
@@ -94,6 +104,10 @@ gemms(float *dA, float *dB, float *dC, cudaStream_t s)
 	    dBat, CUDA_R_32F, 8, 64, (float *)dBat + 192, CUDA_R_32F, 8, 64, dalpha + 1,
 	    (float *)dBat + 384, CUDA_R_32F, 8, 64, 3, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 	CHECK_CUDA(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST));
+	if (failing("cublas"))   /* a compute type the fake does not have */
+		fprintf(stderr, "cublasGemmEx: status %d\n", cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N,
+		    64, 48, 32, &alpha, dA, CUDA_R_32F, 64, dB, CUDA_R_32F, 32, &beta, dC, CUDA_R_32F, 64,
+		    CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT));
 	CHECK_CUDA(cudaFree(dalpha));
 	CHECK_CUDA(cudaFree(dBat));
 	CHECK_CUDA(cudaFree(dA16));
@@ -156,6 +170,8 @@ main(void)
 	CHECK_CUDA(cudaLaunchKernel((const void *)saxpy_kernel, (struct fake_dim3){ 8, 1, 1 },
 	    (struct fake_dim3){ 256, 1, 1 }, args, 0, s));
 	gemms(dA, dB, dC, s);
+	if (failing("memcpy"))   /* not a cudaMemcpyKind */
+		fprintf(stderr, "cudaMemcpy: error %d\n", cudaMemcpy(hC, dC, sizeof(hC), 7));
 	CHECK_CUDA(cudaMemcpy(hC, dC, sizeof(hC), cudaMemcpyDeviceToHost));
 	other_allocations(s);
 	if (pthread_create(&th, NULL, other_thread, NULL) != 0 || pthread_join(th, NULL) != 0)
