@@ -144,6 +144,52 @@ def test_kill_9_trials():
     print("50 kill -9 trials: %d chained pairs compared, %d torn entries skipped" % (checked, torn_total))
 
 
+def test_oom_kill():
+    """A simulated OOM kill: cgroup v2 has no memory controller on the machine this was written
+    on (no memory.max to set), so the test does to the process what the OOM killer does: a
+    SIGKILL while it allocates heavily (first-chain's FIRST_CHAIN_HOG thread allocates and
+    touches up to 512 MiB while the calls go on; the kill comes once the process holds 256 MiB).
+    The last calls come back whole, torch loads them, mate-replay replays them, and the chained
+    tensors match from call to call."""
+    d = os.path.join(work, "oom")
+    os.makedirs(d)
+    p, ring = started([CHAIN, "1", "1000000000"], d, FIRST_CHAIN_HOG="1")
+    child = int(ring.rsplit(".", 1)[1]) if ring else None
+
+    def rss_kib():
+        try:
+            with open("/proc/%d/status" % child) as f:
+                return int(next(l for l in f if l.startswith("VmRSS:")).split()[1])
+        except (OSError, StopIteration, ValueError, TypeError):
+            return -1
+
+    deadline = time.monotonic() + 60
+    while (rss_kib() < 256 << 10 or calls_logged(d) < 2) and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    big = rss_kib()
+    if child is not None:
+        os.kill(child, signal.SIGKILL)
+    p.wait()
+    check(big >= 256 << 10, "killed while allocating: %d KiB resident" % big)
+    out = os.path.join(d, "out")
+    c = convert(ring, out) if ring else None
+    check(c is not None and c.returncode == 0, "the ring is read: %s" % (c and c.stderr))
+    calls = calls_of(out) if c is not None and c.returncode == 0 else []
+    states = [r["execution_status"] for _, r in calls]
+    check(0 < len(calls) <= KEEP and all(s == "completed" for s in states[:-1]) and
+          states[-1] in ("completed", "inputs_saved"), "the last calls, every one but the last returned: %s"
+          % states)
+    for x, _ in calls:
+        for stem in ("inputs", "outputs", "inplace"):
+            tensors(out, x, stem)          # torch 2.x, weights_only=True: raises on anything else
+    rp = run([REPLAY, "--jsonl", out], check=False)
+    verdicts = [json.loads(line)["verdict"] for line in rp.stdout.splitlines()]
+    want = ["passed"] * (len(calls) - 1) + ["passed" if states and states[-1] == "completed" else "now_runs"]
+    check(calls and verdicts == want, "mate-replay: %s, expected %s" % (verdicts, want))
+    for what, ok in chained(out, calls):
+        check(ok, "a chained tensor differs: %s" % what)
+
+
 def test_killed_while_making_the_ring():
     """kill -9 in the first milliseconds, while the ring is being made: either no ring, or one
     whose head is whole (it is named only once written), never a file that is not a ring."""
@@ -510,6 +556,6 @@ def test_bad_rings():
     check(c.returncode == 2 and "--ring FILE goes with one of -o DIR or --into ROOT" in c.stderr, "usage: %s" % c.stderr)
 
 
-run_cases(test_records_as_level_10, test_kill_9_trials, test_killed_while_making_the_ring, test_clean_exit_leaves_nothing, test_error_exit_writes_dumps, test_fatal_signals,
+run_cases(test_records_as_level_10, test_kill_9_trials, test_oom_kill, test_killed_while_making_the_ring, test_clean_exit_leaves_nothing, test_error_exit_writes_dumps, test_fatal_signals,
           test_flush, test_on_fail, test_threads_race_the_crash, test_fork_and_planted, test_bad_settings,
           test_bad_rings)

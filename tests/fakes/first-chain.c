@@ -1,11 +1,15 @@
 /* first-chain.c: a recorded multi-process run for mate-replay --first: PROCS processes each make CALLS chained minilib calls (rmsnorm, silu_and_mul, mm, fused_add_rmsnorm in place; each one's output the next one's input).
  *
  * usage: first-chain PROCS CALLS   (record with MATE_LOGLEVEL=10 MATE_DUMP_DIR=...)
+ * FIRST_CHAIN_HOG=1: in each process a thread allocates and touches up to 512 MiB, again
+ * and again, while the calls go on (MATE_RING's simulated OOM kill).
  * Exit status: 0 every process made its calls, 1 one failed, 2 usage.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,6 +34,21 @@ filled(size_t n, uint32_t *seed)
 	for (size_t i = 0; p != NULL && i < n; i++)
 		p[i] = (float)(next_rand(seed) % 4096) / 1024.0f - 2.0f;
 	return p;
+}
+
+static void *
+hog(void *arg)
+{
+	static char *p[16];
+
+	(void)arg;
+	for (unsigned i = 0;; i = (i + 1) % 16) {
+		if (p[i] == NULL)
+			p[i] = malloc((size_t)32 << 20);
+		if (p[i] != NULL)
+			memset(p[i], (int)i + 1, (size_t)32 << 20);
+	}
+	return NULL;
 }
 
 /* One process's chain: x -> rmsnorm -> y -> silu_and_mul -> h -> mm -> x ->
@@ -89,8 +108,13 @@ main(int argc, char **argv)
 			perror("first-chain: fork");
 			return 1;
 		}
-		if (pid == 0)
+		if (pid == 0) {
+			pthread_t th;
+
+			if (getenv("FIRST_CHAIN_HOG") != NULL && pthread_create(&th, NULL, hog, NULL) != 0)
+				_exit(1);
 			_exit(chain(calls, 2463534242u + 7919u * (uint32_t)p));
+		}
 	}
 	for (int p = 0; p < procs; p++) {
 		int st;
