@@ -6,6 +6,8 @@
 #include "profile.h"
 
 #include <locale.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,16 +314,21 @@ static void
 release_tensors(mate_call *c)
 {
 	for (size_t i = 0; i < c->ntensors; i++) {
-		free(c->tensors[i].key);
+		uintptr_t k = (uintptr_t)c->tensors[i].key, b = (uintptr_t)c->kbuf;
+
+		if (k < b || k >= b + sizeof(c->kbuf))
+			free(c->tensors[i].key);
 		mate_storage_unref(c->tensors[i].st);
 	}
 	c->ntensors = 0;
+	c->kused = 0;
 }
 
 static struct rec_tensor *
 add_tensor(mate_call *c, const mate_value *v, const char *key, int dumped)
 {
 	struct rec_tensor *rt;
+	size_t n;
 
 	if (c->ntensors == c->cap_tensors) {
 		/* a few KiB for every call: from the thread's cache, not malloc() */
@@ -333,11 +340,16 @@ add_tensor(mate_call *c, const mate_value *v, const char *key, int dumped)
 		c->cap_tensors = (c->tmem.cap - 1) / sizeof(*rt);
 	}
 	rt = &c->tensors[c->ntensors];
-	memset(rt, 0, sizeof(*rt));
+	memset(rt, 0, offsetof(struct rec_tensor, host));   /* host is set when it is staged */
+	rt->st = NULL;
 	rt->v = v;
 	rt->dumped = dumped;
 	rt->nbytes = mate_tensor_nbytes(mate_value_get_tensor(v));
-	if ((rt->key = strdup(key)) == NULL) {
+	n = strlen(key) + 1;
+	if (n <= sizeof(c->kbuf) - c->kused) {   /* most keys: no allocation */
+		rt->key = memcpy(c->kbuf + c->kused, key, n);
+		c->kused += n;
+	} else if ((rt->key = strdup(key)) == NULL) {
 		nomem();
 		return NULL;
 	}

@@ -141,6 +141,8 @@ struct mate_call {
 	struct rec_tensor *tensors;   /* in tmem (the thread's cached blocks) */
 	size_t ntensors, cap_tensors;
 	struct mate_buf tmem;
+	char kbuf[192];       /* the phase's tensor keys that fit, the others malloc'ed */
+	size_t kused;
 	struct rec_dump *dump;
 	uint64_t ring_id;     /* MATE_RING: its number in the ring (no rec_dump) */
 	char stamp[24];       /* "[YYYY-MM-DD HH:MM:SS]" of the call */
