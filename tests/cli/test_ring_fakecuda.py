@@ -57,11 +57,17 @@ def loads_and_replays(what, dumps, recs):
     check(got == want, "%s: mate-replay: %s, expected %s" % (what, got, want))
 
 
+def failing(fail, said):
+    """A recorded run with MATE_RING_ON=fail in which fail fails (the program says said and runs
+    on unchanged); its dump root and records."""
+    p, dumps = recorded(os.path.join(work, fail), fail)
+    check(p.returncode == 0 and p.stdout == plain and said in p.stderr,
+          "%s: the program runs on unchanged: %d %r %r" % (fail, p.returncode, p.stdout, p.stderr[-300:]))
+    return dumps, records(dumps)
+
+
 def test_cublas_error():
-    p, dumps = recorded(os.path.join(work, "cublas"), "cublas")
-    check(p.returncode == 0 and p.stdout == plain and "cublasGemmEx: status 15" in p.stderr,
-          "the program runs on unchanged: %d %r %r" % (p.returncode, p.stdout, p.stderr[-300:]))
-    recs = records(dumps)
+    dumps, recs = failing("cublas", "cublasGemmEx: status 15")
     check(sorted(recs) == ["cublasGemmEx_call0001", "cublasGemmEx_call0002",
                            "cublasGemmStridedBatchedEx_call0001", "cublasSgemm_v2_call0001"],
           "the failing call and the %d before it: %s" % (KEEP - 1, sorted(recs)))
@@ -75,10 +81,7 @@ def test_cublas_error():
 
 def test_memcpy_error():
     """A copy is only counted at level 10: no record of its own, but its error writes the ring."""
-    p, dumps = recorded(os.path.join(work, "memcpy"), "memcpy")
-    check(p.returncode == 0 and p.stdout == plain and "cudaMemcpy: error 21" in p.stderr,
-          "the program runs on unchanged: %d %r %r" % (p.returncode, p.stdout, p.stderr[-300:]))
-    recs = records(dumps)
+    dumps, recs = failing("memcpy", "cudaMemcpy: error 21")
     check(sorted(recs) == ["cublasGemmEx_call0001", "cublasGemmStridedBatchedEx_call0001",
                            "cublasSgemm_v2_call0001"], "the calls before the failed copy: %s" % sorted(recs))
     check(all(r["execution_status"] == "completed" for _, r in recs.values()), "all completed")
