@@ -27,9 +27,11 @@
  * entry_head, then its payload. The writer appends entries in order and starts again
  * at the beginning of the data when the next one does not fit before its end; it
  * writes an entry's payload, then its head, its checksum and its magic last. The
- * checksum is XXH3 of the head (with a zero checksum field) seeded with XXH3 of the
- * payload, which the writer hashes in chunks as it copies them, while they are in the
- * cache. A reader scans the data: where a head has the magic, a length within the data
+ * checksum is XXH3 of the head (with a zero checksum field) seeded with a sum of the
+ * payload (struct psum: Fletcher's, over 64-bit words in four lanes, each word weighted
+ * by its place: a changed, lost or moved word changes it), which the writer takes in
+ * chunks as it copies them, while they are in the cache, at a few times memcpy()'s
+ * speed. A reader scans the data: where a head has the magic, a length within the data
  * and the checksum of its bytes, the entry is complete; anywhere else it steps ALIGN
  * bytes on. An entry the writer died inside, or one partly overwritten by a newer one,
  * fails its checksum.
@@ -57,7 +59,7 @@
 #define REC_EXTRA 4u
 #define TENSOR_DATA 1u
 #define NSTR 10
-#define CHUNK ((size_t)128 << 10)   /* copied, then hashed while in the cache */
+#define CHUNK ((size_t)128 << 10)   /* copied, then summed while in the cache */
 
 struct ring_head {
 	char magic[8];
@@ -85,21 +87,82 @@ struct entry_head {
 _Static_assert(sizeof(struct entry_head) == ALIGN, "an entry head is one ALIGN unit");
 _Static_assert(sizeof(struct ring_head) <= HEAD_SIZE, "the head fits its page");
 
-/* The checksum of an entry whose payload hashes to payload_hash. */
+/* The payload's sum: in lane i % 4 of word i (little or big endian as written; a last
+ * partial word padded with zeros), a += word, b += a. */
+struct psum {
+	uint64_t a[4], b[4];
+	uint64_t n;                 /* words so far */
+};
+
+/* Adds n bytes at p (n a multiple of 8 but at the payload's end). */
+static void
+psum_add(struct psum *s, const unsigned char *p, size_t n)
+{
+	uint64_t a0 = s->a[0], a1 = s->a[1], a2 = s->a[2], a3 = s->a[3];
+	uint64_t b0 = s->b[0], b1 = s->b[1], b2 = s->b[2], b3 = s->b[3];
+	size_t nw = n / 8, i = 0;
+	uint64_t w[4];
+
+	for (; i < nw && (s->n + i) % 4 != 0; i++) {
+		memcpy(w, p + 8 * i, 8);
+		s->a[(s->n + i) % 4] += w[0];
+		s->b[(s->n + i) % 4] += s->a[(s->n + i) % 4];
+	}
+	a0 = s->a[0], a1 = s->a[1], a2 = s->a[2], a3 = s->a[3];
+	b0 = s->b[0], b1 = s->b[1], b2 = s->b[2], b3 = s->b[3];
+	for (; i + 4 <= nw; i += 4) {
+		memcpy(w, p + 8 * i, 32);
+		a0 += w[0];
+		b0 += a0;
+		a1 += w[1];
+		b1 += a1;
+		a2 += w[2];
+		b2 += a2;
+		a3 += w[3];
+		b3 += a3;
+	}
+	s->a[0] = a0, s->a[1] = a1, s->a[2] = a2, s->a[3] = a3;
+	s->b[0] = b0, s->b[1] = b1, s->b[2] = b2, s->b[3] = b3;
+	for (; i < nw; i++) {
+		memcpy(w, p + 8 * i, 8);
+		s->a[(s->n + i) % 4] += w[0];
+		s->b[(s->n + i) % 4] += s->a[(s->n + i) % 4];
+	}
+	if (n % 8 != 0) {
+		w[0] = 0;
+		memcpy(w, p + 8 * nw, n % 8);
+		s->a[(s->n + nw) % 4] += w[0];
+		s->b[(s->n + nw) % 4] += s->a[(s->n + nw) % 4];
+		nw++;
+	}
+	s->n += nw;
+}
+
 static uint64_t
-entry_sum(const struct entry_head *h, uint64_t payload_hash)
+psum_digest(const struct psum *s)
+{
+	return XXH3_64bits(s, sizeof(*s));
+}
+
+/* The checksum of an entry whose payload sums to payload_sum. */
+static uint64_t
+entry_sum(const struct entry_head *h, uint64_t payload_sum)
 {
 	struct entry_head copy = *h;
 
 	copy.magic = ENTRY_MAGIC;
 	copy.checksum = 0;
-	return XXH3_64bits_withSeed(&copy, sizeof(copy), payload_hash);
+	return XXH3_64bits_withSeed(&copy, sizeof(copy), payload_sum);
 }
 
 static uint64_t
 entry_checksum(const struct entry_head *h, const unsigned char *payload)
 {
-	return entry_sum(h, XXH3_64bits(payload, (size_t)h->payload));
+	struct psum s;
+
+	memset(&s, 0, sizeof(s));
+	psum_add(&s, payload, (size_t)h->payload);
+	return entry_sum(h, psum_digest(&s));
 }
 
 static uint64_t
@@ -618,27 +681,28 @@ tensor_head_size(const struct mate_ring_tensor *t)
 	    16 * (size_t)t->t->ndim + 8;
 }
 
-/* A tensor's bytes copied to p; the hash state, when given, takes them chunk by chunk as
- * they are copied (*hashed: where the bytes not yet hashed begin). */
+/* A tensor's bytes copied to p; the payload's sum, when given, takes them chunk by chunk as
+ * they are copied (*summed: where the bytes not yet summed begin). */
 static void
-copy_hashed(const mate_tensor *x, unsigned char *p, uint64_t nb, XXH3_state_t *st,
-    const unsigned char **hashed)
+copy_summed(const mate_tensor *x, unsigned char *p, uint64_t nb, struct psum *s,
+    const unsigned char **summed)
 {
 	const unsigned char *src;
 
-	if (st == NULL || !mate_tensor_is_contiguous(x)) {
+	if (s == NULL || !mate_tensor_is_contiguous(x)) {
 		mate_tensor_copy_contiguous(x, p);
 		return;
 	}
 	src = (const unsigned char *)x->data + x->offset * (int64_t)mate_dtype_size(x->dtype);
-	XXH3_64bits_update(st, *hashed, (size_t)(p - *hashed));
+	psum_add(s, *summed, (size_t)(p - *summed));   /* 8-aligned from the entry: whole words */
 	for (uint64_t off = 0; off < nb; off += CHUNK) {
 		size_t m = nb - off < CHUNK ? (size_t)(nb - off) : CHUNK;
 
 		memcpy(p + off, src + off, m);
-		XXH3_64bits_update(st, p + off, m);
+		psum_add(s, p + off, m / 8 * 8);   /* CHUNK is whole words: only the last has a part */
 	}
-	*hashed = p + nb;
+	/* a last part of a word is summed with its padding, once that is written */
+	*summed = p + nb / 8 * 8;
 }
 
 int
@@ -651,9 +715,9 @@ mate_ring_put(int kind, uint64_t id, const struct mate_ring_rec *r,
 	uint32_t flags = 0, nkept = (uint32_t)n, rflags;
 	struct entry_head h;
 	unsigned char *e, *p;
-	const unsigned char *hashed;
-	uint64_t off, elen, sum;
-	XXH3_state_t st, *stp = NULL;
+	const unsigned char *summed;   /* where the bytes not yet summed begin */
+	uint64_t off, elen;
+	struct psum st, *stp = NULL;
 
 	for (int i = 0; i < NSTR; i++) {
 		len[i] = str[i] == NULL ? 0 : i == NSTR - 1 ? r->metalen : strlen(str[i]);
@@ -672,7 +736,7 @@ mate_ring_put(int kind, uint64_t id, const struct mate_ring_rec *r,
 				return -1;
 			payload += (size_t)(nb + 7) / 8 * 8;
 			if ((uint64_t)nb >= CHUNK)
-				stp = &st;   /* large: hashed as it is copied */
+				stp = &st;   /* large: summed as it is copied */
 		}
 	}
 	pthread_mutex_lock(&ring.lock);
@@ -700,9 +764,8 @@ mate_ring_put(int kind, uint64_t id, const struct mate_ring_rec *r,
 	/* the payload, then the head, its checksum, and the magic last */
 	e = ring.data + off;
 	p = e + sizeof(h);
-	hashed = p;
-	if (stp != NULL)
-		XXH3_64bits_reset(stp);
+	summed = p;
+	memset(&st, 0, sizeof(st));
 	for (int i = 0; i < NSTR; i++)
 		p = put_bytes(p, str[i] != NULL ? str[i] : "", len[i]);
 	p = pad8(p, e);
@@ -736,7 +799,7 @@ mate_ring_put(int kind, uint64_t id, const struct mate_ring_rec *r,
 		if (!data)
 			continue;
 		if (nb > 0)
-			copy_hashed(t[i].host, p, nb, stp, &hashed);
+			copy_summed(t[i].host, p, nb, stp, &summed);
 		p = pad8(p + nb, e);
 	}
 	h.kind = (uint32_t)kind;
@@ -744,12 +807,8 @@ mate_ring_put(int kind, uint64_t id, const struct mate_ring_rec *r,
 	h.id = id;
 	h.payload = (uint64_t)(p - (e + sizeof(h)));   /* within the room taken */
 	h.flags = flags;
-	if (stp != NULL) {
-		XXH3_64bits_update(stp, hashed, (size_t)(p - hashed));
-		sum = XXH3_64bits_digest(stp);
-	} else
-		sum = XXH3_64bits(e + sizeof(h), (size_t)h.payload);
-	h.checksum = entry_sum(&h, sum);
+	psum_add(&st, summed, (size_t)(p - summed));
+	h.checksum = entry_sum(&h, psum_digest(&st));
 	memcpy(e + 8, (unsigned char *)&h + 8, sizeof(h) - 8);
 	__atomic_store_n((uint32_t *)(void *)(e + 4), h.kind, __ATOMIC_RELAXED);
 	__atomic_store_n((uint32_t *)(void *)e, (uint32_t)ENTRY_MAGIC, __ATOMIC_RELEASE);
