@@ -998,6 +998,7 @@ ring_inputs(mate_call *c)
 		return;
 	}
 	c->ring_id = mate_ring_next_id();
+	c->ring_pid = mate_rec_pid();
 	dump_stamp(stamp);
 	mate_buf_init(&meta);
 	input_metadata(&meta, c);
@@ -1151,7 +1152,9 @@ mate_rec_dump_outputs(mate_call *c, struct mate_buf *log)
 	int64_t bytes, inplace_bytes = 0;
 	int n_inplace = 0;
 
-	if (c->ring_id != 0) {   /* mate_ring_put() checks the process */
+	if (c->ring_id != 0) {
+		if (c->ring_pid != mate_rec_pid())
+			return;   /* begun before a fork: the parent's ring has it */
 		if (stage_dumped(c) < 0)
 			ring_end(c, "inputs_saved", "note", "outputs not saved: a tensor could not be read");
 		else
@@ -1211,6 +1214,8 @@ mate_rec_dump_failed(mate_call *c, const char *error)
 	mate_error err;
 
 	if (c->ring_id != 0) {
+		if (c->ring_pid != mate_rec_pid())
+			return;
 		ring_end(c, "failed", "error", error);
 		/* MATE_RING_ON=fail: the ring's calls, this one the last, into the dump root now */
 		if (mate_ring_write_on_fail() && mate_ring_flush(&err) != MATE_OK)

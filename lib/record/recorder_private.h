@@ -145,6 +145,7 @@ struct mate_call {
 	size_t kused;
 	struct rec_dump *dump;
 	uint64_t ring_id;     /* MATE_RING: its number in the ring (no rec_dump) */
+	pid_t ring_pid;       /* the process whose ring has it (a forked child has its own) */
 	char stamp[24];       /* "[YYYY-MM-DD HH:MM:SS]" of the call */
 	uint64_t log_id;      /* MATE_LOG_EXTRA: the call's id (the events' call=N) */
 	long log_tid;         /* and the thread that made it */
