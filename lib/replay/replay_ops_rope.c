@@ -215,23 +215,24 @@ op_rope(mate_replay_call *c, void *ctx)
 	"rope_theta=500000.0, low_freq_factor=1, high_freq_factor=4, old_context_len=8192)"
 #define SIG_COS_SIN "(positions, query, key, head_size, cos_sin_cache, is_neox=True)"
 
-/* How mate-replay --shrink cuts them: by token, with its position (the segment
- * forms, indptr and offsets, are not cut). */
+/* How mate-replay --shrink cuts them: by token, with its position; the segment
+ * forms by request (indptr's segments), with its offset, indptr rebuilt. */
 #define SLICE_POS "token:q.0 k.0 pos_ids.0 result.0"
+#define SLICE_INDPTR "request:#indptr q.0+ k.0+ result.0+ offsets.0"
 #define SLICE_COS_SIN "token:positions.0 query.0 key.0 result.0"
 
 int
 mate_replay_register_rope(mate_replay *r, mate_error *err)
 {
 	static const struct mate_replay_op_def ops[] = {
-		{ "apply_rope", SIG_ROPE, op_rope, ROPE_INDPTR, NULL },
-		{ "apply_rope_inplace", SIG_ROPE, op_rope, ROPE_INDPTR | ROPE_INPLACE, NULL },
+		{ "apply_rope", SIG_ROPE, op_rope, ROPE_INDPTR, SLICE_INDPTR },
+		{ "apply_rope_inplace", SIG_ROPE, op_rope, ROPE_INDPTR | ROPE_INPLACE, SLICE_INDPTR },
 		{ "apply_rope_pos_ids", SIG_ROPE_POS, op_rope, ROPE_POS_IDS, SLICE_POS },
 		{ "apply_rope_pos_ids_inplace", SIG_ROPE_POS, op_rope, ROPE_POS_IDS | ROPE_INPLACE,
 		    SLICE_POS },
-		{ "apply_llama31_rope", SIG_LLAMA31, op_rope, ROPE_INDPTR | ROPE_LLAMA31, NULL },
+		{ "apply_llama31_rope", SIG_LLAMA31, op_rope, ROPE_INDPTR | ROPE_LLAMA31, SLICE_INDPTR },
 		{ "apply_llama31_rope_inplace", SIG_LLAMA31, op_rope,
-		    ROPE_INDPTR | ROPE_LLAMA31 | ROPE_INPLACE, NULL },
+		    ROPE_INDPTR | ROPE_LLAMA31 | ROPE_INPLACE, SLICE_INDPTR },
 		{ "apply_llama31_rope_pos_ids", SIG_LLAMA31_POS, op_rope, ROPE_POS_IDS | ROPE_LLAMA31,
 		    SLICE_POS },
 		{ "apply_llama31_rope_pos_ids_inplace", SIG_LLAMA31_POS, op_rope,

@@ -153,7 +153,10 @@ int mate_replay_split_cache(mate_replay_call *c, int pos, const char *name, int 
  * returned tensor alone (name it before "result"). "PARAM.DIM/": grouped, unit u
  * of n is index u / (n / size) (a GQA query head's KV head). "?PARAM=VALUE": the
  * stage cuts only where that string argument is absent or VALUE ("None": only
- * where it is absent or None), else the call cannot be sliced. "@paged": a decode wrapper's run, cut by request with its
+ * where it is absent or None), else the call cannot be sliced. "#PARAM": the
+ * units are the segments of that indptr (a 1-D int tensor from 0 up), which a
+ * cut rebuilds; "PARAM.DIM+": cut by segment, unit u the indices
+ * indptr[u]..indptr[u+1] along DIM (name it first: its size bounds indptr). "@paged": a decode wrapper's run, cut by request with its
  * plan (indptr, indices, last_page_len rebuilt) and exactly its pages of the
  * cache; "@prefill": a paged prefill's, its rows of q by qo_indptr too;
  * "@ragged": a ragged prefill's, rows of q and of k and v by qo_indptr and

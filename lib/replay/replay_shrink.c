@@ -22,6 +22,8 @@ struct cut {
 	int dim;                    /* negative: from the end */
 	int group;                  /* "PARAM.DIM/": unit u is its index u * size / units (GQA's
 	                               KV head of query head u) */
+	int seg;                    /* "PARAM.DIM+": unit u is the rows indptr[u]..indptr[u+1]
+	                               of the stage's indptr */
 	char key[96];               /* the recorded argument's key ("arg_0", "kwarg_out",
 	                               "result_1"), or "" for every returned tensor */
 };
@@ -33,6 +35,10 @@ struct stage {
 	int ncuts;
 	char guard[64], guard_key[96], guard_val[32];   /* "?PARAM=VALUE": cuts only where the
 	                                                   string argument is absent or VALUE */
+	char seg[64], seg_key[96];  /* "#PARAM": the units are the segments of that indptr,
+	                               which a cut rebuilds */
+	int64_t *ip, rows;          /* its values (units + 1), and the rows they cut */
+	mate_dtype ip_dt;
 	/* what the shrink chose */
 	int64_t n;                  /* units before the cut */
 	int64_t *fail;              /* the units that fail alone */
@@ -179,6 +185,16 @@ parse_rule(struct shrink *s, const char *rule, const char *handler_sig, mate_err
 				break;
 			for (w = 0; q + w < end && q[w] != ' '; w++)
 				;
+			if (*q == '#') {  /* the indptr of segments */
+				if (w - 1 >= sizeof(st->seg) || w < 2)
+					return mate_set_error(err, MATE_ERR_ARGUMENT, "slicing rule %s: bad indptr",
+					    rule);
+				memcpy(st->seg, q + 1, w - 1);
+				st->seg[w - 1] = '\0';
+				param_key(s, handler_sig, st->seg, st->seg_key, sizeof(st->seg_key));
+				q += w;
+				continue;
+			}
 			if (*q == '?') {  /* a guard */
 				size_t eq;
 
@@ -206,6 +222,10 @@ parse_rule(struct shrink *s, const char *rule, const char *handler_sig, mate_err
 			memcpy(num, q + dot, w - dot);
 			num[w - dot] = '\0';
 			c->group = w - dot > 0 && num[w - dot - 1] == '/';
+			c->seg = w - dot > 0 && num[w - dot - 1] == '+';
+			if (c->seg && st->seg[0] == '\0')
+				return mate_set_error(err, MATE_ERR_ARGUMENT, "slicing rule %s: a cut by "
+				    "segment before its #indptr", rule);
 			c->dim = atoi(num);
 			if (strncmp(c->param, "result_", 7) == 0)
 				memcpy(c->key, c->param, strlen(c->param) + 1);  /* param is the shorter */
@@ -334,14 +354,50 @@ cut_group(const char *key, const mate_value *v, int dim, int64_t n, const int64_
 	return nv;
 }
 
+static mate_value *new_ints(mate_dtype dt, const int64_t *v, size_t n, mate_error *err);
+
+/* The rows of the segments keep[0..nkeep) of st's indptr, in order, and the indptr
+ * that numbers them from 0 (both malloc'ed). */
+static int
+seg_rows(const struct stage *st, const int64_t *keep, size_t nkeep, int64_t **rows,
+    size_t *nrows, int64_t **newip, mate_error *err)
+{
+	size_t total = 0;
+
+	for (size_t k = 0; k < nkeep; k++)
+		total += (size_t)(st->ip[keep[k] + 1] - st->ip[keep[k]]);
+	*rows = calloc(total + 1, sizeof(int64_t));
+	*newip = calloc(nkeep + 1, sizeof(int64_t));
+	if (*rows == NULL || *newip == NULL) {
+		free(*rows);
+		free(*newip);
+		*rows = *newip = NULL;
+		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	}
+	*nrows = 0;
+	for (size_t k = 0; k < nkeep; k++) {
+		for (int64_t j = st->ip[keep[k]]; j < st->ip[keep[k] + 1]; j++)
+			(*rows)[(*nrows)++] = j;
+		(*newip)[k + 1] = (int64_t)*nrows;
+	}
+	return MATE_OK;
+}
+
 static mate_value *
 cut_dict(const struct stage *st, const mate_value *dict, int64_t n, const int64_t *keep,
     size_t nkeep, const mate_value *copy_also, mate_error *err)
 {
 	mate_value *out = mate_value_dict();
+	int64_t *rows = NULL, *newip = NULL;
+	size_t nrows = 0;
 
 	if (out == NULL) {
 		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	if (st != NULL && st->seg[0] != '\0' && keep != NULL &&
+	    seg_rows(st, keep, nkeep, &rows, &nrows, &newip, err) != MATE_OK) {
+		mate_value_free(out);
 		return NULL;
 	}
 	for (size_t i = 0; i < mate_value_len(dict); i++) {
@@ -350,7 +406,11 @@ cut_dict(const struct stage *st, const mate_value *dict, int64_t n, const int64_
 		const struct cut *c = st != NULL ? cut_for(st, key) : NULL;
 		mate_value *nv;
 
-		if (mate_value_kind_of(v) == MATE_V_TENSOR && c != NULL &&
+		if (newip != NULL && strcmp(key, st->seg_key) == 0)
+			nv = new_ints(st->ip_dt, newip, nkeep + 1, err);
+		else if (mate_value_kind_of(v) == MATE_V_TENSOR && c != NULL && c->seg && rows != NULL)
+			nv = cut_tensor(key, v, c->dim, st->rows, rows, nrows, err);
+		else if (mate_value_kind_of(v) == MATE_V_TENSOR && c != NULL &&
 		    mate_value_get_tensor(v)->ndim > 0 && c->group && keep != NULL)
 			nv = cut_group(key, v, c->dim, n, keep, nkeep, err);
 		else if (mate_value_kind_of(v) == MATE_V_TENSOR && c != NULL &&
@@ -363,15 +423,52 @@ cut_dict(const struct stage *st, const mate_value *dict, int64_t n, const int64_
 			mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 		if (nv == NULL || mate_value_set_str(out, key, nv) != MATE_OK) {
 			mate_value_free(out);
-			return NULL;
+			out = NULL;
+			break;
 		}
 	}
+	free(rows);
+	free(newip);
 	return out;
 }
 
-/* How many units st cuts: the size of its first cut's tensor along its dim. */
+static int ints_of(const char *what, const mate_value *v, int64_t **out, int64_t *n,
+    mate_dtype *dt, mate_error *err);
+
+/* A segmented stage's units: the segments of its indptr, which must run from 0 up,
+ * not past the rows of its first cut's tensor (st->rows). */
 static int
-stage_units(const struct shrink *s, const struct stage *st, const mate_value *args,
+stage_segments(const struct shrink *s, struct stage *st, const mate_value *args, int64_t *n,
+    mate_error *err)
+{
+	char what[96];
+	int64_t nip;
+	int rc;
+
+	free(st->ip);
+	st->ip = NULL;
+	snprintf(what, sizeof(what), "its %s", st->seg);
+	if ((rc = ints_of(what, mate_value_lookup(args, st->seg_key), &st->ip, &nip, &st->ip_dt,
+	    err)) != MATE_OK)
+		return mate_set_error(err, rc, "%s cannot be sliced: %s", s->info->function,
+		    err->message);
+	if (nip < 1 || st->ip[0] != 0 || st->ip[nip - 1] > st->rows)
+		return mate_set_error(err, MATE_ERR_FORMAT, "%s: its %s (%" PRId64 " values, from %"
+		    PRId64 " to %" PRId64 ") does not fit the %" PRId64 " rows of its %s",
+		    s->info->function, st->seg, nip, nip > 0 ? st->ip[0] : 0,
+		    nip > 0 ? st->ip[nip - 1] : 0, st->rows, st->cuts[0].param);
+	for (int64_t i = 0; i + 1 < nip; i++)
+		if (st->ip[i + 1] < st->ip[i])
+			return mate_set_error(err, MATE_ERR_FORMAT, "%s: its %s decreases at %" PRId64,
+			    s->info->function, st->seg, i + 1);
+	*n = nip - 1;
+	return MATE_OK;
+}
+
+/* How many units st cuts: the size of its first cut's tensor along its dim (a
+ * segmented stage: the segments of its indptr). */
+static int
+stage_units(const struct shrink *s, struct stage *st, const mate_value *args,
     const mate_value *exp, int64_t *n, mate_error *err)
 {
 	const struct cut *c = &st->cuts[0];
@@ -389,6 +486,10 @@ stage_units(const struct shrink *s, const struct stage *st, const mate_value *ar
 		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: its %s has no "
 		    "dimension %d", s->info->function, c->param, c->dim);
 	*n = t->shape[d];
+	if (st->seg[0] != '\0') {
+		st->rows = *n;
+		return stage_segments(s, st, args, n, err);
+	}
 	return MATE_OK;
 }
 
@@ -548,6 +649,14 @@ write_report(struct shrink *s, const mate_value *args0)
 		say(s, " of %s", grouped(st->n, b2, sizeof(b2)));
 		if (cutting > 1)
 			say(s, " of %s", st->cuts[0].param);
+		if (st->seg[0] != '\0') {
+			int64_t rows = 0;
+
+			for (size_t k = 0; k < st->nkeep; k++)
+				rows += st->ip[st->keep[k] + 1] - st->ip[st->keep[k]];
+			say(s, " (%s of %s rows of %s)", grouped(rows, b1, sizeof(b1)),
+			    grouped(st->rows, b3, sizeof(b3)), st->cuts[0].param);
+		}
 		first = 0;
 	}
 	for (int i = 0; i < s->nst; i++) {  /* what no unit of it fails alone, and notes */
@@ -591,12 +700,12 @@ ints_of(const char *what, const mate_value *v, int64_t **out, int64_t *n, mate_d
 	const mate_tensor *t;
 
 	if (mate_value_kind_of(v) != MATE_V_TENSOR)
-		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "the plan's %s is not a tensor", what);
+		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s is not a tensor", what);
 	t = mate_value_get_tensor(v);
 	if (t->ndim != 1 || t->device_type != MATE_DEVICE_CPU ||
 	    (t->dtype != MATE_I32 && t->dtype != MATE_I64))
-		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "the plan's %s is not a 1-D int32 or "
-		    "int64 tensor", what);
+		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s is not a 1-D int32 or int64 "
+		    "tensor", what);
 	*n = t->shape[0];
 	*dt = t->dtype;
 	if ((*out = calloc((size_t)(*n > 0 ? *n : 1), sizeof(int64_t))) == NULL)
@@ -930,17 +1039,17 @@ paged_setup(struct shrink *s, mate_error *err)
 		pg->kv_dim = mate_value_kind_of(lay) == MATE_V_STR &&
 		    (ls = mate_value_get_str(lay, NULL)) != NULL && strcmp(ls, "HND") == 0;
 	}
-	if ((rc = ints_of(pg->kind == B_RAGGED ? "kv_indptr" : "indptr",
+	if ((rc = ints_of(pg->kind == B_RAGGED ? "the plan's kv_indptr" : "the plan's indptr",
 	    mate_value_lookup(s->plan.args, pg->k_indptr), &pg->indptr, &nptr, &pg->dt_indptr,
 	    err)) != MATE_OK)
 		return rc;
 	if (pg->kind != B_RAGGED &&
-	    ((rc = ints_of("indices", mate_value_lookup(s->plan.args, pg->k_indices), &pg->indices,
+	    ((rc = ints_of("the plan's indices", mate_value_lookup(s->plan.args, pg->k_indices), &pg->indices,
 	    &nind, &pg->dt_indices, err)) != MATE_OK ||
-	    (rc = ints_of(pg->kind == B_MLA ? "kv_len_arr" : "last_page_len",
+	    (rc = ints_of(pg->kind == B_MLA ? "the plan's kv_len_arr" : "the plan's last_page_len",
 	    mate_value_lookup(s->plan.args, pg->k_last), &pg->last, &nlast, &pg->dt_last, err)) != MATE_OK))
 		return rc;
-	if (pg->kind != B_DECODE && (rc = ints_of("qo_indptr", mate_value_lookup(s->plan.args,
+	if (pg->kind != B_DECODE && (rc = ints_of("the plan's qo_indptr", mate_value_lookup(s->plan.args,
 	    pg->k_qo), &pg->qo, &nqo, &pg->dt_qo, err)) != MATE_OK)
 		return rc;
 	q = mate_value_lookup(s->req.args, pg->k_q);
@@ -1631,8 +1740,10 @@ shrink_into(mate_replay *r, const char *dump, const char *outdir, char *report,
 	say(&s, "\nreplays as %s: %s", mate_replay_verdict_name(res.verdict), res.message);
 	rc = MATE_OK;
 done:
-	for (int i = 0; i < s.nst; i++)
+	for (int i = 0; i < s.nst; i++) {
 		free(s.st[i].fail);
+		free(s.st[i].ip);
+	}
 	free(s.pg.indptr);
 	free(s.pg.indices);
 	free(s.pg.last);

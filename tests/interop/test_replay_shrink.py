@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_replay_shrink.py: mate-replay --shrink cuts a recorded call with one planted bad element to the one failing unit: a 4096-row rmsnorm (.pt) to its row, a 256x256x256 mm (.safetensors) and the bf16 and fp8 GEMMs to one row of A and one column of B (K kept), a paged decode of 16 requests to its request with exactly its pages (__init__, plan and run), paged and ragged prefills to a request with its rows of q and its keys, an MLA batch to a request with its rows of q_nope and q_pe and its pages; single decode and prefill to one query head with its KV head; a call that errors (a position past the cos/sin cache) to its one token; a sampler's and top_k's forbidden draw to its row; the cut dumps replay as a mismatch in mate and in FlashInfer's own replay_sequence; a folder that is not empty is refused and left as it was; a call that passes, and an op without a slicing rule, write nothing and say why."""
+"""test_replay_shrink.py: mate-replay --shrink cuts a recorded call with one planted bad element to the one failing unit: a 4096-row rmsnorm (.pt) to its row, a 256x256x256 mm (.safetensors) and the bf16 and fp8 GEMMs to one row of A and one column of B (K kept), a paged decode of 16 requests to its request with exactly its pages (__init__, plan and run), paged and ragged prefills to a request with its rows of q and its keys, an MLA batch to a request with its rows of q_nope and q_pe and its pages; single decode and prefill to one query head with its KV head; RoPE by indptr and offsets to one request with its tokens and offset, indptr rebuilt; a call that errors (a position past the cos/sin cache) to its one token; a sampler's and top_k's forbidden draw to its row; the cut dumps replay as a mismatch in mate and in FlashInfer's own replay_sequence; a folder that is not empty is refused and left as it was; a call that passes, and an op without a slicing rule, write nothing and say why."""
 import contextlib
 import io
 import json
@@ -66,6 +66,16 @@ def record():
         fi["top_k_sampling_from_probs"](probs, torch.full((40,), 5, dtype=torch.int32))
         fi["top_k_sampling_from_probs"](probs, 5, indices=torch.arange(40, dtype=torch.int32))
         fi["top_k"](probs, 5)
+    elif which == "rope-indptr":
+        from flashinfer_ops21 import ROPE
+        from flashinfer_ops21 import decorate as decorate_ops21
+        fi = decorate_ops21(api, ROPE)
+        indptr = cumsum([1 + 2 * i for i in range(8)])
+        offsets = torch.tensor([7 * i for i in range(8)], dtype=torch.int32)
+        n = int(indptr[-1])
+        fi["apply_rope"](torch.randn(n, 4, 64, generator=gen), torch.randn(n, 2, 64, generator=gen), indptr, offsets)
+        fi["apply_llama31_rope"](torch.randn(n, 4, 64, generator=gen), torch.randn(n, 2, 64, generator=gen),
+                                 indptr, offsets)
     elif which == "gemm":
         fi = decorate_gemm(api)
         fi["mm"](torch.randn(256, 256, generator=gen), torch.randn(256, 256, generator=gen))
@@ -393,6 +403,34 @@ with case("an error: a position past the cos/sin cache, to its one token"):
     check(shapes["arg_0"] == (1,) and shapes["arg_1"] == (1, 64) and shapes["arg_4"] == (64, 32),
           "one token and its position, the whole cache: %s" % shapes)
     check(mate_verdicts(out).get("apply_rope_with_cos_sin_cache", {}).get("verdict") == "error", "mate-replay")
+
+with case("RoPE by indptr and offsets: 8 requests to the bad one, its tokens and offset"):
+    root, dirs = recorded("rope-indptr", 2, "pt")
+    for fn, fname, key, tok in (("apply_rope", "outputs.pt", "result_1", 20),
+                                ("apply_llama31_rope", "outputs.pt", "result_0", 40)):
+        dump = os.path.join(root, [d for d in dirs if d.endswith("_%s_call0001" % fn)][0])
+        orig = load(os.path.join(dump, "inputs.pt"))
+        ip = orig["arg_2"].tolist()
+        req = max(b for b in range(8) if ip[b] <= tok)
+        t = load(os.path.join(dump, fname))
+        t[key][tok, 1, 3] += 1
+        save(t, os.path.join(dump, fname))
+        out = os.path.join(TMP, fn)
+        p = shrink(dump, out)
+        want = "request %d of 8 (%d of %d rows of q): the only request that mismatches" % (
+            req, ip[req + 1] - ip[req], ip[-1])
+        check(p.returncode == 0 and want in p.stdout, "%s: exit %d: %s %s" % (fn, p.returncode, p.stdout, p.stderr))
+        cutd = os.path.join(out, os.path.basename(dump))
+        cut = load(os.path.join(cutd, "inputs.pt"))
+        check(torch.equal(cut["arg_0"], orig["arg_0"][ip[req]:ip[req + 1]]) and
+              torch.equal(cut["arg_1"], orig["arg_1"][ip[req]:ip[req + 1]]) and
+              cut["arg_2"].tolist() == [0, ip[req + 1] - ip[req]] and cut["arg_2"].dtype == torch.int32 and
+              cut["arg_3"].tolist() == [7 * req], "%s: its tokens, its indptr rebuilt, its offset: %s"
+              % (fn, {k: v.tolist() for k, v in cut.items() if v.dim() == 1}))
+        check(tensors(cutd)[key][0] == ip[req + 1] - ip[req], "%s: its outputs cut: %s" % (fn, tensors(cutd)))
+        check(mate_verdicts(out).get(fn, {}).get("verdict") == "mismatch", "%s: mate-replay" % fn)
+        check(fi_results(out).get(fn, {}).get("comparison_match") is False, "%s: FlashInfer's replay_sequence: %s"
+              % (fn, fi_results(out).get(fn)))
 
 with case("bf16 and fp8 GEMMs: a row of A and a column of B (with its bias)"):
     root, dirs = recorded("lowp", 4, "pt")
