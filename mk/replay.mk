@@ -94,6 +94,8 @@ SCRIPT_TESTS += tests/cli/test_replay_cli.py tests/cli/test_replay_mutate.py \
 	tests/cli/test_replay_hostile_args.py tests/cli/test_replay_inplace_tuple.py
 ## --export: repro.c of recorded BLAS calls built and run against OpenBLAS.
 SCRIPT_TESTS += tests/cli/test_replay_export_blas.sh
+## --shrink of BLAS calls recorded by mate-record, the cut dump exported and run on OpenBLAS.
+SCRIPT_TESTS += tests/cli/test_replay_shrink_blas.sh
 ## --export: repro.cu of a recorded cublasSgemm built with nvcc (skips without it).
 SCRIPT_TESTS += tests/cli/test_replay_export_cuda.sh
 ## --export: repro.py of torch and FlashInfer calls recorded by FlashInfer's decorator,

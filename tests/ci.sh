@@ -20,6 +20,7 @@ preload_tests="tests/cli/test_record_cblas.sh tests/cli/test_recorder_log_extra.
 	tests/cli/test_recorder_enospc.sh tests/cli/test_recorder_enospc_pt.sh
 	tests/cli/test_libmate_openblas_lazy.sh tests/cli/test_record_summary.sh tests/cli/test_doc_examples.py
 	tests/cli/test_dump_keys_work.py tests/cli/test_replay_export_blas.sh
+	tests/cli/test_replay_shrink_blas.sh
 	tests/cli/test_replay_export_cuda.sh tests/cli/test_top_gpu.sh tests/cli/test_ring_fakecuda.py"
 
 # Only the GPU tests may skip (no GPU here, or a build without CUDA); any other skip is a

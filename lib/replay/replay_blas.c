@@ -3,6 +3,7 @@
 #include "kernels.h"
 #include "replay_blas.h"
 #include "blas_signatures.h"
+#include "replay_private.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -264,22 +265,26 @@ static const struct layout batched_layout = {
 int
 mate_replay_register_blas(mate_replay *r, mate_error *err)
 {
-	static const struct { const char *name, *sig; const struct layout *l; } h[] = {
-		{ "cblas_sgemm", MATE_SIG_CBLAS_GEMM, &cblas_layout },
-		{ "cblas_dgemm", MATE_SIG_CBLAS_GEMM, &cblas_layout },
-		{ "sgemm_", MATE_SIG_F77_GEMM, &f77_layout },
-		{ "dgemm_", MATE_SIG_F77_GEMM, &f77_layout },
-		{ "cublasSgemm_v2", MATE_SIG_CUBLAS_SGEMM, &sgemm_layout },
-		{ "cublasSgemm", MATE_SIG_CUBLAS_SGEMM, &sgemm_layout },
-		{ "cublasGemmEx", MATE_SIG_CUBLAS_GEMMEX, &gemmex_layout },
-		{ "cublasGemmStridedBatchedEx", MATE_SIG_CUBLAS_BATCHED, &batched_layout },
+	/* mate-replay --shrink cuts the host GEMMs by rows of A and columns of B, K kept,
+	 * their sizes and leading dimensions rebuilt (replay_shrink.c's "@blas") */
+	static const struct { const char *name, *sig; const struct layout *l; const char *slice; } h[] = {
+		{ "cblas_sgemm", MATE_SIG_CBLAS_GEMM, &cblas_layout, "@blas" },
+		{ "cblas_dgemm", MATE_SIG_CBLAS_GEMM, &cblas_layout, "@blas" },
+		{ "sgemm_", MATE_SIG_F77_GEMM, &f77_layout, "@blas" },
+		{ "dgemm_", MATE_SIG_F77_GEMM, &f77_layout, "@blas" },
+		{ "cublasSgemm_v2", MATE_SIG_CUBLAS_SGEMM, &sgemm_layout, NULL },
+		{ "cublasSgemm", MATE_SIG_CUBLAS_SGEMM, &sgemm_layout, NULL },
+		{ "cublasGemmEx", MATE_SIG_CUBLAS_GEMMEX, &gemmex_layout, NULL },
+		{ "cublasGemmStridedBatchedEx", MATE_SIG_CUBLAS_BATCHED, &batched_layout, NULL },
 	};
 	int rc;
 
 	/* the signatures mate-record records them with (blas_signatures.h) */
-	for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++)
+	for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++) {
 		if ((rc = mate_replay_register_signature(r, NULL, h[i].name, h[i].sig, replay_gemm,
 		    (void *)h[i].l, err)) != MATE_OK)
 			return rc;
+		mate_replay_set_slice(r, h[i].slice);
+	}
 	return MATE_OK;
 }

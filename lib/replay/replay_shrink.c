@@ -96,6 +96,10 @@ struct shrink {
 	int paged;                  /* a wrapper's run: init, plan and pg */
 	struct dep init, plan;
 	struct paged pg;
+	int blas;                   /* rule "@blas": a BLAS GEMM, its sizes and leading
+	                               dimensions rebuilt from the cut A, B and C */
+	char k_dim[5][96];          /* the keys of M, N, lda, ldb, ldc */
+	int colmajor;
 	int session;                /* the dump's root has session.jsonl */
 	char *report;
 	size_t reportlen;
@@ -493,6 +497,130 @@ stage_units(const struct shrink *s, struct stage *st, const mate_value *args,
 	return MATE_OK;
 }
 
+/* ---- a BLAS GEMM: rows of A, columns of B, its integers rebuilt ------------------- */
+
+/* An integer argument (an int or a CBLAS enum), else def. */
+static int64_t
+int_arg(const mate_value *args, const char *key, int64_t def)
+{
+	const mate_value *v = mate_value_lookup(args, key);
+
+	return mate_value_kind_of(v) == MATE_V_INT || mate_value_kind_of(v) == MATE_V_ENUM ?
+	    mate_value_get_int(v) : def;
+}
+
+/* Whether the transpose argument under key transposes: 'T'/'C' (Fortran) or CBLAS's
+ * 112/113; -1 when it is neither that nor 'N'/111. */
+static int
+transposes(const mate_value *args, const char *key)
+{
+	const mate_value *v = mate_value_lookup(args, key);
+	const char *t;
+	int64_t i;
+
+	if (mate_value_kind_of(v) == MATE_V_STR) {
+		t = mate_value_get_str(v, NULL);
+		return t == NULL || t[0] == '\0' || strchr("NnTtCc", t[0]) == NULL ? -1 :
+		    strchr("Nn", t[0]) == NULL;
+	}
+	i = int_arg(args, key, -1);
+	return i == 111 ? 0 : i == 112 || i == 113 ? 1 : -1;
+}
+
+/* The stages of a cblas_?gemm or ?gemm_ call (signature hsig): the rows of A (and
+ * of C), the columns of B (and of C), K kept; which of A's and B's dimensions they
+ * are follows the transposes. */
+static int
+blas_setup(struct shrink *s, const char *hsig, mate_error *err)
+{
+	static const char *const cb[] = { "Order", "TransA", "TransB", "A", "B", "C", "M", "N",
+	    "lda", "ldb", "ldc" };
+	static const char *const f77[] = { NULL, "transa", "transb", "a", "b", "c", "m", "n",
+	    "lda", "ldb", "ldc" };
+	const char *const *nm = param_position(hsig, "Order") >= 0 ? cb : f77;
+	char k[6][96];
+	int ta, tb;
+
+	for (int i = 0; i < 6; i++)
+		if (nm[i] != NULL)
+			param_key(s, hsig, nm[i], k[i], sizeof(k[i]));
+	for (int i = 0; i < 5; i++)
+		param_key(s, hsig, nm[6 + i], s->k_dim[i], sizeof(s->k_dim[i]));
+	ta = transposes(s->req.args, k[1]);
+	tb = transposes(s->req.args, k[2]);
+	if (ta < 0 || tb < 0)
+		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: its %s is not "
+		    "a transpose", s->info->function, ta < 0 ? nm[1] : nm[2]);
+	s->colmajor = nm[0] == NULL || int_arg(s->req.args, k[0], 0) == 102;
+	{
+		const struct { const char *unit; int note, op; int dim; int cdim; } st[3] = {
+			{ "row", 0, 3, ta ? 1 : 0, 0 },       /* A is (m, k), or (k, m) transposed */
+			{ "column", 0, 4, tb ? 0 : 1, 1 },    /* B is (k, n), or (n, k) */
+			{ "K", 1, 3, ta ? 0 : 1, -1 } };
+
+		s->nst = 3;
+		for (int i = 0; i < 3; i++) {
+			struct stage *g = &s->st[i];
+
+			memset(g, 0, sizeof(*g));
+			snprintf(g->unit, sizeof(g->unit), "%s", st[i].unit);
+			g->note = st[i].note;
+			g->ncuts = st[i].cdim >= 0 ? 2 : 1;
+			snprintf(g->cuts[0].param, sizeof(g->cuts[0].param), "%s", nm[st[i].op]);
+			snprintf(g->cuts[0].key, sizeof(g->cuts[0].key), "%s", k[st[i].op]);
+			g->cuts[0].dim = st[i].dim;
+			snprintf(g->cuts[1].param, sizeof(g->cuts[1].param), "%s", nm[5]);
+			snprintf(g->cuts[1].key, sizeof(g->cuts[1].key), "%s", k[5]);
+			g->cuts[1].dim = st[i].cdim;
+		}
+	}
+	return MATE_OK;
+}
+
+/* M, N, lda, ldb and ldc of a BLAS call on the (cut) tensors of dict: 0 when A, B
+ * or C is not a matrix there. */
+static int
+blas_dims(const struct shrink *s, const mate_value *dict, int64_t dims[5])
+{
+	const mate_tensor *t[3];
+
+	for (int i = 0; i < 3; i++) {
+		const mate_value *v = mate_value_lookup(dict, i == 2 ? s->st[0].cuts[1].key :
+		    s->st[i].cuts[0].key);
+
+		if (mate_value_kind_of(v) != MATE_V_TENSOR || (t[i] = mate_value_get_tensor(v))->ndim != 2)
+			return 0;
+	}
+	dims[0] = t[2]->shape[0];
+	dims[1] = t[2]->shape[1];
+	for (int i = 0; i < 3; i++) {
+		int64_t ld = t[i]->shape[s->colmajor ? 0 : 1];
+
+		dims[2 + i] = ld > 1 ? ld : 1;
+	}
+	return 1;
+}
+
+/* Sets a cut BLAS call's integers in its arguments. */
+static int
+blas_fix(const struct shrink *s, mate_value *args, mate_error *err)
+{
+	int64_t dims[5];
+
+	if (!s->blas || !blas_dims(s, args, dims))
+		return MATE_OK;
+	for (int i = 0; i < 5; i++) {
+		mate_value *v;
+
+		if (mate_value_lookup(args, s->k_dim[i]) == NULL)
+			continue;
+		if ((v = mate_value_int(dims[i])) == NULL || mate_value_set_str(args, s->k_dim[i], v) !=
+		    MATE_OK)
+			return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
+	}
+	return MATE_OK;
+}
+
 /* ---- replaying a slice ----------------------------------------------------------- */
 
 /* Whether two error messages say the same but for their numbers ("position 9999
@@ -543,13 +671,15 @@ replay_on(struct shrink *s, mate_value *args, const mate_value *exp, struct mate
 /* Cuts *args and *exp by st to the units in keep (ownership of the new dicts moves
  * to them; the old ones are freed). */
 static int
-apply_stage(const struct stage *st, mate_value **args, mate_value **exp, mate_error *err)
+apply_stage(const struct shrink *s, const struct stage *st, mate_value **args, mate_value **exp,
+    mate_error *err)
 {
 	mate_value *na, *ne = NULL;
 
 	if (st->keep == NULL)
 		return MATE_OK;
 	if ((na = cut_dict(st, *args, st->n, st->keep, st->nkeep, NULL, err)) == NULL ||
+	    blas_fix(s, na, err) != MATE_OK ||
 	    (*exp != NULL && (ne = cut_dict(st, *exp, st->n, st->keep, st->nkeep, NULL, err)) == NULL)) {
 		mate_value_free(na);
 		return err->code;
@@ -579,6 +709,7 @@ find_failing(struct shrink *s, struct stage *st, const mate_value *args, const m
 		mate_value *a, *e = NULL;
 
 		if ((a = cut_dict(st, args, st->n, &u, 1, exp, err)) == NULL ||
+		    blas_fix(s, a, err) != MATE_OK ||
 		    (exp != NULL && (e = cut_dict(st, exp, st->n, &u, 1, NULL, err)) == NULL)) {
 			mate_value_free(a);
 			return err->code == MATE_ERR_UNSUPPORTED ? mate_set_error(err, MATE_ERR_UNSUPPORTED,
@@ -1251,6 +1382,19 @@ set_number(cJSON *o, const char *key, double v)
 		cJSON_ReplaceItemInObjectCaseSensitive(o, key, cJSON_CreateNumber(v));
 }
 
+/* A cut BLAS call's integers, from its cut inputs t, in its record's input_metadata. */
+static void
+blas_fix_record(const struct shrink *s, const mate_value *t, cJSON *inmeta)
+{
+	int64_t dims[5];
+
+	if (!blas_dims(s, t, dims))
+		return;
+	for (int i = 0; i < 5; i++)
+		if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(inmeta, s->k_dim[i])))
+			set_number(inmeta, s->k_dim[i], (double)dims[i]);
+}
+
 /* The tensors of a file of a dump in role, cut as the shrink keeps them (a new dict). */
 static mate_value *
 cut_file(const struct shrink *s, enum role role, mate_value *t, mate_error *err)
@@ -1309,6 +1453,8 @@ write_file(const struct shrink *s, enum role role, const char *src_dir, const ch
 		free(dst);
 		return err->code != MATE_OK ? err->code : MATE_ERR_NOMEM;
 	}
+	if (s->blas && role == R_CALL && strcmp(stem, "inputs") == 0)
+		blas_fix_record(s, t, inmeta);
 	for (size_t i = 0; i < mate_value_len(t); i++) {
 		const char *key = mate_value_get_str(mate_value_key(t, i), NULL);
 		const mate_value *v = mate_value_item(t, i);
@@ -1616,7 +1762,7 @@ shrink_stages(struct shrink *s, int *cut, mate_error *err)
 		st->keep = st->fail;
 		st->nkeep = 1;
 		*cut = 1;
-		rc = apply_stage(st, &cargs, &cexp, err);
+		rc = apply_stage(s, st, &cargs, &cexp, err);
 	}
 	mate_value_free(cargs);
 	mate_value_free(cexp);
@@ -1667,7 +1813,8 @@ shrink_into(mate_replay *r, const char *dump, const char *outdir, char *report,
 	s.req.recorded_error = s.info->status == MATE_DUMP_FAILED ?
 	    (s.info->error ? s.info->error : "failed") : NULL;
 	rule = mate_replay_slice_rule(r, &s.req, &hsig);
-	s.paged = rule != NULL && rule[0] == '@';
+	s.blas = rule != NULL && strcmp(rule, "@blas") == 0;
+	s.paged = rule != NULL && rule[0] == '@' && !s.blas;
 	if (s.paged && strcmp(rule, "@paged") != 0 && strcmp(rule, "@prefill") != 0 &&
 	    strcmp(rule, "@ragged") != 0 && strcmp(rule, "@mla") != 0) {
 		rc = mate_set_error(err, MATE_ERR_ARGUMENT, "slicing rule %s: no such batch rule", rule);
@@ -1707,8 +1854,8 @@ shrink_into(mate_replay *r, const char *dump, const char *outdir, char *report,
 		cut = s.pg.nfail > 0 && s.pg.B > 1;
 		if (cut && (rc = paged_select(&s.pg, s.pg.fail, 1, err)) != MATE_OK)
 			goto done;
-	} else if ((rc = parse_rule(&s, rule, hsig, err)) != MATE_OK ||
-	    (rc = shrink_stages(&s, &cut, err)) != MATE_OK)
+	} else if ((rc = s.blas ? blas_setup(&s, hsig, err) : parse_rule(&s, rule, hsig, err)) !=
+	    MATE_OK || (rc = shrink_stages(&s, &cut, err)) != MATE_OK)
 		goto done;
 	if (!cut) {
 		rc = mate_set_error(err, MATE_ERR_UNSUPPORTED, "the failure of %s does not survive "
