@@ -13,12 +13,12 @@ libmate_impl_la_SOURCES += lib/core/mate_private.h lib/core/error.c lib/core/log
 	lib/core/backend.c lib/core/parallel.h lib/core/parallel.c
 
 ## The utility layer (lib/core/util.h): clocks, warnings, the text buffer, JSON strings,
-## function-name patterns, settings, locales. util_warn.c, util_json.c
-## and util_match.c need only libc: the preload library, libmate_view and the
+## function-name patterns, settings, locales, temporary files. util_warn.c, util_json.c,
+## util_match.c and util_tmp.c need only libc: the preload library, libmate_view and the
 ## tools that use them build them in (their symbols are hidden in libmate.so).
 libmate_impl_la_SOURCES += lib/core/util.h lib/core/util_warn.c lib/core/util_buf.c \
 	lib/core/util_json.c lib/core/util_match.c lib/core/util_array.c lib/core/util_env.c \
-	lib/core/util_locale.c lib/core/util_map.h
+	lib/core/util_locale.c lib/core/util_map.h lib/core/util_tmp.c
 ## test_util: the utility layer, built in as the tools build it.
 C_TESTS += tests/test_util
 tests_test_util_SOURCES = tests/unit/test_util.c lib/core/util_buf.c lib/core/util_json.c lib/core/util_match.c \

@@ -23,11 +23,12 @@ libmate_impl_la_SOURCES += lib/replay/replay_shrink.c
 ## The tools: mate-replay and the `mate VERB` dispatcher.
 bin_PROGRAMS += src/replay/mate-replay src/mate/mate
 ## --first (lib/replay/replay_first.c: the scan, the tensor hashes and their cache, on
-## libmate's public API; src/replay/mate-replay-first.c prints) is compiled into the tool.
+## libmate's public API and lib/core/util_tmp.c; src/replay/mate-replay-first.c prints)
+## is compiled into the tool.
 ## --shard and --merge (src/replay/mate-replay-merge.c) go with it into every mate-replay.
+REPLAY_FIRST_SRC = lib/replay/replay_first.c lib/replay/replay_first.h lib/core/util_tmp.c
 MATE_REPLAY_FIRST_SOURCES = src/replay/mate-replay-first.c src/replay/mate-replay-first.h \
-	lib/replay/replay_first.c lib/replay/replay_first.h \
-	src/replay/mate-replay-merge.c src/replay/mate-replay-merge.h
+	$(REPLAY_FIRST_SRC) src/replay/mate-replay-merge.c src/replay/mate-replay-merge.h
 ## --export: one call as a standalone reproducer (public API only, built into the tool).
 EXPORT_SRC = src/replay/replay_export.c src/replay/replay_export.h
 src_replay_mate_replay_SOURCES = src/replay/mate-replay.c lib/core/util_match.c $(MATE_REPLAY_FIRST_SOURCES) \
@@ -210,8 +211,7 @@ EXTRA_DIST += fuzz/replay_ops_seeds.py
 ## Fuzz target for hostile dump roots against --shrink, --export and --first (and its hash
 ## cache): a root packed in one input (seeds: fuzz/find_bug_seeds.py from recorded roots).
 FUZZ_TARGETS += fuzz/fuzz_find_bug
-fuzz_fuzz_find_bug_SOURCES = fuzz/fuzz_find_bug.c fuzz/fuzz_tmp.h lib/replay/replay_first.c lib/replay/replay_first.h \
-	$(EXPORT_SRC)
+fuzz_fuzz_find_bug_SOURCES = fuzz/fuzz_find_bug.c fuzz/fuzz_tmp.h $(REPLAY_FIRST_SRC) $(EXPORT_SRC)
 fuzz_fuzz_find_bug_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src/replay -I$(top_srcdir)/lib/replay
 fuzz_fuzz_find_bug_LDADD = libmate.la $(CJSON_LIBS)
 fuzz_fuzz_find_bug_LDFLAGS = $(FUZZER_LINK)
@@ -236,8 +236,7 @@ tests_first_chain_LDADD = libmate.la $(OPENBLAS_LIBS) -lm
 SCRIPT_TESTS += tests/cli/test_replay_first.py
 ## test_replay_first: XXH64 against its published vectors, timestamps as milliseconds.
 C_TESTS += tests/test_replay_first
-tests_test_replay_first_SOURCES = tests/unit/test_replay_first.c lib/replay/replay_first.c \
-	lib/replay/replay_first.h
+tests_test_replay_first_SOURCES = tests/unit/test_replay_first.c $(REPLAY_FIRST_SRC)
 tests_test_replay_first_LDADD = libmate.la $(CJSON_LIBS)
 
 ## test_progress: long work shows done/total on a terminal (a pseudo-terminal here), never on a pipe.

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -178,53 +177,6 @@ mate_pread_big(int fd, void *buf, size_t len, uint64_t off)
 	return j.rc;
 }
 
-/* "<path>.tmp.<pid>.<16 hex digits>", the digits from getrandom() (a
- * clock and a counter where it has nothing), so that no one can plant a
- * file at the name beforehand; without printf, whose cost grows when a
- * library of the host (libquadmath) registers printf handlers, and which
- * a signal handler may not call. out has room for path and 64 more bytes. */
-static void
-tmp_name(char *out, const char *path)
-{
-	static const char hex[] = "0123456789abcdef";
-	static uint64_t counter;
-	size_t len = strlen(path);
-	uint64_t v = (uint64_t)getpid(), r;
-	char num[24];
-	int k = 0;
-
-	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
-		uint64_t seed[3] = { mate_mono_ns(), __atomic_fetch_add(&counter, 1,
-		    __ATOMIC_RELAXED), v };
-		r = mate_fnv1a64(seed, sizeof(seed));
-	}
-	memcpy(out, path, len);
-	memcpy(out + len, ".tmp.", 5);
-	len += 5;
-	do
-		num[k++] = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	while (k > 0)
-		out[len++] = num[--k];
-	out[len++] = '.';
-	for (int i = 60; i >= 0; i -= 4)
-		out[len++] = hex[(r >> i) & 15];
-	out[len] = '\0';
-}
-
-int
-mate_tmp_create(char *out, const char *path)
-{
-	int fd, tries = 0;
-
-	do {
-		tmp_name(out, path);
-		fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-		    0644);
-	} while (fd < 0 && errno == EEXIST && ++tries < 8);
-	return fd >= 0 ? fd : -errno;
-}
-
 /* 0 once O_TMPFILE files cannot be made or linked here: named temporary
  * files from then on. */
 static int unnamed_ok = 1;
@@ -300,7 +252,6 @@ mate_atomic_open(mate_atomic_file *af, const char *path, mate_error *err)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "%s is %s: not replaced", path,
 		    kind_of(sb.st_mode));
 	}
-	tmp_name(af->tmp_path, path);
 	af->fd = mate_tmp_create(af->tmp_path, path);
 	if (af->fd < 0) {
 		int e = -af->fd;
@@ -373,7 +324,7 @@ name_unnamed(mate_atomic_file *af, mate_error *err)
 	if (e == EEXIST && lstat(af->path, &sb) == 0 && !S_ISREG(sb.st_mode))
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "%s is %s: not replaced", af->path,
 		    kind_of(sb.st_mode));
-	tmp_name(af->tmp_path, af->path);
+	mate_tmp_name(af->tmp_path, af->path);
 	if (e == EEXIST) {
 		e = mate_link_unnamed(af->fd, af->tmp_path);
 	} else {

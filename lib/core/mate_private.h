@@ -73,11 +73,7 @@ int mate_pread_big(int fd, void *buf, size_t len, uint64_t off);
  * truncated file under path (and, with O_TMPFILE, no temporary name).
  * An existing path that is not a regular file (a symlink, FIFO, device,
  * directory) is refused with MATE_ERR_ARGUMENT, never replaced. */
-/* Creates a temporary file beside path, "<path>.tmp.<pid>.<random>" written
- * into out (room for path and 64 bytes): exclusively (O_EXCL, a new name
- * after EEXIST), never through a link, never waiting (O_NONBLOCK). Safe in
- * a signal handler. Returns the fd (write-only, close-on-exec) or -errno. */
-int mate_tmp_create(char *out, const char *path);
+/* (mate_tmp_create(), the temporary file, is in util.h.) */
 
 typedef struct mate_atomic_file {
 	int fd;

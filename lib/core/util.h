@@ -203,4 +203,15 @@ locale_t mate_locale(int which) MATE_HIDDEN;
 locale_t mate_locale_enter(int which) MATE_HIDDEN;
 void mate_locale_leave(locale_t old) MATE_HIDDEN;
 
+/* ---- temporary files (util_tmp.c) --------------------------------------------- */
+
+/* Creates a temporary file beside path, "<path>.tmp.<pid>.<random>" written
+ * into out (room for path and 64 bytes): exclusively (O_EXCL, a new name
+ * after EEXIST), never through a link, never waiting (O_NONBLOCK). Safe in
+ * a signal handler. Returns the fd (write-only, close-on-exec) or -errno. */
+int mate_tmp_create(char *out, const char *path) MATE_HIDDEN;
+/* The name alone, "<path>.tmp.<pid>.<16 hex digits from getrandom()>", into out
+ * (room for path and 64 bytes); without printf, so safe in a signal handler. */
+void mate_tmp_name(char *out, const char *path) MATE_HIDDEN;
+
 #endif /* MATE_UTIL_H_INCLUDED */

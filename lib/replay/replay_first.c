@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "replay_first.h"
+#include "util.h"
 
 /* ---- the scan ----------------------------------------------------------------- */
 
@@ -541,15 +542,14 @@ put_entry(FILE *f, const struct entry *e)
 static void
 cache_write(struct cache *c)
 {
-	char path[4096], tmp[4096 + 16];
+	char path[4096], tmp[4096 + 64];
 	FILE *f;
 	int fd, ok;
 
 	if (c->nfresh == 0 || !c->writable)
 		return;
 	snprintf(path, sizeof(path), "%s/%s", c->root, MATE_FIRST_CACHE);
-	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
-	if ((fd = mkstemp(tmp)) < 0)
+	if ((fd = mate_tmp_create(tmp, path)) < 0)
 		return;
 	if ((f = fdopen(fd, "w")) == NULL) {
 		close(fd);

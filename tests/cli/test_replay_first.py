@@ -225,6 +225,11 @@ def test_cache():
           "the next runs read the shapes and hashes from the cache: %r" % o)
     lines = cache_lines(root)
     check(lines[0] == "# mate tensor hashes 1", "header: %r" % lines[:1])
+    mask = os.umask(0)
+    os.umask(mask)
+    mode = os.stat(os.path.join(root, CACHE)).st_mode & 0o777
+    check(mode == 0o644 & ~mask, "the cache is made as libmate makes its files (0644 less the umask "
+          "%03o), readable where the dumps are: %03o" % (mask, mode))
     rows = [l.split("\t") for l in lines[1:]]
     hashed = [r for r in rows if r[3] != "-"]
     check(all(len(r) == 5 for r in rows) and FEEDER in [r[0] for r in hashed],
