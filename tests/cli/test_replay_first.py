@@ -1,4 +1,4 @@
-"""test_replay_first.py: mate-replay --first on a run recorded by libmate (3 processes, 300 chained calls): a wrong row planted in a middle call is named with its place in the run and the call its input came from; no wrong call; unsupported calls passed over; filters and -j; the hash cache; ambiguous order; tensor files past MATE_MAX_MEMORY (--first, --nonfinite, --shrink, --export); a root of 1,500 processes (--first and --nonfinite find the planted call in bounded memory with 64 file descriptors)."""
+"""test_replay_first.py: mate-replay --first on a run recorded by libmate (3 processes, 300 chained calls): a wrong row planted in a middle call is named with its place in the run and the call its input came from; no wrong call; unsupported calls passed over; filters and -j; the hash cache; ambiguous order; tensor files past MATE_MAX_MEMORY (--first, --nonfinite, --shrink, --export); a root of 2,000 processes (--first and --nonfinite find the planted call in bounded memory with 64 file descriptors; their times over it and over 500 processes printed, not bounded)."""
 import json
 import math
 import os
@@ -301,25 +301,50 @@ def test_ambiguous():
     check(o["ambiguous_order"] == n and o["dir"] == WRONG, "--jsonl: ambiguous_order %r" % o)
 
 
-def measured(args, nofile=64):
-    """Runs args with at most nofile open files: exit status, stdout, stderr, peak RSS (MB)."""
+def measured(args, nofile=64, times=None):
+    """Runs args with at most nofile open files: exit status, stdout, stderr, peak RSS (MB);
+    appends its wall time (s) to times when given."""
     env = dict(os.environ)
     # a sanitizer build: ASan's quarantine of freed memory (256 MB) is not ours to count
     env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "quarantine_size_mb=16"]))
     # GNU time's count, not wait4's here: a child forked from this torch-laden Python starts
     # with its resident pages
-    p = subprocess.run(["time", "-f", "maxrss %M", "sh", "-c", 'ulimit -n %d && exec "$@"' % nofile, "sh"] + args,
+    p = subprocess.run(["time", "-f", "maxrss %M %e", "sh", "-c", 'ulimit -n %d && exec "$@"' % nofile, "sh"] + args,
                        capture_output=True, text=True, env=env)
     err, _, last = p.stderr.rstrip("\n").rpartition("\n")
     check(last.startswith("maxrss "), "GNU time's line: %r" % last)
+    if times is not None and last.startswith("maxrss "):
+        times.append(float(last.split()[2]))
     return p.returncode, p.stdout, err, int(last.split()[1]) / 1024 if last.startswith("maxrss ") else -1
 
 
+def scaling(what, few, times):
+    """Prints the wall times of what over few and over procs processes (no bound: CI's
+    load decides them), and the ratio: procs / few is linear, its square quadratic."""
+    if len(times) == 2:
+        print("%s: %d processes %.2f s, %d processes %.2f s: x%.1f for x%d more processes (x%d would be "
+              "quadratic)" % (what, few, times[0], MANY, times[1], times[1] / max(times[0], 0.01),
+                              MANY // few, (MANY // few) ** 2))
+
+
+MANY = 2000
+
+
 def test_thousands_of_processes():
-    procs = 1500
-    many = os.path.join(work, "many")
-    e = dict(env, MATE_DUMP_DIR=many)
-    run([build_path("tests", "first-chain"), str(procs), "2"], env=e)
+    procs, few = MANY, MANY // 4
+    many, fewer = os.path.join(work, "many"), os.path.join(work, "fewer")
+    run([build_path("tests", "first-chain"), str(procs), "2"], env=dict(env, MATE_DUMP_DIR=many))
+    # a quarter as many, unplanted: --first reads all of it, --nonfinite finds nothing
+    run([build_path("tests", "first-chain"), str(few), "2"], env=dict(env, MATE_DUMP_DIR=fewer))
+    tf, tn = [], []
+    rc, out, _, _ = measured([RP, "--first", "--device", "cpu", fewer], times=tf)
+    check(rc == 0 and out.startswith("no wrong call"), "--first over %d processes: exit %d %r" % (few, rc, out[:200]))
+    rc, out, _, _ = measured([LIST, "--nonfinite", fewer], times=tn)
+    check(rc == 0 and out == "", "--nonfinite over %d processes: exit %d %r" % (few, rc, out[:200]))
+    shutil.rmtree(fewer)
+    rc, out, _, _ = measured([RP, "--first", "--device", "cpu", many], times=tf)
+    check(rc == 0 and out.startswith("no wrong call"), "--first over %d processes: exit %d %r" % (procs, rc, out[:200]))
+    scaling("--first", few, tf)
     names = dumps(many)
     pids = sorted({int(re.search(r"_pid(\d+)_", n).group(1)) for n in names})
     check(len(names) == 2 * procs and len(pids) == procs, "%d dumps of %d processes" % (len(names), len(pids)))
@@ -346,7 +371,8 @@ def test_thousands_of_processes():
     t = torch.load(path)
     t["result"][1, 3] = math.nan
     torch.save(t, path)
-    rc, out, err, rss = measured([LIST, "--nonfinite", many])
+    rc, out, err, rss = measured([LIST, "--nonfinite", many], times=tn)
+    scaling("--nonfinite", few, tn)
     check(rc == 1 and out.startswith(born + ":") and "[origin]" in out and len(out.splitlines()) == 1,
           "--nonfinite: exit %d, the one call: %r %r" % (rc, out, err[-300:]))
     check("origin: %s (rmsnorm), call %s of %s" % (born, grouped(idx[born]), grouped(2 * procs)) in err,
