@@ -439,6 +439,16 @@ cut_dict(const struct stage *st, const mate_value *dict, int64_t n, const int64_
 static int ints_of(const char *what, const mate_value *v, int64_t **out, int64_t *n,
     mate_dtype *dt, mate_error *err);
 
+/* err's message as the reason the call cannot be sliced (code rc). */
+static int
+cannot_slice(const struct shrink *s, int rc, mate_error *err)
+{
+	char why[sizeof(err->message)];
+
+	snprintf(why, sizeof(why), "%s", err->message);
+	return mate_set_error(err, rc, "%s cannot be sliced: %s", s->info->function, why);
+}
+
 /* A segmented stage's units: the segments of its indptr, which must run from 0 up,
  * not past the rows of its first cut's tensor (st->rows). */
 static int
@@ -454,8 +464,7 @@ stage_segments(const struct shrink *s, struct stage *st, const mate_value *args,
 	snprintf(what, sizeof(what), "its %s", st->seg);
 	if ((rc = ints_of(what, mate_value_lookup(args, st->seg_key), &st->ip, &nip, &st->ip_dt,
 	    err)) != MATE_OK)
-		return mate_set_error(err, rc, "%s cannot be sliced: %s", s->info->function,
-		    err->message);
+		return cannot_slice(s, rc, err);
 	if (nip < 1 || st->ip[0] != 0 || st->ip[nip - 1] > st->rows)
 		return mate_set_error(err, MATE_ERR_FORMAT, "%s: its %s (%" PRId64 " values, from %"
 		    PRId64 " to %" PRId64 ") does not fit the %" PRId64 " rows of its %s",
@@ -712,8 +721,7 @@ find_failing(struct shrink *s, struct stage *st, const mate_value *args, const m
 		    blas_fix(s, a, err) != MATE_OK ||
 		    (exp != NULL && (e = cut_dict(st, exp, st->n, &u, 1, NULL, err)) == NULL)) {
 			mate_value_free(a);
-			return err->code == MATE_ERR_UNSUPPORTED ? mate_set_error(err, MATE_ERR_UNSUPPORTED,
-			    "%s cannot be sliced: %s", s->info->function, err->message) : err->code;
+			return err->code == MATE_ERR_UNSUPPORTED ? cannot_slice(s, err->code, err) : err->code;
 		}
 		replay_on(s, a, e, &res);
 		if (same_failure(s, &res))

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test_replay_shrink_blas.sh: mate-replay --shrink of cblas_sgemm, cblas_dgemm, sgemm_ and dgemm_ calls recorded by mate-record (row and column major, transposes, padded leading dimensions, beta != 0) with one planted wrong element of C: cut to that one row of A and column of B, K kept, M, N and the leading dimensions rebuilt in the record; the cut dump replays as the same mismatch in mate-replay and, exported with --export, in OpenBLAS itself (repro.c); a call that passes writes nothing.
+# test_replay_shrink_blas.sh: mate-replay --shrink of cblas_sgemm, cblas_dgemm, sgemm_ and dgemm_ calls recorded by mate-record (row and column major, transposes, padded leading dimensions, beta != 0) with one planted wrong element of C: cut to that one row of A and column of B, K kept, M, N and the leading dimensions rebuilt in the record; the cut dump replays as the same mismatch in mate-replay and, exported with --export, in OpenBLAS itself (repro.c); a record whose transpose lies is refused, saying why once; a call that passes writes nothing.
 . "$top_srcdir/tests/tools/record-common.sh"
 REPLAY="$top_builddir/src/replay/mate-replay"
 PROG="$top_builddir/tests/record-blas-prog"
@@ -68,6 +68,22 @@ shrink_case dgemm__call0001 arg_11 5 22 \
 
 # the report's last words
 check echo "$out" | grep -q "^replays as mismatch: arg_11\[0, 0\]" || fail "the verdict line: $out"
+
+# a record that lies (TransA says A is K x M: its 36 columns are not C's 30 rows): the call
+# fails on replay, and it cannot be cut, saying why (once); nothing written
+src=$(ls -d dumps/*_cblas_sgemm_call0001)
+mkdir lying && cp -r "$src" lying/
+python3 - "lying/$(basename "$src")/metadata.jsonl" <<'PY'
+import json, sys
+rec = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+rec["input_metadata"]["arg_1"] = {"type": "enum", "name": "CBLAS_TRANSPOSE.CblasTrans", "value": 112}
+open(sys.argv[1], "w").write(json.dumps(rec) + "\n")
+PY
+"$REPLAY" --shrink "lying/$(basename "$src")" -o from-lying >out.txt 2>&1
+expect_status 1 $? "--shrink of a lying record"
+check [ "$(cat out.txt)" = "mate-replay: cblas_sgemm cannot be sliced: arg_12 has no dimension 0 of 36 to cut" ] ||
+	fail "no reason, or not once: $(cat out.txt)"
+check [ ! -e from-lying ] && [ -z "$(ls -a | grep '\.tmp-')" ] || fail "something was written: $(ls -a)"
 
 # a call that passes: nothing to shrink, nothing written
 d=$(ls -d dumps/*_cblas_dgemm_call0002)

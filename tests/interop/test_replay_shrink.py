@@ -1,5 +1,5 @@
 # mate-python: peers
-"""test_replay_shrink.py: mate-replay --shrink cuts a recorded call with one planted bad element to the one failing unit: a 4096-row rmsnorm (.pt) to its row, a 256x256x256 mm (.safetensors) and the bf16 and fp8 GEMMs to one row of A and one column of B (K kept), a paged decode of 16 requests to its request with exactly its pages (__init__, plan and run), paged and ragged prefills to a request with its rows of q and its keys, an MLA batch to a request with its rows of q_nope and q_pe and its pages; single decode and prefill to one query head with its KV head; RoPE by indptr and offsets to one request with its tokens and offset, indptr rebuilt; a call that errors (a position past the cos/sin cache) to its one token; a sampler's and top_k's forbidden draw to its row; the cut dumps replay as a mismatch in mate and in FlashInfer's own replay_sequence; a folder that is not empty is refused and left as it was; a call that passes, and an op without a slicing rule, write nothing and say why."""
+"""test_replay_shrink.py: mate-replay --shrink cuts a recorded call with one planted bad element to the one failing unit: a 4096-row rmsnorm (.pt) to its row, a 256x256x256 mm (.safetensors) and the bf16 and fp8 GEMMs to one row of A and one column of B (K kept), a paged decode of 16 requests to its request with exactly its pages (__init__, plan and run), paged and ragged prefills to a request with its rows of q and its keys, an MLA batch to a request with its rows of q_nope and q_pe and its pages; single decode and prefill to one query head with its KV head; RoPE by indptr and offsets to one request with its tokens and offset, indptr rebuilt (a lying indptr refused); a call that errors (a position past the cos/sin cache) to its one token; a sampler's and top_k's forbidden draw to its row; the cut dumps replay as a mismatch in mate and in FlashInfer's own replay_sequence; a folder that is not empty is refused and left as it was; a call that passes, and an op without a slicing rule, write nothing and say why."""
 import contextlib
 import io
 import json
@@ -431,6 +431,22 @@ with case("RoPE by indptr and offsets: 8 requests to the bad one, its tokens and
         check(mate_verdicts(out).get(fn, {}).get("verdict") == "mismatch", "%s: mate-replay" % fn)
         check(fi_results(out).get(fn, {}).get("comparison_match") is False, "%s: FlashInfer's replay_sequence: %s"
               % (fn, fi_results(out).get(fn)))
+    dump = os.path.join(root, [d for d in dirs if d.endswith("_apply_rope_call0001")][0])
+    for lie, why in (([0, 3, 2] + ip[3:], "apply_rope: its indptr decreases at 2"),
+                     (ip[:-1] + [ip[-1] + 1], "apply_rope: its indptr (9 values, from 0 to %d) does not fit "
+                      "the %d rows of its q" % (ip[-1] + 1, ip[-1]))):
+        bad = os.path.join(TMP, "bad-indptr")
+        shutil.rmtree(bad, ignore_errors=True)
+        shutil.copytree(root, bad)
+        path = os.path.join(bad, os.path.basename(dump), "inputs.pt")
+        t = load(path)
+        t["arg_2"] = torch.tensor(lie, dtype=torch.int32)
+        save(t, path)
+        nothing = os.path.join(TMP, "nothing-rope")
+        p = shrink(os.path.join(bad, os.path.basename(dump)), nothing)
+        check(p.returncode == 2 and p.stderr == "mate-replay: %s\n" % why, "a lying indptr: exit %d: %s"
+              % (p.returncode, p.stderr))
+        check(not os.path.exists(nothing), "written")
 
 with case("bf16 and fp8 GEMMs: a row of A and a column of B (with its bias)"):
     root, dirs = recorded("lowp", 4, "pt")
