@@ -6,9 +6,10 @@ planted wrong element, packed as fuzz_find_bug reads them.
     find_bug_seeds.py OUTDIR [ROOT...]
 
 records the roots (a paged decode, paged and ragged prefills, an MLA batch, single decode
-and prefill by head, rmsnorm, mm) with the peers' Python (torch 2.x, flashinfer-python's logging module)
+and prefill by head, rmsnorm, mm, RoPE by indptr) with the peers' Python (torch 2.x, flashinfer-python's logging module)
 and writes OUTDIR/NAME.root for each, and one for each ROOT given (a root recorded
-elsewhere, for example by libmate, with its .mate-tensor-hashes). A packed root is, per
+elsewhere, for example by libmate, with its .mate-tensor-hashes; or by mate-record: the
+BLAS calls of blas.root, planted here too with --plant ROOT). A packed root is, per
 file, "PATH\\n", its size (4 bytes, little-endian) and its bytes.
 
 fuzz/corpus/find_bug also keeps inputs the fuzzer found, as regressions: no-self-id.root is
@@ -53,6 +54,12 @@ def record(which):
                True, 0.25, torch.float32, torch.float32)
         w.run(torch.randn(3, 2, 8, generator=gen), torch.randn(3, 2, 4, generator=gen),
               torch.randn(3, 2, 8, generator=gen), torch.randn(3, 2, 4, generator=gen), return_lse=True)
+    elif which == "rope":
+        from flashinfer_ops21 import ROPE
+        from flashinfer_ops21 import decorate as decorate_ops21
+        rope = decorate_ops21(api, ROPE)
+        rope["apply_rope"](torch.randn(5, 2, 8, generator=gen), torch.randn(5, 1, 8, generator=gen),
+                           torch.tensor([0, 2, 3, 5], dtype=torch.int32), torch.tensor([0, 4, 9], dtype=torch.int32))
     elif which == "prefill":
         qo = torch.tensor([0, 2, 3, 5], dtype=torch.int32)
         w = fi["BatchPrefillWithPagedKVCacheWrapper"](torch.empty(64, dtype=torch.uint8), "NHD")
@@ -67,17 +74,19 @@ def record(which):
 
 
 def plant(root):
-    """Adds 1 to the first element of every result of root's dumps."""
+    """Adds 1 to the first element of every result of root's dumps, and of every tensor
+    written in place (a BLAS call's C)."""
     import torch
     for d in sorted(os.listdir(root)):
-        path = os.path.join(root, d, "outputs.pt")
-        if not os.path.exists(path):
-            continue
-        t = torch.load(path, weights_only=True)
-        for k in t:
-            if k.startswith("result"):
-                t[k][(0,) * t[k].dim()] += 1
-        torch.save(t, path)
+        for name in ("outputs.pt", "inplace.pt"):
+            path = os.path.join(root, d, name)
+            if not os.path.exists(path):
+                continue
+            t = torch.load(path, weights_only=True)
+            for k in t:
+                if k.startswith("result") or name == "inplace.pt":
+                    t[k][(0,) * t[k].dim()] += 1
+            torch.save(t, path)
 
 
 def pack(root, out):
@@ -95,10 +104,13 @@ def main():
     if sys.argv[1:2] == ["--record"]:
         record(sys.argv[2])
         return
+    if sys.argv[1:2] == ["--plant"]:
+        plant(sys.argv[2])
+        return
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        for which in ("rows", "heads", "decode", "prefill", "mla"):
+        for which in ("rows", "heads", "decode", "prefill", "mla", "rope"):
             root = os.path.join(tmp, which)
             env = dict(os.environ, FLASHINFER_LOGLEVEL="10", FLASHINFER_DUMP_DIR=root,
                        FLASHINFER_LOGDEST=os.path.join(tmp, which + ".log"))
