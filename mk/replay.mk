@@ -104,7 +104,7 @@ SCRIPT_TESTS += tests/cli/test_replay_export_cuda.sh
 SCRIPT_TESTS += tests/interop/test_replay_export_torch.py
 ## --export: repro.py of a FlashInfer wrapper's run, its __init__ and plans replayed first.
 SCRIPT_TESTS += tests/interop/test_replay_export_wrapper.py
-EXTRA_DIST += tests/tools/st-set.py
+EXTRA_DIST += tests/tools/st-set.py tests/tools/record-blas.sh
 EXTRA_DIST += tests/tools/replay_dumps.py
 
 

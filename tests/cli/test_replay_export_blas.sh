@@ -1,17 +1,6 @@
 #!/bin/sh
 # test_replay_export_blas.sh: mate-replay --export of cblas_sgemm, cblas_dgemm and sgemm_ calls recorded by mate-record writes repro.c, a Makefile and the raw buffers; `make && ./repro` calls OpenBLAS on them and gives mate-replay's verdict, word for word: passed, and a planted wrong element of C as the same mismatch (exit 1); a non-empty folder and a truncated tensor file are refused, nothing written.
-. "$top_srcdir/tests/tools/record-common.sh"
-REPLAY="$top_builddir/src/replay/mate-replay"
-PROG="$top_builddir/tests/record-blas-prog"
-SET="$top_srcdir/tests/tools/st-set.py"
-
-command -v make >/dev/null 2>&1 && command -v cc >/dev/null 2>&1 || {
-	echo "SKIP: no make or cc to build the exported repro.c"
-	exit 77
-}
-cd "$WORK" || exit 99
-"$RECORD" -l 10 --safetensors -d dumps -o log.txt -- "$PROG" >/dev/null 2>err.txt
-expect_status 0 $? "recorded run"
+. "$top_srcdir/tests/tools/record-blas.sh"
 
 # verdict DUMP: mate-replay's line for it, without its "[1] "
 verdict() {

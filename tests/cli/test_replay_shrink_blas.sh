@@ -1,17 +1,6 @@
 #!/bin/sh
 # test_replay_shrink_blas.sh: mate-replay --shrink of cblas_sgemm, cblas_dgemm, sgemm_ and dgemm_ calls recorded by mate-record (row and column major, transposes, padded leading dimensions, beta != 0) with one planted wrong element of C: cut to that one row of A and column of B, K kept, M, N and the leading dimensions rebuilt in the record; the cut dump replays as the same mismatch in mate-replay and, exported with --export, in OpenBLAS itself (repro.c); a record whose transpose lies is refused, saying why once; a call that passes writes nothing.
-. "$top_srcdir/tests/tools/record-common.sh"
-REPLAY="$top_builddir/src/replay/mate-replay"
-PROG="$top_builddir/tests/record-blas-prog"
-SET="$top_srcdir/tests/tools/st-set.py"
-
-command -v make >/dev/null 2>&1 && command -v cc >/dev/null 2>&1 || {
-	echo "SKIP: no make or cc to build the exported repro.c"
-	exit 77
-}
-cd "$WORK" || exit 99
-"$RECORD" -l 10 --safetensors -d dumps -o log.txt -- "$PROG" >/dev/null 2>err.txt
-expect_status 0 $? "recorded run"
+. "$top_srcdir/tests/tools/record-blas.sh"
 
 # meta DUMP KEY...: the record's input_metadata values under KEY..., on one line
 meta() {
