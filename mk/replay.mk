@@ -18,7 +18,8 @@ libmate_impl_la_SOURCES += lib/replay/replay_ops_gemm.c
 libmate_impl_la_SOURCES += lib/replay/replay_ops_norm.c
 libmate_impl_la_SOURCES += lib/replay/replay_ops_info.c
 ## mate-replay --shrink: the smallest failing slice of a call (issue 33)
-libmate_impl_la_SOURCES += lib/replay/replay_shrink.c
+libmate_impl_la_SOURCES += lib/replay/replay_shrink.c lib/replay/replay_shrink.h \
+	lib/replay/replay_shrink_batch.c
 
 ## The tools: mate-replay and the `mate VERB` dispatcher.
 bin_PROGRAMS += src/replay/mate-replay src/mate/mate

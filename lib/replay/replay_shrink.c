@@ -1,6 +1,5 @@
-/* replay_shrink.c: mate-replay --shrink: cuts a failing call's inputs to the smallest slice (rows, tokens, a GEMM's rows of A and columns of B) that still fails the same way, and writes it as a dump of the same format. */
-#include "mate_private.h"
-#include "replay_private.h"
+/* replay_shrink.c: mate-replay --shrink: cuts a failing call's inputs to the smallest slice (rows, tokens, requests of a segmented call, heads, a GEMM's or a BLAS call's rows of A and columns of B) that still fails the same way, and writes it as a dump of the same format (a batch wrapper's requests: replay_shrink_batch.c). */
+#include "replay_shrink.h"
 
 #include <dirent.h>
 #include <stdarg.h>
@@ -12,98 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define MAX_STAGES 4
-#define MAX_CUTS 8
-
-/* One tensor cut along dim: a parameter's, or every returned tensor's ("result"). */
-struct cut {
-	char param[64];
-	int dim;                    /* negative: from the end */
-	int group;                  /* "PARAM.DIM/": unit u is its index u * size / units (GQA's
-	                               KV head of query head u) */
-	int seg;                    /* "PARAM.DIM+": unit u is the rows indptr[u]..indptr[u+1]
-	                               of the stage's indptr */
-	char key[96];               /* the recorded argument's key ("arg_0", "kwarg_out",
-	                               "result_1"), or "" for every returned tensor */
-};
-
-struct stage {
-	char unit[32];              /* "row", "column", ...; a kept note: its name ("K") */
-	int note;                   /* "=NAME:PARAM.DIM": reported as kept, cuts nothing */
-	struct cut cuts[MAX_CUTS];
-	int ncuts;
-	char guard[64], guard_key[96], guard_val[32];   /* "?PARAM=VALUE": cuts only where the
-	                                                   string argument is absent or VALUE */
-	char seg[64], seg_key[96];  /* "#PARAM": the units are the segments of that indptr,
-	                               which a cut rebuilds */
-	int64_t *ip, rows;          /* its values (units + 1), and the rows they cut */
-	mate_dtype ip_dt;
-	/* what the shrink chose */
-	int64_t n;                  /* units before the cut */
-	int64_t *fail;              /* the units that fail alone */
-	size_t nfail;
-	const int64_t *keep;        /* what is kept: fail[0], all of fail, or NULL (all) */
-	size_t nkeep;
-};
-
-/* A call before the one shrunk that it depends on (a wrapper's __init__ and plan). */
-struct dep {
-	char *path;
-	mate_dump *d;
-	const struct mate_dump_info *info;
-	mate_value *args, *exp;
-	struct mate_replay_request req;
-};
-
-/* A batch's requests (rules "@paged": a decode wrapper's run, q a row per request;
- * "@prefill": a paged prefill's, q rows by the plan's qo_indptr; "@ragged": a
- * ragged prefill's, q rows by qo_indptr and rows of k and v by kv_indptr; "@mla":
- * an MLA wrapper's, q_nope and q_pe rows by qo_indptr, the pages of ckv_cache and
- * kpe_cache by kv_indptr and kv_indices, kv_len_arr per request). */
-enum batch_kind { B_DECODE, B_PREFILL, B_RAGGED, B_MLA };
-
-struct paged {
-	enum batch_kind kind;
-	int64_t B, npages;          /* requests; pages of the cache (ragged: rows of k and v) */
-	int64_t *indptr, *indices, *last;   /* ragged: indices 0..npages, last unused */
-	int64_t *qo, nq;            /* q's rows of each request (decode: b..b+1); rows of q */
-	mate_dtype dt_indptr, dt_indices, dt_last, dt_qo;
-	char k_indptr[96], k_indices[96], k_last[96], k_qo[96];   /* the plan's keys */
-	char k_q[96], k_kv[96], k_k[96], k_v[96], k_out[96], k_lse[96];   /* the run's */
-	char k_q2[96], k_kv2[96];   /* MLA: q_pe and kpe_cache beside q_nope and ckv_cache */
-	int kv_dim;                 /* ragged: the token dimension of k and v (1 for HND) */
-	/* the requests kept, and what they make */
-	const int64_t *keep;
-	size_t nkeep;
-	int64_t *pages, *new_indptr, *new_indices, *new_last, *qrows, *new_qo;
-	size_t npk, nqk;
-	int64_t *fail;
-	size_t nfail;
-};
-
-enum role { R_CALL, R_INIT, R_PLAN, R_RUN };
-
-struct shrink {
-	mate_replay *r;
-	const char *dump;
-	mate_dump *d;
-	const struct mate_dump_info *info;
-	struct mate_replay_request req;   /* the call as recorded */
-	struct mate_replay_result want;   /* how it fails */
-	struct stage st[MAX_STAGES];
-	int nst;
-	int paged;                  /* a wrapper's run: init, plan and pg */
-	struct dep init, plan;
-	struct paged pg;
-	int blas;                   /* rule "@blas": a BLAS GEMM, its sizes and leading
-	                               dimensions rebuilt from the cut A, B and C */
-	char k_dim[5][96];          /* the keys of M, N, lda, ldb, ldc */
-	int colmajor;
-	int session;                /* the dump's root has session.jsonl */
-	char *report;
-	size_t reportlen;
-};
 
 /* ---- the rule ------------------------------------------------------------------ */
 
@@ -135,9 +42,9 @@ param_position(const char *sigtext, const char *param)
 /* The recorded key of parameter param of a call on args whose recorded signature
  * is recsig (else the handler's, hsig): arg_<i> when the call passed it by
  * position, else kwarg_<param> (which may be absent). */
-static void
-key_of(const mate_value *args, const char *recsig, const char *hsig, const char *param, char *key,
-    size_t len)
+void
+shrink_key_of(const mate_value *args, const char *recsig, const char *hsig, const char *param,
+    char *key, size_t len)
 {
 	int pos = param_position(recsig, param);
 	char k[96];
@@ -153,7 +60,7 @@ key_of(const mate_value *args, const char *recsig, const char *hsig, const char 
 static void
 param_key(const struct shrink *s, const char *handler_sig, const char *param, char *key, size_t len)
 {
-	key_of(s->req.args, s->req.signature, handler_sig, param, key, len);
+	shrink_key_of(s->req.args, s->req.signature, handler_sig, param, key, len);
 }
 
 static int
@@ -247,8 +154,8 @@ parse_rule(struct shrink *s, const char *rule, const char *handler_sig, mate_err
 
 /* ---- cutting tensors -------------------------------------------------------------- */
 
-static int
-is_result_key(const char *key)
+int
+shrink_is_result_key(const char *key)
 {
 	return strcmp(key, "result") == 0 || strncmp(key, "result_", 7) == 0;
 }
@@ -260,7 +167,7 @@ cut_for(const struct stage *st, const char *key)
 	for (int i = 0; i < st->ncuts; i++) {
 		const struct cut *c = &st->cuts[i];
 
-		if (c->key[0] != '\0' ? strcmp(c->key, key) == 0 : is_result_key(key))
+		if (c->key[0] != '\0' ? strcmp(c->key, key) == 0 : shrink_is_result_key(key))
 			return c;
 	}
 	return NULL;
@@ -268,8 +175,8 @@ cut_for(const struct stage *st, const char *key)
 
 /* A contiguous copy of tensor v keeping indices keep[0..nkeep) along dim (all of
  * them, in order, when keep is NULL: a deep copy). NULL with err. */
-static mate_value *
-cut_tensor(const char *key, const mate_value *v, int dim, int64_t n, const int64_t *keep,
+mate_value *
+shrink_cut_tensor(const char *key, const mate_value *v, int dim, int64_t n, const int64_t *keep,
     size_t nkeep, mate_error *err)
 {
 	const mate_tensor *t = mate_value_get_tensor(v);
@@ -331,7 +238,7 @@ cut_tensor(const char *key, const mate_value *v, int dim, int64_t n, const int64
 /* A copy of dict (keys to values) with the tensors st cuts kept at keep[0..nkeep);
  * copy_also (may be NULL) names keys whose tensors are copied whole (arguments a
  * call writes in place: the copy is theirs to write). NULL with err. */
-/* cut_tensor() of a grouped cut: of the m indices along dim, the one of each unit
+/* shrink_cut_tensor() of a grouped cut: of the m indices along dim, the one of each unit
  * keep[k] of n (n a multiple of m: unit u is index u / (n / m)). */
 static mate_value *
 cut_group(const char *key, const mate_value *v, int dim, int64_t n, const int64_t *keep,
@@ -353,12 +260,10 @@ cut_group(const char *key, const mate_value *v, int dim, int64_t n, const int64_
 	}
 	for (size_t k = 0; k < nkeep; k++)
 		idx[k] = keep[k] / (n / m);
-	nv = cut_tensor(key, v, dim, m, idx, nkeep, err);
+	nv = shrink_cut_tensor(key, v, dim, m, idx, nkeep, err);
 	free(idx);
 	return nv;
 }
-
-static mate_value *new_ints(mate_dtype dt, const int64_t *v, size_t n, mate_error *err);
 
 /* The rows of the segments keep[0..nkeep) of st's indptr, in order, and the indptr
  * that numbers them from 0 (both malloc'ed). */
@@ -411,18 +316,18 @@ cut_dict(const struct stage *st, const mate_value *dict, int64_t n, const int64_
 		mate_value *nv;
 
 		if (newip != NULL && strcmp(key, st->seg_key) == 0)
-			nv = new_ints(st->ip_dt, newip, nkeep + 1, err);
+			nv = shrink_new_ints(st->ip_dt, newip, nkeep + 1, err);
 		else if (mate_value_kind_of(v) == MATE_V_TENSOR && c != NULL && c->seg && rows != NULL)
-			nv = cut_tensor(key, v, c->dim, st->rows, rows, nrows, err);
+			nv = shrink_cut_tensor(key, v, c->dim, st->rows, rows, nrows, err);
 		else if (mate_value_kind_of(v) == MATE_V_TENSOR && c != NULL &&
 		    mate_value_get_tensor(v)->ndim > 0 && c->group && keep != NULL)
 			nv = cut_group(key, v, c->dim, n, keep, nkeep, err);
 		else if (mate_value_kind_of(v) == MATE_V_TENSOR && c != NULL &&
 		    mate_value_get_tensor(v)->ndim > 0)
-			nv = cut_tensor(key, v, c->dim, n, keep, nkeep, err);
+			nv = shrink_cut_tensor(key, v, c->dim, n, keep, nkeep, err);
 		else if (mate_value_kind_of(v) == MATE_V_TENSOR && copy_also != NULL &&
 		    mate_value_lookup(copy_also, key) != NULL)
-			nv = cut_tensor(key, v, 0, 0, NULL, 0, err);
+			nv = shrink_cut_tensor(key, v, 0, 0, NULL, 0, err);
 		else if ((nv = mate_value_copy(v)) == NULL)
 			mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 		if (nv == NULL || mate_value_set_str(out, key, nv) != MATE_OK) {
@@ -435,9 +340,6 @@ cut_dict(const struct stage *st, const mate_value *dict, int64_t n, const int64_
 	free(newip);
 	return out;
 }
-
-static int ints_of(const char *what, const mate_value *v, int64_t **out, int64_t *n,
-    mate_dtype *dt, mate_error *err);
 
 /* err's message as the reason the call cannot be sliced (code rc). */
 static int
@@ -462,7 +364,7 @@ stage_segments(const struct shrink *s, struct stage *st, const mate_value *args,
 	free(st->ip);
 	st->ip = NULL;
 	snprintf(what, sizeof(what), "its %s", st->seg);
-	if ((rc = ints_of(what, mate_value_lookup(args, st->seg_key), &st->ip, &nip, &st->ip_dt,
+	if ((rc = shrink_ints_of(what, mate_value_lookup(args, st->seg_key), &st->ip, &nip, &st->ip_dt,
 	    err)) != MATE_OK)
 		return cannot_slice(s, rc, err);
 	if (nip < 1 || st->ip[0] != 0 || st->ip[nip - 1] > st->rows)
@@ -656,8 +558,8 @@ same_words(const char *a, const char *b)
 
 /* Whether res fails as s->want does: the same verdict and, for a mismatch, the
  * same output; for an error, the same message but for its numbers. */
-static int
-same_failure(const struct shrink *s, const struct mate_replay_result *res)
+int
+shrink_same_failure(const struct shrink *s, const struct mate_replay_result *res)
 {
 	if (res->verdict != s->want.verdict)
 		return 0;
@@ -667,8 +569,9 @@ same_failure(const struct shrink *s, const struct mate_replay_result *res)
 }
 
 /* Replays the call on args and exp (which it may write) into *res. */
-static void
-replay_on(struct shrink *s, mate_value *args, const mate_value *exp, struct mate_replay_result *res)
+void
+shrink_replay_on(struct shrink *s, mate_value *args, const mate_value *exp,
+    struct mate_replay_result *res)
 {
 	struct mate_replay_request req = s->req;
 
@@ -723,8 +626,8 @@ find_failing(struct shrink *s, struct stage *st, const mate_value *args, const m
 			mate_value_free(a);
 			return err->code == MATE_ERR_UNSUPPORTED ? cannot_slice(s, err->code, err) : err->code;
 		}
-		replay_on(s, a, e, &res);
-		if (same_failure(s, &res))
+		shrink_replay_on(s, a, e, &res);
+		if (shrink_same_failure(s, &res))
 			st->fail[st->nfail++] = u;
 		mate_value_free(a);
 		mate_value_free(e);
@@ -735,8 +638,8 @@ find_failing(struct shrink *s, struct stage *st, const mate_value *args, const m
 /* ---- the report ----------------------------------------------------------------- */
 
 /* n with thousands separators ("1,731"). */
-static const char *
-grouped(int64_t n, char *buf, size_t len)
+const char *
+shrink_grouped(int64_t n, char *buf, size_t len)
 {
 	char digits[32];
 	size_t nd, j = 0;
@@ -752,11 +655,8 @@ grouped(int64_t n, char *buf, size_t len)
 	return buf;
 }
 
-static void
-say(struct shrink *s, const char *fmt, ...) MATE_PRINTF(2, 3);
-
-static void
-say(struct shrink *s, const char *fmt, ...)
+void
+shrink_say(struct shrink *s, const char *fmt, ...)
 {
 	size_t n = strlen(s->report);
 	va_list ap;
@@ -782,19 +682,19 @@ write_report(struct shrink *s, const mate_value *args0)
 
 		if (st->note || st->keep == NULL)
 			continue;
-		say(s, "%s%s%s ", first ? "" : " and ", st->unit, st->nkeep > 1 ? "s" : "");
+		shrink_say(s, "%s%s%s ", first ? "" : " and ", st->unit, st->nkeep > 1 ? "s" : "");
 		for (size_t k = 0; k < st->nkeep; k++)
-			say(s, "%s%s", k ? ", " : "", grouped(st->keep[k], b1, sizeof(b1)));
-		say(s, " of %s", grouped(st->n, b2, sizeof(b2)));
+			shrink_say(s, "%s%s", k ? ", " : "", shrink_grouped(st->keep[k], b1, sizeof(b1)));
+		shrink_say(s, " of %s", shrink_grouped(st->n, b2, sizeof(b2)));
 		if (cutting > 1)
-			say(s, " of %s", st->cuts[0].param);
+			shrink_say(s, " of %s", st->cuts[0].param);
 		if (st->seg[0] != '\0') {
 			int64_t rows = 0;
 
 			for (size_t k = 0; k < st->nkeep; k++)
 				rows += st->ip[st->keep[k] + 1] - st->ip[st->keep[k]];
-			say(s, " (%s of %s rows of %s)", grouped(rows, b1, sizeof(b1)),
-			    grouped(st->rows, b3, sizeof(b3)), st->cuts[0].param);
+			shrink_say(s, " (%s of %s rows of %s)", shrink_grouped(rows, b1, sizeof(b1)),
+			    shrink_grouped(st->rows, b3, sizeof(b3)), st->cuts[0].param);
 		}
 		first = 0;
 	}
@@ -807,9 +707,9 @@ write_report(struct shrink *s, const mate_value *args0)
 			int d = st->cuts[0].dim < 0 ? t->ndim + st->cuts[0].dim : st->cuts[0].dim;
 
 			if (d >= 0 && d < t->ndim)
-				say(s, " (%s = %s kept)", st->unit, grouped(t->shape[d], b1, sizeof(b1)));
+				shrink_say(s, " (%s = %s kept)", st->unit, shrink_grouped(t->shape[d], b1, sizeof(b1)));
 		} else if (!st->note && st->keep == NULL && st->n > 1) {
-			say(s, "; all %s %ss kept (none fails alone)", grouped(st->n, b1, sizeof(b1)),
+			shrink_say(s, "; all %s %ss kept (none fails alone)", shrink_grouped(st->n, b1, sizeof(b1)),
 			    st->unit);
 		}
 	}
@@ -820,495 +720,13 @@ write_report(struct shrink *s, const mate_value *args0)
 			if (st->note || st->keep == NULL)
 				continue;
 			if (st->nfail == 1)
-				say(s, ": the only %s that %s", st->unit,
+				shrink_say(s, ": the only %s that %s", st->unit,
 				    s->want.verdict == MATE_REPLAY_MISMATCH ? "mismatches" : "fails");
 			else
-				say(s, ": %s of %s %ss %s", grouped((int64_t)st->nfail, b1, sizeof(b1)),
-				    grouped(st->n, b3, sizeof(b3)), st->unit,
+				shrink_say(s, ": %s of %s %ss %s", shrink_grouped((int64_t)st->nfail, b1, sizeof(b1)),
+				    shrink_grouped(st->n, b3, sizeof(b3)), st->unit,
 				    s->want.verdict == MATE_REPLAY_MISMATCH ? "mismatch" : "fail");
 		}
-}
-
-/* ---- a paged batch: requests, with their pages ----------------------------------- */
-
-/* A 1-D int32 or int64 host tensor's elements as int64 (malloc'ed). */
-static int
-ints_of(const char *what, const mate_value *v, int64_t **out, int64_t *n, mate_dtype *dt,
-    mate_error *err)
-{
-	const mate_tensor *t;
-
-	if (mate_value_kind_of(v) != MATE_V_TENSOR)
-		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s is not a tensor", what);
-	t = mate_value_get_tensor(v);
-	if (t->ndim != 1 || t->device_type != MATE_DEVICE_CPU ||
-	    (t->dtype != MATE_I32 && t->dtype != MATE_I64))
-		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s is not a 1-D int32 or int64 "
-		    "tensor", what);
-	*n = t->shape[0];
-	*dt = t->dtype;
-	if ((*out = calloc((size_t)(*n > 0 ? *n : 1), sizeof(int64_t))) == NULL)
-		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-	for (int64_t i = 0; i < *n; i++) {
-		const void *p = mate_tensor_element(t, i);
-
-		if (t->dtype == MATE_I32) {
-			int32_t x;
-
-			memcpy(&x, p, sizeof(x));
-			(*out)[i] = x;
-		} else
-			memcpy(&(*out)[i], p, sizeof(int64_t));
-	}
-	return MATE_OK;
-}
-
-static mate_value *
-new_ints(mate_dtype dt, const int64_t *v, size_t n, mate_error *err)
-{
-	int64_t shape[1] = { (int64_t)n };
-	mate_storage *st = mate_storage_new(n * mate_dtype_size(dt) + 1, err);
-	mate_tensor t;
-	mate_value *nv;
-
-	if (st == NULL)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char *p = (unsigned char *)mate_storage_data(st) + i * mate_dtype_size(dt);
-
-		if (dt == MATE_I32) {
-			int32_t x = (int32_t)v[i];
-			memcpy(p, &x, sizeof(x));
-		} else
-			memcpy(p, &v[i], sizeof(v[i]));
-	}
-	mate_tensor_init(&t, dt, 1, shape, NULL, mate_storage_data(st));
-	nv = mate_value_tensor(&t, st);
-	mate_storage_unref(st);
-	if (nv == NULL)
-		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-	return nv;
-}
-
-/* The page table of the requests keep[0..nkeep): their pages (ragged: rows of k and
- * v) in order, renumbered, and their rows of q. */
-static int
-paged_select(struct paged *pg, const int64_t *keep, size_t nkeep, mate_error *err)
-{
-	size_t total = 0, qtotal = 0;
-
-	free(pg->pages);
-	free(pg->new_indptr);
-	free(pg->new_indices);
-	free(pg->new_last);
-	free(pg->qrows);
-	free(pg->new_qo);
-	pg->pages = pg->new_indptr = pg->new_indices = pg->new_last = pg->qrows = pg->new_qo = NULL;
-	for (size_t k = 0; k < nkeep; k++) {
-		total += (size_t)(pg->indptr[keep[k] + 1] - pg->indptr[keep[k]]);
-		qtotal += (size_t)(pg->qo[keep[k] + 1] - pg->qo[keep[k]]);
-	}
-	if ((pg->pages = calloc(total + 1, sizeof(int64_t))) == NULL ||
-	    (pg->new_indices = calloc(total + 1, sizeof(int64_t))) == NULL ||
-	    (pg->new_indptr = calloc(nkeep + 1, sizeof(int64_t))) == NULL ||
-	    (pg->new_last = calloc(nkeep + 1, sizeof(int64_t))) == NULL ||
-	    (pg->qrows = calloc(qtotal + 1, sizeof(int64_t))) == NULL ||
-	    (pg->new_qo = calloc(nkeep + 1, sizeof(int64_t))) == NULL)
-		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-	pg->npk = pg->nqk = 0;
-	for (size_t k = 0; k < nkeep; k++) {
-		for (int64_t j = pg->indptr[keep[k]]; j < pg->indptr[keep[k] + 1]; j++) {
-			pg->pages[pg->npk] = pg->indices[j];
-			pg->new_indices[pg->npk] = (int64_t)pg->npk;
-			pg->npk++;
-		}
-		for (int64_t j = pg->qo[keep[k]]; j < pg->qo[keep[k] + 1]; j++)
-			pg->qrows[pg->nqk++] = j;
-		pg->new_indptr[k + 1] = (int64_t)pg->npk;
-		pg->new_qo[k + 1] = (int64_t)pg->nqk;
-		pg->new_last[k] = pg->last != NULL ? pg->last[keep[k]] : 0;
-	}
-	pg->keep = keep;
-	pg->nkeep = nkeep;
-	return MATE_OK;
-}
-
-static int
-has_prefix_key(const char *key, const char *parent)
-{
-	size_t n = strlen(parent);
-
-	return parent[0] != '\0' && strncmp(key, parent, n) == 0 && strncmp(key + n, "__", 2) == 0;
-}
-
-/* The value under key of the plan's or run's dict, cut to the kept requests. */
-static mate_value *
-paged_value(const struct paged *pg, enum role role, const char *key, const mate_value *v,
-    int copy, mate_error *err)
-{
-	mate_value_kind k = mate_value_kind_of(v);
-
-	if (role == R_PLAN && strcmp(key, pg->k_indptr) == 0)
-		return new_ints(pg->dt_indptr, pg->new_indptr, pg->nkeep + 1, err);
-	if (role == R_PLAN && pg->kind != B_DECODE && strcmp(key, pg->k_qo) == 0)
-		return new_ints(pg->dt_qo, pg->new_qo, pg->nkeep + 1, err);
-	if (role == R_PLAN && pg->kind != B_RAGGED && strcmp(key, pg->k_indices) == 0)
-		return new_ints(pg->dt_indices, pg->new_indices, pg->npk, err);
-	if (role == R_PLAN && pg->kind != B_RAGGED && strcmp(key, pg->k_last) == 0)
-		return new_ints(pg->dt_last, pg->new_last, pg->nkeep, err);
-	if (role == R_RUN && k == MATE_V_TENSOR && (strcmp(key, pg->k_q) == 0 ||
-	    strcmp(key, pg->k_q2) == 0 || strcmp(key, pg->k_out) == 0 || strcmp(key, pg->k_lse) == 0 ||
-	    is_result_key(key)))
-		return cut_tensor(key, v, 0, pg->nq, pg->qrows, pg->nqk, err);
-	if (role == R_RUN && k == MATE_V_TENSOR && pg->kind == B_RAGGED &&
-	    (strcmp(key, pg->k_k) == 0 || strcmp(key, pg->k_v) == 0))
-		return cut_tensor(key, v, pg->kv_dim, pg->npages, pg->pages, pg->npk, err);
-	if (role == R_RUN && k == MATE_V_TENSOR && pg->kind != B_RAGGED &&
-	    (strcmp(key, pg->k_kv) == 0 || strcmp(key, pg->k_kv2) == 0 || has_prefix_key(key, pg->k_kv)))
-		return cut_tensor(key, v, 0, pg->npages, pg->pages, pg->npk, err);
-	if (role == R_RUN && pg->kind != B_RAGGED && (k == MATE_V_TUPLE || k == MATE_V_LIST) &&
-	    strcmp(key, pg->k_kv) == 0) {
-		mate_value *seq = k == MATE_V_TUPLE ? mate_value_tuple() : mate_value_list();
-
-		for (size_t i = 0; seq != NULL && i < mate_value_len(v); i++) {
-			const mate_value *it = mate_value_item(v, i);
-			mate_value *ni = mate_value_kind_of(it) == MATE_V_TENSOR ?
-			    cut_tensor(key, it, 0, pg->npages, pg->pages, pg->npk, err) : mate_value_copy(it);
-
-			if (ni == NULL || mate_value_append(seq, ni) != MATE_OK) {
-				mate_value_free(seq);
-				return NULL;
-			}
-		}
-		if (seq == NULL)
-			mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-		return seq;
-	}
-	if (copy && k == MATE_V_TENSOR)
-		return cut_tensor(key, v, 0, 0, NULL, 0, err);
-	return mate_value_copy(v);
-}
-
-/* A copy of the plan's or run's dict cut to the kept requests; the tensors under
- * copy_also's keys copied whole. */
-static mate_value *
-paged_dict(const struct paged *pg, enum role role, const mate_value *dict,
-    const mate_value *copy_also, mate_error *err)
-{
-	mate_value *out = mate_value_dict();
-
-	if (out == NULL) {
-		mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-		return NULL;
-	}
-	for (size_t i = 0; i < mate_value_len(dict); i++) {
-		const char *key = mate_value_get_str(mate_value_key(dict, i), NULL);
-		mate_value *nv = paged_value(pg, role, key, mate_value_item(dict, i),
-		    copy_also != NULL && mate_value_lookup(copy_also, key) != NULL, err);
-
-		if (nv == NULL) {
-			if (err->code == MATE_OK)
-				mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-			mate_value_free(out);
-			return NULL;
-		}
-		if (mate_value_set_str(out, key, nv) != MATE_OK) {
-			mate_value_free(out);
-			mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-			return NULL;
-		}
-	}
-	return out;
-}
-
-static void
-dep_free(struct dep *d)
-{
-	mate_value_free(d->args);
-	mate_value_free(d->exp);
-	mate_dump_free(d->d);
-	free(d->path);
-}
-
-static int
-dep_open(struct dep *dp, const char *path, mate_error *err)
-{
-	if ((dp->path = strdup(path)) == NULL)
-		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-	if ((dp->d = mate_dump_open(path, err)) == NULL || (dp->args = mate_dump_load_args(dp->d, err)) == NULL ||
-	    mate_dump_load_outputs(dp->d, &dp->exp, err) != MATE_OK)
-		return err->code != MATE_OK ? err->code : MATE_ERR_FORMAT;
-	dp->info = mate_dump_get_info(dp->d);
-	dp->req.function = dp->info->function;
-	dp->req.module = dp->info->module;
-	dp->req.signature = mate_dump_signature(dp->d);
-	dp->req.self_id = dp->info->self_id;
-	dp->req.process_id = dp->info->process_id;
-	dp->req.args = dp->args;
-	dp->req.expected = dp->exp;
-	return MATE_OK;
-}
-
-/* The folder that holds path (malloc'ed; "." for a bare name). */
-static char *
-parent_of(const char *path)
-{
-	char *p = strdup(path);
-	size_t n;
-
-	if (p == NULL)
-		return NULL;
-	n = strlen(p);
-	while (n > 1 && p[n - 1] == '/')
-		p[--n] = '\0';
-	while (n > 0 && p[n - 1] != '/')
-		n--;
-	while (n > 1 && p[n - 1] == '/')
-		n--;
-	if (n == 0) {
-		free(p);
-		return strdup(".");
-	}
-	p[n] = '\0';
-	return p;
-}
-
-/* Finds the run's plan and __init__ (the same process and self_id, before it in its
- * root) and reads the plan's page table. */
-static int
-paged_setup(struct shrink *s, mate_error *err)
-{
-	struct paged *pg = &s->pg;
-	char *root = parent_of(s->dump), prefix[256];
-	mate_dump_list *l;
-	size_t n, at = (size_t)-1;
-	const struct mate_dump_info *plan = NULL, *init = NULL;
-	const char *dot = strrchr(s->info->function, '.');
-	const mate_value *q, *kv;
-	int64_t nind = 0, nlast = 0, nptr = 0, nqo = 0;
-	int rc;
-
-	if (root == NULL)
-		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-	if (dot == NULL || (size_t)(dot - s->info->function) >= sizeof(prefix) - 16) {
-		free(root);
-		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: not a method",
-		    s->info->function);
-	}
-	if ((l = mate_dump_list_new(0, err)) == NULL || mate_dump_list_add(l, root, err) < 0) {
-		mate_dump_list_free(l);
-		free(root);
-		return err->code;
-	}
-	mate_dump_list_sort(l);
-	n = mate_dump_list_count(l);
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(mate_dump_list_get(l, i)->name, s->info->name) == 0)
-			at = i;
-	for (size_t i = at; at != (size_t)-1 && i-- > 0;) {
-		const struct mate_dump_info *d = mate_dump_list_get(l, i);
-		size_t pl = (size_t)(dot - s->info->function);
-
-		if (d->process_id != s->info->process_id || d->self_id == NULL ||
-		    strcmp(d->self_id, s->info->self_id) != 0 ||
-		    strncmp(d->function, s->info->function, pl + 1) != 0)
-			continue;
-		if (plan == NULL && strcmp(d->function + pl + 1, "plan") == 0)
-			plan = d;
-		else if (plan != NULL && strcmp(d->function + pl + 1, "__init__") == 0) {
-			init = d;
-			break;
-		}
-	}
-	rc = MATE_OK;
-	if (plan == NULL || init == NULL)
-		rc = mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: its object's %s is "
-		    "not in %s", s->info->function, plan == NULL ? "plan" : "__init__", root);
-	if (rc == MATE_OK && (rc = dep_open(&s->init, init->path, err)) == MATE_OK)
-		rc = dep_open(&s->plan, plan->path, err);
-	mate_dump_list_free(l);
-	free(root);
-	if (rc != MATE_OK)
-		return rc;
-	{
-		static const char *const names[4][4] = {  /* indptr, indices, last_page_len, qo_indptr */
-			{ "indptr", "indices", "last_page_len", NULL },
-			{ "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len", "qo_indptr" },
-			{ "kv_indptr", NULL, NULL, "qo_indptr" },
-			{ "kv_indptr", "kv_indices", "kv_len_arr", "qo_indptr" } };
-		const char *const *nm = names[pg->kind];
-		char k_lay[96], k_layout[96];
-		const mate_value *lay;
-		const char *ls;
-
-		key_of(s->plan.args, s->plan.req.signature, NULL, nm[0], pg->k_indptr,
-		    sizeof(pg->k_indptr));
-		if (nm[1] != NULL) {
-			key_of(s->plan.args, s->plan.req.signature, NULL, nm[1], pg->k_indices,
-			    sizeof(pg->k_indices));
-			key_of(s->plan.args, s->plan.req.signature, NULL, nm[2], pg->k_last,
-			    sizeof(pg->k_last));
-		}
-		if (nm[3] != NULL)
-			key_of(s->plan.args, s->plan.req.signature, NULL, nm[3], pg->k_qo,
-			    sizeof(pg->k_qo));
-		key_of(s->req.args, s->req.signature, NULL, pg->kind == B_MLA ? "q_nope" : "q", pg->k_q,
-		    sizeof(pg->k_q));
-		key_of(s->req.args, s->req.signature, NULL, pg->kind == B_MLA ? "ckv_cache" :
-		    "paged_kv_cache", pg->k_kv, sizeof(pg->k_kv));
-		if (pg->kind == B_MLA) {
-			key_of(s->req.args, s->req.signature, NULL, "q_pe", pg->k_q2, sizeof(pg->k_q2));
-			key_of(s->req.args, s->req.signature, NULL, "kpe_cache", pg->k_kv2,
-			    sizeof(pg->k_kv2));
-		}
-		key_of(s->req.args, s->req.signature, NULL, "k", pg->k_k, sizeof(pg->k_k));
-		key_of(s->req.args, s->req.signature, NULL, "v", pg->k_v, sizeof(pg->k_v));
-		key_of(s->req.args, s->req.signature, NULL, "out", pg->k_out, sizeof(pg->k_out));
-		key_of(s->req.args, s->req.signature, NULL, "lse", pg->k_lse, sizeof(pg->k_lse));
-		/* an lse of (heads, tokens) is not cut by q's rows */
-		key_of(s->req.args, s->req.signature, NULL, "lse_layout", k_lay, sizeof(k_lay));
-		lay = mate_value_lookup(s->req.args, k_lay);
-		if (mate_value_kind_of(lay) == MATE_V_STR && (ls = mate_value_get_str(lay, NULL)) != NULL &&
-		    strcmp(ls, "NH") != 0)
-			return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: its lse_layout "
-			    "'%s' puts the tokens in the second dimension", s->info->function, ls);
-		/* a ragged k and v of HND layout: (heads, tokens, dim) */
-		key_of(s->init.args, s->init.req.signature, NULL, "kv_layout", k_layout, sizeof(k_layout));
-		lay = mate_value_lookup(s->init.args, k_layout);
-		pg->kv_dim = mate_value_kind_of(lay) == MATE_V_STR &&
-		    (ls = mate_value_get_str(lay, NULL)) != NULL && strcmp(ls, "HND") == 0;
-	}
-	if ((rc = ints_of(pg->kind == B_RAGGED ? "the plan's kv_indptr" : "the plan's indptr",
-	    mate_value_lookup(s->plan.args, pg->k_indptr), &pg->indptr, &nptr, &pg->dt_indptr,
-	    err)) != MATE_OK)
-		return rc;
-	if (pg->kind != B_RAGGED &&
-	    ((rc = ints_of("the plan's indices", mate_value_lookup(s->plan.args, pg->k_indices), &pg->indices,
-	    &nind, &pg->dt_indices, err)) != MATE_OK ||
-	    (rc = ints_of(pg->kind == B_MLA ? "the plan's kv_len_arr" : "the plan's last_page_len",
-	    mate_value_lookup(s->plan.args, pg->k_last), &pg->last, &nlast, &pg->dt_last, err)) != MATE_OK))
-		return rc;
-	if (pg->kind != B_DECODE && (rc = ints_of("the plan's qo_indptr", mate_value_lookup(s->plan.args,
-	    pg->k_qo), &pg->qo, &nqo, &pg->dt_qo, err)) != MATE_OK)
-		return rc;
-	q = mate_value_lookup(s->req.args, pg->k_q);
-	kv = mate_value_lookup(s->req.args, pg->kind == B_RAGGED ? pg->k_k : pg->k_kv);
-	if (mate_value_kind_of(kv) == MATE_V_TUPLE || mate_value_kind_of(kv) == MATE_V_LIST)
-		kv = mate_value_len(kv) > 0 ? mate_value_item(kv, 0) : NULL;
-	if (mate_value_kind_of(q) != MATE_V_TENSOR || mate_value_kind_of(kv) != MATE_V_TENSOR ||
-	    mate_value_get_tensor(q)->ndim < 1 || mate_value_get_tensor(kv)->ndim <= pg->kv_dim)
-		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: its q or %s is "
-		    "not a tensor", s->info->function, pg->kind == B_RAGGED ? "k" : pg->kind == B_MLA ?
-		    "ckv_cache" : "paged_kv_cache");
-	pg->nq = mate_value_get_tensor(q)->shape[0];
-	pg->npages = mate_value_get_tensor(kv)->shape[pg->kv_dim];
-	pg->B = nptr - 1;
-	if (pg->kind == B_DECODE) {  /* a row of q per request */
-		nqo = pg->nq + 1;
-		if ((pg->qo = calloc((size_t)nqo, sizeof(int64_t))) == NULL)
-			return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-		for (int64_t i = 0; i < nqo; i++)
-			pg->qo[i] = i;
-	}
-	if (pg->kind == B_RAGGED) {  /* the rows of k and v, in order */
-		nind = pg->npages;
-		if ((pg->indices = calloc((size_t)(nind > 0 ? nind : 1), sizeof(int64_t))) == NULL)
-			return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-		for (int64_t i = 0; i < nind; i++)
-			pg->indices[i] = i;
-		nlast = pg->B;
-	}
-	if (nptr < 1 || nqo != nptr || nlast != pg->B || pg->indptr[0] != 0 || pg->qo[0] != 0 ||
-	    pg->indptr[pg->B] > nind || pg->qo[pg->B] != pg->nq)
-		return mate_set_error(err, MATE_ERR_FORMAT, "%s: the plan's %s (indptr of %" PRId64
-		    ", %s of %" PRId64 ", %s of %" PRId64 ") does not fit q's %" PRId64 " rows",
-		    s->info->function, pg->kind == B_RAGGED ? "indptrs" : "page table", nptr,
-		    pg->kind == B_DECODE ? "last_page_len" : "qo_indptr",
-		    pg->kind == B_DECODE ? nlast : nqo, pg->kind == B_RAGGED ? "rows of k" : "indices",
-		    nind, pg->nq);
-	for (int64_t i = 0; i < pg->B; i++)
-		if (pg->indptr[i + 1] < pg->indptr[i] || pg->qo[i + 1] < pg->qo[i])
-			return mate_set_error(err, MATE_ERR_FORMAT, "%s: the plan's %s decreases at %"
-			    PRId64, s->info->function, pg->qo[i + 1] < pg->qo[i] ? "qo_indptr" : "indptr",
-			    i + 1);
-	for (int64_t j = 0; j < pg->indptr[pg->B]; j++)
-		if (pg->indices[j] < 0 || pg->indices[j] >= pg->npages)
-			return mate_set_error(err, MATE_ERR_FORMAT, "%s: the plan's page %" PRId64 " is "
-			    "not one of the cache's %" PRId64, s->info->function, pg->indices[j], pg->npages);
-	return MATE_OK;
-}
-
-/* Replays __init__, the plan on plan_args and the run on args/exp into *res. */
-static void
-replay_paged(struct shrink *s, mate_value *plan_args, mate_value *args, const mate_value *exp,
-    struct mate_replay_result *res)
-{
-	struct mate_replay_request req = s->plan.req;
-
-	mate_replay_execute(s->r, &s->init.req, res);
-	req.args = plan_args;
-	mate_replay_execute(s->r, &req, res);
-	replay_on(s, args, exp, res);
-}
-
-/* Which requests fail alone. */
-static int
-paged_failing(struct shrink *s, mate_error *err)
-{
-	struct paged *pg = &s->pg;
-
-	if ((pg->fail = calloc((size_t)(pg->B > 0 ? pg->B : 1), sizeof(int64_t))) == NULL)
-		return mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
-	for (int64_t u = 0; u < pg->B; u++) {
-		struct mate_replay_result res;
-		mate_value *pa = NULL, *a = NULL, *e = NULL;
-		int rc;
-
-		if ((rc = paged_select(pg, &u, 1, err)) != MATE_OK ||
-		    (pa = paged_dict(pg, R_PLAN, s->plan.args, NULL, err)) == NULL ||
-		    (a = paged_dict(pg, R_RUN, s->req.args, s->req.expected, err)) == NULL ||
-		    (s->req.expected != NULL &&
-		    (e = paged_dict(pg, R_RUN, s->req.expected, NULL, err)) == NULL)) {
-			mate_value_free(pa);
-			mate_value_free(a);
-			return rc != MATE_OK ? rc : err->code;
-		}
-		replay_paged(s, pa, a, e, &res);
-		if (same_failure(s, &res))
-			pg->fail[pg->nfail++] = u;
-		mate_value_free(pa);
-		mate_value_free(a);
-		mate_value_free(e);
-	}
-	return MATE_OK;
-}
-
-static void
-paged_report(struct shrink *s)
-{
-	const struct paged *pg = &s->pg;
-	char b1[32], b2[32];
-	const char *verb = s->want.verdict == MATE_REPLAY_MISMATCH ? "mismatch" : "fail";
-
-	s->report[0] = '\0';
-	say(s, "request%s ", pg->nkeep > 1 ? "s" : "");
-	for (size_t k = 0; k < pg->nkeep; k++)
-		say(s, "%s%s", k ? ", " : "", grouped(pg->keep[k], b1, sizeof(b1)));
-	say(s, " of %s: ", grouped(pg->B, b2, sizeof(b2)));
-	if (pg->nfail == 1)
-		say(s, "the only request that %ses", verb);
-	else
-		say(s, "%s of %s requests %s", grouped((int64_t)pg->nfail, b1, sizeof(b1)),
-		    grouped(pg->B, b2, sizeof(b2)), verb);
-	if (pg->kind == B_RAGGED)
-		say(s, "; %s of %s rows of k and v kept", grouped((int64_t)pg->npk, b1, sizeof(b1)),
-		    grouped(pg->npages, b2, sizeof(b2)));
-	else
-		say(s, "; %s of %s pages of the cache kept, renumbered", grouped((int64_t)pg->npk, b1,
-		    sizeof(b1)), grouped(pg->npages, b2, sizeof(b2)));
-	if (pg->kind != B_DECODE)
-		say(s, "; %s of %s rows of q", grouped((int64_t)pg->nqk, b1, sizeof(b1)),
-		    grouped(pg->nq, b2, sizeof(b2)));
 }
 
 /* ---- writing the dump ------------------------------------------------------------- */
@@ -1408,7 +826,7 @@ static mate_value *
 cut_file(const struct shrink *s, enum role role, mate_value *t, mate_error *err)
 {
 	if (role == R_PLAN || role == R_RUN) {
-		mate_value *nt = paged_dict(&s->pg, role, t, NULL, err);
+		mate_value *nt = shrink_paged_dict(&s->pg, role, t, NULL, err);
 
 		mate_value_free(t);
 		return nt;
@@ -1704,7 +1122,7 @@ write_and_check(struct shrink *s, const char *outdir, int *ok, struct mate_repla
 		    (rc = write_dump(s, R_RUN, s->dump, mate_dump_record(s->d), s->info, tmp, outdir,
 		    err)) == MATE_OK &&
 		    (rc = replay_root(s, tmp, res, err)) == MATE_OK)
-			*ok = same_failure(s, res);
+			*ok = shrink_same_failure(s, res);
 	} else if ((rc = write_dump(s, R_CALL, s->dump, mate_dump_record(s->d), s->info, tmp, outdir,
 	    err)) == MATE_OK) {
 		if ((dir = join(tmp, s->info->name)) == NULL)
@@ -1712,7 +1130,7 @@ write_and_check(struct shrink *s, const char *outdir, int *ok, struct mate_repla
 		else {
 			mate_replay_dump(s->r, dir, res);
 			free(dir);
-			*ok = same_failure(s, res);
+			*ok = shrink_same_failure(s, res);
 		}
 	}
 	if (rc == MATE_OK && *ok && (rc = check_target(outdir, 1, err)) == MATE_OK &&
@@ -1806,7 +1224,8 @@ shrink_into(mate_replay *r, const char *dump, const char *outdir, char *report,
 		rc = err->code != MATE_OK ? err->code : MATE_ERR_FORMAT;
 		goto done;
 	}
-	if ((parent = parent_of(dump)) == NULL || (session = join(parent, "session.jsonl")) == NULL) {
+	if ((parent = shrink_parent_of(dump)) == NULL ||
+	    (session = join(parent, "session.jsonl")) == NULL) {
 		rc = mate_set_error(err, MATE_ERR_NOMEM, "out of memory");
 		goto done;
 	}
@@ -1830,7 +1249,7 @@ shrink_into(mate_replay *r, const char *dump, const char *outdir, char *report,
 	}
 	s.pg.kind = !s.paged ? B_DECODE : strcmp(rule, "@ragged") == 0 ? B_RAGGED :
 	    strcmp(rule, "@prefill") == 0 ? B_PREFILL : strcmp(rule, "@mla") == 0 ? B_MLA : B_DECODE;
-	if (s.paged && (rc = paged_setup(&s, err)) != MATE_OK)
+	if (s.paged && (rc = shrink_paged_setup(&s, err)) != MATE_OK)
 		goto done;
 	/* how the call fails, on a copy (a call may write its arguments) */
 	if ((cargs = cut_dict(NULL, args, 0, NULL, 0, args, err)) == NULL) {
@@ -1838,9 +1257,9 @@ shrink_into(mate_replay *r, const char *dump, const char *outdir, char *report,
 		goto done;
 	}
 	if (s.paged)
-		replay_paged(&s, s.plan.args, cargs, exp, &s.want);
+		shrink_replay_paged(&s, s.plan.args, cargs, exp, &s.want);
 	else
-		replay_on(&s, cargs, exp, &s.want);
+		shrink_replay_on(&s, cargs, exp, &s.want);
 	mate_value_free(cargs);
 	if (s.want.verdict != MATE_REPLAY_MISMATCH && s.want.verdict != MATE_REPLAY_ERROR) {
 		rc = mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s %s on replay (%s): nothing to shrink",
@@ -1857,10 +1276,10 @@ shrink_into(mate_replay *r, const char *dump, const char *outdir, char *report,
 		goto done;
 	}
 	if (s.paged) {
-		if ((rc = paged_failing(&s, err)) != MATE_OK)
+		if ((rc = shrink_paged_failing(&s, err)) != MATE_OK)
 			goto done;
 		cut = s.pg.nfail > 0 && s.pg.B > 1;
-		if (cut && (rc = paged_select(&s.pg, s.pg.fail, 1, err)) != MATE_OK)
+		if (cut && (rc = shrink_paged_select(&s.pg, s.pg.fail, 1, err)) != MATE_OK)
 			goto done;
 	} else if ((rc = s.blas ? blas_setup(&s, hsig, err) : parse_rule(&s, rule, hsig, err)) !=
 	    MATE_OK || (rc = shrink_stages(&s, &cut, err)) != MATE_OK)
@@ -1877,7 +1296,7 @@ shrink_into(mate_replay *r, const char *dump, const char *outdir, char *report,
 		for (int i = 0; i < s.nst; i++)
 			if (s.st[i].keep != NULL)
 				s.st[i].nkeep = s.st[i].nfail;
-		if (s.paged && (rc = paged_select(&s.pg, s.pg.fail, s.pg.nfail, err)) != MATE_OK)
+		if (s.paged && (rc = shrink_paged_select(&s.pg, s.pg.fail, s.pg.nfail, err)) != MATE_OK)
 			goto done;
 		if ((rc = write_and_check(&s, outdir, &ok, &res, err)) != MATE_OK)
 			goto done;
@@ -1889,10 +1308,10 @@ shrink_into(mate_replay *r, const char *dump, const char *outdir, char *report,
 		}
 	}
 	if (s.paged)
-		paged_report(&s);
+		shrink_paged_report(&s);
 	else
 		write_report(&s, args);
-	say(&s, "\nreplays as %s: %s", mate_replay_verdict_name(res.verdict), res.message);
+	shrink_say(&s, "\nreplays as %s: %s", mate_replay_verdict_name(res.verdict), res.message);
 	rc = MATE_OK;
 done:
 	for (int i = 0; i < s.nst; i++) {
@@ -1910,8 +1329,8 @@ done:
 	free(s.pg.qrows);
 	free(s.pg.new_qo);
 	free(s.pg.fail);
-	dep_free(&s.init);
-	dep_free(&s.plan);
+	shrink_dep_free(&s.init);
+	shrink_dep_free(&s.plan);
 	free(parent);
 	free(session);
 	mate_value_free(args);
