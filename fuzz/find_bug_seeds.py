@@ -13,7 +13,9 @@ BLAS calls of blas.root, planted here too with --plant ROOT). A packed root is, 
 file, "PATH\\n", its size (4 bytes, little-endian) and its bytes.
 
 fuzz/corpus/find_bug also keeps inputs the fuzzer found, as regressions: no-self-id.root is
-decode.root with the wrapper __init__'s self_id taken out (its state leaked, CI stop 43)."""
+decode.root with the wrapper __init__'s self_id taken out (its state leaked, CI stop 43);
+run-no-self-id.root a run whose record has no self_id beside earlier calls that have one
+(a NULL self_id compared)."""
 import os
 import struct
 import subprocess

@@ -272,6 +272,11 @@ shrink_paged_setup(struct shrink *s, mate_error *err)
 		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: not a method",
 		    s->info->function);
 	}
+	if (s->info->self_id == NULL) {  /* no object: no plan of its own to find */
+		free(root);
+		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: its record names "
+		    "no object (self_id) whose plan it runs", s->info->function);
+	}
 	if ((l = mate_dump_list_new(0, err)) == NULL || mate_dump_list_add(l, root, err) < 0) {
 		mate_dump_list_free(l);
 		free(root);

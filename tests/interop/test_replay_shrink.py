@@ -386,6 +386,19 @@ with case("a plan whose page is not the cache's: refused before it indexes anyth
     check(p.returncode == 2 and "the plan's page 9999 is not one of the cache's %d" % ntotal in p.stderr,
           "exit %d: %s" % (p.returncode, p.stderr))
     check(not os.path.exists(nothing), "written")
+    # a run whose record names no object (fuzz_find_bug: a NULL self_id compared)
+    shutil.rmtree(bad)
+    shutil.copytree(root, bad)
+    meta = os.path.join(bad, os.path.basename(runs), "metadata.jsonl")
+    recs = [json.loads(l) for l in open(meta).read().splitlines()]
+    for r in recs:
+        r.pop("self_id", None)
+    open(meta, "w").write("".join(json.dumps(r) + "\n" for r in recs))
+    p = shrink(os.path.join(bad, os.path.basename(runs)), nothing)
+    check(p.returncode == 1 and p.stderr == "mate-replay: BatchDecodeWithPagedKVCacheWrapper.run cannot be sliced: "
+          "its record names no object (self_id) whose plan it runs\n", "no self_id: exit %d: %s"
+          % (p.returncode, p.stderr))
+    check(not os.path.exists(nothing), "written")
 
 with case("an error: a position past the cos/sin cache, to its one token"):
     root, dirs = recorded("rope-error", 1, "pt")
