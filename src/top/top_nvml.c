@@ -111,6 +111,15 @@ row_for(long pid, int dev)
 	return &nv.rows[nv.nrows++];
 }
 
+static void
+set_memory(int d, unsigned int pid, unsigned long long used)
+{
+	struct top_gpu *g = row_for(pid, d);
+
+	if (g != NULL)
+		g->memory = (double)used;
+}
+
 /* The processes on device d and their memory. */
 static void
 sample_memory(int d)
@@ -119,22 +128,14 @@ sample_memory(int d)
 
 	if (nv.procs != NULL) {
 		struct nvml_proc p[MAX_PROCS];
-		if (nv.procs(nv.dev[d], &n, p) != NVML_SUCCESS)
-			return;
-		for (unsigned int i = 0; i < n && i < MAX_PROCS; i++) {
-			struct top_gpu *g = row_for(p[i].pid, d);
-			if (g != NULL)
-				g->memory = (double)p[i].used;
-		}
+		if (nv.procs(nv.dev[d], &n, p) == NVML_SUCCESS)
+			for (unsigned int i = 0; i < n && i < MAX_PROCS; i++)
+				set_memory(d, p[i].pid, p[i].used);
 	} else {
 		struct nvml_proc_v1 p[MAX_PROCS];
-		if (nv.procs_v1(nv.dev[d], &n, p) != NVML_SUCCESS)
-			return;
-		for (unsigned int i = 0; i < n && i < MAX_PROCS; i++) {
-			struct top_gpu *g = row_for(p[i].pid, d);
-			if (g != NULL)
-				g->memory = (double)p[i].used;
-		}
+		if (nv.procs_v1(nv.dev[d], &n, p) == NVML_SUCCESS)
+			for (unsigned int i = 0; i < n && i < MAX_PROCS; i++)
+				set_memory(d, p[i].pid, p[i].used);
 	}
 }
 
