@@ -37,6 +37,8 @@ static const struct dtype_info dtypes[MATE_DTYPE_COUNT] = {
 	[MATE_C32] = { "complex32", "chalf", 4, MATE_KIND_COMPLEX, NULL, NULL },
 	[MATE_C64] = { "complex64", "cfloat", 8, MATE_KIND_COMPLEX, "C64", "ComplexFloatStorage" },
 	[MATE_C128] = { "complex128", "cdouble", 16, MATE_KIND_COMPLEX, NULL, "ComplexDoubleStorage" },
+	/* a byte of two values: its kind is a byte's, exact (safetensors.c maps "F4") */
+	[MATE_F4_E2M1FN_X2] = { "float4_e2m1fn_x2", NULL, 1, MATE_KIND_UINT, "F4", NULL },
 };
 
 static int
@@ -115,6 +117,14 @@ mate_dtype_from_storage_class(const char *cls)
 }
 
 /* ---- conversions -------------------------------------------------------- */
+
+float
+mate_f4e2m1_to_f32(uint8_t v)
+{
+	static const float mag[8] = { 0, 0.5f, 1, 1.5f, 2, 3, 4, 6 };
+
+	return (v & 8) ? -mag[v & 7] : mag[v & 7];
+}
 
 static uint32_t
 f2u(float f)
@@ -290,6 +300,7 @@ mate_load_f64(mate_dtype dt, const void *p)
 		uint8_t v = *(const uint8_t *)p;
 		return v == 0xff ? NAN : ldexp(1.0, (int)v - 127);
 	}
+	case MATE_F4_E2M1FN_X2: return *(const uint8_t *)p;   /* the byte: two values */
 	default: return NAN;
 	}
 }

@@ -63,8 +63,9 @@ add_shape(struct mate_ev_frame *f, const mate_tensor *t)
 	if (f->args_len > 0 || f->args_cut)
 		o = mate_put_str(o, end, ";");
 	o = mate_put_str(o, end, mate_dtype_safetensors_name(t->dtype));
-	for (int d = 0; d < t->ndim; d++)
-		o = mate_put_i64(mate_put_str(o, end, d > 0 ? "x" : ":"), end, t->shape[d]);
+	for (int d = 0; d < t->ndim; d++)      /* F4 counts values, two a byte: safetensors' */
+		o = mate_put_i64(mate_put_str(o, end, d > 0 ? "x" : ":"), end, t->shape[d] *
+		    (t->dtype == MATE_F4_E2M1FN_X2 && d == t->ndim - 1 ? 2 : 1));
 	n = (size_t)(o - piece);
 	/* room for the "~" and 8 hex digits that end a cut list */
 	if (!f->args_cut && f->args_len + n + 10 <= sizeof(f->args)) {

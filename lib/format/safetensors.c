@@ -19,7 +19,9 @@
 
 /* ---- dtypes ---------------------------------------------------------------
  * In the reference's rank order (ascending): the writer sorts by rank
- * descending. mate has no 4- and 6-bit types (0: MATE_DTYPE_INVALID). */
+ * descending. mate has no 6-bit types (0: MATE_DTYPE_INVALID); "F4" is
+ * float4_e2m1fn_x2, two values a byte, whose last dimension in the file counts
+ * values, as torch's safetensors writes it: twice mate's (and torch's) bytes. */
 struct st_dtype {
 	const char *name;
 	unsigned bits;
@@ -27,7 +29,7 @@ struct st_dtype {
 };
 
 static const struct st_dtype st_dtypes[] = {
-	{ "BOOL", 8, MATE_BOOL }, { "F4", 4, 0 }, { "F6_E2M3", 6, 0 }, { "F6_E3M2", 6, 0 },
+	{ "BOOL", 8, MATE_BOOL }, { "F4", 4, MATE_F4_E2M1FN_X2 }, { "F6_E2M3", 6, 0 }, { "F6_E3M2", 6, 0 },
 	{ "U8", 8, MATE_U8 }, { "I8", 8, MATE_I8 }, { "F8_E5M2", 8, MATE_F8_E5M2 },
 	{ "F8_E4M3", 8, MATE_F8_E4M3FN }, { "F8_E8M0", 8, MATE_F8_E8M0FNU },
 	{ "F8_E4M3FNUZ", 8, MATE_F8_E4M3FNUZ }, { "F8_E5M2FNUZ", 8, MATE_F8_E5M2FNUZ },
@@ -156,6 +158,10 @@ check_item(const mate_value *k, const mate_value *v, struct st_item *it, mate_er
 	if (t->device_type != MATE_DEVICE_CPU)
 		return mate_set_error(err, MATE_ERR_UNSUPPORTED,
 		    "safetensors: tensor '%.100s' is not in host memory", it->name);
+	if (t->dtype == MATE_F4_E2M1FN_X2 && t->ndim == 0)
+		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "safetensors: tensor '%.100s': a "
+		    "0-dimensional float4_e2m1fn_x2 has no F4 shape (its values pair along the last "
+		    "dimension)", it->name);
 	nbytes = mate_tensor_nbytes(t);
 	if (t->ndim >= 0 && t->ndim <= MATE_MAX_DIMS)
 		extent = mate_tensor_storage_extent(t);
@@ -232,7 +238,9 @@ build_header(struct mate_buf *sb, const struct st_item *items, size_t n,
 		mate_buf_puts(sb, "\",\"shape\":[");
 		for (int d = 0; d < t->ndim; d++) {
 			mate_buf_puts(sb, d > 0 ? "," : "");
-			mate_buf_uint(sb, (uint64_t)t->shape[d]);
+			/* F4: the last dimension counts values, two a byte */
+			mate_buf_uint(sb, (uint64_t)t->shape[d] *
+			    (t->dtype == MATE_F4_E2M1FN_X2 && d == t->ndim - 1 ? 2 : 1));
 		}
 		mate_buf_puts(sb, "],\"data_offsets\":[");
 		mate_buf_uint(sb, off);
@@ -885,6 +893,11 @@ check_supported(const struct st_parser *ps)
 			return mate_set_error(ps->err, MATE_ERR_UNSUPPORTED,
 			    "tensor '%.100s' has %u dimensions; mate supports %d",
 			    e->name, e->ndim, MATE_MAX_DIMS);
+		if (st_dtypes[e->rank].dt == MATE_F4_E2M1FN_X2 &&
+		    (e->ndim == 0 || ps->dims[e->dims_at + e->ndim - 1] % 2 != 0))
+			return mate_set_error(ps->err, MATE_ERR_UNSUPPORTED,
+			    "tensor '%.100s': F4 values pair into float4_e2m1fn_x2 bytes along the "
+			    "last dimension, which must be even", e->name);
 		for (uint32_t d = 0; d < e->ndim; d++)
 			if (ps->dims[e->dims_at + d] > INT64_MAX)
 				return mate_set_error(ps->err, MATE_ERR_UNSUPPORTED,
@@ -965,6 +978,8 @@ entry_tensor(const struct st_parser *ps, const struct st_entry *e, mate_tensor *
 
 	for (uint32_t d = 0; d < e->ndim; d++)
 		shape[d] = (int64_t)ps->dims[e->dims_at + d];
+	if (st_dtypes[e->rank].dt == MATE_F4_E2M1FN_X2)
+		shape[e->ndim - 1] /= 2;        /* values to bytes (check_supported: even) */
 	if (mate_tensor_init(t, st_dtypes[e->rank].dt, (int)e->ndim, shape, NULL, NULL) != MATE_OK)
 		return mate_set_error(ps->err, MATE_ERR_UNSUPPORTED,
 		    "tensor '%.100s': its shape cannot be represented", e->name);

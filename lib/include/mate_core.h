@@ -93,6 +93,10 @@ typedef enum mate_dtype {
 	MATE_C32,  /* complex32: two f16 */
 	MATE_C64,  /* complex64: two f32 */
 	MATE_C128, /* complex128: two f64 */
+	MATE_F4_E2M1FN_X2, /* two float4_e2m1fn values in one byte, the first in the low
+	                    * nibble (torch's float4_e2m1fn_x2: shapes count bytes; in
+	                    * safetensors "F4", whose last dimension counts values, twice
+	                    * as many); a byte to mate_load_f64(), compared exactly */
 	MATE_DTYPE_COUNT
 } mate_dtype;
 
@@ -124,6 +128,11 @@ MATE_API mate_dtype mate_dtype_from_safetensors(const char *name);
 MATE_API const char *mate_dtype_storage_class(mate_dtype dt);
 /*! mate_dtype_from_storage_class() : "FloatStorage" -> MATE_F32, etc. */
 MATE_API mate_dtype mate_dtype_from_storage_class(const char *cls);
+
+/*! mate_f4e2m1_to_f32() : the float4_e2m1fn value of the low four bits of v
+ * (sign, two exponent bits with bias 1, one mantissa bit: 0, 0.5, 1, 1.5, 2, 3,
+ * 4, 6 and their negatives; no infinity or NaN). */
+MATE_API float mate_f4e2m1_to_f32(uint8_t v);
 
 /* Exact conversions. Narrowing rounds to nearest even; NaN stays NaN;
  * e4m3fn has no infinity and saturates to +-448; e5m2 overflows to inf. */

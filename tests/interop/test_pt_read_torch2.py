@@ -24,7 +24,7 @@ from torch_expect import check_read, describe, random_bytes
 
 TMP = tmpdir()
 NEW_DTYPES = [torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz,
-              torch.float8_e5m2fnuz, torch.float8_e8m0fnu, torch.uint16, torch.uint32,
+              torch.float8_e5m2fnuz, torch.float8_e8m0fnu, torch.float4_e2m1fn_x2, torch.uint16, torch.uint32,
               torch.uint64]
 OLD_DTYPES = [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64,
               torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool,
@@ -84,7 +84,7 @@ def test_dtypes():
 
 def test_unsupported_dtypes():
     """torch 2.x dtypes mate has no tensor type for: refused, naming the dtype."""
-    for dt in (torch.float4_e2m1fn_x2, torch.bits8, torch.bits16):
+    for dt in (torch.bits8, torch.bits16):
         t = torch.zeros(4, dtype=torch.uint8).view(dt)
         got, err = describe(save("unsupported_" + str(dt)[6:], {"x": t}))
         want = "unsupported dtype %s: mate has no such tensor type" % dt

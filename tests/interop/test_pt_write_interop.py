@@ -24,7 +24,7 @@ DTYPES = ["float64", "float32", "float16", "bfloat16", "int64", "int32", "int16"
           "int8", "uint8", "bool", "complex64", "complex128"]
 if TORCH2:      # the dtypes torch 2.x added that libmate writes (as _rebuild_tensor_v3)
     DTYPES += ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
-               "float8_e8m0fnu", "uint16", "uint32", "uint64"]
+               "float8_e8m0fnu", "float4_e2m1fn_x2", "uint16", "uint32", "uint64"]
 
 
 # ---- spec helpers -------------------------------------------------------------

@@ -39,13 +39,10 @@ TORCH = {
     torch.float8_e8m0fnu: ("float8_e8m0fnu", "F8_E8M0"),
 }
 # What the library takes and libmate refuses, on purpose: {hostile case: libmate's message}.
-# F4 (safetensors.torch's float4_e2m1fn_x2, two 4-bit codes a byte): mate has no such
-# dtype yet (its replay comparison and statistics read elements by kind; a packed pair
-# has none). More than MATE_MAX_DIMS (32) dimensions: mate's tensor holds 32. A tensor
-# name twice: the library keeps the last (serde's map) and drops the first unseen;
-# mate refuses the file, by choice (spec tensor-files.md, C4).
-KNOWN_GAPS = {"f4_pairs": "unsupported dtype F4", "many_dims": "mate supports 32",
-              "duplicate_key_same": "duplicate tensor name 'a'"}
+# More than MATE_MAX_DIMS (32) dimensions: mate's tensor holds 32. A tensor name twice: the
+# library keeps the last (serde's map) and drops the first unseen; mate refuses the file,
+# by choice (spec tensor-files.md, C4).
+KNOWN_GAPS = {"many_dims": "mate supports 32", "duplicate_key_same": "duplicate tensor name 'a'"}
 # numpy dtype -> mate dtype name; every dtype safetensors.numpy has
 NUMPY = {np.float64: "float64", np.float32: "float32", np.float16: "float16",
          np.int64: "int64", np.uint64: "uint64", np.int32: "int32", np.uint32: "uint32",
@@ -115,16 +112,26 @@ def test_read_torch_files():
     check_read("torch", path, want, meta)
 
 
-def test_float4_gap():
-    """safetensors.torch writes float4_e2m1fn_x2 as F4 (last dimension doubled): libmate
-    refuses it, naming the dtype (KNOWN_GAPS)."""
-    t = torch.arange(6, dtype=torch.uint8).view(torch.float4_e2m1fn_x2).reshape(2, 3)
+def test_float4():
+    """safetensors.torch writes float4_e2m1fn_x2 as F4, its last dimension counting values
+    (twice the bytes): libmate reads torch's shape and bytes, and what libmate writes the
+    library loads as the same tensor."""
+    t = random_bytes(torch.float4_e2m1fn_x2, (2, 3), 61)
+    empty = torch.empty(4, 0, dtype=torch.uint8).view(torch.float4_e2m1fn_x2)
     path = os.path.join(TMP, "lib_f4.safetensors")
-    safetensors.torch.save_file({"x": t}, path)
-    got = safetensors.torch.load_file(path)["x"]
-    check(got.dtype == torch.float4_e2m1fn_x2 and tbytes(got) == tbytes(t), "the library reads its F4 back")
-    j, err = describe(path)
-    check(j is None and "unsupported dtype F4" in (err or ""), "libmate on F4: %s" % (err or j))
+    safetensors.torch.save_file({"x": t, "e": empty}, path)
+    header = json.loads(open(path, "rb").read()[8:][:struct.unpack("<Q", open(path, "rb").read(8))[0]])
+    check(header["x"]["dtype"] == "F4" and header["x"]["shape"] == [2, 6], "the library's F4: %s" % header)
+    check_read("torch F4", path, {"x": ("float4_e2m1fn_x2", [2, 3], tbytes(t)),
+                                  "e": ("float4_e2m1fn_x2", [4, 0], b"")}, None)
+    out = os.path.join(TMP, "mate_f4.safetensors")
+    mate_write(out, [("x", "float4_e2m1fn_x2", [2, 3], [3, 1], 0, tbytes(t)),
+                     ("y", "float4_e2m1fn_x2", [3, 2], [1, 3], 0, tbytes(t))], None)
+    got = safetensors.torch.load_file(out)
+    check(got["x"].dtype == torch.float4_e2m1fn_x2 and list(got["x"].shape) == [2, 3] and
+          tbytes(got["x"]) == tbytes(t), "the library loads libmate's F4: %r" % (got["x"],))
+    check(list(got["y"].shape) == [3, 2] and tbytes(got["y"]) == tbytes(t.view(torch.uint8).t()),
+          "a strided float4 view written contiguous: %r" % (got["y"].view(torch.uint8),))
 
 
 def test_read_numpy_files():
@@ -320,5 +327,5 @@ def test_hostile():
           % (safetensors.__version__, agree, len(HOSTILE) - len(KNOWN_GAPS), len(KNOWN_GAPS)))
 
 
-run_cases(test_read_torch_files, test_float4_gap, test_read_numpy_files, test_library_loads_mate,
+run_cases(test_read_torch_files, test_float4, test_read_numpy_files, test_library_loads_mate,
           test_hostile)

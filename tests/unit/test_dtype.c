@@ -39,6 +39,7 @@ static const struct expect table[] = {
 	{ MATE_C32, "complex32", "chalf", 4, MATE_KIND_COMPLEX, NULL, NULL },
 	{ MATE_C64, "complex64", "cfloat", 8, MATE_KIND_COMPLEX, "C64", "ComplexFloatStorage" },
 	{ MATE_C128, "complex128", "cdouble", 16, MATE_KIND_COMPLEX, NULL, "ComplexDoubleStorage" },
+	{ MATE_F4_E2M1FN_X2, "float4_e2m1fn_x2", NULL, 1, MATE_KIND_UINT, "F4", NULL },
 };
 #define NTABLE (sizeof(table) / sizeof(table[0]))
 
@@ -389,6 +390,23 @@ DEFINE_TEST(specials)
 }
 
 /* ---- mate_load_f64 ---------------------------------------------------------- */
+
+/* float4_e2m1fn: each of the 16 codes (OCP MX's E2M1 table); a float4_e2m1fn_x2 element
+ * is its byte to mate_load_f64(). */
+DEFINE_TEST(f4_e2m1)
+{
+	static const float want[16] = { 0, 0.5f, 1, 1.5f, 2, 3, 4, 6,
+		-0.0f, -0.5f, -1, -1.5f, -2, -3, -4, -6 };
+	uint8_t byte = 0xa7;
+
+	for (int v = 0; v < 16; v++) {
+		CHECK(mate_f4e2m1_to_f32((uint8_t)v) == want[v]);
+		CHECK(mate_f4e2m1_to_f32((uint8_t)(v | 0xf0)) == want[v]);   /* high bits ignored */
+	}
+	CHECK(signbit(mate_f4e2m1_to_f32(8)));
+	CHECK(mate_f4e2m1_to_f32(byte & 15) == 6 && mate_f4e2m1_to_f32(byte >> 4) == -1);
+	CHECK(mate_load_f64(MATE_F4_E2M1FN_X2, &byte) == 0xa7);
+}
 
 DEFINE_TEST(load_f64)
 {
