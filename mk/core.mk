@@ -51,5 +51,6 @@ SCRIPT_TESTS += tests/interop/test_dtype_interop.py tests/interop/torch2/test_dt
 tests_test_dtype_SOURCES = tests/unit/test_dtype.c
 tests_test_dtype_LDADD = libmate.la -lm
 tests_test_tensor_SOURCES = tests/unit/test_tensor.c
+tests_test_tensor_LDADD = libmate_impl.la
 tests_test_value_SOURCES = tests/unit/test_value.c
 tests_dtype_convert_SOURCES = tests/tools/dtype-convert.c

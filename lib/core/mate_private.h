@@ -96,6 +96,10 @@ mate_value *mate_value_tensor_take(const mate_tensor *t, mate_storage *st);
 /* The inverse of mate_tensor_copy_contiguous() (tensor.c): writes contiguous
  * row-major src into the (host) view t. */
 void mate_tensor_scatter(const mate_tensor *t, const void *src);
+/* The elements of the host view src into the host view dst of the same shape and
+ * element size, whatever either's strides (tensor.c); overlapping views are not
+ * supported. */
+void mate_tensor_copy_view(const mate_tensor *dst, const mate_tensor *src);
 
 /* mate_storage_new() without clearing the bytes: for readers that overwrite
  * all of them (saves a pass over fresh memory). */

@@ -1,9 +1,10 @@
-/* test_tensor.c: the strided tensor model: init, sizes, contiguity, extent, addressing and gathering. */
+/* test_tensor.c: the strided tensor model: init, sizes, contiguity, extent, addressing, gathering and copies between views. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "mate_core.h"
+#include "mate_private.h"
 #include "test.h"
 
 #define BIG (INT64_C(1) << 40)
@@ -346,6 +347,53 @@ DEFINE_TEST(gather_sizes)
 		}
 		if (bad)
 			fprintf(stderr, "gather %s: %d elements wrong\n", mate_dtype_name(dts[d]), bad);
+		CHECK_EQ_INT(bad, 0);
+	}
+}
+
+/* View to view (mate_tensor_copy_view(), the gather and the scatter): transposes past the
+ * 8 x 8 tiles with ragged edges, both ways, every element size, and a 3-D view at an
+ * offset; each element lands where element() says. */
+DEFINE_TEST(copy_view)
+{
+	static const mate_dtype dts[] = { MATE_U8, MATE_I16, MATE_F32, MATE_F64, MATE_C128 };
+	static unsigned char a[16 * 1000], b[16 * 1000];
+	static unsigned char packed[16 * 3 * 19 * 13];
+	int64_t shape[] = { 3, 19, 13 };
+	/* a: rows of 13 down the columns (a transpose) in blocks of 300; b: contiguous at 5 */
+	int64_t sa[] = { 300, 1, 21 }, sb[] = { 19 * 13, 13, 1 };
+
+	for (size_t d = 0; d < sizeof(dts) / sizeof(dts[0]); d++) {
+		size_t es = mate_dtype_size(dts[d]);
+		mate_tensor ta = raw(dts[d], 3, shape, sa, 2, a), tb = raw(dts[d], 3, shape, sb, 5, b);
+		int bad = 0;
+
+		CHECK((size_t)mate_tensor_storage_extent(&ta) * es <= sizeof(a));
+		for (size_t i = 0; i < sizeof(a); i++) {
+			a[i] = (unsigned char)(i * 13 + 1);
+			b[i] = 0;
+		}
+		mate_tensor_copy_view(&tb, &ta);        /* from the transpose */
+		for (int64_t i = 0; i < 3 * 19 * 13; i++)
+			if (memcmp(mate_tensor_element(&tb, i), mate_tensor_element(&ta, i), es) != 0)
+				bad++;
+		memset(a, 0, sizeof(a));
+		mate_tensor_copy_view(&ta, &tb);        /* into it */
+		for (int64_t i = 0; i < 3 * 19 * 13; i++)
+			if (memcmp(mate_tensor_element(&tb, i), mate_tensor_element(&ta, i), es) != 0)
+				bad++;
+		memset(packed, 0, sizeof(packed));
+		mate_tensor_copy_contiguous(&ta, packed);
+		for (int64_t i = 0; i < 3 * 19 * 13; i++)
+			if (memcmp(packed + i * es, mate_tensor_element(&ta, i), es) != 0)
+				bad++;
+		memset(a, 0, sizeof(a));
+		mate_tensor_scatter(&ta, packed);
+		for (int64_t i = 0; i < 3 * 19 * 13; i++)
+			if (memcmp(packed + i * es, mate_tensor_element(&ta, i), es) != 0)
+				bad++;
+		if (bad)
+			fprintf(stderr, "copy_view %s: %d elements wrong\n", mate_dtype_name(dts[d]), bad);
 		CHECK_EQ_INT(bad, 0);
 	}
 }
