@@ -36,7 +36,8 @@
  *                its ratio to level 1 alone, best of 3 alternating runs;
  *   benchlog     the same with MATE_BENCH_LOG instead (its one shape already known);
  *   ring         level 10 into a ring of the last 64 calls (MATE_RING): calls/s against
- *                level 1 and level 10 to disk in the same run (target: half of level 1);
+ *                level 1 and level 10 to disk in the same run (target: half of level 1),
+ *                and the same ratio in the calling thread's CPU time;
  *   ringlarge    a call on 3 x --large-mib MiB into the ring against memcpy() of the same
  *                bytes (ratio printed; target >= 0.5).
  * --only takes level0, level1, profile, benchlog, level3, level10, ring, ringlarge or large;
@@ -496,6 +497,7 @@ bench_ring(void)
 {
 	char log[600], dumps[600], ring[600];
 	struct rate best[3] = { { 0 } }, r;
+	double best_cpu[3] = { 0 };
 
 	snprintf(log, sizeof(log), "%s/ring.log", base);
 	snprintf(dumps, sizeof(dumps), "%s/dumps", base);
@@ -513,6 +515,8 @@ bench_ring(void)
 			r = run_calls(opt_seconds / 2);
 			if (r.wall_rate > best[k].wall_rate)
 				best[k] = r;
+			if (r.cpu_rate > best_cpu[k])
+				best_cpu[k] = r.cpu_rate;
 			configure(0, NULL, NULL, 0);
 			rm_tree(dumps);
 			unlink(log);
@@ -524,6 +528,10 @@ bench_ring(void)
 	    best[0].wall_rate > 0 ? best[2].wall_rate / best[0].wall_rate : 0, best[0].wall_rate,
 	    best[1].wall_rate > 0 ? best[2].wall_rate / best[1].wall_rate : 0, best[1].wall_rate,
 	    verdict(best[2].wall_rate >= best[0].wall_rate / 2));
+	/* on a loaded machine the wall ratio is the scheduler's; the thread's CPU time is not */
+	printf("%-40s %9.2f of level 1 (%.0f calls/s per CPU-second, the ring %.0f; best of 3)\n",
+	    "  in thread CPU time:", best_cpu[0] > 0 ? best_cpu[2] / best_cpu[0] : 0, best_cpu[0],
+	    best_cpu[2]);
 }
 
 /* A call on 3 x --large-mib MiB into the ring against memcpy() of the same bytes: the median of

@@ -109,6 +109,13 @@ void mate_vwarn(const char *fmt, va_list ap) MATE_PRINTF(1, 0) MATE_HIDDEN;
  * first time). 0, or -1 out of memory, the array and *cap as they were. */
 int mate_array_grow(void *arrayp, size_t n, size_t *cap, size_t size, size_t first) MATE_HIDDEN;
 
+/* ---- a thread's caches (util_buf.c) -------------------------------------------- */
+
+/* Has fn(arg) called when the calling thread exits (through one thread key, at most 4
+ * a thread): a thread's cache of freed blocks frees them then. 0, or -1 when it cannot
+ * be (the cache is then not used). */
+int mate_thread_at_exit(void (*fn)(void *), void *arg) MATE_HIDDEN;
+
 /* ---- growable text buffer (util_buf.c) ---------------------------------------- */
 
 /* Zeroed (or mate_buf_init()) is empty. After a failed allocation oom is

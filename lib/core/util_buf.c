@@ -32,10 +32,52 @@ struct buf_cache {
 	size_t cap[CACHE_SLOTS];
 };
 static __thread struct buf_cache cache;
-static __thread int cache_keyed;
-static pthread_key_t cache_key;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
-static int cache_key_ok;
+static __thread int cache_keyed;   /* 1 its destructor registered, -1 it cannot be */
+
+/* ---- a thread's caches, freed at its exit: one thread key for them all ---- */
+#define AT_EXIT_MAX 4
+struct at_exit {
+	struct {
+		void (*fn)(void *);
+		void *arg;
+	} e[AT_EXIT_MAX];
+	int n;
+};
+static __thread struct at_exit at_exit;
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static int exit_key_ok;
+
+static void
+exit_run(void *arg)
+{
+	struct at_exit *t = arg;
+
+	while (t->n > 0) {
+		t->n--;
+		t->e[t->n].fn(t->e[t->n].arg);
+	}
+}
+
+static void
+exit_make_key(void)
+{
+	exit_key_ok = pthread_key_create(&exit_key, exit_run) == 0;
+}
+
+int
+mate_thread_at_exit(void (*fn)(void *), void *arg)
+{
+	pthread_once(&exit_once, exit_make_key);
+	if (!exit_key_ok || at_exit.n == AT_EXIT_MAX)
+		return -1;
+	if (at_exit.n == 0 && pthread_setspecific(exit_key, &at_exit) != 0)
+		return -1;
+	at_exit.e[at_exit.n].fn = fn;
+	at_exit.e[at_exit.n].arg = arg;
+	at_exit.n++;
+	return 0;
+}
 
 static void
 cache_destroy(void *arg)
@@ -48,23 +90,13 @@ cache_destroy(void *arg)
 	}
 }
 
-static void
-cache_make_key(void)
-{
-	cache_key_ok = pthread_key_create(&cache_key, cache_destroy) == 0;
-}
-
 /* Whether this thread's cache is in use (its destructor registered). */
 static int
 cache_ready(void)
 {
-	if (cache_keyed)
-		return 1;
-	pthread_once(&cache_once, cache_make_key);
-	if (!cache_key_ok || pthread_setspecific(cache_key, &cache) != 0)
-		return 0;
-	cache_keyed = 1;
-	return 1;
+	if (cache_keyed == 0)
+		cache_keyed = mate_thread_at_exit(cache_destroy, &cache) == 0 ? 1 : -1;
+	return cache_keyed == 1;
 }
 
 void

@@ -298,15 +298,51 @@ mate_value_bytes(const void *p, size_t len)
 	return new_bytes(MATE_V_BYTES, p, len);
 }
 
+/* Each thread keeps a few freed tensor values for its next ones: the recorder makes and
+ * frees one for every tensor argument of a call. Freed at the thread's exit. */
+#define SPARE_TENSORS 8
+struct spare_values {
+	mate_value *v[SPARE_TENSORS];
+	int n;
+};
+static __thread struct spare_values spare;
+static __thread int spare_keyed;   /* 1 its destructor registered, -1 it cannot be */
+
+static void
+spare_destroy(void *arg)
+{
+	struct spare_values *s = arg;
+
+	while (s->n > 0)
+		free(s->v[--s->n]);
+}
+
+/* Keeps the freed tensor value v for the thread's next one; 0 when it is not kept. */
+static int
+spare_keep(mate_value *v)
+{
+	if (spare.n == SPARE_TENSORS)
+		return 0;
+	if (spare_keyed == 0)
+		spare_keyed = mate_thread_at_exit(spare_destroy, &spare) == 0 ? 1 : -1;
+	if (spare_keyed != 1)
+		return 0;
+	spare.v[spare.n++] = v;
+	return 1;
+}
+
 mate_value *
 mate_value_tensor_take(const mate_tensor *t, mate_storage *st)
 {
-	mate_value *v = new_value(MATE_V_TENSOR);
+	/* not zeroed first: a tensor value is its kind and its tensor */
+	mate_value *v = spare.n > 0 ? spare.v[--spare.n] : malloc(sizeof(*v));
 
 	if (v == NULL) {
 		mate_storage_unref(st);
 		return NULL;
 	}
+	v->kind = MATE_V_TENSOR;
+	v->ordered = 0;
 	v->u.tensor.t = *t;
 	v->u.tensor.st = st;
 	if (st != NULL)
@@ -379,6 +415,8 @@ mate_value_free(mate_value *v)
 		break;
 	case MATE_V_TENSOR:
 		mate_storage_unref(v->u.tensor.st);
+		if (spare_keep(v))
+			return;
 		break;
 	case MATE_V_ENUM:
 	case MATE_V_OBJECT:

@@ -443,9 +443,10 @@ input_metadata(struct mate_buf *b, const mate_call *c)
 	int first = 1;
 
 	mate_buf_putc(b, '{');
-	while ((a = mate_rec_next_input(c, &it, key, sizeof(key))) != NULL) {
+	while ((a = mate_rec_next_input(c, &it, NULL, 0)) != NULL) {
 		if (mate_value_kind_of(a->v) == MATE_V_TENSOR)
-			continue;
+			continue;   /* in tensor_details: no key made */
+		mate_rec_input_key(&it, a, key, sizeof(key));
 		if (!first)
 			mate_buf_put(b, ", ", 2);
 		first = 0;
@@ -970,6 +971,7 @@ ring_put(const mate_call *c, int kind, const struct mate_ring_rec *r)
 		    MATE_RING_INPLACE : MATE_RING_OUTPUTS;
 		ts[n].t = mate_value_get_tensor(rt->v);
 		ts[n].host = rt->dumped && rt->staged == 1 ? &rt->host : NULL;
+		ts[n].nbytes = rt->nbytes;
 		n++;
 	}
 	rc = mate_ring_put(kind, c->ring_id, r, ts, n);

@@ -20,6 +20,59 @@ static mate_call level1_call = { .level = 1 };
 
 static void ready(mate_call *c, int event);
 
+/* Each thread keeps the block of its last call, with the call's argument array, for its
+ * next one: a call at level 3 and above is otherwise a calloc(), a realloc() and their
+ * free()s. Freed at the thread's exit. */
+static __thread mate_call *spare;
+static __thread int spare_keyed;   /* 1 its destructor registered, -1 it cannot be */
+
+static void
+spare_destroy(void *arg)
+{
+	mate_call **s = arg;
+
+	if (*s != NULL) {
+		free((*s)->args);
+		free(*s);
+		*s = NULL;
+	}
+}
+
+/* A zeroed call of at least need bytes (its argument array kept), or NULL. */
+static mate_call *
+spare_take(size_t need)
+{
+	mate_call *c = spare;
+	struct rec_arg *args;
+	size_t cap, blk;
+
+	if (c == NULL || c->blk < need)
+		return NULL;
+	spare = NULL;
+	args = c->args;
+	cap = c->cap_args;
+	blk = c->blk;
+	memset(c, 0, sizeof(*c));
+	c->args = args;
+	c->cap_args = cap;
+	c->blk = blk;
+	return c;
+}
+
+/* Keeps c (its contents freed) as the thread's spare; 0 when it is not kept. */
+static int
+spare_keep(mate_call *c)
+{
+	if (spare != NULL)
+		return 0;
+	if (spare_keyed == 0)
+		spare_keyed = mate_thread_at_exit(spare_destroy, &spare) == 0 ? 1 : -1;
+	if (spare_keyed != 1)
+		return 0;
+	spare = c;
+	return 1;
+}
+
 static void
 nomem(void)
 {
@@ -75,10 +128,15 @@ mate_call_begin(const char *name, const char *module, const char *signature)
 	ln = strlen(name) + 1;
 	lm = strlen(m) + 1;
 	ls = strlen(sig) + 1;
-	c = calloc(1, sizeof(*c) + ln + lm + ls);
-	if (c == NULL) {
-		nomem();
-		return NULL;
+	if ((c = spare_take(sizeof(*c) + ln + lm + ls)) == NULL) {
+		/* room for most names, so that the block is kept for the next call */
+		size_t blk = sizeof(*c) + (ln + lm + ls < 256 ? 256 : ln + lm + ls);
+
+		if ((c = calloc(1, blk)) == NULL) {
+			nomem();
+			return NULL;
+		}
+		c->blk = blk;
 	}
 	c->level = level;
 	c->state = CALL_BEGUN;
@@ -170,12 +228,13 @@ add_arg(mate_call *c, int flags, const char *name, mate_value *v)
 static int
 tensor_ok(const mate_tensor *t)
 {
-	int64_t numel;
+	int64_t numel, nbytes;
+	size_t es;
 
-	if (t == NULL || mate_dtype_size(t->dtype) == 0 || t->ndim < 0 || t->ndim > MATE_MAX_DIMS)
+	if (t == NULL || (es = mate_dtype_size(t->dtype)) == 0 || t->ndim < 0 || t->ndim > MATE_MAX_DIMS)
 		return 0;
-	numel = mate_tensor_numel(t);
-	if (numel < 0 || mate_tensor_nbytes(t) < 0 || mate_tensor_storage_extent(t) < 0)
+	numel = mate_tensor_numel(t);   /* mate_tensor_nbytes() without a second walk */
+	if (numel < 0 || !mate_mul_ok(numel, (int64_t)es, &nbytes) || mate_tensor_storage_extent(t) < 0)
 		return 0;
 	return numel == 0 || t->data != NULL;
 }
@@ -403,6 +462,15 @@ collect(mate_call *c, const mate_value *v, const char *key, int dumped, int dept
 	}
 }
 
+void
+mate_rec_input_key(const struct rec_inputs *it, const struct rec_arg *a, char *key, size_t cap)
+{
+	if (a->role == MATE_ARG)
+		mate_rec_key(key, cap, "arg_", NULL, (int64_t)it->pos - 1);
+	else
+		mate_rec_key(key, cap, "kwarg_", a->name, -1);
+}
+
 const struct rec_arg *
 mate_rec_next_input(const mate_call *c, struct rec_inputs *it, char *key, size_t cap)
 {
@@ -412,11 +480,14 @@ mate_rec_next_input(const mate_call *c, struct rec_inputs *it, char *key, size_t
 		const struct rec_arg *a = &c->args[it->at++ % c->nargs];
 
 		if (!keywords && a->role == MATE_ARG) {
-			mate_rec_key(key, cap, "arg_", NULL, (int64_t)it->pos++);
+			it->pos++;
+			if (key != NULL)
+				mate_rec_input_key(it, a, key, cap);
 			return a;
 		}
 		if (keywords && a->role == MATE_KWARG) {
-			mate_rec_key(key, cap, "kwarg_", a->name, -1);
+			if (key != NULL)
+				mate_rec_input_key(it, a, key, cap);
 			return a;
 		}
 	}
@@ -510,19 +581,26 @@ mate_rec_capturing(const mate_tensor *t)
 int
 mate_rec_stage(struct rec_tensor *rt, int borrow)
 {
-	const mate_tensor *t = mate_value_get_tensor(rt->v);
-	size_t es = mate_dtype_size(t->dtype);
-	int64_t extent = mate_tensor_storage_extent(t), span, bytes;
+	const mate_tensor *t;
+	size_t es;
+	int64_t extent, span, bytes = 0;
 	const char *src;
 
 	if (rt->staged != 0)
 		return rt->staged;
+	t = mate_value_get_tensor(rt->v);
+	es = mate_dtype_size(t->dtype);
 	rt->staged = -1;
 	if (mate_rec_capturing(t))
 		return -1;
-	span = extent > t->offset ? extent - t->offset : 0;
-	if (!mate_mul_ok(span, (int64_t)es, &bytes))
-		return -1;
+	if (!borrow || t->device_type == MATE_DEVICE_CUDA) {
+		/* the bytes its storage holds from its offset, copied or wrapped (a view of host
+		 * memory borrowed for the ring needs none: its extent was checked at the call) */
+		extent = mate_tensor_storage_extent(t);
+		span = extent > t->offset ? extent - t->offset : 0;
+		if (!mate_mul_ok(span, (int64_t)es, &bytes))
+			return -1;
+	}
 	src = t->data != NULL ? (const char *)t->data + t->offset * (int64_t)es : NULL;
 	if (t->device_type == MATE_DEVICE_CUDA) {
 		const mate_backend *be = mate_backend_get();
@@ -544,7 +622,18 @@ mate_rec_stage(struct rec_tensor *rt, int borrow)
 		nomem();
 		return -1;
 	}
-	rt->host = *t;
+	if (borrow) {
+		/* the ring's copy reads its dimensions only: not all MATE_MAX_DIMS of them copied */
+		rt->host.dtype = t->dtype;
+		rt->host.ndim = t->ndim;
+		for (int d = 0; d < t->ndim; d++) {
+			rt->host.shape[d] = t->shape[d];
+			rt->host.stride[d] = t->stride[d];
+		}
+		rt->host.requires_grad = t->requires_grad;
+	} else {
+		rt->host = *t;
+	}
 	rt->host.offset = 0;
 	rt->host.data = rt->st != NULL ? mate_storage_data(rt->st) : (void *)(uintptr_t)src;
 	rt->host.device_type = MATE_DEVICE_CPU;
@@ -552,6 +641,19 @@ mate_rec_stage(struct rec_tensor *rt, int borrow)
 	rt->host.stream = NULL;
 	rt->staged = 1;
 	return 1;
+}
+
+/* Logs the text in log (none: a ring's call, logged at its beginning), and frees it. */
+static void
+put_log(struct mate_buf *log)
+{
+	if (log->len > 0 || log->oom) {   /* an empty buffer is not made for its NUL */
+		if (mate_buf_str(log) == NULL)
+			nomem();
+		else
+			mate_rec_log(log->p, log->len);
+	}
+	mate_buf_free(log);
 }
 
 static void
@@ -597,11 +699,7 @@ ready(mate_call *c, int event)
 	}
 	if (!c->ring)
 		mate_rec_fmt_inputs(&log, c);
-	if (mate_buf_str(&log) == NULL)
-		nomem();
-	else if (log.len > 0)
-		mate_rec_log(log.p, log.len);
-	mate_buf_free(&log);
+	put_log(&log);
 	release_tensors(c);
 	mate_locale_leave(old);
 	if (c->profile)
@@ -625,9 +723,11 @@ free_call(mate_call *c)
 		free(c->args[i].name);
 		mate_value_free(c->args[i].v);
 	}
-	free(c->args);
 	mate_rec_dump_free(c->dump);
 	mate_buf_free(&c->ptext);
+	if (spare_keep(c))
+		return;
+	free(c->args);
 	free(c);   /* with its strings */
 }
 
@@ -668,11 +768,7 @@ mate_call_end(mate_call *c)
 		mate_rec_fmt_outputs(&log, c);
 	if (c->level >= 10)
 		mate_rec_dump_outputs(c, &log);
-	if (mate_buf_str(&log) == NULL)
-		nomem();
-	else if (log.len > 0)
-		mate_rec_log(log.p, log.len);
-	mate_buf_free(&log);
+	put_log(&log);
 	mate_locale_leave(old);
 	free_call(c);
 }

@@ -149,6 +149,7 @@ struct mate_call {
 	char stamp[24];       /* "[YYYY-MM-DD HH:MM:SS]" of the call */
 	uint64_t log_id;      /* MATE_LOG_EXTRA: the call's id (the events' call=N) */
 	long log_tid;         /* and the thread that made it */
+	size_t blk;           /* the bytes of its block (the call and its strings) */
 };
 
 /* A dump key: prefix, then part (its first 280 bytes; NULL: none), then
@@ -161,11 +162,15 @@ struct rec_inputs {
 	size_t at, pos;
 };
 /* The walk's next input, with its dump key ("arg_<i>", "kwarg_<name>") in
- * key (cap bytes); NULL after the last. */
+ * key (cap bytes; NULL: not made); NULL after the last. */
 const struct rec_arg *mate_rec_next_input(const mate_call *c, struct rec_inputs *it, char *key,
     size_t cap) MATE_HIDDEN;
+/* The dump key of a, the input the walk it has just returned. */
+void mate_rec_input_key(const struct rec_inputs *it, const struct rec_arg *a, char *key,
+    size_t cap) MATE_HIDDEN;
 /* Stages t on the host (copy from a device, view of host memory; borrow: a view of
- * host memory without a storage, host.data only). */
+ * host memory without a storage, host.data only, for the ring: host's shape and strides
+ * set up to its ndim only). */
 int mate_rec_stage(struct rec_tensor *rt, int borrow) MATE_HIDDEN;
 /* The staged entry for a tensor value of the current phase, or NULL. */
 struct rec_tensor *mate_rec_find(const mate_call *c, const mate_value *v) MATE_HIDDEN;

@@ -59,6 +59,7 @@
 #define REC_EXTRA 4u
 #define TENSOR_DATA 1u
 #define NSTR 10
+#define NLEN 16                     /* tensors of an entry whose name lengths are kept */
 #define CHUNK ((size_t)128 << 10)   /* copied, then summed while in the cache */
 
 struct ring_head {
@@ -94,12 +95,13 @@ struct psum {
 	uint64_t n;                 /* words so far */
 };
 
+typedef uint64_t u64x2 __attribute__((vector_size(16)));
+
 /* Adds n bytes at p (n a multiple of 8 but at the payload's end). */
 static void
 psum_add(struct psum *s, const unsigned char *p, size_t n)
 {
-	uint64_t a0 = s->a[0], a1 = s->a[1], a2 = s->a[2], a3 = s->a[3];
-	uint64_t b0 = s->b[0], b1 = s->b[1], b2 = s->b[2], b3 = s->b[3];
+	u64x2 a01, a23, b01, b23, w01, w23;
 	size_t nw = n / 8, i = 0;
 	uint64_t w[4];
 
@@ -108,21 +110,23 @@ psum_add(struct psum *s, const unsigned char *p, size_t n)
 		s->a[(s->n + i) % 4] += w[0];
 		s->b[(s->n + i) % 4] += s->a[(s->n + i) % 4];
 	}
-	a0 = s->a[0], a1 = s->a[1], a2 = s->a[2], a3 = s->a[3];
-	b0 = s->b[0], b1 = s->b[1], b2 = s->b[2], b3 = s->b[3];
+	/* the four lanes two to a vector register (SSE2 at least): the same sums */
+	memcpy(&a01, &s->a[0], 16);
+	memcpy(&a23, &s->a[2], 16);
+	memcpy(&b01, &s->b[0], 16);
+	memcpy(&b23, &s->b[2], 16);
 	for (; i + 4 <= nw; i += 4) {
-		memcpy(w, p + 8 * i, 32);
-		a0 += w[0];
-		b0 += a0;
-		a1 += w[1];
-		b1 += a1;
-		a2 += w[2];
-		b2 += a2;
-		a3 += w[3];
-		b3 += a3;
+		memcpy(&w01, p + 8 * i, 16);
+		memcpy(&w23, p + 8 * i + 16, 16);
+		a01 += w01;
+		b01 += a01;
+		a23 += w23;
+		b23 += a23;
 	}
-	s->a[0] = a0, s->a[1] = a1, s->a[2] = a2, s->a[3] = a3;
-	s->b[0] = b0, s->b[1] = b1, s->b[2] = b2, s->b[3] = b3;
+	memcpy(&s->a[0], &a01, 16);
+	memcpy(&s->a[2], &a23, 16);
+	memcpy(&s->b[0], &b01, 16);
+	memcpy(&s->b[2], &b23, 16);
 	for (; i < nw; i++) {
 		memcpy(w, p + 8 * i, 8);
 		s->a[(s->n + i) % 4] += w[0];
@@ -656,11 +660,40 @@ put_u32(unsigned char *p, uint32_t v)
 	return p + 4;
 }
 
+/* memcpy() without its call for the few bytes of a name or a shape (most of an entry's
+ * copies): two overlapping words, or bytes. */
+static inline void
+copy_bytes(unsigned char *d, const void *src, size_t n)
+{
+	const unsigned char *s = src;
+
+	if (n > 16) {
+		memcpy(d, s, n);
+	} else if (n >= 8) {
+		uint64_t a, b;
+
+		memcpy(&a, s, 8);
+		memcpy(&b, s + n - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+
+		memcpy(&a, s, 4);
+		memcpy(&b, s + n - 4, 4);
+		memcpy(d, &a, 4);
+		memcpy(d + n - 4, &b, 4);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			d[i] = s[i];
+	}
+}
+
 static unsigned char *
 put_bytes(unsigned char *p, const void *s, size_t n)
 {
 	p = put_u32(p, (uint32_t)n);
-	memcpy(p, s, n);
+	copy_bytes(p, s, n);
 	return p + n;
 }
 
@@ -668,17 +701,37 @@ put_bytes(unsigned char *p, const void *s, size_t n)
 static unsigned char *
 pad8(unsigned char *p, const unsigned char *e)
 {
-	while ((size_t)(p - e) % 8 != 0)
+	size_t k = (size_t)(e - p) & 7;   /* the bytes to the next multiple of 8 */
+
+	if (k & 4) {
+		memset(p, 0, 4);
+		p += 4;
+	}
+	if (k & 2) {
+		memset(p, 0, 2);
+		p += 2;
+	}
+	if (k & 1)
 		*p++ = 0;
 	return p;
 }
 
-/* At most the payload bytes of a tensor's description, before its data. */
+/* At most the payload bytes of a tensor's description, before its data, with a key of klen
+ * bytes and a dtype name of dlen. */
 static size_t
-tensor_head_size(const struct mate_ring_tensor *t)
+tensor_head_size(const struct mate_ring_tensor *t, size_t klen, size_t dlen)
 {
-	return 4 + strlen(t->key) + 4 + 4 + 4 + strlen(mate_dtype_name(t->t->dtype)) + 4 + 4 + 4 + 7 +
-	    16 * (size_t)t->t->ndim + 8;
+	return 4 + klen + 4 + 4 + 4 + dlen + 4 + 4 + 4 + 7 + 16 * (size_t)t->t->ndim + 8;
+}
+
+/* Whether a host copy has the shape of t (ndim checked). */
+static int
+same_shape(const mate_tensor *a, const mate_tensor *b)
+{
+	for (int d = 0; d < a->ndim; d++)
+		if (a->shape[d] != b->shape[d])
+			return 0;
+	return 1;
 }
 
 /* A tensor's bytes copied to p; the payload's sum, when given, takes them chunk by chunk as
@@ -689,11 +742,15 @@ copy_summed(const mate_tensor *x, unsigned char *p, uint64_t nb, struct psum *s,
 {
 	const unsigned char *src;
 
-	if (s == NULL || !mate_tensor_is_contiguous(x)) {
+	if (!mate_tensor_is_contiguous(x)) {
 		mate_tensor_copy_contiguous(x, p);
 		return;
 	}
 	src = (const unsigned char *)x->data + x->offset * (int64_t)mate_dtype_size(x->dtype);
+	if (s == NULL) {   /* small: summed with the rest of the entry, in the cache */
+		memcpy(p, src, (size_t)nb);
+		return;
+	}
 	psum_add(s, *summed, (size_t)(p - *summed));   /* 8-aligned from the entry: whole words */
 	for (uint64_t off = 0; off < nb; off += CHUNK) {
 		size_t m = nb - off < CHUNK ? (size_t)(nb - off) : CHUNK;
@@ -718,21 +775,31 @@ mate_ring_put(int kind, uint64_t id, const struct mate_ring_rec *r,
 	const unsigned char *summed;   /* where the bytes not yet summed begin */
 	uint64_t off, elen;
 	struct psum st, *stp = NULL;
+	uint32_t klen[NLEN], dlen[NLEN];
 
 	for (int i = 0; i < NSTR; i++) {
 		len[i] = str[i] == NULL ? 0 : i == NSTR - 1 ? r->metalen : strlen(str[i]);
 		payload += 4 + len[i];
 	}
-	for (size_t i = 0; i < n; i++)
-		payload += tensor_head_size(&t[i]);
+	for (size_t i = 0; i < n; i++) {
+		size_t kl = strlen(t[i].key), dl = strlen(mate_dtype_name(t[i].t->dtype));
+
+		if (i < NLEN) {   /* the first tensors' lengths kept for the copy below */
+			klen[i] = (uint32_t)kl;
+			dlen[i] = (uint32_t)dl;
+		}
+		payload += tensor_head_size(&t[i], kl, dl);
+	}
 	fixed = payload;
 	for (size_t i = 0; i < n; i++) {
-		int64_t nb = mate_tensor_nbytes(t[i].t);
+		int64_t nb = t[i].nbytes;
 
 		if (nb < 0)
 			return -1;
 		if (t[i].host != NULL) {
-			if (t[i].host->device_type != MATE_DEVICE_CPU || mate_tensor_nbytes(t[i].host) != nb)
+			/* the host copy of t: its shape and dtype, on the CPU */
+			if (t[i].host->device_type != MATE_DEVICE_CPU || t[i].host->dtype != t[i].t->dtype ||
+			    t[i].host->ndim != t[i].t->ndim || !same_shape(t[i].host, t[i].t))
 				return -1;
 			payload += (size_t)(nb + 7) / 8 * 8;
 			if ((uint64_t)nb >= CHUNK)
@@ -779,20 +846,20 @@ mate_ring_put(int kind, uint64_t id, const struct mate_ring_rec *r,
 	for (uint32_t i = 0; i < nkept; i++) {
 		const mate_tensor *x = t[i].t;
 		const char *dt = mate_dtype_name(x->dtype);
-		uint64_t nb = (uint64_t)mate_tensor_nbytes(x);
+		uint64_t nb = (uint64_t)t[i].nbytes;
 		int data = t[i].host != NULL && flags == 0;
 
-		p = put_bytes(p, t[i].key, strlen(t[i].key));
+		p = put_bytes(p, t[i].key, i < NLEN ? klen[i] : strlen(t[i].key));
 		p = put_u32(p, (uint32_t)t[i].file);
 		p = put_u32(p, data ? TENSOR_DATA : 0);
-		p = put_bytes(p, dt, strlen(dt));
+		p = put_bytes(p, dt, i < NLEN ? dlen[i] : strlen(dt));
 		p = put_u32(p, (uint32_t)x->ndim);
 		p = put_u32(p, (uint32_t)x->device_type);
 		p = put_u32(p, (uint32_t)x->device_index);
 		p = pad8(p, e);
-		memcpy(p, x->shape, 8 * (size_t)x->ndim);
+		copy_bytes(p, x->shape, 8 * (size_t)x->ndim);
 		p += 8 * (size_t)x->ndim;
-		memcpy(p, x->stride, 8 * (size_t)x->ndim);
+		copy_bytes(p, x->stride, 8 * (size_t)x->ndim);
 		p += 8 * (size_t)x->ndim;
 		memcpy(p, &nb, 8);
 		p += 8;
@@ -1026,6 +1093,7 @@ decode(const struct entry_head *h, struct dec *d, mate_error *err)
 		d->ts[i].key = key;
 		d->ts[i].file = (int)file;
 		d->ts[i].t = t;
+		d->ts[i].nbytes = (int64_t)d->nbytes[i];
 	}
 	return 0;
 bad:

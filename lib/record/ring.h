@@ -21,6 +21,7 @@ struct mate_ring_tensor {
 	int file;                   /* MATE_RING_INPUTS, _OUTPUTS or _INPLACE */
 	const mate_tensor *t;       /* as the call has it: shape, dtype, strides, device */
 	const mate_tensor *host;    /* its bytes on the host; NULL: not kept */
+	int64_t nbytes;             /* mate_tensor_nbytes(t), as the writer's caller has it */
 };
 
 /* The fields a ring entry keeps of a call's record (the rest the reader makes): a CALL

@@ -1,8 +1,9 @@
-/* test_util.c: the utility layer (lib/core/util.h): one name filter for the recorder and mate-replay, one JSON string writer in each writer's spelling, the text buffer, settings, locales, the hash map. */
+/* test_util.c: the utility layer (lib/core/util.h): one name filter for the recorder and mate-replay, one JSON string writer in each writer's spelling, the text buffer, settings, locales, the hash map, the calls made at a thread's exit. */
 #include "config.h"
 #include "util.h"
 #include "util_map.h"
 #include "test.h"
+#include <pthread.h>
 
 /* ---- name patterns ----------------------------------------------------------- */
 
@@ -295,6 +296,43 @@ DEFINE_TEST(locale)
 	CHECK(uselocale((locale_t)0) == old);
 	mate_locale_leave((locale_t)0);  /* nothing to go back to: nothing changes */
 	CHECK(uselocale((locale_t)0) == old);
+}
+
+/* ---- a thread's caches, freed at its exit ---------------------------------------------- */
+
+static char exit_order[8];
+
+static void
+note_exit(void *arg)
+{
+	size_t n = strlen(exit_order);
+
+	exit_order[n] = *(const char *)arg;
+	exit_order[n + 1] = '\0';
+}
+
+static void *
+register_exits(void *arg)
+{
+	static const char names[] = "abcde";
+	int *rc = arg;
+
+	for (int i = 0; i < 5; i++)
+		rc[i] = mate_thread_at_exit(note_exit, (void *)(names + i));
+	return NULL;
+}
+
+DEFINE_TEST(thread_at_exit)
+{
+	pthread_t th;
+	int rc[5];
+
+	exit_order[0] = '\0';
+	CHECK(pthread_create(&th, NULL, register_exits, rc) == 0);
+	CHECK(pthread_join(th, NULL) == 0);
+	CHECK(rc[0] == 0 && rc[1] == 0 && rc[2] == 0 && rc[3] == 0);
+	CHECK_EQ_INT(rc[4], -1);              /* four a thread */
+	CHECK_STR(exit_order, "dcba");        /* each called once at its exit, the last first */
 }
 
 TEST_MAIN()
