@@ -148,11 +148,19 @@ struct mate_reduction {
 	double magnitude;           /* whose magnitudes add up to at most this, */
 	int relative;               /* plus |expected| itself (a norm's output scales with it) */
 	double u;                   /* the accumulation's unit roundoff */
+	/* a product's bound is scale (|a| |b|)ij, plus |expected|ij where relative: a GEMM's
+	 * alpha A B + beta C (mate_replay_set_reduction_gemm()); scale 0 reads as 1 */
+	double scale;
+	double gemm_u;              /* a product's unit roundoff where its record's arithmetic
+	                             * was coarser than its operands' (TF32, FP16 products:
+	                             * mate_replay_set_reduction_unit()); 0: the operands' */
+	mate_tensor av, bv;         /* views of the operands a and b may point at */
 };
 /* mate_replay_compare_tensor() for the output of the product red (NULL:
  * none): each element may differ by the forward-error bound of two
  * computations of a K-term sum, 2 K u (|a| |b|)ij (u the unit roundoff of
- * the accumulation: double's for float64 operands, else float's) or, for
+ * the accumulation: double's for float64 operands, else float's; times
+ * red->scale, plus 2 K u |expected|ij where red->relative) or, for
  * another reduction (red->a NULL, red->k > 0), 2 K u (M + |expected|
  * where relative), beyond
  * atol + rtol |expected|; res->bound_ratio is the largest error as a

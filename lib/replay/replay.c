@@ -59,6 +59,8 @@ struct mate_replay_call {
 	struct mate_reduction red;  /* a matrix product: its operands bound its outputs */
 	uint64_t made;              /* bytes of the tensors the handler made (mate_replay_new_tensor) */
 	int short_of_memory;        /* one of them was refused or could not be allocated */
+	int exact;                  /* mate_replay_set_exact(): floating outputs bit for bit */
+	mate_value *held;           /* mate_replay_hold(): values kept until the call ends */
 };
 
 static struct mate_sig *recorded_signature(const struct mate_replay_request *req,
@@ -889,7 +891,8 @@ compare_outputs(mate_replay *r, const mate_replay_call *c, struct mate_replay_re
 			ok = mate_replay_compare_reduction(key, mate_value_get_tensor(x),
 			    mate_value_get_tensor(y), r->rtol, r->atol, &c->red, &sub);
 		} else {
-			ok = mate_replay_compare_value(key, x, y, r->rtol, r->atol, &sub);
+			ok = mate_replay_compare_value(key, x, y, c->exact && r->rtol < 0 ? 0 : r->rtol,
+			    c->exact && r->atol < 0 ? 0 : r->atol, &sub);
 		}
 		merge(res, &sub, ok, key);
 	}
@@ -1065,6 +1068,9 @@ bench(mate_replay *r, const struct handler *h, mate_replay_call *c,
 		return;
 	for (int i = -1; i < r->bench_runs; i++) {
 		mate_value_free(c->outputs);
+		mate_value_free(c->held);   /* the compared run's scratch is no longer needed */
+		c->held = NULL;
+		memset(&c->red, 0, sizeof(c->red));
 		if ((c->outputs = mate_value_dict()) == NULL)
 			break;
 		c->message[0] = '\0';
@@ -1144,6 +1150,7 @@ mate_replay_execute_outputs(mate_replay *r, const struct mate_replay_request *re
 	}
 	mate_value_free(c.outputs);
 	mate_value_free(c.args);
+	mate_value_free(c.held);
 	return MATE_OK;
 }
 
@@ -1274,6 +1281,67 @@ mate_replay_set_reduction(mate_replay_call *c, const mate_tensor *a, const mate_
 {
 	c->red.a = a;
 	c->red.b = b;
+}
+
+/* t's last two dimensions swapped (a view of its transpose). */
+static void
+transpose_last(mate_tensor *t)
+{
+	int64_t *sh = t->shape + t->ndim - 2, *st = t->stride + t->ndim - 2, x;
+
+	x = sh[0], sh[0] = sh[1], sh[1] = x;
+	x = st[0], st[0] = st[1], st[1] = x;
+}
+
+void
+mate_replay_set_reduction_gemm(mate_replay_call *c, const mate_tensor *a, int ta,
+    const mate_tensor *b, int tb, double alpha, double beta)
+{
+	int nd = a->ndim;
+	int64_t k;
+
+	if (nd != b->ndim || nd < 2 || !isfinite(alpha) || !isfinite(beta))
+		return;     /* not a stored matrix: the dtype's tolerance */
+	c->red.av = *a;
+	c->red.bv = *b;
+	if (ta)
+		transpose_last(&c->red.av);
+	if (tb)
+		transpose_last(&c->red.bv);
+	k = c->red.av.shape[nd - 1];
+	c->red.a = &c->red.av;
+	c->red.b = &c->red.bv;
+	/* alpha (A B) and beta C add two roundings to the K-term sum; |beta C| is at most
+	 * |expected| + |alpha| (|A| |B|) */
+	c->red.scale = (alpha != 0 ? fabs(alpha) : 1) * (beta != 0 ? 2 : 1) *
+	    (k > 0 ? (double)(k + 2) / (double)k : 1);
+	c->red.relative = beta != 0;
+}
+
+void
+mate_replay_set_reduction_unit(mate_replay_call *c, double u)
+{
+	if (u > 0 && u < 1)
+		c->red.gemm_u = u;
+}
+
+mate_value *
+mate_replay_hold(mate_replay_call *c, mate_value *v)
+{
+	if (v == NULL)
+		return NULL;
+	if (c->held == NULL && (c->held = mate_value_list()) == NULL)
+		mate_value_free(v);
+	else if (mate_value_append(c->held, v) == MATE_OK)   /* else it freed v */
+		return v;
+	mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory", c->req->function);
+	return NULL;
+}
+
+void
+mate_replay_set_exact(mate_replay_call *c)
+{
+	c->exact = 1;
 }
 
 void

@@ -24,6 +24,7 @@ struct flat {
 	mate_tensor view;       /* the stored matrix, on the flat buffer */
 	mate_tensor buf;        /* the flat buffer as a 1-D tensor */
 	void *data;             /* NULL: the recorded tensor is used as it is */
+	int matrix;             /* the recorded tensor has the stored matrix's shape */
 };
 
 static void
@@ -55,13 +56,23 @@ same_shape(const mate_tensor *a, const mate_tensor *b)
 	return 1;
 }
 
+/* Whether t's elements sit where the stored matrix v puts them (size-1 dimensions'
+ * strides aside): t is then the buffer the library saw, from its offset on. */
+static int
+same_layout(const mate_tensor *t, const mate_tensor *v)
+{
+	for (int i = 0; i < t->ndim; i++)
+		if (t->shape[i] > 1 && t->stride[i] != v->stride[i])
+			return 0;
+	return 1;
+}
+
 static int
 flat_make(mate_replay_call *c, const mate_tensor *t, const struct stored *s, const char *what,
     struct flat *f)
 {
 	size_t es = mate_dtype_size(t->dtype);
 	int64_t extent, numel = mate_tensor_numel(t);
-	void *tmp;
 
 	memset(f, 0, sizeof(*f));
 	if (es == 0 || numel < 0 || t->device_type != MATE_DEVICE_CPU)
@@ -71,18 +82,22 @@ flat_make(mate_replay_call *c, const mate_tensor *t, const struct stored *s, con
 		f->view = f->buf = *t;
 		return MATE_OK;
 	}
+	f->matrix = 1;
 	if ((extent = mate_tensor_storage_extent(&f->view)) < 0)
 		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: the leading dimension overflows", what);
-	if ((f->data = calloc((size_t)(extent > 0 ? extent : 1), es)) == NULL ||
-	    (tmp = malloc((size_t)(numel > 0 ? numel : 1) * es)) == NULL) {
-		free(f->data);
-		f->data = NULL;
-		return mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory", what);
+	if (same_layout(t, &f->view)) {
+		/* a .pt dump keeps the strides: the kernel works on the recorded storage, as
+		 * t itself reaches every element it touches (no copy, no first touch) */
+		f->view.data = t->data;
+		f->view.offset = t->offset;
+		mate_tensor_init(&f->buf, t->dtype, 1, &extent, NULL, (char *)t->data +
+		    t->offset * (int64_t)es);
+		return MATE_OK;
 	}
-	mate_tensor_copy_contiguous(t, tmp);
+	if ((f->data = calloc((size_t)(extent > 0 ? extent : 1), es)) == NULL)
+		return mate_replay_fail(c, MATE_ERR_NOMEM, "%s: out of memory", what);
 	f->view.data = f->data;
-	mate_tensor_scatter(&f->view, tmp);
-	free(tmp);
+	mate_tensor_copy_view(&f->view, t);
 	mate_tensor_init(&f->buf, t->dtype, 1, &extent, NULL, f->data);
 	return MATE_OK;
 }
@@ -91,17 +106,8 @@ flat_make(mate_replay_call *c, const mate_tensor *t, const struct stored *s, con
 static int
 flat_put(mate_replay_call *c, const struct flat *f, const mate_tensor *arg)
 {
-	size_t es = mate_dtype_size(arg->dtype);
-	int64_t numel = mate_tensor_numel(arg);
-	void *tmp;
-
-	if (f->data == NULL)   /* the kernel wrote into the argument */
-		return MATE_OK;
-	if ((tmp = malloc((size_t)(numel > 0 ? numel : 1) * es)) == NULL)
-		return mate_replay_fail(c, MATE_ERR_NOMEM, "C: out of memory");
-	mate_tensor_copy_contiguous(&f->view, tmp);
-	mate_tensor_scatter(arg, tmp);
-	free(tmp);
+	if (f->data != NULL)   /* else the kernel wrote into the argument */
+		mate_tensor_copy_view(arg, &f->view);
 	return MATE_OK;
 }
 
@@ -111,7 +117,29 @@ struct layout {
 	int sa, sb, sc, batch;          /* -1: not batched */
 	const char *na, *nb, *nc;       /* keyword names of the operands */
 	int fortran, cublas;
+	int compute;                    /* cublasComputeType_t's position; -1: none */
 };
+
+/* The unit roundoff of the products a cuBLAS compute type makes, where its operands are
+ * rounded on the way in or its sum is not FP32 (0: the operands' own): TF32 and FP16 keep
+ * 10 bits of mantissa, BF16 7. A GEMM replayed in FP32 against a record made so differs by
+ * that much, not by an FP32 sum's order. */
+static double
+compute_unit(int64_t ct)
+{
+	switch (ct) {
+	case 2:         /* CUDA_R_16F, as CUDA 10 took the compute type */
+	case 64:        /* CUBLAS_COMPUTE_16F */
+	case 65:        /* CUBLAS_COMPUTE_16F_PEDANTIC */
+	case 74:        /* CUBLAS_COMPUTE_32F_FAST_16F */
+	case 77:        /* CUBLAS_COMPUTE_32F_FAST_TF32 */
+		return 0x1p-11;
+	case 75:        /* CUBLAS_COMPUTE_32F_FAST_16BF */
+		return 0x1p-8;
+	default:
+		return 0;
+	}
+}
 
 /* A transpose argument: 'N'/'T'/'C' (a string, as Fortran takes it), CBLAS's
  * 111..113, or cuBLAS's 0..2; *out gets what mate_gemm_call takes. */
@@ -226,6 +254,18 @@ replay_gemm(mate_replay_call *c, void *ctx)
 	g.a = &fa.buf;
 	g.b = &fb.buf;
 	g.c = &fc.buf;
+	/* another BLAS (the program's own: torch's, MKL) sums in another order */
+	if (fa.matrix && fb.matrix && fc.matrix) {
+		int64_t ct = -1;
+		mate_replay_set_reduction_gemm(c, a, g.transa != 'N' && g.transa != MATE_BLAS_NO_TRANS,
+		    b, g.transb != 'N' && g.transb != MATE_BLAS_NO_TRANS, g.alpha, g.beta);
+		/* the record's own arithmetic: TF32, FP16, BF16 products */
+		if (l->compute >= 0 && (mate_value_kind_of(mate_replay_arg(c, l->compute,
+		    "computeType")) == MATE_V_INT || mate_value_kind_of(mate_replay_arg(c,
+		    l->compute, "computeType")) == MATE_V_ENUM))
+			ct = mate_value_get_int(mate_replay_arg(c, l->compute, "computeType"));
+		mate_replay_set_reduction_unit(c, compute_unit(ct));
+	}
 	/* C is compared in place: the recorder saved its new value under its key */
 	if ((rc = kernels_for(c, l)->gemm(&g, &err)) != MATE_OK)
 		rc = mate_replay_fail(c, rc, "%s: %s", mate_replay_call_function(c), err.message);
@@ -241,40 +281,40 @@ out_a:
 
 /* cblas: (Order, TransA, TransB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) */
 static const struct layout cblas_layout = {
-	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1, -1, -1, -1, "A", "B", "C", 0, 0,
+	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1, -1, -1, -1, "A", "B", "C", 0, 0, -1,
 };
 /* Fortran: (transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) */
 static const struct layout f77_layout = {
-	-1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, -1, -1, -1, "a", "b", "c", 1, 0,
+	-1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, -1, -1, -1, -1, "a", "b", "c", 1, 0, -1,
 };
 /* (handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) */
 static const struct layout sgemm_layout = {
-	-1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1, -1, -1, -1, "A", "B", "C", 0, 1,
+	-1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, -1, -1, -1, -1, "A", "B", "C", 0, 1, -1,
 };
 /* (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype,
  *  ldc, computeType, algo) */
 static const struct layout gemmex_layout = {
-	-1, 1, 2, 3, 4, 5, 6, 7, 9, 10, 12, 13, 14, 16, -1, -1, -1, -1, "A", "B", "C", 0, 1,
+	-1, 1, 2, 3, 4, 5, 6, 7, 9, 10, 12, 13, 14, 16, -1, -1, -1, -1, "A", "B", "C", 0, 1, 17,
 };
 /* (handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB,
  *  beta, C, Ctype, ldc, strideC, batchCount, computeType, algo) */
 static const struct layout batched_layout = {
-	-1, 1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15, 16, 18, 10, 14, 19, 20, "A", "B", "C", 0, 1,
+	-1, 1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15, 16, 18, 10, 14, 19, 20, "A", "B", "C", 0, 1, 21,
 };
 
 int
 mate_replay_register_blas(mate_replay *r, mate_error *err)
 {
-	/* mate-replay --shrink cuts the host GEMMs by rows of A and columns of B, K kept,
-	 * their sizes and leading dimensions rebuilt (replay_shrink.c's "@blas") */
+	/* mate-replay --shrink cuts the GEMMs by rows of A and columns of B, K kept, their
+	 * sizes and leading dimensions rebuilt (replay_shrink.c's "@blas"); not a batch */
 	static const struct { const char *name, *sig; const struct layout *l; const char *slice; } h[] = {
 		{ "cblas_sgemm", MATE_SIG_CBLAS_GEMM, &cblas_layout, "@blas" },
 		{ "cblas_dgemm", MATE_SIG_CBLAS_GEMM, &cblas_layout, "@blas" },
 		{ "sgemm_", MATE_SIG_F77_GEMM, &f77_layout, "@blas" },
 		{ "dgemm_", MATE_SIG_F77_GEMM, &f77_layout, "@blas" },
-		{ "cublasSgemm_v2", MATE_SIG_CUBLAS_SGEMM, &sgemm_layout, NULL },
-		{ "cublasSgemm", MATE_SIG_CUBLAS_SGEMM, &sgemm_layout, NULL },
-		{ "cublasGemmEx", MATE_SIG_CUBLAS_GEMMEX, &gemmex_layout, NULL },
+		{ "cublasSgemm_v2", MATE_SIG_CUBLAS_SGEMM, &sgemm_layout, "@blas" },
+		{ "cublasSgemm", MATE_SIG_CUBLAS_SGEMM, &sgemm_layout, "@blas" },
+		{ "cublasGemmEx", MATE_SIG_CUBLAS_GEMMEX, &gemmex_layout, "@blas" },
 		{ "cublasGemmStridedBatchedEx", MATE_SIG_CUBLAS_BATCHED, &batched_layout, NULL },
 	};
 	int rc;

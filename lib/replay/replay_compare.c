@@ -173,6 +173,8 @@ reduction_bound(const struct mate_reduction *red, const mate_tensor *x, int64_t 
 	    (nd == 3 && (a->shape[0] != bt || b->shape[0] != bt)))
 		return NULL;
 	u = a->dtype == MATE_F64 && b->dtype == MATE_F64 ? 0x1p-53 : 0x1p-24;
+	if (red->gemm_u > u)
+		u = red->gemm_u;
 	am = magnitudes(a);
 	bm = magnitudes(b);
 	if (am != NULL && bm != NULL && (bound = calloc((size_t)(bt * m * n + 1), sizeof(*bound))) != NULL) {
@@ -187,8 +189,12 @@ reduction_bound(const struct mate_reduction *red, const mate_tensor *x, int64_t 
 					for (int64_t j = 0; j < n; j++)
 						row[j] += aq * bq[j];
 				}
-				for (int64_t j = 0; j < n; j++)
-					row[j] *= 2 * (double)k * u;
+				for (int64_t j = 0; j < n; j++) {
+					row[j] *= 2 * (double)k * u * (red->scale > 0 ? red->scale : 1);
+					if (red->relative)
+						row[j] += 2 * (double)k * u * fabs(mate_load_f64(x->dtype,
+						    mate_tensor_element(x, (p * m + i) * n + j)));
+				}
 			}
 		*k_out = k;
 	}
@@ -200,8 +206,10 @@ reduction_bound(const struct mate_reduction *red, const mate_tensor *x, int64_t 
 const char *
 mate_reduction_form(const struct mate_reduction *red)
 {
-	if (red == NULL || red->a != NULL)
+	if (red == NULL || (red->a != NULL && red->scale <= 0))
 		return "2 K u (|A| |B|)ij";
+	if (red->a != NULL)
+		return red->relative ? "2 K u (s |A| |B| + |C|)ij" : "2 K u s (|A| |B|)ij";
 	return red->relative ? "2 K u |y|" : "2 K u M";
 }
 

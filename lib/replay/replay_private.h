@@ -69,6 +69,24 @@ const mate_value *mate_replay_call_recorded(const mate_replay_call *c, const cha
  * by [K, N] or batched): its tensor outputs are compared within the error
  * bound of the product's reduction (mate_replay_compare_reduction()). */
 void mate_replay_set_reduction(mate_replay_call *c, const mate_tensor *a, const mate_tensor *b) MATE_HIDDEN;
+/* The call is a GEMM, alpha op(a) op(b) + beta C, of the stored matrices a and b
+ * (arguments of the call, each [rows, cols] as the library holds it, op() a transpose
+ * where ta/tb): C is compared within 2 K u s (|op(a)| |op(b)|)ij, s = |alpha| (K + 2) / K
+ * (alpha 0 counts as 1), twice that plus 2 K u |expected|ij where beta is not 0 (|beta C|
+ * is at most |expected| + |alpha| (|A| |B|)). Operands of another rank set nothing.
+ * mate-replay --export's repro.c computes the same bound (replay_export.c). */
+void mate_replay_set_reduction_gemm(mate_replay_call *c, const mate_tensor *a, int ta,
+    const mate_tensor *b, int tb, double alpha, double beta) MATE_HIDDEN;
+/* The GEMM set above was made with products of unit roundoff u, coarser than its
+ * operands' (cuBLAS's TF32, FP16 or BF16 compute types): its bound takes that u. */
+void mate_replay_set_reduction_unit(mate_replay_call *c, double u) MATE_HIDDEN;
+/* Keeps v (ownership moves) until the call has been compared: scratch that a bound set
+ * above points at (a block-scaled GEMM's dequantized operands). Returns v, or NULL
+ * with the call failed when v is NULL or memory is short (v freed). */
+mate_value *mate_replay_hold(mate_replay_call *c, mate_value *v) MATE_HIDDEN;
+/* The call's floating outputs are compared bit for bit (NaN matching NaN) unless the
+ * user set a tolerance: a deterministic rounding (quantization) has no error to allow. */
+void mate_replay_set_exact(mate_replay_call *c) MATE_HIDDEN;
 /* The call's floating outputs are sums of at most k terms (an attention's
  * over its keys, a norm's over its row) whose magnitudes add up to at most
  * magnitude, plus the output itself where relative: compared within

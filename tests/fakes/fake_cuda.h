@@ -62,7 +62,8 @@ typedef struct fake_cublas *cublasHandle_t;
 enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1, CUBLAS_OP_C = 2 };
 enum { CUBLAS_POINTER_MODE_HOST = 0, CUBLAS_POINTER_MODE_DEVICE = 1 };
 enum { CUDA_R_32F = 0, CUDA_R_64F = 1, CUDA_R_16F = 2, CUDA_R_16BF = 14 };
-enum { CUBLAS_COMPUTE_16F = 64, CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_64F = 70 };
+enum { CUBLAS_COMPUTE_16F = 64, CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_64F = 70,
+	CUBLAS_COMPUTE_32F_FAST_TF32 = 77 };
 enum { CUBLAS_GEMM_DEFAULT = -1 };
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t *h);

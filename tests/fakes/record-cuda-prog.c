@@ -1,4 +1,4 @@
-/* record-cuda-prog.c: a CUDA program for the mate-record tests: allocations of every kind, copies, a kernel launch, cuBLAS GEMMs, a second thread and a forked child; with RECORD_CUDA_FAIL, a cuBLAS call or a copy that fails. Linked against the fake libraries (or the real ones on a GPU). */
+/* record-cuda-prog.c: a CUDA program for the mate-record tests: allocations of every kind, copies, a kernel launch, cuBLAS GEMMs, a second thread and a forked child; with RECORD_CUDA_FAIL, a cuBLAS call or a copy that fails; with RECORD_CUDA_TF32, its GemmEx in TF32; with RECORD_CUDA_BF16, one more GemmEx of bfloat16 A, B and C. Linked against the fake libraries (or the real ones on a GPU). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,6 +76,7 @@ gemms(float *dA, float *dB, float *dC, cudaStream_t s)
 	cublasHandle_t h;
 	float alpha = 1.5f, beta = 0.0f, *dalpha, hA16[32 * 64], hb[8 * 8 * 3];
 	uint16_t a16[32 * 64];
+	int tf32;
 	void *dA16, *dBat;
 
 	CHECK_CUDA(cublasCreate_v2(&h));
@@ -87,11 +88,16 @@ gemms(float *dA, float *dB, float *dC, cudaStream_t s)
 	fill(hA16, 32 * 64, 3);
 	for (int i = 0; i < 32 * 64; i++)
 		a16[i] = to_half(hA16[i]);
-	CHECK_CUDA(cudaMalloc(&dA16, sizeof(a16)));
-	CHECK_CUDA(cudaMemcpy(dA16, a16, sizeof(a16), cudaMemcpyHostToDevice));
+	/* RECORD_CUDA_TF32=1: A in float32 and CUBLAS_COMPUTE_32F_FAST_TF32, as PyTorch's
+	 * float32 matmuls under allow_tf32 (the operands rounded to TF32 on the way in) */
+	tf32 = getenv("RECORD_CUDA_TF32") != NULL;
+	CHECK_CUDA(cudaMalloc(&dA16, tf32 ? sizeof(hA16) : sizeof(a16)));
+	CHECK_CUDA(cudaMemcpy(dA16, tf32 ? (void *)hA16 : (void *)a16, tf32 ? sizeof(hA16) :
+	    sizeof(a16), cudaMemcpyHostToDevice));
 	beta = 1.0f;
-	CHECK_CUDA(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 64, 48, 32, &alpha, dA16, CUDA_R_16F,
-	    32, dB, CUDA_R_32F, 32, &beta, dC, CUDA_R_32F, 64, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+	CHECK_CUDA(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, 64, 48, 32, &alpha, dA16,
+	    tf32 ? CUDA_R_32F : CUDA_R_16F, 32, dB, CUDA_R_32F, 32, &beta, dC, CUDA_R_32F, 64,
+	    tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 	/* strided batched, alpha and beta in device memory */
 	fill(hb, 8 * 8 * 3, 5);
 	CHECK_CUDA(cudaMalloc(&dBat, 3 * 3 * 64 * sizeof(float)));
@@ -104,6 +110,26 @@ gemms(float *dA, float *dB, float *dC, cudaStream_t s)
 	    dBat, CUDA_R_32F, 8, 64, (float *)dBat + 192, CUDA_R_32F, 8, 64, dalpha + 1,
 	    (float *)dBat + 384, CUDA_R_32F, 8, 64, 3, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 	CHECK_CUDA(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST));
+	if (getenv("RECORD_CUDA_BF16") != NULL) {
+		/* A, B and C in bfloat16, summed in float: a torch.bfloat16 matmul's call */
+		static uint16_t h16[64 * 32 + 32 * 48 + 64 * 48];
+		void *d16;
+		const float one = 1.0f, half = 0.5f;
+		fill(hb, 8 * 8 * 3, 7);
+		for (size_t i = 0; i < sizeof(h16) / sizeof(h16[0]); i++) {
+			float x = hb[i % (8 * 8 * 3)] * (float)(1 + i % 5);
+			uint32_t u;
+			memcpy(&u, &x, sizeof(u));
+			h16[i] = (uint16_t)(u >> 16);
+		}
+		CHECK_CUDA(cudaMalloc(&d16, sizeof(h16)));
+		CHECK_CUDA(cudaMemcpy(d16, h16, sizeof(h16), cudaMemcpyHostToDevice));
+		CHECK_CUDA(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 64, 48, 32, &one, d16,
+		    CUDA_R_16BF, 64, (uint16_t *)d16 + 64 * 32, CUDA_R_16BF, 32, &half,
+		    (uint16_t *)d16 + 64 * 32 + 32 * 48, CUDA_R_16BF, 64, CUBLAS_COMPUTE_32F,
+		    CUBLAS_GEMM_DEFAULT));
+		CHECK_CUDA(cudaFree(d16));
+	}
 	if (failing("cublas"))   /* a compute type the fake does not have */
 		fprintf(stderr, "cublasGemmEx: status %d\n", cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N,
 		    64, 48, 32, &alpha, dA, CUDA_R_32F, 64, dB, CUDA_R_32F, 32, &beta, dC, CUDA_R_32F, 64,
@@ -156,6 +182,9 @@ main(void)
 
 	fill(hA, 64 * 32, 1);
 	fill(hB, 32 * 48, 2);
+	if (getenv("RECORD_CUDA_TF32") != NULL)   /* thirds: 23 bits of mantissa, not TF32's 10 */
+		for (int i = 0; i < 32 * 48; i++)
+			hB[i] /= 3.0f;
 	CHECK_CUDA(cudaMalloc((void **)&dA, sizeof(hA)));
 	CHECK_CUDA(cudaMalloc((void **)&dB, sizeof(hB)));
 	CHECK_CUDA(cudaMalloc((void **)&dC, sizeof(hC)));
