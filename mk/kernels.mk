@@ -10,6 +10,11 @@ libmate_impl_la_SOURCES += lib/kernels/kernels.h lib/kernels/kernels.c \
 libmate_impl_la_SOURCES += lib/kernels/kernels_fi.h lib/kernels/kernels_cpu_rope.c
 libmate_impl_la_SOURCES += lib/kernels/kernels_cpu_sampling.c
 libmate_impl_la_SOURCES += lib/kernels/kernels_cpu_bits.c
+## ... and of its layernorm and fused_qk_rmsnorm_rope
+libmate_impl_la_SOURCES += lib/kernels/kernels_cpu_layernorm.c
+libmate_impl_la_SOURCES += lib/kernels/kernels_cpu_qknorm.c
+## ... and of its NVFP4, MXFP4 and MXFP8 block quantization
+libmate_impl_la_SOURCES += lib/kernels/kernels_cpu_quant.c
 ## OpenBLAS is opened on first use (lib/kernels/blas.c), not linked: only its headers here
 libmate_impl_la_CFLAGS += $(OPENBLAS_CFLAGS) -DMATE_BLAS_SONAME='"$(OPENBLAS_SONAME)"'
 libmate_impl_la_LIBADD += -lm
@@ -18,6 +23,9 @@ C_TESTS += tests/test_kernels
 tests_test_kernels_SOURCES = tests/unit/test_kernels.c
 tests_test_kernels_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
 tests_test_kernels_LDADD = libmate_impl.la $(OPENBLAS_LIBS)
+C_TESTS += tests/test_kernels_quant
+tests_test_kernels_quant_SOURCES = tests/unit/test_kernels_quant.c
+tests_test_kernels_quant_LDADD = libmate_impl.la
 
 ## tests/kernel-run: runs one kernel on tensors from a safetensors file, for the torch test.
 check_PROGRAMS += tests/kernel-run

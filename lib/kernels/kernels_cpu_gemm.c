@@ -1,5 +1,6 @@
-/* kernels_cpu_gemm.c: CPU matrix products through OpenBLAS: mm, bmm, the fp8 GEMMs and recorded BLAS calls. */
+/* kernels_cpu_gemm.c: CPU matrix products through OpenBLAS: mm, bmm, the fp8 GEMMs, the block-scaled GEMMs' row-scaled product and recorded BLAS calls. */
 #include "kernels_cpu.h"
+#include "kernels_fi.h"
 #include "blas.h"
 
 #include <limits.h>
@@ -234,6 +235,47 @@ mate_cpu_mm_fp8(const mate_tensor *a, const mate_tensor *b, const mate_tensor *a
 	mb = mat_of(b, b->offset, 0);
 	mc = mat_of(out, out->offset, 0);
 	return matmul(&ma, &mb, &mc, (double)(float)al, err);
+}
+
+int
+mate_cpu_mm_row_scaled(const mate_tensor *a, const mate_tensor *b, const mate_tensor *alpha,
+    const mate_tensor *out, mate_error *err)
+{
+	struct mat ma, mb, mc;
+	int64_t M, N, na;
+	float *acc;
+	int rc;
+
+	if ((rc = check_mm(a, b, out, 2, err)) != MATE_OK)
+		return rc;
+	M = a->shape[0];
+	N = b->shape[1];
+	na = alpha != NULL ? mate_tensor_numel(alpha) : 0;
+	if (alpha != NULL && (alpha->device_type != MATE_DEVICE_CPU || alpha->data == NULL ||
+	    mate_dtype_kind(alpha->dtype) != MATE_KIND_FLOAT || (na != 1 && na != M)))
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "alpha: expected a host float tensor of "
+		    "one element or of %lld (one a row), got %lld elements of %s", (long long)M,
+		    (long long)na, mate_dtype_name(alpha->dtype));
+	if ((acc = kc_alloc(M * N > 0 ? M * N : 1, sizeof(float), err)) == NULL)
+		return MATE_ERR_NOMEM;
+	ma = mat_of(a, a->offset, 0);
+	mb = mat_of(b, b->offset, 0);
+	mc = (struct mat){ MATE_F32, (char *)acc, M, N, N, 1 };
+	if ((rc = matmul(&ma, &mb, &mc, 1.0, err)) == MATE_OK) {
+		if (a->shape[1] == 0)
+			memset(acc, 0, (size_t)(M * N) * sizeof(float));
+		for (int64_t i = 0; i < M && alpha != NULL; i++) {   /* the epilogue's float product */
+			float s = (float)mate_load_f64(alpha->dtype, mate_tensor_element(alpha,
+			    na == 1 ? 0 : i));
+
+			for (int64_t j = 0; j < N; j++)
+				acc[i * N + j] *= s;
+		}
+		kc_scatter_f(out->dtype, kc_at(out, out->offset), M, N, out->stride[0],
+		    out->stride[1], acc);
+	}
+	free(acc);
+	return rc;
 }
 
 /* ---- recorded GEMM calls ---------------------------------------------------- */
