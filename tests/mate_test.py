@@ -270,7 +270,7 @@ def replay_jsonl(path):
 # return None (with the *_inplace RoPE forms): its decorator records no
 # tensors after the call, so mate-replay runs them "unchecked".
 FI_IN_PLACE = ("fused_add_rmsnorm", "gemma_fused_add_rmsnorm", "append_paged_kv_cache",
-               "append_paged_mla_kv_cache")
+               "append_paged_mla_kv_cache", "rmsnorm_quant", "fused_add_rmsnorm_quant")
 
 
 def fi_verdict(function):
@@ -331,6 +331,32 @@ class FlashinferReplay:
             change(t)
         torch.save(t, path)
         return replay_jsonl(mroot).get(dump, {})
+
+    def lying(self, dump, change, meta=None):
+        """The verdict of a copy of dump whose input tensors went through change(dict)
+        and whose record's tensor_details say the same: a hostile dump that lies
+        consistently (its shapes pass the reader's checks against the record); meta,
+        {key: value}, changes the record's other arguments (input_metadata)."""
+        import json
+        import shutil
+        import torch
+        d = os.path.join(self.tmp, "l%d" % len(os.listdir(self.tmp)), dump)
+        shutil.copytree(os.path.join(self.root, dump), d)
+        t = torch.load(os.path.join(d, "inputs.pt"), weights_only=True)
+        change(t)
+        torch.save(t, os.path.join(d, "inputs.pt"))
+        with open(os.path.join(d, "metadata.jsonl")) as f:
+            recs = [json.loads(line) for line in f]
+        for r in recs:
+            for key, v in t.items():
+                if key in r.get("tensor_details", {}):
+                    r["tensor_details"][key].update(shape=list(v.shape), stride=list(v.stride()),
+                                                    dtype=str(v.dtype))
+            if "input_metadata" in r:
+                r["input_metadata"].update(meta or {})
+        with open(os.path.join(d, "metadata.jsonl"), "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in recs)
+        return replay_jsonl(os.path.dirname(d)).get(dump, {})
 
 
 def set_element(key, idx, value):

@@ -565,6 +565,10 @@ fill_int(struct synth *s, struct targ *a)
 			v = (double)irange(s, 1, dim(scores(s), -1));
 		else if (strcmp(nm, "indices") == 0)
 			v = (double)irange(s, 0, dim(scores(s), 0) - 1);
+		else if (strcmp(nm, "lengths") == 0 && strstr(s->fn, "top_k_") != NULL)
+			v = (double)irange(s, 1, dim(find(s, "input"), -1));
+		else if (strcmp(nm, "draft_token_ids") == 0)
+			v = (double)irange(s, 0, dim(find(s, "draft_probs"), -1) - 1);
 		else if (strcmp(nm, "weight_indices") == 0)
 			v = (double)irange(s, 0, dim(find(s, "weights"), 0) - 1);
 		else if (a->t.dtype == MATE_BOOL)
@@ -575,14 +579,15 @@ fill_int(struct synth *s, struct targ *a)
 	}
 }
 
-/* Floating tensors: uniform in [-1, 1), but probabilities (rows summing to 1), top_p and
+/* Floating tensors: uniform in [-1, 1), but probabilities (*probs: rows summing to 1), top_p and
  * min_p thresholds, and scales (1). */
 static void
 fill_float(struct synth *s, struct targ *a)
 {
 	int64_t n = numel(a), row = dim(a, -1);
+	size_t L = strlen(a->name);
 
-	if (strcmp(a->name, "probs") == 0 && row > 0) {
+	if (L >= 5 && strcmp(a->name + L - 5, "probs") == 0 && row > 0) {
 		for (int64_t r = 0; r < n / row; r++) {
 			double sum = 0;
 
@@ -1209,11 +1214,36 @@ static const struct {
 	{ "min_p_sampling_from_probs", PROBS " arg_1=0.1" },
 	{ "top_k_top_p_sampling_from_probs", PROBS " arg_1=10 arg_2=0.9" },
 	{ "top_k_top_p_sampling_from_logits", PROBS " arg_1=10 arg_2=0.9" },
+	{ "top_k_page_table_transform", "arg_0=float32[4,100] arg_1=int32[4,100] arg_2=int32[4] "
+	    "arg_3=8" },
+	{ "top_k_ragged_transform", "arg_0=float32[4,100] arg_1=int32[4] arg_2=int32[4] arg_3=8" },
+	{ "chain_speculative_sampling", "arg_0=float32[4,3,100] arg_1=int32[4,3] "
+	    "arg_2=float32[4,4,100]" },
 	{ "mm_bf16", "arg_0=bfloat16[16,32] arg_1=bfloat16[32,24]" },
 	{ "bmm_bf16", "arg_0=bfloat16[2,16,32] arg_1=bfloat16[2,32,24]" },
 	{ "packbits", "arg_0=bool[100]" },
 	{ "segment_packbits", "arg_0=bool[100] arg_1=int32[4]" },
 	{ "fused_rmsnorm_silu", "arg_0=bfloat16[8,64] arg_1=bfloat16[64]" },
+	{ "layernorm", "arg_0=bfloat16[8,64] arg_1=float32[64] arg_2=float32[64]" },
+	{ "fp4_quantize", "arg_0=bfloat16[128,256] arg_1=float32[1]" },
+	{ "nvfp4_quantize", "arg_0=bfloat16[128,256] arg_1=1" },
+	{ "mxfp4_quantize", "arg_0=bfloat16[128,256]" },
+	{ "mxfp8_quantize", "arg_0=bfloat16[128,256]" },
+	{ "mxfp4_dequantize", "arg_0=uint8[128,128] arg_1=uint8[1024]" },
+	{ "mxfp4_dequantize_host", "arg_0=uint8[128,128] arg_1=uint8[128,8]" },
+	{ "silu_and_mul_nvfp4_quantize", "arg_0=bfloat16[128,512] arg_1=float32[1]" },
+	{ "mm_fp4", "arg_0=uint8[128,128] arg_1=uint8[128,128]@[1,128] arg_2=uint8[128,16] "
+	    "arg_3=uint8[16,128]@[1,16] arg_4=float32[]" },
+	{ "mm_mxfp8", "arg_0=float8_e4m3fn[128,256] arg_1=float8_e4m3fn[256,128]@[1,256] "
+	    "arg_2=uint8[1024] arg_3=uint8[1024]" },
+	{ "rmsnorm_quant", "arg_0=float8_e4m3fn[8,64] arg_1=bfloat16[8,64] arg_2=bfloat16[64] "
+	    "arg_3=float32[1]" },
+	{ "fused_add_rmsnorm_quant", "arg_0=float8_e4m3fn[8,64] arg_1=bfloat16[8,64] "
+	    "arg_2=bfloat16[8,64] arg_3=bfloat16[64] arg_4=float32[1]" },
+	{ "fused_qk_rmsnorm_rope", "arg_0=bfloat16[48,256] arg_1=bfloat16[128] arg_2=bfloat16[64] "
+	    "kwarg_ppf=2 kwarg_pph=3 kwarg_ppw=4 kwarg_num_frame_channels=16 "
+	    "kwarg_num_height_channels=24 kwarg_num_width_channels=24 kwarg_num_heads_q=2 "
+	    "kwarg_num_heads_k=1 kwarg_num_heads_v=1 kwarg_head_dim=64" },
 	{ "BatchDecodeWithPagedKVCacheWrapper.__init__", "arg_1=uint8[1024]" },
 	{ "BatchPrefillWithPagedKVCacheWrapper.__init__", "arg_1=uint8[1024]" },
 	{ "BatchPrefillWithRaggedKVCacheWrapper.__init__", "arg_1=uint8[1024]" },

@@ -185,9 +185,11 @@ double
 mate_op_flops(const char *fn, const char *sig, const mate_value *args)
 {
 	static const char *const gemms[] = { "mm", "bmm", "Tensor.mm", "Tensor.bmm", "mm_fp8",
-	    "bmm_fp8", "mm_bf16", "bmm_bf16", NULL };
-	static const char *const norms[] = { "rmsnorm", "gemma_rmsnorm", "fused_rmsnorm_silu", NULL };
-	static const char *const adds[] = { "fused_add_rmsnorm", "gemma_fused_add_rmsnorm", NULL };
+	    "bmm_fp8", "mm_bf16", "bmm_bf16", "mm_mxfp8", NULL };
+	static const char *const norms[] = { "rmsnorm", "gemma_rmsnorm", "fused_rmsnorm_silu",
+	    "rmsnorm_quant", NULL };
+	static const char *const adds[] = { "fused_add_rmsnorm", "gemma_fused_add_rmsnorm",
+	    "fused_add_rmsnorm_quant", NULL };
 	static const char *const acts[] = { "silu_and_mul", "gelu_and_mul", "gelu_tanh_and_mul", NULL };
 	static const char *const softmax[] = { "softmax", "Tensor.softmax", NULL };
 	const mate_tensor *t;
@@ -196,6 +198,8 @@ mate_op_flops(const char *fn, const char *sig, const mate_value *args)
 		return -1;
 	if (is(fn, gemms))
 		return gemm_flops(fn, sig, args);
+	if (strcmp(fn, "mm_fp4") == 0)     /* a (M, K/2) bytes of e2m1 pairs: 2 M N K */
+		return 2 * gemm_flops(fn, sig, args);
 	if (strncmp(fn, "cblas_", 6) == 0)
 		return blas_flops(args, 3, -1);
 	if (strcmp(fn, "sgemm_") == 0 || strcmp(fn, "dgemm_") == 0)
@@ -222,6 +226,10 @@ mate_op_flops(const char *fn, const char *sig, const mate_value *args)
 	/* elementwise: per element of the input, square and add, scale (norms); add first */
 	if ((t = tensor(args, sig, "input")) != NULL && is(fn, norms))
 		return 4.0 * numel(t);
+	/* layernorm: the mean's add, the variance's subtract, square and add, then
+	 * subtract, scale, times gemma, plus beta */
+	if (t != NULL && strcmp(fn, "layernorm") == 0)
+		return 8.0 * numel(t);
 	if (t != NULL && is(fn, adds))
 		return 5.0 * numel(t);
 	if (t != NULL && is(fn, acts))  /* the activation of half, times the other half */
@@ -236,6 +244,21 @@ mate_op_flops(const char *fn, const char *sig, const mate_value *args)
 			q = tensor(args, sig, "query"), k = tensor(args, sig, "key");
 		return q != NULL ? 3.0 * (numel(q) + numel(k)) : -1;  /* a rotation: 2 mul, 1 add */
 	}
+	/* block quantization: |x| and its block's max, times the scale, the rounding; the
+	 * dequantization a product per value, two values a byte */
+	if ((strcmp(fn, "fp4_quantize") == 0 || strcmp(fn, "mxfp8_quantize") == 0) &&
+	    (t = tensor(args, sig, "input")) != NULL)
+		return 3.0 * numel(t);
+	if ((strcmp(fn, "nvfp4_quantize") == 0 || strcmp(fn, "mxfp4_quantize") == 0) &&
+	    (t = tensor(args, sig, "a")) != NULL)
+		return 3.0 * numel(t);
+	/* silu(gate) * up (3 an input element), then the quantization of the half */
+	if (strcmp(fn, "silu_and_mul_nvfp4_quantize") == 0 && (t = tensor(args, sig, "input")) != NULL)
+		return 4.5 * numel(t);
+	if (strcmp(fn, "mxfp4_dequantize") == 0 && (t = tensor(args, sig, "a_fp4")) != NULL)
+		return 2.0 * numel(t);
+	if (strcmp(fn, "mxfp4_dequantize_host") == 0 && (t = tensor(args, sig, "weight")) != NULL)
+		return 2.0 * numel(t);
 	if (strcmp(fn, "merge_state") == 0 && (t = tensor(args, sig, "v_a")) != NULL)
 		return 6.0 * numel(t);
 	if (strcmp(fn, "merge_state_in_place") == 0 && (t = tensor(args, sig, "v")) != NULL)

@@ -511,9 +511,15 @@ mate_sig_arguments(const struct mate_sig *h, const struct mate_sig *rec, const m
 	for (size_t i = 0; i < rec->n; i++) {
 		const struct mate_sig_param *p = &rec->p[i];
 		const mate_value *v = mate_value_lookup(bound, p->name);
+		const struct mate_sig_param *hp = mate_sig_find(h, p->name);
 		char brief[80];
 
-		if (v == NULL && mate_sig_find(h, p->name) != NULL) {
+		/* a default no literal spells (a sentinel object) that the handler states
+		 * too: it is left absent, for the handler to apply as it documents */
+		if (v == NULL && hp != NULL && hp->def != NULL && p->def != NULL &&
+		    strcmp(hp->def, p->def) == 0)
+			continue;
+		if (v == NULL && hp != NULL) {
 			snprintf(why, len, "the recorded default of '%s' (%.80s) cannot be read", p->name,
 			    p->def ? p->def : "?");
 			goto unsupported;

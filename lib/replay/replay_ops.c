@@ -16,6 +16,7 @@ int mate_replay_register_rope(mate_replay *r, mate_error *err);
 int mate_replay_register_sampling(mate_replay *r, mate_error *err);
 int mate_replay_register_gemm_bits(mate_replay *r, mate_error *err);
 int mate_replay_register_norm_silu(mate_replay *r, mate_error *err);
+int mate_replay_register_quant(mate_replay *r, mate_error *err);
 
 /* The `out=` argument (pos, name) when given, to be written and returned (of exactly the
  * result's shape and dtype: mate_replay_output()); else a new tensor of dt and shape. */
@@ -502,6 +503,9 @@ mate_replay_register_builtins(mate_replay *r, mate_error *err)
 	if ((rc = mate_replay_register_gemm_bits(r, err)) != MATE_OK)
 		return rc;
 	if ((rc = mate_replay_register_norm_silu(r, err)) != MATE_OK)
+		return rc;
+	/* FlashInfer's block quantization (replay_ops_quant.c) */
+	if ((rc = mate_replay_register_quant(r, err)) != MATE_OK)
 		return rc;
 	/* the BLAS and cuBLAS calls mate-record records (replay_blas.c) */
 	return mate_replay_register_blas(r, err);

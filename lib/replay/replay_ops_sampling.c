@@ -1,4 +1,4 @@
-/* replay_ops_sampling.c: replay handlers of FlashInfer's sampling APIs (sampling.py, topk.py): the filters recomputed, the random samplers and top_k checked by property. */
+/* replay_ops_sampling.c: replay handlers of FlashInfer's sampling APIs (sampling.py, topk.py): the filters recomputed, the random samplers (chain_speculative_sampling too), top_k and its ragged and page-table transforms checked by property. */
 #include "mate_private.h"
 #include "kernels_fi.h"
 #include "replay_private.h"
@@ -155,6 +155,115 @@ op_top_k(mate_replay_call *c, void *ctx)
 	return mate_replay_kernel_done_pair(c, rc, &err, vals, idx);
 }
 
+/* The recorded tensor key if it is one, else NULL. */
+static const mate_tensor *
+recorded_tensor(mate_replay_call *c, const char *key)
+{
+	const mate_value *v = mate_replay_call_recorded(c, key);
+
+	return mate_value_kind_of(v) == MATE_V_TENSOR ? mate_value_get_tensor(v) : NULL;
+}
+
+/* chain_speculative_sampling(draft_probs, draft_token_ids, target_probs,
+ * maybe_output_accepted_token_num=None, maybe_output_emitted_draft_token_num=None,
+ * deterministic=True, generator=None, seed=None, offset=None) -> (output_token_ids,
+ * accepted, emitted): the accept/reject draws are random, so the recorded tokens and
+ * accepted counts are checked by property, the emitted counts recomputed from the
+ * tokens (mate_cpu_chain_spec_check()) */
+static int
+op_chain_spec(mate_replay_call *c, void *ctx)
+{
+	mate_chain_spec s;
+	mate_value *ids, *acc, *emi, *ret;
+	mate_error err;
+	int64_t shape[2];
+	int rc;
+
+	(void)ctx;
+	memset(&s, 0, sizeof(s));
+	if ((rc = mate_replay_arg_tensor(c, 0, "draft_probs", 0, &s.draft_probs)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, "draft_token_ids", 0, &s.draft_ids)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 2, "target_probs", 0, &s.target_probs)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 3, "maybe_output_accepted_token_num", 1,
+	    &s.accepted_in)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 4, "maybe_output_emitted_draft_token_num", 1,
+	    &s.emitted_in)) != MATE_OK)
+		return rc;
+	if (s.draft_probs->ndim != 3 || s.draft_ids->ndim != 2)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "chain_speculative_sampling: expected "
+		    "draft_probs (batch_size, num_speculate_tokens, vocab_size) and draft_token_ids "
+		    "(batch_size, num_speculate_tokens)");
+	s.rec_ids = recorded_tensor(c, "result_0");
+	s.rec_accepted = recorded_tensor(c, "result_1");
+	shape[0] = s.draft_probs->shape[0];
+	shape[1] = s.draft_probs->shape[1] + 1;
+	ids = mate_replay_new_tensor(c, MATE_I32, 2, shape);
+	acc = mate_replay_new_tensor(c, s.accepted_in != NULL ? s.accepted_in->dtype : MATE_I32, 1, shape);
+	emi = mate_replay_new_tensor(c, s.emitted_in != NULL ? s.emitted_in->dtype : MATE_I32, 1, shape);
+	ret = mate_value_tuple();
+	if (ids == NULL || acc == NULL || emi == NULL || ret == NULL) {
+		mate_value_free(ids);
+		mate_value_free(acc);
+		mate_value_free(emi);
+		mate_value_free(ret);
+		return MATE_ERR_NOMEM;
+	}
+	mate_value_append(ret, ids);
+	mate_value_append(ret, acc);
+	mate_value_append(ret, emi);
+	rc = mate_cpu_chain_spec_check(&s, mate_value_get_tensor(ids), mate_value_get_tensor(acc),
+	    mate_value_get_tensor(emi), &err);
+	return mate_replay_kernel_done(c, rc, &err, ret);
+}
+
+/* top_k_ragged_transform(input, offsets, lengths, k, deterministic=False, tie_break=0,
+ * dsa_graph_safe=False, row_starts=None) and top_k_page_table_transform(input,
+ * src_page_table, lengths, k, row_to_batch=None, deterministic=False, tie_break=0,
+ * dsa_graph_safe=False, row_starts=None, page_table_row_starts=None, *, page_size=1,
+ * out=None, out_raw_indices=None): a top-k of each row's window in the kernel's own
+ * order, so the recorded indices are checked (mate_cpu_top_k_ragged_check()) */
+static int
+op_top_k_transform(mate_replay_call *c, void *ctx)
+{
+	int paged = ctx != NULL, rs = paged ? 8 : 7;
+	const char *fn = mate_replay_call_function(c);
+	mate_topk_ragged a;
+	mate_value *outv;
+	mate_error err;
+	int64_t shape[2];
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	a.page_size = 1;
+	if ((rc = mate_replay_arg_tensor(c, 0, "input", 0, &a.input)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 1, paged ? "src_page_table" : "offsets", 0,
+	    paged ? &a.page_table : &a.offsets)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 2, "lengths", 0, &a.lengths)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, 3, "k", 0, &a.k)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, rs, "row_starts", 1, &a.row_starts)) != MATE_OK)
+		return rc;
+	if (paged && ((rc = mate_replay_arg_tensor(c, 4, "row_to_batch", 1, &a.row_to_batch)) != MATE_OK ||
+	    (rc = mate_replay_arg_tensor(c, 9, "page_table_row_starts", 1, &a.pt_starts)) != MATE_OK ||
+	    (rc = mate_replay_arg_int(c, -1, "page_size", 1, &a.page_size)) != MATE_OK))
+		return rc;
+	if (a.input->ndim != 2 || a.k < 0)
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: input must be (num_rows, max_len) "
+		    "and k >= 0", fn);
+	/* without recorded indices (a profile's problem) the top positions are the answer */
+	a.rec = recorded_tensor(c, "result");
+	shape[0] = a.input->shape[0];
+	shape[1] = a.k;
+	if (a.rec != NULL && (a.rec->ndim != 2 || a.rec->shape[0] != shape[0] ||
+	    a.rec->shape[1] != a.k))
+		return mate_replay_fail(c, MATE_ERR_ARGUMENT, "%s: the recorded indices are not "
+		    "(%lld, k = %lld)", fn, (long long)shape[0], (long long)a.k);
+	if ((outv = mate_replay_new_tensor(c, a.rec != NULL ? a.rec->dtype : MATE_I32, 2,
+	    shape)) == NULL)
+		return MATE_ERR_NOMEM;
+	rc = mate_cpu_top_k_ragged_check(&a, mate_value_get_tensor(outv), &err);
+	return mate_replay_kernel_done(c, rc, &err, outv);
+}
+
 #define SIG_TAIL "deterministic=True, generator=None, check_nan=False, seed=None, offset=None"
 
 int
@@ -191,6 +300,21 @@ mate_replay_register_sampling(mate_replay *r, mate_error *err)
 		    "filter_apply_order='top_k_first', " SIG_TAIL ")", op_sampler,
 		    S_LOGITS | S_TOP_K | S_TOP_P | S_ORDER,
 		    "row:logits.0 top_k.0 top_p.0 result.0 ?indices=None" },
+		{ "chain_speculative_sampling", "(draft_probs, draft_token_ids, target_probs, "
+		    "maybe_output_accepted_token_num=None, maybe_output_emitted_draft_token_num=None, "
+		    "deterministic=True, generator=None, seed=None, offset=None)", op_chain_spec, 0,
+		    "row:draft_probs.0 draft_token_ids.0 target_probs.0 result_0.0 result_1.0 "
+		    "result_2.0 maybe_output_accepted_token_num.0 "
+		    "maybe_output_emitted_draft_token_num.0" },
+		{ "top_k_ragged_transform", "(input, offsets, lengths, k, deterministic=False, "
+		    "tie_break=0, dsa_graph_safe=False, row_starts=None)", op_top_k_transform, 0,
+		    "row:input.0 offsets.0 lengths.0 row_starts.0 result.0" },
+		{ "top_k_page_table_transform", "(input, src_page_table, lengths, k, "
+		    "row_to_batch=None, deterministic=False, tie_break=0, dsa_graph_safe=False, "
+		    "row_starts=None, page_table_row_starts=None, *, page_size=1, out=None, "
+		    "out_raw_indices=None)", op_top_k_transform, 1,
+		    "row:input.0 src_page_table.0 lengths.0 row_starts.0 page_table_row_starts.0 "
+		    "out.0 out_raw_indices.0 result.0 ?row_to_batch=None" },
 	};
 	return mate_replay_register_ops(r, ops, sizeof(ops) / sizeof(ops[0]), err);
 }

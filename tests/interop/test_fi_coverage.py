@@ -169,13 +169,13 @@ class Whole:
         pass
 """)
     with open(os.path.join(d, "sub", "more.py"), "w") as f:
-        f.write("@flashinfer_api(trace=t)\ndef mm_fp4(a, b):\n    pass\n")
+        f.write("@flashinfer_api(trace=t)\ndef unreplayed_gemm(a, b):\n    pass\n")
     with open(os.path.join(d, "__pycache__", "old.py"), "w") as f:
         f.write("@flashinfer_api\ndef stale():\n    pass\n")
     p = coverage({"MATE_FLASHINFER": holder})
     got = dict(line.split("\t") for line in p.stdout.splitlines())
     want = {"rmsnorm": "replays", "OuterWrapper.run": "-", "step": "-", "OuterWrapper.later": "-",
-            "compute": "-", "Whole": "-", "mm_fp4": "-"}
+            "compute": "-", "Whole": "-", "unreplayed_gemm": "-"}
     check(got == want, "our package's decorated names: %s" % got)
     check(decorated(d) == set(want), "and Python's parser agrees: %s" % sorted(decorated(d)))
     check("decorates 7 APIs (" in p.stderr and ": 1 replay here, 6 do not" in p.stderr,

@@ -1,4 +1,4 @@
-"""flashinfer_ops21.py: torch reference functions with the names, signatures and defaults of FlashInfer 0.7.2's RoPE, sampling, bf16 GEMM and bit-packing APIs, written from their docstrings and kernels (issue 21), for recording under FlashInfer's real decorator."""
+"""flashinfer_ops21.py: torch reference functions with the names, signatures and defaults of FlashInfer 0.7.2's RoPE, sampling, bf16 GEMM and bit-packing APIs (issue 21), and of chain_speculative_sampling, layernorm and the top-k transforms (issue 39), written from their docstrings and kernels, for recording under FlashInfer's real decorator."""
 import math
 from typing import Optional
 
@@ -269,6 +269,48 @@ def top_k_top_p_sampling_from_logits(logits, top_k, top_p, indices=None,
     return top_k_top_p_sampling_from_probs(p, top_k, top_p, indices, filter_apply_order)
 
 
+def chain_speculative_sampling(draft_probs, draft_token_ids, target_probs,
+                               maybe_output_accepted_token_num=None,
+                               maybe_output_emitted_draft_token_num=None, deterministic=True,
+                               generator=None, seed=None, offset=None):
+    """Speculative sampling as include/flashinfer/sampling.cuh's ChainSpeculativeSampling
+    draws it, in float32, with torch's generator for the uniforms (0, 1]: draft i kept
+    while u * draft < target at its token; the first rejected one redrawn from
+    relu(target - draft), or, all kept, a bonus token from the last target row; -1
+    after it. The accepted count goes on from the first rejection with fresh draws;
+    both counts are added to the given tensors."""
+    b, n = draft_token_ids.shape
+    dp, tp = draft_probs.float(), target_probs.float()
+    out = torch.full((b, n + 1), -1, dtype=torch.int32)
+    acc = maybe_output_accepted_token_num
+    emi = maybe_output_emitted_draft_token_num
+    acc = torch.zeros(b, dtype=torch.int32) if acc is None else acc
+    emi = torch.zeros(b, dtype=torch.int32) if emi is None else emi
+
+    def u():
+        return 1 - torch.rand((), generator=generator)
+
+    for r in range(b):
+        pos = n
+        for i in range(n):
+            d = int(draft_token_ids[r, i])
+            if u() * dp[r, i, d] < tp[r, i, d]:
+                out[r, i] = d
+            else:
+                pos = i
+                break
+        kept = pos
+        for i in range(pos, n):
+            d = int(draft_token_ids[r, i])
+            kept += bool(u() * dp[r, i, d] < tp[r, i, d])
+        acc[r] += kept
+        emi[r] += pos
+        rest = (tp[r, pos] - (dp[r, pos] if pos < n else 0)).clamp(min=0)
+        out[r, pos] = int(torch.multinomial(rest, 1, generator=generator)) if rest.sum() > 0 \
+            else tp.size(2) - 1
+    return out, acc, emi
+
+
 SAMPLING = ["top_k_renorm_probs", "top_p_renorm_probs", "top_k_mask_logits", "top_k",
             "sampling_from_probs", "sampling_from_logits", "top_k_sampling_from_probs",
             "top_p_sampling_from_probs", "min_p_sampling_from_probs",
@@ -337,3 +379,114 @@ def fused_rmsnorm_silu(input, weight, eps=1e-6, out=None, block_scale=None):
         y = y.clamp(-448.0, 448.0)
     out.copy_(y.to(out.dtype))
     return out
+
+
+def layernorm(input, gemma, beta, eps=1e-6):
+    """flashinfer/norm's layernorm as its tests check it: torch's layer_norm in float32
+    over the last dimension, with gemma and beta, back to input's dtype."""
+    return torch.nn.functional.layer_norm(input.float(), (input.size(-1),), gemma.float(),
+                                          beta.float(), eps).to(input.dtype)
+
+
+def top_k_ragged_transform(input, offsets, lengths, k, deterministic=False, tie_break=0,
+                           dsa_graph_safe=False, row_starts=None):
+    """flashinfer/topk's top_k_ragged_transform from its docstring: each row's top k of
+    the window [row_starts[i], + lengths[i]) as positions in it plus offsets[i], int32,
+    -1 past the window's length."""
+    out = torch.full((input.size(0), k), -1, dtype=torch.int32)
+    for r in range(input.size(0)):
+        st = int(row_starts[r]) if row_starts is not None else 0
+        n = int(lengths[r])
+        top = torch.topk(input[r, st:st + n].float(), min(k, n)).indices
+        out[r, :top.numel()] = (top + int(offsets[r])).int()
+    return out
+
+
+def top_k_page_table_transform(input, src_page_table, lengths, k, row_to_batch=None,
+                               deterministic=False, tie_break=0, dsa_graph_safe=False,
+                               row_starts=None, page_table_row_starts=None, *, page_size=1,
+                               out=None, out_raw_indices=None):
+    """flashinfer/topk's top_k_page_table_transform from its docstring: each row's top k
+    of its window, position idx becoming src_page_table[batch, page_table_row_starts[i]
+    + idx // page_size] * page_size + idx % page_size; -1 past the window's length."""
+    res = torch.full((input.size(0), k), -1, dtype=torch.int32)
+    for r in range(input.size(0)):
+        st = int(row_starts[r]) if row_starts is not None else 0
+        pst = int(page_table_row_starts[r]) if page_table_row_starts is not None else st
+        b = int(row_to_batch[r]) if row_to_batch is not None else r
+        n = int(lengths[r])
+        top = torch.topk(input[r, st:st + n].float(), min(k, n)).indices
+        pages = src_page_table[b, pst + top // page_size].long()
+        res[r, :top.numel()] = (pages * page_size + top % page_size).int()
+    if out is not None:
+        out.copy_(res)
+        return out
+    return res
+
+
+def _qk_freq(n, base, factor, low, high):
+    """One section's float32 frequencies as the kernel's host code makes them (YaRN's ramp
+    when factor != 1)."""
+    i = torch.arange(n // 2, dtype=torch.float32)
+    f = torch.pow(torch.tensor(base, dtype=torch.float32), -2.0 * i / n)
+    if factor != 1.0:
+        hi = high + 0.001 if abs(low - high) <= 1e-6 else high
+        ramp = ((i - low) / (hi - low)).clamp(0, 1)
+        f = f / factor * ramp + f * (1 - ramp)
+    return f
+
+
+def fused_qk_rmsnorm_rope(qkv, q_weight, k_weight, *, ppf, pph, ppw, num_frame_channels,
+                          num_height_channels, num_width_channels, num_heads_q, num_heads_k,
+                          num_heads_v, head_dim, eps=1e-6, base=10000.0, interleave=True,
+                          factor=1.0, low=0.0, high=0.0, attention_factor=1.0, is_qk_norm=True,
+                          output_fp8=False, output_quant_scale=1.0, v_quant_scale=1.0,
+                          q_out=None, k_out=None, v_out=None):
+    """flashinfer/norm's fused_qk_rmsnorm_rope from its docstring and
+    norm/fused_qk_rmsnorm_rope.cuh: RMSNorm across all of a token's Q (K) heads, rounded
+    to bf16 unless the output is fp8, then RoPE at the token's (frame, height, width)
+    position, each channel section its coordinate; V copied."""
+    D = head_dim
+    lead = qkv.shape[:-1]
+    x = qkv.reshape(-1, qkv.size(-1)).float()
+    T, hw = x.size(0), pph * ppw
+    freq = torch.cat([_qk_freq(n, base, factor, low, high)
+                      for n in (num_frame_channels, num_height_channels, num_width_channels)])
+    s = torch.arange(T) % (ppf * hw)
+    pos = torch.stack([s // hw, s % hw // ppw, s % ppw], 1).float()
+    d = torch.arange(D)
+    c = d - d % 2 if interleave else (2 * d) % D
+    section = (c >= num_frame_channels).long() + \
+        (c >= num_frame_channels + num_height_channels).long()
+    theta = pos[:, section] * freq[c // 2]
+    cos, sin = torch.cos(theta.double()).float(), torch.sin(theta.double()).float()
+    odt = torch.float8_e4m3fn if output_fp8 else torch.bfloat16
+
+    def store(o, scale, n, dst):
+        if output_fp8:
+            o = (o * scale).clamp(-448, 448)
+        o = o.to(odt).reshape(*lead, n, D)
+        if dst is None:
+            return o
+        dst.copy_(o)
+        return dst
+
+    def rotate(seg, n, w):
+        y = seg
+        if is_qk_norm:
+            y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + eps) * w.float()
+            if not output_fp8:
+                y = y.bfloat16().float()
+        y = y.reshape(T, n, D)
+        if interleave:
+            other = torch.stack([-y[..., 1::2], y[..., 0::2]], -1).reshape(T, n, D)
+        else:
+            other = torch.cat([-y[..., D // 2:], y[..., :D // 2]], -1)
+        o = y * cos[:, None] + other * sin[:, None]
+        return o * attention_factor if factor != 1.0 else o
+
+    q0, k0 = num_heads_q * D, (num_heads_q + num_heads_k) * D
+    q = store(rotate(x[:, :q0], num_heads_q, q_weight), output_quant_scale, num_heads_q, q_out)
+    k = store(rotate(x[:, q0:k0], num_heads_k, k_weight), output_quant_scale, num_heads_k, k_out)
+    v = store(x[:, k0:], v_quant_scale, num_heads_v, v_out)
+    return q, k, v
