@@ -1,4 +1,4 @@
-/* fuzz_replay_ops.c: libFuzzer target: mate's replay handlers on calls built from the input, family by family (a wrapper's __init__, plan and run on one object; the page, batch-index, sampling, RoPE, norm, product and merge calls), with lying shapes, dtypes, index tables and scalars. */
+/* fuzz_replay_ops.c: libFuzzer target: mate's replay handlers on calls built from the input, family by family (a wrapper's __init__, plan and run on one object; the page, batch-index, sampling, RoPE, norm, product and merge calls; trtllm-gen, XQA and MLA decode, the cascade wrapper; the speculative sampler, layernorm, the top-k transforms and the fused QK norm and RoPE with their keywords; the block quantizers, their dequantizers and float8 norms, silu_and_mul_nvfp4_quantize, a float8 input's fp4_quantize and the block-scaled mm_fp4 and mm_mxfp8), with lying shapes, dtypes, index tables and scalars. */
 #include "config.h"
 
 #include <math.h>
@@ -28,10 +28,18 @@ take(struct in *in)
 
 /* What a position holds, as the API's signature has it (the input may lie: see arg()). */
 enum { K_SELF = 's', K_TENSOR = 'T', K_INTS = 'I', K_INT = 'N', K_FLOAT = 'F', K_BOOL = 'B',
-	K_DTYPE = 'D', K_STR = 'S', K_OPTIONAL = 'O' /* None or a tensor */ };
+	K_DTYPE = 'D', K_STR = 'S', K_OPTIONAL = 'O' /* None or a tensor */,
+	K_LEVELS = 'L' /* a list of index tensors, one per level */,
+	K_PAIR = 'P' /* a (k, v) tuple of tensors */,
+	K_WIDE = 'W' /* a tensor of dimensions up to 255 (4,096 elements at most) */,
+	K_HALF = 'H' /* float16 or bfloat16 rows of a multiple of 16 */,
+	K_BYTES = 'U' /* uint8 codes (packed e2m1, scale factors) */,
+	K_FP8 = 'E' /* float8_e4m3fn codes shaped as K_BYTES */,
+	K_FP8_ROWS = 'Q' /* float8_e4m3fn rows of a multiple of 16 (a quantizer's input) */ };
 
 /* A family: its calls in order (on one object where there are several), each with the kinds
- * of its positional arguments. */
+ * of its positional arguments, then after a '|' its keyword arguments ("name=K ...", K a
+ * kind). */
 struct call {
 	const char *fn, *kinds;
 };
@@ -91,6 +99,36 @@ static const struct family families[] = {
 	{ { { "packbits", "TS" } } },
 	{ { { "segment_packbits", "TIS" } } },
 	{ { { "cblas_sgemm", "NNNNNNFTNTNFTN" } } },
+	/* appended, so that the seeds' family bytes keep their meaning */
+	{ { { "trtllm_batch_decode_with_kv_cache", "TTTIINFFN" } } },
+	{ { { "trtllm_batch_context_with_kv_cache", "TTTIINNFFNII" } } },
+	{ { { "xqa_batch_decode_with_kv_cache", "TPTIINFF" } } },
+	{ { { "trtllm_batch_decode_with_kv_cache_mla", "TTTNNNIINNOFF" } } },
+	{ { { "merge_state_in_place", "TTTTO" } } },
+	{ { { "MultiLevelCascadeAttentionWrapper.__init__", "sNTS" },
+	    { "MultiLevelCascadeAttentionWrapper.plan", "sLLLLNNNNB" },
+	    { "MultiLevelCascadeAttentionWrapper.run", "sTT" } } },
+	{ { { "chain_speculative_sampling", "TIT|maybe_output_accepted_token_num=O "
+	    "maybe_output_emitted_draft_token_num=O deterministic=B" } } },
+	{ { { "layernorm", "TTTF" } } },
+	{ { { "top_k_ragged_transform", "TIINBNBO" } } },
+	{ { { "top_k_page_table_transform", "TIINOBNBOO|page_size=N out_raw_indices=O" } } },
+	{ { { "fused_qk_rmsnorm_rope", "WWW|"
+	    "ppf=N pph=N ppw=N num_frame_channels=N num_height_channels=N num_width_channels=N "
+	    "num_heads_q=N num_heads_k=N num_heads_v=N head_dim=N eps=F interleave=B "
+	    "output_fp8=B" } } },
+	{ { { "fp4_quantize", "HONBBBB" } } },
+	{ { { "nvfp4_quantize", "HFNBN" } } },
+	{ { { "mxfp4_quantize", "HOON" } } },
+	{ { { "mxfp8_quantize", "HBNOON" } } },
+	{ { { "mxfp4_dequantize", "UUN" } } },
+	{ { { "rmsnorm_quant", "TTTF" } } },
+	{ { { "fused_add_rmsnorm_quant", "TTTTF" } } },
+	{ { { "mxfp4_dequantize_host", "UUN" } } },
+	{ { { "silu_and_mul_nvfp4_quantize", "HFNBB" } } },
+	{ { { "mm_fp4", "UUUUODONBSB" } } },
+	{ { { "mm_mxfp8", "EEUUODBS" } } },
+	{ { { "fp4_quantize", "QONBBBB" } } },
 };
 #define NFAM (sizeof(families) / sizeof(families[0]))
 
@@ -104,10 +142,10 @@ static const mate_dtype dtypes[] = { MATE_F32, MATE_F16, MATE_BF16, MATE_F64, MA
 	MATE_I8, MATE_U8, MATE_BOOL, MATE_F8_E4M3FN, MATE_I16, MATE_F8_E5M2 };
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-/* A tensor of up to 5 dimensions of up to 8: floats (or, for ints, an index table of mostly
- * small numbers and some extreme ones) from the input. */
+/* A tensor of up to 5 dimensions of up to 8 (wide: 255, and 4,096 elements at most): floats
+ * (or, for ints, an index table of mostly small numbers and some extreme ones) from the input. */
 static mate_value *
-tensor(struct in *in, int ints_wanted)
+tensor_of(struct in *in, int ints_wanted, int wide)
 {
 	unsigned how = take(in);
 	mate_dtype dt = ints_wanted ? ((how & 1) ? MATE_I64 : MATE_I32) : MATE_F32;
@@ -121,8 +159,8 @@ tensor(struct in *in, int ints_wanted)
 	if ((how >> 4) == 15)   /* a lie: another dtype */
 		dt = dtypes[take(in) % N_OF(dtypes)];
 	for (int d = 0; d < nd; d++)
-		n *= (shape[d] = take(in) % 9);
-	if (mate_tensor_init(&t, dt, nd, shape, NULL, NULL) != MATE_OK ||
+		n *= (shape[d] = take(in) % (wide ? 256 : 9));
+	if (n > 4096 || mate_tensor_init(&t, dt, nd, shape, NULL, NULL) != MATE_OK ||
 	    (st = mate_storage_new((size_t)(n > 0 ? n : 1) * mate_dtype_size(dt), &err)) == NULL)
 		return mate_value_none();
 	for (int64_t i = 0; i < n; i++) {
@@ -150,6 +188,81 @@ tensor(struct in *in, int ints_wanted)
 	return v;
 }
 
+static mate_value *
+tensor(struct in *in, int ints_wanted)
+{
+	return tensor_of(in, ints_wanted, 0);
+}
+
+/* A quantizer's input: up to 3 dimensions, the last 16 to 128 (a block multiple), of
+ * float16 or bfloat16 values from the input, a few extreme (NaN, infinities); fp8: of
+ * float8_e4m3fn codes, any byte (NaN too). */
+static mate_value *
+half_tensor(struct in *in, int fp8)
+{
+	unsigned how = take(in);
+	mate_dtype dt = fp8 ? MATE_F8_E4M3FN : (how & 1) ? MATE_BF16 : MATE_F16;
+	int64_t shape[3], n = 1;
+	int nd = 1 + (int)((how >> 1) % 3);
+	mate_storage *st;
+	mate_tensor t;
+	mate_error err;
+	mate_value *v;
+
+	for (int d = 0; d < nd; d++)
+		n *= (shape[d] = d < nd - 1 ? take(in) % 9 : 16 * (1 + take(in) % 8));
+	if (mate_tensor_init(&t, dt, nd, shape, NULL, NULL) != MATE_OK ||
+	    (st = mate_storage_new((size_t)(n > 0 ? n : 1) * mate_dtype_size(dt), &err)) == NULL)
+		return mate_value_none();
+	for (int64_t i = 0; i < n; i++) {
+		unsigned b = take(in);
+		float f = b < 240 ? ((float)b - 120) / 4 : (float)floats[b % N_OF(floats)];
+		uint16_t h = dt == MATE_BF16 ? mate_f32_to_bf16(f) : mate_f32_to_f16(f);
+
+		if (fp8)
+			((unsigned char *)mate_storage_data(st))[i] = (unsigned char)b;
+		else
+			memcpy((unsigned char *)mate_storage_data(st) + i * 2, &h, 2);
+	}
+	v = mate_value_tensor(&t, st);
+	mate_storage_unref(st);
+	return v;
+}
+
+/* Bytes (dt uint8 or a float8): 1 or 2 dimensions, each small, a multiple of 16 or of 128
+ * (a scale layout's tile). */
+static mate_value *
+bytes_of(struct in *in, mate_dtype dt)
+{
+	unsigned how = take(in);
+	int64_t shape[2], n = 1;
+	int nd = 1 + (int)(how & 1);
+	mate_storage *st;
+	mate_tensor t;
+	mate_error err;
+	mate_value *v;
+
+	for (int d = 0; d < nd; d++) {
+		unsigned c = take(in);
+
+		n *= (shape[d] = (c & 3) == 0 ? c % 9 : (c & 3) == 1 ? 16 * (c % 9) : 128 * (c % 5));
+	}
+	if (mate_tensor_init(&t, dt, nd, shape, NULL, NULL) != MATE_OK ||
+	    (st = mate_storage_new((size_t)(n > 0 ? n : 1), &err)) == NULL)
+		return mate_value_none();
+	for (int64_t i = 0; i < n; i++)
+		((unsigned char *)mate_storage_data(st))[i] = (unsigned char)take(in);
+	v = mate_value_tensor(&t, st);
+	mate_storage_unref(st);
+	return v;
+}
+
+static mate_value *
+byte_tensor(struct in *in)
+{
+	return bytes_of(in, MATE_U8);
+}
+
 /* The argument of kind k, or (one time in eight) of another kind. */
 static mate_value *
 arg(struct in *in, int k)
@@ -157,11 +270,25 @@ arg(struct in *in, int k)
 	unsigned b = take(in);
 
 	if ((b & 7) == 7 && k != K_SELF)
-		k = "TINFBDS"[(b >> 3) % 7];
+		k = "TINFBDSLP"[(b >> 3) % 9];
 	switch (k) {
 	case K_SELF: return mate_value_str("self", 4);
+	case K_LEVELS:
+	case K_PAIR: {
+		mate_value *seq = k == K_LEVELS ? mate_value_list() : mate_value_tuple();
+		unsigned n = k == K_LEVELS ? take(in) % 4 : 2;
+
+		for (unsigned i = 0; seq != NULL && i < n; i++)
+			mate_value_append(seq, tensor(in, k == K_LEVELS));
+		return seq != NULL ? seq : mate_value_none();
+	}
 	case K_OPTIONAL: return take(in) & 1 ? tensor(in, 0) : mate_value_none();
 	case K_TENSOR: return tensor(in, 0);
+	case K_WIDE: return tensor_of(in, 0, 1);
+	case K_HALF: return half_tensor(in, 0);
+	case K_FP8_ROWS: return half_tensor(in, 1);
+	case K_BYTES: return byte_tensor(in);
+	case K_FP8: return bytes_of(in, MATE_F8_E4M3FN);
 	case K_INTS: return tensor(in, 1);
 	case K_INT: return mate_value_int(ints[take(in) % N_OF(ints)]);
 	case K_FLOAT: return mate_value_float(floats[take(in) % N_OF(floats)]);
@@ -206,13 +333,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		mate_value *expected = NULL;
 		const char *k = f->calls[i].kinds;
 		unsigned extra = take(&in);
-		char key[32];
+		char key[64];
 
 		if ((req.args = mate_value_dict()) == NULL)
 			return 0;
-		for (int pos = 0; k[pos] != '\0'; pos++) {
+		for (int pos = 0; k[pos] != '\0' && k[pos] != '|'; pos++) {
 			snprintf(key, sizeof(key), "arg_%d", pos);
 			mate_value_set_str(req.args, key, arg(&in, k[pos]));
+		}
+		for (const char *w = strchr(k, '|'); w != NULL && *++w != '\0'; ) {
+			const char *eq = strchr(w, '='), *sp;
+			if (eq == NULL)
+				break;
+			snprintf(key, sizeof(key), "kwarg_%.*s", (int)(eq - w), w);
+			mate_value_set_str(req.args, key, arg(&in, eq[1]));
+			sp = strchr(eq, ' ');   /* the next keyword is past it */
+			w = sp != NULL ? sp : eq + strlen(eq) - 1;
 		}
 		if (extra & 1)      /* an out= of its own shape */
 			mate_value_set_str(req.args, "kwarg_out", tensor(&in, 0));
@@ -224,7 +360,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			mate_value_set_str(req.args, "kwarg_q_data_type", mate_value_dtype(MATE_F32));
 			mate_value_set_str(req.args, "kwarg_kv_data_type", mate_value_dtype(MATE_F32));
 		}
-		if (extra & 8) {    /* a recorded result to compare with */
+		if ((extra & 8) && strstr(req.function, "_quantize") != NULL) {
+			/* a quantizer's recorded (x_q, sf), which it takes rounding ties from */
+			expected = mate_value_dict();
+			mate_value_set_str(expected, "result_0", byte_tensor(&in));
+			mate_value_set_str(expected, "result_1", byte_tensor(&in));
+		} else if (extra & 8) {    /* a recorded result to compare with */
 			expected = mate_value_dict();
 			mate_value_set_str(expected, "result", tensor(&in, 0));
 		}
