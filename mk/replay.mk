@@ -16,6 +16,7 @@ libmate_impl_la_SOURCES += lib/replay/replay_ops_rope.c
 libmate_impl_la_SOURCES += lib/replay/replay_ops_sampling.c
 libmate_impl_la_SOURCES += lib/replay/replay_ops_gemm.c
 libmate_impl_la_SOURCES += lib/replay/replay_ops_norm.c
+libmate_impl_la_SOURCES += lib/replay/replay_ops_quant.c
 libmate_impl_la_SOURCES += lib/replay/replay_ops_info.c
 ## mate-replay --shrink: the smallest failing slice of a call (issue 33)
 libmate_impl_la_SOURCES += lib/replay/replay_shrink.c lib/replay/replay_shrink.h \
@@ -97,9 +98,11 @@ SCRIPT_TESTS += tests/cli/test_replay_cli.py tests/cli/test_replay_mutate.py \
 ## --export: repro.c of recorded BLAS calls built and run against OpenBLAS.
 SCRIPT_TESTS += tests/cli/test_replay_export_blas.sh
 ## --shrink of BLAS calls recorded by mate-record, the cut dump exported and run on OpenBLAS.
-SCRIPT_TESTS += tests/cli/test_replay_shrink_blas.sh
+SCRIPT_TESTS += tests/cli/test_replay_shrink_blas.sh tests/cli/test_replay_shrink_cublas.sh
 ## --export: repro.cu of a recorded cublasSgemm built with nvcc (skips without it).
 SCRIPT_TESTS += tests/cli/test_replay_export_cuda.sh
+## A cublasGemmEx made in TF32 replays within the bound of TF32 products.
+SCRIPT_TESTS += tests/cli/test_replay_cublas_tf32.sh
 ## --export: repro.py of torch and FlashInfer calls recorded by FlashInfer's decorator,
 ## run under the peers' torch and Debian's.
 SCRIPT_TESTS += tests/interop/test_replay_export_torch.py
@@ -141,8 +144,17 @@ SCRIPT_TESTS += tests/interop/test_flashinfer_attn_cascade.py
 EXTRA_DIST += tests/interop/peers/flashinfer_trtllm_ref.py
 
 ## FlashInfer's RoPE, sampling, GEMM and bit-packing APIs, and fused_rmsnorm_silu.
-SCRIPT_TESTS += tests/interop/test_fi_replay_rope.py tests/interop/test_fi_replay_sampling.py
+SCRIPT_TESTS += tests/interop/test_fi_replay_rope.py tests/interop/test_fi_replay_sampling.py \
+	tests/interop/test_fi_replay_spec.py tests/interop/test_fi_replay_layernorm.py \
+	tests/interop/test_fi_replay_topk_ragged.py tests/interop/test_fi_replay_topk_page_table.py \
+	tests/interop/test_fi_replay_qk_norm_rope.py
 SCRIPT_TESTS += tests/interop/test_fi_replay_gemm_bits.py tests/interop/test_fi_replay_norm_silu.py
+## FlashInfer's block quantization: fp4_quantize, nvfp4_quantize, mxfp4, mxfp8 and
+## silu_and_mul_nvfp4_quantize, its float8 rmsnorm_quant, fused_add_rmsnorm_quant and its
+## block-scaled mm_fp4, mm_mxfp8 (replay_ops_quant.c).
+SCRIPT_TESTS += tests/interop/test_fi_replay_quant.py tests/interop/test_fi_replay_norm_quant.py \
+	tests/interop/test_fi_replay_quant_gemm.py
+EXTRA_DIST += tests/interop/peers/flashinfer_quant.py
 ## FlashInfer 0.7.4's keyword-only batch_invariant, replayed at its default and named.
 SCRIPT_TESTS += tests/interop/test_fi_newer_params.py
 SCRIPT_TESTS += tests/interop/test_fi_plan_dtypes.py
@@ -242,3 +254,9 @@ tests_test_replay_first_LDADD = libmate.la $(CJSON_LIBS)
 
 ## test_progress: long work shows done/total on a terminal (a pseudo-terminal here), never on a pipe.
 SCRIPT_TESTS += tests/cli/test_progress.py
+
+## bench/replay-blas-call: a recorded sgemm_ through mate_bench_run() (the whole handler)
+## against OpenBLAS's sgemm_ called directly (make bench).
+BENCH_BINS += bench/replay-blas-call
+bench_replay_blas_call_CFLAGS = $(AM_CFLAGS) $(OPENBLAS_CFLAGS)
+bench_replay_blas_call_LDADD = libmate_impl.la $(OPENBLAS_LIBS)

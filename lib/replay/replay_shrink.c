@@ -1,4 +1,4 @@
-/* replay_shrink.c: mate-replay --shrink: cuts a failing call's inputs to the smallest slice (rows, tokens, requests of a segmented call, heads, a GEMM's or a BLAS call's rows of A and columns of B) that still fails the same way, and writes it as a dump of the same format (a batch wrapper's requests: replay_shrink_batch.c). */
+/* replay_shrink.c: mate-replay --shrink: cuts a failing call's inputs to the smallest slice (rows, tokens, requests of a segmented call, heads, a GEMM's or a BLAS or cuBLAS call's rows of A and columns of B) that still fails the same way, and writes it as a dump of the same format (a batch wrapper's requests: replay_shrink_batch.c). */
 #include "replay_shrink.h"
 
 #include <dirent.h>
@@ -420,10 +420,11 @@ int_arg(const mate_value *args, const char *key, int64_t def)
 	    mate_value_get_int(v) : def;
 }
 
-/* Whether the transpose argument under key transposes: 'T'/'C' (Fortran) or CBLAS's
- * 112/113; -1 when it is neither that nor 'N'/111. */
+/* Whether the transpose argument under key transposes: 'T'/'C' (Fortran), CBLAS's
+ * 112/113, or cuBLAS's CUBLAS_OP_T/_C (1, 2; cublas set); -1 when it is neither that nor
+ * 'N', 111 or CUBLAS_OP_N (0). */
 static int
-transposes(const mate_value *args, const char *key)
+transposes(const mate_value *args, const char *key, int cublas)
 {
 	const mate_value *v = mate_value_lookup(args, key);
 	const char *t;
@@ -435,12 +436,14 @@ transposes(const mate_value *args, const char *key)
 		    strchr("Nn", t[0]) == NULL;
 	}
 	i = int_arg(args, key, -1);
+	if (cublas)
+		return i == 0 ? 0 : i == 1 || i == 2 ? 1 : -1;
 	return i == 111 ? 0 : i == 112 || i == 113 ? 1 : -1;
 }
 
-/* The stages of a cblas_?gemm or ?gemm_ call (signature hsig): the rows of A (and
- * of C), the columns of B (and of C), K kept; which of A's and B's dimensions they
- * are follows the transposes. */
+/* The stages of a cblas_?gemm, ?gemm_, cublasSgemm or cublasGemmEx call (signature
+ * hsig): the rows of A (and of C), the columns of B (and of C), K kept; which of A's and
+ * B's dimensions they are follows the transposes. cuBLAS is column major, as Fortran. */
 static int
 blas_setup(struct shrink *s, const char *hsig, mate_error *err)
 {
@@ -448,7 +451,10 @@ blas_setup(struct shrink *s, const char *hsig, mate_error *err)
 	    "lda", "ldb", "ldc" };
 	static const char *const f77[] = { NULL, "transa", "transb", "a", "b", "c", "m", "n",
 	    "lda", "ldb", "ldc" };
-	const char *const *nm = param_position(hsig, "Order") >= 0 ? cb : f77;
+	static const char *const cu[] = { NULL, "transa", "transb", "A", "B", "C", "m", "n",
+	    "lda", "ldb", "ldc" };
+	int cublas = param_position(hsig, "handle") >= 0;
+	const char *const *nm = param_position(hsig, "Order") >= 0 ? cb : cublas ? cu : f77;
 	char k[6][96];
 	int ta, tb;
 
@@ -457,8 +463,8 @@ blas_setup(struct shrink *s, const char *hsig, mate_error *err)
 			param_key(s, hsig, nm[i], k[i], sizeof(k[i]));
 	for (int i = 0; i < 5; i++)
 		param_key(s, hsig, nm[6 + i], s->k_dim[i], sizeof(s->k_dim[i]));
-	ta = transposes(s->req.args, k[1]);
-	tb = transposes(s->req.args, k[2]);
+	ta = transposes(s->req.args, k[1], cublas);
+	tb = transposes(s->req.args, k[2], cublas);
 	if (ta < 0 || tb < 0)
 		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "%s cannot be sliced: its %s is not "
 		    "a transpose", s->info->function, ta < 0 ? nm[1] : nm[2]);

@@ -997,15 +997,46 @@ struct gemm_layout {
 	const char *fn;
 	int order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc;
 	int fortran, dbl, cublas;
+	int atype, btype, ctype, compute, algo;   /* cublasGemmEx's (-1: none) */
+	int sa, sb, sc, batch;                    /* cublasGemmStridedBatchedEx's (-1: none) */
 };
 
 static const struct gemm_layout gemm_layouts[] = {
-	{ "cblas_sgemm", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 0, 0 },
-	{ "cblas_dgemm", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 1, 0 },
-	{ "sgemm_", -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 1, 0, 0 },
-	{ "dgemm_", -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 1, 1, 0 },
-	{ "cublasSgemm_v2", -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 0, 1 },
-	{ "cublasSgemm", -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 0, 1 },
+	{ "cblas_sgemm", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 0, 0, -1, -1, -1, -1, -1,
+	    -1, -1, -1, -1 },
+	{ "cblas_dgemm", 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 1, 0, -1, -1, -1, -1, -1,
+	    -1, -1, -1, -1 },
+	{ "sgemm_", -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 1, 0, 0, -1, -1, -1, -1, -1, -1, -1,
+	    -1, -1 },
+	{ "dgemm_", -1, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 1, 1, 0, -1, -1, -1, -1, -1, -1, -1,
+	    -1, -1 },
+	{ "cublasSgemm_v2", -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 0, 1, -1, -1, -1, -1,
+	    -1, -1, -1, -1, -1 },
+	{ "cublasSgemm", -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 0, 0, 1, -1, -1, -1, -1, -1,
+	    -1, -1, -1, -1 },
+	/* (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype,
+	 *  ldc, computeType, algo): float32 operands */
+	{ "cublasGemmEx", -1, 1, 2, 3, 4, 5, 6, 7, 9, 10, 12, 13, 14, 16, 0, 0, 1, 8, 11, 15, 17,
+	    18, -1, -1, -1, -1 },
+	/* (handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB,
+	 *  beta, C, Ctype, ldc, strideC, batchCount, computeType, algo): float32 operands */
+	{ "cublasGemmStridedBatchedEx", -1, 1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 15, 16, 18, 0, 0, 1, 8,
+	    12, 17, 21, 22, 10, 14, 19, 20 },
+};
+
+/* The cuBLAS compute types a float32 GemmEx takes (alpha and beta float), with the unit
+ * roundoff of their products as mate-replay bounds them (replay_blas.c's compute_unit()):
+ * TF32 and FP16 keep 10 bits of mantissa, BF16 7. */
+struct compute_type {
+	int v;
+	const char *name;
+	double u;
+};
+static const struct compute_type compute_types[] = {
+	{ 68, "CUBLAS_COMPUTE_32F", 0x1p-24 }, { 69, "CUBLAS_COMPUTE_32F_PEDANTIC", 0x1p-24 },
+	{ 74, "CUBLAS_COMPUTE_32F_FAST_16F", 0x1p-11 },
+	{ 75, "CUBLAS_COMPUTE_32F_FAST_16BF", 0x1p-8 },
+	{ 77, "CUBLAS_COMPUTE_32F_FAST_TF32", 0x1p-11 }, { 0, "CUDA_R_32F", 0x1p-24 },
 };
 
 static const mate_value *
@@ -1046,6 +1077,34 @@ arg_float(struct xp *p, int pos, const char *what, double *out)
 	return MATE_OK;
 }
 
+/* A long long argument from 0 up (a batch's stride). */
+static int
+arg_ll(struct xp *p, int pos, const char *what, int64_t *out)
+{
+	const mate_value *v = arg_at(p, pos);
+
+	if (mate_value_kind_of(v) != MATE_V_INT || mate_value_get_int(v) < 0)
+		return fail(p->err, MATE_ERR_FORMAT, "%s: %s (argument %d) is not a recorded "
+		    "count from 0", p->info->name, what, pos);
+	*out = mate_value_get_int(v);
+	return MATE_OK;
+}
+
+/* An integer argument of any value an int holds (cublasGemmAlgo_t's -1 and up). */
+static int
+arg_int_any(struct xp *p, int pos, const char *what, int64_t *out)
+{
+	const mate_value *v = arg_at(p, pos);
+	mate_value_kind k = mate_value_kind_of(v);
+
+	if (v == NULL || (k != MATE_V_INT && k != MATE_V_ENUM) ||
+	    mate_value_get_int(v) < INT_MIN || mate_value_get_int(v) > INT_MAX)
+		return fail(p->err, MATE_ERR_FORMAT, "%s: %s (argument %d) is not a recorded int",
+		    p->info->name, what, pos);
+	*out = mate_value_get_int(v);
+	return MATE_OK;
+}
+
 /* A transpose as 'N', 'T' or 'C'. */
 static int
 arg_trans(struct xp *p, const struct gemm_layout *l, int pos, const char *what, char *out)
@@ -1080,14 +1139,18 @@ struct operand {
 	char key[32];                   /* arg_<i> */
 	const mate_tensor *t;           /* its recorded value before the call */
 	int64_t rows, cols, ld, extent; /* extent: elements of the buffer */
+	int64_t batch, stride;          /* a strided batch of matrices (batch 0: one) */
 };
 
+/* Operand what (argument pos): a rows x cols matrix with leading dimension ld, or (batch > 0)
+ * batch of them stride elements apart, recorded as [batch, rows, cols]. */
 static int
 operand(struct xp *p, int pos, const char *what, int64_t rows, int64_t cols, int64_t ld,
-    int colmajor, mate_dtype dt, struct operand *o)
+    int colmajor, mate_dtype dt, int64_t batch, int64_t stride, struct operand *o)
 {
 	const mate_value *v = arg_at(p, pos);
 	int64_t inner = colmajor ? rows : cols, outer = colmajor ? cols : rows;
+	int b = batch > 0;
 
 	snprintf(o->key, sizeof(o->key), "arg_%d", pos);
 	if (mate_value_kind_of(v) != MATE_V_TENSOR)
@@ -1097,20 +1160,30 @@ operand(struct xp *p, int pos, const char *what, int64_t rows, int64_t cols, int
 	if (o->t->dtype != dt || o->t->device_type != MATE_DEVICE_CPU)
 		return fail(p->err, MATE_ERR_UNSUPPORTED, "%s: %s is %s, not the %s the function takes",
 		    p->info->name, what, mate_dtype_name(o->t->dtype), mate_dtype_name(dt));
-	if (o->t->ndim != 2 || o->t->shape[0] != rows || o->t->shape[1] != cols)
-		return fail(p->err, MATE_ERR_UNSUPPORTED, "%s: %s is not recorded as the %lld x %lld "
-		    "matrix the arguments describe", p->info->name, what, (long long)rows,
-		    (long long)cols);
+	if (o->t->ndim != 2 + b || (b && o->t->shape[0] != batch) || o->t->shape[b] != rows ||
+	    o->t->shape[b + 1] != cols)
+		return fail(p->err, MATE_ERR_UNSUPPORTED, "%s: %s is not recorded as the %s%lld x %lld "
+		    "matri%s the arguments describe", p->info->name, what, b ? "batch of " : "",
+		    (long long)rows, (long long)cols, b ? "ces" : "x");
 	if (ld < (inner > 1 ? inner : 1))
 		return fail(p->err, MATE_ERR_FORMAT, "%s: the leading dimension of %s is %lld, below "
 		    "%lld", p->info->name, what, (long long)ld, (long long)inner);
 	o->rows = rows;
 	o->cols = cols;
 	o->ld = ld;
+	o->batch = batch;
+	o->stride = stride;
 	o->extent = rows == 0 || cols == 0 ? 0 : (outer - 1) * ld + inner;
-	if ((uint64_t)o->extent * mate_dtype_size(dt) > mate_memory_cap())
-		return fail(p->err, MATE_ERR_LIMIT, "%s: %s takes %lld bytes, past the memory limit",
-		    p->info->name, what, (long long)(o->extent * (int64_t)mate_dtype_size(dt)));
+	if (b && o->extent > 0) {   /* the last matrix's end, its stride checked first */
+		if (stride < 0 || (stride > 0 && batch - 1 > (INT64_MAX - o->extent) / stride))
+			return fail(p->err, MATE_ERR_FORMAT, "%s: the stride of %s is %lld (want 0 "
+			    "and up, and a batch that ends in reach)", p->info->name, what,
+			    (long long)stride);
+		o->extent += (batch - 1) * stride;
+	}
+	if ((uint64_t)o->extent > mate_memory_cap() / mate_dtype_size(dt))
+		return fail(p->err, MATE_ERR_LIMIT, "%s: %s takes %lld elements of %zu bytes, past "
+		    "the memory limit", p->info->name, what, (long long)o->extent, mate_dtype_size(dt));
 	return MATE_OK;
 }
 
@@ -1125,32 +1198,60 @@ put_bin(struct xp *p, const char *name, const struct operand *o, const mate_tens
 
 	if (buf == NULL)
 		return fail(p->err, MATE_ERR_NOMEM, "%s: out of memory", name);
-	for (int64_t i = 0; i < o->rows; i++)
-		for (int64_t j = 0; j < o->cols; j++) {
-			int64_t at = colmajor ? i + j * o->ld : i * o->ld + j;
+	for (int64_t bt = 0; bt < (o->batch > 0 ? o->batch : 1); bt++)
+		for (int64_t i = 0; i < o->rows; i++)
+			for (int64_t j = 0; j < o->cols; j++) {
+				int64_t at = bt * o->stride + (colmajor ? i + j * o->ld : i * o->ld + j);
 
-			memcpy(buf + (size_t)at * es, mate_tensor_element(t, i * o->cols + j), es);
-		}
+				memcpy(buf + (size_t)at * es,
+				    mate_tensor_element(t, (bt * o->rows + i) * o->cols + j), es);
+			}
 	rc = put_file(p, name, buf, (size_t)o->extent * es, 0644);
 	free(buf);
 	return rc;
 }
 
 static const char c_compare[] =
-"/* C's m x n elements at their places against the recorded ones, as mate-replay\n"
-" * compares them: within ATOL + RTOL |expected|, NaN where the record has NaN,\n"
-" * infinities exactly; the first bad element in row-major order of the\n"
-" * recorded matrix. The exit status: 0 they match, 1 they do not. */\n"
-"static int\n"
-"compare(const elem *e, const elem *c)\n"
+"/* An element of the stored matrix m (leading dimension ld) at row r, column c. */\n"
+"static double\n"
+"stored(const elem *m, long long ld, long long r, long long c)\n"
 "{\n"
-"\tlong long n = 0, nbad = 0, fi = 0, fj = 0, nabs = 0, nrel = 0;\n"
-"\tdouble ex = 0, got = 0, max_abs = 0, max_rel = 0, sum_abs = 0, sum_rel = 0;\n"
-"\tint exact = 1;\n"
+"\treturn (double)m[COLMAJOR ? r + c * ld : r * ld + c];\n"
+"}\n"
 "\n"
+"/* C[i, j]'s reduction bound, as mate-replay allows another BLAS's order of the K-term\n"
+" * sum: 2 K u S (|op(A)| |op(B)|)ij, plus 2 K u |expected| where RELATIVE (beta not 0). */\n"
+"static double\n"
+"bound(const elem *a, const elem *b, long long i, long long j, double x)\n"
+"{\n"
+"\tdouble s = 0;\n"
+"\n"
+"\tfor (long long q = 0; q < KDIM; q++)\n"
+"\t\ts += fabs(TA ? stored(a, LDA, q, i) : stored(a, LDA, i, q)) *\n"
+"\t\t    fabs(TB ? stored(b, LDB, j, q) : stored(b, LDB, q, j));\n"
+"\ts *= 2 * (double)KDIM * U * S;\n"
+"\tif (RELATIVE)\n"
+"\t\ts += 2 * (double)KDIM * U * fabs(x);\n"
+"\treturn s;\n"
+"}\n"
+"\n"
+"/* C's m x n elements (of each of the BATCH matrices, SC apart) at their places against\n"
+" * the recorded ones, as mate-replay compares them: within ATOL + RTOL |expected| plus the\n"
+" * reduction bound, NaN where the record has NaN, infinities exactly; the first bad element\n"
+" * in row-major order of the recorded matrices. The exit status: 0 they match, 1 they do\n"
+" * not. */\n"
+"static int\n"
+"compare(const elem *e, const elem *c, const elem *a, const elem *b)\n"
+"{\n"
+"\tlong long n = 0, nbad = 0, fb = 0, fi = 0, fj = 0, nabs = 0, nrel = 0;\n"
+"\tdouble ex = 0, got = 0, max_abs = 0, max_rel = 0, sum_abs = 0, sum_rel = 0, worst = 0;\n"
+"\tint exact = 1;\n"
+"\tchar idx[80];\n"
+"\n"
+"\tfor (long long bt = 0; bt < BATCH; bt++)\n"
 "\tfor (long long i = 0; i < ROWS; i++)\n"
 "\t\tfor (long long j = 0; j < COLS; j++) {\n"
-"\t\t\tsize_t at = (size_t)(COLMAJOR ? i + j * LDC : i * LDC + j);\n"
+"\t\t\tsize_t at = (size_t)(bt * SC + (COLMAJOR ? i + j * LDC : i * LDC + j));\n"
 "\t\t\tdouble x = e[at], y = c[at];\n"
 "\t\t\tint bad;\n"
 "\n"
@@ -1159,6 +1260,8 @@ static const char c_compare[] =
 "\t\t\t\texact = 0;\n"
 "\t\t\tif (isfinite(x) && isfinite(y)) {\n"
 "\t\t\t\tdouble d = fabs(y - x), r = x != 0 ? d / fabs(x) : (d != 0 ? INFINITY : 0);\n"
+"\t\t\t\tdouble tol = ATOL + RTOL * fabs(x) +\n"
+"\t\t\t\t    (KDIM > 0 ? bound(a + bt * SA, b + bt * SB, i, j, x) : 0);\n"
 "\n"
 "\t\t\t\tmax_abs = d > max_abs ? d : max_abs;\n"
 "\t\t\t\tmax_rel = r > max_rel ? r : max_rel;\n"
@@ -1168,14 +1271,16 @@ static const char c_compare[] =
 "\t\t\t\t\tsum_rel += r;\n"
 "\t\t\t\t\tnrel++;\n"
 "\t\t\t\t}\n"
-"\t\t\t}\n"
-"\t\t\tif (isnan(x) || isnan(y))\n"
+"\t\t\t\tif (d / tol > worst)\n"
+"\t\t\t\t\tworst = d / tol;\n"
+"\t\t\t\tbad = d > tol;\n"
+"\t\t\t} else if (isnan(x) || isnan(y)) {\n"
 "\t\t\t\tbad = isnan(x) != isnan(y);\n"
-"\t\t\telse if (isinf(x) || isinf(y))\n"
+"\t\t\t} else {\n"
 "\t\t\t\tbad = x != y;\n"
-"\t\t\telse\n"
-"\t\t\t\tbad = fabs(y - x) > ATOL + RTOL * fabs(x);\n"
+"\t\t\t}\n"
 "\t\t\tif (bad && nbad++ == 0) {\n"
+"\t\t\t\tfb = bt;\n"
 "\t\t\t\tfi = i;\n"
 "\t\t\t\tfj = j;\n"
 "\t\t\t\tex = x;\n"
@@ -1186,16 +1291,30 @@ static const char c_compare[] =
 "\t\tprintf(\"%s: Passed (bit-exact)\\n\", LABEL);\n"
 "\t\treturn 0;\n"
 "\t}\n"
+"\tif (nbad == 0 && KDIM > 0) {\n"
+"\t\tprintf(\"%s: Passed (max abs err %.3g, max rel err %.3g; within the reduction bound \"\n"
+"\t\t    \"%s (K %lld): the worst error %.3g times its bound)\\n\", LABEL, max_abs, max_rel,\n"
+"\t\t    FORM, KDIM, worst);\n"
+"\t\treturn 0;\n"
+"\t}\n"
 "\tif (nbad == 0) {\n"
 "\t\tprintf(\"%s: Passed (max abs err %.3g, max rel err %.3g)\\n\", LABEL, max_abs, max_rel);\n"
 "\t\treturn 0;\n"
 "\t}\n"
-"\tprintf(\"%s: Mismatch: %s[%lld, %lld]: expected %.9g, got %.9g (abs err %.3g, rel err %.3g); \"\n"
-"\t    \"%lld of %lld elements beyond rtol %g, atol %g (%.3g%%); max abs err %.3g, max rel err \"\n"
-"\t    \"%.3g, mean abs err %.3g, mean rel err %.3g\\n\", LABEL, KEY, fi, fj, ex, got,\n"
-"\t    fabs(got - ex), ex != 0 ? fabs(got - ex) / fabs(ex) : INFINITY, nbad, n, RTOL, ATOL,\n"
-"\t    100.0 * (double)nbad / (double)n, max_abs, max_rel,\n"
-"\t    nabs ? sum_abs / (double)nabs : 0.0, nrel ? sum_rel / (double)nrel : 0.0);\n"
+"\tif (BATCHED)   /* the recorded tensor's index: [batch, row, column] */\n"
+"\t\tsnprintf(idx, sizeof(idx), \"%lld, %lld, %lld\", fb, fi, fj);\n"
+"\telse\n"
+"\t\tsnprintf(idx, sizeof(idx), \"%lld, %lld\", fi, fj);\n"
+"\tprintf(\"%s: Mismatch: %s[%s]: expected %.9g, got %.9g (abs err %.3g, rel err %.3g); \"\n"
+"\t    \"%lld of %lld elements beyond rtol %g, atol %g\", LABEL, KEY, idx, ex, got,\n"
+"\t    fabs(got - ex), ex != 0 ? fabs(got - ex) / fabs(ex) : INFINITY, nbad, n, RTOL, ATOL);\n"
+"\tif (KDIM > 0)\n"
+"\t\tprintf(\" plus the reduction bound %s (K %lld) (%.3g%%); the worst error %.3g times its \"\n"
+"\t\t    \"bound\", FORM, KDIM, 100.0 * (double)nbad / (double)n, worst);\n"
+"\telse\n"
+"\t\tprintf(\" (%.3g%%)\", 100.0 * (double)nbad / (double)n);\n"
+"\tprintf(\"; max abs err %.3g, max rel err %.3g, mean abs err %.3g, mean rel err %.3g\\n\",\n"
+"\t    max_abs, max_rel, nabs ? sum_abs / (double)nabs : 0.0, nrel ? sum_rel / (double)nrel : 0.0);\n"
 "\treturn 1;\n"
 "}\n"
 "\n"
@@ -1238,12 +1357,157 @@ c_label(FILE *f, const struct xp *p)
 	fputs(")\"\n", f);
 }
 
+/* The cuBLAS function a repro.cu calls. */
+static const char *
+call_name(const struct compute_type *ct, int64_t batch)
+{
+	return ct == NULL ? "cublasSgemm" : batch > 0 ? "cublasGemmStridedBatchedEx" : "cublasGemmEx";
+}
+
+static const char *
+cuda_type(mate_dtype d)
+{
+	return d == MATE_F16 ? "CUDA_R_16F" : d == MATE_BF16 ? "CUDA_R_16BF" : "CUDA_R_32F";
+}
+
+/* What repro.cu adds for float16 and bfloat16 operands: the buffers read as stored (their
+ * bits, to the device as they are), then widened to float for the comparison. */
+static const char c_narrow[] =
+"/* A float16 (bf 0) or bfloat16 (bf 1) value from its bits. */\n"
+"static float\n"
+"from_bits(unsigned short h, int bf)\n"
+"{\n"
+"\tunsigned int u = (unsigned int)h << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;\n"
+"\tfloat f;\n"
+"\n"
+"\tif (bf) {\n"
+"\t\tmemcpy(&f, &u, sizeof(f));\n"
+"\t\treturn f;\n"
+"\t}\n"
+"\tif (e == 31)\n"
+"\t\tf = m != 0 ? NAN : INFINITY;\n"
+"\telse\n"
+"\t\tf = e == 0 ? ldexpf((float)m, -24) : ldexpf((float)(m | 0x400), (int)e - 25);\n"
+"\treturn (h & 0x8000) ? -f : f;\n"
+"}\n"
+"\n"
+"/* The n elements of size bytes of a .bin file beside this program, as stored. */\n"
+"static void *\n"
+"load_raw(const char *name, size_t n, size_t size)\n"
+"{\n"
+"\tFILE *f = fopen(name, \"rb\");\n"
+"\tvoid *p = malloc(n ? n * size : 1);\n"
+"\tsize_t got;\n"
+"\tint more;\n"
+"\n"
+"\tif (f == NULL || p == NULL) {\n"
+"\t\tfprintf(stderr, \"repro: %s: %s\\n\", name, f == NULL ? strerror(errno) : \"out of memory\");\n"
+"\t\texit(2);\n"
+"\t}\n"
+"\tgot = fread(p, size, n, f);\n"
+"\tmore = fgetc(f);\n"
+"\tfclose(f);\n"
+"\tif (got != n || more != EOF) {\n"
+"\t\tfprintf(stderr, \"repro: %s: not the %zu bytes this call's buffer takes\\n\", name,\n"
+"\t\t    n * size);\n"
+"\t\texit(2);\n"
+"\t}\n"
+"\treturn p;\n"
+"}\n"
+"\n"
+"/* n stored elements as float: kind 0 float, 1 float16, 2 bfloat16. */\n"
+"static elem *\n"
+"widen(const void *p, size_t n, int kind)\n"
+"{\n"
+"\telem *w = (elem *)malloc(n ? n * sizeof(elem) : 1);\n"
+"\n"
+"\tif (w == NULL) {\n"
+"\t\tfprintf(stderr, \"repro: out of memory\\n\");\n"
+"\t\texit(2);\n"
+"\t}\n"
+"\tfor (size_t i = 0; i < n; i++)\n"
+"\t\tw[i] = kind == 0 ? ((const float *)p)[i] :\n"
+"\t\t    from_bits(((const unsigned short *)p)[i], kind == 2);\n"
+"\treturn w;\n"
+"}\n"
+"\n";
+
+/* repro.cu's main for a GemmEx (or strided-batched one) of float16 or bfloat16 operands. */
+static void
+write_narrow_main(FILE *f, struct xp *p, const char *call, char ta, char tb, int64_t m,
+    int64_t n, int64_t k, double alpha, double beta, const struct operand *const o[3],
+    const mate_dtype dts[3], int64_t batch, int64_t compute, int64_t algo,
+    const struct compute_type *ct, int checked)
+{
+	static const char nm[3] = { 'a', 'b', 'c' };
+	const char *const bins[3] = { "A.bin", "B.bin", "C.bin" };
+
+	(void)p;
+	fputs(c_narrow, f);
+	fputs("int\nmain(int argc, char **argv)\n{\n"
+	    "\tvoid *ra, *rb, *rc, *re = NULL;\n\telem *a, *b, *c, *e = NULL;\n"
+	    "\tint status = 0;\n\n"
+	    "\t(void)load;   /* the buffers are read as stored (load_raw) */\n"
+	    "\tif (argc > 1 && chdir(argv[1]) != 0) {\n"
+	    "\t\tfprintf(stderr, \"repro: %s: %s\\n\", argv[1], strerror(errno));\n"
+	    "\t\treturn 2;\n\t}\n", f);
+	for (int i = 0; i < 3; i++)
+		fprintf(f, "\tr%c = load_raw(\"%s\", %lldu, %zu);   /* %s */\n", nm[i], bins[i],
+		    (long long)o[i]->extent, mate_dtype_size(dts[i]), mate_dtype_name(dts[i]));
+	if (checked)
+		fprintf(f, "\tre = load_raw(\"C_expected.bin\", %lldu, %zu);\n",
+		    (long long)o[2]->extent, mate_dtype_size(dts[2]));
+	fprintf(f, "\t{\n\t\tconst float alpha = %.9g, beta = %.9g;\n"
+	    "\t\tsize_t bytes[3] = { %lldu * %zu, %lldu * %zu, %lldu * %zu };\n"
+	    "\t\tvoid *d[3], *h[3] = { ra, rb, rc };\n\t\tcublasHandle_t hd;\n"
+	    "\t\tcublasStatus_t st;\n\n"
+	    "\t\tfor (int i = 0; i < 3; i++) {\n"
+	    "\t\t\tCUDA(cudaMalloc(&d[i], bytes[i] ? bytes[i] : 1));\n"
+	    "\t\t\tCUDA(cudaMemcpy(d[i], h[i], bytes[i], cudaMemcpyHostToDevice));\n\t\t}\n"
+	    "\t\tif (cublasCreate(&hd) != CUBLAS_STATUS_SUCCESS) {\n"
+	    "\t\t\tfprintf(stderr, \"repro: cublasCreate failed\\n\");\n\t\t\treturn 2;\n\t\t}\n",
+	    alpha, beta, (long long)o[0]->extent, mate_dtype_size(dts[0]), (long long)o[1]->extent,
+	    mate_dtype_size(dts[1]), (long long)o[2]->extent, mate_dtype_size(dts[2]));
+	fprintf(f, "\t\tst = %s(hd, CUBLAS_OP_%c, CUBLAS_OP_%c, %lld, %lld, %lld, &alpha,\n"
+	    "\t\t    d[0], %s, %lld%s, d[1], %s, %lld%s, &beta, d[2], %s, %lld%s,\n"
+	    "\t\t    (cublasComputeType_t)%lld /* %s */, (cublasGemmAlgo_t)%lld);\n",
+	    call, ta, tb, (long long)m, (long long)n, (long long)k,
+	    cuda_type(dts[0]), (long long)o[0]->ld, batch > 0 ? ", SA" : "",
+	    cuda_type(dts[1]), (long long)o[1]->ld, batch > 0 ? ", SB" : "",
+	    cuda_type(dts[2]), (long long)o[2]->ld, batch > 0 ? ", SC, (int)BATCH" : "",
+	    (long long)compute, ct->name, (long long)algo);
+	fprintf(f, "\t\tif (st != CUBLAS_STATUS_SUCCESS) {\n"
+	    "\t\t\tprintf(\"%%s: Error: %s returned %%d\\n\", LABEL, (int)st);\n"
+	    "\t\t\treturn 1;\n\t\t}\n"
+	    "\t\tCUDA(cudaDeviceSynchronize());\n"
+	    "\t\tCUDA(cudaMemcpy(rc, d[2], bytes[2], cudaMemcpyDeviceToHost));\n"
+	    "\t\tcublasDestroy(hd);\n\t\tfor (int i = 0; i < 3; i++)\n\t\t\tcudaFree(d[i]);\n"
+	    "\t}\n", call);
+	for (int i = 0; i < 3; i++)
+		fprintf(f, "\t%c = widen(r%c, %lldu, %d);\n", nm[i], nm[i], (long long)o[i]->extent,
+		    dts[i] == MATE_F16 ? 1 : dts[i] == MATE_BF16 ? 2 : 0);
+	if (checked)
+		fprintf(f, "\te = widen(re, %lldu, %d);\n\tstatus = compare(e, c, a, b);\n",
+		    (long long)o[2]->extent, dts[2] == MATE_F16 ? 1 : dts[2] == MATE_BF16 ? 2 : 0);
+	else
+		fputs("\tprintf(\"%s: Ran, unchecked: the recording has no outputs to compare\\n\", "
+		    "LABEL);\n\t(void)compare;\n", f);
+	fputs("\tfree(ra);\n\tfree(rb);\n\tfree(rc);\n\tfree(re);\n"
+	    "\tfree(a);\n\tfree(b);\n\tfree(c);\n\tfree(e);\n\treturn status;\n}\n", f);
+}
+
 static int
 write_blas(struct xp *p, const struct gemm_layout *l)
 {
 	mate_dtype dt = l->dbl ? MATE_F64 : MATE_F32;
+	mate_dtype dts[3] = { dt, dt, dt };   /* A's, B's and C's (a GemmEx's may differ) */
 	const char *ty = l->dbl ? "double" : "float";
-	int64_t order = 102, m, n, k, lda, ldb, ldc;
+	int narrow = 0;                       /* a float16 or bfloat16 operand */
+	int64_t order = 102, m, n, k, lda, ldb, ldc, compute = -1, algo = -1;
+	int64_t batch = 0, sa = 0, sb = 0, sc = 0;
+	const struct compute_type *ct = NULL;
+	const char *call;
+	char ex_tail[160] = "";
 	struct operand oa, ob, oc;
 	const mate_value *after = NULL;
 	double alpha, beta, rtol, atol;
@@ -1267,18 +1531,57 @@ write_blas(struct xp *p, const struct gemm_layout *l)
 	if (order != 101 && order != 102)
 		return fail(p->err, MATE_ERR_FORMAT, "%s: Order is %lld (want 101 or 102)",
 		    p->info->name, (long long)order);
-	cm = order == 102;
-	if ((rc = operand(p, l->a, "A", ta == 'N' ? m : k, ta == 'N' ? k : m, lda, cm, dt, &oa)) ||
-	    (rc = operand(p, l->b, "B", tb == 'N' ? k : n, tb == 'N' ? n : k, ldb, cm, dt, &ob)) ||
-	    (rc = operand(p, l->c, "C", m, n, ldc, cm, dt, &oc)))
+	if (l->compute >= 0) {   /* cublasGemmEx: float32, float16 or bfloat16 operands */
+		static const char *const what[] = { "A", "B", "C" };
+		int pos[3] = { l->atype, l->btype, l->ctype };
+		const mate_value *v;
+		for (int i = 0; i < 3; i++) {
+			mate_dtype d = mate_value_kind_of(v = arg_at(p, pos[i])) == MATE_V_DTYPE ?
+			    mate_value_get_dtype(v) : MATE_DTYPE_INVALID;
+			if (d != MATE_F32 && d != MATE_F16 && d != MATE_BF16)
+				return fail(p->err, MATE_ERR_UNSUPPORTED, "%s (cublas): --export writes "
+				    "%s calls of float32, float16 or bfloat16 A, B and C; this one's %s "
+				    "is %s", p->info->function, p->info->function, what[i],
+				    d != MATE_DTYPE_INVALID ? mate_dtype_name(d) : "not a recorded dtype");
+			dts[i] = d;
+		}
+		if ((rc = arg_int(p, l->compute, "computeType", 0, &compute)) != MATE_OK ||
+		    (rc = arg_int_any(p, l->algo, "algo", &algo)) != MATE_OK)
+			return rc;
+		for (size_t i = 0; i < sizeof(compute_types) / sizeof(compute_types[0]); i++)
+			if (compute_types[i].v == compute)
+				ct = &compute_types[i];
+		if (ct == NULL)
+			return fail(p->err, MATE_ERR_UNSUPPORTED, "%s (cublas): computeType %lld is not "
+			    "one of the float32 compute types --export writes", p->info->function,
+			    (long long)compute);
+	}
+	if (l->batch >= 0 && ((rc = arg_int(p, l->batch, "batchCount", 1, &batch)) != MATE_OK ||
+	    (rc = arg_ll(p, l->sa, "strideA", &sa)) != MATE_OK ||
+	    (rc = arg_ll(p, l->sb, "strideB", &sb)) != MATE_OK ||
+	    (rc = arg_ll(p, l->sc, "strideC", &sc)) != MATE_OK))
 		return rc;
-	if (p->outs != NULL && ((after = mate_value_lookup(p->outs, oc.key)) == NULL ||
-	    mate_value_kind_of(after) != MATE_V_TENSOR ||
-	    mate_value_get_tensor(after)->dtype != dt ||
-	    mate_value_get_tensor(after)->ndim != 2 || mate_value_get_tensor(after)->shape[0] != m ||
-	    mate_value_get_tensor(after)->shape[1] != n))
-		return fail(p->err, MATE_ERR_FORMAT, "%s: the record has no %lld x %lld %s for C "
-		    "after the call", p->info->name, (long long)m, (long long)n, mate_dtype_name(dt));
+	cm = order == 102;
+	if ((rc = operand(p, l->a, "A", ta == 'N' ? m : k, ta == 'N' ? k : m, lda, cm, dts[0],
+	    batch, sa, &oa)) ||
+	    (rc = operand(p, l->b, "B", tb == 'N' ? k : n, tb == 'N' ? n : k, ldb, cm, dts[1],
+	    batch, sb, &ob)) ||
+	    (rc = operand(p, l->c, "C", m, n, ldc, cm, dts[2], batch, sc, &oc)))
+		return rc;
+	for (int i = 0; i < 3; i++)
+		narrow |= dts[i] == MATE_F16 || dts[i] == MATE_BF16;
+	dt = dts[2];
+	if (p->outs != NULL) {
+		const mate_tensor *t;
+		int bd = batch > 0;
+		if ((after = mate_value_lookup(p->outs, oc.key)) == NULL ||
+		    mate_value_kind_of(after) != MATE_V_TENSOR ||
+		    (t = mate_value_get_tensor(after))->dtype != dt || t->ndim != 2 + bd ||
+		    (bd && t->shape[0] != batch) || t->shape[bd] != m || t->shape[bd + 1] != n)
+			return fail(p->err, MATE_ERR_FORMAT, "%s: the record has no %s%lld x %lld %s "
+			    "for C after the call", p->info->name, bd ? "batch of " : "", (long long)m,
+			    (long long)n, mate_dtype_name(dt));
+	}
 	if ((rc = put_bin(p, "A.bin", &oa, oa.t, cm)) != MATE_OK ||
 	    (rc = put_bin(p, "B.bin", &ob, ob.t, cm)) != MATE_OK ||
 	    (rc = put_bin(p, "C.bin", &oc, oc.t, cm)) != MATE_OK ||
@@ -1322,9 +1625,31 @@ write_blas(struct xp *p, const struct gemm_layout *l)
 	c_label(f, p);
 	fprintf(f, "#define KEY \"%s\"           /* C's key in the dump */\n"
 	    "#define ROWS %lldLL\n#define COLS %lldLL\n#define LDC %lldLL\n#define COLMAJOR %d\n"
-	    "#define RTOL %.17g  /* mate-replay's tolerance for %s */\n#define ATOL %.17g\n\n",
+	    "#define RTOL %.17g  /* mate-replay's tolerance for %s */\n#define ATOL %.17g\n",
 	    oc.key, (long long)m, (long long)n, (long long)ldc, cm, rtol, mate_dtype_name(dt), atol);
+	fprintf(f, "/* a strided batch: BATCH matrices, A's SA elements apart, B's SB, C's SC */\n"
+	    "#define BATCHED %d\n#define BATCH %lldLL\n#define SA %lldLL\n#define SB %lldLL\n"
+	    "#define SC %lldLL\n", batch > 0, (long long)(batch > 0 ? batch : 1), (long long)sa,
+	    (long long)sb, (long long)sc);
+	/* mate-replay's bound of a GEMM (mate_replay_set_reduction_gemm() in libmate's
+	 * replay.c): s = |alpha| (1 for 0) (K + 2) / K, doubled and |expected| added where
+	 * beta is not 0 */
+	fprintf(f, "/* the reduction bound (K 0: none): 2 K u S (|op(A)| |op(B)|)ij, plus 2 K u\n"
+	    " * |expected| where RELATIVE; S = |alpha| (K + 2) / K, twice that where beta is not 0 */\n"
+	    "#define KDIM %lldLL\n#define TA %d\n#define TB %d\n#define LDA %lldLL\n"
+	    "#define LDB %lldLL\n#define U %a\n#define S %.17g\n#define RELATIVE %d\n"
+	    "#define FORM \"%s\"\n\n", (long long)k, ta != 'N', tb != 'N', (long long)lda,
+	    (long long)ldb, l->dbl ? 0x1p-53 : ct != NULL ? ct->u : 0x1p-24,
+	    (alpha != 0 ? fabs(alpha) : 1) *
+	    (beta != 0 ? 2 : 1) * (k > 0 ? (double)(k + 2) / (double)k : 1), beta != 0,
+	    beta != 0 ? "2 K u (s |A| |B| + |C|)ij" : "2 K u s (|A| |B|)ij");
 	fputs(c_compare, f);
+	if (narrow) {   /* a GemmEx of float16 or bfloat16 operands */
+		write_narrow_main(f, p, call_name(ct, batch), ta, tb, m, n, k, alpha, beta,
+		    (const struct operand *[3]){ &oa, &ob, &oc }, dts, batch, compute, algo, ct,
+		    after != NULL);
+		goto written;
+	}
 	fprintf(f, "int\nmain(int argc, char **argv)\n{\n"
 	    "\telem *a, *b, *c, *e = NULL;\n\tint status = 0;\n\n"
 	    "\tif (argc > 1 && chdir(argv[1]) != 0) {\n"
@@ -1334,6 +1659,10 @@ write_blas(struct xp *p, const struct gemm_layout *l)
 	    (long long)oa.extent, (long long)ob.extent, (long long)oc.extent);
 	if (after != NULL)
 		fprintf(f, "\te = load(\"C_expected.bin\", %lldu);\n", (long long)oc.extent);
+	call = call_name(ct, batch);
+	if (ct != NULL)   /* the recorded compute type and algorithm, by value and name */
+		snprintf(ex_tail, sizeof(ex_tail), ",\n\t\t    (cublasComputeType_t)%lld /* %s */, "
+		    "(cublasGemmAlgo_t)%lld", (long long)compute, ct->name, (long long)algo);
 	if (l->cublas)
 		fprintf(f, "\t{\n\t\tconst elem alpha = %.17g, beta = %.17g;\n"
 		    "\t\tsize_t na = %lldu, nb = %lldu, nc = %lldu;\n"
@@ -1346,17 +1675,20 @@ write_blas(struct xp *p, const struct gemm_layout *l)
 		    "\t\tCUDA(cudaMemcpy(dc, c, nc * sizeof(elem), cudaMemcpyHostToDevice));\n"
 		    "\t\tif (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {\n"
 		    "\t\t\tfprintf(stderr, \"repro: cublasCreate failed\\n\");\n\t\t\treturn 2;\n\t\t}\n"
-		    "\t\tst = cublasSgemm(h, CUBLAS_OP_%c, CUBLAS_OP_%c, %lld, %lld, %lld, &alpha, da, %lld, "
-		    "db, %lld, &beta, dc, %lld);\n"
+		    "\t\tst = %s(h, CUBLAS_OP_%c, CUBLAS_OP_%c, %lld, %lld, %lld, &alpha, da, %s%lld%s, "
+		    "db, %s%lld%s, &beta, dc, %s%lld%s%s);\n"
 		    "\t\tif (st != CUBLAS_STATUS_SUCCESS) {\n"
-		    "\t\t\tprintf(\"%%s: Error: cublasSgemm returned %%d\\n\", LABEL, (int)st);\n"
+		    "\t\t\tprintf(\"%%s: Error: %s returned %%d\\n\", LABEL, (int)st);\n"
 		    "\t\t\treturn 1;\n\t\t}\n"
 		    "\t\tCUDA(cudaDeviceSynchronize());\n"
 		    "\t\tCUDA(cudaMemcpy(c, dc, nc * sizeof(elem), cudaMemcpyDeviceToHost));\n"
 		    "\t\tcublasDestroy(h);\n\t\tcudaFree(da);\n\t\tcudaFree(db);\n\t\tcudaFree(dc);\n"
 		    "\t}\n", alpha, beta, (long long)oa.extent, (long long)ob.extent, (long long)oc.extent,
-		    ta, tb, (long long)m, (long long)n, (long long)k, (long long)lda, (long long)ldb,
-		    (long long)ldc);
+		    call, ta, tb, (long long)m, (long long)n, (long long)k,
+		    ct != NULL ? "CUDA_R_32F, " : "", (long long)lda, batch > 0 ? ", SA" : "",
+		    ct != NULL ? "CUDA_R_32F, " : "", (long long)ldb, batch > 0 ? ", SB" : "",
+		    ct != NULL ? "CUDA_R_32F, " : "", (long long)ldc, batch > 0 ? ", SC, (int)BATCH" : "",
+		    ex_tail, call);
 	else if (l->fortran)
 		fprintf(f, "\t{\n\t\tconst int m = %lld, n = %lld, k = %lld, lda = %lld, ldb = %lld, "
 		    "ldc = %lld;\n\t\tconst elem alpha = %.17g, beta = %.17g;\n\n"
@@ -1369,11 +1701,12 @@ write_blas(struct xp *p, const struct gemm_layout *l)
 		    111 + (int)(strchr("NTC", tb) - "NTC"), (long long)m, (long long)n, (long long)k,
 		    alpha, (long long)lda, (long long)ldb, beta, (long long)ldc);
 	if (after != NULL)
-		fputs("\tstatus = compare(e, c);\n", f);
+		fputs("\tstatus = compare(e, c, a, b);\n", f);
 	else
 		fputs("\tprintf(\"%s: Ran, unchecked: the recording has no outputs to compare\\n\", "
 		    "LABEL);\n\t(void)compare;\n", f);
 	fputs("\tfree(a);\n\tfree(b);\n\tfree(c);\n\tfree(e);\n\treturn status;\n}\n", f);
+written:
 	if (fclose(f) != 0) {
 		free(text);
 		return fail(p->err, MATE_ERR_NOMEM, "out of memory");
@@ -1719,7 +2052,8 @@ export(struct xp *p, const char *dir)
 				blas = &gemm_layouts[k];
 		if (blas == NULL)
 			return fail(p->err, MATE_ERR_UNSUPPORTED, "%s (%s): --export writes repro.c for "
-			    "cblas_?gemm, ?gemm_ and cublasSgemm calls; this one cannot be exported yet",
+			    "cblas_?gemm, ?gemm_, cublasSgemm and float32 cublasGemmEx and "
+			    "cublasGemmStridedBatchedEx calls; this one cannot be exported yet",
 			    p->info->function, mod);
 	}
 	if ((rc = find_sequence(p)) != MATE_OK)

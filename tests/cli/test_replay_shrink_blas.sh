@@ -2,14 +2,6 @@
 # test_replay_shrink_blas.sh: mate-replay --shrink of cblas_sgemm, cblas_dgemm, sgemm_ and dgemm_ calls recorded by mate-record (row and column major, transposes, padded leading dimensions, beta != 0) with one planted wrong element of C: cut to that one row of A and column of B, K kept, M, N and the leading dimensions rebuilt in the record; the cut dump replays as the same mismatch in mate-replay and, exported with --export, in OpenBLAS itself (repro.c); a record whose transpose lies is refused, saying why once; a call that passes writes nothing.
 . "$top_srcdir/tests/tools/record-blas.sh"
 
-# meta DUMP KEY...: the record's input_metadata values under KEY..., on one line
-meta() {
-	python3 - "$@" <<'PY'
-import json, sys
-rec = json.loads(open(sys.argv[1] + "/metadata.jsonl").read().splitlines()[-1])
-print(" ".join(str(rec["input_metadata"][k]) for k in sys.argv[2:]))
-PY
-}
 
 # shrink_case CALL CKEY I J REPORT DIMS: plants C[I, J] += 0.25 in CALL (its own root),
 # shrinks it; the report holds REPORT, the cut record's M N lda ldb ldc are DIMS, and
@@ -26,8 +18,8 @@ shrink_case() {
 	check [ -f "$cut/inputs.safetensors" ] && [ -f "$cut/inplace.safetensors" ] ||
 		fail "$1: the cut dump's files: $(ls "$cut")"
 	case $1 in
-	cblas*) got=$(meta "$cut" arg_3 arg_4 arg_5 arg_8 arg_10 arg_13) ;;
-	*) got=$(meta "$cut" arg_2 arg_3 arg_4 arg_7 arg_9 arg_12) ;;
+	cblas*) got=$(record_meta "$cut" arg_3 arg_4 arg_5 arg_8 arg_10 arg_13) ;;
+	*) got=$(record_meta "$cut" arg_2 arg_3 arg_4 arg_7 arg_9 arg_12) ;;
 	esac
 	check [ "$got" = "$6" ] || fail "$1: M N K lda ldb ldc are '$got', not '$6'"
 	want=$("$REPLAY" "$cut" 2>/dev/null | sed -n 's/^\[1\] //p')

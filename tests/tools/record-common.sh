@@ -15,6 +15,15 @@ expect_status() {
 	check [ "$1" = "$2" ] || fail "$3: exit status $2, expected $1"
 }
 
+# record_meta DUMP KEY...: the dump record's input_metadata values under KEY..., on one line
+record_meta() {
+	python3 - "$@" <<'PY'
+import json, sys
+rec = json.loads(open(sys.argv[1] + "/metadata.jsonl").read().splitlines()[-1])
+print(" ".join(str(rec["input_metadata"][k]) for k in sys.argv[2:]))
+PY
+}
+
 # finish: the closing line "N passed, M failed"; exits 1 when a check failed or none ran
 finish() {
 	checks_done
