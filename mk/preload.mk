@@ -13,7 +13,8 @@ tests_test_memlog_SOURCES = tests/unit/test_memlog.c
 pkglib_LTLIBRARIES += libmate-preload.la
 libmate_preload_la_SOURCES = lib/preload/interpose_private.h lib/preload/interpose.c \
 	lib/preload/interpose_blas.c lib/preload/interpose_cuda.c \
-	lib/preload/interpose_cublas.c lib/core/logfile.h lib/core/logfile.c lib/core/util.h \
+	lib/preload/interpose_cublas.c lib/preload/interpose_nccl.c lib/preload/nccl_abi.h \
+	lib/core/logfile.h lib/core/logfile.c lib/core/util.h \
 	lib/core/util_warn.c
 libmate_preload_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -DMATE_LIBDIR='"$(libdir)"'
 libmate_preload_la_LDFLAGS = -module -avoid-version $(AM_LDFLAGS)
@@ -37,6 +38,18 @@ check_PROGRAMS += tests/record-cuda-prog
 tests_record_cuda_prog_SOURCES = tests/fakes/record-cuda-prog.c
 tests_record_cuda_prog_LDFLAGS = -no-install -export-dynamic
 tests_record_cuda_prog_LDADD = tests/fakes/libcublas.la tests/fakes/libcudart.la
+
+## Test-only fake NCCL (the real soname, one rank's share of the arithmetic on the CPU) and
+## a program that makes NCCL calls as one rank of a job.
+check_LTLIBRARIES += tests/fakes/libnccl.la
+tests_fakes_libnccl_la_SOURCES = tests/fakes/nccl.c lib/preload/nccl_abi.h
+tests_fakes_libnccl_la_LDFLAGS = -version-info 2:0:0 -rpath /nowhere $(AM_LDFLAGS)
+check_PROGRAMS += tests/nccl-prog
+tests_nccl_prog_SOURCES = tests/fakes/nccl-prog.c
+tests_nccl_prog_LDFLAGS = -no-install
+tests_nccl_prog_LDADD = tests/fakes/libnccl.la
+## NCCL's calls recorded: the log text, the ranks out of step, the rank from ncclCommInitRank.
+SCRIPT_TESTS += tests/cli/test_record_nccl.sh
 
 ## Tests of mate-record: exit status and signals, the fake-CUDA program.
 SCRIPT_TESTS += tests/cli/test_record_exit.sh tests/cli/test_record_signals.py \
@@ -89,8 +102,9 @@ EXTRA_DIST += man/mate-record.1
 
 SCRIPT_TESTS += tests/cli/test_memlog_replay.sh
 
-## numpy's matmul and a CBLAS program, recorded and replayed bit-exactly.
-SCRIPT_TESTS += tests/cli/test_record_numpy.py tests/cli/test_record_cblas.sh
+## numpy's matmul and a CBLAS program, recorded and replayed bit-exactly; torch 2.x's
+## MKL products, within their reduction bound (PYTHON_PEERS).
+SCRIPT_TESTS += tests/cli/test_record_numpy.py tests/cli/test_record_cblas.sh tests/cli/test_record_torch_blas.py
 
 ## A real CUDA program (CUDA builds), recorded and replayed on a GPU; skipped without one.
 if HAVE_CUDA

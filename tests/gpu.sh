@@ -66,12 +66,12 @@ check_loads() {
 			case $line in
 			*"=> not found"*)
 				device_has "$name" && [ -z "${CHECK_STRICT:-}" ] && continue
-				echo "gpu.sh: ${f#$tree/}: $name not found"; bad=$((bad + 1)) ;;
+				echo "gpu.sh: ${f#$tree/}: $name not found" >&2; bad=$((bad + 1)) ;;
 			*"=> "*)
 				path=${line#*=> }; path=${path%% (*}
 				case $path in "$tree"/*) continue ;; esac
 				device_has "$name" && continue
-				echo "gpu.sh: ${f#$tree/}: $name comes from $path, outside the pack"; bad=$((bad + 1)) ;;
+				echo "gpu.sh: ${f#$tree/}: $name comes from $path, outside the pack" >&2; bad=$((bad + 1)) ;;
 			esac
 		done <<EOF
 $(env -i PATH=/usr/bin:/bin ${LD_LIBRARY_PATH:+LD_LIBRARY_PATH=$LD_LIBRARY_PATH} ldd "$f" 2>&1 | sed 's/^[[:space:]]*//')
@@ -82,7 +82,7 @@ EOF
 }
 
 pack() {
-	local dir=$1 build=${2:-$src/_build-gpu} f real rel lib name path n bytes
+	local dir=$1 build=${2:-$src/_build-gpu} f real rel lib name path n bytes fakes
 	command -v patchelf >/dev/null || die "--pack needs patchelf (apt-get install patchelf)"
 	command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ] || die "--pack needs nvcc (the CUDA toolkit)"
 	mkdir -p "$build" "$dir" || exit 1
@@ -127,11 +127,18 @@ pack() {
 		device_has "$name" && continue
 		[ -f "$stage/lib/$name" ] || cp -L "$path" "$stage/lib/$name"
 	done
+	# A test program linked against a fake that the device has no real library for (the fake
+	# NCCL of tests/nccl-prog) takes the fakes' folder too; one whose fakes stand for the
+	# device's own libraries (the CUDA runtime, cuBLAS) gets the real ones there.
 	for f in $(elfs "$stage"); do
 		case $f in */tests/fakes/*) continue ;; esac
 		rel=$(realpath --relative-to="$(dirname "$f")" "$stage")
 		path=$(patchelf --print-rpath "$f" 2>/dev/null)
-		patchelf --force-rpath --set-rpath "\$ORIGIN/$rel/build/.libs:\$ORIGIN/$rel/build/tests/.libs:\$ORIGIN/$rel/lib${path:+:$path}" "$f" ||
+		fakes=
+		for name in $(ldd "$f" 2>/dev/null | awk -v d="$build/tests/fakes/" '$2 == "=>" && index($3, d) == 1 { print $1 }'); do
+			device_has "$name" || fakes=":\$ORIGIN/$rel/build/tests/fakes/.libs"
+		done
+		patchelf --force-rpath --set-rpath "\$ORIGIN/$rel/build/.libs:\$ORIGIN/$rel/build/tests/.libs:\$ORIGIN/$rel/lib$fakes${path:+:$path}" "$f" ||
 			die "patchelf failed on $f"
 	done
 	# FlashInfer's own api_logging.py and the modules it imports, unmodified, for the

@@ -119,7 +119,8 @@ static struct {
 	char tcp[256];
 	struct mate_mon *mon;
 	int level;
-	struct mate_ev_rank rank;    /* from the launcher's variables, read at the session's start */
+	struct mate_ev_rank rank;    /* from the launcher's variables, read at the session's start,
+	                              * else from mate_event_rank() */
 	double start_real;
 	struct mem_dev mem[MEM_DEVICES];
 	int nmem;
@@ -134,6 +135,11 @@ static const char *const type_name[MATE_EV_TYPE_COUNT] = {
 };
 
 static void sync_flush(void);
+
+/* The rank mate_event_rank() gave (rank -1: none), kept across sessions; rank_news: the
+ * publisher is yet to say it. */
+static struct mate_ev_rank lib_rank = { .rank = -1, .world = 0, .local = -1 };
+static int rank_news;
 
 /* In a sync child: the emitter writes what it queued (and what came before). */
 #define SYNC_FLUSH() do { if (MATE_UNLIKELY(S.sync)) sync_flush(); } while (0)
@@ -586,6 +592,38 @@ mate_event_emit(const char *name, const char *source, const char *command, int64
 	SYNC_FLUSH();
 }
 
+int
+mate_event_rank(int rank, int world, const char *from)
+{
+	char details[96];
+	int running;
+
+	if (rank < 0 || world <= rank || world > MATE_EV_RANK_MAX)
+		return 0;
+	pthread_mutex_lock(&S.lock);
+	running = S.started_thread && !S.stopping;
+	/* a rank known already (the launcher's, or an earlier call's) stays */
+	if (lib_rank.rank >= 0 || (running && S.rank.rank >= 0)) {
+		pthread_mutex_unlock(&S.lock);
+		return 0;
+	}
+	lib_rank.rank = rank;
+	lib_rank.world = world;
+	if (running) {
+		S.rank = lib_rank;
+		__atomic_store_n(&rank_news, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&S.lock);
+	if (running) {
+		snprintf(details, sizeof(details), "pid=%ld rank=%d world=%d", (long)S.pid, rank,
+		    world);
+		mate_event_emit("RANK", NULL, from != NULL && from[0] != '\0' ? from : "rank", 0,
+		    details);
+		wake_thread();
+	}
+	return 1;
+}
+
 /* ---- the events thread: formatting ------------------------------------------------- */
 
 /* The details of a raw event (the line's last field), truncated to fit cap
@@ -712,6 +750,8 @@ drain_queue(size_t max)
 	S.seq_skew += drops;
 	if (S.mon != NULL && drops > 0)
 		mate_mon_add_drops(S.mon, drops);
+	if (S.mon != NULL && __atomic_exchange_n(&rank_news, 0, __ATOMIC_ACQUIRE))
+		mate_mon_set_rank(S.mon, &lib_rank);
 	while (n < max) {
 		struct ev_slot *s = &S.ring[S.deq & (RING_SLOTS - 1)];
 		struct mate_ev_rec rec;
@@ -721,6 +761,10 @@ drain_queue(size_t max)
 		/* a subscriber lagging: drop without formatting for a while (but
 		 * not the last word, which tells subscribers the process is gone) */
 		last = s->r.type == MATE_EV_CUSTOM && strcmp(s->r.text2, "DISCONNECT") == 0;
+		/* the RANK event's frame is the first to carry the rank */
+		if (S.mon != NULL && s->r.type == MATE_EV_CUSTOM && strcmp(s->r.text2, "RANK") == 0 &&
+		    __atomic_exchange_n(&rank_news, 0, __ATOMIC_ACQUIRE))
+			mate_mon_set_rank(S.mon, &lib_rank);
 		skip = S.mon != NULL && !last && mate_mon_skip(S.mon);
 		if (!skip || S.ilog_fd >= 0)
 			to_rec(&s->r, S.deq + 1 + S.seq_skew, &rec);
@@ -1042,6 +1086,10 @@ start_session(void)
 	S.stopping = 0;
 	read_tuning();
 	mate_ev_rank_from_env(&S.rank);
+	pthread_mutex_lock(&S.lock);
+	if (S.rank.rank < 0 && lib_rank.rank >= 0)
+		S.rank = lib_rank;
+	pthread_mutex_unlock(&S.lock);
 	if (S.ring == NULL) {
 		void *ring = NULL;
 		if (posix_memalign(&ring, 64, RING_SLOTS * sizeof(*S.ring)) != 0)

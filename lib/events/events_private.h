@@ -315,6 +315,9 @@ int mate_mon_poll(struct mate_mon *m, int wake_fd, int timeout_ms) MATE_HIDDEN;
  * high-water mark is dropped and counted. The last frame (DISCONNECT)
  * waits up to 200 ms for room. */
 void mate_mon_send(struct mate_mon *m, const struct mate_ev_rec *r, int last) MATE_HIDDEN;
+/* The process learnt its rank late (mate_event_rank()): the frames from now on and the
+ * .info file say it (nothing when one is known already). */
+void mate_mon_set_rank(struct mate_mon *m, const struct mate_ev_rank *rank) MATE_HIDDEN;
 /* After a frame was refused, the next few are dropped (and counted)
  * without being formatted: @return 1 when this one is. */
 int mate_mon_skip(struct mate_mon *m) MATE_HIDDEN;

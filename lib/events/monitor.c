@@ -14,7 +14,7 @@
 
 #include <zmq.h>
 
-#define MON_LINGER_MS 250
+#define MON_LINGER_MS 2000     /* at the end, for the queued frames to go out to a subscriber */
 #define MON_HWM_DEFAULT 100000
 #define MON_SKIP 256            /* frames dropped unformatted after a refusal */
 
@@ -35,6 +35,7 @@ struct mate_mon {
 	                             * control characters */
 	int rank, world;            /* -1 and 0 where unknown */
 	size_t mid_len, tail_len;
+	char bound[256];            /* the tcp endpoint bound, or "" */
 };
 
 static char *json_str(char *o, char *end, const char *key, const char *s);
@@ -255,6 +256,33 @@ new_session(char *out, size_t cap)
 	snprintf(out, cap, "%016llx", (unsigned long long)r);
 }
 
+/* Every frame's end: ,"rank":R,"world":W (when known),"program":"..."} */
+static void
+make_tail(struct mate_mon *m)
+{
+	char *o = m->tail, *end = m->tail + sizeof(m->tail) - 2;
+
+	if (m->rank >= 0) {
+		o = mate_put_key_i64(o, end, ",\"rank\":", m->rank);
+		o = mate_put_key_i64(o, end, ",\"world\":", m->world);
+	}
+	o = json_str(o, end, ",\"program\":", m->program);
+	*o++ = '}';
+	m->tail_len = (size_t)(o - m->tail);
+}
+
+void
+mate_mon_set_rank(struct mate_mon *m, const struct mate_ev_rank *rank)
+{
+	if (m->rank >= 0 || rank->rank < 0)
+		return;
+	m->rank = rank->rank;
+	m->world = rank->world;
+	make_tail(m);
+	if (m->info_path[0] != '\0')
+		write_info(m, m->bound);
+}
+
 struct mate_mon *
 mate_mon_start(const char *tcp, double start_real, const struct mate_ev_rank *rank)
 {
@@ -276,16 +304,7 @@ mate_mon_start(const char *tcp, double start_real, const struct mate_ev_rank *ra
 	m->mid_len = (size_t)snprintf(m->mid, sizeof(m->mid),
 	    ",\"session\":\"%s\",\"pid\":%ld,\"start\":%.6f,\"dropped\":", m->session, m->pid,
 	    m->start_real);
-	{
-		char *o = m->tail, *end = m->tail + sizeof(m->tail) - 2;
-		if (m->rank >= 0) {
-			o = mate_put_key_i64(o, end, ",\"rank\":", m->rank);
-			o = mate_put_key_i64(o, end, ",\"world\":", m->world);
-		}
-		o = json_str(o, end, ",\"program\":", m->program);
-		*o++ = '}';
-		m->tail_len = (size_t)(o - m->tail);
-	}
+	make_tail(m);
 	if ((m->ctx = zmq_ctx_new()) == NULL || (m->pub = zmq_socket(m->ctx, ZMQ_XPUB)) == NULL) {
 		mate_warn("monitor: cannot create a ZeroMQ socket: %s", zmq_strerror(zmq_errno()));
 		goto fail;
@@ -307,6 +326,7 @@ mate_mon_start(const char *tcp, double start_real, const struct mate_ev_rank *ra
 		}
 	} else if (!ok_ipc)
 		goto fail;
+	snprintf(m->bound, sizeof(m->bound), "%s", bound);
 	if (ok_ipc)
 		write_info(m, bound);
 	/* said once the .info file is in place: a script that waits for the
@@ -437,12 +457,15 @@ mate_mon_stop(struct mate_mon *m)
 {
 	if (m == NULL)
 		return;
+	/* the frames still queued (DISCONNECT last) go out first, for up to MON_LINGER_MS:
+	 * a subscriber that saw the endpoint's files go would stop reading before they
+	 * came (a rank's last 5,000 events, lost without a count) */
+	zmq_close(m->pub);
+	zmq_ctx_term(m->ctx);
 	if (m->info_path[0] != '\0')
 		unlink(m->info_path);
 	if (m->ipc_path[0] != '\0')
 		unlink(m->ipc_path);
-	zmq_close(m->pub);
-	zmq_ctx_term(m->ctx);
 	free(m);
 }
 

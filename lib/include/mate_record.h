@@ -312,6 +312,12 @@ MATE_API const char *mate_memlog_error(mate_memlog *m);
  * thread; both strings are borrowed until then. @return 0 when events are
  * off (nothing is kept). */
 MATE_API int mate_event_memory_source(const char *dev, const char *command);
+/*! mate_event_rank() : this process is rank (0 <= rank < world) of a distributed job, as a
+ * communication library told it (from, "ncclCommInitRank", names the call). Taken only where
+ * the launcher's variables gave no rank and no earlier call gave one: the live events and
+ * the instruction log carry it from now on (a RANK event "pid=N rank=R world=W", the
+ * frames' rank and world, the .info file). @return 1 when taken, else 0. */
+MATE_API int mate_event_rank(int rank, int world, const char *from);
 
 /* Profile. Allocations count towards the innermost block the allocating
  * thread has pushed, and a block's counts go into its parents when it is

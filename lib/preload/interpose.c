@@ -256,6 +256,7 @@ resolve_api(void)
 	API(elf_cuda_runtime, "mate_elf_cuda_runtime");
 	API(memory_source, "mate_event_memory_source");
 	API(ring_flush, "mate_ring_flush");
+	API(event_rank, "mate_event_rank");
 	return mate_ip_api.memlog_new != NULL && mate_ip_api.memlog_fork_child != NULL &&
 	    mate_ip_api.memlog_profile != NULL && mate_ip_api.memlog_error != NULL;
 }

@@ -54,6 +54,7 @@ struct ip_api {
 	int (*elf_cuda_runtime)(const char *, mate_error *);
 	int (*memory_source)(const char *, const char *);   /* may be NULL */
 	int (*ring_flush)(mate_error *);                     /* may be NULL */
+	int (*event_rank)(int, int, const char *);           /* may be NULL */
 };
 
 extern struct ip_api mate_ip_api;

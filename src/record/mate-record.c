@@ -38,8 +38,8 @@ usage(void)
 {
 	printf(
 	    "usage: %s [options] [--] PROGRAM [ARGS...]\n"
-	    "Runs PROGRAM with libmate's interposer preloaded: BLAS, CUDA runtime and cuBLAS\n"
-	    "calls are recorded as MATE_LOGLEVEL describes (see mate-record(1), mate(7)).\n"
+	    "Runs PROGRAM with libmate's interposer preloaded: BLAS, CUDA runtime, cuBLAS and\n"
+	    "NCCL calls are recorded as MATE_LOGLEVEL describes (see mate-record(1), mate(7)).\n"
 	    "\n"
 	    "  -l, --level N        MATE_LOGLEVEL: 1 names, 3 arguments, 5 statistics, 10 dumps\n"
 	    "                       (default: the environment's, else 1)\n"
