@@ -56,6 +56,8 @@ typedef struct mate_timeline_stats {
 	int clients, workers, memory_lanes;
 	int op_types;         /* distinct op types among the spans shown */
 	int logs;
+	int hosts;            /* other machines whose events came (host=), up to 64 */
+	int hosts_moved;      /* of them, those whose clock mate-trace moved (clock=) */
 	double t0, t1;        /* time range of the events shown (t1 < t0: none) */
 	double first, last;   /* time range of every event added, shown or not */
 } mate_timeline_stats;
@@ -94,6 +96,11 @@ int mate_timeline_add(mate_timeline *tl, const mate_event *ev, mate_error *err);
 int mate_timeline_end_log(mate_timeline *tl, mate_error *err);
 /*! mate_timeline_get_stats() : counts over everything added so far. */
 void mate_timeline_get_stats(const mate_timeline *tl, mate_timeline_stats *st);
+/*! mate_timeline_host() : the i-th other machine seen (host= in details), in
+ * order of its first event: its name (borrowed) and the seconds mate-trace
+ * added to its times (clock=; 0: its clock agreed). @return 1 when its clock
+ * was moved, 0 when not, -1 past the last. */
+int mate_timeline_host(const mate_timeline *tl, int i, const char **name, double *clock);
 /*! mate_timeline_lane() : the i-th lane shown, in drawing order (top to
  * bottom); strings borrowed from tl. @return 0, or -1 past the last. */
 int mate_timeline_lane(const mate_timeline *tl, int i, mate_lane_info *li);

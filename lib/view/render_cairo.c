@@ -369,7 +369,7 @@ layout(struct render *R)
 	R->x1 = snap(R, R->W - outer - legend_w - util_w);
 	if (R->x1 - R->x0 < 40 * R->px)
 		R->x1 = R->x0 + 40 * R->px;
-	R->y0 = snap(R, outer + 46 * R->f);
+	R->y0 = snap(R, outer + (R->tl->nhosts > 0 ? 58 : 46) * R->f);  /* the hosts' line */
 	R->y1 = snap(R, R->H - outer - 36 * R->f);
 	if (R->y1 - R->y0 < 20 * R->px)
 		R->y1 = R->y0 + 20 * R->px;
@@ -1307,6 +1307,14 @@ draw_title(struct render *R)
 	font(R, 9.5, 0);
 	rgb(R, 0x566573, 1);
 	text(R, outer, outer + 30 * R->f, 0, sub, R->W - 2 * outer);
+	if (R->tl->nhosts > 0) {
+		struct mate_buf b;
+		mate_buf_init(&b);
+		tl_hosts_line(R->tl, &b);
+		if (mate_buf_str(&b) != NULL)
+			text(R, outer, outer + 43 * R->f, 0, mate_buf_str(&b), R->W - 2 * outer);
+		mate_buf_free(&b);
+	}
 }
 
 static void

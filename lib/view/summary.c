@@ -2,6 +2,7 @@
 #include "mate_private.h"
 #include "timeline_private.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,6 +48,40 @@ put_header(struct mate_buf *b, const mate_timeline *tl, const mate_timeline_stat
 	    plural((uint64_t)st->op_types), st->lanes, plural((uint64_t)st->lanes), st->clients,
 	    plural((uint64_t)st->clients), st->workers, plural((uint64_t)st->workers),
 	    shown_span(st), st->t1 >= st->t0 ? st->t0 : 0.0, st->t1 >= st->t0 ? st->t1 : 0.0);
+	if (tl->nhosts > 0) {
+		tl_hosts_line(tl, b);
+		mate_buf_putc(b, '\n');
+	}
+}
+
+/* Events of other machines (mate-trace's host=): which, that each keeps its own order,
+ * and whose clock mate-trace moved onto this machine's (clock=). */
+void
+tl_hosts_line(const mate_timeline *tl, struct mate_buf *b)
+{
+	const char *name;
+	double c;
+	int i, k, shown = 0;
+
+	mate_buf_printf(b, "%d host%s: ", tl->nhosts, tl->nhosts == 1 ? "" : "s");
+	for (i = 0; mate_timeline_host(tl, i, &name, NULL) >= 0; i++)
+		if (i < 4)
+			mate_buf_printf(b, "%s%s", i > 0 ? ", " : "", name);
+	if (i > 4)
+		mate_buf_printf(b, " and %d more", i - 4);
+	mate_buf_puts(b, "  \xc2\xb7  each host's events in their own order");
+	for (i = 0; (k = mate_timeline_host(tl, i, &name, &c)) >= 0; i++) {
+		if (k == 0)
+			continue;
+		if (shown++ == 3) {
+			mate_buf_puts(b, "; more clocks moved");
+			break;
+		}
+		mate_buf_printf(b, "; %s's clock was %.1f s %s, its times moved by %+.1f s", name,
+		    fabs(c), c > 0 ? "behind" : "ahead", c);
+	}
+	if (shown == 0)
+		mate_buf_puts(b, ", on clocks within a second of this machine's");
 }
 
 /* The seconds of all ops of a kind (work, or calls). */

@@ -235,6 +235,52 @@ event_op(mate_timeline *tl, const mate_event *ev)
 	    buf, sizeof(buf)));
 }
 
+/* ---- Hosts ------------------------------------------------------------------- */
+
+/* Another machine's event (host=): its host kept, and on the first event mate-trace
+ * wrote from it, the seconds it moved that host's times by (clock=+30.000). */
+static void
+host_note(mate_timeline *tl)
+{
+	char host[64], clock[32], *end;
+	struct tl_host *h = NULL;
+	double c;
+	int i;
+
+	if (detail(tl, "host", host, sizeof(host)) <= 0)
+		return;
+	for (i = 0; i < tl->nhosts && h == NULL; i++)
+		if (strcmp(tl->hosts[i].name, host) == 0)
+			h = &tl->hosts[i];
+	if (h == NULL) {
+		if (tl->nhosts == TL_MAX_HOSTS)
+			return;
+		h = &tl->hosts[tl->nhosts++];
+		snprintf(h->name, sizeof(h->name), "%s", host);
+		tl->st.hosts = tl->nhosts;
+	}
+	if (detail(tl, "clock", clock, sizeof(clock)) <= 0)
+		return;
+	c = strtod(clock, &end);
+	if (end == clock || (*end != '\0' && strcmp(end, "s") != 0) || !isfinite(c) || c == 0)
+		return;
+	tl->st.hosts_moved += !h->moved;
+	h->moved = 1;
+	h->clock = c;
+}
+
+int
+mate_timeline_host(const mate_timeline *tl, int i, const char **name, double *clock)
+{
+	if (i < 0 || i >= tl->nhosts)
+		return -1;
+	if (name != NULL)
+		*name = tl->hosts[i].name;
+	if (clock != NULL)
+		*clock = tl->hosts[i].moved ? tl->hosts[i].clock : 0;
+	return tl->hosts[i].moved;
+}
+
 /* ---- Lanes ------------------------------------------------------------------- */
 
 const char *const tl_kind_word[] = { "client", "dispatcher", "worker", "memory" };
@@ -290,13 +336,21 @@ lane_create(mate_timeline *tl, int kind, const char *name, int slot, mate_error 
 	return L;
 }
 
-/* The lane of (current log, kind, name), created on first use. */
+/* The lane of (current log, kind, name), created on first use. An event from another
+ * host (mate-trace's host= after pid=) has lanes of that host's own: "worker_0 @node7". */
 static struct tl_lane *
 lane_get(mate_timeline *tl, int kind, const char *name, mate_error *err)
 {
 	int log = tl->nlogs - 1;
-	uint64_t h = mate_fnv1a64(name, strlen(name));
+	char host[64], hosted[256];
+	uint64_t h;
 	unsigned slot;
+
+	if (detail(tl, "host", host, sizeof(host)) > 0) {
+		snprintf(hosted, sizeof(hosted), "%s @%s", name, host);
+		name = hosted;
+	}
+	h = mate_fnv1a64(name, strlen(name));
 
 	h = mate_fnv1a(&log, sizeof(log), h, MATE_FNV1A64_PRIME);
 	h = mate_fnv1a(&kind, sizeof(kind), h, MATE_FNV1A64_PRIME);
@@ -1177,6 +1231,7 @@ mate_timeline_add(mate_timeline *tl, const mate_event *ev_in, mate_error *err)
 	copy.command = copy.command != NULL ? copy.command : "";
 	copy.details = copy.details != NULL ? copy.details : "";
 	mate_ilog_details_index(&tl->det, copy.details);
+	host_note(tl);
 	lg = &tl->logs[tl->nlogs - 1];
 	tl->st.events++;
 	tl->st.first = ev->time < tl->st.first ? ev->time : tl->st.first;

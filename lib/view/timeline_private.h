@@ -154,6 +154,8 @@ struct tl_id {               /* an open call or piece of work joined by id */
 	struct tl_open o;
 };
 
+#define TL_MAX_HOSTS 64
+
 struct tl_log {
 	char *name;
 	int dispatcher;      /* lane index or -1 */
@@ -204,12 +206,22 @@ struct mate_timeline {
 	uint64_t flows_total;
 	struct tl_signal *signals;
 	size_t nsignals;
+	/* hosts (mate-trace's host= of other machines' events) and the clocks moved */
+	struct tl_host {
+		char name[64];
+		double clock;     /* seconds mate-trace added to its times (clock=) */
+		int moved;
+	} hosts[TL_MAX_HOSTS];
+	int nhosts;
 	/* counts */
 	mate_timeline_stats st;
 	int mark_seen[TL_MARK_TYPES];
 	/* output */
 	mate_perfetto *pf;
 };
+
+/* summary.c: the line that names the other machines and the clocks moved. */
+void tl_hosts_line(const mate_timeline *tl, struct mate_buf *b);
 
 /* timeline_agg.c: the column grid and what is kept one by one. */
 int tl_agg_span(mate_timeline *tl, struct tl_lane *L, int op, double s, double e,

@@ -1,4 +1,4 @@
-/* test_timeline.c: pairing events into calls and work (ids, GT's rules, the batch quirk), lanes, clipping, utilisation, Perfetto output and render errors. */
+/* test_timeline.c: pairing events into calls and work (ids, GT's rules, the batch quirk), lanes, clipping, utilisation, Perfetto output, render errors, and other hosts with their clocks. */
 #include "config.h"
 
 #include <fcntl.h>
@@ -514,6 +514,48 @@ DEFINE_TEST(many)
 		CHECK_EQ_INT(mate_timeline_render_fd(tl, &ro, fd, NULL, &err), MATE_OK);
 		close(fd);
 	}
+	mate_timeline_free(tl);
+}
+
+/* Other hosts' events (host=): kept in order of their first event, up to 64; a clock=
+ * is taken only when it is a finite, non-zero number of seconds. */
+DEFINE_TEST(hosts_and_clocks)
+{
+	mate_timeline *tl = fresh(NULL, 0, 0, 0, 0);
+	mate_timeline_stats st;
+	const char *name;
+	double c = -1;
+	char det[96];
+	int i;
+
+	add(tl, 0.1, "WORKER_SEND", "w0", "k", "id=1 pid=7 host=b clock=+30.000");
+	add(tl, 0.2, "WORKER_RECV", "w0", "k", "id=1 pid=7 host=b");
+	add(tl, 0.3, "WORKER_SEND", "w0", "k", "id=2 pid=8 host=a clock=-2.5s");
+	add(tl, 0.4, "WORKER_SEND", "w0", "k", "id=3 pid=9 host=c clock=nan");
+	add(tl, 0.5, "WORKER_SEND", "w0", "k", "id=4 pid=9 host=d clock=1e400");
+	add(tl, 0.6, "WORKER_SEND", "w0", "k", "id=5 pid=9 host=e clock=12x");
+	add(tl, 0.7, "WORKER_SEND", "w0", "k", "id=6 pid=9 host=f clock=0");
+	add(tl, 0.8, "WORKER_SEND", "w0", "k", "id=7 pid=10 clock=+5");   /* no host */
+	mate_timeline_get_stats(tl, &st);
+	CHECK_EQ_INT(st.hosts, 6);
+	CHECK_EQ_INT(st.hosts_moved, 2);
+	CHECK_EQ_INT(mate_timeline_host(tl, 0, &name, &c), 1);
+	CHECK_STR(name, "b");
+	CHECK(c == 30.0);
+	CHECK_EQ_INT(mate_timeline_host(tl, 1, &name, &c), 1);
+	CHECK_STR(name, "a");
+	CHECK(c == -2.5);
+	for (i = 2; i < 6; i++) {
+		CHECK_EQ_INT(mate_timeline_host(tl, i, NULL, &c), 0);
+		CHECK(c == 0);
+	}
+	CHECK_EQ_INT(mate_timeline_host(tl, 6, NULL, NULL), -1);
+	for (i = 0; i < 100; i++) {
+		snprintf(det, sizeof(det), "id=%d host=h%d", 100 + i, i);
+		add(tl, 1 + i * 0.01, "WORKER_SEND", "w1", "k", det);
+	}
+	mate_timeline_get_stats(tl, &st);
+	CHECK_EQ_INT(st.hosts, 64);
 	mate_timeline_free(tl);
 }
 
