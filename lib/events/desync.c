@@ -29,6 +29,7 @@ struct fn {
 
 struct rank {
 	int used, ended, conflict;
+	int cut;                   /* ended without saying so: its last calls may be missing */
 	long pid;
 	uint32_t *calls;           /* sig ids */
 	size_t n, cap;
@@ -61,7 +62,7 @@ struct mate_desync {
 	int ngroups;
 	int stale;                 /* a caller set changed: groups are rebuilt */
 	char *reported;            /* per rank: a verdict on it was given */
-	char text[1024], side[2][256];
+	char text[1280], side[2][256];
 };
 
 mate_desync *
@@ -265,6 +266,13 @@ mate_desync_end(mate_desync *d, int rank)
 		d->ranks[rank].ended = 1;
 }
 
+void
+mate_desync_end_cut(mate_desync *d, int rank)
+{
+	if (rank >= 0 && rank < d->nranks)
+		d->ranks[rank].ended = d->ranks[rank].cut = 1;
+}
+
 /* Groups: the distinct caller sets of two ranks or more (conflicting ranks left out). */
 static int
 rebuild(mate_desync *d)
@@ -362,6 +370,7 @@ compare_at(mate_desync *d, int g, const long *at, int final, mate_desync_verdict
 {
 	struct group *gr = &d->groups[g];
 	int n = gr->nmembers, best = -1, bestn = 0, tie = 0, nodd = 0, nmaj = 0, present = 0;
+	int cut = 0;   /* an odd rank is short by an end that may have lost its last calls */
 	int *odd = malloc((size_t)n * sizeof(int)), *maj = malloc((size_t)n * sizeof(int));
 	uint64_t lo = UINT64_MAX, hi = 0;
 	char list[2][200];
@@ -397,8 +406,12 @@ compare_at(mate_desync *d, int g, const long *at, int final, mate_desync_verdict
 			maj[nmaj++] = gr->members[m];
 			lo = (uint64_t)at[m] + 1 < lo ? (uint64_t)at[m] + 1 : lo;
 			hi = (uint64_t)at[m] + 1 > hi ? (uint64_t)at[m] + 1 : hi;
-		} else if (at[m] >= 0 || final)
+		} else if (at[m] >= 0 || final) {
 			odd[nodd++] = gr->members[m];
+			/* its end unsaid (no DISCONNECT: killed, or its last events lost) */
+			cut |= at[m] < 0 && (d->ranks[gr->members[m]].cut ||
+			    !d->ranks[gr->members[m]].ended);
+		}
 	}
 	{
 		int fresh = 0;   /* a rank not named yet (groups rebuilt meet old ones again) */
@@ -415,7 +428,7 @@ compare_at(mate_desync *d, int g, const long *at, int final, mate_desync_verdict
 	    sizeof(d->side[1]));
 	v->kind = MATE_DESYNC_CALL;
 	v->rank = odd[0];
-	v->certain = !tie && nmaj > nodd;
+	v->certain = !tie && nmaj > nodd && !cut;
 	{
 		int m0 = 0;
 		while (gr->members[m0] != odd[0])
@@ -425,16 +438,23 @@ compare_at(mate_desync *d, int g, const long *at, int final, mate_desync_verdict
 			    (uint64_t)at[m0] + 1, d->side[0], sizeof(d->side[0]));
 			v->call = (uint64_t)at[m0] + 1;
 		} else {
-			snprintf(d->side[0], sizeof(d->side[0]), "its end after call %llu",
-			    (unsigned long long)d->ranks[odd[0]].n);
+			if (nodd > 1)   /* "ranks 4-5 are at their end, rank 4's after call 1791" */
+				snprintf(d->side[0], sizeof(d->side[0]), "their end, rank %d's after "
+				    "call %llu", odd[0], (unsigned long long)d->ranks[odd[0]].n);
+			else
+				snprintf(d->side[0], sizeof(d->side[0]), "its end after call %llu",
+				    (unsigned long long)d->ranks[odd[0]].n);
 			v->kind = MATE_DESYNC_ENDED;
 		}
 	}
 	v->others_call = lo;
-	if (v->certain)
-		snprintf(d->text, sizeof(d->text), "rank%s %s %s at %s while rank%s %s %s at %s",
+	if (v->certain || (cut && !tie && nmaj > nodd))
+		snprintf(d->text, sizeof(d->text), "rank%s %s %s at %s while rank%s %s %s at %s%s",
 		    nodd > 1 ? "s" : "", list[1], nodd > 1 ? "are" : "is", d->side[0],
-		    nmaj > 1 ? "s" : "", list[0], nmaj > 1 ? "are" : "is", d->side[1]);
+		    nmaj > 1 ? "s" : "", list[0], nmaj > 1 ? "are" : "is", d->side[1],
+		    !cut ? "" : nodd > 1 ? " (not certain: their events stopped without their "
+		    "DISCONNECT, and the last may be lost)" : " (not certain: its events stopped "
+		    "without its DISCONNECT, and the last may be lost)");
 	else
 		snprintf(d->text, sizeof(d->text), "ranks %s and %s disagree (no majority to tell "
 		    "which is out of step): %s against %s", list[0], list[1], d->side[1], d->side[0]);
@@ -604,7 +624,8 @@ mate_desync_event(mate_desync *d, const mate_event *ev, long pid, int rank, mate
 
 	if (pid < 0)
 		pid = detail_num(ev->details, "pid", INT32_MAX);
-	if (strcmp(ev->event, "CONNECT") == 0) {
+	/* the rank comes with CONNECT, or later with RANK (from ncclCommInitRank) */
+	if (strcmp(ev->event, "CONNECT") == 0 || strcmp(ev->event, "RANK") == 0) {
 		long w = detail_num(ev->details, "world", RANKS_MAX);
 		if (w > d->world)
 			d->world = (int)w;

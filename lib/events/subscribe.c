@@ -1,14 +1,16 @@
-/* subscribe.c: the subscriber side of live events: finding local publishers, one SUB socket, JSON frames to events, time-ordered merging. */
+/* subscribe.c: the subscriber side of live events: finding local publishers (one SUB socket), endpoints named by the caller (a socket each, so that a frame's host is known), each host's clock, JSON frames to events, time-ordered merging. */
 #include "events_private.h"
 #include "mate_events.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,23 +18,60 @@
 
 #define FRAME_MAX 8192          /* larger frames are not ours: skipped */
 #define RESCAN_MS 100
+#define RESCAN_OTHERS 10        /* other users' folders: every tenth scan */
+#define OTHERS_DEFAULT "/run/user/*/mate:/tmp/mate-*"
 #define LAG_MS_DEFAULT 100
 #define HELD_MAX 1000000        /* events held for ordering, at most */
 #define HELD_BYTES_MAX (64u << 20)  /* and their bytes, at most */
 #define RCV_HWM 16384           /* frames ZeroMQ queues for us (each <= FRAME_MAX) */
 #define PUBS_MAX 4096           /* publishers followed, at most */
+#define GONE_QUIET 0.5          /* s: a process gone without its DISCONNECT has ended
+                                 * once nothing came from it for this long (its
+                                 * last frames may still be in the socket) */
+#define CONNS_MAX 1024          /* endpoints named by the caller, at most */
+#define CLOCK_AGREE 1.0         /* seconds: a host whose first frame arrives within
+                                 * this of its time keeps its clock (as NTP keeps
+                                 * hosts within milliseconds; the rest is the way) */
+#define CLOCK_MOVED 5.0         /* seconds: a later process of a host whose first frame
+                                 * differs this much from the host's clock started
+                                 * after that clock was set (stepped): its own */
 
 struct pub {
 	long pid;
-	double start;
+	double start;               /* on this machine's clock */
+	double raw_start;           /* as its frames say (on its host's clock) */
+	double offset;              /* seconds added to its times (its host's, or its own
+	                             * where its host's clock was stepped after) */
+	int offset_known;
 	char *endpoint;             /* as connected ("" until known for frames) */
+	char *info;                 /* its .info file, where found in a folder; or NULL */
 	char program[64];
 	char session[24];           /* from its .info file or its first frame: frames
 	                             * that claim its pid with another are not its */
 	uint64_t events, dropped, lost, first_seq, last_seq;
 	int ended;
 	int connected;
-	int rank, world;            /* from its first frame: rank -1 (world 0) for none */
+	int rank, world;            /* from the first frame with one: rank -1 (world 0) for none */
+	int conn;                   /* its endpoint's socket (m->conns), -1: the local one */
+	double gone;                /* monotonic s: when its endpoint went away (0: not) */
+	int said_end;               /* its DISCONNECT came: its stream is whole */
+	double last_rx;             /* monotonic s: its last frame's arrival */
+};
+
+/* An endpoint named by the caller (mate_monitor_add_endpoint()): a socket of its own,
+ * so that its frames' host is the one the caller named, whatever they say. */
+struct conn {
+	void *sock;
+	char *url;
+	char *host;                 /* of a tcp url; "" for ipc (this machine); its own
+	                             * allocation, so that it stays where it is */
+	double added, last;         /* monotonic seconds: when added, its last frame (0: none) */
+	uint64_t frames, foreign;   /* frames taken; frames that were not mate's */
+	double offset;              /* seconds added to its times: this host's clock minus
+	                             * its (0 where within CLOCK_AGREE) */
+	int offset_known;
+	int moved;                  /* its later processes whose clock differed (CLOCK_MOVED) */
+	double moved_by;            /* the last one's difference from offset */
 };
 
 /* One held event: its fields packed in one allocation. */
@@ -49,9 +88,14 @@ struct mate_monitor {
 	void *ctx, *sub;
 	struct pub *pubs;
 	int npubs, cap_pubs;
+	struct conn *conns;
+	int nconns, cap_conns;
+	zmq_pollitem_t *items;      /* the local socket's, then each conn's */
 	long *want_pids;
 	int nwant, cap_want;
 	int watch_all;
+	int all_users;              /* mate_monitor_watch_all_users() */
+	unsigned scans;
 	char dir[256];
 	double next_scan;
 	double base;                /* 0 until set */
@@ -94,13 +138,30 @@ lag_from_env(const char *text, char *warning, size_t size)
 	return LAG_MS_DEFAULT / 1000.0;
 }
 
+/* A SUB socket that takes every frame. */
+static void *
+sub_socket(mate_monitor *m)
+{
+	int zero = 0, hwm = RCV_HWM;
+	int64_t max_frame = FRAME_MAX;
+	void *s = zmq_socket(m->ctx, ZMQ_SUB);
+
+	if (s == NULL)
+		return NULL;
+	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	/* memory: a flooding publisher fills these and then drops (its
+	 * sequence gaps are counted as lost); a larger frame is not ours */
+	zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max_frame, sizeof(max_frame));
+	zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0);
+	return s;
+}
+
 mate_monitor *
 mate_monitor_new(mate_error *err)
 {
 	mate_monitor *m = calloc(1, sizeof(*m));
 	const char *lag = getenv("MATE_MONITOR_LAG_MS");
-	int zero = 0, hwm = RCV_HWM;
-	int64_t max_frame = FRAME_MAX;
 
 	if (m == NULL || (m->frame = malloc(FRAME_MAX + 1)) == NULL ||
 	    (m->scratch = malloc(FRAME_MAX + 1)) == NULL) {
@@ -115,18 +176,12 @@ mate_monitor_new(mate_error *err)
 	    *m->curve_server == '\0')
 		m->curve_server = NULL;
 	m->now = mate_mono_seconds();
-	if ((m->ctx = zmq_ctx_new()) == NULL || (m->sub = zmq_socket(m->ctx, ZMQ_SUB)) == NULL) {
+	if ((m->ctx = zmq_ctx_new()) == NULL || (m->sub = sub_socket(m)) == NULL) {
 		mate_set_error(err, MATE_ERR_IO, "monitor: cannot create a ZeroMQ socket: %s",
 		    zmq_strerror(zmq_errno()));
 		mate_monitor_free(m);
 		return NULL;
 	}
-	zmq_setsockopt(m->sub, ZMQ_LINGER, &zero, sizeof(zero));
-	/* memory: a flooding publisher fills these and then drops (its
-	 * sequence gaps are counted as lost); a larger frame is not ours */
-	zmq_setsockopt(m->sub, ZMQ_RCVHWM, &hwm, sizeof(hwm));
-	zmq_setsockopt(m->sub, ZMQ_MAXMSGSIZE, &max_frame, sizeof(max_frame));
-	zmq_setsockopt(m->sub, ZMQ_SUBSCRIBE, "", 0);
 	if (mate_mon_runtime_dir(m->dir, sizeof(m->dir), 0) != 0 && m->dir[0] == '\0')
 		snprintf(m->dir, sizeof(m->dir), "/tmp/mate-%lu", (unsigned long)getuid());
 	return m;
@@ -145,10 +200,19 @@ mate_monitor_free(mate_monitor *m)
 		return;
 	if (m->sub != NULL)
 		zmq_close(m->sub);
+	for (int i = 0; i < m->nconns; i++) {
+		zmq_close(m->conns[i].sock);
+		free(m->conns[i].url);
+		free(m->conns[i].host);
+	}
+	free(m->conns);
+	free(m->items);
 	if (m->ctx != NULL)
 		zmq_ctx_term(m->ctx);
-	for (int i = 0; i < m->npubs; i++)
+	for (int i = 0; i < m->npubs; i++) {
 		free(m->pubs[i].endpoint);
+		free(m->pubs[i].info);
+	}
 	free(m->pubs);
 	free(m->want_pids);
 	for (size_t i = 0; i < m->nheld; i++)
@@ -163,7 +227,7 @@ mate_monitor_free(mate_monitor *m)
 /* ---- publishers ------------------------------------------------------------------- */
 
 static struct pub *
-pub_add(mate_monitor *m, long pid, double start, const char *endpoint)
+pub_add(mate_monitor *m, long pid, double start, const char *endpoint, int conn)
 {
 	struct pub *p;
 
@@ -182,8 +246,9 @@ pub_add(mate_monitor *m, long pid, double start, const char *endpoint)
 	if ((p->endpoint = strdup(endpoint != NULL ? endpoint : "")) == NULL)
 		return NULL;
 	p->pid = pid;
-	p->start = start;
+	p->start = p->raw_start = start;
 	p->rank = -1;
+	p->conn = conn;
 	m->npubs++;
 	return p;
 }
@@ -197,30 +262,52 @@ pub_find_endpoint(mate_monitor *m, const char *endpoint)
 	return NULL;
 }
 
-/* The publisher a frame comes from: by pid and start, else a connected
- * endpoint whose identity is not known yet (tcp), else a new entry. */
+/* The publisher a frame that came in on conn (-1: the local socket) comes from:
+ * by pid and start among that socket's, else its endpoint's entry whose identity
+ * is not known yet, else a new entry (two hosts may have a process of one pid). */
 static struct pub *
-pub_for_frame(mate_monitor *m, long pid, double start)
+pub_for_frame(mate_monitor *m, long pid, double start, int conn)
 {
 	for (int i = 0; i < m->npubs; i++)
-		if (m->pubs[i].pid == pid && (m->pubs[i].start == 0 || m->pubs[i].start == start)) {
-			m->pubs[i].start = start;
+		if (m->pubs[i].conn == conn && m->pubs[i].pid == pid &&
+		    (m->pubs[i].raw_start == 0 || m->pubs[i].raw_start == start)) {
+			m->pubs[i].start = m->pubs[i].raw_start = start;
 			return &m->pubs[i];
 		}
 	for (int i = 0; i < m->npubs; i++)
-		if (m->pubs[i].pid == 0) {
+		if (m->pubs[i].conn == conn && m->pubs[i].pid == 0) {
 			m->pubs[i].pid = pid;
-			m->pubs[i].start = start;
+			m->pubs[i].start = m->pubs[i].raw_start = start;
 			return &m->pubs[i];
 		}
-	return pub_add(m, pid, start, "");
+	return pub_add(m, pid, start, conn >= 0 ? m->conns[conn].url : "", conn);
+}
+
+/* The host part of a tcp url ("tcp://node7:5555" -> "node7", "[fe80::1]" kept whole);
+ * "" for this machine (127.0.0.1, localhost, [::1]) and any other url. */
+static void
+url_host(const char *url, char *host, size_t cap)
+{
+	const char *h, *colon;
+
+	host[0] = '\0';
+	if (strncmp(url, "tcp://", 6) != 0)
+		return;
+	h = url + 6;
+	if ((colon = strrchr(h, ':')) == NULL)
+		colon = h + strlen(h);
+	snprintf(host, cap, "%.*s", (int)(colon - h), h);
+	if (strcmp(host, "127.0.0.1") == 0 || strcmp(host, "localhost") == 0 ||
+	    strcmp(host, "[::1]") == 0)
+		host[0] = '\0';
+	mate_clean_name(host);
 }
 
 /* Connects a tcp url as a CURVE client of the publisher whose public key is
  * MATE_MONITOR_CURVE_SERVER_KEY (a fresh key pair of our own), then turns
  * CURVE off again for the ipc endpoints connected later. */
 static int
-curve_connect(mate_monitor *m, const char *url, mate_error *err)
+curve_connect(mate_monitor *m, void *sock, const char *url, mate_error *err)
 {
 	char pub[41], sec[41];
 	uint8_t raw[32];
@@ -230,13 +317,13 @@ curve_connect(mate_monitor *m, const char *url, mate_error *err)
 		return mate_set_error(err, MATE_ERR_ARGUMENT, "monitor: MATE_MONITOR_CURVE_SERVER_KEY "
 		    "is not a 40-character Z85 CURVE key");
 	if (zmq_curve_keypair(pub, sec) != 0 ||
-	    zmq_setsockopt(m->sub, ZMQ_CURVE_SERVERKEY, m->curve_server, 40) != 0 ||
-	    zmq_setsockopt(m->sub, ZMQ_CURVE_PUBLICKEY, pub, 40) != 0 ||
-	    zmq_setsockopt(m->sub, ZMQ_CURVE_SECRETKEY, sec, 40) != 0)
+	    zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, m->curve_server, 40) != 0 ||
+	    zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, pub, 40) != 0 ||
+	    zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, sec, 40) != 0)
 		return mate_set_error(err, MATE_ERR_UNSUPPORTED, "monitor: cannot use CURVE: %s",
 		    zmq_strerror(zmq_errno()));
-	rc = zmq_connect(m->sub, url);
-	zmq_setsockopt(m->sub, ZMQ_CURVE_SERVER, &zero, sizeof(zero));
+	rc = zmq_connect(sock, url);
+	zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &zero, sizeof(zero));
 	return rc == 0 ? MATE_OK : mate_set_error(err, MATE_ERR_ARGUMENT,
 	    "monitor: cannot connect to %s: %s", url, zmq_strerror(zmq_errno()));
 }
@@ -244,17 +331,57 @@ curve_connect(mate_monitor *m, const char *url, mate_error *err)
 int
 mate_monitor_add_endpoint(mate_monitor *m, const char *url, mate_error *err)
 {
+	struct conn *c;
+	char host[64];
+	void *sock;
 	int rc;
 
-	if (pub_find_endpoint(m, url) != NULL)
-		return MATE_OK;
-	if (m->curve_server != NULL && strncmp(url, "tcp://", 6) == 0) {
-		if ((rc = curve_connect(m, url, err)) != MATE_OK)
-			return rc;
-	} else if (zmq_connect(m->sub, url) != 0)
-		return mate_set_error(err, MATE_ERR_ARGUMENT, "monitor: cannot connect to %s: %s",
+	for (int i = 0; i < m->nconns; i++)
+		if (strcmp(m->conns[i].url, url) == 0)
+			return MATE_OK;
+	if (m->nconns >= CONNS_MAX)
+		return mate_set_error(err, MATE_ERR_ARGUMENT, "monitor: more than %d endpoints",
+		    CONNS_MAX);
+	if (m->nconns == m->cap_conns) {
+		int cap = m->cap_conns ? m->cap_conns * 2 : 8;
+		struct conn *nc = realloc(m->conns, (size_t)cap * sizeof(*nc));
+		zmq_pollitem_t *ni;
+		if (nc == NULL)
+			return nomem(err);
+		m->conns = nc;
+		if ((ni = realloc(m->items, (size_t)(cap + 1) * sizeof(*ni))) == NULL)
+			return nomem(err);
+		m->items = ni;
+		m->cap_conns = cap;
+	}
+	if ((sock = sub_socket(m)) == NULL)
+		return mate_set_error(err, MATE_ERR_IO, "monitor: cannot create a ZeroMQ socket: %s",
+		    zmq_strerror(zmq_errno()));
+	if (m->curve_server != NULL && strncmp(url, "tcp://", 6) == 0)
+		rc = curve_connect(m, sock, url, err);
+	else if ((rc = zmq_connect(sock, url)) != 0)
+		rc = mate_set_error(err, MATE_ERR_ARGUMENT, "monitor: cannot connect to %s: %s",
 		    url, zmq_strerror(zmq_errno()));
-	if (pub_add(m, 0, 0, url) == NULL)
+	if (rc != MATE_OK) {
+		zmq_close(sock);
+		return rc;
+	}
+	c = &m->conns[m->nconns];
+	memset(c, 0, sizeof(*c));
+	c->sock = sock;
+	c->added = mate_mono_seconds();
+	if ((c->url = strdup(url)) == NULL) {
+		zmq_close(sock);
+		return nomem(err);
+	}
+	url_host(url, host, sizeof(host));
+	if ((c->host = strdup(host)) == NULL) {
+		free(c->url);
+		zmq_close(sock);
+		return nomem(err);
+	}
+	m->nconns++;
+	if (pub_add(m, 0, 0, url, m->nconns - 1) == NULL)
 		return nomem(err);
 	m->pubs[m->npubs - 1].connected = 1;
 	return MATE_OK;
@@ -306,16 +433,23 @@ struct info {
 	char endpoint[300];
 };
 
+/* Reads the .info file at path; owner (-1: any) is the uid the file must belong to, a
+ * regular file, in another user's folder. */
 static int
-read_info(const char *path, struct info *in)
+read_info(const char *path, struct info *in, long owner)
 {
 	char buf[2048], *line, *save = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
 	ssize_t n;
 
 	memset(in, 0, sizeof(*in));
 	if (fd < 0)
 		return -1;
+	if (owner >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (long)st.st_uid != owner)) {
+		close(fd);
+		return -1;
+	}
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
@@ -380,40 +514,42 @@ remove_stale_pid(const mate_monitor *m, long pid)
 
 	snprintf(name, sizeof(name), "%ld.info", pid);
 	snprintf(path, sizeof(path), "%s/%s", m->dir, name);
-	if (read_info(path, &in) == 0 && in.pid == pid && !info_alive(&in))
+	if (read_info(path, &in, -1) == 0 && in.pid == pid && !info_alive(&in))
 		remove_stale(m, name, &in);
 }
 
 static void
-connect_info(mate_monitor *m, const struct info *in)
+connect_info(mate_monitor *m, const struct info *in, const char *path)
 {
 	struct pub *p = pub_find_endpoint(m, in->endpoint);
 
-	if (p != NULL && p->start == in->start)
-		return;
+	if (p != NULL && (p->raw_start == in->start || p->conn >= 0))
+		return;   /* followed already (an endpoint named: through its own socket) */
 	if (p != NULL) {
 		/* the same path, a new process (pid reused): start over */
 		zmq_disconnect(m->sub, in->endpoint);
 		p->endpoint[0] = '\0';
 	}
 	if (zmq_connect(m->sub, in->endpoint) != 0 ||
-	    (p = pub_add(m, in->pid, in->start, in->endpoint)) == NULL)
+	    (p = pub_add(m, in->pid, in->start, in->endpoint, -1)) == NULL)
 		return;
 	p->connected = 1;
+	p->info = strdup(path);
 	snprintf(p->session, sizeof(p->session), "%s", in->session);
 	snprintf(p->program, sizeof(p->program), "%s", in->program);
 	mate_clean_name(p->program);
 }
 
+/* The publishers announced in the folder dir: the caller's own (owner -1: stale files
+ * are removed) or another user's (owner its uid: files that are not theirs are skipped,
+ * nothing is removed). */
 static void
-scan(mate_monitor *m)
+scan_dir(mate_monitor *m, const char *dir, long owner)
 {
 	DIR *d;
 	struct dirent *de;
 
-	if (!m->watch_all && m->nwant == 0)
-		return;
-	if ((d = opendir(m->dir)) == NULL)
+	if ((d = opendir(dir)) == NULL)
 		return;
 	while ((de = readdir(d)) != NULL) {
 		const char *dot = strrchr(de->d_name, '.');
@@ -421,25 +557,99 @@ scan(mate_monitor *m)
 		struct info in;
 		if (dot == NULL || strcmp(dot, ".info") != 0)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", m->dir, de->d_name);
-		if (read_info(path, &in) != 0 || !wanted(m, in.pid))
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (read_info(path, &in, owner) != 0 || !wanted(m, in.pid))
 			continue;
-		if (!info_alive(&in))
-			remove_stale(m, de->d_name, &in);
-		else
-			connect_info(m, &in);
+		if (!info_alive(&in)) {
+			if (owner < 0)
+				remove_stale(m, de->d_name, &in);
+		} else if (owner < 0 || (strncmp(in.endpoint + 6, dir, strlen(dir)) == 0 &&
+		    in.endpoint[6 + strlen(dir)] == '/')) {
+			/* another user's .info names a socket in its own folder only */
+			connect_info(m, &in, path);
+		}
 	}
 	closedir(d);
-	/* publishers whose endpoint went away (removed at exit, or dead) */
+}
+
+/* Other users' folders (mate_monitor_watch_all_users()): each match of the patterns in
+ * MATE_MONITOR_ALL (colon-separated), default OTHERS_DEFAULT, that is a directory, not
+ * a link, nobody but its owner may write, and not the caller's own; *unreadable counts
+ * those that could not be opened (another user's mode 700: only root reads them). */
+static void
+scan_others(mate_monitor *m, int *unreadable)
+{
+	const char *env = getenv("MATE_MONITOR_ALL");
+	char pats[1024], *pat, *save = NULL;
+	struct stat own, st;
+	int have_own = stat(m->dir, &own) == 0;
+
+	snprintf(pats, sizeof(pats), "%s", env != NULL && *env != '\0' ? env : OTHERS_DEFAULT);
+	for (pat = strtok_r(pats, ":", &save); pat != NULL; pat = strtok_r(NULL, ":", &save)) {
+		glob_t g;
+
+		if (glob(pat, GLOB_NOSORT, NULL, &g) != 0)
+			continue;
+		for (size_t i = 0; i < g.gl_pathc; i++) {
+			const char *dir = g.gl_pathv[i];
+			DIR *d;
+
+			if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || (st.st_mode & 022) != 0 ||
+			    (have_own && st.st_dev == own.st_dev && st.st_ino == own.st_ino))
+				continue;
+			if (unreadable != NULL) {
+				if ((d = opendir(dir)) == NULL)
+					(*unreadable)++;
+				else
+					closedir(d);
+				continue;
+			}
+			scan_dir(m, dir, (long)st.st_uid);
+		}
+		globfree(&g);
+	}
+}
+
+static void
+scan(mate_monitor *m)
+{
+	if (!m->watch_all && m->nwant == 0)
+		return;
+	scan_dir(m, m->dir, -1);
+	if (m->all_users && m->scans++ % RESCAN_OTHERS == 0)
+		scan_others(m, NULL);
+	/* publishers whose endpoint went away (removed at exit, or dead): ended once the
+	 * frames they left in the socket are read (nothing from them for GONE_QUIET) */
 	for (int i = 0; i < m->npubs; i++) {
 		struct pub *p = &m->pubs[i];
 		char info[600];
+		double quiet_since;
 		if (!p->connected || p->ended || strncmp(p->endpoint, "ipc://", 6) != 0 || p->pid <= 0)
 			continue;
 		snprintf(info, sizeof(info), "%s/%ld.info", m->dir, p->pid);
-		if (access(info, F_OK) != 0 || (kill((pid_t)p->pid, 0) != 0 && errno == ESRCH))
+		if (p->gone == 0 && (access(p->info != NULL ? p->info : info, F_OK) != 0 ||
+		    (kill((pid_t)p->pid, 0) != 0 && errno == ESRCH)))
+			p->gone = m->now;
+		quiet_since = p->last_rx > p->gone ? p->last_rx : p->gone;
+		if (p->gone > 0 && m->now - quiet_since >= GONE_QUIET)
 			p->ended = 1;
 	}
+}
+
+int
+mate_monitor_watch_all_users(mate_monitor *m, int *unreadable, mate_error *err)
+{
+	int n = 0;
+
+	(void)err;
+	m->watch_all = 1;
+	m->all_users = 1;
+	m->scans = 0;
+	m->next_scan = 0;
+	scan_others(m, &n);
+	if (unreadable != NULL)
+		*unreadable = n;
+	return MATE_OK;
 }
 
 /* ---- frames ---------------------------------------------------------------------------- */
@@ -741,9 +951,68 @@ frame_count(double d, uint64_t max)
 	return d >= (double)max ? max : (uint64_t)d;
 }
 
-/* Parses one frame and holds its event. Frames that are not mate's are skipped. */
+/* The clock of conn's host against this one's, from a frame of its sent at
+ * host time sent and arrived now (CLOCK_REALTIME): the first frame of a host
+ * sets it for all of that host's endpoints; a difference within CLOCK_AGREE
+ * is the way, not the clock (0). Fixed from then on, so that the host's own
+ * order of events stays. */
+static double
+conn_offset(mate_monitor *m, int conn, double sent)
+{
+	struct conn *c = &m->conns[conn];
+	struct timespec ts;
+	double d;
+
+	if (c->offset_known)
+		return c->offset;
+	for (int i = 0; i < m->nconns; i++)
+		if (i != conn && m->conns[i].offset_known && strcmp(m->conns[i].host, c->host) == 0) {
+			c->offset = m->conns[i].offset;
+			c->offset_known = 1;
+			return c->offset;
+		}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	d = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 - sent;
+	c->offset = c->host[0] != '\0' && (d > CLOCK_AGREE || d < -CLOCK_AGREE) ? d : 0;
+	c->offset_known = 1;
+	return c->offset;
+}
+
+/* The seconds added to the times of p, a publisher of conn's host, from its first frame
+ * (sent at host time sent): its host's offset, unless its own clock is CLOCK_MOVED or more
+ * from it. Then the host's clock was stepped after it was measured (NTP, by hand) and p
+ * started on the new one: p keeps its own, so that its times are not all that far off,
+ * and the host's clock counts as moved. */
+static double
+pub_offset(mate_monitor *m, struct pub *p, int conn, double sent)
+{
+	struct conn *c = &m->conns[conn];
+	double host = conn_offset(m, conn, sent), d;
+	struct timespec ts;
+
+	if (p->offset_known)
+		return p->offset;
+	p->offset_known = 1;
+	p->offset = host;
+	if (c->host[0] == '\0')
+		return host;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	d = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 - sent;
+	if (d - host >= CLOCK_MOVED || d - host <= -CLOCK_MOVED) {
+		p->offset = d > CLOCK_AGREE || d < -CLOCK_AGREE ? d : 0;
+		for (int i = 0; i < m->nconns; i++)   /* said on every endpoint of that host */
+			if (strcmp(m->conns[i].host, c->host) == 0) {
+				m->conns[i].moved++;
+				m->conns[i].moved_by = p->offset - host;
+			}
+	}
+	return p->offset;
+}
+
+/* Parses one frame that came in on conn (-1: the local socket) and holds its
+ * event. Frames that are not mate's are skipped (and counted against conn). */
 static int
-take_frame(mate_monitor *m, const char *buf, size_t len, mate_error *err)
+take_frame(mate_monitor *m, const char *buf, size_t len, int conn, mate_error *err)
 {
 	struct frame fr;
 	struct held *h;
@@ -751,20 +1020,32 @@ take_frame(mate_monitor *m, const char *buf, size_t len, mate_error *err)
 	const char *sess;
 	double start;
 
-	if (parse_frame(buf, len, m->scratch, &fr) != 0 || !fr.has_seq || !fr.has_event)
-		return MATE_OK;
+	if (parse_frame(buf, len, m->scratch, &fr) != 0 || !fr.has_seq || !fr.has_event ||
+	    !(fr.n[N_PID] >= 0 && fr.n[N_PID] <= INT32_MAX)) {
+		if (conn >= 0)
+			m->conns[conn].foreign++;
+		return MATE_OK;   /* not mate's (no process has that id) */
+	}
 	start = fr.n[N_START];
-	if (!(fr.n[N_PID] >= 0 && fr.n[N_PID] <= INT32_MAX))
-		return MATE_OK;   /* no process has that id: not mate's */
-	if ((p = pub_for_frame(m, (long)fr.n[N_PID], start)) == NULL)
+	if (conn >= 0) {
+		m->conns[conn].frames++;
+		m->conns[conn].last = m->now;
+	}
+	if ((p = pub_for_frame(m, (long)fr.n[N_PID], start, conn)) == NULL)
 		return MATE_OK;   /* too many publishers (or no memory): skipped */
+	/* on this machine's clock: the host's own order stays */
+	if (conn >= 0 && start > 0) {
+		start += pub_offset(m, p, conn, start + fr.n[N_TIMESTAMP]);
+		p->start = start;
+	}
 	sess = fr.s[F_SESSION] != NULL ? fr.s[F_SESSION] : "";
 	if (p->events == 0 && p->session[0] == '\0')
 		snprintf(p->session, sizeof(p->session), "%s", sess);
 	else if (strcmp(p->session, sess) != 0)
 		return MATE_OK;   /* another publisher speaking for this one: skipped */
-	/* its first frame's rank stays its rank: a later frame cannot move it */
-	if (p->events == 0 && fr.has_rank && fr.n[N_RANK] >= 0 && fr.n[N_RANK] < (1 << 24) &&
+	/* the first frame that carries a rank gives it (a process may learn its rank late, from
+	 * ncclCommInitRank): a later frame cannot move it */
+	if (p->rank < 0 && fr.has_rank && fr.n[N_RANK] >= 0 && fr.n[N_RANK] < (1 << 24) &&
 	    fr.n[N_RANK] == (double)(int)fr.n[N_RANK]) {
 		p->rank = (int)fr.n[N_RANK];
 		p->world = fr.n[N_WORLD] > fr.n[N_RANK] && fr.n[N_WORLD] <= (1 << 24) ?
@@ -786,11 +1067,12 @@ take_frame(mate_monitor *m, const char *buf, size_t len, mate_error *err)
 	h->le.ev.size = (int64_t)frame_count(fr.n[N_SIZE], INT64_MAX);
 	h->le.dropped = frame_count(fr.n[N_DROPPED], UINT64_MAX);
 	h->le.publisher = (int)(p - m->pubs);
+	p->last_rx = m->now;
 	h->order = m->order++;
 	h->arrived = m->now;
 	h->le.missed = account(p, h->le.ev.seq, h->le.dropped);
 	if (strcmp(h->le.ev.event, "DISCONNECT") == 0)
-		p->ended = 1;
+		p->ended = p->said_end = 1;
 	if (heap_push(m, h) != 0) {
 		free(h);
 		return nomem(err);
@@ -805,28 +1087,42 @@ held_full(const mate_monitor *m)
 	return m->nheld >= HELD_MAX || m->held_bytes >= HELD_BYTES_MAX;
 }
 
-/* Reads what the socket holds without waiting (flushing: only until flush_until). */
+/* Reads what one socket (conn -1: the local one) holds, a bounded batch. */
 static int
-receive_all(mate_monitor *m, mate_error *err)
+receive_sock(mate_monitor *m, void *sock, int conn, mate_error *err)
 {
 	int n, rc;
 
-	/* a bounded batch: the caller's deadline is looked at between batches;
-	 * its frames arrived now (one reading of the clock, not one a frame) */
-	m->now = mate_mono_seconds();
-	if (m->flushing && m->now >= m->flush_until)
-		return MATE_OK;   /* the end: what still arrives is not waited for */
 	for (int batch = 0; batch < 4096 && !held_full(m); batch++) {
-		n = zmq_recv(m->sub, m->frame, FRAME_MAX, ZMQ_DONTWAIT);
+		n = zmq_recv(sock, m->frame, FRAME_MAX, ZMQ_DONTWAIT);
 		if (n < 0)
 			return zmq_errno() == EAGAIN || zmq_errno() == EINTR ? MATE_OK :
 			    mate_set_error(err, MATE_ERR_IO, "monitor: receive: %s",
 			    zmq_strerror(zmq_errno()));
 		if (n > FRAME_MAX)
 			continue;
-		if ((rc = take_frame(m, m->frame, (size_t)n, err)) != MATE_OK)
+		if ((rc = take_frame(m, m->frame, (size_t)n, conn, err)) != MATE_OK)
 			return rc;
 	}
+	return MATE_OK;
+}
+
+/* Reads what the sockets hold without waiting (flushing: only until flush_until). */
+static int
+receive_all(mate_monitor *m, mate_error *err)
+{
+	int rc;
+
+	/* a bounded batch: the caller's deadline is looked at between batches;
+	 * its frames arrived now (one reading of the clock, not one a frame) */
+	m->now = mate_mono_seconds();
+	if (m->flushing && m->now >= m->flush_until)
+		return MATE_OK;   /* the end: what still arrives is not waited for */
+	if ((rc = receive_sock(m, m->sub, -1, err)) != MATE_OK)
+		return rc;
+	for (int i = 0; i < m->nconns; i++)
+		if ((rc = receive_sock(m, m->conns[i].sock, i, err)) != MATE_OK)
+			return rc;
 	return MATE_OK;
 }
 
@@ -873,8 +1169,16 @@ mate_monitor_next(mate_monitor *m, mate_live_event *ev, int timeout_ms, mate_err
 			wait = 0;   /* a scan is due (a negative wait is no wait: forever) */
 		/* with events held, sleep until the first is due: what arrives
 		 * meanwhile waits in the socket and is read in one batch */
-		zmq_pollitem_t it = { m->sub, 0, ZMQ_POLLIN, 0 };
-		if (zmq_poll(m->nheld > 0 ? NULL : &it, m->nheld > 0 ? 0 : 1,
+		zmq_pollitem_t local = { m->sub, 0, ZMQ_POLLIN, 0 }, *items = &local;
+		if (m->nconns > 0) {
+			items = m->items;
+			items[0] = local;
+			for (int i = 0; i < m->nconns; i++) {
+				zmq_pollitem_t it = { m->conns[i].sock, 0, ZMQ_POLLIN, 0 };
+				items[i + 1] = it;
+			}
+		}
+		if (zmq_poll(m->nheld > 0 ? NULL : items, m->nheld > 0 ? 0 : m->nconns + 1,
 		    (long)(wait * 1000.0) + 1) < 0) {
 			if (zmq_errno() == EINTR)
 				return 0;   /* a signal: the caller looks at its flags */
@@ -923,6 +1227,49 @@ mate_monitor_publisher(const mate_monitor *m, int i, mate_publisher_info *info)
 	return 0;
 }
 
+int
+mate_monitor_publisher_cut(const mate_monitor *m, int i)
+{
+	return i >= 0 && i < m->npubs && m->pubs[i].ended && !m->pubs[i].said_end;
+}
+
+const char *
+mate_monitor_publisher_host(const mate_monitor *m, int i)
+{
+	if (i < 0 || i >= m->npubs || m->pubs[i].conn < 0)
+		return "";
+	return m->conns[m->pubs[i].conn].host;
+}
+
+int
+mate_monitor_endpoints(const mate_monitor *m)
+{
+	return m->nconns;
+}
+
+int
+mate_monitor_endpoint(const mate_monitor *m, int i, mate_endpoint_info *info)
+{
+	const struct conn *c;
+
+	if (i < 0 || i >= m->nconns)
+		return -1;
+	c = &m->conns[i];
+	memset(info, 0, sizeof(*info));
+	info->url = c->url;
+	info->host = c->host;
+	info->frames = c->frames;
+	info->foreign = c->foreign;
+	info->silent_for = m->now - (c->last > 0 ? c->last : c->added);
+	if (info->silent_for < 0)
+		info->silent_for = 0;
+	info->clock_offset = c->offset;
+	info->clock_known = c->offset_known;
+	info->clock_moved = c->moved;
+	info->clock_moved_by = c->moved_by;
+	return 0;
+}
+
 double
 mate_monitor_base(const mate_monitor *m)
 {
@@ -941,5 +1288,5 @@ mate_mon_take_frame(mate_monitor *m, const char *buf, size_t len)
 	if (len > FRAME_MAX)
 		return -1;
 	m->now = mate_mono_seconds();
-	return take_frame(m, buf, len, NULL);
+	return take_frame(m, buf, len, -1, NULL);
 }

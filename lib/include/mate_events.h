@@ -206,6 +206,15 @@ MATE_API int mate_monitor_add_endpoint(mate_monitor *m, const char *url, mate_er
  * to come (used when neither pids nor endpoints are given). Endpoints of
  * processes that no longer run are skipped and their files removed. */
 MATE_API int mate_monitor_watch_local(mate_monitor *m, mate_error *err);
+/*! mate_monitor_watch_all_users() : mate_monitor_watch_local(), and also the
+ * publishers in other users' runtime folders: each match of the glob patterns
+ * in MATE_MONITOR_ALL (colon-separated; default
+ * "/run/user/STAR/mate:/tmp/mate-STAR", STAR being "*") that is a directory, not a
+ * link, that nobody but its owner may write, whose .info files are its owner's
+ * and name a socket inside it; looked at again every second. Another user's
+ * folder is mode 700, so that only root reads it: *unreadable (may be NULL)
+ * gets how many matched but could not be read. */
+MATE_API int mate_monitor_watch_all_users(mate_monitor *m, int *unreadable, mate_error *err);
 /*! mate_monitor_next() : the next event in time order, waiting up to
  * timeout_ms (-1: forever). @return 1 with *ev filled, 0 when none came in
  * time, or a negative mate_status. */
@@ -220,6 +229,47 @@ MATE_API int mate_monitor_publishers(const mate_monitor *m);
 /*! mate_monitor_publisher() : the i-th one (strings borrowed until the next
  * call on m). @return 0, or -1 past the last. */
 MATE_API int mate_monitor_publisher(const mate_monitor *m, int i, mate_publisher_info *info);
+/*! mate_monitor_publisher_cut() : whether the i-th publisher ended without its
+ * DISCONNECT coming (its endpoint went away first: it crashed, or its last
+ * events were lost), so that its stream may lack its end (mate_desync_end_cut()). */
+MATE_API int mate_monitor_publisher_cut(const mate_monitor *m, int i);
+/*! mate_monitor_publisher_host() : the host of the i-th publisher: the host
+ * part of the tcp endpoint it came through, as the caller named it
+ * ("node7", "127.0.0.2": never what its frames say), or "" for this machine
+ * (local and ipc publishers, tcp://127.0.0.1, localhost and [::1]). Borrowed
+ * until mate_monitor_free(). */
+MATE_API const char *mate_monitor_publisher_host(const mate_monitor *m, int i);
+
+/* An endpoint named with mate_monitor_add_endpoint(): each has a socket of its
+ * own. Times of another host's events are on this machine's clock: its first
+ * frame's arrival against the time it says it was sent gives how far its
+ * clock is from this one's; a difference over a second is taken as the
+ * clock's and added to all of that host's times from then on (fixed, so that
+ * the host's own order of events stays), one within a second as the way's
+ * (nothing added). Events are in time order within a host; across hosts only
+ * as far as that estimate goes. A later process of the host whose own first
+ * frame is 5 s or more from that clock started after the host's clock was
+ * stepped: it keeps its own offset (clock_moved counts such processes). */
+typedef struct mate_endpoint_info {
+	const char *url;     /* as named */
+	const char *host;    /* of a tcp url; "" for ipc and this machine */
+	uint64_t frames;     /* mate's frames taken from it */
+	uint64_t foreign;    /* frames it sent that were not mate's (it speaks
+	                      * something else) */
+	double silent_for;   /* seconds since its last frame (since it was
+	                      * named, when none came) */
+	double clock_offset; /* seconds added to its times (0: its clock agrees) */
+	int clock_known;     /* a frame came: clock_offset is measured */
+	int clock_moved;     /* processes of its host that started on a clock 5 s or
+	                      * more from clock_offset (stepped since): their own */
+	double clock_moved_by; /* the last one's offset less clock_offset */
+} mate_endpoint_info;
+
+/*! mate_monitor_endpoints() : how many endpoints were named. */
+MATE_API int mate_monitor_endpoints(const mate_monitor *m);
+/*! mate_monitor_endpoint() : the i-th one (strings borrowed until
+ * mate_monitor_free()). @return 0, or -1 past the last. */
+MATE_API int mate_monitor_endpoint(const mate_monitor *m, int i, mate_endpoint_info *info);
 /*! mate_monitor_base() : the base of event times, seconds since the epoch
  * (0 before the first event). */
 MATE_API double mate_monitor_base(const mate_monitor *m);
@@ -322,7 +372,8 @@ enum mate_desync_kind {
 typedef struct mate_desync_verdict {
 	int kind;               /* enum mate_desync_kind */
 	int rank;               /* the rank out of step (the first, where several are) */
-	int certain;            /* 0: no majority tells which side is out of step */
+	int certain;            /* 0: no majority tells which side is out of step, or the
+	                         * rank said to have ended short did not say it ended */
 	uint64_t call;          /* its call there (1: its first outermost call); 0 for ENDED */
 	uint64_t others_call;   /* the others' (the lowest, where theirs differ) */
 	double idle, median_gap;/* STALL: seconds */
@@ -354,6 +405,11 @@ MATE_API int mate_desync_event(mate_desync *d, const mate_event *ev, long pid, i
 MATE_API uint64_t mate_desync_unranked(const mate_desync *d);
 /*! mate_desync_end() : rank ended (exited, or its log ended). */
 MATE_API void mate_desync_end(mate_desync *d, int rank);
+/*! mate_desync_end_cut() : rank ended without saying so (its endpoint went away
+ * before its DISCONNECT came, or its log has none): its last calls may be missing
+ * (or it crashed), so a verdict that it ended short of the others is not certain,
+ * and says why. */
+MATE_API void mate_desync_end_cut(mate_desync *d, int rank);
 /*! mate_desync_check() : looks for a rank out of step, each reported once.
  * now: the time on the calls' clock (0: no stall check); final: every rank
  * has made all its calls (the end of the logs), so a rank that ended short

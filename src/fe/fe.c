@@ -326,6 +326,18 @@ mate_fe_fnv1a64(const void *p, size_t n, uint64_t h)
 	return mate_fnv1a(p, n, h, MATE_FNV1A64_PRIME);
 }
 
+double
+mate_fe_mono_seconds(void)
+{
+	return mate_mono_seconds();
+}
+
+double
+mate_fe_real_seconds(void)
+{
+	return mate_clock_seconds(CLOCK_REALTIME);
+}
+
 unsigned long
 mate_fe_shard_of(const char *name, unsigned long n)
 {
@@ -490,17 +502,64 @@ mate_fe_safe(const char *s)
 	return *slot;
 }
 
+/* --endpoints FILE: a URL a line; blanks around it, blank lines and '#' comments
+ * are skipped. */
+static void
+follow_file(struct mate_fe_follow *f, const char *path)
+{
+	FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+	char line[1024];
+	int n = 0, lineno = 0;
+
+	if (in == NULL)
+		mate_fe_errx(MATE_EXIT_USAGE, "--endpoints %s: %s", mate_fe_safe(path),
+		    strerror(errno));
+	while (fgets(line, sizeof(line), in) != NULL) {
+		char *s = line, *e;
+		lineno++;
+		if (strchr(line, '\n') == NULL && !feof(in))
+			mate_fe_errx(MATE_EXIT_USAGE, "--endpoints %s:%d: a line of more than %zu "
+			    "characters", mate_fe_safe(path), lineno, sizeof(line) - 2);
+		while (*s == ' ' || *s == '\t')
+			s++;
+		e = s + strlen(s);
+		while (e > s && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+			*--e = '\0';
+		if (*s == '\0' || *s == '#')
+			continue;
+		if (strncmp(s, "tcp://", 6) != 0 && strncmp(s, "ipc://", 6) != 0)
+			mate_fe_errx(MATE_EXIT_USAGE, "--endpoints %s:%d: '%s' is not a tcp:// or "
+			    "ipc:// endpoint", mate_fe_safe(path), lineno, mate_fe_safe(s));
+		f->owned = mate_fe_grow(f->owned, (size_t)f->nowned, sizeof(*f->owned));
+		if ((f->owned[f->nowned] = strdup(s)) == NULL)
+			mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
+		f->endpoints = mate_fe_grow(f->endpoints, (size_t)f->nendpoints,
+		    sizeof(*f->endpoints));
+		f->endpoints[f->nendpoints++] = f->owned[f->nowned++];
+		n++;
+	}
+	if (ferror(in))
+		mate_fe_errx(MATE_EXIT_USAGE, "--endpoints %s: %s", mate_fe_safe(path),
+		    strerror(errno));
+	if (in != stdin)
+		fclose(in);
+	if (n == 0)
+		mate_fe_errx(MATE_EXIT_USAGE, "--endpoints %s: no endpoint in it",
+		    mate_fe_safe(path));
+}
+
 void
 mate_fe_follow_option(struct mate_fe_follow *f, int c, const char *arg)
 {
 	if (c == MATE_FE_OPT_PID) {
 		f->pids = mate_fe_grow(f->pids, (size_t)f->npids, sizeof(*f->pids));
 		f->pids[f->npids++] = mate_fe_opt_pid(arg);
-	} else {
+	} else if (c == MATE_FE_OPT_ENDPOINT) {
 		f->endpoints = mate_fe_grow(f->endpoints, (size_t)f->nendpoints,
 		    sizeof(*f->endpoints));
 		f->endpoints[f->nendpoints++] = arg;
-	}
+	} else
+		follow_file(f, arg);
 }
 
 mate_monitor *
@@ -530,9 +589,13 @@ mate_fe_follow_free(struct mate_fe_follow *f)
 {
 	free(f->pids);
 	free(f->endpoints);
+	for (int i = 0; i < f->nowned; i++)
+		free(f->owned[i]);
+	free(f->owned);
 	f->pids = NULL;
 	f->endpoints = NULL;
-	f->npids = f->nendpoints = 0;
+	f->owned = NULL;
+	f->npids = f->nendpoints = f->nowned = 0;
 }
 
 int

@@ -68,6 +68,11 @@ uint64_t mate_fe_fnv1a64(const void *p, size_t n, uint64_t h);
 /* Whether the dump named name is in s's share (always, when s->n is 0). */
 int mate_fe_shard_has(const struct mate_fe_shard *s, const char *name);
 
+/* Seconds of the monotonic clock (for intervals and deadlines) and of the wall clock
+ * (seconds since the epoch, as live events' times are), as libmate reads them. */
+double mate_fe_mono_seconds(void);
+double mate_fe_real_seconds(void);
+
 /* Whether colour may be used on f: a terminal and NO_COLOR unset. */
 int mate_fe_use_color(FILE *f);
 /* Whether f is a terminal with a UTF-8 locale (for emoji and symbols). */
@@ -148,25 +153,30 @@ int mate_fe_open_special(const char *path);
 
 /* ---- the processes a live tool follows (mate-top, mate-trace) ---------- */
 
-/* --pid and --endpoint, each repeatable; neither: every local publisher. */
+/* --pid, --endpoint and --endpoints, each repeatable; none: every local publisher. */
 struct mate_fe_follow {
 	long *pids;
 	int npids;
 	const char **endpoints;
 	int nendpoints;
+	char **owned;          /* the endpoints read from files */
+	int nowned;
 };
 /* getopt_long()'s values for them, above any other option's. */
-enum { MATE_FE_OPT_PID = 0x1000, MATE_FE_OPT_ENDPOINT };
+enum { MATE_FE_OPT_PID = 0x1000, MATE_FE_OPT_ENDPOINT, MATE_FE_OPT_ENDPOINTS };
 /* Their entries in a struct option table, and their lines of --help. */
 #define MATE_FE_FOLLOW_LONGOPTS \
 	{ "pid", required_argument, NULL, MATE_FE_OPT_PID }, \
-	{ "endpoint", required_argument, NULL, MATE_FE_OPT_ENDPOINT }
+	{ "endpoint", required_argument, NULL, MATE_FE_OPT_ENDPOINT }, \
+	{ "endpoints", required_argument, NULL, MATE_FE_OPT_ENDPOINTS }
 #define MATE_FE_FOLLOW_HELP \
 	"      --pid PID        follow process PID (repeatable)\n" \
 	"      --endpoint URL   subscribe to URL, e.g. tcp://host:5555 (repeatable)\n" \
-	"                       (neither: every local publisher, present and to come)\n"
+	"      --endpoints FILE subscribe to the URLs in FILE, one a line\n" \
+	"                       (none of these: every local publisher, present and to come)\n"
 /* Takes the value arg of --pid (c is MATE_FE_OPT_PID; a bad pid is a usage
- * error) or --endpoint (MATE_FE_OPT_ENDPOINT). */
+ * error), --endpoint (MATE_FE_OPT_ENDPOINT) or --endpoints (MATE_FE_OPT_ENDPOINTS: a
+ * file it cannot read, or a line that is not an endpoint, is a usage error). */
 void mate_fe_follow_option(struct mate_fe_follow *f, int c, const char *arg);
 /* A monitor (its settings' warning printed) that follows f: a pid it
  * cannot follow exits 1, an endpoint it cannot take exits 2. With neither,
