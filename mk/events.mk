@@ -13,14 +13,20 @@ libmate_impl_la_SOURCES += lib/events/desync.c
 ## instruction logs (read and written by every tool)
 libmate_impl_la_SOURCES += lib/include/mate_events.h lib/events/ilog.c
 
+## The tools that see only libmate's installed headers and src/fe (issue 37: tools on the
+## API): an internal header does not compile in them.
+MATE_TOOL_CPPFLAGS = -I$(top_srcdir)/lib/include -I$(top_srcdir)/src/fe -I$(top_builddir)
+
 ## mate-trace: capture live events into an instruction log.
 bin_PROGRAMS += src/trace/mate-trace
 src_trace_mate_trace_SOURCES = src/trace/mate-trace.c
+src_trace_mate_trace_CPPFLAGS = $(MATE_TOOL_CPPFLAGS)
 src_trace_mate_trace_LDADD = src/fe/libmate_fe.la libmate.la
 
 ## mate-top: live per-worker activity (ncurses; batch mode without a terminal).
 bin_PROGRAMS += src/top/mate-top
 src_top_mate_top_SOURCES = src/top/mate-top.c src/top/top_nvml.c src/top/top_nvml.h
+src_top_mate_top_CPPFLAGS = $(MATE_TOOL_CPPFLAGS)
 src_top_mate_top_CFLAGS = $(AM_CFLAGS) $(NCURSES_CFLAGS)
 src_top_mate_top_LDADD = src/fe/libmate_fe.la libmate.la $(NCURSES_LIBS) -lm
 
@@ -70,7 +76,8 @@ SCRIPT_TESTS += tests/cli/test_events_curve.py
 SCRIPT_TESTS += tests/cli/test_events_ilog_trace.sh tests/cli/test_events_stale.sh
 SCRIPT_TESTS += tests/cli/test_events_top_tmux.sh
 ## mate-top -b: real figures in the first table; a failed write exits 1; GPU columns (top_gpu).
-SCRIPT_TESTS += tests/cli/test_events_top_batch.sh tests/cli/test_top_gpu.sh
+SCRIPT_TESTS += tests/cli/test_events_top_batch.sh tests/cli/test_top_gpu.sh tests/cli/test_top_all.sh tests/cli/test_top_hosts.sh \
+	tests/cli/test_top_ranks.sh
 
 ## events_thread_names.sh: threads the program named, named in the log, the timeline and mate-top.
 SCRIPT_TESTS += tests/cli/test_events_thread_names.sh
@@ -87,7 +94,7 @@ EXTRA_DIST += man/mate-trace.1 man/mate-top.1
 ## Benchmarks (make bench; then python3 bench/events.py from the build directory).
 BENCH_BINS += bench/events-overhead
 bench_events_overhead_SOURCES = bench/events-overhead.c
-EXTRA_DIST += bench/events.py
+EXTRA_DIST += bench/events.py bench/desync-latency.py
 
 ## fuzz/fuzz_frame: the subscriber's frame parser, merging and activity aggregate.
 FUZZ_TARGETS += fuzz/fuzz_frame

@@ -7,16 +7,17 @@
 #include <getopt.h>
 #include <locale.h>
 #include <math.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "fe.h"
 #include "mate_record.h"
-#include "util.h"
 #include "mate_events.h"
 #include "top_nvml.h"
 
@@ -27,6 +28,7 @@ struct options {
 	double delay, smooth, linger;
 	long long iterations;     /* -1: forever */
 	int batch, ascii;
+	int all;                  /* --all: other users' processes too */
 	struct mate_fe_follow follow;
 };
 
@@ -51,6 +53,7 @@ usage(void)
 	    "  -b, --batch          print plain tables (the default when stdout is not a terminal)\n"
 	    "  -t, --smooth S       time constant of the moving averages (default 1 s)\n"
 	    "      --linger S       an exited process's rows stay S seconds (default 10)\n"
+	    "      --all            other users' processes too (their folders: root only)\n"
 	    MATE_FE_FOLLOW_HELP
 	    "                       (--pid: mate-top ends when every process followed has)\n"
 	    "      --ascii          no colour, no line drawing (also NO_COLOR)\n"
@@ -63,13 +66,14 @@ usage(void)
 static void
 parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_ASCII = 256, OPT_LINGER };
+	enum { OPT_ASCII = 256, OPT_LINGER, OPT_ALL };
 	static const struct option longopts[] = {
 		{ "delay", required_argument, NULL, 'd' },
 		{ "iterations", required_argument, NULL, 'n' },
 		{ "batch", no_argument, NULL, 'b' },
 		{ "smooth", required_argument, NULL, 't' },
 		{ "linger", required_argument, NULL, OPT_LINGER },
+		{ "all", no_argument, NULL, OPT_ALL },
 		MATE_FE_FOLLOW_LONGOPTS,
 		{ "ascii", no_argument, NULL, OPT_ASCII },
 		MATE_FE_LONGOPTS_END
@@ -101,12 +105,16 @@ parse_options(int argc, char **argv, struct options *o)
 				mate_fe_usage_error("bad value for --linger: '%s' (want 0..86400)", optarg);
 			break;
 		case OPT_ASCII: o->ascii = 1; break;
+		case OPT_ALL: o->all = 1; break;
 		case MATE_FE_OPT_PID:
-		case MATE_FE_OPT_ENDPOINT: mate_fe_follow_option(&o->follow, c, optarg); break;
+		case MATE_FE_OPT_ENDPOINT:
+		case MATE_FE_OPT_ENDPOINTS: mate_fe_follow_option(&o->follow, c, optarg); break;
 		}
 	}
 	if (optind < argc)
 		mate_fe_usage_error("unexpected argument '%s'", argv[optind]);
+	if (o->all && (o->follow.npids > 0 || o->follow.nendpoints > 0))
+		mate_fe_usage_error("--all is not for use with --pid or --endpoint");
 	if (!isatty(STDOUT_FILENO))
 		o->batch = 1;
 }
@@ -114,7 +122,7 @@ parse_options(int argc, char **argv, struct options *o)
 static double
 real_now(void)
 {
-	return mate_clock_seconds(CLOCK_REALTIME);
+	return mate_fe_real_seconds();
 }
 
 /* "123B", "4.5KB", "6.78MB", "1.2GB" */
@@ -143,7 +151,49 @@ struct pstat {
 	double cpu;
 	double rss;            /* bytes; < 0: unknown */
 	int seen;
+	long uid;              /* its owner (/proc/PID's); -1: unknown */
+	int rank, world;       /* as its publisher said; rank -1: none */
 };
+
+static int show_user;      /* --all: each process line names its user */
+
+/* A process is known by a key: its pid, and above bit 32 the number of its host
+ * (hosts[KEY - 1]: the host part of a tcp endpoint named) where it is another
+ * machine's: two hosts may each have a process of one pid. */
+#define HOSTS_MAX 1024
+#define KEY_PID(k) ((long)((unsigned long)(k) & 0xffffffffUL))
+#define KEY_HOST(k) ((int)((unsigned long)(k) >> 32))
+static const char *hosts[HOSTS_MAX];
+static int nhosts;
+
+static long
+proc_key(const mate_monitor *m, int publisher, long pid)
+{
+	const char *h = mate_monitor_publisher_host(m, publisher);
+	int i;
+
+	if (h[0] == '\0')
+		return pid;
+	for (i = 0; i < nhosts; i++)
+		if (strcmp(hosts[i], h) == 0)
+			break;
+	if (i == nhosts) {
+		if (nhosts == HOSTS_MAX)
+			return pid;
+		hosts[nhosts++] = h;     /* borrowed until the monitor is freed: ours is */
+	}
+	return (long)(((unsigned long)(i + 1) << 32) | ((unsigned long)pid & 0xffffffffUL));
+}
+
+/* An endpoint that sent nothing for this long is said to be silent. */
+#define SILENT_S 2.0
+
+/* Ranks out of step (as mate-trace --desync names them): the live events go to the
+ * analyser too; each verdict is kept and shown from then on, the last VERDICTS_MAX. */
+#define VERDICTS_MAX 8
+static mate_desync *desync;
+static char *verdicts[VERDICTS_MAX];
+static int nverdicts;
 
 static struct pstat pstats[MAX_PSTAT];
 static int npstats;
@@ -187,29 +237,43 @@ read_proc(long pid, double *ticks, double *rss)
 	return 0;
 }
 
-/* One sample of every local process the monitor follows (its endpoint an
- * ipc socket: a tcp publisher's pid is another machine's). */
+/* Each process's rank, as its publisher said, and one sample of every local process
+ * the monitor follows (its endpoint an ipc socket: a tcp publisher's pid is another
+ * machine's). */
 static void
 sample_procs(const mate_monitor *m)
 {
 	static double hz;
 	mate_publisher_info pi;
-	double now = mate_mono_seconds(), ticks, rss;
+	double now = mate_fe_mono_seconds(), ticks, rss;
 
 	if (hz <= 0)
 		hz = sysconf(_SC_CLK_TCK) > 0 ? (double)sysconf(_SC_CLK_TCK) : 100;
 	for (int i = 0; i < mate_monitor_publishers(m); i++) {
 		struct pstat *ps;
-		if (mate_monitor_publisher(m, i, &pi) != 0 || pi.pid <= 0 || pi.ended ||
-		    strncmp(pi.endpoint, "ipc://", 6) != 0)
+		if (mate_monitor_publisher(m, i, &pi) != 0 || pi.pid <= 0 || pi.ended)
 			continue;
-		if ((ps = pstat_of(pi.pid)) == NULL) {
+		long key = proc_key(m, i, pi.pid);
+		if ((ps = pstat_of(key)) == NULL) {
 			if (npstats == MAX_PSTAT)
 				continue;
 			ps = &pstats[npstats++];
 			memset(ps, 0, sizeof(*ps));
-			ps->pid = pi.pid;
+			ps->pid = key;
 			ps->cpu = ps->rss = -1;
+			ps->uid = -1;
+		}
+		ps->rank = pi.rank;
+		ps->world = pi.world;
+		if (strncmp(pi.endpoint, "ipc://", 6) != 0 || KEY_HOST(key) != 0)
+			continue;       /* another machine's pid: no /proc figures */
+		if (ps->uid < 0) {
+			char path[64];
+			struct stat st;
+
+			snprintf(path, sizeof(path), "/proc/%ld", pi.pid);
+			if (stat(path, &st) == 0)
+				ps->uid = (long)st.st_uid;
 		}
 		if (read_proc(pi.pid, &ticks, &rss) != 0) {
 			ps->cpu = -1;
@@ -236,15 +300,33 @@ fmt_pstat(char *out, size_t cap, long pid, int ended)
 	int ng;
 
 	out[0] = '\0';
-	if (ps == NULL || ended)
+	if (KEY_HOST(pid) > 0)      /* the host, exited or not */
+		len += (size_t)snprintf(out, cap, "host %s", hosts[KEY_HOST(pid) - 1]);
+	if (ps == NULL || ended || len >= cap)
 		return;
-	if (ps->cpu >= 0)
-		len += (size_t)snprintf(out, cap, "cpu %.0f%%", ps->cpu * 100);
+	if (ps->rank >= 0 && ps->world > 0)
+		len += (size_t)snprintf(out + len, cap - len, "%srank %d/%d", len ? "  " : "",
+		    ps->rank, ps->world);
+	else if (ps->rank >= 0)
+		len += (size_t)snprintf(out + len, cap - len, "%srank %d", len ? "  " : "", ps->rank);
+	if (show_user && ps->uid >= 0 && len < cap) {
+		struct passwd *pw = getpwuid((uid_t)ps->uid);
+
+		if (pw != NULL)
+			len += (size_t)snprintf(out + len, cap - len, "%suser %.32s", len ? "  " : "",
+			    pw->pw_name);
+		else
+			len += (size_t)snprintf(out + len, cap - len, "%suser %ld", len ? "  " : "",
+			    ps->uid);
+	}
+	if (ps->cpu >= 0 && len < cap)
+		len += (size_t)snprintf(out + len, cap - len, "%scpu %.0f%%", len ? "  " : "",
+		    ps->cpu * 100);
 	if (ps->rss >= 0 && len < cap) {
 		fmt_bytes(bytes, sizeof(bytes), ps->rss);
 		len += (size_t)snprintf(out + len, cap - len, "%srss %s", len ? "  " : "", bytes);
 	}
-	ng = top_nvml_of(pid, g, 4);
+	ng = KEY_HOST(pid) == 0 ? top_nvml_of(pid, g, 4) : 0;
 	for (int i = 0; i < ng && len < cap; i++) {
 		fmt_bytes(bytes, sizeof(bytes), g[i]->memory);
 		if (g[i]->util >= 0)
@@ -265,7 +347,7 @@ time_to_stop(double deadline, int interactive)
 {
 	int ch;
 
-	if (mate_fe_interrupted || mate_mono_seconds() >= deadline)
+	if (mate_fe_interrupted || mate_fe_mono_seconds() >= deadline)
 		return 1;
 	if (!interactive || (ch = getch()) == ERR)
 		return 0;
@@ -290,7 +372,7 @@ feed(mate_monitor *m, mate_activity *a, double deadline, int interactive, int fi
 	for (;;) {
 		if ((++taken & 255) == 0 && time_to_stop(deadline, interactive))
 			return 0;
-		double left = deadline - mate_mono_seconds();
+		double left = deadline - mate_fe_mono_seconds();
 		int wait = left <= 0 ? 0 : (int)(left * 1000) + 1;
 		if ((interactive || first) && wait > 50)
 			wait = 50;
@@ -303,12 +385,38 @@ feed(mate_monitor *m, mate_activity *a, double deadline, int interactive, int fi
 			/* when it came, on the events' time base, as tick() reckons now */
 			if (base > 0)
 				mate_activity_set_now(a, real_now() - base - mate_monitor_lag(m));
-			mate_activity_add(a, pi.pid, pi.program, &le);
+			long key = proc_key(m, le.publisher, pi.pid);
+			mate_activity_add(a, key, pi.program, &le);
+			if (desync != NULL) {
+				mate_error derr;     /* a lying rank is left out, as --desync says */
+				mate_desync_event(desync, &le.ev, key, pi.rank, &derr);
+			}
 		}
 		if (first && rc > 0)
 			return 0;
 		if (rc == 0 && time_to_stop(deadline, interactive))
 			return 0;
+	}
+}
+
+/* New verdicts on the ranks at now (the events' time): kept, the oldest dropped past
+ * VERDICTS_MAX. */
+static void
+check_ranks(double now)
+{
+	mate_desync_verdict v;
+
+	while (desync != NULL && mate_desync_check(desync, now, 0, &v) == 1) {
+		char *t = strdup(v.text);
+
+		if (t == NULL)
+			return;
+		if (nverdicts == VERDICTS_MAX) {
+			free(verdicts[0]);
+			memmove(verdicts, verdicts + 1, (VERDICTS_MAX - 1) * sizeof(*verdicts));
+			nverdicts--;
+		}
+		verdicts[nverdicts++] = t;
 	}
 }
 
@@ -327,8 +435,15 @@ tick(mate_monitor *m, mate_activity *a, int *started)
 	now = real_now() - base - mate_monitor_lag(m);
 	/* a process killed said no DISCONNECT: its endpoint went away */
 	for (int i = 0; i < mate_monitor_publishers(m); i++)
-		if (mate_monitor_publisher(m, i, &pi) == 0 && pi.ended && pi.pid > 0)
-			mate_activity_end(a, pi.pid, now);
+		if (mate_monitor_publisher(m, i, &pi) == 0 && pi.ended && pi.pid > 0) {
+			mate_activity_end(a, proc_key(m, i, pi.pid), now);
+			/* gone before its DISCONNECT came: its last events may be lost */
+			if (desync != NULL && pi.rank >= 0 && mate_monitor_publisher_cut(m, i))
+				mate_desync_end_cut(desync, pi.rank);
+			else if (desync != NULL && pi.rank >= 0)
+				mate_desync_end(desync, pi.rank);
+		}
+	check_ranks(now);
 	sample_procs(m);
 	top_nvml_sample();
 	mate_activity_tick(a, now);
@@ -431,6 +546,61 @@ top_ops(const mate_worker_row *r, char *out, size_t cap)
 	}
 }
 
+/* The notes on the endpoints named (--endpoint): those silent for SILENT_S, those that
+ * send what is not mate's, and each host whose clock differs from this one's. With
+ * note NULL: how many; else the i-th, in note (600 bytes). */
+static int
+endpoint_notes(const mate_monitor *m, char *note, int want)
+{
+	mate_endpoint_info e;
+	int n = 0;
+
+	for (int i = 0; i < mate_monitor_endpoints(m); i++) {
+		char text[600];
+		int said = 0, said_moved = 0;
+
+		if (mate_monitor_endpoint(m, i, &e) != 0)
+			continue;
+		for (int j = 0; j < i; j++) {
+			mate_endpoint_info o;
+			if (mate_monitor_endpoint(m, j, &o) != 0 || strcmp(o.host, e.host) != 0)
+				continue;
+			said |= o.clock_offset != 0;   /* one clock line per host */
+			said_moved |= o.clock_moved > 0;
+		}
+		for (int k = 0; k < 4; k++) {
+			text[0] = '\0';
+			if (k == 0 && e.silent_for >= SILENT_S && e.frames == 0 && e.foreign == 0)
+				snprintf(text, sizeof(text), "silent: %s (nothing since it was named, "
+				    "%.0f s)", mate_fe_safe(e.url), e.silent_for);
+			else if (k == 0 && e.silent_for >= SILENT_S && e.frames > 0)
+				snprintf(text, sizeof(text), "silent: %s (nothing for %.0f s)",
+				    mate_fe_safe(e.url), e.silent_for);
+			else if (k == 1 && e.foreign > 0)
+				snprintf(text, sizeof(text), "not mate's: %s sent %llu frame%s mate-top "
+				    "cannot read", mate_fe_safe(e.url), (unsigned long long)e.foreign,
+				    mate_fe_s(e.foreign));
+			else if (k == 2 && e.clock_offset != 0 && !said)
+				snprintf(text, sizeof(text), "clock: host %s is %.1f s %s this machine; "
+				    "its times are moved by that", mate_fe_safe(e.host),
+				    fabs(e.clock_offset), e.clock_offset > 0 ? "behind" : "ahead of");
+			else if (k == 3 && e.clock_moved > 0 && !said_moved)
+				snprintf(text, sizeof(text), "clock: host %s's clock moved by %+.1f s "
+				    "since its first process; %d process%s started after keep%s its own",
+				    mate_fe_safe(e.host), -e.clock_moved_by, e.clock_moved,
+				    e.clock_moved == 1 ? "" : "es", e.clock_moved == 1 ? "s" : "");
+			if (text[0] == '\0')
+				continue;
+			if (note != NULL && n == want) {
+				snprintf(note, 600, "%s", text);
+				return n + 1;
+			}
+			n++;
+		}
+	}
+	return n;
+}
+
 static void
 print_batch(mate_monitor *m, const mate_activity *a, struct view *v)
 {
@@ -465,7 +635,7 @@ print_batch(mate_monitor *m, const mate_activity *a, struct view *v)
 		for (char *c = name; *c != '\0'; c++)
 			if (isspace((unsigned char)*c))
 				*c = '_';
-		printf("%-8ld %-16.16s %-20s %5.1f%% %9.1f %8s/s %10llu %s\n", p.pid, p.program,
+		printf("%-8ld %-16.16s %-20s %5.1f%% %9.1f %8s/s %10llu %s\n", KEY_PID(p.pid), p.program,
 		    name, r.busy * 100, r.ops_per_s, bytes, (unsigned long long)r.ops, ops);
 	}
 	for (int i = 0; i < np; i++) {
@@ -473,14 +643,23 @@ print_batch(mate_monitor *m, const mate_activity *a, struct view *v)
 		mate_activity_process(a, i, &p);
 		fmt_pstat(ps, sizeof(ps), p.pid, p.ended);
 		if (p.ended || ps[0] != '\0')
-			printf("%-8ld %-16.16s process %s\n", p.pid, p.program, p.ended ? "exited" : ps);
+			printf("%-8ld %-16.16s process %s%s%s\n", KEY_PID(p.pid), p.program,
+			    p.ended ? "exited" : ps, p.ended && ps[0] != '\0' ? "  " : "",
+			    p.ended ? ps : "");
 		for (int d = 0; d < p.ndevices; d++) {
 			char cur[16], peak[16];
 			fmt_bytes(cur, sizeof(cur), (double)p.mem_current[d]);
 			fmt_bytes(peak, sizeof(peak), (double)p.mem_peak[d]);
 			snprintf(mem, sizeof(mem), "%s %s (peak %s)", p.device[d], cur, peak);
-			printf("%-8ld %-16.16s memory %s\n", p.pid, p.program, mem);
+			printf("%-8ld %-16.16s memory %s\n", KEY_PID(p.pid), p.program, mem);
 		}
+	}
+	for (int i = 0; i < nverdicts; i++)
+		printf("out of step: %s\n", verdicts[i]);
+	for (int i = 0; i < endpoint_notes(m, NULL, 0); i++) {
+		char note[600];
+		endpoint_notes(m, note, i);
+		printf("%s\n", note);
 	}
 	printf("\n");
 	/* a script reads these tables: a write that fails (a full disk, a
@@ -787,7 +966,7 @@ draw_rows(const mate_activity *a, struct view *v)
 				attron(A_BOLD);
 				char ps[160];
 				fmt_pstat(ps, sizeof(ps), p.pid, p.ended);
-				put("%ld %s%s  %s%sevents %llu  dropped %llu", p.pid, p.program,
+				put("%ld %s%s  %s%sevents %llu  dropped %llu", KEY_PID(p.pid), p.program,
 				    p.ended ? " (exited)" : "", ps, ps[0] != '\0' ? "  " : "",
 				    (unsigned long long)p.events, (unsigned long long)p.dropped);
 				for (int d = 0; d < p.ndevices; d++) {
@@ -824,9 +1003,27 @@ draw_rows(const mate_activity *a, struct view *v)
 static void
 draw(mate_monitor *m, const mate_activity *a, struct view *v)
 {
+	int notes = endpoint_notes(m, NULL, 0), y = LINES - 1;
+
 	order_rows(a, v);
 	draw_header(m, a, v);
 	draw_rows(a, v);
+	/* the endpoints' notes above the last line's verdict, as many as fit below the
+	 * header and a row */
+	for (int i = notes - 1; i >= 0 && y - (nverdicts > 0) > 3; i--, y--) {
+		char note[600];
+		endpoint_notes(m, note, i);
+		move(y - (nverdicts > 0), 0);
+		put("%s", note);
+		clrtoeol();
+	}
+	if (nverdicts > 0 && LINES > 3) {    /* the newest, on the last line */
+		move(LINES - 1, 0);
+		attron(v->color ? COLOR_PAIR(1) | A_BOLD : A_REVERSE);
+		put("out of step: %s", verdicts[nverdicts - 1]);
+		attroff(v->color ? COLOR_PAIR(1) | A_BOLD : A_REVERSE);
+		clrtoeol();
+	}
 	if (v->help)
 		draw_help();
 	refresh();
@@ -885,7 +1082,7 @@ static int
 followed_gone(const mate_monitor *m, const struct options *o, double t0, int *told)
 {
 	return mate_fe_follow_all_ended(m, &o->follow) ||
-	    mate_fe_follow_pids_gone(m, &o->follow, mate_mono_seconds() - t0, told);
+	    mate_fe_follow_pids_gone(m, &o->follow, mate_fe_mono_seconds() - t0, told);
 }
 
 static void
@@ -898,7 +1095,7 @@ say_gone(const struct options *o)
 static void
 run_interactive(mate_monitor *m, mate_activity *a, const struct options *o, struct view *v)
 {
-	double next = mate_mono_seconds(), t0 = next;
+	double next = mate_fe_mono_seconds(), t0 = next;
 	long long done = 0;
 	int started = 0, told = 0, gone = 0;
 
@@ -916,12 +1113,12 @@ run_interactive(mate_monitor *m, mate_activity *a, const struct options *o, stru
 			break;
 		if (!started && mate_monitor_base(m) > 0) {
 			tick(m, a, &started);   /* the first interval starts with the first event */
-			next = mate_mono_seconds() + o->delay;
-		} else if (mate_mono_seconds() >= next) {
+			next = mate_fe_mono_seconds() + o->delay;
+		} else if (mate_fe_mono_seconds() >= next) {
 			tick(m, a, &started);
 			next += o->delay;
-			if (next < mate_mono_seconds())
-				next = mate_mono_seconds() + o->delay;
+			if (next < mate_fe_mono_seconds())
+				next = mate_fe_mono_seconds() + o->delay;
 			redraw = !v->paused;
 			if (o->iterations >= 0 && ++done >= o->iterations)
 				break;
@@ -942,7 +1139,7 @@ run_interactive(mate_monitor *m, mate_activity *a, const struct options *o, stru
 static void
 run_batch(mate_monitor *m, mate_activity *a, const struct options *o, struct view *v)
 {
-	double next = mate_mono_seconds() + o->delay, t0 = mate_mono_seconds();
+	double next = mate_fe_mono_seconds() + o->delay, t0 = mate_fe_mono_seconds();
 	long long done = 0;
 	int started = 0, told = 0;
 
@@ -951,7 +1148,7 @@ run_batch(mate_monitor *m, mate_activity *a, const struct options *o, struct vie
 			break;
 		if (!started && mate_monitor_base(m) > 0) {
 			tick(m, a, &started);
-			next = mate_mono_seconds() + o->delay;
+			next = mate_fe_mono_seconds() + o->delay;
 			continue;
 		}
 		tick(m, a, &started);
@@ -978,9 +1175,22 @@ main(int argc, char **argv)
 	memset(&v, 0, sizeof(v));
 	/* 0: failing to watch local publishers is no error for mate-top */
 	m = mate_fe_follow_open(&o.follow, 0);
+	if (o.all) {
+		mate_error err;
+		int unreadable = 0;
+
+		show_user = 1;
+		if (mate_monitor_watch_all_users(m, &unreadable, &err) != MATE_OK)
+			mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
+		if (unreadable > 0)
+			mate_fe_warnx("--all: %d other %s cannot be read (only root can): their "
+			    "processes are not shown", unreadable, unreadable == 1 ? "user's folder" :
+			    "users' folders");
+	}
 	if ((a = mate_activity_new(o.smooth)) == NULL)
 		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
 	mate_activity_set_linger(a, o.linger);
+	desync = mate_desync_new();    /* NULL (out of memory): no ranks verdicts */
 	top_nvml_open();   /* GPU columns where NVML is there */
 	mate_fe_catch_interrupts();
 	if (o.batch)
@@ -989,6 +1199,9 @@ main(int argc, char **argv)
 		run_interactive(m, a, &o, &v);
 	free(v.order);
 	mate_activity_free(a);
+	mate_desync_free(desync);
+	for (int i = 0; i < nverdicts; i++)
+		free(verdicts[i]);
 	mate_monitor_free(m);
 	mate_fe_follow_free(&o.follow);
 	return MATE_EXIT_OK;

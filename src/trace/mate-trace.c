@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,6 @@
 #include <unistd.h>
 
 #include "fe.h"
-#include "util.h"
 #include "mate_events.h"
 
 struct options {
@@ -82,7 +82,8 @@ parse_options(int argc, char **argv, struct options *o)
 		case 'q': o->quiet = 1; break;
 		case OPT_DESYNC: o->desync = 1; break;
 		case MATE_FE_OPT_PID:
-		case MATE_FE_OPT_ENDPOINT: mate_fe_follow_option(&o->follow, c, optarg); break;
+		case MATE_FE_OPT_ENDPOINT:
+		case MATE_FE_OPT_ENDPOINTS: mate_fe_follow_option(&o->follow, c, optarg); break;
 		}
 	}
 	if (optind < argc && !o->desync)
@@ -204,7 +205,34 @@ struct writer {
 	size_t cap;
 	struct span *spans;   /* by publisher index */
 	int nspans;
+	char **hosts;         /* the other machines written so far */
+	int nhosts;
+	int unflushed;        /* written since the last fflush */
 };
+
+/* " clock=+30.000" on the first event written from a host whose clock the monitor
+ * moved onto this machine's, so that a reader of the log (mate-visualize) can say so. */
+static int
+clock_note(struct writer *w, const mate_monitor *m, const char *host, char *buf, size_t cap)
+{
+	mate_endpoint_info e;
+	int i;
+
+	for (i = 0; i < w->nhosts; i++)
+		if (strcmp(w->hosts[i], host) == 0)
+			return 0;
+	if (w->nhosts < 4096) {
+		w->hosts = mate_fe_grow(w->hosts, (size_t)w->nhosts + 1, sizeof(*w->hosts));
+		if ((w->hosts[w->nhosts] = strdup(host)) == NULL)
+			mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
+		w->nhosts++;
+	}
+	for (i = 0; i < mate_monitor_endpoints(m); i++)
+		if (mate_monitor_endpoint(m, i, &e) == 0 && e.clock_known && e.clock_offset != 0 &&
+		    strcmp(e.host, host) == 0)
+			return snprintf(buf, cap, " clock=%+.3f", e.clock_offset);
+	return 0;
+}
 
 static void
 write_event(struct writer *w, const mate_monitor *m, const mate_live_event *le)
@@ -233,8 +261,14 @@ write_event(struct writer *w, const mate_monitor *m, const mate_live_event *le)
 	if (mate_monitor_publishers(m) > 1) {
 		mate_publisher_info pi;
 		mate_monitor_publisher(m, le->publisher, &pi);
+		const char *host = mate_monitor_publisher_host(m, le->publisher);
 		int k = snprintf(details, sizeof(details), "%s%spid=%ld", ev.details,
 		    ev.details[0] != '\0' ? " " : "", pi.pid);
+		/* another machine's: its host (as --endpoint named it), its pid being its own */
+		if (host[0] != '\0' && k > 0 && (size_t)k < sizeof(details))
+			k += snprintf(details + k, sizeof(details) - (size_t)k, " host=%s", host);
+		if (host[0] != '\0' && k > 0 && (size_t)k < sizeof(details))
+			k += clock_note(w, m, host, details + k, sizeof(details) - (size_t)k);
 		if (pi.rank >= 0 && k > 0 && (size_t)k < sizeof(details))
 			snprintf(details + k, sizeof(details) - (size_t)k, " rank=%d", pi.rank);
 		ev.details = details;
@@ -256,19 +290,26 @@ summary(const mate_monitor *m, const struct writer *w, double secs, const char *
     const struct options *o, int whole)
 {
 	mate_publisher_info pi;
-	int n = mate_monitor_publishers(m);
+	int n = mate_monitor_publishers(m), nproc = 0;
 
+	/* an endpoint named that no frame came from is no process: said below */
+	for (int i = 0; i < n; i++)
+		nproc += mate_monitor_publisher(m, i, &pi) == 0 && (pi.pid > 0 || pi.events > 0);
 	fprintf(stderr, "%s: %llu event%s in %.2f s from %d process%s -> %s\n",
-	    mate_fe_progname(), (unsigned long long)w->seq, mate_fe_s(w->seq), secs, n,
-	    n == 1 ? "" : "es", path);
+	    mate_fe_progname(), (unsigned long long)w->seq, mate_fe_s(w->seq), secs, nproc,
+	    nproc == 1 ? "" : "es", path);
 	for (int i = 0; i < n; i++) {
 		const struct span *sp = i < w->nspans ? &w->spans[i] : NULL;
 		double covered = sp != NULL && sp->n > 0 ? sp->last - sp->first : -1;
 		char cov[48] = "";
 		mate_monitor_publisher(m, i, &pi);
+		if (pi.pid <= 0 && pi.events == 0 && mate_monitor_endpoints(m) > 0)
+			continue;
 		if (covered >= 0)
 			snprintf(cov, sizeof(cov), ", covering %.2f s", covered);
-		fprintf(stderr, "  pid %ld %s: %llu event%s, %llu dropped, %llu lost%s%s\n", pi.pid,
+		const char *host = mate_monitor_publisher_host(m, i);
+		fprintf(stderr, "  pid %ld%s%s %s: %llu event%s, %llu dropped, %llu lost%s%s\n", pi.pid,
+		    host[0] != '\0' ? " on " : "", mate_fe_safe(host),
 		    mate_fe_safe(pi.program[0] != '\0' ? pi.program : pi.endpoint),
 		    (unsigned long long)pi.events, mate_fe_s(pi.events), (unsigned long long)pi.dropped,
 		    (unsigned long long)pi.lost, cov, pi.ended ? ", exited" : "");
@@ -276,6 +317,34 @@ summary(const mate_monitor *m, const struct writer *w, double secs, const char *
 			mate_fe_warnx("pid %ld's events cover %.2f s of the %.2f s capture: it started "
 			    "late or its events came late (a loaded machine); MATE_MONITOR_WAIT=S in "
 			    "it waits for the capture", pi.pid, covered, o->seconds);
+	}
+	/* the endpoints named: the silent, those that speak something else, other clocks */
+	for (int i = 0; i < mate_monitor_endpoints(m); i++) {
+		mate_endpoint_info e;
+		if (mate_monitor_endpoint(m, i, &e) != 0)
+			continue;
+		if (e.frames == 0)
+			mate_fe_warnx("%s: silent: nothing came from it%s", mate_fe_safe(e.url),
+			    e.foreign > 0 ? " that mate reads" : "");
+		if (e.foreign > 0)
+			mate_fe_warnx("%s: %llu frame%s that are not mate's events (skipped)",
+			    mate_fe_safe(e.url), (unsigned long long)e.foreign, mate_fe_s(e.foreign));
+		/* a host's clock once, on its first endpoint (its endpoints share it) */
+		int said = 0;
+		for (int j = 0; j < i && !said; j++) {
+			mate_endpoint_info f;
+			said = mate_monitor_endpoint(m, j, &f) == 0 && strcmp(f.host, e.host) == 0;
+		}
+		if (!said && e.clock_offset != 0)
+			fprintf(stderr, "  host %s: its clock is %.1f s %s this machine's; its times "
+			    "are moved by that (each host's events keep their order)\n",
+			    mate_fe_safe(e.host), fabs(e.clock_offset),
+			    e.clock_offset > 0 ? "behind" : "ahead of");
+		if (!said && e.clock_moved > 0)
+			fprintf(stderr, "  host %s: its clock moved by %+.1f s since its first "
+			    "process; %d process%s started after keep%s its own\n",
+			    mate_fe_safe(e.host), -e.clock_moved_by, e.clock_moved,
+			    e.clock_moved == 1 ? "" : "es", e.clock_moved == 1 ? "s" : "");
 	}
 }
 
@@ -293,14 +362,14 @@ pids_gone(const mate_monitor *m, const struct options *o, double waited, int *to
 static void
 capture(mate_monitor *m, const struct options *o, struct writer *w)
 {
-	double t0 = mate_mono_seconds(), end = o->seconds > 0 ? t0 + o->seconds : 1e300;
+	double t0 = mate_fe_mono_seconds(), end = o->seconds > 0 ? t0 + o->seconds : 1e300;
 	double next_check = t0;
 	mate_live_event le;
 	mate_error err;
 	int rc, told = 0;
 
 	while (!mate_fe_interrupted && (o->max_events < 0 || w->seq < (uint64_t)o->max_events)) {
-		double now = mate_mono_seconds();
+		double now = mate_fe_mono_seconds();
 		if (now >= end || mate_fe_follow_all_ended(m, &o->follow))
 			break;
 		/* a few times a second, not once an event */
@@ -309,11 +378,22 @@ capture(mate_monitor *m, const struct options *o, struct writer *w)
 			if (pids_gone(m, o, now - t0, &told))
 				break;
 		}
-		rc = mate_monitor_next(m, &le, (int)((end - now) * 1000 > 200 ? 200 : (end - now) * 1000), &err);
+		/* nothing ready: what was written goes out before the wait, so that a reader
+		 * of the log as it grows (-o - | grep) sees each event when it comes */
+		rc = mate_monitor_next(m, &le, 0, &err);
+		if (rc == 0 && w->unflushed) {
+			fflush(w->f);
+			w->unflushed = 0;
+		}
+		if (rc == 0)
+			rc = mate_monitor_next(m, &le,
+			    (int)((end - now) * 1000 > 200 ? 200 : (end - now) * 1000), &err);
 		if (rc < 0)
 			mate_fe_errx(MATE_EXIT_FAIL, "%s", err.message);
-		if (rc > 0)
+		if (rc > 0) {
 			write_event(w, m, &le);
+			w->unflushed = 1;
+		}
 	}
 	/* what was received before the end, in order */
 	mate_monitor_flush(m);
@@ -364,7 +444,8 @@ unranked_note(const mate_desync *d)
 
 	if (n > 0)
 		mate_fe_warnx("%llu call%s of processes with no rank (no RANK, OMPI_COMM_WORLD_RANK, "
-		    "PMI_RANK or SLURM_PROCID in their environment) not compared",
+		    "PMI_RANK or SLURM_PROCID in their environment, and no ncclCommInitRank yet) "
+		    "not compared",
 		    (unsigned long long)n, mate_fe_s(n));
 }
 
@@ -416,10 +497,7 @@ desync_logs(const struct options *o)
 static double
 live_now(const mate_monitor *m)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9 - mate_monitor_base(m) - mate_monitor_lag(m);
+	return mate_fe_real_seconds() - mate_monitor_base(m) - mate_monitor_lag(m);
 }
 
 static int
@@ -427,7 +505,7 @@ desync_live(const struct options *o)
 {
 	mate_monitor *m = mate_fe_follow_open(&o->follow, 1);
 	mate_desync *d = mate_desync_new();
-	double t0 = mate_mono_seconds(), end = o->seconds > 0 ? t0 + o->seconds : 1e300;
+	double t0 = mate_fe_mono_seconds(), end = o->seconds > 0 ? t0 + o->seconds : 1e300;
 	double next_check = t0;
 	mate_live_event le;
 	mate_publisher_info pi;
@@ -438,7 +516,7 @@ desync_live(const struct options *o)
 		mate_fe_errx(MATE_EXIT_FAIL, "out of memory");
 	mate_fe_catch_interrupts();
 	while (!mate_fe_interrupted) {
-		double now = mate_mono_seconds();
+		double now = mate_fe_mono_seconds();
 		if (now >= end || (all_ended = mate_fe_follow_all_ended(m, &o->follow)))
 			break;
 		if (now >= next_check) {
@@ -461,9 +539,15 @@ desync_live(const struct options *o)
 	while (mate_monitor_next(m, &le, 0, &err) > 0)
 		if (mate_monitor_publisher(m, le.publisher, &pi) == 0)
 			take(d, &le.ev, pi.pid, pi.rank, "late event");
+	/* a process whose endpoint went away before its DISCONNECT came may have lost its
+	 * last events (or crashed): its end is not certain */
 	for (int i = 0; mate_monitor_publisher(m, i, &pi) == 0; i++)
-		if (pi.ended && pi.rank >= 0)
-			mate_desync_end(d, pi.rank);
+		if (pi.ended && pi.rank >= 0) {
+			if (mate_monitor_publisher_cut(m, i))
+				mate_desync_end_cut(d, pi.rank);
+			else
+				mate_desync_end(d, pi.rank);
+		}
 	unranked_note(d);
 	/* the whole of every rank only when every process followed ended */
 	found += report(d, 0, all_ended);
@@ -499,7 +583,7 @@ main(int argc, char **argv)
 	n = mate_ilog_format_header(head, sizeof(head), "mate Trace", now);
 	if (n > 0 && (size_t)n < sizeof(head))
 		fwrite(head, 1, (size_t)n, w.f);
-	t0 = mate_mono_seconds();
+	t0 = mate_fe_mono_seconds();
 	capture(m, &o, &w);
 	if (fflush(w.f) != 0 || (w.f != stdout && fclose(w.f) != 0))
 		mate_fe_errx(MATE_EXIT_FAIL, "%s: %s", path, strerror(errno));
@@ -509,11 +593,14 @@ main(int argc, char **argv)
 	else if (w.seq == 0 && created)
 		unmake_dirs();  /* and the folders --dir made for it */
 	if (!o.quiet)
-		summary(m, &w, mate_mono_seconds() - t0, w.seq == 0 && created ? "no file" : path, &o,
+		summary(m, &w, mate_fe_mono_seconds() - t0, w.seq == 0 && created ? "no file" : path, &o,
 		    !mate_fe_interrupted && (o.max_events < 0 || w.seq < (uint64_t)o.max_events));
 	mate_monitor_free(m);
 	free(w.line);
 	free(w.spans);
+	for (int i = 0; i < w.nhosts; i++)
+		free(w.hosts[i]);
+	free(w.hosts);
 	mate_fe_follow_free(&o.follow);
 	if (w.seq == 0) {
 		mate_fe_warnx("no events captured%s", mate_fe_interrupted ? " (interrupted)" : "");

@@ -49,7 +49,7 @@ def test_flood():
     p = subprocess.Popen([build_path("src", "trace", "mate-trace"), "--endpoint", url,
                           "-s", str(SECONDS), "-o", os.path.join(d, "t.log")],
                          stderr=subprocess.PIPE, env=env)
-    killer = multiprocessing.Process(target=lambda: (time.sleep(30), os.kill(p.pid, 9)))
+    killer = multiprocessing.Process(target=lambda: (time.sleep(120), os.kill(p.pid, 9)))
     killer.start()
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.monotonic() - t0
@@ -63,9 +63,9 @@ def test_flood():
     print("mate-trace -s %d under a flood: %.2f s, peak RSS %.0f MB" % (SECONDS, wall, rss_mb))
     check(os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0,
           "mate-trace ends by itself and exits 0 (status %d): %s" % (status, err[-300:]))
-    # the deadline holds: it ends long before the killer's 30 s, with room for a slow start
-    # (a sanitizer build beside busy loops takes seconds to start)
-    check(wall < SECONDS + 10, "mate-trace -s %d ends within 10 s of it (a loaded or sanitizer build): %.2f s"
+    # the deadline holds: it ends long before the killer's 120 s, with room for a slow start
+    # (a sanitizer build beside a loaded CI takes seconds to start)
+    check(wall < SECONDS + 60, "mate-trace -s %d ends within 60 s of it (a loaded or sanitizer build): %.2f s"
           % (SECONDS, wall))
     check(rss_mb < RSS_MAX_MB, "peak RSS under %d MB: %.0f MB" % (RSS_MAX_MB, rss_mb))
     check("pid 4242 flood:" in err, "the flood's events are counted: %s" % err[-300:])

@@ -5,7 +5,8 @@
 # others', from the ranks' instruction logs, from a mate-trace capture and live (while the
 # ranks still run); a rank that stalls; nothing for 8 ranks that agree, rank 0's own calls
 # included; a warning, no verdict, for two processes claiming one rank or a rank that is no
-# number. The rank is in the CONNECT line (rank= world= local_rank=).
+# number. The rank is in the CONNECT line (rank= world= local_rank=). A capture to standard
+# output shows each event while the process runs.
 . "$top_srcdir/tests/checks.sh"
 b=$top_builddir
 trace=$b/src/trace/mate-trace
@@ -95,6 +96,19 @@ wait_ranks cap
 "$trace" --desync cap.log > out 2> err
 check [ $? -eq 1 ] && [ "$(cat out)" = "$skipped" ] || fail "a capture: $(cat out err)"
 
+# (c2) 8 ranks of 2,000 steps that exit at once, with a backlog of live events: the capture
+# has every rank's whole stream (DISCONNECT last) and names rank 3's skip at step 1,000 (a
+# capture that stopped reading when the processes went away kept a few thousand events of
+# each and named rank 0 as ended short, as certain)
+MATE_MONITOR=1 MATE_MONITOR_WAIT=300 ranks burst 2000 skip=3:1000
+"$trace" -s 0 $flags -o burst.log 2> burst.trace.err || fail "capture: $(cat burst.trace.err)"
+wait_ranks burst
+check [ "$(grep -c '| DISCONNECT ' burst.log)" -eq 8 ] ||
+	fail "every rank's DISCONNECT in the capture: $(grep -c '| DISCONNECT ' burst.log); $(cat burst.trace.err)"
+"$trace" --desync burst.log > out 2> err
+check [ $? -eq 1 ] && [ "$(cat out)" = "rank 3 is at call 2002 mm(F32:16x32;F32:32x8) while ranks 0-2,4-7 are at calls 2002-2336 all_reduce(F32:4096)" ] ||
+	fail "the burst's verdict: $(cat out err)"
+
 # (d) live, 8 ranks that agree: nothing
 live calm 20
 wait_ranks calm
@@ -110,6 +124,24 @@ wait_ranks stall
 wait $tr
 check [ $? -eq 1 ] && expr "$(cat stall.out)" : 'rank 5 made no call for [0-9.]* s after its call 20 (the other ranks'"'"' median gap: [0-9.e-]* s)$' > /dev/null ||
 	fail "a stall: $(cat stall.out stall.trace.err)"
+
+# (e2) a rank that ends short: certain where its log says it ended (DISCONNECT: it exited
+# early), not where its log stops without one (killed, or its last events lost: a live
+# stream cut at exit gave a certain false verdict)
+for r in 0 1 2 3 4 5 6 7; do
+	steps=20
+	[ $r -eq 3 ] && steps=15
+	RANK=$r WORLD_SIZE=8 LOCAL_RANK=$r MATE_INSTRUCTION_LOG=$tmp/short-$r.log "$prog" $steps 2>> short.err ||
+		fail "rank-prog, rank $r: $(cat short.err)"
+done
+"$trace" --desync short-*.log > out 2> err
+check [ $? -eq 1 ] && [ "$(cat out)" = "rank 3 is at its end after call 30 while ranks 0-2,4-7 are at calls 31-36 mm(F32:16x32;F32:32x8)" ] ||
+	fail "a rank that exited early: $(cat out err)"
+grep -v DISCONNECT short-3.log > cut-3.log
+for r in 0 1 2 4 5 6 7; do cp short-$r.log cut-$r.log; done
+"$trace" --desync cut-*.log > out 2> err
+check [ $? -eq 1 ] && [ "$(cat out)" = "rank 3 is at its end after call 30 while ranks 0-2,4-7 are at calls 31-36 mm(F32:16x32;F32:32x8) (not certain: its events stopped without its DISCONNECT, and the last may be lost)" ] ||
+	fail "a rank whose log stops: $(cat out err)"
 
 # (f) two processes claim rank 3: said, and no verdict on it
 ranks twice 20
@@ -134,4 +166,21 @@ check [ $? -eq 2 ] || fail "--desync -o"
 check [ $? -eq 2 ] || fail "--desync --pid with logs"
 "$trace" --desync nosuch.log > /dev/null 2> err
 check [ $? -eq 2 ] && grep -q nosuch err || fail "a missing log: $(cat err)"
+
+# (h) a capture read as it grows (mate-trace -o - | grep ...): each event reaches the output
+# while the process still runs, not when the capture ends. The rank holds at its end until
+# the test has seen its first call in the capture (the old mate-trace kept it buffered)
+RANK=0 WORLD_SIZE=1 MATE_MONITOR=1 MATE_MONITOR_WAIT=300 "$prog" 3 hold=$tmp/grown 2> grow.err &
+p=$!
+pids=$p
+"$trace" -s 0 --pid $p -o - > grow.log 2> grow.trace.err &
+tr=$!
+wait_until grep -q "| RECV .* all_reduce " grow.log
+check grep -q "| RECV .* all_reduce " grow.log ||
+	fail "the capture's lines reach standard output while the process runs: $(cat grow.log grow.trace.err)"
+touch "$tmp/grown"
+wait "$p"
+wait "$tr" || fail "mate-trace -o -: $(cat grow.trace.err)"
+pids=
+check [ "$(grep -c '| SEND ' grow.log)" -eq 7 ] || fail "the whole capture: $(cat grow.log)"
 checks_done

@@ -3,16 +3,22 @@
  * launcher's variables, as mate reads them). Each step calls mm(a, b) then all_reduce(grad),
  * and rank 0 alone calls log_metrics(loss) every third step.
  *
- *   rank-prog STEPS [skip=R:S] [shape=R:S] [wide=R:S] [stall=R:S:FILE] [hold=FILE]
+ *   rank-prog STEPS [skip=R:S] [shape=R:S] [wide=R:S] [stall=R:S:FILE] [hold=FILE] [pace=US]
+ *       [mark=FILE] [start=FILE]
  *
  * skip=R:S: rank R leaves out step S's all_reduce; shape=R:S: rank R's all_reduce of step S
  * takes 2048 elements, not 4096; wide=R:S: every step ends with concat(12 tensors), whose
  * last takes 2048 elements on rank R at step S (past what an event's args= shows); stall=R:S:FILE: rank R stops before step S until FILE
  * exists, and the others make steps (past STEPS) until then; hold=FILE: every rank waits
- * for FILE before it exits (its last call made). Exit 0. */
+ * for FILE before it exits (its last call made); pace=US: a step every US microseconds
+ * at most (a training step's pace, for bench/desync-latency.py); mark=FILE: the rank
+ * that skips or changes a call writes FILE (via FILE.tmp) with the CLOCK_MONOTONIC
+ * seconds just before that step's calls; start=FILE: every rank waits for FILE before its
+ * first step (so that subscribers that came late miss nothing). Exit 0. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <mate_record.h>
@@ -32,6 +38,30 @@ call(const char *name, int ntensors, const int64_t (*shapes)[2], const int *ndim
 	}
 	mate_call_ready(c);
 	mate_call_end(c);
+}
+
+static double
+mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* FILE holds the time now, whole when it appears. */
+static void
+mark_now(const char *file)
+{
+	char tmp[4096];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", file);
+	if ((f = fopen(tmp, "w")) == NULL)
+		return;
+	fprintf(f, "%.6f\n", mono());
+	if (fclose(f) == 0)
+		rename(tmp, file);
 }
 
 /* "R:S" (and ":FILE") after a prefix: @return 1 when arg is one. */
@@ -55,6 +85,9 @@ main(int argc, char **argv)
 	int rank = rk != NULL ? atoi(rk) : -1, steps = argc > 1 ? atoi(argv[1]) : 10;
 	int skip_r = -1, skip_s = -1, shape_r = -1, shape_s = -1, stall_r = -1, stall_s = -1;
 	int wide_r = -1, wide_s = -1, wide = 0;
+	long pace = 0;
+	const char *mark = NULL, *start = NULL;
+	double next = 0;
 
 	for (int i = 2; i < argc; i++)
 		if (!spec(argv[i], "skip=", &skip_r, &skip_s, NULL) &&
@@ -65,9 +98,23 @@ main(int argc, char **argv)
 				hold = argv[i] + 5;
 				continue;
 			}
+			if (strncmp(argv[i], "pace=", 5) == 0) {
+				pace = atol(argv[i] + 5);
+				continue;
+			}
+			if (strncmp(argv[i], "mark=", 5) == 0) {
+				mark = argv[i] + 5;
+				continue;
+			}
+			if (strncmp(argv[i], "start=", 6) == 0) {
+				start = argv[i] + 6;
+				continue;
+			}
 			fprintf(stderr, "rank-prog: bad argument '%s'\n", argv[i]);
 			return 2;
 		}
+	while (start != NULL && access(start, F_OK) != 0)
+		usleep(1000);
 	for (int step = 0; step < steps || (stall_file != NULL && access(stall_file, F_OK) != 0);
 	    step++) {
 		const int64_t mm_shapes[2][2] = { { 16, 32 }, { 32, 8 } };
@@ -85,6 +132,15 @@ main(int argc, char **argv)
 		}
 		if (step >= steps)
 			usleep(10000);   /* waiting for a stalled rank: a step every 10 ms */
+		if (pace > 0) {
+			double now = mono();
+			if (next > now)
+				usleep((useconds_t)((next - now) * 1e6));
+			next = (next > now ? next : now) + pace * 1e-6;
+		}
+		if (mark != NULL && ((rank == skip_r && step == skip_s) ||
+		    (rank == shape_r && step == shape_s)))
+			mark_now(mark);
 		call("mm", 2, mm_shapes, mm_ndims, mm_data);
 		if (!(rank == skip_r && step == skip_s))
 			call("all_reduce", 1, (const int64_t (*)[2])ar_shape, one, ar_data);
