@@ -30,7 +30,7 @@ mkdir "$tmp/out"
 cd "$build"
 failed=()
 
-if ! out=$(make -s bench tests/plugin-reference.la tests/mate-replay-ref 2>&1); then
+if ! out=$(make -s bench tests/plugin-reference.la tests/mate-replay-ref tests/rank-prog 2>&1); then
 	printf '%s\n' "$out"
 	echo "bench-smoke: make bench failed"
 	exit 1
@@ -82,6 +82,10 @@ smoke bench_safetensors "^one .* write +$n MB/s \(plain +$n, +$n%\) +read +$n MB
 smoke events.py "^  one subscriber +$n +$n \(" "^  stalled subscriber +$n +$n \(" \
     "captured $n events in $n s" "\($n events seen\)" -- \
     env top_builddir="$build" python3 "$bench/events.py" --rounds 1 --flood 1 --top-n 5
+smoke desync-latency.py "^  the call seen live .* +$n +$n$" "^  the rank named .* +$n +$n$" \
+    "^  the rank shown .* +$n +$n$" "^  ratio named / seen +$n +$n$" \
+    "^named within 1 s of the divergence in [0-9]+ of 1 rounds" -- \
+    env top_builddir="$build" python3 "$bench/desync-latency.py" --rounds 1 --at 100
 smoke list-details.sh "^mate-list-dumps -d: .* ratio $n, ${n}x the anchor" \
     "^mate-replay, in place: .* ratio $n, ${n}x the anchor" -- \
     sh "$bench/list-details.sh" "$build" 4
@@ -102,12 +106,15 @@ smoke record-overhead.sh "^level 1: ratio $n CPU" "^level 3: ratio $n CPU" -- \
     sh "$bench/record-overhead.sh" 10 1 16
 smoke recorder "^level 0 .* ratio $n +target" "profile ratio: +$n of level 1" \
     "bench log ratio: +$n of level 1" "floor ratio: +$n of the syscall floor" \
-    "ring ratio: +$n of level 1" "^ring large: .* ratio $n " "^level 10 large: .* ratio $n " -- \
+    "ring ratio: +$n of level 1" "in thread CPU time: +$n of level 1" \
+    "^ring large: .* ratio $n " "^level 10 large: .* ratio $n " -- \
     bench/recorder --dir "$shm" --seconds 0.1 --large-mib 1
 smoke replay-decode.py "^mate-replay run \(CPU kernels\): $n s  ratio ${n}x" \
     "^mate-replay process .* ratio ${n}x" -- \
     peers "$bench/replay-decode.py" "$build" --batch 2 --kv 20 --qo-heads 2 --kv-heads 1 \
     --head-dim 64 --page 16 --repeat 1
+smoke replay-blas-call "call.s strides .* ratio $n \(target" "contiguous .* ratio $n \(target" -- \
+    bench/replay-blas-call 3
 smoke replay-gemm "ratio $n \(target" -- bench/replay-gemm 64 1
 smoke replay-many.sh "^mate-replay -j 1 +10 dumps in $n s: $n dumps/s" \
     "^-j [0-9]+ against -j 1: ${n}x \(medians\)" -- \
