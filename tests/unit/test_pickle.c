@@ -124,7 +124,7 @@ DEFINE_TEST(memory_cap)
 {
 	struct buf b;
 	pid_t pid;
-	int status;
+	int status = -1;   /* not an exit: a waitpid() that failed fails the check */
 
 	laughs(&b);
 	fflush(NULL);
@@ -155,7 +155,7 @@ DEFINE_TEST(memory_in_proportion)
 {
 	struct buf b;
 	pid_t pid;
-	int status;
+	int status = -1;
 
 	laughs(&b);
 	fflush(NULL);
