@@ -124,3 +124,12 @@ FUZZ_TARGETS += fuzz/fuzz_desync
 fuzz_fuzz_desync_SOURCES = fuzz/fuzz_desync.c
 fuzz_fuzz_desync_LDADD = libmate_impl.la
 fuzz_fuzz_desync_LDFLAGS = $(FUZZER_LINK)
+
+## A subscriber that connects while the process's events thread starts gets every event
+## from the first: the starting thread held up by an LD_PRELOAD shim (not built by
+## --disable-shared builds, where the test skips with 77; issue 30).
+check_LTLIBRARIES += tests/slow-thread-shim.la
+tests_slow_thread_shim_la_SOURCES = tests/fakes/slow-thread-shim.c
+tests_slow_thread_shim_la_LDFLAGS = -module -avoid-version -rpath /nowhere
+tests_slow_thread_shim_la_LIBADD = -ldl
+SCRIPT_TESTS += tests/cli/test_events_early_subscriber.sh

@@ -1114,6 +1114,10 @@ start_session(void)
 	if (S.ilog_fd < 0 && S.mon == NULL)
 		return;
 	S.sync = S.forked && S.ilog_fd >= 0;
+	/* before the thread starts: its "a subscriber came" must come after this "nobody yet",
+	 * or a subscriber that connects while this thread is held up (a loaded machine) sees
+	 * the thread's wanted = 1 overwritten and every event up to its next look lost */
+	__atomic_store_n(&mate_ev_wanted_, S.ilog_fd >= 0, __ATOMIC_RELAXED);
 	if (S.sync && S.mon == NULL)
 		S.have_thread = 0;
 	else if (pthread_create(&S.thread, NULL, events_thread, NULL) != 0) {
@@ -1123,7 +1127,6 @@ start_session(void)
 	} else
 		S.have_thread = 1;
 	S.started_thread = 1;
-	__atomic_store_n(&mate_ev_wanted_, S.ilog_fd >= 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&mate_ev_on_, 1, __ATOMIC_RELEASE);
 	if (!atexit_done) {
 		atexit_done = 1;
