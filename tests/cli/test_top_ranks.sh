@@ -61,8 +61,12 @@ ranks_shown() { [ "$(grep -E '^[0-9]+ +rank-prog +process rank [0-7]/8  cpu ' ca
 	awk '{ print $5 }' | sort -u | wc -l)" -eq 8 ]; }
 none_out() { ! grep -q "^out of step" calm.out; }
 job calm 20
+# what a failure needs to tell (CI keeps only this log): each rank's pid, whether it
+# announced itself and is still there
+ranks_state() { for p in $pids; do printf ' %s:%s%s' "$p" "$([ -e "rt/$p.info" ] && echo announced ||
+	echo silent)" "$(kill -0 "$p" 2> /dev/null && echo ,running || echo ,ended)"; done; }
 check wait_until ranks_shown ||
-	fail "the ranks' process lines: $(grep ' process ' calm.out | sort -u -k 5,5) $(cat calm.top.err)"
+	fail "the ranks' process lines: $(grep ' process ' calm.out | sort -u -k 5,5); ranks:$(ranks_state); mate-top said: $(cat calm.top.err)"
 end calm
 check none_out || fail "ranks that agree: $(grep '^out of step' calm.out | sort -u)"
 checks_done
