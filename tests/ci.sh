@@ -9,8 +9,9 @@ fuzz_seconds=${MATE_FUZZ_SECONDS:-60}
 
 step() { printf '\n==== %s ====\n' "$*"; }
 
-# The tests that need libmate-preload.so (or libmate.so itself, through ctypes): a static
-# build has neither, so they run in the shared sanitizer step below, not in the static one.
+# The tests that need libmate-preload.so (or libmate.so itself, through ctypes, or a shim
+# that only a shared build makes): a static build has none, so they run in the shared
+# sanitizer step below, not in the static one.
 preload_tests="tests/cli/test_record_cblas.sh tests/cli/test_recorder_log_extra.sh tests/cli/test_record_exit.sh
 	tests/cli/test_record_fakecuda.py tests/cli/test_record_gpu.sh tests/cli/test_record_man.sh
 	tests/cli/test_record_memevents.py tests/cli/test_record_numpy.py tests/cli/test_record_profile.py
@@ -24,7 +25,7 @@ preload_tests="tests/cli/test_record_cblas.sh tests/cli/test_recorder_log_extra.
 	tests/cli/test_record_torch_blas.py
 	tests/cli/test_replay_cublas_tf32.sh
 	tests/cli/test_replay_export_cuda.sh tests/cli/test_top_gpu.sh tests/cli/test_ring_fakecuda.py
-	tests/cli/test_record_nccl.sh"
+	tests/cli/test_record_nccl.sh tests/cli/test_events_early_subscriber.sh"
 
 # Only the GPU tests may skip (no GPU here, or a build without CUDA); any other skip is a
 # test that did not run, and fails CI.

@@ -14,7 +14,7 @@ mkdir -m 700 "$tmp/rt"
 export MATE_MONITOR_DIR="$tmp/rt" MATE_LOGLEVEL=1 MATE_LOGDEST=/dev/null
 cd "$tmp" || fail_stop "cd $tmp"
 
-LD_PRELOAD=$shim MATE_TEST_THREAD_HOLD="$tmp/go" RANK=0 WORLD_SIZE=1 MATE_MONITOR=1 \
+LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD }$shim" MATE_TEST_THREAD_HOLD="$tmp/go" RANK=0 WORLD_SIZE=1 MATE_MONITOR=1 \
     MATE_MONITOR_WAIT=120 "$b/tests/rank-prog" 5 2> prog.err &
 pid=$!
 trap 'kill $pid 2> /dev/null; rm -rf "$tmp"' EXIT
